@@ -1,0 +1,33 @@
+# The two commands of the quickstart: `make demo` and `make test`. Each works on a fresh clone.
+PYTHON ?= $(shell command -v python3.11 || command -v python3)
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed-stamp
+PYTEST_ARGS ?=
+
+.PHONY: demo test lint services bench chaos clean
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -e '.[test]'
+	touch $(STAMP)
+
+services:
+	bash scripts/services.sh
+
+demo: $(STAMP)
+	$(VENV)/bin/aci-evidence demo
+
+lint: $(STAMP)
+	$(PY) -m ruff check contracts pipeline workers tests bench
+	$(PY) -m mypy
+
+test: $(STAMP) services lint
+	bash scripts/pytest.sh --cov=contracts --cov-report=term-missing --cov-fail-under=100 $(PYTEST_ARGS)
+
+bench: $(STAMP)
+	$(PY) bench/contracts_bench.py
+
+clean:
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .coverage

@@ -1,0 +1,108 @@
+"""The evidence contract: pure structs, projectors, views and tool definitions.
+
+Imports only the standard library, msgspec and (lazily, for SQL normalisation) sqlglot; does
+no I/O. Any agent runtime can use it without the pipeline.
+"""
+
+from __future__ import annotations
+
+from contracts.bounds import DEFAULT_BOUNDS, Bounds
+from contracts.fingerprint import fingerprint_scope, normalise_scope
+from contracts.logs import LogRecord, LogsUpstream, UpstreamPattern, project_logs
+from contracts.mysql import MysqlUpstream, project_mysql, to_json_cell
+from contracts.projection import project
+from contracts.rag import normalise_relevance, project_rag
+from contracts.requests import (
+    TOOL_NAMES,
+    LookupKnowledgeRequest,
+    QueryLogsRequest,
+    QueryMysqlRequest,
+    Request,
+    decode_invocation,
+    is_valid_tool_call_id,
+)
+from contracts.results import (
+    CanonicalResult,
+    ErrorDetail,
+    ErrorResult,
+    Evidence,
+    LogEvent,
+    LogPattern,
+    LogScope,
+    LogsResult,
+    MysqlResult,
+    RagResult,
+    decode_result,
+    encode_result,
+    error_result,
+)
+from contracts.status import (
+    CONTRACT_VERSION,
+    ErrorCode,
+    EvidenceStatus,
+    LifecycleStatus,
+    RelevanceLevel,
+    Topic,
+)
+from contracts.tools import export_tools, input_schema
+from contracts.views import (
+    ControlView,
+    InvocationMeta,
+    ModelObservation,
+    Timings,
+    control_view,
+    encode_view,
+    observe,
+)
+
+__all__ = [
+    "CONTRACT_VERSION",
+    "DEFAULT_BOUNDS",
+    "TOOL_NAMES",
+    "Bounds",
+    "CanonicalResult",
+    "ControlView",
+    "ErrorCode",
+    "ErrorDetail",
+    "ErrorResult",
+    "Evidence",
+    "EvidenceStatus",
+    "InvocationMeta",
+    "LifecycleStatus",
+    "LogEvent",
+    "LogPattern",
+    "LogRecord",
+    "LogScope",
+    "LogsResult",
+    "LogsUpstream",
+    "LookupKnowledgeRequest",
+    "ModelObservation",
+    "MysqlResult",
+    "MysqlUpstream",
+    "QueryLogsRequest",
+    "QueryMysqlRequest",
+    "RagResult",
+    "RelevanceLevel",
+    "Request",
+    "Timings",
+    "Topic",
+    "UpstreamPattern",
+    "control_view",
+    "decode_invocation",
+    "decode_result",
+    "encode_result",
+    "encode_view",
+    "error_result",
+    "export_tools",
+    "fingerprint_scope",
+    "input_schema",
+    "is_valid_tool_call_id",
+    "normalise_relevance",
+    "normalise_scope",
+    "observe",
+    "project",
+    "project_logs",
+    "project_mysql",
+    "project_rag",
+    "to_json_cell",
+]

@@ -1,0 +1,217 @@
+"""Projection of matched log records into a `LogsResult`: scope, patterns, a bounded timeline.
+
+A log source hands over a `LogsUpstream`: the executed scope, the total match count, the
+templates it mined over *all* matches (a source may use drain3 or its backend's own
+clustering), and a bounded sample of records tagged with their template. When a source mines
+nothing, templates are derived here by masking variable tokens. The projection is pure, so
+a recorded upstream re-projects identically.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import datetime
+from typing import Final
+
+import msgspec
+from msgspec import UNSET, UnsetType
+
+from contracts.bounds import Bounds
+from contracts.results import JsonScalar, LogEvent, LogPattern, LogScope, LogsResult
+from contracts.status import EvidenceStatus
+from contracts.text import cut
+
+__all__ = [
+    "LogRecord",
+    "LogsUpstream",
+    "UpstreamPattern",
+    "level_rank",
+    "mask_template",
+    "project_logs",
+]
+
+
+class LogRecord(msgspec.Struct, frozen=True, kw_only=True):
+    """One matched record as a source parsed it (topic fields under `fields`)."""
+
+    timestamp: str
+    level: str
+    service: str
+    message: str
+    fields: dict[str, JsonScalar] = {}
+    template: str | UnsetType = UNSET
+
+
+class UpstreamPattern(msgspec.Struct, frozen=True, kw_only=True):
+    """A template mined over all matches in scope."""
+
+    template: str
+    count: int
+    level: str
+    first_seen: str
+    last_seen: str
+
+
+class LogsUpstream(msgspec.Struct, frozen=True, kw_only=True):
+    """What a log source returns for one query."""
+
+    source_kind: str
+    scope: LogScope
+    match_count: int
+    patterns: list[UpstreamPattern] = []
+    records: list[LogRecord] = []
+
+
+_LEVEL_RANK: Final = {
+    "FATAL": 5, "CRITICAL": 5, "ERROR": 4, "WARN": 3, "WARNING": 3, "INFO": 2, "DEBUG": 1,
+}  # fmt: skip
+_MASKS: Final = (
+    (re.compile(r"\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b", re.I), "<UUID>"),
+    (re.compile(r"\b\d{1,3}(?:\.\d{1,3}){3}(?::\d+)?\b"), "<IP>"),
+    (re.compile(r"\b(?=[0-9a-f]*\d)[0-9a-f]{12,}\b", re.I), "<HEX>"),
+    (re.compile(r"(?<![A-Za-z])[-+]?\d+(?:\.\d+)?(?:ms|s|m|h|Mi|Gi|KB|MB|GB|%)?(?![A-Za-z])"), "<NUM>"),
+)  # fmt: skip
+
+
+def level_rank(level: str) -> int:
+    """Severity for ordering: errors before warnings before routine lines."""
+    return _LEVEL_RANK.get(level.upper(), 0)
+
+
+def mask_template(message: str) -> str:
+    """A template of a message: ids, addresses and numbers replaced by placeholders."""
+    for pattern, placeholder in _MASKS:
+        message = pattern.sub(placeholder, message)
+    return message
+
+
+def _patterns_from_records(records: list[LogRecord]) -> list[UpstreamPattern]:
+    acc: dict[str, list[str | int]] = {}
+    for record in records:
+        key = _template_of(record)
+        found = acc.get(key)
+        if found is None:
+            acc[key] = [1, record.level, record.timestamp, record.timestamp]
+            continue
+        found[0] = int(found[0]) + 1
+        if level_rank(record.level) > level_rank(str(found[1])):
+            found[1] = record.level
+        found[2] = min(str(found[2]), record.timestamp)
+        found[3] = max(str(found[3]), record.timestamp)
+    return [
+        UpstreamPattern(
+            template=t, count=int(c), level=str(lv), first_seen=str(f), last_seen=str(la)
+        )
+        for t, (c, lv, f, la) in acc.items()
+    ]
+
+
+def _template_of(record: LogRecord) -> str:
+    return record.template if isinstance(record.template, str) else mask_template(record.message)
+
+
+def _epoch(timestamp: str) -> float:
+    try:
+        return datetime.fromisoformat(timestamp).timestamp()
+    except ValueError:
+        return 0.0
+
+
+def _rank_patterns(patterns: list[UpstreamPattern], scope: LogScope) -> list[UpstreamPattern]:
+    # What an engineer reads first: severity, then what is new in the window (began in its
+    # last three quarters), then what is rare, so a steady benign warning sinks below onset.
+    start, end = _epoch(scope.start_time), _epoch(scope.end_time)
+    onset_after = start + (end - start) / 4
+
+    def key(p: UpstreamPattern) -> tuple[int, int, int, str, str]:
+        is_new = _epoch(p.first_seen) > onset_after
+        return (-level_rank(p.level), 0 if is_new else 1, p.count, p.first_seen, p.template)
+
+    return sorted(patterns, key=key)
+
+
+def _bound_fields(
+    fields: dict[str, JsonScalar], bounds: Bounds
+) -> tuple[dict[str, JsonScalar], bool]:
+    out: dict[str, JsonScalar] = {}
+    was_cut = False
+    for name, value in fields.items():
+        if isinstance(value, str):
+            value, c = cut(value, bounds.logs_field_chars)
+            was_cut = was_cut or c
+        out[name] = value
+    return out, was_cut
+
+
+def _select_events(
+    records: list[LogRecord], order: dict[str, int], limit: int
+) -> tuple[list[LogRecord], bool]:
+    # First and last occurrence of each pattern in priority order, then the remaining records
+    # by severity; the timeline is then sorted by time.
+    by_template: dict[str, list[LogRecord]] = {}
+    for record in records:
+        by_template.setdefault(_template_of(record), []).append(record)
+    chosen: dict[int, LogRecord] = {}
+    for template in sorted(by_template, key=lambda t: order.get(t, len(order))):
+        group = sorted(by_template[template], key=lambda r: r.timestamp)
+        for record in (group[0], group[-1]):
+            if len(chosen) < limit:
+                chosen.setdefault(id(record), record)
+    rest = sorted(
+        (r for r in records if id(r) not in chosen),
+        key=lambda r: (-level_rank(r.level), r.timestamp),
+    )
+    for record in rest[: max(0, limit - len(chosen))]:
+        chosen[id(record)] = record
+    timeline = sorted(chosen.values(), key=lambda r: (r.timestamp, r.message))
+    return timeline, len(chosen) < len(records)
+
+
+def project_logs(tool_call_id: str, upstream: LogsUpstream, bounds: Bounds) -> LogsResult:
+    """Project a log source's answer; `NO_EVIDENCE` when nothing matched in scope."""
+    patterns = upstream.patterns or _patterns_from_records(upstream.records)
+    ranked = _rank_patterns(patterns, upstream.scope)
+    truncated = len(ranked) > bounds.logs_max_patterns
+    out_patterns: list[LogPattern] = []
+    for p in ranked[: bounds.logs_max_patterns]:
+        template, c = cut(p.template, bounds.logs_template_chars)
+        truncated = truncated or c
+        out_patterns.append(
+            LogPattern(
+                template=template,
+                count=p.count,
+                level=p.level,
+                first_seen=p.first_seen,
+                last_seen=p.last_seen,
+            )
+        )
+    order = {p.template: i for i, p in enumerate(ranked)}
+    selected, cut_records = _select_events(upstream.records, order, bounds.logs_max_events)
+    events: list[LogEvent] = []
+    for record in selected:
+        message, c1 = cut(record.message, bounds.logs_message_chars)
+        fields, c2 = _bound_fields(record.fields, bounds)
+        truncated = truncated or c1 or c2
+        events.append(
+            LogEvent(
+                timestamp=record.timestamp,
+                level=record.level,
+                service=record.service,
+                message=message,
+                fields=fields,
+            )
+        )
+    match_count = max(upstream.match_count, len(upstream.records))
+    truncated = truncated or cut_records or len(events) < match_count
+    found = match_count > 0
+    return LogsResult(
+        evidence_status=EvidenceStatus.EVIDENCE_FOUND if found else EvidenceStatus.NO_EVIDENCE,
+        tool_call_id=tool_call_id,
+        source_kind=upstream.source_kind,
+        scope=upstream.scope,
+        match_count=match_count,
+        returned_count=len(events),
+        patterns=out_patterns,
+        events=events,
+        truncated=truncated,
+    )

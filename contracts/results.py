@@ -1,0 +1,169 @@
+"""Canonical results: the frozen JSON fields of the contract, one struct per tool plus errors.
+
+Optional fields are `UNSET` and omitted from the JSON when absent.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final
+
+import msgspec
+from msgspec import UNSET, UnsetType
+
+from contracts.status import ErrorCode, EvidenceStatus, RelevanceLevel, Topic
+
+__all__ = [
+    "ERROR_MESSAGE_CHARS",
+    "CanonicalResult",
+    "ErrorDetail",
+    "ErrorResult",
+    "Evidence",
+    "JsonScalar",
+    "LogEvent",
+    "LogPattern",
+    "LogScope",
+    "LogsResult",
+    "MysqlResult",
+    "RagResult",
+    "decode_result",
+    "encode_result",
+    "error_result",
+]
+
+ERROR_MESSAGE_CHARS: Final = 300
+
+JsonScalar = str | int | float | bool | None
+
+
+class Evidence(msgspec.Struct, frozen=True, kw_only=True):
+    """One verbatim excerpt of a knowledge document."""
+
+    document_id: str
+    source: str
+    title: str
+    breadcrumb: str
+    excerpt: str
+
+
+class RagResult(msgspec.Struct, frozen=True, kw_only=True):
+    """Canonical result of `lookup_knowledge`."""
+
+    evidence_status: EvidenceStatus
+    tool_call_id: str
+    query: str
+    evidence: list[Evidence]
+    returned_count: int
+    relevance_level: RelevanceLevel | UnsetType = UNSET
+    truncated: bool
+
+
+class LogScope(msgspec.Struct, frozen=True, kw_only=True):
+    """The complete executed scope of a log query: what ran, over which absolute window."""
+
+    topic: Topic
+    query: str
+    lookback_minutes: int
+    start_time: str
+    end_time: str
+
+
+class LogPattern(msgspec.Struct, frozen=True, kw_only=True):
+    """A log template with how often and when it occurred in scope."""
+
+    template: str
+    count: int
+    level: str
+    first_seen: str
+    last_seen: str
+
+
+class LogEvent(msgspec.Struct, frozen=True, kw_only=True):
+    """One log record on the timeline, its message bounded."""
+
+    timestamp: str
+    level: str
+    service: str
+    message: str
+    fields: dict[str, JsonScalar] = {}
+
+
+class LogsResult(msgspec.Struct, frozen=True, kw_only=True):
+    """Canonical result of `query_logs`."""
+
+    evidence_status: EvidenceStatus
+    tool_call_id: str
+    source_kind: str
+    scope: LogScope
+    match_count: int
+    returned_count: int
+    patterns: list[LogPattern]
+    events: list[LogEvent]
+    truncated: bool
+
+
+class MysqlResult(msgspec.Struct, frozen=True, kw_only=True):
+    """Canonical result of `query_mysql`: columns in result order, rows of JSON values."""
+
+    evidence_status: EvidenceStatus
+    tool_call_id: str
+    columns: list[str]
+    rows: list[list[Any]]
+    returned_count: int
+    truncated: bool
+
+
+class ErrorDetail(msgspec.Struct, frozen=True, kw_only=True):
+    """A failure's code and a short, safe message."""
+
+    code: ErrorCode
+    message: str
+
+
+class ErrorResult(msgspec.Struct, frozen=True, kw_only=True):
+    """Any failure. Carries `tool_call_id` only when the framework supplied a valid one."""
+
+    evidence_status: EvidenceStatus = EvidenceStatus.ERROR
+    tool_call_id: str | UnsetType = UNSET
+    error: ErrorDetail
+
+
+CanonicalResult = RagResult | LogsResult | MysqlResult | ErrorResult
+
+
+def error_result(
+    code: ErrorCode, message: str, tool_call_id: str | UnsetType = UNSET
+) -> ErrorResult:
+    """Build an ERROR result; the message is cut to a short, single-line text."""
+    text = " ".join(message.split())
+    if len(text) > ERROR_MESSAGE_CHARS:
+        text = text[: ERROR_MESSAGE_CHARS - 1] + "…"
+    return ErrorResult(tool_call_id=tool_call_id, error=ErrorDetail(code=code, message=text))
+
+
+_ENCODER: Final = msgspec.json.Encoder()
+_RESULT_TYPES: Final[dict[str, type[CanonicalResult]]] = {
+    "lookup_knowledge": RagResult,
+    "query_logs": LogsResult,
+    "query_mysql": MysqlResult,
+}
+_DECODERS: Final = {name: msgspec.json.Decoder(t) for name, t in _RESULT_TYPES.items()}
+_ERROR_DECODER: Final = msgspec.json.Decoder(ErrorResult)
+
+
+class _StatusProbe(msgspec.Struct):
+    evidence_status: EvidenceStatus
+
+
+_PROBE_DECODER: Final = msgspec.json.Decoder(_StatusProbe)
+
+
+def encode_result(result: CanonicalResult) -> bytes:
+    """The canonical JSON of a result."""
+    return _ENCODER.encode(result)
+
+
+def decode_result(tool: str, data: bytes | str) -> CanonicalResult:
+    """Decode the canonical JSON of a result produced for `tool` (strict: raises on mismatch)."""
+    if _PROBE_DECODER.decode(data).evidence_status is EvidenceStatus.ERROR or tool not in _DECODERS:
+        return _ERROR_DECODER.decode(data)
+    return _DECODERS[tool].decode(data)  # type: ignore[no-any-return]

@@ -1,0 +1,72 @@
+"""The two status axes of the contract, and the error codes.
+
+Evidence status is what the query found (agent-facing); lifecycle status is where the
+invocation is (pipeline-facing). They are separate enums so they can never be mixed.
+"""
+
+from __future__ import annotations
+
+import enum
+
+__all__ = [
+    "CONTRACT_VERSION",
+    "ErrorCode",
+    "EvidenceStatus",
+    "LifecycleStatus",
+    "RelevanceLevel",
+    "Topic",
+]
+
+# Bumped on any change of a frozen field set; carried on every envelope on the wire.
+CONTRACT_VERSION = 1
+
+
+class EvidenceStatus(enum.StrEnum):
+    """What the executed query found within its recorded scope."""
+
+    EVIDENCE_FOUND = "EVIDENCE_FOUND"
+    NO_EVIDENCE = "NO_EVIDENCE"
+    ERROR = "ERROR"
+
+
+class LifecycleStatus(enum.StrEnum):
+    """Where an invocation is: accepted and being worked on, or final."""
+
+    PROJECTING = "PROJECTING"
+    READY = "READY"
+    ERROR = "ERROR"
+
+    @property
+    def is_final(self) -> bool:
+        return self is not LifecycleStatus.PROJECTING
+
+
+class ErrorCode(enum.StrEnum):
+    """Why an invocation ended in ERROR."""
+
+    SCHEMA = "SCHEMA"
+    INVALID_TOOL_CALL_ID = "INVALID_TOOL_CALL_ID"
+    UNKNOWN_TOOL = "UNKNOWN_TOOL"
+    AUTHORIZATION = "AUTHORIZATION"
+    FORBIDDEN_QUERY = "FORBIDDEN_QUERY"
+    EXECUTION = "EXECUTION"
+    UNAVAILABLE = "UNAVAILABLE"
+    TIMEOUT = "TIMEOUT"
+    PROJECTION = "PROJECTION"
+    GAVE_UP = "GAVE_UP"
+
+
+class Topic(enum.StrEnum):
+    """Which log topic to search."""
+
+    APPLICATION = "APPLICATION"
+    DATABASE_SLOW_QUERY = "DATABASE_SLOW_QUERY"
+    SYSTEM_EVENTS = "SYSTEM_EVENTS"
+
+
+class RelevanceLevel(enum.StrEnum):
+    """Coarse relevance of knowledge evidence, normalised from upstream."""
+
+    HIGH = "HIGH"
+    MEDIUM = "MEDIUM"
+    LOW = "LOW"

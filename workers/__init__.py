@@ -1,0 +1,7 @@
+"""The evidence sources, the stages that run them, and the worker process."""
+
+from __future__ import annotations
+
+from workers.source import Source, SourceError
+
+__all__ = ["Source", "SourceError"]

@@ -1,0 +1,40 @@
+"""The small Protocol every evidence source implements, and the one error a source raises.
+
+A source does the I/O for one tool and returns its raw upstream answer: for `query_logs` a
+`contracts.LogsUpstream`, for `query_mysql` a `contracts.MysqlUpstream`, for
+`lookup_knowledge` any RAG-shaped JSON object. The stage records that answer (for replay) and
+projects it with the pure projectors of `contracts/`. A source reports a failure by raising
+`SourceError` with a code and a short message that is safe to show the agent (no host, user,
+password, DSN, path or stack trace).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Protocol
+
+from contracts.requests import Request
+from contracts.status import ErrorCode
+
+__all__ = ["Source", "SourceError"]
+
+
+class SourceError(Exception):
+    """A source failed in a way the agent should hear about; `message` must be safe."""
+
+    def __init__(self, code: ErrorCode, message: str, *, retryable: bool = False) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+        self.retryable = retryable
+
+
+class Source(Protocol):
+    """Executes one tool's requests against its upstream."""
+
+    async def fetch(self, request: Request) -> Any:
+        """Run the request; return the raw upstream answer or raise `SourceError`."""
+        ...
+
+    async def aclose(self) -> None:
+        """Release connections and files."""
+        ...
