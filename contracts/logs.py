@@ -66,10 +66,10 @@ _LEVEL_RANK: Final = {
     "FATAL": 5, "CRITICAL": 5, "ERROR": 4, "WARN": 3, "WARNING": 3, "INFO": 2, "DEBUG": 1,
 }  # fmt: skip
 _MASKS: Final = (
-    (re.compile(r"\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b", re.I), "<UUID>"),
+    (re.compile(r"\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b", re.I), "<UUID>"),  # noqa: E501
     (re.compile(r"\b\d{1,3}(?:\.\d{1,3}){3}(?::\d+)?\b"), "<IP>"),
     (re.compile(r"\b(?=[0-9a-f]*\d)[0-9a-f]{12,}\b", re.I), "<HEX>"),
-    (re.compile(r"(?<![A-Za-z])[-+]?\d+(?:\.\d+)?(?:ms|s|m|h|Mi|Gi|KB|MB|GB|%)?(?![A-Za-z])"), "<NUM>"),
+    (re.compile(r"(?<![A-Za-z])[-+]?\d+(?:\.\d+)?(?:ms|s|m|h|Mi|Gi|KB|MB|GB|%)?(?![A-Za-z])"), "<NUM>"),  # noqa: E501
 )  # fmt: skip
 
 
@@ -176,13 +176,13 @@ def project_logs(tool_call_id: str, upstream: LogsUpstream, bounds: Bounds) -> L
     for p in ranked[: bounds.logs_max_patterns]:
         template, c = cut(p.template, bounds.logs_template_chars)
         truncated = truncated or c
+        (level, c1), (first, c2), (last, c3) = (
+            cut(v, bounds.logs_field_chars) for v in (p.level, p.first_seen, p.last_seen)
+        )
+        truncated = truncated or c1 or c2 or c3
         out_patterns.append(
             LogPattern(
-                template=template,
-                count=p.count,
-                level=p.level,
-                first_seen=p.first_seen,
-                last_seen=p.last_seen,
+                template=template, count=p.count, level=level, first_seen=first, last_seen=last
             )
         )
     order = {p.template: i for i, p in enumerate(ranked)}
@@ -191,14 +191,14 @@ def project_logs(tool_call_id: str, upstream: LogsUpstream, bounds: Bounds) -> L
     for record in selected:
         message, c1 = cut(record.message, bounds.logs_message_chars)
         fields, c2 = _bound_fields(record.fields, bounds)
-        truncated = truncated or c1 or c2
+        (timestamp, c3), (level, c4), (service, c5) = (
+            cut(v, bounds.logs_field_chars)
+            for v in (record.timestamp, record.level, record.service)
+        )
+        truncated = truncated or c1 or c2 or c3 or c4 or c5
         events.append(
             LogEvent(
-                timestamp=record.timestamp,
-                level=record.level,
-                service=record.service,
-                message=message,
-                fields=fields,
+                timestamp=timestamp, level=level, service=service, message=message, fields=fields
             )
         )
     match_count = max(upstream.match_count, len(upstream.records))

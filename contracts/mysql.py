@@ -85,10 +85,10 @@ def _bound_cell(value: Any, limit: int) -> tuple[Any, bool]:
     if isinstance(value, str):
         return cut(value, limit)
     if isinstance(value, dict | list):
-        text = _ENCODER.encode(value)
+        text = _ENCODER.encode(value).decode("utf-8")
         if len(text) > limit:
             # A nested value too large to show whole is shown as a verbatim prefix of its JSON.
-            return cut(text.decode("utf-8", "ignore"), limit)[0], True
+            return text[:limit], True
     return value, False
 
 
@@ -96,7 +96,11 @@ def project_mysql(tool_call_id: str, upstream: MysqlUpstream, bounds: Bounds) ->
     """Project fetched rows; `NO_EVIDENCE` when the query returned no row."""
     ncols = min(len(upstream.columns), bounds.mysql_max_columns)
     truncated = upstream.stopped_early or len(upstream.columns) > ncols
-    columns = [cut(str(c), bounds.mysql_cell_chars)[0] for c in upstream.columns[:ncols]]
+    columns: list[str] = []
+    for name in upstream.columns[:ncols]:
+        column, was_cut = cut(str(name), bounds.mysql_cell_chars)
+        truncated = truncated or was_cut
+        columns.append(column)
     rows: list[list[Any]] = []
     used = len(_ENCODER.encode(columns))
     for raw in upstream.rows:

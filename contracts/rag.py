@@ -114,9 +114,6 @@ def project_rag(
         text = _excerpt_text(hit)
         if not text:
             continue
-        if len(evidence) == bounds.rag_max_evidence:
-            truncated = True
-            break
         excerpt, cut_excerpt = cut(text, bounds.rag_excerpt_chars)
         fields = [
             cut(_first_str(hit, keys), bounds.rag_field_chars)
@@ -124,7 +121,10 @@ def project_rag(
         ]
         key = (fields[0][0], excerpt)
         if key in seen:
-            continue
+            continue  # a repeated passage is not lost evidence
+        if len(evidence) == bounds.rag_max_evidence:
+            truncated = True
+            break
         seen.add(key)
         truncated = truncated or cut_excerpt or any(was_cut for _, was_cut in fields)
         evidence.append(

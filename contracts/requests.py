@@ -124,7 +124,9 @@ def _schema_error(tool_call_id: str, message: str) -> ErrorResult:
     return error_result(ErrorCode.SCHEMA, message, tool_call_id)
 
 
-def decode_invocation(tool: object, tool_call_id: object, arguments: object) -> Request | ErrorResult:
+def decode_invocation(
+    tool: object, tool_call_id: object, arguments: object
+) -> Request | ErrorResult:
     """Turn one framework tool call into a typed request, or an ERROR result saying why not.
 
     `arguments` may be the JSON string the model produced or an already-decoded object.

@@ -166,4 +166,4 @@ def decode_result(tool: str, data: bytes | str) -> CanonicalResult:
     """Decode the canonical JSON of a result produced for `tool` (strict: raises on mismatch)."""
     if _PROBE_DECODER.decode(data).evidence_status is EvidenceStatus.ERROR or tool not in _DECODERS:
         return _ERROR_DECODER.decode(data)
-    return _DECODERS[tool].decode(data)  # type: ignore[no-any-return]
+    return _DECODERS[tool].decode(data)

@@ -2,8 +2,9 @@
 
 - `observe`: the bounded Model Observation, only what the model needs to understand and cite.
   It never exceeds `Bounds.observation_max_bytes`; when it must be cut, whole trailing items
-  of the largest list go first (deterministically), then the echoed query, and
-  `truncated` becomes true.
+  of the largest list go first (deterministically), then trailing MySQL columns, then the
+  longest remaining text (echoed query, scope, error message) is halved, and `truncated`
+  becomes true (an error observation has no such flag; only its message can be cut).
 - `control_view`: the Harness Control View, for the harness's decisions. No evidence bodies.
 """
 
@@ -126,41 +127,80 @@ def _first_view(result: CanonicalResult) -> ModelObservation:
     raise TypeError(f"not a canonical result: {type(result).__name__}")  # pragma: no cover
 
 
-def _fit(view: ModelObservation, budget: int) -> ModelObservation:
-    size = len(_ENCODER.encode(view))
-    if size <= budget:
-        return view
-    lists = {
-        name: list(getattr(view, name)) for name in _LIST_FIELDS if hasattr(view, name)
-    }
-    item_sizes = {name: [len(_ENCODER.encode(i)) + 1 for i in items] for name, items in lists.items()}
+def _drop_items(view: ModelObservation, budget: int, size: int) -> ModelObservation:
+    lists = {name: list(getattr(view, name)) for name in _LIST_FIELDS if hasattr(view, name)}
+    # Encoded size of each item plus its separating comma; the first item of a list has none.
+    item_sizes = {n: [len(_ENCODER.encode(i)) + 1 for i in items] for n, items in lists.items()}
     # Drop trailing items of whichever list is largest, one at a time, until the view fits.
     while size > budget and any(item_sizes.values()):
         name = max(item_sizes, key=lambda n: (sum(item_sizes[n]), n))
         lists[name].pop()
-        size -= item_sizes[name].pop()
-    view = msgspec.structs.replace(view, truncated=True, **lists)
-    if len(_ENCODER.encode(view)) <= budget:
+        size -= item_sizes[name].pop() - (0 if item_sizes[name] else 1)
+    return msgspec.structs.replace(view, truncated=True, **lists)
+
+
+def _texts(view: ModelObservation) -> dict[str, str]:
+    # The free text left once the lists are cut, by the name `_with_texts` sets it back under.
+    match view:
+        case RagObservation():
+            return {"query": view.query}
+        case LogsObservation(scope=scope):
+            return {
+                "query": scope.query,
+                "start_time": scope.start_time,
+                "end_time": scope.end_time,
+                "source_kind": view.source_kind,
+            }
+        case ErrorObservation():
+            return {"message": view.error.message}
+    return {}
+
+
+def _with_texts(view: ModelObservation, texts: dict[str, str]) -> ModelObservation:
+    replace = msgspec.structs.replace
+    match view:
+        case RagObservation():
+            return replace(view, query=texts["query"])
+        case LogsObservation():
+            scope = replace(
+                view.scope,
+                query=texts["query"],
+                start_time=texts["start_time"],
+                end_time=texts["end_time"],
+            )
+            return replace(view, scope=scope, source_kind=texts["source_kind"])
+        case ErrorObservation():
+            return replace(view, error=replace(view.error, message=texts["message"]))
+    return view  # pragma: no cover  # MySQL has no free text beside its columns
+
+
+def _fit(view: ModelObservation, budget: int) -> ModelObservation:
+    size = len(_ENCODER.encode(view))
+    if size <= budget:
         return view
-    # Only the echoed query can still be long (rows/events/evidence are gone).
-    text: str = getattr(view, "query", "")
-    if isinstance(view, LogsObservation):
-        text = view.scope.query
-    while text and len(_ENCODER.encode(view)) > budget:
-        text = text[: len(text) // 2]
-        if isinstance(view, LogsObservation):
-            view = msgspec.structs.replace(view, scope=msgspec.structs.replace(view.scope, query=text))
-        else:
-            view = msgspec.structs.replace(view, query=text)
+    if not isinstance(view, ErrorObservation):
+        view = _drop_items(view, budget, size)
+        size = len(_ENCODER.encode(view))
+    if isinstance(view, MysqlObservation) and size > budget:
+        # Rows are all gone; the column names alone are too long. Drop trailing columns.
+        columns = list(view.columns)
+        while columns and size > budget:
+            columns.pop()
+            view = msgspec.structs.replace(view, columns=columns)
+            size = len(_ENCODER.encode(view))
+    # Then halve the longest remaining free text (echoed query, scope, error message).
+    texts = _texts(view)
+    while size > budget and any(texts.values()):
+        name = max(texts, key=lambda n: (len(_ENCODER.encode(texts[n])), n))
+        texts[name] = texts[name][: len(texts[name]) // 2]
+        view = _with_texts(view, texts)
+        size = len(_ENCODER.encode(view))
     return view
 
 
 def observe(result: CanonicalResult, bounds: Bounds) -> ModelObservation:
     """The Model Observation of a canonical result, within the byte budget."""
-    view = _first_view(result)
-    if isinstance(view, ErrorObservation):
-        return view  # error messages are short by construction
-    return _fit(view, bounds.observation_max_bytes)
+    return _fit(_first_view(result), bounds.observation_max_bytes)
 
 
 class Timings(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
@@ -220,7 +260,8 @@ def control_view(
         case ErrorResult():
             error_code = result.error.code
         case RagResult():
-            returned, relevance, truncated = result.returned_count, result.relevance_level, result.truncated
+            returned, relevance = result.returned_count, result.relevance_level
+            truncated = result.truncated
         case LogsResult():
             returned, match_count = result.returned_count, result.match_count
             source_kind, truncated = result.source_kind, result.truncated

@@ -1,0 +1,247 @@
+"""Submitting framework tool calls and reading their results: `EvidenceClient`.
+
+    async with EvidenceClient.connect(settings) as client:
+        calls = [ToolCall(tool="query_logs", tool_call_id="call_1", arguments="{...}")]
+        results = await client.call_many("sess-1", calls)
+
+Submitting the same (session, tool call id) twice is idempotent: one invocation, one result.
+A client-side timeout never loses a result: it stays readable with `result()`.
+A call whose tool call id is invalid is answered at once with the contract's
+`INVALID_TOOL_CALL_ID` error and never enqueued (there is no id to key it by, and none is minted).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from collections.abc import AsyncIterator, Sequence
+from typing import Any, Final
+
+import msgspec
+from msgspec import UNSET, UnsetType
+
+from contracts import (
+    Bounds,
+    ErrorResult,
+    InvocationMeta,
+    LifecycleStatus,
+    control_view,
+    decode_invocation,
+    encode_view,
+    fingerprint_scope,
+    is_valid_tool_call_id,
+    normalise_scope,
+    observe,
+)
+from pipeline.envelope import Invocation, encode_envelope
+from pipeline.keys import Keys, is_valid_session_id
+from pipeline.redis_io import Redis, Scripts, call_redis, open_redis
+from pipeline.settings import Settings
+
+__all__ = ["CallResult", "EvidenceClient", "InvalidSessionId", "ToolCall"]
+
+_ENCODER: Final = msgspec.json.Encoder()
+
+
+class InvalidSessionId(ValueError):
+    """Session ids are 1-128 characters of letters, digits, `.`, `_` and `-`."""
+
+
+class ToolCall(msgspec.Struct, frozen=True, kw_only=True):
+    """One framework tool call: name, the framework's id, and its arguments (JSON or object)."""
+
+    tool: str
+    tool_call_id: Any
+    arguments: Any
+
+
+class CallResult(msgspec.Struct, frozen=True, kw_only=True):
+    """A final invocation: lifecycle status and both views (as published JSON)."""
+
+    tool_call_id: str | UnsetType
+    lifecycle: LifecycleStatus
+    model: msgspec.Raw
+    control: msgspec.Raw
+
+    def as_json(self) -> bytes:
+        """`{"lifecycle": ..., "model": {...}, "control": {...}}`."""
+        return _ENCODER.encode(
+            {"lifecycle": self.lifecycle, "model": self.model, "control": self.control}
+        )
+
+
+def _arguments_text(arguments: Any) -> str:
+    if isinstance(arguments, str):
+        return arguments
+    if isinstance(arguments, bytes | bytearray):
+        return bytes(arguments).decode("utf-8", "replace")
+    try:
+        return _ENCODER.encode(arguments).decode()
+    except (TypeError, ValueError, OverflowError):
+        return "null"  # not JSON-shaped: the worker answers with a SCHEMA error
+
+
+def rejected_locally(call: ToolCall, session_id: str, bounds: Bounds) -> CallResult:
+    """The ERROR answer for a call with an invalid tool call id (not enqueued, nothing minted)."""
+    result = decode_invocation(call.tool, call.tool_call_id, call.arguments)
+    assert isinstance(result, ErrorResult)
+    observation = observe(result, bounds)
+    meta = InvocationMeta(
+        tool=str(call.tool)[:64], session_id=session_id, status=LifecycleStatus.ERROR
+    )
+    return CallResult(
+        tool_call_id=UNSET,
+        lifecycle=LifecycleStatus.ERROR,
+        model=msgspec.Raw(encode_view(observation)),
+        control=msgspec.Raw(encode_view(control_view(result, meta, observation))),
+    )
+
+
+class EvidenceClient:
+    """Submit invocations to the stream and await their results."""
+
+    def __init__(self, redis: Redis, settings: Settings) -> None:
+        self.redis = redis
+        self.settings = settings
+        self.keys = Keys(settings.prefix)
+        self._scripts = Scripts(redis)
+
+    @classmethod
+    @contextlib.asynccontextmanager
+    async def connect(
+        cls, settings: Settings | None = None, url: str | None = None
+    ) -> AsyncIterator[EvidenceClient]:
+        """Open a client on `url` (default: `settings.redis_url`)."""
+        settings = settings or Settings.from_env()
+        target = url or settings.redis_url
+        if not target:
+            raise ValueError("no Redis URL: set ACI_REDIS_URL")
+        async with open_redis(target) as redis:
+            yield cls(redis, settings)
+
+    def _fingerprint(self, call: ToolCall) -> str:
+        decoded = decode_invocation(call.tool, call.tool_call_id, call.arguments)
+        if isinstance(decoded, ErrorResult):
+            return ""
+        scope = normalise_scope(call.tool, decoded, self.settings.default_lookback)
+        return fingerprint_scope(scope)
+
+    async def submit_many(
+        self, session_id: str, calls: Sequence[ToolCall], *, traceparent: str | None = None
+    ) -> list[CallResult | None]:
+        """Append the calls (one pipeline). Returns, per call, None when enqueued (or already
+        known) and a final `CallResult` when it was rejected without enqueueing."""
+        if not is_valid_session_id(session_id):
+            raise InvalidSessionId(session_id)
+        now = int(time.time() * 1000)
+        out: list[CallResult | None] = []
+        retention_ms = self.settings.retention_s * 1000
+        pipe = self.redis.pipeline(transaction=False)
+        for call in calls:
+            if not is_valid_tool_call_id(call.tool_call_id):
+                out.append(rejected_locally(call, session_id, self.settings.bounds))
+                continue
+            out.append(None)
+            envelope = Invocation(
+                session_id=session_id,
+                tool=str(call.tool),
+                tool_call_id=call.tool_call_id,
+                arguments=_arguments_text(call.arguments),
+                submitted_at_ms=now,
+                traceparent=traceparent if traceparent else UNSET,
+            )
+            k = self.keys
+            await self._scripts.submit(
+                keys=[
+                    k.call(session_id, call.tool_call_id),
+                    k.invocations,
+                    k.lifecycle,
+                    k.fingerprints(session_id),
+                    k.sessions,
+                ],
+                args=[
+                    encode_envelope(envelope),
+                    now,
+                    session_id,
+                    call.tool_call_id,
+                    str(call.tool),
+                    self._fingerprint(call),
+                    self.settings.stream_maxlen,
+                    retention_ms,
+                ],
+                client=pipe,
+            )
+        if len(pipe):
+            await call_redis(pipe.execute())
+        return out
+
+    async def result(self, session_id: str, tool_call_id: str) -> CallResult | None:
+        """The final result of one invocation, or None while it is not final (or unknown)."""
+        found = await self._read_final(session_id, [tool_call_id])
+        return found.get(tool_call_id)
+
+    async def _read_final(self, session_id: str, ids: Sequence[str]) -> dict[str, CallResult]:
+        pipe = self.redis.pipeline(transaction=False)
+        for tool_call_id in ids:
+            pipe.hmget(self.keys.call(session_id, tool_call_id), "st", "mo", "cv")
+        rows = await call_redis(pipe.execute())
+        out: dict[str, CallResult] = {}
+        for tool_call_id, (st, mo, cv) in zip(ids, rows, strict=True):
+            if st is None or st == b"PROJECTING" or mo is None or cv is None:
+                continue
+            out[tool_call_id] = CallResult(
+                tool_call_id=tool_call_id,
+                lifecycle=LifecycleStatus(st.decode()),
+                model=msgspec.Raw(mo),
+                control=msgspec.Raw(cv),
+            )
+        return out
+
+    async def wait(
+        self, session_id: str, ids: Sequence[str], timeout: float
+    ) -> dict[str, CallResult]:
+        """Wait until every id is final or `timeout` seconds pass; returns those that are final."""
+        deadline = time.monotonic() + timeout
+        stream = self.keys.model(session_id)
+        last = await call_redis(self.redis.xrevrange(stream, count=1))
+        cursor = last[0][0] if last else b"0-0"
+        done = await self._read_final(session_id, ids)
+        pending = {i for i in ids if i not in done}
+        while pending:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                break
+            block = max(1, min(int(remaining * 1000), 1000))
+            reply = await call_redis(self.redis.xread({stream: cursor}, block=block, count=512))
+            seen: list[str] = []
+            for _name, entries in reply or []:
+                for entry_id, fields in entries:
+                    cursor = entry_id
+                    tcid = fields.get(b"id", b"").decode()
+                    if tcid in pending:
+                        seen.append(tcid)
+            if not reply:
+                seen = list(pending)  # re-check after each quiet second
+            if seen:
+                found = await self._read_final(session_id, seen)
+                done.update(found)
+                pending.difference_update(found)
+        return done
+
+    async def call_many(
+        self, session_id: str, calls: Sequence[ToolCall], timeout: float = 30.0
+    ) -> list[CallResult | None]:
+        """Submit parallel tool calls and await them; None for a call still pending at timeout."""
+        immediate = await self.submit_many(session_id, calls)
+        ids = [c.tool_call_id for c, r in zip(calls, immediate, strict=True) if r is None]
+        found = await self.wait(session_id, ids, timeout) if ids else {}
+        return [
+            r if r is not None else found.get(c.tool_call_id)
+            for c, r in zip(calls, immediate, strict=True)
+        ]
+
+    async def call(
+        self, session_id: str, call: ToolCall, timeout: float = 30.0
+    ) -> CallResult | None:
+        """Submit one call and await its result (None if still pending at timeout)."""
+        return (await self.call_many(session_id, [call], timeout))[0]

@@ -1,0 +1,53 @@
+"""The invocation envelope carried on the invocations stream (versioned, msgspec JSON)."""
+
+from __future__ import annotations
+
+from typing import Final
+
+import msgspec
+from msgspec import UNSET, UnsetType
+
+from contracts.status import CONTRACT_VERSION
+
+__all__ = ["EnvelopeError", "Invocation", "decode_envelope", "encode_envelope"]
+
+
+class Invocation(msgspec.Struct, frozen=True, kw_only=True):
+    """One framework tool call submitted for a session.
+
+    `arguments` is kept as the JSON text the framework supplied (an object supplied
+    already-decoded is encoded once), so the worker sees exactly what the model produced.
+    """
+
+    v: int = CONTRACT_VERSION
+    session_id: str
+    tool: str
+    tool_call_id: str
+    arguments: str
+    submitted_at_ms: int
+    traceparent: str | UnsetType = UNSET
+
+
+class EnvelopeError(Exception):
+    """A stream entry that is not an invocation of this contract version (not retryable)."""
+
+
+_ENCODER: Final = msgspec.json.Encoder()
+_DECODER: Final = msgspec.json.Decoder(Invocation)
+
+
+def encode_envelope(invocation: Invocation) -> bytes:
+    return _ENCODER.encode(invocation)
+
+
+def decode_envelope(data: bytes | str) -> Invocation:
+    """Decode an envelope; a foreign version or shape raises `EnvelopeError`."""
+    try:
+        invocation = _DECODER.decode(data)
+    except (msgspec.DecodeError, msgspec.ValidationError) as exc:
+        raise EnvelopeError(f"not an invocation envelope: {exc}") from exc
+    if invocation.v != CONTRACT_VERSION:
+        raise EnvelopeError(
+            f"envelope has contract version {invocation.v}, this build speaks {CONTRACT_VERSION}"
+        )
+    return invocation

@@ -1,0 +1,36 @@
+"""The lifecycle rule: `PROJECTING` → exactly one of `READY` | `ERROR`; final states never change.
+
+The same rule is enforced inside Redis by the finish script (see `pipeline.redis_io`); this pure
+function is the reference the worker checks against.
+"""
+
+from __future__ import annotations
+
+from contracts.results import CanonicalResult
+from contracts.status import EvidenceStatus, LifecycleStatus
+
+__all__ = ["LifecycleError", "final_status", "transition"]
+
+
+class LifecycleError(Exception):
+    """A transition the lifecycle does not allow (a second final transition, or a regression)."""
+
+
+def transition(current: LifecycleStatus | None, new: LifecycleStatus) -> LifecycleStatus:
+    """Check one transition; `None` means not yet accepted."""
+    if current is None:
+        if new is LifecycleStatus.PROJECTING:
+            return new
+        raise LifecycleError(f"an invocation starts at PROJECTING, not {new}")
+    if current.is_final:
+        raise LifecycleError(f"final state {current} never changes (asked: {new})")
+    if not new.is_final:
+        raise LifecycleError(f"{current} can only move to READY or ERROR")
+    return new
+
+
+def final_status(result: CanonicalResult) -> LifecycleStatus:
+    """The final lifecycle state a canonical result puts its invocation in."""
+    if result.evidence_status is EvidenceStatus.ERROR:
+        return LifecycleStatus.ERROR
+    return LifecycleStatus.READY

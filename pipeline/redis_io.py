@@ -1,0 +1,160 @@
+"""The only importer of `redis.asyncio`: connections, the Lua scripts, and typed errors.
+
+Errors, drawn once:
+
+    PipelineError                 base of every infrastructure failure of the pipeline
+    ├── RedisUnavailable          connection lost or refused; retryable (back off, try again)
+    └── RedisProtocolError        Redis answered with an error we did not expect; not retryable
+
+Redis replies such as BUSYGROUP or NOGROUP are turned into these (or absorbed) here only.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncIterator, Awaitable
+from typing import Any, Final, TypeAlias, TypeVar
+
+import redis.asyncio as aioredis
+from redis.asyncio.retry import Retry
+from redis.backoff import ExponentialBackoff
+from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import ResponseError
+from redis.exceptions import TimeoutError as RedisTimeoutError
+
+from pipeline.keys import GROUP, Keys
+
+__all__ = [
+    "FINISH_LUA",
+    "SUBMIT_LUA",
+    "PipelineError",
+    "Redis",
+    "RedisProtocolError",
+    "RedisUnavailable",
+    "Scripts",
+    "call_redis",
+    "decode_fields",
+    "ensure_group",
+    "open_redis",
+]
+
+# Redis replies are loosely typed; `Any` stays at this boundary.
+Redis: TypeAlias = Any
+T = TypeVar("T")
+
+
+class PipelineError(Exception):
+    """Base of the pipeline's infrastructure errors."""
+
+    retryable: bool = False
+
+
+class RedisUnavailable(PipelineError):
+    """Redis cannot be reached right now; back off and retry."""
+
+    retryable = True
+
+
+class RedisProtocolError(PipelineError):
+    """Redis answered with an unexpected error."""
+
+
+async def call_redis(op: Awaitable[T]) -> T:
+    """Await one Redis operation, turning driver errors into the typed hierarchy above."""
+    try:
+        return await op
+    except (RedisConnectionError, RedisTimeoutError, OSError) as exc:
+        raise RedisUnavailable("redis is unavailable") from exc
+    except ResponseError as exc:
+        raise RedisProtocolError(str(exc).split(" ", 1)[0]) from exc
+
+
+@contextlib.asynccontextmanager
+async def open_redis(url: str, *, max_connections: int = 64) -> AsyncIterator[Any]:
+    """A connection pool with retries on connection loss (exponential backoff)."""
+    client = aioredis.Redis.from_url(
+        url,
+        max_connections=max_connections,
+        retry=Retry(ExponentialBackoff(cap=2.0, base=0.05), retries=3),
+        retry_on_error=[RedisConnectionError, RedisTimeoutError],
+        health_check_interval=15,
+        socket_connect_timeout=5,
+    )
+    try:
+        yield client
+    finally:
+        await client.aclose()
+
+
+async def ensure_group(redis: Redis, keys: Keys) -> None:
+    """Create the workers' consumer group (and the stream) if missing; idempotent."""
+    try:
+        await redis.xgroup_create(keys.invocations, GROUP, id="0", mkstream=True)
+    except ResponseError as exc:
+        if "BUSYGROUP" not in str(exc):
+            raise RedisProtocolError("could not create the consumer group") from exc
+    except (RedisConnectionError, RedisTimeoutError, OSError) as exc:
+        raise RedisUnavailable("redis is unavailable") from exc
+
+
+# Submit: idempotent per (session, tool call id). The first submission of a scope
+# fingerprint in a session is recorded, so `duplicate_of` is decided by submission order,
+# atomically, also when duplicates are submitted at the same moment.
+# KEYS: call, invocations, lifecycle, fingerprints, sessions
+# ARGV: envelope, now_ms, session, tool_call_id, tool, fingerprint|'', maxlen, retention_ms
+SUBMIT_LUA: Final = """
+if redis.call('EXISTS', KEYS[1]) == 1 then
+  return {0, redis.call('HGET', KEYS[1], 'eid')}
+end
+local dup = ''
+if ARGV[6] ~= '' then
+  local first = redis.call('HGET', KEYS[4], ARGV[6])
+  if first and first ~= ARGV[4] then dup = first
+  elseif not first then redis.call('HSET', KEYS[4], ARGV[6], ARGV[4]) end
+  redis.call('PEXPIRE', KEYS[4], ARGV[8])
+end
+local eid = redis.call('XADD', KEYS[2], '*', 'd', ARGV[1], 'dup', dup)
+redis.call('HSET', KEYS[1], 'st', 'PROJECTING', 'eid', eid, 'inv', ARGV[1], 't0', ARGV[2],
+  'tool', ARGV[5], 'dup', dup, 'fp', ARGV[6])
+redis.call('XADD', KEYS[3], 'MAXLEN', '~', ARGV[7], '*', 'session', ARGV[3], 'id', ARGV[4],
+  'tool', ARGV[5], 'status', 'PROJECTING', 'at', ARGV[2], 'eid', eid)
+redis.call('ZADD', KEYS[5], ARGV[2], ARGV[3])
+return {1, eid}
+"""
+
+# Finish: lifecycle state, canonical result, raw upstream, both views and the ack become
+# visible together, once. A second finisher (a racing or resumed worker) only acks.
+# KEYS: call, invocations, model, control, lifecycle
+# ARGV: group, entry id, status, evidence_status, result, raw, model, control, now_ms,
+#       retention_ms, session, tool_call_id, tool, maxlen
+FINISH_LUA: Final = """
+local st = redis.call('HGET', KEYS[1], 'st')
+if st ~= 'PROJECTING' then
+  redis.call('XACK', KEYS[2], ARGV[1], ARGV[2])
+  return 0
+end
+redis.call('HSET', KEYS[1], 'st', ARGV[3], 'ev', ARGV[4], 'res', ARGV[5], 'raw', ARGV[6],
+  'mo', ARGV[7], 'cv', ARGV[8], 't1', ARGV[9])
+redis.call('XADD', KEYS[3], 'MAXLEN', '~', ARGV[14], '*', 'id', ARGV[12], 'd', ARGV[7])
+redis.call('XADD', KEYS[4], 'MAXLEN', '~', ARGV[14], '*', 'id', ARGV[12], 'd', ARGV[8])
+redis.call('XADD', KEYS[5], 'MAXLEN', '~', ARGV[14], '*', 'session', ARGV[11], 'id', ARGV[12],
+  'tool', ARGV[13], 'status', ARGV[3], 'evidence', ARGV[4], 'at', ARGV[9], 'eid', ARGV[2])
+redis.call('XACK', KEYS[2], ARGV[1], ARGV[2])
+redis.call('PEXPIRE', KEYS[1], ARGV[10])
+redis.call('PEXPIRE', KEYS[3], ARGV[10])
+redis.call('PEXPIRE', KEYS[4], ARGV[10])
+return 1
+"""
+
+
+class Scripts:
+    """The registered Lua scripts of one connection pool."""
+
+    def __init__(self, redis: Redis) -> None:
+        self.submit = redis.register_script(SUBMIT_LUA)
+        self.finish = redis.register_script(FINISH_LUA)
+
+
+def decode_fields(fields: dict[Any, Any]) -> dict[str, bytes]:
+    """Stream/hash fields with str keys (values stay bytes)."""
+    return {(k.decode() if isinstance(k, bytes) else str(k)): v for k, v in fields.items()}

@@ -1,0 +1,77 @@
+"""Operator settings of the pipeline, read once from the environment into one frozen struct."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+
+import msgspec
+
+from contracts.bounds import Bounds
+from contracts.fingerprint import DEFAULT_LOOKBACK_MINUTES
+
+__all__ = ["Settings", "SettingsError"]
+
+
+class SettingsError(ValueError):
+    """An operator setting is missing or out of range (the message names the variable)."""
+
+
+class Settings(msgspec.Struct, frozen=True, kw_only=True):
+    """Pipeline settings. Env: `ACI_REDIS_URL`, `ACI_PREFIX`, `ACI_VISIBILITY_TIMEOUT_S`,
+    `ACI_MAX_ATTEMPTS`, `ACI_DEADLINE_S`, `ACI_RETENTION_S`, `ACI_STREAM_MAXLEN`,
+    `ACI_RAW_MAX_BYTES`, `ACI_OBSERVATION_MAX_BYTES`, `ACI_LOGS_DEFAULT_LOOKBACK`."""
+
+    redis_url: str | None = None
+    prefix: str = "aci"
+    visibility_timeout_s: float = 30.0
+    max_attempts: int = 3
+    deadline_s: float = 10.0
+    retention_s: int = 86_400
+    stream_maxlen: int = 100_000
+    raw_max_bytes: int = 262_144
+    read_batch: int = 128
+    default_lookback: int = DEFAULT_LOOKBACK_MINUTES
+    bounds: Bounds = Bounds()
+
+    def __post_init__(self) -> None:
+        if self.visibility_timeout_s <= self.deadline_s:
+            raise SettingsError(
+                "ACI_VISIBILITY_TIMEOUT_S must exceed ACI_DEADLINE_S, or live work is taken over"
+            )
+        if self.max_attempts < 1:
+            raise SettingsError("ACI_MAX_ATTEMPTS must be >= 1")
+        if not self.prefix or any(c in self.prefix for c in "{}: "):
+            raise SettingsError("ACI_PREFIX must be non-empty without braces, colons or spaces")
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] | None = None, **overrides: object) -> Settings:
+        """Settings from `env` (default: the process environment), then `overrides`."""
+        env = os.environ if env is None else env
+        values: dict[str, object] = {}
+        table = {
+            "ACI_REDIS_URL": ("redis_url", str),
+            "ACI_PREFIX": ("prefix", str),
+            "ACI_VISIBILITY_TIMEOUT_S": ("visibility_timeout_s", float),
+            "ACI_MAX_ATTEMPTS": ("max_attempts", int),
+            "ACI_DEADLINE_S": ("deadline_s", float),
+            "ACI_RETENTION_S": ("retention_s", int),
+            "ACI_STREAM_MAXLEN": ("stream_maxlen", int),
+            "ACI_RAW_MAX_BYTES": ("raw_max_bytes", int),
+            "ACI_LOGS_DEFAULT_LOOKBACK": ("default_lookback", int),
+        }
+        for var, (field, kind) in table.items():
+            text = env.get(var, "").strip()
+            if text:
+                try:
+                    values[field] = kind(text)
+                except ValueError:
+                    raise SettingsError(f"{var} must be a {kind.__name__}") from None
+        budget = env.get("ACI_OBSERVATION_MAX_BYTES", "").strip()
+        if budget:
+            try:
+                values["bounds"] = Bounds(observation_max_bytes=int(budget))
+            except ValueError:
+                raise SettingsError("ACI_OBSERVATION_MAX_BYTES must be an int >= 1024") from None
+        values.update(overrides)
+        return cls(**values)  # type: ignore[arg-type]

@@ -1,0 +1,61 @@
+"""Helpers for pipeline tests: an in-process worker and a check of the books."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from collections import Counter
+from collections.abc import AsyncIterator, Mapping
+from functools import partial
+from typing import Any
+
+import anyio
+
+from pipeline.keys import Keys
+from pipeline.settings import Settings
+from workers.source import Source
+from workers.worker import run_worker
+
+
+@contextlib.asynccontextmanager
+async def running_worker(
+    redis: Any, settings: Settings, sources: Mapping[str, Source], concurrency: int = 8
+) -> AsyncIterator[anyio.Event]:
+    stop = anyio.Event()
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(partial(run_worker, redis, settings, sources, concurrency=concurrency, stop=stop))
+        yield stop
+        stop.set()
+
+
+async def books(redis: Any, prefix: str, session: str) -> dict[str, Any]:
+    """Per tool call id: lifecycle finals, model views, control views, and the state."""
+    keys = Keys(prefix)
+    model = Counter(
+        f[b"id"].decode() for _e, f in await redis.xrange(keys.model(session), "-", "+")
+    )
+    control = Counter(
+        f[b"id"].decode() for _e, f in await redis.xrange(keys.control(session), "-", "+")
+    )
+    finals: Counter[str] = Counter()
+    submitted: Counter[str] = Counter()
+    for _e, f in await redis.xrange(keys.lifecycle, "-", "+"):
+        if f[b"session"].decode() != session:
+            continue
+        if f[b"status"] == b"PROJECTING":
+            submitted[f[b"id"].decode()] += 1
+        else:
+            finals[f[b"id"].decode()] += 1
+    return {"model": model, "control": control, "finals": finals, "submitted": submitted}
+
+
+def assert_exactly_once(book: dict[str, Any], ids: list[str]) -> None:
+    for name in ("model", "control", "finals", "submitted"):
+        counts = book[name]
+        wrong = {i: counts.get(i, 0) for i in ids if counts.get(i, 0) != 1}
+        assert not wrong, f"{name}: expected exactly one per id, got {wrong}"
+        assert set(counts) == set(ids), f"{name}: unexpected ids {set(counts) - set(ids)}"
+
+
+def loads(raw: Any) -> Any:
+    return json.loads(bytes(raw))

@@ -1,0 +1,75 @@
+"""Test sources with controlled behaviour (instant, slow, hanging, garbage, failing).
+
+They stand in for a tool's upstream, not for Redis: the pipeline under test is real.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import anyio
+
+from contracts import ErrorCode, LogScope, LogsUpstream, Request
+from workers.source import SourceError
+
+
+class InstantSource:
+    """Answers every request at once with one knowledge hit (or none for query 'nothing')."""
+
+    def __init__(self, delay: float = 0.0) -> None:
+        self.delay = delay
+        self.calls = 0
+
+    async def fetch(self, request: Request) -> Any:
+        self.calls += 1
+        if self.delay:
+            await anyio.sleep(self.delay)
+        query = getattr(request, "query", "")
+        if query == "nothing":
+            return {"contextPack": {"hits": []}}
+        return {
+            "contextPack": {
+                "relevanceLevel": "high",
+                "hits": [
+                    {
+                        "documentId": "doc-1",
+                        "source": "runbooks/pool.md",
+                        "title": "Pool",
+                        "breadcrumb": "Pool > Symptoms",
+                        "content": f"Connection pool exhausted while asking: {query}",
+                        "scores": {"bm25": 12.5},
+                    }
+                ],
+            },
+            "retrievalTrace": [{"step": "bm25", "ms": 0.2}],
+        }
+
+    async def aclose(self) -> None:
+        return None
+
+
+class HangingSource(InstantSource):
+    async def fetch(self, request: Request) -> Any:
+        await anyio.sleep(3600)
+
+
+class GarbageSource(InstantSource):
+    async def fetch(self, request: Request) -> Any:
+        return {"unexpected": [1, 2, 3]}
+
+
+class FailingSource(InstantSource):
+    async def fetch(self, request: Request) -> Any:
+        raise SourceError(ErrorCode.UNAVAILABLE, "the knowledge service is unavailable")
+
+
+class EmptyLogSource(InstantSource):
+    async def fetch(self, request: Request) -> Any:
+        scope = LogScope(
+            topic=getattr(request, "topic"),
+            query="",
+            lookback_minutes=60,
+            start_time="2026-03-14T09:00:00+08:00",
+            end_time="2026-03-14T10:00:00+08:00",
+        )
+        return LogsUpstream(source_kind="MOCK", scope=scope, match_count=0)

@@ -1,0 +1,240 @@
+"""The `aci-evidence` command line.
+
+aci-evidence tools --format openai|responses|anthropic|mcp|schema
+aci-evidence call TOOL --id ID --args JSON [--session S] [--local]
+aci-evidence submit --file F.jsonl --session S [--wait] [--timeout SEC]
+aci-evidence views --session S --view model|control [--follow]
+aci-evidence status [--json]
+aci-evidence worker [--concurrency N]
+aci-evidence demo [--scenario NAME] [--json] [--keep-running]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import signal
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+import anyio
+import msgspec
+
+from contracts import export_tools
+from pipeline.client import CallResult, EvidenceClient, ToolCall
+from pipeline.redis_io import PipelineError, open_redis
+from pipeline.settings import Settings, SettingsError
+
+__all__ = ["main"]
+
+_ENCODER = msgspec.json.Encoder()
+
+
+def _print_json(value: Any) -> None:
+    sys.stdout.write(_ENCODER.encode(value).decode() + "\n")
+    sys.stdout.flush()
+
+
+def _need_url(settings: Settings) -> str:
+    if not settings.redis_url:
+        raise SettingsError("ACI_REDIS_URL is not set (use --local, or start Redis and set it)")
+    return settings.redis_url
+
+
+async def _cmd_call(args: argparse.Namespace, settings: Settings) -> int:
+    if args.local:
+        from workers.sources import open_sources
+        from workers.stage import run_stages
+
+        async with open_sources(only=(args.tool,)) as sources:
+            outcome = await run_stages(
+                tool=args.tool,
+                tool_call_id=args.id,
+                arguments=args.args,
+                session_id=args.session,
+                sources=sources,
+                settings=settings,
+            )
+        _print_json(
+            {
+                "lifecycle": outcome.control.status,
+                "model": outcome.observation,
+                "control": outcome.control,
+            }
+        )
+        return 0
+    async with EvidenceClient.connect(settings, _need_url(settings)) as client:
+        call = ToolCall(tool=args.tool, tool_call_id=args.id, arguments=args.args)
+        result = await client.call(args.session, call, timeout=args.timeout)
+    if result is None:
+        print(f"no result within {args.timeout}s; it stays readable later", file=sys.stderr)
+        return 3
+    sys.stdout.write(result.as_json().decode() + "\n")
+    return 0
+
+
+async def _cmd_submit(args: argparse.Namespace, settings: Settings) -> int:
+    calls: list[ToolCall] = []
+    text = await anyio.Path(args.file).read_text(encoding="utf-8")
+    for number, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            item = json.loads(line)
+            call = ToolCall(
+                tool=item["tool"], tool_call_id=item.get("id"), arguments=item.get("arguments")
+            )
+        except (ValueError, KeyError, TypeError):
+            print(f'line {number}: expected {{"id", "tool", "arguments"}}', file=sys.stderr)
+            return 2
+        calls.append(call)
+    async with EvidenceClient.connect(settings, _need_url(settings)) as client:
+        immediate = await client.submit_many(args.session, calls)
+        if not args.wait:
+            _print_json({"submitted": len(calls)})
+            return 0
+        ids = [c.tool_call_id for c, r in zip(calls, immediate, strict=True) if r is None]
+        found = await client.wait(args.session, ids, args.timeout)
+    finals: list[CallResult] = [r for r in immediate if r is not None] + list(found.values())
+    ready = sum(1 for r in finals if r.lifecycle == "READY")
+    _print_json(
+        {
+            "submitted": len(calls),
+            "ready": ready,
+            "error": len(finals) - ready,
+            "pending": len(calls) - len(finals),
+        }
+    )
+    return 0
+
+
+async def _cmd_views(args: argparse.Namespace, settings: Settings) -> int:
+    from pipeline.keys import Keys
+
+    keys = Keys(settings.prefix)
+    stream = keys.model(args.session) if args.view == "model" else keys.control(args.session)
+    async with open_redis(_need_url(settings)) as redis:
+        cursor = "0-0"
+        while True:
+            reply = await redis.xread(
+                {stream: cursor}, count=1000, block=1000 if args.follow else None
+            )
+            for _name, entries in reply or []:
+                for entry_id, fields in entries:
+                    cursor = entry_id
+                    sys.stdout.write(fields[b"d"].decode() + "\n")
+            sys.stdout.flush()
+            if not args.follow and not reply:
+                return 0
+
+
+async def _cmd_status(args: argparse.Namespace, settings: Settings) -> int:
+    from pipeline.status import collect_status, render_status
+
+    async with open_redis(_need_url(settings)) as redis:
+        report = await collect_status(redis, settings)
+    if args.json:
+        _print_json(report)
+    else:
+        render_status(report)
+    return 0
+
+
+async def _cmd_worker(args: argparse.Namespace, settings: Settings) -> int:
+    from workers.sources import open_sources
+    from workers.worker import run_worker
+
+    stop = anyio.Event()
+
+    async def watch_signals() -> None:
+        with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
+            async for _ in signals:
+                logging.getLogger("aci.worker").info("stopping: draining in-flight work")
+                stop.set()
+                return
+
+    async with open_sources() as sources, open_redis(_need_url(settings)) as redis:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(watch_signals)
+            await run_worker(redis, settings, sources, concurrency=args.concurrency, stop=stop)
+            tg.cancel_scope.cancel()
+    return 0
+
+
+async def _cmd_demo(args: argparse.Namespace, settings: Settings) -> int:
+    from workers.demo import run_demo
+
+    return await run_demo(
+        settings, scenario=args.scenario, as_json=args.json, keep_running=args.keep_running
+    )
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="aci-evidence", description=__doc__.split("\n")[0])
+    parser.add_argument("--log-level", default="WARNING")
+    sub = parser.add_subparsers(dest="command", required=True)
+    p = sub.add_parser("tools", help="print the tool definitions")
+    p.add_argument(
+        "--format", default="openai", choices=["openai", "responses", "anthropic", "mcp", "schema"]
+    )
+    p = sub.add_parser("call", help="run one tool call and print its lifecycle and views")
+    p.add_argument("tool")
+    p.add_argument("--id", required=True)
+    p.add_argument("--args", default="{}")
+    p.add_argument("--session", default="cli")
+    p.add_argument("--local", action="store_true", help="run the stages in-process, no Redis")
+    p.add_argument("--timeout", type=float, default=30.0)
+    p = sub.add_parser("submit", help="submit a JSON Lines file of tool calls")
+    p.add_argument("--file", required=True)
+    p.add_argument("--session", required=True)
+    p.add_argument("--wait", action="store_true")
+    p.add_argument("--timeout", type=float, default=60.0)
+    p = sub.add_parser("views", help="print a session's views as JSON lines")
+    p.add_argument("--session", required=True)
+    p.add_argument("--view", choices=["model", "control"], required=True)
+    p.add_argument("--follow", action="store_true")
+    p = sub.add_parser("status", help="streams, pending entries, consumers, states")
+    p.add_argument("--json", action="store_true")
+    p = sub.add_parser("worker", help="run a worker process")
+    p.add_argument("--concurrency", type=int, default=16)
+    p = sub.add_parser("demo", help="a scripted diagnosis on the embedded default")
+    p.add_argument("--scenario", default=None)
+    p.add_argument("--json", action="store_true")
+    p.add_argument("--keep-running", action="store_true")
+    return parser
+
+
+_COMMANDS = {
+    "call": _cmd_call,
+    "submit": _cmd_submit,
+    "views": _cmd_views,
+    "status": _cmd_status,
+    "worker": _cmd_worker,
+    "demo": _cmd_demo,
+}
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the `aci-evidence` console script."""
+    args = _parser().parse_args(argv)
+    logging.basicConfig(
+        level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s %(message)s"
+    )
+    if args.command == "tools":
+        _print_json(export_tools(args.format))
+        return 0
+    try:
+        settings = Settings.from_env()
+        return anyio.run(_COMMANDS[args.command], args, settings)
+    except SettingsError as exc:
+        print(f"configuration error: {exc}", file=sys.stderr)
+        return 2
+    except PipelineError as exc:
+        print(f"pipeline error: {type(exc).__name__}: {exc}", file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

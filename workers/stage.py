@@ -1,0 +1,181 @@
+"""The stages of one invocation: decode → execute (source I/O, under a deadline) → project
+(pure, `contracts/`) → the two views. Used by the worker and by `aci-evidence call --local`.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Mapping
+from typing import Any, Final
+
+import anyio
+import msgspec
+from msgspec import UNSET, UnsetType
+
+from contracts import (
+    CanonicalResult,
+    ErrorCode,
+    ErrorResult,
+    InvocationMeta,
+    ModelObservation,
+    Request,
+    Timings,
+    control_view,
+    decode_invocation,
+    error_result,
+    fingerprint_scope,
+    normalise_scope,
+    observe,
+    project,
+)
+from contracts.views import ControlView
+from pipeline.lifecycle import final_status
+from pipeline.settings import Settings
+from workers.source import Source, SourceError
+
+__all__ = ["Outcome", "build_outcome", "run_stages", "scope_of"]
+
+log = logging.getLogger("aci.stage")
+_ENCODER: Final = msgspec.json.Encoder()
+
+
+class Outcome(msgspec.Struct, kw_only=True):
+    """Everything one run of the stages produced."""
+
+    result: CanonicalResult
+    raw: bytes  # the raw upstream answer as JSON (bounded), or b"null" when none
+    observation: ModelObservation
+    control: ControlView
+
+
+def scope_of(tool: str, request: Request, settings: Settings) -> tuple[dict[str, Any], str]:
+    """Normalised scope and its fingerprint."""
+    scope = normalise_scope(tool, request, settings.default_lookback)
+    return scope, fingerprint_scope(scope)
+
+
+async def _execute(
+    tool: str,
+    request: Request,
+    tool_call_id: str,
+    sources: Mapping[str, Source],
+    settings: Settings,
+) -> tuple[Any, CanonicalResult | None]:
+    source = sources.get(tool)
+    if source is None:
+        return None, error_result(
+            ErrorCode.UNAVAILABLE, "this tool is not available on this worker", tool_call_id
+        )
+    try:
+        with anyio.fail_after(settings.deadline_s):
+            return await source.fetch(request), None
+    except TimeoutError:
+        return None, error_result(
+            ErrorCode.TIMEOUT, "the query did not finish within its time limit", tool_call_id
+        )
+    except SourceError as exc:
+        return None, error_result(exc.code, exc.message, tool_call_id)
+    except Exception as exc:  # a source bug must become an ERROR result, never "no evidence"
+        log.warning("source for %s failed: %s", tool, type(exc).__name__)
+        return None, error_result(ErrorCode.EXECUTION, "the source failed", tool_call_id)
+
+
+def _encode_raw(raw: Any, limit: int) -> bytes:
+    try:
+        data = _ENCODER.encode(raw)
+    except (TypeError, ValueError, OverflowError):
+        return b'{"omitted":"not encodable"}'
+    if len(data) > limit:
+        return _ENCODER.encode({"omitted": "too large", "bytes": len(data)})
+    return data
+
+
+async def run_stages(
+    *,
+    tool: str,
+    tool_call_id: object,
+    arguments: object,
+    session_id: str,
+    sources: Mapping[str, Source],
+    settings: Settings,
+    attempts: int = 1,
+    duplicate_of: str | UnsetType = UNSET,
+    queued_ms: float = 0.0,
+) -> Outcome:
+    """Run one invocation through every stage; failures come back as ERROR results."""
+    started = time.perf_counter()
+    decoded = decode_invocation(tool, tool_call_id, arguments)
+    raw: Any = None
+    scope: dict[str, Any] | UnsetType = UNSET
+    fingerprint: str | UnsetType = UNSET
+    execute_ms = project_ms = 0.0
+    if isinstance(decoded, ErrorResult):
+        result: CanonicalResult = decoded
+    else:
+        assert isinstance(tool_call_id, str)
+        scope, fingerprint = scope_of(tool, decoded, settings)
+        raw, failed = await _execute(tool, decoded, tool_call_id, sources, settings)
+        executed = time.perf_counter()
+        execute_ms = (executed - started) * 1000
+        if failed is not None:
+            result = failed
+        else:
+            try:
+                result = project(tool, decoded, tool_call_id, raw, settings.bounds)
+            except Exception as exc:  # a projector bug on odd input: an ERROR, not a crash
+                log.warning("projection of %s failed: %s", tool, type(exc).__name__)
+                result = error_result(
+                    ErrorCode.PROJECTION, "the source's answer could not be projected", tool_call_id
+                )
+        project_ms = (time.perf_counter() - executed) * 1000
+    return build_outcome(
+        result=result,
+        raw=raw,
+        tool=tool,
+        session_id=session_id,
+        settings=settings,
+        scope=scope,
+        fingerprint=fingerprint,
+        duplicate_of=duplicate_of,
+        attempts=attempts,
+        timings=Timings(
+            queue_ms=round(queued_ms, 3),
+            execute_ms=round(execute_ms, 3),
+            project_ms=round(project_ms, 3),
+            total_ms=round(queued_ms + (time.perf_counter() - started) * 1000, 3),
+        ),
+    )
+
+
+def build_outcome(
+    *,
+    result: CanonicalResult,
+    raw: Any,
+    tool: str,
+    session_id: str,
+    settings: Settings,
+    scope: dict[str, Any] | UnsetType = UNSET,
+    fingerprint: str | UnsetType = UNSET,
+    duplicate_of: str | UnsetType = UNSET,
+    attempts: int = 1,
+    timings: Timings | None = None,
+) -> Outcome:
+    """Both views of a result, and the raw answer encoded for the record."""
+    observation = observe(result, settings.bounds)
+    meta = InvocationMeta(
+        tool=tool,
+        session_id=session_id,
+        status=final_status(result),
+        scope=scope,
+        scope_fingerprint=fingerprint,
+        duplicate_of=duplicate_of,
+        attempts=attempts,
+        timings=timings or Timings(),
+    )
+    return Outcome(
+        result=result,
+        raw=_encode_raw(raw, settings.raw_max_bytes),
+        observation=observation,
+        control=control_view(result, meta, observation),
+    )

@@ -1,0 +1,333 @@
+"""The worker process: a consumer group reader, a takeover janitor and a batched finisher,
+each a task in one anyio task group.
+
+- read: `XREADGROUP … BLOCK` for as many entries as there are free slots (`--concurrency`);
+- work: each entry runs the stages (`workers.stage`) in its own task;
+- finish: outcomes are finished in batches — one pipeline of finish scripts, each atomic and
+  idempotent (state, result, raw record, both views and the ack, once);
+- janitor: `XAUTOCLAIM` takes over entries idle past the visibility timeout; an entry delivered
+  more than `max_attempts` times finishes as ERROR/GAVE_UP; streams are trimmed by the
+  retention policy, never past an unfinished entry.
+
+SIGTERM/SIGINT (see `workers.cli`) set `stop`: no new reads, in-flight work finishes (or is
+left pending for takeover), nothing is lost.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import secrets
+import socket
+import time
+from collections.abc import Mapping
+from typing import Any, Final
+
+import anyio
+import msgspec
+from anyio.abc import TaskGroup
+from msgspec import UNSET
+
+from contracts import ErrorCode, error_result
+from pipeline.envelope import EnvelopeError, Invocation, decode_envelope
+from pipeline.keys import GROUP, Keys
+from pipeline.redis_io import (
+    Redis,
+    RedisProtocolError,
+    RedisUnavailable,
+    Scripts,
+    call_redis,
+    decode_fields,
+    ensure_group,
+)
+from pipeline.settings import Settings
+from pipeline.trim import trim_streams
+from workers.source import Source
+from workers.stage import Outcome, build_outcome, run_stages
+
+__all__ = ["consumer_name", "run_worker"]
+
+log = logging.getLogger("aci.worker")
+_ENCODER: Final = msgspec.json.Encoder()
+_FINISH_BATCH: Final = 256
+
+
+def consumer_name() -> str:
+    """A consumer name unique to this process: host, pid and a random suffix."""
+    return f"{socket.gethostname()}-{os.getpid()}-{secrets.token_hex(3)}"
+
+
+class _Finish(msgspec.Struct, kw_only=True):
+    invocation: Invocation
+    entry_id: str
+    outcome: Outcome
+    done: anyio.Event
+
+
+class _Worker:
+    def __init__(
+        self,
+        redis: Redis,
+        settings: Settings,
+        sources: Mapping[str, Source],
+        concurrency: int,
+        consumer: str,
+    ) -> None:
+        self.redis = redis
+        self.settings = settings
+        self.sources = sources
+        self.consumer = consumer
+        self.keys = Keys(settings.prefix)
+        self.scripts = Scripts(redis)
+        self.slots = anyio.Semaphore(concurrency)
+        self.concurrency = concurrency
+        self.send, self.receive = anyio.create_memory_object_stream[_Finish](concurrency * 2)
+
+    # -- read ---------------------------------------------------------------------------
+    async def _take_slots(self) -> int:
+        await self.slots.acquire()
+        taken = 1
+        while taken < min(self.concurrency, self.settings.read_batch):
+            try:
+                self.slots.acquire_nowait()
+            except anyio.WouldBlock:
+                break
+            taken += 1
+        return taken
+
+    async def read_loop(self, stop: anyio.Event, work: TaskGroup) -> None:
+        backoff = 0.05
+        while not stop.is_set():
+            taken = await self._take_slots()
+            try:
+                reply = await call_redis(
+                    self.redis.xreadgroup(
+                        GROUP, self.consumer, {self.keys.invocations: ">"}, count=taken, block=500
+                    )
+                )
+                backoff = 0.05
+            except RedisUnavailable:
+                self._release(taken)
+                log.warning("redis unavailable; retrying in %.2fs", backoff)
+                await anyio.sleep(backoff)
+                backoff = min(backoff * 2, 5.0)
+                continue
+            except RedisProtocolError as exc:
+                self._release(taken)
+                if str(exc) == "NOGROUP":  # stream or group lost (e.g. Redis without AOF)
+                    await ensure_group(self.redis, self.keys)
+                    continue
+                raise
+            entries = [e for _stream, batch in reply or [] for e in batch]
+            self._release(taken - len(entries))
+            for entry_id, fields in entries:
+                work.start_soon(self.process, entry_id.decode(), decode_fields(fields), 1)
+
+    def _release(self, count: int) -> None:
+        for _ in range(count):
+            self.slots.release()
+
+    # -- work ---------------------------------------------------------------------------
+    async def process(self, entry_id: str, fields: dict[str, bytes], attempts: int) -> None:
+        try:
+            await self._process(entry_id, fields, attempts)
+        finally:
+            self.slots.release()
+
+    async def _process(self, entry_id: str, fields: dict[str, bytes], attempts: int) -> None:
+        try:
+            invocation = decode_envelope(fields.get("d", b""))
+        except EnvelopeError as exc:
+            await self._dead_letter(entry_id, fields, str(exc))
+            return
+        if attempts > 1 and await self._is_final(invocation):
+            await call_redis(self.redis.xack(self.keys.invocations, GROUP, entry_id))
+            return
+        dup_raw = fields.get("dup", b"")
+        duplicate_of = dup_raw.decode() if dup_raw else UNSET
+        if attempts > self.settings.max_attempts:
+            result = error_result(
+                ErrorCode.GAVE_UP,
+                f"the invocation failed {attempts - 1} times and was given up",
+                invocation.tool_call_id,
+            )
+            outcome = build_outcome(
+                result=result,
+                raw=None,
+                tool=invocation.tool,
+                session_id=invocation.session_id,
+                settings=self.settings,
+                duplicate_of=duplicate_of,
+                attempts=attempts,
+            )
+        else:
+            queued_ms = max(0.0, time.time() * 1000 - invocation.submitted_at_ms)
+            outcome = await run_stages(
+                tool=invocation.tool,
+                tool_call_id=invocation.tool_call_id,
+                arguments=invocation.arguments,
+                session_id=invocation.session_id,
+                sources=self.sources,
+                settings=self.settings,
+                attempts=attempts,
+                duplicate_of=duplicate_of,
+                queued_ms=queued_ms if attempts == 1 else 0.0,
+            )
+        item = _Finish(
+            invocation=invocation, entry_id=entry_id, outcome=outcome, done=anyio.Event()
+        )
+        await self.send.send(item)
+        await item.done.wait()
+
+    async def _is_final(self, invocation: Invocation) -> bool:
+        key = self.keys.call(invocation.session_id, invocation.tool_call_id)
+        state = await call_redis(self.redis.hget(key, "st"))
+        return state is not None and state != b"PROJECTING"
+
+    async def _dead_letter(self, entry_id: str, fields: dict[str, bytes], reason: str) -> None:
+        log.error("dead-lettering stream entry %s: %s", entry_id, reason)
+        pipe = self.redis.pipeline(transaction=True)
+        pipe.xadd(
+            self.keys.dead,
+            {"eid": entry_id, "reason": reason[:300], "d": fields.get("d", b"")[:65536]},
+            maxlen=self.settings.stream_maxlen,
+            approximate=True,
+        )
+        pipe.xack(self.keys.invocations, GROUP, entry_id)
+        with anyio.CancelScope(shield=True):
+            await call_redis(pipe.execute())
+
+    # -- finish -------------------------------------------------------------------------
+    async def finish_loop(self) -> None:
+        async with self.receive:
+            async for first in self.receive:
+                batch = [first]
+                while len(batch) < _FINISH_BATCH:
+                    try:
+                        batch.append(self.receive.receive_nowait())
+                    except (anyio.WouldBlock, anyio.EndOfStream):
+                        break
+                with anyio.CancelScope(shield=True):
+                    await self._flush(batch)
+                for item in batch:
+                    item.done.set()
+
+    async def _flush(self, batch: list[_Finish]) -> None:
+        backoff = 0.05
+        deadline = time.monotonic() + self.settings.visibility_timeout_s
+        while True:
+            pipe = self.redis.pipeline(transaction=False)
+            for item in batch:
+                await self._queue_finish(pipe, item)
+            try:
+                await call_redis(pipe.execute())
+                return
+            except RedisUnavailable:
+                if time.monotonic() > deadline:
+                    # Left pending: another worker takes it over after the visibility timeout.
+                    log.error("could not finish %d invocations; left for takeover", len(batch))
+                    return
+                await anyio.sleep(backoff)
+                backoff = min(backoff * 2, 2.0)
+
+    async def _queue_finish(self, pipe: Any, item: _Finish) -> None:
+        inv, out, k = item.invocation, item.outcome, self.keys
+        await self.scripts.finish(
+            keys=[
+                k.call(inv.session_id, inv.tool_call_id),
+                k.invocations,
+                k.model(inv.session_id),
+                k.control(inv.session_id),
+                k.lifecycle,
+            ],
+            args=[
+                GROUP,
+                item.entry_id,
+                out.control.status.value,
+                out.result.evidence_status.value,
+                _ENCODER.encode(out.result),
+                out.raw,
+                _ENCODER.encode(out.observation),
+                _ENCODER.encode(out.control),
+                int(time.time() * 1000),
+                self.settings.retention_s * 1000,
+                inv.session_id,
+                inv.tool_call_id,
+                inv.tool,
+                self.settings.stream_maxlen,
+            ],
+            client=pipe,
+        )
+
+    # -- janitor ------------------------------------------------------------------------
+    async def janitor_loop(self, stop: anyio.Event, work: TaskGroup) -> None:
+        interval = max(0.2, self.settings.visibility_timeout_s / 4)
+        last_trim = 0.0
+        while not stop.is_set():
+            with anyio.move_on_after(interval):
+                await stop.wait()
+            if stop.is_set():
+                return
+            try:
+                await self._take_over(stop, work)
+                if time.monotonic() - last_trim > 30:
+                    await trim_streams(self.redis, self.keys, self.settings)
+                    last_trim = time.monotonic()
+            except RedisUnavailable:
+                log.warning("janitor: redis unavailable")
+
+    async def _take_over(self, stop: anyio.Event, work: TaskGroup) -> None:
+        min_idle = int(self.settings.visibility_timeout_s * 1000)
+        start = "0-0"
+        while not stop.is_set():
+            reply = await call_redis(
+                self.redis.xautoclaim(
+                    self.keys.invocations, GROUP, self.consumer, min_idle, start_id=start, count=64
+                )
+            )
+            start, claimed = reply[0], reply[1]
+            claimed = [(eid, f) for eid, f in claimed if f is not None]
+            if claimed:
+                counts = await self._delivery_counts([eid for eid, _ in claimed])
+                for entry_id, fields in claimed:
+                    eid = entry_id.decode()
+                    await self.slots.acquire()
+                    log.warning("took over %s (delivery %d)", eid, counts.get(eid, 2))
+                    work.start_soon(self.process, eid, decode_fields(fields), counts.get(eid, 2))
+            if start in (b"0-0", "0-0"):
+                return
+
+    async def _delivery_counts(self, ids: list[bytes]) -> dict[str, int]:
+        pipe = self.redis.pipeline(transaction=False)
+        for eid in ids:
+            pipe.xpending_range(self.keys.invocations, GROUP, min=eid, max=eid, count=1)
+        rows = await call_redis(pipe.execute())
+        out: dict[str, int] = {}
+        for row in rows:
+            for info in row:
+                mid = info["message_id"]
+                out[mid.decode() if isinstance(mid, bytes) else mid] = int(info["times_delivered"])
+        return out
+
+
+async def run_worker(
+    redis: Redis,
+    settings: Settings,
+    sources: Mapping[str, Source],
+    *,
+    concurrency: int = 16,
+    consumer: str | None = None,
+    stop: anyio.Event | None = None,
+) -> None:
+    """Run one worker until `stop` is set; returns after in-flight work is finished."""
+    stop = stop or anyio.Event()
+    worker = _Worker(redis, settings, sources, concurrency, consumer or consumer_name())
+    await ensure_group(redis, worker.keys)
+    log.info("worker %s started (concurrency %d)", worker.consumer, concurrency)
+    async with anyio.create_task_group() as outer:
+        outer.start_soon(worker.finish_loop)
+        async with anyio.create_task_group() as work:
+            work.start_soon(worker.janitor_loop, stop, work)
+            await worker.read_loop(stop, work)
+        await worker.send.aclose()
+    log.info("worker %s stopped", worker.consumer)
