@@ -35,7 +35,7 @@ from contracts import (
 )
 from pipeline.envelope import Invocation, encode_envelope
 from pipeline.keys import Keys, is_valid_session_id
-from pipeline.redis_io import Redis, Scripts, call_redis, open_redis
+from pipeline.redis_io import Redis, Scripts, call_redis, execute, open_redis
 from pipeline.settings import Settings
 
 __all__ = ["CallResult", "EvidenceClient", "InvalidSessionId", "ToolCall"]
@@ -172,7 +172,7 @@ class EvidenceClient:
                 client=pipe,
             )
         if len(pipe):
-            await call_redis(pipe.execute())
+            await execute(pipe)
         return out
 
     async def result(self, session_id: str, tool_call_id: str) -> CallResult | None:
@@ -184,7 +184,7 @@ class EvidenceClient:
         pipe = self.redis.pipeline(transaction=False)
         for tool_call_id in ids:
             pipe.hmget(self.keys.call(session_id, tool_call_id), "st", "mo", "cv")
-        rows = await call_redis(pipe.execute())
+        rows = await execute(pipe)
         out: dict[str, CallResult] = {}
         for tool_call_id, (st, mo, cv) in zip(ids, rows, strict=True):
             if st is None or st == b"PROJECTING" or mo is None or cv is None:

@@ -35,6 +35,7 @@ __all__ = [
     "call_redis",
     "decode_fields",
     "ensure_group",
+    "execute",
     "open_redis",
 ]
 
@@ -67,6 +68,13 @@ async def call_redis(op: Awaitable[T]) -> T:
         raise RedisUnavailable("redis is unavailable") from exc
     except ResponseError as exc:
         raise RedisProtocolError(str(exc).split(" ", 1)[0]) from exc
+
+
+async def execute(pipe: Any) -> list[Any]:
+    """Execute a pipeline and release it, also when Redis fails mid-way."""
+    async with pipe:
+        result: list[Any] = await call_redis(pipe.execute())
+        return result
 
 
 @contextlib.asynccontextmanager

@@ -12,7 +12,7 @@ from __future__ import annotations
 import time
 
 from pipeline.keys import GROUP, Keys
-from pipeline.redis_io import Redis, call_redis
+from pipeline.redis_io import Redis, call_redis, execute
 
 __all__ = ["safe_trim_id", "trim_streams"]
 
@@ -52,4 +52,4 @@ async def trim_streams(redis: Redis, keys: Keys, settings: object) -> None:
     pipe.xtrim(keys.lifecycle, minid=f"{cutoff_ms}-0", approximate=True)
     pipe.xtrim(keys.dead, minid=f"{cutoff_ms}-0", approximate=True)
     pipe.zremrangebyscore(keys.sessions, "-inf", cutoff_ms)
-    await call_redis(pipe.execute())
+    await execute(pipe)

@@ -39,6 +39,7 @@ from pipeline.redis_io import (
     call_redis,
     decode_fields,
     ensure_group,
+    execute,
 )
 from pipeline.settings import Settings
 from pipeline.trim import trim_streams
@@ -195,7 +196,7 @@ class _Worker:
         )
         pipe.xack(self.keys.invocations, GROUP, entry_id)
         with anyio.CancelScope(shield=True):
-            await call_redis(pipe.execute())
+            await execute(pipe)
 
     # -- finish -------------------------------------------------------------------------
     async def finish_loop(self) -> None:
@@ -220,7 +221,7 @@ class _Worker:
             for item in batch:
                 await self._queue_finish(pipe, item)
             try:
-                await call_redis(pipe.execute())
+                await execute(pipe)
                 return
             except RedisUnavailable:
                 if time.monotonic() > deadline:
@@ -301,7 +302,7 @@ class _Worker:
         pipe = self.redis.pipeline(transaction=False)
         for eid in ids:
             pipe.xpending_range(self.keys.invocations, GROUP, min=eid, max=eid, count=1)
-        rows = await call_redis(pipe.execute())
+        rows = await execute(pipe)
         out: dict[str, int] = {}
         for row in rows:
             for info in row:

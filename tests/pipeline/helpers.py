@@ -23,7 +23,9 @@ async def running_worker(
 ) -> AsyncIterator[anyio.Event]:
     stop = anyio.Event()
     async with anyio.create_task_group() as tg:
-        tg.start_soon(partial(run_worker, redis, settings, sources, concurrency=concurrency, stop=stop))
+        tg.start_soon(
+            partial(run_worker, redis, settings, sources, concurrency=concurrency, stop=stop)
+        )
         yield stop
         stop.set()
 

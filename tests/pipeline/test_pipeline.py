@@ -131,7 +131,9 @@ async def test_duplicate_of_names_the_earliest_submitted_same_scope_call(
         kcall(1, "Pool   exhausted"),
         kcall(2, "pool exhausted"),  # same scope after folding
         kcall(3, "something else"),
-        ToolCall(tool="lookup_knowledge", tool_call_id="call_4", arguments={"query": "POOL exhausted"}),
+        ToolCall(
+            tool="lookup_knowledge", tool_call_id="call_4", arguments={"query": "POOL exhausted"}
+        ),
     ]
     async with running_worker(redis, settings, {"lookup_knowledge": InstantSource()}):
         results = await client.call_many("s4", calls, timeout=10)
