@@ -8,7 +8,7 @@ Upstreams differ: hits under a context pack or a flat list, text under `content`
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Final
+from typing import Any, Final, TypeGuard
 
 from msgspec import UNSET
 
@@ -42,11 +42,16 @@ def normalise_relevance(value: object) -> RelevanceLevel | None:
         return None
 
 
+def _is_mapping(value: object) -> TypeGuard[Mapping[str, Any]]:
+    # `type(...) is dict` first: an ABC isinstance check costs several times more.
+    return type(value) is dict or isinstance(value, Mapping)
+
+
 def find_hits(upstream: object, depth: int = 0) -> list[Any] | None:
     """The upstream's hit list, or None when it has no recognisable one (garbage)."""
     if isinstance(upstream, list):
         return upstream
-    if not isinstance(upstream, Mapping) or depth > _MAX_DEPTH:
+    if depth > _MAX_DEPTH or not _is_mapping(upstream):
         return None
     for key in _HIT_LIST_KEYS:
         if isinstance(upstream.get(key), list):
@@ -59,7 +64,7 @@ def find_hits(upstream: object, depth: int = 0) -> list[Any] | None:
 
 
 def _find_relevance(upstream: object, depth: int = 0) -> RelevanceLevel | None:
-    if not isinstance(upstream, Mapping) or depth > _MAX_DEPTH:
+    if depth > _MAX_DEPTH or not _is_mapping(upstream):
         return None
     for key in _RELEVANCE_KEYS:
         if key in upstream:
@@ -71,19 +76,52 @@ def _find_relevance(upstream: object, depth: int = 0) -> RelevanceLevel | None:
     return None
 
 
-def _first_str(hit: Mapping[str, Any], keys: tuple[str, ...]) -> str:
-    for where in (hit, hit.get("metadata"), hit.get("document"), hit.get("doc")):
-        if not isinstance(where, Mapping):
-            continue
-        for key in keys:
-            value = where.get(key)
-            if isinstance(value, str) and value.strip():
-                return value.strip()
-            if isinstance(value, int | float) and not isinstance(value, bool):
-                return str(value)
-            if isinstance(value, list) and value and all(isinstance(v, str) for v in value):
-                return " > ".join(v.strip() for v in value)
+def _places(hit: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    # Where a hit keeps its descriptive fields, in preference order.
+    nested = (hit.get("metadata"), hit.get("document"), hit.get("doc"))
+    return [hit, *(where for where in nested if where is not None and _is_mapping(where))]
+
+
+# key -> (which evidence field it names, its preference among that field's keys)
+_FIELD_SLOTS: Final = {
+    key: (field, rank)
+    for field, keys in enumerate((_ID_KEYS, _SOURCE_KEYS, _TITLE_KEYS, _BREADCRUMB_KEYS))
+    for rank, key in enumerate(keys)
+}
+
+
+def _usable_text(value: object) -> str:
+    if isinstance(value, str):
+        return value.strip()
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return str(value)
+    if isinstance(value, list) and value:
+        parts = [v.strip() for v in value if isinstance(v, str)]
+        if len(parts) == len(value) and any(parts):
+            return " > ".join(parts)
     return ""
+
+
+def _describe(places: list[Mapping[str, Any]]) -> list[str]:
+    """document_id, source, title, breadcrumb of a hit: per field, the first usable value in
+    place order, then key preference order; "" when none."""
+    found = ["", "", "", ""]
+    for where in places:
+        best = [len(_FIELD_SLOTS)] * 4
+        for key, value in where.items():
+            slot = _FIELD_SLOTS.get(key)
+            if slot is None:
+                continue
+            field, rank = slot
+            # A field settled at an earlier place stays; within a place, the preferred key wins.
+            if (found[field] and best[field] == len(_FIELD_SLOTS)) or rank >= best[field]:
+                continue
+            text = value.strip() if type(value) is str else _usable_text(value)
+            if text:
+                found[field], best[field] = text, rank
+        if all(found):
+            break
+    return found
 
 
 def _excerpt_text(hit: Mapping[str, Any]) -> str:
@@ -109,30 +147,30 @@ def project_rag(
     seen: set[tuple[str, str]] = set()
     truncated = False
     for hit in hits:
-        if not isinstance(hit, Mapping):
+        if not _is_mapping(hit):
             continue
         text = _excerpt_text(hit)
         if not text:
             continue
-        excerpt, cut_excerpt = cut(text, bounds.rag_excerpt_chars)
-        fields = [
-            cut(_first_str(hit, keys), bounds.rag_field_chars)
-            for keys in (_ID_KEYS, _SOURCE_KEYS, _TITLE_KEYS, _BREADCRUMB_KEYS)
-        ]
-        key = (fields[0][0], excerpt)
-        if key in seen:
+        excerpt, was_cut = cut(text, bounds.rag_excerpt_chars)
+        limit = bounds.rag_field_chars
+        fields = _describe(_places(hit))
+        if max(map(len, fields)) > limit:
+            fields, was_cut = [f[:limit] for f in fields], True
+        document_id, source, title, breadcrumb = fields
+        if (document_id, excerpt) in seen:
             continue  # a repeated passage is not lost evidence
         if len(evidence) == bounds.rag_max_evidence:
             truncated = True
             break
-        seen.add(key)
-        truncated = truncated or cut_excerpt or any(was_cut for _, was_cut in fields)
+        seen.add((document_id, excerpt))
+        truncated = truncated or was_cut
         evidence.append(
             Evidence(
-                document_id=fields[0][0],
-                source=fields[1][0],
-                title=fields[2][0],
-                breadcrumb=fields[3][0],
+                document_id=document_id,
+                source=source,
+                title=title,
+                breadcrumb=breadcrumb,
                 excerpt=excerpt,
             )
         )

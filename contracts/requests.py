@@ -110,6 +110,7 @@ TOOL_REQUESTS: Final[dict[str, type[Request]]] = {
 }
 TOOL_NAMES: Final = tuple(TOOL_REQUESTS)
 
+_ENCODER: Final = msgspec.json.Encoder()
 _JSON_DECODERS: Final = {name: msgspec.json.Decoder(t) for name, t in TOOL_REQUESTS.items()}
 
 
@@ -152,7 +153,9 @@ def decode_invocation(
                 return _schema_error(tool_call_id, "arguments are too large")
             request: Request = _JSON_DECODERS[tool].decode(arguments)
         elif isinstance(arguments, dict):
-            request = msgspec.convert(arguments, TOOL_REQUESTS[tool], strict=True)
+            # Through JSON, so an object decodes exactly as its JSON text would and a value
+            # that cannot be published (a lone surrogate, a set) is refused here, not later.
+            request = _JSON_DECODERS[tool].decode(_ENCODER.encode(arguments))
         else:
             return _schema_error(tool_call_id, "arguments must be a JSON object")
     except msgspec.ValidationError as exc:
@@ -160,8 +163,8 @@ def decode_invocation(
     except msgspec.DecodeError as exc:
         return _schema_error(tool_call_id, f"arguments are not valid JSON: {exc}")
     except (TypeError, ValueError, RecursionError):
-        # msgspec.convert on objects that are not JSON-shaped (e.g. sets, custom types).
-        return _schema_error(tool_call_id, "arguments must be a JSON object")
+        # Objects that are not JSON-shaped (sets, custom types), text that is not Unicode.
+        return _schema_error(tool_call_id, "arguments must be a JSON object of JSON values")
     return _check_semantics(request, tool_call_id)
 
 

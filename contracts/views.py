@@ -46,6 +46,8 @@ __all__ = [
 
 
 class RagObservation(msgspec.Struct, frozen=True, kw_only=True):
+    """What the model sees of a `lookup_knowledge` result."""
+
     tool_call_id: str
     evidence_status: EvidenceStatus
     query: str
@@ -55,6 +57,8 @@ class RagObservation(msgspec.Struct, frozen=True, kw_only=True):
 
 
 class LogsObservation(msgspec.Struct, frozen=True, kw_only=True):
+    """What the model sees of a `query_logs` result."""
+
     tool_call_id: str
     evidence_status: EvidenceStatus
     source_kind: str
@@ -65,6 +69,8 @@ class LogsObservation(msgspec.Struct, frozen=True, kw_only=True):
 
 
 class MysqlObservation(msgspec.Struct, frozen=True, kw_only=True):
+    """What the model sees of a `query_mysql` result."""
+
     tool_call_id: str
     evidence_status: EvidenceStatus
     columns: list[str]
@@ -73,6 +79,8 @@ class MysqlObservation(msgspec.Struct, frozen=True, kw_only=True):
 
 
 class ErrorObservation(msgspec.Struct, frozen=True, kw_only=True):
+    """What the model sees of a failure: its code and safe message."""
+
     tool_call_id: str | UnsetType = UNSET
     evidence_status: EvidenceStatus
     error: ErrorDetail

@@ -17,7 +17,9 @@ import time
 from collections.abc import AsyncIterator, Sequence
 from typing import Any, Final
 
+import anyio
 import msgspec
+from anyio.abc import TaskGroup
 from msgspec import UNSET, UnsetType
 
 from contracts import (
@@ -35,7 +37,14 @@ from contracts import (
 )
 from pipeline.envelope import Invocation, encode_envelope
 from pipeline.keys import Keys, is_valid_session_id
-from pipeline.redis_io import Redis, Scripts, call_redis, execute, open_redis
+from pipeline.redis_io import (
+    PipelineError,
+    Redis,
+    Scripts,
+    call_redis,
+    execute,
+    open_redis,
+)
 from pipeline.settings import Settings
 
 __all__ = ["CallResult", "EvidenceClient", "InvalidSessionId", "ToolCall"]
@@ -97,14 +106,41 @@ def rejected_locally(call: ToolCall, session_id: str, bounds: Bounds) -> CallRes
     )
 
 
+class _Listener:
+    """Follows one session's model stream and wakes the waiters of the ids it sees."""
+
+    def __init__(self) -> None:
+        self.waiters: dict[str, anyio.Event] = {}
+        self.ready = anyio.Event()
+        self.running = False
+
+
 class EvidenceClient:
-    """Submit invocations to the stream and await their results."""
+    """Submit invocations to the stream and await their results.
+
+    Use as an async context manager: it owns one listener task per session being waited on,
+    so any number of concurrent waiters share one blocking read per session.
+    """
 
     def __init__(self, redis: Redis, settings: Settings) -> None:
         self.redis = redis
         self.settings = settings
         self.keys = Keys(settings.prefix)
         self._scripts = Scripts(redis)
+        self._listeners: dict[str, _Listener] = {}
+        self._tg: TaskGroup | None = None
+        self._tg_cm: Any = None
+
+    async def __aenter__(self) -> EvidenceClient:
+        self._tg_cm = anyio.create_task_group()
+        self._tg = await self._tg_cm.__aenter__()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        assert self._tg is not None
+        self._tg.cancel_scope.cancel()
+        await self._tg_cm.__aexit__(None, None, None)
+        self._tg = None
 
     @classmethod
     @contextlib.asynccontextmanager
@@ -116,8 +152,8 @@ class EvidenceClient:
         target = url or settings.redis_url
         if not target:
             raise ValueError("no Redis URL: set ACI_REDIS_URL")
-        async with open_redis(target) as redis:
-            yield cls(redis, settings)
+        async with open_redis(target) as redis, cls(redis, settings) as client:
+            yield client
 
     def _fingerprint(self, call: ToolCall) -> str:
         decoded = decode_invocation(call.tool, call.tool_call_id, call.arguments)
@@ -135,8 +171,8 @@ class EvidenceClient:
             raise InvalidSessionId(session_id)
         now = int(time.time() * 1000)
         out: list[CallResult | None] = []
-        retention_ms = self.settings.retention_s * 1000
-        pipe = self.redis.pipeline(transaction=False)
+        queued: list[tuple[list[str], list[Any]]] = []
+        k = self.keys
         for call in calls:
             if not is_valid_tool_call_id(call.tool_call_id):
                 out.append(rejected_locally(call, session_id, self.settings.bounds))
@@ -150,29 +186,31 @@ class EvidenceClient:
                 submitted_at_ms=now,
                 traceparent=traceparent if traceparent else UNSET,
             )
-            k = self.keys
-            await self._scripts.submit(
-                keys=[
-                    k.call(session_id, call.tool_call_id),
-                    k.invocations,
-                    k.lifecycle,
-                    k.fingerprints(session_id),
-                    k.sessions,
-                ],
-                args=[
-                    encode_envelope(envelope),
-                    now,
-                    session_id,
-                    call.tool_call_id,
-                    str(call.tool),
-                    self._fingerprint(call),
-                    self.settings.stream_maxlen,
-                    retention_ms,
-                ],
-                client=pipe,
-            )
-        if len(pipe):
-            await execute(pipe)
+            keys = [
+                k.call(session_id, call.tool_call_id),
+                k.invocations,
+                k.lifecycle,
+                k.fingerprints(session_id),
+                k.sessions,
+            ]
+            args = [
+                encode_envelope(envelope),
+                now,
+                session_id,
+                call.tool_call_id,
+                str(call.tool),
+                self._fingerprint(call),
+                self.settings.stream_maxlen,
+                self.settings.retention_s * 1000,
+            ]
+            queued.append((keys, args))
+        if queued:
+
+            def fill(pipe: Any) -> None:
+                for keys, args in queued:
+                    self._scripts.queue(pipe, self._scripts.submit_sha, keys, args)
+
+            await self._scripts.run(fill)
         return out
 
     async def result(self, session_id: str, tool_call_id: str) -> CallResult | None:
@@ -197,35 +235,61 @@ class EvidenceClient:
             )
         return out
 
+    async def _listen(self, session_id: str, listener: _Listener) -> None:
+        stream = self.keys.model(session_id)
+        try:
+            last = await call_redis(self.redis.xrevrange(stream, count=1))
+            cursor = last[0][0] if last else b"0-0"
+            listener.ready.set()
+            while listener.waiters:
+                reply = await call_redis(self.redis.xread({stream: cursor}, block=1000, count=1024))
+                for _name, entries in reply or []:
+                    for entry_id, fields in entries:
+                        cursor = entry_id
+                        event = listener.waiters.get(fields.get(b"id", b"").decode())
+                        if event is not None:
+                            event.set()
+        except PipelineError:
+            await anyio.sleep(0.2)  # waiters re-check and surface the error themselves
+        finally:
+            listener.running = False
+            listener.ready.set()
+            for event in listener.waiters.values():
+                event.set()  # waiters re-check the state themselves
+
+    async def _register(self, session_id: str, ids: Sequence[str]) -> dict[str, anyio.Event]:
+        if self._tg is None:
+            raise RuntimeError("use `async with EvidenceClient(...)` to wait for results")
+        listener = self._listeners.setdefault(session_id, _Listener())
+        events = {i: listener.waiters.setdefault(i, anyio.Event()) for i in ids}
+        if not listener.running:
+            listener.running = True
+            listener.ready = anyio.Event()
+            self._tg.start_soon(self._listen, session_id, listener)
+        await listener.ready.wait()
+        return events
+
     async def wait(
         self, session_id: str, ids: Sequence[str], timeout: float
     ) -> dict[str, CallResult]:
         """Wait until every id is final or `timeout` seconds pass; returns those that are final."""
-        deadline = time.monotonic() + timeout
-        stream = self.keys.model(session_id)
-        last = await call_redis(self.redis.xrevrange(stream, count=1))
-        cursor = last[0][0] if last else b"0-0"
-        done = await self._read_final(session_id, ids)
-        pending = {i for i in ids if i not in done}
-        while pending:
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                break
-            block = max(1, min(int(remaining * 1000), 1000))
-            reply = await call_redis(self.redis.xread({stream: cursor}, block=block, count=512))
-            seen: list[str] = []
-            for _name, entries in reply or []:
-                for entry_id, fields in entries:
-                    cursor = entry_id
-                    tcid = fields.get(b"id", b"").decode()
-                    if tcid in pending:
-                        seen.append(tcid)
-            if not reply:
-                seen = list(pending)  # re-check after each quiet second
-            if seen:
-                found = await self._read_final(session_id, seen)
-                done.update(found)
-                pending.difference_update(found)
+        events = await self._register(session_id, ids)
+        listener = self._listeners[session_id]
+        done: dict[str, CallResult] = {}
+        try:
+            with anyio.move_on_after(timeout):
+                done = await self._read_final(session_id, ids)
+                for tool_call_id, event in events.items():
+                    while tool_call_id not in done:
+                        await event.wait()
+                        found = await self._read_final(session_id, [tool_call_id])
+                        done.update(found)
+                        if tool_call_id not in done:
+                            # Woken by a listener restart: wait on a fresh registration.
+                            event = (await self._register(session_id, [tool_call_id]))[tool_call_id]
+        finally:
+            for tool_call_id in ids:
+                listener.waiters.pop(tool_call_id, None)
         return done
 
     async def call_many(

@@ -171,6 +171,12 @@ async def _cmd_demo(args: argparse.Namespace, settings: Settings) -> int:
     )
 
 
+async def _cmd_bench(args: argparse.Namespace, settings: Settings) -> int:
+    from workers.bench import run_bench
+
+    return await run_bench(total=args.total, as_json=args.json, peers=not args.no_peers)
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="aci-evidence", description=__doc__.split("\n")[0])
     parser.add_argument("--log-level", default="WARNING")
@@ -203,6 +209,11 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--scenario", default=None)
     p.add_argument("--json", action="store_true")
     p.add_argument("--keep-running", action="store_true")
+    p = sub.add_parser("bench", help="measure the pipeline beside the raw Redis round trip")
+    p.add_argument("what", choices=["pipeline"])
+    p.add_argument("--total", type=int, default=20_000)
+    p.add_argument("--json", action="store_true")
+    p.add_argument("--no-peers", action="store_true")
     return parser
 
 
@@ -213,6 +224,7 @@ _COMMANDS = {
     "status": _cmd_status,
     "worker": _cmd_worker,
     "demo": _cmd_demo,
+    "bench": _cmd_bench,
 }
 
 

@@ -38,6 +38,12 @@ async def open_sources(
     """The configured sources by tool name; closed on exit."""
     env = os.environ if env is None else env
     sources: dict[str, Source] = {}
+    if env.get("ACI_INSTANT_SOURCES") == "1":
+        from workers.instant import InstantSource
+
+        instant = InstantSource()
+        yield dict.fromkeys(_FACTORIES, instant)
+        return
     try:
         for tool, (module_name, path) in _FACTORIES.items():
             if only is not None and tool not in only:

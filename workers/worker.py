@@ -217,11 +217,13 @@ class _Worker:
         backoff = 0.05
         deadline = time.monotonic() + self.settings.visibility_timeout_s
         while True:
-            pipe = self.redis.pipeline(transaction=False)
-            for item in batch:
-                await self._queue_finish(pipe, item)
             try:
-                await execute(pipe)
+
+                def fill(pipe: Any) -> None:
+                    for item in batch:
+                        self._queue_finish(pipe, item)
+
+                await self.scripts.run(fill)
                 return
             except RedisUnavailable:
                 if time.monotonic() > deadline:
@@ -231,34 +233,32 @@ class _Worker:
                 await anyio.sleep(backoff)
                 backoff = min(backoff * 2, 2.0)
 
-    async def _queue_finish(self, pipe: Any, item: _Finish) -> None:
+    def _queue_finish(self, pipe: Any, item: _Finish) -> None:
         inv, out, k = item.invocation, item.outcome, self.keys
-        await self.scripts.finish(
-            keys=[
-                k.call(inv.session_id, inv.tool_call_id),
-                k.invocations,
-                k.model(inv.session_id),
-                k.control(inv.session_id),
-                k.lifecycle,
-            ],
-            args=[
-                GROUP,
-                item.entry_id,
-                out.control.status.value,
-                out.result.evidence_status.value,
-                _ENCODER.encode(out.result),
-                out.raw,
-                _ENCODER.encode(out.observation),
-                _ENCODER.encode(out.control),
-                int(time.time() * 1000),
-                self.settings.retention_s * 1000,
-                inv.session_id,
-                inv.tool_call_id,
-                inv.tool,
-                self.settings.stream_maxlen,
-            ],
-            client=pipe,
-        )
+        keys = [
+            k.call(inv.session_id, inv.tool_call_id),
+            k.invocations,
+            k.model(inv.session_id),
+            k.control(inv.session_id),
+            k.lifecycle,
+        ]
+        args = [
+            GROUP,
+            item.entry_id,
+            out.control.status.value,
+            out.result.evidence_status.value,
+            _ENCODER.encode(out.result),
+            out.raw,
+            _ENCODER.encode(out.observation),
+            _ENCODER.encode(out.control),
+            int(time.time() * 1000),
+            self.settings.retention_s * 1000,
+            inv.session_id,
+            inv.tool_call_id,
+            inv.tool,
+            self.settings.stream_maxlen,
+        ]
+        self.scripts.queue(pipe, self.scripts.finish_sha, keys, args)
 
     # -- janitor ------------------------------------------------------------------------
     async def janitor_loop(self, stop: anyio.Event, work: TaskGroup) -> None:

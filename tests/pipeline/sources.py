@@ -66,7 +66,7 @@ class FailingSource(InstantSource):
 class EmptyLogSource(InstantSource):
     async def fetch(self, request: Request) -> Any:
         scope = LogScope(
-            topic=getattr(request, "topic"),
+            topic=request.topic,  # type: ignore[union-attr]
             query="",
             lookback_minutes=60,
             start_time="2026-03-14T09:00:00+08:00",

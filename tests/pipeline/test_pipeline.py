@@ -61,132 +61,137 @@ async def test_settings_refuse_a_visibility_timeout_below_the_deadline() -> None
 
 async def test_submit_is_idempotent_per_session_and_tool_call_id(redis: Any, prefix: str) -> None:
     settings = settings_for(prefix)
-    client = EvidenceClient(redis, settings)
-    source = InstantSource()
-    await client.submit_many("s1", [kcall(1), kcall(1)])
-    await client.submit_many("s1", [kcall(1)])
-    assert await redis.xlen(Keys(prefix).invocations) == 1
-    async with running_worker(redis, settings, {"lookup_knowledge": source}):
-        results = await client.call_many("s1", [kcall(1)], timeout=10)
-    assert results[0] is not None and results[0].lifecycle is LifecycleStatus.READY
-    assert source.calls == 1
-    assert_exactly_once(await books(redis, prefix, "s1"), ["call_1"])
+    async with EvidenceClient(redis, settings) as client:
+        source = InstantSource()
+        await client.submit_many("s1", [kcall(1), kcall(1)])
+        await client.submit_many("s1", [kcall(1)])
+        assert await redis.xlen(Keys(prefix).invocations) == 1
+        async with running_worker(redis, settings, {"lookup_knowledge": source}):
+            results = await client.call_many("s1", [kcall(1)], timeout=10)
+        assert results[0] is not None and results[0].lifecycle is LifecycleStatus.READY
+        assert source.calls == 1
+        assert_exactly_once(await books(redis, prefix, "s1"), ["call_1"])
 
 
 async def test_every_invocation_has_one_final_state_and_one_of_each_view(
     redis: Any, prefix: str
 ) -> None:
     settings = settings_for(prefix)
-    client = EvidenceClient(redis, settings)
-    calls = [kcall(i, "nothing" if i % 3 == 0 else f"q{i}") for i in range(60)]
-    calls.append(ToolCall(tool="no_such_tool", tool_call_id="call_x", arguments="{}"))
-    calls.append(ToolCall(tool="lookup_knowledge", tool_call_id="call_bad", arguments="{nope"))
-    sources = {"lookup_knowledge": InstantSource(0.001), "query_logs": EmptyLogSource()}
-    async with running_worker(redis, settings, sources):
-        results = await client.call_many("s2", calls, timeout=20)
-    assert all(r is not None for r in results)
-    by_id = {r.tool_call_id: r for r in results if r is not None}
-    assert loads(by_id["call_0"].model)["evidence_status"] == "NO_EVIDENCE"
-    assert by_id["call_0"].lifecycle is LifecycleStatus.READY
-    assert loads(by_id["call_1"].model)["evidence_status"] == "EVIDENCE_FOUND"
-    assert loads(by_id["call_x"].model)["error"]["code"] == "UNKNOWN_TOOL"
-    assert loads(by_id["call_bad"].model)["error"]["code"] == "SCHEMA"
-    assert by_id["call_bad"].lifecycle is LifecycleStatus.ERROR
-    ids = [c.tool_call_id for c in calls]
-    assert_exactly_once(await books(redis, prefix, "s2"), ids)
-    # The model stream never holds a control field.
-    control_only = {"scope_fingerprint", "duplicate_of", "attempts", "timings", "session_id",
-                    "returned_count", "match_count", "status"}  # fmt: skip
-    for _e, fields in await redis.xrange(Keys(prefix).model("s2"), "-", "+"):
-        assert not control_only & set(json.loads(fields[b"d"]))
-    # Nothing left pending.
-    assert (await redis.xpending(Keys(prefix).invocations, GROUP))["pending"] == 0
+    async with EvidenceClient(redis, settings) as client:
+        calls = [kcall(i, "nothing" if i % 3 == 0 else f"q{i}") for i in range(60)]
+        calls.append(ToolCall(tool="no_such_tool", tool_call_id="call_x", arguments="{}"))
+        calls.append(ToolCall(tool="lookup_knowledge", tool_call_id="call_bad", arguments="{nope"))
+        sources = {"lookup_knowledge": InstantSource(0.001), "query_logs": EmptyLogSource()}
+        async with running_worker(redis, settings, sources):
+            results = await client.call_many("s2", calls, timeout=20)
+        assert all(r is not None for r in results)
+        by_id = {r.tool_call_id: r for r in results if r is not None}
+        assert loads(by_id["call_0"].model)["evidence_status"] == "NO_EVIDENCE"
+        assert by_id["call_0"].lifecycle is LifecycleStatus.READY
+        assert loads(by_id["call_1"].model)["evidence_status"] == "EVIDENCE_FOUND"
+        assert loads(by_id["call_x"].model)["error"]["code"] == "UNKNOWN_TOOL"
+        assert loads(by_id["call_bad"].model)["error"]["code"] == "SCHEMA"
+        assert by_id["call_bad"].lifecycle is LifecycleStatus.ERROR
+        ids = [c.tool_call_id for c in calls]
+        assert_exactly_once(await books(redis, prefix, "s2"), ids)
+        # The model stream never holds a control field.
+        control_only = {"scope_fingerprint", "duplicate_of", "attempts", "timings", "session_id",
+                        "returned_count", "match_count", "status"}  # fmt: skip
+        for _e, fields in await redis.xrange(Keys(prefix).model("s2"), "-", "+"):
+            assert not control_only & set(json.loads(fields[b"d"]))
+        # Nothing left pending.
+        assert (await redis.xpending(Keys(prefix).invocations, GROUP))["pending"] == 0
 
 
 async def test_invalid_tool_call_id_is_answered_without_minting_or_enqueueing(
     redis: Any, prefix: str
 ) -> None:
-    client = EvidenceClient(redis, settings_for(prefix))
-    bad = [
-        ToolCall(tool="lookup_knowledge", tool_call_id=v, arguments={"query": "x"})
-        for v in ["", " ", " a", "a b", "x" * 257, "é", None, 7, "a\nb"]
-    ]
-    results = await client.call_many("s3", bad, timeout=1)
-    for r in results:
-        assert r is not None and r.lifecycle is LifecycleStatus.ERROR
-        model = loads(r.model)
-        assert "tool_call_id" not in model and "tool_call_id" not in loads(r.control)
-        assert model["error"]["code"] == "INVALID_TOOL_CALL_ID"
-    assert await redis.exists(Keys(prefix).invocations) == 0
-    with pytest.raises(InvalidSessionId):
-        await client.submit_many("bad session", [kcall(1)])
+    async with EvidenceClient(redis, settings_for(prefix)) as client:
+        bad = [
+            ToolCall(tool="lookup_knowledge", tool_call_id=v, arguments={"query": "x"})
+            for v in ["", " ", " a", "a b", "x" * 257, "é", None, 7, "a\nb"]
+        ]
+        results = await client.call_many("s3", bad, timeout=1)
+        for r in results:
+            assert r is not None and r.lifecycle is LifecycleStatus.ERROR
+            model = loads(r.model)
+            assert "tool_call_id" not in model and "tool_call_id" not in loads(r.control)
+            assert model["error"]["code"] == "INVALID_TOOL_CALL_ID"
+        assert await redis.exists(Keys(prefix).invocations) == 0
+        with pytest.raises(InvalidSessionId):
+            await client.submit_many("bad session", [kcall(1)])
 
 
 async def test_duplicate_of_names_the_earliest_submitted_same_scope_call(
     redis: Any, prefix: str
 ) -> None:
     settings = settings_for(prefix)
-    client = EvidenceClient(redis, settings)
-    calls = [
-        kcall(1, "Pool   exhausted"),
-        kcall(2, "pool exhausted"),  # same scope after folding
-        kcall(3, "something else"),
-        ToolCall(
-            tool="lookup_knowledge", tool_call_id="call_4", arguments={"query": "POOL exhausted"}
-        ),
-    ]
-    async with running_worker(redis, settings, {"lookup_knowledge": InstantSource()}):
-        results = await client.call_many("s4", calls, timeout=10)
-    controls = {loads(r.control)["tool_call_id"]: loads(r.control) for r in results if r}
-    assert "duplicate_of" not in controls["call_1"]
-    assert controls["call_2"]["duplicate_of"] == "call_1"
-    assert controls["call_4"]["duplicate_of"] == "call_1"
-    assert "duplicate_of" not in controls["call_3"]
-    assert controls["call_1"]["scope_fingerprint"] == controls["call_2"]["scope_fingerprint"]
-    for r in results:
-        assert r is not None and "duplicate_of" not in loads(r.model)
+    async with EvidenceClient(redis, settings) as client:
+        calls = [
+            kcall(1, "Pool   exhausted"),
+            kcall(2, "pool exhausted"),  # same scope after folding
+            kcall(3, "something else"),
+            ToolCall(
+                tool="lookup_knowledge",
+                tool_call_id="call_4",
+                arguments={"query": "POOL exhausted"},
+            ),
+        ]
+        async with running_worker(redis, settings, {"lookup_knowledge": InstantSource()}):
+            results = await client.call_many("s4", calls, timeout=10)
+        controls = {loads(r.control)["tool_call_id"]: loads(r.control) for r in results if r}
+        assert "duplicate_of" not in controls["call_1"]
+        assert controls["call_2"]["duplicate_of"] == "call_1"
+        assert controls["call_4"]["duplicate_of"] == "call_1"
+        assert "duplicate_of" not in controls["call_3"]
+        assert controls["call_1"]["scope_fingerprint"] == controls["call_2"]["scope_fingerprint"]
+        for r in results:
+            assert r is not None and "duplicate_of" not in loads(r.model)
 
 
 async def test_racing_finishers_publish_once(redis: Any, prefix: str) -> None:
     settings = settings_for(prefix)
     keys = Keys(prefix)
-    client = EvidenceClient(redis, settings)
-    await ensure_group(redis, keys)
-    await client.submit_many("s5", [kcall(1)])
-    [(_stream, [(entry_id, _fields)])] = await redis.xreadgroup(
-        GROUP, "a", {keys.invocations: ">"}, count=1
-    )
-    scripts = Scripts(redis)
+    async with EvidenceClient(redis, settings) as client:
+        await ensure_group(redis, keys)
+        await client.submit_many("s5", [kcall(1)])
+        [(_stream, [(entry_id, _fields)])] = await redis.xreadgroup(
+            GROUP, "a", {keys.invocations: ">"}, count=1
+        )
+        scripts = Scripts(redis)
 
-    async def finish(tag: str) -> int:
-        args = [GROUP, entry_id, "READY", "EVIDENCE_FOUND", "{}", "null",
-                json.dumps({"by": tag}), json.dumps({"by": tag}), 1, 60_000, "s5", "call_1",
-                "lookup_knowledge", 1000]  # fmt: skip
-        keys_ = [keys.call("s5", "call_1"), keys.invocations, keys.model("s5"),
-                 keys.control("s5"), keys.lifecycle]  # fmt: skip
-        return int(await scripts.finish(keys=keys_, args=args))
+        async def finish(tag: str) -> int:
+            args = [GROUP, entry_id, "READY", "EVIDENCE_FOUND", "{}", "null",
+                    json.dumps({"by": tag}), json.dumps({"by": tag}), 1, 60_000, "s5", "call_1",
+                    "lookup_knowledge", 1000]  # fmt: skip
+            keys_ = [keys.call("s5", "call_1"), keys.invocations, keys.model("s5"),
+                     keys.control("s5"), keys.lifecycle]  # fmt: skip
+            [published] = await scripts.run(
+                lambda pipe: scripts.queue(pipe, scripts.finish_sha, keys_, args)
+            )
+            return int(published)
 
-    outcomes: list[int] = []
+        outcomes: list[int] = []
 
-    async def run(tag: str) -> None:
-        outcomes.append(await finish(tag))
+        async def run(tag: str) -> None:
+            outcomes.append(await finish(tag))
 
-    async with anyio.create_task_group() as tg:
-        for tag in ("a", "b", "c", "d"):
-            tg.start_soon(run, tag)
-    assert sorted(outcomes) == [0, 0, 0, 1]
-    assert await redis.xlen(keys.model("s5")) == 1
-    assert await redis.xlen(keys.control("s5")) == 1
-    assert (await redis.xpending(keys.invocations, GROUP))["pending"] == 0
+        async with anyio.create_task_group() as tg:
+            for tag in ("a", "b", "c", "d"):
+                tg.start_soon(run, tag)
+        assert sorted(outcomes) == [0, 0, 0, 1]
+        assert await redis.xlen(keys.model("s5")) == 1
+        assert await redis.xlen(keys.control("s5")) == 1
+        assert (await redis.xpending(keys.invocations, GROUP))["pending"] == 0
 
 
 async def test_deadline_ends_in_timeout(redis: Any, prefix: str) -> None:
     settings = settings_for(prefix, deadline_s=0.3)
-    client = EvidenceClient(redis, settings)
-    async with running_worker(redis, settings, {"lookup_knowledge": HangingSource()}):
-        [result] = await client.call_many("s6", [kcall(1)], timeout=10)
-    assert result is not None and result.lifecycle is LifecycleStatus.ERROR
-    assert loads(result.model)["error"]["code"] == "TIMEOUT"
+    async with EvidenceClient(redis, settings) as client:
+        async with running_worker(redis, settings, {"lookup_knowledge": HangingSource()}):
+            [result] = await client.call_many("s6", [kcall(1)], timeout=10)
+        assert result is not None and result.lifecycle is LifecycleStatus.ERROR
+        assert loads(result.model)["error"]["code"] == "TIMEOUT"
 
 
 @pytest.mark.parametrize(
@@ -196,59 +201,57 @@ async def test_source_failures_are_errors_never_no_evidence(
     redis: Any, prefix: str, source: Any, code: str
 ) -> None:
     settings = settings_for(prefix)
-    client = EvidenceClient(redis, settings)
-    async with running_worker(redis, settings, {"lookup_knowledge": source}):
-        [result] = await client.call_many("s7", [kcall(1)], timeout=10)
-    assert result is not None
-    model = loads(result.model)
-    assert model["evidence_status"] == "ERROR" and model["error"]["code"] == code
+    async with EvidenceClient(redis, settings) as client:
+        async with running_worker(redis, settings, {"lookup_knowledge": source}):
+            [result] = await client.call_many("s7", [kcall(1)], timeout=10)
+        assert result is not None
+        model = loads(result.model)
+        assert model["evidence_status"] == "ERROR" and model["error"]["code"] == code
 
 
 async def test_a_missing_source_is_unavailable_not_no_evidence(redis: Any, prefix: str) -> None:
     settings = settings_for(prefix)
-    client = EvidenceClient(redis, settings)
-    call = ToolCall(tool="query_mysql", tool_call_id="m1",
-                    arguments={"data_source": "shop", "sql": "SELECT 1"})  # fmt: skip
-    async with running_worker(redis, settings, {}):
-        [result] = await client.call_many("s8", [call], timeout=10)
-    assert result is not None and loads(result.model)["error"]["code"] == "UNAVAILABLE"
+    async with EvidenceClient(redis, settings) as client:
+        call = ToolCall(tool="query_mysql", tool_call_id="m1",
+                        arguments={"data_source": "shop", "sql": "SELECT 1"})  # fmt: skip
+        async with running_worker(redis, settings, {}):
+            [result] = await client.call_many("s8", [call], timeout=10)
+        assert result is not None and loads(result.model)["error"]["code"] == "UNAVAILABLE"
 
 
 async def test_poison_entry_gives_up_after_max_attempts(redis: Any, prefix: str) -> None:
     settings = settings_for(prefix, visibility_timeout_s=0.4, deadline_s=0.2, max_attempts=2)
     keys = Keys(prefix)
-    client = EvidenceClient(redis, settings)
-    await ensure_group(redis, keys)
-    await client.submit_many("s9", [kcall(1)])
-    # Three deliveries to consumers that die before finishing.
-    await redis.xreadgroup(GROUP, "dead-1", {keys.invocations: ">"}, count=1)
-    for name in ("dead-2", "dead-3"):
+    async with EvidenceClient(redis, settings) as client:
+        await ensure_group(redis, keys)
+        await client.submit_many("s9", [kcall(1)])
+        # Three deliveries to consumers that die before finishing.
+        await redis.xreadgroup(GROUP, "dead-1", {keys.invocations: ">"}, count=1)
+        for name in ("dead-2", "dead-3"):
+            await anyio.sleep(0.45)
+            await redis.xautoclaim(keys.invocations, GROUP, name, 400, "0-0", count=10)
         await anyio.sleep(0.45)
-        await redis.xautoclaim(keys.invocations, GROUP, name, 400, "0-0", count=10)
-    await anyio.sleep(0.45)
-    async with running_worker(redis, settings, {"lookup_knowledge": InstantSource()}):
-        result = None
-        with anyio.fail_after(10):
-            while result is None:
-                result = await client.result("s9", "call_1")
-                await anyio.sleep(0.05)
-    model = loads(result.model)
-    assert model["error"]["code"] == "GAVE_UP"
-    assert loads(result.control)["attempts"] == 4
-    assert_exactly_once(await books(redis, prefix, "s9"), ["call_1"])
+        async with running_worker(redis, settings, {"lookup_knowledge": InstantSource()}):
+            result = None
+            with anyio.fail_after(10):
+                while result is None:
+                    result = await client.result("s9", "call_1")
+                    await anyio.sleep(0.05)
+        model = loads(result.model)
+        assert model["error"]["code"] == "GAVE_UP"
+        assert loads(result.control)["attempts"] == 4
+        assert_exactly_once(await books(redis, prefix, "s9"), ["call_1"])
 
 
 async def test_client_timeout_never_loses_the_result(redis: Any, prefix: str) -> None:
     settings = settings_for(prefix)
-    client = EvidenceClient(redis, settings)
-    [pending] = await client.call_many("s10", [kcall(1)], timeout=0.1)
-    assert pending is None
-    assert await client.result("s10", "call_1") is None
-    async with running_worker(redis, settings, {"lookup_knowledge": InstantSource()}):
-        with anyio.fail_after(10):
-            while await client.result("s10", "call_1") is None:
-                await anyio.sleep(0.05)
-    final = await client.result("s10", "call_1")
-    assert final is not None
-    as_json = msgspec.json.decode(final.as_json())
-    assert as_json["lifecycle"] == "READY" and as_json["model"]["tool_call_id"] == "call_1"
+    async with EvidenceClient(redis, settings) as client:
+        [pending] = await client.call_many("s10", [kcall(1)], timeout=0.1)
+        assert pending is None
+        assert await client.result("s10", "call_1") is None
+        async with running_worker(redis, settings, {"lookup_knowledge": InstantSource()}):
+            await client.wait("s10", ["call_1"], 10)
+        final = await client.result("s10", "call_1")
+        assert final is not None
+        as_json = msgspec.json.decode(final.as_json())
+        assert as_json["lifecycle"] == "READY" and as_json["model"]["tool_call_id"] == "call_1"

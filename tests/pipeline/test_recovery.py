@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import contextlib
-import os
 import signal
 import socket
 import subprocess
 import sys
 import tempfile
+import time
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
@@ -56,37 +56,37 @@ async def wait_all_final(
 
 async def test_sigkill_mid_invocation_loses_nothing(redis: Any, prefix: str) -> None:
     settings = Settings(prefix=prefix, visibility_timeout_s=1.0, deadline_s=0.5)
-    client = EvidenceClient(redis, settings)
-    calls = [kcall(i, f"q{i}") for i in range(40)]
-    ids = [c.tool_call_id for c in calls]
-    with spawn_worker(REDIS_URL, prefix, delay=0.3, visibility=1.0) as proc:
-        await client.submit_many("k1", calls)
-        await anyio.sleep(0.5)  # the worker holds a batch in flight
-        pending = (await redis.xpending(Keys(prefix).invocations, GROUP))["pending"]
-        assert pending > 0
-        proc.send_signal(signal.SIGKILL)
-        proc.wait(5)
-    async with running_worker(redis, settings, {"lookup_knowledge": InstantSource()}):
-        await wait_all_final(client, "k1", ids, 30)
-    assert_exactly_once(await books(redis, prefix, "k1"), ids)
+    async with EvidenceClient(redis, settings) as client:
+        calls = [kcall(i, f"q{i}") for i in range(40)]
+        ids = [c.tool_call_id for c in calls]
+        with spawn_worker(REDIS_URL, prefix, delay=0.3, visibility=1.0) as proc:
+            await client.submit_many("k1", calls)
+            await anyio.sleep(0.5)  # the worker holds a batch in flight
+            pending = (await redis.xpending(Keys(prefix).invocations, GROUP))["pending"]
+            assert pending > 0
+            proc.send_signal(signal.SIGKILL)
+            proc.wait(5)
+        async with running_worker(redis, settings, {"lookup_knowledge": InstantSource()}):
+            await wait_all_final(client, "k1", ids, 30)
+        assert_exactly_once(await books(redis, prefix, "k1"), ids)
 
 
 async def test_sigterm_drains_in_flight_work(redis: Any, prefix: str) -> None:
     settings = Settings(prefix=prefix)
-    client = EvidenceClient(redis, settings)
-    calls = [kcall(i, f"q{i}") for i in range(8)]
-    with spawn_worker(REDIS_URL, prefix, delay=0.5) as proc:
-        await client.submit_many("k2", calls)
-        await anyio.sleep(0.3)
-        proc.send_signal(signal.SIGTERM)
-        assert proc.wait(10) == 0
-    keys = Keys(prefix)
-    assert (await redis.xpending(keys.invocations, GROUP))["pending"] == 0
-    done = await client.wait("k2", [c.tool_call_id for c in calls], 0.5)
-    # What was read finished; what was not read stays queued for the next worker.
-    unread = await redis.xlen(keys.invocations) - len(done)
-    assert len(done) + unread == len(calls)
-    assert len(done) >= 1
+    async with EvidenceClient(redis, settings) as client:
+        calls = [kcall(i, f"q{i}") for i in range(8)]
+        with spawn_worker(REDIS_URL, prefix, delay=0.5) as proc:
+            await client.submit_many("k2", calls)
+            await anyio.sleep(0.3)
+            proc.send_signal(signal.SIGTERM)
+            assert proc.wait(10) == 0
+        keys = Keys(prefix)
+        assert (await redis.xpending(keys.invocations, GROUP))["pending"] == 0
+        done = await client.wait("k2", [c.tool_call_id for c in calls], 0.5)
+        # What was read finished; what was not read stays queued for the next worker.
+        unread = await redis.xlen(keys.invocations) - len(done)
+        assert len(done) + unread == len(calls)
+        assert len(done) >= 1
 
 
 def free_port() -> int:
@@ -112,15 +112,13 @@ def own_redis(port: int, folder: str) -> Iterator[subprocess.Popen[bytes]]:
             "always",
             "--save",
             "",
-        ],  # fmt: skip
+        ],
         stdout=subprocess.DEVNULL,
     )
     try:
         for _ in range(100):
             with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), 0.1):
                 break
-            import time
-
             time.sleep(0.05)
         yield proc
     finally:
@@ -141,8 +139,7 @@ async def test_redis_restart_with_aof_loses_and_duplicates_nothing(prefix: str) 
         calls = [kcall(i, f"q{i}") for i in range(200)]
         ids = [c.tool_call_id for c in calls]
         with own_redis(port, folder) as server:
-            async with open_redis(url) as redis:
-                client = EvidenceClient(redis, settings)
+            async with open_redis(url) as redis, EvidenceClient(redis, settings) as client:
                 await client.submit_many("r1", calls[:100])
                 async with running_worker(
                     redis, settings, {"lookup_knowledge": InstantSource(0.02)}
@@ -155,4 +152,4 @@ async def test_redis_restart_with_aof_loses_and_duplicates_nothing(prefix: str) 
                         await client.submit_many("r1", calls[100:])
                         await wait_all_final(client, "r1", ids, 60)
                         assert_exactly_once(await books(redis, prefix, "r1"), ids)
-        assert os.path.isdir(folder)
+        assert await anyio.Path(folder).is_dir()

@@ -1,0 +1,258 @@
+"""Layers 2-4 of `query_mysql` against the real MariaDB, as a SELECT-only account."""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import AsyncIterator, Iterator
+from typing import Any
+
+import anyio
+import pymysql
+import pytest
+
+from contracts import DEFAULT_BOUNDS, QueryMysqlRequest, project_mysql
+from contracts.status import ErrorCode, EvidenceStatus
+from tests.workers.sql_corpus import CORPUS
+from workers.mysql import ConnectParams, MysqlSource
+from workers.shop import TABLES, create_reader, ensure_demo_shop, load_shop
+from workers.source import SourceError
+
+pytestmark = pytest.mark.mariadb
+ROOT = {"host": "127.0.0.1", "port": 3306, "user": "root", "password": ""}
+
+
+def _root() -> pymysql.Connection[Any]:
+    return pymysql.connect(**ROOT, charset="utf8mb4", autocommit=True)
+
+
+@pytest.fixture(scope="module")
+def db() -> Iterator[tuple[str, str, str]]:
+    tag = uuid.uuid4().hex[:10]
+    name, user, password = f"aci_t_{tag}", f"aci_r_{tag}", f"pw-{tag}"
+    conn = _root()
+    try:
+        load_shop(conn, name)
+        create_reader(conn, name, user, password)
+        yield name, user, password
+    finally:
+        _drop(conn, name, user)
+
+
+def _drop(conn: pymysql.Connection[Any], name: str, user: str) -> None:
+    with conn.cursor() as cur:
+        cur.execute(f"DROP DATABASE IF EXISTS `{name}`")
+        for host in ("%", "localhost"):
+            cur.execute(f"DROP USER IF EXISTS '{user}'@'{host}'")
+    conn.close()
+
+
+def _params(db: tuple[str, str, str]) -> ConnectParams:
+    name, user, password = db
+    return ConnectParams(host="127.0.0.1", port=3306, user=user, password=password, database=name)
+
+
+@pytest.fixture
+async def source(db: tuple[str, str, str]) -> AsyncIterator[MysqlSource]:
+    src = MysqlSource({"shop": _params(db)}, statement_timeout_ms=1000, pool_size=1,
+                      kill_grace_s=0.5)  # fmt: skip
+    yield src
+    await src.aclose()
+
+
+def _checksum(name: str) -> list[Any]:
+    conn = _root()
+    with conn.cursor() as cur:
+        cur.execute(f"SELECT TABLE_NAME FROM information_schema.TABLES WHERE TABLE_SCHEMA='{name}'")
+        tables = sorted(r[0] for r in cur.fetchall())
+        cur.execute("CHECKSUM TABLE " + ", ".join(f"`{name}`.`{t}`" for t in TABLES))
+        sums = list(cur.fetchall())
+    conn.close()
+    return [tables, sums]
+
+
+def _req(sql: str, params: list[Any] | None = None, ds: str = "shop") -> QueryMysqlRequest:
+    return QueryMysqlRequest(data_source=ds, sql=sql, params=params)
+
+
+@pytest.mark.parametrize(("name", "sql", "params", "expected"), CORPUS, ids=[c[0] for c in CORPUS])
+async def test_corpus(
+    source: MysqlSource, db: tuple[str, str, str], name: str, sql: str, params: list[Any],
+    expected: str,
+) -> None:  # fmt: skip
+    before = _checksum(db[0])
+    try:
+        up = await source.fetch(_req(sql, params))
+        outcome = "ok"
+        result = project_mysql("call-1", up, DEFAULT_BOUNDS)
+        assert len(up.rows) <= DEFAULT_BOUNDS.mysql_max_rows + 1
+        assert result.returned_count <= DEFAULT_BOUNDS.mysql_max_rows
+    except SourceError as exc:
+        outcome = exc.code.value
+        for secret in (db[0], db[1], db[2], "127.0.0.1", "3306", "Traceback"):
+            assert secret not in exc.message
+    assert outcome == expected
+    assert _checksum(db[0]) == before
+
+
+async def test_server_refuses_stacked_statements_without_guard(source: MysqlSource) -> None:
+    with pytest.raises(SourceError) as info:
+        await source._execute_raw("shop", "SELECT 1; SELECT 2", tool_limit=False)
+    assert info.value.code == ErrorCode.EXECUTION and "syntax error" in info.value.message
+
+
+async def test_read_only_transaction_blocks_writes_even_with_write_grants(
+    db: tuple[str, str, str],
+) -> None:
+    admin = ConnectParams(host="127.0.0.1", user="root", database=db[0])
+    src = MysqlSource({"adm": admin}, statement_timeout_ms=2000)
+    before = _checksum(db[0])
+    with pytest.raises(SourceError) as info:
+        await src._execute_raw("adm", "UPDATE orders SET status = 'X' WHERE id = 100001")
+    await src.aclose()
+    assert info.value.code == ErrorCode.FORBIDDEN_QUERY
+    assert _checksum(db[0]) == before
+
+
+async def test_no_session_state_survives(source: MysqlSource) -> None:
+    for sql in ("SET @leak = 42", "SET SESSION sql_mode = 'ANSI_QUOTES'", "USE information_schema",
+                "DO GET_LOCK('aci_leak_lock', 0)", "PREPARE leak FROM 'SELECT 1'",
+                "HANDLER orders OPEN"):  # fmt: skip
+        await source._execute_raw("shop", sql, tool_limit=False)
+    up = await source.fetch(_req("SELECT 1"))
+    assert up.rows == [[1]]
+    probe = await source._execute_raw(
+        "shop",
+        "SELECT @leak, @@sql_mode LIKE '%%ANSI_QUOTES%%', DATABASE() = 'information_schema', "
+        "IS_USED_LOCK('aci_leak_lock'), CONNECTION_ID()",
+        tool_limit=False,
+    )
+    assert probe.rows[0][:4] == [None, 0, 0, None]
+    for sql in ("EXECUTE leak", "HANDLER orders READ FIRST"):
+        with pytest.raises(SourceError):
+            await source._execute_raw("shop", sql, tool_limit=False)
+
+
+def _running(fragment: str) -> int:
+    conn = _root()
+    with conn.cursor() as cur:
+        cur.execute(
+            "SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE INFO LIKE %s AND ID <> "
+            "CONNECTION_ID()",
+            (f"%{fragment}%",),
+        )
+        count = int(cur.fetchone()[0])
+    conn.close()
+    return count
+
+
+async def test_watchdog_kills_query_on_server(source: MysqlSource) -> None:
+    start = time.monotonic()
+    with pytest.raises(SourceError) as info:
+        await source._execute_raw("shop", "SELECT SLEEP(30) AS aci_watchdog", tool_limit=False)
+    assert info.value.code == ErrorCode.TIMEOUT
+    assert time.monotonic() - start < 5
+    await anyio.sleep(0.2)
+    assert _running("aci_watchdog") == 0
+
+
+async def test_statement_limit_stops_cross_join_on_server(source: MysqlSource) -> None:
+    sql = "SELECT COUNT(*) AS aci_cross FROM order_items a, order_items b, order_items c"
+    with pytest.raises(SourceError) as info:
+        await source.fetch(_req(sql))
+    assert info.value.code == ErrorCode.TIMEOUT
+    assert _running("aci_cross") == 0
+
+
+async def test_caller_cannot_lift_the_limit(source: MysqlSource) -> None:
+    with pytest.raises(SourceError):
+        await source.fetch(_req("SET STATEMENT max_statement_time=0 FOR SELECT 1"))
+
+
+async def test_bounded_fetch_and_projection(source: MysqlSource) -> None:
+    up = await source.fetch(_req("SELECT * FROM order_items"))
+    assert len(up.rows) == DEFAULT_BOUNDS.mysql_max_rows + 1 and not up.stopped_early
+    res = project_mysql("c", up, DEFAULT_BOUNDS)
+    assert res.returned_count <= 50 and res.truncated
+    few = await source.fetch(_req("SELECT id FROM orders ORDER BY id LIMIT 3"))
+    assert project_mysql("c", few, DEFAULT_BOUNDS).truncated is False
+    big = await source.fetch(_req("SELECT id FROM order_items LIMIT 5000"))
+    assert len(big.rows) == 51
+    wide = await source.fetch(_req("SELECT REPEAT('x', 100000) AS b, o.* FROM orders o"))
+    assert wide.stopped_early and len(wide.rows[0][0]) == DEFAULT_BOUNDS.mysql_cell_chars + 1
+
+
+async def test_value_types(source: MysqlSource) -> None:
+    up = await source.fetch(_req(
+        "SELECT e.payload, e.attachment, o.total_amount, o.created_at, p.settle_time, "
+        "c.credit_limit, CAST(9007199254740993 AS UNSIGNED) FROM order_events e "
+        "JOIN orders o ON o.id = e.order_id JOIN payments p ON p.order_id = o.id "
+        "JOIN customers c ON c.id = o.user_id WHERE e.id = 900001"
+    ))  # fmt: skip
+    payload, blob, amount, created, settle, _limit, big = up.rows[0]
+    assert isinstance(payload, dict) and payload["order_id"] == 100001
+    assert blob.startswith("base64:")
+    assert isinstance(amount, str) and "." in amount
+    assert created.startswith("2026-03-") and ":" in settle
+    assert big == "9007199254740993"
+
+
+async def test_zero_rows_is_no_evidence(source: MysqlSource) -> None:
+    up = await source.fetch(_req("SELECT * FROM orders WHERE id = ?", [-1]))
+    assert project_mysql("c", up, DEFAULT_BOUNDS).evidence_status == EvidenceStatus.NO_EVIDENCE
+
+
+async def test_safe_error_messages(source: MysqlSource) -> None:
+    with pytest.raises(SourceError) as info:
+        await source.fetch(_req("SELECT nope FROM orders"))
+    assert info.value.message.startswith("unknown column `nope` in '")
+    with pytest.raises(SourceError) as info:
+        await source.fetch(_req("SELECT * FROM nope"))
+    assert info.value.message == "unknown table `nope`"
+
+
+async def test_unknown_and_unconfigured_data_sources(source: MysqlSource) -> None:
+    with pytest.raises(SourceError) as info:
+        await source.fetch(_req("SELECT 1", ds="billing"))
+    assert info.value.code == ErrorCode.AUTHORIZATION and info.value.message.endswith("shop")
+    empty = MysqlSource.from_env({})
+    assert empty.data_sources == ()
+    with pytest.raises(SourceError) as info:
+        await empty.fetch(_req("SELECT 1"))
+    assert info.value.code == ErrorCode.AUTHORIZATION
+
+
+async def test_unreachable_server_is_unavailable() -> None:
+    src = MysqlSource.from_env({"ACI_MYSQL_DOWN_URL": "mysql://u:secret@127.0.0.1:1/x"})
+    with pytest.raises(SourceError) as info:
+        await src.fetch(_req("SELECT 1", ds="down"))
+    assert info.value.code == ErrorCode.UNAVAILABLE and info.value.retryable
+    assert "secret" not in info.value.message and "127.0.0.1" not in info.value.message
+
+
+def test_from_env_and_config(tmp_path: Any) -> None:
+    cfg = tmp_path / "mysql.toml"
+    cfg.write_text('[mysql]\nbilling = "mysql://r:p@db:3307/bill"\n')
+    src = MysqlSource.from_env({
+        "ACI_MYSQL_CONFIG": str(cfg), "ACI_MYSQL_SHOP_URL": "mysql://r:p%40x@h/shop",
+        "ACI_MYSQL_STATEMENT_TIMEOUT_MS": "2500",
+    })  # fmt: skip
+    assert src.data_sources == ("billing", "shop")
+    assert src._pools["shop"].params.password == "p@x" and src._limit_s == 2.5
+
+
+async def test_ensure_demo_shop_idempotent_and_concurrent() -> None:
+    urls: list[str] = []
+
+    async def one() -> None:
+        urls.append(await ensure_demo_shop())
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(one)
+        tg.start_soon(one)
+    assert len(set(urls)) == 1
+    src = MysqlSource.from_env({"ACI_MYSQL_SHOP_URL": urls[0]})
+    up = await src.fetch(_req("SELECT version FROM schema_migrations WHERE statement LIKE "
+                              "'DROP INDEX idx_orders_user_status%'"))  # fmt: skip
+    await src.aclose()
+    assert up.rows == [["V20260314_1"]]

@@ -1,0 +1,221 @@
+"""`aci-evidence bench pipeline`: the pipeline's throughput and latency beside the local limit.
+
+In one run on one Redis:
+1. raw: the bare redis-py stream round trip (XADD → XREADGROUP → XADD reply → XACK), batched,
+   16 concurrent submitters — the local limit;
+2. pipeline: submit → READY model observation seen by the client, with the instant source and
+   with the real sources, 1 and 2 worker processes; invocations/s, and p50/p99 latency at a
+   paced 1,000/s;
+3. peers (with the optional `bench` extra installed): the same no-op round trip through
+   dramatiq and taskiq-redis.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import AsyncIterator, Iterator
+from typing import Any
+
+import anyio
+
+from pipeline.client import EvidenceClient, ToolCall
+from pipeline.embedded import embedded_redis
+from pipeline.redis_io import open_redis
+from pipeline.settings import Settings
+
+__all__ = ["run_bench"]
+
+SUBMITTERS = 16
+BATCH = 32
+
+
+async def bench_raw(redis: Any, total: int) -> float:
+    """Invocations/s of the bare stream round trip."""
+    tag = uuid.uuid4().hex[:8]
+    requests, replies, group = f"bench:{tag}:req", f"bench:{tag}:rep", "g"
+    await redis.xgroup_create(requests, group, id="0", mkstream=True)
+    rounds = max(1, total // (SUBMITTERS * BATCH))
+    total = rounds * SUBMITTERS * BATCH
+    done = anyio.Event()
+    seen = 0
+
+    async def consumer() -> None:
+        while not done.is_set():
+            reply = await redis.xreadgroup(group, "c", {requests: ">"}, count=512, block=100)
+            for _s, entries in reply or []:
+                async with redis.pipeline(transaction=False) as pipe:
+                    for _eid, fields in entries:
+                        pipe.xadd(replies, {"id": fields[b"id"], "d": fields[b"d"]})
+                    pipe.xack(requests, group, *[eid for eid, _ in entries])
+                    await pipe.execute()
+
+    async def reply_reader() -> None:
+        nonlocal seen
+        cursor = "0-0"
+        while seen < total:
+            reply = await redis.xread({replies: cursor}, count=1024, block=100)
+            for _s, entries in reply or []:
+                cursor = entries[-1][0]
+                seen += len(entries)
+        done.set()
+
+    async def submitter() -> None:
+        payload = b'{"query":"pool exhausted"}'
+        for _ in range(rounds):
+            async with redis.pipeline(transaction=False) as pipe:
+                for i in range(BATCH):
+                    pipe.xadd(requests, {"id": str(i), "d": payload})
+                await pipe.execute()
+
+    start = time.perf_counter()
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(consumer)
+        tg.start_soon(reply_reader)
+        for _ in range(SUBMITTERS):
+            tg.start_soon(submitter)
+    elapsed = time.perf_counter() - start
+    await redis.delete(requests, replies)
+    return seen / elapsed
+
+
+@contextlib.contextmanager
+def worker_processes(url: str, prefix: str, count: int, instant: bool) -> Iterator[None]:
+    env = dict(os.environ, ACI_REDIS_URL=url, ACI_PREFIX=prefix)
+    if instant:
+        env["ACI_INSTANT_SOURCES"] = "1"
+    cmd = [sys.executable, "-m", "workers.cli", "worker", "--concurrency", "256"]
+    procs = [subprocess.Popen(cmd, env=env, stdin=subprocess.DEVNULL) for _ in range(count)]
+    try:
+        yield
+    finally:
+        for proc in procs:
+            proc.terminate()
+        for proc in procs:
+            try:
+                proc.wait(15)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+
+
+def _calls(round_no: int, submitter: int, tool: str) -> list[ToolCall]:
+    args = {
+        "lookup_knowledge": {"query": f"connection pool exhausted {submitter}"},
+        "query_logs": {"topic": "APPLICATION", "query": "timeout", "lookback_minutes": 30},
+        "query_mysql": {"data_source": "shop", "sql": "SELECT 1"},
+    }[tool]
+    return [
+        ToolCall(tool=tool, tool_call_id=f"b{submitter}_{round_no}_{i}", arguments=args)
+        for i in range(BATCH)
+    ]
+
+
+async def bench_pipeline(client: EvidenceClient, total: int, tool: str) -> float:
+    """Invocations/s end to end: 16 submitters, each submitting a batch and awaiting it."""
+    session = f"bench-{uuid.uuid4().hex[:8]}"
+    finished = 0
+
+    async def submitter(k: int) -> None:
+        nonlocal finished
+        for r in range(total // SUBMITTERS // BATCH):
+            results = await client.call_many(session, _calls(r, k, tool), timeout=60)
+            finished += sum(1 for x in results if x is not None)
+
+    start = time.perf_counter()
+    async with anyio.create_task_group() as tg:
+        for k in range(SUBMITTERS):
+            tg.start_soon(submitter, k)
+    return finished / (time.perf_counter() - start)
+
+
+async def bench_latency(client: EvidenceClient, rate: float, seconds: float) -> tuple[float, float]:
+    """p50/p99 ms from submit to the READY model observation, at a paced offered rate."""
+    session = f"lat-{uuid.uuid4().hex[:8]}"
+    latencies: list[float] = []
+
+    async def one(i: int) -> None:
+        call = ToolCall(
+            tool="lookup_knowledge", tool_call_id=f"l{i}", arguments={"query": f"pool {i}"}
+        )
+        t0 = time.perf_counter()
+        result = await client.call(session, call, timeout=30)
+        if result is not None:
+            latencies.append((time.perf_counter() - t0) * 1000)
+
+    count = int(rate * seconds)
+    start = time.perf_counter()
+    async with anyio.create_task_group() as tg:
+        for i in range(count):
+            delay = start + i / rate - time.perf_counter()
+            if delay > 0:
+                await anyio.sleep(delay)
+            tg.start_soon(one, i)
+    latencies.sort()
+    if not latencies:
+        return float("nan"), float("nan")
+    return statistics.median(latencies), latencies[int(len(latencies) * 0.99) - 1]
+
+
+@contextlib.asynccontextmanager
+async def _redis_url() -> AsyncIterator[str]:
+    url = os.environ.get("ACI_REDIS_URL")
+    if url:
+        yield url
+        return
+    async with embedded_redis() as embedded:
+        yield embedded
+
+
+async def run_bench(total: int = 20_000, as_json: bool = False, peers: bool = True) -> int:
+    """Run every measurement and print a table (or one JSON object)."""
+    figures: dict[str, Any] = {}
+    async with _redis_url() as url, open_redis(url, max_connections=256) as redis:
+        figures["raw_per_s"] = round(await bench_raw(redis, total))
+        for workers, instant, name in [(1, True, "instant_1w"), (2, True, "instant_2w"),
+                                       (1, False, "real_1w"), (2, False, "real_2w")]:  # fmt: skip
+            prefix = f"bench{uuid.uuid4().hex[:6]}"
+            settings = Settings(redis_url=url, prefix=prefix)
+            with worker_processes(url, prefix, workers, instant):
+                async with EvidenceClient(redis, settings) as client:
+                    await anyio.sleep(1.0)  # workers start
+                    n = total if instant else total // 4
+                    tool = "lookup_knowledge" if instant else "query_logs"
+                    figures[f"{name}_per_s"] = round(await bench_pipeline(client, n, tool))
+                    if name == "instant_1w":
+                        p50, p99 = await bench_latency(client, 1000, 3)
+                        figures["p50_ms"], figures["p99_ms"] = round(p50, 2), round(p99, 2)
+            keys = [k async for k in redis.scan_iter(match=f"{{{prefix}}}:*", count=1000)]
+            if keys:
+                await redis.delete(*keys)
+    figures["pipeline_per_s"] = figures["instant_1w_per_s"]
+    figures["ratio_to_raw"] = round(figures["pipeline_per_s"] / figures["raw_per_s"], 3)
+    if peers:
+        from workers.bench_peers import bench_peers
+
+        figures.update(await bench_peers(min(total, 5000)))
+        fastest = max(
+            (v for k, v in figures.items() if k.startswith("peer_") and isinstance(v, int)),
+            default=0,
+        )
+        if fastest:
+            figures["ratio_to_fastest_peer"] = round(figures["pipeline_per_s"] / fastest, 2)
+    if as_json:
+        print(json.dumps(figures))
+    else:
+        from rich.console import Console
+        from rich.table import Table
+
+        table = Table(title="aci-evidence bench pipeline")
+        table.add_column("figure")
+        table.add_column("value", justify="right")
+        for key, value in figures.items():
+            table.add_row(key, str(value))
+        Console().print(table)
+    return 0

@@ -1,0 +1,180 @@
+"""`aci-evidence demo` (and `make demo`): the whole system on the embedded default.
+
+Starts a private Redis (unless `ACI_REDIS_URL` is set), the demo `shop` database when MariaDB
+answers on localhost (or uses `ACI_MYSQL_SHOP_URL`), two worker processes, and plays a
+scripted diagnosis of one mock incident through the queue — then cleans up everything.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import AsyncIterator, Iterator
+from typing import Any
+
+import anyio
+
+from pipeline.client import CallResult, EvidenceClient, ToolCall
+from pipeline.embedded import embedded_redis
+from pipeline.keys import Keys
+from pipeline.redis_io import open_redis
+from pipeline.settings import Settings
+from workers.demo_script import SCRIPTS
+
+__all__ = ["run_demo"]
+
+DEFAULT_SCENARIO = "db-pool-exhaustion"
+
+
+@contextlib.asynccontextmanager
+async def _redis_url(settings: Settings) -> AsyncIterator[str]:
+    if settings.redis_url:
+        yield settings.redis_url
+        return
+    async with embedded_redis() as url:
+        yield url
+
+
+async def _shop_url() -> tuple[str | None, str]:
+    configured = os.environ.get("ACI_MYSQL_SHOP_URL")
+    if configured:
+        return configured, "using ACI_MYSQL_SHOP_URL"
+    try:
+        from workers.shop import ensure_demo_shop
+
+        with anyio.fail_after(30):
+            return await ensure_demo_shop(), "loaded the demo `shop` database on localhost"
+    except Exception as exc:  # any failure here only means: no demo database
+        return None, (
+            f"no MariaDB on localhost ({type(exc).__name__}); query_mysql will answer ERROR. "
+            "Start MariaDB or set ACI_MYSQL_SHOP_URL=mysql://user:pass@host:3306/shop"
+        )
+
+
+@contextlib.contextmanager
+def _workers(env: dict[str, str], count: int) -> Iterator[list[subprocess.Popen[bytes]]]:
+    cmd = [sys.executable, "-m", "workers.cli", "worker", "--concurrency", "16"]
+    procs = [
+        subprocess.Popen(cmd, env=env, stdin=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        for _ in range(count)
+    ]
+    try:
+        yield procs
+    finally:
+        for proc in procs:
+            proc.terminate()
+        for proc in procs:
+            try:
+                proc.wait(15)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+
+
+async def _timeline(redis: Any, keys: Keys, session: str) -> list[dict[str, Any]]:
+    rows = []
+    for _eid, f in await redis.xrange(keys.lifecycle, "-", "+"):
+        if f.get(b"session", b"").decode() != session:
+            continue
+        rows.append({k.decode(): v.decode() for k, v in f.items() if k != b"session"})
+    return rows
+
+
+def _record(call: ToolCall, result: CallResult | None, latency_ms: float) -> dict[str, Any]:
+    if result is None:
+        return {
+            "tool": call.tool,
+            "id": call.tool_call_id,
+            "arguments": call.arguments,
+            "lifecycle": "PENDING",
+            "latency_ms": round(latency_ms, 1),
+        }
+    return {
+        "tool": call.tool,
+        "id": call.tool_call_id,
+        "arguments": call.arguments,
+        "lifecycle": result.lifecycle.value,
+        "model": json.loads(bytes(result.model)),
+        "control": json.loads(bytes(result.control)),
+        "latency_ms": round(latency_ms, 1),
+    }
+
+
+async def run_demo(
+    settings: Settings,
+    scenario: str | None = None,
+    as_json: bool = False,
+    keep_running: bool = False,
+) -> int:
+    """Play the scripted diagnosis; print it (rich, or a JSON transcript with `--json`)."""
+    from workers import demo_view
+
+    scenario = scenario or os.environ.get("ACI_MOCK_SCENARIO") or DEFAULT_SCENARIO
+    if scenario not in SCRIPTS:
+        print(
+            f"unknown scenario {scenario!r}; choose one of: {', '.join(SCRIPTS)}", file=sys.stderr
+        )
+        return 2
+    view = demo_view.DemoView(as_json=as_json)
+    prefix = f"demo{uuid.uuid4().hex[:6]}"
+    session = "incident-demo"
+    shop_url, shop_note = await _shop_url()
+    view.note(shop_note)
+    async with _redis_url(settings) as url:
+        view.note("redis: " + ("ACI_REDIS_URL" if settings.redis_url else "embedded redis-server"))
+        env = dict(os.environ, ACI_REDIS_URL=url, ACI_PREFIX=prefix, ACI_MOCK_SCENARIO=scenario)
+        if shop_url:
+            env["ACI_MYSQL_SHOP_URL"] = shop_url
+        run_settings = Settings.from_env(env)
+        transcript: list[dict[str, Any]] = []
+        with _workers(env, 2):
+            async with open_redis(url) as redis, EvidenceClient(redis, run_settings) as client:
+                for number, script in enumerate(SCRIPTS[scenario], 1):
+                    calls = [ToolCall(tool=t, tool_call_id=i, arguments=a) for t, i, a in script]
+                    started = time.perf_counter()
+                    results = await _call_round(client, session, calls)
+                    for call, (result, ms) in zip(calls, results, strict=True):
+                        record = _record(call, result, ms)
+                        transcript.append(record)
+                        view.call(number, record)
+                    view.note(
+                        f"round {number}: {len(calls)} parallel calls in "
+                        f"{(time.perf_counter() - started) * 1000:.0f} ms"
+                    )
+                timeline = await _timeline(redis, Keys(prefix), session)
+                view.finish(scenario, transcript, timeline)
+                if keep_running:
+                    view.note(
+                        f"workers and Redis keep running at {url} (prefix {prefix}); "
+                        "press Ctrl-C to stop"
+                    )
+                    with contextlib.suppress(KeyboardInterrupt):
+                        await anyio.sleep_forever()
+                if not settings.redis_url:
+                    pass  # the embedded server and its data go away with it
+                else:
+                    keys = [k async for k in redis.scan_iter(match=f"{{{prefix}}}:*")]
+                    if keys:
+                        await redis.delete(*keys)
+    return 0
+
+
+async def _call_round(
+    client: EvidenceClient, session: str, calls: list[ToolCall]
+) -> list[tuple[CallResult | None, float]]:
+    out: list[tuple[CallResult | None, float]] = [(None, 0.0)] * len(calls)
+
+    async def one(i: int) -> None:
+        started = time.perf_counter()
+        result = await client.call(session, calls[i], timeout=60)
+        out[i] = (result, (time.perf_counter() - started) * 1000)
+
+    async with anyio.create_task_group() as tg:
+        for i in range(len(calls)):
+            tg.start_soon(one, i)
+    return out

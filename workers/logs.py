@@ -1,0 +1,382 @@
+"""The `query_logs` source: the query language, matching, and the MOCK source.
+
+A query is whitespace-separated clauses, all of which must hold (docs/logs.md is the reference):
+`word` and `"quoted phrase"` match case-insensitively as substrings of the message or any field
+value; `field:value` matches a substring of that field (numbers compare equal, `field:>N`,
+`>=`, `<`, `<=` compare); `field:*` asks for the field to be present; a leading `-` excludes.
+An empty query matches every record. A query that cannot be parsed raises
+`SourceError(SCHEMA)` saying what is wrong, so it can never read as "no evidence".
+
+Another backend (Loki, OpenSearch, a cloud log service) is another class with the same `fetch`
+returning a `LogsUpstream` with its own `source_kind`; `parse_log_query` is shared.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Final, Literal
+
+import anyio.to_thread
+import msgspec
+
+from contracts.fingerprint import DEFAULT_LOOKBACK_MINUTES
+from contracts.logs import LogRecord, LogsUpstream, UpstreamPattern
+from contracts.requests import LOOKBACK_MAX_MINUTES, QueryLogsRequest
+from contracts.results import LogScope
+from contracts.status import ErrorCode, Topic
+from workers.mocklog import (
+    DEFAULT_SCENARIO,
+    NUMERIC_FIELDS,
+    SCENARIOS,
+    TOPIC_FIELDS,
+    TopicIndex,
+    format_time,
+    index_of,
+    scenario_info,
+)
+from workers.source import SourceError
+
+__all__ = [
+    "SCENARIOS",
+    "Clause",
+    "MockLogSettings",
+    "MockLogSource",
+    "ParsedQuery",
+    "check_fields",
+    "match_positions",
+    "parse_log_query",
+    "summarise",
+]
+
+SAMPLE_LIMIT: Final = 300
+_FIELD: Final = re.compile(r"([A-Za-z_][A-Za-z0-9_]*):(.*)", re.S)
+_COMPARISON: Final = re.compile(r"(>=|<=|>|<)(.*)", re.S)
+
+Op = Literal["contains", "gt", "ge", "lt", "le", "exists"]
+_OPS: Final[dict[str, Op]] = {">": "gt", ">=": "ge", "<": "lt", "<=": "le"}
+
+
+class Clause(msgspec.Struct, frozen=True, kw_only=True):
+    """One clause: `field` None means the message and every field value."""
+
+    field: str | None = None
+    op: Op = "contains"
+    value: str = ""  # lowered
+    number: float | None = None  # the value as a number, when it is one
+    negated: bool = False
+
+
+class ParsedQuery(msgspec.Struct, frozen=True, kw_only=True):
+    """A parsed query: clauses that must all hold; no clauses matches every record."""
+
+    clauses: tuple[Clause, ...] = ()
+
+
+def _bad(message: str) -> SourceError:
+    return SourceError(ErrorCode.SCHEMA, f"query: {message}")
+
+
+def _read_quoted(text: str, start: int) -> tuple[str, int]:
+    end = text.find('"', start + 1)
+    if end < 0:
+        raise _bad(f'unbalanced quote: the " at character {start + 1} is never closed')
+    after = end + 1
+    if after < len(text) and not text[after].isspace():
+        raise _bad(f"unexpected {text[after]!r} right after the closing quote at character {after}")
+    return text[start + 1 : end], after
+
+
+def _number(text: str) -> float | None:
+    try:
+        return float(text)
+    except ValueError:
+        return None
+
+
+def _field_clause(name: str, value: str, negated: bool, at: int) -> Clause:
+    field = name.lower()
+    if value == "":
+        raise _bad(
+            f"{name}: at character {at} has no value; write {name}:value, "
+            'or quote text to search for it as is ("like:this")'
+        )
+    if value == "*":
+        return Clause(field=field, op="exists", negated=negated)
+    compared = _COMPARISON.fullmatch(value)
+    if compared is not None:
+        number = _number(compared.group(2))
+        if number is None:
+            raise _bad(f"{name}:{compared.group(1)} at character {at} needs a number")
+        return Clause(field=field, op=_OPS[compared.group(1)], number=number, negated=negated)
+    stripped = value.strip("*").lower()
+    return Clause(field=field, value=stripped, number=_number(stripped), negated=negated)
+
+
+def _word_clause(word: str, negated: bool, at: int) -> Clause | None:
+    if not negated and word in ("OR", "||"):
+        raise _bad("OR is not supported: all terms must match; run one query per alternative")
+    if not negated and word == "NOT":
+        raise _bad("NOT is not supported; put '-' before a term to exclude it")
+    if not negated and word in ("AND", "&&"):
+        return None  # terms are ANDed anyway
+    stripped = word.strip("*").lower()
+    if not stripped:
+        if negated:
+            raise _bad(f"'-{word}' at character {at} would exclude every record")
+        return None  # a bare * matches everything
+    return Clause(value=stripped, negated=negated)
+
+
+def _next_clause(text: str, pos: int) -> tuple[Clause | None, int]:
+    start, n = pos, len(text)
+    negated = text[pos] == "-"
+    pos += negated
+    if pos >= n or text[pos].isspace():
+        raise _bad(f"a lone '-' at character {start + 1}; write -term or -field:value")
+    if text[pos] == '"':
+        phrase, pos = _read_quoted(text, pos)
+        if not phrase.strip():
+            raise _bad(f"empty quoted phrase at character {start + 1}")
+        return Clause(value=phrase.lower(), negated=negated), pos
+    end = pos
+    while end < n and not text[end].isspace() and text[end] != '"':
+        end += 1
+    word = text[pos:end]
+    found = _FIELD.fullmatch(word)
+    is_field = found is not None and not found.group(2).startswith("//")  # not http://...
+    if end < n and text[end] == '"':
+        if not (found is not None and is_field and found.group(2) == ""):
+            raise _bad(f"the quote at character {end + 1} must start a phrase or follow field:")
+        value, end = _read_quoted(text, end)
+        return _field_clause(found.group(1), value, negated, start + 1), end
+    if found is not None and is_field:
+        return _field_clause(found.group(1), found.group(2), negated, start + 1), end
+    return _word_clause(word, negated, start + 1), end
+
+
+def parse_log_query(text: str) -> ParsedQuery:
+    """Parse a query; `SourceError(SCHEMA)` saying what is wrong when it cannot be parsed."""
+    clauses: list[Clause] = []
+    pos = 0
+    while pos < len(text):
+        if text[pos].isspace():
+            pos += 1
+            continue
+        clause, pos = _next_clause(text, pos)
+        if clause is not None:
+            clauses.append(clause)
+    return ParsedQuery(clauses=tuple(clauses))
+
+
+def check_fields(query: ParsedQuery, topic: Topic) -> None:
+    """Reject fields the topic does not have and comparisons the field cannot take."""
+    known = TOPIC_FIELDS[topic]
+    for clause in query.clauses:
+        name = clause.field
+        if name is None:
+            continue
+        if name not in known:
+            raise _bad(
+                f"unknown field {name!r} for topic {topic.value}; fields: {', '.join(known)}"
+            )
+        numeric = name in NUMERIC_FIELDS
+        if clause.op in ("gt", "ge", "lt", "le") and not numeric:
+            raise _bad(f"{name} is text; compare (>, >=, <, <=) only numeric fields")
+        if numeric and clause.op == "contains" and clause.number is None:
+            raise _bad(f"{name} takes a number, e.g. {name}:500 or {name}:>=500")
+
+
+def _field_hit(clause: Clause, values: Mapping[str, str], raw: Mapping[str, object]) -> bool:
+    name = clause.field or ""
+    if clause.op == "exists":
+        return name in values
+    value = raw.get(name)
+    if clause.op == "contains":
+        if clause.number is not None and isinstance(value, int | float):
+            return bool(value == clause.number)
+        found = values.get(name)
+        return found is not None and clause.value in found
+    if not isinstance(value, int | float) or clause.number is None:
+        return False
+    limit = clause.number
+    match clause.op:
+        case "gt":
+            return value > limit
+        case "ge":
+            return value >= limit
+        case "lt":
+            return value < limit
+        case _:
+            return value <= limit
+
+
+def match_positions(ix: TopicIndex, query: ParsedQuery, positions: range) -> list[int]:
+    """Positions (ascending, so in time order) of the records that satisfy every clause."""
+    if not query.clauses:
+        return list(positions)
+    must = [c.value for c in query.clauses if c.field is None and not c.negated]
+    must_not = [c.value for c in query.clauses if c.field is None and c.negated]
+    fielded = [c for c in query.clauses if c.field is not None]
+    hays, values, records = ix.haystacks, ix.values, ix.records
+    out: list[int] = []
+    for i in positions:
+        hay = hays[i]
+        if any(t not in hay for t in must) or any(t in hay for t in must_not):
+            continue
+        if fielded and not all(
+            _field_hit(c, values[i], records[i].fields) != c.negated for c in fielded
+        ):
+            continue
+        out.append(i)
+    return out
+
+
+class _Stats:
+    """Running figures of one template over the matches."""
+
+    __slots__ = ("count", "first", "last", "rank", "severest")
+
+    def __init__(self, position: int, rank: int) -> None:
+        self.count, self.first, self.last = 1, position, position
+        self.rank, self.severest = rank, position
+
+
+def _template_stats(ix: TopicIndex, matches: list[int]) -> dict[str, _Stats]:
+    stats: dict[str, _Stats] = {}
+    templates, ranks = ix.templates, ix.ranks
+    for i in matches:
+        found = stats.get(templates[i])
+        if found is None:
+            stats[templates[i]] = _Stats(i, ranks[i])
+            continue
+        found.count += 1
+        found.last = i
+        if ranks[i] > found.rank:
+            found.rank, found.severest = ranks[i], i
+    return stats
+
+
+def _spread(candidates: list[int], room: int) -> list[int]:
+    if len(candidates) <= room:
+        return candidates
+    step = len(candidates) / room
+    return [candidates[int(k * step)] for k in range(room)]
+
+
+def _sample(ix: TopicIndex, matches: list[int], stats: dict[str, _Stats], limit: int) -> list[int]:
+    # The first and last occurrence of every template (severe and rare ones first), then the
+    # most severe of the rest, spread evenly over time so the timeline tells the whole story.
+    order = sorted(stats.items(), key=lambda kv: (-kv[1].rank, kv[1].count, kv[1].first, kv[0]))
+    chosen: set[int] = set()
+    for _, st in order:
+        for i in (st.first, st.last):
+            if len(chosen) < limit:
+                chosen.add(i)
+    for rank in sorted({ix.ranks[i] for i in matches}, reverse=True):
+        room = limit - len(chosen)
+        if room <= 0:
+            break
+        rest = [i for i in matches if ix.ranks[i] == rank and i not in chosen]
+        chosen.update(_spread(rest, room))
+    return sorted(chosen)
+
+
+def summarise(
+    ix: TopicIndex, matches: list[int], limit: int
+) -> tuple[list[UpstreamPattern], list[LogRecord]]:
+    """Templates over all matches, and a bounded sample of matched records tagged with them."""
+    stats = _template_stats(ix, matches)
+    records = ix.records
+    patterns = [
+        UpstreamPattern(
+            template=template,
+            count=st.count,
+            level=records[st.severest].level,
+            first_seen=records[st.first].timestamp,
+            last_seen=records[st.last].timestamp,
+        )
+        for template, st in sorted(stats.items(), key=lambda kv: (kv[1].first, kv[0]))
+    ]
+    sample = [
+        LogRecord(
+            timestamp=records[i].timestamp,
+            level=records[i].level,
+            service=records[i].service,
+            message=records[i].message,
+            fields=dict(records[i].fields),
+            template=ix.templates[i],
+        )
+        for i in _sample(ix, matches, stats, limit)
+    ]
+    return patterns, sample
+
+
+class MockLogSettings(msgspec.Struct, frozen=True, kw_only=True):
+    """Operator settings of the MOCK source. Env: `ACI_MOCK_SCENARIO`,
+    `ACI_LOGS_DEFAULT_LOOKBACK`."""
+
+    scenario: str = DEFAULT_SCENARIO
+    default_lookback: int = DEFAULT_LOOKBACK_MINUTES
+    sample_limit: int = SAMPLE_LIMIT
+
+    def __post_init__(self) -> None:
+        scenario_info(self.scenario)  # ValueError naming the valid scenarios
+        if not 1 <= self.default_lookback <= LOOKBACK_MAX_MINUTES:
+            raise ValueError(f"ACI_LOGS_DEFAULT_LOOKBACK must be 1..{LOOKBACK_MAX_MINUTES}")
+        if self.sample_limit < 1:
+            raise ValueError("sample_limit must be >= 1")
+
+
+class MockLogSource:
+    """`query_logs` over a deterministic generated incident world (`source_kind` MOCK)."""
+
+    source_kind: Final = "MOCK"
+
+    def __init__(self, settings: MockLogSettings | None = None) -> None:
+        self.settings = settings or MockLogSettings()
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str]) -> MockLogSource:
+        """Settings from the environment; `ValueError` on an unknown scenario or bad lookback."""
+        scenario = env.get("ACI_MOCK_SCENARIO", "").strip() or DEFAULT_SCENARIO
+        lookback_text = env.get("ACI_LOGS_DEFAULT_LOOKBACK", "").strip()
+        try:
+            lookback = int(lookback_text) if lookback_text else DEFAULT_LOOKBACK_MINUTES
+        except ValueError:
+            raise ValueError("ACI_LOGS_DEFAULT_LOOKBACK must be an int") from None
+        return cls(MockLogSettings(scenario=scenario, default_lookback=lookback))
+
+    async def fetch(self, request: QueryLogsRequest) -> LogsUpstream:
+        """Run the query over the scenario's window; `SourceError(SCHEMA)` on a bad query."""
+        query = parse_log_query(request.query)
+        check_fields(query, request.topic)
+        # The first call builds the world (about a second); later calls take milliseconds.
+        return await anyio.to_thread.run_sync(self.search, request, query)
+
+    def search(self, request: QueryLogsRequest, query: ParsedQuery) -> LogsUpstream:
+        """The synchronous search behind `fetch` (for benchmarks and the CLI)."""
+        index = index_of(self.settings.scenario)
+        lookback = request.lookback_minutes or self.settings.default_lookback
+        end_ms = index.world.now_ms
+        start_ms = end_ms - lookback * 60_000
+        topic_index = index.topics[request.topic]
+        matches = match_positions(topic_index, query, topic_index.window(start_ms, end_ms))
+        patterns, records = summarise(topic_index, matches, self.settings.sample_limit)
+        scope = LogScope(
+            topic=request.topic,
+            query=request.query,
+            lookback_minutes=lookback,
+            start_time=format_time(start_ms),
+            end_time=format_time(end_ms),
+        )
+        return LogsUpstream(
+            source_kind=self.source_kind,
+            scope=scope,
+            match_count=len(matches),
+            patterns=patterns,
+            records=records,
+        )
+
+    async def aclose(self) -> None:
+        """Nothing to release: the world is immutable in-process data."""

@@ -1,0 +1,418 @@
+"""The `query_mysql` source: guarded SQL on a pooled, reset, read-only PyMySQL session.
+
+Layers (docs/mysql.md): `workers.sqlguard` refuses what is not one plain SELECT; the server
+enforces the rest: each call resets the session (COM_RESET_CONNECTION, default schema,
+charset, sql_mode), runs inside `START TRANSACTION READ ONLY` ... `ROLLBACK`, under a
+tool-owned `SET STATEMENT max_statement_time=N, sql_select_limit=max_rows+1 FOR` prefix
+(MariaDB), and a watchdog KILLs the server session if the call outlives the limit. PyMySQL never
+sets CLIENT_MULTI_STATEMENTS, so the server refuses stacked statements. Rows are read unbuffered,
+at most `max_rows + 1`, with cells and total bytes bounded.
+
+Errors are `SourceError`: EXECUTION (server rejected the SQL, short scrubbed text), TIMEOUT,
+UNAVAILABLE (retryable), AUTHORIZATION (unknown data source or denied object).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import tomllib
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, Final
+from urllib.parse import unquote, urlsplit
+
+import anyio
+import anyio.to_thread
+import msgspec
+import pymysql
+import pymysql.cursors
+from pymysql.constants import FIELD_TYPE
+
+from contracts.bounds import DEFAULT_BOUNDS, Bounds
+from contracts.mysql import MysqlUpstream, to_json_cell
+from contracts.requests import QueryMysqlRequest
+from contracts.status import ErrorCode
+from workers.source import SourceError
+from workers.sqlguard import Param, guard_sql
+
+__all__ = ["ConnectParams", "MysqlSource", "parse_url"]
+
+_ENV_URL: Final = re.compile(r"^ACI_MYSQL_([A-Z][A-Z0-9_]*)_URL$")
+_TIMEOUT_CODES: Final = frozenset({1969, 3024, 1317, 1028, 1205})
+_UNAVAILABLE_CODES: Final = frozenset(
+    {1040, 1042, 1043, 1045, 1049, 1053, 1077, 1152, 1158, 1159, 1160, 1161, 1927, 2002, 2003,
+     2005, 2006, 2013, 2014, 2026, 2055, 4031}
+)  # fmt: skip
+_DENIED_CODES: Final = frozenset({1142, 1143, 1044, 1227, 1370, 1356})
+_COM_RESET_CONNECTION: Final = 0x1F
+_SQL_MODE: Final = "STRICT_ALL_TABLES,ERROR_FOR_DIVISION_BY_ZERO,NO_ENGINE_SUBSTITUTION"
+_CELL_SLACK: Final = 8  # bytes a fetched cell may exceed its projected form (see _bounded_rows)
+_JSON_CHECK: Final = re.compile(r"json_valid\(`?([^`)]+)`?\)", re.I)
+
+
+class Outcome(msgspec.Struct, kw_only=True):
+    """What one call fetched, and whether its connection is clean enough to reuse."""
+
+    columns: list[str]
+    rows: list[list[Any]]
+    stopped_early: bool
+    reusable: bool
+
+
+class ConnectParams(msgspec.Struct, frozen=True, kw_only=True):
+    """Where one data source lives (operator configuration; never shown to the agent)."""
+
+    host: str
+    port: int = 3306
+    user: str
+    password: str = ""
+    database: str = ""
+
+
+def parse_url(url: str) -> ConnectParams:
+    """Parse `mysql://user:pass@host:port/db`; raises ValueError without echoing the URL."""
+    parts = urlsplit(url)
+    if parts.scheme not in ("mysql", "mariadb") or not parts.hostname or not parts.username:
+        raise ValueError("a MySQL URL must look like mysql://user:pass@host:port/db")
+    return ConnectParams(
+        host=parts.hostname,
+        port=parts.port or 3306,
+        user=unquote(parts.username),
+        password=unquote(parts.password or ""),
+        database=unquote(parts.path.lstrip("/")),
+    )
+
+
+class _Pool:
+    """A few idle connections of one data source; used only from the event loop."""
+
+    def __init__(self, params: ConnectParams, size: int) -> None:
+        self.params = params
+        self.idle: list[pymysql.Connection[Any]] = []
+        self.slots = anyio.Semaphore(size)
+        self.json_columns: dict[str, frozenset[str]] = {}
+
+    def connect(self, read_timeout: float) -> pymysql.Connection[Any]:
+        p = self.params
+        return pymysql.connect(
+            host=p.host, port=p.port, user=p.user, password=p.password,
+            database=p.database or None, charset="utf8mb4", autocommit=True,
+            connect_timeout=5, read_timeout=read_timeout, write_timeout=read_timeout,
+            local_infile=False, client_flag=0,
+        )  # fmt: skip
+
+    def close(self) -> None:
+        while self.idle:
+            _close_quietly(self.idle.pop())
+
+
+def _close_quietly(conn: pymysql.Connection[Any]) -> None:
+    try:
+        conn.close()
+    except Exception:
+        conn._force_close()
+
+
+def _scrub(text: str, params: ConnectParams) -> str:
+    text = re.sub(r"'[^']*'@'[^']*'", "the account", text)
+    for secret in (params.password, params.host, params.user):
+        if len(secret) >= 3:
+            text = text.replace(secret, "…")
+    if params.database:
+        text = text.replace(f"'{params.database}.", "'").replace(f"`{params.database}`.", "")
+    return " ".join(text.split())[:240]
+
+
+def map_error(errno: int, message: str, params: ConnectParams) -> SourceError:
+    """Turn a server or driver error into a safe `SourceError`."""
+    if errno in _TIMEOUT_CODES:
+        return SourceError(ErrorCode.TIMEOUT, "the query hit the time limit and was stopped")
+    if errno in _UNAVAILABLE_CODES:
+        return SourceError(
+            ErrorCode.UNAVAILABLE, "the data source is unavailable; try again later",
+            retryable=True,
+        )  # fmt: skip
+    if errno == 1792:
+        return SourceError(ErrorCode.FORBIDDEN_QUERY, "the statement tried to write")
+    if errno in _DENIED_CODES:
+        return SourceError(ErrorCode.AUTHORIZATION, "permission denied for that object")
+    if errno == 1146 and (m := re.search(r"Table '(?:[^'.]*\.)?([^']*)' doesn't exist", message)):
+        return SourceError(ErrorCode.EXECUTION, f"unknown table `{m.group(1)}`")
+    if errno == 1054 and (m := re.match(r"Unknown column '([^']*)' in '([^']*)'", message)):
+        return SourceError(ErrorCode.EXECUTION, f"unknown column `{m.group(1)}` in '{m.group(2)}'")
+    if errno == 1064 and (m := re.search(r"near '(.{0,120})' at line (\d+)", message, re.S)):
+        return SourceError(ErrorCode.EXECUTION, f"syntax error near '{m.group(1)}' at line {m[2]}")
+    return SourceError(ErrorCode.EXECUTION, f"error {errno}: {_scrub(message, params)}")
+
+
+def _from_config(path: str) -> dict[str, str]:
+    raw = Path(path).read_bytes()
+    data = tomllib.loads(raw.decode()) if path.endswith(".toml") else json.loads(raw)
+    table = data.get("mysql", data) if isinstance(data, dict) else {}
+    return {str(k).lower(): str(v) for k, v in table.items() if isinstance(v, str)}
+
+
+class MysqlSource:
+    """Runs `query_mysql` requests against the configured data sources."""
+
+    def __init__(
+        self,
+        sources: Mapping[str, ConnectParams],
+        *,
+        statement_timeout_ms: int = 5000,
+        bounds: Bounds = DEFAULT_BOUNDS,
+        pool_size: int = 4,
+        kill_grace_s: float = 1.0,
+    ) -> None:
+        self._pools = {name.lower(): _Pool(p, pool_size) for name, p in sources.items()}
+        self.data_sources: tuple[str, ...] = tuple(sorted(self._pools))
+        self._limit_s = max(statement_timeout_ms, 1) / 1000
+        self._grace_s = kill_grace_s
+        self._bounds = bounds
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str]) -> MysqlSource:
+        """Data sources from `ACI_MYSQL_<NAME>_URL` (and the file `ACI_MYSQL_CONFIG`, a TOML or
+        JSON mapping name -> URL); timeout from `ACI_MYSQL_STATEMENT_TIMEOUT_MS`."""
+        urls = _from_config(env["ACI_MYSQL_CONFIG"]) if env.get("ACI_MYSQL_CONFIG") else {}
+        for key, value in env.items():
+            if m := _ENV_URL.match(key):
+                urls[m.group(1).lower()] = value
+        sources = {name: parse_url(url) for name, url in urls.items()}
+        timeout = int(env.get("ACI_MYSQL_STATEMENT_TIMEOUT_MS", "5000"))
+        return cls(sources, statement_timeout_ms=timeout)
+
+    def _pool(self, data_source: str) -> _Pool:
+        pool = self._pools.get(data_source.lower())
+        if pool is None:
+            names = ", ".join(self.data_sources) or "none configured"
+            raise SourceError(ErrorCode.AUTHORIZATION, f"unknown data source; available: {names}")
+        return pool
+
+    async def fetch(self, request: QueryMysqlRequest) -> MysqlUpstream:
+        """Guard, run and fetch one request; raise `SourceError` on any failure."""
+        pool = self._pool(request.data_source)
+        guarded = guard_sql(request.sql, list(request.params or []), schema=pool.params.database)
+        return await self._run(pool, guarded.text, guarded.params, guarded.tables, True)
+
+    async def _execute_raw(
+        self, data_source: str, text: str, *, tool_limit: bool = True
+    ) -> MysqlUpstream:
+        # Test hook: runs driver text WITHOUT the guard, to prove the server-side layers.
+        return await self._run(self._pool(data_source), text, (), (), tool_limit)
+
+    async def _run(
+        self,
+        pool: _Pool,
+        text: str,
+        params: tuple[Param, ...],
+        tables: tuple[str, ...],
+        tool_limit: bool,
+    ) -> MysqlUpstream:
+        read_timeout = self._limit_s + self._grace_s + 5
+        async with pool.slots:
+            try:
+                conn = (
+                    pool.idle.pop()
+                    if pool.idle
+                    else await anyio.to_thread.run_sync(pool.connect, read_timeout)
+                )
+            except pymysql.MySQLError as exc:
+                raise map_error(_errno(exc), "", pool.params) from None
+            killed = False
+
+            async def watchdog() -> None:
+                nonlocal killed
+                await anyio.sleep(self._limit_s + self._grace_s)
+                killed = True
+                await anyio.to_thread.run_sync(kill, pool, conn.thread_id())
+
+            outcome: Outcome | BaseException
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(watchdog)
+                try:
+                    outcome = await anyio.to_thread.run_sync(
+                        execute, conn, pool, text, params, tables, self._bounds,
+                        self._limit_s if tool_limit else None,
+                    )  # fmt: skip
+                except Exception as exc:
+                    outcome = exc
+                tg.cancel_scope.cancel()
+            return self._finish(pool, conn, outcome, killed)
+
+    def _finish(
+        self,
+        pool: _Pool,
+        conn: pymysql.Connection[Any],
+        outcome: Outcome | BaseException,
+        killed: bool,
+    ) -> MysqlUpstream:
+        if isinstance(outcome, Outcome) and outcome.reusable and not killed:
+            pool.idle.append(conn)
+        else:
+            _close_quietly(conn)
+        if killed:
+            raise SourceError(ErrorCode.TIMEOUT, "the query hit the time limit and was stopped")
+        if isinstance(outcome, SourceError):
+            raise outcome
+        if isinstance(outcome, pymysql.MySQLError):
+            raise map_error(_errno(outcome), _text(outcome), pool.params) from None
+        if isinstance(outcome, OSError):
+            raise SourceError(
+                ErrorCode.UNAVAILABLE, "the data source is unavailable", retryable=True
+            ) from None
+        if isinstance(outcome, BaseException):
+            raise SourceError(ErrorCode.EXECUTION, "the query failed in the driver") from None
+        return MysqlUpstream(
+            columns=outcome.columns,
+            rows=outcome.rows,
+            stopped_early=outcome.stopped_early,
+        )
+
+    async def aclose(self) -> None:
+        """Close every pooled connection."""
+        for pool in self._pools.values():
+            pool.close()
+
+
+def _prepare(conn: pymysql.Connection[Any], database: str) -> None:
+    """Wipe session state left by the previous call and open a read-only transaction."""
+    conn._execute_command(_COM_RESET_CONNECTION, b"")
+    conn._read_ok_packet()
+    if database:
+        conn.select_db(database)
+    with conn.cursor() as cur:
+        cur.execute(f"SET NAMES utf8mb4, SESSION sql_mode = '{_SQL_MODE}'")
+        cur.execute("START TRANSACTION READ ONLY")
+
+
+def _load_json_columns(conn: pymysql.Connection[Any], pool: _Pool, tables: tuple[str, ...]) -> None:
+    # MariaDB reports JSON columns as LONGTEXT; its json_valid() CHECK marks them.
+    missing = [t for t in tables if t not in pool.json_columns and "." not in t]
+    if not missing:
+        return
+    found: dict[str, set[str]] = {t: set() for t in missing}
+    with conn.cursor() as cur:
+        cur.execute(
+            "SELECT LOWER(TABLE_NAME), CHECK_CLAUSE FROM information_schema.CHECK_CONSTRAINTS "
+            "WHERE CONSTRAINT_SCHEMA = DATABASE() AND LOWER(TABLE_NAME) IN %s",
+            (missing,),
+        )
+        for table, clause in cur.fetchall():
+            found.setdefault(table, set()).update(_JSON_CHECK.findall(clause))
+    for table, cols in found.items():
+        pool.json_columns[table] = frozenset(cols)
+
+
+def _is_json(field: Any, pool: _Pool) -> bool:
+    if field.type_code == FIELD_TYPE.JSON:
+        return True
+    cols = pool.json_columns.get(str(field.org_table or "").lower())
+    return cols is not None and field.org_name in cols
+
+
+def _cell(value: Any, is_json: bool, chars: int) -> Any:
+    """A fetched value cut just past the projector's cell bound (so it still sees the cut)."""
+    if isinstance(value, bytes | bytearray) and not is_json:
+        return value[: (chars * 3) // 4 + 3]
+    if isinstance(value, bytes | bytearray):
+        value = value.decode("utf-8", "replace")
+    if isinstance(value, str):
+        if is_json and len(value) <= chars:
+            try:
+                return msgspec.json.decode(value)
+            except msgspec.DecodeError:
+                return value
+        return value[: chars + 1]
+    return value
+
+
+def _bounded_rows(cur: Any, flags: list[bool], bounds: Bounds) -> tuple[list[list[Any]], bool]:
+    """At most max_rows + 1 rows; stop once the projector would certainly be out of bytes."""
+    ncols = min(len(flags), bounds.mysql_max_columns)
+    encoder = msgspec.json.Encoder()
+    rows: list[list[Any]] = []
+    used = 0
+    while len(rows) <= bounds.mysql_max_rows:
+        raw = cur.fetchone()
+        if raw is None:
+            return rows, False
+        row = [to_json_cell(_cell(raw[i], flags[i], bounds.mysql_cell_chars)) for i in range(ncols)]
+        rows.append(row)
+        used += len(encoder.encode(row)) + 1 - _CELL_SLACK * ncols
+        if used > bounds.mysql_max_bytes:
+            return rows, True
+    return rows, False
+
+
+def execute(
+    conn: pymysql.Connection[Any],
+    pool: _Pool,
+    text: str,
+    params: tuple[Param, ...],
+    tables: tuple[str, ...],
+    bounds: Bounds,
+    limit_s: float | None,
+) -> Outcome:
+    """Blocking: one reset, read-only, time-limited call on `conn` (runs in a worker thread)."""
+    _prepare(conn, pool.params.database)
+    _load_json_columns(conn, pool, tables)
+    if limit_s is not None:
+        text = (
+            f"SET STATEMENT max_statement_time={limit_s:.3f}, "
+            f"sql_select_limit={bounds.mysql_max_rows + 1} FOR {text}"
+        )
+    cur = conn.cursor(pymysql.cursors.SSCursor)
+    cur.execute(text, params)
+    result = cur._result
+    fields = list(getattr(result, "fields", None) or ())
+    flags = [_is_json(f, pool) for f in fields]
+    rows, stopped = _bounded_rows(cur, flags, bounds)
+    columns = [str(f.name) for f in fields]
+    if result is not None and result.unbuffered_active:
+        # More rows remain (an explicit LIMIT above the cap): drop the session, do not drain.
+        return Outcome(columns=columns, rows=rows, stopped_early=stopped, reusable=False)
+    if result is not None and result.warning_count:
+        _raise_warning(conn, pool.params)
+    conn.rollback()
+    return Outcome(columns=columns, rows=rows, stopped_early=stopped, reusable=True)
+
+
+def _raise_warning(conn: pymysql.Connection[Any], params: ConnectParams) -> None:
+    # A warning means a possibly wrong answer (truncated value, regex limit, NULL from
+    # max_allowed_packet): report it rather than return it as evidence.
+    with conn.cursor() as cur:
+        cur.execute("SHOW WARNINGS")
+        for level, code, message in cur.fetchall():
+            if level in ("Warning", "Error"):
+                conn.rollback()
+                raise SourceError(
+                    ErrorCode.EXECUTION,
+                    f"the query raised warning {code}: {_scrub(message, params)}",
+                )
+
+
+def kill(pool: _Pool, thread_id: int) -> None:
+    """Blocking: KILL a session from a fresh connection of the same account."""
+    try:
+        conn = pool.connect(5.0)
+    except pymysql.MySQLError:
+        return
+    try:
+        with conn.cursor() as cur:
+            cur.execute(f"KILL CONNECTION {int(thread_id)}")
+    except pymysql.MySQLError:
+        pass
+    finally:
+        _close_quietly(conn)
+
+
+def _errno(exc: BaseException) -> int:
+    args = getattr(exc, "args", ())
+    return args[0] if args and isinstance(args[0], int) else 0
+
+
+def _text(exc: BaseException) -> str:
+    args: tuple[Any, ...] = tuple(getattr(exc, "args", ()))
+    return str(args[1]) if len(args) > 1 else ""

@@ -1,0 +1,24 @@
+"""The demo `shop` database: schema, deterministic data, loader and SELECT-only reader."""
+
+from __future__ import annotations
+
+from workers.shop.data import generate
+from workers.shop.loader import (
+    DEMO_READER,
+    create_reader,
+    ensure_demo_shop,
+    load_shop,
+    write_init_sql,
+)
+from workers.shop.schema import DDL, TABLES
+
+__all__ = [
+    "DDL",
+    "DEMO_READER",
+    "TABLES",
+    "create_reader",
+    "ensure_demo_shop",
+    "generate",
+    "load_shop",
+    "write_init_sql",
+]

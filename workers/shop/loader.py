@@ -1,0 +1,142 @@
+"""Create and load the demo `shop` database and its SELECT-only reader account.
+
+Used three ways: `ensure_demo_shop` (the demo, idempotent and safe under concurrent calls: a
+named lock serialises loaders and a completeness check skips a loaded database), `load_shop`
+(tests load a uniquely named copy) and `write_init_sql` (the SQL seed files for compose).
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any, Final
+from urllib.parse import quote
+
+import anyio.to_thread
+import pymysql
+from pymysql.converters import escape_item
+
+from workers.mysql import ConnectParams, parse_url
+from workers.shop.data import generate
+from workers.shop.schema import DDL, TABLES
+
+__all__ = [
+    "DEMO_READER",
+    "create_reader",
+    "ensure_demo_shop",
+    "load_shop",
+    "write_init_sql",
+]
+
+DEMO_READER: Final = ("aci_reader", "aci-demo-reader")  # demo only; documented in docs/mysql.md
+_NAME: Final = re.compile(r"^[A-Za-z0-9_]{1,64}$")
+_LOCK: Final = "aci_demo_shop_load"
+
+
+def _name(value: str) -> str:
+    if not _NAME.fullmatch(value):
+        raise ValueError("database and user names must match [A-Za-z0-9_]{1,64}")
+    return value
+
+
+def _insert_sql(table: str, width: int) -> str:
+    return f"INSERT INTO `{table}` VALUES ({', '.join(['%s'] * width)})"
+
+
+def _is_loaded(cur: Any, database: str) -> bool:
+    cur.execute(
+        "SELECT COUNT(*) FROM information_schema.TABLES WHERE TABLE_SCHEMA = %s", (database,)
+    )
+    if cur.fetchone()[0] != len(TABLES):
+        return False
+    cur.execute(f"SELECT COUNT(*) FROM `{database}`.`{TABLES[-1]}`")
+    return bool(cur.fetchone()[0] > 0)
+
+
+def load_shop(conn: pymysql.Connection[Any], database: str) -> None:
+    """(Re)create every shop table in `database` (created if missing) and bulk-load the rows."""
+    db = _name(database)
+    with conn.cursor() as cur:
+        cur.execute(f"CREATE DATABASE IF NOT EXISTS `{db}` CHARACTER SET utf8mb4")
+        cur.execute(f"USE `{db}`")
+        for table in TABLES:
+            cur.execute(f"DROP TABLE IF EXISTS `{table}`")
+        for ddl in DDL:
+            cur.execute(ddl)
+        rows = generate()
+        for table in TABLES:  # the last table is loaded last: it marks completeness
+            data = rows[table]
+            cur.executemany(_insert_sql(table, len(data[0])), data)
+    conn.commit()
+
+
+def create_reader(conn: pymysql.Connection[Any], database: str, user: str, password: str) -> None:
+    """Create (or re-password) a SELECT-only account on `database` for any host."""
+    db, name = _name(database), _name(user)
+    with conn.cursor() as cur:
+        for host in ("%", "localhost"):
+            account = (name, host, password)
+            cur.execute("CREATE USER IF NOT EXISTS %s@%s IDENTIFIED BY %s", account)
+            cur.execute("ALTER USER %s@%s IDENTIFIED BY %s", account)
+            cur.execute(f"GRANT SELECT ON `{db}`.* TO %s@%s", (name, host))
+    conn.commit()
+
+
+def _connect(params: ConnectParams) -> pymysql.Connection[Any]:
+    return pymysql.connect(
+        host=params.host, port=params.port, user=params.user, password=params.password,
+        charset="utf8mb4", autocommit=False, connect_timeout=5,
+    )  # fmt: skip
+
+
+def _ensure(admin_url: str, database: str) -> str:
+    params = parse_url(admin_url)
+    conn = _connect(params)
+    try:
+        with conn.cursor() as cur:
+            cur.execute("SELECT GET_LOCK(%s, 60)", (_LOCK,))
+            if cur.fetchone()[0] != 1:
+                raise RuntimeError("another loader holds the demo shop lock")
+            try:
+                if not _is_loaded(cur, database):
+                    load_shop(conn, database)
+                create_reader(conn, database, *DEMO_READER)
+            finally:
+                cur.execute("SELECT RELEASE_LOCK(%s)", (_LOCK,))
+    finally:
+        conn.close()
+    user, password = DEMO_READER
+    return f"mysql://{user}:{quote(password, safe='')}@{params.host}:{params.port}/{database}"
+
+
+async def ensure_demo_shop(admin_url: str = "mysql://root@127.0.0.1:3306/") -> str:
+    """Create and load `shop` and its SELECT-only reader if missing; return the reader URL
+    (for `ACI_MYSQL_SHOP_URL`)."""
+    return await anyio.to_thread.run_sync(_ensure, admin_url, "shop")
+
+
+def write_init_sql(directory: Path, database: str = "shop") -> list[Path]:
+    """Write the compose seed files (schema + data, reader account) into `directory`."""
+    db = _name(database)
+    rows = generate()
+    lines = [f"CREATE DATABASE IF NOT EXISTS `{db}` CHARACTER SET utf8mb4;", f"USE `{db}`;"]
+    lines += [ddl + ";" for ddl in DDL]
+    for table in TABLES:
+        for start in range(0, len(rows[table]), 500):
+            chunk = rows[table][start : start + 500]
+            values = ",\n".join(
+                "(" + ", ".join(escape_item(v, "utf8mb4") for v in row) + ")" for row in chunk
+            )
+            lines.append(f"INSERT INTO `{table}` VALUES\n{values};")
+    user, password = DEMO_READER
+    grants = []
+    for host in ("%", "localhost"):
+        grants += [
+            f"CREATE USER IF NOT EXISTS '{user}'@'{host}' IDENTIFIED BY '{password}';",
+            f"GRANT SELECT ON `{db}`.* TO '{user}'@'{host}' WITH MAX_STATEMENT_TIME 30;",
+        ]
+    directory.mkdir(parents=True, exist_ok=True)
+    data_path, user_path = directory / "10-shop.sql", directory / "20-reader.sql"
+    data_path.write_text("-- generated by workers.shop.write_init_sql\n" + "\n".join(lines) + "\n")
+    user_path.write_text("-- demo only: SELECT-only reader\n" + "\n".join(grants) + "\n")
+    return [data_path, user_path]
