@@ -11,7 +11,7 @@ from pipeline.keys import GROUP, Keys
 from pipeline.redis_io import Redis, RedisProtocolError, call_redis
 from pipeline.settings import Settings
 
-__all__ = ["collect_status", "render_status"]
+__all__ = ["collect_status", "render_status", "run_status"]
 
 
 def _text(value: Any) -> Any:
@@ -104,3 +104,18 @@ def render_status(report: dict[str, Any]) -> None:
         consumers.add_row(c["name"], str(c["pending"]), str(c["idle_ms"]), str(c["live"]))
     console.print(consumers)
     console.print(f"last minutes: {report['last_minutes']}")
+
+
+async def run_status(args: Any, settings: Settings, url: str) -> int:
+    """`aci-evidence status [--json] [--watch]`."""
+    import json
+
+    from pipeline.redis_io import open_redis
+
+    async with open_redis(url) as redis:
+        report = await collect_status(redis, settings)
+    if args.json:
+        print(json.dumps(report))
+    else:
+        render_status(report)
+    return 0

@@ -131,15 +131,9 @@ async def _cmd_views(args: argparse.Namespace, settings: Settings) -> int:
 
 
 async def _cmd_status(args: argparse.Namespace, settings: Settings) -> int:
-    from pipeline.status import collect_status, render_status
+    from pipeline.status import run_status
 
-    async with open_redis(_need_url(settings)) as redis:
-        report = await collect_status(redis, settings)
-    if args.json:
-        _print_json(report)
-    else:
-        render_status(report)
-    return 0
+    return await run_status(args, settings, _need_url(settings))
 
 
 async def _cmd_worker(args: argparse.Namespace, settings: Settings) -> int:
@@ -169,6 +163,30 @@ async def _cmd_demo(args: argparse.Namespace, settings: Settings) -> int:
     return await run_demo(
         settings, scenario=args.scenario, as_json=args.json, keep_running=args.keep_running
     )
+
+
+async def _cmd_mcp(args: argparse.Namespace, settings: Settings) -> int:
+    from workers.mcp_server import serve
+
+    return await serve(args, settings)
+
+
+async def _cmd_replay(args: argparse.Namespace, settings: Settings) -> int:
+    from workers.replay import run_replay
+
+    return await run_replay(args, settings)
+
+
+async def _cmd_export(args: argparse.Namespace, settings: Settings) -> int:
+    from workers.replay import run_export
+
+    return await run_export(args, settings)
+
+
+async def _cmd_import(args: argparse.Namespace, settings: Settings) -> int:
+    from workers.replay import run_import
+
+    return await run_import(args, settings)
 
 
 async def _cmd_bench(args: argparse.Namespace, settings: Settings) -> int:
@@ -203,12 +221,36 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--follow", action="store_true")
     p = sub.add_parser("status", help="streams, pending entries, consumers, states")
     p.add_argument("--json", action="store_true")
+    p.add_argument("--watch", action="store_true", help="refresh every second")
     p = sub.add_parser("worker", help="run a worker process")
     p.add_argument("--concurrency", type=int, default=16)
+    p.add_argument("--metrics-port", type=int, default=None, help="serve Prometheus metrics")
+    p.add_argument("--log-json", action="store_true", help="structured JSON log lines")
     p = sub.add_parser("demo", help="a scripted diagnosis on the embedded default")
     p.add_argument("--scenario", default=None)
     p.add_argument("--json", action="store_true")
     p.add_argument("--keep-running", action="store_true")
+    p = sub.add_parser("mcp", help="serve the three tools over stdio (Model Context Protocol)")
+    p.add_argument("--session", default="mcp", help="session id for calls through the queue")
+    p.add_argument("--local", action="store_true", help="run the stages in-process, no Redis")
+    p = sub.add_parser("replay", help="re-project, re-execute or re-inject recorded invocations")
+    p.add_argument("--session")
+    p.add_argument("--since", help="ISO time or epoch ms")
+    p.add_argument("--until", help="ISO time or epoch ms")
+    p.add_argument("--tool")
+    p.add_argument("--status", help="lifecycle status: READY or ERROR")
+    p.add_argument("--evidence", help="evidence status: EVIDENCE_FOUND, NO_EVIDENCE or ERROR")
+    p.add_argument("--id", help="tool call id")
+    p.add_argument("--file", help="replay an exported JSON Lines file instead of Redis")
+    p.add_argument("--reexecute", action="store_true", help="run the requests against sources")
+    p.add_argument("--into", metavar="SESSION", help="re-inject under a new session")
+    p.add_argument("--json", action="store_true")
+    p = sub.add_parser("export", help="export a session's invocations and results (JSON Lines)")
+    p.add_argument("--session", required=True)
+    p.add_argument("--file", required=True)
+    p = sub.add_parser("import", help="import an exported JSON Lines file")
+    p.add_argument("--file", required=True)
+    p.add_argument("--session", help="import under this session instead of the recorded one")
     p = sub.add_parser("bench", help="measure the pipeline beside the raw Redis round trip")
     p.add_argument("what", choices=["pipeline"])
     p.add_argument("--total", type=int, default=20_000)
@@ -225,6 +267,10 @@ _COMMANDS = {
     "worker": _cmd_worker,
     "demo": _cmd_demo,
     "bench": _cmd_bench,
+    "mcp": _cmd_mcp,
+    "replay": _cmd_replay,
+    "export": _cmd_export,
+    "import": _cmd_import,
 }
 
 
