@@ -26,8 +26,16 @@ lint: $(STAMP)
 test: $(STAMP) services lint
 	bash scripts/pytest.sh --cov=contracts --cov-report=term-missing --cov-fail-under=100 $(PYTEST_ARGS)
 
-bench: $(STAMP)
+bench: $(STAMP) services
 	$(PY) bench/contracts_bench.py
+	$(PY) bench/logs_bench.py
+	$(PY) bench/knowledge_bench.py
+	$(PY) bench/knowledge_eval.py
+	$(PY) bench/mysql_bench.py
+	$(VENV)/bin/aci-evidence bench pipeline
+
+chaos: $(STAMP) services
+	$(PY) -m chaos --scale full
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .coverage

@@ -146,8 +146,9 @@ def _bound_fields(
 def _select_events(
     records: list[LogRecord], order: dict[str, int], limit: int
 ) -> tuple[list[LogRecord], bool]:
-    # First and last occurrence of each pattern in priority order, then the remaining records
-    # by severity; the timeline is then sorted by time.
+    # First and last occurrence of each pattern in priority order, then the remaining slots by
+    # severity, each severity's records sampled evenly over time (so the story spans the
+    # window instead of crowding at onset); the timeline is then sorted by time.
     by_template: dict[str, list[LogRecord]] = {}
     for record in records:
         by_template.setdefault(_template_of(record), []).append(record)
@@ -157,12 +158,18 @@ def _select_events(
         for record in (group[0], group[-1]):
             if len(chosen) < limit:
                 chosen.setdefault(id(record), record)
-    rest = sorted(
-        (r for r in records if id(r) not in chosen),
-        key=lambda r: (-level_rank(r.level), r.timestamp),
-    )
-    for record in rest[: max(0, limit - len(chosen))]:
-        chosen[id(record)] = record
+    by_rank: dict[int, list[LogRecord]] = {}
+    for record in records:
+        if id(record) not in chosen:
+            by_rank.setdefault(level_rank(record.level), []).append(record)
+    for rank in sorted(by_rank, reverse=True):
+        take = min(limit - len(chosen), len(by_rank[rank]))
+        if take <= 0:
+            break
+        group = sorted(by_rank[rank], key=lambda r: (r.timestamp, r.message))
+        for i in range(take):
+            record = group[(i * len(group)) // take]
+            chosen[id(record)] = record
     timeline = sorted(chosen.values(), key=lambda r: (r.timestamp, r.message))
     return timeline, len(chosen) < len(records)
 

@@ -9,9 +9,12 @@ import os
 from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
+import anyio
+
+from contracts import LookupKnowledgeRequest, QueryLogsRequest, Request, Topic
 from workers.source import Source
 
-__all__ = ["open_sources"]
+__all__ = ["open_sources", "warm_up"]
 
 log = logging.getLogger("aci.sources")
 
@@ -31,11 +34,34 @@ def _factory(module_name: str, path: str) -> Any:
     return target
 
 
+_WARM_UP: dict[str, Request] = {
+    "lookup_knowledge": LookupKnowledgeRequest(query="warm up"),
+    "query_logs": QueryLogsRequest(topic=Topic.APPLICATION, query="", lookback_minutes=1),
+}
+
+
+async def warm_up(sources: Mapping[str, Source]) -> None:
+    """Build what sources build lazily (log worlds, the knowledge index, the tokenizer) before
+    the first real call, so an agent's first question does not pay for it."""
+
+    async def one(tool: str, source: Source) -> None:
+        with contextlib.suppress(Exception):
+            await source.fetch(_WARM_UP[tool])
+
+    async with anyio.create_task_group() as tg:
+        for tool, source in sources.items():
+            if tool in _WARM_UP:
+                tg.start_soon(one, tool, source)
+
+
 @contextlib.asynccontextmanager
 async def open_sources(
-    env: Mapping[str, str] | None = None, only: tuple[str, ...] | None = None
+    env: Mapping[str, str] | None = None,
+    only: tuple[str, ...] | None = None,
+    *,
+    warm: bool = False,
 ) -> AsyncIterator[dict[str, Source]]:
-    """The configured sources by tool name; closed on exit."""
+    """The configured sources by tool name (warmed up with `warm=True`); closed on exit."""
     env = os.environ if env is None else env
     sources: dict[str, Source] = {}
     if env.get("ACI_INSTANT_SOURCES") == "1":
@@ -54,6 +80,8 @@ async def open_sources(
                 log.warning("no source for %s in this build", tool)
                 continue
             sources[tool] = factory(env)
+        if warm:
+            await warm_up(sources)
         yield sources
     finally:
         for source in sources.values():

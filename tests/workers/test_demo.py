@@ -1,0 +1,49 @@
+"""`aci-evidence demo` end to end: embedded Redis, two workers, a scripted diagnosis."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.slow
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _redis_servers() -> set[str]:
+    out = subprocess.run(["ps", "-eo", "pid,args"], capture_output=True, text=True, check=True)
+    return {line.split()[0] for line in out.stdout.splitlines() if "aci-redis-" in line}
+
+
+@pytest.mark.parametrize("scenario", ["db-pool-exhaustion", "slow-query-storm"])
+def test_demo_runs_end_to_end_and_leaves_nothing_behind(scenario: str, tmp_path: Path) -> None:
+    before = _redis_servers()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ACI_")}
+    env["TMPDIR"] = str(tmp_path)
+    done = subprocess.run(
+        [sys.executable, "-m", "workers.cli", "demo", "--json", "--scenario", scenario],
+        cwd=ROOT, env=env, capture_output=True, text=True, timeout=110, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-2000:]
+    transcript = json.loads(done.stdout.strip().splitlines()[-1])
+    calls = {c["id"]: c for c in transcript["calls"]}
+    statuses = {c["model"]["evidence_status"] for c in calls.values()}
+    assert statuses == {"EVIDENCE_FOUND", "NO_EVIDENCE", "ERROR"}
+    assert all(c["lifecycle"] in ("READY", "ERROR") for c in calls.values())
+    # The repeated knowledge call is recognised by the harness, not shown to the model.
+    assert calls["call_6_kb_again"]["control"]["duplicate_of"] == "call_1_kb"
+    assert "duplicate_of" not in calls["call_6_kb_again"]["model"]
+    # The unknown data source fails honestly, naming only the allowed names.
+    failed = calls["call_9_billing"]["model"]
+    assert failed["evidence_status"] == "ERROR"
+    assert failed["error"]["code"] == "AUTHORIZATION"
+    # Every call went PROJECTING → READY|ERROR exactly once on the lifecycle stream.
+    finals = [t for t in transcript["timeline"] if t["status"] != "PROJECTING"]
+    assert sorted(t["id"] for t in finals) == sorted(calls)
+    # Nothing left: no embedded redis-server, no temporary folder.
+    assert _redis_servers() == before
+    assert not list(tmp_path.glob("aci-redis-*"))
