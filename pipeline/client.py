@@ -106,11 +106,41 @@ def rejected_locally(call: ToolCall, session_id: str, bounds: Bounds) -> CallRes
     )
 
 
-class _Listener:
-    """Follows one session's model stream and wakes the waiters of the ids it sees."""
+class _Waiter:
+    """One awaited tool call id: the two views as the listener sees them arrive."""
+
+    __slots__ = ("control", "event", "model")
 
     def __init__(self) -> None:
-        self.waiters: dict[str, anyio.Event] = {}
+        self.event = anyio.Event()
+        self.model: bytes | None = None
+        self.control: bytes | None = None
+
+    def result(self, tool_call_id: str) -> CallResult | None:
+        if self.model is None or self.control is None:
+            return None
+        status = _STATUS_DECODER.decode(self.control).status
+        return CallResult(
+            tool_call_id=tool_call_id,
+            lifecycle=status,
+            model=msgspec.Raw(self.model),
+            control=msgspec.Raw(self.control),
+        )
+
+
+class _StatusOnly(msgspec.Struct):
+    status: LifecycleStatus
+
+
+_STATUS_DECODER: Final = msgspec.json.Decoder(_StatusOnly)
+
+
+class _Listener:
+    """Follows one session's model and control streams (one blocking read for both) and hands
+    each awaited id its two views as they are published."""
+
+    def __init__(self) -> None:
+        self.waiters: dict[str, _Waiter] = {}
         self.ready = anyio.Event()
         self.running = False
 
@@ -167,6 +197,12 @@ class EvidenceClient:
     ) -> list[CallResult | None]:
         """Append the calls (one pipeline). Returns, per call, None when enqueued (or already
         known) and a final `CallResult` when it was rejected without enqueueing."""
+        return (await self._submit(session_id, calls, traceparent))[0]
+
+    async def _submit(
+        self, session_id: str, calls: Sequence[ToolCall], traceparent: str | None = None
+    ) -> tuple[list[CallResult | None], set[str]]:
+        # Also returns the ids this submission created (not known before).
         if not is_valid_session_id(session_id):
             raise InvalidSessionId(session_id)
         now = int(time.time() * 1000)
@@ -210,8 +246,10 @@ class EvidenceClient:
                 for keys, args in queued:
                     self._scripts.queue(pipe, self._scripts.submit_sha, keys, args)
 
-            await self._scripts.run(fill)
-        return out
+            replies = await self._scripts.run(fill)
+            fresh = {args[3] for (_keys, args), r in zip(queued, replies, strict=True) if r[0] == 1}
+            return out, fresh
+        return out, set()
 
     async def result(self, session_id: str, tool_call_id: str) -> CallResult | None:
         """The final result of one invocation, or None while it is not final (or unknown)."""
@@ -236,57 +274,93 @@ class EvidenceClient:
         return out
 
     async def _listen(self, session_id: str, listener: _Listener) -> None:
-        stream = self.keys.model(session_id)
+        model, control = self.keys.model(session_id), self.keys.control(session_id)
         try:
-            last = await call_redis(self.redis.xrevrange(stream, count=1))
-            cursor = last[0][0] if last else b"0-0"
+            cursors: dict[str, bytes] = {}
+            for stream in (model, control):
+                last = await call_redis(self.redis.xrevrange(stream, count=1))
+                cursors[stream] = last[0][0] if last else b"0-0"
             listener.ready.set()
             while listener.waiters:
-                reply = await call_redis(self.redis.xread({stream: cursor}, block=1000, count=1024))
-                for _name, entries in reply or []:
+                reply = await call_redis(self.redis.xread(cursors, block=1000, count=1024))
+                for name, entries in reply or []:
+                    stream = name.decode() if isinstance(name, bytes) else name
+                    is_model = stream == model
                     for entry_id, fields in entries:
-                        cursor = entry_id
-                        event = listener.waiters.get(fields.get(b"id", b"").decode())
-                        if event is not None:
-                            event.set()
+                        cursors[stream] = entry_id
+                        waiter = listener.waiters.get(fields.get(b"id", b"").decode())
+                        if waiter is None:
+                            continue
+                        if is_model:
+                            waiter.model = fields.get(b"d")
+                        else:
+                            waiter.control = fields.get(b"d")
+                        if waiter.model is not None and waiter.control is not None:
+                            waiter.event.set()
         except PipelineError:
             await anyio.sleep(0.2)  # waiters re-check and surface the error themselves
         finally:
             listener.running = False
             listener.ready.set()
-            for event in listener.waiters.values():
-                event.set()  # waiters re-check the state themselves
+            for waiter in listener.waiters.values():
+                waiter.event.set()  # waiters re-check the state themselves
 
-    async def _register(self, session_id: str, ids: Sequence[str]) -> dict[str, anyio.Event]:
+    async def _register(self, session_id: str, ids: Sequence[str]) -> dict[str, _Waiter]:
         if self._tg is None:
             raise RuntimeError("use `async with EvidenceClient(...)` to wait for results")
         listener = self._listeners.setdefault(session_id, _Listener())
-        events = {i: listener.waiters.setdefault(i, anyio.Event()) for i in ids}
+        waiters = {i: listener.waiters.setdefault(i, _Waiter()) for i in ids}
         if not listener.running:
             listener.running = True
             listener.ready = anyio.Event()
             self._tg.start_soon(self._listen, session_id, listener)
         await listener.ready.wait()
-        return events
+        return waiters
 
     async def wait(
         self, session_id: str, ids: Sequence[str], timeout: float
     ) -> dict[str, CallResult]:
-        """Wait until every id is final or `timeout` seconds pass; returns those that are final."""
-        events = await self._register(session_id, ids)
+        """Wait until every id is final or `timeout` seconds pass; returns those that are final.
+
+        Results already final are read from their state; the others arrive through the
+        session's listener, which sees both views as they are published.
+        """
+        waiters = await self._register(session_id, ids)
+        return await self._await(session_id, ids, waiters, timeout, fresh=set())
+
+    async def _await(
+        self,
+        session_id: str,
+        ids: Sequence[str],
+        waiters: dict[str, _Waiter],
+        timeout: float,
+        fresh: set[str],
+    ) -> dict[str, CallResult]:
+        # `fresh` ids were created after the listener's cursor was taken: their views can
+        # only arrive through the listener, so their state is not read first.
         listener = self._listeners[session_id]
         done: dict[str, CallResult] = {}
         try:
             with anyio.move_on_after(timeout):
-                done = await self._read_final(session_id, ids)
-                for tool_call_id, event in events.items():
-                    while tool_call_id not in done:
-                        await event.wait()
-                        found = await self._read_final(session_id, [tool_call_id])
-                        done.update(found)
-                        if tool_call_id not in done:
-                            # Woken by a listener restart: wait on a fresh registration.
-                            event = (await self._register(session_id, [tool_call_id]))[tool_call_id]
+                known = [i for i in ids if i not in fresh]
+                if known:
+                    done = await self._read_final(session_id, known)
+                pending = [i for i in ids if i not in done]
+                while pending:
+                    tool_call_id = pending[0]
+                    waiter = waiters[tool_call_id]
+                    await waiter.event.wait()
+                    found = waiter.result(tool_call_id)
+                    if found is not None:
+                        done[tool_call_id] = found
+                        pending.pop(0)
+                        continue
+                    # The listener stopped (Redis trouble): re-read the state, then re-register.
+                    done.update(await self._read_final(session_id, pending))
+                    pending = [i for i in pending if i not in done]
+                    for i in pending:
+                        listener.waiters.pop(i, None)
+                    waiters = await self._register(session_id, pending) if pending else {}
         finally:
             for tool_call_id in ids:
                 listener.waiters.pop(tool_call_id, None)
@@ -296,9 +370,18 @@ class EvidenceClient:
         self, session_id: str, calls: Sequence[ToolCall], timeout: float = 30.0
     ) -> list[CallResult | None]:
         """Submit parallel tool calls and await them; None for a call still pending at timeout."""
-        immediate = await self.submit_many(session_id, calls)
-        ids = [c.tool_call_id for c, r in zip(calls, immediate, strict=True) if r is None]
-        found = await self.wait(session_id, ids, timeout) if ids else {}
+        if not is_valid_session_id(session_id):
+            raise InvalidSessionId(session_id)
+        ids = [c.tool_call_id for c in calls if is_valid_tool_call_id(c.tool_call_id)]
+        # Listen before submitting, so no view published in between can be missed.
+        waiters = await self._register(session_id, ids) if ids else {}
+        try:
+            immediate, fresh = await self._submit(session_id, calls)
+        except BaseException:
+            for i in ids:
+                self._listeners[session_id].waiters.pop(i, None)
+            raise
+        found = await self._await(session_id, ids, waiters, timeout, fresh) if ids else {}
         return [
             r if r is not None else found.get(c.tool_call_id)
             for c, r in zip(calls, immediate, strict=True)

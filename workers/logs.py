@@ -49,7 +49,9 @@ __all__ = [
     "summarise",
 ]
 
-SAMPLE_LIMIT: Final = 300
+# The sample is the raw upstream answer kept for replay with every invocation, so it is kept
+# small: enough for the timeline (first/last of each template plus the most severe records).
+SAMPLE_LIMIT: Final = 64
 _FIELD: Final = re.compile(r"([A-Za-z_][A-Za-z0-9_]*):(.*)", re.S)
 _COMPARISON: Final = re.compile(r"(>=|<=|>|<)(.*)", re.S)
 
