@@ -16,8 +16,6 @@ import contextlib
 import json
 import os
 import statistics
-import subprocess
-import sys
 import time
 import uuid
 from collections.abc import AsyncIterator, Iterator
@@ -29,6 +27,7 @@ from pipeline.client import EvidenceClient, ToolCall
 from pipeline.embedded import embedded_redis
 from pipeline.redis_io import open_redis
 from pipeline.settings import Settings
+from workers.fleet import worker_processes
 
 __all__ = ["run_bench"]
 
@@ -86,23 +85,12 @@ async def bench_raw(redis: Any, total: int) -> float:
 
 
 @contextlib.contextmanager
-def worker_processes(url: str, prefix: str, count: int, instant: bool) -> Iterator[None]:
+def _bench_workers(url: str, prefix: str, count: int, instant: bool) -> Iterator[None]:
     env = dict(os.environ, ACI_REDIS_URL=url, ACI_PREFIX=prefix)
     if instant:
         env["ACI_INSTANT_SOURCES"] = "1"
-    cmd = [sys.executable, "-m", "workers.cli", "worker", "--concurrency", "256"]
-    procs = [subprocess.Popen(cmd, env=env, stdin=subprocess.DEVNULL) for _ in range(count)]
-    try:
+    with worker_processes(env, count, concurrency=256):
         yield
-    finally:
-        for proc in procs:
-            proc.terminate()
-        for proc in procs:
-            try:
-                proc.wait(15)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
 
 
 def _calls(round_no: int, submitter: int, tool: str) -> list[ToolCall]:
@@ -182,7 +170,7 @@ async def run_bench(total: int = 20_000, as_json: bool = False, peers: bool = Tr
                                        (1, False, "real_1w"), (2, False, "real_2w")]:  # fmt: skip
             prefix = f"bench{uuid.uuid4().hex[:6]}"
             settings = Settings(redis_url=url, prefix=prefix)
-            with worker_processes(url, prefix, workers, instant):
+            with _bench_workers(url, prefix, workers, instant):
                 async with EvidenceClient(redis, settings) as client:
                     await anyio.sleep(1.0)  # workers start
                     n = total if instant else total // 4

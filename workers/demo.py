@@ -10,11 +10,10 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import subprocess
 import sys
 import time
 import uuid
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from typing import Any
 
 import anyio
@@ -25,6 +24,7 @@ from pipeline.keys import Keys
 from pipeline.redis_io import open_redis
 from pipeline.settings import Settings
 from workers.demo_script import SCRIPTS
+from workers.fleet import worker_processes
 
 __all__ = ["run_demo"]
 
@@ -54,26 +54,6 @@ async def _shop_url() -> tuple[str | None, str]:
             f"no MariaDB on localhost ({type(exc).__name__}); query_mysql will answer ERROR. "
             "Start MariaDB or set ACI_MYSQL_SHOP_URL=mysql://user:pass@host:3306/shop"
         )
-
-
-@contextlib.contextmanager
-def _workers(env: dict[str, str], count: int) -> Iterator[list[subprocess.Popen[bytes]]]:
-    cmd = [sys.executable, "-m", "workers.cli", "worker", "--concurrency", "16"]
-    procs = [
-        subprocess.Popen(cmd, env=env, stdin=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        for _ in range(count)
-    ]
-    try:
-        yield procs
-    finally:
-        for proc in procs:
-            proc.terminate()
-        for proc in procs:
-            try:
-                proc.wait(15)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
 
 
 async def _timeline(redis: Any, keys: Keys, session: str) -> list[dict[str, Any]]:
@@ -132,7 +112,7 @@ async def run_demo(
             env["ACI_MYSQL_SHOP_URL"] = shop_url
         run_settings = Settings.from_env(env)
         transcript: list[dict[str, Any]] = []
-        with _workers(env, 2):
+        with worker_processes(env, 2, quiet=True):
             async with open_redis(url) as redis, EvidenceClient(redis, run_settings) as client:
                 for number, script in enumerate(SCRIPTS[scenario], 1):
                     calls = [ToolCall(tool=t, tool_call_id=i, arguments=a) for t, i, a in script]
