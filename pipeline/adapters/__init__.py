@@ -1,0 +1,29 @@
+"""Thin adapters between agent runtimes' native tool-call objects and the evidence queue.
+
+One module per runtime (`openai_chat`, `openai_responses`, `anthropic`, `langchain`), each with
+`read_tool_calls` (native object → `ToolCall`s), `format_result` (one call and its
+`CallResult` → the runtime's native answer; pure) and `answer_tool_calls` (the whole turn,
+submitted at once and awaited in parallel). The model-facing text is always the Model
+Observation as compact JSON; the Harness Control View stays out of the model's messages.
+"""
+
+from __future__ import annotations
+
+from pipeline.adapters import anthropic, langchain, openai_chat, openai_responses
+from pipeline.adapters.turn import (
+    NO_EVIDENCE_NOTE,
+    PENDING_MESSAGE,
+    AdapterError,
+    pending_observation,
+)
+
+__all__ = [
+    "NO_EVIDENCE_NOTE",
+    "PENDING_MESSAGE",
+    "AdapterError",
+    "anthropic",
+    "langchain",
+    "openai_chat",
+    "openai_responses",
+    "pending_observation",
+]

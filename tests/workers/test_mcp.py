@@ -1,0 +1,190 @@
+"""The MCP server: golden wire shapes, the stdio server end to end (SDK client against a
+subprocess `aci-evidence mcp --local`), and the queue mode in process.
+
+Regenerate the golden files with `UPDATE_GOLDEN=1 pytest tests/workers/test_mcp.py`.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import msgspec
+import pytest
+
+from contracts import export_tools
+from pipeline.adapters import turn
+from pipeline.client import EvidenceClient, ToolCall
+from pipeline.settings import Settings
+from tests.pipeline.helpers import running_worker
+from tests.pipeline.test_adapters import CONTROL_ONLY, GatedSource, check_golden, golden_turn
+from workers import mcp_server
+from workers.mcp_server import TOOL_CALL_ID_META_KEY, call_tool_result, list_tools_result, read_call
+
+mcp = pytest.importorskip("mcp")
+
+REPO = Path(__file__).resolve().parents[2]
+ANNOTATIONS = {
+    "readOnlyHint": True,
+    "destructiveHint": False,
+    "idempotentHint": True,
+    "openWorldHint": False,
+}
+
+
+def test_key_is_reverse_dns_and_not_reserved() -> None:
+    prefix, _, name = TOOL_CALL_ID_META_KEY.partition("/")
+    assert (prefix, name) == ("dev.aci-evidence", "tool_call_id")
+    assert prefix.split(".")[1] not in {"modelcontextprotocol", "mcp"}
+
+
+def test_read_call_takes_the_id_from_meta_only() -> None:
+    call = read_call(
+        "query_logs", {"topic": "APPLICATION", "query": ""}, {TOOL_CALL_ID_META_KEY: "c1"}
+    )
+    assert call == ToolCall(
+        tool="query_logs", tool_call_id="c1", arguments={"topic": "APPLICATION", "query": ""}
+    )
+    assert read_call("query_logs", None, None).tool_call_id is None
+    assert read_call("query_logs", None, None).arguments == {}
+    assert read_call("x", {"tool_call_id": "c9"}, {"progressToken": 1}).tool_call_id is None
+
+
+def test_call_tool_result_golden() -> None:
+    spec, results = golden_turn()
+    answers = []
+    for (tool_call_id, tool, arguments), result in zip(spec, results, strict=True):
+        meta = {TOOL_CALL_ID_META_KEY: tool_call_id} if tool_call_id else None
+        answers.append(call_tool_result(read_call(tool, arguments, meta), result))
+    check_golden("mcp", answers)
+    assert [a["isError"] for a in answers] == [False, False, True, True, True, False]
+    for answer in answers:
+        [block] = answer["content"]
+        assert block["type"] == "text"
+        assert block["text"] == msgspec.json.encode(answer["structuredContent"]).decode()
+        assert not any(word in block["text"] for word in CONTROL_ONLY)
+    assert "tool_call_id" not in answers[4]["structuredContent"]  # invalid id: nothing minted
+    assert answers[5]["structuredContent"]["pending"] is True
+
+
+def test_list_tools_golden() -> None:
+    listed = list_tools_result()
+    check_golden("mcp_tools", listed)
+    assert listed["tools"] == export_tools("mcp")
+    assert all(t["annotations"] == ANNOTATIONS for t in listed["tools"])
+
+
+def dump(result: Any) -> dict[str, Any]:
+    out: dict[str, Any] = result.model_dump(by_alias=True, exclude_none=True)
+    return out
+
+
+def meta(tool_call_id: str) -> dict[str, Any]:
+    return {TOOL_CALL_ID_META_KEY: tool_call_id}
+
+
+async def test_stdio_server_end_to_end() -> None:
+    from mcp import Client
+    from mcp.client.stdio import StdioServerParameters
+
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "workers.cli", "mcp", "--local"],
+        cwd=str(REPO),
+        env={"ACI_MYSQL_SHOP_URL": "mysql://nobody:secret@127.0.0.1:1/shop"},
+    )
+    async with Client(params, read_timeout_seconds=60) as client:
+        listed = await client.list_tools()
+        tools = [dump(t) for t in listed.tools]
+        found = await client.call_tool(
+            "lookup_knowledge", {"query": "connection pool exhausted"}, meta=meta("call_k1")
+        )
+        logs = await client.call_tool(
+            "query_logs",
+            {"topic": "APPLICATION", "query": "no-such-term-xyz"},
+            meta=meta("call_l1"),
+        )
+        mysql = await client.call_tool(
+            "query_mysql",
+            {"data_source": "shop", "sql": "SELECT 1", "params": []},
+            meta=meta("call_m1"),
+        )
+        no_id = await client.call_tool("lookup_knowledge", {"query": "pool"})
+        bad_id = await client.call_tool(
+            "lookup_knowledge", {"query": "pool"}, meta=meta("has space")
+        )
+        bad_args = await client.call_tool(
+            "query_logs", {"topic": "NOPE", "query": ""}, meta=meta("call_l2")
+        )
+    # Hosts still on the 2025-11-25 initialize handshake get the same tools and results.
+    async with Client(params, read_timeout_seconds=60, mode="legacy") as client:
+        legacy_tools = [dump(t) for t in (await client.list_tools()).tools]
+        legacy_no_id = await client.call_tool("lookup_knowledge", {"query": "pool"})
+    assert legacy_tools == tools
+    assert dump(legacy_no_id)["structuredContent"] == dump(no_id)["structuredContent"]
+    assert [t["name"] for t in tools] == ["lookup_knowledge", "query_logs", "query_mysql"]
+    for tool, exported in zip(tools, export_tools("mcp"), strict=True):
+        assert tool["inputSchema"] == exported["inputSchema"]
+        assert tool["annotations"] == ANNOTATIONS
+        assert tool["description"] == exported["description"]
+
+    def check(result: Any, tool_call_id: str | None) -> dict[str, Any]:
+        wire = dump(result)
+        observation = wire["structuredContent"]
+        [block] = wire["content"]
+        assert block == {"type": "text", "text": msgspec.json.encode(observation).decode()}
+        assert wire.get("isError", False) is (observation["evidence_status"] == "ERROR")
+        assert observation.get("tool_call_id") == tool_call_id
+        assert not any(word in block["text"] for word in CONTROL_ONLY)
+        return observation  # type: ignore[no-any-return]
+
+    assert check(found, "call_k1")["evidence_status"] == "EVIDENCE_FOUND"
+    assert check(logs, "call_l1")["evidence_status"] == "NO_EVIDENCE"
+    assert check(mysql, "call_m1")["evidence_status"] == "ERROR"  # port 1: nothing listens
+    assert "secret" not in mysql.content[0].text and "127.0.0.1" not in mysql.content[0].text
+    for result in (no_id, bad_id):
+        assert check(result, None)["error"]["code"] == "INVALID_TOOL_CALL_ID"
+        assert result.is_error is True
+    assert check(bad_args, "call_l2")["error"]["code"] == "SCHEMA"
+
+
+@pytest.mark.redis
+async def test_queue_mode_in_process(redis: Any, prefix: str) -> None:
+    from mcp import Client
+
+    settings = Settings(prefix=prefix, visibility_timeout_s=10.0, deadline_s=5.0)
+    knowledge = GatedSource()
+    async with (
+        EvidenceClient(redis, settings) as evidence,
+        running_worker(redis, settings, {"lookup_knowledge": knowledge}),
+    ):
+        server = mcp_server.build_server(
+            mcp_server.queue_runner(evidence, "mcp-queue", timeout=1.0)
+        )
+        async with Client(server) as client:
+            found = await client.call_tool(
+                "lookup_knowledge", {"query": "pool"}, meta={TOOL_CALL_ID_META_KEY: "q1"}
+            )
+            empty = await client.call_tool(
+                "lookup_knowledge", {"query": "nothing"}, meta={TOOL_CALL_ID_META_KEY: "q2"}
+            )
+            later = await client.call_tool(
+                "lookup_knowledge", {"query": "later"}, meta={TOOL_CALL_ID_META_KEY: "q3"}
+            )
+            unavailable = await client.call_tool(
+                "query_mysql",
+                {"data_source": "shop", "sql": "SELECT 1"},
+                meta={TOOL_CALL_ID_META_KEY: "q4"},
+            )
+        knowledge.gate.set()
+        final = await evidence.wait("mcp-queue", ["q3"], 10.0)
+    assert found.structured_content["evidence_status"] == "EVIDENCE_FOUND" and not found.is_error
+    assert empty.structured_content["evidence_status"] == "NO_EVIDENCE" and not empty.is_error
+    assert later.structured_content == turn.pending_observation(
+        ToolCall(tool="lookup_knowledge", tool_call_id="q3", arguments={})
+    )
+    assert not later.is_error
+    assert unavailable.is_error and unavailable.structured_content["error"]["code"] == "UNAVAILABLE"
+    assert json.loads(bytes(final["q3"].model))["evidence_status"] == "EVIDENCE_FOUND"
