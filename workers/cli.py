@@ -12,6 +12,7 @@ aci-evidence demo [--scenario NAME] [--json] [--keep-running]
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import logging
 import signal
@@ -97,7 +98,12 @@ async def _cmd_submit(args: argparse.Namespace, settings: Settings) -> int:
             return 0
         ids = [c.tool_call_id for c, r in zip(calls, immediate, strict=True) if r is None]
         found = await client.wait(args.session, ids, args.timeout)
-    finals: list[CallResult] = [r for r in immediate if r is not None] + list(found.values())
+    # Per line: a line repeating an earlier (session, id) shares that invocation's result.
+    finals: list[CallResult] = [
+        r if r is not None else found[c.tool_call_id]
+        for c, r in zip(calls, immediate, strict=True)
+        if r is not None or c.tool_call_id in found
+    ]
     ready = sum(1 for r in finals if r.lifecycle == "READY")
     _print_json(
         {
@@ -149,11 +155,32 @@ async def _cmd_worker(args: argparse.Namespace, settings: Settings) -> int:
                 stop.set()
                 return
 
-    async with open_sources() as sources, open_redis(_need_url(settings)) as redis:
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(watch_signals)
-            await run_worker(redis, settings, sources, concurrency=args.concurrency, stop=stop)
-            tg.cancel_scope.cancel()
+    if args.log_json:
+        from workers.logging_setup import configure_logging
+
+        configure_logging(args.log_level, json_lines=True)
+    metrics = None
+    serving: Any = contextlib.nullcontext()
+    if args.metrics_port is not None:
+        from workers.metrics import WorkerMetrics, serve_metrics
+
+        metrics = WorkerMetrics()
+        serving = serve_metrics(metrics, args.metrics_port)
+    with serving as port:
+        if port is not None:
+            logging.getLogger("aci.worker").info("metrics on :%d/metrics", port)
+        async with open_sources() as sources, open_redis(_need_url(settings)) as redis:
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(watch_signals)
+                await run_worker(
+                    redis,
+                    settings,
+                    sources,
+                    concurrency=args.concurrency,
+                    stop=stop,
+                    metrics=metrics,
+                )
+                tg.cancel_scope.cancel()
     return 0
 
 

@@ -1,0 +1,79 @@
+"""The command line scripts depend on: call, submit, views, tools (exact shapes)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conftest import REDIS_URL
+from workers.fleet import worker_processes
+
+pytestmark = pytest.mark.redis
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def cli(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "workers.cli", *args],
+        cwd=ROOT, env=env, capture_output=True, text=True, timeout=60, check=False,
+    )  # fmt: skip
+
+
+def test_call_local_runs_the_stages_without_redis() -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ACI_")}
+    done = cli(env, "call", "query_logs", "--local", "--id", "c1",
+               "--args", '{"topic":"APPLICATION","query":"timeout"}')  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    out = json.loads(done.stdout)
+    assert set(out) == {"lifecycle", "model", "control"}
+    assert out["lifecycle"] == "READY"
+    assert out["model"]["evidence_status"] == "EVIDENCE_FOUND"
+    assert out["model"]["tool_call_id"] == "c1"
+    assert "scope_fingerprint" in out["control"] and "scope_fingerprint" not in out["model"]
+
+
+def test_call_submit_and_views_through_the_queue(prefix: str, redis: Any, tmp_path: Path) -> None:
+    env = dict(os.environ, ACI_REDIS_URL=REDIS_URL, ACI_PREFIX=prefix, ACI_INSTANT_SOURCES="1")
+    with worker_processes(env, 1, quiet=True):
+        done = cli(env, "call", "lookup_knowledge", "--id", "k1", "--session", "s1",
+                   "--args", '{"query":"pool exhausted"}')  # fmt: skip
+        assert done.returncode == 0, done.stderr
+        assert json.loads(done.stdout)["model"]["tool_call_id"] == "k1"
+        lines = [
+            {"id": "k2", "tool": "lookup_knowledge", "arguments": {"query": "disk full"}},
+            {"id": "k3", "tool": "no_such_tool", "arguments": "{}"},
+            {"id": "k2", "tool": "lookup_knowledge", "arguments": {"query": "disk full"}},
+            {"id": "", "tool": "lookup_knowledge", "arguments": {"query": "x"}},
+        ]
+        calls = tmp_path / "calls.jsonl"
+        calls.write_text("\n".join(json.dumps(line) for line in lines))
+        done = cli(env, "submit", "--file", str(calls), "--session", "s1", "--wait",
+                   "--timeout", "30")  # fmt: skip
+        assert done.returncode == 0, done.stderr
+        assert json.loads(done.stdout) == {"submitted": 4, "ready": 2, "error": 2, "pending": 0}
+    model = cli(env, "views", "--session", "s1", "--view", "model")
+    ids = [json.loads(line)["tool_call_id"] for line in model.stdout.splitlines()]
+    assert sorted(ids) == ["k1", "k2", "k3"]
+    control = cli(env, "views", "--session", "s1", "--view", "control")
+    assert all("scope" in json.loads(line) or "error_code" in json.loads(line)
+               for line in control.stdout.splitlines())  # fmt: skip
+
+
+def test_tools_prints_every_format() -> None:
+    for fmt in ("openai", "responses", "anthropic", "mcp", "schema"):
+        done = cli(dict(os.environ), "tools", "--format", fmt)
+        assert done.returncode == 0
+        assert len(json.loads(done.stdout)) == 3
+
+
+def test_a_missing_redis_url_is_a_clear_configuration_error() -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ACI_")}
+    done = cli(env, "call", "lookup_knowledge", "--id", "k1", "--args", '{"query":"x"}')
+    assert done.returncode == 2
+    assert "ACI_REDIS_URL" in done.stderr and "Traceback" not in done.stderr
