@@ -1,118 +1,233 @@
-"""`aci-evidence status`: stream lengths and memory, group lag, pending entries, consumers,
-and invocations per lifecycle state / evidence status over the recent lifecycle stream."""
+"""`aci-evidence status`: stream lengths and memory, group lag, pending entries (idle time and
+delivery count), live and dead consumers, and invocations per lifecycle state / evidence status
+over the recent lifecycle stream. `--json` prints one object (one per refresh with `--watch`);
+`--watch` refreshes a live view every second until Ctrl-C or SIGTERM.
+
+A consumer is *dead* when it has been idle longer than the visibility timeout: its pending
+entries are due for takeover by the live ones.
+"""
 
 from __future__ import annotations
 
+import json
+import signal
+import sys
 import time
 from collections import Counter
-from typing import Any
+from typing import Any, Final
+
+import anyio
 
 from pipeline.keys import GROUP, Keys
-from pipeline.redis_io import Redis, RedisProtocolError, call_redis
+from pipeline.redis_io import Redis, RedisProtocolError, call_redis, open_redis
 from pipeline.settings import Settings
 
-__all__ = ["collect_status", "render_status", "run_status"]
+__all__ = ["collect_status", "render_status", "run_status", "status_renderable"]
+
+_PENDING_SHOWN: Final = 20
+_RECENT_MAX: Final = 100_000
 
 
 def _text(value: Any) -> Any:
     return value.decode() if isinstance(value, bytes) else value
 
 
-async def collect_status(redis: Redis, settings: Settings, window_s: int = 300) -> dict[str, Any]:
-    """A JSON-ready snapshot of the pipeline."""
-    keys = Keys(settings.prefix)
+async def _streams(redis: Redis, keys: Keys) -> dict[str, Any]:
     streams: dict[str, Any] = {}
     for name in (keys.invocations, keys.lifecycle, keys.dead):
         length = await call_redis(redis.xlen(name))
         memory = await call_redis(redis.memory_usage(name)) if length else 0
         streams[name] = {"length": length, "memory_bytes": memory or 0}
-    report: dict[str, Any] = {"streams": streams, "group": None, "consumers": [], "pending": []}
+    return streams
+
+
+async def _group(redis: Redis, keys: Keys, settings: Settings) -> dict[str, Any]:
+    report: dict[str, Any] = {"group": None, "consumers": [], "pending": []}
     try:
         groups = await call_redis(redis.xinfo_groups(keys.invocations))
-    except RedisProtocolError:
-        groups = []
-    for group in groups:
-        if _text(group["name"]) != GROUP:
-            continue
-        report["group"] = {
-            "name": GROUP,
-            "pending": group["pending"],
-            "lag": group.get("lag"),
-            "last_delivered_id": _text(group["last-delivered-id"]),
+    except RedisProtocolError:  # no stream yet
+        return report
+    info = next((g for g in groups if _text(g["name"]) == GROUP), None)
+    if info is None:
+        return report
+    consumers = await call_redis(redis.xinfo_consumers(keys.invocations, GROUP))
+    stale_ms = int(settings.visibility_timeout_s * 1000)
+    report["consumers"] = [
+        {
+            "name": _text(c["name"]),
+            "pending": c["pending"],
+            "idle_ms": c["idle"],
+            "live": c["idle"] < stale_ms,
         }
-        consumers = await call_redis(redis.xinfo_consumers(keys.invocations, GROUP))
-        stale_ms = int(settings.visibility_timeout_s * 1000)
-        report["consumers"] = [
-            {
-                "name": _text(c["name"]),
-                "pending": c["pending"],
-                "idle_ms": c["idle"],
-                "live": c["idle"] < stale_ms,
-            }
-            for c in consumers
-        ]
-        pending = await call_redis(
-            redis.xpending_range(keys.invocations, GROUP, min="-", max="+", count=20)
-        )
-        report["pending"] = [
-            {
-                "id": _text(p["message_id"]),
-                "consumer": _text(p["consumer"]),
-                "idle_ms": p["time_since_delivered"],
-                "deliveries": p["times_delivered"],
-            }
-            for p in pending
-        ]
+        for c in consumers
+    ]
+    pending = await call_redis(
+        redis.xpending_range(keys.invocations, GROUP, min="-", max="+", count=_PENDING_SHOWN)
+    )
+    report["pending"] = [
+        {
+            "id": _text(p["message_id"]),
+            "consumer": _text(p["consumer"]),
+            "idle_ms": p["time_since_delivered"],
+            "deliveries": p["times_delivered"],
+        }
+        for p in pending
+    ]
+    live = sum(1 for c in report["consumers"] if c["live"])
+    report["group"] = {
+        "name": GROUP,
+        "pending": info["pending"],
+        "lag": info.get("lag"),
+        "entries_read": info.get("entries-read"),
+        "last_delivered_id": _text(info["last-delivered-id"]),
+        "consumers_live": live,
+        "consumers_dead": len(report["consumers"]) - live,
+        "oldest_pending_idle_ms": max((p["idle_ms"] for p in report["pending"]), default=0),
+        "max_deliveries": max((p["deliveries"] for p in report["pending"]), default=0),
+    }
+    return report
+
+
+async def _recent(redis: Redis, keys: Keys, window_s: int) -> dict[str, Any]:
     since = int((time.time() - window_s) * 1000)
     recent = await call_redis(
-        redis.xrange(keys.lifecycle, min=f"{since}-0", max="+", count=100_000)
+        redis.xrange(keys.lifecycle, min=f"{since}-0", max="+", count=_RECENT_MAX)
     )
     lifecycle: Counter[str] = Counter()
     evidence: Counter[str] = Counter()
+    tools: Counter[str] = Counter()
     for _eid, fields in recent:
         if fields.get(b"status") != b"PROJECTING":
             lifecycle[_text(fields.get(b"status", b"?"))] += 1
             evidence[_text(fields.get(b"evidence", b"?"))] += 1
+            tools[_text(fields.get(b"tool", b"?"))] += 1
         else:
             lifecycle["SUBMITTED"] += 1
-    report["last_minutes"] = {
+    return {
         "window_s": window_s,
         "lifecycle": dict(lifecycle),
         "evidence_status": dict(evidence),
+        "finished_by_tool": dict(tools),
+        "capped": len(recent) >= _RECENT_MAX,
     }
+
+
+async def collect_status(redis: Redis, settings: Settings, window_s: int = 300) -> dict[str, Any]:
+    """A JSON-ready snapshot of the pipeline."""
+    keys = Keys(settings.prefix)
+    report: dict[str, Any] = {"at_ms": int(time.time() * 1000), "prefix": settings.prefix}
+    report["streams"] = await _streams(redis, keys)
+    report["sessions"] = await call_redis(redis.zcard(keys.sessions))
+    report.update(await _group(redis, keys, settings))
+    report["last_minutes"] = await _recent(redis, keys, window_s)
     return report
+
+
+def _table(title: str, columns: tuple[str, ...], rows: list[tuple[Any, ...]]) -> Any:
+    from rich.table import Table
+
+    table = Table(title=title, title_justify="left")
+    for column in columns:
+        table.add_column(column)
+    for row in rows:
+        table.add_row(*(str(v) for v in row))
+    return table
+
+
+def status_renderable(report: dict[str, Any]) -> Any:
+    """The snapshot as a group of rich tables (for printing or a live view)."""
+    from rich.console import Group
+
+    parts: list[Any] = [
+        _table(
+            f"streams (sessions: {report['sessions']})",
+            ("stream", "length", "memory bytes"),
+            [(n, i["length"], i["memory_bytes"]) for n, i in report["streams"].items()],
+        )
+    ]
+    group = report["group"]
+    if group:
+        keys = ("pending", "lag", "consumers_live", "consumers_dead", "oldest_pending_idle_ms")
+        parts.append(_table(f"group {group['name']}", keys, [tuple(group[k] for k in keys)]))
+    parts.append(
+        _table(
+            "consumers",
+            ("consumer", "pending", "idle ms", "state"),
+            [
+                (c["name"], c["pending"], c["idle_ms"], "live" if c["live"] else "dead")
+                for c in report["consumers"]
+            ],
+        )
+    )
+    if report["pending"]:
+        parts.append(
+            _table(
+                "pending entries (oldest first)",
+                ("entry", "consumer", "idle ms", "deliveries"),
+                [
+                    (p["id"], p["consumer"], p["idle_ms"], p["deliveries"])
+                    for p in report["pending"]
+                ],
+            )
+        )
+    recent = report["last_minutes"]
+    counts = [("lifecycle", k, v) for k, v in sorted(recent["lifecycle"].items())]
+    counts += [("evidence", k, v) for k, v in sorted(recent["evidence_status"].items())]
+    parts.append(_table(f"last {recent['window_s']} s", ("axis", "status", "count"), counts))
+    return Group(*parts)
 
 
 def render_status(report: dict[str, Any]) -> None:
     """Print the snapshot as rich tables."""
     from rich.console import Console
-    from rich.table import Table
 
-    console = Console()
-    table = Table(title="streams")
-    for column in ("stream", "length", "memory bytes"):
-        table.add_column(column)
-    for name, info in report["streams"].items():
-        table.add_row(name, str(info["length"]), str(info["memory_bytes"]))
-    console.print(table)
-    if report["group"]:
-        console.print(f"group {report['group']}")
-    consumers = Table(title="consumers")
-    for column in ("consumer", "pending", "idle ms", "live"):
-        consumers.add_column(column)
-    for c in report["consumers"]:
-        consumers.add_row(c["name"], str(c["pending"]), str(c["idle_ms"]), str(c["live"]))
-    console.print(consumers)
-    console.print(f"last minutes: {report['last_minutes']}")
+    Console().print(status_renderable(report))
+
+
+async def _watch(args: Any, redis: Redis, settings: Settings) -> None:
+    # Bounded by Ctrl-C / SIGTERM, or by `args.iterations` (tests).
+    limit = getattr(args, "iterations", None)
+    interval = float(getattr(args, "interval", 1.0))
+    stop = anyio.Event()
+
+    async def on_signal() -> None:
+        with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+            async for _ in signals:
+                stop.set()
+                return
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(on_signal)
+        live: Any = None
+        if not args.json:
+            from rich.live import Live
+
+            live = Live(refresh_per_second=1, transient=False)
+            live.start()
+        try:
+            shown = 0
+            while not stop.is_set() and (limit is None or shown < limit):
+                report = await collect_status(redis, settings)
+                if live is not None:
+                    live.update(status_renderable(report), refresh=True)
+                else:
+                    sys.stdout.write(json.dumps(report) + "\n")
+                    sys.stdout.flush()
+                shown += 1
+                with anyio.move_on_after(interval):
+                    await stop.wait()
+        finally:
+            if live is not None:
+                live.stop()
+            tg.cancel_scope.cancel()
 
 
 async def run_status(args: Any, settings: Settings, url: str) -> int:
     """`aci-evidence status [--json] [--watch]`."""
-    import json
-
-    from pipeline.redis_io import open_redis
-
     async with open_redis(url) as redis:
+        if getattr(args, "watch", False):
+            await _watch(args, redis, settings)
+            return 0
         report = await collect_status(redis, settings)
     if args.json:
         print(json.dumps(report))

@@ -155,10 +155,9 @@ async def _cmd_worker(args: argparse.Namespace, settings: Settings) -> int:
                 stop.set()
                 return
 
-    if args.log_json:
-        from workers.logging_setup import configure_logging
+    from workers.logging_setup import configure_logging
 
-        configure_logging(args.log_level, json_lines=True)
+    configure_logging(args.log_level, json_lines=args.log_json)  # adds the invocation context
     metrics = None
     serving: Any = contextlib.nullcontext()
     if args.metrics_port is not None:

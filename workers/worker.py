@@ -21,7 +21,7 @@ import secrets
 import socket
 import time
 from collections.abc import Mapping
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 import anyio
 import msgspec
@@ -43,8 +43,12 @@ from pipeline.redis_io import (
 )
 from pipeline.settings import Settings
 from pipeline.trim import trim_streams
+from workers.logging_setup import invocation_context, parse_traceparent, span
 from workers.source import Source
 from workers.stage import Outcome, build_outcome, run_stages
+
+if TYPE_CHECKING:
+    from workers.metrics import WorkerMetrics
 
 __all__ = ["consumer_name", "run_worker"]
 
@@ -63,6 +67,7 @@ class _Finish(msgspec.Struct, kw_only=True):
     entry_id: str
     outcome: Outcome
     done: anyio.Event
+    applied: bool | None = None  # set by the finisher: True applied, False already final
 
 
 class _Worker:
@@ -73,7 +78,9 @@ class _Worker:
         sources: Mapping[str, Source],
         concurrency: int,
         consumer: str,
+        metrics: WorkerMetrics | None = None,
     ) -> None:
+        self.metrics = metrics
         self.redis = redis
         self.settings = settings
         self.sources = sources
@@ -139,8 +146,32 @@ class _Worker:
         try:
             invocation = decode_envelope(fields.get("d", b""))
         except EnvelopeError as exc:
-            await self._dead_letter(entry_id, fields, str(exc))
+            with invocation_context(entry_id=entry_id):
+                await self._dead_letter(entry_id, fields, str(exc))
             return
+        parent = parse_traceparent(invocation.traceparent) if invocation.traceparent else None
+        with (
+            invocation_context(
+                session=invocation.session_id,
+                tool=invocation.tool,
+                tool_call_id=invocation.tool_call_id,
+                entry_id=entry_id,
+                trace_id=parent.trace_id if parent else None,
+            ),
+            span(
+                "aci.invocation",
+                parent,
+                session=invocation.session_id,
+                tool=invocation.tool,
+                tool_call_id=invocation.tool_call_id,
+                entry_id=entry_id,
+            ),
+        ):
+            await self._run(entry_id, fields, attempts, invocation)
+
+    async def _run(
+        self, entry_id: str, fields: dict[str, bytes], attempts: int, invocation: Invocation
+    ) -> None:
         if attempts > 1 and await self._is_final(invocation):
             await call_redis(self.redis.xack(self.keys.invocations, GROUP, entry_id))
             return
@@ -163,22 +194,33 @@ class _Worker:
             )
         else:
             queued_ms = max(0.0, time.time() * 1000 - invocation.submitted_at_ms)
-            outcome = await run_stages(
-                tool=invocation.tool,
-                tool_call_id=invocation.tool_call_id,
-                arguments=invocation.arguments,
-                session_id=invocation.session_id,
-                sources=self.sources,
-                settings=self.settings,
-                attempts=attempts,
-                duplicate_of=duplicate_of,
-                queued_ms=queued_ms if attempts == 1 else 0.0,
-            )
+            with span("aci.stages", None):
+                outcome = await run_stages(
+                    tool=invocation.tool,
+                    tool_call_id=invocation.tool_call_id,
+                    arguments=invocation.arguments,
+                    session_id=invocation.session_id,
+                    sources=self.sources,
+                    settings=self.settings,
+                    attempts=attempts,
+                    duplicate_of=duplicate_of,
+                    queued_ms=queued_ms if attempts == 1 else 0.0,
+                )
         item = _Finish(
             invocation=invocation, entry_id=entry_id, outcome=outcome, done=anyio.Event()
         )
-        await self.send.send(item)
-        await item.done.wait()
+        with span("aci.finish", None):
+            await self.send.send(item)
+            await item.done.wait()
+        if item.applied:
+            log.info(
+                "finished %s/%s (attempt %d)",
+                outcome.control.status.value,
+                outcome.result.evidence_status.value,
+                attempts,
+            )
+        elif item.applied is False:
+            log.info("already final: another finisher applied it first")
 
     async def _is_final(self, invocation: Invocation) -> bool:
         key = self.keys.call(invocation.session_id, invocation.tool_call_id)
@@ -187,6 +229,8 @@ class _Worker:
 
     async def _dead_letter(self, entry_id: str, fields: dict[str, bytes], reason: str) -> None:
         log.error("dead-lettering stream entry %s: %s", entry_id, reason)
+        if self.metrics is not None:
+            self.metrics.dead_letters.inc()
         pipe = self.redis.pipeline(transaction=True)
         pipe.xadd(
             self.keys.dead,
@@ -223,7 +267,9 @@ class _Worker:
                     for item in batch:
                         self._queue_finish(pipe, item)
 
-                await self.scripts.run(fill)
+                started = time.perf_counter()
+                applied = await self.scripts.run(fill)
+                self._record(batch, applied, time.perf_counter() - started)
                 return
             except RedisUnavailable:
                 if time.monotonic() > deadline:
@@ -232,6 +278,12 @@ class _Worker:
                     return
                 await anyio.sleep(backoff)
                 backoff = min(backoff * 2, 2.0)
+
+    def _record(self, batch: list[_Finish], applied: list[Any], finish_s: float) -> None:
+        for item, done in zip(batch, applied, strict=False):
+            item.applied = done == 1
+            if item.applied and self.metrics is not None:
+                self.metrics.finished(item.invocation.tool, item.outcome, finish_s)
 
     def _queue_finish(self, pipe: Any, item: _Finish) -> None:
         inv, out, k = item.invocation, item.outcome, self.keys
@@ -293,7 +345,10 @@ class _Worker:
                 for entry_id, fields in claimed:
                     eid = entry_id.decode()
                     await self.slots.acquire()
-                    log.warning("took over %s (delivery %d)", eid, counts.get(eid, 2))
+                    with invocation_context(entry_id=eid):
+                        log.warning("took over %s (delivery %d)", eid, counts.get(eid, 2))
+                    if self.metrics is not None:
+                        self.metrics.takeovers.inc()
                     work.start_soon(self.process, eid, decode_fields(fields), counts.get(eid, 2))
             if start in (b"0-0", "0-0"):
                 return
@@ -319,10 +374,14 @@ async def run_worker(
     concurrency: int = 16,
     consumer: str | None = None,
     stop: anyio.Event | None = None,
+    metrics: WorkerMetrics | None = None,
 ) -> None:
-    """Run one worker until `stop` is set; returns after in-flight work is finished."""
+    """Run one worker until `stop` is set; returns after in-flight work is finished.
+    `metrics` (optional) counts what this worker does (see `workers.metrics`)."""
     stop = stop or anyio.Event()
-    worker = _Worker(redis, settings, sources, concurrency, consumer or consumer_name())
+    worker = _Worker(
+        redis, settings, sources, concurrency, consumer or consumer_name(), metrics=metrics
+    )
     await ensure_group(redis, worker.keys)
     log.info("worker %s started (concurrency %d)", worker.consumer, concurrency)
     async with anyio.create_task_group() as outer:

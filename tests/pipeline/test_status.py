@@ -1,0 +1,78 @@
+"""`aci-evidence status`: a snapshot of streams, group, pending entries, consumers and states."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from pipeline.client import EvidenceClient, ToolCall
+from pipeline.keys import GROUP, Keys
+from pipeline.redis_io import ensure_group
+from pipeline.settings import Settings
+from pipeline.status import collect_status, run_status, status_renderable
+from tests.conftest import REDIS_URL
+from tests.pipeline.helpers import running_worker
+from tests.pipeline.sources import FailingSource, InstantSource
+from workers.cli import _parser
+
+pytestmark = pytest.mark.redis
+
+
+def settings_for(prefix: str) -> Settings:
+    return Settings(prefix=prefix, redis_url=REDIS_URL, visibility_timeout_s=2.0, deadline_s=1.0)
+
+
+def kcall(i: int, query: str = "pool") -> ToolCall:
+    return ToolCall(tool="lookup_knowledge", tool_call_id=f"c{i}", arguments={"query": query})
+
+
+async def test_status_counts_states_pending_entries_and_dead_consumers(
+    redis: Any, prefix: str
+) -> None:
+    settings = settings_for(prefix)
+    keys = Keys(prefix)
+    async with EvidenceClient(redis, settings) as client:
+        async with running_worker(redis, settings, {"lookup_knowledge": InstantSource()}):
+            done = await client.call_many("s1", [kcall(1), kcall(2, "nothing")], timeout=10)
+        assert all(d is not None for d in done)
+        async with running_worker(redis, settings, {"lookup_knowledge": FailingSource()}):
+            assert await client.call("s1", kcall(3), timeout=10) is not None
+        # Two entries read by a consumer that then dies: pending, never acknowledged.
+        await client.submit_many("s1", [kcall(4), kcall(5)])
+        await ensure_group(redis, keys)
+        await redis.xreadgroup(GROUP, "ghost", {keys.invocations: ">"}, count=2)
+        await redis.xreadgroup(GROUP, "ghost", {keys.invocations: "0"}, count=1)  # redeliver one
+    report = await collect_status(redis, settings, window_s=60)
+    assert report["streams"][keys.invocations]["length"] == 5
+    assert report["streams"][keys.invocations]["memory_bytes"] > 0
+    assert report["sessions"] == 1
+    recent = report["last_minutes"]
+    assert recent["lifecycle"] == {"SUBMITTED": 5, "READY": 2, "ERROR": 1}
+    assert recent["evidence_status"] == {"EVIDENCE_FOUND": 1, "NO_EVIDENCE": 1, "ERROR": 1}
+    group = report["group"]
+    assert group["pending"] == 2 and group["lag"] == 0
+    pending = {p["id"]: p for p in report["pending"]}
+    assert {p["consumer"] for p in pending.values()} == {"ghost"}
+    assert sorted(p["deliveries"] for p in pending.values()) == [1, 2]
+    consumers = {c["name"]: c for c in report["consumers"]}
+    assert consumers["ghost"]["pending"] == 2 and consumers["ghost"]["live"] is True
+    assert status_renderable(report) is not None
+
+
+async def test_status_json_and_watch(redis: Any, prefix: str, capsys: Any) -> None:
+    settings = settings_for(prefix)
+    args = _parser().parse_args(["status", "--json"])
+    assert await run_status(args, settings, REDIS_URL) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["group"] is None and report["sessions"] == 0
+    args = _parser().parse_args(["status", "--json", "--watch"])
+    args.iterations, args.interval = 3, 0.01
+    assert await run_status(args, settings, REDIS_URL) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert len(lines) == 3 and all("streams" in json.loads(line) for line in lines)
+    args = _parser().parse_args(["status", "--watch"])
+    args.iterations, args.interval = 2, 0.01
+    assert await run_status(args, settings, REDIS_URL) == 0
+    assert "last 300 s" in capsys.readouterr().out

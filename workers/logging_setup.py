@@ -1,0 +1,184 @@
+"""Structured logs and W3C trace context for the worker.
+
+- `configure_logging(level, json_lines=...)`: plain text, or one JSON object per line
+  (`--log-json`). Every record carries the invocation context set with `invocation_context`
+  (session, tool, tool_call_id, stream entry id, trace id), so lines logged anywhere inside
+  an invocation's task are attributable. Messages never carry evidence bodies at INFO, and
+  credentials in URLs (`scheme://user:password@host`) are masked in every line.
+- `parse_traceparent` validates a `traceparent` header value (W3C Trace Context level 1).
+- `span(name, traceparent)`: an OpenTelemetry span parented on the invocation's traceparent
+  when `opentelemetry` is importable; a no-op otherwise (no hard dependency), and also when
+  there is neither a traceparent nor an installed tracer provider (nothing would be kept).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import json
+import logging
+import re
+import sys
+import time
+from collections.abc import Iterator
+from typing import IO, Any, Final
+
+__all__ = [
+    "CONTEXT_FIELDS",
+    "JsonFormatter",
+    "TraceParent",
+    "configure_logging",
+    "invocation_context",
+    "parse_traceparent",
+    "span",
+]
+
+CONTEXT_FIELDS: Final = ("session", "tool", "tool_call_id", "entry_id", "trace_id")
+_CONTEXT: contextvars.ContextVar[dict[str, str] | None] = contextvars.ContextVar(
+    "aci_log_context", default=None
+)
+_TRACEPARENT_RE: Final = re.compile(r"^([0-9a-f]{2})-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})$")
+_URL_SECRET_RE: Final = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*://[^:/@\s]*):[^@\s]*@")
+
+
+class TraceParent:
+    """A parsed W3C `traceparent`: trace id, parent span id and flags."""
+
+    __slots__ = ("flags", "span_id", "text", "trace_id")
+
+    def __init__(self, text: str, trace_id: str, span_id: str, flags: str) -> None:
+        self.text = text
+        self.trace_id = trace_id
+        self.span_id = span_id
+        self.flags = flags
+
+
+def parse_traceparent(value: object) -> TraceParent | None:
+    """A valid `traceparent` value, or None (absent or malformed: tracing is best effort)."""
+    if not isinstance(value, str):
+        return None
+    match = _TRACEPARENT_RE.match(value.strip().lower())
+    if match is None:
+        return None
+    version, trace_id, span_id, flags = match.groups()
+    if version == "ff" or set(trace_id) == {"0"} or set(span_id) == {"0"}:
+        return None
+    return TraceParent(match.group(0), trace_id, span_id, flags)
+
+
+@contextlib.contextmanager
+def invocation_context(**fields: str | None) -> Iterator[None]:
+    """Attach invocation fields to every log line emitted in this context (task-local)."""
+    current = dict(_CONTEXT.get() or {})
+    current.update({k: v for k, v in fields.items() if v})
+    token = _CONTEXT.set(current)
+    try:
+        yield
+    finally:
+        _CONTEXT.reset(token)
+
+
+class _ContextFilter(logging.Filter):
+    def filter(self, record: logging.LogRecord) -> bool:
+        for name, value in (_CONTEXT.get() or {}).items():
+            if not hasattr(record, name):
+                setattr(record, name, value)
+        return True
+
+
+def _mask(text: str) -> str:
+    return _URL_SECRET_RE.sub(r"\1:***@", text)
+
+
+class JsonFormatter(logging.Formatter):
+    """One JSON object per line: ts, level, logger, msg and the invocation context."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        line: dict[str, Any] = {
+            "ts": time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(record.created))
+            + f".{int(record.msecs):03d}Z",
+            "level": record.levelname,
+            "logger": record.name,
+            "msg": _mask(record.getMessage()),
+        }
+        for name in CONTEXT_FIELDS:
+            value = getattr(record, name, None)
+            if value:
+                line[name] = value
+        if record.exc_info and record.exc_info[0] is not None:
+            # The exception type only: tracebacks can carry paths, hosts and arguments.
+            line["exc_type"] = record.exc_info[0].__name__
+        return json.dumps(line, ensure_ascii=False)
+
+
+class _TextFormatter(logging.Formatter):
+    def format(self, record: logging.LogRecord) -> str:
+        context = " ".join(
+            f"{n}={getattr(record, n)}" for n in CONTEXT_FIELDS if getattr(record, n, None)
+        )
+        text = _mask(super().format(record))
+        return f"{text} [{context}]" if context else text
+
+
+def configure_logging(
+    level: str | int = "WARNING", *, json_lines: bool = False, stream: IO[str] | None = None
+) -> None:
+    """Configure the root logger: text or JSON lines on `stream` (default stderr), with the
+    invocation context on every line."""
+    handler = logging.StreamHandler(stream or sys.stderr)
+    handler.addFilter(_ContextFilter())
+    if json_lines:
+        handler.setFormatter(JsonFormatter())
+    else:
+        handler.setFormatter(_TextFormatter("%(asctime)s %(levelname)s %(name)s %(message)s"))
+    root = logging.getLogger()
+    for old in list(root.handlers):
+        root.removeHandler(old)
+    root.addHandler(handler)
+    root.setLevel(level.upper() if isinstance(level, str) else level)
+
+
+_TRACER: list[Any] = []  # [tracer or None], resolved once
+
+
+def _tracer() -> Any:
+    if not _TRACER:
+        try:
+            from opentelemetry import trace
+        except ImportError:
+            _TRACER.append(None)
+        else:
+            # A proxy: it follows a tracer provider that the application installs later.
+            _TRACER.append(trace.get_tracer("aci-evidence"))
+    return _TRACER[0]
+
+
+def _provider_installed() -> bool:
+    from opentelemetry import trace
+
+    provider = trace.get_tracer_provider()
+    return not isinstance(provider, trace.ProxyTracerProvider | trace.NoOpTracerProvider)
+
+
+def _parent_context(parent: TraceParent | None) -> Any:
+    if parent is None:
+        return None
+    from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
+
+    return TraceContextTextMapPropagator().extract({"traceparent": parent.text})
+
+
+@contextlib.contextmanager
+def span(name: str, parent: TraceParent | None, **attributes: str) -> Iterator[Any]:
+    """An OpenTelemetry span (child of `parent`, or of the current span) when the API is
+    installed; yields None otherwise."""
+    tracer = _tracer()
+    if tracer is None or (parent is None and not _provider_installed()):
+        yield None  # nothing would be recorded or propagated: skip the cost
+        return
+    context = _parent_context(parent)
+    with tracer.start_as_current_span(name, context=context) as current:
+        for key, value in attributes.items():
+            if value:
+                current.set_attribute(f"aci.{key}", value)
+        yield current

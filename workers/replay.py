@@ -1,0 +1,455 @@
+"""`aci-evidence replay`, `export` and `import`: recorded invocations, re-run and diffed.
+
+    aci-evidence replay --session S [--since T] [--until T] [--tool X] [--status READY|ERROR]
+                        [--evidence E] [--id ID] [--file F] [--reexecute | --into S2] [--json]
+    aci-evidence export --session S --file F.jsonl
+    aci-evidence import --file F.jsonl [--session S2]
+
+Invocations are selected from the state hashes of the sessions (the sessions zset lists them),
+or from an export file. The default re-projects (see `workers.replay_diff`); `--reexecute` runs
+the recorded requests against today's sources; `--into` re-submits them under a new session
+with their original tool call ids, for live workers. Exit 0 when nothing changed or failed,
+1 otherwise, 2 on bad input. With `--json` the last line is the summary object.
+
+An export line is one invocation: `{"format": 1, "session", "tool_call_id", "state": {st, eid,
+t0, t1, tool, dup, fp, ev}, "envelope", "result", "raw", "model", "control", "lifecycle"}`,
+recorded JSON kept byte for byte (text that is not JSON is kept as a JSON string). Import
+writes the state hashes and the session's view streams, never the invocations stream (so
+nothing is executed again) and never the lifecycle stream (it is not live activity).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import sys
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from typing import Any, Final
+
+import anyio
+import msgspec
+from msgspec import UNSET, UnsetType
+
+from pipeline.keys import Keys, is_valid_session_id
+from pipeline.redis_io import Redis, call_redis, execute, open_redis
+from pipeline.settings import Settings
+from workers.replay_diff import Recording, Reporter, Verdict, reexecute, reproject
+
+__all__ = [
+    "ExportLine",
+    "ReplayError",
+    "Selection",
+    "export_session",
+    "import_lines",
+    "load_file",
+    "load_redis",
+    "run_export",
+    "run_import",
+    "run_replay",
+]
+
+EXPORT_FORMAT: Final = 1
+_STATE: Final[tuple[str, ...]] = ("st", "eid", "t0", "t1", "tool", "dup", "fp", "ev")
+_BODIES: Final = (
+    ("envelope", "inv"),
+    ("result", "res"),
+    ("raw", "raw"),
+    ("model", "mo"),
+    ("control", "cv"),
+)
+_ENCODER: Final = msgspec.json.Encoder()
+
+
+class ReplayError(Exception):
+    """Bad replay input: a missing file, a line that is not an export, a bad time or id."""
+
+
+class ExportLine(msgspec.Struct, kw_only=True, omit_defaults=True):
+    """One exported invocation (one JSON Lines line)."""
+
+    format: int
+    session: str
+    tool_call_id: str
+    state: dict[str, str] = msgspec.field(default_factory=dict)
+    envelope: msgspec.Raw | UnsetType = UNSET
+    result: msgspec.Raw | UnsetType = UNSET
+    raw: msgspec.Raw | UnsetType = UNSET
+    model: msgspec.Raw | UnsetType = UNSET
+    control: msgspec.Raw | UnsetType = UNSET
+    lifecycle: list[dict[str, str]] = msgspec.field(default_factory=list)
+
+
+_LINE_DECODER: Final = msgspec.json.Decoder(ExportLine)
+
+
+class Selection(msgspec.Struct, frozen=True, kw_only=True):
+    """Which recorded invocations to replay."""
+
+    session: str | None = None
+    since_ms: int | None = None
+    until_ms: int | None = None
+    tool: str | None = None
+    status: str | None = None
+    evidence: str | None = None
+    tool_call_id: str | None = None
+
+    def admits(self, rec: Recording) -> bool:
+        """Whether a recording matches every given criterion."""
+        return (
+            (self.session is None or rec.session == self.session)
+            and (self.tool_call_id is None or rec.tool_call_id == self.tool_call_id)
+            and (self.tool is None or rec.text("tool") == self.tool)
+            and (self.status is None or rec.text("st") == self.status)
+            and (self.evidence is None or rec.text("ev") == self.evidence)
+            and (self.since_ms is None or rec.t0 >= self.since_ms)
+            and (self.until_ms is None or rec.t0 <= self.until_ms)
+        )
+
+
+def parse_time(text: str | None, flag: str) -> int | None:
+    """`--since`/`--until`: epoch milliseconds, or ISO 8601 (UTC when no offset is given)."""
+    if not text:
+        return None
+    if text.strip().isdigit():
+        return int(text)
+    try:
+        moment = dt.datetime.fromisoformat(text.strip())
+    except ValueError:
+        raise ReplayError(f"{flag}: expected ISO 8601 or epoch ms, got {text!r}") from None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=dt.UTC)
+    return int(moment.timestamp() * 1000)
+
+
+def selection_from(args: Any) -> Selection:
+    """The selection of the `replay` flags."""
+    status = (args.status or "").upper() or None
+    evidence = (args.evidence or "").upper() or None
+    if status not in (None, "READY", "ERROR", "PROJECTING"):
+        raise ReplayError("--status: expected READY or ERROR")
+    if evidence not in (None, "EVIDENCE_FOUND", "NO_EVIDENCE", "ERROR"):
+        raise ReplayError("--evidence: expected EVIDENCE_FOUND, NO_EVIDENCE or ERROR")
+    if args.session is not None and not is_valid_session_id(args.session):
+        raise ReplayError("--session: 1-128 letters, digits, '.', '_' or '-'")
+    return Selection(
+        session=args.session,
+        since_ms=parse_time(args.since, "--since"),
+        until_ms=parse_time(args.until, "--until"),
+        tool=args.tool,
+        status=status,
+        evidence=evidence,
+        tool_call_id=args.id,
+    )
+
+
+def _glob_escape(text: str) -> str:
+    return "".join("\\" + c if c in "*?[]\\" else c for c in text)
+
+
+async def _call_keys(redis: Redis, keys: Keys, session: str) -> list[str]:
+    head = keys.call(session, "")
+    pattern = _glob_escape(head) + "*"
+    found = [k async for k in redis.scan_iter(match=pattern, count=1000)]
+    return [(k.decode() if isinstance(k, bytes) else k)[len(head) :] for k in found]
+
+
+async def load_redis(redis: Redis, settings: Settings, selection: Selection) -> list[Recording]:
+    """The recorded invocations matching `selection`, ordered by submission time."""
+    keys = Keys(settings.prefix)
+    if selection.session is not None:
+        sessions = [selection.session]
+    else:
+        low = selection.since_ms if selection.since_ms is not None else "-inf"
+        names = await call_redis(redis.zrangebyscore(keys.sessions, low, "+inf"))
+        sessions = [n.decode() if isinstance(n, bytes) else n for n in names]
+    pairs: list[tuple[str, str]] = []
+    for session in sessions:
+        if selection.tool_call_id is not None:
+            pairs.append((session, selection.tool_call_id))
+        else:
+            pairs.extend((session, i) for i in await _call_keys(redis, keys, session))
+    records: list[Recording] = []
+    for start in range(0, len(pairs), 500):
+        chunk = pairs[start : start + 500]
+        pipe = redis.pipeline(transaction=False)
+        for session, tool_call_id in chunk:
+            pipe.hgetall(keys.call(session, tool_call_id))
+        for (session, tool_call_id), raw in zip(chunk, await execute(pipe), strict=True):
+            if not raw:
+                continue
+            fields = {(k.decode() if isinstance(k, bytes) else k): v for k, v in raw.items()}
+            rec = Recording(session=session, tool_call_id=tool_call_id, fields=fields)
+            if selection.admits(rec):
+                records.append(rec)
+    records.sort(key=lambda r: (r.t0, r.text("eid"), r.tool_call_id))
+    return records
+
+
+# -- export / import -------------------------------------------------------------------
+
+
+def _to_raw(data: bytes) -> msgspec.Raw:
+    try:
+        value = msgspec.json.decode(data)
+    except msgspec.DecodeError:
+        return msgspec.Raw(_ENCODER.encode(data.decode("utf-8", "replace")))
+    if b"\n" in data or b"\r" in data:
+        return msgspec.Raw(_ENCODER.encode(value))  # keep one invocation per line
+    return msgspec.Raw(data)
+
+
+def _from_raw(raw: msgspec.Raw) -> bytes:
+    data = bytes(raw)
+    if data[:1] == b'"':
+        text: str = msgspec.json.decode(data)
+        return text.encode()
+    return data
+
+
+def to_line(rec: Recording) -> ExportLine:
+    """The export line of a recording."""
+    bodies = {name: _to_raw(rec.fields[f]) for name, f in _BODIES if f in rec.fields}
+    state = {f: rec.text(f) for f in _STATE if f in rec.fields}
+    return ExportLine(
+        format=EXPORT_FORMAT,
+        session=rec.session,
+        tool_call_id=rec.tool_call_id,
+        state=state,
+        lifecycle=rec.lifecycle,
+        **bodies,
+    )
+
+
+def from_line(line: ExportLine) -> Recording:
+    """The recording an export line carries."""
+    fields = {k: v.encode() for k, v in line.state.items()}
+    for name, field in _BODIES:
+        value = getattr(line, name)
+        if value is not UNSET:
+            fields[field] = _from_raw(value)
+    return Recording(
+        session=line.session,
+        tool_call_id=line.tool_call_id,
+        fields=fields,
+        lifecycle=line.lifecycle,
+    )
+
+
+def load_file(path: str, selection: Selection | None = None) -> list[Recording]:
+    """Recordings from an export file (all, or those `selection` admits)."""
+    try:
+        with open(path, "rb") as handle:
+            lines = handle.read().splitlines()
+    except OSError as exc:
+        raise ReplayError(f"cannot read {path}: {exc.strerror}") from None
+    records: list[Recording] = []
+    for number, data in enumerate(lines, 1):
+        if not data.strip():
+            continue
+        try:
+            line = _LINE_DECODER.decode(data)
+        except (msgspec.DecodeError, msgspec.ValidationError) as exc:
+            raise ReplayError(f"{path}:{number}: not an aci-evidence export line ({exc})") from None
+        if line.format != EXPORT_FORMAT:
+            raise ReplayError(
+                f"{path}:{number}: export format {line.format}, this build reads {EXPORT_FORMAT}"
+            )
+        rec = from_line(line)
+        if selection is None or selection.admits(rec):
+            records.append(rec)
+    return records
+
+
+async def _lifecycle_of(redis: Redis, keys: Keys, records: list[Recording]) -> None:
+    if not records:
+        return
+    by_id = {r.tool_call_id: r for r in records}
+    session = records[0].session
+    cursor = f"{min(r.t0 for r in records)}-0"
+    while True:
+        batch = await call_redis(redis.xrange(keys.lifecycle, min=cursor, max="+", count=10_000))
+        for entry_id, raw in batch:
+            fields = {k.decode(): v.decode("utf-8", "replace") for k, v in raw.items()}
+            rec = by_id.get(fields.get("id", ""))
+            if rec is not None and fields.get("session") == session:
+                rec.lifecycle.append({"entry": entry_id.decode(), **fields})
+        if len(batch) < 10_000:
+            return
+        cursor = "(" + batch[-1][0].decode()
+
+
+async def export_session(redis: Redis, settings: Settings, session: str, path: str) -> int:
+    """Write a session's invocations (with their lifecycle entries) to `path`; the count."""
+    records = await load_redis(redis, settings, Selection(session=session))
+    await _lifecycle_of(redis, Keys(settings.prefix), records)
+    data = b"".join(_ENCODER.encode(to_line(r)) + b"\n" for r in records)
+    await anyio.Path(path).write_bytes(data)
+    return len(records)
+
+
+def _rehome(rec: Recording, session: str) -> Recording:
+    """The recording moved to another session (its envelope and Control View say so)."""
+    fields = dict(rec.fields)
+    for field, key in (("inv", "session_id"), ("cv", "session_id")):
+        try:
+            value = msgspec.json.decode(fields.get(field, b""))
+        except msgspec.DecodeError:
+            continue  # undecodable stays as recorded: replay reports it
+        if isinstance(value, dict) and key in value:
+            value[key] = session
+            fields[field] = _ENCODER.encode(value)
+    return Recording(session=session, tool_call_id=rec.tool_call_id, fields=fields)
+
+
+async def import_lines(
+    redis: Redis, settings: Settings, records: Iterable[Recording], session: str | None = None
+) -> Counter[str]:
+    """Write finished recordings into Redis (optionally under `session`); counts of
+    imported / existing (left alone) / unfinished (skipped)."""
+    keys, counts = Keys(settings.prefix), Counter[str]()
+    ttl = settings.retention_s * 1000
+    for rec in records:
+        if session is not None and session != rec.session:
+            rec = _rehome(rec, session)
+        if rec.text("st") not in ("READY", "ERROR"):
+            counts["unfinished"] += 1
+            continue
+        key = keys.call(rec.session, rec.tool_call_id)
+        if await call_redis(redis.exists(key)):
+            counts["existing"] += 1
+            continue
+        pipe = redis.pipeline(transaction=True)
+        pipe.hset(key, mapping=rec.fields)
+        pipe.pexpire(key, ttl)
+        pipe.zadd(keys.sessions, {rec.session: rec.t0}, gt=True)
+        for stream, field in ((keys.model(rec.session), "mo"), (keys.control(rec.session), "cv")):
+            pipe.xadd(
+                stream,
+                {"id": rec.tool_call_id, "d": rec.fields.get(field, b"null")},
+                maxlen=settings.stream_maxlen,
+                approximate=True,
+            )
+            pipe.pexpire(stream, ttl)
+        fingerprint = rec.text("fp")
+        if fingerprint and not rec.text("dup"):
+            pipe.hsetnx(keys.fingerprints(rec.session), fingerprint, rec.tool_call_id)
+            pipe.pexpire(keys.fingerprints(rec.session), ttl)
+        await execute(pipe)
+        counts["imported"] += 1
+    return counts
+
+
+# -- commands --------------------------------------------------------------------------
+
+
+def _url(settings: Settings) -> str:
+    if not settings.redis_url:
+        raise ReplayError("ACI_REDIS_URL is not set")
+    return settings.redis_url
+
+
+async def _reinject(
+    redis: Redis, settings: Settings, records: Sequence[Recording], into: str, reporter: Reporter
+) -> None:
+    from pipeline.client import EvidenceClient, ToolCall
+    from pipeline.envelope import EnvelopeError, decode_envelope
+
+    groups: dict[str, list[ToolCall]] = {}
+    for rec in records:
+        try:
+            inv = decode_envelope(rec.fields.get("inv", b""))
+        except EnvelopeError as exc:
+            reporter.add(
+                Verdict(
+                    session=rec.session,
+                    tool_call_id=rec.tool_call_id,
+                    tool=rec.text("tool"),
+                    outcome="failed",
+                    reason=str(exc),
+                )
+            )
+            continue
+        call = ToolCall(tool=inv.tool, tool_call_id=inv.tool_call_id, arguments=inv.arguments)
+        groups.setdefault(inv.traceparent or "", []).append(call)
+        reporter.add(
+            Verdict(session=into, tool_call_id=rec.tool_call_id, tool=inv.tool, outcome="submitted")
+        )
+    async with EvidenceClient(redis, settings) as client:
+        for traceparent, calls in groups.items():
+            for start in range(0, len(calls), 500):
+                await client.submit_many(
+                    into, calls[start : start + 500], traceparent=traceparent or None
+                )
+
+
+async def _replay(args: Any, settings: Settings, reporter: Reporter) -> None:
+    selection = selection_from(args)
+    if args.into is not None and not is_valid_session_id(args.into):
+        raise ReplayError("--into: 1-128 letters, digits, '.', '_' or '-'")
+    if args.file:
+        records = load_file(args.file, selection)
+    else:
+        async with open_redis(_url(settings)) as redis:
+            records = await load_redis(redis, settings, selection)
+    reporter.start(len(records))
+    if args.into is not None:
+        async with open_redis(_url(settings)) as redis:
+            await _reinject(redis, settings, records, args.into, reporter)
+    elif args.reexecute:
+        from workers.sources import open_sources
+
+        async with open_sources() as sources:
+            for rec in records:
+                reporter.add(await reexecute(rec, settings, sources))
+    else:
+        for rec in records:
+            reporter.add(reproject(rec, settings))
+
+
+async def run_replay(args: Any, settings: Settings) -> int:
+    """`aci-evidence replay`: 0 when nothing changed or failed, 1 otherwise, 2 on bad input."""
+    mode = "reinject" if args.into else "reexecute" if args.reexecute else "reproject"
+    reporter = Reporter(as_json=args.json, mode=mode)
+    try:
+        await _replay(args, settings, reporter)
+    except ReplayError as exc:
+        print(f"replay: {exc}", file=sys.stderr)
+        return 2
+    return reporter.finish()
+
+
+async def run_export(args: Any, settings: Settings) -> int:
+    """`aci-evidence export --session S --file F`."""
+    try:
+        if not is_valid_session_id(args.session):
+            raise ReplayError("--session: 1-128 letters, digits, '.', '_' or '-'")
+        async with open_redis(_url(settings)) as redis:
+            count = await export_session(redis, settings, args.session, args.file)
+    except ReplayError as exc:
+        print(f"export: {exc}", file=sys.stderr)
+        return 2
+    print(_ENCODER.encode({"exported": count, "file": args.file}).decode())
+    return 0
+
+
+async def run_import(args: Any, settings: Settings) -> int:
+    """`aci-evidence import --file F [--session S]`."""
+    try:
+        if args.session is not None and not is_valid_session_id(args.session):
+            raise ReplayError("--session: 1-128 letters, digits, '.', '_' or '-'")
+        records = load_file(args.file)
+        async with open_redis(_url(settings)) as redis:
+            counts = await import_lines(redis, settings, records, args.session)
+    except ReplayError as exc:
+        print(f"import: {exc}", file=sys.stderr)
+        return 2
+    print(
+        _ENCODER.encode(
+            {
+                "imported": counts["imported"],
+                "existing": counts["existing"],
+                "unfinished": counts["unfinished"],
+            }
+        ).decode()
+    )
+    return 0

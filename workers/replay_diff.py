@@ -1,0 +1,441 @@
+"""The core of replay: one recorded invocation, re-projected (or re-executed) and diffed.
+
+A `Recording` is one invocation as the pipeline stored it (its state hash) and as an export
+line carries it. `reproject` runs the recorded raw upstream answer through today's
+`contracts.project` / `observe` / `control_view` (via `workers.stage.build_outcome`, the code
+the worker runs); `reexecute` runs the recorded request against today's sources. Both diff the
+result, the Model Observation and the Control View against what was published, per field path.
+
+Fields that legitimately differ on replay are ignored: the Control View's `timings` (wall
+clock) and `attempts` (delivery count); on re-execution also a log scope's resolved
+`start_time` / `end_time` (they move with the clock).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections import Counter
+from collections.abc import Iterator, Mapping
+from typing import Any, Final, Literal
+
+import msgspec
+from msgspec import UNSET, UnsetType
+
+from contracts import (
+    CONTRACT_VERSION,
+    CanonicalResult,
+    ErrorCode,
+    ErrorResult,
+    Timings,
+    decode_invocation,
+    decode_result,
+    error_result,
+    project,
+)
+from pipeline.envelope import EnvelopeError, Invocation, decode_envelope
+from pipeline.settings import Settings
+from workers.source import Source
+from workers.stage import Outcome, build_outcome, run_stages, scope_of
+
+__all__ = [
+    "IGNORED",
+    "Change",
+    "Recording",
+    "Reporter",
+    "Verdict",
+    "diff_json",
+    "reexecute",
+    "render_value",
+    "reproject",
+]
+
+VIEWS: Final = (("result", "res"), ("model", "mo"), ("control", "cv"))
+# view → top-level fields ignored by the diff (see the module docstring).
+IGNORED: Final[dict[str, frozenset[str]]] = {"control": frozenset({"timings", "attempts"})}
+_CLOCK_PATHS: Final = frozenset({"$.scope.start_time", "$.scope.end_time"})
+_ENCODER: Final = msgspec.json.Encoder()
+
+
+class Recording(msgspec.Struct, kw_only=True):
+    """One recorded invocation: its state hash fields (bytes, as stored) and identity."""
+
+    session: str
+    tool_call_id: str
+    fields: dict[str, bytes]
+    lifecycle: list[dict[str, str]] = msgspec.field(default_factory=list)
+
+    def text(self, name: str) -> str:
+        """A state field as text ('' when absent)."""
+        return self.fields.get(name, b"").decode("utf-8", "replace")
+
+    @property
+    def t0(self) -> int:
+        """Submission time (epoch ms), 0 when unknown."""
+        text = self.text("t0")
+        return int(text) if text.isdigit() else 0
+
+
+class Change(msgspec.Struct, frozen=True, kw_only=True):
+    """One changed field: view, JSON path, and the recorded and replayed values."""
+
+    view: str
+    path: str
+    recorded: Any
+    replayed: Any
+
+    def render(self) -> str:
+        """`result $.evidence[0].excerpt: 'a' → 'b'`."""
+        old, new = render_value(self.recorded), render_value(self.replayed)
+        return f"{self.view} {self.path}: {old} → {new}"
+
+
+Kind = Literal["identical", "changed", "failed", "skipped", "submitted"]
+
+
+class Verdict(msgspec.Struct, kw_only=True, omit_defaults=True):
+    """What replaying one recording found."""
+
+    session: str
+    tool_call_id: str
+    tool: str
+    outcome: Kind
+    reason: str = ""
+    contract_version: int | None = None
+    changes: list[Change] = msgspec.field(default_factory=list)
+
+
+class _Absent:
+    def __repr__(self) -> str:
+        return "<absent>"
+
+
+ABSENT: Final = _Absent()
+
+
+def render_value(value: Any, limit: int = 80) -> str:
+    """A short, readable rendering of a JSON value for diff lines."""
+    if value is ABSENT:
+        return "<absent>"
+    text = repr(value) if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _key(path: str, key: str) -> str:
+    return f"{path}.{key}" if key.isidentifier() else f"{path}[{json.dumps(key)}]"
+
+
+def diff_json(old: Any, new: Any, path: str = "$") -> Iterator[tuple[str, Any, Any]]:
+    """Yield `(path, old, new)` for each differing leaf (lists by index, dicts by key)."""
+    if isinstance(old, dict) and isinstance(new, dict):
+        for key in list(old) + [k for k in new if k not in old]:
+            yield from diff_json(old.get(key, ABSENT), new.get(key, ABSENT), _key(path, key))
+    elif isinstance(old, list) and isinstance(new, list):
+        for index in range(max(len(old), len(new))):
+            a = old[index] if index < len(old) else ABSENT
+            b = new[index] if index < len(new) else ABSENT
+            yield from diff_json(a, b, f"{path}[{index}]")
+    elif old != new or type(old) is not type(new):
+        yield path, old, new
+
+
+def _envelope_version(data: bytes) -> int | None:
+    try:
+        value = msgspec.json.decode(data)
+    except msgspec.DecodeError:
+        return None
+    version = value.get("v") if isinstance(value, dict) else None
+    return version if isinstance(version, int) and not isinstance(version, bool) else None
+
+
+class _Unreplayable(Exception):
+    def __init__(self, reason: str, version: int | None = None) -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.version = version
+
+
+def _decode_envelope(rec: Recording) -> Invocation:
+    data = rec.fields.get("inv", b"")
+    version = _envelope_version(data)
+    if version is None:
+        raise _Unreplayable("undecodable recording: the envelope is not a versioned invocation")
+    if version != CONTRACT_VERSION:
+        raise _Unreplayable(
+            f"recorded under contract v{version}, this build speaks v{CONTRACT_VERSION}", version
+        )
+    try:
+        return decode_envelope(data)
+    except EnvelopeError as exc:
+        raise _Unreplayable(f"undecodable recording: {exc}", version) from None
+
+
+def _recorded(rec: Recording) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for view, field in VIEWS:
+        data = rec.fields.get(field)
+        if not data:
+            raise _Unreplayable(f"incomplete recording: no {view} was recorded")
+        try:
+            out[view] = msgspec.json.decode(data)
+        except msgspec.DecodeError:
+            raise _Unreplayable(f"undecodable recording: the recorded {view} is not JSON") from None
+    return out
+
+
+def _omitted(raw: Any) -> bool:
+    return isinstance(raw, dict) and "omitted" in raw and set(raw) <= {"omitted", "bytes"}
+
+
+def _meta(rec: Recording, control: dict[str, Any]) -> tuple[str | UnsetType, int, Timings]:
+    dup = rec.text("dup")
+    attempts = control.get("attempts")
+    try:
+        timings = msgspec.convert(control.get("timings") or {}, Timings)
+    except msgspec.ValidationError:
+        timings = Timings()
+    return (dup or UNSET), attempts if isinstance(attempts, int) else 1, timings
+
+
+def _recorded_scope(
+    rec: Recording, control: dict[str, Any]
+) -> tuple[dict[str, Any] | UnsetType, str | UnsetType]:
+    scope = control.get("scope")
+    fingerprint = control.get("scope_fingerprint") or rec.text("fp")
+    if not isinstance(scope, dict) or not isinstance(fingerprint, str) or not fingerprint:
+        return UNSET, UNSET
+    return scope, fingerprint
+
+
+def _project(
+    rec: Recording, inv: Invocation, recorded: dict[str, Any], settings: Settings
+) -> Outcome:
+    decoded = decode_invocation(inv.tool, inv.tool_call_id, inv.arguments)
+    duplicate_of, attempts, timings = _meta(rec, recorded["control"])
+    scope: dict[str, Any] | UnsetType = UNSET
+    fingerprint: str | UnsetType = UNSET
+    raw: Any = None
+    if isinstance(decoded, ErrorResult):
+        result: CanonicalResult = decoded
+    else:
+        # Scope and fingerprint were decided at submission: carried as recorded (normalising
+        # SQL costs more than projecting); `--reexecute` recomputes them.
+        scope, fingerprint = _recorded_scope(rec, recorded["control"])
+        if scope is UNSET:
+            scope, fingerprint = scope_of(inv.tool, decoded, settings)
+        try:
+            raw = msgspec.json.decode(rec.fields.get("raw") or b"null")
+        except msgspec.DecodeError:
+            raise _Unreplayable(
+                "undecodable recording: the recorded raw answer is not JSON"
+            ) from None
+        if _omitted(raw):
+            raise _Unreplayable(f"raw not kept ({raw.get('omitted')})")
+        if raw is None:
+            if recorded["result"].get("evidence_status") != "ERROR":
+                raise _Unreplayable("raw not kept")
+            # The source failed then (timeout, unavailable, gave up): no answer to re-project;
+            # the recorded result is carried and its views are rebuilt by today's code.
+            try:
+                result = decode_result(inv.tool, rec.fields["res"])
+            except (msgspec.DecodeError, msgspec.ValidationError):
+                raise _Unreplayable(
+                    "undecodable recording: the recorded result does not fit the contract"
+                ) from None
+        else:
+            try:
+                result = project(inv.tool, decoded, inv.tool_call_id, raw, settings.bounds)
+            except Exception:  # the worker turns a projector bug into this ERROR too
+                result = error_result(
+                    ErrorCode.PROJECTION,
+                    "the source's answer could not be projected",
+                    inv.tool_call_id,
+                )
+    return build_outcome(
+        result=result,
+        raw=None,
+        tool=inv.tool,
+        session_id=inv.session_id,
+        settings=settings,
+        scope=scope,
+        fingerprint=fingerprint,
+        duplicate_of=duplicate_of,
+        attempts=attempts,
+        timings=timings,
+    )
+
+
+def _compare(
+    rec: Recording, recorded: dict[str, Any], outcome: Outcome, clock: bool
+) -> list[Change]:
+    changes: list[Change] = []
+    replayed_bytes = {
+        "result": _ENCODER.encode(outcome.result),
+        "model": _ENCODER.encode(outcome.observation),
+        "control": _ENCODER.encode(outcome.control),
+    }
+    for view, field in VIEWS:
+        ignored = IGNORED.get(view, frozenset())
+        if not ignored and rec.fields.get(field) == replayed_bytes[view]:
+            continue  # byte-identical: the common, fast case
+        old, new = recorded[view], msgspec.json.decode(replayed_bytes[view])
+        if ignored and isinstance(old, dict) and isinstance(new, dict):
+            old = {k: v for k, v in old.items() if k not in ignored}
+            new = {k: v for k, v in new.items() if k not in ignored}
+        if old == new:
+            continue
+        for path, a, b in diff_json(old, new):
+            if clock and path in _CLOCK_PATHS:
+                continue
+            changes.append(Change(view=view, path=path, recorded=_plain(a), replayed=_plain(b)))
+    return changes
+
+
+def _plain(value: Any) -> Any:
+    return None if value is ABSENT else value
+
+
+def _verdict(rec: Recording, kind: Kind, **kw: Any) -> Verdict:
+    return Verdict(
+        session=rec.session,
+        tool_call_id=rec.tool_call_id,
+        tool=rec.text("tool"),
+        outcome=kind,
+        **kw,
+    )
+
+
+def _finished(rec: Recording) -> bool:
+    return rec.text("st") in ("READY", "ERROR")
+
+
+def reproject(rec: Recording, settings: Settings) -> Verdict:
+    """Re-project one recording with today's projectors and views, and diff."""
+    if not _finished(rec):
+        return _verdict(rec, "skipped", reason="not finished")
+    try:
+        inv = _decode_envelope(rec)
+        recorded = _recorded(rec)
+        outcome = _project(rec, inv, recorded, settings)
+    except _Unreplayable as exc:
+        return _verdict(rec, "failed", reason=exc.reason, contract_version=exc.version)
+    changes = _compare(rec, recorded, outcome, clock=False)
+    return _verdict(rec, "changed" if changes else "identical", changes=changes)
+
+
+async def reexecute(rec: Recording, settings: Settings, sources: Mapping[str, Source]) -> Verdict:
+    """Run the recorded request against today's sources, project it, and diff."""
+    if not _finished(rec):
+        return _verdict(rec, "skipped", reason="not finished")
+    try:
+        inv = _decode_envelope(rec)
+        recorded = _recorded(rec)
+    except _Unreplayable as exc:
+        return _verdict(rec, "failed", reason=exc.reason, contract_version=exc.version)
+    duplicate_of, attempts, _timings = _meta(rec, recorded["control"])
+    outcome = await run_stages(
+        tool=inv.tool,
+        tool_call_id=inv.tool_call_id,
+        arguments=inv.arguments,
+        session_id=inv.session_id,
+        sources=sources,
+        settings=settings,
+        attempts=attempts,
+        duplicate_of=duplicate_of,
+    )
+    changes = _compare(rec, recorded, outcome, clock=True)
+    return _verdict(rec, "changed" if changes else "identical", changes=changes)
+
+
+class Reporter:
+    """Counts verdicts, prints what changed or failed, shows progress on long replays (stderr)
+    and ends with a summary (a table, or with `--json` the last line)."""
+
+    def __init__(self, *, as_json: bool, mode: str, progress_from: int = 200) -> None:
+        self.as_json = as_json
+        self.mode = mode
+        self.counts: Counter[str] = Counter()
+        self.versions: Counter[int] = Counter()
+        self.progress_from = progress_from
+        self._progress: Any = None
+        self._task: Any = None
+
+    def start(self, total: int) -> None:
+        """Announce how many recordings will be replayed."""
+        if total < self.progress_from:
+            return
+        from rich.console import Console
+        from rich.progress import Progress
+
+        self._progress = Progress(console=Console(stderr=True), transient=True)
+        self._progress.start()
+        self._task = self._progress.add_task(f"replay ({self.mode})", total=total)
+
+    def add(self, verdict: Verdict) -> None:
+        """Record one verdict; changed and failed ones are printed at once."""
+        self.counts[verdict.outcome] += 1
+        if verdict.contract_version is not None:
+            self.versions[verdict.contract_version] += 1
+        if self._progress is not None:
+            self._progress.advance(self._task)
+        if verdict.outcome in ("changed", "failed"):
+            if self.as_json:
+                sys.stdout.write(_ENCODER.encode(verdict).decode() + "\n")
+            else:
+                head = (
+                    f"{verdict.outcome}: {verdict.session}/{verdict.tool_call_id} ({verdict.tool})"
+                )
+                lines = [head + (f": {verdict.reason}" if verdict.reason else "")]
+                lines += [f"  {c.render()}" for c in verdict.changes]
+                sys.stdout.write("\n".join(lines) + "\n")
+
+    def summary(self) -> dict[str, Any]:
+        """The summary object (the last line with `--json`)."""
+        c = self.counts
+        out: dict[str, Any] = {
+            "replayed": sum(c.values()) - c["skipped"],
+            "identical": c["identical"],
+            "changed": c["changed"],
+            "failed": c["failed"],
+            "skipped": c["skipped"],
+            "mode": self.mode,
+            "contract_version": CONTRACT_VERSION,
+        }
+        if self.mode == "reinject":
+            out["submitted"] = c["submitted"]
+        if self.versions:
+            out["recorded_contract_versions"] = {
+                str(v): n for v, n in sorted(self.versions.items())
+            }
+        return out
+
+    def finish(self) -> int:
+        """Print the summary; the exit code (0 only when nothing changed or failed)."""
+        if self._progress is not None:
+            self._progress.stop()
+        summary = self.summary()
+        if self.as_json:
+            sys.stdout.write(_ENCODER.encode(summary).decode() + "\n")
+        else:
+            from rich.console import Console
+            from rich.table import Table
+
+            table = Table(title=f"replay ({self.mode})")
+            for name in ("replayed", "identical", "changed", "failed", "skipped"):
+                table.add_column(name, justify="right")
+            table.add_row(
+                *(
+                    str(summary[n])
+                    for n in ("replayed", "identical", "changed", "failed", "skipped")
+                )
+            )
+            Console().print(table)
+            for version, count in self.versions.items():
+                if version != CONTRACT_VERSION:
+                    print(
+                        f"{count} recorded under contract v{version}, this build speaks "
+                        f"v{CONTRACT_VERSION}",
+                        file=sys.stderr,
+                    )
+        sys.stdout.flush()
+        return 1 if summary["changed"] or summary["failed"] else 0
