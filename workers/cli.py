@@ -168,7 +168,7 @@ async def _cmd_worker(args: argparse.Namespace, settings: Settings) -> int:
     with serving as port:
         if port is not None:
             logging.getLogger("aci.worker").info("metrics on :%d/metrics", port)
-        async with open_sources() as sources, open_redis(_need_url(settings)) as redis:
+        async with open_sources(warm=True) as sources, open_redis(_need_url(settings)) as redis:
             async with anyio.create_task_group() as tg:
                 tg.start_soon(watch_signals)
                 await run_worker(
