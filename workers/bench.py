@@ -182,12 +182,13 @@ async def run_bench(total: int = 20_000, as_json: bool = False, peers: bool = Tr
             keys = [k async for k in redis.scan_iter(match=f"{{{prefix}}}:*", count=1000)]
             if keys:
                 await redis.delete(*keys)
+        if peers:
+            from workers.bench_peers import bench_peers
+
+            figures.update(await bench_peers(min(total, 5000), url))
     figures["pipeline_per_s"] = figures["instant_1w_per_s"]
     figures["ratio_to_raw"] = round(figures["pipeline_per_s"] / figures["raw_per_s"], 3)
     if peers:
-        from workers.bench_peers import bench_peers
-
-        figures.update(await bench_peers(min(total, 5000)))
         fastest = max(
             (v for k, v in figures.items() if k.startswith("peer_") and isinstance(v, int)),
             default=0,
