@@ -140,9 +140,27 @@ class _Listener:
     each awaited id its two views as they are published."""
 
     def __init__(self) -> None:
-        self.waiters: dict[str, _Waiter] = {}
+        # Every wait registers its own waiter per id, so concurrent waits on one id are
+        # independent: one leaving (timeout, cancel) never deafens another.
+        self.waiters: dict[str, list[_Waiter]] = {}
         self.ready = anyio.Event()
         self.running = False
+
+    def add(self, ids: Sequence[str]) -> dict[str, _Waiter]:
+        mine = {i: _Waiter() for i in dict.fromkeys(ids)}
+        for i, waiter in mine.items():
+            self.waiters.setdefault(i, []).append(waiter)
+        return mine
+
+    def remove(self, mine: dict[str, _Waiter]) -> None:
+        for i, waiter in mine.items():
+            group = self.waiters.get(i)
+            if group is None:
+                continue
+            with contextlib.suppress(ValueError):
+                group.remove(waiter)
+            if not group:
+                del self.waiters[i]
 
 
 class EvidenceClient:
@@ -285,37 +303,46 @@ class EvidenceClient:
                 reply = await call_redis(self.redis.xread(cursors, block=1000, count=1024))
                 for name, entries in reply or []:
                     stream = name.decode() if isinstance(name, bytes) else name
-                    is_model = stream == model
+                    view = "model" if stream == model else "control"
                     for entry_id, fields in entries:
                         cursors[stream] = entry_id
-                        waiter = listener.waiters.get(fields.get(b"id", b"").decode())
-                        if waiter is None:
-                            continue
-                        if is_model:
-                            waiter.model = fields.get(b"d")
-                        else:
-                            waiter.control = fields.get(b"d")
-                        if waiter.model is not None and waiter.control is not None:
-                            waiter.event.set()
+                        for waiter in listener.waiters.get(fields.get(b"id", b"").decode(), ()):
+                            setattr(waiter, view, fields.get(b"d"))
+                            if waiter.model is not None and waiter.control is not None:
+                                waiter.event.set()
         except PipelineError:
             await anyio.sleep(0.2)  # waiters re-check and surface the error themselves
         finally:
             listener.running = False
             listener.ready.set()
-            for waiter in listener.waiters.values():
-                waiter.event.set()  # waiters re-check the state themselves
+            for group in listener.waiters.values():
+                for waiter in group:
+                    waiter.event.set()  # waiters re-check the state themselves
+            if not listener.waiters and self._listeners.get(session_id) is listener:
+                del self._listeners[session_id]
 
     async def _register(self, session_id: str, ids: Sequence[str]) -> dict[str, _Waiter]:
+        """Waiters for `ids`, once the session's listener has taken its cursors: every view
+        published from then on reaches them."""
         if self._tg is None:
             raise RuntimeError("use `async with EvidenceClient(...)` to wait for results")
         listener = self._listeners.setdefault(session_id, _Listener())
-        waiters = {i: listener.waiters.setdefault(i, _Waiter()) for i in ids}
-        if not listener.running:
-            listener.running = True
-            listener.ready = anyio.Event()
-            self._tg.start_soon(self._listen, session_id, listener)
-        await listener.ready.wait()
-        return waiters
+        mine = listener.add(ids)
+        try:
+            if not listener.running:
+                listener.running = True
+                listener.ready = anyio.Event()
+                self._tg.start_soon(self._listen, session_id, listener)
+            await listener.ready.wait()
+        except BaseException:
+            listener.remove(mine)
+            raise
+        return mine
+
+    def _unregister(self, session_id: str, mine: dict[str, _Waiter]) -> None:
+        listener = self._listeners.get(session_id)
+        if listener is not None:
+            listener.remove(mine)
 
     async def wait(
         self, session_id: str, ids: Sequence[str], timeout: float
@@ -336,34 +363,32 @@ class EvidenceClient:
         timeout: float,
         fresh: set[str],
     ) -> dict[str, CallResult]:
-        # `fresh` ids were created after the listener's cursor was taken: their views can
+        # `fresh` ids were created after the listener's cursors were taken: their views can
         # only arrive through the listener, so their state is not read first.
-        listener = self._listeners[session_id]
         done: dict[str, CallResult] = {}
         try:
             with anyio.move_on_after(timeout):
-                known = [i for i in ids if i not in fresh]
+                known = [i for i in dict.fromkeys(ids) if i not in fresh]
                 if known:
                     done = await self._read_final(session_id, known)
-                pending = [i for i in ids if i not in done]
+                pending = [i for i in dict.fromkeys(ids) if i not in done]
                 while pending:
                     tool_call_id = pending[0]
-                    waiter = waiters[tool_call_id]
-                    await waiter.event.wait()
-                    found = waiter.result(tool_call_id)
+                    await waiters[tool_call_id].event.wait()
+                    found = waiters[tool_call_id].result(tool_call_id)
                     if found is not None:
                         done[tool_call_id] = found
                         pending.pop(0)
                         continue
-                    # The listener stopped (Redis trouble): re-read the state, then re-register.
+                    # The listener stopped (Redis trouble): listen again first, then read the
+                    # state, so nothing published in between is missed.
+                    self._unregister(session_id, waiters)
+                    waiters = {}
+                    waiters = await self._register(session_id, pending)
                     done.update(await self._read_final(session_id, pending))
                     pending = [i for i in pending if i not in done]
-                    for i in pending:
-                        listener.waiters.pop(i, None)
-                    waiters = await self._register(session_id, pending) if pending else {}
         finally:
-            for tool_call_id in ids:
-                listener.waiters.pop(tool_call_id, None)
+            self._unregister(session_id, waiters)
         return done
 
     async def call_many(
@@ -378,8 +403,7 @@ class EvidenceClient:
         try:
             immediate, fresh = await self._submit(session_id, calls)
         except BaseException:
-            for i in ids:
-                self._listeners[session_id].waiters.pop(i, None)
+            self._unregister(session_id, waiters)
             raise
         found = await self._await(session_id, ids, waiters, timeout, fresh) if ids else {}
         return [

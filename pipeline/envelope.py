@@ -9,7 +9,13 @@ from msgspec import UNSET, UnsetType
 
 from contracts.status import CONTRACT_VERSION
 
-__all__ = ["EnvelopeError", "Invocation", "decode_envelope", "encode_envelope"]
+__all__ = [
+    "EnvelopeError",
+    "Invocation",
+    "decode_envelope",
+    "encode_envelope",
+    "peek_identity",
+]
 
 
 class Invocation(msgspec.Struct, frozen=True, kw_only=True):
@@ -51,3 +57,32 @@ def decode_envelope(data: bytes | str) -> Invocation:
             f"envelope has contract version {invocation.v}, this build speaks {CONTRACT_VERSION}"
         )
     return invocation
+
+
+class _Identity(msgspec.Struct):
+    v: int = 0
+    session_id: str = ""
+    tool: str = ""
+    tool_call_id: str = ""
+
+
+_IDENTITY_DECODER: Final = msgspec.json.Decoder(_Identity)
+
+
+def peek_identity(data: bytes | str) -> Invocation | None:
+    """Who an envelope that failed to decode belongs to (session, tool, id, version), when
+    that much can be read, so its invocation can still be finished as ERROR."""
+    try:
+        found = _IDENTITY_DECODER.decode(data)
+    except (msgspec.DecodeError, msgspec.ValidationError):
+        return None
+    if not found.session_id or not found.tool_call_id:
+        return None
+    return Invocation(
+        v=found.v,
+        session_id=found.session_id,
+        tool=found.tool,
+        tool_call_id=found.tool_call_id,
+        arguments="null",
+        submitted_at_ms=0,
+    )

@@ -4,7 +4,8 @@ Errors, drawn once:
 
     PipelineError                 base of every infrastructure failure of the pipeline
     ├── RedisUnavailable          connection lost or refused; retryable (back off, try again)
-    └── RedisProtocolError        Redis answered with an error we did not expect; not retryable
+    ├── RedisProtocolError        Redis answered with an error we did not expect; not retryable
+    └── RedisConfigError          the Redis URL cannot be used; not retryable
 
 Redis replies such as BUSYGROUP or NOGROUP are turned into these (or absorbed) here only.
 """
@@ -20,8 +21,8 @@ import redis.asyncio as aioredis
 from redis.asyncio.retry import Retry
 from redis.backoff import ExponentialBackoff
 from redis.connection import HiredisRespSerializer
+from redis.exceptions import AuthenticationError, NoScriptError, ResponseError
 from redis.exceptions import ConnectionError as RedisConnectionError
-from redis.exceptions import NoScriptError, ResponseError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from pipeline.keys import GROUP, Keys
@@ -31,6 +32,7 @@ __all__ = [
     "SUBMIT_LUA",
     "PipelineError",
     "Redis",
+    "RedisConfigError",
     "RedisProtocolError",
     "RedisUnavailable",
     "Scripts",
@@ -62,17 +64,26 @@ class RedisProtocolError(PipelineError):
     """Redis answered with an unexpected error."""
 
 
+class RedisConfigError(PipelineError):
+    """The Redis URL cannot be used (the message never quotes it)."""
+
+
 async def call_redis(op: Awaitable[T]) -> T:
     """Await one Redis operation, turning driver errors into the typed hierarchy above."""
     try:
         return await op
+    except AuthenticationError as exc:  # a wrong password is not "unavailable"
+        raise RedisProtocolError("WRONGPASS") from exc
     except (RedisConnectionError, RedisTimeoutError, OSError) as exc:
         raise RedisUnavailable("redis is unavailable") from exc
     except ResponseError as exc:
         raise RedisProtocolError(_reply_code(exc)) from exc
 
 
-_KNOWN_CODES: Final = ("NOSCRIPT", "NOGROUP", "BUSYGROUP", "WRONGTYPE", "OOM", "READONLY")
+_KNOWN_CODES: Final = (
+    "NOSCRIPT", "NOGROUP", "BUSYGROUP", "UNBLOCKED", "WRONGTYPE", "OOM", "READONLY", "NOAUTH",
+    "WRONGPASS", "NOPERM",
+)  # fmt: skip
 
 
 def _reply_code(exc: ResponseError) -> str:
@@ -108,15 +119,24 @@ def _hiredis_packing(base: type[Any]) -> type[Any]:
 async def open_redis(url: str, *, max_connections: int = 64) -> AsyncIterator[Any]:
     """A connection pool with retries on connection loss (exponential backoff)."""
     # A blocking pool: a burst waits for a free connection instead of failing.
-    pool = aioredis.BlockingConnectionPool.from_url(
-        url,
-        max_connections=max_connections,
-        timeout=30,
-        retry=Retry(ExponentialBackoff(cap=2.0, base=0.05), retries=3),
-        retry_on_error=[RedisConnectionError, RedisTimeoutError],
-        health_check_interval=15,
-        socket_connect_timeout=5,
-    )
+    try:
+        pool = aioredis.BlockingConnectionPool.from_url(
+            url,
+            max_connections=max_connections,
+            timeout=30,
+            retry=Retry(ExponentialBackoff(cap=2.0, base=0.05), retries=3),
+            retry_on_error=[RedisConnectionError, RedisTimeoutError],
+            health_check_interval=15,
+            socket_connect_timeout=5,
+            # Bounds every reply wait (blocking reads block ≤ 1 s), so a Redis that stops
+            # answering without closing the connection cannot hang a shielded finish.
+            socket_timeout=10,
+        )
+    except ValueError:
+        # The driver's message can quote part of the URL (a password): never pass it on.
+        raise RedisConfigError(
+            "ACI_REDIS_URL is not a valid redis://, rediss:// or unix:// URL"
+        ) from None
     pool.connection_class = _hiredis_packing(pool.connection_class)
     client = aioredis.Redis(connection_pool=pool)
     try:

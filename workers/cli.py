@@ -318,6 +318,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     except PipelineError as exc:
         print(f"pipeline error: {type(exc).__name__}: {exc}", file=sys.stderr)
         return 1
+    except BaseExceptionGroup as group:
+        # Task groups wrap failures; broken infrastructure still gets its one-line message.
+        rest = group.subgroup(lambda e: not isinstance(e, PipelineError | BaseExceptionGroup))
+        if rest is not None:
+            raise
+        first = _first_leaf(group)
+        print(f"pipeline error: {type(first).__name__}: {first}", file=sys.stderr)
+        return 1
+
+
+def _first_leaf(group: BaseExceptionGroup[BaseException]) -> BaseException:
+    leaf: BaseException = group
+    while isinstance(leaf, BaseExceptionGroup):
+        leaf = leaf.exceptions[0]
+    return leaf
 
 
 if __name__ == "__main__":  # pragma: no cover

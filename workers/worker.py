@@ -28,10 +28,11 @@ import msgspec
 from anyio.abc import TaskGroup
 from msgspec import UNSET
 
-from contracts import ErrorCode, error_result
-from pipeline.envelope import EnvelopeError, Invocation, decode_envelope
+from contracts import ErrorCode, error_result, is_valid_tool_call_id
+from pipeline.envelope import EnvelopeError, Invocation, decode_envelope, peek_identity
 from pipeline.keys import GROUP, Keys
 from pipeline.redis_io import (
+    PipelineError,
     Redis,
     RedisProtocolError,
     RedisUnavailable,
@@ -55,6 +56,7 @@ __all__ = ["consumer_name", "run_worker"]
 log = logging.getLogger("aci.worker")
 _ENCODER: Final = msgspec.json.Encoder()
 _FINISH_BATCH: Final = 256
+_GROUP_LOST: Final = frozenset({"NOGROUP", "UNBLOCKED"})
 
 
 def consumer_name() -> str:
@@ -122,14 +124,23 @@ class _Worker:
                 continue
             except RedisProtocolError as exc:
                 self._release(taken)
-                if str(exc) == "NOGROUP":  # stream or group lost (e.g. Redis without AOF)
-                    await ensure_group(self.redis, self.keys)
-                    continue
-                raise
+                if str(exc) not in _GROUP_LOST:
+                    raise
+                await self._recreate_group()
+                continue
             entries = [e for _stream, batch in reply or [] for e in batch]
             self._release(taken - len(entries))
             for entry_id, fields in entries:
                 work.start_soon(self.process, entry_id.decode(), decode_fields(fields), 1)
+
+    async def _recreate_group(self) -> None:
+        # The stream or group is gone (Redis restarted without persistence, or the stream was
+        # deleted while we blocked): create it again; retried by the caller's loop.
+        log.warning("consumer group lost; creating it again")
+        try:
+            await ensure_group(self.redis, self.keys)
+        except PipelineError:
+            await anyio.sleep(0.5)
 
     def _release(self, count: int) -> None:
         for _ in range(count):
@@ -139,6 +150,9 @@ class _Worker:
     async def process(self, entry_id: str, fields: dict[str, bytes], attempts: int) -> None:
         try:
             await self._process(entry_id, fields, attempts)
+        except PipelineError as exc:
+            # Redis trouble mid-invocation: the entry stays pending and is taken over later.
+            log.warning("entry %s left for takeover: %s", entry_id, type(exc).__name__)
         finally:
             self.slots.release()
 
@@ -148,6 +162,7 @@ class _Worker:
         except EnvelopeError as exc:
             with invocation_context(entry_id=entry_id):
                 await self._dead_letter(entry_id, fields, str(exc))
+                await self._finish_foreign(entry_id, fields, str(exc))
             return
         parent = parse_traceparent(invocation.traceparent) if invocation.traceparent else None
         with (
@@ -222,6 +237,30 @@ class _Worker:
         elif item.applied is False:
             log.info("already final: another finisher applied it first")
 
+    async def _finish_foreign(self, entry_id: str, fields: dict[str, bytes], reason: str) -> None:
+        # An envelope this worker cannot run (another contract version, a broken shape) still
+        # belongs to an invocation when its identity can be read: finish that one as ERROR, so
+        # every accepted invocation reaches a final state.
+        identity = peek_identity(fields.get("d", b""))
+        if identity is None or not await self._is_projecting(identity):
+            return
+        result = error_result(
+            ErrorCode.EXECUTION,
+            f"this invocation could not be run by this worker: {reason}",
+            identity.tool_call_id if is_valid_tool_call_id(identity.tool_call_id) else UNSET,
+        )
+        outcome = build_outcome(
+            result=result, raw=None, tool=identity.tool, session_id=identity.session_id,
+            settings=self.settings,
+        )  # fmt: skip
+        item = _Finish(invocation=identity, entry_id=entry_id, outcome=outcome, done=anyio.Event())
+        await self.send.send(item)
+        await item.done.wait()
+
+    async def _is_projecting(self, invocation: Invocation) -> bool:
+        key = self.keys.call(invocation.session_id, invocation.tool_call_id)
+        return bool(await call_redis(self.redis.hget(key, "st")) == b"PROJECTING")
+
     async def _is_final(self, invocation: Invocation) -> bool:
         key = self.keys.call(invocation.session_id, invocation.tool_call_id)
         state = await call_redis(self.redis.hget(key, "st"))
@@ -278,6 +317,9 @@ class _Worker:
                     return
                 await anyio.sleep(backoff)
                 backoff = min(backoff * 2, 2.0)
+            except RedisProtocolError as exc:  # e.g. OOM or READONLY: not retryable here
+                log.error("finish refused by redis (%s); %d left for takeover", exc, len(batch))
+                return
 
     def _record(self, batch: list[_Finish], applied: list[Any], finish_s: float) -> None:
         for item, done in zip(batch, applied, strict=False):
@@ -328,6 +370,11 @@ class _Worker:
                     last_trim = time.monotonic()
             except RedisUnavailable:
                 log.warning("janitor: redis unavailable")
+            except RedisProtocolError as exc:
+                if str(exc) in _GROUP_LOST:
+                    await self._recreate_group()
+                else:
+                    log.error("janitor: redis refused (%s)", exc)
 
     async def _take_over(self, stop: anyio.Event, work: TaskGroup) -> None:
         min_idle = int(self.settings.visibility_timeout_s * 1000)

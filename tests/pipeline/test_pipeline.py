@@ -255,3 +255,67 @@ async def test_client_timeout_never_loses_the_result(redis: Any, prefix: str) ->
         assert final is not None
         as_json = msgspec.json.decode(final.as_json())
         assert as_json["lifecycle"] == "READY" and as_json["model"]["tool_call_id"] == "call_1"
+
+
+async def test_concurrent_waits_on_one_id_are_independent(redis: Any, prefix: str) -> None:
+    settings = settings_for(prefix)
+    async with EvidenceClient(redis, settings) as client:
+        await client.submit_many("s11", [kcall(1)])
+        long_wait: dict[str, Any] = {}
+        finished = anyio.Event()
+
+        async def wait_long() -> None:
+            long_wait.update(await client.wait("s11", ["call_1"], 10))
+            finished.set()
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(wait_long)
+            assert await client.wait("s11", ["call_1"], 0.2) == {}  # leaves first
+            async with running_worker(redis, settings, {"lookup_knowledge": InstantSource()}):
+                with anyio.fail_after(10):
+                    await finished.wait()
+        assert long_wait["call_1"].lifecycle is LifecycleStatus.READY
+
+
+async def test_a_cancelled_wait_leaves_no_waiter_and_no_listener(redis: Any, prefix: str) -> None:
+    async with EvidenceClient(redis, settings_for(prefix)) as client:
+        with anyio.move_on_after(0):
+            await client.wait("s12", ["x"], 5)
+        with anyio.move_on_after(0.05):
+            await client.wait("s12", ["y"], 5)
+        await anyio.sleep(1.5)  # a listener with no waiter ends after its blocking read
+        assert not client._listeners
+
+
+async def test_an_envelope_of_another_contract_version_still_finishes_as_error(
+    redis: Any, prefix: str
+) -> None:
+    settings = settings_for(prefix)
+    keys = Keys(prefix)
+    envelope = {"v": 99, "session_id": "s13", "tool": "lookup_knowledge",
+                "tool_call_id": "call_1", "arguments": "{}", "submitted_at_ms": 1}  # fmt: skip
+    await ensure_group(redis, keys)
+    await redis.hset(keys.call("s13", "call_1"), mapping={"st": "PROJECTING"})
+    await redis.xadd(keys.invocations, {"d": json.dumps(envelope), "dup": ""})
+    async with (
+        EvidenceClient(redis, settings) as client,
+        running_worker(redis, settings, {"lookup_knowledge": InstantSource()}),
+    ):
+        found = await client.wait("s13", ["call_1"], 10)
+    model = loads(found["call_1"].model)
+    assert model["error"]["code"] == "EXECUTION"
+    assert "contract version 99" in model["error"]["message"]
+    assert await redis.xlen(keys.dead) == 1
+
+
+async def test_a_worker_survives_its_stream_being_deleted(redis: Any, prefix: str) -> None:
+    settings = settings_for(prefix)
+    async with (
+        EvidenceClient(redis, settings) as client,
+        running_worker(redis, settings, {"lookup_knowledge": InstantSource()}),
+    ):
+        assert (await client.call_many("s14", [kcall(1)], timeout=10))[0] is not None
+        await redis.delete(Keys(prefix).invocations)  # the group goes with it
+        await anyio.sleep(1.2)
+        [again] = await client.call_many("s14", [kcall(2)], timeout=10)
+    assert again is not None and again.lifecycle is LifecycleStatus.READY
