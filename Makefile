@@ -20,7 +20,7 @@ demo: $(STAMP)
 	$(VENV)/bin/aci-evidence demo
 
 lint: $(STAMP)
-	$(PY) -m ruff check contracts pipeline workers tests bench
+	$(PY) -m ruff check contracts pipeline workers chaos tests bench
 	$(PY) -m mypy
 
 test: $(STAMP) services lint

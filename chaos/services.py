@@ -83,7 +83,10 @@ class OwnRedis:
         args += ["--dir", str(self.folder), "--appendonly", "yes", "--appendfsync", "always"]
         args += ["--save", "", "--protected-mode", "no", "--loglevel", "warning"]
         if self.password:
-            args += ["--user", "default", "off"]
+            # The default user stays on (with another password): Redis 7.0 replays the AOF's
+            # MULTI/EXEC blocks (our Lua scripts' effects) as the default user, and with it off
+            # silently drops them on restart (redis/redis#14541, fixed by #14545 after 7.0.15).
+            args += ["--user", "default", "on", f">{self.password}-default", "~*", "&*", "+@all"]
             args += ["--user", "chaos", "on", f">{self.password}", "~*", "&*", "+@all"]
         self.proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         wait_port(self.port, up=True)
@@ -155,7 +158,11 @@ class OwnMariadb:
         """Shut down (SIGTERM, a clean shutdown) and wait until the port refuses."""
         if self.proc is not None and self.proc.poll() is None:
             self.proc.terminate()
-            self.proc.wait(60)
+            try:
+                self.proc.wait(60)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(10)
         self.proc = None
         wait_port(self.port, up=False)
 

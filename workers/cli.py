@@ -303,6 +303,9 @@ _COMMANDS = {
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the `aci-evidence` console script."""
     args = _parser().parse_args(argv)
+    from workers.logging_setup import quiet_third_party
+
+    quiet_third_party()
     logging.basicConfig(
         level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s %(message)s"
     )

@@ -30,6 +30,7 @@ __all__ = [
     "configure_logging",
     "invocation_context",
     "parse_traceparent",
+    "quiet_third_party",
     "span",
 ]
 
@@ -136,6 +137,14 @@ def configure_logging(
         root.removeHandler(old)
     root.addHandler(handler)
     root.setLevel(level.upper() if isinstance(level, str) else level)
+    quiet_third_party()
+
+
+def quiet_third_party() -> None:
+    """httpx logs every request URL at INFO (host, port, any token in the query): never let
+    an upstream's address reach our logs."""
+    for name in ("httpx", "httpcore"):
+        logging.getLogger(name).setLevel(logging.WARNING)
 
 
 _TRACER: list[Any] = []  # [tracer or None], resolved once

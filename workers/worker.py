@@ -413,6 +413,20 @@ class _Worker:
         return out
 
 
+async def _wait_for_group(redis: Redis, keys: Keys, stop: anyio.Event) -> None:
+    # A worker may start before Redis does: wait with backoff instead of exiting.
+    backoff = 0.1
+    while not stop.is_set():
+        try:
+            await ensure_group(redis, keys)
+            return
+        except RedisUnavailable:
+            log.warning("redis unavailable at start; retrying in %.1fs", backoff)
+            with anyio.move_on_after(backoff):
+                await stop.wait()
+            backoff = min(backoff * 2, 5.0)
+
+
 async def run_worker(
     redis: Redis,
     settings: Settings,
@@ -429,7 +443,7 @@ async def run_worker(
     worker = _Worker(
         redis, settings, sources, concurrency, consumer or consumer_name(), metrics=metrics
     )
-    await ensure_group(redis, worker.keys)
+    await _wait_for_group(redis, worker.keys, stop)
     log.info("worker %s started (concurrency %d)", worker.consumer, concurrency)
     async with anyio.create_task_group() as outer:
         outer.start_soon(worker.finish_loop)

@@ -1,0 +1,158 @@
+"""Checking the books after a scenario, from what Redis holds.
+
+For every planned call: exactly one final state hash, exactly one PROJECTING and one final entry
+on the lifecycle stream, exactly one Model Observation and one Control View; an outcome allowed
+by its expectation (a source failure is never NO_EVIDENCE). No view or lifecycle entry for an id
+that was never submitted (nothing minted). Every stream entry, every state hash and every log
+line is scanned for the configured secrets, hosts and ports.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+import msgspec
+
+from chaos.load import Expect, Planned
+from pipeline.keys import GROUP, Keys
+from pipeline.redis_io import execute
+
+__all__ = ["Books", "check_books", "leak_pattern", "scan"]
+
+
+class Books(msgspec.Struct, kw_only=True):
+    """The outcome of the check (every count but `finals` and `states` must be zero)."""
+
+    planned: int
+    finals: int = 0
+    lost: int = 0
+    duplicates: int = 0
+    minted: int = 0
+    masked: int = 0  # a failure (or an injected fault) that did not end as its ERROR
+    wrong: int = 0  # an outcome its expectation does not allow (other than masked)
+    pending_left: int = 0
+    leaked: int = 0
+    states: dict[str, int] = msgspec.field(default_factory=dict)
+    examples: list[str] = msgspec.field(default_factory=list)
+
+    @property
+    def clean(self) -> bool:
+        """True when nothing was lost, duplicated, minted, masked, left pending or leaked."""
+        bad = (self.lost, self.duplicates, self.minted, self.masked, self.wrong)
+        return not any(bad) and not self.pending_left and not self.leaked
+
+
+def leak_pattern(needles: Iterable[str]) -> re.Pattern[str] | None:
+    """One regex for secrets, hosts and ports (a port only as a whole number)."""
+    parts = []
+    for needle in needles:
+        if not needle:
+            continue
+        if needle.isdigit():
+            # A whole number only: not inside a timestamp, float, entry id or a consumer name
+            # (`host-PID-xxxx`; a worker pid can equal a port).
+            parts.append(rf"(?<![\d.\-]){needle}(?![\d.\-])")
+        else:
+            parts.append(re.escape(needle))
+    return re.compile("|".join(parts)) if parts else None
+
+
+def scan(texts: Iterable[str], pattern: re.Pattern[str] | None) -> list[str]:
+    """The texts that contain a secret, host or port (first 160 characters of each)."""
+    if pattern is None:
+        return []
+    return [t[:160] for t in texts if pattern.search(t)]
+
+
+def _text(value: Any) -> str:
+    return value.decode("utf-8", "replace") if isinstance(value, bytes) else str(value)
+
+
+async def _xrange_all(redis: Any, stream: str) -> list[tuple[bytes, dict[bytes, bytes]]]:
+    out: list[tuple[bytes, dict[bytes, bytes]]] = []
+    start = "-"
+    while True:
+        chunk = await redis.xrange(stream, start, "+", count=5000)
+        if start != "-" and chunk:
+            chunk = chunk[1:]
+        out += chunk
+        if len(chunk) < 4999:
+            return out
+        start = chunk[-1][0]
+
+
+def _allowed(expect: str, st: str, evidence: str, code: str) -> str:
+    """'' when the outcome is allowed; else 'masked' or 'wrong'."""
+    if expect in (Expect.TIMEOUT, Expect.PROJECTION):
+        return "" if (evidence, code) == ("ERROR", expect) else "masked"
+    if evidence == "ERROR":
+        return ""  # a source that was down (counted in `states`, never hidden)
+    if expect == Expect.FOUND:
+        return "" if evidence == "EVIDENCE_FOUND" else "masked"
+    return "" if evidence == "NO_EVIDENCE" else "wrong"
+
+
+async def check_books(
+    redis: Any, prefix: str, plan: Sequence[Planned], *, needles: Sequence[str], logs: str = ""
+) -> Books:
+    """Check the books of one scenario (see the module docstring)."""
+    keys = Keys(prefix)
+    books = Books(planned=len(plan))
+    planned = {(p.session, p.call.tool_call_id): p for p in plan}
+    pattern = leak_pattern(needles)
+    texts: list[str] = []
+    model: Counter[tuple[str, str]] = Counter()
+    control: Counter[tuple[str, str]] = Counter()
+    for session in sorted({p.session for p in plan}):
+        for stream, counter in ((keys.model(session), model), (keys.control(session), control)):
+            for _eid, f in await _xrange_all(redis, stream):
+                counter[(session, _text(f[b"id"]))] += 1
+                texts.append(_text(f[b"d"]))
+    opened: Counter[tuple[str, str]] = Counter()
+    closed: Counter[tuple[str, str]] = Counter()
+    for stream in (keys.lifecycle, keys.invocations, keys.dead):
+        for _eid, f in await _xrange_all(redis, stream):
+            texts.extend(_text(v) for v in f.values())
+            if stream == keys.lifecycle:
+                key = (_text(f[b"session"]), _text(f[b"id"]))
+                (opened if f[b"status"] == b"PROJECTING" else closed)[key] += 1
+    pipe = redis.pipeline(transaction=False)
+    for session, call_id in planned:
+        pipe.hgetall(keys.call(session, call_id))
+    states = await execute(pipe)
+    status: Counter[str] = Counter()
+    for (key, p), state in zip(planned.items(), states, strict=True):
+        state = {_text(k): _text(v) for k, v in state.items()}
+        texts.extend(state.values())
+        st = state.get("st", "")
+        finished = st in ("READY", "ERROR") and "mo" in state and "cv" in state
+        counts = (opened[key], closed[key], model[key], control[key])
+        if not finished or 0 in counts:
+            books.lost += 1
+            books.examples.append(f"lost {key}: st={st!r} counts={counts}")
+            continue
+        books.finals += 1
+        if any(c > 1 for c in counts):
+            books.duplicates += 1
+            books.examples.append(f"duplicate {key}: counts={counts}")
+        evidence = state.get("ev", "")
+        code = json.loads(state["mo"]).get("error", {}).get("code", "")
+        status[f"{st}/{code or evidence}"] += 1
+        verdict = _allowed(p.expect, st, evidence, code)
+        if verdict:
+            setattr(books, verdict, getattr(books, verdict) + 1)
+            books.examples.append(f"{verdict} {key}: expected {p.expect}, got {evidence} {code}")
+    seen = set(model) | set(control) | set(closed) | set(opened)
+    books.minted = len(seen - set(planned))
+    books.states = dict(sorted(status.items()))
+    pending = await redis.xpending(keys.invocations, GROUP)
+    books.pending_left = int(pending["pending"])
+    hits = scan(texts, pattern) + scan(logs.splitlines(), pattern)
+    books.leaked = len(hits)
+    books.examples += [f"leak: {h}" for h in hits[:5]]
+    books.examples = books.examples[:12]
+    return books

@@ -1,0 +1,146 @@
+"""The fault scenarios and their injectors, and the two scales (`ci`, `full`)."""
+
+from __future__ import annotations
+
+import random
+import signal
+from typing import Final
+
+import anyio
+import anyio.to_thread
+
+from chaos.fleet import WorkerProc
+from chaos.scenario import Run, Scale, Spec
+from chaos.worker import GARBAGE, HANG
+
+__all__ = ["SCALES", "SPECS"]
+
+SCALES: Final = {
+    "ci": Scale(calls=280, rate=70.0, workers=2, concurrency=16, burst_calls=600, drain_s=60.0),
+    "full": Scale(calls=2100, rate=120.0, workers=3, concurrency=16, burst_calls=6000),
+}
+
+
+async def _nothing(run: Run) -> None:
+    return None
+
+
+async def _holding(run: Run, limit: float = 1.5) -> list[tuple[WorkerProc, int]]:
+    """Workers holding delivered entries, polled for up to `limit` s (a fast fleet holds
+    entries only for moments)."""
+    with anyio.move_on_after(limit):
+        while True:
+            found = [(w, await run.pending_of(w.pid)) for w in run.fleet.workers if w.alive()]
+            if holding := [(w, held) for w, held in found if held > 0]:
+                return holding
+            await anyio.sleep(0.005)
+    return []
+
+
+async def _sigkill(run: Run) -> None:
+    """SIGKILL a random worker that holds entries, at a random moment; restart it; repeat
+    until the load ends (a worker still starting up holds nothing and is not a target)."""
+    rng = random.Random(11)
+    while not run.load_done.is_set():
+        with anyio.move_on_after(rng.uniform(0.8, 2.0)):
+            await run.load_done.wait()
+        if run.load_done.is_set():
+            return
+        holding = await _holding(run)
+        if not holding:
+            continue
+        victim, held = rng.choice(holding)
+        victim.signal(signal.SIGKILL)
+        run.faults += 1
+        run.notes.append(f"SIGKILL pid {victim.pid} holding {held}")
+        await anyio.to_thread.run_sync(run.fleet.replace, victim)
+
+
+async def _zombie(run: Run) -> None:
+    """SIGSTOP a worker while it holds entries, past the visibility timeout, then SIGCONT."""
+    for fraction in (0.2, 0.6):
+        await run.until_submitted(fraction)
+        victim = run.fleet.workers[0]
+        with anyio.move_on_after(10):
+            while await run.pending_of(victim.pid) == 0:  # noqa: ASYNC110 (polls Redis)
+                await anyio.sleep(0.01)
+        victim.signal(signal.SIGSTOP)
+        held = await run.pending_of(victim.pid)
+        await anyio.sleep(4 + 3)  # visibility timeout 4 s, then the janitor's next pass
+        taken = held - await run.pending_of(victim.pid)
+        victim.signal(signal.SIGCONT)
+        run.faults += 1
+        run.notes.append(f"SIGSTOP pid {victim.pid} holding {held}; {taken} taken over")
+
+
+async def _redis_restart(run: Run) -> None:
+    """Stop Redis (SIGTERM, AOF flushed) and start it again at once, twice."""
+    for fraction in (0.3, 0.65):
+        await run.until_submitted(fraction)
+        await anyio.to_thread.run_sync(run.server.stop)
+        await anyio.to_thread.run_sync(run.server.start)
+        run.faults += 1
+
+
+async def _redis_outage(run: Run) -> None:
+    """Redis refuses connections for 5 s, later hangs (SIGSTOP, a partition) for 3 s."""
+    await run.until_submitted(0.3)
+    await anyio.to_thread.run_sync(run.server.stop)
+    await anyio.sleep(5)
+    await anyio.to_thread.run_sync(run.server.start)
+    run.faults += 1
+    await run.until_submitted(0.65)
+    run.server.freeze()
+    await anyio.sleep(3)
+    run.server.thaw()
+    run.faults += 1
+
+
+async def _mariadb_restart(run: Run) -> None:
+    """Stop the private MariaDB for 3 s, twice, while queries run."""
+    assert run.mariadb is not None
+    for fraction in (0.3, 0.65):
+        await run.until_submitted(fraction)
+        await anyio.to_thread.run_sync(run.mariadb.stop)
+        await anyio.sleep(3)
+        await anyio.to_thread.run_sync(run.mariadb.start)
+        run.faults += 1
+
+
+async def _count_marked(run: Run) -> None:
+    """The faults of the hang/garbage scenarios are the marked calls themselves."""
+    await run.load_done.wait()
+    run.faults = sum(1 for i in range(run.total) if i % 10 == 9)
+
+
+async def _burst(run: Run) -> None:
+    """The burst itself is the fault: everything is submitted at once."""
+    await run.load_done.wait()
+    run.faults = 1
+    run.notes.append(f"burst of {run.total} submitted in {run.stats.seconds:.2f}s")
+
+
+SPECS: Final = (
+    Spec(name="baseline", fault_kind="none", inject=_nothing),
+    Spec(name="worker_sigkill", fault_kind="SIGKILL+restart", inject=_sigkill),
+    Spec(name="worker_zombie", fault_kind="SIGSTOP>visibility", inject=_zombie),
+    Spec(name="redis_restart", fault_kind="restart (AOF)", inject=_redis_restart),
+    Spec(name="redis_outage", fault_kind="down 5s, frozen 3s", inject=_redis_outage),
+    Spec(name="mariadb_restart", fault_kind="down 3s", inject=_mariadb_restart, own_mariadb=True),
+    Spec(
+        name="source_hang",
+        fault_kind="hang -> deadline",
+        inject=_count_marked,
+        module="chaos.worker",
+        env={"ACI_DEADLINE_S": "1"},
+        fault=HANG,
+    ),
+    Spec(
+        name="source_garbage",
+        fault_kind="garbage answer",
+        inject=_count_marked,
+        module="chaos.worker",
+        fault=GARBAGE,
+    ),
+    Spec(name="burst", fault_kind="burst >> capacity", inject=_burst, burst=True),
+)

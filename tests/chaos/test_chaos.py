@@ -1,0 +1,24 @@
+"""The CI-sized chaos subset: every scenario of `python -m chaos` at `--scale ci` (a few
+hundred invocations each, private Redis and MariaDB servers); the books must balance."""
+
+from __future__ import annotations
+
+import pytest
+
+from chaos.report import format_table
+from chaos.scenario import Report, run_spec
+from chaos.scenarios import SCALES, SPECS
+from workers.shop import DEMO_READER, ensure_demo_shop
+
+pytestmark = [pytest.mark.slow, pytest.mark.mariadb]
+
+
+@pytest.mark.parametrize("spec", SPECS, ids=[s.name for s in SPECS])
+async def test_books_balance_under_fault(spec: object) -> None:
+    shop_url = await ensure_demo_shop()
+    report: Report = await run_spec(spec, SCALES["ci"], shop_url, [DEMO_READER[1], ":3306"])  # type: ignore[arg-type]
+    summary = format_table([report]) + "\n" + "\n".join(report.notes)
+    assert report.finals == report.invocations, summary
+    assert (report.lost, report.duplicates, report.leaked, report.minted) == (0, 0, 0, 0), summary
+    assert (report.masked, report.wrong, report.pending_left) == (0, 0, 0), summary
+    assert report.faults > 0 or spec.name == "baseline", summary  # type: ignore[attr-defined]
