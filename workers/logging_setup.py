@@ -162,11 +162,21 @@ def _tracer() -> Any:
     return _TRACER[0]
 
 
+_PROVIDER_CHECK: list[float | bool] = [0.0, False]  # [checked at (monotonic), installed]
+
+
 def _provider_installed() -> bool:
+    # Looked up at most once a second: it is asked three times per invocation, and an
+    # application installs its tracer provider once, at start.
+    now = time.monotonic()
+    if now - float(_PROVIDER_CHECK[0]) < 1.0:
+        return bool(_PROVIDER_CHECK[1])
     from opentelemetry import trace
 
     provider = trace.get_tracer_provider()
-    return not isinstance(provider, trace.ProxyTracerProvider | trace.NoOpTracerProvider)
+    installed = not isinstance(provider, trace.ProxyTracerProvider | trace.NoOpTracerProvider)
+    _PROVIDER_CHECK[:] = [now, installed]
+    return installed
 
 
 def _parent_context(parent: TraceParent | None) -> Any:
