@@ -25,18 +25,15 @@ from msgspec import UNSET, UnsetType
 from contracts import (
     CONTRACT_VERSION,
     CanonicalResult,
-    ErrorCode,
     ErrorResult,
     Timings,
     decode_invocation,
     decode_result,
-    error_result,
-    project,
 )
 from pipeline.envelope import EnvelopeError, Invocation, decode_envelope
 from pipeline.settings import Settings
 from workers.source import Source
-from workers.stage import Outcome, build_outcome, run_stages, scope_of
+from workers.stage import Outcome, build_outcome, project_safely, run_stages, scope_of
 
 __all__ = [
     "IGNORED",
@@ -243,14 +240,7 @@ def _project(
                     "undecodable recording: the recorded result does not fit the contract"
                 ) from None
         else:
-            try:
-                result = project(inv.tool, decoded, inv.tool_call_id, raw, settings.bounds)
-            except Exception:  # the worker turns a projector bug into this ERROR too
-                result = error_result(
-                    ErrorCode.PROJECTION,
-                    "the source's answer could not be projected",
-                    inv.tool_call_id,
-                )
+            result = project_safely(inv.tool, decoded, inv.tool_call_id, raw, settings)
     return build_outcome(
         result=result,
         raw=None,

@@ -34,7 +34,7 @@ from pipeline.lifecycle import final_status
 from pipeline.settings import Settings
 from workers.source import Source, SourceError
 
-__all__ = ["Outcome", "build_outcome", "run_stages", "scope_of"]
+__all__ = ["Outcome", "build_outcome", "project_safely", "run_stages", "scope_of"]
 
 log = logging.getLogger("aci.stage")
 _ENCODER: Final = msgspec.json.Encoder()
@@ -121,13 +121,7 @@ async def run_stages(
         if failed is not None:
             result = failed
         else:
-            try:
-                result = project(tool, decoded, tool_call_id, raw, settings.bounds)
-            except Exception as exc:  # a projector bug on odd input: an ERROR, not a crash
-                log.warning("projection of %s failed: %s", tool, type(exc).__name__)
-                result = error_result(
-                    ErrorCode.PROJECTION, "the source's answer could not be projected", tool_call_id
-                )
+            result = project_safely(tool, decoded, tool_call_id, raw, settings)
         project_ms = (time.perf_counter() - executed) * 1000
     return build_outcome(
         result=result,
@@ -146,6 +140,20 @@ async def run_stages(
             total_ms=round(queued_ms + (time.perf_counter() - started) * 1000, 3),
         ),
     )
+
+
+def project_safely(
+    tool: str, request: Request, tool_call_id: str, raw: Any, settings: Settings
+) -> CanonicalResult:
+    """The pure projection; a projector bug on odd input becomes ERROR/PROJECTION, not a crash
+    (used by the worker and by replay alike)."""
+    try:
+        return project(tool, request, tool_call_id, raw, settings.bounds)
+    except Exception as exc:
+        log.warning("projection of %s failed: %s", tool, type(exc).__name__)
+        return error_result(
+            ErrorCode.PROJECTION, "the source's answer could not be projected", tool_call_id
+        )
 
 
 def build_outcome(
