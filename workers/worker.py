@@ -221,12 +221,8 @@ class _Worker:
                     duplicate_of=duplicate_of,
                     queued_ms=queued_ms if attempts == 1 else 0.0,
                 )
-        item = _Finish(
-            invocation=invocation, entry_id=entry_id, outcome=outcome, done=anyio.Event()
-        )
         with span("aci.finish", None):
-            await self.send.send(item)
-            await item.done.wait()
+            item = await self._finish(invocation, entry_id, outcome)
         if item.applied:
             log.info(
                 "finished %s/%s (attempt %d)",
@@ -250,12 +246,22 @@ class _Worker:
             identity.tool_call_id if is_valid_tool_call_id(identity.tool_call_id) else UNSET,
         )
         outcome = build_outcome(
-            result=result, raw=None, tool=identity.tool, session_id=identity.session_id,
+            result=result,
+            raw=None,
+            tool=identity.tool,
+            session_id=identity.session_id,
             settings=self.settings,
-        )  # fmt: skip
-        item = _Finish(invocation=identity, entry_id=entry_id, outcome=outcome, done=anyio.Event())
+        )
+        await self._finish(identity, entry_id, outcome)
+
+    async def _finish(self, invocation: Invocation, entry_id: str, outcome: Outcome) -> _Finish:
+        """Hand an outcome to the batched finisher and wait until its batch is written."""
+        item = _Finish(
+            invocation=invocation, entry_id=entry_id, outcome=outcome, done=anyio.Event()
+        )
         await self.send.send(item)
         await item.done.wait()
+        return item
 
     async def _is_projecting(self, invocation: Invocation) -> bool:
         key = self.keys.call(invocation.session_id, invocation.tool_call_id)
