@@ -50,7 +50,7 @@ def _dramatiq(total: int, url: str, deadline: float) -> int:
 
     namespace = f"peerbench-{uuid.uuid4().hex[:10]}-dramatiq"
     pool = redis.ConnectionPool.from_url(url, **TIMEOUTS)
-    broker = RedisBroker(connection_pool=pool, namespace=namespace)  # type: ignore[no-untyped-call]
+    broker = RedisBroker(connection_pool=pool, namespace=namespace)  # type: ignore[no-untyped-call, unused-ignore]
     lock, done = threading.Lock(), threading.Event()
     count = 0
 
