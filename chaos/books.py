@@ -53,19 +53,27 @@ def leak_pattern(needles: Iterable[str]) -> re.Pattern[str] | None:
         if not needle:
             continue
         if needle.isdigit():
-            # A whole number only: not inside a timestamp, float, entry id or a consumer name
-            # (`host-PID-xxxx`; a worker pid can equal a port).
-            parts.append(rf"(?<![\d.\-]){needle}(?![\d.\-])")
+            # A port leaks as part of an address (`host:PORT`, "port PORT"), not as a bare
+            # number: evidence itself holds numbers (rows_examined, cost_ms, order ids in URIs,
+            # hex fingerprints) that can equal a random free port.
+            # JSON's `"cost_ms":41234` is a value, `db-1:41234` an address.
+            parts.append(
+                rf"(?:(?<=[A-Za-z0-9\]]:)|(?<=port )|(?<=port=)|(?<=port: )){needle}(?![\d])"
+            )
         else:
             parts.append(re.escape(needle))
     return re.compile("|".join(parts)) if parts else None
 
 
+def _around(text: str, at: int) -> str:
+    return text[max(0, at - 80) : at + 80]
+
+
 def scan(texts: Iterable[str], pattern: re.Pattern[str] | None) -> list[str]:
-    """The texts that contain a secret, host or port (first 160 characters of each)."""
+    """The texts that contain a secret, host or port (160 characters around the hit)."""
     if pattern is None:
         return []
-    return [t[:160] for t in texts if pattern.search(t)]
+    return [_around(t, m.start()) for t in texts if (m := pattern.search(t))]
 
 
 def _text(value: Any) -> str:
