@@ -303,12 +303,10 @@ _COMMANDS = {
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the `aci-evidence` console script."""
     args = _parser().parse_args(argv)
-    from workers.logging_setup import quiet_third_party
+    from workers.logging_setup import configure_logging
 
-    quiet_third_party()
-    logging.basicConfig(
-        level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s %(message)s"
-    )
+    # Every command logs through the safe formatters: no tracebacks, no upstream addresses.
+    configure_logging(args.log_level)
     if args.command == "tools":
         _print_json(export_tools(args.format))
         return 0

@@ -91,6 +91,24 @@ def _mask(text: str) -> str:
     return _URL_SECRET_RE.sub(r"\1:***@", text)
 
 
+# Third-party messages (redis-py, asyncio, httpx) may name the server they failed to reach.
+_ADDRESS_RE: Final = re.compile(r"\[?[A-Za-z0-9_.:-]*[A-Za-z0-9\]]:\d{2,5}\b")
+
+
+def _safe_message(record: logging.LogRecord) -> str:
+    text = record.getMessage()
+    if not record.name.startswith("aci"):
+        text = _ADDRESS_RE.sub("<address>", text)
+    return _mask(text)
+
+
+def _exception_type(record: logging.LogRecord) -> str | None:
+    # The exception type only: tracebacks can carry paths, hosts and arguments.
+    if record.exc_info and record.exc_info[0] is not None:
+        return record.exc_info[0].__name__
+    return None
+
+
 class JsonFormatter(logging.Formatter):
     """One JSON object per line: ts, level, logger, msg and the invocation context."""
 
@@ -100,15 +118,15 @@ class JsonFormatter(logging.Formatter):
             + f".{int(record.msecs):03d}Z",
             "level": record.levelname,
             "logger": record.name,
-            "msg": _mask(record.getMessage()),
+            "msg": _safe_message(record),
         }
         for name in CONTEXT_FIELDS:
             value = getattr(record, name, None)
             if value:
                 line[name] = value
-        if record.exc_info and record.exc_info[0] is not None:
-            # The exception type only: tracebacks can carry paths, hosts and arguments.
-            line["exc_type"] = record.exc_info[0].__name__
+        exc_type = _exception_type(record)
+        if exc_type:
+            line["exc_type"] = exc_type
         return json.dumps(line, ensure_ascii=False)
 
 
@@ -117,7 +135,11 @@ class _TextFormatter(logging.Formatter):
         context = " ".join(
             f"{n}={getattr(record, n)}" for n in CONTEXT_FIELDS if getattr(record, n, None)
         )
-        text = _mask(super().format(record))
+        text = f"{self.formatTime(record)} {record.levelname} {record.name} "
+        text += _safe_message(record)
+        exc_type = _exception_type(record)
+        if exc_type:
+            text += f" exc_type={exc_type}"
         return f"{text} [{context}]" if context else text
 
 
