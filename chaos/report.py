@@ -43,7 +43,7 @@ def format_table(reports: Sequence[Report]) -> str:
 async def run_all(scale: Scale, only: Sequence[str] = (), progress: bool = False) -> list[Report]:
     """Run the selected scenarios (all when `only` is empty) one after another."""
     shop_url = await ensure_demo_shop()
-    needles = [DEMO_READER[1], ":3306"]
+    needles = [DEMO_READER[1], "3306"]  # as an address port: host:3306
     reports = []
     for spec in SPECS:
         if only and spec.name not in only:

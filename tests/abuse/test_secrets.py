@@ -221,7 +221,7 @@ async def _exercise(redis_acl: OwnRedis, rag: int, tmp_path: Path) -> Leaks:
         worker.send_signal(signal.SIGTERM)
         worker.wait(20)
     needles = [REDIS_PW, RAG_TOKEN, DOWN_PW, DEMO_READER[1], "downuser", "127.0.0.1",
-               str(redis_acl.port), str(rag), str(down_port), ":3306", "Traceback"]  # fmt: skip
+               str(redis_acl.port), str(rag), str(down_port), "3306", "Traceback"]  # fmt: skip
     pattern = leak_pattern(needles)
     logs = log.read_text("utf-8", "replace").splitlines()
     return Leaks(codes=codes, outputs=outputs, stored=stored, logs=logs, pattern=pattern)
