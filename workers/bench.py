@@ -5,7 +5,7 @@ In one run on one Redis:
    16 concurrent submitters — the local limit;
 2. pipeline: submit → READY model observation seen by the client, with the instant source and
    with the real sources, 1 and 2 worker processes; invocations/s, and p50/p99 latency at a
-   paced 1,000/s;
+   paced 1,000/s; and one worker process alone draining a backlog (`drain_1w_per_s`);
 3. peers (with the optional `bench` extra installed): the same no-op round trip through
    dramatiq and taskiq-redis.
 """
@@ -123,6 +123,30 @@ async def bench_pipeline(client: EvidenceClient, total: int, tool: str) -> float
     return finished / (time.perf_counter() - start)
 
 
+async def bench_drain(client: EvidenceClient, url: str, total: int) -> float:
+    """Invocations/s of one worker process alone on a backlog (submitted before it starts)."""
+    session = f"drain-{uuid.uuid4().hex[:8]}"
+    calls = [
+        ToolCall(tool="lookup_knowledge", tool_call_id=f"d{i}", arguments={"query": f"pool {i}"})
+        for i in range(total)
+    ]
+    for i in range(0, total, 256):
+        await client.submit_many(session, calls[i : i + 256])
+    model = client.keys.model(session)
+    with _bench_workers(url, client.settings.prefix, 1, instant=True):
+        started: float | None = None
+        first = 0
+        while True:
+            seen = await client.redis.xlen(model)
+            if started is None and seen:
+                started, first = time.perf_counter(), seen
+            if seen >= total:
+                break
+            await anyio.sleep(0.01)
+    assert started is not None
+    return (total - first) / (time.perf_counter() - started)
+
+
 async def bench_latency(client: EvidenceClient, rate: float, seconds: float) -> tuple[float, float]:
     """p50/p99 ms from submit to the READY model observation, at a paced offered rate."""
     session = f"lat-{uuid.uuid4().hex[:8]}"
@@ -179,6 +203,9 @@ async def run_bench(total: int = 20_000, as_json: bool = False, peers: bool = Tr
                     if name == "instant_1w":
                         p50, p99 = await bench_latency(client, 1000, 3)
                         figures["p50_ms"], figures["p99_ms"] = round(p50, 2), round(p99, 2)
+            if name == "instant_1w":
+                async with EvidenceClient(redis, settings) as client:
+                    figures["drain_1w_per_s"] = round(await bench_drain(client, url, total))
             keys = [k async for k in redis.scan_iter(match=f"{{{prefix}}}:*", count=1000)]
             if keys:
                 await redis.delete(*keys)
