@@ -21,6 +21,7 @@ import re
 import sys
 import time
 from collections.abc import Iterator
+from contextlib import AbstractContextManager
 from typing import IO, Any, Final
 
 __all__ = [
@@ -209,14 +210,22 @@ def _parent_context(parent: TraceParent | None) -> Any:
     return TraceContextTextMapPropagator().extract({"traceparent": parent.text})
 
 
-@contextlib.contextmanager
-def span(name: str, parent: TraceParent | None, **attributes: str) -> Iterator[Any]:
+_NO_SPAN: Final = contextlib.nullcontext()
+
+
+def span(name: str, parent: TraceParent | None, **attributes: str) -> AbstractContextManager[Any]:
     """An OpenTelemetry span (child of `parent`, or of the current span) when the API is
-    installed; yields None otherwise."""
+    installed and something would record it; a shared no-op context otherwise (hot path)."""
     tracer = _tracer()
     if tracer is None or (parent is None and not _provider_installed()):
-        yield None  # nothing would be recorded or propagated: skip the cost
-        return
+        return _NO_SPAN
+    return _recorded_span(tracer, name, parent, attributes)
+
+
+@contextlib.contextmanager
+def _recorded_span(
+    tracer: Any, name: str, parent: TraceParent | None, attributes: dict[str, str]
+) -> Iterator[Any]:
     context = _parent_context(parent)
     with tracer.start_as_current_span(name, context=context) as current:
         for key, value in attributes.items():
