@@ -40,9 +40,12 @@ _RAG: dict[str, Any] = {
 
 
 class InstantSource:
-    """Answers any request immediately (benchmarks only)."""
+    """Answers any request immediately (benchmarks only): an `ImmediateSource`."""
 
     async def fetch(self, request: Request) -> Any:
+        return self.fetch_now(request)
+
+    def fetch_now(self, request: Request) -> Any:
         if isinstance(request, LookupKnowledgeRequest):
             return _RAG
         if isinstance(request, QueryLogsRequest):

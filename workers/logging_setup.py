@@ -32,6 +32,7 @@ __all__ = [
     "invocation_context",
     "parse_traceparent",
     "quiet_third_party",
+    "records_spans",
     "span",
 ]
 
@@ -68,16 +69,26 @@ def parse_traceparent(value: object) -> TraceParent | None:
     return TraceParent(match.group(0), trace_id, span_id, flags)
 
 
-@contextlib.contextmanager
-def invocation_context(**fields: str | None) -> Iterator[None]:
-    """Attach invocation fields to every log line emitted in this context (task-local)."""
-    current = dict(_CONTEXT.get() or {})
-    current.update({k: v for k, v in fields.items() if v})
-    token = _CONTEXT.set(current)
-    try:
-        yield
-    finally:
-        _CONTEXT.reset(token)
+class invocation_context:
+    """Attach invocation fields to every log line emitted in this context (task-local).
+
+    A plain class, not a generator: it is entered once or twice per invocation."""
+
+    __slots__ = ("fields", "token")
+
+    def __init__(self, **fields: str | None) -> None:
+        self.fields = fields
+
+    def __enter__(self) -> None:
+        outer = _CONTEXT.get()
+        current = dict(outer) if outer else {}
+        for key, value in self.fields.items():
+            if value:
+                current[key] = value
+        self.token = _CONTEXT.set(current)
+
+    def __exit__(self, *exc: object) -> None:
+        _CONTEXT.reset(self.token)
 
 
 class _ContextFilter(logging.Filter):
@@ -211,6 +222,11 @@ def _parent_context(parent: TraceParent | None) -> Any:
 
 
 _NO_SPAN: Final = contextlib.nullcontext()
+
+
+def records_spans() -> bool:
+    """Whether a span without a traceparent would be recorded (an installed tracer provider)."""
+    return _tracer() is not None and _provider_installed()
 
 
 def span(name: str, parent: TraceParent | None, **attributes: str) -> AbstractContextManager[Any]:

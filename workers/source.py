@@ -15,7 +15,7 @@ from typing import Any, Protocol
 from contracts.requests import Request
 from contracts.status import ErrorCode
 
-__all__ = ["Source", "SourceError"]
+__all__ = ["ImmediateSource", "Source", "SourceError"]
 
 
 class SourceError(Exception):
@@ -37,4 +37,16 @@ class Source(Protocol):
 
     async def aclose(self) -> None:
         """Release connections and files."""
+        ...
+
+
+class ImmediateSource(Source, Protocol):
+    """A source that can answer without I/O (a fixed answer, an in-memory cache).
+
+    The worker runs such calls inline, a whole read batch at a time, with no task and no
+    deadline timer per call (nothing to time out: no I/O). `fetch_now` must not block.
+    """
+
+    def fetch_now(self, request: Request) -> Any:
+        """The raw upstream answer at once, or raise `SourceError`."""
         ...

@@ -7,7 +7,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Mapping
-from typing import Any, Final
+from typing import Any, Final, cast
 
 import anyio
 import msgspec
@@ -32,9 +32,17 @@ from contracts import (
 from contracts.views import ControlView
 from pipeline.lifecycle import final_status
 from pipeline.settings import Settings
-from workers.source import Source, SourceError
+from workers.source import ImmediateSource, Source, SourceError
 
-__all__ = ["Outcome", "build_outcome", "project_safely", "run_stages", "scope_of"]
+__all__ = [
+    "Outcome",
+    "build_outcome",
+    "is_immediate",
+    "project_safely",
+    "run_stages",
+    "run_stages_now",
+    "scope_of",
+]
 
 log = logging.getLogger("aci.stage")
 _ENCODER: Final = msgspec.json.Encoder()
@@ -55,6 +63,20 @@ def scope_of(tool: str, request: Request, settings: Settings) -> tuple[dict[str,
     return scope, fingerprint_scope(scope)
 
 
+def _unavailable(tool_call_id: str) -> CanonicalResult:
+    return error_result(
+        ErrorCode.UNAVAILABLE, "this tool is not available on this worker", tool_call_id
+    )
+
+
+def _failed(tool: str, exc: Exception, tool_call_id: str) -> CanonicalResult:
+    if isinstance(exc, SourceError):
+        return error_result(exc.code, exc.message, tool_call_id)
+    # A source bug must become an ERROR result, never "no evidence".
+    log.warning("source for %s failed: %s", tool, type(exc).__name__)
+    return error_result(ErrorCode.EXECUTION, "the source failed", tool_call_id)
+
+
 async def _execute(
     tool: str,
     request: Request,
@@ -64,9 +86,7 @@ async def _execute(
 ) -> tuple[Any, CanonicalResult | None]:
     source = sources.get(tool)
     if source is None:
-        return None, error_result(
-            ErrorCode.UNAVAILABLE, "this tool is not available on this worker", tool_call_id
-        )
+        return None, _unavailable(tool_call_id)
     try:
         with anyio.fail_after(settings.deadline_s):
             return await source.fetch(request), None
@@ -74,11 +94,20 @@ async def _execute(
         return None, error_result(
             ErrorCode.TIMEOUT, "the query did not finish within its time limit", tool_call_id
         )
-    except SourceError as exc:
-        return None, error_result(exc.code, exc.message, tool_call_id)
-    except Exception as exc:  # a source bug must become an ERROR result, never "no evidence"
-        log.warning("source for %s failed: %s", tool, type(exc).__name__)
-        return None, error_result(ErrorCode.EXECUTION, "the source failed", tool_call_id)
+    except Exception as exc:
+        return None, _failed(tool, exc, tool_call_id)
+
+
+def _execute_now(
+    tool: str, request: Request, tool_call_id: str, sources: Mapping[str, Source]
+) -> tuple[Any, CanonicalResult | None]:
+    source = sources.get(tool)
+    if source is None:
+        return None, _unavailable(tool_call_id)
+    try:
+        return cast(ImmediateSource, source).fetch_now(request), None
+    except Exception as exc:
+        return None, _failed(tool, exc, tool_call_id)
 
 
 def _encode_raw(raw: Any, limit: int) -> bytes:
@@ -89,6 +118,74 @@ def _encode_raw(raw: Any, limit: int) -> bytes:
     if len(data) > limit:
         return _ENCODER.encode({"omitted": "too large", "bytes": len(data)})
     return data
+
+
+def is_immediate(tool: str, sources: Mapping[str, Source]) -> bool:
+    """Whether a call of `tool` runs without I/O: no source for it (an ERROR at once), or an
+    `ImmediateSource`. Such calls can go through `run_stages_now`."""
+    source = sources.get(tool)
+    return source is None or callable(getattr(source, "fetch_now", None))
+
+
+class _Run(msgspec.Struct, kw_only=True):
+    """One invocation's run of the stages: decode, then (after the fetch) project and build
+    both views. The fetch is the only step that differs between `run_stages` (awaited, under
+    the deadline) and `run_stages_now` (an immediate source)."""
+
+    tool: str
+    tool_call_id: object
+    arguments: object
+    session_id: str
+    settings: Settings
+    attempts: int
+    duplicate_of: str | UnsetType
+    queued_ms: float
+    started: float = 0.0
+    decoded: Request | ErrorResult | None = None
+    scope: dict[str, Any] | UnsetType = UNSET
+    fingerprint: str | UnsetType = UNSET
+
+    def decode(self) -> Request | None:
+        """The request, or None when the call is already an ERROR (nothing to fetch)."""
+        self.started = time.perf_counter()
+        decoded = self.decoded = decode_invocation(self.tool, self.tool_call_id, self.arguments)
+        if isinstance(decoded, ErrorResult):
+            return None
+        self.scope, self.fingerprint = scope_of(self.tool, decoded, self.settings)
+        return decoded
+
+    def outcome(self, raw: Any, failed: CanonicalResult | None) -> Outcome:
+        executed = time.perf_counter()
+        execute_ms = project_ms = 0.0
+        if isinstance(self.decoded, ErrorResult):
+            result: CanonicalResult = self.decoded
+        else:
+            assert self.decoded is not None and isinstance(self.tool_call_id, str)
+            execute_ms = (executed - self.started) * 1000
+            if failed is not None:
+                result = failed
+            else:
+                result = project_safely(
+                    self.tool, self.decoded, self.tool_call_id, raw, self.settings
+                )
+            project_ms = (time.perf_counter() - executed) * 1000
+        return build_outcome(
+            result=result,
+            raw=raw,
+            tool=self.tool,
+            session_id=self.session_id,
+            settings=self.settings,
+            scope=self.scope,
+            fingerprint=self.fingerprint,
+            duplicate_of=self.duplicate_of,
+            attempts=self.attempts,
+            timings=Timings(
+                queue_ms=round(self.queued_ms, 3),
+                execute_ms=round(execute_ms, 3),
+                project_ms=round(project_ms, 3),
+                total_ms=round(self.queued_ms + (time.perf_counter() - self.started) * 1000, 3),
+            ),
+        )
 
 
 async def run_stages(
@@ -104,42 +201,51 @@ async def run_stages(
     queued_ms: float = 0.0,
 ) -> Outcome:
     """Run one invocation through every stage; failures come back as ERROR results."""
-    started = time.perf_counter()
-    decoded = decode_invocation(tool, tool_call_id, arguments)
-    raw: Any = None
-    scope: dict[str, Any] | UnsetType = UNSET
-    fingerprint: str | UnsetType = UNSET
-    execute_ms = project_ms = 0.0
-    if isinstance(decoded, ErrorResult):
-        result: CanonicalResult = decoded
-    else:
-        assert isinstance(tool_call_id, str)
-        scope, fingerprint = scope_of(tool, decoded, settings)
-        raw, failed = await _execute(tool, decoded, tool_call_id, sources, settings)
-        executed = time.perf_counter()
-        execute_ms = (executed - started) * 1000
-        if failed is not None:
-            result = failed
-        else:
-            result = project_safely(tool, decoded, tool_call_id, raw, settings)
-        project_ms = (time.perf_counter() - executed) * 1000
-    return build_outcome(
-        result=result,
-        raw=raw,
+    run = _Run(
         tool=tool,
+        tool_call_id=tool_call_id,
+        arguments=arguments,
         session_id=session_id,
         settings=settings,
-        scope=scope,
-        fingerprint=fingerprint,
-        duplicate_of=duplicate_of,
         attempts=attempts,
-        timings=Timings(
-            queue_ms=round(queued_ms, 3),
-            execute_ms=round(execute_ms, 3),
-            project_ms=round(project_ms, 3),
-            total_ms=round(queued_ms + (time.perf_counter() - started) * 1000, 3),
-        ),
+        duplicate_of=duplicate_of,
+        queued_ms=queued_ms,
     )
+    request = run.decode()
+    if request is None:
+        return run.outcome(None, None)
+    assert isinstance(tool_call_id, str)
+    return run.outcome(*await _execute(tool, request, tool_call_id, sources, settings))
+
+
+def run_stages_now(
+    *,
+    tool: str,
+    tool_call_id: object,
+    arguments: object,
+    session_id: str,
+    sources: Mapping[str, Source],
+    settings: Settings,
+    attempts: int = 1,
+    duplicate_of: str | UnsetType = UNSET,
+    queued_ms: float = 0.0,
+) -> Outcome:
+    """`run_stages` without awaiting anything, for a call where `is_immediate` holds."""
+    run = _Run(
+        tool=tool,
+        tool_call_id=tool_call_id,
+        arguments=arguments,
+        session_id=session_id,
+        settings=settings,
+        attempts=attempts,
+        duplicate_of=duplicate_of,
+        queued_ms=queued_ms,
+    )
+    request = run.decode()
+    if request is None:
+        return run.outcome(None, None)
+    assert isinstance(tool_call_id, str)
+    return run.outcome(*_execute_now(tool, request, tool_call_id, sources))
 
 
 def project_safely(

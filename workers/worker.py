@@ -15,6 +15,7 @@ left pending for takeover), nothing is lost.
 
 from __future__ import annotations
 
+import collections
 import logging
 import os
 import secrets
@@ -44,9 +45,9 @@ from pipeline.redis_io import (
 )
 from pipeline.settings import Settings
 from pipeline.trim import trim_streams
-from workers.logging_setup import invocation_context, parse_traceparent, span
+from workers.logging_setup import invocation_context, parse_traceparent, records_spans, span
 from workers.source import Source
-from workers.stage import Outcome, build_outcome, run_stages
+from workers.stage import Outcome, build_outcome, is_immediate, run_stages, run_stages_now
 
 if TYPE_CHECKING:
     from workers.metrics import WorkerMetrics
@@ -65,11 +66,41 @@ def consumer_name() -> str:
 
 
 class _Finish(msgspec.Struct, kw_only=True):
+    """One outcome handed to the finisher; it holds one of the worker's slots until written."""
+
     invocation: Invocation
     entry_id: str
     outcome: Outcome
-    done: anyio.Event
+    attempts: int = 1
     applied: bool | None = None  # set by the finisher: True applied, False already final
+
+
+class _FinishQueue:
+    """Outcomes waiting for the batched finisher (one consumer). Bounded by the worker's
+    slots: every queued outcome holds one until its batch is written."""
+
+    def __init__(self) -> None:
+        self.items: collections.deque[_Finish] = collections.deque()
+        self.wake = anyio.Event()
+        self.closed = False
+
+    def put(self, items: list[_Finish]) -> None:
+        self.items.extend(items)
+        self.wake.set()
+
+    def close(self) -> None:
+        self.closed = True
+        self.wake.set()
+
+    async def batch(self, limit: int) -> list[_Finish] | None:
+        """Up to `limit` outcomes, waiting for the first; None once closed and empty."""
+        while not self.items:
+            if self.closed:
+                return None
+            await self.wake.wait()
+            self.wake = anyio.Event()
+        count = min(limit, len(self.items))
+        return [self.items.popleft() for _ in range(count)]
 
 
 class _Worker:
@@ -91,7 +122,7 @@ class _Worker:
         self.scripts = Scripts(redis)
         self.slots = anyio.Semaphore(concurrency)
         self.concurrency = concurrency
-        self.send, self.receive = anyio.create_memory_object_stream[_Finish](concurrency * 2)
+        self.finishing = _FinishQueue()
 
     # -- read ---------------------------------------------------------------------------
     async def _take_slots(self) -> int:
@@ -130,8 +161,49 @@ class _Worker:
                 continue
             entries = [e for _stream, batch in reply or [] for e in batch]
             self._release(taken - len(entries))
-            for entry_id, fields in entries:
-                work.start_soon(self.process, entry_id.decode(), decode_fields(fields), 1)
+            self._start(entries, work)
+
+    def _start(self, entries: list[tuple[bytes, dict[Any, Any]]], work: TaskGroup) -> None:
+        """Calls that need no I/O run here, the batch at once; the others each in a task."""
+        done: list[_Finish] = []
+        for raw_id, raw_fields in entries:
+            entry_id, fields = raw_id.decode(), decode_fields(raw_fields)
+            item = self._run_now(entry_id, fields)
+            if item is None:
+                work.start_soon(self.process, entry_id, fields, 1)
+            else:
+                done.append(item)
+        if done:
+            self.finishing.put(done)
+
+    def _run_now(self, entry_id: str, fields: dict[str, bytes]) -> _Finish | None:
+        # A first delivery of a call that needs no I/O and records no span; else None.
+        try:
+            invocation = decode_envelope(fields.get("d", b""))
+        except EnvelopeError:
+            return None
+        if invocation.traceparent or records_spans() or not is_immediate(
+            invocation.tool, self.sources
+        ):
+            return None
+        dup_raw = fields.get("dup", b"")
+        with invocation_context(
+            session=invocation.session_id,
+            tool=invocation.tool,
+            tool_call_id=invocation.tool_call_id,
+            entry_id=entry_id,
+        ):
+            outcome = run_stages_now(
+                tool=invocation.tool,
+                tool_call_id=invocation.tool_call_id,
+                arguments=invocation.arguments,
+                session_id=invocation.session_id,
+                sources=self.sources,
+                settings=self.settings,
+                duplicate_of=dup_raw.decode() if dup_raw else UNSET,
+                queued_ms=max(0.0, time.time() * 1000 - invocation.submitted_at_ms),
+            )
+        return _Finish(invocation=invocation, entry_id=entry_id, outcome=outcome)
 
     async def _recreate_group(self) -> None:
         # The stream or group is gone (Redis restarted without persistence, or the stream was
@@ -148,22 +220,24 @@ class _Worker:
 
     # -- work ---------------------------------------------------------------------------
     async def process(self, entry_id: str, fields: dict[str, bytes], attempts: int) -> None:
+        # Holds one slot; an outcome handed to the finisher takes the slot along.
+        handed = False
         try:
-            await self._process(entry_id, fields, attempts)
+            handed = await self._process(entry_id, fields, attempts)
         except PipelineError as exc:
             # Redis trouble mid-invocation: the entry stays pending and is taken over later.
             log.warning("entry %s left for takeover: %s", entry_id, type(exc).__name__)
         finally:
-            self.slots.release()
+            if not handed:
+                self.slots.release()
 
-    async def _process(self, entry_id: str, fields: dict[str, bytes], attempts: int) -> None:
+    async def _process(self, entry_id: str, fields: dict[str, bytes], attempts: int) -> bool:
         try:
             invocation = decode_envelope(fields.get("d", b""))
         except EnvelopeError as exc:
             with invocation_context(entry_id=entry_id):
                 await self._dead_letter(entry_id, fields, str(exc))
-                await self._finish_foreign(entry_id, fields, str(exc))
-            return
+                return await self._finish_foreign(entry_id, fields, str(exc))
         parent = parse_traceparent(invocation.traceparent) if invocation.traceparent else None
         with (
             invocation_context(
@@ -182,14 +256,14 @@ class _Worker:
                 entry_id=entry_id,
             ),
         ):
-            await self._run(entry_id, fields, attempts, invocation)
+            return await self._run(entry_id, fields, attempts, invocation)
 
     async def _run(
         self, entry_id: str, fields: dict[str, bytes], attempts: int, invocation: Invocation
-    ) -> None:
+    ) -> bool:
         if attempts > 1 and await self._is_final(invocation):
             await call_redis(self.redis.xack(self.keys.invocations, GROUP, entry_id))
-            return
+            return False
         dup_raw = fields.get("dup", b"")
         duplicate_of = dup_raw.decode() if dup_raw else UNSET
         if attempts > self.settings.max_attempts:
@@ -221,25 +295,16 @@ class _Worker:
                     duplicate_of=duplicate_of,
                     queued_ms=queued_ms if attempts == 1 else 0.0,
                 )
-        with span("aci.finish", None):
-            item = await self._finish(invocation, entry_id, outcome)
-        if item.applied:
-            log.info(
-                "finished %s/%s (attempt %d)",
-                outcome.control.status.value,
-                outcome.result.evidence_status.value,
-                attempts,
-            )
-        elif item.applied is False:
-            log.info("already final: another finisher applied it first")
+        self._finish(invocation, entry_id, outcome, attempts)
+        return True
 
-    async def _finish_foreign(self, entry_id: str, fields: dict[str, bytes], reason: str) -> None:
+    async def _finish_foreign(self, entry_id: str, fields: dict[str, bytes], reason: str) -> bool:
         # An envelope this worker cannot run (another contract version, a broken shape) still
         # belongs to an invocation when its identity can be read: finish that one as ERROR, so
         # every accepted invocation reaches a final state.
         identity = peek_identity(fields.get("d", b""))
         if identity is None or not await self._is_projecting(identity):
-            return
+            return False
         result = error_result(
             ErrorCode.EXECUTION,
             f"this invocation could not be run by this worker: {reason}",
@@ -252,16 +317,15 @@ class _Worker:
             session_id=identity.session_id,
             settings=self.settings,
         )
-        await self._finish(identity, entry_id, outcome)
+        self._finish(identity, entry_id, outcome)
+        return True
 
-    async def _finish(self, invocation: Invocation, entry_id: str, outcome: Outcome) -> _Finish:
-        """Hand an outcome to the batched finisher and wait until its batch is written."""
-        item = _Finish(
-            invocation=invocation, entry_id=entry_id, outcome=outcome, done=anyio.Event()
-        )
-        await self.send.send(item)
-        await item.done.wait()
-        return item
+    def _finish(
+        self, invocation: Invocation, entry_id: str, outcome: Outcome, attempts: int = 1
+    ) -> None:
+        """Hand an outcome (and the slot it holds) to the batched finisher."""
+        item = _Finish(invocation=invocation, entry_id=entry_id, outcome=outcome, attempts=attempts)
+        self.finishing.put([item])
 
     async def _is_projecting(self, invocation: Invocation) -> bool:
         key = self.keys.call(invocation.session_id, invocation.tool_call_id)
@@ -289,18 +353,38 @@ class _Worker:
 
     # -- finish -------------------------------------------------------------------------
     async def finish_loop(self) -> None:
-        async with self.receive:
-            async for first in self.receive:
-                batch = [first]
-                while len(batch) < _FINISH_BATCH:
-                    try:
-                        batch.append(self.receive.receive_nowait())
-                    except (anyio.WouldBlock, anyio.EndOfStream):
-                        break
-                with anyio.CancelScope(shield=True):
-                    await self._flush(batch)
-                for item in batch:
-                    item.done.set()
+        while (batch := await self.finishing.batch(_FINISH_BATCH)) is not None:
+            with anyio.CancelScope(shield=True):
+                await self._flush(batch)
+            self._finished(batch)
+
+    def _finished(self, batch: list[_Finish]) -> None:
+        # Written (or left pending for takeover): log, and free the slots.
+        if log.isEnabledFor(logging.INFO):
+            for item in batch:
+                self._log_finished(item)
+        self._release(len(batch))
+
+    @staticmethod
+    def _log_finished(item: _Finish) -> None:
+        inv, outcome = item.invocation, item.outcome
+        parent = parse_traceparent(inv.traceparent) if inv.traceparent else None
+        with invocation_context(
+            session=inv.session_id,
+            tool=inv.tool,
+            tool_call_id=inv.tool_call_id,
+            entry_id=item.entry_id,
+            trace_id=parent.trace_id if parent else None,
+        ):
+            if item.applied:
+                log.info(
+                    "finished %s/%s (attempt %d)",
+                    outcome.control.status.value,
+                    outcome.result.evidence_status.value,
+                    item.attempts,
+                )
+            elif item.applied is False:
+                log.info("already final: another finisher applied it first")
 
     async def _flush(self, batch: list[_Finish]) -> None:
         backoff = 0.05
@@ -456,5 +540,5 @@ async def run_worker(
         async with anyio.create_task_group() as work:
             work.start_soon(worker.janitor_loop, stop, work)
             await worker.read_loop(stop, work)
-        await worker.send.aclose()
+        worker.finishing.close()
     log.info("worker %s stopped", worker.consumer)

@@ -13,6 +13,28 @@ from contracts import ErrorCode, LogScope, LogsUpstream, Request
 from workers.source import SourceError
 
 
+def answer(query: str) -> dict[str, Any]:
+    """A RAG service's answer: one hit quoting the query, or none for query 'nothing'."""
+    if query == "nothing":
+        return {"contextPack": {"hits": []}}
+    return {
+        "contextPack": {
+            "relevanceLevel": "high",
+            "hits": [
+                {
+                    "documentId": "doc-1",
+                    "source": "runbooks/pool.md",
+                    "title": "Pool",
+                    "breadcrumb": "Pool > Symptoms",
+                    "content": f"Connection pool exhausted while asking: {query}",
+                    "scores": {"bm25": 12.5},
+                }
+            ],
+        },
+        "retrievalTrace": [{"step": "bm25", "ms": 0.2}],
+    }
+
+
 class InstantSource:
     """Answers every request at once with one knowledge hit (or none for query 'nothing')."""
 
@@ -24,25 +46,7 @@ class InstantSource:
         self.calls += 1
         if self.delay:
             await anyio.sleep(self.delay)
-        query = getattr(request, "query", "")
-        if query == "nothing":
-            return {"contextPack": {"hits": []}}
-        return {
-            "contextPack": {
-                "relevanceLevel": "high",
-                "hits": [
-                    {
-                        "documentId": "doc-1",
-                        "source": "runbooks/pool.md",
-                        "title": "Pool",
-                        "breadcrumb": "Pool > Symptoms",
-                        "content": f"Connection pool exhausted while asking: {query}",
-                        "scores": {"bm25": 12.5},
-                    }
-                ],
-            },
-            "retrievalTrace": [{"step": "bm25", "ms": 0.2}],
-        }
+        return answer(getattr(request, "query", ""))
 
     async def aclose(self) -> None:
         return None
@@ -73,3 +77,26 @@ class EmptyLogSource(InstantSource):
             end_time="2026-03-14T10:00:00+08:00",
         )
         return LogsUpstream(source_kind="MOCK", scope=scope, match_count=0)
+
+
+
+class ImmediateKnowledge(InstantSource):
+    """An `ImmediateSource`: the worker runs its calls inline, a read batch at a time.
+    Query 'fail' raises a `SourceError`, 'bug' a plain exception, 'garbage' answers nonsense."""
+
+    awaited = 0
+
+    def fetch_now(self, request: Request) -> Any:
+        self.calls += 1
+        query = getattr(request, "query", "")
+        if query == "fail":
+            raise SourceError(ErrorCode.UNAVAILABLE, "the knowledge service is unavailable")
+        if query == "bug":
+            raise RuntimeError("a bug in the source")
+        if query == "garbage":
+            return {"unexpected": [1, 2, 3]}
+        return answer(query)
+
+    async def fetch(self, request: Request) -> Any:
+        self.awaited += 1  # by a run that must be awaited (one that records a span)
+        return self.fetch_now(request)
