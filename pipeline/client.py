@@ -35,21 +35,27 @@ from contracts import (
     normalise_scope,
     observe,
 )
+from pipeline.batcher import ScriptBatcher
 from pipeline.envelope import Invocation, encode_envelope
 from pipeline.keys import Keys, is_valid_session_id
+from pipeline.lane import Lane, stream_entries
 from pipeline.redis_io import (
     PipelineError,
     Redis,
+    RedisProtocolError,
     Scripts,
-    call_redis,
     execute,
     open_redis,
+    reply_code,
 )
 from pipeline.settings import Settings
 
 __all__ = ["CallResult", "EvidenceClient", "InvalidSessionId", "ToolCall"]
 
 _ENCODER: Final = msgspec.json.Encoder()
+_LISTEN_BLOCK_MS: Final = 1000
+_LINGER_S: Final = 1.0  # a session's listener outlives its last waiter by this long
+_CALL_TIMEOUT_S: Final = 10.0
 
 
 class InvalidSessionId(ValueError):
@@ -178,10 +184,13 @@ class EvidenceClient:
         self._listeners: dict[str, _Listener] = {}
         self._tg: TaskGroup | None = None
         self._tg_cm: Any = None
+        self._submits: ScriptBatcher | None = None
 
     async def __aenter__(self) -> EvidenceClient:
         self._tg_cm = anyio.create_task_group()
         self._tg = await self._tg_cm.__aenter__()
+        # Concurrent submissions share pipelines (one in flight at a time).
+        self._submits = ScriptBatcher(self.redis, self._scripts, self._scripts.submit_sha, self._tg)
         return self
 
     async def __aexit__(self, *exc: object) -> None:
@@ -189,6 +198,7 @@ class EvidenceClient:
         self._tg.cancel_scope.cancel()
         await self._tg_cm.__aexit__(None, None, None)
         self._tg = None
+        self._submits = None
 
     @classmethod
     @contextlib.asynccontextmanager
@@ -259,12 +269,15 @@ class EvidenceClient:
             ]
             queued.append((keys, args))
         if queued:
+            if self._submits is not None:
+                replies = await self._submits.run(queued)
+            else:
 
-            def fill(pipe: Any) -> None:
-                for keys, args in queued:
-                    self._scripts.queue(pipe, self._scripts.submit_sha, keys, args)
+                def fill(pipe: Any) -> None:
+                    for keys, args in queued:
+                        self._scripts.queue(pipe, self._scripts.submit_sha, keys, args)
 
-            replies = await self._scripts.run(fill)
+                replies = await self._scripts.run(fill)
             fresh = {args[3] for (_keys, args), r in zip(queued, replies, strict=True) if r[0] == 1}
             return out, fresh
         return out, set()
@@ -292,27 +305,44 @@ class EvidenceClient:
         return out
 
     async def _listen(self, session_id: str, listener: _Listener) -> None:
+        # One blocking read over both view streams, on a connection of its own. The listener
+        # lingers a little after its last waiter leaves, so a session with steady calls keeps
+        # one listener (and its cursors) instead of starting a new one per call.
         model, control = self.keys.model(session_id), self.keys.control(session_id)
+        names = {model.encode(): "model", control.encode(): "control"}
+        lane = Lane(self.redis)
         try:
+            newest = await lane.call(
+                [("XREVRANGE", model, "+", "-", "COUNT", 1),
+                 ("XREVRANGE", control, "+", "-", "COUNT", 1)],
+                timeout=_CALL_TIMEOUT_S,
+            )  # fmt: skip
             cursors: dict[str, bytes] = {}
-            for stream in (model, control):
-                last = await call_redis(self.redis.xrevrange(stream, count=1))
-                cursors[stream] = last[0][0] if last else b"0-0"
+            for key, last in zip((model, control), newest, strict=True):
+                if isinstance(last, Exception):
+                    raise RedisProtocolError(reply_code(last))
+                cursors[key] = last[0][0] if last else b"0-0"
             listener.ready.set()
-            while listener.waiters:
-                reply = await call_redis(self.redis.xread(cursors, block=1000, count=1024))
-                for name, entries in reply or []:
-                    stream = name.decode() if isinstance(name, bytes) else name
-                    view = "model" if stream == model else "control"
-                    for entry_id, fields in entries:
-                        cursors[stream] = entry_id
-                        for waiter in listener.waiters.get(fields.get(b"id", b"").decode(), ()):
-                            setattr(waiter, view, fields.get(b"d"))
-                            if waiter.model is not None and waiter.control is not None:
-                                waiter.event.set()
+            busy_at = time.monotonic()
+            while listener.waiters or time.monotonic() - busy_at < _LINGER_S:
+                if listener.waiters:
+                    busy_at = time.monotonic()
+                [reply] = await lane.call(
+                    [("XREAD", "COUNT", 1024, "BLOCK", _LISTEN_BLOCK_MS, "STREAMS",
+                      model, control, cursors[model], cursors[control])],
+                    timeout=_LISTEN_BLOCK_MS / 1000 + _CALL_TIMEOUT_S,
+                )  # fmt: skip
+                for stream, entry_id, fields in stream_entries(reply):
+                    view = names[stream]
+                    cursors[model if view == "model" else control] = entry_id
+                    for waiter in listener.waiters.get(fields.get("id", b"").decode(), ()):
+                        setattr(waiter, view, fields.get("d"))
+                        if waiter.model is not None and waiter.control is not None:
+                            waiter.event.set()
         except PipelineError:
             await anyio.sleep(0.2)  # waiters re-check and surface the error themselves
         finally:
+            await lane.aclose()
             listener.running = False
             listener.ready.set()
             for group in listener.waiters.values():

@@ -17,10 +17,12 @@ import hashlib
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from typing import Any, Final, TypeAlias, TypeVar
 
+import redis
 import redis.asyncio as aioredis
 from redis.asyncio.retry import Retry
 from redis.backoff import ExponentialBackoff
 from redis.connection import HiredisRespSerializer
+from redis.driver_info import DriverInfo
 from redis.exceptions import AuthenticationError, NoScriptError, ResponseError
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
@@ -41,6 +43,7 @@ __all__ = [
     "ensure_group",
     "execute",
     "open_redis",
+    "reply_code",
 ]
 
 # Redis replies are loosely typed; `Any` stays at this boundary.
@@ -77,7 +80,7 @@ async def call_redis(op: Awaitable[T]) -> T:
     except (RedisConnectionError, RedisTimeoutError, OSError) as exc:
         raise RedisUnavailable("redis is unavailable") from exc
     except ResponseError as exc:
-        raise RedisProtocolError(_reply_code(exc)) from exc
+        raise RedisProtocolError(reply_code(exc)) from exc
 
 
 _KNOWN_CODES: Final = (
@@ -86,7 +89,7 @@ _KNOWN_CODES: Final = (
 )  # fmt: skip
 
 
-def _reply_code(exc: ResponseError) -> str:
+def reply_code(exc: Exception) -> str:
     # Pipelines prefix the server's reply ("Command # 1 (…) of pipeline caused error: …").
     if isinstance(exc, NoScriptError):
         return "NOSCRIPT"
@@ -131,6 +134,9 @@ async def open_redis(url: str, *, max_connections: int = 64) -> AsyncIterator[An
             # Bounds every reply wait (blocking reads block ≤ 1 s), so a Redis that stops
             # answering without closing the connection cannot hang a shielded finish.
             socket_timeout=10,
+            # Named once: without it every new connection asks importlib.metadata for
+            # redis-py's version, which blocked the event loop for tens of ms per connection.
+            driver_info=DriverInfo(lib_version=redis.__version__),
         )
     except ValueError:
         # The driver's message can quote part of the URL (a password): never pass it on.

@@ -32,6 +32,7 @@ from msgspec import UNSET
 from contracts import ErrorCode, error_result, is_valid_tool_call_id
 from pipeline.envelope import EnvelopeError, Invocation, decode_envelope, peek_identity
 from pipeline.keys import GROUP, Keys
+from pipeline.lane import Lane, run_scripts, stream_entries
 from pipeline.redis_io import (
     PipelineError,
     Redis,
@@ -57,6 +58,7 @@ __all__ = ["consumer_name", "run_worker"]
 log = logging.getLogger("aci.worker")
 _ENCODER: Final = msgspec.json.Encoder()
 _FINISH_BATCH: Final = 256
+_READ_BLOCK_MS: Final = 500
 _GROUP_LOST: Final = frozenset({"NOGROUP", "UNBLOCKED"})
 
 
@@ -73,6 +75,40 @@ class _Finish(msgspec.Struct, kw_only=True):
     outcome: Outcome
     attempts: int = 1
     applied: bool | None = None  # set by the finisher: True applied, False already final
+
+
+class _Slots:
+    """The worker's `--concurrency`: how many invocations it holds at once (read, running,
+    or waiting to be finished). Taken many at a time by the reader, freed in batches by
+    the finisher: a counter, not a semaphore, so neither costs a step per slot. Waiters
+    are served in turn (the janitor is not starved by the reader taking every free slot)."""
+
+    def __init__(self, total: int) -> None:
+        self.free = total
+        self._queue: collections.deque[list[anyio.Event]] = collections.deque()
+
+    async def take(self, most: int) -> int:
+        """At least one slot and at most `most`, waiting for the first (in turn)."""
+        if self.free <= 0 or self._queue:
+            turn = [anyio.Event()]
+            self._queue.append(turn)
+            try:
+                while self.free <= 0 or self._queue[0] is not turn:
+                    await turn[0].wait()
+                    turn[0] = anyio.Event()
+            finally:
+                self._queue.remove(turn)
+                if self._queue and self.free > 0:
+                    self._queue[0][0].set()  # the next in line
+        taken = min(self.free, most)
+        self.free -= taken
+        return taken
+
+    def give(self, count: int) -> None:
+        if count > 0:
+            self.free += count
+            if self._queue:
+                self._queue[0][0].set()
 
 
 class _FinishQueue:
@@ -120,54 +156,46 @@ class _Worker:
         self.consumer = consumer
         self.keys = Keys(settings.prefix)
         self.scripts = Scripts(redis)
-        self.slots = anyio.Semaphore(concurrency)
+        self.slots = _Slots(concurrency)
         self.concurrency = concurrency
         self.finishing = _FinishQueue()
+        # The reader's and the finisher's round trips go over connections of their own.
+        self.reader = Lane(redis)
+        self.finisher = Lane(redis)
 
     # -- read ---------------------------------------------------------------------------
-    async def _take_slots(self) -> int:
-        await self.slots.acquire()
-        taken = 1
-        while taken < min(self.concurrency, self.settings.read_batch):
-            try:
-                self.slots.acquire_nowait()
-            except anyio.WouldBlock:
-                break
-            taken += 1
-        return taken
-
     async def read_loop(self, stop: anyio.Event, work: TaskGroup) -> None:
         backoff = 0.05
         while not stop.is_set():
-            taken = await self._take_slots()
+            taken = await self.slots.take(min(self.concurrency, self.settings.read_batch))
             try:
-                reply = await call_redis(
-                    self.redis.xreadgroup(
-                        GROUP, self.consumer, {self.keys.invocations: ">"}, count=taken, block=500
-                    )
-                )
+                [reply] = await self.reader.call(
+                    [("XREADGROUP", "GROUP", GROUP, self.consumer, "COUNT", taken,
+                      "BLOCK", _READ_BLOCK_MS, "STREAMS", self.keys.invocations, ">")],
+                    timeout=_READ_BLOCK_MS / 1000 + self.settings.deadline_s,
+                )  # fmt: skip
+                entries = stream_entries(reply)
                 backoff = 0.05
             except RedisUnavailable:
-                self._release(taken)
+                self.slots.give(taken)
                 log.warning("redis unavailable; retrying in %.2fs", backoff)
                 await anyio.sleep(backoff)
                 backoff = min(backoff * 2, 5.0)
                 continue
             except RedisProtocolError as exc:
-                self._release(taken)
+                self.slots.give(taken)
                 if str(exc) not in _GROUP_LOST:
                     raise
                 await self._recreate_group()
                 continue
-            entries = [e for _stream, batch in reply or [] for e in batch]
-            self._release(taken - len(entries))
+            self.slots.give(taken - len(entries))
             self._start(entries, work)
 
-    def _start(self, entries: list[tuple[bytes, dict[Any, Any]]], work: TaskGroup) -> None:
+    def _start(self, entries: list[tuple[bytes, bytes, dict[str, bytes]]], work: TaskGroup) -> None:
         """Calls that need no I/O run here, the batch at once; the others each in a task."""
         done: list[_Finish] = []
-        for raw_id, raw_fields in entries:
-            entry_id, fields = raw_id.decode(), decode_fields(raw_fields)
+        for _stream, raw_id, fields in entries:
+            entry_id = raw_id.decode()
             item = self._run_now(entry_id, fields)
             if item is None:
                 work.start_soon(self.process, entry_id, fields, 1)
@@ -182,8 +210,10 @@ class _Worker:
             invocation = decode_envelope(fields.get("d", b""))
         except EnvelopeError:
             return None
-        if invocation.traceparent or records_spans() or not is_immediate(
-            invocation.tool, self.sources
+        if (
+            invocation.traceparent
+            or records_spans()
+            or not is_immediate(invocation.tool, self.sources)
         ):
             return None
         dup_raw = fields.get("dup", b"")
@@ -214,10 +244,6 @@ class _Worker:
         except PipelineError:
             await anyio.sleep(0.5)
 
-    def _release(self, count: int) -> None:
-        for _ in range(count):
-            self.slots.release()
-
     # -- work ---------------------------------------------------------------------------
     async def process(self, entry_id: str, fields: dict[str, bytes], attempts: int) -> None:
         # Holds one slot; an outcome handed to the finisher takes the slot along.
@@ -229,7 +255,7 @@ class _Worker:
             log.warning("entry %s left for takeover: %s", entry_id, type(exc).__name__)
         finally:
             if not handed:
-                self.slots.release()
+                self.slots.give(1)
 
     async def _process(self, entry_id: str, fields: dict[str, bytes], attempts: int) -> bool:
         try:
@@ -363,7 +389,7 @@ class _Worker:
         if log.isEnabledFor(logging.INFO):
             for item in batch:
                 self._log_finished(item)
-        self._release(len(batch))
+        self.slots.give(len(batch))
 
     @staticmethod
     def _log_finished(item: _Finish) -> None:
@@ -391,13 +417,11 @@ class _Worker:
         deadline = time.monotonic() + self.settings.visibility_timeout_s
         while True:
             try:
-
-                def fill(pipe: Any) -> None:
-                    for item in batch:
-                        self._queue_finish(pipe, item)
-
+                calls = [self._finish_call(item) for item in batch]
                 started = time.perf_counter()
-                applied = await self.scripts.run(fill)
+                applied = await run_scripts(
+                    self.finisher, self.scripts, self.scripts.finish_sha, calls
+                )
                 self._record(batch, applied, time.perf_counter() - started)
                 return
             except RedisUnavailable:
@@ -417,7 +441,7 @@ class _Worker:
             if item.applied and self.metrics is not None:
                 self.metrics.finished(item.invocation.tool, item.outcome, finish_s)
 
-    def _queue_finish(self, pipe: Any, item: _Finish) -> None:
+    def _finish_call(self, item: _Finish) -> tuple[list[str], list[Any]]:
         inv, out, k = item.invocation, item.outcome, self.keys
         keys = [
             k.call(inv.session_id, inv.tool_call_id),
@@ -442,7 +466,7 @@ class _Worker:
             inv.tool,
             self.settings.stream_maxlen,
         ]
-        self.scripts.queue(pipe, self.scripts.finish_sha, keys, args)
+        return keys, args
 
     # -- janitor ------------------------------------------------------------------------
     async def janitor_loop(self, stop: anyio.Event, work: TaskGroup) -> None:
@@ -481,7 +505,7 @@ class _Worker:
                 counts = await self._delivery_counts([eid for eid, _ in claimed])
                 for entry_id, fields in claimed:
                     eid = entry_id.decode()
-                    await self.slots.acquire()
+                    await self.slots.take(1)
                     with invocation_context(entry_id=eid):
                         log.warning("took over %s (delivery %d)", eid, counts.get(eid, 2))
                     if self.metrics is not None:
@@ -541,4 +565,6 @@ async def run_worker(
             work.start_soon(worker.janitor_loop, stop, work)
             await worker.read_loop(stop, work)
         worker.finishing.close()
+    await worker.reader.aclose()
+    await worker.finisher.aclose()
     log.info("worker %s stopped", worker.consumer)

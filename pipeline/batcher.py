@@ -1,0 +1,101 @@
+"""Script calls from concurrent callers, coalesced: one pipeline in flight at a time.
+
+A lone call goes out at once; calls made while a pipeline is in flight go together in the
+next one. Under load this turns many small round trips (each with a connection of its own)
+into a few large ones, so a burst of callers does not grow the connection pool, and a
+hiccup does not cascade into more connections and more round trips.
+"""
+
+from __future__ import annotations
+
+import collections
+from collections.abc import Sequence
+from typing import Any, Final
+
+import anyio
+from anyio.abc import TaskGroup
+
+from pipeline.lane import Lane, run_scripts
+from pipeline.redis_io import PipelineError, Redis, Scripts
+
+__all__ = ["ScriptBatcher"]
+
+_MAX_CALLS: Final = 1024  # per pipeline
+
+
+class _Pending:
+    __slots__ = ("calls", "done", "error", "replies")
+
+    def __init__(self, calls: Sequence[tuple[Sequence[str], Sequence[Any]]]) -> None:
+        self.calls = calls
+        self.done = anyio.Event()
+        self.replies: list[Any] = []
+        self.error: PipelineError | None = None
+
+
+class ScriptBatcher:
+    """Runs calls of one script (by SHA) for many callers, through a task in `task_group`
+    and a connection of its own."""
+
+    def __init__(self, redis: Redis, scripts: Scripts, sha: str, task_group: TaskGroup) -> None:
+        self._lane = Lane(redis)
+        self._scripts = scripts
+        self._sha = sha
+        self._task_group = task_group
+        self._queue: collections.deque[_Pending] = collections.deque()
+        self._wake = anyio.Event()
+        self._running = False
+
+    async def run(self, calls: Sequence[tuple[Sequence[str], Sequence[Any]]]) -> list[Any]:
+        """The script's replies for `calls` (keys, args), in order; raises `PipelineError`.
+
+        A caller cancelled while waiting leaves its calls to go out anyway: the scripts run
+        here are idempotent, so that is harmless."""
+        pending = _Pending(calls)
+        self._queue.append(pending)
+        self._wake.set()
+        if not self._running:
+            self._running = True
+            self._task_group.start_soon(self._loop)
+        await pending.done.wait()
+        if pending.error is not None:
+            raise pending.error
+        return pending.replies
+
+    async def _loop(self) -> None:
+        try:
+            while True:
+                while not self._queue:
+                    await self._wake.wait()
+                    self._wake = anyio.Event()
+                batch = [self._queue.popleft()]
+                size = len(batch[0].calls)
+                while self._queue and size + len(self._queue[0].calls) <= _MAX_CALLS:
+                    batch.append(self._queue.popleft())
+                    size += len(batch[-1].calls)
+                await self._flush(batch)
+        finally:
+            # Closed (the owner's task group is cancelled): nobody is left hanging.
+            self._running = False
+            for pending in self._queue:
+                pending.error = PipelineError("the client was closed")
+                pending.done.set()
+            self._queue.clear()
+            await self._lane.aclose()
+
+    async def _flush(self, batch: list[_Pending]) -> None:
+        calls = [call for pending in batch for call in pending.calls]
+        try:
+            with anyio.CancelScope(shield=True):
+                replies = await run_scripts(self._lane, self._scripts, self._sha, calls)
+        except PipelineError as exc:
+            for pending in batch:
+                pending.error = exc
+        else:
+            start = 0
+            for pending in batch:
+                pending.replies = replies[start : start + len(pending.calls)]
+                start += len(pending.calls)
+        finally:
+            for pending in batch:
+                pending.done.set()
