@@ -1,0 +1,117 @@
+"""Lanes (a dedicated connection per hot loop) and the submit batcher, against the real Redis."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import anyio
+import pytest
+from redis.exceptions import ResponseError
+
+from pipeline.client import EvidenceClient, ToolCall
+from pipeline.keys import Keys
+from pipeline.lane import Lane, stream_entries
+from pipeline.redis_io import RedisProtocolError, RedisUnavailable
+from pipeline.settings import Settings
+from tests.pipeline.helpers import assert_exactly_once, books, running_worker
+from tests.pipeline.sources import InstantSource
+
+
+def test_stream_entries_reads_both_protocols_and_skips_deleted_entries() -> None:
+    entries = [[b"1-0", [b"id", b"a", b"d", b"{}"]], [b"2-0", None]]
+    expected = [(b"s", b"1-0", {"id": b"a", "d": b"{}"})]
+    assert stream_entries({b"s": entries}) == expected  # RESP3: a map
+    assert stream_entries([[b"s", entries]]) == expected  # RESP2: pairs
+    assert stream_entries(None) == []  # a blocking read that timed out
+    with pytest.raises(RedisProtocolError, match="NOGROUP"):
+        stream_entries(ResponseError("NOGROUP No such key 'x' or consumer group 'g'"))
+
+
+@pytest.mark.redis
+async def test_a_lane_answers_in_order_with_error_replies_in_place(redis: Any, prefix: str) -> None:
+    key = Keys(prefix).sessions
+    lane = Lane(redis)
+    try:
+        await redis.set(f"{key}:str", "x")
+        replies = await lane.call(
+            [("SET", f"{key}:a", "1"), ("HGET", f"{key}:str", "f"), ("GET", f"{key}:a")], 5
+        )
+        assert replies[0] in (True, b"OK") and replies[2] == b"1"
+        assert isinstance(replies[1], ResponseError) and "WRONGTYPE" in str(replies[1])
+    finally:
+        await lane.aclose()
+        await redis.delete(f"{key}:str", f"{key}:a")
+
+
+@pytest.mark.redis
+async def test_a_lane_reconnects_after_its_connection_is_killed(redis: Any) -> None:
+    lane = Lane(redis)
+    try:
+        [client_id] = await lane.call([("CLIENT", "ID")], 5)
+        assert await redis.client_kill_filter(_id=client_id) == 1
+        [pong] = await lane.call([("PING",)], 5)  # one reconnect, transparently
+        assert pong in (True, b"PONG")
+        [new_id] = await lane.call([("CLIENT", "ID")], 5)
+        assert new_id != client_id
+    finally:
+        await lane.aclose()
+
+
+@pytest.mark.redis
+async def test_a_lane_call_that_overruns_its_timeout_is_unavailable_and_the_lane_recovers(
+    redis: Any, prefix: str
+) -> None:
+    stream = f"{Keys(prefix).sessions}:empty"
+    lane = Lane(redis)
+    try:
+        with pytest.raises(RedisUnavailable):
+            await lane.call([("XREAD", "BLOCK", 2000, "STREAMS", stream, "$")], timeout=0.2)
+        [pong] = await lane.call([("PING",)], 5)  # no half-read reply left behind
+        assert pong in (True, b"PONG")
+    finally:
+        await lane.aclose()
+
+
+@pytest.mark.redis
+async def test_a_lane_to_a_closed_port_is_unavailable() -> None:
+    from pipeline.redis_io import open_redis
+    from tests.pipeline.test_recovery import free_port
+
+    async with open_redis(f"redis://127.0.0.1:{free_port()}") as closed:
+        lane = Lane(closed)
+        with pytest.raises(RedisUnavailable):
+            await lane.call([("PING",)], 2)
+        await lane.aclose()
+
+
+@pytest.mark.redis
+async def test_concurrent_submissions_share_pipelines_and_stay_idempotent(
+    redis: Any, prefix: str
+) -> None:
+    settings = Settings(prefix=prefix, visibility_timeout_s=5.0, deadline_s=2.0)
+
+    def calls(k: int) -> list[ToolCall]:
+        # Every caller also submits the shared id `same`: exactly one of them creates it.
+        return [
+            ToolCall(tool="lookup_knowledge", tool_call_id=i, arguments={"query": f"q {i}"})
+            for i in (f"c{k}_0", f"c{k}_1", "same")
+        ]
+
+    async with EvidenceClient(redis, settings) as client:
+        created: list[set[str]] = []
+
+        async def submit(k: int) -> None:
+            created.append((await client._submit("batch", calls(k)))[1])
+
+        async with anyio.create_task_group() as tg:
+            for k in range(40):
+                tg.start_soon(submit, k)
+        assert sum("same" in fresh for fresh in created) == 1
+        assert all(len(fresh - {"same"}) == 2 for fresh in created)
+        async with running_worker(redis, settings, {"lookup_knowledge": InstantSource()}):
+            ids = [c.tool_call_id for k in range(40) for c in calls(k)[:2]] + ["same"]
+            found = await client.wait("batch", ids, timeout=20)
+    assert set(found) == set(ids)
+    assert all(json.loads(bytes(r.model))["evidence_status"] for r in found.values())
+    assert_exactly_once(await books(redis, prefix, "batch"), ids)
