@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import gc
 import json
 import logging
 import signal
@@ -169,6 +170,9 @@ async def _cmd_worker(args: argparse.Namespace, settings: Settings) -> int:
         if port is not None:
             logging.getLogger("aci.worker").info("metrics on :%d/metrics", port)
         async with open_sources(warm=True) as sources, open_redis(_need_url(settings)) as redis:
+            # What is loaded by now (modules, indexes, templates) lives as long as the worker:
+            # keep it out of the collector's full passes, which otherwise pause the loop.
+            gc.freeze()
             async with anyio.create_task_group() as tg:
                 tg.start_soon(watch_signals)
                 await run_worker(
