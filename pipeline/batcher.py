@@ -16,7 +16,7 @@ import anyio
 from anyio.abc import TaskGroup
 
 from pipeline.lane import Lane, run_scripts
-from pipeline.redis_io import PipelineError, Redis, Scripts
+from pipeline.redis_io import PipelineError, Redis, RedisProtocolError, Scripts, reply_code
 
 __all__ = ["ScriptBatcher"]
 
@@ -87,15 +87,26 @@ class ScriptBatcher:
         calls = [call for pending in batch for call in pending.calls]
         try:
             with anyio.CancelScope(shield=True):
-                replies = await run_scripts(self._lane, self._scripts, self._sha, calls)
+                replies = await run_scripts(
+                    self._lane, self._scripts, self._sha, calls, errors_in_place=True
+                )
         except PipelineError as exc:
             for pending in batch:
                 pending.error = exc
+        except Exception as exc:  # a driver surprise reaches the callers, not the task group
+            for pending in batch:
+                pending.error = RedisProtocolError(type(exc).__name__)
         else:
             start = 0
             for pending in batch:
-                pending.replies = replies[start : start + len(pending.calls)]
+                mine = replies[start : start + len(pending.calls)]
                 start += len(pending.calls)
+                # Only a caller whose own call was refused hears of it.
+                refused = next((r for r in mine if isinstance(r, Exception)), None)
+                if refused is not None:
+                    pending.error = RedisProtocolError(reply_code(refused))
+                else:
+                    pending.replies = mine
         finally:
             for pending in batch:
                 pending.done.set()

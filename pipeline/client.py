@@ -56,6 +56,8 @@ _ENCODER: Final = msgspec.json.Encoder()
 _LISTEN_BLOCK_MS: Final = 1000
 _LINGER_S: Final = 1.0  # a session's listener outlives its last waiter by this long
 _CALL_TIMEOUT_S: Final = 10.0
+_MAX_LISTENERS: Final = 64  # sessions read at once, each on a connection of its own
+_IDLE_LANES: Final = 8  # listener connections kept for the next listener
 
 
 class InvalidSessionId(ValueError):
@@ -185,6 +187,8 @@ class EvidenceClient:
         self._tg: TaskGroup | None = None
         self._tg_cm: Any = None
         self._submits: ScriptBatcher | None = None
+        self._listening = anyio.Semaphore(_MAX_LISTENERS)
+        self._idle_lanes: list[Lane] = []
 
     async def __aenter__(self) -> EvidenceClient:
         self._tg_cm = anyio.create_task_group()
@@ -199,6 +203,9 @@ class EvidenceClient:
         await self._tg_cm.__aexit__(None, None, None)
         self._tg = None
         self._submits = None
+        lanes, self._idle_lanes = self._idle_lanes, []
+        for lane in lanes:
+            await lane.aclose()
 
     @classmethod
     @contextlib.asynccontextmanager
@@ -310,8 +317,10 @@ class EvidenceClient:
         # one listener (and its cursors) instead of starting a new one per call.
         model, control = self.keys.model(session_id), self.keys.control(session_id)
         names = {model.encode(): "model", control.encode(): "control"}
-        lane = Lane(self.redis)
+        lane: Lane | None = None
         try:
+            await self._listening.acquire()  # at most _MAX_LISTENERS sessions read at once
+            lane = self._idle_lanes.pop() if self._idle_lanes else Lane(self.redis)
             newest = await lane.call(
                 [("XREVRANGE", model, "+", "-", "COUNT", 1),
                  ("XREVRANGE", control, "+", "-", "COUNT", 1)],
@@ -324,7 +333,10 @@ class EvidenceClient:
                 cursors[key] = last[0][0] if last else b"0-0"
             listener.ready.set()
             busy_at = time.monotonic()
-            while listener.waiters or time.monotonic() - busy_at < _LINGER_S:
+            while listener.waiters or (
+                time.monotonic() - busy_at < _LINGER_S
+                and not self._listening.statistics().tasks_waiting  # others need the slot
+            ):
                 if listener.waiters:
                     busy_at = time.monotonic()
                 [reply] = await lane.call(
@@ -342,7 +354,12 @@ class EvidenceClient:
         except PipelineError:
             await anyio.sleep(0.2)  # waiters re-check and surface the error themselves
         finally:
-            await lane.aclose()
+            if lane is not None:
+                self._listening.release()
+                if lane.open and len(self._idle_lanes) < _IDLE_LANES:
+                    self._idle_lanes.append(lane)  # reused by the next listener
+                else:
+                    await lane.aclose()
             listener.running = False
             listener.ready.set()
             for group in listener.waiters.values():

@@ -13,6 +13,7 @@ and maps failures to the typed errors of `pipeline.redis_io`.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 from typing import Any
 
@@ -26,6 +27,7 @@ from pipeline.redis_io import Redis, RedisProtocolError, RedisUnavailable, Scrip
 __all__ = ["Lane", "run_scripts", "stream_entries"]
 
 _LOST = (RedisConnectionError, RedisTimeoutError, OSError)
+_IDLE_S = 15.0  # a lane idle longer than this reconnects before its next call
 
 
 class Lane:
@@ -38,6 +40,12 @@ class Lane:
         self._kwargs = {**pool.connection_kwargs, "socket_timeout": None}
         self._connection_class = pool.connection_class
         self._conn: Any = None
+        self._used_at = 0.0
+
+    @property
+    def open(self) -> bool:
+        """Whether the lane holds a connection (it drops it on any failure)."""
+        return self._conn is not None
 
     async def call(self, commands: Sequence[Sequence[Any]], timeout: float) -> list[Any]:
         """Raw replies to `commands`, in order. An error reply is returned in its place as a
@@ -61,6 +69,12 @@ class Lane:
         raise AssertionError("unreachable")  # pragma: no cover
 
     async def _round_trip(self, commands: Sequence[Sequence[Any]]) -> list[Any]:
+        now = time.monotonic()
+        if self._conn is not None and now - self._used_at > _IDLE_S:
+            # Idle a while: a NAT or a failover may have left it half-open, which would only
+            # show as a timeout. A new connection is cheaper than finding out.
+            await self.aclose()
+        self._used_at = now
         if self._conn is None:
             self._conn = self._connection_class(**self._kwargs)
         conn = self._conn
@@ -89,11 +103,13 @@ async def run_scripts(
     sha: str,
     calls: Sequence[tuple[Sequence[str], Sequence[Any]]],
     timeout: float = 10.0,
+    errors_in_place: bool = False,
 ) -> list[Any]:
     """Replies of one script (by SHA) run for each (keys, args) in `calls`, sent together on
     `lane`. After NOSCRIPT (a restarted Redis) the scripts are loaded and the whole batch is
     sent again, so only idempotent scripts belong here. Another error reply raises
-    `RedisProtocolError` with its code."""
+    `RedisProtocolError` with its code, or with `errors_in_place` comes back in its place
+    (a `ResponseError`): one call's failure is then not every call's."""
     commands = [("EVALSHA", sha, len(keys), *keys, *args) for keys, args in calls]
     for attempt in (1, 2):
         replies = await lane.call(commands, timeout)
@@ -103,6 +119,8 @@ async def run_scripts(
         if attempt == 1 and any(isinstance(e, NoScriptError) for e in errors):
             await scripts.load()
             continue
+        if errors_in_place:
+            return replies
         raise RedisProtocolError(reply_code(errors[0]))
     raise AssertionError("unreachable")  # pragma: no cover
 

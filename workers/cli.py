@@ -172,6 +172,7 @@ async def _cmd_worker(args: argparse.Namespace, settings: Settings) -> int:
         async with open_sources(warm=True) as sources, open_redis(_need_url(settings)) as redis:
             # What is loaded by now (modules, indexes, templates) lives as long as the worker:
             # keep it out of the collector's full passes, which otherwise pause the loop.
+            gc.collect()
             gc.freeze()
             async with anyio.create_task_group() as tg:
                 tg.start_soon(watch_signals)

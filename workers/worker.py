@@ -43,6 +43,7 @@ from pipeline.redis_io import (
     decode_fields,
     ensure_group,
     execute,
+    reply_code,
 )
 from pipeline.settings import Settings
 from pipeline.trim import trim_streams
@@ -59,6 +60,7 @@ log = logging.getLogger("aci.worker")
 _ENCODER: Final = msgspec.json.Encoder()
 _FINISH_BATCH: Final = 256
 _READ_BLOCK_MS: Final = 500
+_REPLY_MARGIN_S: Final = 10.0  # a blocking read's reply is awaited this long past its block
 _GROUP_LOST: Final = frozenset({"NOGROUP", "UNBLOCKED"})
 
 
@@ -172,7 +174,7 @@ class _Worker:
                 [reply] = await self.reader.call(
                     [("XREADGROUP", "GROUP", GROUP, self.consumer, "COUNT", taken,
                       "BLOCK", _READ_BLOCK_MS, "STREAMS", self.keys.invocations, ">")],
-                    timeout=_READ_BLOCK_MS / 1000 + self.settings.deadline_s,
+                    timeout=_READ_BLOCK_MS / 1000 + _REPLY_MARGIN_S,
                 )  # fmt: skip
                 entries = stream_entries(reply)
                 backoff = 0.05
@@ -420,7 +422,11 @@ class _Worker:
                 calls = [self._finish_call(item) for item in batch]
                 started = time.perf_counter()
                 applied = await run_scripts(
-                    self.finisher, self.scripts, self.scripts.finish_sha, calls
+                    self.finisher,
+                    self.scripts,
+                    self.scripts.finish_sha,
+                    calls,
+                    errors_in_place=True,
                 )
                 self._record(batch, applied, time.perf_counter() - started)
                 return
@@ -436,10 +442,20 @@ class _Worker:
                 return
 
     def _record(self, batch: list[_Finish], applied: list[Any], finish_s: float) -> None:
-        for item, done in zip(batch, applied, strict=False):
+        refused: list[Exception] = []
+        for item, done in zip(batch, applied, strict=True):
+            if isinstance(done, Exception):  # e.g. OOM: left pending, taken over later
+                refused.append(done)
+                continue
             item.applied = done == 1
             if item.applied and self.metrics is not None:
                 self.metrics.finished(item.invocation.tool, item.outcome, finish_s)
+        if refused:
+            log.error(
+                "finish refused by redis (%s); %d left for takeover",
+                reply_code(refused[0]),
+                len(refused),
+            )
 
     def _finish_call(self, item: _Finish) -> tuple[list[str], list[Any]]:
         inv, out, k = item.invocation, item.outcome, self.keys
@@ -559,12 +575,14 @@ async def run_worker(
     )
     await _wait_for_group(redis, worker.keys, stop)
     log.info("worker %s started (concurrency %d)", worker.consumer, concurrency)
-    async with anyio.create_task_group() as outer:
-        outer.start_soon(worker.finish_loop)
-        async with anyio.create_task_group() as work:
-            work.start_soon(worker.janitor_loop, stop, work)
-            await worker.read_loop(stop, work)
-        worker.finishing.close()
-    await worker.reader.aclose()
-    await worker.finisher.aclose()
+    try:
+        async with anyio.create_task_group() as outer:
+            outer.start_soon(worker.finish_loop)
+            async with anyio.create_task_group() as work:
+                work.start_soon(worker.janitor_loop, stop, work)
+                await worker.read_loop(stop, work)
+            worker.finishing.close()
+    finally:
+        await worker.reader.aclose()
+        await worker.finisher.aclose()
     log.info("worker %s stopped", worker.consumer)

@@ -115,3 +115,49 @@ async def test_concurrent_submissions_share_pipelines_and_stay_idempotent(
     assert set(found) == set(ids)
     assert all(json.loads(bytes(r.model))["evidence_status"] for r in found.values())
     assert_exactly_once(await books(redis, prefix, "batch"), ids)
+
+
+@pytest.mark.redis
+async def test_a_refused_submission_fails_only_its_own_caller(redis: Any, prefix: str) -> None:
+    settings = Settings(prefix=prefix, visibility_timeout_s=5.0, deadline_s=2.0)
+    await redis.set(Keys(prefix).fingerprints("broken"), "not a hash")  # WRONGTYPE for it
+    outcomes: dict[str, Any] = {}
+
+    async def submit(session: str, i: int) -> None:
+        call = ToolCall(tool="lookup_knowledge", tool_call_id=f"c{i}", arguments={"query": "q"})
+        try:
+            outcomes[f"{session}/{i}"] = await client.submit_many(session, [call])
+        except RedisProtocolError as exc:
+            outcomes[f"{session}/{i}"] = exc
+
+    async with EvidenceClient(redis, settings) as client:
+        async with anyio.create_task_group() as tg:
+            for i in range(20):
+                tg.start_soon(submit, "broken" if i == 7 else "fine", i)
+    assert isinstance(outcomes.pop("broken/7"), RedisProtocolError)
+    assert outcomes == {f"fine/{i}": [None] for i in range(20) if i != 7}
+
+
+@pytest.mark.redis
+async def test_more_sessions_than_listener_connections_all_get_their_results(
+    redis: Any, prefix: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import pipeline.client
+
+    monkeypatch.setattr(pipeline.client, "_MAX_LISTENERS", 3)
+    settings = Settings(prefix=prefix, visibility_timeout_s=5.0, deadline_s=2.0)
+    found: dict[str, Any] = {}
+
+    async def one(session: str) -> None:
+        call = ToolCall(tool="lookup_knowledge", tool_call_id="c1", arguments={"query": session})
+        found[session] = await client.call(session, call, timeout=20)
+
+    async with EvidenceClient(redis, settings) as client:
+        async with running_worker(redis, settings, {"lookup_knowledge": InstantSource()}):
+            with anyio.fail_after(20):
+                async with anyio.create_task_group() as tg:
+                    for k in range(12):
+                        tg.start_soon(one, f"s{k}")
+        assert len(client._idle_lanes) <= 3
+    assert sorted(found) == sorted(f"s{k}" for k in range(12))
+    assert all(r is not None for r in found.values())
