@@ -113,3 +113,23 @@ async def test_inline_and_awaited_calls_share_the_books(
     bugs = [line for line in lines if line["msg"] == "source for lookup_knowledge failed: RuntimeError"]
     assert len(bugs) == 40 and all(line["tool_call_id"].startswith("bug_") for line in bugs)
     assert not any("a bug in the source" in line["msg"] for line in lines)
+
+
+async def test_a_finish_refused_for_one_call_does_not_fail_its_batch(
+    redis: Any, prefix: str, log_lines: io.StringIO
+) -> None:
+    settings = Settings(prefix=prefix, visibility_timeout_s=5.0, deadline_s=2.0)
+    await redis.set(Keys(prefix).model("broken"), "not a stream")  # its finish is refused
+    sources: dict[str, Any] = {"lookup_knowledge": ImmediateKnowledge()}
+    async with EvidenceClient(redis, settings) as client:
+        await client.submit_many("broken", [call_of("found", 0)])
+        calls = [call_of("found", i) for i in range(1, 30)]
+        await client.submit_many("fine", calls)
+        async with running_worker(redis, settings, sources):
+            found = await client.wait("fine", [c.tool_call_id for c in calls], timeout=20)
+    assert len(found) == len(calls)
+    lines = [json.loads(line) for line in log_lines.getvalue().splitlines()]
+    refused = [line["msg"] for line in lines if line["msg"].startswith("finish refused")]
+    assert refused and all("WRONGTYPE" in msg and "1 left for takeover" in msg for msg in refused)
+    finished = [line for line in lines if line["msg"].startswith("finished")]
+    assert sorted(line["tool_call_id"] for line in finished) == sorted(found)
