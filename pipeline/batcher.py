@@ -1,7 +1,7 @@
 """Script calls from concurrent callers, coalesced: one pipeline in flight at a time.
 
-A lone call goes out at once; calls made while a pipeline is in flight go together in the
-next one. Under load this turns many small round trips (each with a connection of its own)
+A lone call goes out at once, sent by its caller; calls made while a pipeline is in flight
+go together in the next one. Under load this turns many small round trips (each with a connection of its own)
 into a few large ones, so a burst of callers does not grow the connection pool, and a
 hiccup does not cascade into more connections and more round trips.
 """
@@ -32,10 +32,18 @@ class _Pending:
         self.replies: list[Any] = []
         self.error: PipelineError | None = None
 
+    def result(self) -> list[Any]:
+        if self.error is not None:
+            raise self.error
+        return self.replies
+
 
 class ScriptBatcher:
-    """Runs calls of one script (by SHA) for many callers, through a task in `task_group`
-    and a connection of its own."""
+    """Runs calls of one script (by SHA) for many callers on a connection of its own.
+
+    A caller that finds nothing in flight sends its calls itself (no hand-off to another
+    task); callers that arrive while a pipeline is in flight queue up, and a task in
+    `task_group` sends the queue, in pipelines, until it is empty."""
 
     def __init__(self, redis: Redis, scripts: Scripts, sha: str, task_group: TaskGroup) -> None:
         self._lane = Lane(redis)
@@ -43,8 +51,7 @@ class ScriptBatcher:
         self._sha = sha
         self._task_group = task_group
         self._queue: collections.deque[_Pending] = collections.deque()
-        self._wake = anyio.Event()
-        self._running = False
+        self._busy = False  # a pipeline is in flight; whoever sends it drains the queue after
 
     async def run(self, calls: Sequence[tuple[Sequence[str], Sequence[Any]]]) -> list[Any]:
         """The script's replies for `calls` (keys, args), in order; raises `PipelineError`.
@@ -52,22 +59,23 @@ class ScriptBatcher:
         A caller cancelled while waiting leaves its calls to go out anyway: the scripts run
         here are idempotent, so that is harmless."""
         pending = _Pending(calls)
-        self._queue.append(pending)
-        self._wake.set()
-        if not self._running:
-            self._running = True
-            self._task_group.start_soon(self._loop)
-        await pending.done.wait()
-        if pending.error is not None:
-            raise pending.error
-        return pending.replies
-
-    async def _loop(self) -> None:
+        if self._busy:
+            self._queue.append(pending)
+            await pending.done.wait()
+            return pending.result()
+        self._busy = True
         try:
-            while True:
-                while not self._queue:
-                    await self._wake.wait()
-                    self._wake = anyio.Event()
+            await self._flush([pending])
+        finally:
+            if self._queue:
+                self._task_group.start_soon(self._drain)  # stays busy until drained
+            else:
+                self._busy = False
+        return pending.result()
+
+    async def _drain(self) -> None:
+        try:
+            while self._queue:
                 batch = [self._queue.popleft()]
                 size = len(batch[0].calls)
                 while self._queue and size + len(self._queue[0].calls) <= _MAX_CALLS:
@@ -75,13 +83,16 @@ class ScriptBatcher:
                     size += len(batch[-1].calls)
                 await self._flush(batch)
         finally:
-            # Closed (the owner's task group is cancelled): nobody is left hanging.
-            self._running = False
+            # Drained, or closed (the owner's task group is cancelled): nobody left hanging.
+            self._busy = False
             for pending in self._queue:
                 pending.error = PipelineError("the client was closed")
                 pending.done.set()
             self._queue.clear()
-            await self._lane.aclose()
+
+    async def aclose(self) -> None:
+        """Close the connection (the owner's task group is done)."""
+        await self._lane.aclose()
 
     async def _flush(self, batch: list[_Pending]) -> None:
         calls = [call for pending in batch for call in pending.calls]

@@ -202,6 +202,8 @@ class EvidenceClient:
         self._tg.cancel_scope.cancel()
         await self._tg_cm.__aexit__(None, None, None)
         self._tg = None
+        if self._submits is not None:
+            await self._submits.aclose()
         self._submits = None
         lanes, self._idle_lanes = self._idle_lanes, []
         for lane in lanes:
