@@ -1,9 +1,9 @@
 """Script calls from concurrent callers, coalesced: one pipeline in flight at a time.
 
 A lone call goes out at once, sent by its caller; calls made while a pipeline is in flight
-go together in the next one. Under load this turns many small round trips (each with a connection of its own)
-into a few large ones, so a burst of callers does not grow the connection pool, and a
-hiccup does not cascade into more connections and more round trips.
+go together in the next one. Under load this turns many small round trips (each with a
+connection of its own) into a few large ones, so a burst of callers does not grow the
+connection pool, and a hiccup does not cascade into more connections and more round trips.
 """
 
 from __future__ import annotations
