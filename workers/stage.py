@@ -36,11 +36,11 @@ from workers.source import ImmediateSource, Source, SourceError
 
 __all__ = [
     "Outcome",
+    "StageRun",
     "build_outcome",
     "is_immediate",
     "project_safely",
     "run_stages",
-    "run_stages_now",
     "scope_of",
 ]
 
@@ -122,28 +122,45 @@ def _encode_raw(raw: Any, limit: int) -> bytes:
 
 def is_immediate(tool: str, sources: Mapping[str, Source]) -> bool:
     """Whether a call of `tool` runs without I/O: no source for it (an ERROR at once), or an
-    `ImmediateSource`. Such calls can go through `run_stages_now`."""
+    `ImmediateSource`. Such calls can go through `StageRun.run_now`."""
     source = sources.get(tool)
     return source is None or callable(getattr(source, "fetch_now", None))
 
 
-class _Run(msgspec.Struct, kw_only=True):
-    """One invocation's run of the stages: decode, then (after the fetch) project and build
-    both views. The fetch is the only step that differs between `run_stages` (awaited, under
-    the deadline) and `run_stages_now` (an immediate source)."""
+class StageRun(msgspec.Struct, kw_only=True):
+    """One invocation's run of the stages: decode, execute, project, both views.
+
+    `run` awaits the source under the deadline; `run_now` is the same run without awaiting
+    anything, for a call where `is_immediate` holds. Failures come back as ERROR results."""
 
     tool: str
     tool_call_id: object
     arguments: object
     session_id: str
     settings: Settings
-    attempts: int
-    duplicate_of: str | UnsetType
-    queued_ms: float
+    attempts: int = 1
+    duplicate_of: str | UnsetType = UNSET
+    queued_ms: float = 0.0
     started: float = 0.0
     decoded: Request | ErrorResult | None = None
     scope: dict[str, Any] | UnsetType = UNSET
     fingerprint: str | UnsetType = UNSET
+
+    async def run(self, sources: Mapping[str, Source]) -> Outcome:
+        request = self.decode()
+        if request is None:
+            return self.outcome(None, None)
+        assert isinstance(self.tool_call_id, str)
+        return self.outcome(
+            *await _execute(self.tool, request, self.tool_call_id, sources, self.settings)
+        )
+
+    def run_now(self, sources: Mapping[str, Source]) -> Outcome:
+        request = self.decode()
+        if request is None:
+            return self.outcome(None, None)
+        assert isinstance(self.tool_call_id, str)
+        return self.outcome(*_execute_now(self.tool, request, self.tool_call_id, sources))
 
     def decode(self) -> Request | None:
         """The request, or None when the call is already an ERROR (nothing to fetch)."""
@@ -201,7 +218,7 @@ async def run_stages(
     queued_ms: float = 0.0,
 ) -> Outcome:
     """Run one invocation through every stage; failures come back as ERROR results."""
-    run = _Run(
+    run = StageRun(
         tool=tool,
         tool_call_id=tool_call_id,
         arguments=arguments,
@@ -211,41 +228,7 @@ async def run_stages(
         duplicate_of=duplicate_of,
         queued_ms=queued_ms,
     )
-    request = run.decode()
-    if request is None:
-        return run.outcome(None, None)
-    assert isinstance(tool_call_id, str)
-    return run.outcome(*await _execute(tool, request, tool_call_id, sources, settings))
-
-
-def run_stages_now(
-    *,
-    tool: str,
-    tool_call_id: object,
-    arguments: object,
-    session_id: str,
-    sources: Mapping[str, Source],
-    settings: Settings,
-    attempts: int = 1,
-    duplicate_of: str | UnsetType = UNSET,
-    queued_ms: float = 0.0,
-) -> Outcome:
-    """`run_stages` without awaiting anything, for a call where `is_immediate` holds."""
-    run = _Run(
-        tool=tool,
-        tool_call_id=tool_call_id,
-        arguments=arguments,
-        session_id=session_id,
-        settings=settings,
-        attempts=attempts,
-        duplicate_of=duplicate_of,
-        queued_ms=queued_ms,
-    )
-    request = run.decode()
-    if request is None:
-        return run.outcome(None, None)
-    assert isinstance(tool_call_id, str)
-    return run.outcome(*_execute_now(tool, request, tool_call_id, sources))
+    return await run.run(sources)
 
 
 def project_safely(

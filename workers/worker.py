@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any, Final
 import anyio
 import msgspec
 from anyio.abc import TaskGroup
-from msgspec import UNSET
+from msgspec import UNSET, UnsetType
 
 from contracts import ErrorCode, error_result, is_valid_tool_call_id
 from pipeline.envelope import EnvelopeError, Invocation, decode_envelope, peek_identity
@@ -49,7 +49,7 @@ from pipeline.settings import Settings
 from pipeline.trim import trim_streams
 from workers.logging_setup import invocation_context, parse_traceparent, records_spans, span
 from workers.source import Source
-from workers.stage import Outcome, build_outcome, is_immediate, run_stages, run_stages_now
+from workers.stage import Outcome, StageRun, build_outcome, is_immediate
 
 if TYPE_CHECKING:
     from workers.metrics import WorkerMetrics
@@ -225,17 +225,25 @@ class _Worker:
             tool_call_id=invocation.tool_call_id,
             entry_id=entry_id,
         ):
-            outcome = run_stages_now(
-                tool=invocation.tool,
-                tool_call_id=invocation.tool_call_id,
-                arguments=invocation.arguments,
-                session_id=invocation.session_id,
-                sources=self.sources,
-                settings=self.settings,
-                duplicate_of=dup_raw.decode() if dup_raw else UNSET,
-                queued_ms=max(0.0, time.time() * 1000 - invocation.submitted_at_ms),
-            )
+            run = self._stages(invocation, dup_raw.decode() if dup_raw else UNSET, attempts=1)
+            outcome = run.run_now(self.sources)
         return _Finish(invocation=invocation, entry_id=entry_id, outcome=outcome)
+
+    def _stages(
+        self, invocation: Invocation, duplicate_of: str | UnsetType, attempts: int
+    ) -> StageRun:
+        # Queue time counts for a first delivery only (a retry's wait is the takeover's).
+        queued_ms = max(0.0, time.time() * 1000 - invocation.submitted_at_ms)
+        return StageRun(
+            tool=invocation.tool,
+            tool_call_id=invocation.tool_call_id,
+            arguments=invocation.arguments,
+            session_id=invocation.session_id,
+            settings=self.settings,
+            attempts=attempts,
+            duplicate_of=duplicate_of,
+            queued_ms=queued_ms if attempts == 1 else 0.0,
+        )
 
     async def _recreate_group(self) -> None:
         # The stream or group is gone (Redis restarted without persistence, or the stream was
@@ -310,19 +318,8 @@ class _Worker:
                 attempts=attempts,
             )
         else:
-            queued_ms = max(0.0, time.time() * 1000 - invocation.submitted_at_ms)
             with span("aci.stages", None):
-                outcome = await run_stages(
-                    tool=invocation.tool,
-                    tool_call_id=invocation.tool_call_id,
-                    arguments=invocation.arguments,
-                    session_id=invocation.session_id,
-                    sources=self.sources,
-                    settings=self.settings,
-                    attempts=attempts,
-                    duplicate_of=duplicate_of,
-                    queued_ms=queued_ms if attempts == 1 else 0.0,
-                )
+                outcome = await self._stages(invocation, duplicate_of, attempts).run(self.sources)
         self._finish(invocation, entry_id, outcome, attempts)
         return True
 
