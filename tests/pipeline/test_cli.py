@@ -77,3 +77,17 @@ def test_a_missing_redis_url_is_a_clear_configuration_error() -> None:
     done = cli(env, "call", "lookup_knowledge", "--id", "k1", "--args", '{"query":"x"}')
     assert done.returncode == 2
     assert "ACI_REDIS_URL" in done.stderr and "Traceback" not in done.stderr
+
+
+def test_bench_pipeline_prints_every_figure_scripts_read() -> None:
+    # The embedded Redis (ACI_REDIS_URL unset), a small total, no peers: a smoke run.
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ACI_")}
+    done = cli(env, "bench", "pipeline", "--total", "1024", "--json", "--no-peers")
+    assert done.returncode == 0, done.stderr
+    figures = json.loads(done.stdout.strip().splitlines()[-1])
+    for key in ("raw_per_s", "pipeline_per_s", "instant_1w_per_s", "instant_2w_per_s",
+                "real_1w_per_s", "real_2w_per_s", "drain_1w_per_s"):  # fmt: skip
+        assert figures[key] > 0, key
+    for key in ("p50_ms", "p99_ms", "p50_2w_ms", "p99_2w_ms"):
+        assert 0 < figures[key] < 30_000, key
+    assert figures["ratio_to_raw"] == round(figures["pipeline_per_s"] / figures["raw_per_s"], 3)
