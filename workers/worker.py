@@ -170,6 +170,9 @@ class _Worker:
         backoff = 0.05
         while not stop.is_set():
             taken = await self.slots.take(min(self.concurrency, self.settings.read_batch))
+            if stop.is_set():  # stopped while every slot was busy: no new reads
+                self.slots.give(taken)
+                return
             try:
                 [reply] = await self.reader.call(
                     [("XREADGROUP", "GROUP", GROUP, self.consumer, "COUNT", taken,
