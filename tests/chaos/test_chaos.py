@@ -16,7 +16,7 @@ pytestmark = [pytest.mark.slow, pytest.mark.mariadb]
 @pytest.mark.parametrize("spec", SPECS, ids=[s.name for s in SPECS])
 async def test_books_balance_under_fault(spec: object) -> None:
     shop_url = await ensure_demo_shop()
-    report: Report = await run_spec(spec, SCALES["ci"], shop_url, [DEMO_READER[1], ":3306"])  # type: ignore[arg-type]
+    report: Report = await run_spec(spec, SCALES["ci"], shop_url, [DEMO_READER[1], "3306"])  # type: ignore[arg-type]
     summary = format_table([report]) + "\n" + "\n".join(report.notes)
     assert report.finals == report.invocations, summary
     assert (report.lost, report.duplicates, report.leaked, report.minted) == (0, 0, 0, 0), summary
