@@ -12,6 +12,7 @@ A call whose tool call id is invalid is answered at once with the contract's
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import time
 from collections.abc import AsyncIterator, Sequence
@@ -120,7 +121,9 @@ class _Waiter:
     __slots__ = ("control", "event", "model")
 
     def __init__(self) -> None:
-        self.event = anyio.Event()
+        # asyncio's own Event (the client runs on asyncio, as its lanes do): anyio.Event
+        # looks up the running async library each time it is made.
+        self.event = asyncio.Event()
         self.model: bytes | None = None
         self.control: bytes | None = None
 

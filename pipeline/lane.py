@@ -19,6 +19,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import anyio
+import hiredis
 from redis.exceptions import AuthenticationError, NoScriptError, ResponseError
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
@@ -83,7 +84,7 @@ class Lane:
         conn = self._conn
         if not conn.is_connected:
             await conn.connect()
-        await conn.send_packed_command(conn.pack_commands(commands), check_health=False)
+        await conn.send_packed_command(_pack(commands), check_health=False)
         replies: list[Any] = []
         for _ in commands:
             try:
@@ -98,6 +99,19 @@ class Lane:
         if conn is not None:
             with anyio.CancelScope(shield=True):
                 await conn.disconnect(nowait=True)
+
+
+def _pack(commands: Sequence[Sequence[Any]]) -> bytes:
+    """The commands in the Redis protocol, in one piece, packed by hiredis (redis-py walks
+    every argument in Python first: about a tenth of a busy worker's CPU)."""
+    try:
+        return b"".join([hiredis.pack_command(tuple(command)) for command in commands])
+    except TypeError:  # bytearray or memoryview arguments: hiredis takes bytes
+        return b"".join([hiredis.pack_command(_as_bytes(command)) for command in commands])
+
+
+def _as_bytes(command: Sequence[Any]) -> Any:
+    return tuple(bytes(a) if isinstance(a, bytearray | memoryview) else a for a in command)
 
 
 async def run_scripts(

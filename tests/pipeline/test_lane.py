@@ -45,6 +45,21 @@ async def test_a_lane_answers_in_order_with_error_replies_in_place(redis: Any, p
 
 
 @pytest.mark.redis
+async def test_a_lane_sends_every_kind_of_argument_as_redis_would(redis: Any, prefix: str) -> None:
+    key = Keys(prefix).sessions
+    lane = Lane(redis)
+    try:
+        values = ["text", b"bytes", 7, 1.5, bytearray(b"array"), memoryview(b"view"), "ünï"]
+        commands = [("SET", f"{key}:{i}", value) for i, value in enumerate(values)]
+        await lane.call(commands, 5)
+        stored = await lane.call([("GET", f"{key}:{i}") for i in range(len(values))], 5)
+        assert stored == [b"text", b"bytes", b"7", b"1.5", b"array", b"view", "ünï".encode()]
+    finally:
+        await lane.aclose()
+        await redis.delete(*[f"{key}:{i}" for i in range(7)])
+
+
+@pytest.mark.redis
 async def test_a_lane_reconnects_after_its_connection_is_killed(redis: Any) -> None:
     lane = Lane(redis)
     try:
