@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from tests.conftest import REDIS_URL
+from workers.bench import steal_pct
 from workers.fleet import worker_processes
 
 pytestmark = pytest.mark.redis
@@ -91,3 +92,11 @@ def test_bench_pipeline_prints_every_figure_scripts_read() -> None:
     for key in ("p50_ms", "p99_ms", "p50_2w_ms", "p99_2w_ms"):
         assert 0 < figures[key] < 30_000, key
     assert figures["ratio_to_raw"] == round(figures["pipeline_per_s"] / figures["raw_per_s"], 3)
+    if os.path.exists("/proc/stat"):
+        assert 0 <= figures["steal_pct"] <= 100 and 0 <= figures["steal_2w_pct"] <= 100
+
+
+def test_steal_is_the_share_of_ticks_the_host_took() -> None:
+    assert steal_pct((1000, 10), (1200, 40)) == 15.0
+    assert steal_pct(None, (1200, 40)) is None
+    assert steal_pct((1000, 10), (1000, 10)) is None  # no time passed: no figure
