@@ -50,9 +50,12 @@ class Lane:
         return self._conn is not None
 
     async def call(self, commands: Sequence[Sequence[Any]], timeout: float) -> list[Any]:
-        """Raw replies to `commands`, in order. An error reply is returned in its place as a
-        `ResponseError`, not raised. Raises `RedisUnavailable` when Redis cannot be reached
-        (after one reconnect) or does not answer within `timeout` seconds."""
+        """Raw replies to `commands`, in order. Each command is its name (one word) and its
+        arguments: str (sent as UTF-8), bytes, int or float. An error reply is returned in its
+        place as a `ResponseError`, not raised. Raises `RedisUnavailable` when Redis cannot be
+        reached (after one reconnect) or does not answer within `timeout` seconds."""
+        if not all(commands):
+            raise ValueError("an empty command gets no reply: every command needs a name")
         for attempt in (1, 2):
             try:
                 # asyncio's own timeout (a lane is asyncio-only, like redis.asyncio): about
@@ -106,7 +109,7 @@ def _pack(commands: Sequence[Sequence[Any]]) -> bytes:
     every argument in Python first: about a tenth of a busy worker's CPU)."""
     try:
         return b"".join([hiredis.pack_command(tuple(command)) for command in commands])
-    except TypeError:  # bytearray or memoryview arguments: hiredis takes bytes
+    except TypeError:  # a bytearray (or, in older hiredis, a memoryview): sent as bytes
         return b"".join([hiredis.pack_command(_as_bytes(command)) for command in commands])
 
 

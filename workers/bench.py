@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import math
 import os
 import statistics
 import time
@@ -170,7 +171,8 @@ def _cpu_ticks() -> tuple[int, int] | None:
 
 
 def steal_pct(before: tuple[int, int] | None, after: tuple[int, int] | None) -> float | None:
-    """Share of the machine's CPU time stolen by the host between two `_cpu_ticks()`."""
+    """Share of the machine's CPU time (idle included) stolen by the host between two
+    `_cpu_ticks()`."""
     if before is None or after is None or after[0] <= before[0]:
         return None
     return round(100 * (after[1] - before[1]) / (after[0] - before[0]), 1)
@@ -201,7 +203,7 @@ async def bench_latency(
     latencies.sort()
     if not latencies:
         return float("nan"), float("nan")
-    return statistics.median(latencies), latencies[int(len(latencies) * 0.99) - 1]
+    return statistics.median(latencies), latencies[math.ceil(len(latencies) * 0.99) - 1]
 
 
 _LATENCY_SUFFIX: Final = {"instant_1w": "", "instant_2w": "_2w", "real_1w": "_real",

@@ -12,7 +12,6 @@ from typing import Any
 import pytest
 
 from tests.conftest import REDIS_URL
-from workers.bench import steal_pct
 from workers.fleet import worker_processes
 
 pytestmark = pytest.mark.redis
@@ -96,8 +95,3 @@ def test_bench_pipeline_prints_every_figure_scripts_read() -> None:
         for suffix in ("", "_2w", "_real", "_real_2w"):
             assert 0 <= figures[f"steal{suffix}_pct"] <= 100, suffix
 
-
-def test_steal_is_the_share_of_ticks_the_host_took() -> None:
-    assert steal_pct((1000, 10), (1200, 40)) == 15.0
-    assert steal_pct(None, (1200, 40)) is None
-    assert steal_pct((1000, 10), (1000, 10)) is None  # no time passed: no figure

@@ -54,6 +54,8 @@ async def test_a_lane_sends_every_kind_of_argument_as_redis_would(redis: Any, pr
         await lane.call(commands, 5)
         stored = await lane.call([("GET", f"{key}:{i}") for i in range(len(values))], 5)
         assert stored == [b"text", b"bytes", b"7", b"1.5", b"array", b"view", "ünï".encode()]
+        with pytest.raises(ValueError, match="empty command"):
+            await lane.call([("GET", f"{key}:0"), ()], 5)  # Redis would never answer it
     finally:
         await lane.aclose()
         await redis.delete(*[f"{key}:{i}" for i in range(7)])
