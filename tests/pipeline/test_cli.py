@@ -94,4 +94,3 @@ def test_bench_pipeline_prints_every_figure_scripts_read() -> None:
     if os.path.exists("/proc/stat"):
         for suffix in ("", "_2w", "_real", "_real_2w"):
             assert 0 <= figures[f"steal{suffix}_pct"] <= 100, suffix
-
