@@ -25,7 +25,7 @@ import anyio
 import msgspec
 
 from contracts import export_tools
-from pipeline.client import CallResult, EvidenceClient, ToolCall
+from pipeline.client import CallResult, EvidenceClient, InvalidSessionId, ToolCall
 from pipeline.redis_io import PipelineError, open_redis
 from pipeline.settings import Settings, SettingsError
 
@@ -321,15 +321,22 @@ def main(argv: Sequence[str] | None = None) -> int:
     except SettingsError as exc:
         print(f"configuration error: {exc}", file=sys.stderr)
         return 2
+    except InvalidSessionId as exc:
+        print(f"bad input: {exc}", file=sys.stderr)
+        return 2
     except PipelineError as exc:
         print(f"pipeline error: {type(exc).__name__}: {exc}", file=sys.stderr)
         return 1
     except BaseExceptionGroup as group:
-        # Task groups wrap failures; broken infrastructure still gets its one-line message.
-        rest = group.subgroup(lambda e: not isinstance(e, PipelineError | BaseExceptionGroup))
-        if rest is not None:
+        # Task groups wrap failures; broken infrastructure and bad input still get their
+        # one-line message.
+        expected = PipelineError | InvalidSessionId | BaseExceptionGroup
+        if group.subgroup(lambda e: not isinstance(e, expected)) is not None:
             raise
         first = _first_leaf(group)
+        if isinstance(first, InvalidSessionId):
+            print(f"bad input: {first}", file=sys.stderr)
+            return 2
         print(f"pipeline error: {type(first).__name__}: {first}", file=sys.stderr)
         return 1
 

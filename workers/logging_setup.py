@@ -107,11 +107,20 @@ def _mask(text: str) -> str:
 _ADDRESS_RE: Final = re.compile(r"\[?[A-Za-z0-9_.:-]*[A-Za-z0-9\]]:\d{2,5}\b")
 
 
+# Line breaks and other control characters (also Unicode's line separators), which text from
+# stream entries may carry: escaped, so one record is one line and cannot fake another.
+_CONTROL_RE: Final = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+
+
+def _escape(text: str) -> str:
+    return _CONTROL_RE.sub(lambda m: m.group().encode("unicode_escape").decode(), text)
+
+
 def _safe_message(record: logging.LogRecord) -> str:
     text = record.getMessage()
     if not record.name.startswith("aci"):
         text = _ADDRESS_RE.sub("<address>", text)
-    return _mask(text)
+    return _escape(_mask(text))
 
 
 def _exception_type(record: logging.LogRecord) -> str | None:
@@ -135,7 +144,7 @@ class JsonFormatter(logging.Formatter):
         for name in CONTEXT_FIELDS:
             value = getattr(record, name, None)
             if value:
-                line[name] = value
+                line[name] = _escape(str(value))
         exc_type = _exception_type(record)
         if exc_type:
             line["exc_type"] = exc_type
@@ -145,7 +154,9 @@ class JsonFormatter(logging.Formatter):
 class _TextFormatter(logging.Formatter):
     def format(self, record: logging.LogRecord) -> str:
         context = " ".join(
-            f"{n}={getattr(record, n)}" for n in CONTEXT_FIELDS if getattr(record, n, None)
+            f"{n}={_escape(str(getattr(record, n)))}"
+            for n in CONTEXT_FIELDS
+            if getattr(record, n, None)
         )
         text = f"{self.formatTime(record)} {record.levelname} {record.name} "
         text += _safe_message(record)
