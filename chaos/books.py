@@ -19,7 +19,7 @@ import msgspec
 
 from chaos.load import Expect, Planned
 from pipeline.keys import GROUP, Keys
-from pipeline.redis_io import execute
+from pipeline.record import read_records
 
 __all__ = ["Books", "check_books", "leak_pattern", "scan"]
 
@@ -128,13 +128,10 @@ async def check_books(
             if stream == keys.lifecycle:
                 key = (_text(f[b"session"]), _text(f[b"id"]))
                 (opened if f[b"status"] == b"PROJECTING" else closed)[key] += 1
-    pipe = redis.pipeline(transaction=False)
-    for session, call_id in planned:
-        pipe.hgetall(keys.call(session, call_id))
-    states = await execute(pipe)
+    states = await read_records(redis, keys, list(planned))
     status: Counter[str] = Counter()
-    for (key, p), state in zip(planned.items(), states, strict=True):
-        state = {_text(k): _text(v) for k, v in state.items()}
+    for (key, p), record in zip(planned.items(), states, strict=True):
+        state = {k: _text(v) for k, v in record.items()}
         texts.extend(state.values())
         st = state.get("st", "")
         finished = st in ("READY", "ERROR") and "mo" in state and "cv" in state

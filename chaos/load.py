@@ -180,12 +180,12 @@ async def wait_final(
         try:
             pipe = redis.pipeline(transaction=False)
             for p in pending:
-                pipe.hget(client.keys.call(p.session, p.call.tool_call_id), "st")
+                pipe.hget(client.keys.result(p.session, p.call.tool_call_id), "st")
             states = await execute(pipe)
         except PipelineError:
             await anyio.sleep(0.5)
             continue
-        pending = [p for p, st in zip(pending, states, strict=True) if st in (None, b"PROJECTING")]
+        pending = [p for p, st in zip(pending, states, strict=True) if st is None]
         if pending:
             await anyio.sleep(0.25)
     return len(pending)

@@ -46,6 +46,8 @@ class ErrorCode(enum.StrEnum):
 
     SCHEMA = "SCHEMA"
     INVALID_TOOL_CALL_ID = "INVALID_TOOL_CALL_ID"
+    # The id names another call of this session (another tool or scope).
+    DUPLICATE_TOOL_CALL_ID = "DUPLICATE_TOOL_CALL_ID"
     UNKNOWN_TOOL = "UNKNOWN_TOOL"
     AUTHORIZATION = "AUTHORIZATION"
     FORBIDDEN_QUERY = "FORBIDDEN_QUERY"

@@ -4,16 +4,20 @@
         calls = [ToolCall(tool="query_logs", tool_call_id="call_1", arguments="{...}")]
         results = await client.call_many("sess-1", calls)
 
-Submitting the same (session, tool call id) twice is idempotent: one invocation, one result.
+Submitting the same (session, tool call id) twice with the same scope is idempotent: one
+invocation, one result. The same id with another tool or scope is a conflict: that call alone is
+answered with `DUPLICATE_TOOL_CALL_ID`, never with the first call's evidence.
 A client-side timeout never loses a result: it stays readable with `result()`.
 A call whose tool call id is invalid is answered at once with the contract's
-`INVALID_TOOL_CALL_ID` error and never enqueued (there is no id to key it by, and none is minted).
+`INVALID_TOOL_CALL_ID` error and never enqueued (there is no id to key it by, and none is minted);
+so is a call whose tool name or arguments exceed their bounds (nothing oversized is stored).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import hashlib
 import time
 from collections.abc import AsyncIterator, Sequence
 from typing import Any, Final
@@ -25,12 +29,14 @@ from msgspec import UNSET, UnsetType
 
 from contracts import (
     Bounds,
+    ErrorCode,
     ErrorResult,
     InvocationMeta,
     LifecycleStatus,
     control_view,
     decode_invocation,
     encode_view,
+    error_result,
     fingerprint_scope,
     is_valid_tool_call_id,
     normalise_scope,
@@ -59,10 +65,19 @@ _LINGER_S: Final = 1.0  # a session's listener outlives its last waiter by this 
 _CALL_TIMEOUT_S: Final = 10.0
 _MAX_LISTENERS: Final = 64  # sessions read at once, each on a connection of its own
 _IDLE_LANES: Final = 8  # listener connections kept for the next listener
+_TOOL_NAME_MAX: Final = 64  # bytes; no tool has a longer name
+_SUBMITTED: Final = 1
+_CONFLICT: Final = 2  # the submit script's reply: the id is taken by a call of another scope
 
 
 class InvalidSessionId(ValueError):
     """Session ids are 1-128 characters of letters, digits, `.`, `_` and `-`."""
+
+    def __init__(self, session_id: object) -> None:
+        # The offending value is quoted escaped and cut: it may be long or hold newlines.
+        super().__init__(
+            f"invalid session id {str(session_id)[:40]!r}: 1-128 letters, digits, '.', '_' or '-'"
+        )
 
 
 class ToolCall(msgspec.Struct, frozen=True, kw_only=True):
@@ -99,31 +114,82 @@ def _arguments_text(arguments: Any) -> str:
         return "null"  # not JSON-shaped: the worker answers with a SCHEMA error
 
 
-def rejected_locally(call: ToolCall, session_id: str, bounds: Bounds) -> CallResult:
-    """The ERROR answer for a call with an invalid tool call id (not enqueued, nothing minted)."""
-    result = decode_invocation(call.tool, call.tool_call_id, call.arguments)
-    assert isinstance(result, ErrorResult)
+def rejected_locally(
+    call: ToolCall, session_id: str, bounds: Bounds, result: ErrorResult | None = None
+) -> CallResult:
+    """The ERROR answer for a call that is not enqueued: by default the one for an invalid
+    tool call id (nothing minted); else `result`, for a call refused before anything is
+    written (an oversized tool name or arguments, a conflicting reuse of its id)."""
+    if result is None:
+        decoded = decode_invocation(call.tool, call.tool_call_id, call.arguments)
+        assert isinstance(decoded, ErrorResult)
+        result = decoded
     observation = observe(result, bounds)
     meta = InvocationMeta(
-        tool=str(call.tool)[:64], session_id=session_id, status=LifecycleStatus.ERROR
+        tool=_cut_utf8(str(call.tool), _TOOL_NAME_MAX),
+        session_id=session_id,
+        status=LifecycleStatus.ERROR,
     )
     return CallResult(
-        tool_call_id=UNSET,
+        tool_call_id=result.tool_call_id,
         lifecycle=LifecycleStatus.ERROR,
         model=msgspec.Raw(encode_view(observation)),
         control=msgspec.Raw(encode_view(control_view(result, meta, observation))),
     )
 
 
-class _Waiter:
-    """One awaited tool call id: the two views as the listener sees them arrive."""
+def _cut_utf8(text: str, limit: int) -> str:
+    return text.encode("utf-8", "replace")[:limit].decode("utf-8", "ignore")
 
-    __slots__ = ("control", "event", "model")
+
+def _oversized(call: ToolCall, arguments: str, limit: int) -> ErrorResult | None:
+    """The ERROR for a call whose tool name or arguments exceed their bounds, checked before
+    anything is written (neither is stored or echoed)."""
+    tool_call_id = call.tool_call_id
+    if len(str(call.tool).encode("utf-8", "replace")) > _TOOL_NAME_MAX:
+        return error_result(ErrorCode.UNKNOWN_TOOL, "no tool has a name this long", tool_call_id)
+    if len(arguments.encode("utf-8", "replace")) > limit:
+        return error_result(ErrorCode.SCHEMA, f"the arguments exceed {limit} bytes", tool_call_id)
+    return None
+
+
+def _scope_key(tool: str, arguments: str, fingerprint: str) -> str:
+    """What a repeated submit of an id is compared with: the normalised scope's fingerprint,
+    or (arguments that do not decode) a hash of the tool and the arguments' text."""
+    if fingerprint:
+        return fingerprint
+    digest = hashlib.sha256(f"{tool}\0{arguments}".encode("utf-8", "replace"))
+    return "u:" + digest.hexdigest()[:32]
+
+
+def _conflict(call: ToolCall) -> ErrorResult:
+    return error_result(
+        ErrorCode.DUPLICATE_TOOL_CALL_ID,
+        "this tool call id was already used in this session for a different call",
+        call.tool_call_id,
+    )
+
+
+class _Wake:
+    """Shared by the waiters of one wait: set when any of them has news (a view arrived, or
+    the listener stopped), so a wait on many ids sees every result as it comes."""
+
+    __slots__ = ("event", "stopped")
 
     def __init__(self) -> None:
         # asyncio's own Event (the client runs on asyncio, as its lanes do): anyio.Event
         # looks up the running async library each time it is made.
         self.event = asyncio.Event()
+        self.stopped = False
+
+
+class _Waiter:
+    """One awaited tool call id: the two views as the listener sees them arrive."""
+
+    __slots__ = ("control", "model", "wake")
+
+    def __init__(self, wake: _Wake) -> None:
+        self.wake = wake
         self.model: bytes | None = None
         self.control: bytes | None = None
 
@@ -137,6 +203,23 @@ class _Waiter:
             model=msgspec.Raw(self.model),
             control=msgspec.Raw(self.control),
         )
+
+
+def _collect(
+    pending: list[str], waiters: dict[str, _Waiter], done: dict[str, CallResult]
+) -> list[str]:
+    """Moves every pending id whose views have arrived into `done`; the ids still pending."""
+    left: list[str] = []
+    for tool_call_id in pending:
+        if tool_call_id in done:
+            continue
+        waiter = waiters.get(tool_call_id)
+        found = waiter.result(tool_call_id) if waiter is not None else None
+        if found is None:
+            left.append(tool_call_id)
+        else:
+            done[tool_call_id] = found
+    return left
 
 
 class _StatusOnly(msgspec.Struct):
@@ -158,7 +241,8 @@ class _Listener:
         self.running = False
 
     def add(self, ids: Sequence[str]) -> dict[str, _Waiter]:
-        mine = {i: _Waiter() for i in dict.fromkeys(ids)}
+        wake = _Wake()
+        mine = {i: _Waiter(wake) for i in dict.fromkeys(ids)}
         for i, waiter in mine.items():
             self.waiters.setdefault(i, []).append(waiter)
         return mine
@@ -236,7 +320,8 @@ class EvidenceClient:
         self, session_id: str, calls: Sequence[ToolCall], *, traceparent: str | None = None
     ) -> list[CallResult | None]:
         """Append the calls (one pipeline). Returns, per call, None when enqueued (or already
-        known) and a final `CallResult` when it was rejected without enqueueing."""
+        known with the same scope) and a final `CallResult` when it was refused without
+        enqueueing (an invalid id, oversized input, or an id taken by another call)."""
         return (await self._submit(session_id, calls, traceparent))[0]
 
     async def _submit(
@@ -246,19 +331,28 @@ class EvidenceClient:
         if not is_valid_session_id(session_id):
             raise InvalidSessionId(session_id)
         now = int(time.time() * 1000)
+        bounds = self.settings.bounds
         out: list[CallResult | None] = []
         queued: list[tuple[list[str], list[Any]]] = []
+        positions: list[int] = []
         k = self.keys
         for call in calls:
             if not is_valid_tool_call_id(call.tool_call_id):
-                out.append(rejected_locally(call, session_id, self.settings.bounds))
+                out.append(rejected_locally(call, session_id, bounds))
                 continue
+            arguments = _arguments_text(call.arguments)
+            refused = _oversized(call, arguments, self.settings.argument_max_bytes)
+            if refused is not None:
+                out.append(rejected_locally(call, session_id, bounds, refused))
+                continue
+            positions.append(len(out))
             out.append(None)
+            tool = str(call.tool)
             envelope = Invocation(
                 session_id=session_id,
-                tool=str(call.tool),
+                tool=tool,
                 tool_call_id=call.tool_call_id,
-                arguments=_arguments_text(call.arguments),
+                arguments=arguments,
                 submitted_at_ms=now,
                 traceparent=traceparent if traceparent else UNSET,
             )
@@ -269,30 +363,37 @@ class EvidenceClient:
                 k.fingerprints(session_id),
                 k.sessions,
             ]
+            fingerprint = self._fingerprint(call)
             args = [
                 encode_envelope(envelope),
                 now,
                 session_id,
                 call.tool_call_id,
-                str(call.tool),
-                self._fingerprint(call),
+                tool,
+                fingerprint,
                 self.settings.stream_maxlen,
                 self.settings.retention_s * 1000,
+                _scope_key(tool, arguments, fingerprint),
             ]
             queued.append((keys, args))
-        if queued:
-            if self._submits is not None:
-                replies = await self._submits.run(queued)
-            else:
+        if not queued:
+            return out, set()
+        if self._submits is not None:
+            replies = await self._submits.run(queued)
+        else:
 
-                def fill(pipe: Any) -> None:
-                    for keys, args in queued:
-                        self._scripts.queue(pipe, self._scripts.submit_sha, keys, args)
+            def fill(pipe: Any) -> None:
+                for keys, args in queued:
+                    self._scripts.queue(pipe, self._scripts.submit_sha, keys, args)
 
-                replies = await self._scripts.run(fill)
-            fresh = {args[3] for (_keys, args), r in zip(queued, replies, strict=True) if r[0] == 1}
-            return out, fresh
-        return out, set()
+            replies = await self._scripts.run(fill)
+        fresh: set[str] = set()
+        for at, (_keys, args), reply in zip(positions, queued, replies, strict=True):
+            if reply[0] == _SUBMITTED:
+                fresh.add(args[3])
+            elif reply[0] == _CONFLICT:
+                out[at] = rejected_locally(calls[at], session_id, bounds, _conflict(calls[at]))
+        return out, fresh
 
     async def result(self, session_id: str, tool_call_id: str) -> CallResult | None:
         """The final result of one invocation, or None while it is not final (or unknown)."""
@@ -302,7 +403,7 @@ class EvidenceClient:
     async def _read_final(self, session_id: str, ids: Sequence[str]) -> dict[str, CallResult]:
         pipe = self.redis.pipeline(transaction=False)
         for tool_call_id in ids:
-            pipe.hmget(self.keys.call(session_id, tool_call_id), "st", "mo", "cv")
+            pipe.hmget(self.keys.result(session_id, tool_call_id), "st", "mo", "cv")
         rows = await execute(pipe)
         out: dict[str, CallResult] = {}
         for tool_call_id, (st, mo, cv) in zip(ids, rows, strict=True):
@@ -355,7 +456,7 @@ class EvidenceClient:
                     for waiter in listener.waiters.get(fields.get("id", b"").decode(), ()):
                         setattr(waiter, view, fields.get("d"))
                         if waiter.model is not None and waiter.control is not None:
-                            waiter.event.set()
+                            waiter.wake.event.set()
         except PipelineError:
             await anyio.sleep(0.2)  # waiters re-check and surface the error themselves
         finally:
@@ -369,7 +470,8 @@ class EvidenceClient:
             listener.ready.set()
             for group in listener.waiters.values():
                 for waiter in group:
-                    waiter.event.set()  # waiters re-check the state themselves
+                    waiter.wake.stopped = True  # waiters re-check the state themselves
+                    waiter.wake.event.set()
             if not listener.waiters and self._listeners.get(session_id) is listener:
                 del self._listeners[session_id]
 
@@ -418,19 +520,17 @@ class EvidenceClient:
         # `fresh` ids were created after the listener's cursors were taken: their views can
         # only arrive through the listener, so their state is not read first.
         done: dict[str, CallResult] = {}
+        pending = list(dict.fromkeys(ids))
         try:
             with anyio.move_on_after(timeout):
-                known = [i for i in dict.fromkeys(ids) if i not in fresh]
+                known = [i for i in pending if i not in fresh]
                 if known:
                     done = await self._read_final(session_id, known)
-                pending = [i for i in dict.fromkeys(ids) if i not in done]
-                while pending:
-                    tool_call_id = pending[0]
-                    await waiters[tool_call_id].event.wait()
-                    found = waiters[tool_call_id].result(tool_call_id)
-                    if found is not None:
-                        done[tool_call_id] = found
-                        pending.pop(0)
+                while pending := _collect(pending, waiters, done):
+                    wake = next(iter(waiters.values())).wake
+                    await wake.event.wait()
+                    wake.event.clear()
+                    if not wake.stopped or not (pending := _collect(pending, waiters, done)):
                         continue
                     # The listener stopped (Redis trouble): listen again first, then read the
                     # state, so nothing published in between is missed.
@@ -438,7 +538,12 @@ class EvidenceClient:
                     waiters = {}
                     waiters = await self._register(session_id, pending)
                     done.update(await self._read_final(session_id, pending))
-                    pending = [i for i in pending if i not in done]
+            pending = _collect(pending, waiters, done)
+            if pending:
+                # Timed out: one last read of the state, so a result the listener had not
+                # delivered yet is not reported as pending.
+                with anyio.move_on_after(1.0), contextlib.suppress(PipelineError):
+                    done.update(await self._read_final(session_id, pending))
         finally:
             self._unregister(session_id, waiters)
         return done
@@ -457,6 +562,8 @@ class EvidenceClient:
         except BaseException:
             self._unregister(session_id, waiters)
             raise
+        # A call refused at submit (e.g. a conflicting reuse of its id) is not waited for.
+        ids = [c.tool_call_id for c, r in zip(calls, immediate, strict=True) if r is None]
         found = await self._await(session_id, ids, waiters, timeout, fresh) if ids else {}
         return [
             r if r is not None else found.get(c.tool_call_id)

@@ -8,6 +8,7 @@ import msgspec
 from msgspec import UNSET, UnsetType
 
 from contracts.status import CONTRACT_VERSION
+from pipeline.keys import is_valid_session_id
 
 __all__ = [
     "EnvelopeError",
@@ -56,6 +57,8 @@ def decode_envelope(data: bytes | str) -> Invocation:
         raise EnvelopeError(
             f"envelope has contract version {invocation.v}, this build speaks {CONTRACT_VERSION}"
         )
+    if not is_valid_session_id(invocation.session_id):
+        raise EnvelopeError("envelope has an invalid session id")
     return invocation
 
 

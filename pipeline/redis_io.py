@@ -23,7 +23,7 @@ from redis.asyncio.retry import Retry
 from redis.backoff import ExponentialBackoff
 from redis.connection import HiredisRespSerializer
 from redis.driver_info import DriverInfo
-from redis.exceptions import AuthenticationError, NoScriptError, ResponseError
+from redis.exceptions import AuthenticationError, NoPermissionError, NoScriptError, ResponseError
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
@@ -93,6 +93,8 @@ def reply_code(exc: Exception) -> str:
     # Pipelines prefix the server's reply ("Command # 1 (…) of pipeline caused error: …").
     if isinstance(exc, NoScriptError):
         return "NOSCRIPT"
+    if isinstance(exc, NoPermissionError):  # redis-py drops the reply's NOPERM prefix
+        return "NOPERM"
     text = str(exc)
     return next((code for code in _KNOWN_CODES if code in text), text.split(" ", 1)[0])
 
@@ -163,14 +165,20 @@ async def ensure_group(redis: Redis, keys: Keys) -> None:
         raise RedisUnavailable("redis is unavailable") from exc
 
 
-# Submit: idempotent per (session, tool call id). The first submission of a scope
-# fingerprint in a session is recorded, so `duplicate_of` is decided by submission order,
-# atomically, also when duplicates are submitted at the same moment.
+# Submit: idempotent per (session, tool call id) *and scope*. A repeat with the same scope key
+# (the normalised scope's fingerprint, or a hash of tool and arguments when they do not decode)
+# is the same call: the stored one answers it. A repeat with another scope is a conflict
+# (reply 2): the new call is answered with DUPLICATE_TOOL_CALL_ID, never with the first
+# call's evidence. The first submission of a scope fingerprint in a session is recorded, so
+# `duplicate_of` is decided by submission order, atomically.
 # KEYS: call, invocations, lifecycle, fingerprints, sessions
-# ARGV: envelope, now_ms, session, tool_call_id, tool, fingerprint|'', maxlen, retention_ms
+# ARGV: envelope, now_ms, session, tool_call_id, tool, fingerprint|'', maxlen, retention_ms,
+#       scope key
 SUBMIT_LUA: Final = """
-if redis.call('EXISTS', KEYS[1]) == 1 then
-  return {0, redis.call('HGET', KEYS[1], 'eid')}
+local known = redis.call('HMGET', KEYS[1], 'eid', 'sk')
+if known[1] then
+  if known[2] == ARGV[9] or not known[2] then return {0, known[1]} end
+  return {2, known[1]}
 end
 local dup = ''
 if ARGV[6] ~= '' then
@@ -181,32 +189,43 @@ if ARGV[6] ~= '' then
 end
 local eid = redis.call('XADD', KEYS[2], '*', 'd', ARGV[1], 'dup', dup)
 redis.call('HSET', KEYS[1], 'st', 'PROJECTING', 'eid', eid, 'inv', ARGV[1], 't0', ARGV[2],
-  'tool', ARGV[5], 'dup', dup, 'fp', ARGV[6])
+  'tool', ARGV[5], 'dup', dup, 'fp', ARGV[6], 'sk', ARGV[9])
 redis.call('XADD', KEYS[3], 'MAXLEN', '~', ARGV[7], '*', 'session', ARGV[3], 'id', ARGV[4],
   'tool', ARGV[5], 'status', 'PROJECTING', 'at', ARGV[2], 'eid', eid)
 redis.call('ZADD', KEYS[5], ARGV[2], ARGV[3])
 return {1, eid}
 """
 
-# Finish: lifecycle state, canonical result, raw upstream, both views and the ack become
-# visible together, once. A second finisher (a racing or resumed worker) only acks.
-# KEYS: call, invocations, model, control, lifecycle
+# Finish: the final result (its own key, written only here), the raw upstream answer (its
+# own key, for workers and auditors), both views and the ack become visible together, once.
+# Only the stream entry the submit recorded for the call may finish it: any other entry (an
+# envelope XADDed for someone else's call, or for a call that does not exist) is
+# dead-lettered and acked (reply -1). A second finisher (a racing or resumed worker) only
+# acks (reply 0).
+# KEYS: call, invocations, model, control, lifecycle, result, raw, dead
 # ARGV: group, entry id, status, evidence_status, result, raw, model, control, now_ms,
 #       retention_ms, session, tool_call_id, tool, maxlen
 FINISH_LUA: Final = """
-local st = redis.call('HGET', KEYS[1], 'st')
-if st ~= 'PROJECTING' then
+if redis.call('HGET', KEYS[1], 'eid') ~= ARGV[2] then
+  redis.call('XADD', KEYS[8], 'MAXLEN', '~', ARGV[14], '*', 'eid', ARGV[2],
+    'reason', 'not the entry recorded for this call', 'session', ARGV[11], 'id', ARGV[12])
+  redis.call('XACK', KEYS[2], ARGV[1], ARGV[2])
+  return -1
+end
+if redis.call('EXISTS', KEYS[6]) == 1 then
   redis.call('XACK', KEYS[2], ARGV[1], ARGV[2])
   return 0
 end
-redis.call('HSET', KEYS[1], 'st', ARGV[3], 'ev', ARGV[4], 'res', ARGV[5], 'raw', ARGV[6],
-  'mo', ARGV[7], 'cv', ARGV[8], 't1', ARGV[9])
+redis.call('HSET', KEYS[6], 'st', ARGV[3], 'ev', ARGV[4], 'res', ARGV[5], 'mo', ARGV[7],
+  'cv', ARGV[8], 't1', ARGV[9])
+redis.call('SET', KEYS[7], ARGV[6], 'PX', ARGV[10])
 redis.call('XADD', KEYS[3], 'MAXLEN', '~', ARGV[14], '*', 'id', ARGV[12], 'd', ARGV[7])
 redis.call('XADD', KEYS[4], 'MAXLEN', '~', ARGV[14], '*', 'id', ARGV[12], 'd', ARGV[8])
 redis.call('XADD', KEYS[5], 'MAXLEN', '~', ARGV[14], '*', 'session', ARGV[11], 'id', ARGV[12],
   'tool', ARGV[13], 'status', ARGV[3], 'evidence', ARGV[4], 'at', ARGV[9], 'eid', ARGV[2])
 redis.call('XACK', KEYS[2], ARGV[1], ARGV[2])
 redis.call('PEXPIRE', KEYS[1], ARGV[10])
+redis.call('PEXPIRE', KEYS[6], ARGV[10])
 redis.call('PEXPIRE', KEYS[3], ARGV[10])
 redis.call('PEXPIRE', KEYS[4], ARGV[10])
 return 1

@@ -20,7 +20,8 @@ class SettingsError(ValueError):
 class Settings(msgspec.Struct, frozen=True, kw_only=True):
     """Pipeline settings. Env: `ACI_REDIS_URL`, `ACI_PREFIX`, `ACI_VISIBILITY_TIMEOUT_S`,
     `ACI_MAX_ATTEMPTS`, `ACI_DEADLINE_S`, `ACI_RETENTION_S`, `ACI_STREAM_MAXLEN`,
-    `ACI_RAW_MAX_BYTES`, `ACI_OBSERVATION_MAX_BYTES`, `ACI_LOGS_DEFAULT_LOOKBACK`."""
+    `ACI_RAW_MAX_BYTES`, `ACI_OBSERVATION_MAX_BYTES`, `ACI_LOGS_DEFAULT_LOOKBACK`,
+    `ACI_ARGUMENT_MAX_BYTES` (a submitted call's arguments; larger ones are refused unstored)."""
 
     redis_url: str | None = None
     prefix: str = "aci"
@@ -30,6 +31,7 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     retention_s: int = 86_400
     stream_maxlen: int = 100_000
     raw_max_bytes: int = 262_144
+    argument_max_bytes: int = 65_536
     read_batch: int = 128
     default_lookback: int = DEFAULT_LOOKBACK_MINUTES
     bounds: Bounds = Bounds()
@@ -39,6 +41,8 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
             raise SettingsError(
                 "ACI_VISIBILITY_TIMEOUT_S must exceed ACI_DEADLINE_S, or live work is taken over"
             )
+        if self.argument_max_bytes < 1024:
+            raise SettingsError("ACI_ARGUMENT_MAX_BYTES must be >= 1024")
         if self.max_attempts < 1:
             raise SettingsError("ACI_MAX_ATTEMPTS must be >= 1")
         if not self.prefix or any(c in self.prefix for c in "{}: "):
@@ -59,6 +63,7 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
             "ACI_STREAM_MAXLEN": ("stream_maxlen", int),
             "ACI_RAW_MAX_BYTES": ("raw_max_bytes", int),
             "ACI_LOGS_DEFAULT_LOOKBACK": ("default_lookback", int),
+            "ACI_ARGUMENT_MAX_BYTES": ("argument_max_bytes", int),
         }
         for var, (field, kind) in table.items():
             text = env.get(var, "").strip()

@@ -12,7 +12,7 @@ with their original tool call ids, for live workers. Exit 0 when nothing changed
 1 otherwise, 2 on bad input. With `--json` the last line is the summary object.
 
 An export line is one invocation: `{"format": 1, "session", "tool_call_id", "state": {st, eid,
-t0, t1, tool, dup, fp, ev}, "envelope", "result", "raw", "model", "control", "lifecycle"}`,
+t0, t1, tool, dup, fp, ev, sk}, "envelope", "result", "raw", "model", "control", "lifecycle"}`,
 recorded JSON kept byte for byte (text that is not JSON is kept as a JSON string). Import
 writes the state hashes and the session's view streams, never the invocations stream (so
 nothing is executed again) and never the lifecycle stream (it is not live activity).
@@ -31,6 +31,7 @@ import msgspec
 from msgspec import UNSET, UnsetType
 
 from pipeline.keys import Keys, is_valid_session_id
+from pipeline.record import queue_write, read_records
 from pipeline.redis_io import Redis, call_redis, execute, open_redis
 from pipeline.settings import Settings
 from workers.replay_diff import Recording, Reporter, Verdict, reexecute, reproject
@@ -49,7 +50,7 @@ __all__ = [
 ]
 
 EXPORT_FORMAT: Final = 1
-_STATE: Final[tuple[str, ...]] = ("st", "eid", "t0", "t1", "tool", "dup", "fp", "ev")
+_STATE: Final[tuple[str, ...]] = ("st", "eid", "t0", "t1", "tool", "dup", "fp", "ev", "sk")
 _BODIES: Final = (
     ("envelope", "inv"),
     ("result", "res"),
@@ -171,13 +172,11 @@ async def load_redis(redis: Redis, settings: Settings, selection: Selection) -> 
     records: list[Recording] = []
     for start in range(0, len(pairs), 500):
         chunk = pairs[start : start + 500]
-        pipe = redis.pipeline(transaction=False)
-        for session, tool_call_id in chunk:
-            pipe.hgetall(keys.call(session, tool_call_id))
-        for (session, tool_call_id), raw in zip(chunk, await execute(pipe), strict=True):
-            if not raw:
+        for (session, tool_call_id), fields in zip(
+            chunk, await read_records(redis, keys, chunk), strict=True
+        ):
+            if not fields:
                 continue
-            fields = {(k.decode() if isinstance(k, bytes) else k): v for k, v in raw.items()}
             rec = Recording(session=session, tool_call_id=tool_call_id, fields=fields)
             if selection.admits(rec):
                 records.append(rec)
@@ -319,8 +318,7 @@ async def import_lines(
             counts["existing"] += 1
             continue
         pipe = redis.pipeline(transaction=True)
-        pipe.hset(key, mapping=rec.fields)
-        pipe.pexpire(key, ttl)
+        queue_write(pipe, keys, rec.session, rec.tool_call_id, rec.fields, ttl)
         pipe.zadd(keys.sessions, {rec.session: rec.t0}, gt=True)
         for stream, field in ((keys.model(rec.session), "mo"), (keys.control(rec.session), "cv")):
             pipe.xadd(

@@ -62,6 +62,7 @@ _FINISH_BATCH: Final = 256
 _READ_BLOCK_MS: Final = 500
 _REPLY_MARGIN_S: Final = 10.0  # a blocking read's reply is awaited this long past its block
 _GROUP_LOST: Final = frozenset({"NOGROUP", "UNBLOCKED"})
+_FOREIGN: Final = -1  # the finish script's reply for an entry that is not the call's
 
 
 def consumer_name() -> str:
@@ -300,7 +301,15 @@ class _Worker:
     async def _run(
         self, entry_id: str, fields: dict[str, bytes], attempts: int, invocation: Invocation
     ) -> bool:
-        if attempts > 1 and await self._is_final(invocation):
+        # A redelivery may find its call final already, or be a forged entry taken over. (A
+        # first delivery is not checked here: the finish script refuses any entry that is not
+        # the call's, so a forged envelope's result is never published, and an extra round
+        # trip per call would cost the hot path more than running it.)
+        state = await self._state(invocation, entry_id) if attempts > 1 else "open"
+        if state == "foreign":
+            await self._dead_letter(entry_id, fields, "not the entry recorded for this call")
+            return False
+        if state == "final":
             await call_redis(self.redis.xack(self.keys.invocations, GROUP, entry_id))
             return False
         dup_raw = fields.get("dup", b"")
@@ -331,7 +340,7 @@ class _Worker:
         # belongs to an invocation when its identity can be read: finish that one as ERROR, so
         # every accepted invocation reaches a final state.
         identity = peek_identity(fields.get("d", b""))
-        if identity is None or not await self._is_projecting(identity):
+        if identity is None or await self._state(identity, entry_id) != "open":
             return False
         result = error_result(
             ErrorCode.EXECUTION,
@@ -355,14 +364,16 @@ class _Worker:
         item = _Finish(invocation=invocation, entry_id=entry_id, outcome=outcome, attempts=attempts)
         self.finishing.put([item])
 
-    async def _is_projecting(self, invocation: Invocation) -> bool:
-        key = self.keys.call(invocation.session_id, invocation.tool_call_id)
-        return bool(await call_redis(self.redis.hget(key, "st")) == b"PROJECTING")
-
-    async def _is_final(self, invocation: Invocation) -> bool:
-        key = self.keys.call(invocation.session_id, invocation.tool_call_id)
-        state = await call_redis(self.redis.hget(key, "st"))
-        return state is not None and state != b"PROJECTING"
+    async def _state(self, invocation: Invocation, entry_id: str) -> str:
+        """ "open" (this entry is the call's and it is not final), "final", or "foreign" (the
+        call does not exist or recorded another entry: a forged or stray envelope)."""
+        pipe = self.redis.pipeline(transaction=False)
+        pipe.hget(self.keys.call(invocation.session_id, invocation.tool_call_id), "eid")
+        pipe.exists(self.keys.result(invocation.session_id, invocation.tool_call_id))
+        recorded, final = await execute(pipe)
+        if recorded is None or recorded.decode() != entry_id:
+            return "foreign"
+        return "final" if final else "open"
 
     async def _dead_letter(self, entry_id: str, fields: dict[str, bytes], reason: str) -> None:
         log.error("dead-lettering stream entry %s: %s", entry_id, reason)
@@ -448,7 +459,10 @@ class _Worker:
                 refused.append(done)
                 continue
             item.applied = done == 1
-            if item.applied and self.metrics is not None:
+            if done == _FOREIGN:
+                item.applied = None
+                self._log_foreign(item)
+            elif item.applied and self.metrics is not None:
                 self.metrics.finished(item.invocation.tool, item.outcome, finish_s)
         if refused:
             log.error(
@@ -456,6 +470,14 @@ class _Worker:
                 reply_code(refused[0]),
                 len(refused),
             )
+
+    def _log_foreign(self, item: _Finish) -> None:
+        # The finish script dead-lettered an entry that is not the one the call recorded.
+        with invocation_context(entry_id=item.entry_id):
+            log.error("dead-lettered stream entry %s: not the entry recorded for this call",
+                      item.entry_id)  # fmt: skip
+        if self.metrics is not None:
+            self.metrics.dead_letters.inc()
 
     def _finish_call(self, item: _Finish) -> tuple[list[str], list[Any]]:
         inv, out, k = item.invocation, item.outcome, self.keys
@@ -465,6 +487,9 @@ class _Worker:
             k.model(inv.session_id),
             k.control(inv.session_id),
             k.lifecycle,
+            k.result(inv.session_id, inv.tool_call_id),
+            k.raw(inv.session_id, inv.tool_call_id),
+            k.dead,
         ]
         args = [
             GROUP,

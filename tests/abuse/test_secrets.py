@@ -162,6 +162,8 @@ async def _stored_texts(redis: Any, prefix: str) -> list[str]:
                 texts += [v.decode("utf-8", "replace") for v in fields.values()]
         elif kind == "hash":
             texts += [v.decode("utf-8", "replace") for v in (await redis.hgetall(key)).values()]
+        elif kind == "string":
+            texts.append((await redis.get(key)).decode("utf-8", "replace"))
         elif kind == "zset":
             texts += [m.decode() for m in await redis.zrange(key, 0, -1)]
     return texts

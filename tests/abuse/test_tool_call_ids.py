@@ -121,7 +121,9 @@ async def test_bad_arguments_are_one_typed_error_with_the_id(redis: Any, prefix:
         )
         assert len(result.model) <= settings.bounds.observation_max_bytes
     assert source.calls == 0  # nothing reached a source
-    assert_exactly_once(await books(redis, prefix, "args"), [c.tool_call_id for c in calls])
+    # Arguments over ACI_ARGUMENT_MAX_BYTES are refused before anything is written.
+    stored = [c.tool_call_id for c in calls if c.tool_call_id != "call_huge_arguments"]
+    assert_exactly_once(await books(redis, prefix, "args"), stored)
 
 
 async def test_ids_are_kept_verbatim_at_the_edges(redis: Any, prefix: str) -> None:
@@ -135,9 +137,11 @@ async def test_ids_are_kept_verbatim_at_the_edges(redis: Any, prefix: str) -> No
     assert_exactly_once(await books(redis, prefix, "edge"), ids)
 
 
-async def test_resubmitting_an_id_with_other_arguments_does_not_mint(
+async def test_resubmitting_an_id_with_other_arguments_is_a_conflict_not_the_first_result(
     redis: Any, prefix: str
 ) -> None:
+    # The contract: one (session, id) names one call. Another tool or scope under a used id
+    # is an ERROR for that call alone, never the first call's evidence (nothing minted).
     settings = settings_for(prefix)
     first = ToolCall(tool="lookup_knowledge", tool_call_id="same", arguments=GOOD_ARGS)
     again = ToolCall(tool="query_logs", tool_call_id="same", arguments="{broken")
@@ -145,5 +149,16 @@ async def test_resubmitting_an_id_with_other_arguments_does_not_mint(
         async with running_worker(redis, settings, {"lookup_knowledge": InstantSource()}):
             [one] = await client.call_many("re", [first], timeout=10)
             [two] = await client.call_many("re", [again], timeout=10)
-    assert one is not None and two is not None and one.model == two.model
+            [three] = await client.call_many("re", [first], timeout=10)
+    assert one is not None and two is not None and three is not None
+    assert loads(one.model)["evidence_status"] == "EVIDENCE_FOUND"
+    assert loads(two.model) == {
+        "tool_call_id": "same",
+        "evidence_status": "ERROR",
+        "error": {
+            "code": "DUPLICATE_TOOL_CALL_ID",
+            "message": "this tool call id was already used in this session for a different call",
+        },
+    }
+    assert three.model == one.model  # the same call again: idempotent
     assert_exactly_once(await books(redis, prefix, "re"), ["same"])

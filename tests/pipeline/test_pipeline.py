@@ -165,7 +165,8 @@ async def test_racing_finishers_publish_once(redis: Any, prefix: str) -> None:
                     json.dumps({"by": tag}), json.dumps({"by": tag}), 1, 60_000, "s5", "call_1",
                     "lookup_knowledge", 1000]  # fmt: skip
             keys_ = [keys.call("s5", "call_1"), keys.invocations, keys.model("s5"),
-                     keys.control("s5"), keys.lifecycle]  # fmt: skip
+                     keys.control("s5"), keys.lifecycle, keys.result("s5", "call_1"),
+                     keys.raw("s5", "call_1"), keys.dead]  # fmt: skip
             [published] = await scripts.run(
                 lambda pipe: scripts.queue(pipe, scripts.finish_sha, keys_, args)
             )
@@ -295,8 +296,9 @@ async def test_an_envelope_of_another_contract_version_still_finishes_as_error(
     envelope = {"v": 99, "session_id": "s13", "tool": "lookup_knowledge",
                 "tool_call_id": "call_1", "arguments": "{}", "submitted_at_ms": 1}  # fmt: skip
     await ensure_group(redis, keys)
-    await redis.hset(keys.call("s13", "call_1"), mapping={"st": "PROJECTING"})
-    await redis.xadd(keys.invocations, {"d": json.dumps(envelope), "dup": ""})
+    # The call as a submit of that version recorded it: its state names its stream entry.
+    entry_id = await redis.xadd(keys.invocations, {"d": json.dumps(envelope), "dup": ""})
+    await redis.hset(keys.call("s13", "call_1"), mapping={"st": "PROJECTING", "eid": entry_id})
     async with (
         EvidenceClient(redis, settings) as client,
         running_worker(redis, settings, {"lookup_knowledge": InstantSource()}),

@@ -293,7 +293,7 @@ async def test_export_import_replay_across_two_redis_instances(
             for session in (SESSION, "moved"):
                 code, lines = await replay(capsys, other, "--session", session)
                 assert (code, lines[-1]["identical"]) == (0, 6), session
-            control = json.loads(await remote.hget(Keys(prefix).call("moved", "k1"), "cv"))
+            control = json.loads(await remote.hget(Keys(prefix).result("moved", "k1"), "cv"))
             assert control["session_id"] == "moved"
 
 
