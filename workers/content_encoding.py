@@ -40,7 +40,7 @@ class BodyError(Exception):
 
 
 class BodyTooLarge(BodyError):
-    """The body passed the byte limit (counted raw and decoded)."""
+    """The body passed the byte limit (counted decoded, and raw with slack for overhead)."""
 
 
 class BodyUndecodable(BodyError):
@@ -155,13 +155,16 @@ def _decoders(content_encoding: str, limit: int) -> list[_Decoder]:
 async def read_bounded(raw: AsyncIterator[bytes], content_encoding: str, limit: int) -> bytes:
     """The decoded body of `raw` (the undecoded chunks, e.g. httpx's `aiter_raw()`); raises
     `BodyTooLarge` once more than `limit` bytes arrive or decode, `BodyUndecodable` when the
-    encoding is unknown or its data corrupt."""
+    encoding is unknown or its data corrupt or truncated."""
     decoders = _decoders(content_encoding, limit)
+    # Compressed bytes may outnumber decoded ones a little (incompressible data, headers);
+    # the raw bound only stops an endless stream that decodes to (almost) nothing.
+    raw_limit = limit if not decoders else 2 * limit + 4096
     parts: list[bytes] = []
     raw_size = size = 0
     async for chunk in raw:
         raw_size += len(chunk)
-        if raw_size > limit:
+        if raw_size > raw_limit:
             raise BodyTooLarge("body over the limit")
         data = chunk
         for decoder in decoders:
