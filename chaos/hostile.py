@@ -1,8 +1,9 @@
 """A hostile RAG upstream: a real local HTTP server whose answer is chosen by the query.
 
 A query that starts with `hostile:<kind>` gets that kind of answer; any other query gets a
-normal RAG answer quoting it. Used by tests/abuse/ and by the `hostile_upstream` chaos
-scenario, so both exercise the worker's real HTTP client (httpx) against real sockets.
+normal RAG answer quoting it (no hits when it holds `qwzx`, the load's off-topic marker). Used
+by tests/abuse/ and by the `hostile_upstream` chaos scenario, so both exercise the worker's
+real HTTP client (httpx) against real sockets.
 
     surrogate   JSON whose excerpt holds a lone surrogate escape (`\\ud800`)
     gzip_bomb   Content-Encoding: gzip, a small body that inflates to `bomb_bytes`
@@ -27,7 +28,7 @@ from functools import cached_property
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Final
 
-__all__ = ["KINDS", "HostileServer", "hostile_server"]
+__all__ = ["EXPECTED", "HOSTILE", "KINDS", "HostileServer", "hostile_server", "normal_answer"]
 
 KINDS: Final = (
     "surrogate",
@@ -40,11 +41,27 @@ KINDS: Final = (
     "bad_gzip",
     "drip",
 )
+# What each kind must end as: evidence (a lone surrogate is repaired to U+FFFD), or the ERROR
+# code the worker gives it.
+EXPECTED: Final = {
+    "surrogate": "EVIDENCE_FOUND",
+    "gzip_bomb": "PROJECTION",
+    "zstd_bomb": "PROJECTION",
+    "deflate_bomb": "PROJECTION",
+    "deep": "PROJECTION",
+    "bad_utf8": "PROJECTION",
+    "not_json": "PROJECTION",
+    "bad_gzip": "PROJECTION",
+    "drip": "TIMEOUT",
+}
+HOSTILE: Final = "hostile"  # the chaos fault marker: a query `hostile:<kind> ...`
 _MB: Final = 1024 * 1024
 
 
 def normal_answer(query: str) -> dict[str, Any]:
-    """A RAG service's answer with one hit quoting the query."""
+    """A RAG service's answer with one hit quoting the query (none for an off-topic query)."""
+    if "qwzx" in query:
+        return {"contextPack": {"hits": []}}
     return {
         "contextPack": {
             "relevanceLevel": "high",
