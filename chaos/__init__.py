@@ -1,6 +1,6 @@
 """The fault and abuse suite: scenarios that run a bounded load on private servers, inject
-faults (SIGKILL, SIGSTOP, Redis and MariaDB restarts, hanging and garbage sources, bursts) and
-check the books. Run with `python -m chaos`; see docs/reliability.md."""
+faults (SIGKILL, SIGSTOP, Redis and MariaDB restarts, hanging, garbage and hostile sources,
+bursts) and check the books. Run with `python -m chaos`; see docs/reliability.md."""
 
 from __future__ import annotations
 

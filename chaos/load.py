@@ -16,6 +16,7 @@ from typing import Any, Final
 import anyio
 import msgspec
 
+from chaos.hostile import EXPECTED, HOSTILE, KINDS
 from chaos.worker import HANG
 from pipeline.client import EvidenceClient, ToolCall
 from pipeline.redis_io import PipelineError, execute
@@ -71,6 +72,17 @@ def _template(i: int, rng: random.Random) -> tuple[str, dict[str, Any], str]:
     return "query_mysql", none, Expect.NONE
 
 
+def _hostile(n: int) -> tuple[str, dict[str, Any], str]:
+    # The n-th hostile answer (a RAG call); a repaired surrogate is evidence, the rest errors.
+    kind = KINDS[n % len(KINDS)]
+    expect = EXPECTED[kind]
+    return (
+        "lookup_knowledge",
+        {"query": f"hostile:{kind} pool"},
+        (Expect.FOUND if expect == "EVIDENCE_FOUND" else expect),
+    )
+
+
 def _faulted(tool: str, marker: str) -> tuple[dict[str, Any], str]:
     expect = Expect.TIMEOUT if marker == HANG else Expect.PROJECTION
     if tool == "lookup_knowledge":
@@ -83,12 +95,15 @@ def _faulted(tool: str, marker: str) -> tuple[dict[str, Any], str]:
 def plan_calls(
     total: int, *, sessions: int = 8, fault: str = "", fault_every: int = 10, seed: int = 7
 ) -> list[Planned]:
-    """`total` calls spread over `sessions`; every `fault_every`-th carries the `fault` marker."""
+    """`total` calls spread over `sessions`; every `fault_every`-th carries the `fault` marker
+    (for `hostile`, it becomes a knowledge call whose upstream answers with a hostile body)."""
     rng = random.Random(seed)
     out: list[Planned] = []
     for i in range(total):
         tool, args, expect = _template(i, rng)
-        if fault and i % fault_every == fault_every - 1:
+        if fault == HOSTILE and i % fault_every == fault_every - 1:
+            tool, args, expect = _hostile(i // fault_every)
+        elif fault and i % fault_every == fault_every - 1:
             args, expect = _faulted(tool, fault)
         call = ToolCall(tool=tool, tool_call_id=f"call_{i:06d}", arguments=json.dumps(args))
         out.append(Planned(session=f"chaos-s{i % sessions}", call=call, expect=expect))

@@ -142,6 +142,7 @@ class Spec(msgspec.Struct, frozen=True, kw_only=True):
     fault: str = ""
     burst: bool = False
     own_mariadb: bool = False
+    hostile_upstream: bool = False  # knowledge calls go to a `chaos.hostile` RAG server
 
 
 def base_env(server: OwnRedis, shop_url: str) -> dict[str, str]:
@@ -167,6 +168,19 @@ def _maybe_mariadb(spec: Spec) -> Iterator[OwnMariadb | None]:
         yield server
 
 
+@contextlib.contextmanager
+def _maybe_hostile(spec: Spec) -> Iterator[tuple[dict[str, str], list[str]]]:
+    # The hostile RAG upstream, as the workers' ACI_RAG_URL; its port is a secret too.
+    if not spec.hostile_upstream:
+        yield {}, []
+        return
+    from chaos.hostile import hostile_server
+
+    with hostile_server() as server:
+        _ = server.bombs.gzip, server.bombs.zstd, server.bombs.deflate  # built before the load
+        yield {"ACI_RAG_URL": server.url}, [str(server.server_address[1])]
+
+
 async def _supervise(run: Run, stop: anyio.Event) -> None:
     while not stop.is_set():
         await anyio.to_thread.run_sync(run.fleet.supervise)
@@ -189,11 +203,15 @@ async def run_spec(spec: Spec, scale: Scale, shop_url: str, needles: list[str]) 
     started = time.monotonic()
     total = scale.burst_calls if spec.burst else scale.calls
     plan = plan_calls(total, fault=spec.fault)
-    with own_redis(REDIS_PASSWORD) as server, _maybe_mariadb(spec) as mariadb:
+    with (
+        own_redis(REDIS_PASSWORD) as server,
+        _maybe_mariadb(spec) as mariadb,
+        _maybe_hostile(spec) as (hostile_env, hostile_secrets),
+    ):
         url = mariadb.reader_url if mariadb else shop_url
-        env = {**base_env(server, url), **spec.env}
+        env = {**base_env(server, url), **spec.env, **hostile_env}
         settings = Settings.from_env(env)
-        secrets = [*needles, REDIS_PASSWORD, str(server.port), "127.0.0.1"]
+        secrets = [*needles, REDIS_PASSWORD, str(server.port), "127.0.0.1", *hostile_secrets]
         if mariadb:
             secrets += [READER[1], str(mariadb.port)]
         async with open_redis(server.url) as redis, EvidenceClient(redis, settings) as client:

@@ -10,6 +10,7 @@ import anyio
 import anyio.to_thread
 
 from chaos.fleet import WorkerProc
+from chaos.hostile import HOSTILE
 from chaos.scenario import Run, Scale, Spec
 from chaos.worker import GARBAGE, HANG
 
@@ -143,4 +144,12 @@ SPECS: Final = (
         fault=GARBAGE,
     ),
     Spec(name="burst", fault_kind="burst >> capacity", inject=_burst, burst=True),
+    Spec(
+        name="hostile_upstream",
+        fault_kind="bomb/surrogate/drip",
+        inject=_count_marked,
+        env={"ACI_RAG_MAX_BYTES": str(1024 * 1024)},
+        fault=HOSTILE,
+        hostile_upstream=True,
+    ),
 )

@@ -7,6 +7,10 @@ the same function. A query is expanded through a small operations synonym table,
 from BM25, and a candidate is only evidence when the IDF-weighted share of the query's concepts
 it contains reaches `MIN_COVERAGE` -- off-topic questions give no hits, hence `NO_EVIDENCE`.
 
+Only regular files whose real path lies inside the (real) folder are read: a symlink out of
+it (`/etc/passwd`, `../secret.md`, `/proc/self/environ`), a directory symlink, a fifo or device,
+a hidden path and a name that is not UTF-8 (logged once, escaped) are skipped.
+
 The index file lives in the cache folder, named after the folder and a fingerprint of its files
 (paths, sizes, mtimes): it is built on first use, rebuilt only when files change, and written to
 a temp file then renamed, so concurrent workers never open a half-built index. Queries take well
@@ -16,10 +20,12 @@ under a millisecond but still run in a worker thread, as does the (jieba-loading
 from __future__ import annotations
 
 import hashlib
+import logging
 import math
 import os
 import re
 import sqlite3
+import stat
 import threading
 import time
 import uuid
@@ -45,6 +51,8 @@ __all__ = [
     "split_markdown",
     "terms_of",
 ]
+
+log = logging.getLogger("aci.knowledge")
 
 DEFAULT_KNOWLEDGE_DIR: Final = Path(__file__).with_name("runbooks")
 INDEX_VERSION: Final = 1
@@ -258,21 +266,69 @@ def _pieces(text: str) -> list[str]:
     return [p for p in pieces if p]
 
 
-def _markdown_files(folder: Path) -> list[Path]:
-    return sorted(
-        p
-        for p in folder.rglob("*.md")
-        if p.is_file() and not any(part.startswith(".") for part in p.relative_to(folder).parts)
-    )
+_warned_names: set[str] = set()
+
+
+def _skip_name(rel: str) -> bool:
+    # A name that is not UTF-8 (os.walk hands it over with surrogate escapes) cannot be a
+    # document's `source`: skip it, and say so once, escaped.
+    try:
+        rel.encode("utf-8")
+    except UnicodeEncodeError:
+        shown = rel.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+        if shown not in _warned_names:
+            _warned_names.add(shown)
+            log.warning("skipping a knowledge file whose name is not UTF-8: %s", shown)
+        return True
+    return False
+
+
+def _markdown_files(folder: Path) -> list[tuple[str, Path]]:
+    """(source name, real path) of every Markdown file the index may serve: regular files whose
+    real path lies inside the real folder. Directory symlinks are not followed (a target inside
+    the folder is walked anyway), hidden paths are skipped."""
+    root = folder.resolve()
+    found: list[tuple[str, Path]] = []
+    for top, dirs, names in os.walk(root):  # followlinks=False
+        dirs[:] = [d for d in dirs if not d.startswith(".")]
+        for name in names:
+            if name.startswith(".") or not name.endswith(".md"):
+                continue
+            path = Path(top, name)
+            rel = path.relative_to(root).as_posix()
+            if _skip_name(rel):
+                continue
+            try:
+                real = path.resolve(strict=True)
+                inside = real.is_relative_to(root) and stat.S_ISREG(real.stat().st_mode)
+            except (OSError, RuntimeError):  # dangling or looping link, vanished file
+                continue
+            if inside:
+                found.append((rel, real))
+    return sorted(found)
+
+
+def _read_regular(path: Path) -> str | None:
+    """The text of a regular file, or None; never blocks on a fifo swapped in meanwhile."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | os.O_NOFOLLOW)
+    except OSError:
+        return None
+    with os.fdopen(fd, "rb") as handle:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        return handle.read().decode("utf-8", errors="replace")
 
 
 def _fingerprint(folder: Path) -> str:
     # The analysis code is part of the fingerprint: a changed tokenizer means a rebuilt index.
     digest = hashlib.sha256(f"v{INDEX_VERSION}\0{_ANALYSIS_HASH}".encode())
-    for path in _markdown_files(folder):
-        stat = path.stat()
-        rel = path.relative_to(folder).as_posix()
-        digest.update(f"{rel}\0{stat.st_size}\0{stat.st_mtime_ns}\n".encode())
+    for rel, path in _markdown_files(folder):
+        try:
+            info = path.stat()
+        except OSError:
+            continue
+        digest.update(f"{rel}\0{info.st_size}\0{info.st_mtime_ns}\n".encode())
     return digest.hexdigest()
 
 
@@ -290,9 +346,11 @@ def build_index(folder: Path, target: Path) -> int:
     """Index every Markdown file under `folder` into `target` atomically; return the chunk count."""
     tmp = target.with_name(f".{target.name}.{os.getpid()}.{uuid.uuid4().hex}.tmp")
     rows: list[tuple[str, str, str, str, str, str, str, int]] = []
-    for path in _markdown_files(folder):
-        source = path.relative_to(folder).as_posix()
-        for chunk in split_markdown(path.read_text(encoding="utf-8", errors="replace"), source):
+    for source, path in _markdown_files(folder):
+        text = _read_regular(path)
+        if text is None:
+            continue
+        for chunk in split_markdown(text, source):
             body = (
                 chunk.content.split("\n", 1)[-1] if chunk.content.startswith("#") else chunk.content
             )

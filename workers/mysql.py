@@ -16,10 +16,11 @@ from __future__ import annotations
 
 import json
 import re
+import threading
 import tomllib
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any, Final
+from typing import Any, Final, TypeVar
 from urllib.parse import unquote, urlsplit
 
 import anyio
@@ -33,6 +34,7 @@ from contracts.bounds import DEFAULT_BOUNDS, Bounds
 from contracts.mysql import MysqlUpstream, to_json_cell
 from contracts.requests import QueryMysqlRequest
 from contracts.status import ErrorCode
+from pipeline.settings import Settings
 from workers.source import SourceError
 from workers.sqlguard import Param, guard_sql
 
@@ -93,13 +95,13 @@ class _Pool:
         self.slots = anyio.Semaphore(size)
         self.json_columns: dict[str, frozenset[str]] = {}
 
-    def connect(self, read_timeout: float) -> pymysql.Connection[Any]:
+    def connect(self, read_timeout: float, connect_timeout: float = 5.0) -> pymysql.Connection[Any]:
         p = self.params
         return pymysql.connect(
             host=p.host, port=p.port, user=p.user, password=p.password,
             database=p.database or None, charset="utf8mb4", autocommit=True,
-            connect_timeout=5, read_timeout=read_timeout, write_timeout=read_timeout,
-            local_infile=False, client_flag=0,
+            connect_timeout=connect_timeout, read_timeout=read_timeout,
+            write_timeout=read_timeout, local_infile=False, client_flag=0,
         )  # fmt: skip
 
     def close(self) -> None:
@@ -164,24 +166,30 @@ class MysqlSource:
         bounds: Bounds = DEFAULT_BOUNDS,
         pool_size: int = 4,
         kill_grace_s: float = 1.0,
+        deadline_s: float = Settings().deadline_s,
     ) -> None:
         self._pools = {name.lower(): _Pool(p, pool_size) for name, p in sources.items()}
         self.data_sources: tuple[str, ...] = tuple(sorted(self._pools))
-        self._limit_s = max(statement_timeout_ms, 1) / 1000
+        # Every wait is derived from the call's deadline: the statement limit, the driver's
+        # socket timeouts, and the whole call (which stops waiting for the driver's thread).
+        self._deadline_s = deadline_s
+        self._limit_s = min(max(statement_timeout_ms, 1) / 1000, deadline_s)
         self._grace_s = kill_grace_s
         self._bounds = bounds
 
     @classmethod
     def from_env(cls, env: Mapping[str, str]) -> MysqlSource:
         """Data sources from `ACI_MYSQL_<NAME>_URL` (and the file `ACI_MYSQL_CONFIG`, a TOML or
-        JSON mapping name -> URL); timeout from `ACI_MYSQL_STATEMENT_TIMEOUT_MS`."""
+        JSON mapping name -> URL); timeout from `ACI_MYSQL_STATEMENT_TIMEOUT_MS`, bounded by the
+        call deadline `ACI_DEADLINE_S`."""
         urls = _from_config(env["ACI_MYSQL_CONFIG"]) if env.get("ACI_MYSQL_CONFIG") else {}
         for key, value in env.items():
             if m := _ENV_URL.match(key):
                 urls[m.group(1).lower()] = value
         sources = {name: parse_url(url) for name, url in urls.items()}
         timeout = int(env.get("ACI_MYSQL_STATEMENT_TIMEOUT_MS", "5000"))
-        return cls(sources, statement_timeout_ms=timeout)
+        deadline = float(env.get("ACI_DEADLINE_S", "").strip() or Settings().deadline_s)
+        return cls(sources, statement_timeout_ms=timeout, deadline_s=deadline)
 
     def _pool(self, data_source: str) -> _Pool:
         pool = self._pools.get(data_source.lower())
@@ -210,13 +218,32 @@ class MysqlSource:
         tables: tuple[str, ...],
         tool_limit: bool,
     ) -> MysqlUpstream:
-        read_timeout = self._limit_s + self._grace_s + 5
+        # A silent server must not hold the call past its deadline: the blocking driver call
+        # is abandoned (its thread closes the connection when its socket timeout ends it).
+        try:
+            with anyio.fail_after(self._deadline_s):
+                return await self._run_in_time(pool, text, params, tables, tool_limit)
+        except TimeoutError:
+            raise SourceError(
+                ErrorCode.TIMEOUT, "the query did not finish within its time limit"
+            ) from None
+
+    async def _run_in_time(
+        self,
+        pool: _Pool,
+        text: str,
+        params: tuple[Param, ...],
+        tables: tuple[str, ...],
+        tool_limit: bool,
+    ) -> MysqlUpstream:
+        read_timeout = self._limit_s + self._grace_s + 1
+        connect_timeout = min(5.0, self._deadline_s)
         async with pool.slots:
             try:
                 conn = (
                     pool.idle.pop()
                     if pool.idle
-                    else await anyio.to_thread.run_sync(pool.connect, read_timeout)
+                    else await _abandonable(_Handoff(), pool.connect, read_timeout, connect_timeout)
                 )
             except pymysql.MySQLError as exc:
                 raise map_error(_errno(exc), "", pool.params) from None
@@ -226,14 +253,16 @@ class MysqlSource:
                 nonlocal killed
                 await anyio.sleep(self._limit_s + self._grace_s)
                 killed = True
-                await anyio.to_thread.run_sync(kill, pool, conn.thread_id())
+                await anyio.to_thread.run_sync(
+                    kill, pool, conn.thread_id(), connect_timeout, abandon_on_cancel=True
+                )
 
             outcome: Outcome | BaseException
             async with anyio.create_task_group() as tg:
                 tg.start_soon(watchdog)
                 try:
-                    outcome = await anyio.to_thread.run_sync(
-                        execute, conn, pool, text, params, tables, self._bounds,
+                    outcome = await _abandonable(
+                        _Handoff(conn), execute, conn, pool, text, params, tables, self._bounds,
                         self._limit_s if tool_limit else None,
                     )  # fmt: skip
                 except Exception as exc:
@@ -393,10 +422,10 @@ def _raise_warning(conn: pymysql.Connection[Any], params: ConnectParams) -> None
                 )
 
 
-def kill(pool: _Pool, thread_id: int) -> None:
+def kill(pool: _Pool, thread_id: int, connect_timeout: float = 5.0) -> None:
     """Blocking: KILL a session from a fresh connection of the same account."""
     try:
-        conn = pool.connect(5.0)
+        conn = pool.connect(5.0, connect_timeout)
     except pymysql.MySQLError:
         return
     try:
@@ -406,6 +435,56 @@ def kill(pool: _Pool, thread_id: int) -> None:
         pass
     finally:
         _close_quietly(conn)
+
+
+_T = TypeVar("_T")
+
+
+class _Handoff:
+    """Who closes the connection of a driver call the event loop stopped waiting for: the
+    thread when it ends after the loop left, or the loop when the thread had already ended."""
+
+    def __init__(self, conn: pymysql.Connection[Any] | None = None) -> None:
+        self.conn = conn
+        self._lock = threading.Lock()
+        self._done = self._abandoned = False
+
+    def finished(self, result: object) -> None:
+        """In the thread, as the driver call ends."""
+        with self._lock:
+            self._done = True
+            if isinstance(result, pymysql.Connection):
+                self.conn = result
+            if not self._abandoned:
+                return
+        if self.conn is not None:
+            _close_quietly(self.conn)
+
+    def abandon(self) -> None:
+        """In the loop, as it stops waiting."""
+        with self._lock:
+            self._abandoned = True
+            if not self._done:
+                return
+        if self.conn is not None:
+            _close_quietly(self.conn)
+
+
+async def _abandonable(handoff: _Handoff, fn: Callable[..., _T], *args: Any) -> _T:
+    # A blocking driver call in a thread that a cancel (the deadline) stops waiting for.
+    def work() -> _T:
+        result: object = None
+        try:
+            result = fn(*args)
+            return result
+        finally:
+            handoff.finished(result)
+
+    try:
+        return await anyio.to_thread.run_sync(work, abandon_on_cancel=True)
+    except anyio.get_cancelled_exc_class():
+        handoff.abandon()
+        raise
 
 
 def _errno(exc: BaseException) -> int:

@@ -7,12 +7,17 @@ text under `content`/`text`/`snippet`, `relevanceLevel`/`relevance_level`).
 Every failure raises `SourceError`, never an empty answer, with a message that names no URL,
 host or header value:
 
-    timeout                       -> TIMEOUT      (retryable)
+    timeout (per read, or the whole call past ACI_RAG_TIMEOUT_S)  -> TIMEOUT  (retryable)
     connect / network error       -> UNAVAILABLE  (retryable)
     HTTP 401, 403                 -> AUTHORIZATION
     HTTP 429, 502, 503, 504       -> UNAVAILABLE  (retryable)
     any other non-2xx             -> EXECUTION
-    body too large, not JSON      -> PROJECTION
+    body over ACI_RAG_MAX_BYTES (raw or decoded), unknown or corrupt Content-Encoding,
+    not UTF-8, not JSON, nested too deeply                        -> PROJECTION
+
+The body is decoded here, not by httpx (`workers.content_encoding`): the limit counts decoded
+bytes while they are produced, so a compression bomb stops at the limit. A lone surrogate
+escape (`"\\ud800"`, valid JSON, not encodable as UTF-8) becomes U+FFFD.
 """
 
 from __future__ import annotations
@@ -22,20 +27,30 @@ import re
 from collections.abc import Mapping
 from typing import Any, Final
 
+import anyio
 import httpx
 import msgspec
 
 from contracts.requests import LookupKnowledgeRequest
 from contracts.status import ErrorCode
+from workers.content_encoding import (
+    BodyTooLarge,
+    BodyUndecodable,
+    accept_encoding,
+    read_bounded,
+)
 from workers.source import SourceError
 
-__all__ = ["HttpRagSource", "RagHttpSettings", "parse_headers"]
+__all__ = ["HttpRagSource", "RagHttpSettings", "decode_answer", "parse_headers"]
 
 DEFAULT_TIMEOUT_S: Final = 10.0
 DEFAULT_MAX_BYTES: Final = 4 * 1024 * 1024
 _RETRYABLE_STATUS: Final = frozenset({429, 502, 503, 504})
 _ENV_REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 _HEADER_NAME = re.compile(r"^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")
+# Where a lone surrogate can hide in strictly decoded UTF-8 text: only in a \\uXXXX escape.
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 class RagHttpSettings(msgspec.Struct, frozen=True, kw_only=True):
@@ -94,7 +109,7 @@ class HttpRagSource:
     def __init__(self, settings: RagHttpSettings) -> None:
         self.settings = settings
         self._client = httpx.AsyncClient(
-            headers=settings.headers,
+            headers={"Accept-Encoding": accept_encoding(), **settings.headers},
             timeout=httpx.Timeout(settings.timeout_s),
             follow_redirects=False,
             trust_env=False,
@@ -118,12 +133,18 @@ class HttpRagSource:
     async def fetch(self, request: LookupKnowledgeRequest) -> Any:
         """POST the query; the decoded JSON answer, or `SourceError`."""
         try:
-            async with self._client.stream(
-                "POST", self.settings.url, json={"query": request.query}
-            ) as response:
-                _check_status(response.status_code)
-                body = await self._read_bounded(response)
-        except httpx.TimeoutException as exc:
+            # httpx's timeout bounds each read; this bounds the call (a slow drip of bytes).
+            with anyio.fail_after(self.settings.timeout_s):
+                async with self._client.stream(
+                    "POST", self.settings.url, json={"query": request.query}
+                ) as response:
+                    _check_status(response.status_code)
+                    body = await read_bounded(
+                        response.aiter_raw(),
+                        response.headers.get("Content-Encoding", ""),
+                        self.settings.max_bytes,
+                    )
+        except (TimeoutError, httpx.TimeoutException) as exc:
             raise SourceError(
                 ErrorCode.TIMEOUT, "the knowledge service did not answer in time", retryable=True
             ) from exc
@@ -131,26 +152,49 @@ class HttpRagSource:
             raise SourceError(
                 ErrorCode.UNAVAILABLE, "the knowledge service could not be reached", retryable=True
             ) from exc
-        try:
-            return json.loads(body)
-        except ValueError as exc:
+        except BodyTooLarge as exc:
             raise SourceError(
-                ErrorCode.PROJECTION, "the knowledge service answered with a body that is not JSON"
+                ErrorCode.PROJECTION, "the knowledge service answer is too large"
             ) from exc
-
-    async def _read_bounded(self, response: httpx.Response) -> bytes:
-        parts: list[bytes] = []
-        size = 0
-        async for part in response.aiter_bytes():
-            size += len(part)
-            if size > self.settings.max_bytes:
-                raise SourceError(ErrorCode.PROJECTION, "the knowledge service answer is too large")
-            parts.append(part)
-        return b"".join(parts)
+        except BodyUndecodable as exc:
+            raise SourceError(
+                ErrorCode.PROJECTION, "the knowledge service answer could not be decompressed"
+            ) from exc
+        return decode_answer(body)
 
     async def aclose(self) -> None:
         """Close the HTTP connection pool."""
         await self._client.aclose()
+
+
+def decode_answer(body: bytes) -> Any:
+    """The JSON value of an upstream body, with lone surrogates replaced by U+FFFD; a body that
+    is not UTF-8 JSON (or is nested past the parser's depth) is a PROJECTION `SourceError`."""
+    try:
+        text = body.decode("utf-8-sig")
+        answer = json.loads(text)
+    except (ValueError, RecursionError) as exc:  # UnicodeDecodeError is a ValueError
+        raise SourceError(
+            ErrorCode.PROJECTION, "the knowledge service answered with a body that is not JSON"
+        ) from exc
+    if _SURROGATE_ESCAPE.search(text) is None:
+        return answer
+    try:
+        return _without_surrogates(answer)
+    except RecursionError as exc:
+        raise SourceError(
+            ErrorCode.PROJECTION, "the knowledge service answer is nested too deeply"
+        ) from exc
+
+
+def _without_surrogates(value: Any) -> Any:
+    if isinstance(value, str):
+        return _SURROGATE.sub("\ufffd", value)
+    if isinstance(value, list):
+        return [_without_surrogates(v) for v in value]
+    if isinstance(value, dict):
+        return {_without_surrogates(k): _without_surrogates(v) for k, v in value.items()}
+    return value
 
 
 def _check_status(status: int) -> None:

@@ -14,7 +14,7 @@ import anyio
 from contracts import LookupKnowledgeRequest, QueryLogsRequest, Request, Topic
 from workers.source import Source
 
-__all__ = ["open_sources", "warm_up"]
+__all__ = ["DEFAULT_WARMUP_TIMEOUT_S", "open_sources", "warm_up"]
 
 log = logging.getLogger("aci.sources")
 
@@ -40,18 +40,38 @@ _WARM_UP: dict[str, Request] = {
 }
 
 
-async def warm_up(sources: Mapping[str, Source]) -> None:
+DEFAULT_WARMUP_TIMEOUT_S = 30.0
+
+
+async def warm_up(
+    sources: Mapping[str, Source], timeout_s: float = DEFAULT_WARMUP_TIMEOUT_S
+) -> None:
     """Build what sources build lazily (log worlds, the knowledge index, the tokenizer) before
-    the first real call, so an agent's first question does not pay for it."""
+    the first real call, so an agent's first question does not pay for it. Bounded: past
+    `timeout_s` the worker starts anyway (a slow upstream answers its own calls with errors)."""
 
     async def one(tool: str, source: Source) -> None:
         with contextlib.suppress(Exception):
             await source.fetch(_WARM_UP[tool])
 
-    async with anyio.create_task_group() as tg:
-        for tool, source in sources.items():
-            if tool in _WARM_UP:
-                tg.start_soon(one, tool, source)
+    with anyio.move_on_after(timeout_s) as scope:
+        async with anyio.create_task_group() as tg:
+            for tool, source in sources.items():
+                if tool in _WARM_UP:
+                    tg.start_soon(one, tool, source)
+    if scope.cancelled_caught:
+        log.warning("source warm-up did not finish within %.1fs; starting anyway", timeout_s)
+
+
+def _warmup_timeout(env: Mapping[str, str]) -> float:
+    text = env.get("ACI_WARMUP_TIMEOUT_S", "").strip()
+    try:
+        value = float(text) if text else DEFAULT_WARMUP_TIMEOUT_S
+    except ValueError:
+        value = -1.0
+    if not 0 < value <= 600:
+        raise ValueError("ACI_WARMUP_TIMEOUT_S must be in (0, 600]")
+    return value
 
 
 @contextlib.asynccontextmanager
@@ -61,7 +81,8 @@ async def open_sources(
     *,
     warm: bool = False,
 ) -> AsyncIterator[dict[str, Source]]:
-    """The configured sources by tool name (warmed up with `warm=True`); closed on exit."""
+    """The configured sources by tool name (warmed up with `warm=True`, for at most
+    ACI_WARMUP_TIMEOUT_S, default 30 s); closed on exit."""
     env = os.environ if env is None else env
     sources: dict[str, Source] = {}
     if env.get("ACI_INSTANT_SOURCES") == "1":
@@ -81,7 +102,7 @@ async def open_sources(
                 continue
             sources[tool] = factory(env)
         if warm:
-            await warm_up(sources)
+            await warm_up(sources, _warmup_timeout(env))
         yield sources
     finally:
         for source in sources.values():

@@ -113,7 +113,7 @@ def _execute_now(
 def _encode_raw(raw: Any, limit: int) -> bytes:
     try:
         data = _ENCODER.encode(raw)
-    except (TypeError, ValueError, OverflowError):
+    except (TypeError, ValueError, OverflowError, RecursionError):
         return b'{"omitted":"not encodable"}'
     if len(data) > limit:
         return _ENCODER.encode({"omitted": "too large", "bytes": len(data)})
@@ -258,8 +258,8 @@ def build_outcome(
     attempts: int = 1,
     timings: Timings | None = None,
 ) -> Outcome:
-    """Both views of a result, and the raw answer encoded for the record."""
-    observation = observe(result, settings.bounds)
+    """Both views of a result, and the raw answer encoded for the record. A result whose views
+    cannot be built (e.g. a string no encoder takes) becomes that call's ERROR/PROJECTION."""
     meta = InvocationMeta(
         tool=tool,
         session_id=session_id,
@@ -270,9 +270,22 @@ def build_outcome(
         attempts=attempts,
         timings=timings or Timings(),
     )
+    try:
+        observation = observe(result, settings.bounds)
+        control = control_view(result, meta, observation)
+    except Exception as exc:
+        # `observe` encodes every string of the result once (its first, uncut view), so a
+        # result it takes is one the finisher can encode too.
+        log.warning("views of %s failed: %s", tool, type(exc).__name__)
+        result = error_result(
+            ErrorCode.PROJECTION, "the source's answer could not be projected", result.tool_call_id
+        )
+        meta = msgspec.structs.replace(meta, status=final_status(result))
+        observation = observe(result, settings.bounds)
+        control = control_view(result, meta, observation)
     return Outcome(
         result=result,
         raw=_encode_raw(raw, settings.raw_max_bytes),
         observation=observation,
-        control=control_view(result, meta, observation),
+        control=control,
     )

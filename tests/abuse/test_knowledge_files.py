@@ -1,0 +1,88 @@
+"""`ACI_KNOWLEDGE_DIR` serves only the regular files inside it: a symlink out of the folder (a
+file or a directory), a special file (fifo, /proc) or a file name that is not UTF-8 never
+becomes an excerpt, and never makes the source UNAVAILABLE."""
+
+from __future__ import annotations
+
+import logging
+import os
+import sqlite3
+from pathlib import Path
+
+import anyio
+import pytest
+
+from contracts.requests import LookupKnowledgeRequest
+from workers.knowledge import KnowledgeIndexSource, KnowledgeSettings, build_index
+
+SECRET = "zebraquartz outsider secret"
+GOOD = "# Pool\n\n## Symptoms\nThe connection pool is exhausted; zebraquartz appears here too.\n"
+
+
+def _folder(tmp_path: Path) -> Path:
+    kb = tmp_path / "kb"
+    (kb / "sub").mkdir(parents=True)
+    (kb / "good.md").write_text(GOOD, encoding="utf-8")
+    (kb / "sub" / "inner.md").write_text("# Inner\n\nzebraquartz inner page.\n", encoding="utf-8")
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (tmp_path / "secret.md").write_text(f"# Secret\n\n{SECRET}\n", encoding="utf-8")
+    (outside / "leak.md").write_text(f"# Leak\n\n{SECRET} in a folder\n", encoding="utf-8")
+    os.symlink("../secret.md", kb / "secret.md")  # relative, out of the folder
+    os.symlink("/etc/passwd", kb / "passwd.md")
+    os.symlink("/proc/self/environ", kb / "environ.md")
+    os.symlink(outside, kb / "linked")  # a directory out of the folder
+    os.symlink("good.md", kb / "alias.md")  # inside: fine
+    os.symlink("sub", kb / "subalias")  # a directory inside: its files are indexed anyway
+    os.mkfifo(kb / "fifo.md")
+    with open(os.fsencode(kb) + b"/bad-\xff-name.md", "wb") as handle:
+        handle.write(b"# Bad name\n\nzebraquartz under a name that is not UTF-8.\n")
+    return kb
+
+
+def _indexed(kb: Path, tmp_path: Path) -> list[tuple[str, str]]:
+    target = tmp_path / "index.sqlite3"
+    build_index(kb, target)
+    conn = sqlite3.connect(target)
+    try:
+        return conn.execute("SELECT source, content FROM chunks ORDER BY source").fetchall()
+    finally:
+        conn.close()
+
+
+def test_only_regular_files_inside_the_folder_are_indexed(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    kb = _folder(tmp_path)
+    with caplog.at_level(logging.WARNING):
+        rows = _indexed(kb, tmp_path)  # returns: the fifo is never opened
+    sources = sorted({source for source, _ in rows})
+    assert sources == ["alias.md", "good.md", "sub/inner.md"]
+    text = "\n".join(content for _, content in rows)
+    assert SECRET not in text and "root:" not in text and "PATH=" not in text
+    # The skipped name is logged escaped, never as raw bytes or a surrogate.
+    assert "bad-\\xff-name.md" in caplog.text
+
+
+async def test_the_source_answers_from_inside_only(tmp_path: Path) -> None:
+    kb = _folder(tmp_path)
+    source = KnowledgeIndexSource(
+        KnowledgeSettings(folder=str(kb), cache_dir=str(tmp_path / "cache"), max_hits=20)
+    )
+    try:
+        with anyio.fail_after(30):
+            answer = await source.fetch(LookupKnowledgeRequest(query="zebraquartz"))
+    finally:
+        await source.aclose()
+    hits = answer["contextPack"]["hits"]
+    assert hits, "the inside pages still answer (a bad file name does not make it UNAVAILABLE)"
+    assert {h["source"] for h in hits} <= {"good.md", "alias.md", "sub/inner.md"}
+    assert all(SECRET not in h["content"] for h in hits)
+
+
+def test_a_folder_that_is_itself_a_symlink_still_works(tmp_path: Path) -> None:
+    kb = _folder(tmp_path)
+    link = tmp_path / "kb-link"
+    os.symlink(kb, link)
+    sources = sorted({source for source, _ in _indexed(link, tmp_path)})
+    assert sources == ["alias.md", "good.md", "sub/inner.md"]
