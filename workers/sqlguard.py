@@ -414,9 +414,10 @@ def _info_schema_filters(root: exp.Expr) -> set[int]:
             for e in select.expressions
         ):
             raise _refuse("name the columns you need from information_schema (no *)")
-        sources = [
-            j.this for j in select.args.get("joins") or [] if isinstance(j.this, exp.Table)
-        ] + [f.this for f in [select.args.get("from_")] if f is not None]
+        # Every FROM/JOIN source (derived tables too): an unqualified filter needs exactly one.
+        sources = [j.this for j in select.args.get("joins") or []] + [
+            f.this for f in [select.args.get("from_")] if f is not None
+        ]
         ref = table.alias_or_name
         found = None
         for conjunct in _conjuncts(select.args.get("where")):
