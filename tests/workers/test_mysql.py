@@ -259,21 +259,47 @@ async def test_ensure_demo_shop_idempotent_and_concurrent() -> None:
     assert up.rows == [["V20260314_1"]]
 
 
-def test_allowlisted_functions_are_server_builtins(db: tuple[str, str, str]) -> None:
-    # A name the server does not know as a built-in resolves to a stored function (DEFINER
-    # rights): `FORMAT_BYTES` is one on MariaDB 10.11 (only `sys.format_bytes` exists).
-    conn = pymysql.connect(**ROOT, database=db[0], charset="utf8mb4", autocommit=True)
-    stored = []
+@pytest.fixture
+def shadow_schema() -> Iterator[str]:
+    """A schema holding a stored function named like every word the guard lets stand right
+    before `(` (built-ins and keywords), each returning 'STORED'."""
+    name = f"aci_shadow_{uuid.uuid4().hex[:10]}"
+    conn = _root()
+    words = sqlguard._BUILTINS | sqlguard._PAREN_KEYWORDS | {"DATABASE", "SCHEMA"}
     with conn.cursor() as cur:
-        for name in sorted(sqlguard._BUILTINS):
-            try:
-                cur.execute(f"SELECT {name}()")
-                cur.fetchall()
-            except pymysql.MySQLError as exc:
-                if exc.args[0] in (1305, 1630):
-                    stored.append(name)
+        cur.execute(f"CREATE DATABASE `{name}`")
+        for word in sorted(words):
+            cur.execute(
+                f"CREATE FUNCTION `{name}`.`{word}`(x INT) RETURNS TEXT DETERMINISTIC "
+                "RETURN 'STORED'"
+            )
+    try:
+        yield name
+    finally:
+        with conn.cursor() as cur:
+            cur.execute(f"DROP DATABASE IF EXISTS `{name}`")
+        conn.close()
+
+
+def test_no_accepted_word_before_parenthesis_calls_a_stored_function(shadow_schema: str) -> None:
+    # A name that is not a built-in or reserved word resolves to a stored function (DEFINER
+    # rights): FORMAT_BYTES and JSON_TABLE (outside FROM) are such names on MariaDB 10.11.
+    conn = pymysql.connect(**ROOT, database=shadow_schema, charset="utf8mb4", autocommit=True)
+    words = sqlguard._BUILTINS | sqlguard._PAREN_KEYWORDS | {"DATABASE", "SCHEMA"}
+    called = []
+    with conn.cursor() as cur:
+        for word in sorted(words):
+            for sql in (f"SELECT {word}(1)", f"SELECT 1 + {word}(1)",
+                        f"SELECT 1 FROM DUAL WHERE {word}(1) IS NOT NULL"):  # fmt: skip
+                try:
+                    cur.execute(sql)
+                    rows = cur.fetchall()
+                except pymysql.MySQLError:
+                    continue
+                if rows and rows[0][0] == "STORED":
+                    called.append(sql)
     conn.close()
-    assert stored == []
+    assert called == []
 
 
 def test_every_bare_keyword_function_is_known_to_the_guard() -> None:
