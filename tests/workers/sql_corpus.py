@@ -302,6 +302,39 @@ CORPUS: Final[tuple[Case, ...]] = (
         F,
     ),
     ("info_schema_schemata", "SELECT SCHEMA_NAME FROM information_schema.SCHEMATA", [], F),
+    (  # the server reads `BETWEEN 'a' AND (TABLE_SCHEMA = DATABASE())`: no AND term
+        "info_schema_between_trap",
+        "SELECT TABLE_NAME FROM information_schema.TABLES "
+        "WHERE TABLE_NAME BETWEEN 'a' AND TABLE_SCHEMA = DATABASE()",
+        [],
+        F,
+    ),
+    (
+        "info_schema_pipes_or",
+        "SELECT TABLE_NAME FROM information_schema.TABLES WHERE TABLE_SCHEMA = DATABASE() || 1",
+        [],
+        F,
+    ),
+    (
+        "info_schema_is_true",
+        "SELECT TABLE_NAME FROM information_schema.TABLES WHERE TABLE_SCHEMA = DATABASE() IS TRUE",
+        [],
+        F,
+    ),
+    (
+        "info_schema_order_by_schema",
+        "SELECT TABLE_NAME FROM information_schema.TABLES WHERE TABLE_SCHEMA = DATABASE() "
+        "ORDER BY TABLE_SCHEMA",
+        [],
+        F,
+    ),
+    (
+        "info_schema_filter_in_on_only",
+        "SELECT o.id FROM orders o JOIN information_schema.TABLES t "
+        "ON t.TABLE_SCHEMA = DATABASE() AND t.TABLE_NAME = 'orders'",
+        [],
+        F,
+    ),
     # other schemas
     ("mysql_schema", "SELECT * FROM mysql.user", [], F),
     ("mysql_schema_backticks", "SELECT * FROM `mysql`.`user`", [], F),
