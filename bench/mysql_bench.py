@@ -11,6 +11,7 @@ import time
 import anyio
 
 from contracts import QueryMysqlRequest
+from workers import sqlguard
 from workers.mysql import MysqlSource
 from workers.shop import ensure_demo_shop
 from workers.sqlguard import guard_sql
@@ -38,6 +39,23 @@ def bench_guard(n: int = 2000) -> float:
     return _median_ms(samples)
 
 
+def bench_comments(counts: tuple[int, ...] = (2_000, 20_000, 200_000)) -> dict[int, float]:
+    """Guard time for `SELECT 1;` + n `/**/` (issue 14: was quadratic, 0.47 s at 2,000). Only
+    n <= 1,997 fits MAX_SQL_CHARS; larger n lift the cap to show the growth."""
+    figures = {}
+    cap = sqlguard.MAX_SQL_CHARS
+    try:
+        for n in counts:
+            sql = "SELECT 1;" + "/**/" * n
+            setattr(sqlguard, "MAX_SQL_CHARS", max(cap, len(sql)))  # noqa: B010
+            start = time.perf_counter()
+            sqlguard.guard_sql(sql, [])
+            figures[n] = (time.perf_counter() - start) * 1000
+    finally:
+        setattr(sqlguard, "MAX_SQL_CHARS", cap)  # noqa: B010
+    return figures
+
+
 async def bench_end_to_end(n: int = 300) -> float:
     url = await ensure_demo_shop()
     source = MysqlSource.from_env({"ACI_MYSQL_SHOP_URL": url})
@@ -58,6 +76,8 @@ async def bench_end_to_end(n: int = 300) -> float:
 def main() -> None:
     """Print the figures."""
     print(f"guard median (typical 5-line query): {bench_guard():.3f} ms")
+    for n, ms in bench_comments().items():
+        print(f"guard, SELECT 1; + {n:,} /**/ ({9 + 4 * n:,} chars): {ms:.1f} ms")
     print(
         f"end-to-end median (indexed SELECT by primary key): {anyio.run(bench_end_to_end):.3f} ms"
     )

@@ -8,7 +8,8 @@ tool-owned `SET STATEMENT max_statement_time=N, sql_select_limit=max_rows+1 FOR`
 sets CLIENT_MULTI_STATEMENTS, so the server refuses stacked statements. Rows are read unbuffered,
 at most `max_rows + 1`, with cells and total bytes bounded.
 
-Errors are `SourceError`: EXECUTION (server rejected the SQL, short scrubbed text), TIMEOUT,
+Errors are `SourceError`: EXECUTION (server rejected the SQL; a fixed text per errno, never the
+server's own text, which names schemas, accounts and values), TIMEOUT,
 UNAVAILABLE (retryable), AUTHORIZATION (unknown data source or denied object).
 """
 
@@ -116,18 +117,51 @@ def _close_quietly(conn: pymysql.Connection[Any]) -> None:
         conn._force_close()
 
 
-def _scrub(text: str, params: ConnectParams) -> str:
-    text = re.sub(r"'[^']*'@'[^']*'", "the account", text)
-    for secret in (params.password, params.host, params.user):
-        if len(secret) >= 3:
-            text = text.replace(secret, "…")
-    if params.database:
-        text = text.replace(f"'{params.database}.", "'").replace(f"`{params.database}`.", "")
-    return " ".join(text.split())[:240]
+# Server error texts name the physical schema (`FUNCTION db.fn does not exist`), the account,
+# the host or stored values: none of it is forwarded. Each errno gets a fixed message; a name is
+# echoed only when the caller's own statement contains it (see _echo).
+_FUNCTION_CODES: Final = frozenset({1305, 1630, 1318, 1128, 1122, 1123, 1548})
+_FIXED_MESSAGES: Final = {
+    1052: "a column name is ambiguous; qualify it with its table",
+    1055: "a selected column is neither grouped nor aggregated",
+    1060: "a column name is used twice",
+    1066: "a table or alias is used twice",
+    1111: "an aggregate function is used where it is not allowed",
+    1139: "a regular expression is invalid or too complex",
+    1140: "mixing grouped and non-grouped columns needs GROUP BY",
+    1222: "the SELECTs of a UNION have different numbers of columns",
+    1235: "this server does not support that construct",
+    1241: "an operand has the wrong number of columns",
+    1242: "a subquery returned more than one row",
+    1248: "every derived table needs an alias",
+    1264: "a value is out of range",
+    1265: "a value was truncated",
+    1292: "a value was truncated or has the wrong type",
+    1301: "a result was larger than max_allowed_packet and became NULL",
+    1365: "division by zero",
+    1366: "a value has the wrong type",
+    1582: "a function got the wrong number of arguments",
+    1583: "a function got arguments of the wrong kind",
+    1690: "a value is out of range",
+    4036: "a JSON value is invalid",
+    4037: "a JSON value is invalid",
+    4038: "a JSON value is invalid",
+    4042: "a JSON path is invalid",
+}
+_FUNCTION_MESSAGE: Final = (
+    "unknown function or wrong number of arguments; only pure built-in functions may be called"
+)
 
 
-def map_error(errno: int, message: str, params: ConnectParams) -> SourceError:
-    """Turn a server or driver error into a safe `SourceError`."""
+def _echo(name: str, sent: str) -> str | None:
+    """`name` if the caller's statement contains it (so echoing it reveals nothing new)."""
+    return name if name and len(name) <= 120 and name in sent else None
+
+
+def map_error(errno: int, message: str, params: ConnectParams, *, sent: str = "") -> SourceError:
+    """Turn a server or driver error into a safe `SourceError`: a fixed text per errno, plus a
+    name only when it appears in `sent` (the statement as sent). Never the server's own text."""
+    del params  # kept for callers; nothing of the connection is ever echoed
     if errno in _TIMEOUT_CODES:
         return SourceError(ErrorCode.TIMEOUT, "the query hit the time limit and was stopped")
     if errno in _UNAVAILABLE_CODES:
@@ -139,13 +173,30 @@ def map_error(errno: int, message: str, params: ConnectParams) -> SourceError:
         return SourceError(ErrorCode.FORBIDDEN_QUERY, "the statement tried to write")
     if errno in _DENIED_CODES:
         return SourceError(ErrorCode.AUTHORIZATION, "permission denied for that object")
-    if errno == 1146 and (m := re.search(r"Table '(?:[^'.]*\.)?([^']*)' doesn't exist", message)):
-        return SourceError(ErrorCode.EXECUTION, f"unknown table `{m.group(1)}`")
-    if errno == 1054 and (m := re.match(r"Unknown column '([^']*)' in '([^']*)'", message)):
-        return SourceError(ErrorCode.EXECUTION, f"unknown column `{m.group(1)}` in '{m.group(2)}'")
-    if errno == 1064 and (m := re.search(r"near '(.{0,120})' at line (\d+)", message, re.S)):
-        return SourceError(ErrorCode.EXECUTION, f"syntax error near '{m.group(1)}' at line {m[2]}")
-    return SourceError(ErrorCode.EXECUTION, f"error {errno}: {_scrub(message, params)}")
+    if errno in _FUNCTION_CODES:
+        return SourceError(ErrorCode.EXECUTION, _FUNCTION_MESSAGE)
+    if errno == 1146:
+        m = re.search(r"Table '(?:[^'.]*\.)?([^']*)' doesn't exist", message)
+        name = _echo(m.group(1), sent) if m else None
+        return SourceError(
+            ErrorCode.EXECUTION, f"unknown table `{name}`" if name else "unknown table"
+        )
+    if errno == 1054:
+        m = re.match(r"Unknown column '([^']*)' in '([a-z ]{1,30})'", message, re.I)
+        name = _echo(m.group(1), sent) if m else None
+        where = f" in '{m.group(2)}'" if m else ""
+        return SourceError(
+            ErrorCode.EXECUTION, f"unknown column `{name}`{where}" if name else "unknown column"
+        )
+    if errno == 1064:
+        m = re.search(r"near '(.{0,120})' at line (\d+)", message, re.S)
+        near = _echo(m.group(1), sent) if m else None
+        return SourceError(
+            ErrorCode.EXECUTION,
+            f"syntax error near '{near}' at line {m[2]}" if near and m else "syntax error",
+        )
+    fixed = _FIXED_MESSAGES.get(errno, "the server refused the statement")
+    return SourceError(ErrorCode.EXECUTION, f"{fixed} (error {errno})")
 
 
 def _from_config(path: str) -> dict[str, str]:
@@ -393,7 +444,11 @@ def execute(
             f"sql_select_limit={bounds.mysql_max_rows + 1} FOR {text}"
         )
     cur = conn.cursor(pymysql.cursors.SSCursor)
-    cur.execute(text, params)
+    try:
+        cur.execute(text, params)
+    except pymysql.MySQLError as exc:
+        sent = str(getattr(cur, "_executed", None) or text)
+        raise map_error(_errno(exc), _text(exc), pool.params, sent=sent) from None
     result = cur._result
     fields = list(getattr(result, "fields", None) or ())
     flags = [_is_json(f, pool) for f in fields]
@@ -413,13 +468,11 @@ def _raise_warning(conn: pymysql.Connection[Any], params: ConnectParams) -> None
     # max_allowed_packet): report it rather than return it as evidence.
     with conn.cursor() as cur:
         cur.execute("SHOW WARNINGS")
-        for level, code, message in cur.fetchall():
+        for level, code, _message in cur.fetchall():
             if level in ("Warning", "Error"):
                 conn.rollback()
-                raise SourceError(
-                    ErrorCode.EXECUTION,
-                    f"the query raised warning {code}: {_scrub(message, params)}",
-                )
+                fixed = _FIXED_MESSAGES.get(code, "its answer may be wrong")
+                raise SourceError(ErrorCode.EXECUTION, f"the query raised warning {code}: {fixed}")
 
 
 def kill(pool: _Pool, thread_id: int, connect_timeout: float = 5.0) -> None:

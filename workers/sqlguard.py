@@ -10,8 +10,11 @@
    non-ASCII outside literals;
 2. sqlglot (MySQL dialect): its tokens must cover the same code and the same `?` positions, and
    its tree must be exactly one SELECT (WITH/UNION/subqueries/windows), `EXPLAIN <select>` or
-   `DESCRIBE <table>`, with no INTO, locking clause, variables, named placeholders, unknown or
-   stateful functions, or tables of other schemas.
+   `DESCRIBE <table>`, with no INTO, locking clause, variables, named placeholders, or tables of
+   other schemas. Every function call is an unquoted, unqualified built-in of an explicit
+   allowlist with `(` right after its name: anything else would make the server look for a
+   stored function (which runs with its DEFINER's rights). information_schema is readable only
+   for the data source's own schema (`<view>.TABLE_SCHEMA = DATABASE()` in the WHERE).
 
 The text that runs is always the original text (never regenerated SQL) with `?` turned into the
 driver's `%s` and every other `%` doubled, so `LIKE 'err%'` stays a literal.
@@ -19,7 +22,10 @@ driver's `%s` and every other `%` doubled, so `LIKE 'err%'` stays a literal.
 
 from __future__ import annotations
 
+import bisect
+import itertools
 import math
+import re
 from typing import Final
 
 import msgspec
@@ -75,37 +81,96 @@ _FORBIDDEN_NODES: Final = tuple(
     )
     if hasattr(exp, name)
 )
-# Known to sqlglot but revealing the account, host or physical names.
+# Known to sqlglot but revealing the account, host or physical names (DATABASE() is allowed only
+# as the right side of an information_schema filter, see _info_schema_filters).
 _FORBIDDEN_FUNCS: Final = tuple(
     getattr(exp, name)
     for name in ("CurrentUser", "SessionUser", "CurrentSchema", "CurrentVersion", "CurrentRole")
     if hasattr(exp, name)
 )
-# Builtins sqlglot does not model (they parse as Anonymous) and that only compute a value.
-# Anything else parsed as Anonymous is refused: SLEEP, BENCHMARK, GET_LOCK and friends,
-# LOAD_FILE, *_POS_WAIT, NEXTVAL/SETVAL, LAST_INSERT_ID(x), USER(), CONNECTION_ID(), UDFs.
-_ALLOWED_ANONYMOUS: Final = frozenset(
+# Every function call must be one of these server built-ins, written unquoted, unqualified and
+# with `(` right after the name. Any other name, a quoted name (`count`(x)), a qualified one
+# (db.fn(x)) or a space before `(` (count (x)) makes MariaDB call a *stored* function instead,
+# which runs with its DEFINER's rights: a user-defined function is never allowed, even in the
+# data source's own schema. Left out on purpose: SLEEP, BENCHMARK, *_LOCK, LOAD_FILE, *_POS_WAIT,
+# *_GTID_*, NEXTVAL/LASTVAL/SETVAL, LAST_INSERT_ID, ROW_COUNT, FOUND_ROWS, USER and friends,
+# DATABASE/SCHEMA, VERSION, CONNECTION_ID, UUID/UUID_SHORT/SYS_GUID (MAC address, server id),
+# PASSWORD, ENCRYPT, DES_*, NAME_CONST, DEFAULT, VALUES, WSREP_*, and JSON_TABLE (outside FROM
+# the server resolves it as a stored function). tests/workers/test_mysql.py
+# checks against the real server that every name here is a built-in.
+_BUILTINS: Final = frozenset(
     """
-    NOW SYSDATE CURTIME LOCALTIME LOCALTIMESTAMP UTC_DATE UTC_TIME UTC_TIMESTAMP UNIX_TIMESTAMP
-    ADDDATE SUBDATE ADDTIME SUBTIME TIMEDIFF SEC_TO_TIME TIME_TO_SEC CONVERT_TZ MAKEDATE MAKETIME
-    DAYNAME MONTHNAME DAYOFMONTH DAYOFYEAR WEEKDAY WEEKOFYEAR YEARWEEK QUARTER MINUTE SECOND
-    MICROSECOND PERIOD_ADD PERIOD_DIFF TO_DAYS FROM_DAYS TO_SECONDS TIMESTAMP
-    FIND_IN_SET FIELD ELT QUOTE SOUNDEX BIN OCT CONV ORD ASCII MID STRCMP REVERSE LCASE UCASE
-    LOCATE POSITION INSERT BIT_LENGTH OCTET_LENGTH CHARSET COERCIBILITY CRC32 SIGN LOG2 LOG10
-    PI RADIANS DEGREES COT ISNULL INTERVAL NATURAL_SORT_KEY FORMAT_BYTES REGEXP_INSTR
-    REGEXP_SUBSTR INET_NTOA INET_ATON INET6_NTOA INET6_ATON IS_IPV4 IS_IPV6 UNCOMPRESS
-    UNCOMPRESSED_LENGTH AES_DECRYPT EXTRACTVALUE ST_ASTEXT ST_ASWKT ST_X ST_Y
-    JSON_UNQUOTE JSON_LENGTH JSON_CONTAINS JSON_CONTAINS_PATH JSON_SEARCH JSON_TYPE JSON_VALID
-    JSON_DEPTH JSON_QUERY JSON_DETAILED JSON_PRETTY JSON_COMPACT JSON_LOOSE JSON_EXISTS
-    JSON_OVERLAPS JSON_MERGE JSON_MERGE_PATCH JSON_MERGE_PRESERVE JSON_QUOTE JSON_INSERT
-    JSON_REPLACE JSON_SET JSON_REMOVE JSON_ARRAY_APPEND JSON_ARRAY_INSERT JSON_OBJECT JSON_ARRAY
-    JSON_ARRAYAGG JSON_OBJECTAGG JSON_EQUALS JSON_NORMALIZE
+    ABS ACOS ADDDATE ADDTIME ADD_MONTHS AES_DECRYPT AES_ENCRYPT ASCII ASIN ATAN ATAN2 AVG BIN
+    BIT_AND BIT_COUNT BIT_LENGTH BIT_OR BIT_XOR CAST CEIL CEILING CHAR CHARACTER_LENGTH
+    CHAR_LENGTH CHARSET CHR COALESCE COERCIBILITY COLLATION COLUMN_CHECK COLUMN_EXISTS
+    COLUMN_GET COLUMN_JSON COLUMN_LIST COMPRESS CONCAT CONCAT_WS CONV CONVERT CONVERT_TZ COS COT
+    COUNT CRC32 CRC32C CUME_DIST CURDATE CURRENT_DATE CURRENT_TIME CURRENT_TIMESTAMP CURTIME DATE
+    DATEDIFF DATE_ADD DATE_FORMAT DATE_SUB DAY DAYNAME DAYOFMONTH DAYOFWEEK DAYOFYEAR DECODE
+    DECODE_HISTOGRAM DEGREES DENSE_RANK ELT ENCODE EXP EXPORT_SET EXTRACT EXTRACTVALUE FIELD
+    FIND_IN_SET FIRST_VALUE FLOOR FORMAT FROM_BASE64 FROM_DAYS FROM_UNIXTIME GET_FORMAT GREATEST
+    GROUP_CONCAT HEX HOUR IF IFNULL INET6_ATON INET6_NTOA INET_ATON INET_NTOA INSERT INSTR
+    INTERVAL ISNULL IS_IPV4 IS_IPV4_COMPAT IS_IPV4_MAPPED IS_IPV6 JSON_ARRAY JSON_ARRAYAGG
+    JSON_ARRAY_APPEND JSON_ARRAY_INSERT JSON_COMPACT JSON_CONTAINS JSON_CONTAINS_PATH JSON_DEPTH
+    JSON_DETAILED JSON_EQUALS JSON_EXISTS JSON_EXTRACT JSON_INSERT JSON_KEYS JSON_LENGTH
+    JSON_LOOSE JSON_MERGE JSON_MERGE_PATCH JSON_MERGE_PRESERVE JSON_NORMALIZE JSON_OBJECT
+    JSON_OBJECTAGG JSON_OVERLAPS JSON_PRETTY JSON_QUERY JSON_QUOTE JSON_REMOVE JSON_REPLACE
+    JSON_SEARCH JSON_SET JSON_TYPE JSON_UNQUOTE JSON_VALID JSON_VALUE LAG LAST_DAY
+    LAST_VALUE LCASE LEAD LEAST LEFT LENGTH LENGTHB LN LOCALTIME LOCALTIMESTAMP LOCATE LOG LOG10
+    LOG2 LOWER LPAD LTRIM MAKEDATE MAKETIME MAKE_SET MATCH MAX MD5 MEDIAN MICROSECOND MID MIN
+    MINUTE MOD MONTH MONTHNAME NATURAL_SORT_KEY NOW NTH_VALUE NTILE NULLIF NVL NVL2 OCT
+    OCTET_LENGTH ORD PERCENTILE_CONT PERCENTILE_DISC PERCENT_RANK PERIOD_ADD PERIOD_DIFF PI
+    POSITION POW POWER QUARTER QUOTE RADIANS RAND RANDOM_BYTES RANK REGEXP_INSTR REGEXP_REPLACE
+    REGEXP_SUBSTR REPEAT REPLACE REVERSE RIGHT ROUND ROW_NUMBER RPAD RTRIM SECOND SEC_TO_TIME
+    SFORMAT SHA SHA1 SHA2 SIGN SIN SOUNDEX SPACE SQRT STD STDDEV STDDEV_POP STDDEV_SAMP STRCMP
+    ST_ASGEOJSON ST_ASTEXT ST_ASWKT ST_DISTANCE ST_GEOMFROMTEXT ST_X ST_Y
+    STR_TO_DATE SUBDATE SUBSTR SUBSTRING SUBSTRING_INDEX SUBTIME SUM SYSDATE TAN TIME TIMEDIFF
+    TIMESTAMP TIMESTAMPADD TIMESTAMPDIFF TIME_FORMAT TIME_TO_SEC TO_BASE64 TO_CHAR TO_DAYS
+    TO_SECONDS TRIM TRUNCATE UCASE UNCOMPRESS UNCOMPRESSED_LENGTH UNHEX UNIX_TIMESTAMP UPDATEXML
+    UPPER UTC_DATE UTC_TIME UTC_TIMESTAMP VARIANCE VAR_POP VAR_SAMP WEEK WEEKDAY WEEKOFYEAR
+    WEIGHT_STRING YEAR YEARWEEK
     """.split()
 )
-_INFO_SCHEMA_TABLES: Final = frozenset(
-    {"TABLES", "COLUMNS", "STATISTICS", "KEY_COLUMN_USAGE", "TABLE_CONSTRAINTS",
-     "REFERENTIAL_CONSTRAINTS", "VIEWS", "PARTITIONS"}
-)  # fmt: skip
+# Keywords the server evaluates without parentheses: the time ones are fine, these name the
+# account (sqlglot reads a bare CURRENT_ROLE as a column, so it is caught as a column name).
+_NILADIC: Final = frozenset(
+    "CURRENT_DATE CURRENT_TIME CURRENT_TIMESTAMP LOCALTIME LOCALTIMESTAMP UTC_DATE UTC_TIME "
+    "UTC_TIMESTAMP".split()
+)
+_BARE_ACCOUNT_KEYWORDS: Final = frozenset({"CURRENT_USER", "CURRENT_ROLE"})
+# Words that may stand right before `(` without being a function call: MariaDB never resolves
+# them to a stored function (tests/workers/test_mysql.py checks it with stored functions of these
+# names). LATERAL, ESCAPE, AGAINST, CURRENT, COLUMNS, PATH and NESTED are not among them.
+_PAREN_KEYWORDS: Final = frozenset(
+    """
+    AND OR NOT XOR IN EXISTS ANY SOME ALL AS OVER FROM JOIN ON USING SELECT WHERE HAVING BY THEN
+    WHEN ELSE CASE DISTINCT DISTINCTROW UNION INTERSECT EXCEPT INDEX KEY PARTITION LIKE RLIKE
+    REGEXP BETWEEN IS BINARY DIV WITH RECURSIVE VALUES ROW GROUP ORDER DECIMAL DEC NUMERIC FIXED
+    FLOAT DOUBLE REAL DATETIME VARCHAR VARBINARY NCHAR INT INTEGER SIGNED UNSIGNED LIMIT OFFSET
+    WINDOW ROWS RANGE PRECEDING FOLLOWING UNBOUNDED FOR NULL TRUE FALSE STRAIGHT_JOIN CROSS INNER
+    OUTER NATURAL
+    """.split()
+)
+_NAME: Final = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+# information_schema views readable for the data source's own schema, each with the column that
+# must be filtered `= DATABASE()`. The server then scans only that schema ("Scanned 1 database"
+# in EXPLAIN), so other schemas' rows are never even produced.
+_INFO_SCHEMA_VIEWS: Final = {
+    "TABLES": "TABLE_SCHEMA",
+    "COLUMNS": "TABLE_SCHEMA",
+    "STATISTICS": "TABLE_SCHEMA",
+    "KEY_COLUMN_USAGE": "TABLE_SCHEMA",
+    "TABLE_CONSTRAINTS": "TABLE_SCHEMA",
+    "REFERENTIAL_CONSTRAINTS": "CONSTRAINT_SCHEMA",
+    "PARTITIONS": "TABLE_SCHEMA",
+}
+# Columns of those views that name the physical schema, an account or grants: never read (the
+# schema column only in its filter). tests/workers/test_mysql.py checks the split per view.
+_INFO_SCHEMA_HIDDEN: Final = frozenset(
+    """
+    TABLE_CATALOG TABLE_SCHEMA CONSTRAINT_CATALOG CONSTRAINT_SCHEMA INDEX_SCHEMA
+    REFERENCED_TABLE_SCHEMA UNIQUE_CONSTRAINT_CATALOG UNIQUE_CONSTRAINT_SCHEMA PRIVILEGES
+    """.split()
+)
 
 
 class GuardedQuery(msgspec.Struct, frozen=True, kw_only=True):
@@ -222,15 +287,22 @@ def _check_agreement(sql: str, scan: _Scan) -> list[Token]:
     return tokens
 
 
+def _only_space_and_comments(sql: str, start: int, comments: list[tuple[int, int]]) -> bool:
+    """Whether `sql[start:]` holds only whitespace and comments; linear (comments are sorted
+    and disjoint, so each one is visited once)."""
+    pos = start
+    for a, b in comments[bisect.bisect_left(comments, (start, start)) :]:
+        if sql[pos:a].strip(" \t\n\r"):
+            return False
+        pos = b
+    return not sql[pos:].strip(" \t\n\r")
+
+
 def _statement_text(sql: str, scan: _Scan) -> str:
     """Driver text: the final `;` dropped, `?` as `%s`, every other `%` doubled."""
     if scan.semicolons:
         last = scan.semicolons[-1]
-        tail_is_empty = all(
-            ch in _SPACE or any(a <= k < b for a, b in scan.comments)
-            for k, ch in enumerate(sql[last + 1 :], start=last + 1)
-        )
-        if len(scan.semicolons) > 1 or not tail_is_empty:
+        if len(scan.semicolons) > 1 or not _only_space_and_comments(sql, last + 1, scan.comments):
             raise _refuse("exactly one statement is allowed")
         sql = sql[:last] + " " + sql[last + 1 :]
     parts: list[str] = []
@@ -261,7 +333,12 @@ def _check_params(params: list[Param], expected: int) -> tuple[Param, ...]:
 
 def _parse(sql: str, tokens: list[Token]) -> exp.Expr:
     try:
-        statements = [s for s in _DIALECT.parser().parse(tokens, sql) if s is not None]
+        # A comment after the final `;` parses as an empty `Semicolon` statement.
+        statements = [
+            s
+            for s in _DIALECT.parser().parse(tokens, sql)
+            if s is not None and not isinstance(s, exp.Semicolon)
+        ]
     except ParseError as exc:
         detail = exc.errors[0] if exc.errors else {}
         where = f" (line {detail.get('line')}, column {detail.get('col')})" if detail else ""
@@ -295,7 +372,7 @@ def _check_table(node: exp.Table | exp.Column, schema: str | None) -> str | None
     if isinstance(node, exp.Table):
         name = node.name
         if db.lower() == "information_schema":
-            if name.upper() not in _INFO_SCHEMA_TABLES:
+            if name.upper() not in _INFO_SCHEMA_VIEWS:
                 raise _refuse(f"information_schema.{name} is not allowed")
             return f"information_schema.{name.lower()}"
     if db and db != schema:
@@ -303,28 +380,188 @@ def _check_table(node: exp.Table | exp.Column, schema: str | None) -> str | None
     return node.name.lower() if isinstance(node, exp.Table) else None
 
 
-def _check_tree(target: exp.Expr, schema: str | None) -> tuple[str, ...]:
+def _is_info_schema(node: exp.Expr) -> bool:
+    return isinstance(node, exp.Table) and node.text("db").lower() == "information_schema"
+
+
+def _conjuncts(where: exp.Expr | None) -> list[exp.Expr]:
+    if where is None:
+        return []
+    node = where.this if isinstance(where, exp.Where) else where
+    while isinstance(node, exp.Paren):
+        node = node.this
+    if isinstance(node, exp.And):
+        return _conjuncts(node.left) + _conjuncts(node.right)
+    return [node]
+
+
+def _schema_filter(conjunct: exp.Expr) -> tuple[exp.Column, exp.Expr] | None:
+    """`col = DATABASE()` (either side) -> (col, the DATABASE() node)."""
+    if not isinstance(conjunct, exp.EQ):
+        return None
+    left, right = conjunct.left, conjunct.right
+    if isinstance(right, exp.Column) and isinstance(left, exp.CurrentSchema):
+        left, right = right, left
+    if isinstance(left, exp.Column) and isinstance(right, exp.CurrentSchema):
+        return left, right
+    return None
+
+
+def _info_schema_filters(root: exp.Expr) -> set[int]:
+    """Every information_schema view must be a FROM/JOIN source of a SELECT whose WHERE has a
+    top-level `[alias.]<schema column> = DATABASE()` for it; returns the ids of those filter
+    nodes (the only place a schema column or DATABASE() may appear)."""
+    approved: set[int] = set()
+    for table in root.find_all(exp.Table):
+        if not _is_info_schema(table) or isinstance(table.parent, exp.Describe):
+            continue
+        column = _INFO_SCHEMA_VIEWS.get(table.name.upper())
+        if column is None:
+            raise _refuse(f"information_schema.{table.name} is not allowed")
+        select = table.parent.parent if isinstance(table.parent, exp.From | exp.Join) else None
+        if not isinstance(select, exp.Select):
+            raise _refuse("information_schema views may only be read in FROM or JOIN")
+        if any(
+            isinstance(e, exp.Star) or (isinstance(e, exp.Column) and isinstance(e.this, exp.Star))
+            for e in select.expressions
+        ):
+            raise _refuse("name the columns you need from information_schema (no *)")
+        # Every FROM/JOIN source (derived tables too): an unqualified filter needs exactly one.
+        sources = [j.this for j in select.args.get("joins") or []] + [
+            f.this for f in [select.args.get("from_")] if f is not None
+        ]
+        ref = table.alias_or_name
+        found = None
+        for conjunct in _conjuncts(select.args.get("where")):
+            match = _schema_filter(conjunct)
+            if match is None or match[0].name.upper() != column:
+                continue
+            qualifier = match[0].table
+            if qualifier == ref or (not qualifier and len(sources) == 1):
+                found = match
+                break
+        if found is None:
+            raise _refuse(
+                f"information_schema.{table.name} must be filtered with "
+                f"{ref + '.' if len(sources) > 1 else ''}{column} = DATABASE() in the WHERE clause"
+            )
+        approved.update((id(found[0]), id(found[1])))
+    return approved
+
+
+def _check_call(node: exp.Func, sql: str) -> None:
+    """A function call must be an unquoted, unqualified built-in with `(` right after its name."""
+    if isinstance(node.parent, exp.Dot) and node.parent.expression is node:
+        raise _refuse("schema-qualified function calls are refused; only built-in functions run")
+    start, end = node.meta.get("start"), node.meta.get("end")
+    if start is None or end is None:
+        if isinstance(node, exp.Anonymous):
+            raise _refuse(f"function {node.name.upper()} is not allowed")
+        return  # operator or special syntax (CASE, CAST, a -> '$'), checked on tokens
+    written = sql[start : end + 1]
+    if not _NAME.fullmatch(written):
+        raise _refuse("function names must not be quoted; only built-in functions run")
+    name = written.upper()
+    if name not in _BUILTINS:
+        raise _refuse(f"function {name} is not allowed; only pure built-in functions may be called")
+    if sql[end + 1 : end + 2] != "(" and name not in _NILADIC:
+        raise _refuse(f"write {name}( with no space or comment before the parenthesis")
+
+
+def _paren_pairs(tokens: list[Token]) -> dict[int, int]:
+    """Index of each `(` token -> index of its `)` (and back)."""
+    pairs: dict[int, int] = {}
+    stack: list[int] = []
+    for index, token in enumerate(tokens):
+        if token.token_type.name == "L_PAREN":
+            stack.append(index)
+        elif token.token_type.name == "R_PAREN" and stack:
+            opener = stack.pop()
+            pairs[opener], pairs[index] = index, opener
+    return pairs
+
+
+def _allowed_before_paren(tokens: list[Token], i: int, pairs: dict[int, int]) -> bool:
+    """Whether the word `tokens[i]`, followed by `(`, cannot make the server call a stored
+    function: a reserved word, `MATCH (..) AGAINST (`, or a CTE column list `x (..) AS (`."""
+    name = tokens[i].text.upper()
+    if name in _PAREN_KEYWORDS:
+        return True
+    before = tokens[i - 1] if i else None
+    if name == "AGAINST" and before is not None and before.token_type.name == "R_PAREN":
+        opener = pairs.get(i - 1, 0)
+        return opener > 0 and tokens[opener - 1].text.upper() == "MATCH"
+    close = pairs.get(i + 1)
+    return (
+        before is not None
+        and before.text.upper() in ("WITH", "RECURSIVE", ",")
+        and close is not None
+        and close + 2 < len(tokens)
+        and tokens[close + 1].text.upper() == "AS"
+        and tokens[close + 2].token_type.name == "L_PAREN"
+    )
+
+
+def _check_call_tokens(tokens: list[Token]) -> None:
+    """Every word right before `(` must be a built-in written `NAME(` or a word that cannot be a
+    function call. sqlglot misreads some calls (`FILE(a)` as an alias list, `GLOB(1, 2)` as an
+    operator) that the server runs as stored functions, so this reads the tokens, not the tree."""
+    pairs = _paren_pairs(tokens)
+    for i, (token, after) in enumerate(itertools.pairwise(tokens)):
+        if after.token_type.name != "L_PAREN":
+            continue
+        kind = token.token_type.name
+        if kind == "IDENTIFIER" or "STRING" in kind:
+            raise _refuse("a quoted name before ( is refused; only built-in functions run")
+        if not any(ch.isalnum() or ch in "_$" for ch in token.text):
+            continue  # punctuation or an operator
+        name = token.text.upper()
+        # DATABASE()/SCHEMA(): built-ins the tree check allows only as information_schema filter.
+        if name in _BUILTINS or name in ("DATABASE", "SCHEMA"):
+            if token.end + 1 != after.start:
+                raise _refuse(f"write {name}( with no space or comment before the parenthesis")
+        elif not _allowed_before_paren(tokens, i, pairs):
+            raise _refuse(
+                f"function {name} is not allowed; only pure built-in functions may be called"
+            )
+
+
+def _check_tree(target: exp.Expr, schema: str | None, sql: str) -> tuple[str, ...]:
     tables: set[str] = set()
+    approved = _info_schema_filters(target)
+    reads_info_schema = any(_is_info_schema(t) for t in target.find_all(exp.Table))
     for node in target.walk():
+        if id(node) in approved:
+            continue
         if isinstance(node, _FORBIDDEN_NODES):
             raise _refuse(f"{node.key.upper()} is not allowed in a read-only query")
         if isinstance(node, exp.Placeholder) and node.args.get("this"):
             raise _refuse("only ? placeholders are allowed")
-        if isinstance(node, exp.Anonymous) and node.name.upper() not in _ALLOWED_ANONYMOUS:
-            raise _refuse(f"function {node.name.upper()} is not allowed")
         if isinstance(node, _FORBIDDEN_FUNCS):
             raise _refuse(f"function {node.key.upper()} is not allowed")
+        if isinstance(node, exp.Func):
+            _check_call(node, sql)
+        if isinstance(node, exp.Column) and isinstance(node.this, exp.Identifier):
+            upper = node.name.upper()
+            if not node.table and not node.this.quoted and upper in _BARE_ACCOUNT_KEYWORDS:
+                raise _refuse(f"{upper} is not allowed")
+            if reads_info_schema and upper in _INFO_SCHEMA_HIDDEN:
+                raise _refuse(f"information_schema column {upper} is not readable")
+        if reads_info_schema and isinstance(node, exp.Alias | exp.TableAlias):
+            if node.alias.upper() in _INFO_SCHEMA_HIDDEN:
+                raise _refuse(f"the alias {node.alias} is not allowed")
         if isinstance(node, exp.Table | exp.Column):
-            name = _check_table(node, schema)
-            if name and isinstance(node.this, exp.Identifier):
-                tables.add(name)
+            table = _check_table(node, schema)
+            if table and isinstance(node.this, exp.Identifier):
+                tables.add(table)
     return tuple(sorted(tables))
 
 
 def guard_sql(sql: str, params: list[Param], *, schema: str | None = None) -> GuardedQuery:
     """Accept one read-only SELECT with `?` placeholders or raise `SourceError`
     (`FORBIDDEN_QUERY` for the text, `SCHEMA` for the params). `schema` is the data source's
-    database: the only qualifier a table may carry (besides a few information_schema views)."""
+    database: the only qualifier a table may carry (besides a few information_schema views,
+    read only for that schema)."""
     if not sql.strip():
         raise _refuse("the statement is empty")
     if len(sql) > MAX_SQL_CHARS:
@@ -333,6 +570,7 @@ def guard_sql(sql: str, params: list[Param], *, schema: str | None = None) -> Gu
     tokens = _check_agreement(sql, scan)
     text = _statement_text(sql, scan)
     values = _check_params(params, len(scan.placeholders))
+    _check_call_tokens(tokens)
     kind, target = _root_kind(_parse(sql, tokens))
-    tables = _check_tree(target, schema)
+    tables = _check_tree(target, schema, sql)
     return GuardedQuery(text=text, params=values, kind=kind, tables=tables)

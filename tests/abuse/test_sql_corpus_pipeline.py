@@ -15,11 +15,22 @@ from tests.pipeline.helpers import assert_exactly_once, books, loads, running_wo
 from tests.workers.sql_corpus import CORPUS
 from workers.mysql import MysqlSource
 from workers.shop import TABLES, ensure_demo_shop
+from workers.sqlguard import guard_sql
 
 pytestmark = [pytest.mark.redis, pytest.mark.mariadb, pytest.mark.slow]
 # The contract layer refuses some cases before the source's guard sees them.
 DECODED_FIRST = {"empty": "SCHEMA"}  # blank SQL: `$.sql` must not be blank
 SECRETS = ("aci-demo-reader", "aci_reader", "127.0.0.1", "3306", "Traceback")
+
+
+class RecordingSource(MysqlSource):
+    """Records every driver text that reaches the server (after the guard)."""
+
+    sent: list[str]
+
+    async def _run(self, pool: Any, text: str, *args: Any) -> Any:
+        self.sent.append(text)
+        return await super()._run(pool, text, *args)
 
 
 def checksum() -> list[Any]:
@@ -36,9 +47,11 @@ async def test_sql_corpus_through_the_pipeline(redis: Any, prefix: str) -> None:
     url = await ensure_demo_shop()
     before = checksum()
     settings = Settings(prefix=prefix, visibility_timeout_s=10.0, deadline_s=5.0)
-    source = MysqlSource.from_env(
+    source = RecordingSource.from_env(
         {"ACI_MYSQL_SHOP_URL": url, "ACI_MYSQL_STATEMENT_TIMEOUT_MS": "1000"}
     )
+    assert isinstance(source, RecordingSource)
+    source.sent = []
     calls = [
         ToolCall(
             tool="query_mysql",
@@ -73,5 +86,12 @@ async def test_sql_corpus_through_the_pipeline(redis: Any, prefix: str) -> None:
         if got != expected:
             wrong[name] = got
     assert wrong == {}
+    # A refused query never reaches the server: only the server-side cases' texts were sent.
+    server_side = {
+        guard_sql(sql, params, schema="shop").text
+        for name, sql, params, expected in CORPUS
+        if DECODED_FIRST.get(name, expected) in ("ok", "EXECUTION", "TIMEOUT")
+    }
+    assert source.sent and set(source.sent) <= server_side
     assert_exactly_once(await books(redis, prefix, "corpus"), [c.tool_call_id for c in calls])
     assert checksum() == before

@@ -14,6 +14,7 @@ import pytest
 from contracts import DEFAULT_BOUNDS, QueryMysqlRequest, project_mysql
 from contracts.status import ErrorCode, EvidenceStatus
 from tests.workers.sql_corpus import CORPUS
+from workers import sqlguard
 from workers.mysql import ConnectParams, MysqlSource
 from workers.shop import TABLES, create_reader, ensure_demo_shop, load_shop
 from workers.source import SourceError
@@ -256,3 +257,190 @@ async def test_ensure_demo_shop_idempotent_and_concurrent() -> None:
                               "'DROP INDEX idx_orders_user_status%'"))  # fmt: skip
     await src.aclose()
     assert up.rows == [["V20260314_1"]]
+
+
+@pytest.fixture
+def shadow_schema() -> Iterator[str]:
+    """A schema holding a stored function named like every word the guard lets stand right
+    before `(` (built-ins and keywords), each returning 'STORED'."""
+    name = f"aci_shadow_{uuid.uuid4().hex[:10]}"
+    conn = _root()
+    words = sqlguard._BUILTINS | sqlguard._PAREN_KEYWORDS | {"DATABASE", "SCHEMA"}
+    with conn.cursor() as cur:
+        cur.execute(f"CREATE DATABASE `{name}`")
+        for word in sorted(words):
+            cur.execute(
+                f"CREATE FUNCTION `{name}`.`{word}`(x INT) RETURNS TEXT DETERMINISTIC "
+                "RETURN 'STORED'"
+            )
+    try:
+        yield name
+    finally:
+        with conn.cursor() as cur:
+            cur.execute(f"DROP DATABASE IF EXISTS `{name}`")
+        conn.close()
+
+
+def test_no_accepted_word_before_parenthesis_calls_a_stored_function(shadow_schema: str) -> None:
+    # A name that is not a built-in or reserved word resolves to a stored function (DEFINER
+    # rights): FORMAT_BYTES and JSON_TABLE (outside FROM) are such names on MariaDB 10.11, and
+    # some grammar built-ins fall back to one at another arity (POINT(1)). 1318 ("incorrect
+    # number of arguments for FUNCTION db.x") also means the stored function was chosen.
+    conn = pymysql.connect(**ROOT, database=shadow_schema, charset="utf8mb4", autocommit=True)
+    words = sqlguard._BUILTINS | sqlguard._PAREN_KEYWORDS | {"DATABASE", "SCHEMA"}
+    called = []
+    with conn.cursor() as cur:
+        for word in sorted(words):
+            for n in range(6):
+                args = ", ".join(["1"] * n)
+                for sql in (f"SELECT {word}({args})", f"SELECT 1 + {word}({args})",
+                            f"SELECT 1 FROM DUAL WHERE {word}({args}) IS NOT NULL"):  # fmt: skip
+                    try:
+                        cur.execute(sql)
+                        rows = cur.fetchall()
+                    except pymysql.MySQLError as exc:
+                        if exc.args[0] in (1305, 1318, 1630):
+                            called.append(sql)
+                        continue
+                    if rows and rows[0][0] == "STORED":
+                        called.append(sql)
+    conn.close()
+    assert called == []
+
+
+def test_every_bare_keyword_function_is_known_to_the_guard() -> None:
+    conn = _root()
+    evaluated = set()
+    with conn.cursor() as cur:
+        cur.execute("SELECT WORD FROM information_schema.KEYWORDS")
+        for (word,) in cur.fetchall():
+            try:
+                cur.execute(f"SELECT {word}")
+                cur.fetchall()
+                evaluated.add(word.upper())
+            except pymysql.MySQLError:
+                pass
+    conn.close()
+    known = sqlguard._NILADIC | sqlguard._BARE_ACCOUNT_KEYWORDS | {"TRUE", "FALSE", "NULL"}
+    assert evaluated <= known
+    assert sqlguard._BARE_ACCOUNT_KEYWORDS <= evaluated
+
+
+# Columns of the readable information_schema views that name only the data source's own objects
+# (reviewed: no schema, account, grant or view text, which carries qualified names).
+_VISIBLE_INFO_SCHEMA_COLUMNS = frozenset(
+    """
+    TABLE_NAME TABLE_TYPE ENGINE VERSION ROW_FORMAT TABLE_ROWS AVG_ROW_LENGTH DATA_LENGTH
+    MAX_DATA_LENGTH INDEX_LENGTH DATA_FREE AUTO_INCREMENT CREATE_TIME UPDATE_TIME CHECK_TIME
+    TABLE_COLLATION CHECKSUM CREATE_OPTIONS TABLE_COMMENT MAX_INDEX_LENGTH TEMPORARY COLUMN_NAME
+    ORDINAL_POSITION COLUMN_DEFAULT IS_NULLABLE DATA_TYPE CHARACTER_MAXIMUM_LENGTH
+    CHARACTER_OCTET_LENGTH NUMERIC_PRECISION NUMERIC_SCALE DATETIME_PRECISION CHARACTER_SET_NAME
+    COLLATION_NAME COLUMN_TYPE COLUMN_KEY EXTRA COLUMN_COMMENT IS_GENERATED GENERATION_EXPRESSION
+    NON_UNIQUE INDEX_NAME SEQ_IN_INDEX COLLATION CARDINALITY SUB_PART PACKED NULLABLE INDEX_TYPE
+    COMMENT INDEX_COMMENT IGNORED CONSTRAINT_NAME POSITION_IN_UNIQUE_CONSTRAINT
+    REFERENCED_TABLE_NAME REFERENCED_COLUMN_NAME CONSTRAINT_TYPE UNIQUE_CONSTRAINT_NAME
+    MATCH_OPTION UPDATE_RULE DELETE_RULE PARTITION_NAME SUBPARTITION_NAME
+    PARTITION_ORDINAL_POSITION SUBPARTITION_ORDINAL_POSITION PARTITION_METHOD SUBPARTITION_METHOD
+    PARTITION_EXPRESSION SUBPARTITION_EXPRESSION PARTITION_DESCRIPTION PARTITION_COMMENT
+    NODEGROUP TABLESPACE_NAME
+    """.split()
+)
+
+
+def test_info_schema_columns_are_all_reviewed(db: tuple[str, str, str]) -> None:
+    conn = pymysql.connect(**ROOT, database=db[0], charset="utf8mb4", autocommit=True)
+    with conn.cursor() as cur:
+        for view, schema_column in sqlguard._INFO_SCHEMA_VIEWS.items():
+            cur.execute(
+                "SELECT COLUMN_NAME FROM information_schema.COLUMNS "
+                "WHERE TABLE_SCHEMA = 'information_schema' AND TABLE_NAME = %s",
+                (view,),
+            )
+            columns = {r[0].upper() for r in cur.fetchall()}
+            assert schema_column in columns & sqlguard._INFO_SCHEMA_HIDDEN
+            unreviewed = columns - _VISIBLE_INFO_SCHEMA_COLUMNS - sqlguard._INFO_SCHEMA_HIDDEN
+            assert not unreviewed, (view, unreviewed)
+            cur.execute(
+                f"EXPLAIN SELECT 1 FROM information_schema.{view} WHERE {schema_column} = DATABASE()"
+            )
+            assert "Scanned 1 database" in cur.fetchall()[0][-1], view
+    conn.close()
+
+
+@pytest.fixture
+def over_privileged(db: tuple[str, str, str]) -> Iterator[tuple[str, str]]:
+    """An account that may read and execute everything, and a stored DEFINER function in the
+    data source's schema and in another schema, both reading a secret of the other schema."""
+    other = f"{db[0]}_other"
+    conn = _root()
+    with conn.cursor() as cur:
+        cur.execute(f"CREATE DATABASE `{other}`")
+        cur.execute(f"CREATE TABLE `{other}`.secret (v TEXT)")
+        cur.execute(f"INSERT INTO `{other}`.secret VALUES ('the-secret')")
+        for schema in (other, db[0]):
+            cur.execute(
+                f"CREATE FUNCTION `{schema}`.peek(x INT) RETURNS TEXT READS SQL DATA "
+                f"SQL SECURITY DEFINER RETURN (SELECT v FROM `{other}`.secret LIMIT 1)"
+            )
+    try:
+        yield db[0], other
+    finally:
+        with conn.cursor() as cur:
+            cur.execute(f"DROP FUNCTION IF EXISTS `{db[0]}`.peek")
+            cur.execute(f"DROP DATABASE IF EXISTS `{other}`")
+        conn.close()
+
+
+async def test_stored_functions_and_other_schemas_stay_out(
+    over_privileged: tuple[str, str],
+) -> None:
+    name, other = over_privileged
+    src = MysqlSource({"adm": ConnectParams(host="127.0.0.1", user="root", database=name)})
+    try:
+        # Without the guard the server runs them (so the guard is what stops the leak).
+        leaked = await src._execute_raw("adm", f"SELECT `{other}`.peek(1), peek(1)")
+        assert leaked.rows == [["the-secret", "the-secret"]]
+        for sql in (f"SELECT {other}.peek(1)", "SELECT peek(1)", "SELECT `peek`(1)",
+                    f"SELECT `{other}`.`peek` (1)"):  # fmt: skip
+            with pytest.raises(SourceError) as info:
+                await src.fetch(_req(sql, ds="adm"))
+            assert info.value.code == ErrorCode.FORBIDDEN_QUERY, sql
+        up = await src.fetch(_req(
+            "SELECT t.TABLE_NAME, c.COLUMN_NAME FROM information_schema.TABLES t JOIN "
+            "information_schema.COLUMNS c ON c.TABLE_NAME = t.TABLE_NAME "
+            "WHERE t.TABLE_SCHEMA = DATABASE() AND c.TABLE_SCHEMA = DATABASE()", ds="adm",
+        ))  # fmt: skip
+        assert {row[0] for row in up.rows} <= set(TABLES) and up.rows
+        assert not [row for row in up.rows if "secret" in row or "v" == row[1]]
+        with pytest.raises(SourceError):
+            await src.fetch(_req("SELECT TABLE_NAME FROM information_schema.TABLES", ds="adm"))
+    finally:
+        await src.aclose()
+
+
+@pytest.mark.parametrize(
+    ("sql", "expected"),
+    [
+        ("SELECT nofn(1)", "unknown function"),  # 1305 FUNCTION <db>.nofn does not exist
+        ("SELECT mid ('abc', 1, 1)", "unknown function"),  # a stored-function lookup
+        ("SELECT otherdb.fn(1)", "unknown function"),
+        ("SELECT * FROM nope", "unknown table `nope`"),
+        ("SELECT * FROM orders o, orders o", "used twice"),
+        ("SELECT CAST('zz' AS SIGNED)", "warning 1292"),
+        ("SELECT (SELECT id FROM orders)", "more than one row"),
+    ],
+)
+async def test_error_messages_never_name_internals(
+    db: tuple[str, str, str], sql: str, expected: str
+) -> None:
+    # An account with EXECUTE (else 1370 comes first), and the raw path (the guard refuses most).
+    src = MysqlSource({"adm": ConnectParams(host="127.0.0.1", user="root", database=db[0])})
+    try:
+        with pytest.raises(SourceError) as info:
+            await src._execute_raw("adm", sql)
+    finally:
+        await src.aclose()
+    message = info.value.message
+    assert expected in message
+    for secret in (db[0], "root", "127.0.0.1", "localhost", "@", "zz"):
+        assert secret not in message, message

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 import pytest
@@ -10,8 +11,9 @@ from hypothesis import strategies as st
 
 from contracts.status import ErrorCode
 from tests.workers.sql_corpus import CORPUS
+from workers import sqlguard
 from workers.source import SourceError
-from workers.sqlguard import guard_sql
+from workers.sqlguard import _DIALECT, guard_sql
 
 _SERVER_SIDE = {"ok", "EXECUTION", "TIMEOUT"}
 
@@ -82,3 +84,107 @@ def test_literals_never_yield_placeholders(values: list[str]) -> None:
     positions = [rendered.index(m) for m in marks]
     assert positions == sorted(positions)
     assert rendered.replace("<", "").count(">") == len(values)
+
+
+def _guard_lines(sql: str) -> int:
+    """Python lines executed inside workers/sqlguard.py while guarding `sql` (deterministic,
+    unlike a timing)."""
+    count = 0
+
+    def tracer(frame: Any, event: str, arg: Any) -> Any:
+        nonlocal count
+        if frame.f_code.co_filename != sqlguard.__file__:
+            return None
+        if event == "line":
+            count += 1
+        return tracer
+
+    sys.settrace(tracer)
+    try:
+        guard_sql(sql, [])
+    except SourceError:
+        pass  # the work done before a refusal counts too
+    finally:
+        sys.settrace(None)
+    return count
+
+
+def test_comment_scan_is_linear() -> None:
+    # Was quadratic: each character after the final `;` was compared with every comment
+    # (0.47 s for 2,000 `/**/`). Ten times the comments must cost about ten times the work.
+    small, large = (
+        _guard_lines("SELECT 1;" + "/**/" * 150),
+        _guard_lines("SELECT 1;" + "/**/" * 1500),
+    )
+    assert large < 15 * small
+
+
+def test_trailing_comments_after_the_semicolon_are_one_statement() -> None:
+    assert guard_sql("SELECT 1; /* a */ -- b\n /**/", []).text.startswith("SELECT 1 ")
+    with pytest.raises(SourceError):
+        guard_sql("SELECT 1; /* a */ SELECT 2", [])
+
+
+@pytest.mark.parametrize(
+    ("sql", "hint"),
+    [
+        ("SELECT otherdb.upper(1)", "schema-qualified"),
+        ("SELECT otherdb.fn(1)", "FN is not allowed"),
+        ("SELECT myfn(1)", "MYFN is not allowed"),
+        ("SELECT count (id) FROM t", "COUNT( with no space"),
+        ("SELECT `upper`('a')", "quoted"),
+        ("SELECT TABLE_NAME FROM information_schema.TABLES", "TABLE_SCHEMA = DATABASE()"),
+        (
+            "SELECT c.COLUMN_NAME FROM information_schema.COLUMNS c, information_schema.TABLES t "
+            "WHERE c.TABLE_SCHEMA = DATABASE()",
+            "t.TABLE_SCHEMA = DATABASE()",
+        ),
+        ("SELECT * FROM information_schema.TABLES WHERE TABLE_SCHEMA = DATABASE()", "no *"),
+    ],
+)
+def test_refusals_say_how_to_fix(sql: str, hint: str) -> None:
+    with pytest.raises(SourceError) as info:
+        guard_sql(sql, [], schema="shop")
+    assert hint in info.value.message
+
+
+def test_database_is_allowed_only_as_the_filter() -> None:
+    ok = "SELECT TABLE_NAME FROM information_schema.TABLES WHERE TABLE_SCHEMA = DATABASE()"
+    assert guard_sql(ok, []).tables == ("information_schema.tables",)
+    for sql in (
+        ok.replace("TABLE_NAME FROM", "DATABASE() FROM"),
+        ok + " AND TABLE_NAME = DATABASE()",
+        "SELECT id FROM orders WHERE DATABASE() = 'x'",
+    ):
+        with pytest.raises(SourceError):
+            guard_sql(sql, [])
+
+
+_WORDS = sorted(
+    {
+        name.upper()
+        for name in [
+            *_DIALECT.parser_class.FUNCTIONS,
+            *_DIALECT.parser_class.FUNCTION_PARSERS,
+            *_DIALECT.tokenizer_class.KEYWORDS,
+            "FILE", "GLOB", "NAMESPACE", "COPY", "CONNECT_BY_ROOT", "LATERAL", "AGAINST", "PEEK",
+        ]
+        if isinstance(name, str) and name.replace("_", "").isalnum()
+    }
+)  # fmt: skip
+
+
+def test_a_word_before_parenthesis_is_a_builtin_or_cannot_be_a_call() -> None:
+    # sqlglot reads `FILE(a)` as an alias list and `GLOB(1, 2)` as an operator; the server calls
+    # stored functions `file` and `glob`. Whatever sqlglot makes of it, an accepted `WORD(` must
+    # be an allowlisted built-in or a word MariaDB never resolves to a stored function.
+    allowed = sqlguard._BUILTINS | sqlguard._PAREN_KEYWORDS | {"DATABASE", "SCHEMA"}
+    passed = set()
+    for word in _WORDS:
+        for sql in (f"SELECT {word}(1)", f"SELECT {word}(a, b) FROM t", f"SELECT 1 WHERE {word}()"):
+            try:
+                guard_sql(sql, [])
+            except SourceError:
+                continue
+            passed.add(word)
+    assert passed <= allowed, sorted(passed - allowed)
