@@ -36,6 +36,13 @@ DESCRIPTIONS: Final[dict[str, str]] = {
     ),
 }
 
+# Display names (MCP `title`), for people choosing tools in a host's interface.
+_TITLES: Final[dict[str, str]] = {
+    "lookup_knowledge": "Look up runbooks",
+    "query_logs": "Search recent logs",
+    "query_mysql": "Read a business database",
+}
+
 MCP_ANNOTATIONS: Final = {
     "readOnlyHint": True,
     "destructiveHint": False,
@@ -53,6 +60,36 @@ _DROPPED_KEYWORDS: Final = frozenset(
 )  # fmt: skip
 
 
+_ENUM_TYPES: Final = {str: "string", int: "integer"}
+
+
+def _typed(node: dict[str, Any]) -> dict[str, Any]:
+    """The node with a `type`: OpenAI strict mode rejects any schema node without one.
+
+    An enum gets the type of its values; an `anyOf` whose branches each have one distinct
+    type and no other keyword in common becomes one node with a list of types
+    (`{"type": ["integer", "null"]}`, strict mode's form of an optional field).
+    """
+    values = node.get("enum")
+    if "type" not in node and isinstance(values, list):
+        kinds = {_ENUM_TYPES.get(type(v)) for v in values}
+        if len(kinds) == 1 and None not in kinds:
+            return {**node, "type": kinds.pop()}
+    branches = node.get("anyOf")
+    if not isinstance(branches, list):
+        return node
+    merged: dict[str, Any] = {}
+    types: list[str] = []
+    for branch in branches:
+        kind = branch.get("type") if isinstance(branch, dict) else None
+        if not isinstance(kind, str) or kind in types or (set(branch) - {"type"}) & set(merged):
+            return node  # not a plain union of types: kept as it is
+        types.append(kind)
+        merged.update({k: v for k, v in branch.items() if k != "type"})
+    rest = {k: v for k, v in node.items() if k != "anyOf"}
+    return {"type": types, **merged, **rest}
+
+
 def _inline(node: Any, defs: dict[str, Any]) -> Any:
     if isinstance(node, dict):
         ref = node.get("$ref")
@@ -65,7 +102,7 @@ def _inline(node: Any, defs: dict[str, Any]) -> Any:
             for branch in branches:
                 if isinstance(branch, dict) and "description" in branch:
                     out["description"] = branch.pop("description")
-        return out
+        return _typed(out)
     if isinstance(node, list):
         return [_inline(v, defs) for v in node]
     return node
@@ -75,7 +112,7 @@ def input_schema(tool: str, *, strict: bool = False) -> dict[str, Any]:
     """The input JSON schema of a tool, self-contained (no `$ref`).
 
     `strict=True` gives the OpenAI strict-mode form: every property required (optional ones
-    already accept null), `additionalProperties: false`.
+    already accept null), `additionalProperties: false`. Every node has a `type`.
     """
     raw = msgspec.json.schema(TOOL_REQUESTS[tool])
     schema: dict[str, Any] = _inline(raw, raw.get("$defs", {}))
@@ -121,6 +158,7 @@ def export_tools(fmt: ToolFormat) -> list[dict[str, Any]]:
             out.append(
                 {
                     "name": name,
+                    "title": _TITLES[name],
                     "description": description,
                     "inputSchema": input_schema(name),
                     "annotations": dict(MCP_ANNOTATIONS),
