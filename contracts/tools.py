@@ -64,30 +64,18 @@ _ENUM_TYPES: Final = {str: "string", int: "integer"}
 
 
 def _typed(node: dict[str, Any]) -> dict[str, Any]:
-    """The node with a `type`: OpenAI strict mode rejects any schema node without one.
+    """An enum node with the `type` of its values: OpenAI strict mode rejects a schema node
+    that has neither a `type` nor `anyOf` branches that each have one.
 
-    An enum gets the type of its values; an `anyOf` whose branches each have one distinct
-    type and no other keyword in common becomes one node with a list of types
-    (`{"type": ["integer", "null"]}`, strict mode's form of an optional field).
+    Unions stay `anyOf` branches of one type each (msgspec's form), never a list of types:
+    the MCP Inspector's strict check flags a type list as unportable.
     """
     values = node.get("enum")
     if "type" not in node and isinstance(values, list):
         kinds = {_ENUM_TYPES.get(type(v)) for v in values}
         if len(kinds) == 1 and None not in kinds:
             return {**node, "type": kinds.pop()}
-    branches = node.get("anyOf")
-    if not isinstance(branches, list):
-        return node
-    merged: dict[str, Any] = {}
-    types: list[str] = []
-    for branch in branches:
-        kind = branch.get("type") if isinstance(branch, dict) else None
-        if not isinstance(kind, str) or kind in types or (set(branch) - {"type"}) & set(merged):
-            return node  # not a plain union of types: kept as it is
-        types.append(kind)
-        merged.update({k: v for k, v in branch.items() if k != "type"})
-    rest = {k: v for k, v in node.items() if k != "anyOf"}
-    return {"type": types, **merged, **rest}
+    return node
 
 
 def _inline(node: Any, defs: dict[str, Any]) -> Any:
@@ -112,7 +100,8 @@ def input_schema(tool: str, *, strict: bool = False) -> dict[str, Any]:
     """The input JSON schema of a tool, self-contained (no `$ref`).
 
     `strict=True` gives the OpenAI strict-mode form: every property required (optional ones
-    already accept null), `additionalProperties: false`. Every node has a `type`.
+    already accept null), `additionalProperties: false`. Every node has a `type`, or is an
+    `anyOf` of branches that each have one.
     """
     raw = msgspec.json.schema(TOOL_REQUESTS[tool])
     schema: dict[str, Any] = _inline(raw, raw.get("$defs", {}))
