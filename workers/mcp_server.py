@@ -218,7 +218,9 @@ def _call_session(ctx: ServerRequestContext[Any], fixed: str | None) -> str:
 async def _per_connection(_server: Any) -> AsyncIterator[dict[str, str]]:
     # Entered once per stdio connection (`Server.run`); over HTTP once for the whole app,
     # where `_call_session` never reads it.
-    yield {"session": connection_session()}
+    session = connection_session()
+    log.info("connection opened; its calls are in session %s", session)
+    yield {"session": session}
 
 
 def build_server(runner: Runner, session: str | None = None) -> Server[Any]:

@@ -34,7 +34,8 @@ pytest.importorskip("mcp")
 
 REPO = Path(__file__).resolve().parents[2]
 INSPECTOR = REPO / "tests" / "inspector" / "node_modules" / ".bin" / "mcp-inspector"
-SERVER = [sys.executable, "-m", "workers.cli", "mcp"]
+# The console script, as a host's configuration names it (README, docs/adapters.md).
+SERVER = [str(Path(sys.executable).parent / "aci-evidence"), "mcp"]
 
 # (tool, arguments, expected evidence_status, expected error code)
 CALLS: list[tuple[str, dict[str, Any], str, str | None]] = [

@@ -228,8 +228,12 @@ async def test_queue_mode_in_process(redis: Any, prefix: str) -> None:
 
 
 @pytest.mark.redis
-async def test_request_ids_that_restart_on_reconnect_never_collide(redis: Any, prefix: str) -> None:
+async def test_request_ids_that_restart_on_reconnect_never_collide(
+    redis: Any, prefix: str, caplog: pytest.LogCaptureFixture
+) -> None:
     from mcp import Client
+
+    caplog.set_level("INFO", logger="aci.mcp")
 
     settings = Settings(prefix=prefix, visibility_timeout_s=10.0, deadline_s=5.0)
     async with (
@@ -248,6 +252,8 @@ async def test_request_ids_that_restart_on_reconnect_never_collide(redis: Any, p
     assert second["evidence_status"] == "NO_EVIDENCE"  # its own call, not the first's result
     sessions = {f[b"session"].decode() for _e, f in lifecycle}
     assert len(sessions) == 2 and all(s.startswith("mcp-") for s in sessions)
+    logged = {r.getMessage().rsplit(" ", 1)[-1] for r in caplog.records if "session" in r.msg}
+    assert logged == sessions  # each connection's session is logged when it opens
 
 
 def test_the_mcp_command_line_is_typed_options() -> None:
