@@ -30,12 +30,15 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import logging
+import signal
 import sys
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping
 from importlib import metadata
 from typing import TYPE_CHECKING, Any, Final
 
+import anyio
+import anyio.abc
 import msgspec
 from msgspec import UNSET
 
@@ -268,13 +271,34 @@ def _check(options: ServeOptions) -> str | None:
 async def _serve_http(server: Server[Any], options: ServeOptions) -> None:
     import uvicorn
 
+    class _Uvicorn(uvicorn.Server):
+        # Signals are ours (below): uvicorn's own handler re-raises the signal after its
+        # graceful shutdown, which ends in a KeyboardInterrupt traceback on Ctrl-C.
+        @contextlib.contextmanager
+        def capture_signals(self) -> Iterator[None]:
+            yield
+
     assert options.http_port is not None
     app = server.streamable_http_app(host=options.host)
     config = uvicorn.Config(
         app, host=options.host, port=options.http_port, log_level="warning", lifespan="on"
     )
+    http = _Uvicorn(config)
+
+    async def stop_on_signal(
+        *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED
+    ) -> None:
+        with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+            task_status.started()
+            async for _ in signals:
+                http.should_exit = True  # a graceful shutdown: open requests finish
+                return
+
     log.info("serving Streamable HTTP on http://%s:%d/mcp", options.host, options.http_port)
-    await uvicorn.Server(config).serve()
+    async with anyio.create_task_group() as tg:
+        await tg.start(stop_on_signal)
+        await http.serve()
+        tg.cancel_scope.cancel()
 
 
 async def serve(options: ServeOptions, settings: Settings) -> int:
@@ -306,5 +330,19 @@ async def serve(options: ServeOptions, settings: Settings) -> int:
             await _serve_http(server, options)
             return 0
         read_stream, write_stream = await stack.enter_async_context(stdio_server())
-        await server.run(read_stream, write_stream, server.create_initialization_options())
+        async with anyio.create_task_group() as tg:
+            await tg.start(_cancel_on_signal, tg.cancel_scope)
+            await server.run(read_stream, write_stream, server.create_initialization_options())
+            tg.cancel_scope.cancel()
     return 0
+
+
+async def _cancel_on_signal(
+    scope: anyio.CancelScope, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED
+) -> None:
+    # Ctrl-C or SIGTERM ends the stdio server quietly (no KeyboardInterrupt traceback).
+    with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+        task_status.started()
+        async for _ in signals:
+            scope.cancel()
+            return

@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -211,5 +212,7 @@ async def test_inspector_http_queue(
             check(await inspect_all(inspector, [url], tmp_path))
     lifecycle = await redis.xrange(Keys(prefix).lifecycle, "-", "+")
     sessions = {f[b"session"].decode() for _e, f in lifecycle}
-    # One server, three hosts (Inspector runs): each MCP session id is a session.
+    # One server, three hosts (Inspector runs): each MCP session id (the SDK's uuid4 hex, in
+    # the Mcp-Session-Id header) is the session, as it is.
     assert len(sessions) == 3
+    assert all(re.fullmatch(r"[0-9a-f]{32}", s) for s in sessions), sessions

@@ -7,7 +7,11 @@ Regenerate the golden files with `UPDATE_GOLDEN=1 pytest tests/workers/test_mcp.
 from __future__ import annotations
 
 import json
+import signal
+import socket
+import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -287,3 +291,43 @@ async def test_bad_options_are_refused_in_one_line(
     assert await mcp_server.serve(options, Settings()) == 2
     err = capsys.readouterr().err
     assert err.startswith(problem) and err.count("\n") == 1
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_http_server_stops_cleanly_on_a_signal(sig: signal.Signals) -> None:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    server = subprocess.Popen(
+        [sys.executable, "-m", "workers.cli", "mcp", "--local", "--http", str(port)],
+        cwd=REPO,
+        stderr=subprocess.PIPE,
+    )
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        with socket.socket() as probe:
+            if probe.connect_ex(("127.0.0.1", port)) == 0:
+                break
+        time.sleep(0.1)
+    server.send_signal(sig)
+    _, err = server.communicate(timeout=30)
+    assert server.returncode == 0, err.decode()
+    assert b"Traceback" not in err
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_stdio_server_stops_cleanly_on_a_signal(sig: signal.Signals) -> None:
+    server = subprocess.Popen(
+        [sys.executable, "-m", "workers.cli", "--log-level", "INFO", "mcp", "--local"],
+        cwd=REPO,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    assert server.stderr is not None
+    server.stderr.readline()  # "stages run in-process"
+    assert b"connection opened" in server.stderr.readline()  # serving, signals watched
+    server.send_signal(sig)
+    _, err = server.communicate(timeout=30)
+    assert server.returncode == 0, err.decode()
+    assert b"Traceback" not in err
