@@ -214,21 +214,29 @@ def _call_session(ctx: ServerRequestContext[Any], fixed: str | None) -> str:
         if mcp_session_id:
             return session_from_mcp(mcp_session_id)
         return connection_session()  # a sessionless request is a connection of its own
-    return str(ctx.lifespan_context["session"])  # stdio: named when the connection opened
+    named = ctx.lifespan_context.get("session")  # stdio: named when the connection opened
+    return str(named) if named else connection_session()
 
 
 @contextlib.asynccontextmanager
 async def _per_connection(_server: Any) -> AsyncIterator[dict[str, str]]:
-    # Entered once per stdio connection (`Server.run`); over HTTP once for the whole app,
-    # where `_call_session` never reads it.
+    # Entered once per connection by `Server.run` (stdio, in-memory).
     session = connection_session()
     log.info("connection opened; its calls are in session %s", session)
     yield {"session": session}
 
 
-def build_server(runner: Runner, session: str | None = None) -> Server[Any]:
+@contextlib.asynccontextmanager
+async def _per_app(_server: Any) -> AsyncIterator[dict[str, str]]:
+    # Over HTTP the lifespan is entered once for the whole app; every request names its
+    # session from its own MCP session (`_call_session`), never from here.
+    yield {}
+
+
+def build_server(runner: Runner, session: str | None = None, *, http: bool = False) -> Server[Any]:
     """The MCP server (low-level `mcp.server.lowlevel.Server`) answering with `runner`,
-    every call in `session`, or (None) in a session per MCP connection."""
+    every call in `session`, or (None) in a session per MCP connection; `http` when it
+    will serve Streamable HTTP rather than `Server.run` connections."""
     import mcp.types as types
     from mcp.server.lowlevel import Server
 
@@ -251,7 +259,7 @@ def build_server(runner: Runner, session: str | None = None) -> Server[Any]:
     return Server(
         "aci-evidence",
         version=version,
-        lifespan=_per_connection,
+        lifespan=_per_app if http else _per_connection,
         on_list_tools=on_list_tools,
         on_call_tool=on_call_tool,
     )
@@ -325,7 +333,7 @@ async def serve(options: ServeOptions, settings: Settings) -> int:
             client = await stack.enter_async_context(EvidenceClient.connect(settings))
             runner = queue_runner(client, options.timeout)
             log.info("calls go through the queue")
-        server = build_server(runner, options.session)
+        server = build_server(runner, options.session, http=options.http_port is not None)
         if options.http_port is not None:
             await _serve_http(server, options)
             return 0
