@@ -4,6 +4,9 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 PYTEST_ARGS ?=
+# The official MCP Inspector CLI, pinned by tests/inspector/package-lock.json (npm registry).
+INSPECTOR := tests/inspector
+INSPECTOR_STAMP := $(INSPECTOR)/node_modules/.installed-stamp
 
 .PHONY: demo test lint services bench chaos clean
 
@@ -12,6 +15,10 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q -e '.[test]'
 	touch $(STAMP)
+
+$(INSPECTOR_STAMP): $(INSPECTOR)/package.json $(INSPECTOR)/package-lock.json
+	cd $(INSPECTOR) && npm ci --ignore-scripts --no-audit --no-fund --loglevel=error
+	touch $(INSPECTOR_STAMP)
 
 services:
 	bash scripts/services.sh
@@ -23,7 +30,7 @@ lint: $(STAMP)
 	$(PY) -m ruff check contracts pipeline workers chaos tests bench
 	$(PY) -m mypy
 
-test: $(STAMP) services lint
+test: $(STAMP) $(INSPECTOR_STAMP) services lint
 	bash scripts/pytest.sh --cov=contracts --cov-report=term-missing --cov-fail-under=100 $(PYTEST_ARGS)
 
 bench: $(STAMP) services
@@ -38,4 +45,4 @@ chaos: $(STAMP) services
 	$(PY) -m chaos --scale full
 
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .coverage
+	rm -rf $(VENV) $(INSPECTOR)/node_modules .pytest_cache .mypy_cache .ruff_cache .coverage

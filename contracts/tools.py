@@ -36,6 +36,13 @@ DESCRIPTIONS: Final[dict[str, str]] = {
     ),
 }
 
+# Display names (MCP `title`), for people choosing tools in a host's interface.
+_TITLES: Final[dict[str, str]] = {
+    "lookup_knowledge": "Look up runbooks",
+    "query_logs": "Search recent logs",
+    "query_mysql": "Read a business database",
+}
+
 MCP_ANNOTATIONS: Final = {
     "readOnlyHint": True,
     "destructiveHint": False,
@@ -53,6 +60,24 @@ _DROPPED_KEYWORDS: Final = frozenset(
 )  # fmt: skip
 
 
+_ENUM_TYPES: Final = {str: "string", int: "integer"}
+
+
+def _typed(node: dict[str, Any]) -> dict[str, Any]:
+    """An enum node with the `type` of its values: OpenAI strict mode rejects a schema node
+    that has neither a `type` nor `anyOf` branches that each have one.
+
+    Unions stay `anyOf` branches of one type each (msgspec's form), never a list of types:
+    the MCP Inspector's strict check flags a type list as unportable.
+    """
+    values = node.get("enum")
+    if "type" not in node and isinstance(values, list):
+        kinds = {_ENUM_TYPES.get(type(v)) for v in values}
+        if len(kinds) == 1 and None not in kinds:
+            return {**node, "type": kinds.pop()}
+    return node
+
+
 def _inline(node: Any, defs: dict[str, Any]) -> Any:
     if isinstance(node, dict):
         ref = node.get("$ref")
@@ -65,7 +90,7 @@ def _inline(node: Any, defs: dict[str, Any]) -> Any:
             for branch in branches:
                 if isinstance(branch, dict) and "description" in branch:
                     out["description"] = branch.pop("description")
-        return out
+        return _typed(out)
     if isinstance(node, list):
         return [_inline(v, defs) for v in node]
     return node
@@ -75,7 +100,8 @@ def input_schema(tool: str, *, strict: bool = False) -> dict[str, Any]:
     """The input JSON schema of a tool, self-contained (no `$ref`).
 
     `strict=True` gives the OpenAI strict-mode form: every property required (optional ones
-    already accept null), `additionalProperties: false`.
+    already accept null), `additionalProperties: false`. Every node has a `type`, or is an
+    `anyOf` of branches that each have one.
     """
     raw = msgspec.json.schema(TOOL_REQUESTS[tool])
     schema: dict[str, Any] = _inline(raw, raw.get("$defs", {}))
@@ -121,6 +147,7 @@ def export_tools(fmt: ToolFormat) -> list[dict[str, Any]]:
             out.append(
                 {
                     "name": name,
+                    "title": _TITLES[name],
                     "description": description,
                     "inputSchema": input_schema(name),
                     "annotations": dict(MCP_ANNOTATIONS),

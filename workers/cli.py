@@ -197,9 +197,16 @@ async def _cmd_demo(args: argparse.Namespace, settings: Settings) -> int:
 
 
 async def _cmd_mcp(args: argparse.Namespace, settings: Settings) -> int:
-    from workers.mcp_server import serve
+    from workers.mcp_server import ServeOptions, serve
 
-    return await serve(args, settings)
+    options = ServeOptions(
+        session=args.session,
+        local=args.local,
+        timeout=args.timeout,
+        http_port=args.http,
+        host=args.host,
+    )
+    return await serve(options, settings)
 
 
 async def _cmd_replay(args: argparse.Namespace, settings: Settings) -> int:
@@ -261,9 +268,12 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--scenario", default=None)
     p.add_argument("--json", action="store_true")
     p.add_argument("--keep-running", action="store_true")
-    p = sub.add_parser("mcp", help="serve the three tools over stdio (Model Context Protocol)")
-    p.add_argument("--session", default="mcp", help="session id for calls through the queue")
+    p = sub.add_parser("mcp", help="serve the three tools over MCP (stdio, or --http PORT)")
+    p.add_argument("--session", help="one session for every call (default: one per connection)")
     p.add_argument("--local", action="store_true", help="run the stages in-process, no Redis")
+    p.add_argument("--timeout", type=float, default=30.0, help="seconds before a call is pending")
+    p.add_argument("--http", type=int, metavar="PORT", help="serve Streamable HTTP on PORT")
+    p.add_argument("--host", default="127.0.0.1", help="the HTTP bind address")
     p = sub.add_parser("replay", help="re-project, re-execute or re-inject recorded invocations")
     p.add_argument("--session")
     p.add_argument("--since", help="ISO time or epoch ms")

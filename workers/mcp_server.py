@@ -1,30 +1,44 @@
-"""`aci-evidence mcp`: the three evidence tools over stdio, with the official `mcp` SDK.
+"""`aci-evidence mcp`: the three evidence tools over stdio or Streamable HTTP, with the
+official `mcp` SDK.
 
-MCP's `tools/call` carries no tool call id of its own, so the host puts the framework's id
-in the request's `_meta` under `dev.aci-evidence/tool_call_id`:
+The framework's id for a call is the host's `tools/call` request (CONTRACT.md §2):
 
-    {"method": "tools/call", "params": {"name": "query_logs", "arguments": {...},
-     "_meta": {"dev.aci-evidence/tool_call_id": "call_7"}}}
+- a harness that has the model's own id puts it in the request's `_meta` under
+  `dev.aci-evidence/tool_call_id`, and the observation carries that id;
+- otherwise (Claude Desktop, Claude Code, the MCP Inspector: standard hosts) the id is the
+  JSON-RPC request id the host chose, as a string (`7` → `"7"`), and the observation
+  carries that.
 
-Without a valid one the result is the contract's INVALID_TOOL_CALL_ID error (nothing is
-minted). A result carries the Model Observation twice, as `structuredContent` and as one
-text block of the same compact JSON; `isError` is true only for ERROR. The Harness Control
-View is not sent: it stays on the session's control stream (queue mode) for the harness.
+Neither is minted. Request ids restart at 1 on every connection, so each connection gets a
+session of its own: over stdio one named when the connection opens (`mcp-` and 32 hex
+digits), over HTTP the MCP session id (`Mcp-Session-Id`; hashed to a safe name if it does
+not fit the session-id alphabet). A 2026-07-28 HTTP request has no MCP session, so it is
+its own connection and gets a fresh session. `--session` puts every call in one named
+session instead: meant for one host that sends `_meta` ids.
+
+A result carries the Model Observation twice, as `structuredContent` and as one text block
+of the same compact JSON; `isError` is true only for ERROR. The Harness Control View is not
+sent: it stays on the session's control stream (queue mode) for the harness.
 
 With `--local`, or when ACI_REDIS_URL is unset, the stages run in this process; otherwise
-each call goes through the queue (`EvidenceClient`) under the `--session` id. `mcp` is an
-optional dependency, imported only here.
+each call goes through the queue (`EvidenceClient`). `mcp` is an optional dependency,
+imported only here.
 """
 
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import logging
+import signal
 import sys
-from collections.abc import Awaitable, Callable, Mapping
+import uuid
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping
 from importlib import metadata
 from typing import TYPE_CHECKING, Any, Final
 
+import anyio
+import anyio.abc
 import msgspec
 from msgspec import UNSET
 
@@ -55,29 +69,72 @@ __all__ = [
     "DEFAULT_TIMEOUT_S",
     "TOOL_CALL_ID_META_KEY",
     "Runner",
+    "ServeOptions",
     "build_server",
     "call_tool_result",
+    "connection_session",
     "list_tools_result",
     "local_runner",
     "queue_runner",
     "read_call",
     "serve",
+    "session_from_mcp",
 ]
 
 TOOL_CALL_ID_META_KEY: Final = "dev.aci-evidence/tool_call_id"
 DEFAULT_TIMEOUT_S: Final = 30.0
+_MCP_SESSION_HEADER: Final = "mcp-session-id"
 
 log = logging.getLogger("aci.mcp")
 
-Runner = Callable[[ToolCall], Awaitable[CallResult | None]]
+Runner = Callable[[ToolCall, str], Awaitable[CallResult | None]]
+"""Runs one call in a session; None while it is still running at the timeout."""
 
 
-def read_call(name: str, arguments: object, meta: Mapping[str, Any] | None) -> ToolCall:
-    """The framework tool call of one `tools/call` request (its id from `_meta`, if any)."""
-    tool_call_id = None if meta is None else meta.get(TOOL_CALL_ID_META_KEY)
+class ServeOptions(msgspec.Struct, frozen=True, kw_only=True):
+    """How `aci-evidence mcp` serves (the command line, typed)."""
+
+    session: str | None = None  # one session for every call; None: one per connection
+    local: bool = False  # run the stages in this process (also when ACI_REDIS_URL is unset)
+    timeout: float = DEFAULT_TIMEOUT_S  # queue mode: a call still running then is pending
+    http_port: int | None = None  # serve Streamable HTTP on this port instead of stdio
+    host: str = "127.0.0.1"  # the HTTP bind address
+
+
+def read_call(
+    name: str, arguments: object, meta: Mapping[str, Any] | None, request_id: object = None
+) -> ToolCall:
+    """The framework tool call of one `tools/call` request.
+
+    Its id is the `_meta` id when the key is present (a harness with the model's id), else
+    the JSON-RPC request id as a string (`1` → `"1"`). Neither is minted; an unusable one
+    gives the contract's INVALID_TOOL_CALL_ID error downstream.
+    """
+    if meta is not None and TOOL_CALL_ID_META_KEY in meta:
+        tool_call_id: object = meta[TOOL_CALL_ID_META_KEY]
+    elif isinstance(request_id, bool):
+        tool_call_id = None  # not a JSON-RPC id
+    elif isinstance(request_id, int | str):
+        tool_call_id = str(request_id)
+    else:
+        tool_call_id = None
     return ToolCall(
         tool=name, tool_call_id=tool_call_id, arguments={} if arguments is None else arguments
     )
+
+
+def connection_session() -> str:
+    """A fresh session for one MCP connection: `mcp-` and 32 hex digits."""
+    return f"mcp-{uuid.uuid4().hex}"
+
+
+def session_from_mcp(mcp_session_id: str) -> str:
+    """The session for an MCP session id: itself when it fits the session-id alphabet,
+    otherwise a stable safe name derived from it."""
+    if is_valid_session_id(mcp_session_id):
+        return mcp_session_id
+    digest = hashlib.sha256(mcp_session_id.encode("utf-8", "surrogatepass")).hexdigest()
+    return f"mcp-sha256-{digest[:48]}"
 
 
 def call_tool_result(call: ToolCall, result: CallResult | None) -> dict[str, Any]:
@@ -109,11 +166,11 @@ def _as_call_result(
     )
 
 
-def local_runner(sources: Mapping[str, Source], session_id: str, settings: Settings) -> Runner:
+def local_runner(sources: Mapping[str, Source], settings: Settings) -> Runner:
     """Run each call's stages in this process (no Redis)."""
     from workers.stage import run_stages
 
-    async def run(call: ToolCall) -> CallResult | None:
+    async def run(call: ToolCall, session_id: str) -> CallResult | None:
         outcome = await run_stages(
             tool=call.tool,
             tool_call_id=call.tool_call_id,
@@ -132,10 +189,10 @@ def local_runner(sources: Mapping[str, Source], session_id: str, settings: Setti
     return run
 
 
-def queue_runner(client: EvidenceClient, session_id: str, timeout: float) -> Runner:
+def queue_runner(client: EvidenceClient, timeout: float) -> Runner:
     """Submit each call to the queue and await it (None while still running at `timeout`)."""
 
-    async def run(call: ToolCall) -> CallResult | None:
+    async def run(call: ToolCall, session_id: str) -> CallResult | None:
         try:
             return await client.call(session_id, call, timeout)
         except PipelineError as exc:
@@ -147,8 +204,39 @@ def queue_runner(client: EvidenceClient, session_id: str, timeout: float) -> Run
     return run
 
 
-def build_server(runner: Runner) -> Server[Any]:
-    """The MCP server (low-level `mcp.server.lowlevel.Server`) answering with `runner`."""
+def _call_session(ctx: ServerRequestContext[Any], fixed: str | None) -> str:
+    """The session of one `tools/call`: `--session`, else one per MCP connection."""
+    if fixed is not None:
+        return fixed
+    request = ctx.request
+    if request is not None:  # Streamable HTTP
+        mcp_session_id = request.headers.get(_MCP_SESSION_HEADER)
+        if mcp_session_id:
+            return session_from_mcp(mcp_session_id)
+        return connection_session()  # a sessionless request is a connection of its own
+    named = ctx.lifespan_context.get("session")  # stdio: named when the connection opened
+    return str(named) if named else connection_session()
+
+
+@contextlib.asynccontextmanager
+async def _per_connection(_server: Any) -> AsyncIterator[dict[str, str]]:
+    # Entered once per connection by `Server.run` (stdio, in-memory).
+    session = connection_session()
+    log.info("connection opened; its calls are in session %s", session)
+    yield {"session": session}
+
+
+@contextlib.asynccontextmanager
+async def _per_app(_server: Any) -> AsyncIterator[dict[str, str]]:
+    # Over HTTP the lifespan is entered once for the whole app; every request names its
+    # session from its own MCP session (`_call_session`), never from here.
+    yield {}
+
+
+def build_server(runner: Runner, session: str | None = None, *, http: bool = False) -> Server[Any]:
+    """The MCP server (low-level `mcp.server.lowlevel.Server`) answering with `runner`,
+    every call in `session`, or (None) in a session per MCP connection; `http` when it
+    will serve Streamable HTTP rather than `Server.run` connections."""
     import mcp.types as types
     from mcp.server.lowlevel import Server
 
@@ -160,8 +248,8 @@ def build_server(runner: Runner) -> Server[Any]:
     async def on_call_tool(
         ctx: ServerRequestContext[Any], params: mcp_types.CallToolRequestParams
     ) -> mcp_types.CallToolResult:
-        call = read_call(params.name, params.arguments, params.meta)
-        result = await runner(call)
+        call = read_call(params.name, params.arguments, params.meta, ctx.request_id)
+        result = await runner(call, _call_session(ctx, session))
         return types.CallToolResult.model_validate(call_tool_result(call, result))
 
     try:
@@ -169,35 +257,100 @@ def build_server(runner: Runner) -> Server[Any]:
     except metadata.PackageNotFoundError:  # pragma: no cover - running from a checkout
         version = "0.0.0"
     return Server(
-        "aci-evidence", version=version, on_list_tools=on_list_tools, on_call_tool=on_call_tool
+        "aci-evidence",
+        version=version,
+        lifespan=_per_app if http else _per_connection,
+        on_list_tools=on_list_tools,
+        on_call_tool=on_call_tool,
     )
 
 
-async def serve(args: Any, settings: Settings) -> int:
-    """Serve over stdio until the client closes the connection."""
+def _check(options: ServeOptions) -> str | None:
+    """What is wrong with the options, in one line (None when they are fine)."""
+    if options.session is not None and not is_valid_session_id(options.session):
+        return "--session: 1-128 letters, digits, '.', '_' or '-'"
+    if not options.timeout > 0 or options.timeout == float("inf"):
+        return "--timeout: a positive number of seconds"
+    if options.http_port is not None and not 0 < options.http_port < 65536:
+        return "--http: a port from 1 to 65535"
+    return None
+
+
+async def _serve_http(server: Server[Any], options: ServeOptions) -> None:
+    import uvicorn
+
+    class _Uvicorn(uvicorn.Server):
+        # Signals are ours (below): uvicorn's own handler re-raises the signal after its
+        # graceful shutdown, which ends in a KeyboardInterrupt traceback on Ctrl-C.
+        @contextlib.contextmanager
+        def capture_signals(self) -> Iterator[None]:
+            yield
+
+    assert options.http_port is not None
+    app = server.streamable_http_app(host=options.host)
+    config = uvicorn.Config(
+        app, host=options.host, port=options.http_port, log_level="warning", lifespan="on"
+    )
+    http = _Uvicorn(config)
+
+    async def stop_on_signal(
+        *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED
+    ) -> None:
+        with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+            task_status.started()
+            async for _ in signals:
+                http.should_exit = True  # a graceful shutdown: open requests finish
+                return
+
+    log.info("serving Streamable HTTP on http://%s:%d/mcp", options.host, options.http_port)
+    async with anyio.create_task_group() as tg:
+        await tg.start(stop_on_signal)
+        await http.serve()
+        tg.cancel_scope.cancel()
+
+
+async def serve(options: ServeOptions, settings: Settings) -> int:
+    """Serve over stdio until the client closes the connection, or over Streamable HTTP
+    (`options.http_port`) until interrupted."""
     try:
         from mcp.server.stdio import stdio_server
     except ImportError:
         print("aci-evidence mcp needs the MCP SDK: pip install mcp", file=sys.stderr)
         return 2
-    session_id = str(getattr(args, "session", "mcp"))
-    if not is_valid_session_id(session_id):
-        print("--session: 1-128 letters, digits, '.', '_' or '-'", file=sys.stderr)
+    problem = _check(options)
+    if problem is not None:
+        print(problem, file=sys.stderr)
         return 2
-    local = bool(getattr(args, "local", False)) or not settings.redis_url
-    timeout = float(getattr(args, "timeout", None) or DEFAULT_TIMEOUT_S)
+    local = options.local or not settings.redis_url
     async with contextlib.AsyncExitStack() as stack:
         if local:
             from workers.sources import open_sources
 
             sources = await stack.enter_async_context(open_sources())
-            runner = local_runner(sources, session_id, settings)
-            log.info("serving over stdio; stages run in-process")
+            runner = local_runner(sources, settings)
+            log.info("stages run in-process")
         else:
             client = await stack.enter_async_context(EvidenceClient.connect(settings))
-            runner = queue_runner(client, session_id, timeout)
-            log.info("serving over stdio; calls go through the queue as session %s", session_id)
-        server = build_server(runner)
+            runner = queue_runner(client, options.timeout)
+            log.info("calls go through the queue")
+        server = build_server(runner, options.session, http=options.http_port is not None)
+        if options.http_port is not None:
+            await _serve_http(server, options)
+            return 0
         read_stream, write_stream = await stack.enter_async_context(stdio_server())
-        await server.run(read_stream, write_stream, server.create_initialization_options())
+        async with anyio.create_task_group() as tg:
+            await tg.start(_cancel_on_signal, tg.cancel_scope)
+            await server.run(read_stream, write_stream, server.create_initialization_options())
+            tg.cancel_scope.cancel()
     return 0
+
+
+async def _cancel_on_signal(
+    scope: anyio.CancelScope, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED
+) -> None:
+    # Ctrl-C or SIGTERM ends the stdio server quietly (no KeyboardInterrupt traceback).
+    with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+        task_status.started()
+        async for _ in signals:
+            scope.cancel()
+            return

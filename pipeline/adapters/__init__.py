@@ -5,6 +5,8 @@ One module per runtime (`openai_chat`, `openai_responses`, `anthropic`, `langcha
 `CallResult` → the runtime's native answer; pure) and `answer_tool_calls` (the whole turn,
 submitted at once and awaited in parallel). The model-facing text is always the Model
 Observation as compact JSON; the Harness Control View stays out of the model's messages.
+`langchain_tools` (not imported here: it needs `langchain-core`) has the three tools as
+LangChain `BaseTool`s for a stock LangGraph `ToolNode`.
 """
 
 from __future__ import annotations

@@ -7,6 +7,9 @@
 `content` is the Model Observation (compact JSON), `artifact` the Harness Control View (a
 dict the model never sees), `status` is "error" only for ERROR. `langchain_core` is an
 optional dependency, imported only when a `ToolMessage` is built.
+
+For a stock LangGraph `ToolNode` or `create_react_agent`, use the `BaseTool`s of
+`pipeline.adapters.langchain_tools.evidence_tools` instead of a node of your own.
 """
 
 from __future__ import annotations

@@ -6,8 +6,10 @@ published on the session's model stream. The Harness Control View never enters i
 
 A call still running when the adapter's timeout passes is answered with a *pending*
 observation (`{"tool_call_id", "pending": true, "message"}`): no `evidence_status`, so it can
-never be read as `NO_EVIDENCE`, and not an error, because nothing failed. Its final result
-stays readable with `EvidenceClient.result(session_id, tool_call_id)`.
+never be read as `NO_EVIDENCE`, and not an error, because nothing failed. The message promises
+the model nothing it cannot do. The harness can still have the final result: submitting the
+same calls again (same session, same ids, same arguments) is idempotent and returns it, and
+`EvidenceClient.result(session_id, tool_call_id)` reads it.
 """
 
 from __future__ import annotations
@@ -35,9 +37,12 @@ __all__ = [
     "pending_observation",
 ]
 
+# Only what is true for every host: the model has no tool that fetches a result, and it cannot
+# choose its call id (a call made again gets a new one, so it runs the query again).
 PENDING_MESSAGE: Final = (
-    "The query is still running, so its result is not ready yet; this is not a finding. "
-    "The result is kept and can be fetched later for this tool_call_id."
+    "The query is still running and its result did not arrive in time, so it is not "
+    "included here. This is not a finding: it says nothing about whether evidence exists. "
+    "Calling the tool again runs the query again."
 )
 NO_EVIDENCE_NOTE: Final = "The query ran and found nothing in its scope."
 

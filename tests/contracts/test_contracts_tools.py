@@ -79,8 +79,68 @@ def test_openai_strict_validity(fmt: ToolFormat) -> None:
             assert obj["additionalProperties"] is False
             assert sorted(obj["required"]) == sorted(obj["properties"])
         for prop in params["properties"].values():
-            assert "type" in prop or "anyOf" in prop or "enum" in prop
+            assert _has_a_type(prop)  # an enum alone is refused by OpenAI strict
             assert prop.get("description")
+
+
+def _schema_nodes(node: dict[str, Any]) -> list[dict[str, Any]]:
+    """Every schema node of a JSON schema: the root and each nested subschema."""
+    out = [node]
+    for key in ("properties", "$defs", "definitions", "patternProperties"):
+        for child in node.get(key, {}).values():
+            out += _schema_nodes(child)
+    for key in ("items", "additionalProperties", "not", "contains"):
+        if isinstance(node.get(key), dict):
+            out += _schema_nodes(node[key])
+    for key in ("anyOf", "oneOf", "allOf", "prefixItems"):
+        for child in node.get(key, []):
+            out += _schema_nodes(child)
+    return out
+
+
+def test_schema_nodes_walks_every_subschema() -> None:
+    schema = {
+        "type": "object",
+        "properties": {"a": {"anyOf": [{"type": "string"}, {"items": {"enum": [1]}}]}},
+        "additionalProperties": {"type": "integer"},
+    }
+    assert len(_schema_nodes(schema)) == 6
+
+
+def _has_a_type(node: dict[str, Any]) -> bool:
+    """OpenAI strict's rule: a node has one `type`, or is a union (`anyOf`) whose branches
+    each have one. A list of types is refused too: the MCP Inspector's strict check flags it
+    as unportable, so a nullable field is an `anyOf` with a null branch."""
+    if "anyOf" in node:
+        union_keys = {"anyOf", "description"}
+        return set(node) <= union_keys and all(
+            isinstance(b.get("type"), str) for b in node["anyOf"]
+        )
+    return isinstance(node.get("type"), str)
+
+
+@pytest.mark.parametrize(
+    ("node", "typed"),
+    [
+        ({"type": "string"}, True),
+        ({"enum": ["A"]}, False),  # what query_logs.topic was
+        ({"type": ["integer", "null"]}, False),
+        ({"anyOf": [{"type": "integer"}, {"type": "null"}], "description": "d"}, True),
+        ({"anyOf": [{"type": "integer"}, {"enum": [1]}]}, False),
+        ({"anyOf": [{"type": "integer"}], "enum": [1]}, False),
+        ({"description": "anything"}, False),
+    ],
+)
+def test_has_a_type_is_openai_strict_rule(node: dict[str, Any], typed: bool) -> None:
+    assert _has_a_type(node) is typed
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_every_schema_node_has_a_type(fmt: ToolFormat) -> None:
+    for tool in export_tools(fmt):
+        for node in _schema_nodes(_parameters(fmt, tool)):
+            assert _has_a_type(node), (_name(tool), node)
+            assert "oneOf" not in node and "allOf" not in node
 
 
 def test_optional_fields_are_a_null_union_in_strict_mode() -> None:
@@ -118,6 +178,12 @@ def test_schemas_leave_bounds_out_and_name_no_agent_id() -> None:
 def test_topic_enum_lists_the_logical_topics() -> None:
     topic = input_schema("query_logs")["properties"]["topic"]
     assert topic["enum"] == ["APPLICATION", "DATABASE_SLOW_QUERY", "SYSTEM_EVENTS"]
+    assert topic["type"] == "string"
+
+
+def test_mcp_tools_have_a_title() -> None:
+    titles = [tool["title"] for tool in export_tools("mcp")]
+    assert all(titles) and len(set(titles)) == len(titles)
 
 
 def test_mcp_annotations_say_read_only() -> None:
@@ -143,3 +209,21 @@ def test_exports_are_json_and_independent_copies() -> None:
     first[0]["function"]["parameters"]["properties"].clear()
     assert export_tools("openai")[0]["function"]["parameters"]["properties"]
     assert msgspec.json.decode(msgspec.json.encode(export_tools("mcp"))) == export_tools("mcp")
+
+
+@pytest.mark.parametrize(
+    ("node", "typed"),
+    [
+        ({"enum": ["A", "B"]}, {"enum": ["A", "B"], "type": "string"}),
+        ({"enum": [1, 2]}, {"enum": [1, 2], "type": "integer"}),
+        ({"enum": ["A", 1]}, {"enum": ["A", 1]}),  # mixed: no single type to give
+        ({"enum": [None]}, {"enum": [None]}),
+        ({"type": "string"}, {"type": "string"}),
+    ],
+)
+def test_typed_gives_an_enum_the_type_of_its_values(
+    node: dict[str, Any], typed: dict[str, Any]
+) -> None:
+    from contracts.tools import _typed
+
+    assert _typed(node) == typed

@@ -246,6 +246,16 @@ def test_model_texts_are_the_observation_and_never_the_control_view(runtime: str
     assert "evidence_status" not in pending  # pending is never NO_EVIDENCE
 
 
+def test_pending_message_promises_only_what_is_true() -> None:
+    # The model has no tool to fetch a result and cannot choose its call id, so the pending
+    # answer may say only that the query is still running and what calling again does.
+    message = turn.PENDING_MESSAGE.casefold()
+    for promise in ("fetch", "later", "tool_call_id", "kept", "retriev"):
+        assert promise not in message, promise
+    assert "still running" in message and "not a finding" in message
+    assert "calling the tool again runs the query again" in message
+
+
 def test_sdk_objects_are_read_by_attribute() -> None:
     function = SimpleNamespace(name="lookup_knowledge", arguments='{"query": "x"}')
     message = SimpleNamespace(
@@ -391,6 +401,9 @@ async def test_adapter_end_to_end_with_a_mix_and_a_timeout(
         elapsed = anyio.current_time() - started
         knowledge.gate.set()
         later = await client.wait(session, ["call_later"], 10.0)
+        # The harness answers the same turn again: same ids, so every call is idempotent and
+        # the one that was pending now has its finished result.
+        again = await run_turn(runtime, client, session)
     assert elapsed < 3.0  # the turn waits once for all calls, not once per call
     texts = [t for t in model_texts(runtime, reply) if t != turn.NO_EVIDENCE_NOTE]
     observations = [json.loads(t) for t in texts]
@@ -403,6 +416,9 @@ async def test_adapter_end_to_end_with_a_mix_and_a_timeout(
     # The pending call was not lost: its final result is readable afterwards.
     final = json.loads(bytes(later["call_later"].model))
     assert final["evidence_status"] == "EVIDENCE_FOUND"
+    texts_again = [t for t in model_texts(runtime, again) if t != turn.NO_EVIDENCE_NOTE]
+    assert texts_again[:3] == texts[:3]
+    assert json.loads(texts_again[3]) == final
     if runtime == "anthropic":
         blocks = reply["content"]
         assert [b["is_error"] for b in blocks] == [False, False, True, False]

@@ -7,7 +7,11 @@ Regenerate the golden files with `UPDATE_GOLDEN=1 pytest tests/workers/test_mcp.
 from __future__ import annotations
 
 import json
+import signal
+import socket
+import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +21,7 @@ import pytest
 from contracts import export_tools
 from pipeline.adapters import turn
 from pipeline.client import EvidenceClient, ToolCall
+from pipeline.keys import Keys, is_valid_session_id
 from pipeline.settings import Settings
 from tests.pipeline.helpers import running_worker
 from tests.pipeline.test_adapters import CONTROL_ONLY, GatedSource, check_golden, golden_turn
@@ -50,6 +55,37 @@ def test_read_call_takes_the_id_from_meta_only() -> None:
     assert read_call("query_logs", None, None).tool_call_id is None
     assert read_call("query_logs", None, None).arguments == {}
     assert read_call("x", {"tool_call_id": "c9"}, {"progressToken": 1}).tool_call_id is None
+
+
+@pytest.mark.parametrize(
+    ("meta", "request_id", "expected"),
+    [
+        (None, 1, "1"),  # a JSON number, stringified exactly
+        (None, 0, "0"),
+        (None, "req-7", "req-7"),  # a JSON string, unchanged
+        (None, " padded ", " padded "),  # not trimmed: the contract rejects it downstream
+        ({"progressToken": 3}, 12, "12"),  # other _meta keys do not matter
+        ({TOOL_CALL_ID_META_KEY: "toolu_1"}, 12, "toolu_1"),  # the model's id wins
+        ({TOOL_CALL_ID_META_KEY: ""}, 12, ""),  # present but invalid: an error, no fallback
+        (None, None, None),
+        (None, True, None),  # not a JSON-RPC id
+        (None, 1.5, None),
+    ],
+)
+def test_read_call_falls_back_to_the_request_id(
+    meta: dict[str, Any] | None, request_id: object, expected: str | None
+) -> None:
+    assert read_call("lookup_knowledge", {"query": "q"}, meta, request_id).tool_call_id == expected
+
+
+def test_sessions_fit_the_session_alphabet() -> None:
+    first, second = mcp_server.connection_session(), mcp_server.connection_session()
+    assert first != second and is_valid_session_id(first) and first.startswith("mcp-")
+    assert mcp_server.session_from_mcp("0f3c9a") == "0f3c9a"  # the SDK's ids fit as they are
+    odd = "session with spaces/and:colons" + "x" * 200
+    derived = mcp_server.session_from_mcp(odd)
+    assert is_valid_session_id(derived) and derived == mcp_server.session_from_mcp(odd)
+    assert derived != mcp_server.session_from_mcp(odd + "y")
 
 
 def test_call_tool_result_golden() -> None:
@@ -123,7 +159,9 @@ async def test_stdio_server_end_to_end() -> None:
         legacy_tools = [dump(t) for t in (await client.list_tools()).tools]
         legacy_no_id = await client.call_tool("lookup_knowledge", {"query": "pool"})
     assert legacy_tools == tools
-    assert dump(legacy_no_id)["structuredContent"] == dump(no_id)["structuredContent"]
+    legacy_observation = dump(legacy_no_id)["structuredContent"]
+    assert legacy_observation["evidence_status"] == "EVIDENCE_FOUND"
+    assert legacy_observation["tool_call_id"].isdigit()  # that connection's request id
     assert [t["name"] for t in tools] == ["lookup_knowledge", "query_logs", "query_mysql"]
     for tool, exported in zip(tools, export_tools("mcp"), strict=True):
         assert tool["inputSchema"] == exported["inputSchema"]
@@ -144,9 +182,12 @@ async def test_stdio_server_end_to_end() -> None:
     assert check(logs, "call_l1")["evidence_status"] == "NO_EVIDENCE"
     assert check(mysql, "call_m1")["evidence_status"] == "ERROR"  # port 1: nothing listens
     assert "secret" not in mysql.content[0].text and "127.0.0.1" not in mysql.content[0].text
-    for result in (no_id, bad_id):
-        assert check(result, None)["error"]["code"] == "INVALID_TOOL_CALL_ID"
-        assert result.is_error is True
+    # A standard host sends no _meta id: the JSON-RPC request id is the tool call id.
+    no_id_observation = dump(no_id)["structuredContent"]
+    assert no_id_observation["tool_call_id"].isdigit()
+    assert check(no_id, no_id_observation["tool_call_id"])["evidence_status"] == "EVIDENCE_FOUND"
+    assert check(bad_id, None)["error"]["code"] == "INVALID_TOOL_CALL_ID"
+    assert bad_id.is_error is True
     assert check(bad_args, "call_l2")["error"]["code"] == "SCHEMA"
 
 
@@ -161,7 +202,7 @@ async def test_queue_mode_in_process(redis: Any, prefix: str) -> None:
         running_worker(redis, settings, {"lookup_knowledge": knowledge}),
     ):
         server = mcp_server.build_server(
-            mcp_server.queue_runner(evidence, "mcp-queue", timeout=1.0)
+            mcp_server.queue_runner(evidence, timeout=1.0), session="mcp-queue"
         )
         async with Client(server) as client:
             found = await client.call_tool(
@@ -188,3 +229,105 @@ async def test_queue_mode_in_process(redis: Any, prefix: str) -> None:
     assert not later.is_error
     assert unavailable.is_error and unavailable.structured_content["error"]["code"] == "UNAVAILABLE"
     assert json.loads(bytes(final["q3"].model))["evidence_status"] == "EVIDENCE_FOUND"
+
+
+@pytest.mark.redis
+async def test_request_ids_that_restart_on_reconnect_never_collide(
+    redis: Any, prefix: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    from mcp import Client
+
+    caplog.set_level("INFO", logger="aci.mcp")
+
+    settings = Settings(prefix=prefix, visibility_timeout_s=10.0, deadline_s=5.0)
+    async with (
+        EvidenceClient(redis, settings) as evidence,
+        running_worker(redis, settings, {"lookup_knowledge": GatedSource()}),
+    ):
+        server = mcp_server.build_server(mcp_server.queue_runner(evidence, timeout=5.0))
+        answers = []
+        for query in ("pool", "nothing"):  # two connections, the same request ids
+            async with Client(server) as client:
+                answers.append(await client.call_tool("lookup_knowledge", {"query": query}))
+        lifecycle = await redis.xrange(Keys(prefix).lifecycle, "-", "+")
+    first, second = (a.structured_content for a in answers)
+    assert first["tool_call_id"] == second["tool_call_id"]  # the host's request id, twice
+    assert first["evidence_status"] == "EVIDENCE_FOUND"
+    assert second["evidence_status"] == "NO_EVIDENCE"  # its own call, not the first's result
+    sessions = {f[b"session"].decode() for _e, f in lifecycle}
+    assert len(sessions) == 2 and all(s.startswith("mcp-") for s in sessions)
+    logged = {r.getMessage().rsplit(" ", 1)[-1] for r in caplog.records if "session" in r.msg}
+    assert logged == sessions  # each connection's session is logged when it opens
+
+
+def test_the_mcp_command_line_is_typed_options() -> None:
+    from workers.cli import _parser
+
+    args = _parser().parse_args(["mcp", "--timeout", "2.5", "--http", "8123", "--local"])
+    assert (args.timeout, args.http, args.host, args.session, args.local) == (
+        2.5,
+        8123,
+        "127.0.0.1",
+        None,
+        True,
+    )
+    defaults = _parser().parse_args(["mcp"])
+    assert (defaults.timeout, defaults.http, defaults.session) == (30.0, None, None)
+
+
+@pytest.mark.parametrize(
+    ("options", "problem"),
+    [
+        (mcp_server.ServeOptions(session="has space"), "--session"),
+        (mcp_server.ServeOptions(timeout=0), "--timeout"),
+        (mcp_server.ServeOptions(timeout=float("nan")), "--timeout"),
+        (mcp_server.ServeOptions(timeout=float("inf")), "--timeout"),
+        (mcp_server.ServeOptions(http_port=70000), "--http"),
+    ],
+)
+async def test_bad_options_are_refused_in_one_line(
+    options: mcp_server.ServeOptions, problem: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert await mcp_server.serve(options, Settings()) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(problem) and err.count("\n") == 1
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_http_server_stops_cleanly_on_a_signal(sig: signal.Signals) -> None:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    server = subprocess.Popen(
+        [sys.executable, "-m", "workers.cli", "mcp", "--local", "--http", str(port)],
+        cwd=REPO,
+        stderr=subprocess.PIPE,
+    )
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        with socket.socket() as probe:
+            if probe.connect_ex(("127.0.0.1", port)) == 0:
+                break
+        time.sleep(0.1)
+    server.send_signal(sig)
+    _, err = server.communicate(timeout=30)
+    assert server.returncode == 0, err.decode()
+    assert b"Traceback" not in err
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_stdio_server_stops_cleanly_on_a_signal(sig: signal.Signals) -> None:
+    server = subprocess.Popen(
+        [sys.executable, "-m", "workers.cli", "--log-level", "INFO", "mcp", "--local"],
+        cwd=REPO,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    assert server.stderr is not None
+    server.stderr.readline()  # "stages run in-process"
+    assert b"connection opened" in server.stderr.readline()  # serving, signals watched
+    server.send_signal(sig)
+    _, err = server.communicate(timeout=30)
+    assert server.returncode == 0, err.decode()
+    assert b"Traceback" not in err
