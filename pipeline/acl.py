@@ -52,9 +52,12 @@ _PREFIX_RE: Final = re.compile(r"^[!#-&(-9;-z|~]{1,64}$")
 # What every client sends: redis-py's handshake (HELLO with AUTH, SELECT for a db other than
 # 0) and its health checks (PING).
 _HANDSHAKE: Final = ("+auth", "+hello", "+ping", "+select")
-# CLIENT SETINFO (redis-py names itself) exists from Redis 7.2; older servers refuse the
-# rule, and redis-py ignores the refusal of the command.
-_SETINFO: Final = "+client|setinfo"
+# CLIENT SETINFO (redis-py names itself on connect) exists from Redis 7.2; Redis 7.0 and 7.1
+# refuse a rule naming it. Redis 6.2 checks a rule on a command's first argument before it
+# knows the subcommand, so there redis-py's CLIENT MAINT_NOTIFICATIONS (RESP3 over TCP) is
+# named too; both then fail as unknown subcommands, which redis-py ignores.
+_SETINFO: Final = ("+client|setinfo",)
+_FIRST_ARGUMENT_RULES: Final = ("+client|setinfo", "+client|maint_notifications")
 
 # The submit script (pipeline.redis_io.SUBMIT_LUA) and the client (pipeline.client,
 # pipeline.lane): EVALSHA (through the selector), SCRIPT LOAD after NOSCRIPT, HMGET of
@@ -110,7 +113,11 @@ def acl_rules(prefix: str, role: str, redis_major: int = 7, redis_minor: int = 0
     def k(rest: str) -> str:
         return key_pattern(prefix, rest)
 
-    handshake = [*_HANDSHAKE, *([_SETINFO] if (redis_major, redis_minor) >= (7, 2) else [])]
+    handshake = [*_HANDSHAKE]
+    if not modern:
+        handshake += _FIRST_ARGUMENT_RULES
+    elif (redis_major, redis_minor) >= (7, 2):
+        handshake += _SETINFO
     rules = ["resetchannels", "resetkeys", "-@all", *handshake]
     if role == "worker":
         return [*rules, "~" + k("*"), *_WORKER_COMMANDS]
