@@ -54,9 +54,7 @@ def acl_server(prefixes: list[str], binary: str = "redis-server") -> Iterator[Ac
     port = free_port()
     with tempfile.TemporaryDirectory(prefix="aci-acl-test-") as folder:
         acl = Path(folder) / "users.acl"
-        acl.write_text(
-            aclfile(prefixes[0], passwords, *version, admin_password=passwords["admin"])
-        )
+        acl.write_text(aclfile(prefixes[0], passwords, *version, admin_password=passwords["admin"]))
         args = [binary, "--port", str(port), "--bind", "127.0.0.1", "--dir", folder,
                 "--save", "", "--appendonly", "no", "--aclfile", str(acl),
                 "--logfile", str(Path(folder) / "redis.log")]  # fmt: skip
