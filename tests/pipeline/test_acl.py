@@ -27,6 +27,7 @@ from pipeline.status import collect_status
 from tests.pipeline.acl_server import AclServer, acl_server, wheel_redis_server
 from tests.pipeline.helpers import running_worker
 from tests.pipeline.sources import InstantSource
+from workers.replay import Selection, load_redis
 
 PREFIX = "aci"
 _VERSIONS = [(7, 0), (7, 2), (6, 2)]
@@ -180,19 +181,33 @@ async def test_submit_and_read_results_as_submitter_with_a_worker_as_worker(
             results = await client.call_many("sess-1", calls, timeout=20)
             again = await client.result("sess-1", "call_0")  # a later read of a final result
             await client.submit_many("sess-1", calls[:1])  # idempotent resubmit
-    assert all(r is not None and r.lifecycle is LifecycleStatus.READY for r in results)
-    assert again is not None and again.lifecycle is LifecycleStatus.READY
-    # The auditor sees it all: status, both views.
-    async with open_redis(server.url("auditor")) as auditor:
-        report = await collect_status(auditor, settings)
-        assert report["sessions"] == 1 and report["group"]["pending"] == 0
-        assert report["last_minutes"]["lifecycle"] == {"SUBMITTED": 5, "READY": 5}
-        model = await call_redis(auditor.xrange(Keys(PREFIX).model("sess-1")))
-        assert len(model) == 5
     # Nothing the pipeline did was refused: each role's rules cover every command it sends
     # (redis-py's handshake and health checks included).
     denials = await _denials(server)
     assert denials == [], [(d["username"], d["object"]) for d in denials]
+    assert all(r is not None and r.lifecycle is LifecycleStatus.READY for r in results)
+    assert again is not None and again.lifecycle is LifecycleStatus.READY
+    keys = Keys(PREFIX)
+    async with open_redis(server.url("submitter")) as submitter:
+        # The raw upstream answer is kept apart from what a submitter may read.
+        assert await call_redis(submitter.hmget(keys.call("sess-1", "call_0"), "raw", "res")) == [
+            None, None
+        ]  # fmt: skip
+        with pytest.raises(RedisProtocolError, match="NOPERM"):
+            await call_redis(submitter.get(keys.raw("sess-1", "call_0")))
+        if server.version >= (7, 0):  # 6.2 cannot tell a submitter's reads from its writes
+            with pytest.raises(RedisProtocolError, match="NOPERM"):
+                await call_redis(submitter.hset(keys.result("sess-1", "call_0"), "st", "ERROR"))
+    # The auditor sees it all: status, both views, the records replay reads (raw included).
+    async with open_redis(server.url("auditor")) as auditor:
+        records = await load_redis(auditor, settings, Selection(session="sess-1"))
+        assert len(records) == 5 and all("raw" in r.fields for r in records)
+        report = await collect_status(auditor, settings)
+        assert report["sessions"] == 1 and report["group"]["pending"] == 0
+        assert report["last_minutes"]["lifecycle"] == {"SUBMITTED": 5, "READY": 5}
+        model = await call_redis(auditor.xrange(keys.model("sess-1")))
+        assert len(model) == 5
+        assert await call_redis(auditor.exists(keys.raw("sess-1", "call_0"))) == 1
 
 
 # -- `aci-evidence acl` -------------------------------------------------------------------
