@@ -35,6 +35,7 @@ __all__ = [
     "Role",
     "acl_rules",
     "aclfile",
+    "aclfile_template",
     "key_pattern",
     "password_hash",
     "setuser_command",
@@ -59,20 +60,20 @@ _HANDSHAKE: Final = ("+auth", "+hello", "+ping", "+select")
 _SETINFO: Final = ("+client|setinfo",)
 _FIRST_ARGUMENT_RULES: Final = ("+client|setinfo", "+client|maint_notifications")
 
-# The submit script (pipeline.redis_io.SUBMIT_LUA) and the client (pipeline.client,
-# pipeline.lane): EVALSHA (through the selector), SCRIPT LOAD after NOSCRIPT, HMGET of
-# result hashes, XREVRANGE/XREAD of the view streams.
+# The client (pipeline.client, pipeline.lane): EVALSHA (through the selector), SCRIPT LOAD
+# after NOSCRIPT, HMGET of result hashes, XREVRANGE/XREAD of the view streams; then what the
+# submit script (pipeline.redis_io.SUBMIT_LUA) calls.
 _SUBMITTER_COMMANDS: Final = (
     "+script|load", "+hmget", "+xread", "+xrevrange",
-    "+exists", "+hget", "+hset", "+hsetnx", "+pexpire", "+xadd", "+zadd",
+    "+hget", "+hset", "+pexpire", "+xadd", "+zadd",
 )  # fmt: skip
-# workers.worker, pipeline.trim, the finish script and dead-lettering (MULTI/EXEC).
+# workers.worker (state checks, dead letters in MULTI/EXEC, takeovers), pipeline.trim, and
+# what the finish script (pipeline.redis_io.FINISH_LUA) calls.
 _WORKER_COMMANDS: Final = (
     "+evalsha", "+script|load", "+multi", "+exec", "+discard",
     "+xreadgroup", "+xack", "+xautoclaim", "+xadd", "+xtrim", "+xgroup|create",
     "+xinfo|groups", "+xpending",
-    "+exists", "+get", "+set", "+hget", "+hmget", "+hset", "+hsetnx", "+pexpire", "+del",
-    "+zadd", "+zremrangebyscore",
+    "+exists", "+hget", "+hset", "+set", "+pexpire", "+zremrangebyscore",
 )  # fmt: skip
 # pipeline.status, `views`, `replay`/`export`: reads only. SCAN has no key argument, so it
 # lists key names of every prefix (names, never values): `replay` needs it to find a
@@ -177,4 +178,14 @@ def aclfile(
         state = ["on", password_hash(password)] if password is not None else ["off"]
         rules = acl_rules(prefix, role, redis_major, redis_minor)
         lines.append(" ".join(["user", role, *state, *rules]))
+    return "\n".join(lines) + "\n"
+
+
+def aclfile_template(prefix: str, redis_major: int = 7, redis_minor: int = 0) -> str:
+    """`aclfile` with `@ADMIN_SHA256@`, `@SUBMITTER_SHA256@`, ... where the password hashes go:
+    `deploy/redis/entrypoint.sh` fills them in from the environment when Redis starts."""
+    lines = ["user default on #@ADMIN_SHA256@ ~* &* +@all"]
+    for role in ROLES:
+        rules = acl_rules(prefix, role, redis_major, redis_minor)
+        lines.append(" ".join(["user", role, "on", f"#@{role.upper()}_SHA256@", *rules]))
     return "\n".join(lines) + "\n"

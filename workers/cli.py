@@ -7,7 +7,7 @@ aci-evidence views --session S --view model|control [--follow]
 aci-evidence status [--json]
 aci-evidence worker [--concurrency N]
 aci-evidence demo [--scenario NAME] [--json] [--keep-running]
-aci-evidence acl [--prefix P] [--redis-major N] [--redis-minor N] [--aclfile]
+aci-evidence acl [--prefix P] [--redis-major N] [--redis-minor N] [--aclfile | --template]
 """
 
 from __future__ import annotations
@@ -216,11 +216,14 @@ async def _cmd_acl(args: argparse.Namespace, settings: Settings) -> int:
     # a role whose password variable is unset is created `off`.
     import os
 
-    from pipeline.acl import ROLES, AclError, acl_rules, aclfile, setuser_command
+    from pipeline.acl import ROLES, AclError, acl_rules, aclfile, aclfile_template, setuser_command
 
     prefix = args.prefix or settings.prefix
     passwords = {role: os.environ[var] for role, var in _ACL_ENV.items() if os.environ.get(var)}
     try:
+        if args.template:  # no passwords involved: deploy/redis/entrypoint.sh fills them in
+            sys.stdout.write(aclfile_template(prefix, args.redis_major, args.redis_minor))
+            return 0
         if args.aclfile:
             admin = os.environ.get("ACI_ACL_ADMIN_PASSWORD")
             if not admin:
@@ -316,7 +319,11 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--prefix", default=None, help="key prefix (default: ACI_PREFIX or aci)")
     p.add_argument("--redis-major", type=int, default=7)
     p.add_argument("--redis-minor", type=int, default=0)
-    p.add_argument("--aclfile", action="store_true", help="an aclfile instead of commands")
+    form = p.add_mutually_exclusive_group()
+    form.add_argument("--aclfile", action="store_true", help="an aclfile instead of commands")
+    form.add_argument(
+        "--template", action="store_true", help="an aclfile with hash placeholders (compose)"
+    )
     p = sub.add_parser("mcp", help="serve the three tools over stdio (Model Context Protocol)")
     p.add_argument("--session", default="mcp", help="session id for calls through the queue")
     p.add_argument("--local", action="store_true", help="run the stages in-process, no Redis")

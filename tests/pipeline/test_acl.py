@@ -178,15 +178,24 @@ async def test_submit_and_read_results_as_submitter_with_a_worker_as_worker(
             running_worker(worker_redis, settings, {"lookup_knowledge": InstantSource()}),
             EvidenceClient.connect(settings, server.url("submitter")) as client,
         ):
+            # A forged, undecodable envelope (the submitter may append to the stream): the
+            # worker dead-letters it.
+            async with open_redis(server.url("submitter")) as submitter:
+                await call_redis(submitter.xadd(Keys(PREFIX).invocations, {"d": b"\xff"}))
             results = await client.call_many("sess-1", calls, timeout=20)
             again = await client.result("sess-1", "call_0")  # a later read of a final result
             await client.submit_many("sess-1", calls[:1])  # idempotent resubmit
+            reused = ToolCall(
+                tool="lookup_knowledge", tool_call_id="call_0", arguments='{"query": "x"}'
+            )
+            [conflict] = await client.call_many("sess-1", [reused], timeout=20)
     # Nothing the pipeline did was refused: each role's rules cover every command it sends
     # (redis-py's handshake and health checks included).
     denials = await _denials(server)
     assert denials == [], [(d["username"], d["object"]) for d in denials]
     assert all(r is not None and r.lifecycle is LifecycleStatus.READY for r in results)
     assert again is not None and again.lifecycle is LifecycleStatus.READY
+    assert conflict is not None and conflict.lifecycle is LifecycleStatus.ERROR  # another scope
     keys = Keys(PREFIX)
     async with open_redis(server.url("submitter")) as submitter:
         # The raw upstream answer is kept apart from what a submitter may read.
@@ -204,6 +213,7 @@ async def test_submit_and_read_results_as_submitter_with_a_worker_as_worker(
         assert len(records) == 5 and all("raw" in r.fields for r in records)
         report = await collect_status(auditor, settings)
         assert report["sessions"] == 1 and report["group"]["pending"] == 0
+        assert report["streams"][keys.dead]["length"] == 1
         assert report["last_minutes"]["lifecycle"] == {"SUBMITTED": 5, "READY": 5}
         model = await call_redis(auditor.xrange(keys.model("sess-1")))
         assert len(model) == 5
