@@ -48,7 +48,7 @@ ROLES: Final[tuple[Role, ...]] = get_args(Role)
 _GLOB_SPECIAL: Final = frozenset("*?[]\\")
 # A prefix must be one token of an ACL rule line (no spaces, no quotes) and a hash tag's
 # inside (no braces); Settings already refuses `{`, `}`, `:` and spaces.
-_PREFIX_RE: Final = re.compile(r"^[!#-&(-9;-z|~]{1,64}$")
+_PREFIX_RE: Final = re.compile(r"[!#-&(-9;-z|~]{1,64}")
 
 # What every client sends: redis-py's handshake (HELLO with AUTH, SELECT for a db other than
 # 0) and its health checks (PING).
@@ -94,7 +94,7 @@ class AclError(ValueError):
 def key_pattern(prefix: str, rest: str) -> str:
     """The ACL key pattern `{prefix}:rest`, the prefix's glob characters escaped; `rest` is
     a pattern of its own (`*` stays a wildcard there)."""
-    if not _PREFIX_RE.match(prefix):
+    if not _PREFIX_RE.fullmatch(prefix):  # `$` alone would take a trailing newline
         raise AclError(
             "prefix: 1-64 printable ASCII characters without spaces, quotes, braces or colons"
         )

@@ -99,7 +99,7 @@ def test_glob_characters_of_a_prefix_are_escaped(prefix: str, pattern: str | Non
     assert "~" + (pattern or f"{{{prefix}}}:*") in acl_rules(prefix, "worker")
 
 
-@pytest.mark.parametrize("prefix", ["", "a b", "a{b", "a}b", "a:b", 'a"b', "a'b", "é", "a\nb",
+@pytest.mark.parametrize("prefix", ["", "a b", "a{b", "a}b", "a:b", 'a"b', "a'b", "é", "a\nb", "ab\n",
                                     "x" * 65])  # fmt: skip
 def test_a_prefix_that_cannot_be_one_rule_token_is_refused(prefix: str) -> None:
     with pytest.raises(AclError, match="prefix"):
