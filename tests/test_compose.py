@@ -2,10 +2,19 @@
 
 from __future__ import annotations
 
+import hashlib
+import os
+import re
+import subprocess
 from pathlib import Path
 from typing import Any
 
+import pytest
+import redis as redis_sync
 import yaml
+
+from chaos.services import free_port, wait_port
+from pipeline.acl import aclfile_template
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -20,6 +29,7 @@ def test_services_images_and_health_checks() -> None:
     assert set(services) == {"redis", "mariadb", "worker"}
     assert services["redis"]["image"].startswith("redis:7")
     assert "--appendonly" in services["redis"]["command"]
+    assert "--aclfile" in services["redis"]["command"]
     assert services["mariadb"]["image"].startswith("mariadb:")
     for name in ("redis", "mariadb", "worker"):
         assert services[name]["healthcheck"]["test"], name
@@ -40,8 +50,113 @@ def test_worker_scales_and_runs_the_worker_command() -> None:
     assert worker["command"][0] == "worker"
     assert "container_name" not in worker and "ports" not in worker  # --scale worker=N works
     env = worker["environment"]
-    assert env["ACI_REDIS_URL"].startswith("redis://redis:")
+    assert env["ACI_REDIS_URL"].startswith("redis://worker:${ACI_ACL_WORKER_PASSWORD:-")
     assert env["ACI_MYSQL_SHOP_URL"].startswith("mysql://aci_reader:")
     assert set(worker["depends_on"]) == {"redis", "mariadb"}
     dockerfile = (ROOT / "Dockerfile").read_text()
     assert 'ENTRYPOINT ["aci-evidence"]' in dockerfile
+
+
+# -- Redis users ---------------------------------------------------------------------------
+
+REDIS_DEPLOY = ROOT / "deploy" / "redis"
+_PASSWORDS = {
+    "ACI_ACL_ADMIN_PASSWORD": "adm-1",
+    "ACI_ACL_SUBMITTER_PASSWORD": "sub-2",
+    "ACI_ACL_WORKER_PASSWORD": "wrk-3",
+    "ACI_ACL_AUDITOR_PASSWORD": "aud-4",
+}
+
+
+def test_redis_runs_with_the_users_of_pipeline_acl() -> None:
+    redis = _compose()["services"]["redis"]
+    assert redis["entrypoint"] == ["/bin/sh", "/etc/aci-redis/entrypoint.sh"]
+    assert "./deploy/redis:/etc/aci-redis:ro" in redis["volumes"]
+    command = redis["command"]
+    assert command[:2] == ["docker-entrypoint.sh", "redis-server"]  # the image's user drop
+    assert command[command.index("--aclfile") + 1] == "/tmp/aci-redis/users.acl"
+    # One source of truth: the template is what `aci-evidence acl --template` prints for the
+    # image's Redis (7.2) and the worker's prefix. Regenerate it when the rules change.
+    prefix = _compose()["services"]["worker"]["environment"]["ACI_PREFIX"]
+    assert (REDIS_DEPLOY / "users.acl.template").read_text() == aclfile_template(prefix, 7, 2)
+    # Every password comes from the environment; the defaults say change-me, nothing else.
+    for name in _PASSWORDS:
+        assert redis["environment"][name] == f"${{{name}:-change-me-{name.split('_')[2].lower()}}}"
+    text = (ROOT / "compose.yaml").read_text()
+    assert set(re.findall(r"ACI_ACL_[A-Z]+_PASSWORD:-([^}]*)", text)) <= {
+        "change-me-admin", "change-me-submitter", "change-me-worker", "change-me-auditor"
+    }  # fmt: skip
+    # The health check signs in as the read-only auditor, its password from the environment.
+    check = " ".join(redis["healthcheck"]["test"])
+    assert "--user auditor" in check and "$$ACI_ACL_AUDITOR_PASSWORD" in check
+
+
+def _entrypoint(tmp_path: Path, env: dict[str, str], *command: str) -> subprocess.Popen[str]:
+    # The image's entrypoint, run here: the template of the local Redis (7.0 refuses a rule
+    # naming CLIENT SETINFO, which 7.2 needs), the aclfile in tmp_path.
+    (tmp_path / "users.acl.template").write_text(aclfile_template("aci", 7, 0))
+    full = {
+        "PATH": os.environ["PATH"],
+        "ACI_ACL_TEMPLATE": str(tmp_path / "users.acl.template"),
+        "ACI_ACL_FILE": str(tmp_path / "acl" / "users.acl"),
+        **env,
+    }
+    return subprocess.Popen(
+        ["sh", str(REDIS_DEPLOY / "entrypoint.sh"), *command],
+        env=full, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+
+
+def test_the_entrypoint_writes_hashes_and_redis_signs_each_user_in(tmp_path: Path) -> None:
+    port = free_port()
+    proc = _entrypoint(
+        tmp_path, _PASSWORDS, "redis-server", "--port", str(port), "--bind", "127.0.0.1",
+        "--save", "", "--dir", str(tmp_path), "--aclfile", str(tmp_path / "acl" / "users.acl"),
+    )  # fmt: skip
+    try:
+        wait_port(port, up=True, limit=10)
+        written = (tmp_path / "acl" / "users.acl").read_text()
+        assert (tmp_path / "acl" / "users.acl").stat().st_mode & 0o077 == 0
+        for password in _PASSWORDS.values():
+            assert password not in written
+            assert hashlib.sha256(password.encode()).hexdigest() in written
+        for user, name in [("default", "ADMIN"), ("submitter", "SUBMITTER"),
+                           ("worker", "WORKER"), ("auditor", "AUDITOR")]:  # fmt: skip
+            client = redis_sync.Redis(
+                port=port, username=user, password=_PASSWORDS[f"ACI_ACL_{name}_PASSWORD"]
+            )
+            assert client.ping() is True
+            client.close()
+        auditor = redis_sync.Redis(port=port, username="auditor", password="aud-4")
+        with pytest.raises(redis_sync.exceptions.NoPermissionError):
+            auditor.xadd("{aci}:invocations", {"d": "{}"})
+        auditor.close()
+    finally:
+        proc.terminate()
+        proc.communicate(timeout=10)
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({"ACI_ACL_WORKER_PASSWORD": ""}, "ACI_ACL_WORKER_PASSWORD is not set"),
+        ({"ACI_ACL_AUDITOR_PASSWORD": "two words"}, "must not contain whitespace"),
+    ],
+)
+def test_the_entrypoint_refuses_a_missing_or_broken_password(
+    tmp_path: Path, change: dict[str, str], message: str
+) -> None:
+    proc = _entrypoint(tmp_path, {**_PASSWORDS, **change}, "true")
+    out, err = proc.communicate(timeout=30)
+    assert proc.returncode == 2 and message in err
+    assert "two words" not in err + out  # a password is never echoed
+    assert not (tmp_path / "acl" / "users.acl").exists()
+
+
+def test_the_entrypoint_warns_about_change_me_defaults(tmp_path: Path) -> None:
+    proc = _entrypoint(
+        tmp_path, {**_PASSWORDS, "ACI_ACL_WORKER_PASSWORD": "change-me-worker"}, "true"
+    )
+    _out, err = proc.communicate(timeout=30)
+    assert proc.returncode == 0
+    assert "WARNING: ACI_ACL_WORKER_PASSWORD is still a change-me default" in err

@@ -7,6 +7,7 @@ aci-evidence views --session S --view model|control [--follow]
 aci-evidence status [--json]
 aci-evidence worker [--concurrency N]
 aci-evidence demo [--scenario NAME] [--json] [--keep-running]
+aci-evidence acl [--prefix P] [--redis-major N] [--redis-minor N] [--aclfile | --template]
 """
 
 from __future__ import annotations
@@ -196,6 +197,59 @@ async def _cmd_demo(args: argparse.Namespace, settings: Settings) -> int:
     )
 
 
+_ACL_ENV = {
+    "submitter": "ACI_ACL_SUBMITTER_PASSWORD",
+    "worker": "ACI_ACL_WORKER_PASSWORD",
+    "auditor": "ACI_ACL_AUDITOR_PASSWORD",
+}
+
+
+def _redis_cli_arg(arg: str) -> str:
+    # redis-cli splits a line on spaces and reads escapes inside double quotes only.
+    if not any(c in arg for c in ' "\\'):
+        return arg
+    return '"' + arg.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+async def _cmd_acl(args: argparse.Namespace, settings: Settings) -> int:
+    # Prints the users' rules with SHA-256 password hashes: a password is never printed, and
+    # a role whose password variable is unset is created `off`.
+    import os
+
+    from pipeline.acl import ROLES, AclError, acl_rules, aclfile, aclfile_template, setuser_command
+
+    prefix = args.prefix or settings.prefix
+    passwords = {role: os.environ[var] for role, var in _ACL_ENV.items() if os.environ.get(var)}
+    try:
+        if args.template:  # no passwords involved: deploy/redis/entrypoint.sh fills them in
+            sys.stdout.write(aclfile_template(prefix, args.redis_major, args.redis_minor))
+            return 0
+        if args.aclfile:
+            admin = os.environ.get("ACI_ACL_ADMIN_PASSWORD")
+            if not admin:
+                raise AclError("ACI_ACL_ADMIN_PASSWORD is not set (the `default` user's)")
+            text = aclfile(prefix, passwords, args.redis_major, args.redis_minor,
+                           admin_password=admin)  # fmt: skip
+        else:
+            lines = [
+                setuser_command(
+                    role,
+                    acl_rules(prefix, role, args.redis_major, args.redis_minor),
+                    passwords.get(role),
+                )
+                for role in ROLES
+            ]
+            text = "".join(" ".join(_redis_cli_arg(a) for a in line) + "\n" for line in lines)
+    except AclError as exc:
+        print(f"configuration error: {exc}", file=sys.stderr)
+        return 2
+    for role in ROLES:
+        if role not in passwords:
+            print(f"{role}: {_ACL_ENV[role]} is not set; the user is off", file=sys.stderr)
+    sys.stdout.write(text)
+    return 0
+
+
 async def _cmd_mcp(args: argparse.Namespace, settings: Settings) -> int:
     from workers.mcp_server import ServeOptions, serve
 
@@ -268,6 +322,15 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--scenario", default=None)
     p.add_argument("--json", action="store_true")
     p.add_argument("--keep-running", action="store_true")
+    p = sub.add_parser("acl", help="print least-privilege Redis users (ACL SETUSER or aclfile)")
+    p.add_argument("--prefix", default=None, help="key prefix (default: ACI_PREFIX or aci)")
+    p.add_argument("--redis-major", type=int, default=7)
+    p.add_argument("--redis-minor", type=int, default=0)
+    form = p.add_mutually_exclusive_group()
+    form.add_argument("--aclfile", action="store_true", help="an aclfile instead of commands")
+    form.add_argument(
+        "--template", action="store_true", help="an aclfile with hash placeholders (compose)"
+    )
     p = sub.add_parser("mcp", help="serve the three tools over MCP (stdio, or --http PORT)")
     p.add_argument("--session", help="one session for every call (default: one per connection)")
     p.add_argument("--local", action="store_true", help="run the stages in-process, no Redis")
@@ -307,6 +370,7 @@ _COMMANDS = {
     "status": _cmd_status,
     "worker": _cmd_worker,
     "demo": _cmd_demo,
+    "acl": _cmd_acl,
     "bench": _cmd_bench,
     "mcp": _cmd_mcp,
     "replay": _cmd_replay,

