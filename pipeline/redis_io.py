@@ -78,11 +78,16 @@ async def call_redis(op: Awaitable[T]) -> T:
     except AuthenticationError as exc:  # a wrong password is not "unavailable"
         raise RedisProtocolError("WRONGPASS") from exc
     except (RedisConnectionError, RedisTimeoutError, OSError) as exc:
+        if _NEEDS_AUTH in str(exc):  # no password for a protected Redis: not retryable
+            raise RedisProtocolError("NOAUTH") from exc
         raise RedisUnavailable("redis is unavailable") from exc
     except ResponseError as exc:
         raise RedisProtocolError(reply_code(exc)) from exc
 
 
+# redis-py raises a plain ConnectionError when the handshake (HELLO) needs a password.
+_NEEDS_AUTH: Final = "must be called with the client already authenticated"
+_SCRIPT_NOPERM: Final = "user executing the script can't"
 _KNOWN_CODES: Final = (
     "NOSCRIPT", "NOGROUP", "BUSYGROUP", "UNBLOCKED", "WRONGTYPE", "OOM", "READONLY", "NOAUTH",
     "WRONGPASS", "NOPERM",
@@ -93,8 +98,8 @@ def reply_code(exc: Exception) -> str:
     # Pipelines prefix the server's reply ("Command # 1 (…) of pipeline caused error: …").
     if isinstance(exc, NoScriptError):
         return "NOSCRIPT"
-    if isinstance(exc, NoPermissionError):  # redis-py drops the reply's NOPERM prefix
-        return "NOPERM"
+    if isinstance(exc, NoPermissionError) or _SCRIPT_NOPERM in str(exc):
+        return "NOPERM"  # redis-py drops the NOPERM prefix; a script's refusal has none
     text = str(exc)
     return next((code for code in _KNOWN_CODES if code in text), text.split(" ", 1)[0])
 
@@ -131,7 +136,9 @@ async def open_redis(url: str, *, max_connections: int = 64) -> AsyncIterator[An
             timeout=30,
             retry=Retry(ExponentialBackoff(cap=2.0, base=0.05), retries=3),
             retry_on_error=[RedisConnectionError, RedisTimeoutError],
-            health_check_interval=15,
+            # No health_check_interval: with it, redis-py 8 loops forever on a connection
+            # whose handshake is refused (no password for a protected Redis over a unix
+            # socket); a stale pooled connection is caught by retry_on_error instead.
             socket_connect_timeout=5,
             # Bounds every reply wait (blocking reads block ≤ 1 s), so a Redis that stops
             # answering without closing the connection cannot hang a shielded finish.

@@ -106,11 +106,6 @@ async def test_a_refusal_is_the_typed_nopermission_code(server: AclServer) -> No
     assert str(caught.value) == "NOPERM"
 
 
-@pytest.mark.xfail(
-    reason="pipeline.redis_io.reply_code names a script's ACL refusal by its message's first "
-    "word ('The', 'Error'): it should map \"The user executing the script can't\" to NOPERM",
-    strict=True,
-)
 async def test_a_refusal_inside_a_script_is_the_typed_nopermission_code(
     server: AclServer,
 ) -> None:

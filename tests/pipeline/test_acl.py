@@ -357,3 +357,8 @@ async def test_the_embedded_administrator_needs_its_password() -> None:
             async with open_redis(url) as admin:
                 assert await call_redis(admin.ping()) is True
             assert await _anonymous_reply(url.split("@", 1)[1]) == b"-NOAUTH"
+            # Through the pipeline's own client: a typed NOAUTH at once, not a hang (redis-py
+            # looped forever on the refused handshake while health checks were on).
+            async with open_redis("unix://" + url.split("@", 1)[1]) as anonymous:
+                with pytest.raises(RedisProtocolError, match="NOAUTH"):
+                    await call_redis(anonymous.ping())
