@@ -21,7 +21,15 @@ from typing import Any
 
 import anyio
 import hiredis
-from redis.exceptions import AuthenticationError, NoScriptError, ResponseError
+from redis.exceptions import (
+    AskError,
+    AuthenticationError,
+    ClusterDownError,
+    MovedError,
+    NoScriptError,
+    ResponseError,
+    TryAgainError,
+)
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
@@ -244,7 +252,8 @@ class Lane:
                         continue
                     retry.append(i)
                     if kind == "ASK":
-                        host, _, port = str(reply).split()[2].rpartition(":")
+                        # redis-py parses "ASK slot host:port" into "slot host:port".
+                        host, _, port = str(reply).split()[-1].rpartition(":")
                         asked[i] = _AskedNode(host, int(port), cluster)
                     elif kind == "MOVED":
                         moved = True
@@ -331,10 +340,11 @@ def _redirect(reply: Any) -> str | None:
     """MOVED, ASK, or TRYAGAIN (also for CLUSTERDOWN) when `reply` asks to send it again."""
     if not isinstance(reply, ResponseError):
         return None
-    word = str(reply).split(" ", 1)[0]
-    if word in ("MOVED", "ASK", "TRYAGAIN"):
-        return word
-    if word == "CLUSTERDOWN":
+    if isinstance(reply, MovedError):  # before AskError: redis-py derives one from the other
+        return "MOVED"
+    if isinstance(reply, AskError):
+        return "ASK"
+    if isinstance(reply, TryAgainError | ClusterDownError):
         return "TRYAGAIN"
     return None
 

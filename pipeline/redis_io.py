@@ -19,6 +19,7 @@ from typing import Any, Final, TypeAlias, TypeVar
 
 import redis
 import redis.asyncio as aioredis
+from redis.asyncio.cluster import ClusterPipeline
 from redis.asyncio.retry import Retry
 from redis.backoff import ExponentialBackoff
 from redis.connection import HiredisRespSerializer
@@ -119,6 +120,10 @@ def reply_code(exc: Exception) -> str:
 
 async def execute(pipe: Any) -> list[Any]:
     """Execute a pipeline and release it, also when Redis fails mid-way."""
+    if isinstance(pipe, ClusterPipeline):
+        # Entering a cluster pipeline empties its queue; it holds no connection of its own.
+        cluster_result: list[Any] = await call_redis(pipe.execute())
+        return cluster_result
     async with pipe:
         result: list[Any] = await call_redis(pipe.execute())
         return result
