@@ -75,7 +75,7 @@ class LocalCluster:
              "--cluster-enabled", "yes", "--cluster-config-file", f"nodes-{port}.conf",
              "--cluster-node-timeout", str(self.node_timeout_ms), "--dir", str(data),
              "--save", "", "--appendonly", "no", "--logfile", str(data / "redis.log"),
-             "--cluster-require-full-coverage", "no"],
+             "--cluster-require-full-coverage", "no", "--repl-diskless-sync-delay", "0"],
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
         )  # fmt: skip
         wait_port(port, up=True)
@@ -97,12 +97,24 @@ class LocalCluster:
                 infos = [_cli(p, "cluster", "info") for p in live]
             except (ServiceError, subprocess.TimeoutExpired):
                 infos = []
-            if infos and all(
-                "cluster_state:ok" in i and "cluster_slots_assigned:16384" in i for i in infos
+            if (
+                infos
+                and all(
+                    "cluster_state:ok" in i and "cluster_slots_assigned:16384" in i for i in infos
+                )
+                and self._replicas_synced(live)
             ):
                 return
             time.sleep(0.1)
         raise ServiceError(f"the cluster was not ok within {limit}s")
+
+    def _replicas_synced(self, live: list[int]) -> bool:
+        # A replica takes writes (and answers WAIT) only once its link to the master is up.
+        try:
+            infos = [_cli(p, "info", "replication") for p in live]
+        except (ServiceError, subprocess.TimeoutExpired):
+            return False
+        return all("role:master" in i or "master_link_status:up" in i for i in infos)
 
     def master_ports(self) -> list[int]:
         """Ports of the masters serving slots now (after any failover or reshard)."""

@@ -157,3 +157,25 @@ async def test_moved_after_a_live_slot_migration_is_followed(
     assert credis.get_node_from_key(part.invocations).port == target
     book = await partitioned_books(credis, keys, sessions)
     assert_once(book, {f"{s}/c{i}" for s in sessions for i in range(3)})
+
+
+async def test_wait_replicas_after_submit_and_finish(credis: Any, caplog: Any) -> None:
+    settings = settings_for(partitions=4, wait_replicas=1, wait_timeout_ms=2000)
+    keys = settings.keys()
+    sessions = [f"w{i}" for i in range(8)]
+    stop = anyio.Event()
+    async with EvidenceClient(credis, settings) as client, anyio.create_task_group() as tg:
+        tg.start_soon(partial(run_worker, credis, settings, SOURCES, concurrency=8, stop=stop))
+        await _call_all(client, sessions, 2)
+        for session in sessions:
+            assert len(await client.wait(session, ["c0", "c1"], 10.0)) == 2
+        stop.set()
+    assert "WAIT" not in caplog.text  # one replica each: every write acknowledged by it
+    assert_once(await partitioned_books(credis, keys, sessions),
+                {f"{s}/c{i}" for s in sessions for i in range(2)})  # fmt: skip
+    # Asking for more replicas than there are: the writes stand, the shortfall is reported.
+    lane = Lane(credis)
+    replies = await lane.call([("SET", keys.parts[0].tag + ":x", "1")], 5.0, wait=(2, 50))
+    assert replies == [b"OK"] and lane.wait_short == 1
+    assert "1 of 2 replicas" in caplog.text
+    await lane.aclose()
