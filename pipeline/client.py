@@ -44,8 +44,8 @@ from contracts import (
 )
 from pipeline.batcher import ScriptBatcher
 from pipeline.envelope import Invocation, encode_envelope
-from pipeline.keys import Keys, is_valid_session_id
-from pipeline.lane import Lane, stream_entries
+from pipeline.keys import is_valid_session_id
+from pipeline.lane import Lane, run_scripts, stream_entries
 from pipeline.redis_io import (
     PipelineError,
     Redis,
@@ -268,8 +268,8 @@ class EvidenceClient:
     def __init__(self, redis: Redis, settings: Settings) -> None:
         self.redis = redis
         self.settings = settings
-        self.keys = Keys(settings.prefix)
-        self._scripts = Scripts(redis)
+        self.keys = settings.keys()
+        self._scripts = Scripts(redis, (settings.wait_replicas, settings.wait_timeout_ms))
         self._listeners: dict[str, _Listener] = {}
         self._tg: TaskGroup | None = None
         self._tg_cm: Any = None
@@ -306,7 +306,10 @@ class EvidenceClient:
         target = url or settings.redis_url
         if not target:
             raise ValueError("no Redis URL: set ACI_REDIS_URL")
-        async with open_redis(target) as redis, cls(redis, settings) as client:
+        async with (
+            open_redis(target, cluster=settings.redis_cluster) as redis,
+            cls(redis, settings) as client,
+        ):
             yield client
 
     def _fingerprint(self, call: ToolCall) -> str:
@@ -335,7 +338,7 @@ class EvidenceClient:
         out: list[CallResult | None] = []
         queued: list[tuple[list[str], list[Any]]] = []
         positions: list[int] = []
-        k = self.keys
+        k = self.keys.for_session(session_id)  # every key of the session: one partition
         for call in calls:
             if not is_valid_tool_call_id(call.tool_call_id):
                 out.append(rejected_locally(call, session_id, bounds))
@@ -380,13 +383,12 @@ class EvidenceClient:
             return out, set()
         if self._submits is not None:
             replies = await self._submits.run(queued)
-        else:
-
-            def fill(pipe: Any) -> None:
-                for keys, args in queued:
-                    self._scripts.queue(pipe, self._scripts.submit_sha, keys, args)
-
-            replies = await self._scripts.run(fill)
+        else:  # used outside `async with`: a lane of its own for this submission
+            lane = Lane(self.redis)
+            try:
+                replies = await run_scripts(lane, self._scripts, self._scripts.submit_sha, queued)
+            finally:
+                await lane.aclose()
         fresh: set[str] = set()
         for at, (_keys, args), reply in zip(positions, queued, replies, strict=True):
             if reply[0] == _SUBMITTED:

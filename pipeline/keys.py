@@ -1,21 +1,40 @@
 """Every Redis key, stream and group name of the pipeline, built in one place.
 
-All keys of one prefix share the hash tag `{prefix}`, so the finish script (which touches the
-invocation stream, the call's state, result and raw keys and three output streams at once) is
-Redis Cluster-safe. An invocation's record is split over `call` (submit-time, written by
-submitters), `res` (final, written only by workers) and `raw` (never readable by submitters),
-so Redis ACLs can tell them apart; `pipeline.record` reads them as one.
-Session ids are restricted to `[A-Za-z0-9._-]`, so `:` separates unambiguously.
+The pipeline is one logical queue over `ACI_PARTITIONS` partitions. Each partition's keys
+share one hash tag, so on a Redis Cluster a partition lives in one slot and the submit and
+finish scripts (which touch the invocation stream, the call's state, result and raw keys and
+three output streams at once) stay single-slot and atomic; nothing ever crosses partitions.
+
+- One partition (the default; a single Redis): the tag is `{prefix}`, so every name is
+  exactly what it was before partitions existed (`{aci}:invocations`, `{aci}:call:s:id`, ...).
+- N partitions: partition `i` has the tag `{prefix:i.salt}`, where `salt` is the smallest
+  non-negative integer putting the tag's hash slot (CRC16 mod 16384, as Redis Cluster computes
+  it) into the i-th of N equal slot ranges, so partitions spread evenly over shards that hold
+  equal slot ranges (what `redis-cli --cluster create` makes).
+- A session belongs to partition `zlib.crc32(session_id as UTF-8) mod N`: the same on every
+  process and machine, and every key of the session (call/res/raw keys, fingerprints, model
+  and control streams) and every entry about it (its invocations, lifecycle entries and dead
+  letters) uses that partition's tag.
+
+An invocation's record is split over `call` (submit-time, written by submitters), `res`
+(final, written only by workers) and `raw` (never readable by submitters), so Redis ACLs can
+tell them apart; `pipeline.record` reads them as one. Session ids are restricted to
+`[A-Za-z0-9._-]`, so `:` separates unambiguously.
 """
 
 from __future__ import annotations
 
+import binascii
+import functools
 import re
+import zlib
 from typing import Final
 
-__all__ = ["GROUP", "Keys", "is_valid_session_id"]
+__all__ = ["GROUP", "MAX_PARTITIONS", "Keys", "Partition", "is_valid_session_id", "key_slot"]
 
 GROUP: Final = "workers"
+MAX_PARTITIONS: Final = 256
+SLOTS: Final = 16384
 _SESSION_RE: Final = re.compile(r"[A-Za-z0-9._-]{1,128}")
 
 
@@ -25,18 +44,40 @@ def is_valid_session_id(session_id: object) -> bool:
     return isinstance(session_id, str) and _SESSION_RE.fullmatch(session_id) is not None
 
 
-class Keys:
-    """Key names for one prefix (`ACI_PREFIX`, default `aci`)."""
+def key_slot(key: str | bytes) -> int:
+    """The Redis Cluster hash slot of a key (CRC16/XMODEM of its hash tag, mod 16384)."""
+    raw = key.encode() if isinstance(key, str) else key
+    start = raw.find(b"{")
+    if start >= 0:
+        end = raw.find(b"}", start + 1)
+        if end > start + 1:
+            raw = raw[start + 1 : end]
+    return binascii.crc_hqx(raw, 0) % SLOTS
 
-    __slots__ = ("dead", "invocations", "lifecycle", "prefix", "sessions", "tag")
 
-    def __init__(self, prefix: str = "aci") -> None:
-        self.prefix = prefix
-        self.tag = f"{{{prefix}}}"
-        self.invocations = f"{self.tag}:invocations"
-        self.lifecycle = f"{self.tag}:lifecycle"
-        self.sessions = f"{self.tag}:sessions"
-        self.dead = f"{self.tag}:dead"
+@functools.cache
+def _partition_tag(prefix: str, index: int, count: int) -> str:
+    if count == 1:
+        return f"{{{prefix}}}"
+    low, high = index * SLOTS // count, (index + 1) * SLOTS // count
+    salt = 0
+    while not low <= key_slot(f"{prefix}:{index}.{salt}") < high:
+        salt += 1
+    return f"{{{prefix}:{index}.{salt}}}"
+
+
+class Partition:
+    """The key names of one partition (all under one hash tag)."""
+
+    __slots__ = ("dead", "index", "invocations", "lifecycle", "sessions", "tag")
+
+    def __init__(self, tag: str, index: int = 0) -> None:
+        self.index = index
+        self.tag = tag
+        self.invocations = f"{tag}:invocations"
+        self.lifecycle = f"{tag}:lifecycle"
+        self.sessions = f"{tag}:sessions"
+        self.dead = f"{tag}:dead"
 
     def call(self, session_id: str, tool_call_id: str) -> str:
         """The submit-time state hash of one invocation (written by the submit script)."""
@@ -61,3 +102,82 @@ class Keys:
     def control(self, session_id: str) -> str:
         """The session's Harness Control View stream."""
         return f"{self.tag}:control:{session_id}"
+
+
+class Keys:
+    """Key names for one prefix (`ACI_PREFIX`, default `aci`) over `partitions` partitions
+    (`ACI_PARTITIONS`, default 1). `for_session(s)` is the partition that holds session `s`;
+    the per-session names (`call`, `model`, ...) can be asked of `Keys` directly and come from
+    that partition. The per-partition names (`invocations`, `lifecycle`, `sessions`, `dead`,
+    `tag`) are attributes of a `Partition` (`keys.parts`); with one partition `Keys` answers
+    them too."""
+
+    __slots__ = ("count", "parts", "prefix")
+
+    def __init__(self, prefix: str = "aci", partitions: int = 1) -> None:
+        if not 1 <= partitions <= MAX_PARTITIONS:
+            raise ValueError(f"partitions must be 1 to {MAX_PARTITIONS}")
+        self.prefix = prefix
+        self.count = partitions
+        self.parts = tuple(
+            Partition(_partition_tag(prefix, i, partitions), i) for i in range(partitions)
+        )
+
+    def partition_of(self, session_id: str) -> int:
+        """The partition index of a session: CRC-32 of its UTF-8 bytes, mod the count."""
+        if self.count == 1:
+            return 0
+        return zlib.crc32(session_id.encode()) % self.count
+
+    def for_session(self, session_id: str) -> Partition:
+        """The partition holding every key and entry of `session_id`."""
+        return self.parts[self.partition_of(session_id)]
+
+    def _single(self) -> Partition:
+        if self.count != 1:
+            raise AttributeError("a partitioned key set has one of these per partition: use .parts")
+        return self.parts[0]
+
+    @property
+    def tag(self) -> str:
+        return self._single().tag
+
+    @property
+    def invocations(self) -> str:
+        return self._single().invocations
+
+    @property
+    def lifecycle(self) -> str:
+        return self._single().lifecycle
+
+    @property
+    def sessions(self) -> str:
+        return self._single().sessions
+
+    @property
+    def dead(self) -> str:
+        return self._single().dead
+
+    def call(self, session_id: str, tool_call_id: str) -> str:
+        """The submit-time state hash of one invocation (in its session's partition)."""
+        return self.for_session(session_id).call(session_id, tool_call_id)
+
+    def result(self, session_id: str, tool_call_id: str) -> str:
+        """The final result hash of one invocation (in its session's partition)."""
+        return self.for_session(session_id).result(session_id, tool_call_id)
+
+    def raw(self, session_id: str, tool_call_id: str) -> str:
+        """The raw upstream answer of one invocation (in its session's partition)."""
+        return self.for_session(session_id).raw(session_id, tool_call_id)
+
+    def fingerprints(self, session_id: str) -> str:
+        """The session's scope fingerprint hash (in its partition)."""
+        return self.for_session(session_id).fingerprints(session_id)
+
+    def model(self, session_id: str) -> str:
+        """The session's Model Observation stream (in its partition)."""
+        return self.for_session(session_id).model(session_id)
+
+    def control(self, session_id: str) -> str:
+        """The session's Harness Control View stream (in its partition)."""
+        return self.for_session(session_id).control(session_id)

@@ -19,15 +19,25 @@ from typing import Any, Final, TypeAlias, TypeVar
 
 import redis
 import redis.asyncio as aioredis
+from redis.asyncio.cluster import ClusterPipeline
 from redis.asyncio.retry import Retry
 from redis.backoff import ExponentialBackoff
 from redis.connection import HiredisRespSerializer
 from redis.driver_info import DriverInfo
-from redis.exceptions import AuthenticationError, NoPermissionError, NoScriptError, ResponseError
+from redis.exceptions import (
+    AuthenticationError,
+    ClusterError,
+    NoPermissionError,
+    NoScriptError,
+    RedisClusterException,
+    RedisError,
+    ResponseError,
+    TryAgainError,
+)
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
-from pipeline.keys import GROUP, Keys
+from pipeline.keys import GROUP, Keys, Partition
 
 __all__ = [
     "FINISH_LUA",
@@ -42,6 +52,7 @@ __all__ = [
     "decode_fields",
     "ensure_group",
     "execute",
+    "is_cluster",
     "open_redis",
     "reply_code",
 ]
@@ -71,13 +82,21 @@ class RedisConfigError(PipelineError):
     """The Redis URL cannot be used (the message never quotes it)."""
 
 
+# Connection trouble, and a cluster in the middle of a failover or a slot move (the cluster
+# client has already retried these): retryable.
+_UNAVAILABLE: Final = (
+    RedisConnectionError, RedisTimeoutError, OSError, ClusterError, TryAgainError,
+    RedisClusterException,
+)  # fmt: skip
+
+
 async def call_redis(op: Awaitable[T]) -> T:
     """Await one Redis operation, turning driver errors into the typed hierarchy above."""
     try:
         return await op
     except AuthenticationError as exc:  # a wrong password is not "unavailable"
         raise RedisProtocolError("WRONGPASS") from exc
-    except (RedisConnectionError, RedisTimeoutError, OSError) as exc:
+    except _UNAVAILABLE as exc:
         if _NEEDS_AUTH in str(exc):  # no password for a protected Redis: not retryable
             raise RedisProtocolError("NOAUTH") from exc
         raise RedisUnavailable("redis is unavailable") from exc
@@ -106,6 +125,10 @@ def reply_code(exc: Exception) -> str:
 
 async def execute(pipe: Any) -> list[Any]:
     """Execute a pipeline and release it, also when Redis fails mid-way."""
+    if isinstance(pipe, ClusterPipeline):
+        # Entering a cluster pipeline empties its queue; it holds no connection of its own.
+        cluster_result: list[Any] = await call_redis(pipe.execute())
+        return cluster_result
     async with pipe:
         result: list[Any] = await call_redis(pipe.execute())
         return result
@@ -125,9 +148,35 @@ def _hiredis_packing(base: type[Any]) -> type[Any]:
     return HiredisPacking
 
 
+_CLUSTER_SCHEMES: Final = {"redis+cluster": "redis", "rediss+cluster": "rediss"}
+
+
+def is_cluster(redis: Redis) -> bool:
+    """Whether `redis` is a Redis Cluster client (keys are routed by slot)."""
+    return isinstance(redis, aioredis.RedisCluster)
+
+
+def cluster_url(url: str, cluster: bool = False) -> str | None:
+    """The plain `redis://` URL of a cluster node when `url` names a cluster
+    (`redis+cluster://`, `rediss+cluster://`, or any redis URL with `cluster`), else None."""
+    scheme, sep, rest = url.partition("://")
+    if sep and scheme in _CLUSTER_SCHEMES:
+        return f"{_CLUSTER_SCHEMES[scheme]}://{rest}"
+    return url if cluster else None
+
+
 @contextlib.asynccontextmanager
-async def open_redis(url: str, *, max_connections: int = 64) -> AsyncIterator[Any]:
-    """A connection pool with retries on connection loss (exponential backoff)."""
+async def open_redis(
+    url: str, *, max_connections: int = 64, cluster: bool = False
+) -> AsyncIterator[Any]:
+    """A connection pool with retries on connection loss (exponential backoff); for a
+    Redis Cluster (`redis+cluster://host:port`, or `cluster=True`: `ACI_REDIS_CLUSTER=1`)
+    redis-py's cluster client, which follows MOVED/ASK and refreshes its slot map."""
+    node_url = cluster_url(url, cluster)
+    if node_url is not None:
+        async with _open_cluster(node_url, max_connections) as client:
+            yield client
+        return
     # A blocking pool: a burst waits for a free connection instead of failing.
     try:
         pool = aioredis.BlockingConnectionPool.from_url(
@@ -161,15 +210,36 @@ async def open_redis(url: str, *, max_connections: int = 64) -> AsyncIterator[An
         await pool.aclose()
 
 
-async def ensure_group(redis: Redis, keys: Keys) -> None:
-    """Create the workers' consumer group (and the stream) if missing; idempotent."""
+@contextlib.asynccontextmanager
+async def _open_cluster(url: str, max_connections: int) -> AsyncIterator[Any]:
+    try:
+        client = aioredis.RedisCluster.from_url(
+            url,
+            max_connections=max_connections,
+            retry=Retry(ExponentialBackoff(cap=2.0, base=0.05), retries=6),
+            socket_connect_timeout=5,
+            socket_timeout=10,
+            driver_info=DriverInfo(lib_version=redis.__version__),
+            connection_class=_hiredis_packing(aioredis.Connection),
+        )
+    except (ValueError, RedisError):
+        raise RedisConfigError("ACI_REDIS_URL is not a usable Redis Cluster URL") from None
+    try:
+        yield client
+    finally:
+        await client.aclose()
+
+
+async def ensure_group(redis: Redis, keys: Keys | Partition) -> None:
+    """Create the workers' consumer group (and the stream) of one partition if missing;
+    idempotent."""
     try:
         await redis.xgroup_create(keys.invocations, GROUP, id="0", mkstream=True)
+    except _UNAVAILABLE as exc:
+        raise RedisUnavailable("redis is unavailable") from exc
     except ResponseError as exc:
         if "BUSYGROUP" not in str(exc):
             raise RedisProtocolError("could not create the consumer group") from exc
-    except (RedisConnectionError, RedisTimeoutError, OSError) as exc:
-        raise RedisUnavailable("redis is unavailable") from exc
 
 
 # Submit: idempotent per (session, tool call id) *and scope*. A repeat with the same scope key
@@ -241,10 +311,13 @@ return 1
 
 class Scripts:
     """The Lua scripts, called by SHA inside pipelines; reloaded once if Redis lost them
-    (NOSCRIPT after a restart)."""
+    (NOSCRIPT after a restart, or a replica promoted on a cluster: loaded on every master)."""
 
-    def __init__(self, redis: Redis) -> None:
+    def __init__(self, redis: Redis, wait: tuple[int, int] | None = None) -> None:
         self.redis = redis
+        # (replicas, timeout ms): lanes WAIT for them after running these scripts
+        # (`ACI_WAIT_REPLICAS`), so an acknowledged submit or finish survives a failover.
+        self.wait = wait if wait and wait[0] > 0 else None
         self.submit_sha = hashlib.sha1(SUBMIT_LUA.encode()).hexdigest()
         self.finish_sha = hashlib.sha1(FINISH_LUA.encode()).hexdigest()
 

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 import msgspec
 
 from contracts.bounds import Bounds
 from contracts.fingerprint import DEFAULT_LOOKBACK_MINUTES
+from pipeline.keys import MAX_PARTITIONS, Keys
 
 __all__ = ["Settings", "SettingsError"]
 
@@ -17,11 +18,21 @@ class SettingsError(ValueError):
     """An operator setting is missing or out of range (the message names the variable)."""
 
 
+def _flag(text: str) -> bool:
+    if text not in ("0", "1"):
+        raise ValueError(text)
+    return text == "1"
+
+
 class Settings(msgspec.Struct, frozen=True, kw_only=True):
     """Pipeline settings. Env: `ACI_REDIS_URL`, `ACI_PREFIX`, `ACI_VISIBILITY_TIMEOUT_S`,
     `ACI_MAX_ATTEMPTS`, `ACI_DEADLINE_S`, `ACI_RETENTION_S`, `ACI_STREAM_MAXLEN`,
     `ACI_RAW_MAX_BYTES`, `ACI_OBSERVATION_MAX_BYTES`, `ACI_LOGS_DEFAULT_LOOKBACK`,
-    `ACI_ARGUMENT_MAX_BYTES` (a submitted call's arguments; larger ones are refused unstored)."""
+    `ACI_ARGUMENT_MAX_BYTES` (a submitted call's arguments; larger ones are refused unstored),
+    `ACI_PARTITIONS` (1 to 256 partitions of the queue; every process of a deployment must use
+    the same count), `ACI_REDIS_CLUSTER` (1: the URL names a Redis Cluster node; a
+    `redis+cluster://` URL says the same), `ACI_WAIT_REPLICAS` (WAIT for this many replicas
+    after each submit and finish; 0 = do not wait) and `ACI_WAIT_TIMEOUT_MS`."""
 
     redis_url: str | None = None
     prefix: str = "aci"
@@ -35,6 +46,10 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     read_batch: int = 128
     default_lookback: int = DEFAULT_LOOKBACK_MINUTES
     bounds: Bounds = Bounds()
+    partitions: int = 1
+    redis_cluster: bool = False
+    wait_replicas: int = 0
+    wait_timeout_ms: int = 1000
 
     def __post_init__(self) -> None:
         if self.visibility_timeout_s <= self.deadline_s:
@@ -45,15 +60,23 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
             raise SettingsError("ACI_ARGUMENT_MAX_BYTES must be >= 1024")
         if self.max_attempts < 1:
             raise SettingsError("ACI_MAX_ATTEMPTS must be >= 1")
+        if not 1 <= self.partitions <= MAX_PARTITIONS:
+            raise SettingsError(f"ACI_PARTITIONS must be 1 to {MAX_PARTITIONS}")
+        if self.wait_replicas < 0 or self.wait_timeout_ms < 1:
+            raise SettingsError("ACI_WAIT_REPLICAS must be >= 0 and ACI_WAIT_TIMEOUT_MS >= 1")
         if not self.prefix or any(c in self.prefix for c in "{}: "):
             raise SettingsError("ACI_PREFIX must be non-empty without braces, colons or spaces")
+
+    def keys(self) -> Keys:
+        """The key names of this deployment (prefix and partitions)."""
+        return Keys(self.prefix, self.partitions)
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None, **overrides: object) -> Settings:
         """Settings from `env` (default: the process environment), then `overrides`."""
         env = os.environ if env is None else env
         values: dict[str, object] = {}
-        table = {
+        table: dict[str, tuple[str, Callable[[str], object]]] = {
             "ACI_REDIS_URL": ("redis_url", str),
             "ACI_PREFIX": ("prefix", str),
             "ACI_VISIBILITY_TIMEOUT_S": ("visibility_timeout_s", float),
@@ -64,6 +87,10 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
             "ACI_RAW_MAX_BYTES": ("raw_max_bytes", int),
             "ACI_LOGS_DEFAULT_LOOKBACK": ("default_lookback", int),
             "ACI_ARGUMENT_MAX_BYTES": ("argument_max_bytes", int),
+            "ACI_PARTITIONS": ("partitions", int),
+            "ACI_REDIS_CLUSTER": ("redis_cluster", _flag),
+            "ACI_WAIT_REPLICAS": ("wait_replicas", int),
+            "ACI_WAIT_TIMEOUT_MS": ("wait_timeout_ms", int),
         }
         for var, (field, kind) in table.items():
             text = env.get(var, "").strip()
@@ -71,7 +98,8 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
                 try:
                     values[field] = kind(text)
                 except ValueError:
-                    raise SettingsError(f"{var} must be a {kind.__name__}") from None
+                    name = "0 or 1" if kind is _flag else f"a {getattr(kind, '__name__', '')}"
+                    raise SettingsError(f"{var} must be {name}") from None
         budget = env.get("ACI_OBSERVATION_MAX_BYTES", "").strip()
         if budget:
             try:

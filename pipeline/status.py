@@ -5,6 +5,12 @@ over the recent lifecycle stream. `--json` prints one object (one per refresh wi
 
 A consumer is *dead* when it has been idle longer than the visibility timeout: its pending
 entries are due for takeover by the live ones.
+
+With `ACI_PARTITIONS` > 1 every figure is collected per partition (each has its own streams,
+consumer group and lifecycle stream) and aggregated: stream lengths are listed per stream,
+counts and pending entries are summed, a consumer's pending entries are summed over the
+partitions it reads (its idle time is the least), and `partitions` lists each partition's
+pending, lag and length, so a starved or lagging partition shows.
 """
 
 from __future__ import annotations
@@ -18,7 +24,7 @@ from typing import Any, Final
 
 import anyio
 
-from pipeline.keys import GROUP, Keys
+from pipeline.keys import GROUP, Keys, Partition
 from pipeline.redis_io import Redis, RedisProtocolError, call_redis, open_redis
 from pipeline.settings import Settings
 
@@ -32,7 +38,7 @@ def _text(value: Any) -> Any:
     return value.decode() if isinstance(value, bytes) else value
 
 
-async def _streams(redis: Redis, keys: Keys) -> dict[str, Any]:
+async def _streams(redis: Redis, keys: Keys | Partition) -> dict[str, Any]:
     streams: dict[str, Any] = {}
     for name in (keys.invocations, keys.lifecycle, keys.dead):
         length = await call_redis(redis.xlen(name))
@@ -41,7 +47,7 @@ async def _streams(redis: Redis, keys: Keys) -> dict[str, Any]:
     return streams
 
 
-async def _group(redis: Redis, keys: Keys, settings: Settings) -> dict[str, Any]:
+async def _group(redis: Redis, keys: Keys | Partition, settings: Settings) -> dict[str, Any]:
     report: dict[str, Any] = {"group": None, "consumers": [], "pending": []}
     try:
         groups = await call_redis(redis.xinfo_groups(keys.invocations))
@@ -88,7 +94,7 @@ async def _group(redis: Redis, keys: Keys, settings: Settings) -> dict[str, Any]
     return report
 
 
-async def _recent(redis: Redis, keys: Keys, window_s: int) -> dict[str, Any]:
+async def _recent(redis: Redis, keys: Keys | Partition, window_s: int) -> dict[str, Any]:
     since = int((time.time() - window_s) * 1000)
     recent = await call_redis(
         redis.xrange(keys.lifecycle, min=f"{since}-0", max="+", count=_RECENT_MAX)
@@ -113,14 +119,80 @@ async def _recent(redis: Redis, keys: Keys, window_s: int) -> dict[str, Any]:
 
 
 async def collect_status(redis: Redis, settings: Settings, window_s: int = 300) -> dict[str, Any]:
-    """A JSON-ready snapshot of the pipeline."""
-    keys = Keys(settings.prefix)
+    """A JSON-ready snapshot of the pipeline (aggregated over its partitions)."""
+    keys = settings.keys()
     report: dict[str, Any] = {"at_ms": int(time.time() * 1000), "prefix": settings.prefix}
-    report["streams"] = await _streams(redis, keys)
-    report["sessions"] = await call_redis(redis.zcard(keys.sessions))
-    report.update(await _group(redis, keys, settings))
-    report["last_minutes"] = await _recent(redis, keys, window_s)
+    report["streams"] = {}
+    report["sessions"] = 0
+    groups: list[dict[str, Any]] = []
+    recents: list[dict[str, Any]] = []
+    rows: list[dict[str, Any]] = []
+    for part in keys.parts:
+        streams = await _streams(redis, part)
+        report["streams"].update(streams)
+        report["sessions"] += await call_redis(redis.zcard(part.sessions))
+        group = await _group(redis, part, settings)
+        groups.append(group)
+        recents.append(await _recent(redis, part, window_s))
+        info = group["group"] or {}
+        rows.append(
+            {
+                "index": part.index,
+                "tag": part.tag,
+                "length": streams[part.invocations]["length"],
+                "pending": info.get("pending", 0),
+                "lag": info.get("lag"),
+            }
+        )
+    report.update(_merge_groups(groups))
+    report["last_minutes"] = _merge_recent(recents)
+    report["partitions"] = rows
     return report
+
+
+def _merge_groups(groups: list[dict[str, Any]]) -> dict[str, Any]:
+    if len(groups) == 1:
+        return groups[0]
+    consumers: dict[str, dict[str, Any]] = {}
+    for group in groups:
+        for c in group["consumers"]:
+            seen = consumers.setdefault(c["name"], {**c, "pending": 0})
+            seen["pending"] += c["pending"]
+            seen["idle_ms"] = min(seen["idle_ms"], c["idle_ms"])
+            seen["live"] = seen["live"] or c["live"]
+    pending = sorted(
+        (p for group in groups for p in group["pending"]), key=lambda p: -p["idle_ms"]
+    )[:_PENDING_SHOWN]
+    infos = [group["group"] for group in groups if group["group"]]
+    merged: dict[str, Any] | None = None
+    if infos:
+        lags = [i["lag"] for i in infos]
+        live = sum(1 for c in consumers.values() if c["live"])
+        merged = {
+            "name": GROUP,
+            "pending": sum(i["pending"] for i in infos),
+            "lag": None if None in lags else sum(lags),
+            "entries_read": sum(i["entries_read"] or 0 for i in infos),
+            "last_delivered_id": max(i["last_delivered_id"] for i in infos),
+            "consumers_live": live,
+            "consumers_dead": len(consumers) - live,
+            "oldest_pending_idle_ms": max(i["oldest_pending_idle_ms"] for i in infos),
+            "max_deliveries": max(i["max_deliveries"] for i in infos),
+        }
+    return {"group": merged, "consumers": list(consumers.values()), "pending": pending}
+
+
+def _merge_recent(recents: list[dict[str, Any]]) -> dict[str, Any]:
+    if len(recents) == 1:
+        return recents[0]
+    out: dict[str, Any] = {"window_s": recents[0]["window_s"]}
+    for field in ("lifecycle", "evidence_status", "finished_by_tool"):
+        total: Counter[str] = Counter()
+        for recent in recents:
+            total.update(recent[field])
+        out[field] = dict(total)
+    out["capped"] = any(r["capped"] for r in recents)
+    return out
 
 
 def _table(title: str, columns: tuple[str, ...], rows: list[tuple[Any, ...]]) -> Any:
@@ -224,7 +296,7 @@ async def _watch(args: Any, redis: Redis, settings: Settings) -> None:
 
 async def run_status(args: Any, settings: Settings, url: str) -> int:
     """`aci-evidence status [--json] [--watch]`."""
-    async with open_redis(url) as redis:
+    async with open_redis(url, cluster=settings.redis_cluster) as redis:
         if getattr(args, "watch", False):
             await _watch(args, redis, settings)
             return 0

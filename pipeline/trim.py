@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import time
 
-from pipeline.keys import GROUP, Keys
+from pipeline.keys import GROUP, Keys, Partition
 from pipeline.redis_io import Redis, call_redis, execute
 
 __all__ = ["safe_trim_id", "trim_streams"]
@@ -36,8 +36,9 @@ def safe_trim_id(
     return f"{bound[0]}-{bound[1]}"
 
 
-async def trim_streams(redis: Redis, keys: Keys, settings: object) -> None:
-    """Apply the retention policy once (called periodically by the worker's janitor)."""
+async def trim_streams(redis: Redis, keys: Keys | Partition, settings: object) -> None:
+    """Apply the retention policy once to one partition (called periodically by the worker's
+    janitor, for each partition it reads)."""
     retention_s = int(getattr(settings, "retention_s", 86_400))
     cutoff_ms = int(time.time() * 1000) - retention_s * 1000
     groups = await call_redis(redis.xinfo_groups(keys.invocations))

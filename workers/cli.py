@@ -5,7 +5,7 @@ aci-evidence call TOOL --id ID --args JSON [--session S] [--local]
 aci-evidence submit --file F.jsonl --session S [--wait] [--timeout SEC]
 aci-evidence views --session S --view model|control [--follow]
 aci-evidence status [--json]
-aci-evidence worker [--concurrency N]
+aci-evidence worker [--concurrency N] [--partitions 0,3,5]
 aci-evidence demo [--scenario NAME] [--json] [--keep-running]
 aci-evidence acl [--prefix P] [--redis-major N] [--redis-minor N] [--aclfile | --template]
 """
@@ -121,9 +121,9 @@ async def _cmd_submit(args: argparse.Namespace, settings: Settings) -> int:
 async def _cmd_views(args: argparse.Namespace, settings: Settings) -> int:
     from pipeline.keys import Keys
 
-    keys = Keys(settings.prefix)
+    keys = Keys(settings.prefix, settings.partitions)
     stream = keys.model(args.session) if args.view == "model" else keys.control(args.session)
-    async with open_redis(_need_url(settings)) as redis:
+    async with open_redis(_need_url(settings), cluster=settings.redis_cluster) as redis:
         cursor = "0-0"
         while True:
             reply = await redis.xread(
@@ -148,6 +148,9 @@ async def _cmd_worker(args: argparse.Namespace, settings: Settings) -> int:
     from workers.sources import open_sources
     from workers.worker import run_worker
 
+    if args.partitions is not None and max(args.partitions) >= settings.partitions:
+        sys.stderr.write(f"aci-evidence: --partitions: ACI_PARTITIONS is {settings.partitions}\n")
+        return 2
     stop = anyio.Event()
 
     async def watch_signals() -> None:
@@ -170,7 +173,10 @@ async def _cmd_worker(args: argparse.Namespace, settings: Settings) -> int:
     with serving as port:
         if port is not None:
             logging.getLogger("aci.worker").info("metrics on :%d/metrics", port)
-        async with open_sources(warm=True) as sources, open_redis(_need_url(settings)) as redis:
+        async with (
+            open_sources(warm=True) as sources,
+            open_redis(_need_url(settings), cluster=settings.redis_cluster) as redis,
+        ):
             # What is loaded by now (modules, indexes, templates) lives as long as the worker:
             # keep it out of the collector's full passes, which otherwise pause the loop.
             gc.collect()
@@ -184,6 +190,7 @@ async def _cmd_worker(args: argparse.Namespace, settings: Settings) -> int:
                     concurrency=args.concurrency,
                     stop=stop,
                     metrics=metrics,
+                    partitions=args.partitions,
                 )
                 tg.cancel_scope.cancel()
     return 0
@@ -287,6 +294,19 @@ async def _cmd_bench(args: argparse.Namespace, settings: Settings) -> int:
     return await run_bench(total=args.total, as_json=args.json, peers=not args.no_peers)
 
 
+_PARTITIONS_USAGE = "partitions: comma-separated indexes, e.g. 0,3,5"
+
+
+def _partition_list(text: str) -> list[int]:
+    try:
+        indexes = [int(part) for part in text.split(",")]
+    except ValueError:
+        raise argparse.ArgumentTypeError(_PARTITIONS_USAGE) from None
+    if min(indexes) < 0:
+        raise argparse.ArgumentTypeError(_PARTITIONS_USAGE)
+    return indexes
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="aci-evidence", description=__doc__.split("\n")[0])
     parser.add_argument("--log-level", default="WARNING")
@@ -318,6 +338,9 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--concurrency", type=int, default=16)
     p.add_argument("--metrics-port", type=int, default=None, help="serve Prometheus metrics")
     p.add_argument("--log-json", action="store_true", help="structured JSON log lines")
+    p.add_argument(
+        "--partitions", type=_partition_list, default=None, help="read only these, e.g. 0,3,5"
+    )
     p = sub.add_parser("demo", help="a scripted diagnosis on the embedded default")
     p.add_argument("--scenario", default=None)
     p.add_argument("--json", action="store_true")

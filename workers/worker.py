@@ -21,7 +21,7 @@ import os
 import secrets
 import socket
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Final
 
 import anyio
@@ -31,7 +31,7 @@ from msgspec import UNSET, UnsetType
 
 from contracts import ErrorCode, error_result, is_valid_tool_call_id
 from pipeline.envelope import EnvelopeError, Invocation, decode_envelope, peek_identity
-from pipeline.keys import GROUP, Keys
+from pipeline.keys import GROUP, Partition, is_valid_session_id
 from pipeline.lane import Lane, run_scripts, stream_entries
 from pipeline.redis_io import (
     PipelineError,
@@ -60,9 +60,19 @@ log = logging.getLogger("aci.worker")
 _ENCODER: Final = msgspec.json.Encoder()
 _FINISH_BATCH: Final = 256
 _READ_BLOCK_MS: Final = 500
+_SHARED_BLOCK_MS: Final = 100  # a reader over several partitions blocks on one this long
+_READ_LANES: Final = 16  # readers per worker: one per partition up to this many
 _REPLY_MARGIN_S: Final = 10.0  # a blocking read's reply is awaited this long past its block
 _GROUP_LOST: Final = frozenset({"NOGROUP", "UNBLOCKED"})
 _FOREIGN: Final = -1  # the finish script's reply for an entry that is not the call's
+
+
+class _GroupLost(Exception):
+    """A partition's stream or consumer group is gone (NOGROUP): create it again."""
+
+    def __init__(self, part: Partition) -> None:
+        super().__init__(part.index)
+        self.part = part
 
 
 def consumer_name() -> str:
@@ -74,6 +84,7 @@ class _Finish(msgspec.Struct, kw_only=True):
     """One outcome handed to the finisher; it holds one of the worker's slots until written."""
 
     invocation: Invocation
+    part: Partition  # the partition whose stream holds the entry (the session's)
     entry_id: str
     outcome: Outcome
     attempts: int = 1
@@ -151,36 +162,64 @@ class _Worker:
         concurrency: int,
         consumer: str,
         metrics: WorkerMetrics | None = None,
+        partitions: Sequence[int] | None = None,
     ) -> None:
         self.metrics = metrics
         self.redis = redis
         self.settings = settings
         self.sources = sources
         self.consumer = consumer
-        self.keys = Keys(settings.prefix)
-        self.scripts = Scripts(redis)
+        self.keys = settings.keys()
+        chosen = range(self.keys.count) if partitions is None else sorted(set(partitions))
+        self.parts = [self.keys.parts[i] for i in chosen]
+        self.by_stream = {p.invocations.encode(): p for p in self.parts}
+        self.scripts = Scripts(redis, (settings.wait_replicas, settings.wait_timeout_ms))
         self.slots = _Slots(concurrency)
         self.concurrency = concurrency
         self.finishing = _FinishQueue()
-        # The reader's and the finisher's round trips go over connections of their own.
-        self.reader = Lane(redis)
+        # The readers' and the finisher's round trips go over connections of their own: one
+        # reader per partition up to _READ_LANES, each over the partitions `i mod lanes`.
+        lanes = min(len(self.parts), _READ_LANES)
+        self.readers = [(Lane(redis), self.parts[i::lanes]) for i in range(lanes)]
+        # A reader takes at most its share of the slots, so no partition waits on another's
+        # blocking read for a free slot.
+        self.read_share = max(1, min(settings.read_batch, -(-concurrency // lanes)))
         self.finisher = Lane(redis)
 
     # -- read ---------------------------------------------------------------------------
     async def read_loop(self, stop: anyio.Event, work: TaskGroup) -> None:
+        if len(self.readers) == 1:
+            lane, parts = self.readers[0]
+            await self._read_lane(lane, parts, stop, work)
+            return
+        async with anyio.create_task_group() as readers:
+            for lane, parts in self.readers:
+                readers.start_soon(self._read_lane, lane, parts, stop, work)
+
+    async def _read_lane(
+        self, lane: Lane, parts: list[Partition], stop: anyio.Event, work: TaskGroup
+    ) -> None:
+        # One partition: a blocking read on it. Several (more partitions than lanes): a sweep
+        # of non-blocking reads over them, from a rotating start; when every one is empty, a
+        # short blocking read on the next in turn (a blocking read cannot span partitions:
+        # their streams are in different slots). Idle, that is one sweep per short block.
         backoff = 0.05
+        turn = 0
         while not stop.is_set():
-            taken = await self.slots.take(min(self.concurrency, self.settings.read_batch))
+            taken = await self.slots.take(self.read_share)
             if stop.is_set():  # stopped while every slot was busy: no new reads
                 self.slots.give(taken)
                 return
+            order = parts[turn:] + parts[:turn]
+            turn = (turn + 1) % len(parts)
             try:
-                [reply] = await self.reader.call(
-                    [("XREADGROUP", "GROUP", GROUP, self.consumer, "COUNT", taken,
-                      "BLOCK", _READ_BLOCK_MS, "STREAMS", self.keys.invocations, ">")],
-                    timeout=_READ_BLOCK_MS / 1000 + _REPLY_MARGIN_S,
-                )  # fmt: skip
-                entries = stream_entries(reply)
+                if len(parts) == 1:
+                    entries = await self._read(lane, order[:1], taken, _READ_BLOCK_MS)
+                else:
+                    sweep = order[: max(1, taken)]
+                    entries = await self._read(lane, sweep, max(1, taken // len(sweep)), None)
+                    if not entries:
+                        entries = await self._read(lane, order[:1], taken, _SHARED_BLOCK_MS)
                 backoff = 0.05
             except RedisUnavailable:
                 self.slots.give(taken)
@@ -188,29 +227,49 @@ class _Worker:
                 await anyio.sleep(backoff)
                 backoff = min(backoff * 2, 5.0)
                 continue
-            except RedisProtocolError as exc:
+            except _GroupLost as lost:
                 self.slots.give(taken)
-                if str(exc) not in _GROUP_LOST:
-                    raise
-                await self._recreate_group()
+                await self._recreate_group(lost.part)
                 continue
             self.slots.give(taken - len(entries))
             self._start(entries, work)
 
-    def _start(self, entries: list[tuple[bytes, bytes, dict[str, bytes]]], work: TaskGroup) -> None:
+    async def _read(
+        self, lane: Lane, parts: list[Partition], count: int, block_ms: int | None
+    ) -> list[tuple[Partition, bytes, dict[str, bytes]]]:
+        block = ("BLOCK", block_ms) if block_ms is not None else ()
+        replies = await lane.call(
+            [("XREADGROUP", "GROUP", GROUP, self.consumer, "COUNT", count, *block,
+              "STREAMS", p.invocations, ">") for p in parts],
+            timeout=(block_ms or 0) / 1000 + _REPLY_MARGIN_S,
+        )  # fmt: skip
+        out: list[tuple[Partition, bytes, dict[str, bytes]]] = []
+        for part, reply in zip(parts, replies, strict=True):
+            try:
+                found = stream_entries(reply)
+            except RedisProtocolError as exc:
+                if str(exc) not in _GROUP_LOST:
+                    raise
+                raise _GroupLost(part) from None
+            out.extend((part, entry_id, fields) for _stream, entry_id, fields in found)
+        return out
+
+    def _start(
+        self, entries: list[tuple[Partition, bytes, dict[str, bytes]]], work: TaskGroup
+    ) -> None:
         """Calls that need no I/O run here, the batch at once; the others each in a task."""
         done: list[_Finish] = []
-        for _stream, raw_id, fields in entries:
+        for part, raw_id, fields in entries:
             entry_id = raw_id.decode()
-            item = self._run_now(entry_id, fields)
+            item = self._run_now(part, entry_id, fields)
             if item is None:
-                work.start_soon(self.process, entry_id, fields, 1)
+                work.start_soon(self.process, part, entry_id, fields, 1)
             else:
                 done.append(item)
         if done:
             self.finishing.put(done)
 
-    def _run_now(self, entry_id: str, fields: dict[str, bytes]) -> _Finish | None:
+    def _run_now(self, part: Partition, entry_id: str, fields: dict[str, bytes]) -> _Finish | None:
         # A first delivery of a call that needs no I/O and records no span; else None.
         try:
             invocation = decode_envelope(fields.get("d", b""))
@@ -218,6 +277,7 @@ class _Worker:
             return None
         if (
             invocation.traceparent
+            or self.keys.partition_of(invocation.session_id) != part.index
             or records_spans()
             or not is_immediate(invocation.tool, self.sources)
         ):
@@ -231,7 +291,7 @@ class _Worker:
         ):
             run = self._stages(invocation, dup_raw.decode() if dup_raw else UNSET, attempts=1)
             outcome = run.run_now(self.sources)
-        return _Finish(invocation=invocation, entry_id=entry_id, outcome=outcome)
+        return _Finish(invocation=invocation, part=part, entry_id=entry_id, outcome=outcome)
 
     def _stages(
         self, invocation: Invocation, duplicate_of: str | UnsetType, attempts: int
@@ -249,21 +309,23 @@ class _Worker:
             queued_ms=queued_ms if attempts == 1 else 0.0,
         )
 
-    async def _recreate_group(self) -> None:
+    async def _recreate_group(self, part: Partition) -> None:
         # The stream or group is gone (Redis restarted without persistence, or the stream was
         # deleted while we blocked): create it again; retried by the caller's loop.
         log.warning("consumer group lost; creating it again")
         try:
-            await ensure_group(self.redis, self.keys)
+            await ensure_group(self.redis, part)
         except PipelineError:
             await anyio.sleep(0.5)
 
     # -- work ---------------------------------------------------------------------------
-    async def process(self, entry_id: str, fields: dict[str, bytes], attempts: int) -> None:
+    async def process(
+        self, part: Partition, entry_id: str, fields: dict[str, bytes], attempts: int
+    ) -> None:
         # Holds one slot; an outcome handed to the finisher takes the slot along.
         handed = False
         try:
-            handed = await self._process(entry_id, fields, attempts)
+            handed = await self._process(part, entry_id, fields, attempts)
         except PipelineError as exc:
             # Redis trouble mid-invocation: the entry stays pending and is taken over later.
             log.warning("entry %s left for takeover: %s", entry_id, type(exc).__name__)
@@ -271,13 +333,15 @@ class _Worker:
             if not handed:
                 self.slots.give(1)
 
-    async def _process(self, entry_id: str, fields: dict[str, bytes], attempts: int) -> bool:
+    async def _process(
+        self, part: Partition, entry_id: str, fields: dict[str, bytes], attempts: int
+    ) -> bool:
         try:
             invocation = decode_envelope(fields.get("d", b""))
         except EnvelopeError as exc:
             with invocation_context(entry_id=entry_id):
-                await self._dead_letter(entry_id, fields, str(exc))
-                return await self._finish_foreign(entry_id, fields, str(exc))
+                await self._dead_letter(part, entry_id, fields, str(exc))
+                return await self._finish_foreign(part, entry_id, fields, str(exc))
         parent = parse_traceparent(invocation.traceparent) if invocation.traceparent else None
         with (
             invocation_context(
@@ -296,21 +360,31 @@ class _Worker:
                 entry_id=entry_id,
             ),
         ):
-            return await self._run(entry_id, fields, attempts, invocation)
+            return await self._run(part, entry_id, fields, attempts, invocation)
 
     async def _run(
-        self, entry_id: str, fields: dict[str, bytes], attempts: int, invocation: Invocation
+        self,
+        part: Partition,
+        entry_id: str,
+        fields: dict[str, bytes],
+        attempts: int,
+        invocation: Invocation,
     ) -> bool:
         # A redelivery may find its call final already, or be a forged entry taken over. (A
         # first delivery is not checked here: the finish script refuses any entry that is not
         # the call's, so a forged envelope's result is never published, and an extra round
         # trip per call would cost the hot path more than running it.)
-        state = await self._state(invocation, entry_id) if attempts > 1 else "open"
+        if self.keys.partition_of(invocation.session_id) != part.index:
+            # An envelope XADDed into another partition's stream than its session's: it can
+            # never be the entry the submit recorded (nothing crosses partitions).
+            await self._dead_letter(part, entry_id, fields, "not in its session's partition")
+            return False
+        state = await self._state(part, invocation, entry_id) if attempts > 1 else "open"
         if state == "foreign":
-            await self._dead_letter(entry_id, fields, "not the entry recorded for this call")
+            await self._dead_letter(part, entry_id, fields, "not the entry recorded for this call")
             return False
         if state == "final":
-            await call_redis(self.redis.xack(self.keys.invocations, GROUP, entry_id))
+            await call_redis(self.redis.xack(part.invocations, GROUP, entry_id))
             return False
         dup_raw = fields.get("dup", b"")
         duplicate_of = dup_raw.decode() if dup_raw else UNSET
@@ -332,15 +406,22 @@ class _Worker:
         else:
             with span("aci.stages", None):
                 outcome = await self._stages(invocation, duplicate_of, attempts).run(self.sources)
-        self._finish(invocation, entry_id, outcome, attempts)
+        self._finish(part, invocation, entry_id, outcome, attempts)
         return True
 
-    async def _finish_foreign(self, entry_id: str, fields: dict[str, bytes], reason: str) -> bool:
+    async def _finish_foreign(
+        self, part: Partition, entry_id: str, fields: dict[str, bytes], reason: str
+    ) -> bool:
         # An envelope this worker cannot run (another contract version, a broken shape) still
         # belongs to an invocation when its identity can be read: finish that one as ERROR, so
         # every accepted invocation reaches a final state.
         identity = peek_identity(fields.get("d", b""))
-        if identity is None or await self._state(identity, entry_id) != "open":
+        if (
+            identity is None
+            or not is_valid_session_id(identity.session_id)
+            or self.keys.partition_of(identity.session_id) != part.index
+            or await self._state(part, identity, entry_id) != "open"
+        ):
             return False
         result = error_result(
             ErrorCode.EXECUTION,
@@ -354,39 +435,48 @@ class _Worker:
             session_id=identity.session_id,
             settings=self.settings,
         )
-        self._finish(identity, entry_id, outcome)
+        self._finish(part, identity, entry_id, outcome)
         return True
 
     def _finish(
-        self, invocation: Invocation, entry_id: str, outcome: Outcome, attempts: int = 1
+        self,
+        part: Partition,
+        invocation: Invocation,
+        entry_id: str,
+        outcome: Outcome,
+        attempts: int = 1,
     ) -> None:
         """Hand an outcome (and the slot it holds) to the batched finisher."""
-        item = _Finish(invocation=invocation, entry_id=entry_id, outcome=outcome, attempts=attempts)
+        item = _Finish(
+            invocation=invocation, part=part, entry_id=entry_id, outcome=outcome, attempts=attempts
+        )
         self.finishing.put([item])
 
-    async def _state(self, invocation: Invocation, entry_id: str) -> str:
+    async def _state(self, part: Partition, invocation: Invocation, entry_id: str) -> str:
         """ "open" (this entry is the call's and it is not final), "final", or "foreign" (the
         call does not exist or recorded another entry: a forged or stray envelope)."""
         pipe = self.redis.pipeline(transaction=False)
-        pipe.hget(self.keys.call(invocation.session_id, invocation.tool_call_id), "eid")
-        pipe.exists(self.keys.result(invocation.session_id, invocation.tool_call_id))
+        pipe.hget(part.call(invocation.session_id, invocation.tool_call_id), "eid")
+        pipe.exists(part.result(invocation.session_id, invocation.tool_call_id))
         recorded, final = await execute(pipe)
         if recorded is None or recorded.decode() != entry_id:
             return "foreign"
         return "final" if final else "open"
 
-    async def _dead_letter(self, entry_id: str, fields: dict[str, bytes], reason: str) -> None:
+    async def _dead_letter(
+        self, part: Partition, entry_id: str, fields: dict[str, bytes], reason: str
+    ) -> None:
         log.error("dead-lettering stream entry %s: %s", entry_id, reason)
         if self.metrics is not None:
             self.metrics.dead_letters.inc()
         pipe = self.redis.pipeline(transaction=True)
         pipe.xadd(
-            self.keys.dead,
+            part.dead,
             {"eid": entry_id, "reason": reason[:300], "d": fields.get("d", b"")[:65536]},
             maxlen=self.settings.stream_maxlen,
             approximate=True,
         )
-        pipe.xack(self.keys.invocations, GROUP, entry_id)
+        pipe.xack(part.invocations, GROUP, entry_id)
         with anyio.CancelScope(shield=True):
             await execute(pipe)
 
@@ -480,7 +570,7 @@ class _Worker:
             self.metrics.dead_letters.inc()
 
     def _finish_call(self, item: _Finish) -> tuple[list[str], list[Any]]:
-        inv, out, k = item.invocation, item.outcome, self.keys
+        inv, out, k = item.invocation, item.outcome, item.part
         keys = [
             k.call(inv.session_id, inv.tool_call_id),
             k.invocations,
@@ -518,32 +608,37 @@ class _Worker:
                 await stop.wait()
             if stop.is_set():
                 return
-            try:
-                await self._take_over(stop, work)
-                if time.monotonic() - last_trim > 30:
-                    await trim_streams(self.redis, self.keys, self.settings)
-                    last_trim = time.monotonic()
-            except RedisUnavailable:
-                log.warning("janitor: redis unavailable")
-            except RedisProtocolError as exc:
-                if str(exc) in _GROUP_LOST:
-                    await self._recreate_group()
-                else:
-                    log.error("janitor: redis refused (%s)", exc)
+            trim = time.monotonic() - last_trim > 30
+            for part in self.parts:  # each partition in turn: one failing spares the others
+                if stop.is_set():
+                    return
+                try:
+                    await self._take_over(part, stop, work)
+                    if trim:
+                        await trim_streams(self.redis, part, self.settings)
+                except RedisUnavailable:
+                    log.warning("janitor: redis unavailable (partition %d)", part.index)
+                except RedisProtocolError as exc:
+                    if str(exc) in _GROUP_LOST:
+                        await self._recreate_group(part)
+                    else:
+                        log.error("janitor: redis refused (%s)", exc)
+            if trim:
+                last_trim = time.monotonic()
 
-    async def _take_over(self, stop: anyio.Event, work: TaskGroup) -> None:
+    async def _take_over(self, part: Partition, stop: anyio.Event, work: TaskGroup) -> None:
         min_idle = int(self.settings.visibility_timeout_s * 1000)
         start = "0-0"
         while not stop.is_set():
             reply = await call_redis(
                 self.redis.xautoclaim(
-                    self.keys.invocations, GROUP, self.consumer, min_idle, start_id=start, count=64
+                    part.invocations, GROUP, self.consumer, min_idle, start_id=start, count=64
                 )
             )
             start, claimed = reply[0], reply[1]
             claimed = [(eid, f) for eid, f in claimed if f is not None]
             if claimed:
-                counts = await self._delivery_counts([eid for eid, _ in claimed])
+                counts = await self._delivery_counts(part, [eid for eid, _ in claimed])
                 for entry_id, fields in claimed:
                     eid = entry_id.decode()
                     await self.slots.take(1)
@@ -551,14 +646,16 @@ class _Worker:
                         log.warning("took over %s (delivery %d)", eid, counts.get(eid, 2))
                     if self.metrics is not None:
                         self.metrics.takeovers.inc()
-                    work.start_soon(self.process, eid, decode_fields(fields), counts.get(eid, 2))
+                    work.start_soon(
+                        self.process, part, eid, decode_fields(fields), counts.get(eid, 2)
+                    )
             if start in (b"0-0", "0-0"):
                 return
 
-    async def _delivery_counts(self, ids: list[bytes]) -> dict[str, int]:
+    async def _delivery_counts(self, part: Partition, ids: list[bytes]) -> dict[str, int]:
         pipe = self.redis.pipeline(transaction=False)
         for eid in ids:
-            pipe.xpending_range(self.keys.invocations, GROUP, min=eid, max=eid, count=1)
+            pipe.xpending_range(part.invocations, GROUP, min=eid, max=eid, count=1)
         rows = await execute(pipe)
         out: dict[str, int] = {}
         for row in rows:
@@ -568,12 +665,13 @@ class _Worker:
         return out
 
 
-async def _wait_for_group(redis: Redis, keys: Keys, stop: anyio.Event) -> None:
+async def _wait_for_group(redis: Redis, parts: Sequence[Partition], stop: anyio.Event) -> None:
     # A worker may start before Redis does: wait with backoff instead of exiting.
     backoff = 0.1
     while not stop.is_set():
         try:
-            await ensure_group(redis, keys)
+            for part in parts:
+                await ensure_group(redis, part)
             return
         except RedisUnavailable:
             log.warning("redis unavailable at start; retrying in %.1fs", backoff)
@@ -591,15 +689,30 @@ async def run_worker(
     consumer: str | None = None,
     stop: anyio.Event | None = None,
     metrics: WorkerMetrics | None = None,
+    partitions: Sequence[int] | None = None,
 ) -> None:
     """Run one worker until `stop` is set; returns after in-flight work is finished.
-    `metrics` (optional) counts what this worker does (see `workers.metrics`)."""
+    `metrics` (optional) counts what this worker does (see `workers.metrics`); `partitions`
+    (optional) the partition indexes it reads (default: every partition)."""
     stop = stop or anyio.Event()
+    if partitions is not None and not all(0 <= i < settings.partitions for i in partitions):
+        raise ValueError(f"partitions are 0 to {settings.partitions - 1}")
     worker = _Worker(
-        redis, settings, sources, concurrency, consumer or consumer_name(), metrics=metrics
+        redis,
+        settings,
+        sources,
+        concurrency,
+        consumer or consumer_name(),
+        metrics=metrics,
+        partitions=partitions,
     )
-    await _wait_for_group(redis, worker.keys, stop)
-    log.info("worker %s started (concurrency %d)", worker.consumer, concurrency)
+    await _wait_for_group(redis, worker.parts, stop)
+    log.info(
+        "worker %s started (concurrency %d, partitions %s)",
+        worker.consumer,
+        concurrency,
+        ",".join(str(p.index) for p in worker.parts),
+    )
     try:
         async with anyio.create_task_group() as outer:
             outer.start_soon(worker.finish_loop)
@@ -608,6 +721,7 @@ async def run_worker(
                 await worker.read_loop(stop, work)
             worker.finishing.close()
     finally:
-        await worker.reader.aclose()
+        for lane, _parts in worker.readers:
+            await lane.aclose()
         await worker.finisher.aclose()
     log.info("worker %s stopped", worker.consumer)
