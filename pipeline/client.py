@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import hashlib
 import time
 from collections.abc import AsyncIterator, Sequence
 from typing import Any, Final
@@ -43,7 +42,7 @@ from contracts import (
     observe,
 )
 from pipeline.batcher import ScriptBatcher
-from pipeline.envelope import Invocation, encode_envelope
+from pipeline.envelope import Invocation, encode_envelope, scope_key
 from pipeline.keys import is_valid_session_id
 from pipeline.lane import Lane, run_scripts, stream_entries
 from pipeline.redis_io import (
@@ -95,6 +94,8 @@ class CallResult(msgspec.Struct, frozen=True, kw_only=True):
     lifecycle: LifecycleStatus
     model: msgspec.Raw
     control: msgspec.Raw
+    # The scope key the worker ran ("" when none was recorded, e.g. an undecodable envelope).
+    scope_key: str = ""
 
     def as_json(self) -> bytes:
         """`{"lifecycle": ..., "model": {...}, "control": {...}}`."""
@@ -153,15 +154,6 @@ def _oversized(call: ToolCall, arguments: str, limit: int) -> ErrorResult | None
     return None
 
 
-def _scope_key(tool: str, arguments: str, fingerprint: str) -> str:
-    """What a repeated submit of an id is compared with: the normalised scope's fingerprint,
-    or (arguments that do not decode) a hash of the tool and the arguments' text."""
-    if fingerprint:
-        return fingerprint
-    digest = hashlib.sha256(f"{tool}\0{arguments}".encode("utf-8", "replace"))
-    return "u:" + digest.hexdigest()[:32]
-
-
 def _conflict(call: ToolCall) -> ErrorResult:
     return error_result(
         ErrorCode.DUPLICATE_TOOL_CALL_ID,
@@ -186,12 +178,13 @@ class _Wake:
 class _Waiter:
     """One awaited tool call id: the two views as the listener sees them arrive."""
 
-    __slots__ = ("control", "model", "wake")
+    __slots__ = ("control", "model", "scope_key", "wake")
 
     def __init__(self, wake: _Wake) -> None:
         self.wake = wake
         self.model: bytes | None = None
         self.control: bytes | None = None
+        self.scope_key = b""
 
     def result(self, tool_call_id: str) -> CallResult | None:
         if self.model is None or self.control is None:
@@ -202,6 +195,7 @@ class _Waiter:
             lifecycle=status,
             model=msgspec.Raw(self.model),
             control=msgspec.Raw(self.control),
+            scope_key=self.scope_key.decode("utf-8", "replace"),
         )
 
 
@@ -376,7 +370,7 @@ class EvidenceClient:
                 fingerprint,
                 self.settings.stream_maxlen,
                 self.settings.retention_s * 1000,
-                _scope_key(tool, arguments, fingerprint),
+                scope_key(tool, call.tool_call_id, arguments),
             ]
             queued.append((keys, args))
         if not queued:
@@ -405,10 +399,10 @@ class EvidenceClient:
     async def _read_final(self, session_id: str, ids: Sequence[str]) -> dict[str, CallResult]:
         pipe = self.redis.pipeline(transaction=False)
         for tool_call_id in ids:
-            pipe.hmget(self.keys.result(session_id, tool_call_id), "st", "mo", "cv")
+            pipe.hmget(self.keys.result(session_id, tool_call_id), "st", "mo", "cv", "sk")
         rows = await execute(pipe)
         out: dict[str, CallResult] = {}
-        for tool_call_id, (st, mo, cv) in zip(ids, rows, strict=True):
+        for tool_call_id, (st, mo, cv, sk) in zip(ids, rows, strict=True):
             if st is None or st == b"PROJECTING" or mo is None or cv is None:
                 continue
             out[tool_call_id] = CallResult(
@@ -416,6 +410,7 @@ class EvidenceClient:
                 lifecycle=LifecycleStatus(st.decode()),
                 model=msgspec.Raw(mo),
                 control=msgspec.Raw(cv),
+                scope_key=(sk or b"").decode("utf-8", "replace"),
             )
         return out
 
@@ -457,6 +452,8 @@ class EvidenceClient:
                     cursors[model if view == "model" else control] = entry_id
                     for waiter in listener.waiters.get(fields.get("id", b"").decode(), ()):
                         setattr(waiter, view, fields.get("d"))
+                        if view == "control":
+                            waiter.scope_key = fields.get("sk", b"")
                         if waiter.model is not None and waiter.control is not None:
                             waiter.wake.event.set()
         except PipelineError:
@@ -508,8 +505,23 @@ class EvidenceClient:
         Results already final are read from their state; the others arrive through the
         session's listener, which sees both views as they are published.
         """
-        waiters = await self._register(session_id, ids)
-        return await self._await(session_id, ids, waiters, timeout, fresh=set())
+        started = anyio.current_time()
+        waiters = await self._register_within(session_id, ids, timeout)
+        left = max(0.0, timeout - (anyio.current_time() - started))
+        if not waiters:  # no listener in time (every listening slot busy): the state only
+            return await self._read_final(session_id, ids) if ids else {}
+        return await self._await(session_id, ids, waiters, left, fresh=set())
+
+    async def _register_within(
+        self, session_id: str, ids: Sequence[str], timeout: float
+    ) -> dict[str, _Waiter]:
+        """`_register`, given up after `timeout` (then {}): a listener waits for a free
+        listening slot, and that wait counts against the caller's timeout."""
+        if not ids:
+            return {}
+        with anyio.move_on_after(timeout):
+            return await self._register(session_id, ids)
+        return {}
 
     async def _await(
         self,
@@ -557,20 +569,42 @@ class EvidenceClient:
         if not is_valid_session_id(session_id):
             raise InvalidSessionId(session_id)
         ids = [c.tool_call_id for c in calls if is_valid_tool_call_id(c.tool_call_id)]
+        started = anyio.current_time()
         # Listen before submitting, so no view published in between can be missed.
-        waiters = await self._register(session_id, ids) if ids else {}
+        waiters = await self._register_within(session_id, ids, timeout)
         try:
             immediate, fresh = await self._submit(session_id, calls)
-        except BaseException:
+            # A call refused at submit (e.g. a conflicting reuse of its id) is not waited for.
+            ids = [c.tool_call_id for c, r in zip(calls, immediate, strict=True) if r is None]
+            left = max(0.0, timeout - (anyio.current_time() - started))
+            if not ids:
+                found: dict[str, CallResult] = {}
+            elif waiters:
+                found = await self._await(session_id, ids, waiters, left, fresh)
+            else:  # no listener in time: what is final already
+                found = await self._read_final(session_id, ids)
+        finally:
+            # Also when nothing was waited for (every call refused): no waiter outlives this.
             self._unregister(session_id, waiters)
-            raise
-        # A call refused at submit (e.g. a conflicting reuse of its id) is not waited for.
-        ids = [c.tool_call_id for c, r in zip(calls, immediate, strict=True) if r is None]
-        found = await self._await(session_id, ids, waiters, timeout, fresh) if ids else {}
-        return [
-            r if r is not None else found.get(c.tool_call_id)
-            for c, r in zip(calls, immediate, strict=True)
-        ]
+        bounds = self.settings.bounds
+        out: list[CallResult | None] = []
+        for call, refused in zip(calls, immediate, strict=True):
+            result = refused if refused is not None else found.get(call.tool_call_id)
+            if refused is None and result is not None and not self._ran_this(call, result):
+                result = rejected_locally(call, session_id, bounds, _conflict(call))
+            out.append(result)
+        return out
+
+    @staticmethod
+    def _ran_this(call: ToolCall, result: CallResult) -> bool:
+        """Whether a result is of this call's scope: the worker publishes the scope key it
+        ran with the result. A call record rewritten by someone who may write it (another
+        submitter of the prefix) can make a worker run another envelope under this id; its
+        evidence is refused here, never handed over as this call's."""
+        if not result.scope_key:  # an envelope that did not decode: an ERROR, no evidence
+            return True
+        asked = scope_key(str(call.tool), call.tool_call_id, _arguments_text(call.arguments))
+        return result.scope_key == asked
 
     async def call(
         self, session_id: str, call: ToolCall, timeout: float = 30.0

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import hashlib
 from typing import Final
 
 import msgspec
 from msgspec import UNSET, UnsetType
 
+from contracts import ErrorResult, decode_invocation
 from contracts.status import CONTRACT_VERSION
 from pipeline.keys import is_valid_session_id
 
@@ -16,6 +18,7 @@ __all__ = [
     "decode_envelope",
     "encode_envelope",
     "peek_identity",
+    "scope_key",
 ]
 
 
@@ -89,3 +92,18 @@ def peek_identity(data: bytes | str) -> Invocation | None:
         arguments="null",
         submitted_at_ms=0,
     )
+
+
+def scope_key(tool: str, tool_call_id: object, arguments: object) -> str:
+    """What names one call's scope for idempotency: a repeated submit of a (session, id) is the
+    same call only with the same key, and a worker finishes a call only with the key the submit
+    recorded. The exact decoded request (so JSON spacing and key order do not matter, but every
+    value does: a fingerprint folds case, which a search may not), or, for arguments that do
+    not decode, the tool and the arguments' text."""
+    decoded = decode_invocation(tool, tool_call_id, arguments)
+    if isinstance(decoded, ErrorResult):
+        text = arguments if isinstance(arguments, str) else _ENCODER.encode(arguments).decode()
+        digest = hashlib.sha256(f"u\0{tool}\0{text}".encode("utf-8", "surrogatepass"))
+    else:
+        digest = hashlib.sha256(f"r\0{tool}\0".encode() + _ENCODER.encode(decoded))
+    return digest.hexdigest()[:32]

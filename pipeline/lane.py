@@ -417,6 +417,9 @@ def stream_entries(reply: Any) -> list[tuple[bytes, bytes, dict[str, bytes]]]:
         for entry_id, flat in entries:
             if flat is None:
                 continue
-            fields = {flat[i].decode(): flat[i + 1] for i in range(0, len(flat), 2)}
+            # Anyone who may XADD chooses field names: not UTF-8 must not raise here.
+            fields = {
+                flat[i].decode("utf-8", "replace"): flat[i + 1] for i in range(0, len(flat), 2)
+            }
             out.append((stream, entry_id, fields))
     return out

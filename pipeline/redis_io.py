@@ -120,7 +120,10 @@ def reply_code(exc: Exception) -> str:
     if isinstance(exc, NoPermissionError) or _SCRIPT_NOPERM in str(exc):
         return "NOPERM"  # redis-py drops the NOPERM prefix; a script's refusal has none
     text = str(exc)
-    return next((code for code in _KNOWN_CODES if code in text), text.split(" ", 1)[0])
+    found = next((code for code in _KNOWN_CODES if code in text), text.split(" ", 1)[0])
+    # A reply's code is one upper-case word; anything else (redis-py stripped it, or a script
+    # raised a sentence) is named by a fixed code, never by the first word of a message.
+    return found if found.isalpha() and found.isupper() else "ERR"
 
 
 async def execute(pipe: Any) -> list[Any]:
@@ -254,7 +257,7 @@ async def ensure_group(redis: Redis, keys: Keys | Partition) -> None:
 SUBMIT_LUA: Final = """
 local known = redis.call('HMGET', KEYS[1], 'eid', 'sk')
 if known[1] then
-  if known[2] == ARGV[9] or not known[2] then return {0, known[1]} end
+  if known[2] == ARGV[9] then return {0, known[1]} end
   return {2, known[1]}
 end
 local dup = ''
@@ -275,17 +278,28 @@ return {1, eid}
 
 # Finish: the final result (its own key, written only here), the raw upstream answer (its
 # own key, for workers and auditors), both views and the ack become visible together, once.
-# Only the stream entry the submit recorded for the call may finish it: any other entry (an
-# envelope XADDed for someone else's call, or for a call that does not exist) is
-# dead-lettered and acked (reply -1). A second finisher (a racing or resumed worker) only
-# acks (reply 0).
+# Only the stream entry the submit recorded for the call may finish it, and only with the
+# scope the submit recorded (the worker recomputes the scope key from the envelope it ran): any
+# other entry (an envelope XADDed for someone else's call, for a call that does not exist, or
+# one whose call record was rewritten to point at it) is dead-lettered and acked (reply -1).
+# An empty scope key skips the scope check: an envelope that could not be decoded only ever
+# finishes its call as ERROR. The scope key is also published with the result (`sk` in the
+# result hash and the control stream entry), so a client can refuse a result that is not of
+# the scope it asked, whoever rewrote the call record. A second finisher (a racing or resumed
+# worker) only acks (reply 0).
 # KEYS: call, invocations, model, control, lifecycle, result, raw, dead
 # ARGV: group, entry id, status, evidence_status, result, raw, model, control, now_ms,
-#       retention_ms, session, tool_call_id, tool, maxlen
+#       retention_ms, session, tool_call_id, tool, maxlen, scope key or ''
 FINISH_LUA: Final = """
-if redis.call('HGET', KEYS[1], 'eid') ~= ARGV[2] then
+local call = redis.call('HMGET', KEYS[1], 'eid', 'sk')
+local refused = nil
+if call[1] ~= ARGV[2] then refused = 'not the entry recorded for this call'
+elseif ARGV[15] ~= '' and call[2] ~= ARGV[15] then
+  refused = 'not the scope recorded for this call'
+end
+if refused then
   redis.call('XADD', KEYS[8], 'MAXLEN', '~', ARGV[14], '*', 'eid', ARGV[2],
-    'reason', 'not the entry recorded for this call', 'session', ARGV[11], 'id', ARGV[12])
+    'reason', refused, 'session', ARGV[11], 'id', ARGV[12])
   redis.call('XACK', KEYS[2], ARGV[1], ARGV[2])
   return -1
 end
@@ -294,10 +308,11 @@ if redis.call('EXISTS', KEYS[6]) == 1 then
   return 0
 end
 redis.call('HSET', KEYS[6], 'st', ARGV[3], 'ev', ARGV[4], 'res', ARGV[5], 'mo', ARGV[7],
-  'cv', ARGV[8], 't1', ARGV[9])
+  'cv', ARGV[8], 't1', ARGV[9], 'sk', ARGV[15])
 redis.call('SET', KEYS[7], ARGV[6], 'PX', ARGV[10])
 redis.call('XADD', KEYS[3], 'MAXLEN', '~', ARGV[14], '*', 'id', ARGV[12], 'd', ARGV[7])
-redis.call('XADD', KEYS[4], 'MAXLEN', '~', ARGV[14], '*', 'id', ARGV[12], 'd', ARGV[8])
+redis.call('XADD', KEYS[4], 'MAXLEN', '~', ARGV[14], '*', 'id', ARGV[12], 'd', ARGV[8],
+  'sk', ARGV[15])
 redis.call('XADD', KEYS[5], 'MAXLEN', '~', ARGV[14], '*', 'session', ARGV[11], 'id', ARGV[12],
   'tool', ARGV[13], 'status', ARGV[3], 'evidence', ARGV[4], 'at', ARGV[9], 'eid', ARGV[2])
 redis.call('XACK', KEYS[2], ARGV[1], ARGV[2])
@@ -347,4 +362,7 @@ class Scripts:
 
 def decode_fields(fields: dict[Any, Any]) -> dict[str, bytes]:
     """Stream/hash fields with str keys (values stay bytes)."""
-    return {(k.decode() if isinstance(k, bytes) else str(k)): v for k, v in fields.items()}
+    return {
+        (k.decode("utf-8", "replace") if isinstance(k, bytes) else str(k)): v
+        for k, v in fields.items()
+    }

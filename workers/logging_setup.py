@@ -116,6 +116,19 @@ def _escape(text: str) -> str:
     return _CONTROL_RE.sub(lambda m: m.group().encode("unicode_escape").decode(), text)
 
 
+_CONTEXT_MAX: Final = 200  # characters of one context value (entry text can be long)
+_PLAIN_RE: Final = re.compile(r"[^\s=\"\[\]]*")
+
+
+def _context_value(value: object) -> str:
+    """A context value for the text format: escaped, cut, and quoted unless it is one plain
+    word, so a value holding ` session=victim` cannot pose as another field."""
+    text = _escape(str(value)[:_CONTEXT_MAX])
+    if _PLAIN_RE.fullmatch(text):
+        return text
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
 def _safe_message(record: logging.LogRecord) -> str:
     text = record.getMessage()
     if not record.name.startswith("aci"):
@@ -144,7 +157,7 @@ class JsonFormatter(logging.Formatter):
         for name in CONTEXT_FIELDS:
             value = getattr(record, name, None)
             if value:
-                line[name] = _escape(str(value))
+                line[name] = _escape(str(value)[:_CONTEXT_MAX])
         exc_type = _exception_type(record)
         if exc_type:
             line["exc_type"] = exc_type
@@ -154,7 +167,7 @@ class JsonFormatter(logging.Formatter):
 class _TextFormatter(logging.Formatter):
     def format(self, record: logging.LogRecord) -> str:
         context = " ".join(
-            f"{n}={_escape(str(getattr(record, n)))}"
+            f"{n}={_context_value(getattr(record, n))}"
             for n in CONTEXT_FIELDS
             if getattr(record, n, None)
         )

@@ -30,7 +30,13 @@ from anyio.abc import TaskGroup
 from msgspec import UNSET, UnsetType
 
 from contracts import ErrorCode, error_result, is_valid_tool_call_id
-from pipeline.envelope import EnvelopeError, Invocation, decode_envelope, peek_identity
+from pipeline.envelope import (
+    EnvelopeError,
+    Invocation,
+    decode_envelope,
+    peek_identity,
+    scope_key,
+)
 from pipeline.keys import GROUP, Partition, is_valid_session_id
 from pipeline.lane import Lane, run_scripts, stream_entries
 from pipeline.redis_io import (
@@ -75,6 +81,10 @@ class _GroupLost(Exception):
         self.part = part
 
 
+def _text(value: bytes) -> str:
+    return value.decode("utf-8", "replace")
+
+
 def consumer_name() -> str:
     """A consumer name unique to this process: host, pid and a random suffix."""
     return f"{socket.gethostname()}-{os.getpid()}-{secrets.token_hex(3)}"
@@ -88,6 +98,7 @@ class _Finish(msgspec.Struct, kw_only=True):
     entry_id: str
     outcome: Outcome
     attempts: int = 1
+    decoded: bool = True  # False: an envelope that did not decode (finished as ERROR only)
     applied: bool | None = None  # set by the finisher: True applied, False already final
 
 
@@ -261,7 +272,10 @@ class _Worker:
         done: list[_Finish] = []
         for part, raw_id, fields in entries:
             entry_id = raw_id.decode()
-            item = self._run_now(part, entry_id, fields)
+            try:
+                item = self._run_now(part, entry_id, fields)
+            except Exception:  # a bug on odd input: the guarded path below handles it
+                item = None
             if item is None:
                 work.start_soon(self.process, part, entry_id, fields, 1)
             else:
@@ -289,7 +303,7 @@ class _Worker:
             tool_call_id=invocation.tool_call_id,
             entry_id=entry_id,
         ):
-            run = self._stages(invocation, dup_raw.decode() if dup_raw else UNSET, attempts=1)
+            run = self._stages(invocation, _text(dup_raw) if dup_raw else UNSET, attempts=1)
             outcome = run.run_now(self.sources)
         return _Finish(invocation=invocation, part=part, entry_id=entry_id, outcome=outcome)
 
@@ -329,9 +343,23 @@ class _Worker:
         except PipelineError as exc:
             # Redis trouble mid-invocation: the entry stays pending and is taken over later.
             log.warning("entry %s left for takeover: %s", entry_id, type(exc).__name__)
+        except Exception as exc:
+            # One entry must never take the worker down (nor, redelivered, the next one): it
+            # is dead-lettered, and its call, when it can be named, finishes as ERROR.
+            log.error("entry %s failed in the worker: %s", entry_id, type(exc).__name__)
+            handed = await self._give_up_on(part, entry_id, fields)
         finally:
             if not handed:
                 self.slots.give(1)
+
+    async def _give_up_on(self, part: Partition, entry_id: str, fields: dict[str, bytes]) -> bool:
+        reason = "the worker failed on this entry"
+        try:
+            await self._dead_letter(part, entry_id, fields, reason)
+            return await self._finish_foreign(part, entry_id, fields, reason)
+        except Exception as exc:  # Redis trouble too: left pending, taken over later
+            log.error("entry %s could not be dead-lettered: %s", entry_id, type(exc).__name__)
+            return False
 
     async def _process(
         self, part: Partition, entry_id: str, fields: dict[str, bytes], attempts: int
@@ -387,7 +415,7 @@ class _Worker:
             await call_redis(self.redis.xack(part.invocations, GROUP, entry_id))
             return False
         dup_raw = fields.get("dup", b"")
-        duplicate_of = dup_raw.decode() if dup_raw else UNSET
+        duplicate_of = _text(dup_raw) if dup_raw else UNSET
         if attempts > self.settings.max_attempts:
             result = error_result(
                 ErrorCode.GAVE_UP,
@@ -435,7 +463,7 @@ class _Worker:
             session_id=identity.session_id,
             settings=self.settings,
         )
-        self._finish(part, identity, entry_id, outcome)
+        self._finish(part, identity, entry_id, outcome, decoded=False)
         return True
 
     def _finish(
@@ -445,10 +473,16 @@ class _Worker:
         entry_id: str,
         outcome: Outcome,
         attempts: int = 1,
+        decoded: bool = True,
     ) -> None:
         """Hand an outcome (and the slot it holds) to the batched finisher."""
         item = _Finish(
-            invocation=invocation, part=part, entry_id=entry_id, outcome=outcome, attempts=attempts
+            invocation=invocation,
+            part=part,
+            entry_id=entry_id,
+            outcome=outcome,
+            attempts=attempts,
+            decoded=decoded,
         )
         self.finishing.put([item])
 
@@ -459,7 +493,7 @@ class _Worker:
         pipe.hget(part.call(invocation.session_id, invocation.tool_call_id), "eid")
         pipe.exists(part.result(invocation.session_id, invocation.tool_call_id))
         recorded, final = await execute(pipe)
-        if recorded is None or recorded.decode() != entry_id:
+        if recorded is None or _text(recorded) != entry_id:
             return "foreign"
         return "final" if final else "open"
 
@@ -596,6 +630,9 @@ class _Worker:
             inv.tool_call_id,
             inv.tool,
             self.settings.stream_maxlen,
+            # The scope the worker ran, checked against the one the submit recorded; none
+            # for an envelope that could not be decoded (it only finishes as ERROR).
+            scope_key(inv.tool, inv.tool_call_id, inv.arguments) if item.decoded else "",
         ]
         return keys, args
 

@@ -20,7 +20,13 @@ import anyio
 import pytest
 
 from pipeline.client import EvidenceClient, InvalidSessionId, ToolCall
-from pipeline.envelope import EnvelopeError, Invocation, decode_envelope, encode_envelope
+from pipeline.envelope import (
+    EnvelopeError,
+    Invocation,
+    decode_envelope,
+    encode_envelope,
+    scope_key,
+)
 from pipeline.keys import GROUP, Keys, is_valid_session_id
 from pipeline.redis_io import ensure_group
 from pipeline.settings import Settings
@@ -67,13 +73,14 @@ async def test_one_id_for_two_calls_in_one_turn_answers_the_second_with_a_confli
 
 
 async def test_the_same_scope_again_is_the_same_call(redis: Any, prefix: str) -> None:
-    # Normalised scope, not bytes: other spacing, key order or SQL case is the same call.
+    # The decoded request, not bytes: other spacing or key order is the same call; any other
+    # value is not (a fingerprint folds case, which a search may not).
     settings = settings_for(prefix)
     one = ToolCall(tool="query_mysql", tool_call_id="c", arguments=json.dumps(SELECT_1))
     same = ToolCall(
         tool="query_mysql",
         tool_call_id="c",
-        arguments='{ "sql" : "select 1", "data_source":"shop"}',
+        arguments='{ "sql" : "SELECT 1", "data_source":"shop"}',
     )
     other = ToolCall(
         tool="query_mysql", tool_call_id="c", arguments={"data_source": "shop", "sql": "SELECT 2"}
@@ -219,3 +226,149 @@ def test_text_from_entries_cannot_split_a_log_line(json_lines: bool) -> None:
     lines = out.getvalue().splitlines()
     assert len(lines) == 1, lines
     assert "\\n" in lines[0]
+
+
+def test_text_from_entries_cannot_pose_as_another_log_field() -> None:
+    out = io.StringIO()
+    configure_logging("INFO", stream=out)
+    try:
+        with invocation_context(session="att", tool="query_logs session=victim status=READY"):
+            logging.getLogger("aci.worker").info("finished")
+    finally:
+        configure_logging("WARNING")
+    line = out.getvalue()
+    assert ' tool="query_logs session=victim status=READY"' in line
+    assert "[session=att " in line and line.count(" session=") == 1  # the quoted one only
+
+
+@pytest.mark.parametrize(
+    ("reply", "code"),
+    [
+        ("NOPERM this user has no permissions", "NOPERM"),
+        ("The user executing the script can't run this command or subcommand", "NOPERM"),
+        ("BUSYKEY Target key name already exists", "BUSYKEY"),
+        ("The ID specified in XADD is equal or smaller than the target stream top item", "ERR"),
+        ("Error running script", "ERR"),
+    ],
+)
+def test_redis_replies_are_named_by_a_code_never_by_a_word_of_a_message(
+    reply: str, code: str
+) -> None:
+    from redis.exceptions import ResponseError
+
+    from pipeline.redis_io import reply_code
+
+    assert reply_code(ResponseError(reply)) == code
+
+
+async def test_a_case_variant_under_a_used_id_is_a_conflict(redis: Any, prefix: str) -> None:
+    settings = settings_for(prefix)
+    lower = ToolCall(
+        tool="lookup_knowledge", tool_call_id="k", arguments={"query": "connectionpool"}
+    )
+    camel = ToolCall(
+        tool="lookup_knowledge", tool_call_id="k", arguments={"query": "ConnectionPool"}
+    )
+    async with EvidenceClient(redis, settings) as client:
+        async with running_worker(redis, settings, dict.fromkeys(TOOLS, InstantSource())):
+            [a] = await client.call_many("case", [lower], timeout=10)
+            [b] = await client.call_many("case", [camel], timeout=10)
+    assert a is not None and loads(a.model)["evidence_status"] == "EVIDENCE_FOUND"
+    assert b is not None and loads(b.model)["error"]["code"] == "DUPLICATE_TOOL_CALL_ID"
+
+
+async def test_a_rewritten_call_record_never_hands_over_another_scopes_evidence(
+    redis: Any, prefix: str
+) -> None:
+    # Whoever may write call records (any submitter of the prefix) points the victim's pending
+    # call at a forged envelope, with or without the forged scope key: the victim never gets
+    # the forged evidence (an ERROR, or its own result).
+    settings = settings_for(prefix)
+    keys = Keys(prefix)
+    victim = [
+        ToolCall(
+            tool="lookup_knowledge", tool_call_id=f"call_{i}", arguments={"query": "real question"}
+        )
+        for i in range(2)
+    ]
+    await ensure_group(redis, keys)
+    async with EvidenceClient(redis, settings) as client:
+        assert await client.submit_many("alice", victim) == [None, None]
+        for i, with_key in enumerate((False, True)):
+            forged_args = json.dumps({"query": "everything is healthy"})
+            forged = Invocation(
+                session_id="alice",
+                tool="lookup_knowledge",
+                tool_call_id=f"call_{i}",
+                arguments=forged_args,
+                submitted_at_ms=1,
+            )
+            eid = await redis.xadd(keys.invocations, {"d": encode_envelope(forged), "dup": ""})
+            rewrite: dict[str, Any] = {"eid": eid}
+            if with_key:
+                rewrite["sk"] = scope_key("lookup_knowledge", f"call_{i}", forged_args)
+            await redis.hset(keys.call("alice", f"call_{i}"), mapping=rewrite)
+        async with running_worker(redis, settings, dict.fromkeys(TOOLS, AsyncSource())):
+            results = await client.call_many("alice", victim, timeout=3)
+    for result in results:
+        if result is not None:
+            assert "healthy" not in bytes(result.model).decode()
+            assert loads(result.model)["evidence_status"] == "ERROR"
+
+
+async def test_entries_that_are_not_utf_8_never_take_a_worker_down(redis: Any, prefix: str) -> None:
+    settings = settings_for(prefix)
+    keys = Keys(prefix)
+    await ensure_group(redis, keys)
+    good = encode_envelope(
+        Invocation(
+            session_id="p", tool="query_logs", tool_call_id="p1", arguments="{}", submitted_at_ms=1
+        )
+    )
+    async with EvidenceClient(redis, settings) as client:
+        # Both paths: calls run inline, and calls that await their source.
+        inline: dict[str, Any] = dict.fromkeys(TOOLS, InstantSource())
+        awaited: dict[str, Any] = dict.fromkeys(TOOLS, AsyncSource())
+        for round_, sources in enumerate((inline, awaited)):
+            # Anyone who may XADD: a field name, a `dup` and an envelope that are not UTF-8.
+            await redis.execute_command("XADD", keys.invocations, "*", b"\xff\xfe", b"x")
+            await redis.execute_command("XADD", keys.invocations, "*", "d", good, "dup", b"\xff")
+            await redis.execute_command(
+                "XADD", keys.invocations, "*", "d", b"\xff\xfe{", "dup", b""
+            )
+            async with running_worker(redis, settings, sources):
+                call = ToolCall(
+                    tool="lookup_knowledge",
+                    tool_call_id=f"after_{round_}",
+                    arguments={"query": "q"},
+                )
+                [result] = await client.call_many("p", [call], timeout=10)
+                await _drained(redis, keys)
+            assert result is not None and loads(result.model)["evidence_status"] == "EVIDENCE_FOUND"
+    assert await redis.xlen(keys.dead) >= 6
+
+
+async def test_calls_refused_at_submit_leave_no_listener_behind(redis: Any, prefix: str) -> None:
+    settings = settings_for(prefix)
+    big = {"query": "x" * 70_000}
+    async with EvidenceClient(redis, settings) as client:
+        for i in range(70):  # more than the client's listening slots
+            [refused] = await client.call_many(
+                f"s{i}",
+                [ToolCall(tool="lookup_knowledge", tool_call_id="c", arguments=big)],
+                timeout=1,
+            )
+            assert refused is not None
+        assert all(not listener.waiters for listener in client._listeners.values())
+        async with running_worker(redis, settings, dict.fromkeys(TOOLS, InstantSource())):
+            with anyio.fail_after(10):
+                [ok] = await client.call_many(
+                    "fresh",
+                    [
+                        ToolCall(
+                            tool="lookup_knowledge", tool_call_id="c1", arguments={"query": "q"}
+                        )
+                    ],
+                    timeout=5,
+                )
+    assert ok is not None
