@@ -73,7 +73,7 @@ _WORKER_COMMANDS: Final = (
     "+evalsha", "+script|load", "+multi", "+exec", "+discard",
     "+xreadgroup", "+xack", "+xautoclaim", "+xadd", "+xtrim", "+xgroup|create",
     "+xinfo|groups", "+xpending",
-    "+exists", "+hget", "+hset", "+set", "+pexpire", "+zremrangebyscore",
+    "+exists", "+hget", "+hmget", "+hset", "+set", "+pexpire", "+zremrangebyscore",
 )  # fmt: skip
 # pipeline.status, `views`, `replay`/`export`: reads only. SCAN has no key argument, so it
 # lists key names of every prefix (names, never values): `replay` needs it to find a
