@@ -9,7 +9,9 @@ it contains reaches `MIN_COVERAGE` -- off-topic questions give no hits, hence `N
 
 Only regular files whose real path lies inside the (real) folder are read: a symlink out of
 it (`/etc/passwd`, `../secret.md`, `/proc/self/environ`), a directory symlink, a fifo or device,
-a hidden path and a name that is not UTF-8 (logged once, escaped) are skipped.
+a hidden path and a name that is not UTF-8 (logged once, escaped) are skipped. A file is read
+by walking from the open folder one component at a time without following symlinks, so a
+directory swapped for a symlink between the scan and the read is refused, not followed out.
 
 The index file lives in the cache folder, named after the folder and a fingerprint of its files
 (paths, sizes, mtimes): it is built on first use, rebuilt only when files change, and written to
@@ -32,7 +34,7 @@ import time
 import uuid
 from collections.abc import Iterable, Mapping
 from concurrent.futures import Future
-from pathlib import Path
+from pathlib import Path, PurePath
 from typing import Any, Final
 
 import anyio.to_thread
@@ -310,12 +312,28 @@ def _markdown_files(folder: Path) -> list[tuple[str, Path]]:
     return sorted(found)
 
 
-def _read_regular(path: Path) -> str | None:
-    """The text of a regular file, or None; never blocks on a fifo swapped in meanwhile."""
+_DIR_FLAGS: Final = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+_FILE_FLAGS: Final = os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC
+
+
+def _read_inside(root_fd: int, rel: PurePath) -> str | None:
+    """The text of the regular file at `rel` (symlink-free) under the open folder `root_fd`,
+    or None. Each component is opened relative to the one before without following a symlink,
+    so a directory swapped for a symlink after the scan is refused (ELOOP), never followed out
+    of the folder; a fifo swapped in never blocks the read."""
+    *dirs, name = rel.parts
+    opened: list[int] = []
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | os.O_NOFOLLOW)
+        parent = root_fd
+        for part in dirs:
+            parent = os.open(part, _DIR_FLAGS, dir_fd=parent)
+            opened.append(parent)
+        fd = os.open(name, _FILE_FLAGS, dir_fd=parent)
     except OSError:
         return None
+    finally:
+        for dir_fd in opened:
+            os.close(dir_fd)
     with os.fdopen(fd, "rb") as handle:
         if not stat.S_ISREG(os.fstat(fd).st_mode):
             return None
@@ -344,30 +362,38 @@ CREATE VIRTUAL TABLE vocab USING fts5vocab(chunks, 'row');
 """
 
 
+def _rows(text: str, source: str) -> list[tuple[str, str, str, str, str, str, str, int]]:
+    rows = []
+    for chunk in split_markdown(text, source):
+        body = chunk.content.split("\n", 1)[-1] if chunk.content.startswith("#") else chunk.content
+        rows.append(
+            (
+                " ".join(terms_of(chunk.breadcrumb, bigrams=True)),
+                " ".join(terms_of(body, bigrams=True)),
+                chunk.document_id,
+                chunk.source,
+                chunk.title,
+                chunk.breadcrumb,
+                chunk.content,
+                chunk.ordinal,
+            )
+        )
+    return rows
+
+
 def build_index(folder: Path, target: Path) -> int:
     """Index every Markdown file under `folder` into `target` atomically; return the chunk count."""
     tmp = target.with_name(f".{target.name}.{os.getpid()}.{uuid.uuid4().hex}.tmp")
     rows: list[tuple[str, str, str, str, str, str, str, int]] = []
-    for source, path in _markdown_files(folder):
-        text = _read_regular(path)
-        if text is None:
-            continue
-        for chunk in split_markdown(text, source):
-            body = (
-                chunk.content.split("\n", 1)[-1] if chunk.content.startswith("#") else chunk.content
-            )
-            rows.append(
-                (
-                    " ".join(terms_of(chunk.breadcrumb, bigrams=True)),
-                    " ".join(terms_of(body, bigrams=True)),
-                    chunk.document_id,
-                    chunk.source,
-                    chunk.title,
-                    chunk.breadcrumb,
-                    chunk.content,
-                    chunk.ordinal,
-                )
-            )
+    root = folder.resolve()
+    root_fd = os.open(root, _DIR_FLAGS)
+    try:
+        for source, path in _markdown_files(root):
+            text = _read_inside(root_fd, path.relative_to(root))
+            if text is not None:
+                rows.extend(_rows(text, source))
+    finally:
+        os.close(root_fd)
     try:
         conn = sqlite3.connect(tmp)
         try:
