@@ -30,6 +30,9 @@ _TITLE_KEYS: Final = ("title", "doc_title", "docTitle", "name")
 _BREADCRUMB_KEYS: Final = ("breadcrumb", "heading_path", "headingPath", "section", "headings")
 _RELEVANCE_KEYS: Final = ("relevanceLevel", "relevance_level")
 _MAX_DEPTH: Final = 4
+# How an upstream says, with HTTP 200, that it failed: never read as "nothing found".
+_FAILED_STATUSES: Final = frozenset({"error", "failed", "fail", "failure"})
+_FAILURE_MESSAGE: Final = "the knowledge service reported a failure"
 
 
 def normalise_relevance(value: object) -> RelevanceLevel | None:
@@ -132,10 +135,28 @@ def _excerpt_text(hit: Mapping[str, Any]) -> str:
     return ""
 
 
+def _reports_failure(upstream: object) -> bool:
+    """Whether the answer's top level carries a failure marker: an `error` that is a non-empty
+    object or string (or `true`), a `status` of error/failed/fail/failure, or `success: false`."""
+    if not _is_mapping(upstream):
+        return False
+    error = upstream.get("error")
+    if error is True or (isinstance(error, str | Mapping) and bool(error)):
+        return True
+    status = upstream.get("status")
+    if isinstance(status, str) and status.strip().lower() in _FAILED_STATUSES:
+        return True
+    return upstream.get("success") is False
+
+
 def project_rag(
     request: LookupKnowledgeRequest, tool_call_id: str, upstream: object, bounds: Bounds
 ) -> RagResult | ErrorResult:
-    """Project an upstream RAG answer; `NO_EVIDENCE` when no hit has a usable excerpt."""
+    """Project an upstream RAG answer; `NO_EVIDENCE` when no hit has a usable excerpt, ERROR
+    (EXECUTION) when the answer says the service failed, whatever hits it carries."""
+    if _reports_failure(upstream):
+        # The upstream's own words (hosts, paths, stack text) are not passed on.
+        return error_result(ErrorCode.EXECUTION, _FAILURE_MESSAGE, tool_call_id)
     hits = find_hits(upstream)
     if hits is None:
         return error_result(

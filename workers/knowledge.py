@@ -9,12 +9,15 @@ it contains reaches `MIN_COVERAGE` -- off-topic questions give no hits, hence `N
 
 Only regular files whose real path lies inside the (real) folder are read: a symlink out of
 it (`/etc/passwd`, `../secret.md`, `/proc/self/environ`), a directory symlink, a fifo or device,
-a hidden path and a name that is not UTF-8 (logged once, escaped) are skipped.
+a hidden path and a name that is not UTF-8 (logged once, escaped) are skipped. A file is read
+by walking from the open folder one component at a time without following symlinks, so a
+directory swapped for a symlink between the scan and the read is refused, not followed out.
 
 The index file lives in the cache folder, named after the folder and a fingerprint of its files
 (paths, sizes, mtimes): it is built on first use, rebuilt only when files change, and written to
 a temp file then renamed, so concurrent workers never open a half-built index. Queries take well
-under a millisecond but still run in a worker thread, as does the (jieba-loading) first build.
+under a millisecond but still run in a worker thread. The (jieba-loading) build runs in one
+shared thread of its own, which a call waits for only up to its deadline.
 """
 
 from __future__ import annotations
@@ -30,7 +33,8 @@ import threading
 import time
 import uuid
 from collections.abc import Iterable, Mapping
-from pathlib import Path
+from concurrent.futures import Future
+from pathlib import Path, PurePath
 from typing import Any, Final
 
 import anyio.to_thread
@@ -308,12 +312,28 @@ def _markdown_files(folder: Path) -> list[tuple[str, Path]]:
     return sorted(found)
 
 
-def _read_regular(path: Path) -> str | None:
-    """The text of a regular file, or None; never blocks on a fifo swapped in meanwhile."""
+_DIR_FLAGS: Final = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+_FILE_FLAGS: Final = os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC
+
+
+def _read_inside(root_fd: int, rel: PurePath) -> str | None:
+    """The text of the regular file at `rel` (symlink-free) under the open folder `root_fd`,
+    or None. Each component is opened relative to the one before without following a symlink,
+    so a directory swapped for a symlink after the scan is refused (ELOOP), never followed out
+    of the folder; a fifo swapped in never blocks the read."""
+    *dirs, name = rel.parts
+    opened: list[int] = []
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | os.O_NOFOLLOW)
+        parent = root_fd
+        for part in dirs:
+            parent = os.open(part, _DIR_FLAGS, dir_fd=parent)
+            opened.append(parent)
+        fd = os.open(name, _FILE_FLAGS, dir_fd=parent)
     except OSError:
         return None
+    finally:
+        for dir_fd in opened:
+            os.close(dir_fd)
     with os.fdopen(fd, "rb") as handle:
         if not stat.S_ISREG(os.fstat(fd).st_mode):
             return None
@@ -342,30 +362,38 @@ CREATE VIRTUAL TABLE vocab USING fts5vocab(chunks, 'row');
 """
 
 
+def _rows(text: str, source: str) -> list[tuple[str, str, str, str, str, str, str, int]]:
+    rows = []
+    for chunk in split_markdown(text, source):
+        body = chunk.content.split("\n", 1)[-1] if chunk.content.startswith("#") else chunk.content
+        rows.append(
+            (
+                " ".join(terms_of(chunk.breadcrumb, bigrams=True)),
+                " ".join(terms_of(body, bigrams=True)),
+                chunk.document_id,
+                chunk.source,
+                chunk.title,
+                chunk.breadcrumb,
+                chunk.content,
+                chunk.ordinal,
+            )
+        )
+    return rows
+
+
 def build_index(folder: Path, target: Path) -> int:
     """Index every Markdown file under `folder` into `target` atomically; return the chunk count."""
     tmp = target.with_name(f".{target.name}.{os.getpid()}.{uuid.uuid4().hex}.tmp")
     rows: list[tuple[str, str, str, str, str, str, str, int]] = []
-    for source, path in _markdown_files(folder):
-        text = _read_regular(path)
-        if text is None:
-            continue
-        for chunk in split_markdown(text, source):
-            body = (
-                chunk.content.split("\n", 1)[-1] if chunk.content.startswith("#") else chunk.content
-            )
-            rows.append(
-                (
-                    " ".join(terms_of(chunk.breadcrumb, bigrams=True)),
-                    " ".join(terms_of(body, bigrams=True)),
-                    chunk.document_id,
-                    chunk.source,
-                    chunk.title,
-                    chunk.breadcrumb,
-                    chunk.content,
-                    chunk.ordinal,
-                )
-            )
+    root = folder.resolve()
+    root_fd = os.open(root, _DIR_FLAGS)
+    try:
+        for source, path in _markdown_files(root):
+            text = _read_inside(root_fd, path.relative_to(root))
+            if text is not None:
+                rows.extend(_rows(text, source))
+    finally:
+        os.close(root_fd)
     try:
         conn = sqlite3.connect(tmp)
         try:
@@ -514,17 +542,24 @@ def _check_fts5() -> None:
 
 
 class KnowledgeIndexSource:
-    """The default `lookup_knowledge` source: the runbook folder, indexed locally."""
+    """The default `lookup_knowledge` source: the runbook folder, indexed locally.
+
+    The index is (re)built in one shared build thread: a call, or the warm-up, that finds a
+    build under way waits for that same build up to its own deadline and is then cancelled
+    (ERROR/TIMEOUT), while the build goes on for the calls after it."""
 
     def __init__(self, settings: KnowledgeSettings) -> None:
         self.settings = settings
         self._folder = Path(settings.folder).resolve()
         self._cache = Path(settings.cache_dir)
-        self._lock = threading.Lock()
+        self._lock = threading.Lock()  # the fields below; held only briefly
+        self._search_lock = threading.Lock()  # one query at a time on the open index
         self._index: _Index | None = None
         self._fingerprint = ""
         self._checked_at = -math.inf
         self._groups: dict[str, frozenset[str]] | None = None
+        self._refresh: Future[None] | None = None
+        self._generation = 0  # bumped by aclose: a build started before does not install
 
     @classmethod
     def from_env(cls, env: Mapping[str, str]) -> KnowledgeIndexSource:
@@ -541,29 +576,100 @@ class KnowledgeIndexSource:
 
     async def fetch(self, request: LookupKnowledgeRequest) -> dict[str, Any]:
         """Search the index; an answer shaped like a RAG service's (hits only when relevant)."""
-        return await anyio.to_thread.run_sync(self._fetch_sync, request.query)
+        refresh = self._due_refresh()
+        if refresh is not None:
+            await _wait_for(refresh)
+        return await anyio.to_thread.run_sync(
+            self._search_sync, request.query, abandon_on_cancel=True
+        )
 
     async def aclose(self) -> None:
         """Close the index file; a later fetch reopens it."""
         await anyio.to_thread.run_sync(self._close_sync)
 
     def _close_sync(self) -> None:
-        with self._lock:
+        with self._search_lock, self._lock:
             if self._index is not None:
                 self._index.conn.close()
             self._index, self._fingerprint, self._checked_at = None, "", -math.inf
+            self._generation += 1
 
-    def _fetch_sync(self, query: str) -> dict[str, Any]:
+    def _due_refresh(self) -> Future[None] | None:
+        """None while the open index is fresh; else the (possibly already running) refresh."""
         with self._lock:
+            if self._index is not None and time.monotonic() - self._checked_at < _RECHECK_S:
+                return None
+            if self._refresh is None:
+                refresh: Future[None] = Future()
+                refresh.set_running_or_notify_cancel()
+                self._refresh = refresh
+                # Not a daemon: a build outliving its call still finishes (and is reused).
+                threading.Thread(
+                    target=self._run_refresh,
+                    args=(refresh, self._generation),
+                    name="aci-knowledge-index",
+                ).start()
+            return self._refresh
+
+    def _run_refresh(self, refresh: Future[None], generation: int) -> None:
+        try:
+            self._refresh_sync(generation)
+        except BaseException as exc:  # handed to every waiter, never lost in this thread
+            error: BaseException | None = exc
+        else:
+            error = None
+        with self._lock:
+            self._refresh = None
+        if error is None:
+            refresh.set_result(None)
+        else:
+            refresh.set_exception(error)
+
+    def _refresh_sync(self, generation: int) -> None:
+        now = time.monotonic()
+        if not self._folder.is_dir():
+            raise OSError("knowledge folder missing")
+        fingerprint = _fingerprint(self._folder)
+        with self._lock:
+            if self._index is not None and fingerprint == self._fingerprint:
+                if generation == self._generation:
+                    self._checked_at = now
+                return
+        index = self._open_or_build(fingerprint)
+        groups = self._groups if self._groups is not None else _synonym_groups()
+        with self._search_lock, self._lock:
+            if generation != self._generation:
+                index.conn.close()
+                return
+            if self._index is not None:
+                self._index.conn.close()
+            self._index, self._fingerprint, self._checked_at = index, fingerprint, now
+            self._groups = groups
+
+    def _open_or_build(self, fingerprint: str) -> _Index:
+        folder_key = hashlib.sha256(str(self._folder).encode()).hexdigest()[:12]
+        prefix = f"knowledge-v{INDEX_VERSION}-{folder_key}-"
+        path = self._cache / f"{prefix}{fingerprint[:16]}.sqlite3"
+        try:
+            return _Index(path)
+        except sqlite3.OperationalError:
+            # Not built yet (or just removed as stale by a worker that saw newer files).
+            self._cache.mkdir(parents=True, exist_ok=True)
+            build_index(self._folder, path)
+            for stale in self._cache.glob(f"{prefix}*.sqlite3"):
+                if stale != path:
+                    stale.unlink(missing_ok=True)
+            return _Index(path)
+
+    def _search_sync(self, query: str) -> dict[str, Any]:
+        with self._search_lock:
+            index, groups = self._index, self._groups
+            if index is None or groups is None:  # closed meanwhile
+                raise _unavailable()
             try:
-                index = self._current_index()
-                if self._groups is None:
-                    self._groups = _synonym_groups()
-                hits, trace = _search(index, query, self._groups, self.settings)
-            except (OSError, sqlite3.DatabaseError, UnicodeError) as exc:
-                raise SourceError(
-                    ErrorCode.UNAVAILABLE, "the knowledge index could not be read", retryable=True
-                ) from exc
+                hits, trace = _search(index, query, groups, self.settings)
+            except (sqlite3.DatabaseError, UnicodeError) as exc:
+                raise _unavailable() from exc
         pack: dict[str, Any] = {"hits": hits, "indexedChunks": index.n}
         if hits:
             pack["relevanceLevel"] = _relevance(hits[0]["scores"]["coverage"])
@@ -575,33 +681,25 @@ class KnowledgeIndexSource:
             "fallbackAttempts": [],
         }
 
-    def _current_index(self) -> _Index:
-        now = time.monotonic()
-        if self._index is not None and now - self._checked_at < _RECHECK_S:
-            return self._index
-        if not self._folder.is_dir():
-            raise OSError("knowledge folder missing")
-        fingerprint = _fingerprint(self._folder)
-        self._checked_at = now
-        if self._index is not None and fingerprint == self._fingerprint:
-            return self._index
-        folder_key = hashlib.sha256(str(self._folder).encode()).hexdigest()[:12]
-        prefix = f"knowledge-v{INDEX_VERSION}-{folder_key}-"
-        path = self._cache / f"{prefix}{fingerprint[:16]}.sqlite3"
-        try:
-            index = _Index(path)
-        except sqlite3.OperationalError:
-            # Not built yet (or just removed as stale by a worker that saw newer files).
-            self._cache.mkdir(parents=True, exist_ok=True)
-            build_index(self._folder, path)
-            for stale in self._cache.glob(f"{prefix}*.sqlite3"):
-                if stale != path:
-                    stale.unlink(missing_ok=True)
-            index = _Index(path)
-        if self._index is not None:
-            self._index.conn.close()
-        self._index, self._fingerprint = index, fingerprint
-        return index
+
+def _unavailable() -> SourceError:
+    return SourceError(
+        ErrorCode.UNAVAILABLE, "the knowledge index could not be read", retryable=True
+    )
+
+
+async def _wait_for(refresh: Future[None]) -> None:
+    """Wait for the shared build without a thread of our own: cancelled at the caller's
+    deadline, which leaves the build running for the calls after it."""
+    delay = 0.001
+    while not refresh.done():
+        await anyio.sleep(delay)
+        delay = min(delay * 2, 0.05)
+    error = refresh.exception()
+    if isinstance(error, (OSError, sqlite3.DatabaseError, UnicodeError)):
+        raise _unavailable() from error
+    if error is not None:
+        raise error
 
 
 def knowledge_source_from_env(env: Mapping[str, str]) -> KnowledgeIndexSource | HttpRagSource:

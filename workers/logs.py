@@ -354,7 +354,7 @@ class MockLogSource:
         query = parse_log_query(request.query)
         check_fields(query, request.topic)
         # The first call builds the world (about a second); later calls take milliseconds.
-        return await anyio.to_thread.run_sync(self.search, request, query)
+        return await anyio.to_thread.run_sync(self.search, request, query, abandon_on_cancel=True)
 
     def search(self, request: QueryLogsRequest, query: ParsedQuery) -> LogsUpstream:
         """The synchronous search behind `fetch` (for benchmarks and the CLI)."""

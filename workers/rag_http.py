@@ -23,6 +23,7 @@ escape (`"\\ud800"`, valid JSON, not encodable as UTF-8) becomes U+FFFD.
 from __future__ import annotations
 
 import json
+import math
 import re
 from collections.abc import Mapping
 from typing import Any, Final
@@ -167,12 +168,25 @@ class HttpRagSource:
         await self._client.aclose()
 
 
+def _no_constant(name: str) -> Any:
+    # NaN, Infinity and -Infinity are Python's extensions, not JSON.
+    raise ValueError(f"{name} is not JSON")
+
+
+def _finite(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):  # 1e999: JSON, but no number a result can carry
+        raise ValueError("number out of range")
+    return value
+
+
 def decode_answer(body: bytes) -> Any:
     """The JSON value of an upstream body, with lone surrogates replaced by U+FFFD; a body that
-    is not UTF-8 JSON (or is nested past the parser's depth) is a PROJECTION `SourceError`."""
+    is not UTF-8 JSON (NaN and Infinity are not JSON, nor is a number out of float range, nor
+    nesting past the parser's depth) is a PROJECTION `SourceError`."""
     try:
         text = body.decode("utf-8-sig")
-        answer = json.loads(text)
+        answer = json.loads(text, parse_constant=_no_constant, parse_float=_finite)
     except (ValueError, RecursionError) as exc:  # UnicodeDecodeError is a ValueError
         raise SourceError(
             ErrorCode.PROJECTION, "the knowledge service answered with a body that is not JSON"

@@ -7,6 +7,9 @@ from __future__ import annotations
 import logging
 import os
 import sqlite3
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import anyio
@@ -86,3 +89,48 @@ def test_a_folder_that_is_itself_a_symlink_still_works(tmp_path: Path) -> None:
     os.symlink(kb, link)
     sources = sorted({source for source, _ in _indexed(link, tmp_path)})
     assert sources == ["alias.md", "good.md", "sub/inner.md"]
+
+
+_FLIPPER = """
+import os, sys, time
+docs, outside, stop = sys.argv[1], sys.argv[2], sys.argv[3]
+real, link = os.path.join(docs, "runbooks.real"), os.path.join(docs, "runbooks")
+end = time.monotonic() + 60
+while not os.path.exists(stop) and time.monotonic() < end:
+    os.rename(link, real)
+    os.symlink(outside, link)
+    time.sleep(0.0002)
+    os.unlink(link)
+    os.rename(real, link)
+    time.sleep(0.0002)
+"""
+
+
+def test_a_directory_swapped_for_a_symlink_mid_build_never_leaks(tmp_path: Path) -> None:
+    # An attacker who can write in the folder swaps docs/runbooks between the real directory
+    # and a symlink out of the folder while indexes are built: the scan may see the real
+    # directory and the read the symlink; no build may index the outside file.
+    docs = tmp_path / "kb" / "docs"
+    (docs / "runbooks").mkdir(parents=True)
+    (docs / "runbooks" / "pool.md").write_text(GOOD, encoding="utf-8")
+    for n in range(8):  # read before runbooks/: the swap gets time to happen in between
+        (docs / f"a{n}.md").write_text(GOOD.replace("Pool", f"Pool {n}"), encoding="utf-8")
+    outside = tmp_path / "private" / "runbooks"
+    outside.mkdir(parents=True)
+    (outside / "pool.md").write_text(f"# Pool\n\n{SECRET}\n", encoding="utf-8")
+    stop = tmp_path / "stop"
+    flipper = subprocess.Popen([sys.executable, "-c", _FLIPPER, str(docs), str(outside), str(stop)])
+    leaks = builds = 0
+    try:
+        deadline = time.monotonic() + 6
+        while builds < 200 and time.monotonic() < deadline:
+            try:
+                rows = _indexed(docs, tmp_path)
+            except OSError:  # the walk itself lost a race: no index, nothing leaked
+                continue
+            builds += 1
+            leaks += any(SECRET in content for _, content in rows)
+    finally:
+        stop.touch()
+        flipper.wait(10)
+    assert builds >= 50 and leaks == 0, f"{leaks} of {builds} builds leaked"

@@ -143,6 +143,52 @@ def test_garbage_upstream_is_a_projection_error(upstream: object) -> None:
     assert result.evidence_status is EvidenceStatus.ERROR
 
 
+HIT = {"documentId": "d", "content": "pool exhausted"}
+
+
+@pytest.mark.parametrize(
+    "upstream",
+    [
+        {"status": "error", "error": {"code": 503, "message": "index unavailable"}, "hits": []},
+        {"error": {"code": 503, "message": "index unavailable /srv/secret"}, "hits": []},
+        {"error": "backend down at 10.0.0.7", "hits": [HIT]},
+        {"error": True, "results": []},
+        {"status": "error", "hits": []},
+        {"status": " FAILED ", "contextPack": {"hits": [HIT]}},
+        {"status": "fail", "data": {"hits": []}},
+        {"status": "failure", "hits": []},
+        {"success": False, "hits": []},
+        {"success": False},
+        {"status": "error"},
+    ],
+)
+def test_an_answer_reporting_a_failure_is_an_error_never_no_evidence(upstream: object) -> None:
+    result = project_rag(REQUEST, "call_1", upstream, DEFAULT_BOUNDS)
+    assert isinstance(result, ErrorResult), result
+    assert result.error.code is ErrorCode.EXECUTION
+    assert result.evidence_status is EvidenceStatus.ERROR and result.tool_call_id == "call_1"
+    # A fixed message: nothing the upstream wrote (paths, hosts, its own words) is passed on.
+    assert result.error.message == "the knowledge service reported a failure"
+
+
+@pytest.mark.parametrize(
+    "upstream",
+    [
+        {"status": "ok", "hits": [HIT]},
+        {"status": "success", "success": True, "hits": [HIT]},
+        {"error": None, "hits": [HIT]},
+        {"error": {}, "hits": [HIT]},
+        {"error": "", "hits": [HIT]},
+        {"error": False, "hits": [HIT]},
+        {"status": 500, "hits": [HIT]},  # not a status word: only the words are markers
+        {"success": 0, "hits": [HIT]},
+        {"contextPack": {"status": "error", "hits": [HIT]}},  # markers count at the top only
+    ],
+)
+def test_answers_without_a_failure_marker_are_projected(upstream: object) -> None:
+    assert _rag(upstream).evidence_status is EvidenceStatus.EVIDENCE_FOUND
+
+
 def test_hit_list_shapes() -> None:
     assert find_hits([1]) == [1]
     assert find_hits({"matches": [2]}) == [2]

@@ -29,6 +29,9 @@ def test_lone_surrogates_become_replacement_characters_pairs_stay() -> None:
         b'{"content": "\xed\xa0\x80"}',  # a surrogate encoded as UTF-8 bytes
         b"<html></html>",
         b"",
+        b'{"hits":[{"documentId":NaN,"content":"x","score":Infinity}]}',  # not JSON
+        b'{"hits":[{"content":"x","score":-Infinity}]}',
+        b'{"hits":[{"content":"x","score":1e999}]}',  # JSON, but no finite number
     ],
 )
 def test_bodies_that_are_not_utf8_json_are_projection_errors(body: bytes) -> None:
