@@ -159,11 +159,12 @@ async def test_racing_finishers_publish_once(redis: Any, prefix: str) -> None:
             GROUP, "a", {keys.invocations: ">"}, count=1
         )
         scripts = Scripts(redis)
+        recorded_scope = await redis.hget(keys.call("s5", "call_1"), "sk")
 
         async def finish(tag: str) -> int:
             args = [GROUP, entry_id, "READY", "EVIDENCE_FOUND", "{}", "null",
                     json.dumps({"by": tag}), json.dumps({"by": tag}), 1, 60_000, "s5", "call_1",
-                    "lookup_knowledge", 1000]  # fmt: skip
+                    "lookup_knowledge", 1000, recorded_scope]  # fmt: skip
             keys_ = [keys.call("s5", "call_1"), keys.invocations, keys.model("s5"),
                      keys.control("s5"), keys.lifecycle, keys.result("s5", "call_1"),
                      keys.raw("s5", "call_1"), keys.dead]  # fmt: skip
