@@ -126,6 +126,38 @@ class LocalCluster:
                 ports.append(int(fields[1].split("@")[0].rsplit(":", 1)[1]))
         return ports
 
+    def master_of(self, slot: int) -> int:
+        """The port of the master serving `slot` now."""
+        out = _cli(next(p for p, pr in self.procs.items() if pr.poll() is None), "cluster", "nodes")
+        for line in out.splitlines():
+            fields = line.split()
+            if "master" not in fields[2] or "fail" in fields[2]:
+                continue
+            for span in fields[8:]:
+                if span.startswith("["):
+                    continue  # a slot being migrated or imported
+                low, _, high = span.partition("-")
+                if int(low) <= slot <= int(high or low):
+                    return int(fields[1].split("@")[0].rsplit(":", 1)[1])
+        raise ServiceError(f"no master serves slot {slot}")
+
+    def wait_failover(self, dead: int, limit: float = 30.0) -> float:
+        """Until a replica of the killed master `dead` serves its slots; the seconds it took."""
+        started = time.monotonic()
+        while time.monotonic() - started < limit:
+            with contextlib.suppress(ServiceError, subprocess.TimeoutExpired, StopIteration):
+                if dead not in self.master_ports() and len(self.master_ports()) == self.masters:
+                    self.wait_ok(limit)
+                    return time.monotonic() - started
+            time.sleep(0.05)
+        raise ServiceError(f"no failover within {limit}s")
+
+    def restart(self, port: int) -> None:
+        """Start a killed node again on its port and data folder: it rejoins (a killed master
+        comes back as a replica of the one promoted in its place) and syncs."""
+        self.start_node(port)
+        self.wait_ok()
+
     def node_id(self, port: int) -> str:
         return _cli(port, "cluster", "myid").strip()
 
@@ -153,12 +185,14 @@ class LocalCluster:
 
 
 @contextlib.contextmanager
-def local_cluster(masters: int = 3, replicas: int = 1) -> Iterator[LocalCluster]:
+def local_cluster(
+    masters: int = 3, replicas: int = 1, node_timeout_ms: int = 2000
+) -> Iterator[LocalCluster]:
     """A started cluster, stopped and removed afterwards."""
     if shutil.which("redis-server") is None or shutil.which("redis-cli") is None:
         raise ServiceError("redis-server and redis-cli must be on PATH")
     folder = Path(tempfile.mkdtemp(prefix="aci-cluster-"))
-    cluster = LocalCluster(folder, masters, replicas)
+    cluster = LocalCluster(folder, masters, replicas, node_timeout_ms)
     try:
         cluster.start()
         yield cluster
