@@ -33,6 +33,7 @@ from contracts import ErrorCode, error_result, is_valid_tool_call_id
 from pipeline.envelope import EnvelopeError, Invocation, decode_envelope, peek_identity
 from pipeline.keys import GROUP, Partition, is_valid_session_id
 from pipeline.lane import Lane, run_scripts, stream_entries
+from pipeline.record import pack
 from pipeline.redis_io import (
     PipelineError,
     Redis,
@@ -586,8 +587,8 @@ class _Worker:
             item.entry_id,
             out.control.status.value,
             out.result.evidence_status.value,
-            _ENCODER.encode(out.result),
-            out.raw,
+            pack(_ENCODER.encode(out.result)),  # large bodies compressed (pipeline.record)
+            pack(out.raw),
             _ENCODER.encode(out.observation),
             _ENCODER.encode(out.control),
             int(time.time() * 1000),
