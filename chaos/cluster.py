@@ -83,6 +83,10 @@ class LocalCluster:
     def start(self) -> None:
         for port in self.ports:
             self.start_node(port)
+        if len(self.ports) == 1:  # `--cluster create` wants 3 masters: one node takes all
+            _cli(self.ports[0], "cluster", "addslotsrange", "0", "16383")
+            self.wait_ok()
+            return
         _cli(self.ports[0], "--cluster", "create",
              *(f"127.0.0.1:{p}" for p in self.ports),
              "--cluster-replicas", str(self.replicas), "--cluster-yes", timeout=60)  # fmt: skip
