@@ -19,10 +19,10 @@ from pathlib import Path
 
 from chaos.services import ServiceError, wait_port
 
-__all__ = ["LocalCluster", "local_cluster"]
+__all__ = ["LocalCluster", "cluster_port", "local_cluster"]
 
 
-def _cluster_port() -> int:
+def cluster_port() -> int:
     """A free port P with P + 10000 (the cluster bus) free too, both at most 65535."""
     rng = random.Random()
     for _ in range(200):
@@ -59,7 +59,7 @@ class LocalCluster:
         self.masters = masters
         self.replicas = replicas
         self.node_timeout_ms = node_timeout_ms
-        self.ports = [_cluster_port() for _ in range(masters * (1 + replicas))]
+        self.ports = [cluster_port() for _ in range(masters * (1 + replicas))]
         self.procs: dict[int, subprocess.Popen[bytes]] = {}
 
     @property

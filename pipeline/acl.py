@@ -69,6 +69,13 @@ _HANDSHAKE: Final = ("+auth", "+hello", "+ping", "+select")
 # knows the subcommand, so there redis-py's CLIENT MAINT_NOTIFICATIONS (RESP3 over TCP) is
 # named too; both then fail as unknown subcommands, which redis-py ignores.
 _SETINFO: Final = ("+client|setinfo",)
+# A Redis Cluster client (`redis+cluster://`) asks for the slot map (CLUSTER SLOTS, CLUSTER
+# SHARDS from 7.0) and the command table (COMMAND: where each command's keys are, read-only
+# metadata), and sends ASKING before a command redirected by ASK while a slot moves.
+_CLUSTER: Final = ("+cluster|slots", "+command", "+asking")
+_CLUSTER_7: Final = ("+cluster|shards",)
+# `ACI_WAIT_REPLICAS`: the lanes of submitters and workers send WAIT after their writes.
+_WAIT: Final = "+wait"
 _FIRST_ARGUMENT_RULES: Final = ("+client|setinfo", "+client|maint_notifications")
 
 # The client (pipeline.client, pipeline.lane): EVALSHA (through the selector), SCRIPT LOAD
@@ -138,9 +145,10 @@ def acl_rules(prefix: str, role: str, redis_major: int = 7, redis_minor: int = 0
         handshake += _FIRST_ARGUMENT_RULES
     elif (redis_major, redis_minor) >= (7, 2):
         handshake += _SETINFO
+    handshake += [*_CLUSTER, *(_CLUSTER_7 if modern else ())]
     rules = ["resetchannels", "resetkeys", "-@all", *handshake]
     if role == "worker":
-        return [*rules, *("~" + p for p in k("*")), *_WORKER_COMMANDS]
+        return [*rules, *("~" + p for p in k("*")), *_WORKER_COMMANDS, _WAIT]
     if role == "auditor":
         return [*rules, *(("%R~" if modern else "~") + p for p in k("*")), *_AUDITOR_COMMANDS]
     # submitter
@@ -149,7 +157,7 @@ def acl_rules(prefix: str, role: str, redis_major: int = 7, redis_minor: int = 0
     results = [*k("res:*"), *k("model:*"), *k("control:*")]  # read, never written
     if not modern:
         return [*rules, *("~" + p for p in (*submitted, *state, *results)),
-                "+evalsha", *_SUBMITTER_COMMANDS]  # fmt: skip
+                "+evalsha", *_SUBMITTER_COMMANDS, _WAIT]  # fmt: skip
     keys = [
         *("%W~" + p for p in submitted),
         *("~" + p for p in state),
@@ -158,7 +166,7 @@ def acl_rules(prefix: str, role: str, redis_major: int = 7, redis_minor: int = 0
     # EVALSHA needs read and write on each key it names: granted here, for EVALSHA only. Each
     # command the script runs is checked against the rules above, one by one.
     selector = "(" + " ".join(["~" + p for p in (*state, *submitted)] + ["+evalsha"]) + ")"
-    return [*rules, *keys, *_SUBMITTER_COMMANDS, selector]
+    return [*rules, *keys, *_SUBMITTER_COMMANDS, _WAIT, selector]
 
 
 def password_hash(password: str) -> str:

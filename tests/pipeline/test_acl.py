@@ -8,6 +8,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -416,3 +417,65 @@ def test_partition_patterns_cover_every_kind_and_only_their_prefix() -> None:
     for kind in ("call:*", "fp:*", "res:*", "model:*", "control:*", "invocations", "lifecycle",
                  "sessions"):  # fmt: skip
         assert any(r.endswith("~{aci:???}:" + kind) for r in rules), kind
+
+
+@pytest.fixture
+def cluster_node(tmp_path: Path) -> Iterator[tuple[int, dict[str, str]]]:
+    """One cluster-mode redis-server holding every slot, with the role users."""
+    import secrets as secrets_module
+
+    from chaos.cluster import cluster_port
+
+    passwords = {role: secrets_module.token_urlsafe(12) for role in (*ROLES, "admin")}
+    (tmp_path / "users.acl").write_text(aclfile(PREFIX, passwords, 7, 0,
+                                                admin_password=passwords["admin"]))  # fmt: skip
+    port = cluster_port()  # its bus port (+10,000) free too
+    proc = subprocess.Popen(
+        ["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--dir", str(tmp_path),
+         "--save", "", "--cluster-enabled", "yes", "--aclfile", str(tmp_path / "users.acl")],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    try:
+        wait_port(port, up=True, limit=10)
+        admin = redis_sync.Redis(port=port, username="default", password=passwords["admin"])
+        admin.execute_command("CLUSTER", "ADDSLOTSRANGE", 0, 16383)
+        for _ in range(100):
+            if b"cluster_state:ok" in admin.execute_command("CLUSTER", "INFO"):
+                break
+            time.sleep(0.05)
+        admin.close()
+        yield port, passwords
+    finally:
+        proc.terminate()
+        proc.wait(10)
+
+
+async def test_the_role_users_work_on_a_redis_cluster(
+    cluster_node: tuple[int, dict[str, str]],
+) -> None:
+    """Cluster clients also send CLUSTER SLOTS and COMMAND (topology, key positions), ASKING
+    (a slot being moved) and WAIT (`ACI_WAIT_REPLICAS`)."""
+    port, passwords = cluster_node
+
+    def url(role: str) -> str:
+        user = "default" if role == "admin" else role
+        return f"redis+cluster://{user}:{passwords[role]}@127.0.0.1:{port}"
+
+    settings = Settings(prefix=PREFIX, partitions=4, visibility_timeout_s=2.0, deadline_s=1.0,
+                        wait_replicas=1, wait_timeout_ms=20)  # fmt: skip
+    with anyio.fail_after(40):
+        async with (
+            open_redis(url("worker")) as worker_redis,
+            running_worker(worker_redis, settings, {"lookup_knowledge": InstantSource()}),
+            EvidenceClient.connect(settings, url("submitter")) as client,
+        ):
+            for session in ("a1", "b2", "c3", "d4"):
+                results = await client.call_many(session, [kcall(1), kcall(2)], timeout=20)
+                assert all(r is not None and r.lifecycle is LifecycleStatus.READY
+                           for r in results)  # fmt: skip
+        async with open_redis(url("auditor")) as auditor:
+            report = await collect_status(auditor, settings)
+            assert report["sessions"] == 4
+        async with open_redis(url("admin")) as admin:
+            denials = await call_redis(admin.execute_command("ACL", "LOG"))
+    assert denials == [], denials
