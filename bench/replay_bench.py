@@ -1,6 +1,7 @@
 """Replay throughput: re-projection of 10,000 recorded invocations (goal >= 5,000/s).
 
     .venv/bin/python bench/replay_bench.py [--total 10000] [--redis redis://127.0.0.1:6379/0]
+                                           [--partitions 1]
 
 Records a mixed session (knowledge, logs, MySQL) with a real in-process worker on Redis, then
 times `reproject` over the recordings loaded from Redis (load and re-project reported apart).
@@ -18,7 +19,6 @@ from typing import Any
 import anyio
 
 from pipeline.client import EvidenceClient, ToolCall
-from pipeline.keys import Keys
 from pipeline.redis_io import open_redis
 from pipeline.settings import Settings
 from workers.instant import InstantSource
@@ -61,8 +61,8 @@ async def record(redis: Any, settings: Settings, total: int) -> None:
         stop.set()
 
 
-async def main(total: int, url: str) -> dict[str, Any]:
-    settings = Settings(prefix=f"bench{uuid.uuid4().hex[:8]}", redis_url=url)
+async def main(total: int, url: str, partitions: int = 1) -> dict[str, Any]:
+    settings = Settings(prefix=f"bench{uuid.uuid4().hex[:8]}", redis_url=url, partitions=partitions)
     async with open_redis(url) as redis:
         try:
             await record(redis, settings, total)
@@ -74,9 +74,10 @@ async def main(total: int, url: str) -> dict[str, Any]:
                 reporter.add(reproject(rec, settings))
             projected = time.perf_counter()
         finally:
-            keys = [k async for k in redis.scan_iter(match=f"{Keys(settings.prefix).tag}:*")]
-            for start in range(0, len(keys), 1000):
-                await redis.delete(*keys[start : start + 1000])
+            for part in settings.keys().parts:
+                keys = [k async for k in redis.scan_iter(match=f"{part.tag}:*")]
+                for start in range(0, len(keys), 1000):
+                    await redis.delete(*keys[start : start + 1000])
     summary = reporter.summary()
     return {
         "bench": "replay_reproject",
@@ -94,5 +95,6 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--total", type=int, default=10_000)
     parser.add_argument("--redis", default="redis://127.0.0.1:6379/0")
+    parser.add_argument("--partitions", type=int, default=1)
     args = parser.parse_args()
-    print(json.dumps(anyio.run(main, args.total, args.redis)))
+    print(json.dumps(anyio.run(main, args.total, args.redis, args.partitions)))

@@ -105,10 +105,15 @@ def _allowed(expect: str, st: str, evidence: str, code: str) -> str:
 
 
 async def check_books(
-    redis: Any, prefix: str, plan: Sequence[Planned], *, needles: Sequence[str], logs: str = ""
+    redis: Any,
+    prefix: str | Keys,
+    plan: Sequence[Planned],
+    *,
+    needles: Sequence[str],
+    logs: str = "",
 ) -> Books:
-    """Check the books of one scenario (see the module docstring)."""
-    keys = Keys(prefix)
+    """Check the books of one scenario (see the module docstring), over every partition."""
+    keys = prefix if isinstance(prefix, Keys) else Keys(prefix)
     books = Books(planned=len(plan))
     planned = {(p.session, p.call.tool_call_id): p for p in plan}
     pattern = leak_pattern(needles)
@@ -122,10 +127,12 @@ async def check_books(
                 texts.append(_text(f[b"d"]))
     opened: Counter[tuple[str, str]] = Counter()
     closed: Counter[tuple[str, str]] = Counter()
-    for stream in (keys.lifecycle, keys.invocations, keys.dead):
+    lifecycles = {part.lifecycle for part in keys.parts}
+    streams = [s for part in keys.parts for s in (part.lifecycle, part.invocations, part.dead)]
+    for stream in streams:
         for _eid, f in await _xrange_all(redis, stream):
             texts.extend(_text(v) for v in f.values())
-            if stream == keys.lifecycle:
+            if stream in lifecycles:
                 key = (_text(f[b"session"]), _text(f[b"id"]))
                 (opened if f[b"status"] == b"PROJECTING" else closed)[key] += 1
     states = await read_records(redis, keys, list(planned))
@@ -154,8 +161,9 @@ async def check_books(
     seen = set(model) | set(control) | set(closed) | set(opened)
     books.minted = len(seen - set(planned))
     books.states = dict(sorted(status.items()))
-    pending = await redis.xpending(keys.invocations, GROUP)
-    books.pending_left = int(pending["pending"])
+    for part in keys.parts:  # every worker creates the group of every partition it reads
+        pending = await redis.xpending(part.invocations, GROUP)
+        books.pending_left += int(pending["pending"])
     hits = scan(texts, pattern) + scan(logs.splitlines(), pattern)
     books.leaked = len(hits)
     books.examples += [f"leak: {h}" for h in hits[:5]]

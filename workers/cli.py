@@ -289,6 +289,11 @@ async def _cmd_import(args: argparse.Namespace, settings: Settings) -> int:
 
 
 async def _cmd_bench(args: argparse.Namespace, settings: Settings) -> int:
+    if args.cluster:
+        from workers.bench_cluster import bench_cluster
+
+        print(json.dumps(await bench_cluster(total=args.total, workers=args.workers)))
+        return 0
     from workers.bench import run_bench
 
     return await run_bench(total=args.total, as_json=args.json, peers=not args.no_peers)
@@ -383,6 +388,8 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--total", type=int, default=20_000)
     p.add_argument("--json", action="store_true")
     p.add_argument("--no-peers", action="store_true")
+    p.add_argument("--cluster", action="store_true", help="1 vs 3 shards of a local cluster")
+    p.add_argument("--workers", type=int, default=2, help="worker processes (with --cluster)")
     return parser
 
 

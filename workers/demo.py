@@ -60,11 +60,18 @@ async def _shop_url() -> tuple[str | None, str]:
 
 async def _timeline(redis: Any, keys: Keys, session: str) -> list[dict[str, Any]]:
     rows = []
-    for _eid, f in await redis.xrange(keys.lifecycle, "-", "+"):
+    for _eid, f in await redis.xrange(keys.for_session(session).lifecycle, "-", "+"):
         if f.get(b"session", b"").decode() != session:
             continue
         rows.append({k.decode(): v.decode() for k, v in f.items() if k != b"session"})
     return rows
+
+
+async def _delete_keys(redis: Any, keys: Keys) -> None:
+    for part in keys.parts:  # one scan per partition tag (a prefix has no `:` nor braces)
+        found = [k async for k in redis.scan_iter(match=f"{part.tag}:*", count=1000)]
+        for start in range(0, len(found), 1000):
+            await redis.delete(*found[start : start + 1000])
 
 
 def _record(call: ToolCall, result: CallResult | None, latency_ms: float) -> dict[str, Any]:
@@ -135,7 +142,7 @@ async def run_demo(
                         f"round {number}: {len(calls)} parallel calls in "
                         f"{(time.perf_counter() - started) * 1000:.0f} ms"
                     )
-                timeline = await _timeline(auditor, Keys(prefix), session)
+                timeline = await _timeline(auditor, run_settings.keys(), session)
                 view.finish(scenario, transcript, timeline)
                 if keep_running:
                     view.note(
@@ -144,12 +151,10 @@ async def run_demo(
                     )
                     with contextlib.suppress(KeyboardInterrupt):
                         await anyio.sleep_forever()
-                if not settings.redis_url:
-                    pass  # the embedded server and its data go away with it
-                else:
-                    keys = [k async for k in redis.scan_iter(match=f"{{{prefix}}}:*")]
-                    if keys:
-                        await redis.delete(*keys)
+        if settings.redis_url:  # the embedded server and its data go away with it
+            # Once the workers have stopped: a running worker re-creates its group's stream.
+            async with open_redis(urls.auditor) as redis:
+                await _delete_keys(redis, run_settings.keys())
     return 0
 
 

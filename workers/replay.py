@@ -156,13 +156,15 @@ async def _call_keys(redis: Redis, keys: Keys, session: str) -> list[str]:
 
 async def load_redis(redis: Redis, settings: Settings, selection: Selection) -> list[Recording]:
     """The recorded invocations matching `selection`, ordered by submission time."""
-    keys = Keys(settings.prefix)
+    keys = settings.keys()
     if selection.session is not None:
         sessions = [selection.session]
     else:
         low = selection.since_ms if selection.since_ms is not None else "-inf"
-        names = await call_redis(redis.zrangebyscore(keys.sessions, low, "+inf"))
-        sessions = [n.decode() if isinstance(n, bytes) else n for n in names]
+        sessions = []
+        for part in keys.parts:  # each partition indexes its own sessions
+            names = await call_redis(redis.zrangebyscore(part.sessions, low, "+inf"))
+            sessions.extend(n.decode() if isinstance(n, bytes) else n for n in names)
     pairs: list[tuple[str, str]] = []
     for session in sessions:
         if selection.tool_call_id is not None:
@@ -264,9 +266,10 @@ async def _lifecycle_of(redis: Redis, keys: Keys, records: list[Recording]) -> N
         return
     by_id = {r.tool_call_id: r for r in records}
     session = records[0].session
+    lifecycle = keys.for_session(session).lifecycle
     cursor = f"{min(r.t0 for r in records)}-0"
     while True:
-        batch = await call_redis(redis.xrange(keys.lifecycle, min=cursor, max="+", count=10_000))
+        batch = await call_redis(redis.xrange(lifecycle, min=cursor, max="+", count=10_000))
         for entry_id, raw in batch:
             fields = {k.decode(): v.decode("utf-8", "replace") for k, v in raw.items()}
             rec = by_id.get(fields.get("id", ""))
@@ -280,7 +283,7 @@ async def _lifecycle_of(redis: Redis, keys: Keys, records: list[Recording]) -> N
 async def export_session(redis: Redis, settings: Settings, session: str, path: str) -> int:
     """Write a session's invocations (with their lifecycle entries) to `path`; the count."""
     records = await load_redis(redis, settings, Selection(session=session))
-    await _lifecycle_of(redis, Keys(settings.prefix), records)
+    await _lifecycle_of(redis, settings.keys(), records)
     data = b"".join(_ENCODER.encode(to_line(r)) + b"\n" for r in records)
     await anyio.Path(path).write_bytes(data)
     return len(records)
@@ -305,7 +308,7 @@ async def import_lines(
 ) -> Counter[str]:
     """Write finished recordings into Redis (optionally under `session`); counts of
     imported / existing (left alone) / unfinished (skipped)."""
-    keys, counts = Keys(settings.prefix), Counter[str]()
+    keys, counts = settings.keys(), Counter[str]()
     ttl = settings.retention_s * 1000
     for rec in records:
         if session is not None and session != rec.session:
@@ -319,7 +322,7 @@ async def import_lines(
             continue
         pipe = redis.pipeline(transaction=True)
         queue_write(pipe, keys, rec.session, rec.tool_call_id, rec.fields, ttl)
-        pipe.zadd(keys.sessions, {rec.session: rec.t0}, gt=True)
+        pipe.zadd(keys.for_session(rec.session).sessions, {rec.session: rec.t0}, gt=True)
         for stream, field in ((keys.model(rec.session), "mo"), (keys.control(rec.session), "cv")):
             pipe.xadd(
                 stream,

@@ -39,6 +39,7 @@ from pipeline.envelope import (
 )
 from pipeline.keys import GROUP, Partition, is_valid_session_id
 from pipeline.lane import Lane, run_scripts, stream_entries
+from pipeline.record import pack
 from pipeline.redis_io import (
     PipelineError,
     Redis,
@@ -620,8 +621,8 @@ class _Worker:
             item.entry_id,
             out.control.status.value,
             out.result.evidence_status.value,
-            _ENCODER.encode(out.result),
-            out.raw,
+            pack(_ENCODER.encode(out.result)),  # large bodies compressed (pipeline.record)
+            pack(out.raw),
             _ENCODER.encode(out.observation),
             _ENCODER.encode(out.control),
             int(time.time() * 1000),

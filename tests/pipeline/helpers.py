@@ -30,9 +30,9 @@ async def running_worker(
         stop.set()
 
 
-async def books(redis: Any, prefix: str, session: str) -> dict[str, Any]:
+async def books(redis: Any, prefix: str, session: str, partitions: int = 1) -> dict[str, Any]:
     """Per tool call id: lifecycle finals, model views, control views, and the state."""
-    keys = Keys(prefix)
+    keys = Keys(prefix, partitions)
     model = Counter(
         f[b"id"].decode() for _e, f in await redis.xrange(keys.model(session), "-", "+")
     )
@@ -41,7 +41,7 @@ async def books(redis: Any, prefix: str, session: str) -> dict[str, Any]:
     )
     finals: Counter[str] = Counter()
     submitted: Counter[str] = Counter()
-    for _e, f in await redis.xrange(keys.lifecycle, "-", "+"):
+    for _e, f in await redis.xrange(keys.for_session(session).lifecycle, "-", "+"):
         if f[b"session"].decode() != session:
             continue
         if f[b"status"] == b"PROJECTING":

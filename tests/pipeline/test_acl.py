@@ -8,6 +8,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -46,7 +47,7 @@ def test_no_role_gets_every_command_or_every_key(role: str, version: tuple[int, 
     assert "+@" not in flat  # commands are named one by one, never by category
     assert rules[:3] == ["resetchannels", "resetkeys", "-@all"]
     patterns = [r.lstrip("(").split("~", 1)[1] for r in flat.split() if "~" in r]
-    assert patterns and all(p.startswith("{aci}:") for p in patterns)
+    assert patterns and all(p.startswith(("{aci}:", "{aci:")) for p in patterns)
     dangerous = ("+flushall", "+flushdb", "+config", "+acl", "+debug", "+shutdown", "+module",
                  "+keys", "+eval", "+monitor", "+client", "+xclaim")  # fmt: skip
     assert not [r for r in flat.split() if r.rstrip(")") in dangerous]
@@ -362,3 +363,119 @@ async def test_the_embedded_administrator_needs_its_password() -> None:
             async with open_redis("unix://" + url.split("@", 1)[1]) as anonymous:
                 with pytest.raises(RedisProtocolError, match="NOAUTH"):
                     await call_redis(anonymous.ping())
+
+
+# -- partitions ---------------------------------------------------------------------------
+
+
+async def test_a_partitioned_pipeline_runs_under_the_role_users(server: AclServer) -> None:
+    settings = Settings(prefix=PREFIX, partitions=4, visibility_timeout_s=2.0, deadline_s=1.0)
+    keys = settings.keys()
+    sessions = [f"sess-{i}" for i in range(8)]
+    assert len({keys.partition_of(s) for s in sessions}) == 4
+    with anyio.fail_after(40):
+        async with (
+            open_redis(server.url("worker")) as worker_redis,
+            running_worker(worker_redis, settings, {"lookup_knowledge": InstantSource()}),
+            EvidenceClient.connect(settings, server.url("submitter")) as client,
+        ):
+            for session in sessions:
+                results = await client.call_many(session, [kcall(i) for i in range(3)], timeout=20)
+                assert all(r is not None and r.lifecycle is LifecycleStatus.READY for r in results)
+    denials = await _denials(server)
+    assert denials == [], [(d["username"], d["object"]) for d in denials]
+    async with open_redis(server.url("auditor")) as auditor:
+        records = await load_redis(auditor, settings, Selection())
+        assert len(records) == 24 and all("raw" in r.fields for r in records)
+        report = await collect_status(auditor, settings)
+        assert report["sessions"] == 8 and report["group"]["pending"] == 0
+    async with open_redis(server.url("submitter")) as submitter:
+        # A partition's raw answers and dead letters are refused like the single tag's.
+        with pytest.raises(RedisProtocolError, match="NOPERM"):
+            await call_redis(submitter.get(keys.raw("sess-1", "call_0")))
+        with pytest.raises(RedisProtocolError, match="NOPERM"):
+            await call_redis(submitter.xlen(keys.for_session("sess-1").dead))
+        # A tool call id holding `}:call:` cannot pass another kind of key off as a call key.
+        hostile = keys.raw("sess-1", "x}:call:y")
+        with pytest.raises(RedisProtocolError, match="NOPERM"):
+            await call_redis(submitter.hget(hostile, "st"))
+    async with open_redis(server.url("worker")) as worker_redis:
+        with pytest.raises(RedisProtocolError, match="NOPERM"):  # another prefix's partition
+            await call_redis(worker_redis.xlen("{other:0.1}:invocations"))
+
+
+def test_partition_patterns_cover_every_kind_and_only_their_prefix() -> None:
+    from pipeline.keys import Keys
+
+    for version in _VERSIONS:
+        flat = " ".join(acl_rules("a*", "worker", *version))
+        assert "{a\\*:???}:*" in flat  # the prefix's glob characters stay escaped
+    keys = Keys("aci", 256)
+    # The `?` runs cover every partition tag a deployment can have (index.salt ≤ 9 chars).
+    assert max(len(p.tag) for p in keys.parts) - len("{aci:}") <= 9
+    rules = acl_rules(PREFIX, "submitter", 7)
+    for kind in ("call:*", "fp:*", "res:*", "model:*", "control:*", "invocations", "lifecycle",
+                 "sessions"):  # fmt: skip
+        assert any(r.endswith("~{aci:???}:" + kind) for r in rules), kind
+
+
+@pytest.fixture
+def cluster_node(tmp_path: Path) -> Iterator[tuple[int, dict[str, str]]]:
+    """One cluster-mode redis-server holding every slot, with the role users."""
+    import secrets as secrets_module
+
+    from chaos.cluster import cluster_port
+
+    passwords = {role: secrets_module.token_urlsafe(12) for role in (*ROLES, "admin")}
+    (tmp_path / "users.acl").write_text(aclfile(PREFIX, passwords, 7, 0,
+                                                admin_password=passwords["admin"]))  # fmt: skip
+    port = cluster_port()  # its bus port (+10,000) free too
+    proc = subprocess.Popen(
+        ["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--dir", str(tmp_path),
+         "--save", "", "--cluster-enabled", "yes", "--aclfile", str(tmp_path / "users.acl")],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    try:
+        wait_port(port, up=True, limit=10)
+        admin = redis_sync.Redis(port=port, username="default", password=passwords["admin"])
+        admin.execute_command("CLUSTER", "ADDSLOTSRANGE", 0, 16383)
+        for _ in range(100):
+            if b"cluster_state:ok" in admin.execute_command("CLUSTER", "INFO"):
+                break
+            time.sleep(0.05)
+        admin.close()
+        yield port, passwords
+    finally:
+        proc.terminate()
+        proc.wait(10)
+
+
+async def test_the_role_users_work_on_a_redis_cluster(
+    cluster_node: tuple[int, dict[str, str]],
+) -> None:
+    """Cluster clients also send CLUSTER SLOTS and COMMAND (topology, key positions), ASKING
+    (a slot being moved) and WAIT (`ACI_WAIT_REPLICAS`)."""
+    port, passwords = cluster_node
+
+    def url(role: str) -> str:
+        user = "default" if role == "admin" else role
+        return f"redis+cluster://{user}:{passwords[role]}@127.0.0.1:{port}"
+
+    settings = Settings(prefix=PREFIX, partitions=4, visibility_timeout_s=2.0, deadline_s=1.0,
+                        wait_replicas=1, wait_timeout_ms=20)  # fmt: skip
+    with anyio.fail_after(40):
+        async with (
+            open_redis(url("worker")) as worker_redis,
+            running_worker(worker_redis, settings, {"lookup_knowledge": InstantSource()}),
+            EvidenceClient.connect(settings, url("submitter")) as client,
+        ):
+            for session in ("a1", "b2", "c3", "d4"):
+                results = await client.call_many(session, [kcall(1), kcall(2)], timeout=20)
+                assert all(r is not None and r.lifecycle is LifecycleStatus.READY
+                           for r in results)  # fmt: skip
+        async with open_redis(url("auditor")) as auditor:
+            report = await collect_status(auditor, settings)
+            assert report["sessions"] == 4
+        async with open_redis(url("admin")) as admin:
+            denials = await call_redis(admin.execute_command("ACL", "LOG"))
+    assert denials == [], denials
