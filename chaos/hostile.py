@@ -41,10 +41,9 @@ KINDS: Final = (
     "bad_gzip",
     "drip",
 )
-# What each kind must end as: evidence (a lone surrogate is repaired to U+FFFD), or the ERROR
-# code the worker gives it.
+# The ERROR code the worker must give each kind (a lone surrogate cannot be carried verbatim).
 EXPECTED: Final = {
-    "surrogate": "EVIDENCE_FOUND",
+    "surrogate": "PROJECTION",
     "gzip_bomb": "PROJECTION",
     "zstd_bomb": "PROJECTION",
     "deflate_bomb": "PROJECTION",

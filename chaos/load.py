@@ -73,7 +73,7 @@ def _template(i: int, rng: random.Random) -> tuple[str, dict[str, Any], str]:
 
 
 def _hostile(n: int) -> tuple[str, dict[str, Any], str]:
-    # The n-th hostile answer (a RAG call); a repaired surrogate is evidence, the rest errors.
+    # The n-th hostile answer (a RAG call): each an ERROR of its expected code.
     kind = KINDS[n % len(KINDS)]
     expect = EXPECTED[kind]
     return (

@@ -17,7 +17,8 @@ host or header value:
 
 The body is decoded here, not by httpx (`workers.content_encoding`): the limit counts decoded
 bytes while they are produced, so a compression bomb stops at the limit. A lone surrogate
-escape (`"\\ud800"`, valid JSON, not encodable as UTF-8) becomes U+FFFD.
+escape (`"\\ud800"`, valid JSON, not encodable as UTF-8) is a PROJECTION error too: an excerpt
+must be the document's text verbatim, and that text cannot be carried, nor replaced by a guess.
 """
 
 from __future__ import annotations
@@ -181,9 +182,9 @@ def _finite(text: str) -> float:
 
 
 def decode_answer(body: bytes) -> Any:
-    """The JSON value of an upstream body, with lone surrogates replaced by U+FFFD; a body that
-    is not UTF-8 JSON (NaN and Infinity are not JSON, nor is a number out of float range, nor
-    nesting past the parser's depth) is a PROJECTION `SourceError`."""
+    """The JSON value of an upstream body; a body that is not UTF-8 JSON (NaN and Infinity are
+    not JSON, nor is a number out of float range, nor nesting past the parser's depth), or
+    that holds a lone surrogate (no text can carry it), is a PROJECTION `SourceError`."""
     try:
         text = body.decode("utf-8-sig")
         answer = json.loads(text, parse_constant=_no_constant, parse_float=_finite)
@@ -194,21 +195,24 @@ def decode_answer(body: bytes) -> Any:
     if _SURROGATE_ESCAPE.search(text) is None:
         return answer
     try:
-        return _without_surrogates(answer)
-    except RecursionError as exc:
+        lone = _has_lone_surrogate(answer)
+    except RecursionError:
+        lone = True
+    if lone:
         raise SourceError(
-            ErrorCode.PROJECTION, "the knowledge service answer is nested too deeply"
-        ) from exc
+            ErrorCode.PROJECTION, "the knowledge service answered with text that is not Unicode"
+        )
+    return answer
 
 
-def _without_surrogates(value: Any) -> Any:
+def _has_lone_surrogate(value: Any) -> bool:
     if isinstance(value, str):
-        return _SURROGATE.sub("\ufffd", value)
+        return _SURROGATE.search(value) is not None
     if isinstance(value, list):
-        return [_without_surrogates(v) for v in value]
+        return any(_has_lone_surrogate(v) for v in value)
     if isinstance(value, dict):
-        return {_without_surrogates(k): _without_surrogates(v) for k, v in value.items()}
-    return value
+        return any(_has_lone_surrogate(k) or _has_lone_surrogate(v) for k, v in value.items())
+    return False
 
 
 def _check_status(status: int) -> None:
