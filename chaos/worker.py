@@ -20,8 +20,7 @@ import anyio
 from contracts import LookupKnowledgeRequest, QueryLogsRequest, QueryMysqlRequest, Request
 from pipeline.redis_io import open_redis
 from pipeline.settings import Settings
-from workers.source import Source
-from workers.sources import open_sources
+from workers.sources import Source, open_sources
 from workers.worker import run_worker
 
 __all__ = ["GARBAGE", "HANG", "FaultySource", "main", "marker_of"]

@@ -12,7 +12,7 @@ from typing import Any
 import anyio
 
 from contracts import LookupKnowledgeRequest, QueryLogsRequest, Request, Topic
-from workers.source import Source
+from workers.sources.base import Source
 
 __all__ = ["DEFAULT_WARMUP_TIMEOUT_S", "open_sources", "warm_up"]
 
@@ -21,9 +21,9 @@ log = logging.getLogger("aci.sources")
 # tool → (module, factory). A source whose module is absent is simply not offered; its
 # tool then finishes as ERROR/UNAVAILABLE on this worker.
 _FACTORIES = {
-    "lookup_knowledge": ("workers.knowledge", "knowledge_source_from_env"),
-    "query_logs": ("workers.logs", "MockLogSource.from_env"),
-    "query_mysql": ("workers.mysql", "MysqlSource.from_env"),
+    "lookup_knowledge": ("workers.sources.knowledge.index", "knowledge_source_from_env"),
+    "query_logs": ("workers.sources.logs.source", "MockLogSource.from_env"),
+    "query_mysql": ("workers.sources.mysql.source", "MysqlSource.from_env"),
 }
 
 
@@ -86,7 +86,7 @@ async def open_sources(
     env = os.environ if env is None else env
     sources: dict[str, Source] = {}
     if env.get("ACI_INSTANT_SOURCES") == "1":
-        from workers.instant import InstantSource
+        from workers.sources.instant import InstantSource
 
         instant = InstantSource()
         yield dict.fromkeys(_FACTORIES, instant)
@@ -108,3 +108,4 @@ async def open_sources(
         for source in sources.values():
             with contextlib.suppress(Exception):
                 await source.aclose()
+
