@@ -45,6 +45,7 @@ def test_the_surface_of_sources() -> None:
         "SourceError",
         "open_sources",
         "warm_up",
+        "wrap_sources",
     }
 
 

@@ -3,8 +3,8 @@
 Layout:
 - `base` — the `Source` / `ImmediateSource` protocols and `SourceError`, the only error a
   source raises;
-- `registry` — `open_sources` (the configured sources by tool, from the environment) and
-  `warm_up`;
+- `registry` — `open_sources` (the configured sources by tool, from the environment),
+  `warm_up`, and `wrap_sources`, the hook that wraps every source (fault injection, tracing);
 - `knowledge/` — `lookup_knowledge`: the embedded runbook index and the HTTP RAG adapter;
 - `logs/` — `query_logs`: the query language and the MOCK source over `mocklog/`;
 - `mysql/` — `query_mysql`: the SQL guard, the PyMySQL source and the demo `shop` data;
@@ -20,7 +20,7 @@ does between the index and the RAG adapter).
 from __future__ import annotations
 
 from workers.sources.base import ImmediateSource, Source, SourceError
-from workers.sources.registry import open_sources, warm_up
+from workers.sources.registry import open_sources, warm_up, wrap_sources
 
 __all__ = [
     "ImmediateSource",
@@ -28,4 +28,5 @@ __all__ = [
     "SourceError",
     "open_sources",
     "warm_up",
+    "wrap_sources",
 ]

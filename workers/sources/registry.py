@@ -1,4 +1,5 @@
-"""Opening the evidence sources a worker runs with, from operator configuration."""
+"""Opening the evidence sources a worker runs with, from operator configuration, and the one
+hook that wraps them (`wrap_sources`)."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ import contextlib
 import importlib
 import logging
 import os
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from typing import Any
 
 import anyio
@@ -14,7 +15,7 @@ import anyio
 from contracts import LookupKnowledgeRequest, QueryLogsRequest, Request, Topic
 from workers.sources.base import Source
 
-__all__ = ["DEFAULT_WARMUP_TIMEOUT_S", "open_sources", "warm_up"]
+__all__ = ["DEFAULT_WARMUP_TIMEOUT_S", "open_sources", "warm_up", "wrap_sources"]
 
 log = logging.getLogger("aci.sources")
 
@@ -109,3 +110,16 @@ async def open_sources(
             with contextlib.suppress(Exception):
                 await source.aclose()
 
+
+def wrap_sources(
+    sources: Mapping[str, Source], wrap: Callable[[Source], Source]
+) -> dict[str, Source]:
+    """The same map with every source behind `wrap(source)`: the way to inject faults (hangs,
+    garbage answers, errors) or trace calls without touching a backend; `chaos.worker` wraps
+    with its `FaultySource`.
+
+    A wrapper sees every call through its `fetch` as long as it has no `fetch_now` (the worker
+    then runs even an `ImmediateSource` as an ordinary call, under the deadline). Closing stays
+    with whoever opened the sources: `open_sources` closes the inner ones on exit.
+    """
+    return {tool: wrap(source) for tool, source in sources.items()}
