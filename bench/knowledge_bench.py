@@ -23,7 +23,7 @@ import anyio
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from contracts.requests import LookupKnowledgeRequest
-from workers.knowledge import (
+from workers.sources.knowledge.index import (
     DEFAULT_KNOWLEDGE_DIR,
     KnowledgeIndexSource,
     KnowledgeSettings,

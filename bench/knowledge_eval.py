@@ -25,7 +25,7 @@ from contracts import project_rag
 from contracts.bounds import DEFAULT_BOUNDS
 from contracts.requests import LookupKnowledgeRequest
 from contracts.status import EvidenceStatus
-from workers.knowledge import (
+from workers.sources.knowledge.index import (
     DEFAULT_KNOWLEDGE_DIR,
     MIN_COVERAGE,
     KnowledgeIndexSource,

@@ -10,8 +10,13 @@ import statistics
 import time
 
 from contracts import DEFAULT_BOUNDS, QueryLogsRequest, Topic, project_logs
-from workers.logs import MockLogSettings, MockLogSource, check_fields, parse_log_query
-from workers.mocklog import SCENARIOS, index_of
+from workers.sources.logs.mocklog import SCENARIOS, index_of
+from workers.sources.logs.source import (
+    MockLogSettings,
+    MockLogSource,
+    check_fields,
+    parse_log_query,
+)
 
 QUERIES = (
     (Topic.APPLICATION, ""),

@@ -11,10 +11,10 @@ import time
 import anyio
 
 from contracts import QueryMysqlRequest
-from workers import sqlguard
-from workers.mysql import MysqlSource
-from workers.shop import ensure_demo_shop
-from workers.sqlguard import guard_sql
+from workers.sources.mysql import sqlguard
+from workers.sources.mysql.shop import ensure_demo_shop
+from workers.sources.mysql.source import MysqlSource
+from workers.sources.mysql.sqlguard import guard_sql
 
 TYPICAL = """SELECT o.id, o.status, o.total_amount, c.email
 FROM orders AS o JOIN customers AS c ON c.id = o.user_id

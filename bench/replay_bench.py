@@ -21,9 +21,9 @@ import anyio
 from pipeline.client import EvidenceClient, ToolCall
 from pipeline.redis_io import open_redis
 from pipeline.settings import Settings
-from workers.instant import InstantSource
 from workers.replay import Selection, load_redis
 from workers.replay_diff import Reporter, reproject
+from workers.sources.instant import InstantSource
 from workers.worker import run_worker
 
 SESSION = "bench"

@@ -13,7 +13,7 @@ import msgspec
 
 from chaos.scenario import Report, Scale, run_spec
 from chaos.scenarios import SCALES, SPECS
-from workers.shop import DEMO_READER, ensure_demo_shop
+from workers.sources.mysql.shop import DEMO_READER, ensure_demo_shop
 
 __all__ = ["format_table", "main", "run_all"]
 

@@ -20,7 +20,7 @@ from typing import Final
 
 import pymysql
 
-from workers.shop import create_reader, load_shop
+from workers.sources.mysql.shop import create_reader, load_shop
 
 __all__ = [
     "OwnMariadb",

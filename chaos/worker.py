@@ -1,7 +1,8 @@
 """A worker process with fault-injecting sources: `python -m chaos.worker [--log-level L]
 worker --concurrency N` (same command line and environment as `python -m workers.cli`).
 
-Every configured source is wrapped: a request whose text carries `chaos-hang` never answers (the
+Every configured source is wrapped with `FaultySource` through `workers.sources.wrap_sources`
+(the fault-injection hook): a request whose text carries `chaos-hang` never answers (the
 worker's deadline must turn it into ERROR/TIMEOUT), one carrying `chaos-garbage` gets an answer
 of the wrong shape (it must become ERROR/PROJECTION). Any other request reaches the real source.
 """
@@ -20,8 +21,7 @@ import anyio
 from contracts import LookupKnowledgeRequest, QueryLogsRequest, QueryMysqlRequest, Request
 from pipeline.redis_io import open_redis
 from pipeline.settings import Settings
-from workers.source import Source
-from workers.sources import open_sources
+from workers.sources import Source, open_sources, wrap_sources
 from workers.worker import run_worker
 
 __all__ = ["GARBAGE", "HANG", "FaultySource", "main", "marker_of"]
@@ -76,7 +76,7 @@ async def _run(concurrency: int) -> None:
                 return
 
     async with open_sources() as real, open_redis(settings.redis_url) as redis:
-        sources = {tool: FaultySource(source) for tool, source in real.items()}
+        sources = wrap_sources(real, FaultySource)
         async with anyio.create_task_group() as tg:
             tg.start_soon(watch_signals)
             await run_worker(redis, settings, sources, concurrency=concurrency, stop=stop)

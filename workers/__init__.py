@@ -2,6 +2,6 @@
 
 from __future__ import annotations
 
-from workers.source import Source, SourceError
+from workers.sources import Source, SourceError
 
 __all__ = ["Source", "SourceError"]

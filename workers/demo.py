@@ -47,7 +47,7 @@ async def _shop_url() -> tuple[str | None, str]:
     if configured:
         return configured, "using ACI_MYSQL_SHOP_URL"
     try:
-        from workers.shop import ensure_demo_shop
+        from workers.sources.mysql.shop import ensure_demo_shop
 
         with anyio.fail_after(30):
             return await ensure_demo_shop(), "loaded the demo `shop` database on localhost"

@@ -58,7 +58,7 @@ from pipeline.client import CallResult, EvidenceClient, ToolCall
 from pipeline.keys import is_valid_session_id
 from pipeline.redis_io import PipelineError
 from pipeline.settings import Settings
-from workers.source import Source
+from workers.sources import Source
 
 if TYPE_CHECKING:
     import mcp.types as mcp_types

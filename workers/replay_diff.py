@@ -32,7 +32,7 @@ from contracts import (
 )
 from pipeline.envelope import EnvelopeError, Invocation, decode_envelope
 from pipeline.settings import Settings
-from workers.source import Source
+from workers.sources import Source
 from workers.stage import Outcome, build_outcome, project_safely, run_stages, scope_of
 
 __all__ = [

@@ -32,7 +32,7 @@ from contracts import (
 from contracts.views import ControlView
 from pipeline.lifecycle import final_status
 from pipeline.settings import Settings
-from workers.source import ImmediateSource, Source, SourceError
+from workers.sources import ImmediateSource, Source, SourceError
 
 __all__ = [
     "Outcome",

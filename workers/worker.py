@@ -55,7 +55,7 @@ from pipeline.redis_io import (
 from pipeline.settings import Settings
 from pipeline.trim import trim_streams
 from workers.logging_setup import invocation_context, parse_traceparent, records_spans, span
-from workers.source import Source
+from workers.sources import Source
 from workers.stage import Outcome, StageRun, build_outcome, is_immediate
 
 if TYPE_CHECKING:

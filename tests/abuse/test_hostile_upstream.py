@@ -28,10 +28,9 @@ from contracts.results import ErrorResult, RagResult
 from pipeline.client import EvidenceClient, ToolCall
 from pipeline.settings import Settings
 from tests.pipeline.helpers import assert_exactly_once, books, running_worker
-from workers.mysql import ConnectParams, MysqlSource
-from workers.rag_http import HttpRagSource, RagHttpSettings
-from workers.source import SourceError
-from workers.sources import open_sources, warm_up
+from workers.sources import SourceError, open_sources, warm_up
+from workers.sources.knowledge.rag_http import HttpRagSource, RagHttpSettings
+from workers.sources.mysql.source import ConnectParams, MysqlSource
 from workers.stage import build_outcome, run_stages
 
 MB = 1024 * 1024
@@ -201,8 +200,8 @@ async def test_bombs_stop_at_the_decoded_byte_limit(upstream: HostileServer, kin
 _PEAK_CHILD = """
 import asyncio, resource, sys
 from contracts import LookupKnowledgeRequest
-from workers.rag_http import HttpRagSource, RagHttpSettings
-from workers.source import SourceError
+from workers.sources.knowledge.rag_http import HttpRagSource, RagHttpSettings
+from workers.sources import SourceError
 
 async def main():
     src = HttpRagSource(RagHttpSettings(url=sys.argv[1], max_bytes=4 * 1024 * 1024))

@@ -16,7 +16,7 @@ import anyio
 import pytest
 
 from contracts.requests import LookupKnowledgeRequest
-from workers.knowledge import KnowledgeIndexSource, KnowledgeSettings, build_index
+from workers.sources.knowledge.index import KnowledgeIndexSource, KnowledgeSettings, build_index
 
 SECRET = "zebraquartz outsider secret"
 GOOD = "# Pool\n\n## Symptoms\nThe connection pool is exhausted; zebraquartz appears here too.\n"

@@ -28,7 +28,7 @@ from chaos.services import OwnRedis, free_port, own_redis
 from pipeline.client import EvidenceClient, ToolCall
 from pipeline.redis_io import open_redis
 from pipeline.settings import Settings
-from workers.shop import DEMO_READER, ensure_demo_shop
+from workers.sources.mysql.shop import DEMO_READER, ensure_demo_shop
 
 pytestmark = [pytest.mark.mariadb, pytest.mark.slow]
 ROOT = Path(__file__).resolve().parents[2]

@@ -13,9 +13,9 @@ from pipeline.client import EvidenceClient, ToolCall
 from pipeline.settings import Settings
 from tests.pipeline.helpers import assert_exactly_once, books, loads, running_worker
 from tests.workers.sql_corpus import CORPUS
-from workers.mysql import MysqlSource
-from workers.shop import TABLES, ensure_demo_shop
-from workers.sqlguard import guard_sql
+from workers.sources.mysql.shop import TABLES, ensure_demo_shop
+from workers.sources.mysql.source import MysqlSource
+from workers.sources.mysql.sqlguard import guard_sql
 
 pytestmark = [pytest.mark.redis, pytest.mark.mariadb, pytest.mark.slow]
 # The contract layer refuses some cases before the source's guard sees them.

@@ -33,8 +33,8 @@ from pipeline.settings import Settings
 from tests.conftest import REDIS_URL
 from tests.pipeline.helpers import assert_exactly_once, books, loads, running_worker
 from tests.pipeline.sources import InstantSource as AsyncSource
-from workers.instant import InstantSource
 from workers.logging_setup import configure_logging, invocation_context
+from workers.sources.instant import InstantSource
 
 pytestmark = pytest.mark.redis
 

@@ -9,7 +9,7 @@ import pytest
 from chaos.report import format_table
 from chaos.scenario import Report, run_spec
 from chaos.scenarios import SCALES, SPECS
-from workers.shop import DEMO_READER, ensure_demo_shop
+from workers.sources.mysql.shop import DEMO_READER, ensure_demo_shop
 
 pytestmark = [pytest.mark.slow, pytest.mark.mariadb]
 

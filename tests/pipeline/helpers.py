@@ -13,7 +13,7 @@ import anyio
 
 from pipeline.keys import Keys
 from pipeline.settings import Settings
-from workers.source import Source
+from workers.sources import Source
 from workers.worker import run_worker
 
 

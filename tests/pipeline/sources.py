@@ -10,7 +10,7 @@ from typing import Any
 import anyio
 
 from contracts import ErrorCode, LogScope, LogsUpstream, Request
-from workers.source import SourceError
+from workers.sources import SourceError
 
 
 def answer(query: str) -> dict[str, Any]:

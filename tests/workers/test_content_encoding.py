@@ -1,4 +1,4 @@
-"""Bounded body decoding (`workers.content_encoding`): no server, chunked inputs."""
+"""Bounded body decoding (`workers.sources.knowledge.content_encoding`): no server, chunked inputs."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import zstandard
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from workers.content_encoding import (
+from workers.sources.knowledge.content_encoding import (
     BodyTooLarge,
     BodyUndecodable,
     accept_encoding,

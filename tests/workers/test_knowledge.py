@@ -11,21 +11,21 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import workers.knowledge as knowledge
+import workers.sources.knowledge.index as knowledge
 from contracts import project_rag
 from contracts.bounds import DEFAULT_BOUNDS
 from contracts.requests import LookupKnowledgeRequest
 from contracts.results import RagResult
 from contracts.status import ErrorCode, EvidenceStatus, RelevanceLevel
-from workers.knowledge import (
+from workers.sources import SourceError
+from workers.sources.knowledge.index import (
     DEFAULT_KNOWLEDGE_DIR,
     KnowledgeIndexSource,
     KnowledgeSettings,
     knowledge_source_from_env,
     split_markdown,
 )
-from workers.rag_http import HttpRagSource
-from workers.source import SourceError
+from workers.sources.knowledge.rag_http import HttpRagSource
 
 EVAL = json.loads((Path(__file__).with_name("knowledge_eval.json")).read_text(encoding="utf-8"))
 

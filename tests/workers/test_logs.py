@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import workers.logs
+import workers.sources.logs.source
 from contracts import (
     DEFAULT_BOUNDS,
     ErrorCode,
@@ -22,7 +22,9 @@ from contracts import (
     project_logs,
 )
 from pipeline.lifecycle import final_status
-from workers.logs import (
+from workers.sources import SourceError
+from workers.sources.logs.mocklog import scenario_info
+from workers.sources.logs.source import (
     SCENARIOS,
     Clause,
     MockLogSettings,
@@ -31,8 +33,6 @@ from workers.logs import (
     check_fields,
     parse_log_query,
 )
-from workers.mocklog import scenario_info
-from workers.source import SourceError
 
 APP, DB, SYS = Topic.APPLICATION, Topic.DATABASE_SLOW_QUERY, Topic.SYSTEM_EVENTS
 _ENC = msgspec.json.Encoder()
@@ -324,5 +324,5 @@ def test_exports() -> None:
         "oom-kill-restarts",
         "downstream-timeout",
     )
-    for name in workers.logs.__all__:
-        assert hasattr(workers.logs, name)
+    for name in workers.sources.logs.source.__all__:
+        assert hasattr(workers.sources.logs.source, name)

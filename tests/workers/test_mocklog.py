@@ -11,9 +11,9 @@ from datetime import datetime
 import msgspec
 import pytest
 
-import workers.mocklog
+import workers.sources.logs.mocklog
 from contracts import Topic
-from workers.mocklog import (
+from workers.sources.logs.mocklog import (
     NUMERIC_FIELDS,
     SCENARIOS,
     TOPIC_FIELDS,
@@ -22,11 +22,11 @@ from workers.mocklog import (
     scenario_info,
     world_of,
 )
-from workers.mocklog.index import mask
+from workers.sources.logs.mocklog.index import mask
 
 _DIGEST_SCRIPT = """
 import hashlib, msgspec
-from workers.mocklog import index_of
+from workers.sources.logs.mocklog import index_of
 ix = index_of("db-pool-exhaustion")
 h = hashlib.sha256()
 for topic, t in sorted(ix.topics.items()):
@@ -114,5 +114,5 @@ def test_unknown_scenario_lists_valid_names() -> None:
 
 
 def test_exports() -> None:
-    for name in workers.mocklog.__all__:
-        assert hasattr(workers.mocklog, name)
+    for name in workers.sources.logs.mocklog.__all__:
+        assert hasattr(workers.sources.logs.mocklog, name)

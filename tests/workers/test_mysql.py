@@ -14,10 +14,10 @@ import pytest
 from contracts import DEFAULT_BOUNDS, QueryMysqlRequest, project_mysql
 from contracts.status import ErrorCode, EvidenceStatus
 from tests.workers.sql_corpus import CORPUS
-from workers import sqlguard
-from workers.mysql import ConnectParams, MysqlSource
-from workers.shop import TABLES, create_reader, ensure_demo_shop, load_shop
-from workers.source import SourceError
+from workers.sources import SourceError
+from workers.sources.mysql import sqlguard
+from workers.sources.mysql.shop import TABLES, create_reader, ensure_demo_shop, load_shop
+from workers.sources.mysql.source import ConnectParams, MysqlSource
 
 pytestmark = pytest.mark.mariadb
 ROOT = {"host": "127.0.0.1", "port": 3306, "user": "root", "password": ""}

@@ -1,4 +1,4 @@
-"""`workers.rag_http.decode_answer`: upstream bytes to a JSON value, pure (no server)."""
+"""`workers.sources.knowledge.rag_http.decode_answer`: upstream bytes to a JSON value, pure (no server)."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ import json
 import pytest
 
 from contracts.status import ErrorCode
-from workers.rag_http import decode_answer
-from workers.source import SourceError
+from workers.sources import SourceError
+from workers.sources.knowledge.rag_http import decode_answer
 
 
 @pytest.mark.parametrize(

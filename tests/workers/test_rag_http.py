@@ -18,8 +18,8 @@ from contracts.bounds import DEFAULT_BOUNDS
 from contracts.requests import LookupKnowledgeRequest
 from contracts.results import ErrorResult, RagResult
 from contracts.status import ErrorCode, EvidenceStatus, RelevanceLevel
-from workers.rag_http import HttpRagSource, RagHttpSettings, parse_headers
-from workers.source import SourceError
+from workers.sources import SourceError
+from workers.sources.knowledge.rag_http import HttpRagSource, RagHttpSettings, parse_headers
 
 SECRET = "s3cr3t-token-value"
 CONTEXT_PACK = {

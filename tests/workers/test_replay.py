@@ -25,8 +25,8 @@ from tests.pipeline.helpers import running_worker
 from tests.pipeline.sources import FailingSource
 from tests.pipeline.test_recovery import free_port
 from workers.cli import _parser
-from workers.instant import InstantSource
 from workers.replay import load_file, run_export, run_import, run_replay
+from workers.sources.instant import InstantSource
 
 pytestmark = pytest.mark.redis
 

@@ -15,15 +15,15 @@ from pathlib import Path
 import anyio
 import pytest
 
-import workers.knowledge as knowledge
-import workers.logs as logs
+import workers.sources.knowledge.index as knowledge
+import workers.sources.logs.source as logs
 from contracts.requests import LookupKnowledgeRequest, QueryLogsRequest
 from contracts.results import ErrorResult, RagResult
 from contracts.status import ErrorCode, Topic
 from pipeline.settings import Settings
-from workers.knowledge import KnowledgeIndexSource, KnowledgeSettings
-from workers.logs import MockLogSource
 from workers.sources import warm_up
+from workers.sources.knowledge.index import KnowledgeIndexSource, KnowledgeSettings
+from workers.sources.logs.source import MockLogSource
 from workers.stage import run_stages
 
 DEADLINE_S = 0.2

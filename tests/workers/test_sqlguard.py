@@ -11,9 +11,9 @@ from hypothesis import strategies as st
 
 from contracts.status import ErrorCode
 from tests.workers.sql_corpus import CORPUS
-from workers import sqlguard
-from workers.source import SourceError
-from workers.sqlguard import _DIALECT, guard_sql
+from workers.sources import SourceError
+from workers.sources.mysql import sqlguard
+from workers.sources.mysql.sqlguard import _DIALECT, guard_sql
 
 _SERVER_SIDE = {"ok", "EXECUTION", "TIMEOUT"}
 
@@ -87,7 +87,7 @@ def test_literals_never_yield_placeholders(values: list[str]) -> None:
 
 
 def _guard_lines(sql: str) -> int:
-    """Python lines executed inside workers/sqlguard.py while guarding `sql` (deterministic,
+    """Python lines executed inside workers/sources/mysql/sqlguard.py while guarding `sql` (deterministic,
     unlike a timing)."""
     count = 0
 

@@ -18,6 +18,12 @@ The index file lives in the cache folder, named after the folder and a fingerpri
 a temp file then renamed, so concurrent workers never open a half-built index. Queries take well
 under a millisecond but still run in a worker thread. The (jieba-loading) build runs in one
 shared thread of its own, which a call waits for only up to its deadline.
+
+One module (about 700 lines) on purpose: the cached index is named after a hash of this file's
+bytes (`_ANALYSIS_HASH`), so a change to the analysis, the file walk or the search rebuilds it;
+split into modules, that hash would have to cover each of them. The sections run in order:
+text analysis (`terms_of`, `split_markdown`), the confined file walk, the index (build, search),
+the source.
 """
 
 from __future__ import annotations
@@ -42,8 +48,8 @@ import msgspec
 
 from contracts.requests import LookupKnowledgeRequest
 from contracts.status import ErrorCode
-from workers.rag_http import HttpRagSource
-from workers.source import SourceError
+from workers.sources.base import SourceError
+from workers.sources.knowledge.rag_http import HttpRagSource
 
 __all__ = [
     "DEFAULT_KNOWLEDGE_DIR",

@@ -19,8 +19,8 @@ from drain3.template_miner_config import TemplateMinerConfig
 
 from contracts.logs import level_rank
 from contracts.status import Topic
-from workers.mocklog.scenarios import world_of
-from workers.mocklog.world import MockRecord, World
+from workers.sources.logs.mocklog.scenarios import world_of
+from workers.sources.logs.mocklog.world import MockRecord, World
 
 __all__ = ["ScenarioIndex", "TopicIndex", "index_of", "mask", "mine_templates"]
 

@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
-from workers.shop.data import generate
-from workers.shop.loader import (
+from workers.sources.mysql.shop.data import generate
+from workers.sources.mysql.shop.loader import (
     DEMO_READER,
     create_reader,
     ensure_demo_shop,
     load_shop,
     write_init_sql,
 )
-from workers.shop.schema import DDL, TABLES
+from workers.sources.mysql.shop.schema import DDL, TABLES
 
 __all__ = [
     "DDL",

@@ -15,7 +15,7 @@ host or header value:
     body over ACI_RAG_MAX_BYTES (raw or decoded), unknown or corrupt Content-Encoding,
     not UTF-8, not JSON, nested too deeply                        -> PROJECTION
 
-The body is decoded here, not by httpx (`workers.content_encoding`): the limit counts decoded
+The body is decoded here, not by httpx (`content_encoding`): the limit counts decoded
 bytes while they are produced, so a compression bomb stops at the limit. A lone surrogate
 escape (`"\\ud800"`, valid JSON, not encodable as UTF-8) is a PROJECTION error too: an excerpt
 must be the document's text verbatim, and that text cannot be carried, nor replaced by a guess.
@@ -35,13 +35,13 @@ import msgspec
 
 from contracts.requests import LookupKnowledgeRequest
 from contracts.status import ErrorCode
-from workers.content_encoding import (
+from workers.sources.base import SourceError
+from workers.sources.knowledge.content_encoding import (
     BodyTooLarge,
     BodyUndecodable,
     accept_encoding,
     read_bounded,
 )
-from workers.source import SourceError
 
 __all__ = ["HttpRagSource", "RagHttpSettings", "decode_answer", "parse_headers"]
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Final
 
-from workers.mocklog.world import Builder
+from workers.sources.logs.mocklog.world import Builder
 
 __all__ = ["HISTORY_MINUTES", "Traffic", "add_noise"]
 

@@ -1,4 +1,5 @@
-"""Opening the evidence sources a worker runs with, from operator configuration."""
+"""Opening the evidence sources a worker runs with, from operator configuration, and the one
+hook that wraps them (`wrap_sources`)."""
 
 from __future__ import annotations
 
@@ -6,24 +7,24 @@ import contextlib
 import importlib
 import logging
 import os
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from typing import Any
 
 import anyio
 
 from contracts import LookupKnowledgeRequest, QueryLogsRequest, Request, Topic
-from workers.source import Source
+from workers.sources.base import Source
 
-__all__ = ["DEFAULT_WARMUP_TIMEOUT_S", "open_sources", "warm_up"]
+__all__ = ["DEFAULT_WARMUP_TIMEOUT_S", "open_sources", "warm_up", "wrap_sources"]
 
 log = logging.getLogger("aci.sources")
 
 # tool → (module, factory). A source whose module is absent is simply not offered; its
 # tool then finishes as ERROR/UNAVAILABLE on this worker.
 _FACTORIES = {
-    "lookup_knowledge": ("workers.knowledge", "knowledge_source_from_env"),
-    "query_logs": ("workers.logs", "MockLogSource.from_env"),
-    "query_mysql": ("workers.mysql", "MysqlSource.from_env"),
+    "lookup_knowledge": ("workers.sources.knowledge.index", "knowledge_source_from_env"),
+    "query_logs": ("workers.sources.logs.source", "MockLogSource.from_env"),
+    "query_mysql": ("workers.sources.mysql.source", "MysqlSource.from_env"),
 }
 
 
@@ -86,7 +87,7 @@ async def open_sources(
     env = os.environ if env is None else env
     sources: dict[str, Source] = {}
     if env.get("ACI_INSTANT_SOURCES") == "1":
-        from workers.instant import InstantSource
+        from workers.sources.instant import InstantSource
 
         instant = InstantSource()
         yield dict.fromkeys(_FACTORIES, instant)
@@ -108,3 +109,17 @@ async def open_sources(
         for source in sources.values():
             with contextlib.suppress(Exception):
                 await source.aclose()
+
+
+def wrap_sources(
+    sources: Mapping[str, Source], wrap: Callable[[Source], Source]
+) -> dict[str, Source]:
+    """The same map with every source behind `wrap(source)`: the way to inject faults (hangs,
+    garbage answers, errors) or trace calls without touching a backend; `chaos.worker` wraps
+    with its `FaultySource`.
+
+    A wrapper sees every call through its `fetch` as long as it has no `fetch_now` (the worker
+    then runs even an `ImmediateSource` as an ordinary call, under the deadline). Closing stays
+    with whoever opened the sources: `open_sources` closes the inner ones on exit.
+    """
+    return {tool: wrap(source) for tool, source in sources.items()}

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from typing import Final
 
-from workers.mocklog.noise import Traffic, add_noise
-from workers.mocklog.world import Builder
+from workers.sources.logs.mocklog.noise import Traffic, add_noise
+from workers.sources.logs.mocklog.world import Builder
 
 __all__ = ["db_pool_exhaustion", "slow_query_storm"]
 

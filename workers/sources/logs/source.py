@@ -25,7 +25,8 @@ from contracts.logs import LogRecord, LogsUpstream, UpstreamPattern
 from contracts.requests import LOOKBACK_MAX_MINUTES, QueryLogsRequest
 from contracts.results import LogScope
 from contracts.status import ErrorCode, Topic
-from workers.mocklog import (
+from workers.sources.base import SourceError
+from workers.sources.logs.mocklog import (
     DEFAULT_SCENARIO,
     NUMERIC_FIELDS,
     SCENARIOS,
@@ -35,7 +36,6 @@ from workers.mocklog import (
     index_of,
     scenario_info,
 )
-from workers.source import SourceError
 
 __all__ = [
     "SCENARIOS",

@@ -1,6 +1,6 @@
 """The `query_mysql` source: guarded SQL on a pooled, reset, read-only PyMySQL session.
 
-Layers (docs/mysql.md): `workers.sqlguard` refuses what is not one plain SELECT; the server
+Layers (docs/mysql.md): `sqlguard` refuses what is not one plain SELECT; the server
 enforces the rest: each call resets the session (COM_RESET_CONNECTION, default schema,
 charset, sql_mode), runs inside `START TRANSACTION READ ONLY` ... `ROLLBACK`, under a
 tool-owned `SET STATEMENT max_statement_time=N, sql_select_limit=max_rows+1 FOR` prefix
@@ -36,8 +36,8 @@ from contracts.mysql import MysqlUpstream, to_json_cell
 from contracts.requests import QueryMysqlRequest
 from contracts.status import ErrorCode
 from pipeline.settings import Settings
-from workers.source import SourceError
-from workers.sqlguard import Param, guard_sql
+from workers.sources.base import SourceError
+from workers.sources.mysql.sqlguard import Param, guard_sql
 
 __all__ = ["ConnectParams", "MysqlSource", "parse_url"]
 

@@ -7,15 +7,22 @@
 
 from __future__ import annotations
 
-from workers.mocklog.index import ScenarioIndex, TopicIndex, index_of, mine_templates
-from workers.mocklog.scenarios import (
+from workers.sources.logs.mocklog.index import ScenarioIndex, TopicIndex, index_of, mine_templates
+from workers.sources.logs.mocklog.scenarios import (
     DEFAULT_SCENARIO,
     SCENARIOS,
     ScenarioInfo,
     scenario_info,
     world_of,
 )
-from workers.mocklog.world import NUMERIC_FIELDS, TOPIC_FIELDS, ZONE, MockRecord, World, format_time
+from workers.sources.logs.mocklog.world import (
+    NUMERIC_FIELDS,
+    TOPIC_FIELDS,
+    ZONE,
+    MockRecord,
+    World,
+    format_time,
+)
 
 __all__ = [
     "DEFAULT_SCENARIO",

@@ -9,9 +9,9 @@ from typing import Final
 
 import msgspec
 
-from workers.mocklog.database_incidents import db_pool_exhaustion, slow_query_storm
-from workers.mocklog.platform_incidents import downstream_timeout, oom_kill_restarts
-from workers.mocklog.world import ZONE, Builder, World
+from workers.sources.logs.mocklog.database_incidents import db_pool_exhaustion, slow_query_storm
+from workers.sources.logs.mocklog.platform_incidents import downstream_timeout, oom_kill_restarts
+from workers.sources.logs.mocklog.world import ZONE, Builder, World
 
 __all__ = ["DEFAULT_SCENARIO", "SCENARIOS", "ScenarioInfo", "scenario_info", "world_of"]
 

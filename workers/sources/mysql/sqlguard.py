@@ -35,7 +35,7 @@ from sqlglot.errors import ParseError, SqlglotError
 from sqlglot.tokenizer_core import Token
 
 from contracts.status import ErrorCode
-from workers.source import SourceError
+from workers.sources.base import SourceError
 
 __all__ = ["MAX_SQL_CHARS", "GuardedQuery", "Param", "guard_sql"]
 

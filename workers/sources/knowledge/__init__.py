@@ -1,0 +1,23 @@
+"""The `lookup_knowledge` sources: the embedded runbook index (`index`, the default, over the
+shipped `runbooks/`) and the upstream RAG adapter (`rag_http`, with its bounded body decoder
+`content_encoding`). `knowledge_source_from_env` picks one (docs/knowledge.md).
+"""
+
+from __future__ import annotations
+
+from workers.sources.knowledge.index import (
+    DEFAULT_KNOWLEDGE_DIR,
+    KnowledgeIndexSource,
+    KnowledgeSettings,
+    knowledge_source_from_env,
+)
+from workers.sources.knowledge.rag_http import HttpRagSource, RagHttpSettings
+
+__all__ = [
+    "DEFAULT_KNOWLEDGE_DIR",
+    "HttpRagSource",
+    "KnowledgeIndexSource",
+    "KnowledgeSettings",
+    "RagHttpSettings",
+    "knowledge_source_from_env",
+]
