@@ -18,12 +18,12 @@ import anyio.to_thread
 import msgspec
 
 from chaos.books import Books, check_books
-from chaos.cluster import LocalCluster, local_cluster
 from chaos.fleet import Fleet, open_fleet
 from chaos.load import LoadStats, Planned, plan_calls, submit_all, wait_final
 from chaos.services import READER, OwnMariadb, OwnRedis, own_redis
 from pipeline.client import EvidenceClient
 from pipeline.keys import GROUP, Keys
+from pipeline.local_cluster import LocalCluster, local_cluster
 from pipeline.redis_io import PipelineError, open_redis
 from pipeline.settings import Settings
 

@@ -13,13 +13,13 @@ import signal
 import socket
 import subprocess
 import tempfile
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Final
 
 import pymysql
 
+from pipeline.local_cluster import ServiceError, wait_port
 from workers.sources.mysql.shop import create_reader, load_shop
 
 __all__ = [
@@ -35,30 +35,11 @@ __all__ = [
 READER: Final = ("chaos_reader", "chaos-Reader-pw-7Q")
 
 
-class ServiceError(RuntimeError):
-    """A private server did not start or stop in time."""
-
-
 def free_port() -> int:
     """A TCP port on 127.0.0.1 that was free a moment ago."""
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
-
-
-def wait_port(port: int, up: bool, limit: float = 30.0) -> None:
-    """Wait until the port accepts connections (`up`) or refuses them."""
-    deadline = time.monotonic() + limit
-    while time.monotonic() < deadline:
-        try:
-            with socket.create_connection(("127.0.0.1", port), 0.2):
-                if up:
-                    return
-        except OSError:
-            if not up:
-                return
-        time.sleep(0.05)
-    raise ServiceError(f"port {port} did not come {'up' if up else 'down'} in {limit}s")
 
 
 class OwnRedis:

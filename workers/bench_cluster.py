@@ -1,5 +1,5 @@
 """`aci-evidence bench pipeline --cluster`: the pipeline on a local Redis Cluster of 1 and of
-3 shards (masters without replicas, `chaos.cluster`), `ACI_PARTITIONS=16`, instant sources,
+3 shards (masters without replicas, `pipeline.local_cluster`), `ACI_PARTITIONS=16`, instant sources,
 worker processes on this machine.
 
 Per shard count: invocations/s end to end (16 submitters, one session each, batches of 32
@@ -69,7 +69,7 @@ async def _load(client: EvidenceClient, total: int, tag: str) -> int:
 
 
 async def _one(shards: int, total: int, workers: int) -> dict[str, Any]:
-    from chaos.cluster import local_cluster
+    from pipeline.local_cluster import local_cluster
 
     with local_cluster(shards, 0) as cluster:
         masters = cluster.master_ports()

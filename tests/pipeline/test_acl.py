@@ -424,7 +424,7 @@ def cluster_node(tmp_path: Path) -> Iterator[tuple[int, dict[str, str]]]:
     """One cluster-mode redis-server holding every slot, with the role users."""
     import secrets as secrets_module
 
-    from chaos.cluster import cluster_port
+    from pipeline.local_cluster import cluster_port
 
     passwords = {role: secrets_module.token_urlsafe(12) for role in (*ROLES, "admin")}
     (tmp_path / "users.acl").write_text(aclfile(PREFIX, passwords, 7, 0,

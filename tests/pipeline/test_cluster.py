@@ -12,10 +12,10 @@ from typing import Any
 import anyio
 import pytest
 
-from chaos.cluster import LocalCluster, local_cluster
 from pipeline.client import EvidenceClient, ToolCall
 from pipeline.keys import GROUP, key_slot
 from pipeline.lane import Lane
+from pipeline.local_cluster import LocalCluster, local_cluster
 from pipeline.redis_io import is_cluster, open_redis
 from pipeline.settings import Settings
 from pipeline.status import collect_status

@@ -17,7 +17,25 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
-from chaos.services import ServiceError, wait_port
+
+class ServiceError(RuntimeError):
+    """A local cluster node did not start, stop or agree in time."""
+
+
+def wait_port(port: int, up: bool, limit: float = 30.0) -> None:
+    """Wait until the port accepts connections (`up`) or refuses them."""
+    deadline = time.monotonic() + limit
+    while time.monotonic() < deadline:
+        try:
+            with socket.create_connection(("127.0.0.1", port), 0.2):
+                if up:
+                    return
+        except OSError:
+            if not up:
+                return
+        time.sleep(0.05)
+    raise ServiceError(f"port {port} did not come {'up' if up else 'down'} in {limit}s")
+
 
 __all__ = ["LocalCluster", "cluster_port", "local_cluster"]
 
