@@ -18,8 +18,8 @@ from tests.conftest import REDIS_URL
 from tests.pipeline.helpers import assert_exactly_once, books, running_worker
 from tests.pipeline.partitioned import delete_prefix
 from tests.workers.test_replay import calls, replay
-from workers.instant import InstantSource
 from workers.replay import Selection, export_session, import_lines, load_file, load_redis
+from workers.sources.instant import InstantSource
 
 pytestmark = pytest.mark.redis
 ROOT = Path(__file__).resolve().parents[2]
