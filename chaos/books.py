@@ -19,7 +19,15 @@ import msgspec
 
 from chaos.load import Expect, Planned
 from pipeline.keys import GROUP, Keys
-from pipeline.record import read_records
+from pipeline.record import (
+    CONTROL,
+    EVIDENCE,
+    MODEL,
+    STATUS,
+    lifecycle_entry,
+    read_records,
+    view_entry,
+)
 
 __all__ = ["Books", "check_books", "leak_pattern", "scan"]
 
@@ -123,8 +131,9 @@ async def check_books(
     for session in sorted({p.session for p in plan}):
         for stream, counter in ((keys.model(session), model), (keys.control(session), control)):
             for _eid, f in await _xrange_all(redis, stream):
-                counter[(session, _text(f[b"id"]))] += 1
-                texts.append(_text(f[b"d"]))
+                entry = view_entry(f)
+                counter[(session, entry.tool_call_id)] += 1
+                texts.append(_text(entry.data))
     opened: Counter[tuple[str, str]] = Counter()
     closed: Counter[tuple[str, str]] = Counter()
     lifecycles = {part.lifecycle for part in keys.parts}
@@ -133,15 +142,16 @@ async def check_books(
         for _eid, f in await _xrange_all(redis, stream):
             texts.extend(_text(v) for v in f.values())
             if stream in lifecycles:
-                key = (_text(f[b"session"]), _text(f[b"id"]))
-                (opened if f[b"status"] == b"PROJECTING" else closed)[key] += 1
+                life = lifecycle_entry(f)
+                key = (life.session or "", life.tool_call_id or "")
+                (opened if life.submitted else closed)[key] += 1
     states = await read_records(redis, keys, list(planned))
     status: Counter[str] = Counter()
     for (key, p), record in zip(planned.items(), states, strict=True):
         state = {k: _text(v) for k, v in record.items()}
         texts.extend(state.values())
-        st = state.get("st", "")
-        finished = st in ("READY", "ERROR") and "mo" in state and "cv" in state
+        st = state.get(STATUS, "")
+        finished = st in ("READY", "ERROR") and MODEL in state and CONTROL in state
         counts = (opened[key], closed[key], model[key], control[key])
         if not finished or 0 in counts:
             books.lost += 1
@@ -151,8 +161,8 @@ async def check_books(
         if any(c > 1 for c in counts):
             books.duplicates += 1
             books.examples.append(f"duplicate {key}: counts={counts}")
-        evidence = state.get("ev", "")
-        code = json.loads(state["mo"]).get("error", {}).get("code", "")
+        evidence = state.get(EVIDENCE, "")
+        code = json.loads(state[MODEL]).get("error", {}).get("code", "")
         status[f"{st}/{code or evidence}"] += 1
         verdict = _allowed(p.expect, st, evidence, code)
         if verdict:

@@ -19,6 +19,7 @@ import msgspec
 from chaos.hostile import EXPECTED, HOSTILE, KINDS
 from chaos.worker import HANG
 from pipeline.client import EvidenceClient, ToolCall
+from pipeline.record import STATUS
 from pipeline.redis_io import PipelineError, execute
 
 __all__ = ["Expect", "LoadStats", "Planned", "plan_calls", "submit_all", "wait_final"]
@@ -195,7 +196,7 @@ async def wait_final(
         try:
             pipe = redis.pipeline(transaction=False)
             for p in pending:
-                pipe.hget(client.keys.result(p.session, p.call.tool_call_id), "st")
+                pipe.hget(client.keys.result(p.session, p.call.tool_call_id), STATUS)
             states = await execute(pipe)
         except PipelineError:
             await anyio.sleep(0.5)

@@ -80,13 +80,13 @@ _FIRST_ARGUMENT_RULES: Final = ("+client|setinfo", "+client|maint_notifications"
 
 # The client (pipeline.client, pipeline.lane): EVALSHA (through the selector), SCRIPT LOAD
 # after NOSCRIPT, HMGET of result hashes, XREVRANGE/XREAD of the view streams; then what the
-# submit script (pipeline.redis_io.SUBMIT_LUA) calls.
+# submit script (pipeline/lua/submit.lua) calls.
 _SUBMITTER_COMMANDS: Final = (
     "+script|load", "+hmget", "+xread", "+xrevrange",
     "+hget", "+hset", "+pexpire", "+xadd", "+zadd",
 )  # fmt: skip
 # workers.worker (state checks, dead letters in MULTI/EXEC, takeovers), pipeline.trim, and
-# what the finish script (pipeline.redis_io.FINISH_LUA) calls.
+# what the finish script (pipeline/lua/finish.lua) calls.
 _WORKER_COMMANDS: Final = (
     "+evalsha", "+script|load", "+multi", "+exec", "+discard",
     "+xreadgroup", "+xack", "+xautoclaim", "+xadd", "+xtrim", "+xgroup|create",

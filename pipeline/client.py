@@ -45,6 +45,14 @@ from pipeline.batcher import ScriptBatcher
 from pipeline.envelope import Invocation, encode_envelope, scope_key
 from pipeline.keys import is_valid_session_id
 from pipeline.lane import Lane, run_scripts, stream_entries
+from pipeline.record import (
+    RESULT_ROW,
+    SUBMIT_CONFLICT,
+    SUBMIT_NEW,
+    final_row,
+    submit_call,
+    view_entry,
+)
 from pipeline.redis_io import (
     PipelineError,
     Redis,
@@ -65,8 +73,6 @@ _CALL_TIMEOUT_S: Final = 10.0
 _MAX_LISTENERS: Final = 64  # sessions read at once, each on a connection of its own
 _IDLE_LANES: Final = 8  # listener connections kept for the next listener
 _TOOL_NAME_MAX: Final = 64  # bytes; no tool has a longer name
-_SUBMITTED: Final = 1
-_CONFLICT: Final = 2  # the submit script's reply: the id is taken by a call of another scope
 
 
 class InvalidSessionId(ValueError):
@@ -353,26 +359,20 @@ class EvidenceClient:
                 submitted_at_ms=now,
                 traceparent=traceparent if traceparent else UNSET,
             )
-            keys = [
-                k.call(session_id, call.tool_call_id),
-                k.invocations,
-                k.lifecycle,
-                k.fingerprints(session_id),
-                k.sessions,
-            ]
-            fingerprint = self._fingerprint(call)
-            args = [
-                encode_envelope(envelope),
-                now,
-                session_id,
-                call.tool_call_id,
-                tool,
-                fingerprint,
-                self.settings.stream_maxlen,
-                self.settings.retention_s * 1000,
-                scope_key(tool, call.tool_call_id, arguments),
-            ]
-            queued.append((keys, args))
+            queued.append(
+                submit_call(
+                    k,
+                    session_id=session_id,
+                    tool_call_id=call.tool_call_id,
+                    tool=tool,
+                    envelope=encode_envelope(envelope),
+                    now_ms=now,
+                    fingerprint=self._fingerprint(call),
+                    maxlen=self.settings.stream_maxlen,
+                    retention_ms=self.settings.retention_s * 1000,
+                    scope_key=scope_key(tool, call.tool_call_id, arguments),
+                )
+            )
         if not queued:
             return out, set()
         if self._submits is not None:
@@ -384,10 +384,10 @@ class EvidenceClient:
             finally:
                 await lane.aclose()
         fresh: set[str] = set()
-        for at, (_keys, args), reply in zip(positions, queued, replies, strict=True):
-            if reply[0] == _SUBMITTED:
-                fresh.add(args[3])
-            elif reply[0] == _CONFLICT:
+        for at, reply in zip(positions, replies, strict=True):
+            if reply[0] == SUBMIT_NEW:
+                fresh.add(calls[at].tool_call_id)
+            elif reply[0] == SUBMIT_CONFLICT:
                 out[at] = rejected_locally(calls[at], session_id, bounds, _conflict(calls[at]))
         return out, fresh
 
@@ -399,18 +399,19 @@ class EvidenceClient:
     async def _read_final(self, session_id: str, ids: Sequence[str]) -> dict[str, CallResult]:
         pipe = self.redis.pipeline(transaction=False)
         for tool_call_id in ids:
-            pipe.hmget(self.keys.result(session_id, tool_call_id), "st", "mo", "cv", "sk")
+            pipe.hmget(self.keys.result(session_id, tool_call_id), *RESULT_ROW)
         rows = await execute(pipe)
         out: dict[str, CallResult] = {}
-        for tool_call_id, (st, mo, cv, sk) in zip(ids, rows, strict=True):
-            if st is None or st == b"PROJECTING" or mo is None or cv is None:
+        for tool_call_id, row in zip(ids, rows, strict=True):
+            final = final_row(row)
+            if final is None:
                 continue
             out[tool_call_id] = CallResult(
                 tool_call_id=tool_call_id,
-                lifecycle=LifecycleStatus(st.decode()),
-                model=msgspec.Raw(mo),
-                control=msgspec.Raw(cv),
-                scope_key=(sk or b"").decode("utf-8", "replace"),
+                lifecycle=LifecycleStatus(final.status),
+                model=msgspec.Raw(final.model),
+                control=msgspec.Raw(final.control),
+                scope_key=final.scope_key,
             )
         return out
 
@@ -450,10 +451,11 @@ class EvidenceClient:
                 for stream, entry_id, fields in stream_entries(reply):
                     view = names[stream]
                     cursors[model if view == "model" else control] = entry_id
-                    for waiter in listener.waiters.get(fields.get("id", b"").decode(), ()):
-                        setattr(waiter, view, fields.get("d"))
+                    entry = view_entry(fields)
+                    for waiter in listener.waiters.get(entry.tool_call_id, ()):
+                        setattr(waiter, view, entry.data)
                         if view == "control":
-                            waiter.scope_key = fields.get("sk", b"")
+                            waiter.scope_key = entry.scope_key
                         if waiter.model is not None and waiter.control is not None:
                             waiter.wake.event.set()
         except PipelineError:

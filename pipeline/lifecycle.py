@@ -1,7 +1,7 @@
 """The lifecycle rule: `PROJECTING` → exactly one of `READY` | `ERROR`; final states never change.
 
-The same rule is enforced inside Redis by the finish script (see `pipeline.redis_io`); this pure
-function is the reference the worker checks against.
+The same rule is enforced inside Redis by the finish script (`pipeline/lua/finish.lua`); this
+pure function is the reference the worker checks against.
 """
 
 from __future__ import annotations

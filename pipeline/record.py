@@ -1,4 +1,7 @@
-"""The stored record of one invocation, read and written as one map of fields.
+"""The owner of the stored record: every field name of an invocation's record and of the
+stream entries around it, the argument builders of the two scripts that write them
+(`pipeline/lua/submit.lua`, `finish.lua`), their reply codes, the decoders of what they write,
+and reading or writing a whole record. No other module types a field name (a test checks).
 
 An invocation's record lives in three keys, so Redis ACLs can tell who may touch what
 (see `pipeline.keys`):
@@ -7,10 +10,15 @@ An invocation's record lives in three keys, so Redis ACLs can tell who may touch
   stream entry the submit recorded), `inv` (the envelope), `t0`, `tool`, `dup`, `fp`, `sk`
   (the scope key a repeated submit is compared with);
 - `res` — the final state, written only by a worker's finish script: `st` (READY or ERROR),
-  `ev`, `res` (the canonical result), `mo` and `cv` (the two views), `t1`;
+  `ev`, `res` (the canonical result), `mo` and `cv` (the two views), `t1`, `sk`;
 - `raw` — the raw upstream answer (a string), for workers and auditors only.
 
 Readers see the three merged (final fields over submit-time ones), as one record did before.
+
+The streams: an invocation entry is `d` (the envelope) and `dup`; a view entry (model,
+control) is `id` and `d` (the view), plus `sk` on the control stream; a lifecycle entry is
+`session`, `id`, `tool`, `status`, `at`, `eid` (and `evidence` once final); a dead letter is
+`eid`, `reason` and `d` (written by a worker) or `session` and `id` (by the finish script).
 
 Large bodies are stored compressed: the raw answer and the canonical result (`res`, read only
 here, by replay) when longer than 1 KiB are kept as `zlib:` + zlib data if that is smaller
@@ -22,20 +30,287 @@ every reader (replay, export, the chaos books' secrets scan) sees the JSON as it
 from __future__ import annotations
 
 import zlib
-from collections.abc import Sequence
-from typing import Any, Final
+from collections.abc import Mapping, Sequence
+from typing import Any, Final, NamedTuple
 
-from pipeline.keys import Keys
+from msgspec import UNSET, UnsetType
+
+from pipeline.keys import GROUP, Keys, Partition
 from pipeline.redis_io import Redis, execute
 
-__all__ = ["FINAL_FIELDS", "PACKED", "pack", "queue_write", "read_records", "unpack"]
+__all__ = [
+    "CONTROL",
+    "DUPLICATE_OF",
+    "ENTRY_AT",
+    "ENTRY_CALL",
+    "ENTRY_DATA",
+    "ENTRY_DUPLICATE_OF",
+    "ENTRY_EVIDENCE",
+    "ENTRY_ID",
+    "ENTRY_REASON",
+    "ENTRY_SCOPE_KEY",
+    "ENTRY_SESSION",
+    "ENTRY_STATUS",
+    "ENTRY_STREAM_ID",
+    "ENTRY_TOOL",
+    "ENVELOPE",
+    "EVIDENCE",
+    "FINAL_FIELDS",
+    "FINGERPRINT",
+    "FINISHED_AT",
+    "FINISH_APPLIED",
+    "FINISH_FINAL",
+    "FINISH_REFUSED",
+    "MODEL",
+    "PACKED",
+    "RAW",
+    "RESULT",
+    "RESULT_ROW",
+    "SCOPE_KEY",
+    "STATE_FIELDS",
+    "STATUS",
+    "SUBMITTED_AT",
+    "SUBMIT_CONFLICT",
+    "SUBMIT_KNOWN",
+    "SUBMIT_NEW",
+    "TOOL",
+    "FinalRow",
+    "LifecycleEntry",
+    "ViewEntry",
+    "dead_letter",
+    "final_row",
+    "finish_call",
+    "invocation_entry",
+    "lifecycle_entry",
+    "pack",
+    "queue_write",
+    "read_records",
+    "submit_call",
+    "unpack",
+    "view_data",
+    "view_entry",
+    "view_fields",
+]
+
+# -- the record's fields (call hash, result hash, raw key; merged by `read_records`) ----------
+STATUS: Final = "st"  # PROJECTING in the call hash; READY or ERROR in the result hash
+ENTRY_ID: Final = "eid"  # the invocation stream entry the submit recorded for the call
+ENVELOPE: Final = "inv"  # the envelope as submitted
+SUBMITTED_AT: Final = "t0"  # epoch ms
+TOOL: Final = "tool"
+DUPLICATE_OF: Final = "dup"  # the first tool call id of the same scope fingerprint, or ''
+FINGERPRINT: Final = "fp"  # the scope fingerprint, or ''
+SCOPE_KEY: Final = "sk"  # in both hashes: the scope submitted, and the scope finished
+EVIDENCE: Final = "ev"  # the evidence status
+RESULT: Final = "res"  # the canonical result (packed when large)
+MODEL: Final = "mo"  # the Model Observation
+CONTROL: Final = "cv"  # the Harness Control View
+FINISHED_AT: Final = "t1"  # epoch ms
+RAW: Final = "raw"  # the raw upstream answer: a key of its own, merged under this name
 
 # Fields of the final-state hash; every other field but `raw` belongs to the call hash.
-FINAL_FIELDS: Final = frozenset({"st", "ev", "res", "mo", "cv", "t1"})
+FINAL_FIELDS: Final = frozenset({STATUS, EVIDENCE, RESULT, MODEL, CONTROL, FINISHED_AT})
+# The state fields of a record (every field but the bodies), in export order.
+STATE_FIELDS: Final[tuple[str, ...]] = (
+    STATUS, ENTRY_ID, SUBMITTED_AT, FINISHED_AT, TOOL, DUPLICATE_OF, FINGERPRINT, EVIDENCE,
+    SCOPE_KEY,
+)  # fmt: skip
+# What a client reads of a result hash (HMGET), decoded by `final_row`.
+RESULT_ROW: Final = (STATUS, MODEL, CONTROL, SCOPE_KEY)
+
+# -- stream entry fields ----------------------------------------------------------------------
+ENTRY_DATA: Final = "d"  # invocation: the envelope; view: the view; dead letter: the entry's
+ENTRY_DUPLICATE_OF: Final = "dup"  # invocation entries
+ENTRY_CALL: Final = "id"  # the tool call id (view, lifecycle and dead-letter entries)
+ENTRY_SCOPE_KEY: Final = "sk"  # control view entries
+ENTRY_SESSION: Final = "session"  # lifecycle and dead-letter entries
+ENTRY_TOOL: Final = "tool"  # lifecycle entries
+ENTRY_STATUS: Final = "status"  # lifecycle entries: the lifecycle status
+ENTRY_EVIDENCE: Final = "evidence"  # final lifecycle entries: the evidence status
+ENTRY_AT: Final = "at"  # lifecycle entries: epoch ms
+ENTRY_STREAM_ID: Final = "eid"  # lifecycle and dead-letter entries: the invocation entry
+ENTRY_REASON: Final = "reason"  # dead-letter entries
+
+# -- the scripts' replies -----------------------------------------------------------------------
+SUBMIT_NEW: Final = 1  # submitted now: {1, entry id}
+SUBMIT_KNOWN: Final = 0  # the same call (same scope) was submitted before: {0, entry id}
+SUBMIT_CONFLICT: Final = 2  # the id is taken by a call of another scope: {2, entry id}
+FINISH_APPLIED: Final = 1
+FINISH_FINAL: Final = 0  # already final: another finisher applied it first (only acked)
+FINISH_REFUSED: Final = -1  # not the entry (or scope) recorded for the call: dead-lettered
+
 PACKED: Final = b"zlib:"
 _PACK_ABOVE: Final = 1024
 _PACK_LEVEL: Final = 1  # level 6: 13 % smaller, twice the CPU (400 µs per 33 KB)
 _UNPACKED_MAX: Final = 64 * 1024 * 1024  # far above any bounded raw answer
+_REASON_MAX: Final = 300
+_DEAD_DATA_MAX: Final = 65536
+
+Args = list[Any]
+
+
+def submit_call(
+    part: Partition,
+    *,
+    session_id: str,
+    tool_call_id: str,
+    tool: str,
+    envelope: bytes,
+    now_ms: int,
+    fingerprint: str,
+    maxlen: int,
+    retention_ms: int,
+    scope_key: str,
+) -> tuple[list[str], Args]:
+    """The keys and arguments of one submit script call (see `pipeline/lua/submit.lua`)."""
+    keys = [
+        part.call(session_id, tool_call_id),
+        part.invocations,
+        part.lifecycle,
+        part.fingerprints(session_id),
+        part.sessions,
+    ]
+    args: Args = [
+        envelope, now_ms, session_id, tool_call_id, tool, fingerprint, maxlen, retention_ms,
+        scope_key,
+    ]  # fmt: skip
+    return keys, args
+
+
+def finish_call(
+    part: Partition,
+    *,
+    session_id: str,
+    tool_call_id: str,
+    tool: str,
+    entry_id: str,
+    status: str,
+    evidence_status: str,
+    result: bytes,
+    raw: bytes,
+    model: bytes,
+    control: bytes,
+    now_ms: int,
+    retention_ms: int,
+    maxlen: int,
+    scope_key: str,
+) -> tuple[list[str], Args]:
+    """The keys and arguments of one finish script call (see `pipeline/lua/finish.lua`); the
+    result and the raw answer are packed here (large bodies compressed). An empty `scope_key`
+    skips the script's scope check (an envelope that could not be decoded)."""
+    keys = [
+        part.call(session_id, tool_call_id),
+        part.invocations,
+        part.model(session_id),
+        part.control(session_id),
+        part.lifecycle,
+        part.result(session_id, tool_call_id),
+        part.raw(session_id, tool_call_id),
+        part.dead,
+    ]
+    args: Args = [
+        GROUP, entry_id, status, evidence_status, pack(result), pack(raw), model, control,
+        now_ms, retention_ms, session_id, tool_call_id, tool, maxlen, scope_key,
+    ]  # fmt: skip
+    return keys, args
+
+
+def _get(fields: Mapping[Any, bytes], name: str) -> bytes | None:
+    # Entries come with str keys (`pipeline.lane.stream_entries`, `decode_fields`) or, read
+    # with redis-py directly, bytes keys.
+    value = fields.get(name)
+    return fields.get(name.encode()) if value is None else value
+
+
+def _str(value: bytes | None) -> str | None:
+    return None if value is None else value.decode("utf-8", "replace")
+
+
+class FinalRow(NamedTuple):
+    """A final result as a client reads it (`RESULT_ROW`)."""
+
+    status: str
+    model: bytes
+    control: bytes
+    scope_key: str
+
+
+def final_row(row: Sequence[bytes | None]) -> FinalRow | None:
+    """An HMGET of `RESULT_ROW`, or None while the call is not final (or unknown)."""
+    st, mo, cv, sk = row
+    if st is None or st == b"PROJECTING" or mo is None or cv is None:
+        return None
+    return FinalRow(st.decode(), mo, cv, (sk or b"").decode("utf-8", "replace"))
+
+
+class ViewEntry(NamedTuple):
+    """A model or control view stream entry."""
+
+    tool_call_id: str
+    data: bytes | None  # the view
+    scope_key: bytes  # control entries only (b'' on model entries)
+
+
+def view_entry(fields: Mapping[Any, bytes]) -> ViewEntry:
+    """A view stream entry: (tool call id, the view, the scope key it was finished with)."""
+    return ViewEntry(
+        (_get(fields, ENTRY_CALL) or b"").decode(),
+        _get(fields, ENTRY_DATA),
+        _get(fields, ENTRY_SCOPE_KEY) or b"",
+    )
+
+
+def view_data(fields: Mapping[Any, bytes]) -> bytes:
+    """The view of a view stream entry (b'' when it has none)."""
+    return _get(fields, ENTRY_DATA) or b""
+
+
+def view_fields(tool_call_id: str, data: bytes) -> dict[str, Any]:
+    """The fields of a view stream entry (as an import writes one back)."""
+    return {ENTRY_CALL: tool_call_id, ENTRY_DATA: data}
+
+
+def invocation_entry(fields: Mapping[Any, bytes]) -> tuple[bytes, str | UnsetType]:
+    """An invocation stream entry: (the envelope, `duplicate_of` or UNSET)."""
+    dup = _get(fields, ENTRY_DUPLICATE_OF)
+    return _get(fields, ENTRY_DATA) or b"", dup.decode("utf-8", "replace") if dup else UNSET
+
+
+def dead_letter(entry_id: str, reason: str, fields: Mapping[Any, bytes]) -> dict[str, Any]:
+    """The fields of a worker's dead letter for the invocation entry `fields` (cut to bounds)."""
+    data = _get(fields, ENTRY_DATA) or b""
+    return {
+        ENTRY_STREAM_ID: entry_id,
+        ENTRY_REASON: reason[:_REASON_MAX],
+        ENTRY_DATA: data[:_DEAD_DATA_MAX],
+    }
+
+
+class LifecycleEntry(NamedTuple):
+    """A lifecycle stream entry, as text (None for a field it does not have)."""
+
+    session: str | None
+    tool_call_id: str | None
+    tool: str | None
+    status: str | None
+    evidence: str | None
+    at: str | None
+    entry_id: str | None
+
+    @property
+    def submitted(self) -> bool:
+        """The submit's entry (PROJECTING), not a final one."""
+        return self.status == "PROJECTING"
+
+
+_LIFECYCLE: Final = (
+    ENTRY_SESSION, ENTRY_CALL, ENTRY_TOOL, ENTRY_STATUS, ENTRY_EVIDENCE, ENTRY_AT, ENTRY_STREAM_ID,
+)  # fmt: skip
+
+
+def lifecycle_entry(fields: Mapping[Any, bytes]) -> LifecycleEntry:
+    """A lifecycle stream entry (str or bytes field names)."""
+    return LifecycleEntry(*(_str(_get(fields, name)) for name in _LIFECYCLE))
 
 
 def pack(data: bytes) -> bytes:
@@ -83,10 +358,10 @@ async def read_records(
             continue
         record = _text_keys(call)
         record.update(_text_keys(final or {}))
-        if "res" in record:
-            record["res"] = unpack(record["res"])
+        if RESULT in record:
+            record[RESULT] = unpack(record[RESULT])
         if raw is not None:
-            record["raw"] = unpack(raw)
+            record[RAW] = unpack(raw)
         out.append(record)
     return out
 
@@ -96,8 +371,8 @@ def queue_write(
 ) -> None:
     """Queue the writes of a whole (finished) record on a pipeline, split into its keys (the
     raw answer and the result packed as a worker's finish stores them)."""
-    call = {k: v for k, v in fields.items() if k not in FINAL_FIELDS and k != "raw"}
-    final = {k: pack(v) if k == "res" else v for k, v in fields.items() if k in FINAL_FIELDS}
+    call = {k: v for k, v in fields.items() if k not in FINAL_FIELDS and k != RAW}
+    final = {k: pack(v) if k == RESULT else v for k, v in fields.items() if k in FINAL_FIELDS}
     call_key = keys.call(session, tool_call_id)
     result_key = keys.result(session, tool_call_id)
     if call:
@@ -106,5 +381,5 @@ def queue_write(
     if final:
         pipe.hset(result_key, mapping=final)
         pipe.pexpire(result_key, ttl_ms)
-    if "raw" in fields:
-        pipe.set(keys.raw(session, tool_call_id), pack(fields["raw"]), px=ttl_ms)
+    if RAW in fields:
+        pipe.set(keys.raw(session, tool_call_id), pack(fields[RAW]), px=ttl_ms)

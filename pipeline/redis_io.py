@@ -1,4 +1,5 @@
-"""The only importer of `redis.asyncio`: connections, the Lua scripts, and typed errors.
+"""The only importer of `redis.asyncio`: connections, the Lua scripts (their text is in
+`pipeline/lua/`, read by `pipeline.scripts`; re-exported here), and typed errors.
 
 Errors, drawn once:
 
@@ -38,6 +39,7 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from pipeline.keys import GROUP, Keys, Partition
+from pipeline.scripts import FINISH_LUA, SUBMIT_LUA
 
 __all__ = [
     "FINISH_LUA",
@@ -243,85 +245,6 @@ async def ensure_group(redis: Redis, keys: Keys | Partition) -> None:
     except ResponseError as exc:
         if "BUSYGROUP" not in str(exc):
             raise RedisProtocolError("could not create the consumer group") from exc
-
-
-# Submit: idempotent per (session, tool call id) *and scope*. A repeat with the same scope key
-# (the normalised scope's fingerprint, or a hash of tool and arguments when they do not decode)
-# is the same call: the stored one answers it. A repeat with another scope is a conflict
-# (reply 2): the new call is answered with DUPLICATE_TOOL_CALL_ID, never with the first
-# call's evidence. The first submission of a scope fingerprint in a session is recorded, so
-# `duplicate_of` is decided by submission order, atomically.
-# KEYS: call, invocations, lifecycle, fingerprints, sessions
-# ARGV: envelope, now_ms, session, tool_call_id, tool, fingerprint|'', maxlen, retention_ms,
-#       scope key
-SUBMIT_LUA: Final = """
-local known = redis.call('HMGET', KEYS[1], 'eid', 'sk')
-if known[1] then
-  if known[2] == ARGV[9] then return {0, known[1]} end
-  return {2, known[1]}
-end
-local dup = ''
-if ARGV[6] ~= '' then
-  local first = redis.call('HGET', KEYS[4], ARGV[6])
-  if first and first ~= ARGV[4] then dup = first
-  elseif not first then redis.call('HSET', KEYS[4], ARGV[6], ARGV[4]) end
-  redis.call('PEXPIRE', KEYS[4], ARGV[8])
-end
-local eid = redis.call('XADD', KEYS[2], '*', 'd', ARGV[1], 'dup', dup)
-redis.call('HSET', KEYS[1], 'st', 'PROJECTING', 'eid', eid, 'inv', ARGV[1], 't0', ARGV[2],
-  'tool', ARGV[5], 'dup', dup, 'fp', ARGV[6], 'sk', ARGV[9])
-redis.call('XADD', KEYS[3], 'MAXLEN', '~', ARGV[7], '*', 'session', ARGV[3], 'id', ARGV[4],
-  'tool', ARGV[5], 'status', 'PROJECTING', 'at', ARGV[2], 'eid', eid)
-redis.call('ZADD', KEYS[5], ARGV[2], ARGV[3])
-return {1, eid}
-"""
-
-# Finish: the final result (its own key, written only here), the raw upstream answer (its
-# own key, for workers and auditors), both views and the ack become visible together, once.
-# Only the stream entry the submit recorded for the call may finish it, and only with the
-# scope the submit recorded (the worker recomputes the scope key from the envelope it ran): any
-# other entry (an envelope XADDed for someone else's call, for a call that does not exist, or
-# one whose call record was rewritten to point at it) is dead-lettered and acked (reply -1).
-# An empty scope key skips the scope check: an envelope that could not be decoded only ever
-# finishes its call as ERROR. The scope key is also published with the result (`sk` in the
-# result hash and the control stream entry), so a client can refuse a result that is not of
-# the scope it asked, whoever rewrote the call record. A second finisher (a racing or resumed
-# worker) only acks (reply 0).
-# KEYS: call, invocations, model, control, lifecycle, result, raw, dead
-# ARGV: group, entry id, status, evidence_status, result, raw, model, control, now_ms,
-#       retention_ms, session, tool_call_id, tool, maxlen, scope key or ''
-FINISH_LUA: Final = """
-local call = redis.call('HMGET', KEYS[1], 'eid', 'sk')
-local refused = nil
-if call[1] ~= ARGV[2] then refused = 'not the entry recorded for this call'
-elseif ARGV[15] ~= '' and call[2] ~= ARGV[15] then
-  refused = 'not the scope recorded for this call'
-end
-if refused then
-  redis.call('XADD', KEYS[8], 'MAXLEN', '~', ARGV[14], '*', 'eid', ARGV[2],
-    'reason', refused, 'session', ARGV[11], 'id', ARGV[12])
-  redis.call('XACK', KEYS[2], ARGV[1], ARGV[2])
-  return -1
-end
-if redis.call('EXISTS', KEYS[6]) == 1 then
-  redis.call('XACK', KEYS[2], ARGV[1], ARGV[2])
-  return 0
-end
-redis.call('HSET', KEYS[6], 'st', ARGV[3], 'ev', ARGV[4], 'res', ARGV[5], 'mo', ARGV[7],
-  'cv', ARGV[8], 't1', ARGV[9], 'sk', ARGV[15])
-redis.call('SET', KEYS[7], ARGV[6], 'PX', ARGV[10])
-redis.call('XADD', KEYS[3], 'MAXLEN', '~', ARGV[14], '*', 'id', ARGV[12], 'd', ARGV[7])
-redis.call('XADD', KEYS[4], 'MAXLEN', '~', ARGV[14], '*', 'id', ARGV[12], 'd', ARGV[8],
-  'sk', ARGV[15])
-redis.call('XADD', KEYS[5], 'MAXLEN', '~', ARGV[14], '*', 'session', ARGV[11], 'id', ARGV[12],
-  'tool', ARGV[13], 'status', ARGV[3], 'evidence', ARGV[4], 'at', ARGV[9], 'eid', ARGV[2])
-redis.call('XACK', KEYS[2], ARGV[1], ARGV[2])
-redis.call('PEXPIRE', KEYS[1], ARGV[10])
-redis.call('PEXPIRE', KEYS[6], ARGV[10])
-redis.call('PEXPIRE', KEYS[3], ARGV[10])
-redis.call('PEXPIRE', KEYS[4], ARGV[10])
-return 1
-"""
 
 
 class Scripts:

@@ -25,6 +25,7 @@ from typing import Any, Final
 import anyio
 
 from pipeline.keys import GROUP, Keys, Partition
+from pipeline.record import lifecycle_entry
 from pipeline.redis_io import Redis, RedisProtocolError, call_redis, open_redis
 from pipeline.settings import Settings
 
@@ -36,6 +37,10 @@ _RECENT_MAX: Final = 100_000
 
 def _text(value: Any) -> Any:
     return value.decode() if isinstance(value, bytes) else value
+
+
+def _or_unknown(value: str | None) -> str:
+    return "?" if value is None else value
 
 
 async def _streams(redis: Redis, keys: Keys | Partition) -> dict[str, Any]:
@@ -103,10 +108,11 @@ async def _recent(redis: Redis, keys: Keys | Partition, window_s: int) -> dict[s
     evidence: Counter[str] = Counter()
     tools: Counter[str] = Counter()
     for _eid, fields in recent:
-        if fields.get(b"status") != b"PROJECTING":
-            lifecycle[_text(fields.get(b"status", b"?"))] += 1
-            evidence[_text(fields.get(b"evidence", b"?"))] += 1
-            tools[_text(fields.get(b"tool", b"?"))] += 1
+        entry = lifecycle_entry(fields)
+        if not entry.submitted:
+            lifecycle[_or_unknown(entry.status)] += 1
+            evidence[_or_unknown(entry.evidence)] += 1
+            tools[_or_unknown(entry.tool)] += 1
         else:
             lifecycle["SUBMITTED"] += 1
     return {

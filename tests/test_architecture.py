@@ -3,6 +3,9 @@
 `workers → pipeline → contracts`, never back; the operator tools (`chaos`, `bench`) may use
 all three; nothing imports `tests`. Redis is reached through the pipeline: only its modules
 (and the peers' benchmark, which measures other queues on raw Redis) import `redis`.
+
+The stored record has one owner, `pipeline/record.py` (with the Lua in `pipeline/lua/`): no
+other module of `pipeline`, `workers` or `chaos` types one of its field names.
 """
 
 from __future__ import annotations
@@ -52,3 +55,65 @@ def test_imports_follow_the_arrows(path: Path) -> None:
             assert top in ALLOWED[package], f"{relative} imports {name}"
         if top == "redis":
             assert relative.as_posix() in REDIS_IMPORTERS, f"{relative} imports {name}"
+
+
+# -- the stored record's field names ------------------------------------------------------------
+RECORD_OWNER = "pipeline/record.py"
+# A closed list: the names of the record's fields (call and result hashes) and of the stream
+# entries that are specific enough to be checked as string literals. Left off, because they are
+# ordinary words used for other things in unrelated code (adapters' `"id"`, metrics' `"tool"`,
+# the status command's `"status"`, the demo's rendered rows, replay's export name `"raw"`):
+# `id`, `tool`, `status`, `session`, `evidence`, `at`, `reason`, `raw`. Those are still named
+# only in the owner where the code reads or writes a record or an entry.
+RECORD_FIELDS = frozenset(
+    {"st", "eid", "inv", "t0", "t1", "dup", "fp", "sk", "ev", "res", "mo", "cv", "d"}
+)
+# (module, name) pairs that may type a listed name, and why.
+RECORD_FIELD_ALLOWED: dict[tuple[str, str], str] = {
+    # The plain-Redis baseline of `bench pipeline` round-trips its own `{id, d}` entries on
+    # streams of its own (not the record's): it measures raw Redis, not the pipeline.
+    ("workers/bench.py", "d"): "the baseline benchmark's own streams",
+    # The chaos report's column header for the duplicates count (`Books.duplicates`).
+    ("chaos/report.py", "dup"): "a table column label",
+}
+SCANNED = sorted(p for pkg in ("pipeline", "workers", "chaos") for p in (ROOT / pkg).rglob("*.py"))
+
+
+def _field_literals(source: str, filename: str = "<test>") -> list[tuple[int, str]]:
+    """(line, name) of every string or bytes literal equal to a listed record field name; the
+    literal parts of f-strings (`f"d{i}"`) are text, not names, and are skipped."""
+    tree = ast.parse(source, filename)
+    in_fstrings = {
+        id(part)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.JoinedStr)
+        for part in node.values
+    }
+    found: list[tuple[int, str]] = []
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Constant) or id(node) in in_fstrings:
+            continue
+        value = node.value
+        if isinstance(value, bytes):
+            value = value.decode("utf-8", "replace")
+        if isinstance(value, str) and value in RECORD_FIELDS:
+            found.append((node.lineno, value))
+    return found
+
+
+def test_the_field_check_sees_str_and_bytes_literals() -> None:
+    source = """x = f.get("eid"); y = f[b"d"]; z = f"d{i}"; w = {"mo": 1}; v = "id"\n"""
+    assert _field_literals(source) == [(1, "eid"), (1, "d"), (1, "mo")]
+
+
+@pytest.mark.parametrize("path", SCANNED, ids=lambda p: str(p.relative_to(ROOT)))
+def test_only_the_owner_names_record_fields(path: Path) -> None:
+    relative = path.relative_to(ROOT).as_posix()
+    if relative == RECORD_OWNER:
+        return
+    found = [
+        f"{relative}:{line}: {name!r}"
+        for line, name in _field_literals(path.read_text(), relative)
+        if (relative, name) not in RECORD_FIELD_ALLOWED
+    ]
+    assert not found, f"record field names belong to {RECORD_OWNER}: {found}"

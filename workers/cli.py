@@ -27,6 +27,7 @@ import msgspec
 
 from contracts import export_tools
 from pipeline.client import CallResult, EvidenceClient, InvalidSessionId, ToolCall
+from pipeline.record import view_data
 from pipeline.redis_io import PipelineError, open_redis
 from pipeline.settings import Settings, SettingsError
 
@@ -132,7 +133,7 @@ async def _cmd_views(args: argparse.Namespace, settings: Settings) -> int:
             for _name, entries in reply or []:
                 for entry_id, fields in entries:
                     cursor = entry_id
-                    sys.stdout.write(fields[b"d"].decode() + "\n")
+                    sys.stdout.write(view_data(fields).decode() + "\n")
             sys.stdout.flush()
             if not args.follow and not reply:
                 return 0

@@ -21,6 +21,7 @@ import anyio
 from pipeline.client import CallResult, EvidenceClient, ToolCall
 from pipeline.embedded import RoleUrls, embedded_redis_users
 from pipeline.keys import Keys
+from pipeline.record import ENTRY_SESSION, lifecycle_entry
 from pipeline.redis_io import open_redis
 from pipeline.settings import Settings
 from workers.demo_script import SCRIPTS
@@ -61,9 +62,9 @@ async def _shop_url() -> tuple[str | None, str]:
 async def _timeline(redis: Any, keys: Keys, session: str) -> list[dict[str, Any]]:
     rows = []
     for _eid, f in await redis.xrange(keys.for_session(session).lifecycle, "-", "+"):
-        if f.get(b"session", b"").decode() != session:
+        if lifecycle_entry(f).session != session:
             continue
-        rows.append({k.decode(): v.decode() for k, v in f.items() if k != b"session"})
+        rows.append({k.decode(): v.decode() for k, v in f.items() if k.decode() != ENTRY_SESSION})
     return rows
 
 

@@ -31,7 +31,25 @@ import msgspec
 from msgspec import UNSET, UnsetType
 
 from pipeline.keys import Keys, is_valid_session_id
-from pipeline.record import queue_write, read_records
+from pipeline.record import (
+    CONTROL,
+    DUPLICATE_OF,
+    ENTRY_CALL,
+    ENTRY_ID,
+    ENTRY_SESSION,
+    ENVELOPE,
+    EVIDENCE,
+    FINGERPRINT,
+    MODEL,
+    RAW,
+    RESULT,
+    STATE_FIELDS,
+    STATUS,
+    TOOL,
+    queue_write,
+    read_records,
+    view_fields,
+)
 from pipeline.redis_io import Redis, call_redis, execute, open_redis
 from pipeline.settings import Settings
 from workers.replay_diff import Recording, Reporter, Verdict, reexecute, reproject
@@ -50,13 +68,12 @@ __all__ = [
 ]
 
 EXPORT_FORMAT: Final = 1
-_STATE: Final[tuple[str, ...]] = ("st", "eid", "t0", "t1", "tool", "dup", "fp", "ev", "sk")
 _BODIES: Final = (
-    ("envelope", "inv"),
-    ("result", "res"),
-    ("raw", "raw"),
-    ("model", "mo"),
-    ("control", "cv"),
+    ("envelope", ENVELOPE),
+    ("result", RESULT),
+    ("raw", RAW),
+    ("model", MODEL),
+    ("control", CONTROL),
 )
 _ENCODER: Final = msgspec.json.Encoder()
 
@@ -99,9 +116,9 @@ class Selection(msgspec.Struct, frozen=True, kw_only=True):
         return (
             (self.session is None or rec.session == self.session)
             and (self.tool_call_id is None or rec.tool_call_id == self.tool_call_id)
-            and (self.tool is None or rec.text("tool") == self.tool)
-            and (self.status is None or rec.text("st") == self.status)
-            and (self.evidence is None or rec.text("ev") == self.evidence)
+            and (self.tool is None or rec.text(TOOL) == self.tool)
+            and (self.status is None or rec.text(STATUS) == self.status)
+            and (self.evidence is None or rec.text(EVIDENCE) == self.evidence)
             and (self.since_ms is None or rec.t0 >= self.since_ms)
             and (self.until_ms is None or rec.t0 <= self.until_ms)
         )
@@ -182,7 +199,7 @@ async def load_redis(redis: Redis, settings: Settings, selection: Selection) -> 
             rec = Recording(session=session, tool_call_id=tool_call_id, fields=fields)
             if selection.admits(rec):
                 records.append(rec)
-    records.sort(key=lambda r: (r.t0, r.text("eid"), r.tool_call_id))
+    records.sort(key=lambda r: (r.t0, r.text(ENTRY_ID), r.tool_call_id))
     return records
 
 
@@ -210,7 +227,7 @@ def _from_raw(raw: msgspec.Raw) -> bytes:
 def to_line(rec: Recording) -> ExportLine:
     """The export line of a recording."""
     bodies = {name: _to_raw(rec.fields[f]) for name, f in _BODIES if f in rec.fields}
-    state = {f: rec.text(f) for f in _STATE if f in rec.fields}
+    state = {f: rec.text(f) for f in STATE_FIELDS if f in rec.fields}
     return ExportLine(
         format=EXPORT_FORMAT,
         session=rec.session,
@@ -272,8 +289,8 @@ async def _lifecycle_of(redis: Redis, keys: Keys, records: list[Recording]) -> N
         batch = await call_redis(redis.xrange(lifecycle, min=cursor, max="+", count=10_000))
         for entry_id, raw in batch:
             fields = {k.decode(): v.decode("utf-8", "replace") for k, v in raw.items()}
-            rec = by_id.get(fields.get("id", ""))
-            if rec is not None and fields.get("session") == session:
+            rec = by_id.get(fields.get(ENTRY_CALL, ""))
+            if rec is not None and fields.get(ENTRY_SESSION) == session:
                 rec.lifecycle.append({"entry": entry_id.decode(), **fields})
         if len(batch) < 10_000:
             return
@@ -292,7 +309,7 @@ async def export_session(redis: Redis, settings: Settings, session: str, path: s
 def _rehome(rec: Recording, session: str) -> Recording:
     """The recording moved to another session (its envelope and Control View say so)."""
     fields = dict(rec.fields)
-    for field, key in (("inv", "session_id"), ("cv", "session_id")):
+    for field, key in ((ENVELOPE, "session_id"), (CONTROL, "session_id")):
         try:
             value = msgspec.json.decode(fields.get(field, b""))
         except msgspec.DecodeError:
@@ -313,7 +330,7 @@ async def import_lines(
     for rec in records:
         if session is not None and session != rec.session:
             rec = _rehome(rec, session)
-        if rec.text("st") not in ("READY", "ERROR"):
+        if rec.text(STATUS) not in ("READY", "ERROR"):
             counts["unfinished"] += 1
             continue
         key = keys.call(rec.session, rec.tool_call_id)
@@ -323,16 +340,19 @@ async def import_lines(
         pipe = redis.pipeline(transaction=True)
         queue_write(pipe, keys, rec.session, rec.tool_call_id, rec.fields, ttl)
         pipe.zadd(keys.for_session(rec.session).sessions, {rec.session: rec.t0}, gt=True)
-        for stream, field in ((keys.model(rec.session), "mo"), (keys.control(rec.session), "cv")):
+        for stream, field in (
+            (keys.model(rec.session), MODEL),
+            (keys.control(rec.session), CONTROL),
+        ):
             pipe.xadd(
                 stream,
-                {"id": rec.tool_call_id, "d": rec.fields.get(field, b"null")},
+                view_fields(rec.tool_call_id, rec.fields.get(field, b"null")),
                 maxlen=settings.stream_maxlen,
                 approximate=True,
             )
             pipe.pexpire(stream, ttl)
-        fingerprint = rec.text("fp")
-        if fingerprint and not rec.text("dup"):
+        fingerprint = rec.text(FINGERPRINT)
+        if fingerprint and not rec.text(DUPLICATE_OF):
             pipe.hsetnx(keys.fingerprints(rec.session), fingerprint, rec.tool_call_id)
             pipe.pexpire(keys.fingerprints(rec.session), ttl)
         await execute(pipe)
@@ -358,13 +378,13 @@ async def _reinject(
     groups: dict[str, list[ToolCall]] = {}
     for rec in records:
         try:
-            inv = decode_envelope(rec.fields.get("inv", b""))
+            inv = decode_envelope(rec.fields.get(ENVELOPE, b""))
         except EnvelopeError as exc:
             reporter.add(
                 Verdict(
                     session=rec.session,
                     tool_call_id=rec.tool_call_id,
-                    tool=rec.text("tool"),
+                    tool=rec.text(TOOL),
                     outcome="failed",
                     reason=str(exc),
                 )

@@ -31,6 +31,18 @@ from contracts import (
     decode_result,
 )
 from pipeline.envelope import EnvelopeError, Invocation, decode_envelope
+from pipeline.record import (
+    CONTROL,
+    DUPLICATE_OF,
+    ENVELOPE,
+    FINGERPRINT,
+    MODEL,
+    RAW,
+    RESULT,
+    STATUS,
+    SUBMITTED_AT,
+    TOOL,
+)
 from pipeline.settings import Settings
 from workers.sources import Source
 from workers.stage import Outcome, build_outcome, project_safely, run_stages, scope_of
@@ -47,7 +59,7 @@ __all__ = [
     "reproject",
 ]
 
-VIEWS: Final = (("result", "res"), ("model", "mo"), ("control", "cv"))
+VIEWS: Final = (("result", RESULT), ("model", MODEL), ("control", CONTROL))
 # view → top-level fields ignored by the diff (see the module docstring).
 IGNORED: Final[dict[str, frozenset[str]]] = {"control": frozenset({"timings", "attempts"})}
 _CLOCK_PATHS: Final = frozenset({"$.scope.start_time", "$.scope.end_time"})
@@ -69,7 +81,7 @@ class Recording(msgspec.Struct, kw_only=True):
     @property
     def t0(self) -> int:
         """Submission time (epoch ms), 0 when unknown."""
-        text = self.text("t0")
+        text = self.text(SUBMITTED_AT)
         return int(text) if text.isdigit() else 0
 
 
@@ -153,7 +165,7 @@ class _Unreplayable(Exception):
 
 
 def _decode_envelope(rec: Recording) -> Invocation:
-    data = rec.fields.get("inv", b"")
+    data = rec.fields.get(ENVELOPE, b"")
     version = _envelope_version(data)
     if version is None:
         raise _Unreplayable("undecodable recording: the envelope is not a versioned invocation")
@@ -185,7 +197,7 @@ def _omitted(raw: Any) -> bool:
 
 
 def _meta(rec: Recording, control: dict[str, Any]) -> tuple[str | UnsetType, int, Timings]:
-    dup = rec.text("dup")
+    dup = rec.text(DUPLICATE_OF)
     attempts = control.get("attempts")
     try:
         timings = msgspec.convert(control.get("timings") or {}, Timings)
@@ -198,7 +210,7 @@ def _recorded_scope(
     rec: Recording, control: dict[str, Any]
 ) -> tuple[dict[str, Any] | UnsetType, str | UnsetType]:
     scope = control.get("scope")
-    fingerprint = control.get("scope_fingerprint") or rec.text("fp")
+    fingerprint = control.get("scope_fingerprint") or rec.text(FINGERPRINT)
     if not isinstance(scope, dict) or not isinstance(fingerprint, str) or not fingerprint:
         return UNSET, UNSET
     return scope, fingerprint
@@ -221,7 +233,7 @@ def _project(
         if scope is UNSET:
             scope, fingerprint = scope_of(inv.tool, decoded, settings)
         try:
-            raw = msgspec.json.decode(rec.fields.get("raw") or b"null")
+            raw = msgspec.json.decode(rec.fields.get(RAW) or b"null")
         except msgspec.DecodeError:
             raise _Unreplayable(
                 "undecodable recording: the recorded raw answer is not JSON"
@@ -234,7 +246,7 @@ def _project(
             # The source failed then (timeout, unavailable, gave up): no answer to re-project;
             # the recorded result is carried and its views are rebuilt by today's code.
             try:
-                result = decode_result(inv.tool, rec.fields["res"])
+                result = decode_result(inv.tool, rec.fields[RESULT])
             except (msgspec.DecodeError, msgspec.ValidationError):
                 raise _Unreplayable(
                     "undecodable recording: the recorded result does not fit the contract"
@@ -289,14 +301,14 @@ def _verdict(rec: Recording, kind: Kind, **kw: Any) -> Verdict:
     return Verdict(
         session=rec.session,
         tool_call_id=rec.tool_call_id,
-        tool=rec.text("tool"),
+        tool=rec.text(TOOL),
         outcome=kind,
         **kw,
     )
 
 
 def _finished(rec: Recording) -> bool:
-    return rec.text("st") in ("READY", "ERROR")
+    return rec.text(STATUS) in ("READY", "ERROR")
 
 
 def reproject(rec: Recording, settings: Settings) -> Verdict:

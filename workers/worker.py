@@ -39,7 +39,13 @@ from pipeline.envelope import (
 )
 from pipeline.keys import GROUP, Partition, is_valid_session_id
 from pipeline.lane import Lane, run_scripts, stream_entries
-from pipeline.record import pack
+from pipeline.record import (
+    ENTRY_ID,
+    FINISH_REFUSED,
+    dead_letter,
+    finish_call,
+    invocation_entry,
+)
 from pipeline.redis_io import (
     PipelineError,
     Redis,
@@ -71,7 +77,6 @@ _SHARED_BLOCK_MS: Final = 100  # a reader over several partitions blocks on one 
 _READ_LANES: Final = 16  # readers per worker: one per partition up to this many
 _REPLY_MARGIN_S: Final = 10.0  # a blocking read's reply is awaited this long past its block
 _GROUP_LOST: Final = frozenset({"NOGROUP", "UNBLOCKED"})
-_FOREIGN: Final = -1  # the finish script's reply for an entry that is not the call's
 
 
 class _GroupLost(Exception):
@@ -286,8 +291,9 @@ class _Worker:
 
     def _run_now(self, part: Partition, entry_id: str, fields: dict[str, bytes]) -> _Finish | None:
         # A first delivery of a call that needs no I/O and records no span; else None.
+        data, duplicate_of = invocation_entry(fields)
         try:
-            invocation = decode_envelope(fields.get("d", b""))
+            invocation = decode_envelope(data)
         except EnvelopeError:
             return None
         if (
@@ -297,14 +303,13 @@ class _Worker:
             or not is_immediate(invocation.tool, self.sources)
         ):
             return None
-        dup_raw = fields.get("dup", b"")
         with invocation_context(
             session=invocation.session_id,
             tool=invocation.tool,
             tool_call_id=invocation.tool_call_id,
             entry_id=entry_id,
         ):
-            run = self._stages(invocation, _text(dup_raw) if dup_raw else UNSET, attempts=1)
+            run = self._stages(invocation, duplicate_of, attempts=1)
             outcome = run.run_now(self.sources)
         return _Finish(invocation=invocation, part=part, entry_id=entry_id, outcome=outcome)
 
@@ -366,7 +371,7 @@ class _Worker:
         self, part: Partition, entry_id: str, fields: dict[str, bytes], attempts: int
     ) -> bool:
         try:
-            invocation = decode_envelope(fields.get("d", b""))
+            invocation = decode_envelope(invocation_entry(fields)[0])
         except EnvelopeError as exc:
             with invocation_context(entry_id=entry_id):
                 await self._dead_letter(part, entry_id, fields, str(exc))
@@ -415,8 +420,7 @@ class _Worker:
         if state == "final":
             await call_redis(self.redis.xack(part.invocations, GROUP, entry_id))
             return False
-        dup_raw = fields.get("dup", b"")
-        duplicate_of = _text(dup_raw) if dup_raw else UNSET
+        duplicate_of = invocation_entry(fields)[1]
         if attempts > self.settings.max_attempts:
             result = error_result(
                 ErrorCode.GAVE_UP,
@@ -444,7 +448,7 @@ class _Worker:
         # An envelope this worker cannot run (another contract version, a broken shape) still
         # belongs to an invocation when its identity can be read: finish that one as ERROR, so
         # every accepted invocation reaches a final state.
-        identity = peek_identity(fields.get("d", b""))
+        identity = peek_identity(invocation_entry(fields)[0])
         if (
             identity is None
             or not is_valid_session_id(identity.session_id)
@@ -491,7 +495,7 @@ class _Worker:
         """ "open" (this entry is the call's and it is not final), "final", or "foreign" (the
         call does not exist or recorded another entry: a forged or stray envelope)."""
         pipe = self.redis.pipeline(transaction=False)
-        pipe.hget(part.call(invocation.session_id, invocation.tool_call_id), "eid")
+        pipe.hget(part.call(invocation.session_id, invocation.tool_call_id), ENTRY_ID)
         pipe.exists(part.result(invocation.session_id, invocation.tool_call_id))
         recorded, final = await execute(pipe)
         if recorded is None or _text(recorded) != entry_id:
@@ -507,7 +511,7 @@ class _Worker:
         pipe = self.redis.pipeline(transaction=True)
         pipe.xadd(
             part.dead,
-            {"eid": entry_id, "reason": reason[:300], "d": fields.get("d", b"")[:65536]},
+            dead_letter(entry_id, reason, fields),
             maxlen=self.settings.stream_maxlen,
             approximate=True,
         )
@@ -584,7 +588,7 @@ class _Worker:
                 refused.append(done)
                 continue
             item.applied = done == 1
-            if done == _FOREIGN:
+            if done == FINISH_REFUSED:
                 item.applied = None
                 self._log_foreign(item)
             elif item.applied and self.metrics is not None:
@@ -605,37 +609,26 @@ class _Worker:
             self.metrics.dead_letters.inc()
 
     def _finish_call(self, item: _Finish) -> tuple[list[str], list[Any]]:
-        inv, out, k = item.invocation, item.outcome, item.part
-        keys = [
-            k.call(inv.session_id, inv.tool_call_id),
-            k.invocations,
-            k.model(inv.session_id),
-            k.control(inv.session_id),
-            k.lifecycle,
-            k.result(inv.session_id, inv.tool_call_id),
-            k.raw(inv.session_id, inv.tool_call_id),
-            k.dead,
-        ]
-        args = [
-            GROUP,
-            item.entry_id,
-            out.control.status.value,
-            out.result.evidence_status.value,
-            pack(_ENCODER.encode(out.result)),  # large bodies compressed (pipeline.record)
-            pack(out.raw),
-            _ENCODER.encode(out.observation),
-            _ENCODER.encode(out.control),
-            int(time.time() * 1000),
-            self.settings.retention_s * 1000,
-            inv.session_id,
-            inv.tool_call_id,
-            inv.tool,
-            self.settings.stream_maxlen,
+        inv, out = item.invocation, item.outcome
+        return finish_call(
+            item.part,
+            session_id=inv.session_id,
+            tool_call_id=inv.tool_call_id,
+            tool=inv.tool,
+            entry_id=item.entry_id,
+            status=out.control.status.value,
+            evidence_status=out.result.evidence_status.value,
+            result=_ENCODER.encode(out.result),
+            raw=out.raw,
+            model=_ENCODER.encode(out.observation),
+            control=_ENCODER.encode(out.control),
+            now_ms=int(time.time() * 1000),
+            retention_ms=self.settings.retention_s * 1000,
+            maxlen=self.settings.stream_maxlen,
             # The scope the worker ran, checked against the one the submit recorded; none
             # for an envelope that could not be decoded (it only finishes as ERROR).
-            scope_key(inv.tool, inv.tool_call_id, inv.arguments) if item.decoded else "",
-        ]
-        return keys, args
+            scope_key=scope_key(inv.tool, inv.tool_call_id, inv.arguments) if item.decoded else "",
+        )
 
     # -- janitor ------------------------------------------------------------------------
     async def janitor_loop(self, stop: anyio.Event, work: TaskGroup) -> None:

@@ -12,6 +12,7 @@ from typing import Any
 import anyio
 
 from pipeline.keys import Keys
+from pipeline.record import lifecycle_entry, view_entry
 from pipeline.settings import Settings
 from workers.sources import Source
 from workers.worker import run_worker
@@ -34,20 +35,18 @@ async def books(redis: Any, prefix: str, session: str, partitions: int = 1) -> d
     """Per tool call id: lifecycle finals, model views, control views, and the state."""
     keys = Keys(prefix, partitions)
     model = Counter(
-        f[b"id"].decode() for _e, f in await redis.xrange(keys.model(session), "-", "+")
+        view_entry(f).tool_call_id for _e, f in await redis.xrange(keys.model(session), "-", "+")
     )
     control = Counter(
-        f[b"id"].decode() for _e, f in await redis.xrange(keys.control(session), "-", "+")
+        view_entry(f).tool_call_id for _e, f in await redis.xrange(keys.control(session), "-", "+")
     )
     finals: Counter[str] = Counter()
     submitted: Counter[str] = Counter()
     for _e, f in await redis.xrange(keys.for_session(session).lifecycle, "-", "+"):
-        if f[b"session"].decode() != session:
+        entry = lifecycle_entry(f)
+        if entry.session != session:
             continue
-        if f[b"status"] == b"PROJECTING":
-            submitted[f[b"id"].decode()] += 1
-        else:
-            finals[f[b"id"].decode()] += 1
+        (submitted if entry.submitted else finals)[entry.tool_call_id or ""] += 1
     return {"model": model, "control": control, "finals": finals, "submitted": submitted}
 
 

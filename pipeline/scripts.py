@@ -1,0 +1,22 @@
+"""The Lua text of the record's two scripts, `pipeline/lua/submit.lua` and `finish.lua`, read
+once at import (they ship in the wheel as package data).
+
+A leaf module, so `pipeline.redis_io` (which loads them into Redis) and `pipeline.record` (which
+builds their keys and arguments, and names the fields they write) can both use it without
+importing each other. Each file's header documents its KEYS, ARGV and replies.
+"""
+
+from __future__ import annotations
+
+from importlib.resources import files
+from typing import Final
+
+__all__ = ["FINISH_LUA", "SUBMIT_LUA"]
+
+
+def _read(name: str) -> str:
+    return files("pipeline").joinpath("lua", name).read_text(encoding="utf-8")
+
+
+SUBMIT_LUA: Final = _read("submit.lua")
+FINISH_LUA: Final = _read("finish.lua")

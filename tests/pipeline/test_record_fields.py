@@ -1,0 +1,57 @@
+"""The record owner's builders and decoders, against the Lua they serve (no server needed)."""
+
+from __future__ import annotations
+
+import re
+
+from msgspec import UNSET
+
+from pipeline import record
+from pipeline.keys import GROUP, Keys
+from pipeline.scripts import FINISH_LUA, SUBMIT_LUA
+
+
+def _highest(lua: str, name: str) -> int:
+    return max(int(n) for n in re.findall(rf"{name}\[(\d+)\]", lua))
+
+
+def test_the_builders_fill_every_key_and_argument_their_script_reads() -> None:
+    part = Keys("t").for_session("s")
+    keys, args = record.submit_call(
+        part, session_id="s", tool_call_id="c", tool="t", envelope=b"{}", now_ms=1,
+        fingerprint="", maxlen=10, retention_ms=5, scope_key="k",
+    )  # fmt: skip
+    assert (len(keys), len(args)) == (_highest(SUBMIT_LUA, "KEYS"), _highest(SUBMIT_LUA, "ARGV"))
+    assert keys[0] == part.call("s", "c") and args[3] == "c" and args[8] == "k"
+    keys, args = record.finish_call(
+        part, session_id="s", tool_call_id="c", tool="t", entry_id="1-0", status="READY",
+        evidence_status="FOUND", result=b"{}", raw=b"null", model=b"{}", control=b"{}",
+        now_ms=2, retention_ms=5, maxlen=10, scope_key="",
+    )  # fmt: skip
+    assert (len(keys), len(args)) == (_highest(FINISH_LUA, "KEYS"), _highest(FINISH_LUA, "ARGV"))
+    assert args[:3] == [GROUP, "1-0", "READY"] and keys[-1] == part.dead
+
+
+def test_the_lua_writes_the_owner_s_field_names() -> None:
+    for name in (record.STATUS, record.ENTRY_ID, record.ENVELOPE, record.SCOPE_KEY):
+        assert f"'{name}'" in SUBMIT_LUA
+    for name in (record.EVIDENCE, record.RESULT, record.MODEL, record.CONTROL, record.FINISHED_AT):
+        assert f"'{name}'" in FINISH_LUA
+
+
+def test_the_decoders_read_str_and_bytes_field_names() -> None:
+    assert record.invocation_entry({"d": b"env", "dup": b""}) == (b"env", UNSET)
+    assert record.invocation_entry({b"d": b"env", b"dup": b"c1"}) == (b"env", "c1")
+    assert record.view_entry({b"id": b"c1", b"d": b"{}", b"sk": b"k"}) == ("c1", b"{}", b"k")
+    assert record.view_entry({"id": b"c1", "d": b"{}"}) == ("c1", b"{}", b"")
+    life = record.lifecycle_entry({b"session": b"s", b"id": b"c", b"status": b"PROJECTING"})
+    assert (life.session, life.tool_call_id, life.submitted, life.evidence) == (
+        "s",
+        "c",
+        True,
+        None,
+    )
+    assert record.final_row([b"PROJECTING", b"{}", b"{}", None]) is None
+    assert record.final_row([b"READY", b"m", b"c", None]) == ("READY", b"m", b"c", "")
+    dead = record.dead_letter("1-0", "x" * 400, {"d": b"e" * 70000})
+    assert (len(dead["reason"]), len(dead["d"])) == (300, 65536)
