@@ -42,7 +42,7 @@ from contracts import (
     observe,
 )
 from pipeline.batcher import ScriptBatcher
-from pipeline.envelope import Invocation, encode_envelope, scope_key
+from pipeline.envelope import Invocation, encode_envelope, scope_key_of
 from pipeline.keys import is_valid_session_id
 from pipeline.lane import Lane, run_scripts, stream_entries
 from pipeline.record import (
@@ -158,6 +158,14 @@ def _oversized(call: ToolCall, arguments: str, limit: int) -> ErrorResult | None
     if len(arguments.encode("utf-8", "replace")) > limit:
         return error_result(ErrorCode.SCHEMA, f"the arguments exceed {limit} bytes", tool_call_id)
     return None
+
+
+def _ran(asked: str, result: CallResult) -> bool:
+    """Whether a result is of the scope a call asked: the worker publishes the scope key it ran
+    with the result. A call record rewritten by someone who may write it (another submitter of
+    the prefix) can make a worker run another envelope under this id; its evidence is refused,
+    never handed over as this call's. (No key: an envelope that did not decode, an ERROR.)"""
+    return not result.scope_key or result.scope_key == asked
 
 
 def _conflict(call: ToolCall) -> ErrorResult:
@@ -312,12 +320,16 @@ class EvidenceClient:
         ):
             yield client
 
-    def _fingerprint(self, call: ToolCall) -> str:
-        decoded = decode_invocation(call.tool, call.tool_call_id, call.arguments)
+    def _scope(self, call: ToolCall, arguments: str) -> tuple[str, str]:
+        """The call's scope fingerprint ("" when its arguments do not decode) and scope key,
+        from one decode."""
+        tool = str(call.tool)
+        decoded = decode_invocation(tool, call.tool_call_id, arguments)
+        key = scope_key_of(tool, decoded, arguments)
         if isinstance(decoded, ErrorResult):
-            return ""
-        scope = normalise_scope(call.tool, decoded, self.settings.default_lookback)
-        return fingerprint_scope(scope)
+            return "", key
+        scope = normalise_scope(tool, decoded, self.settings.default_lookback)
+        return fingerprint_scope(scope), key
 
     async def submit_many(
         self, session_id: str, calls: Sequence[ToolCall], *, traceparent: str | None = None
@@ -328,11 +340,17 @@ class EvidenceClient:
         return (await self._submit(session_id, calls, traceparent))[0]
 
     async def _submit(
-        self, session_id: str, calls: Sequence[ToolCall], traceparent: str | None = None
+        self,
+        session_id: str,
+        calls: Sequence[ToolCall],
+        traceparent: str | None = None,
+        asked: list[str] | None = None,
     ) -> tuple[list[CallResult | None], set[str]]:
-        # Also returns the ids this submission created (not known before).
+        # Also returns the ids this submission created (not known before); `asked`, when
+        # given, receives each call's scope key ("" for a call refused before submitting).
         if not is_valid_session_id(session_id):
             raise InvalidSessionId(session_id)
+        keys_asked = [] if asked is None else asked
         now = int(time.time() * 1000)
         bounds = self.settings.bounds
         out: list[CallResult | None] = []
@@ -340,6 +358,7 @@ class EvidenceClient:
         positions: list[int] = []
         k = self.keys.for_session(session_id)  # every key of the session: one partition
         for call in calls:
+            keys_asked.append("")
             if not is_valid_tool_call_id(call.tool_call_id):
                 out.append(rejected_locally(call, session_id, bounds))
                 continue
@@ -359,6 +378,7 @@ class EvidenceClient:
                 submitted_at_ms=now,
                 traceparent=traceparent if traceparent else UNSET,
             )
+            fingerprint, keys_asked[-1] = self._scope(call, arguments)
             queued.append(
                 submit_call(
                     k,
@@ -367,10 +387,10 @@ class EvidenceClient:
                     tool=tool,
                     envelope=encode_envelope(envelope),
                     now_ms=now,
-                    fingerprint=self._fingerprint(call),
+                    fingerprint=fingerprint,
                     maxlen=self.settings.stream_maxlen,
                     retention_ms=self.settings.retention_s * 1000,
-                    scope_key=scope_key(tool, call.tool_call_id, arguments),
+                    scope_key=keys_asked[-1],
                 )
             )
         if not queued:
@@ -575,7 +595,8 @@ class EvidenceClient:
         # Listen before submitting, so no view published in between can be missed.
         waiters = await self._register_within(session_id, ids, timeout)
         try:
-            immediate, fresh = await self._submit(session_id, calls)
+            asked: list[str] = []
+            immediate, fresh = await self._submit(session_id, calls, asked=asked)
             # A call refused at submit (e.g. a conflicting reuse of its id) is not waited for.
             ids = [c.tool_call_id for c, r in zip(calls, immediate, strict=True) if r is None]
             left = max(0.0, timeout - (anyio.current_time() - started))
@@ -590,23 +611,12 @@ class EvidenceClient:
             self._unregister(session_id, waiters)
         bounds = self.settings.bounds
         out: list[CallResult | None] = []
-        for call, refused in zip(calls, immediate, strict=True):
+        for call, refused, key in zip(calls, immediate, asked, strict=True):
             result = refused if refused is not None else found.get(call.tool_call_id)
-            if refused is None and result is not None and not self._ran_this(call, result):
+            if refused is None and result is not None and not _ran(key, result):
                 result = rejected_locally(call, session_id, bounds, _conflict(call))
             out.append(result)
         return out
-
-    @staticmethod
-    def _ran_this(call: ToolCall, result: CallResult) -> bool:
-        """Whether a result is of this call's scope: the worker publishes the scope key it
-        ran with the result. A call record rewritten by someone who may write it (another
-        submitter of the prefix) can make a worker run another envelope under this id; its
-        evidence is refused here, never handed over as this call's."""
-        if not result.scope_key:  # an envelope that did not decode: an ERROR, no evidence
-            return True
-        asked = scope_key(str(call.tool), call.tool_call_id, _arguments_text(call.arguments))
-        return result.scope_key == asked
 
     async def call(
         self, session_id: str, call: ToolCall, timeout: float = 30.0

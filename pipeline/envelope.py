@@ -8,7 +8,7 @@ from typing import Final
 import msgspec
 from msgspec import UNSET, UnsetType
 
-from contracts import ErrorResult, decode_invocation
+from contracts import ErrorResult, Request, decode_invocation
 from contracts.status import CONTRACT_VERSION
 from pipeline.keys import is_valid_session_id
 
@@ -19,6 +19,7 @@ __all__ = [
     "encode_envelope",
     "peek_identity",
     "scope_key",
+    "scope_key_of",
 ]
 
 
@@ -100,7 +101,12 @@ def scope_key(tool: str, tool_call_id: object, arguments: object) -> str:
     recorded. The exact decoded request (so JSON spacing and key order do not matter, but every
     value does: a fingerprint folds case, which a search may not), or, for arguments that do
     not decode, the tool and the arguments' text."""
-    decoded = decode_invocation(tool, tool_call_id, arguments)
+    return scope_key_of(tool, decode_invocation(tool, tool_call_id, arguments), arguments)
+
+
+def scope_key_of(tool: str, decoded: Request | ErrorResult, arguments: object) -> str:
+    """`scope_key` of a call already decoded (its request, or the ERROR of arguments that do
+    not decode), so a caller that decoded it once does not decode it again."""
     if isinstance(decoded, ErrorResult):
         text = arguments if isinstance(arguments, str) else _ENCODER.encode(arguments).decode()
         digest = hashlib.sha256(f"u\0{tool}\0{text}".encode("utf-8", "surrogatepass"))
