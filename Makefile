@@ -27,7 +27,7 @@ demo: $(STAMP)
 	$(VENV)/bin/aci-evidence demo
 
 lint: $(STAMP)
-	$(PY) -m ruff check contracts pipeline workers chaos tests bench
+	$(PY) -m ruff check contracts pipeline workers hosts app chaos tests bench
 	$(PY) -m mypy
 
 test: $(STAMP) $(INSPECTOR_STAMP) services lint

@@ -1,4 +1,4 @@
-"""A fleet of worker processes (`python -m workers.cli worker`, or the fault-injecting
+"""A fleet of worker processes (`python -m app.cli worker`, or the fault-injecting
 `python -m chaos.worker`) that can be SIGKILLed, frozen, resumed and restarted.
 
 Each worker's stderr goes to its own log file, kept for the secrets scan; an exit nobody asked
@@ -117,7 +117,7 @@ class Fleet:
 
 @contextlib.contextmanager
 def open_fleet(
-    env: Mapping[str, str], size: int, *, module: str = "workers.cli", concurrency: int = 16
+    env: Mapping[str, str], size: int, *, module: str = "app.cli", concurrency: int = 16
 ) -> Iterator[Fleet]:
     """`size` workers for the duration of the block; stopped (drained) on exit."""
     folder = Path(tempfile.mkdtemp(prefix="aci-chaos-fleet-"))

@@ -162,7 +162,7 @@ class Spec(msgspec.Struct, frozen=True, kw_only=True):
     name: str
     fault_kind: str
     inject: Any  # Injector (msgspec cannot type a callable)
-    module: str = "workers.cli"
+    module: str = "app.cli"
     env: dict[str, str] = msgspec.field(default_factory=dict)
     fault: str = ""
     burst: bool = False

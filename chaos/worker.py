@@ -1,5 +1,5 @@
 """A worker process with fault-injecting sources: `python -m chaos.worker [--log-level L]
-worker --concurrency N` (same command line and environment as `python -m workers.cli`).
+worker --concurrency N` (same command line and environment as `python -m app.cli`).
 
 Every configured source is wrapped with `FaultySource` through `workers.sources.wrap_sources`
 (the fault-injection hook): a request whose text carries `chaos-hang` never answers (the

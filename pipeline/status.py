@@ -1,7 +1,7 @@
-"""`aci-evidence status`: stream lengths and memory, group lag, pending entries (idle time and
-delivery count), live and dead consumers, and invocations per lifecycle state / evidence status
-over the recent lifecycle stream. `--json` prints one object (one per refresh with `--watch`);
-`--watch` refreshes a live view every second until Ctrl-C or SIGTERM.
+"""The queue's status as one JSON-safe report: stream lengths and memory, group lag, pending
+entries (idle time and delivery count), live and dead consumers, and invocations per lifecycle
+state / evidence status over the recent lifecycle stream (`aci-evidence status` renders it:
+`app/status.py`).
 
 A consumer is *dead* when it has been idle longer than the visibility timeout: its pending
 entries are due for takeover by the live ones.
@@ -15,21 +15,16 @@ pending, lag and length, so a starved or lagging partition shows.
 
 from __future__ import annotations
 
-import json
-import signal
-import sys
 import time
 from collections import Counter
 from typing import Any, Final
 
-import anyio
-
 from pipeline.keys import GROUP, Keys, Partition
 from pipeline.record import lifecycle_entry
-from pipeline.redis_io import Redis, RedisProtocolError, call_redis, open_redis
+from pipeline.redis_io import Redis, RedisProtocolError, call_redis
 from pipeline.settings import Settings
 
-__all__ = ["collect_status", "render_status", "run_status", "status_renderable"]
+__all__ = ["collect_status"]
 
 _PENDING_SHOWN: Final = 20
 _RECENT_MAX: Final = 100_000
@@ -199,116 +194,3 @@ def _merge_recent(recents: list[dict[str, Any]]) -> dict[str, Any]:
         out[field] = dict(total)
     out["capped"] = any(r["capped"] for r in recents)
     return out
-
-
-def _table(title: str, columns: tuple[str, ...], rows: list[tuple[Any, ...]]) -> Any:
-    from rich.table import Table
-
-    table = Table(title=title, title_justify="left")
-    for column in columns:
-        table.add_column(column)
-    for row in rows:
-        table.add_row(*(str(v) for v in row))
-    return table
-
-
-def status_renderable(report: dict[str, Any]) -> Any:
-    """The snapshot as a group of rich tables (for printing or a live view)."""
-    from rich.console import Group
-
-    parts: list[Any] = [
-        _table(
-            f"streams (sessions: {report['sessions']})",
-            ("stream", "length", "memory bytes"),
-            [(n, i["length"], i["memory_bytes"]) for n, i in report["streams"].items()],
-        )
-    ]
-    group = report["group"]
-    if group:
-        keys = ("pending", "lag", "consumers_live", "consumers_dead", "oldest_pending_idle_ms")
-        parts.append(_table(f"group {group['name']}", keys, [tuple(group[k] for k in keys)]))
-    parts.append(
-        _table(
-            "consumers",
-            ("consumer", "pending", "idle ms", "state"),
-            [
-                (c["name"], c["pending"], c["idle_ms"], "live" if c["live"] else "dead")
-                for c in report["consumers"]
-            ],
-        )
-    )
-    if report["pending"]:
-        parts.append(
-            _table(
-                "pending entries (oldest first)",
-                ("entry", "consumer", "idle ms", "deliveries"),
-                [
-                    (p["id"], p["consumer"], p["idle_ms"], p["deliveries"])
-                    for p in report["pending"]
-                ],
-            )
-        )
-    recent = report["last_minutes"]
-    counts = [("lifecycle", k, v) for k, v in sorted(recent["lifecycle"].items())]
-    counts += [("evidence", k, v) for k, v in sorted(recent["evidence_status"].items())]
-    parts.append(_table(f"last {recent['window_s']} s", ("axis", "status", "count"), counts))
-    return Group(*parts)
-
-
-def render_status(report: dict[str, Any]) -> None:
-    """Print the snapshot as rich tables."""
-    from rich.console import Console
-
-    Console().print(status_renderable(report))
-
-
-async def _watch(args: Any, redis: Redis, settings: Settings) -> None:
-    # Bounded by Ctrl-C / SIGTERM, or by `args.iterations` (tests).
-    limit = getattr(args, "iterations", None)
-    interval = float(getattr(args, "interval", 1.0))
-    stop = anyio.Event()
-
-    async def on_signal() -> None:
-        with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
-            async for _ in signals:
-                stop.set()
-                return
-
-    async with anyio.create_task_group() as tg:
-        tg.start_soon(on_signal)
-        live: Any = None
-        if not args.json:
-            from rich.live import Live
-
-            live = Live(refresh_per_second=1, transient=False)
-            live.start()
-        try:
-            shown = 0
-            while not stop.is_set() and (limit is None or shown < limit):
-                report = await collect_status(redis, settings)
-                if live is not None:
-                    live.update(status_renderable(report), refresh=True)
-                else:
-                    sys.stdout.write(json.dumps(report) + "\n")
-                    sys.stdout.flush()
-                shown += 1
-                with anyio.move_on_after(interval):
-                    await stop.wait()
-        finally:
-            if live is not None:
-                live.stop()
-            tg.cancel_scope.cancel()
-
-
-async def run_status(args: Any, settings: Settings, url: str) -> int:
-    """`aci-evidence status [--json] [--watch]`."""
-    async with open_redis(url, cluster=settings.redis_cluster) as redis:
-        if getattr(args, "watch", False):
-            await _watch(args, redis, settings)
-            return 0
-        report = await collect_status(redis, settings)
-    if args.json:
-        print(json.dumps(report))
-    else:
-        render_status(report)
-    return 0

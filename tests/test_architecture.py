@@ -1,11 +1,12 @@
 """The allowed arrows between the project's packages (docs/architecture.md), for every module.
 
-`workers → pipeline → contracts`, never back; the operator tools (`chaos`, `bench`) may use
-all three; nothing imports `tests`. Redis is reached through the pipeline: only its modules
+`app → hosts → workers → pipeline → contracts`, never back (a layer may also use any layer
+below it); the operator tools (`chaos`, `bench`) may use the product's layers; nothing imports
+`tests`. Redis is reached through the pipeline: only its modules
 (and the peers' benchmark, which measures other queues on raw Redis) import `redis`.
 
 The stored record has one owner, `pipeline/record.py` (with the Lua in `pipeline/lua/`): no
-other module of `pipeline`, `workers` or `chaos` types one of its field names.
+other module of `pipeline`, `workers`, `hosts`, `app` or `chaos` types one of its field names.
 """
 
 from __future__ import annotations
@@ -16,17 +17,19 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-PROJECT = ("contracts", "pipeline", "workers", "chaos", "bench", "tests")
+PROJECT = ("contracts", "pipeline", "workers", "hosts", "app", "chaos", "bench", "tests")
 ALLOWED: dict[str, set[str]] = {
     "contracts": {"contracts"},
     "pipeline": {"contracts", "pipeline"},
     "workers": {"contracts", "pipeline", "workers"},
+    "hosts": {"contracts", "pipeline", "workers", "hosts"},
+    "app": {"contracts", "pipeline", "workers", "hosts", "app"},
     "chaos": {"contracts", "pipeline", "workers", "chaos"},
-    "bench": {"contracts", "pipeline", "workers", "bench"},
+    "bench": {"contracts", "pipeline", "workers", "app", "bench"},
 }
 # Modules that may import the Redis driver: the pipeline's connection owners, and the peers'
 # benchmark (it runs other queues' clients on raw Redis on purpose).
-REDIS_IMPORTERS = {"pipeline/redis_io.py", "pipeline/lane.py", "workers/bench_peers.py"}
+REDIS_IMPORTERS = {"pipeline/redis_io.py", "pipeline/lane.py", "app/bench_peers.py"}
 MODULES = sorted(p for pkg in ALLOWED for p in (ROOT / pkg).rglob("*.py"))
 
 
@@ -72,11 +75,15 @@ RECORD_FIELDS = frozenset(
 RECORD_FIELD_ALLOWED: dict[tuple[str, str], str] = {
     # The plain-Redis baseline of `bench pipeline` round-trips its own `{id, d}` entries on
     # streams of its own (not the record's): it measures raw Redis, not the pipeline.
-    ("workers/bench.py", "d"): "the baseline benchmark's own streams",
+    ("app/bench.py", "d"): "the baseline benchmark's own streams",
     # The chaos report's column header for the duplicates count (`Books.duplicates`).
     ("chaos/report.py", "dup"): "a table column label",
 }
-SCANNED = sorted(p for pkg in ("pipeline", "workers", "chaos") for p in (ROOT / pkg).rglob("*.py"))
+SCANNED = sorted(
+    p
+    for pkg in ("pipeline", "workers", "hosts", "app", "chaos")
+    for p in (ROOT / pkg).rglob("*.py")
+)
 
 
 def _field_literals(source: str, filename: str = "<test>") -> list[tuple[int, str]]:

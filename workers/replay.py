@@ -1,15 +1,10 @@
-"""`aci-evidence replay`, `export` and `import`: recorded invocations, re-run and diffed.
-
-    aci-evidence replay --session S [--since T] [--until T] [--tool X] [--status READY|ERROR]
-                        [--evidence E] [--id ID] [--file F] [--reexecute | --into S2] [--json]
-    aci-evidence export --session S --file F.jsonl
-    aci-evidence import --file F.jsonl [--session S2]
+"""Recorded invocations: selected, loaded, exported, imported and re-submitted (the library
+behind `aci-evidence replay`, `export` and `import`, whose commands are in `app/replay.py`).
 
 Invocations are selected from the state hashes of the sessions (the sessions zset lists them),
-or from an export file. The default re-projects (see `workers.replay_diff`); `--reexecute` runs
-the recorded requests against today's sources; `--into` re-submits them under a new session
-with their original tool call ids, for live workers. Exit 0 when nothing changed or failed,
-1 otherwise, 2 on bad input. With `--json` the last line is the summary object.
+or from an export file. Re-projection and re-execution are in `workers.replay_diff`;
+`reinject` re-submits recordings under a new session with their original tool call ids, for
+live workers.
 
 An export line is one invocation: `{"format": 1, "session", "tool_call_id", "state": {st, eid,
 t0, t1, tool, dup, fp, ev, sk}, "envelope", "result", "raw", "model", "control", "lifecycle"}`,
@@ -20,17 +15,15 @@ nothing is executed again) and never the lifecycle stream (it is not live activi
 
 from __future__ import annotations
 
-import datetime as dt
-import sys
 from collections import Counter
 from collections.abc import Iterable, Sequence
-from typing import Any, Final
+from typing import Final
 
 import anyio
 import msgspec
 from msgspec import UNSET, UnsetType
 
-from pipeline.keys import Keys, is_valid_session_id
+from pipeline.keys import Keys
 from pipeline.record import (
     CONTROL,
     DUPLICATE_OF,
@@ -50,9 +43,9 @@ from pipeline.record import (
     read_records,
     view_fields,
 )
-from pipeline.redis_io import Redis, call_redis, execute, open_redis
+from pipeline.redis_io import Redis, call_redis, execute
 from pipeline.settings import Settings
-from workers.replay_diff import Recording, Reporter, Verdict, reexecute, reproject
+from workers.replay_diff import Recording, Reporter, Verdict
 
 __all__ = [
     "ExportLine",
@@ -62,9 +55,7 @@ __all__ = [
     "import_lines",
     "load_file",
     "load_redis",
-    "run_export",
-    "run_import",
-    "run_replay",
+    "reinject",
 ]
 
 EXPORT_FORMAT: Final = 1
@@ -122,42 +113,6 @@ class Selection(msgspec.Struct, frozen=True, kw_only=True):
             and (self.since_ms is None or rec.t0 >= self.since_ms)
             and (self.until_ms is None or rec.t0 <= self.until_ms)
         )
-
-
-def parse_time(text: str | None, flag: str) -> int | None:
-    """`--since`/`--until`: epoch milliseconds, or ISO 8601 (UTC when no offset is given)."""
-    if not text:
-        return None
-    if text.strip().isdigit():
-        return int(text)
-    try:
-        moment = dt.datetime.fromisoformat(text.strip())
-    except ValueError:
-        raise ReplayError(f"{flag}: expected ISO 8601 or epoch ms, got {text!r}") from None
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=dt.UTC)
-    return int(moment.timestamp() * 1000)
-
-
-def selection_from(args: Any) -> Selection:
-    """The selection of the `replay` flags."""
-    status = (args.status or "").upper() or None
-    evidence = (args.evidence or "").upper() or None
-    if status not in (None, "READY", "ERROR", "PROJECTING"):
-        raise ReplayError("--status: expected READY or ERROR")
-    if evidence not in (None, "EVIDENCE_FOUND", "NO_EVIDENCE", "ERROR"):
-        raise ReplayError("--evidence: expected EVIDENCE_FOUND, NO_EVIDENCE or ERROR")
-    if args.session is not None and not is_valid_session_id(args.session):
-        raise ReplayError("--session: 1-128 letters, digits, '.', '_' or '-'")
-    return Selection(
-        session=args.session,
-        since_ms=parse_time(args.since, "--since"),
-        until_ms=parse_time(args.until, "--until"),
-        tool=args.tool,
-        status=status,
-        evidence=evidence,
-        tool_call_id=args.id,
-    )
 
 
 def _glob_escape(text: str) -> str:
@@ -360,18 +315,11 @@ async def import_lines(
     return counts
 
 
-# -- commands --------------------------------------------------------------------------
-
-
-def _url(settings: Settings) -> str:
-    if not settings.redis_url:
-        raise ReplayError("ACI_REDIS_URL is not set")
-    return settings.redis_url
-
-
-async def _reinject(
+async def reinject(
     redis: Redis, settings: Settings, records: Sequence[Recording], into: str, reporter: Reporter
 ) -> None:
+    """Submit the recorded requests again under session `into`, with their original tool
+    call ids and trace parents, for live workers to run (each reported as submitted)."""
     from pipeline.client import EvidenceClient, ToolCall
     from pipeline.envelope import EnvelopeError, decode_envelope
 
@@ -401,76 +349,3 @@ async def _reinject(
                 await client.submit_many(
                     into, calls[start : start + 500], traceparent=traceparent or None
                 )
-
-
-async def _replay(args: Any, settings: Settings, reporter: Reporter) -> None:
-    selection = selection_from(args)
-    if args.into is not None and not is_valid_session_id(args.into):
-        raise ReplayError("--into: 1-128 letters, digits, '.', '_' or '-'")
-    if args.file:
-        records = load_file(args.file, selection)
-    else:
-        async with open_redis(_url(settings)) as redis:
-            records = await load_redis(redis, settings, selection)
-    reporter.start(len(records))
-    if args.into is not None:
-        async with open_redis(_url(settings)) as redis:
-            await _reinject(redis, settings, records, args.into, reporter)
-    elif args.reexecute:
-        from workers.sources import open_sources
-
-        async with open_sources() as sources:
-            for rec in records:
-                reporter.add(await reexecute(rec, settings, sources))
-    else:
-        for rec in records:
-            reporter.add(reproject(rec, settings))
-
-
-async def run_replay(args: Any, settings: Settings) -> int:
-    """`aci-evidence replay`: 0 when nothing changed or failed, 1 otherwise, 2 on bad input."""
-    mode = "reinject" if args.into else "reexecute" if args.reexecute else "reproject"
-    reporter = Reporter(as_json=args.json, mode=mode)
-    try:
-        await _replay(args, settings, reporter)
-    except ReplayError as exc:
-        print(f"replay: {exc}", file=sys.stderr)
-        return 2
-    return reporter.finish()
-
-
-async def run_export(args: Any, settings: Settings) -> int:
-    """`aci-evidence export --session S --file F`."""
-    try:
-        if not is_valid_session_id(args.session):
-            raise ReplayError("--session: 1-128 letters, digits, '.', '_' or '-'")
-        async with open_redis(_url(settings)) as redis:
-            count = await export_session(redis, settings, args.session, args.file)
-    except ReplayError as exc:
-        print(f"export: {exc}", file=sys.stderr)
-        return 2
-    print(_ENCODER.encode({"exported": count, "file": args.file}).decode())
-    return 0
-
-
-async def run_import(args: Any, settings: Settings) -> int:
-    """`aci-evidence import --file F [--session S]`."""
-    try:
-        if args.session is not None and not is_valid_session_id(args.session):
-            raise ReplayError("--session: 1-128 letters, digits, '.', '_' or '-'")
-        records = load_file(args.file)
-        async with open_redis(_url(settings)) as redis:
-            counts = await import_lines(redis, settings, records, args.session)
-    except ReplayError as exc:
-        print(f"import: {exc}", file=sys.stderr)
-        return 2
-    print(
-        _ENCODER.encode(
-            {
-                "imported": counts["imported"],
-                "existing": counts["existing"],
-                "unfinished": counts["unfinished"],
-            }
-        ).decode()
-    )
-    return 0

@@ -139,7 +139,7 @@ CALLS: list[tuple[str, str, Any, str]] = [
 
 def _cli(env: dict[str, str], *args: str) -> str:
     proc = subprocess.run(
-        [sys.executable, "-m", "workers.cli", "--log-level", "INFO", *args],
+        [sys.executable, "-m", "app.cli", "--log-level", "INFO", *args],
         cwd=ROOT, env=env, capture_output=True, text=True, timeout=60,
     )  # fmt: skip
     return proc.stdout + proc.stderr
@@ -148,7 +148,7 @@ def _cli(env: dict[str, str], *args: str) -> str:
 def _spawn_worker(env: dict[str, str], log: Path) -> subprocess.Popen[bytes]:
     with log.open("wb") as out:
         return subprocess.Popen(
-            [sys.executable, "-m", "workers.cli", "--log-level", "INFO", "worker", "--concurrency", "8"],
+            [sys.executable, "-m", "app.cli", "--log-level", "INFO", "worker", "--concurrency", "8"],
             cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT,
         )  # fmt: skip
 

@@ -203,7 +203,7 @@ async def test_session_ids_with_a_trailing_newline_are_refused(redis: Any, prefi
 def test_the_cli_answers_a_bad_session_with_one_line(
     session: str, prefix: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from workers.cli import main
+    from app.cli import main
 
     monkeypatch.setenv("ACI_REDIS_URL", REDIS_URL)
     monkeypatch.setenv("ACI_PREFIX", prefix)

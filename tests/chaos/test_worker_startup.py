@@ -26,7 +26,7 @@ def run_worker_briefly(seconds: float) -> tuple[int | None, str]:
         "ACI_PREFIX": "startup",
     }
     proc = subprocess.Popen(
-        [sys.executable, "-m", "workers.cli", "--log-level", "INFO", "worker"],
+        [sys.executable, "-m", "app.cli", "--log-level", "INFO", "worker"],
         cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
     )  # fmt: skip
     deadline = time.monotonic() + seconds

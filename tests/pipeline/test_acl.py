@@ -215,7 +215,7 @@ async def test_submit_and_read_results_as_submitter_with_a_worker_as_worker(
 def _cli(*args: str, **env: str) -> subprocess.CompletedProcess[str]:
     clean = {k: v for k, v in os.environ.items() if not k.startswith("ACI_")}
     return subprocess.run(
-        [sys.executable, "-m", "workers.cli", "acl", *args],
+        [sys.executable, "-m", "app.cli", "acl", *args],
         env={**clean, **env}, capture_output=True, text=True, timeout=60, check=False,
     )  # fmt: skip
 

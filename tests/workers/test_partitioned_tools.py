@@ -77,7 +77,7 @@ def test_the_demo_runs_over_four_partitions_on_a_shared_redis(tmp_path: Path) ->
     env = {k: v for k, v in os.environ.items() if not k.startswith("ACI_")}
     env.update(TMPDIR=str(tmp_path), ACI_REDIS_URL=REDIS_URL, ACI_PARTITIONS="4")
     done = subprocess.run(
-        [sys.executable, "-m", "workers.cli", "demo", "--json"],
+        [sys.executable, "-m", "app.cli", "demo", "--json"],
         cwd=ROOT, env=env, capture_output=True, text=True, timeout=110, check=False,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr[-2000:]

@@ -14,6 +14,8 @@ from typing import Any
 import msgspec
 import pytest
 
+from app.cli import _parser
+from app.replay import run_export, run_import, run_replay
 from contracts import RagResult
 from contracts import projection as projection_module
 from pipeline.client import EvidenceClient, ToolCall
@@ -24,8 +26,7 @@ from tests.conftest import REDIS_URL
 from tests.pipeline.helpers import running_worker
 from tests.pipeline.sources import FailingSource
 from tests.pipeline.test_recovery import free_port
-from workers.cli import _parser
-from workers.replay import load_file, run_export, run_import, run_replay
+from workers.replay import load_file
 from workers.sources.instant import InstantSource
 
 pytestmark = pytest.mark.redis

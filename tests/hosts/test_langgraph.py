@@ -14,8 +14,8 @@ from pydantic import Field
 from contracts import input_schema
 from pipeline.client import EvidenceClient, InvalidSessionId
 from pipeline.settings import Settings
+from tests.hosts.test_adapters import CONTROL_ONLY, GatedSource
 from tests.pipeline.helpers import running_worker
-from tests.pipeline.test_adapters import CONTROL_ONLY, GatedSource
 
 pytest.importorskip("langgraph")
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
@@ -25,7 +25,7 @@ from langgraph.graph import END, START, MessagesState, StateGraph
 from langgraph.prebuilt import ToolNode, create_react_agent
 from langgraph.warnings import LangGraphDeprecatedSinceV10
 
-from pipeline.adapters.langchain_tools import EvidenceTool, evidence_tools
+from hosts.langchain_tools import EvidenceTool, evidence_tools
 
 # One assistant turn of four parallel calls: (id, tool, arguments).
 TURN = [

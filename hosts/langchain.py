@@ -9,7 +9,7 @@ dict the model never sees), `status` is "error" only for ERROR. `langchain_core`
 optional dependency, imported only when a `ToolMessage` is built.
 
 For a stock LangGraph `ToolNode` or `create_react_agent`, use the `BaseTool`s of
-`pipeline.adapters.langchain_tools.evidence_tools` instead of a node of your own.
+`hosts.langchain_tools.evidence_tools` instead of a node of your own.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from pipeline.adapters.turn import (
+from hosts.turn import (
     answer_calls,
     control_artifact,
     field,

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from pipeline.adapters.turn import answer_calls, field, items, model_text
+from hosts.turn import answer_calls, field, items, model_text
 from pipeline.client import CallResult, EvidenceClient, ToolCall
 
 __all__ = ["answer_tool_calls", "format_result", "read_tool_calls"]

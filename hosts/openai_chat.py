@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from pipeline.adapters.turn import answer_calls, field, items, model_text
+from hosts.turn import answer_calls, field, items, model_text
 from pipeline.client import CallResult, EvidenceClient, ToolCall
 
 __all__ = ["answer_tool_calls", "format_result", "read_tool_calls"]

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from workers.bench_cluster import bench_cluster
+from app.bench_cluster import bench_cluster
 
 pytestmark = pytest.mark.slow
 

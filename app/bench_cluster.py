@@ -19,10 +19,10 @@ from typing import Any
 
 import anyio
 
+from app.fleet import worker_processes
 from pipeline.client import EvidenceClient, ToolCall
 from pipeline.redis_io import open_redis
 from pipeline.settings import Settings
-from workers.fleet import worker_processes
 
 __all__ = ["bench_cluster"]
 

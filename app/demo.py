@@ -18,14 +18,14 @@ from typing import Any
 
 import anyio
 
+from app.demo_script import SCRIPTS
+from app.fleet import worker_processes
 from pipeline.client import CallResult, EvidenceClient, ToolCall
 from pipeline.embedded import RoleUrls, embedded_redis_users
 from pipeline.keys import Keys
 from pipeline.record import ENTRY_SESSION, lifecycle_entry
 from pipeline.redis_io import open_redis
 from pipeline.settings import Settings
-from workers.demo_script import SCRIPTS
-from workers.fleet import worker_processes
 
 __all__ = ["run_demo"]
 
@@ -102,7 +102,7 @@ async def run_demo(
     keep_running: bool = False,
 ) -> int:
     """Play the scripted diagnosis; print it (rich, or a JSON transcript with `--json`)."""
-    from workers import demo_view
+    from app import demo_view
 
     scenario = scenario or os.environ.get("ACI_MOCK_SCENARIO") or DEFAULT_SCENARIO
     if scenario not in SCRIPTS:

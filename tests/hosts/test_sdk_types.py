@@ -14,15 +14,15 @@ import pytest
 from pydantic import TypeAdapter
 
 from contracts import export_tools
-from pipeline.adapters import anthropic, langchain, openai_chat, openai_responses
-from tests.pipeline.test_adapters import (
+from hosts import anthropic, langchain, openai_chat, openai_responses
+from hosts.mcp_server import call_tool_result, list_tools_result, read_call
+from tests.hosts.test_adapters import (
     anthropic_message,
     chat_message,
     golden_turn,
     langchain_calls,
     responses_output,
 )
-from workers.mcp_server import call_tool_result, list_tools_result, read_call
 
 openai_types = pytest.importorskip("openai.types")
 anthropic_types = pytest.importorskip("anthropic.types")

@@ -1,9 +1,9 @@
 """The benchmark's own arithmetic (no server; the bench itself is smoke-tested in
-`tests/pipeline/test_cli.py`)."""
+`tests/app/test_cli.py`)."""
 
 from __future__ import annotations
 
-from workers.bench import steal_pct
+from app.bench import steal_pct
 
 
 def test_steal_is_the_share_of_ticks_the_host_took() -> None:

@@ -7,15 +7,15 @@ from typing import Any
 
 import pytest
 
+from app.status import run_status, status_renderable
 from pipeline.client import EvidenceClient, ToolCall
 from pipeline.keys import GROUP, Keys
 from pipeline.redis_io import ensure_group
 from pipeline.settings import Settings
-from pipeline.status import collect_status, run_status, status_renderable
+from pipeline.status import collect_status
 from tests.conftest import REDIS_URL
 from tests.pipeline.helpers import running_worker
 from tests.pipeline.sources import FailingSource, InstantSource
-from workers.cli import _parser
 
 pytestmark = pytest.mark.redis
 
@@ -63,16 +63,14 @@ async def test_status_counts_states_pending_entries_and_dead_consumers(
 
 async def test_status_json_and_watch(redis: Any, prefix: str, capsys: Any) -> None:
     settings = settings_for(prefix)
-    args = _parser().parse_args(["status", "--json"])
-    assert await run_status(args, settings, REDIS_URL) == 0
+    assert await run_status(settings, REDIS_URL, as_json=True) == 0
     report = json.loads(capsys.readouterr().out)
     assert report["group"] is None and report["sessions"] == 0
-    args = _parser().parse_args(["status", "--json", "--watch"])
-    args.iterations, args.interval = 3, 0.01
-    assert await run_status(args, settings, REDIS_URL) == 0
+    assert (
+        await run_status(settings, REDIS_URL, as_json=True, watch=True, interval=0.01, iterations=3)
+        == 0
+    )
     lines = capsys.readouterr().out.splitlines()
     assert len(lines) == 3 and all("streams" in json.loads(line) for line in lines)
-    args = _parser().parse_args(["status", "--watch"])
-    args.iterations, args.interval = 2, 0.01
-    assert await run_status(args, settings, REDIS_URL) == 0
+    assert await run_status(settings, REDIS_URL, watch=True, interval=0.01, iterations=2) == 0
     assert "last 300 s" in capsys.readouterr().out

@@ -1,6 +1,6 @@
 """Runtime adapters: golden wire shapes (no server) and each adapter end to end on Redis.
 
-Regenerate the golden replies with `UPDATE_GOLDEN=1 pytest tests/pipeline/test_adapters.py`,
+Regenerate the golden replies with `UPDATE_GOLDEN=1 pytest tests/hosts/test_adapters.py`,
 then review the diff of tests/golden/adapters/.
 """
 
@@ -17,9 +17,9 @@ import anyio
 import msgspec
 import pytest
 
+import hosts as adapters
 from contracts import LifecycleStatus, Request
-from pipeline import adapters
-from pipeline.adapters import (
+from hosts import (
     AdapterError,
     anthropic,
     langchain,

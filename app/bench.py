@@ -27,11 +27,11 @@ from typing import Any, Final
 
 import anyio
 
+from app.fleet import worker_processes
 from pipeline.client import EvidenceClient, ToolCall
 from pipeline.embedded import embedded_redis
 from pipeline.redis_io import open_redis
 from pipeline.settings import Settings
-from workers.fleet import worker_processes
 
 __all__ = ["run_bench"]
 
@@ -253,7 +253,7 @@ async def run_bench(total: int = 20_000, as_json: bool = False, peers: bool = Tr
             if keys:
                 await redis.delete(*keys)
         if peers:
-            from workers.bench_peers import bench_peers
+            from app.bench_peers import bench_peers
 
             figures.update(await bench_peers(min(total, 5000), url))
     figures["pipeline_per_s"] = figures["instant_1w_per_s"]

@@ -25,7 +25,7 @@ def test_demo_runs_end_to_end_and_leaves_nothing_behind(scenario: str, tmp_path:
     env = {k: v for k, v in os.environ.items() if not k.startswith("ACI_")}
     env["TMPDIR"] = str(tmp_path)
     done = subprocess.run(
-        [sys.executable, "-m", "workers.cli", "demo", "--json", "--scenario", scenario],
+        [sys.executable, "-m", "app.cli", "demo", "--json", "--scenario", scenario],
         cwd=ROOT, env=env, capture_output=True, text=True, timeout=110, check=False,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr[-2000:]

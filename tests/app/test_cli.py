@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
+from app.fleet import worker_processes
 from tests.conftest import REDIS_URL
-from workers.fleet import worker_processes
 
 pytestmark = pytest.mark.redis
 ROOT = Path(__file__).resolve().parents[2]
@@ -20,7 +20,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def cli(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "workers.cli", *args],
+        [sys.executable, "-m", "app.cli", *args],
         cwd=ROOT, env=env, capture_output=True, text=True, timeout=60, check=False,
     )  # fmt: skip
 

@@ -16,7 +16,7 @@ def worker_processes(
     env: Mapping[str, str], count: int, concurrency: int = 16, *, quiet: bool = False
 ) -> Iterator[list[subprocess.Popen[bytes]]]:
     """Run `count` `aci-evidence worker` processes with `env` for the duration of the block."""
-    cmd = [sys.executable, "-m", "workers.cli", "worker", "--concurrency", str(concurrency)]
+    cmd = [sys.executable, "-m", "app.cli", "worker", "--concurrency", str(concurrency)]
     stderr = subprocess.DEVNULL if quiet else None
     procs = [
         subprocess.Popen(cmd, env=dict(env), stdin=subprocess.DEVNULL, stderr=stderr)

@@ -53,7 +53,7 @@ from contracts import (
     is_valid_tool_call_id,
     observe,
 )
-from pipeline.adapters.turn import is_error, model_object, model_text
+from hosts.turn import is_error, model_object, model_text
 from pipeline.client import CallResult, EvidenceClient, ToolCall
 from pipeline.keys import is_valid_session_id
 from pipeline.redis_io import PipelineError

@@ -15,7 +15,7 @@ from __future__ import annotations
 from typing import Any
 
 from contracts import EvidenceStatus
-from pipeline.adapters.turn import (
+from hosts.turn import (
     NO_EVIDENCE_NOTE,
     answer_calls,
     evidence_status,

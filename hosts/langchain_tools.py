@@ -24,8 +24,8 @@ from langchain_core.tools import BaseTool
 from pydantic import ConfigDict
 
 from contracts import export_tools
-from pipeline.adapters.langchain import format_result
-from pipeline.adapters.turn import model_text
+from hosts.langchain import format_result
+from hosts.turn import model_text
 from pipeline.client import EvidenceClient, InvalidSessionId, ToolCall
 from pipeline.keys import is_valid_session_id
 

@@ -1,7 +1,7 @@
 """The MCP server: golden wire shapes, the stdio server end to end (SDK client against a
 subprocess `aci-evidence mcp --local`), and the queue mode in process.
 
-Regenerate the golden files with `UPDATE_GOLDEN=1 pytest tests/workers/test_mcp.py`.
+Regenerate the golden files with `UPDATE_GOLDEN=1 pytest tests/hosts/test_mcp.py`.
 """
 
 from __future__ import annotations
@@ -19,14 +19,13 @@ import msgspec
 import pytest
 
 from contracts import export_tools
-from pipeline.adapters import turn
+from hosts import mcp_server, turn
+from hosts.mcp_server import TOOL_CALL_ID_META_KEY, call_tool_result, list_tools_result, read_call
 from pipeline.client import EvidenceClient, ToolCall
 from pipeline.keys import Keys, is_valid_session_id
 from pipeline.settings import Settings
+from tests.hosts.test_adapters import CONTROL_ONLY, GatedSource, check_golden, golden_turn
 from tests.pipeline.helpers import running_worker
-from tests.pipeline.test_adapters import CONTROL_ONLY, GatedSource, check_golden, golden_turn
-from workers import mcp_server
-from workers.mcp_server import TOOL_CALL_ID_META_KEY, call_tool_result, list_tools_result, read_call
 
 mcp = pytest.importorskip("mcp")
 
@@ -127,7 +126,7 @@ async def test_stdio_server_end_to_end() -> None:
 
     params = StdioServerParameters(
         command=sys.executable,
-        args=["-m", "workers.cli", "mcp", "--local"],
+        args=["-m", "app.cli", "mcp", "--local"],
         cwd=str(REPO),
         env={"ACI_MYSQL_SHOP_URL": "mysql://nobody:secret@127.0.0.1:1/shop"},
     )
@@ -261,7 +260,7 @@ async def test_request_ids_that_restart_on_reconnect_never_collide(
 
 
 def test_the_mcp_command_line_is_typed_options() -> None:
-    from workers.cli import _parser
+    from app.cli import _parser
 
     args = _parser().parse_args(["mcp", "--timeout", "2.5", "--http", "8123", "--local"])
     assert (args.timeout, args.http, args.host, args.session, args.local) == (
@@ -299,7 +298,7 @@ def test_http_server_stops_cleanly_on_a_signal(sig: signal.Signals) -> None:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
     server = subprocess.Popen(
-        [sys.executable, "-m", "workers.cli", "mcp", "--local", "--http", str(port)],
+        [sys.executable, "-m", "app.cli", "mcp", "--local", "--http", str(port)],
         cwd=REPO,
         stderr=subprocess.PIPE,
     )
@@ -318,7 +317,7 @@ def test_http_server_stops_cleanly_on_a_signal(sig: signal.Signals) -> None:
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
 def test_stdio_server_stops_cleanly_on_a_signal(sig: signal.Signals) -> None:
     server = subprocess.Popen(
-        [sys.executable, "-m", "workers.cli", "--log-level", "INFO", "mcp", "--local"],
+        [sys.executable, "-m", "app.cli", "--log-level", "INFO", "mcp", "--local"],
         cwd=REPO,
         stdin=subprocess.PIPE,
         stdout=subprocess.DEVNULL,

@@ -140,9 +140,9 @@ async def _cmd_views(args: argparse.Namespace, settings: Settings) -> int:
 
 
 async def _cmd_status(args: argparse.Namespace, settings: Settings) -> int:
-    from pipeline.status import run_status
+    from app.status import run_status
 
-    return await run_status(args, settings, _need_url(settings))
+    return await run_status(settings, _need_url(settings), as_json=args.json, watch=args.watch)
 
 
 async def _cmd_worker(args: argparse.Namespace, settings: Settings) -> int:
@@ -198,7 +198,7 @@ async def _cmd_worker(args: argparse.Namespace, settings: Settings) -> int:
 
 
 async def _cmd_demo(args: argparse.Namespace, settings: Settings) -> int:
-    from workers.demo import run_demo
+    from app.demo import run_demo
 
     return await run_demo(
         settings, scenario=args.scenario, as_json=args.json, keep_running=args.keep_running
@@ -259,7 +259,7 @@ async def _cmd_acl(args: argparse.Namespace, settings: Settings) -> int:
 
 
 async def _cmd_mcp(args: argparse.Namespace, settings: Settings) -> int:
-    from workers.mcp_server import ServeOptions, serve
+    from hosts.mcp_server import ServeOptions, serve
 
     options = ServeOptions(
         session=args.session,
@@ -272,30 +272,30 @@ async def _cmd_mcp(args: argparse.Namespace, settings: Settings) -> int:
 
 
 async def _cmd_replay(args: argparse.Namespace, settings: Settings) -> int:
-    from workers.replay import run_replay
+    from app.replay import run_replay
 
     return await run_replay(args, settings)
 
 
 async def _cmd_export(args: argparse.Namespace, settings: Settings) -> int:
-    from workers.replay import run_export
+    from app.replay import run_export
 
     return await run_export(args, settings)
 
 
 async def _cmd_import(args: argparse.Namespace, settings: Settings) -> int:
-    from workers.replay import run_import
+    from app.replay import run_import
 
     return await run_import(args, settings)
 
 
 async def _cmd_bench(args: argparse.Namespace, settings: Settings) -> int:
     if args.cluster:
-        from workers.bench_cluster import bench_cluster
+        from app.bench_cluster import bench_cluster
 
         print(json.dumps(await bench_cluster(total=args.total, workers=args.workers)))
         return 0
-    from workers.bench import run_bench
+    from app.bench import run_bench
 
     return await run_bench(total=args.total, as_json=args.json, peers=not args.no_peers)
 

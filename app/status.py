@@ -1,0 +1,141 @@
+"""`aci-evidence status`: the queue's status report (`pipeline.status.collect_status`) as
+rich tables, or as JSON. `--json` prints one object (one per refresh with `--watch`); `--watch`
+refreshes a live view every second until Ctrl-C or SIGTERM.
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+import sys
+from typing import Any
+
+import anyio
+
+from pipeline.redis_io import Redis, open_redis
+from pipeline.settings import Settings
+from pipeline.status import collect_status
+
+__all__ = ["render_status", "run_status", "status_renderable"]
+
+
+def _table(title: str, columns: tuple[str, ...], rows: list[tuple[Any, ...]]) -> Any:
+    from rich.table import Table
+
+    table = Table(title=title, title_justify="left")
+    for column in columns:
+        table.add_column(column)
+    for row in rows:
+        table.add_row(*(str(v) for v in row))
+    return table
+
+
+def status_renderable(report: dict[str, Any]) -> Any:
+    """The snapshot as a group of rich tables (for printing or a live view)."""
+    from rich.console import Group
+
+    parts: list[Any] = [
+        _table(
+            f"streams (sessions: {report['sessions']})",
+            ("stream", "length", "memory bytes"),
+            [(n, i["length"], i["memory_bytes"]) for n, i in report["streams"].items()],
+        )
+    ]
+    group = report["group"]
+    if group:
+        keys = ("pending", "lag", "consumers_live", "consumers_dead", "oldest_pending_idle_ms")
+        parts.append(_table(f"group {group['name']}", keys, [tuple(group[k] for k in keys)]))
+    parts.append(
+        _table(
+            "consumers",
+            ("consumer", "pending", "idle ms", "state"),
+            [
+                (c["name"], c["pending"], c["idle_ms"], "live" if c["live"] else "dead")
+                for c in report["consumers"]
+            ],
+        )
+    )
+    if report["pending"]:
+        parts.append(
+            _table(
+                "pending entries (oldest first)",
+                ("entry", "consumer", "idle ms", "deliveries"),
+                [
+                    (p["id"], p["consumer"], p["idle_ms"], p["deliveries"])
+                    for p in report["pending"]
+                ],
+            )
+        )
+    recent = report["last_minutes"]
+    counts = [("lifecycle", k, v) for k, v in sorted(recent["lifecycle"].items())]
+    counts += [("evidence", k, v) for k, v in sorted(recent["evidence_status"].items())]
+    parts.append(_table(f"last {recent['window_s']} s", ("axis", "status", "count"), counts))
+    return Group(*parts)
+
+
+def render_status(report: dict[str, Any]) -> None:
+    """Print the snapshot as rich tables."""
+    from rich.console import Console
+
+    Console().print(status_renderable(report))
+
+
+async def _watch(
+    redis: Redis, settings: Settings, *, as_json: bool, interval: float, limit: int | None
+) -> None:
+    # Bounded by Ctrl-C / SIGTERM, or by `limit` refreshes (tests).
+    stop = anyio.Event()
+
+    async def on_signal() -> None:
+        with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+            async for _ in signals:
+                stop.set()
+                return
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(on_signal)
+        live: Any = None
+        if not as_json:
+            from rich.live import Live
+
+            live = Live(refresh_per_second=1, transient=False)
+            live.start()
+        try:
+            shown = 0
+            while not stop.is_set() and (limit is None or shown < limit):
+                report = await collect_status(redis, settings)
+                if live is not None:
+                    live.update(status_renderable(report), refresh=True)
+                else:
+                    sys.stdout.write(json.dumps(report) + "\n")
+                    sys.stdout.flush()
+                shown += 1
+                with anyio.move_on_after(interval):
+                    await stop.wait()
+        finally:
+            if live is not None:
+                live.stop()
+            tg.cancel_scope.cancel()
+
+
+async def run_status(
+    settings: Settings,
+    url: str,
+    *,
+    as_json: bool = False,
+    watch: bool = False,
+    interval: float = 1.0,
+    iterations: int | None = None,
+) -> int:
+    """`aci-evidence status [--json] [--watch]`: one report, or one per `interval` seconds
+    until Ctrl-C / SIGTERM (or `iterations` of them)."""
+    async with open_redis(url, cluster=settings.redis_cluster) as redis:
+        if watch:
+            await _watch(redis, settings, as_json=as_json, interval=interval, limit=iterations)
+            return 0
+        report = await collect_status(redis, settings)
+    if as_json:
+        print(json.dumps(report))
+    else:
+        render_status(report)
+    return 0
