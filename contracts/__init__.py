@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from contracts.bounds import DEFAULT_BOUNDS, Bounds
 from contracts.fingerprint import fingerprint_scope, normalise_scope
+from contracts.invocation import build_error_views, build_views, final_status
 from contracts.logs import LogRecord, LogsUpstream, UpstreamPattern, project_logs
 from contracts.mysql import MysqlUpstream, project_mysql, to_json_cell
 from contracts.projection import project
@@ -95,6 +96,8 @@ __all__ = [
     "Timings",
     "Topic",
     "UpstreamPattern",
+    "build_error_views",
+    "build_views",
     "control_view",
     "decode_invocation",
     "decode_result",
@@ -102,6 +105,7 @@ __all__ = [
     "encode_view",
     "error_result",
     "export_tools",
+    "final_status",
     "fingerprint_scope",
     "input_schema",
     "is_valid_tool_call_id",

@@ -40,18 +40,11 @@ from typing import TYPE_CHECKING, Any, Final
 import anyio
 import anyio.abc
 import msgspec
-from msgspec import UNSET
 
 from contracts import (
     ErrorCode,
-    InvocationMeta,
-    LifecycleStatus,
-    control_view,
-    encode_view,
-    error_result,
+    build_error_views,
     export_tools,
-    is_valid_tool_call_id,
-    observe,
 )
 from hosts.turn import is_error, model_object, model_text
 from pipeline.client import CallResult, EvidenceClient, ToolCall
@@ -154,16 +147,15 @@ def list_tools_result() -> dict[str, Any]:
 def _as_call_result(
     call: ToolCall, code: ErrorCode, message: str, session_id: str, settings: Settings
 ) -> CallResult:
-    tool_call_id = call.tool_call_id if is_valid_tool_call_id(call.tool_call_id) else UNSET
-    result = error_result(code, message, tool_call_id)
-    observation = observe(result, settings.bounds)
-    meta = InvocationMeta(tool=call.tool[:64], session_id=session_id, status=LifecycleStatus.ERROR)
-    return CallResult(
-        tool_call_id=tool_call_id,
-        lifecycle=LifecycleStatus.ERROR,
-        model=msgspec.Raw(encode_view(observation)),
-        control=msgspec.Raw(encode_view(control_view(result, meta, observation))),
+    _, observation, control = build_error_views(
+        code,
+        message,
+        call.tool_call_id,
+        tool=call.tool,
+        session_id=session_id,
+        bounds=settings.bounds,
     )
+    return CallResult.from_views(observation, control)
 
 
 def local_runner(sources: Mapping[str, Source], settings: Settings) -> Runner:
@@ -179,12 +171,7 @@ def local_runner(sources: Mapping[str, Source], settings: Settings) -> Runner:
             sources=sources,
             settings=settings,
         )
-        return CallResult(
-            tool_call_id=outcome.result.tool_call_id,
-            lifecycle=outcome.control.status,
-            model=msgspec.Raw(encode_view(outcome.observation)),
-            control=msgspec.Raw(encode_view(outcome.control)),
-        )
+        return CallResult.from_views(outcome.observation, outcome.control)
 
     return run
 

@@ -28,18 +28,18 @@ from msgspec import UNSET, UnsetType
 
 from contracts import (
     Bounds,
+    ControlView,
     ErrorCode,
     ErrorResult,
-    InvocationMeta,
     LifecycleStatus,
-    control_view,
+    ModelObservation,
+    build_views,
     decode_invocation,
     encode_view,
     error_result,
     fingerprint_scope,
     is_valid_tool_call_id,
     normalise_scope,
-    observe,
 )
 from pipeline.batcher import ScriptBatcher
 from pipeline.envelope import Invocation, encode_envelope, scope_key_of
@@ -103,6 +103,17 @@ class CallResult(msgspec.Struct, frozen=True, kw_only=True):
     # The scope key the worker ran ("" when none was recorded, e.g. an undecodable envelope).
     scope_key: str = ""
 
+    @classmethod
+    def from_views(cls, observation: ModelObservation, control: ControlView) -> CallResult:
+        """The final result of a call answered in this process, from its two views (as a
+        worker would publish them)."""
+        return cls(
+            tool_call_id=control.tool_call_id,
+            lifecycle=control.status,
+            model=msgspec.Raw(encode_view(observation)),
+            control=msgspec.Raw(encode_view(control)),
+        )
+
     def as_json(self) -> bytes:
         """`{"lifecycle": ..., "model": {...}, "control": {...}}`."""
         return _ENCODER.encode(
@@ -131,18 +142,8 @@ def rejected_locally(
         decoded = decode_invocation(call.tool, call.tool_call_id, call.arguments)
         assert isinstance(decoded, ErrorResult)
         result = decoded
-    observation = observe(result, bounds)
-    meta = InvocationMeta(
-        tool=_cut_utf8(str(call.tool), _TOOL_NAME_MAX),
-        session_id=session_id,
-        status=LifecycleStatus.ERROR,
-    )
-    return CallResult(
-        tool_call_id=result.tool_call_id,
-        lifecycle=LifecycleStatus.ERROR,
-        model=msgspec.Raw(encode_view(observation)),
-        control=msgspec.Raw(encode_view(control_view(result, meta, observation))),
-    )
+    tool = _cut_utf8(str(call.tool), _TOOL_NAME_MAX)
+    return CallResult.from_views(*build_views(result, bounds, tool=tool, session_id=session_id))
 
 
 def _cut_utf8(text: str, limit: int) -> str:

@@ -1,13 +1,14 @@
 """The lifecycle rule: `PROJECTING` → exactly one of `READY` | `ERROR`; final states never change.
 
 The same rule is enforced inside Redis by the finish script (`pipeline/lua/finish.lua`); this
-pure function is the reference the worker checks against.
+pure function is the reference the worker checks against. `final_status` (the state a result
+puts its invocation in) is pure and owned by `contracts`; it is re-exported here.
 """
 
 from __future__ import annotations
 
-from contracts.results import CanonicalResult
-from contracts.status import EvidenceStatus, LifecycleStatus
+from contracts.invocation import final_status
+from contracts.status import LifecycleStatus
 
 __all__ = ["LifecycleError", "final_status", "transition"]
 
@@ -27,10 +28,3 @@ def transition(current: LifecycleStatus | None, new: LifecycleStatus) -> Lifecyc
     if not new.is_final:
         raise LifecycleError(f"{current} can only move to READY or ERROR")
     return new
-
-
-def final_status(result: CanonicalResult) -> LifecycleStatus:
-    """The final lifecycle state a canonical result puts its invocation in."""
-    if result.evidence_status is EvidenceStatus.ERROR:
-        return LifecycleStatus.ERROR
-    return LifecycleStatus.READY

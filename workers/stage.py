@@ -17,20 +17,17 @@ from contracts import (
     CanonicalResult,
     ErrorCode,
     ErrorResult,
-    InvocationMeta,
     ModelObservation,
     Request,
     Timings,
-    control_view,
+    build_views,
     decode_invocation,
     error_result,
     fingerprint_scope,
     normalise_scope,
-    observe,
     project,
 )
 from contracts.views import ControlView
-from pipeline.lifecycle import final_status
 from pipeline.settings import Settings
 from workers.sources import ImmediateSource, Source, SourceError
 
@@ -260,19 +257,22 @@ def build_outcome(
 ) -> Outcome:
     """Both views of a result, and the raw answer encoded for the record. A result whose views
     cannot be built (e.g. a string no encoder takes) becomes that call's ERROR/PROJECTION."""
-    meta = InvocationMeta(
-        tool=tool,
-        session_id=session_id,
-        status=final_status(result),
-        scope=scope,
-        scope_fingerprint=fingerprint,
-        duplicate_of=duplicate_of,
-        attempts=attempts,
-        timings=timings or Timings(),
-    )
+
+    def views(final: CanonicalResult) -> tuple[ModelObservation, ControlView]:
+        return build_views(
+            final,
+            settings.bounds,
+            tool=tool,
+            session_id=session_id,
+            scope=scope,
+            fingerprint=fingerprint,
+            duplicate_of=duplicate_of,
+            attempts=attempts,
+            timings=timings or Timings(),
+        )
+
     try:
-        observation = observe(result, settings.bounds)
-        control = control_view(result, meta, observation)
+        observation, control = views(result)
     except Exception as exc:
         # `observe` encodes every string of the result once (its first, uncut view), so a
         # result it takes is one the finisher can encode too.
@@ -280,9 +280,7 @@ def build_outcome(
         result = error_result(
             ErrorCode.PROJECTION, "the source's answer could not be projected", result.tool_call_id
         )
-        meta = msgspec.structs.replace(meta, status=final_status(result))
-        observation = observe(result, settings.bounds)
-        control = control_view(result, meta, observation)
+        observation, control = views(result)
     return Outcome(
         result=result,
         raw=_encode_raw(raw, settings.raw_max_bytes),

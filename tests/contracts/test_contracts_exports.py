@@ -11,7 +11,7 @@ import pytest
 import contracts
 
 SUBMODULES = [
-    "bounds", "fingerprint", "logs", "mysql", "projection", "rag", "requests", "results",
+    "bounds", "fingerprint", "invocation", "logs", "mysql", "projection", "rag", "requests", "results",
     "status", "text", "tools", "views",
 ]  # fmt: skip
 # Submodule names that are deliberately not re-exported from the package: helpers and

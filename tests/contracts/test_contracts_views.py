@@ -1,4 +1,5 @@
-"""The two views: exact field sets (CONTRACT.md §6), byte budget, deterministic cut."""
+"""The two views: exact field sets (CONTRACT.md §6), byte budget, deterministic cut; both built
+at once with the status the result puts its invocation in."""
 
 from __future__ import annotations
 
@@ -7,11 +8,14 @@ from typing import Any
 import msgspec
 import pytest
 from contract_cases import CASES, run_case
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from contracts import (
     DEFAULT_BOUNDS,
     Bounds,
     ErrorCode,
+    ErrorResult,
     EvidenceStatus,
     InvocationMeta,
     LifecycleStatus,
@@ -21,9 +25,13 @@ from contracts import (
     RagResult,
     Timings,
     Topic,
+    build_error_views,
+    build_views,
     control_view,
     encode_view,
     error_result,
+    final_status,
+    is_valid_tool_call_id,
     observe,
     project_mysql,
     project_rag,
@@ -241,3 +249,84 @@ def test_error_observation_is_within_budget() -> None:
 def test_bounds_must_be_positive_and_the_budget_sensible(settings: dict[str, int]) -> None:
     with pytest.raises(ValueError, match="bound"):
         Bounds(**settings)
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_build_views_is_observe_and_control_view_with_the_final_status(name: str) -> None:
+    result, meta = run_case(name)
+    assert final_status(result) is meta.status
+    observation, control = build_views(
+        result,
+        DEFAULT_BOUNDS,
+        tool=meta.tool,
+        session_id=meta.session_id,
+        scope=meta.scope,
+        fingerprint=meta.scope_fingerprint,
+        duplicate_of=meta.duplicate_of,
+        attempts=meta.attempts,
+        timings=meta.timings,
+    )
+    expected = observe(result, DEFAULT_BOUNDS)
+    assert encode_view(observation) == encode_view(expected)
+    assert encode_view(control) == encode_view(control_view(result, meta, expected))
+
+
+def test_final_status_follows_the_evidence_status_only() -> None:
+    statuses = {name: final_status(run_case(name)[0]) for name in CASES}
+    for name, status in statuses.items():
+        want = LifecycleStatus.ERROR if name.startswith("error") else LifecycleStatus.READY
+        assert status is want, name
+
+
+def test_build_views_defaults_and_the_model_cut() -> None:
+    result = _big_rag(40)
+    observation, control = build_views(
+        result, Bounds(observation_max_bytes=1024), tool="t", session_id="s"
+    )
+    assert observation.truncated and control.truncated is True  # type: ignore[union-attr]
+    assert (control.attempts, control.timings, control.status) == (1, Timings(), "READY")
+    assert control.scope is control.scope_fingerprint is control.duplicate_of is msgspec.UNSET
+
+
+def test_build_error_views_keeps_a_valid_id_and_cuts_the_tool_name() -> None:
+    result, observation, control = build_error_views(
+        ErrorCode.UNAVAILABLE, "  the queue\nis down  ", "call_9", tool="x" * 100,
+        session_id="sess-1", bounds=DEFAULT_BOUNDS,
+    )  # fmt: skip
+    assert result == error_result(ErrorCode.UNAVAILABLE, "the queue is down", "call_9")
+    assert observation == observe(result, DEFAULT_BOUNDS)
+    assert control.tool == "x" * 64
+    assert (control.tool_call_id, control.session_id) == ("call_9", "sess-1")
+    assert (control.status, control.error_code) == (LifecycleStatus.ERROR, ErrorCode.UNAVAILABLE)
+
+
+@pytest.mark.parametrize("tool_call_id", [None, "", " call", "c" * 257, "caf\u00e9", 7, b"call"])
+def test_build_error_views_never_carries_an_invalid_id(tool_call_id: object) -> None:
+    result, observation, control = build_error_views(
+        ErrorCode.UNAVAILABLE, "down", tool_call_id, tool="query_logs", session_id="s",
+        bounds=DEFAULT_BOUNDS,
+    )  # fmt: skip
+    assert result.tool_call_id is observation.tool_call_id is control.tool_call_id is msgspec.UNSET
+    assert b"tool_call_id" not in encode_view(observation) + encode_view(control)
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    code=st.sampled_from(ErrorCode),
+    message=st.text(max_size=2000),
+    tool_call_id=st.text(max_size=300) | st.none() | st.integers(),
+    tool=st.text(max_size=200),
+)
+def test_error_views_agree_and_stay_within_budget(
+    code: ErrorCode, message: str, tool_call_id: object, tool: str
+) -> None:
+    bounds = Bounds(observation_max_bytes=1024)
+    result, observation, control = build_error_views(
+        code, message, tool_call_id, tool=tool, session_id="s", bounds=bounds
+    )
+    assert isinstance(result, ErrorResult) and result.error.code is code
+    assert (result.tool_call_id == tool_call_id) == is_valid_tool_call_id(tool_call_id)
+    assert result.tool_call_id == observation.tool_call_id == control.tool_call_id
+    assert len(encode_view(observation)) <= bounds.observation_max_bytes
+    assert control.tool == tool[:64] and control.status is LifecycleStatus.ERROR
+    assert control.evidence_status is observation.evidence_status is EvidenceStatus.ERROR
