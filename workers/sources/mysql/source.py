@@ -9,19 +9,19 @@ sets CLIENT_MULTI_STATEMENTS, so the server refuses stacked statements. Rows are
 at most `max_rows + 1`, with cells and total bytes bounded.
 
 Errors are `SourceError`: EXECUTION (server rejected the SQL; a fixed text per errno, never the
-server's own text, which names schemas, accounts and values), TIMEOUT,
-UNAVAILABLE (retryable), AUTHORIZATION (unknown data source or denied object).
+server's own text, which names schemas, accounts and values: `errors.py`), TIMEOUT,
+UNAVAILABLE (retryable), AUTHORIZATION (unknown data source or denied object). A driver call
+runs in a thread the deadline can abandon; `handoff.py` decides who closes its connection.
 """
 
 from __future__ import annotations
 
 import json
 import re
-import threading
 import tomllib
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Final, TypeVar
+from typing import Any, Final
 from urllib.parse import unquote, urlsplit
 
 import anyio
@@ -37,17 +37,13 @@ from contracts.requests import QueryMysqlRequest
 from contracts.status import ErrorCode
 from pipeline.settings import Settings
 from workers.sources.base import SourceError
+from workers.sources.mysql.errors import error_number, error_text, map_error, warning_error
+from workers.sources.mysql.handoff import Handoff, abandonable, close_quietly
 from workers.sources.mysql.sqlguard import Param, guard_sql
 
 __all__ = ["ConnectParams", "MysqlSource", "parse_url"]
 
 _ENV_URL: Final = re.compile(r"^ACI_MYSQL_([A-Z][A-Z0-9_]*)_URL$")
-_TIMEOUT_CODES: Final = frozenset({1969, 3024, 1317, 1028, 1205})
-_UNAVAILABLE_CODES: Final = frozenset(
-    {1040, 1042, 1043, 1045, 1049, 1053, 1077, 1152, 1158, 1159, 1160, 1161, 1927, 2002, 2003,
-     2005, 2006, 2013, 2014, 2026, 2055, 4031}
-)  # fmt: skip
-_DENIED_CODES: Final = frozenset({1142, 1143, 1044, 1227, 1370, 1356})
 _COM_RESET_CONNECTION: Final = 0x1F
 _SQL_MODE: Final = "STRICT_ALL_TABLES,ERROR_FOR_DIVISION_BY_ZERO,NO_ENGINE_SUBSTITUTION"
 _CELL_SLACK: Final = 8  # bytes a fetched cell may exceed its projected form (see _bounded_rows)
@@ -107,96 +103,7 @@ class _Pool:
 
     def close(self) -> None:
         while self.idle:
-            _close_quietly(self.idle.pop())
-
-
-def _close_quietly(conn: pymysql.Connection[Any]) -> None:
-    try:
-        conn.close()
-    except Exception:
-        conn._force_close()
-
-
-# Server error texts name the physical schema (`FUNCTION db.fn does not exist`), the account,
-# the host or stored values: none of it is forwarded. Each errno gets a fixed message; a name is
-# echoed only when the caller's own statement contains it (see _echo).
-_FUNCTION_CODES: Final = frozenset({1305, 1630, 1318, 1128, 1122, 1123, 1548})
-_FIXED_MESSAGES: Final = {
-    1052: "a column name is ambiguous; qualify it with its table",
-    1055: "a selected column is neither grouped nor aggregated",
-    1060: "a column name is used twice",
-    1066: "a table or alias is used twice",
-    1111: "an aggregate function is used where it is not allowed",
-    1139: "a regular expression is invalid or too complex",
-    1140: "mixing grouped and non-grouped columns needs GROUP BY",
-    1222: "the SELECTs of a UNION have different numbers of columns",
-    1235: "this server does not support that construct",
-    1241: "an operand has the wrong number of columns",
-    1242: "a subquery returned more than one row",
-    1248: "every derived table needs an alias",
-    1264: "a value is out of range",
-    1265: "a value was truncated",
-    1292: "a value was truncated or has the wrong type",
-    1301: "a result was larger than max_allowed_packet and became NULL",
-    1365: "division by zero",
-    1366: "a value has the wrong type",
-    1582: "a function got the wrong number of arguments",
-    1583: "a function got arguments of the wrong kind",
-    1690: "a value is out of range",
-    4036: "a JSON value is invalid",
-    4037: "a JSON value is invalid",
-    4038: "a JSON value is invalid",
-    4042: "a JSON path is invalid",
-}
-_FUNCTION_MESSAGE: Final = (
-    "unknown function or wrong number of arguments; only pure built-in functions may be called"
-)
-
-
-def _echo(name: str, sent: str) -> str | None:
-    """`name` if the caller's statement contains it (so echoing it reveals nothing new)."""
-    return name if name and len(name) <= 120 and name in sent else None
-
-
-def map_error(errno: int, message: str, params: ConnectParams, *, sent: str = "") -> SourceError:
-    """Turn a server or driver error into a safe `SourceError`: a fixed text per errno, plus a
-    name only when it appears in `sent` (the statement as sent). Never the server's own text."""
-    del params  # kept for callers; nothing of the connection is ever echoed
-    if errno in _TIMEOUT_CODES:
-        return SourceError(ErrorCode.TIMEOUT, "the query hit the time limit and was stopped")
-    if errno in _UNAVAILABLE_CODES:
-        return SourceError(
-            ErrorCode.UNAVAILABLE, "the data source is unavailable; try again later",
-            retryable=True,
-        )  # fmt: skip
-    if errno == 1792:
-        return SourceError(ErrorCode.FORBIDDEN_QUERY, "the statement tried to write")
-    if errno in _DENIED_CODES:
-        return SourceError(ErrorCode.AUTHORIZATION, "permission denied for that object")
-    if errno in _FUNCTION_CODES:
-        return SourceError(ErrorCode.EXECUTION, _FUNCTION_MESSAGE)
-    if errno == 1146:
-        m = re.search(r"Table '(?:[^'.]*\.)?([^']*)' doesn't exist", message)
-        name = _echo(m.group(1), sent) if m else None
-        return SourceError(
-            ErrorCode.EXECUTION, f"unknown table `{name}`" if name else "unknown table"
-        )
-    if errno == 1054:
-        m = re.match(r"Unknown column '([^']*)' in '([a-z ]{1,30})'", message, re.I)
-        name = _echo(m.group(1), sent) if m else None
-        where = f" in '{m.group(2)}'" if m else ""
-        return SourceError(
-            ErrorCode.EXECUTION, f"unknown column `{name}`{where}" if name else "unknown column"
-        )
-    if errno == 1064:
-        m = re.search(r"near '(.{0,120})' at line (\d+)", message, re.S)
-        near = _echo(m.group(1), sent) if m else None
-        return SourceError(
-            ErrorCode.EXECUTION,
-            f"syntax error near '{near}' at line {m[2]}" if near and m else "syntax error",
-        )
-    fixed = _FIXED_MESSAGES.get(errno, "the server refused the statement")
-    return SourceError(ErrorCode.EXECUTION, f"{fixed} (error {errno})")
+            close_quietly(self.idle.pop())
 
 
 def _from_config(path: str) -> dict[str, str]:
@@ -294,10 +201,10 @@ class MysqlSource:
                 conn = (
                     pool.idle.pop()
                     if pool.idle
-                    else await _abandonable(_Handoff(), pool.connect, read_timeout, connect_timeout)
+                    else await abandonable(Handoff(), pool.connect, read_timeout, connect_timeout)
                 )
             except pymysql.MySQLError as exc:
-                raise map_error(_errno(exc), "", pool.params) from None
+                raise map_error(error_number(exc), "", pool.params) from None
             killed = False
 
             async def watchdog() -> None:
@@ -312,8 +219,8 @@ class MysqlSource:
             async with anyio.create_task_group() as tg:
                 tg.start_soon(watchdog)
                 try:
-                    outcome = await _abandonable(
-                        _Handoff(conn), execute, conn, pool, text, params, tables, self._bounds,
+                    outcome = await abandonable(
+                        Handoff(conn), execute, conn, pool, text, params, tables, self._bounds,
                         self._limit_s if tool_limit else None,
                     )  # fmt: skip
                 except Exception as exc:
@@ -331,13 +238,13 @@ class MysqlSource:
         if isinstance(outcome, Outcome) and outcome.reusable and not killed:
             pool.idle.append(conn)
         else:
-            _close_quietly(conn)
+            close_quietly(conn)
         if killed:
             raise SourceError(ErrorCode.TIMEOUT, "the query hit the time limit and was stopped")
         if isinstance(outcome, SourceError):
             raise outcome
         if isinstance(outcome, pymysql.MySQLError):
-            raise map_error(_errno(outcome), _text(outcome), pool.params) from None
+            raise map_error(error_number(outcome), error_text(outcome), pool.params) from None
         if isinstance(outcome, OSError):
             raise SourceError(
                 ErrorCode.UNAVAILABLE, "the data source is unavailable", retryable=True
@@ -448,7 +355,7 @@ def execute(
         cur.execute(text, params)
     except pymysql.MySQLError as exc:
         sent = str(getattr(cur, "_executed", None) or text)
-        raise map_error(_errno(exc), _text(exc), pool.params, sent=sent) from None
+        raise map_error(error_number(exc), error_text(exc), pool.params, sent=sent) from None
     result = cur._result
     fields = list(getattr(result, "fields", None) or ())
     flags = [_is_json(f, pool) for f in fields]
@@ -471,8 +378,7 @@ def _raise_warning(conn: pymysql.Connection[Any], params: ConnectParams) -> None
         for level, code, _message in cur.fetchall():
             if level in ("Warning", "Error"):
                 conn.rollback()
-                fixed = _FIXED_MESSAGES.get(code, "its answer may be wrong")
-                raise SourceError(ErrorCode.EXECUTION, f"the query raised warning {code}: {fixed}")
+                raise warning_error(code)
 
 
 def kill(pool: _Pool, thread_id: int, connect_timeout: float = 5.0) -> None:
@@ -487,64 +393,4 @@ def kill(pool: _Pool, thread_id: int, connect_timeout: float = 5.0) -> None:
     except pymysql.MySQLError:
         pass
     finally:
-        _close_quietly(conn)
-
-
-_T = TypeVar("_T")
-
-
-class _Handoff:
-    """Who closes the connection of a driver call the event loop stopped waiting for: the
-    thread when it ends after the loop left, or the loop when the thread had already ended."""
-
-    def __init__(self, conn: pymysql.Connection[Any] | None = None) -> None:
-        self.conn = conn
-        self._lock = threading.Lock()
-        self._done = self._abandoned = False
-
-    def finished(self, result: object) -> None:
-        """In the thread, as the driver call ends."""
-        with self._lock:
-            self._done = True
-            if isinstance(result, pymysql.Connection):
-                self.conn = result
-            if not self._abandoned:
-                return
-        if self.conn is not None:
-            _close_quietly(self.conn)
-
-    def abandon(self) -> None:
-        """In the loop, as it stops waiting."""
-        with self._lock:
-            self._abandoned = True
-            if not self._done:
-                return
-        if self.conn is not None:
-            _close_quietly(self.conn)
-
-
-async def _abandonable(handoff: _Handoff, fn: Callable[..., _T], *args: Any) -> _T:
-    # A blocking driver call in a thread that a cancel (the deadline) stops waiting for.
-    def work() -> _T:
-        result: object = None
-        try:
-            result = fn(*args)
-            return result
-        finally:
-            handoff.finished(result)
-
-    try:
-        return await anyio.to_thread.run_sync(work, abandon_on_cancel=True)
-    except anyio.get_cancelled_exc_class():
-        handoff.abandon()
-        raise
-
-
-def _errno(exc: BaseException) -> int:
-    args = getattr(exc, "args", ())
-    return args[0] if args and isinstance(args[0], int) else 0
-
-
-def _text(exc: BaseException) -> str:
-    args: tuple[Any, ...] = tuple(getattr(exc, "args", ()))
-    return str(args[1]) if len(args) > 1 else ""
+        close_quietly(conn)

@@ -1,0 +1,122 @@
+"""Server and driver errors of `query_mysql` as safe `SourceError`s.
+
+Server error texts name the physical schema (`FUNCTION db.fn does not exist`), the account,
+the host or stored values: none of it is forwarded. Each errno gets a fixed message; a name is
+echoed only when the caller's own statement contains it (see `_echo`). TIMEOUT and UNAVAILABLE
+(retryable) are told apart from EXECUTION, a write attempt is FORBIDDEN_QUERY, a denied object
+AUTHORIZATION.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING, Any, Final
+
+from contracts.status import ErrorCode
+from workers.sources.base import SourceError
+
+if TYPE_CHECKING:
+    from workers.sources.mysql.source import ConnectParams
+
+__all__ = ["error_number", "error_text", "map_error", "warning_error"]
+
+_TIMEOUT_CODES: Final = frozenset({1969, 3024, 1317, 1028, 1205})
+_UNAVAILABLE_CODES: Final = frozenset(
+    {1040, 1042, 1043, 1045, 1049, 1053, 1077, 1152, 1158, 1159, 1160, 1161, 1927, 2002, 2003,
+     2005, 2006, 2013, 2014, 2026, 2055, 4031}
+)  # fmt: skip
+_DENIED_CODES: Final = frozenset({1142, 1143, 1044, 1227, 1370, 1356})
+_FUNCTION_CODES: Final = frozenset({1305, 1630, 1318, 1128, 1122, 1123, 1548})
+_FIXED_MESSAGES: Final = {
+    1052: "a column name is ambiguous; qualify it with its table",
+    1055: "a selected column is neither grouped nor aggregated",
+    1060: "a column name is used twice",
+    1066: "a table or alias is used twice",
+    1111: "an aggregate function is used where it is not allowed",
+    1139: "a regular expression is invalid or too complex",
+    1140: "mixing grouped and non-grouped columns needs GROUP BY",
+    1222: "the SELECTs of a UNION have different numbers of columns",
+    1235: "this server does not support that construct",
+    1241: "an operand has the wrong number of columns",
+    1242: "a subquery returned more than one row",
+    1248: "every derived table needs an alias",
+    1264: "a value is out of range",
+    1265: "a value was truncated",
+    1292: "a value was truncated or has the wrong type",
+    1301: "a result was larger than max_allowed_packet and became NULL",
+    1365: "division by zero",
+    1366: "a value has the wrong type",
+    1582: "a function got the wrong number of arguments",
+    1583: "a function got arguments of the wrong kind",
+    1690: "a value is out of range",
+    4036: "a JSON value is invalid",
+    4037: "a JSON value is invalid",
+    4038: "a JSON value is invalid",
+    4042: "a JSON path is invalid",
+}
+_FUNCTION_MESSAGE: Final = (
+    "unknown function or wrong number of arguments; only pure built-in functions may be called"
+)
+
+
+def _echo(name: str, sent: str) -> str | None:
+    """`name` if the caller's statement contains it (so echoing it reveals nothing new)."""
+    return name if name and len(name) <= 120 and name in sent else None
+
+
+def map_error(errno: int, message: str, params: ConnectParams, *, sent: str = "") -> SourceError:
+    """Turn a server or driver error into a safe `SourceError`: a fixed text per errno, plus a
+    name only when it appears in `sent` (the statement as sent). Never the server's own text."""
+    del params  # kept for callers; nothing of the connection is ever echoed
+    if errno in _TIMEOUT_CODES:
+        return SourceError(ErrorCode.TIMEOUT, "the query hit the time limit and was stopped")
+    if errno in _UNAVAILABLE_CODES:
+        return SourceError(
+            ErrorCode.UNAVAILABLE, "the data source is unavailable; try again later",
+            retryable=True,
+        )  # fmt: skip
+    if errno == 1792:
+        return SourceError(ErrorCode.FORBIDDEN_QUERY, "the statement tried to write")
+    if errno in _DENIED_CODES:
+        return SourceError(ErrorCode.AUTHORIZATION, "permission denied for that object")
+    if errno in _FUNCTION_CODES:
+        return SourceError(ErrorCode.EXECUTION, _FUNCTION_MESSAGE)
+    if errno == 1146:
+        m = re.search(r"Table '(?:[^'.]*\.)?([^']*)' doesn't exist", message)
+        name = _echo(m.group(1), sent) if m else None
+        return SourceError(
+            ErrorCode.EXECUTION, f"unknown table `{name}`" if name else "unknown table"
+        )
+    if errno == 1054:
+        m = re.match(r"Unknown column '([^']*)' in '([a-z ]{1,30})'", message, re.I)
+        name = _echo(m.group(1), sent) if m else None
+        where = f" in '{m.group(2)}'" if m else ""
+        return SourceError(
+            ErrorCode.EXECUTION, f"unknown column `{name}`{where}" if name else "unknown column"
+        )
+    if errno == 1064:
+        m = re.search(r"near '(.{0,120})' at line (\d+)", message, re.S)
+        near = _echo(m.group(1), sent) if m else None
+        return SourceError(
+            ErrorCode.EXECUTION,
+            f"syntax error near '{near}' at line {m[2]}" if near and m else "syntax error",
+        )
+    fixed = _FIXED_MESSAGES.get(errno, "the server refused the statement")
+    return SourceError(ErrorCode.EXECUTION, f"{fixed} (error {errno})")
+
+
+def error_number(exc: BaseException) -> int:
+    args = getattr(exc, "args", ())
+    return args[0] if args and isinstance(args[0], int) else 0
+
+
+def error_text(exc: BaseException) -> str:
+    args: tuple[Any, ...] = tuple(getattr(exc, "args", ()))
+    return str(args[1]) if len(args) > 1 else ""
+
+
+def warning_error(code: int) -> SourceError:
+    """A server warning on a query: its answer may be wrong, so it is an EXECUTION error with
+    a fixed text, never evidence."""
+    fixed = _FIXED_MESSAGES.get(code, "its answer may be wrong")
+    return SourceError(ErrorCode.EXECUTION, f"the query raised warning {code}: {fixed}")
