@@ -8,7 +8,8 @@
 The default re-projects (see `workers.replay_diff`); `--reexecute` runs the recorded requests
 against today's sources; `--into` re-submits them under a new session with their original tool
 call ids, for live workers. Exit 0 when nothing changed or failed, 1 otherwise, 2 on bad input.
-With `--json` the last line is the summary object.
+`Reporter` prints each changed or failed verdict as it comes, a progress bar on long replays
+(stderr) and the summary: a table, or with `--json` the last line, as one object.
 """
 
 from __future__ import annotations
@@ -16,10 +17,12 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import sys
-from typing import Final
+from collections import Counter
+from typing import Any, Final
 
 import msgspec
 
+from contracts import CONTRACT_VERSION
 from pipeline.keys import is_valid_session_id
 from pipeline.redis_io import open_redis
 from pipeline.settings import Settings
@@ -32,11 +35,105 @@ from workers.replay import (
     load_redis,
     reinject,
 )
-from workers.replay_diff import Reporter, reexecute, reproject
+from workers.replay_diff import Verdict, reexecute, reproject
 
-__all__ = ["parse_time", "run_export", "run_import", "run_replay", "selection_from"]
+__all__ = ["Reporter", "parse_time", "run_export", "run_import", "run_replay", "selection_from"]
 
 _ENCODER: Final = msgspec.json.Encoder()
+
+
+class Reporter:
+    """Counts verdicts, prints what changed or failed, shows progress on long replays (stderr)
+    and ends with a summary (a table, or with `--json` the last line)."""
+
+    def __init__(self, *, as_json: bool, mode: str, progress_from: int = 200) -> None:
+        self.as_json = as_json
+        self.mode = mode
+        self.counts: Counter[str] = Counter()
+        self.versions: Counter[int] = Counter()
+        self.progress_from = progress_from
+        self._progress: Any = None
+        self._task: Any = None
+
+    def start(self, total: int) -> None:
+        """Announce how many recordings will be replayed."""
+        if total < self.progress_from:
+            return
+        from rich.console import Console
+        from rich.progress import Progress
+
+        self._progress = Progress(console=Console(stderr=True), transient=True)
+        self._progress.start()
+        self._task = self._progress.add_task(f"replay ({self.mode})", total=total)
+
+    def add(self, verdict: Verdict) -> None:
+        """Record one verdict; changed and failed ones are printed at once."""
+        self.counts[verdict.outcome] += 1
+        if verdict.contract_version is not None:
+            self.versions[verdict.contract_version] += 1
+        if self._progress is not None:
+            self._progress.advance(self._task)
+        if verdict.outcome in ("changed", "failed"):
+            if self.as_json:
+                sys.stdout.write(_ENCODER.encode(verdict).decode() + "\n")
+            else:
+                head = (
+                    f"{verdict.outcome}: {verdict.session}/{verdict.tool_call_id} ({verdict.tool})"
+                )
+                lines = [head + (f": {verdict.reason}" if verdict.reason else "")]
+                lines += [f"  {c.render()}" for c in verdict.changes]
+                sys.stdout.write("\n".join(lines) + "\n")
+
+    def summary(self) -> dict[str, Any]:
+        """The summary object (the last line with `--json`)."""
+        c = self.counts
+        out: dict[str, Any] = {
+            "replayed": sum(c.values()) - c["skipped"],
+            "identical": c["identical"],
+            "changed": c["changed"],
+            "failed": c["failed"],
+            "skipped": c["skipped"],
+            "mode": self.mode,
+            "contract_version": CONTRACT_VERSION,
+        }
+        if self.mode == "reinject":
+            out["submitted"] = c["submitted"]
+        if self.versions:
+            out["recorded_contract_versions"] = {
+                str(v): n for v, n in sorted(self.versions.items())
+            }
+        return out
+
+    def finish(self) -> int:
+        """Print the summary; the exit code (0 only when nothing changed or failed)."""
+        if self._progress is not None:
+            self._progress.stop()
+        summary = self.summary()
+        if self.as_json:
+            sys.stdout.write(_ENCODER.encode(summary).decode() + "\n")
+        else:
+            from rich.console import Console
+            from rich.table import Table
+
+            table = Table(title=f"replay ({self.mode})")
+            for name in ("replayed", "identical", "changed", "failed", "skipped"):
+                table.add_column(name, justify="right")
+            table.add_row(
+                *(
+                    str(summary[n])
+                    for n in ("replayed", "identical", "changed", "failed", "skipped")
+                )
+            )
+            Console().print(table)
+            for version, count in self.versions.items():
+                if version != CONTRACT_VERSION:
+                    print(
+                        f"{count} recorded under contract v{version}, this build speaks "
+                        f"v{CONTRACT_VERSION}",
+                        file=sys.stderr,
+                    )
+        sys.stdout.flush()
+        return 1 if summary["changed"] or summary["failed"] else 0
 
 
 def parse_time(text: str | None, flag: str) -> int | None:
@@ -93,7 +190,7 @@ async def _replay(args: argparse.Namespace, settings: Settings, reporter: Report
     reporter.start(len(records))
     if args.into is not None:
         async with open_redis(_url(settings)) as redis:
-            await reinject(redis, settings, records, args.into, reporter)
+            await reinject(redis, settings, records, args.into, reporter.add)
     elif args.reexecute:
         from workers.sources import open_sources
 

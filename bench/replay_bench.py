@@ -18,11 +18,12 @@ from typing import Any
 
 import anyio
 
+from app.replay import Reporter
 from pipeline.client import EvidenceClient, ToolCall
 from pipeline.redis_io import open_redis
 from pipeline.settings import Settings
 from workers.replay import Selection, load_redis
-from workers.replay_diff import Reporter, reproject
+from workers.replay_diff import reproject
 from workers.sources.instant import InstantSource
 from workers.worker import run_worker
 

@@ -16,7 +16,7 @@ nothing is executed again) and never the lifecycle stream (it is not live activi
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Final
 
 import anyio
@@ -45,7 +45,7 @@ from pipeline.record import (
 )
 from pipeline.redis_io import Redis, call_redis, execute
 from pipeline.settings import Settings
-from workers.replay_diff import Recording, Reporter, Verdict
+from workers.replay_diff import Recording, Verdict
 
 __all__ = [
     "ExportLine",
@@ -316,10 +316,15 @@ async def import_lines(
 
 
 async def reinject(
-    redis: Redis, settings: Settings, records: Sequence[Recording], into: str, reporter: Reporter
+    redis: Redis,
+    settings: Settings,
+    records: Sequence[Recording],
+    into: str,
+    report: Callable[[Verdict], None],
 ) -> None:
     """Submit the recorded requests again under session `into`, with their original tool
-    call ids and trace parents, for live workers to run (each reported as submitted)."""
+    call ids and trace parents, for live workers to run; `report` is told each one's verdict
+    (submitted, or failed when its envelope does not decode)."""
     from pipeline.client import EvidenceClient, ToolCall
     from pipeline.envelope import EnvelopeError, decode_envelope
 
@@ -328,7 +333,7 @@ async def reinject(
         try:
             inv = decode_envelope(rec.fields.get(ENVELOPE, b""))
         except EnvelopeError as exc:
-            reporter.add(
+            report(
                 Verdict(
                     session=rec.session,
                     tool_call_id=rec.tool_call_id,
@@ -340,7 +345,7 @@ async def reinject(
             continue
         call = ToolCall(tool=inv.tool, tool_call_id=inv.tool_call_id, arguments=inv.arguments)
         groups.setdefault(inv.traceparent or "", []).append(call)
-        reporter.add(
+        report(
             Verdict(session=into, tool_call_id=rec.tool_call_id, tool=inv.tool, outcome="submitted")
         )
     async with EvidenceClient(redis, settings) as client:

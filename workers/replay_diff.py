@@ -14,8 +14,6 @@ clock) and `attempts` (delivery count); on re-execution also a log scope's resol
 from __future__ import annotations
 
 import json
-import sys
-from collections import Counter
 from collections.abc import Iterator, Mapping
 from typing import Any, Final, Literal
 
@@ -51,7 +49,6 @@ __all__ = [
     "IGNORED",
     "Change",
     "Recording",
-    "Reporter",
     "Verdict",
     "diff_json",
     "reexecute",
@@ -347,97 +344,3 @@ async def reexecute(rec: Recording, settings: Settings, sources: Mapping[str, So
     )
     changes = _compare(rec, recorded, outcome, clock=True)
     return _verdict(rec, "changed" if changes else "identical", changes=changes)
-
-
-class Reporter:
-    """Counts verdicts, prints what changed or failed, shows progress on long replays (stderr)
-    and ends with a summary (a table, or with `--json` the last line)."""
-
-    def __init__(self, *, as_json: bool, mode: str, progress_from: int = 200) -> None:
-        self.as_json = as_json
-        self.mode = mode
-        self.counts: Counter[str] = Counter()
-        self.versions: Counter[int] = Counter()
-        self.progress_from = progress_from
-        self._progress: Any = None
-        self._task: Any = None
-
-    def start(self, total: int) -> None:
-        """Announce how many recordings will be replayed."""
-        if total < self.progress_from:
-            return
-        from rich.console import Console
-        from rich.progress import Progress
-
-        self._progress = Progress(console=Console(stderr=True), transient=True)
-        self._progress.start()
-        self._task = self._progress.add_task(f"replay ({self.mode})", total=total)
-
-    def add(self, verdict: Verdict) -> None:
-        """Record one verdict; changed and failed ones are printed at once."""
-        self.counts[verdict.outcome] += 1
-        if verdict.contract_version is not None:
-            self.versions[verdict.contract_version] += 1
-        if self._progress is not None:
-            self._progress.advance(self._task)
-        if verdict.outcome in ("changed", "failed"):
-            if self.as_json:
-                sys.stdout.write(_ENCODER.encode(verdict).decode() + "\n")
-            else:
-                head = (
-                    f"{verdict.outcome}: {verdict.session}/{verdict.tool_call_id} ({verdict.tool})"
-                )
-                lines = [head + (f": {verdict.reason}" if verdict.reason else "")]
-                lines += [f"  {c.render()}" for c in verdict.changes]
-                sys.stdout.write("\n".join(lines) + "\n")
-
-    def summary(self) -> dict[str, Any]:
-        """The summary object (the last line with `--json`)."""
-        c = self.counts
-        out: dict[str, Any] = {
-            "replayed": sum(c.values()) - c["skipped"],
-            "identical": c["identical"],
-            "changed": c["changed"],
-            "failed": c["failed"],
-            "skipped": c["skipped"],
-            "mode": self.mode,
-            "contract_version": CONTRACT_VERSION,
-        }
-        if self.mode == "reinject":
-            out["submitted"] = c["submitted"]
-        if self.versions:
-            out["recorded_contract_versions"] = {
-                str(v): n for v, n in sorted(self.versions.items())
-            }
-        return out
-
-    def finish(self) -> int:
-        """Print the summary; the exit code (0 only when nothing changed or failed)."""
-        if self._progress is not None:
-            self._progress.stop()
-        summary = self.summary()
-        if self.as_json:
-            sys.stdout.write(_ENCODER.encode(summary).decode() + "\n")
-        else:
-            from rich.console import Console
-            from rich.table import Table
-
-            table = Table(title=f"replay ({self.mode})")
-            for name in ("replayed", "identical", "changed", "failed", "skipped"):
-                table.add_column(name, justify="right")
-            table.add_row(
-                *(
-                    str(summary[n])
-                    for n in ("replayed", "identical", "changed", "failed", "skipped")
-                )
-            )
-            Console().print(table)
-            for version, count in self.versions.items():
-                if version != CONTRACT_VERSION:
-                    print(
-                        f"{count} recorded under contract v{version}, this build speaks "
-                        f"v{CONTRACT_VERSION}",
-                        file=sys.stderr,
-                    )
-        sys.stdout.flush()
-        return 1 if summary["changed"] or summary["failed"] else 0
