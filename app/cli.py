@@ -8,6 +8,11 @@ aci-evidence status [--json]
 aci-evidence worker [--concurrency N] [--partitions 0,3,5]
 aci-evidence demo [--scenario NAME] [--json] [--keep-running]
 aci-evidence acl [--prefix P] [--redis-major N] [--redis-minor N] [--aclfile | --template]
+aci-evidence mcp | replay | export | import | bench pipeline   (see each module's docstring)
+
+About 450 lines on purpose: the parser and one short `_cmd_*` per command, read as one table of
+the commands. Each command only maps its flags to a typed call of the library (or of another
+`app/` module) and its answer to an exit code; none does the work itself.
 """
 
 from __future__ import annotations
@@ -27,7 +32,6 @@ import msgspec
 
 from contracts import export_tools
 from pipeline.client import CallResult, EvidenceClient, InvalidSessionId, ToolCall
-from pipeline.record import view_data
 from pipeline.redis_io import PipelineError, open_redis
 from pipeline.settings import Settings, SettingsError
 
@@ -120,23 +124,14 @@ async def _cmd_submit(args: argparse.Namespace, settings: Settings) -> int:
 
 
 async def _cmd_views(args: argparse.Namespace, settings: Settings) -> int:
-    from pipeline.keys import Keys
+    from pipeline.views import read_views
 
-    keys = Keys(settings.prefix, settings.partitions)
-    stream = keys.model(args.session) if args.view == "model" else keys.control(args.session)
     async with open_redis(_need_url(settings), cluster=settings.redis_cluster) as redis:
-        cursor = "0-0"
-        while True:
-            reply = await redis.xread(
-                {stream: cursor}, count=1000, block=1000 if args.follow else None
-            )
-            for _name, entries in reply or []:
-                for entry_id, fields in entries:
-                    cursor = entry_id
-                    sys.stdout.write(view_data(fields).decode() + "\n")
+        async for batch in read_views(redis, settings, args.session, args.view, follow=args.follow):
+            for data in batch:
+                sys.stdout.write(data.decode() + "\n")
             sys.stdout.flush()
-            if not args.follow and not reply:
-                return 0
+    return 0
 
 
 async def _cmd_status(args: argparse.Namespace, settings: Settings) -> int:

@@ -9,6 +9,11 @@ a thousand calls a second those round trips were most of the CPU spent.
 A lane has one user at a time. It connects with the pool's settings (URL, credentials,
 TLS), reconnects after a lost connection and retries once (what the pool's `Retry` did),
 and maps failures to the typed errors of `pipeline.redis_io`.
+
+About 400 lines on purpose: a lane is one connection's state machine (send, read, reconnect,
+and on a cluster the MOVED/ASK/TRYAGAIN routing to a node's own link), and its two helpers for
+callers (`run_scripts` with its NOSCRIPT reload, `stream_entries`) parse the raw replies only a
+lane returns. Split, each part would have to know the others' invariants about raw replies.
 """
 
 from __future__ import annotations
