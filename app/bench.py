@@ -28,6 +28,7 @@ from typing import Any, Final
 import anyio
 
 from app.fleet import worker_processes
+from pipeline.admin import delete_prefix
 from pipeline.client import EvidenceClient, ToolCall
 from pipeline.embedded import embedded_redis
 from pipeline.redis_io import open_redis
@@ -249,9 +250,7 @@ async def run_bench(total: int = 20_000, as_json: bool = False, peers: bool = Tr
             if name == "instant_1w":
                 async with EvidenceClient(redis, settings) as client:
                     figures["drain_1w_per_s"] = round(await bench_drain(client, url, total))
-            keys = [k async for k in redis.scan_iter(match=f"{{{prefix}}}:*", count=1000)]
-            if keys:
-                await redis.delete(*keys)
+            await delete_prefix(redis, settings.keys())
         if peers:
             from app.bench_peers import bench_peers
 

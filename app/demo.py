@@ -20,10 +20,9 @@ import anyio
 
 from app.demo_script import SCRIPTS
 from app.fleet import worker_processes
+from pipeline.admin import delete_prefix, session_timeline
 from pipeline.client import CallResult, EvidenceClient, ToolCall
 from pipeline.embedded import RoleUrls, embedded_redis_users
-from pipeline.keys import Keys
-from pipeline.record import ENTRY_SESSION, lifecycle_entry
 from pipeline.redis_io import open_redis
 from pipeline.settings import Settings
 
@@ -57,22 +56,6 @@ async def _shop_url() -> tuple[str | None, str]:
             f"no MariaDB on localhost ({type(exc).__name__}); query_mysql will answer ERROR. "
             "Start MariaDB or set ACI_MYSQL_SHOP_URL=mysql://user:pass@host:3306/shop"
         )
-
-
-async def _timeline(redis: Any, keys: Keys, session: str) -> list[dict[str, Any]]:
-    rows = []
-    for _eid, f in await redis.xrange(keys.for_session(session).lifecycle, "-", "+"):
-        if lifecycle_entry(f).session != session:
-            continue
-        rows.append({k.decode(): v.decode() for k, v in f.items() if k.decode() != ENTRY_SESSION})
-    return rows
-
-
-async def _delete_keys(redis: Any, keys: Keys) -> None:
-    for part in keys.parts:  # one scan per partition tag (a prefix has no `:` nor braces)
-        found = [k async for k in redis.scan_iter(match=f"{part.tag}:*", count=1000)]
-        for start in range(0, len(found), 1000):
-            await redis.delete(*found[start : start + 1000])
 
 
 def _record(call: ToolCall, result: CallResult | None, latency_ms: float) -> dict[str, Any]:
@@ -143,7 +126,7 @@ async def run_demo(
                         f"round {number}: {len(calls)} parallel calls in "
                         f"{(time.perf_counter() - started) * 1000:.0f} ms"
                     )
-                timeline = await _timeline(auditor, run_settings.keys(), session)
+                timeline = await session_timeline(auditor, run_settings.keys(), session)
                 view.finish(scenario, transcript, timeline)
                 if keep_running:
                     view.note(
@@ -155,7 +138,7 @@ async def run_demo(
         if settings.redis_url:  # the embedded server and its data go away with it
             # Once the workers have stopped: a running worker re-creates its group's stream.
             async with open_redis(urls.auditor) as redis:
-                await _delete_keys(redis, run_settings.keys())
+                await delete_prefix(redis, run_settings.keys())
     return 0
 
 
