@@ -60,6 +60,20 @@ def test_imports_follow_the_arrows(path: Path) -> None:
             assert relative.as_posix() in REDIS_IMPORTERS, f"{relative} imports {name}"
 
 
+# Only the operator's applications parse a command line: the product's layers take typed
+# arguments, never an argparse `Namespace` (chaos/ and bench/ are command-line tools too).
+PARSERS = {"app", "chaos", "bench"}
+
+
+@pytest.mark.parametrize("path", MODULES, ids=lambda p: str(p.relative_to(ROOT)))
+def test_only_applications_parse_command_lines(path: Path) -> None:
+    relative = path.relative_to(ROOT)
+    if relative.parts[0] in PARSERS:
+        return
+    assert "argparse" not in _imports(path), f"{relative} imports argparse"
+    assert "Namespace" not in path.read_text(), f"{relative} names a Namespace"
+
+
 # -- the stored record's field names ------------------------------------------------------------
 RECORD_OWNER = "pipeline/record.py"
 # A closed list: the names of the record's fields (call and result hashes) and of the stream
