@@ -11,11 +11,13 @@ A client-side timeout never loses a result: it stays readable with `result()`.
 A call whose tool call id is invalid is answered at once with the contract's
 `INVALID_TOOL_CALL_ID` error and never enqueued (there is no id to key it by, and none is minted);
 so is a call whose tool name or arguments exceed their bounds (nothing oversized is stored).
+
+The call and result types and those local refusals are in `pipeline.call`; the session
+listeners that deliver results as they are published, in `pipeline.listener`.
 """
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import time
 from collections.abc import AsyncIterator, Sequence
@@ -24,141 +26,37 @@ from typing import Any, Final
 import anyio
 import msgspec
 from anyio.abc import TaskGroup
-from msgspec import UNSET, UnsetType
+from msgspec import UNSET
 
 from contracts import (
-    Bounds,
-    ControlView,
-    ErrorCode,
     ErrorResult,
     LifecycleStatus,
-    ModelObservation,
-    build_views,
     decode_invocation,
-    encode_view,
-    error_result,
     fingerprint_scope,
     is_valid_tool_call_id,
     normalise_scope,
 )
 from pipeline.batcher import ScriptBatcher
+from pipeline.call import (
+    CallResult,
+    InvalidSessionId,
+    ToolCall,
+    _arguments_text,
+    _conflict,
+    _oversized,
+    rejected_locally,
+)
 from pipeline.envelope import Invocation, encode_envelope, scope_key_of
 from pipeline.keys import is_valid_session_id
-from pipeline.lane import Lane, run_scripts, stream_entries
-from pipeline.record import (
-    RESULT_ROW,
-    SUBMIT_CONFLICT,
-    SUBMIT_NEW,
-    final_row,
-    submit_call,
-    view_entry,
-)
-from pipeline.redis_io import (
-    PipelineError,
-    Redis,
-    RedisProtocolError,
-    Scripts,
-    execute,
-    open_redis,
-    reply_code,
-)
+from pipeline.lane import Lane, run_scripts
+from pipeline.listener import _collect, _Listener, _Waiter
+from pipeline.record import RESULT_ROW, SUBMIT_CONFLICT, SUBMIT_NEW, final_row, submit_call
+from pipeline.redis_io import PipelineError, Redis, Scripts, execute, open_redis
 from pipeline.settings import Settings
 
 __all__ = ["CallResult", "EvidenceClient", "InvalidSessionId", "ToolCall"]
 
-_ENCODER: Final = msgspec.json.Encoder()
-_LISTEN_BLOCK_MS: Final = 1000
-_LINGER_S: Final = 1.0  # a session's listener outlives its last waiter by this long
-_CALL_TIMEOUT_S: Final = 10.0
 _MAX_LISTENERS: Final = 64  # sessions read at once, each on a connection of its own
-_IDLE_LANES: Final = 8  # listener connections kept for the next listener
-_TOOL_NAME_MAX: Final = 64  # bytes; no tool has a longer name
-
-
-class InvalidSessionId(ValueError):
-    """Session ids are 1-128 characters of letters, digits, `.`, `_` and `-`."""
-
-    def __init__(self, session_id: object) -> None:
-        # The offending value is quoted escaped and cut: it may be long or hold newlines.
-        super().__init__(
-            f"invalid session id {str(session_id)[:40]!r}: 1-128 letters, digits, '.', '_' or '-'"
-        )
-
-
-class ToolCall(msgspec.Struct, frozen=True, kw_only=True):
-    """One framework tool call: name, the framework's id, and its arguments (JSON or object)."""
-
-    tool: str
-    tool_call_id: Any
-    arguments: Any
-
-
-class CallResult(msgspec.Struct, frozen=True, kw_only=True):
-    """A final invocation: lifecycle status and both views (as published JSON)."""
-
-    tool_call_id: str | UnsetType
-    lifecycle: LifecycleStatus
-    model: msgspec.Raw
-    control: msgspec.Raw
-    # The scope key the worker ran ("" when none was recorded, e.g. an undecodable envelope).
-    scope_key: str = ""
-
-    @classmethod
-    def from_views(cls, observation: ModelObservation, control: ControlView) -> CallResult:
-        """The final result of a call answered in this process, from its two views (as a
-        worker would publish them)."""
-        return cls(
-            tool_call_id=control.tool_call_id,
-            lifecycle=control.status,
-            model=msgspec.Raw(encode_view(observation)),
-            control=msgspec.Raw(encode_view(control)),
-        )
-
-    def as_json(self) -> bytes:
-        """`{"lifecycle": ..., "model": {...}, "control": {...}}`."""
-        return _ENCODER.encode(
-            {"lifecycle": self.lifecycle, "model": self.model, "control": self.control}
-        )
-
-
-def _arguments_text(arguments: Any) -> str:
-    if isinstance(arguments, str):
-        return arguments
-    if isinstance(arguments, bytes | bytearray):
-        return bytes(arguments).decode("utf-8", "replace")
-    try:
-        return _ENCODER.encode(arguments).decode()
-    except (TypeError, ValueError, OverflowError):
-        return "null"  # not JSON-shaped: the worker answers with a SCHEMA error
-
-
-def rejected_locally(
-    call: ToolCall, session_id: str, bounds: Bounds, result: ErrorResult | None = None
-) -> CallResult:
-    """The ERROR answer for a call that is not enqueued: by default the one for an invalid
-    tool call id (nothing minted); else `result`, for a call refused before anything is
-    written (an oversized tool name or arguments, a conflicting reuse of its id)."""
-    if result is None:
-        decoded = decode_invocation(call.tool, call.tool_call_id, call.arguments)
-        assert isinstance(decoded, ErrorResult)
-        result = decoded
-    tool = _cut_utf8(str(call.tool), _TOOL_NAME_MAX)
-    return CallResult.from_views(*build_views(result, bounds, tool=tool, session_id=session_id))
-
-
-def _cut_utf8(text: str, limit: int) -> str:
-    return text.encode("utf-8", "replace")[:limit].decode("utf-8", "ignore")
-
-
-def _oversized(call: ToolCall, arguments: str, limit: int) -> ErrorResult | None:
-    """The ERROR for a call whose tool name or arguments exceed their bounds, checked before
-    anything is written (neither is stored or echoed)."""
-    tool_call_id = call.tool_call_id
-    if len(str(call.tool).encode("utf-8", "replace")) > _TOOL_NAME_MAX:
-        return error_result(ErrorCode.UNKNOWN_TOOL, "no tool has a name this long", tool_call_id)
-    if len(arguments.encode("utf-8", "replace")) > limit:
-        return error_result(ErrorCode.SCHEMA, f"the arguments exceed {limit} bytes", tool_call_id)
-    return None
 
 
 def _ran(asked: str, result: CallResult) -> bool:
@@ -167,104 +65,6 @@ def _ran(asked: str, result: CallResult) -> bool:
     the prefix) can make a worker run another envelope under this id; its evidence is refused,
     never handed over as this call's. (No key: an envelope that did not decode, an ERROR.)"""
     return not result.scope_key or result.scope_key == asked
-
-
-def _conflict(call: ToolCall) -> ErrorResult:
-    return error_result(
-        ErrorCode.DUPLICATE_TOOL_CALL_ID,
-        "this tool call id was already used in this session for a different call",
-        call.tool_call_id,
-    )
-
-
-class _Wake:
-    """Shared by the waiters of one wait: set when any of them has news (a view arrived, or
-    the listener stopped), so a wait on many ids sees every result as it comes."""
-
-    __slots__ = ("event", "stopped")
-
-    def __init__(self) -> None:
-        # asyncio's own Event (the client runs on asyncio, as its lanes do): anyio.Event
-        # looks up the running async library each time it is made.
-        self.event = asyncio.Event()
-        self.stopped = False
-
-
-class _Waiter:
-    """One awaited tool call id: the two views as the listener sees them arrive."""
-
-    __slots__ = ("control", "model", "scope_key", "wake")
-
-    def __init__(self, wake: _Wake) -> None:
-        self.wake = wake
-        self.model: bytes | None = None
-        self.control: bytes | None = None
-        self.scope_key = b""
-
-    def result(self, tool_call_id: str) -> CallResult | None:
-        if self.model is None or self.control is None:
-            return None
-        status = _STATUS_DECODER.decode(self.control).status
-        return CallResult(
-            tool_call_id=tool_call_id,
-            lifecycle=status,
-            model=msgspec.Raw(self.model),
-            control=msgspec.Raw(self.control),
-            scope_key=self.scope_key.decode("utf-8", "replace"),
-        )
-
-
-def _collect(
-    pending: list[str], waiters: dict[str, _Waiter], done: dict[str, CallResult]
-) -> list[str]:
-    """Moves every pending id whose views have arrived into `done`; the ids still pending."""
-    left: list[str] = []
-    for tool_call_id in pending:
-        if tool_call_id in done:
-            continue
-        waiter = waiters.get(tool_call_id)
-        found = waiter.result(tool_call_id) if waiter is not None else None
-        if found is None:
-            left.append(tool_call_id)
-        else:
-            done[tool_call_id] = found
-    return left
-
-
-class _StatusOnly(msgspec.Struct):
-    status: LifecycleStatus
-
-
-_STATUS_DECODER: Final = msgspec.json.Decoder(_StatusOnly)
-
-
-class _Listener:
-    """Follows one session's model and control streams (one blocking read for both) and hands
-    each awaited id its two views as they are published."""
-
-    def __init__(self) -> None:
-        # Every wait registers its own waiter per id, so concurrent waits on one id are
-        # independent: one leaving (timeout, cancel) never deafens another.
-        self.waiters: dict[str, list[_Waiter]] = {}
-        self.ready = anyio.Event()
-        self.running = False
-
-    def add(self, ids: Sequence[str]) -> dict[str, _Waiter]:
-        wake = _Wake()
-        mine = {i: _Waiter(wake) for i in dict.fromkeys(ids)}
-        for i, waiter in mine.items():
-            self.waiters.setdefault(i, []).append(waiter)
-        return mine
-
-    def remove(self, mine: dict[str, _Waiter]) -> None:
-        for i, waiter in mine.items():
-            group = self.waiters.get(i)
-            if group is None:
-                continue
-            with contextlib.suppress(ValueError):
-                group.remove(waiter)
-            if not group:
-                del self.waiters[i]
 
 
 class EvidenceClient:
@@ -437,63 +237,16 @@ class EvidenceClient:
         return out
 
     async def _listen(self, session_id: str, listener: _Listener) -> None:
-        # One blocking read over both view streams, on a connection of its own. The listener
-        # lingers a little after its last waiter leaves, so a session with steady calls keeps
-        # one listener (and its cursors) instead of starting a new one per call.
-        model, control = self.keys.model(session_id), self.keys.control(session_id)
-        names = {model.encode(): "model", control.encode(): "control"}
-        lane: Lane | None = None
+        # A listener that stops with no waiter left is forgotten: the next wait starts anew.
         try:
-            await self._listening.acquire()  # at most _MAX_LISTENERS sessions read at once
-            lane = self._idle_lanes.pop() if self._idle_lanes else Lane(self.redis)
-            newest = await lane.call(
-                [("XREVRANGE", model, "+", "-", "COUNT", 1),
-                 ("XREVRANGE", control, "+", "-", "COUNT", 1)],
-                timeout=_CALL_TIMEOUT_S,
-            )  # fmt: skip
-            cursors: dict[str, bytes] = {}
-            for key, last in zip((model, control), newest, strict=True):
-                if isinstance(last, Exception):
-                    raise RedisProtocolError(reply_code(last))
-                cursors[key] = last[0][0] if last else b"0-0"
-            listener.ready.set()
-            busy_at = time.monotonic()
-            while listener.waiters or (
-                time.monotonic() - busy_at < _LINGER_S
-                and not self._listening.statistics().tasks_waiting  # others need the slot
-            ):
-                if listener.waiters:
-                    busy_at = time.monotonic()
-                [reply] = await lane.call(
-                    [("XREAD", "COUNT", 1024, "BLOCK", _LISTEN_BLOCK_MS, "STREAMS",
-                      model, control, cursors[model], cursors[control])],
-                    timeout=_LISTEN_BLOCK_MS / 1000 + _CALL_TIMEOUT_S,
-                )  # fmt: skip
-                for stream, entry_id, fields in stream_entries(reply):
-                    view = names[stream]
-                    cursors[model if view == "model" else control] = entry_id
-                    entry = view_entry(fields)
-                    for waiter in listener.waiters.get(entry.tool_call_id, ()):
-                        setattr(waiter, view, entry.data)
-                        if view == "control":
-                            waiter.scope_key = entry.scope_key
-                        if waiter.model is not None and waiter.control is not None:
-                            waiter.wake.event.set()
-        except PipelineError:
-            await anyio.sleep(0.2)  # waiters re-check and surface the error themselves
+            await listener.follow(
+                self.redis,
+                self.keys.model(session_id),
+                self.keys.control(session_id),
+                self._listening,
+                self._idle_lanes,
+            )
         finally:
-            if lane is not None:
-                self._listening.release()
-                if lane.open and len(self._idle_lanes) < _IDLE_LANES:
-                    self._idle_lanes.append(lane)  # reused by the next listener
-                else:
-                    await lane.aclose()
-            listener.running = False
-            listener.ready.set()
-            for group in listener.waiters.values():
-                for waiter in group:
-                    waiter.wake.stopped = True  # waiters re-check the state themselves
-                    waiter.wake.event.set()
             if not listener.waiters and self._listeners.get(session_id) is listener:
                 del self._listeners[session_id]
 
