@@ -30,6 +30,19 @@ from anyio.abc import TaskGroup
 from msgspec import UNSET, UnsetType
 
 from contracts import ErrorCode, error_result, is_valid_tool_call_id
+from pipeline.consumer import (
+    GroupLost,
+    ReadEntry,
+    ack,
+    call_state,
+    claim_idle,
+    dead_letter_entry,
+    delivery_counts,
+    is_group_lost,
+    read_group,
+    recreate_group,
+    wait_for_groups,
+)
 from pipeline.envelope import (
     EnvelopeError,
     Invocation,
@@ -37,25 +50,15 @@ from pipeline.envelope import (
     peek_identity,
     scope_key,
 )
-from pipeline.keys import GROUP, Partition, is_valid_session_id
-from pipeline.lane import Lane, run_scripts, stream_entries
-from pipeline.record import (
-    ENTRY_ID,
-    FINISH_REFUSED,
-    dead_letter,
-    finish_call,
-    invocation_entry,
-)
+from pipeline.keys import Partition, is_valid_session_id
+from pipeline.lane import Lane, run_scripts
+from pipeline.record import FINISH_REFUSED, finish_call, invocation_entry
 from pipeline.redis_io import (
     PipelineError,
     Redis,
     RedisProtocolError,
     RedisUnavailable,
     Scripts,
-    call_redis,
-    decode_fields,
-    ensure_group,
-    execute,
     reply_code,
 )
 from pipeline.settings import Settings
@@ -75,20 +78,6 @@ _FINISH_BATCH: Final = 256
 _READ_BLOCK_MS: Final = 500
 _SHARED_BLOCK_MS: Final = 100  # a reader over several partitions blocks on one this long
 _READ_LANES: Final = 16  # readers per worker: one per partition up to this many
-_REPLY_MARGIN_S: Final = 10.0  # a blocking read's reply is awaited this long past its block
-_GROUP_LOST: Final = frozenset({"NOGROUP", "UNBLOCKED"})
-
-
-class _GroupLost(Exception):
-    """A partition's stream or consumer group is gone (NOGROUP): create it again."""
-
-    def __init__(self, part: Partition) -> None:
-        super().__init__(part.index)
-        self.part = part
-
-
-def _text(value: bytes) -> str:
-    return value.decode("utf-8", "replace")
 
 
 def consumer_name() -> str:
@@ -244,36 +233,19 @@ class _Worker:
                 await anyio.sleep(backoff)
                 backoff = min(backoff * 2, 5.0)
                 continue
-            except _GroupLost as lost:
+            except GroupLost as lost:
                 self.slots.give(taken)
-                await self._recreate_group(lost.part)
+                await recreate_group(self.redis, lost.part)
                 continue
             self.slots.give(taken - len(entries))
             self._start(entries, work)
 
     async def _read(
         self, lane: Lane, parts: list[Partition], count: int, block_ms: int | None
-    ) -> list[tuple[Partition, bytes, dict[str, bytes]]]:
-        block = ("BLOCK", block_ms) if block_ms is not None else ()
-        replies = await lane.call(
-            [("XREADGROUP", "GROUP", GROUP, self.consumer, "COUNT", count, *block,
-              "STREAMS", p.invocations, ">") for p in parts],
-            timeout=(block_ms or 0) / 1000 + _REPLY_MARGIN_S,
-        )  # fmt: skip
-        out: list[tuple[Partition, bytes, dict[str, bytes]]] = []
-        for part, reply in zip(parts, replies, strict=True):
-            try:
-                found = stream_entries(reply)
-            except RedisProtocolError as exc:
-                if str(exc) not in _GROUP_LOST:
-                    raise
-                raise _GroupLost(part) from None
-            out.extend((part, entry_id, fields) for _stream, entry_id, fields in found)
-        return out
+    ) -> list[ReadEntry]:
+        return await read_group(lane, parts, self.consumer, count, block_ms)
 
-    def _start(
-        self, entries: list[tuple[Partition, bytes, dict[str, bytes]]], work: TaskGroup
-    ) -> None:
+    def _start(self, entries: list[ReadEntry], work: TaskGroup) -> None:
         """Calls that need no I/O run here, the batch at once; the others each in a task."""
         done: list[_Finish] = []
         for part, raw_id, fields in entries:
@@ -328,15 +300,6 @@ class _Worker:
             duplicate_of=duplicate_of,
             queued_ms=queued_ms if attempts == 1 else 0.0,
         )
-
-    async def _recreate_group(self, part: Partition) -> None:
-        # The stream or group is gone (Redis restarted without persistence, or the stream was
-        # deleted while we blocked): create it again; retried by the caller's loop.
-        log.warning("consumer group lost; creating it again")
-        try:
-            await ensure_group(self.redis, part)
-        except PipelineError:
-            await anyio.sleep(0.5)
 
     # -- work ---------------------------------------------------------------------------
     async def process(
@@ -418,7 +381,7 @@ class _Worker:
             await self._dead_letter(part, entry_id, fields, "not the entry recorded for this call")
             return False
         if state == "final":
-            await call_redis(self.redis.xack(part.invocations, GROUP, entry_id))
+            await ack(self.redis, part, entry_id)
             return False
         duplicate_of = invocation_entry(fields)[1]
         if attempts > self.settings.max_attempts:
@@ -492,15 +455,9 @@ class _Worker:
         self.finishing.put([item])
 
     async def _state(self, part: Partition, invocation: Invocation, entry_id: str) -> str:
-        """ "open" (this entry is the call's and it is not final), "final", or "foreign" (the
-        call does not exist or recorded another entry: a forged or stray envelope)."""
-        pipe = self.redis.pipeline(transaction=False)
-        pipe.hget(part.call(invocation.session_id, invocation.tool_call_id), ENTRY_ID)
-        pipe.exists(part.result(invocation.session_id, invocation.tool_call_id))
-        recorded, final = await execute(pipe)
-        if recorded is None or _text(recorded) != entry_id:
-            return "foreign"
-        return "final" if final else "open"
+        return await call_state(
+            self.redis, part, invocation.session_id, invocation.tool_call_id, entry_id
+        )
 
     async def _dead_letter(
         self, part: Partition, entry_id: str, fields: dict[str, bytes], reason: str
@@ -508,16 +465,9 @@ class _Worker:
         log.error("dead-lettering stream entry %s: %s", entry_id, reason)
         if self.metrics is not None:
             self.metrics.dead_letters.inc()
-        pipe = self.redis.pipeline(transaction=True)
-        pipe.xadd(
-            part.dead,
-            dead_letter(entry_id, reason, fields),
-            maxlen=self.settings.stream_maxlen,
-            approximate=True,
+        await dead_letter_entry(
+            self.redis, part, entry_id, fields, reason, self.settings.stream_maxlen
         )
-        pipe.xack(part.invocations, GROUP, entry_id)
-        with anyio.CancelScope(shield=True):
-            await execute(pipe)
 
     # -- finish -------------------------------------------------------------------------
     async def finish_loop(self) -> None:
@@ -650,8 +600,8 @@ class _Worker:
                 except RedisUnavailable:
                     log.warning("janitor: redis unavailable (partition %d)", part.index)
                 except RedisProtocolError as exc:
-                    if str(exc) in _GROUP_LOST:
-                        await self._recreate_group(part)
+                    if is_group_lost(exc):
+                        await recreate_group(self.redis, part)
                     else:
                         log.error("janitor: redis refused (%s)", exc)
             if trim:
@@ -661,54 +611,20 @@ class _Worker:
         min_idle = int(self.settings.visibility_timeout_s * 1000)
         start = "0-0"
         while not stop.is_set():
-            reply = await call_redis(
-                self.redis.xautoclaim(
-                    part.invocations, GROUP, self.consumer, min_idle, start_id=start, count=64
-                )
+            start, claimed = await claim_idle(
+                self.redis, part, self.consumer, min_idle, start, count=64
             )
-            start, claimed = reply[0], reply[1]
-            claimed = [(eid, f) for eid, f in claimed if f is not None]
             if claimed:
-                counts = await self._delivery_counts(part, [eid for eid, _ in claimed])
-                for entry_id, fields in claimed:
-                    eid = entry_id.decode()
+                counts = await delivery_counts(self.redis, part, [eid for eid, _ in claimed])
+                for eid, fields in claimed:
                     await self.slots.take(1)
                     with invocation_context(entry_id=eid):
                         log.warning("took over %s (delivery %d)", eid, counts.get(eid, 2))
                     if self.metrics is not None:
                         self.metrics.takeovers.inc()
-                    work.start_soon(
-                        self.process, part, eid, decode_fields(fields), counts.get(eid, 2)
-                    )
-            if start in (b"0-0", "0-0"):
+                    work.start_soon(self.process, part, eid, fields, counts.get(eid, 2))
+            if start == "0-0":
                 return
-
-    async def _delivery_counts(self, part: Partition, ids: list[bytes]) -> dict[str, int]:
-        pipe = self.redis.pipeline(transaction=False)
-        for eid in ids:
-            pipe.xpending_range(part.invocations, GROUP, min=eid, max=eid, count=1)
-        rows = await execute(pipe)
-        out: dict[str, int] = {}
-        for row in rows:
-            for info in row:
-                mid = info["message_id"]
-                out[mid.decode() if isinstance(mid, bytes) else mid] = int(info["times_delivered"])
-        return out
-
-
-async def _wait_for_group(redis: Redis, parts: Sequence[Partition], stop: anyio.Event) -> None:
-    # A worker may start before Redis does: wait with backoff instead of exiting.
-    backoff = 0.1
-    while not stop.is_set():
-        try:
-            for part in parts:
-                await ensure_group(redis, part)
-            return
-        except RedisUnavailable:
-            log.warning("redis unavailable at start; retrying in %.1fs", backoff)
-            with anyio.move_on_after(backoff):
-                await stop.wait()
-            backoff = min(backoff * 2, 5.0)
 
 
 async def run_worker(
@@ -737,7 +653,7 @@ async def run_worker(
         metrics=metrics,
         partitions=partitions,
     )
-    await _wait_for_group(redis, worker.parts, stop)
+    await wait_for_groups(redis, worker.parts, stop)
     log.info(
         "worker %s started (concurrency %d, partitions %s)",
         worker.consumer,
