@@ -21,8 +21,8 @@ import anyio
 from contracts import LookupKnowledgeRequest, QueryLogsRequest, QueryMysqlRequest, Request
 from pipeline.redis_io import open_redis
 from pipeline.settings import Settings
+from workers.runtime import run_worker
 from workers.sources import Source, open_sources, wrap_sources
-from workers.worker import run_worker
 
 __all__ = ["GARBAGE", "HANG", "FaultySource", "main", "marker_of"]
 

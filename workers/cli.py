@@ -146,8 +146,8 @@ async def _cmd_status(args: argparse.Namespace, settings: Settings) -> int:
 
 
 async def _cmd_worker(args: argparse.Namespace, settings: Settings) -> int:
+    from workers.runtime import run_worker
     from workers.sources import open_sources
-    from workers.worker import run_worker
 
     if args.partitions is not None and max(args.partitions) >= settings.partitions:
         sys.stderr.write(f"aci-evidence: --partitions: ACI_PARTITIONS is {settings.partitions}\n")
