@@ -16,7 +16,6 @@ from typing import Any, Final
 import anyio
 import msgspec
 
-from pipeline.envelope import scope_key
 from pipeline.lane import Lane, run_scripts
 from pipeline.record import FINISH_REFUSED, finish_call
 from pipeline.redis_io import RedisProtocolError, RedisUnavailable, reply_code
@@ -144,7 +143,5 @@ def _finish_call(state: WorkerState, item: Finish) -> tuple[list[str], list[Any]
         now_ms=int(time.time() * 1000),
         retention_ms=settings.retention_s * 1000,
         maxlen=settings.stream_maxlen,
-        # The scope the worker ran, checked against the one the submit recorded; none
-        # for an envelope that could not be decoded (it only finishes as ERROR).
-        scope_key=scope_key(inv.tool, inv.tool_call_id, inv.arguments) if item.decoded else "",
+        scope_key=item.scope_key,  # computed where the call was decoded
     )

@@ -16,15 +16,14 @@ import anyio
 from anyio.abc import TaskGroup
 
 from pipeline.consumer import GroupLost, ReadEntry, read_group, recreate_group
-from pipeline.envelope import EnvelopeError, decode_envelope
 from pipeline.keys import Partition
 from pipeline.lane import Lane
-from pipeline.record import invocation_entry
 from pipeline.redis_io import RedisUnavailable
 from workers.logging_setup import invocation_context, records_spans
+from workers.runtime.entry import Entry, finished_scope, read_entry, stage_run
 from workers.runtime.slots import Finish
 from workers.runtime.state import WorkerState
-from workers.runtime.work import process, stage_run
+from workers.runtime.work import process
 from workers.stage import is_immediate
 
 __all__ = ["read_loop"]
@@ -103,33 +102,31 @@ async def _read_lane(
 
 
 def _start(state: WorkerState, entries: list[ReadEntry], work: TaskGroup) -> None:
-    """Calls that need no I/O run here, the batch at once; the others each in a task."""
+    """Calls that need no I/O run here, the batch at once; the others each in a task (with
+    the entry as read here: it is not decoded again)."""
     done: list[Finish] = []
     for part, raw_id, fields in entries:
         entry_id = raw_id.decode()
+        entry = item = None
         try:
-            item = _run_now(state, part, entry_id, fields)
+            entry = read_entry(fields)
+            item = _run_now(state, part, entry_id, entry)
         except Exception:  # a bug on odd input: the guarded path below handles it
             item = None
         if item is None:
-            work.start_soon(process, state, part, entry_id, fields, 1)
+            work.start_soon(process, state, part, entry_id, fields, 1, entry)
         else:
             done.append(item)
     if done:
         state.finishing.put(done)
 
 
-def _run_now(
-    state: WorkerState, part: Partition, entry_id: str, fields: dict[str, bytes]
-) -> Finish | None:
+def _run_now(state: WorkerState, part: Partition, entry_id: str, entry: Entry) -> Finish | None:
     # A first delivery of a call that needs no I/O and records no span; else None.
-    data, duplicate_of = invocation_entry(fields)
-    try:
-        invocation = decode_envelope(data)
-    except EnvelopeError:
-        return None
+    invocation = entry.invocation
     if (
-        invocation.traceparent
+        invocation is None
+        or invocation.traceparent
         or state.keys.partition_of(invocation.session_id) != part.index
         or records_spans()
         or not is_immediate(invocation.tool, state.sources)
@@ -141,6 +138,12 @@ def _run_now(
         tool_call_id=invocation.tool_call_id,
         entry_id=entry_id,
     ):
-        run = stage_run(state, invocation, duplicate_of, attempts=1)
+        run = stage_run(state, invocation, entry.duplicate_of, attempts=1)
         outcome = run.run_now(state.sources)
-    return Finish(invocation=invocation, part=part, entry_id=entry_id, outcome=outcome)
+    return Finish(
+        invocation=invocation,
+        part=part,
+        entry_id=entry_id,
+        outcome=outcome,
+        scope_key=finished_scope(invocation, run),
+    )

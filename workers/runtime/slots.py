@@ -27,8 +27,11 @@ class Finish(msgspec.Struct, kw_only=True):
     part: Partition  # the partition whose stream holds the entry (the session's)
     entry_id: str
     outcome: Outcome
+    # The scope the worker ran (`pipeline.envelope.scope_key`), checked by the finish script
+    # against the one the submit recorded; '' for an envelope that did not decode (it only
+    # finishes as ERROR).
+    scope_key: str
     attempts: int = 1
-    decoded: bool = True  # False: an envelope that did not decode (finished as ERROR only)
     applied: bool | None = None  # set by the finisher: True applied, False already final
 
 

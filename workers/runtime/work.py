@@ -1,5 +1,6 @@
-"""The work of one stream entry, in its own task: decode the envelope, check a redelivery,
-run the stages (`workers.stage`) and hand the outcome to the finisher.
+"""The work of one stream entry, in its own task: decode the envelope (unless the reader
+did: `workers.runtime.entry`), check a redelivery, run the stages (`workers.stage`) and hand
+the outcome, with the scope key it is finished with, to the finisher.
 
 What cannot be run still ends somewhere: an envelope that does not decode, or lies in another
 partition than its session's, or is not the entry its call recorded, is dead-lettered (and its
@@ -11,34 +12,39 @@ trouble mid-way leaves the entry pending, for the janitor to take over.
 from __future__ import annotations
 
 import logging
-import time
 
 from msgspec import UNSET, UnsetType
 
 from contracts import ErrorCode, error_result, is_valid_tool_call_id
-from pipeline.consumer import ack, call_state, dead_letter_entry
-from pipeline.envelope import EnvelopeError, Invocation, decode_envelope, peek_identity
+from pipeline.consumer import CallState, ack, call_state, dead_letter_entry
+from pipeline.envelope import Invocation, peek_identity, scope_key
 from pipeline.keys import Partition, is_valid_session_id
 from pipeline.record import invocation_entry
 from pipeline.redis_io import PipelineError
 from workers.logging_setup import invocation_context, parse_traceparent, span
+from workers.runtime.entry import Entry, finished_scope, read_entry, stage_run
 from workers.runtime.slots import Finish
 from workers.runtime.state import WorkerState
-from workers.stage import Outcome, StageRun, build_outcome
+from workers.stage import Outcome, build_outcome
 
-__all__ = ["hand_over", "process", "stage_run"]
+__all__ = ["process"]
 
 log = logging.getLogger("aci.worker")
 
 
 async def process(
-    state: WorkerState, part: Partition, entry_id: str, fields: dict[str, bytes], attempts: int
+    state: WorkerState,
+    part: Partition,
+    entry_id: str,
+    fields: dict[str, bytes],
+    attempts: int,
+    entry: Entry | None = None,
 ) -> None:
-    """Run one entry (delivery number `attempts`) to its end. Holds one slot; an outcome
-    handed to the finisher takes the slot along."""
+    """Run one entry (delivery number `attempts`; `entry`: already read) to its end. Holds
+    one slot; an outcome handed to the finisher takes the slot along."""
     handed = False
     try:
-        handed = await _process(state, part, entry_id, fields, attempts)
+        handed = await _process(state, part, entry_id, fields, attempts, entry)
     except PipelineError as exc:
         # Redis trouble mid-invocation: the entry stays pending and is taken over later.
         log.warning("entry %s left for takeover: %s", entry_id, type(exc).__name__)
@@ -46,33 +52,44 @@ async def process(
         # One entry must never take the worker down (nor, redelivered, the next one): it
         # is dead-lettered, and its call, when it can be named, finishes as ERROR.
         log.error("entry %s failed in the worker: %s", entry_id, type(exc).__name__)
-        handed = await _give_up_on(state, part, entry_id, fields)
+        handed = await _give_up_on(state, part, entry_id, fields, entry)
     finally:
         if not handed:
             state.slots.give(1)
 
 
 async def _give_up_on(
-    state: WorkerState, part: Partition, entry_id: str, fields: dict[str, bytes]
+    state: WorkerState,
+    part: Partition,
+    entry_id: str,
+    fields: dict[str, bytes],
+    entry: Entry | None,
 ) -> bool:
     reason = "the worker failed on this entry"
     try:
         await _dead_letter(state, part, entry_id, fields, reason)
-        return await _finish_foreign(state, part, entry_id, fields, reason)
+        data = entry.data if entry is not None else invocation_entry(fields)[0]
+        return await _finish_foreign(state, part, entry_id, data, reason)
     except Exception as exc:  # Redis trouble too: left pending, taken over later
         log.error("entry %s could not be dead-lettered: %s", entry_id, type(exc).__name__)
         return False
 
 
 async def _process(
-    state: WorkerState, part: Partition, entry_id: str, fields: dict[str, bytes], attempts: int
+    state: WorkerState,
+    part: Partition,
+    entry_id: str,
+    fields: dict[str, bytes],
+    attempts: int,
+    entry: Entry | None,
 ) -> bool:
-    try:
-        invocation = decode_envelope(invocation_entry(fields)[0])
-    except EnvelopeError as exc:
+    if entry is None:
+        entry = read_entry(fields)
+    invocation = entry.invocation
+    if invocation is None:
         with invocation_context(entry_id=entry_id):
-            await _dead_letter(state, part, entry_id, fields, str(exc))
-            return await _finish_foreign(state, part, entry_id, fields, str(exc))
+            await _dead_letter(state, part, entry_id, fields, entry.problem)
+            return await _finish_foreign(state, part, entry_id, entry.data, entry.problem)
     parent = parse_traceparent(invocation.traceparent) if invocation.traceparent else None
     with (
         invocation_context(
@@ -91,7 +108,7 @@ async def _process(
             entry_id=entry_id,
         ),
     ):
-        return await _run(state, part, entry_id, fields, attempts, invocation)
+        return await _run(state, part, entry_id, fields, attempts, invocation, entry.duplicate_of)
 
 
 async def _run(
@@ -101,6 +118,7 @@ async def _run(
     fields: dict[str, bytes],
     attempts: int,
     invocation: Invocation,
+    duplicate_of: str | UnsetType,
 ) -> bool:
     # A redelivery may find its call final already, or be a forged entry taken over. (A
     # first delivery is not checked here: the finish script refuses any entry that is not
@@ -111,20 +129,13 @@ async def _run(
         # never be the entry the submit recorded (nothing crosses partitions).
         await _dead_letter(state, part, entry_id, fields, "not in its session's partition")
         return False
-    found = (
-        await call_state(
-            state.redis, part, invocation.session_id, invocation.tool_call_id, entry_id
-        )
-        if attempts > 1
-        else "open"
-    )
+    found = await _call_state(state, part, invocation, entry_id) if attempts > 1 else "open"
     if found == "foreign":
         await _dead_letter(state, part, entry_id, fields, "not the entry recorded for this call")
         return False
     if found == "final":
         await ack(state.redis, part, entry_id)
         return False
-    duplicate_of = invocation_entry(fields)[1]
     if attempts > state.settings.max_attempts:
         result = error_result(
             ErrorCode.GAVE_UP,
@@ -140,27 +151,28 @@ async def _run(
             duplicate_of=duplicate_of,
             attempts=attempts,
         )
+        scope = scope_key(invocation.tool, invocation.tool_call_id, invocation.arguments)
     else:
         with span("aci.stages", None):
             run = stage_run(state, invocation, duplicate_of, attempts)
             outcome = await run.run(state.sources)
-    hand_over(state, part, invocation, entry_id, outcome, attempts)
+        scope = finished_scope(invocation, run)
+    _hand_over(state, part, invocation, entry_id, outcome, scope, attempts)
     return True
 
 
 async def _finish_foreign(
-    state: WorkerState, part: Partition, entry_id: str, fields: dict[str, bytes], reason: str
+    state: WorkerState, part: Partition, entry_id: str, data: bytes, reason: str
 ) -> bool:
     # An envelope this worker cannot run (another contract version, a broken shape) still
     # belongs to an invocation when its identity can be read: finish that one as ERROR, so
     # every accepted invocation reaches a final state.
-    identity = peek_identity(invocation_entry(fields)[0])
+    identity = peek_identity(data)
     if (
         identity is None
         or not is_valid_session_id(identity.session_id)
         or state.keys.partition_of(identity.session_id) != part.index
-        or await call_state(state.redis, part, identity.session_id, identity.tool_call_id, entry_id)
-        != "open"
+        or await _call_state(state, part, identity, entry_id) != "open"
     ):
         return False
     result = error_result(
@@ -175,47 +187,38 @@ async def _finish_foreign(
         session_id=identity.session_id,
         settings=state.settings,
     )
-    hand_over(state, part, identity, entry_id, outcome, decoded=False)
+    _hand_over(state, part, identity, entry_id, outcome, "")
     return True
 
 
-def stage_run(
-    state: WorkerState, invocation: Invocation, duplicate_of: str | UnsetType, attempts: int
-) -> StageRun:
-    """The stages of one decoded invocation, ready to run."""
-    # Queue time counts for a first delivery only (a retry's wait is the takeover's).
-    queued_ms = max(0.0, time.time() * 1000 - invocation.submitted_at_ms)
-    return StageRun(
-        tool=invocation.tool,
-        tool_call_id=invocation.tool_call_id,
-        arguments=invocation.arguments,
-        session_id=invocation.session_id,
-        settings=state.settings,
-        attempts=attempts,
-        duplicate_of=duplicate_of,
-        queued_ms=queued_ms if attempts == 1 else 0.0,
-    )
-
-
-def hand_over(
+def _hand_over(
     state: WorkerState,
     part: Partition,
     invocation: Invocation,
     entry_id: str,
     outcome: Outcome,
+    scope: str,
     attempts: int = 1,
-    decoded: bool = True,
 ) -> None:
-    """Hand an outcome (and the slot it holds) to the batched finisher."""
+    """Hand an outcome (and the slot it holds) to the batched finisher; `scope`: the scope key
+    it is finished with ('' for an envelope that did not decode)."""
     item = Finish(
         invocation=invocation,
         part=part,
         entry_id=entry_id,
         outcome=outcome,
+        scope_key=scope,
         attempts=attempts,
-        decoded=decoded,
     )
     state.finishing.put([item])
+
+
+async def _call_state(
+    state: WorkerState, part: Partition, invocation: Invocation, entry_id: str
+) -> CallState:
+    return await call_state(
+        state.redis, part, invocation.session_id, invocation.tool_call_id, entry_id
+    )
 
 
 async def _dead_letter(
