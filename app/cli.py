@@ -19,10 +19,8 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import gc
 import json
 import logging
-import signal
 import sys
 from collections.abc import Sequence
 from typing import Any
@@ -141,20 +139,11 @@ async def _cmd_status(args: argparse.Namespace, settings: Settings) -> int:
 
 
 async def _cmd_worker(args: argparse.Namespace, settings: Settings) -> int:
-    from workers.sources import open_sources
-    from workers.worker import run_worker
+    from workers.runtime import serve_worker
 
     if args.partitions is not None and max(args.partitions) >= settings.partitions:
         sys.stderr.write(f"aci-evidence: --partitions: ACI_PARTITIONS is {settings.partitions}\n")
         return 2
-    stop = anyio.Event()
-
-    async def watch_signals() -> None:
-        with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
-            async for _ in signals:
-                logging.getLogger("aci.worker").info("stopping: draining in-flight work")
-                stop.set()
-                return
 
     from workers.logging_setup import configure_logging
 
@@ -169,26 +158,14 @@ async def _cmd_worker(args: argparse.Namespace, settings: Settings) -> int:
     with serving as port:
         if port is not None:
             logging.getLogger("aci.worker").info("metrics on :%d/metrics", port)
-        async with (
-            open_sources(warm=True) as sources,
-            open_redis(_need_url(settings), cluster=settings.redis_cluster) as redis,
-        ):
-            # What is loaded by now (modules, indexes, templates) lives as long as the worker:
-            # keep it out of the collector's full passes, which otherwise pause the loop.
-            gc.collect()
-            gc.freeze()
-            async with anyio.create_task_group() as tg:
-                tg.start_soon(watch_signals)
-                await run_worker(
-                    redis,
-                    settings,
-                    sources,
-                    concurrency=args.concurrency,
-                    stop=stop,
-                    metrics=metrics,
-                    partitions=args.partitions,
-                )
-                tg.cancel_scope.cancel()
+        # Signals, sources, Redis, gc.freeze, run and drain: the one worker bootstrap.
+        await serve_worker(
+            settings,
+            _need_url(settings),
+            concurrency=args.concurrency,
+            metrics=metrics,
+            partitions=args.partitions,
+        )
     return 0
 
 

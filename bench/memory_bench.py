@@ -23,8 +23,8 @@ import anyio
 from pipeline.client import EvidenceClient, ToolCall
 from pipeline.redis_io import open_redis
 from pipeline.settings import Settings
+from workers.runtime import run_worker
 from workers.sources import open_sources
-from workers.worker import run_worker
 
 TOOLS = ("lookup_knowledge", "query_logs", "query_mysql")
 _KNOWLEDGE = (

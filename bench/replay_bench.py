@@ -24,8 +24,8 @@ from pipeline.redis_io import open_redis
 from pipeline.settings import Settings
 from workers.replay import Selection, load_redis
 from workers.replay_diff import reproject
+from workers.runtime import run_worker
 from workers.sources.instant import InstantSource
-from workers.worker import run_worker
 
 SESSION = "bench"
 

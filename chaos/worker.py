@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import argparse
 import logging
-import signal
 import sys
 from collections.abc import Sequence
 from typing import Any, Final
@@ -19,10 +18,9 @@ from typing import Any, Final
 import anyio
 
 from contracts import LookupKnowledgeRequest, QueryLogsRequest, QueryMysqlRequest, Request
-from pipeline.redis_io import open_redis
 from pipeline.settings import Settings
-from workers.sources import Source, open_sources, wrap_sources
-from workers.worker import run_worker
+from workers.runtime import serve_worker
+from workers.sources import Source
 
 __all__ = ["GARBAGE", "HANG", "FaultySource", "main", "marker_of"]
 
@@ -67,20 +65,10 @@ class FaultySource:
 async def _run(concurrency: int) -> None:
     settings = Settings.from_env()
     assert settings.redis_url, "ACI_REDIS_URL is not set"
-    stop = anyio.Event()
-
-    async def watch_signals() -> None:
-        with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
-            async for _ in signals:
-                stop.set()
-                return
-
-    async with open_sources() as real, open_redis(settings.redis_url) as redis:
-        sources = wrap_sources(real, FaultySource)
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(watch_signals)
-            await run_worker(redis, settings, sources, concurrency=concurrency, stop=stop)
-            tg.cancel_scope.cancel()
+    # The sources are not warmed up here: a scenario's workers start as they always have.
+    await serve_worker(
+        settings, settings.redis_url, concurrency=concurrency, warm=False, wrap=FaultySource
+    )
 
 
 def main(argv: Sequence[str] | None = None) -> int:

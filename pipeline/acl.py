@@ -85,7 +85,7 @@ _SUBMITTER_COMMANDS: Final = (
     "+script|load", "+hmget", "+xread", "+xrevrange",
     "+hget", "+hset", "+pexpire", "+xadd", "+zadd",
 )  # fmt: skip
-# workers.worker (state checks, dead letters in MULTI/EXEC, takeovers), pipeline.trim, and
+# pipeline.consumer (state checks, dead letters in MULTI/EXEC, takeovers), pipeline.trim, and
 # what the finish script (pipeline/lua/finish.lua) calls.
 _WORKER_COMMANDS: Final = (
     "+evalsha", "+script|load", "+multi", "+exec", "+discard",

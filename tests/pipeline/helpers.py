@@ -14,8 +14,8 @@ import anyio
 from pipeline.keys import Keys
 from pipeline.record import lifecycle_entry, view_entry
 from pipeline.settings import Settings
+from workers.runtime import run_worker
 from workers.sources import Source
-from workers.worker import run_worker
 
 
 @contextlib.asynccontextmanager

@@ -11,7 +11,7 @@ import anyio
 from pipeline.redis_io import open_redis
 from pipeline.settings import Settings
 from tests.pipeline.sources import InstantSource
-from workers.worker import run_worker
+from workers.runtime import run_worker
 
 
 async def main(url: str, prefix: str, delay: float, visibility: float) -> None:

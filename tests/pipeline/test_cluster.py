@@ -21,7 +21,7 @@ from pipeline.settings import Settings
 from pipeline.status import collect_status
 from tests.pipeline.partitioned import assert_once, partitioned_books
 from tests.pipeline.sources import InstantSource
-from workers.worker import run_worker
+from workers.runtime import run_worker
 
 pytestmark = pytest.mark.redis
 

@@ -19,7 +19,7 @@ from pipeline.settings import Settings
 from tests.pipeline.sources import FailingSource, HangingSource, InstantSource
 from workers.logging_setup import configure_logging, parse_traceparent, span
 from workers.metrics import WorkerMetrics, serve_metrics
-from workers.worker import run_worker
+from workers.runtime import run_worker
 
 pytestmark = pytest.mark.redis
 

@@ -1,0 +1,147 @@
+"""The finisher of a worker: outcomes written in batches, one pipeline of finish scripts
+(`pipeline/lua/finish.lua`) on a connection of its own, then their slots freed.
+
+Each finish is atomic and idempotent: state, result, raw record, both views and the ack
+become visible together, once, even when two workers race for one entry. A batch is written
+shielded (a stopping worker never leaves one half-sent); while Redis is unreachable it is
+retried until the visibility timeout, then left pending for another worker to take over.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import Any, Final
+
+import anyio
+import msgspec
+
+from pipeline.lane import Lane, run_scripts
+from pipeline.record import FINISH_REFUSED, finish_call
+from pipeline.redis_io import RedisProtocolError, RedisUnavailable, reply_code
+from workers.logging_setup import invocation_context, parse_traceparent
+from workers.runtime.slots import Finish
+from workers.runtime.state import WorkerState
+
+__all__ = ["finish_loop"]
+
+log = logging.getLogger("aci.worker")
+_ENCODER: Final = msgspec.json.Encoder()
+_FINISH_BATCH: Final = 256
+
+
+async def finish_loop(state: WorkerState) -> None:
+    """Write outcomes as they are queued, until the finish queue is closed and empty."""
+    lane = Lane(state.redis)
+    try:
+        while (batch := await state.finishing.batch(_FINISH_BATCH)) is not None:
+            with anyio.CancelScope(shield=True):
+                await _flush(state, lane, batch)
+            _finished(state, batch)
+    finally:
+        await lane.aclose()
+
+
+def _finished(state: WorkerState, batch: list[Finish]) -> None:
+    # Written (or left pending for takeover): log, and free the slots.
+    if log.isEnabledFor(logging.INFO):
+        for item in batch:
+            _log_finished(item)
+    state.slots.give(len(batch))
+
+
+def _log_finished(item: Finish) -> None:
+    inv, outcome = item.invocation, item.outcome
+    parent = parse_traceparent(inv.traceparent) if inv.traceparent else None
+    with invocation_context(
+        session=inv.session_id,
+        tool=inv.tool,
+        tool_call_id=inv.tool_call_id,
+        entry_id=item.entry_id,
+        trace_id=parent.trace_id if parent else None,
+    ):
+        if item.applied:
+            log.info(
+                "finished %s/%s (attempt %d)",
+                outcome.control.status.value,
+                outcome.result.evidence_status.value,
+                item.attempts,
+            )
+        elif item.applied is False:
+            log.info("already final: another finisher applied it first")
+
+
+async def _flush(state: WorkerState, lane: Lane, batch: list[Finish]) -> None:
+    backoff = 0.05
+    deadline = time.monotonic() + state.settings.visibility_timeout_s
+    while True:
+        try:
+            calls = [_finish_call(state, item) for item in batch]
+            started = time.perf_counter()
+            scripts = state.scripts
+            applied = await run_scripts(
+                lane, scripts, scripts.finish_sha, calls, errors_in_place=True
+            )
+            _record(state, batch, applied, time.perf_counter() - started)
+            return
+        except RedisUnavailable:
+            if time.monotonic() > deadline:
+                # Left pending: another worker takes it over after the visibility timeout.
+                log.error("could not finish %d invocations; left for takeover", len(batch))
+                return
+            await anyio.sleep(backoff)
+            backoff = min(backoff * 2, 2.0)
+        except RedisProtocolError as exc:  # e.g. OOM or READONLY: not retryable here
+            log.error("finish refused by redis (%s); %d left for takeover", exc, len(batch))
+            return
+
+
+def _record(state: WorkerState, batch: list[Finish], applied: list[Any], finish_s: float) -> None:
+    metrics = state.metrics
+    refused: list[Exception] = []
+    for item, done in zip(batch, applied, strict=True):
+        if isinstance(done, Exception):  # e.g. OOM: left pending, taken over later
+            refused.append(done)
+            continue
+        item.applied = done == 1
+        if done == FINISH_REFUSED:
+            item.applied = None
+            _log_foreign(state, item)
+        elif item.applied and metrics is not None:
+            metrics.finished(item.invocation.tool, item.outcome, finish_s)
+    if refused:
+        log.error(
+            "finish refused by redis (%s); %d left for takeover",
+            reply_code(refused[0]),
+            len(refused),
+        )
+
+
+def _log_foreign(state: WorkerState, item: Finish) -> None:
+    # The finish script dead-lettered an entry that is not the one the call recorded.
+    with invocation_context(entry_id=item.entry_id):
+        log.error("dead-lettered stream entry %s: not the entry recorded for this call",
+                  item.entry_id)  # fmt: skip
+    if state.metrics is not None:
+        state.metrics.dead_letters.inc()
+
+
+def _finish_call(state: WorkerState, item: Finish) -> tuple[list[str], list[Any]]:
+    inv, out, settings = item.invocation, item.outcome, state.settings
+    return finish_call(
+        item.part,
+        session_id=inv.session_id,
+        tool_call_id=inv.tool_call_id,
+        tool=inv.tool,
+        entry_id=item.entry_id,
+        status=out.control.status.value,
+        evidence_status=out.result.evidence_status.value,
+        result=_ENCODER.encode(out.result),
+        raw=out.raw,
+        model=_ENCODER.encode(out.observation),
+        control=_ENCODER.encode(out.control),
+        now_ms=int(time.time() * 1000),
+        retention_ms=settings.retention_s * 1000,
+        maxlen=settings.stream_maxlen,
+        scope_key=item.scope_key,  # computed where the call was decoded
+    )

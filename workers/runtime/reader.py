@@ -1,0 +1,149 @@
+"""The readers of a worker: `XREADGROUP` for as many entries as there are free slots, each
+read started as work (`workers.runtime.work`) in the worker's task group.
+
+One reader per partition, up to `_READ_LANES`, each over the partitions `i mod lanes` on a
+connection of its own (a `pipeline.lane.Lane`), so no partition waits on another's blocking
+read. A call that needs no I/O (an `ImmediateSource`, no trace to record) runs inline, the
+whole read batch at once, and goes straight to the finisher: no task, no await per call.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Final
+
+import anyio
+from anyio.abc import TaskGroup
+
+from pipeline.consumer import GroupLost, ReadEntry, read_group, recreate_group
+from pipeline.keys import Partition
+from pipeline.lane import Lane
+from pipeline.redis_io import RedisUnavailable
+from workers.logging_setup import invocation_context, records_spans
+from workers.runtime.entry import Entry, finished_scope, read_entry, stage_run
+from workers.runtime.slots import Finish
+from workers.runtime.state import WorkerState
+from workers.runtime.work import process
+from workers.stage import is_immediate
+
+__all__ = ["read_loop"]
+
+log = logging.getLogger("aci.worker")
+_READ_BLOCK_MS: Final = 500
+_SHARED_BLOCK_MS: Final = 100  # a reader over several partitions blocks on one this long
+_READ_LANES: Final = 16  # readers per worker: one per partition up to this many
+
+
+async def read_loop(state: WorkerState, stop: anyio.Event, work: TaskGroup) -> None:
+    """Read until `stop`, starting each entry in `work`; returns once every reader stopped."""
+    parts = state.parts
+    lanes = min(len(parts), _READ_LANES)
+    readers = [(Lane(state.redis), parts[i::lanes]) for i in range(lanes)]
+    # A reader takes at most its share of the slots, so no partition waits on another's
+    # blocking read for a free slot.
+    share = max(1, min(state.settings.read_batch, -(-state.concurrency // lanes)))
+    try:
+        if len(readers) == 1:
+            lane, mine = readers[0]
+            await _read_lane(state, lane, mine, share, stop, work)
+            return
+        async with anyio.create_task_group() as group:
+            for lane, mine in readers:
+                group.start_soon(_read_lane, state, lane, mine, share, stop, work)
+    finally:
+        for lane, _parts in readers:
+            await lane.aclose()
+
+
+async def _read_lane(
+    state: WorkerState,
+    lane: Lane,
+    parts: list[Partition],
+    share: int,
+    stop: anyio.Event,
+    work: TaskGroup,
+) -> None:
+    # One partition: a blocking read on it. Several (more partitions than lanes): a sweep
+    # of non-blocking reads over them, from a rotating start; when every one is empty, a
+    # short blocking read on the next in turn (a blocking read cannot span partitions:
+    # their streams are in different slots). Idle, that is one sweep per short block.
+    slots, consumer = state.slots, state.consumer
+    backoff = 0.05
+    turn = 0
+    while not stop.is_set():
+        taken = await slots.take(share)
+        if stop.is_set():  # stopped while every slot was busy: no new reads
+            slots.give(taken)
+            return
+        order = parts[turn:] + parts[:turn]
+        turn = (turn + 1) % len(parts)
+        try:
+            if len(parts) == 1:
+                entries = await read_group(lane, order[:1], consumer, taken, _READ_BLOCK_MS)
+            else:
+                sweep = order[: max(1, taken)]
+                each = max(1, taken // len(sweep))
+                entries = await read_group(lane, sweep, consumer, each, None)
+                if not entries:
+                    entries = await read_group(lane, order[:1], consumer, taken, _SHARED_BLOCK_MS)
+            backoff = 0.05
+        except RedisUnavailable:
+            slots.give(taken)
+            log.warning("redis unavailable; retrying in %.2fs", backoff)
+            await anyio.sleep(backoff)
+            backoff = min(backoff * 2, 5.0)
+            continue
+        except GroupLost as lost:
+            slots.give(taken)
+            await recreate_group(state.redis, lost.part)
+            continue
+        slots.give(taken - len(entries))
+        _start(state, entries, work)
+
+
+def _start(state: WorkerState, entries: list[ReadEntry], work: TaskGroup) -> None:
+    """Calls that need no I/O run here, the batch at once; the others each in a task (with
+    the entry as read here: it is not decoded again)."""
+    done: list[Finish] = []
+    for part, raw_id, fields in entries:
+        entry_id = raw_id.decode()
+        entry = item = None
+        try:
+            entry = read_entry(fields)
+            item = _run_now(state, part, entry_id, entry)
+        except Exception:  # a bug on odd input: the guarded path below handles it
+            item = None
+        if item is None:
+            work.start_soon(process, state, part, entry_id, fields, 1, entry)
+        else:
+            done.append(item)
+    if done:
+        state.finishing.put(done)
+
+
+def _run_now(state: WorkerState, part: Partition, entry_id: str, entry: Entry) -> Finish | None:
+    # A first delivery of a call that needs no I/O and records no span; else None.
+    invocation = entry.invocation
+    if (
+        invocation is None
+        or invocation.traceparent
+        or state.keys.partition_of(invocation.session_id) != part.index
+        or records_spans()
+        or not is_immediate(invocation.tool, state.sources)
+    ):
+        return None
+    with invocation_context(
+        session=invocation.session_id,
+        tool=invocation.tool,
+        tool_call_id=invocation.tool_call_id,
+        entry_id=entry_id,
+    ):
+        run = stage_run(state, invocation, entry.duplicate_of, attempts=1)
+        outcome = run.run_now(state.sources)
+    return Finish(
+        invocation=invocation,
+        part=part,
+        entry_id=entry_id,
+        outcome=outcome,
+        scope_key=finished_scope(invocation, run),
+    )

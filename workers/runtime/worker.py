@@ -1,0 +1,91 @@
+"""The worker process: a consumer group reader, a takeover janitor and a batched finisher,
+each a loop of its own module, composed in one anyio task group.
+
+- read (`reader`): `XREADGROUP … BLOCK` for as many entries as there are free slots
+  (`--concurrency`, `slots`);
+- work (`work`): each entry runs the stages (`workers.stage`) in its own task;
+- finish (`finisher`): outcomes are finished in batches — one pipeline of finish scripts, each
+  atomic and idempotent (state, result, raw record, both views and the ack, once);
+- janitor (`janitor`): `XAUTOCLAIM` takes over entries idle past the visibility timeout; an
+  entry delivered more than `max_attempts` times finishes as ERROR/GAVE_UP; streams are trimmed
+  by the retention policy, never past an unfinished entry.
+
+`stop` (set on SIGTERM/SIGINT by `workers.runtime.bootstrap`): no new reads, in-flight work
+finishes (or is left pending for takeover), nothing is lost.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import secrets
+import socket
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
+
+import anyio
+
+from pipeline.consumer import wait_for_groups
+from pipeline.redis_io import Redis
+from pipeline.settings import Settings
+from workers.runtime.finisher import finish_loop
+from workers.runtime.janitor import janitor_loop
+from workers.runtime.reader import read_loop
+from workers.runtime.state import WorkerState
+from workers.sources import Source
+
+if TYPE_CHECKING:
+    from workers.metrics import WorkerMetrics
+
+__all__ = ["consumer_name", "run_worker"]
+
+log = logging.getLogger("aci.worker")
+
+
+def consumer_name() -> str:
+    """A consumer name unique to this process: host, pid and a random suffix."""
+    return f"{socket.gethostname()}-{os.getpid()}-{secrets.token_hex(3)}"
+
+
+async def run_worker(
+    redis: Redis,
+    settings: Settings,
+    sources: Mapping[str, Source],
+    *,
+    concurrency: int = 16,
+    consumer: str | None = None,
+    stop: anyio.Event | None = None,
+    metrics: WorkerMetrics | None = None,
+    partitions: Sequence[int] | None = None,
+) -> None:
+    """Run one worker until `stop` is set; returns after in-flight work is finished.
+    `metrics` (optional) counts what this worker does (see `workers.metrics`); `partitions`
+    (optional) the partition indexes it reads (default: every partition)."""
+    stop = stop or anyio.Event()
+    if partitions is not None and not all(0 <= i < settings.partitions for i in partitions):
+        raise ValueError(f"partitions are 0 to {settings.partitions - 1}")
+    state = WorkerState(
+        redis,
+        settings,
+        sources,
+        concurrency=concurrency,
+        consumer=consumer or consumer_name(),
+        metrics=metrics,
+        partitions=partitions,
+    )
+    await wait_for_groups(redis, state.parts, stop)
+    log.info(
+        "worker %s started (concurrency %d, partitions %s)",
+        state.consumer,
+        concurrency,
+        ",".join(str(p.index) for p in state.parts),
+    )
+    async with anyio.create_task_group() as outer:
+        outer.start_soon(finish_loop, state)
+        # Work (read or taken over) runs in `work`: once the readers and the janitor have
+        # stopped and every task in it is done, nothing more is queued for the finisher.
+        async with anyio.create_task_group() as work:
+            work.start_soon(janitor_loop, state, stop, work)
+            await read_loop(state, stop, work)
+        state.finishing.close()
+    log.info("worker %s stopped", state.consumer)
