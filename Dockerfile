@@ -5,6 +5,8 @@ COPY pyproject.toml README.md ./
 COPY contracts ./contracts
 COPY pipeline ./pipeline
 COPY workers ./workers
+COPY hosts ./hosts
+COPY app ./app
 RUN pip install --no-cache-dir .
 USER nobody
 ENTRYPOINT ["aci-evidence"]

@@ -6,6 +6,7 @@ import hashlib
 import os
 import re
 import subprocess
+import tomllib
 from pathlib import Path
 from typing import Any
 
@@ -56,6 +57,17 @@ def test_worker_scales_and_runs_the_worker_command() -> None:
     assert set(worker["depends_on"]) == {"redis", "mariadb"}
     dockerfile = (ROOT / "Dockerfile").read_text()
     assert 'ENTRYPOINT ["aci-evidence"]' in dockerfile
+
+
+def test_the_image_copies_every_package_the_wheel_installs() -> None:
+    # `pip install .` in the image builds the wheel from what was copied: a package left out
+    # is a console script that dies with "No module named ...".
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    packages = project["tool"]["hatch"]["build"]["targets"]["wheel"]["packages"]
+    copied = set(re.findall(r"^COPY (\S+) \./\1$", (ROOT / "Dockerfile").read_text(), re.M))
+    assert set(packages) <= copied, f"not copied into the image: {set(packages) - copied}"
+    script = project["project"]["scripts"]["aci-evidence"]
+    assert script.split(".")[0] in packages
 
 
 # -- Redis users ---------------------------------------------------------------------------
