@@ -7,8 +7,13 @@ import contextlib
 import subprocess
 import sys
 from collections.abc import Iterator, Mapping
+from typing import Final
 
-__all__ = ["worker_processes"]
+__all__ = ["CLI", "worker_processes"]
+
+# The console script in a child process. -P: the installed package, never a same-named `app/`
+# of the directory the user runs the demo or the benchmark in.
+CLI: Final = (sys.executable, "-P", "-m", "app.cli")
 
 
 @contextlib.contextmanager
@@ -16,7 +21,7 @@ def worker_processes(
     env: Mapping[str, str], count: int, concurrency: int = 16, *, quiet: bool = False
 ) -> Iterator[list[subprocess.Popen[bytes]]]:
     """Run `count` `aci-evidence worker` processes with `env` for the duration of the block."""
-    cmd = [sys.executable, "-m", "app.cli", "worker", "--concurrency", str(concurrency)]
+    cmd = [*CLI, "worker", "--concurrency", str(concurrency)]
     stderr = subprocess.DEVNULL if quiet else None
     procs = [
         subprocess.Popen(cmd, env=dict(env), stdin=subprocess.DEVNULL, stderr=stderr)

@@ -185,11 +185,11 @@ async def _replay(args: argparse.Namespace, settings: Settings, reporter: Report
     if args.file:
         records = load_file(args.file, selection)
     else:
-        async with open_redis(_url(settings)) as redis:
+        async with open_redis(_url(settings), cluster=settings.redis_cluster) as redis:
             records = await load_redis(redis, settings, selection)
     reporter.start(len(records))
     if args.into is not None:
-        async with open_redis(_url(settings)) as redis:
+        async with open_redis(_url(settings), cluster=settings.redis_cluster) as redis:
             await reinject(redis, settings, records, args.into, reporter.add)
     elif args.reexecute:
         from workers.sources import open_sources
@@ -219,7 +219,7 @@ async def run_export(args: argparse.Namespace, settings: Settings) -> int:
     try:
         if not is_valid_session_id(args.session):
             raise ReplayError("--session: 1-128 letters, digits, '.', '_' or '-'")
-        async with open_redis(_url(settings)) as redis:
+        async with open_redis(_url(settings), cluster=settings.redis_cluster) as redis:
             count = await export_session(redis, settings, args.session, args.file)
     except ReplayError as exc:
         print(f"export: {exc}", file=sys.stderr)
@@ -234,7 +234,7 @@ async def run_import(args: argparse.Namespace, settings: Settings) -> int:
         if args.session is not None and not is_valid_session_id(args.session):
             raise ReplayError("--session: 1-128 letters, digits, '.', '_' or '-'")
         records = load_file(args.file)
-        async with open_redis(_url(settings)) as redis:
+        async with open_redis(_url(settings), cluster=settings.redis_cluster) as redis:
             counts = await import_lines(redis, settings, records, args.session)
     except ReplayError as exc:
         print(f"import: {exc}", file=sys.stderr)

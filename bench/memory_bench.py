@@ -78,7 +78,7 @@ async def measure(redis: Any, url: str, tool: str, calls: int, sources: Any) -> 
 
 
 async def main(calls: int, url: str) -> dict[str, Any]:
-    from workers.shop.loader import ensure_demo_shop
+    from workers.sources.mysql.shop import ensure_demo_shop
 
     env = {"ACI_MYSQL_SHOP_URL": await ensure_demo_shop()}
     out: dict[str, Any] = {"bench": "memory_per_invocation", "calls_per_tool": calls}

@@ -70,7 +70,8 @@ class Fleet:
 
     def argv(self) -> list[str]:
         """The command line of one worker."""
-        head = [sys.executable, "-m", self.module, "--log-level", "INFO"]
+        # -P: the installed package, never a same-named one of the current directory.
+        head = [sys.executable, "-P", "-m", self.module, "--log-level", "INFO"]
         return [*head, "worker", "--concurrency", str(self.concurrency)]
 
     def spawn(self) -> WorkerProc:

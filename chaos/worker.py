@@ -65,7 +65,8 @@ class FaultySource:
 async def _run(concurrency: int) -> None:
     settings = Settings.from_env()
     assert settings.redis_url, "ACI_REDIS_URL is not set"
-    # The sources are not warmed up here: a scenario's workers start as they always have.
+    # The one worker bootstrap (signals, gc.freeze, drain), with the sources wrapped in faults
+    # and not warmed up: a scenario's workers start as they always have.
     await serve_worker(
         settings, settings.redis_url, concurrency=concurrency, warm=False, wrap=FaultySource
     )

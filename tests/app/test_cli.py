@@ -94,3 +94,13 @@ def test_bench_pipeline_prints_every_figure_scripts_read() -> None:
     if os.path.exists("/proc/stat"):
         for suffix in ("", "_2w", "_real", "_real_2w"):
             assert 0 <= figures[f"steal{suffix}_pct"] <= 100, suffix
+
+
+def test_views_without_redis_is_a_typed_error_not_a_traceback() -> None:
+    from chaos.services import free_port
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ACI_")}
+    env["ACI_REDIS_URL"] = f"redis://127.0.0.1:{free_port()}/0"
+    done = cli(env, "views", "--session", "s1", "--view", "model")
+    assert done.returncode == 1
+    assert "RedisUnavailable" in done.stderr and "Traceback" not in done.stderr

@@ -137,3 +137,11 @@ async def test_an_entry_in_another_partition_than_its_session_is_dead_lettered(
         assert json.loads(bytes(done["c1"].control))["tool_call_id"] == "c1"
     finally:
         await delete_prefix(redis, prefix)
+
+
+@pytest.mark.parametrize("partitions", [[], [4], [-1]])
+async def test_a_worker_refuses_partitions_it_cannot_read(partitions: list[int]) -> None:
+    from workers.runtime import run_worker
+
+    with pytest.raises(ValueError, match="partitions are 0 to 3"):
+        await run_worker(None, Settings(partitions=4), {}, partitions=partitions)  # type: ignore[arg-type]

@@ -62,8 +62,10 @@ async def run_worker(
     `metrics` (optional) counts what this worker does (see `workers.metrics`); `partitions`
     (optional) the partition indexes it reads (default: every partition)."""
     stop = stop or anyio.Event()
-    if partitions is not None and not all(0 <= i < settings.partitions for i in partitions):
-        raise ValueError(f"partitions are 0 to {settings.partitions - 1}")
+    if partitions is not None and (
+        not partitions or not all(0 <= i < settings.partitions for i in partitions)
+    ):
+        raise ValueError(f"partitions are 0 to {settings.partitions - 1}, at least one")
     state = WorkerState(
         redis,
         settings,
