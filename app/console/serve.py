@@ -2,7 +2,9 @@
 
     aci-evidence console [--host 127.0.0.1] [--port 8765] [--root-path /prefix]
 
-Bound to a loopback address by default. A bearer token (`ACI_CONSOLE_TOKEN`, read from the
+Bound to a loopback address by default. `--root-path /aci` is for a proxy that serves the
+console under `/aci/` and forwards requests with that prefix stripped: every link, script and
+event URL the pages hold starts with it. A bearer token (`ACI_CONSOLE_TOKEN`, read from the
 environment so it never shows in a process list) guards it when set, and is required to bind
 any other address. Run it with the auditor Redis user's URL in `ACI_REDIS_URL`: that user may
 read every key of the prefix and write none.
