@@ -70,9 +70,7 @@ async def test_the_live_events_need_only_the_auditor(server: tuple[AclServer, Se
         assert len(events) == 12  # six submits, six finals
         everyone = [
             e
-            async for e in lifecycle_events(
-                redis, settings, last_event_id="0-0,0-0", follow=False
-            )
+            async for e in lifecycle_events(redis, settings, last_event_id="0-0,0-0", follow=False)
         ]
         assert len(everyone) == 14
 
