@@ -24,6 +24,7 @@ from pipeline.record import (
     DUPLICATE_OF,
     ENTRY_CALL,
     ENTRY_DATA,
+    ENTRY_ID,
     ENTRY_REASON,
     ENTRY_SESSION,
     ENTRY_STREAM_ID,
@@ -59,7 +60,7 @@ __all__ = [
 _SCAN_COUNT: Final = 1000
 _CHUNK: Final = 500
 _DEAD_DATA_SHOWN: Final = 4096
-_CALL_FIELDS: Final = (STATUS, SUBMITTED_AT, TOOL, DUPLICATE_OF)
+_CALL_FIELDS: Final = (STATUS, SUBMITTED_AT, TOOL, DUPLICATE_OF, ENTRY_ID)
 _RESULT_FIELDS: Final = (STATUS, EVIDENCE, FINISHED_AT, CONTROL)
 
 
@@ -152,6 +153,13 @@ class CallRow(NamedTuple):
     finished_ms: int | None
     duplicate_of: str
     control: bytes | None
+    entry_id: str  # the invocation stream entry of its submit: the submission order
+
+    @property
+    def order(self) -> tuple[int, int, int, str]:
+        """Sort key: submission time, then the submit's stream entry id."""
+        ms, seq = _id_key(self.entry_id)
+        return (self.submitted_ms or 0, ms, seq, self.tool_call_id)
 
 
 async def call_rows(
@@ -167,7 +175,7 @@ async def call_rows(
             pipe.hmget(keys.result(session, call_id), list(_RESULT_FIELDS))
         replies = await execute(pipe)
         for i, call_id in enumerate(chunk):
-            st, t0, tool, dup = replies[2 * i]
+            st, t0, tool, dup, eid = replies[2 * i]
             final_st, ev, t1, cv = replies[2 * i + 1]
             rows.append(
                 CallRow(
@@ -180,6 +188,7 @@ async def call_rows(
                     finished_ms=_int(t1),
                     duplicate_of=_text(dup),
                     control=cv,
+                    entry_id=_text(eid),
                 )
             )
     return rows

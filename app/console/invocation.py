@@ -100,8 +100,6 @@ def _cuts(result: Body | None, model: Body | None, control: Body | None) -> list
         whole = res.get(name, (res.get("error") or {}).get(name) if name == "message" else None)
         if isinstance(kept, str) and isinstance(whole, str) and len(kept) < len(whole):
             out.append(f"{name}: {len(kept)} of {len(whole)} characters")
-    if result and model and model.size < result.size:
-        out.append(f"observation {model.size} B of a {result.size} B canonical result")
     if (obs.get("truncated") is True or cv.get("truncated") is True) and not out:
         out.append("the result was cut to its bounds before projection (truncated=true)")
     return out

@@ -32,6 +32,7 @@ __all__ = ["Filters", "SearchHit", "SessionSummary", "search_calls", "session_su
 _TEXT_SESSIONS: Final = 50  # sessions whose observations a text search reads
 _TEXT_ENTRIES: Final = 2000  # entries of each of them
 _SNIPPET: Final = 160
+_CONTROL_COUNTED: Final = 1000  # Control Views read for a session older than the window
 
 
 @dataclass
@@ -45,6 +46,8 @@ class SessionSummary:
     error: int = 0
     evidence: Counter[str] = field(default_factory=Counter)
     durations: list[int] = field(default_factory=list)
+    source: str = "lifecycle"  # or "control": counted from its Control View stream
+    capped: bool = False  # more calls than were counted
 
     @property
     def finished(self) -> int:
@@ -99,7 +102,32 @@ async def session_summaries(
             start = submits.get(call)
             if start and done >= start:
                 rows[call[0]].durations.append(done - start)
+    for row in rows.values():
+        if not row.submitted and not row.finished:  # older than the window
+            await _from_control(redis, settings, row)
     return [rows[name] for name, _ in page]
+
+
+async def _from_control(redis: Redis, settings: Settings, row: SessionSummary) -> None:
+    """Counts of a session the lifecycle window no longer holds: its newest Control Views
+    (finished calls only: what is in flight is not known there)."""
+    page = await view_page(redis, settings.keys().control(row.session), count=_CONTROL_COUNTED)
+    row.source, row.capped = "control", len(page) >= _CONTROL_COUNTED
+    for _eid, entry in page:
+        try:
+            view = msgspec.json.decode(entry.data or b"null")
+        except msgspec.DecodeError:
+            continue
+        if not isinstance(view, dict):
+            continue
+        status = view.get("status")
+        row.submitted += 1
+        row.ready += status == "READY"
+        row.error += status == "ERROR"
+        row.evidence[str(view.get("evidence_status") or "?")] += 1
+        total = (view.get("timings") or {}).get("total_ms")
+        if isinstance(total, int | float):
+            row.durations.append(int(total))
 
 
 class Filters(msgspec.Struct, frozen=True, kw_only=True):

@@ -67,7 +67,7 @@ async def session_rows(
     keys = settings.keys()
     ids = await session_call_ids(redis, keys, session, limit=max_calls)
     rows = await call_rows(redis, keys, session, ids)
-    rows.sort(key=lambda r: (r.submitted_ms or 0, r.tool_call_id))
+    rows.sort(key=lambda r: r.order)
     return rows, len(ids) >= max_calls
 
 

@@ -201,3 +201,14 @@ def test_fleet_shows_the_status_figures(client: TestClient) -> None:
     for testid in ("workers", "partitions", "streams", "dead-letters"):
         assert f'data-testid="{testid}"' in html
     assert "no dead letters" in html
+
+
+def test_a_session_older_than_the_window_is_counted_from_its_control_views(
+    recorded: Settings,
+) -> None:
+    with make_client(recorded, window=1) as narrow:
+        html = narrow.get("/").text
+    row = re.search(rf"{SESSION}</a></td>(.*?)</tr>", html, re.S)
+    assert row is not None and "(finished)" in row.group(1)
+    cells = re.findall(r"<td[^>]*>(.*?)</td>", row.group(1), re.S)
+    assert cells[2:5] == ["?", "4", "2"]  # in flight unknown there; 4 READY, 2 ERROR
