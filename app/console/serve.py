@@ -88,7 +88,9 @@ async def run_console(args: argparse.Namespace, settings: Settings) -> int:
     except ImportError:
         print("the console needs its extra: pip install 'aci-evidence[console]'", file=sys.stderr)
         return 2
-    host = args.host
+    host, token = args.host, os.environ.get(TOKEN_ENV) or None
+    if not is_loopback(host) and not token:
+        raise SettingsError(f"{TOKEN_ENV} must be set to serve the console beyond loopback")
     print(f"console on http://{host}:{args.port}{_root_path(args.root_path)}/", file=sys.stderr)
     await serve_console(
         settings,
@@ -96,6 +98,6 @@ async def run_console(args: argparse.Namespace, settings: Settings) -> int:
         host=host,
         port=args.port,
         root_path=args.root_path,
-        token=os.environ.get(TOKEN_ENV) or None,
+        token=token,
     )
     return 0
