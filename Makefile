@@ -8,7 +8,7 @@ PYTEST_ARGS ?=
 INSPECTOR := tests/inspector
 INSPECTOR_STAMP := $(INSPECTOR)/node_modules/.installed-stamp
 
-.PHONY: demo test lint services bench chaos clean
+.PHONY: demo test lint services chromium bench chaos clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -23,6 +23,10 @@ $(INSPECTOR_STAMP): $(INSPECTOR)/package.json $(INSPECTOR)/package-lock.json
 services:
 	bash scripts/services.sh
 
+# Debian's Chromium for the console's browser tests (installed when missing, as root).
+chromium:
+	bash scripts/chromium.sh
+
 demo: $(STAMP)
 	$(VENV)/bin/aci-evidence demo
 
@@ -30,7 +34,7 @@ lint: $(STAMP)
 	$(PY) -m ruff check contracts pipeline workers hosts app chaos tests bench
 	$(PY) -m mypy
 
-test: $(STAMP) $(INSPECTOR_STAMP) services lint
+test: $(STAMP) $(INSPECTOR_STAMP) services chromium lint
 	bash scripts/pytest.sh --cov=contracts --cov-report=term-missing --cov-fail-under=100 $(PYTEST_ARGS)
 
 bench: $(STAMP) services
@@ -45,4 +49,4 @@ chaos: $(STAMP) services
 	$(PY) -m chaos --scale full
 
 clean:
-	rm -rf $(VENV) $(INSPECTOR)/node_modules .pytest_cache .mypy_cache .ruff_cache .coverage
+	rm -rf $(VENV) $(INSPECTOR)/node_modules .pytest_cache .mypy_cache .ruff_cache .coverage test-artifacts

@@ -28,6 +28,7 @@ from typing import Any
 import anyio
 import msgspec
 
+from app.console.serve import add_console_parser, run_console
 from contracts import export_tools
 from pipeline.client import CallResult, EvidenceClient, InvalidSessionId, ToolCall
 from pipeline.redis_io import PipelineError, open_redis
@@ -363,6 +364,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--no-peers", action="store_true")
     p.add_argument("--cluster", action="store_true", help="1 vs 3 shards of a local cluster")
     p.add_argument("--workers", type=int, default=2, help="worker processes (with --cluster)")
+    add_console_parser(sub)
     return parser
 
 
@@ -379,6 +381,7 @@ _COMMANDS = {
     "replay": _cmd_replay,
     "export": _cmd_export,
     "import": _cmd_import,
+    "console": run_console,
 }
 
 

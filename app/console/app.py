@@ -1,0 +1,164 @@
+"""The console as an ASGI application: `create_app(settings, url)` for embedding, served by
+`aci-evidence console` (`app.console.serve`).
+
+Read-only by construction: every route is GET (HEAD answers too; anything else is 405), no
+page renders a form that writes, and it reads Redis only through `pipeline.inspect`,
+`pipeline.status.collect_status` and `workers.replay_diff`, which the `auditor` Redis user
+may run. A bearer token (`Authorization: Bearer …`, or once as `?token=…`, which sets a
+cookie) guards it when one is configured. Links are built under the request's root path, so
+it works behind a proxy prefix.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hmac
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any, Final
+from urllib.parse import parse_qsl, urlencode
+
+import msgspec
+from starlette.applications import Starlette
+from starlette.datastructures import MutableHeaders
+from starlette.requests import Request
+from starlette.responses import PlainTextResponse, RedirectResponse, Response
+from starlette.routing import Mount, Route
+from starlette.staticfiles import StaticFiles
+from starlette.templating import Jinja2Templates
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from app.console import handlers
+from app.console.render import environment
+from pipeline.redis_io import Redis, open_redis
+from pipeline.settings import Settings
+
+__all__ = ["ConsoleConfig", "create_app"]
+
+STATIC: Final = Path(__file__).parent / "static"
+COOKIE: Final = "aci_console_token"
+# No inline script or style anywhere: the vendored script and sheet only.
+_CSP: Final = (
+    "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
+    "connect-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'"
+)
+_HEADERS: Final = {
+    "content-security-policy": _CSP,
+    "x-content-type-options": "nosniff",
+    "referrer-policy": "no-referrer",
+    "x-frame-options": "DENY",
+    "cache-control": "no-store",
+}
+
+
+class ConsoleConfig(msgspec.Struct, frozen=True, kw_only=True):
+    """The console's own bounds: the lifecycle entries per partition its counts and search
+    read, the calls of one session it lists, and the rows per page."""
+
+    token: str | None = None
+    window: int = 20_000
+    max_calls: int = 20_000
+    sessions_per_page: int = 25
+    calls_per_page: int = 200
+    hits_per_page: int = 50
+    replay_per_page: int = 100
+
+
+class _Guard:
+    """Security headers on every answer; the bearer token when one is configured."""
+
+    def __init__(self, app: ASGIApp, token: str | None) -> None:
+        self.app = app
+        self.token = token.encode() if token else None
+
+    def _authorized(self, scope: Scope) -> bool:
+        if self.token is None:
+            return True
+        headers = dict(scope.get("headers") or [])
+        given = headers.get(b"authorization", b"")
+        if given.startswith(b"Bearer ") and hmac.compare_digest(given[7:], self.token):
+            return True
+        for part in headers.get(b"cookie", b"").split(b";"):
+            name, _, value = part.strip().partition(b"=")
+            if name == COOKIE.encode() and hmac.compare_digest(value, self.token):
+                return True
+        return False
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+
+        async def with_headers(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                headers = MutableHeaders(scope=message)
+                for name, value in _HEADERS.items():
+                    headers.setdefault(name, value)
+            await send(message)
+
+        if not self._authorized(scope):
+            response = self._token_in_query(scope) or PlainTextResponse(
+                "unauthorized: a bearer token is required", status_code=401,
+                headers={"www-authenticate": "Bearer"},
+            )  # fmt: skip
+            await response(scope, receive, with_headers)
+            return
+        await self.app(scope, receive, with_headers)
+
+    def _token_in_query(self, scope: Scope) -> Response | None:
+        # `?token=…` once: set the cookie and redirect to the same URL without the token.
+        query = parse_qsl((scope.get("query_string") or b"").decode("latin-1"))
+        given = next((v for k, v in query if k == "token"), None)
+        if self.token is None or given is None:
+            return None
+        if not hmac.compare_digest(given.encode(), self.token):
+            return None
+        rest = urlencode([(k, v) for k, v in query if k != "token"])
+        root = scope.get("root_path", "")
+        path = scope["path"] if scope["path"].startswith(root) else root + scope["path"]
+        response = RedirectResponse(path + ("?" + rest if rest else ""), status_code=303)
+        response.set_cookie(COOKIE, given, httponly=True, samesite="strict", path=(root or "/"))
+        return response
+
+
+def create_app(
+    settings: Settings,
+    url: str | None = None,
+    *,
+    config: ConsoleConfig | None = None,
+    redis: Redis | None = None,
+) -> ASGIApp:
+    """The console over the deployment `settings` names: Redis at `url` (its auditor user,
+    ideally), or an open client `redis` (left open)."""
+    config = config or ConsoleConfig()
+    if redis is None and not url:
+        raise ValueError("the console needs a Redis URL or client")
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        if redis is not None:
+            app.state.redis = redis
+            yield
+            return
+        assert url is not None
+        async with open_redis(url, cluster=settings.redis_cluster) as client:
+            app.state.redis = client
+            yield
+
+    templates = Jinja2Templates(env=environment())
+    routes: list[Any] = [
+        Route(path, endpoint, methods=["GET"]) for path, endpoint in handlers.ROUTES
+    ]
+    routes.append(Mount("/static", StaticFiles(directory=STATIC), name="static"))
+    app = Starlette(routes=routes, lifespan=lifespan)
+    app.state.settings = settings
+    app.state.config = config
+    app.state.templates = templates
+    if redis is not None:  # usable without a lifespan too (httpx's ASGI transport runs none)
+        app.state.redis = redis
+    return _Guard(app, config.token)
+
+
+def request_redis(request: Request) -> Redis:
+    """The Redis client of the application serving `request`."""
+    return request.app.state.redis

@@ -1,0 +1,212 @@
+"""The console's pages and fragments, one GET handler each. A page renders its whole
+template; its `/fragments/…` twin renders only the part the browser swaps in when live
+updates arrive (never the whole page). Query parameters carry every filter, so each URL is a
+permalink.
+"""
+
+from __future__ import annotations
+
+import shlex
+from typing import Any, Final
+
+from sse_starlette import EventSourceResponse
+from starlette.requests import Request
+from starlette.responses import PlainTextResponse, Response
+
+from app.console.invocation import load_invocation
+from app.console.live import lifecycle_events
+from app.console.replay_view import compare_sessions, replay_session
+from app.console.sessions import Filters, search_calls, session_summaries
+from app.console.timeline import timeline
+from pipeline.inspect import DeadLetter, dead_letters, session_count
+from pipeline.keys import is_valid_session_id
+from pipeline.status import collect_status
+
+__all__ = ["ROUTES"]
+
+_STATUSES: Final = ("", "PROJECTING", "READY", "ERROR")
+_EVIDENCE: Final = ("", "EVIDENCE_FOUND", "NO_EVIDENCE", "ERROR")
+_TOOLS: Final = ("", "lookup_knowledge", "query_logs", "query_mysql")
+_DEAD_SHOWN: Final = 50
+_PARAM_MAX: Final = 512
+
+
+def _param(request: Request, name: str) -> str:
+    return request.query_params.get(name, "").strip()[:_PARAM_MAX]
+
+
+def _page(request: Request) -> int:
+    text = _param(request, "page")
+    return min(int(text), 100_000) if text.isdigit() and int(text) > 0 else 1
+
+
+def _session(request: Request, name: str = "id") -> str | None:
+    value = _param(request, name)
+    return value if is_valid_session_id(value) else None
+
+
+def _render(request: Request, name: str, status_code: int = 200, **context: Any) -> Response:
+    state = request.app.state
+    base = request.scope.get("root_path", "").rstrip("/")
+    context.update(base=base, config=state.config, path=request.url.path)
+    response: Response = state.templates.TemplateResponse(
+        request, name, context, status_code=status_code
+    )
+    return response
+
+
+def _bad(request: Request, message: str) -> Response:
+    return _render(request, "error.html", status_code=400, message=message)
+
+
+async def _sessions_context(request: Request) -> dict[str, Any]:
+    state = request.app.state
+    config, settings, redis = state.config, state.settings, state.redis
+    filters = Filters(
+        q=_param(request, "q"),
+        tool=_param(request, "tool"),
+        status=_param(request, "status"),
+        evidence=_param(request, "evidence"),
+        text=_param(request, "text"),
+    )
+    page = _page(request)
+    context: dict[str, Any] = {
+        "filters": filters, "page": page, "statuses": _STATUSES, "evidences": _EVIDENCE,
+        "tools": _TOOLS,
+    }  # fmt: skip
+    if filters.any:
+        hits = await search_calls(redis, settings, filters, window=config.window)
+        per = config.hits_per_page
+        context.update(
+            hits=hits[(page - 1) * per : page * per], total=len(hits), pages=-(-len(hits) // per)
+        )
+    else:
+        per = config.sessions_per_page
+        total = await session_count(redis, settings.keys())
+        rows = await session_summaries(
+            redis, settings, offset=(page - 1) * per, limit=per, window=config.window
+        )
+        context.update(sessions=rows, total=total, pages=-(-total // per))
+    return context
+
+
+async def sessions_page(request: Request) -> Response:
+    return _render(request, "sessions.html", **(await _sessions_context(request)))
+
+
+async def sessions_fragment(request: Request) -> Response:
+    return _render(request, "_sessions.html", **(await _sessions_context(request)))
+
+
+async def _timeline(request: Request) -> dict[str, Any] | None:
+    session = _session(request)
+    if session is None:
+        return None
+    state = request.app.state
+    config = state.config
+    found = await timeline(
+        state.redis, state.settings, session, page=_page(request),
+        per_page=config.calls_per_page, max_calls=config.max_calls,
+    )  # fmt: skip
+    return {"t": found}
+
+
+async def session_page(request: Request) -> Response:
+    context = await _timeline(request)
+    if context is None:
+        return _bad(request, "a session id is 1-128 letters, digits, '.', '_' or '-'")
+    return _render(request, "session.html", **context)
+
+
+async def timeline_fragment(request: Request) -> Response:
+    context = await _timeline(request)
+    if context is None:
+        return _bad(request, "a session id is 1-128 letters, digits, '.', '_' or '-'")
+    return _render(request, "_timeline.html", **context)
+
+
+async def call_page(request: Request) -> Response:
+    session, call = _session(request, "session"), _param(request, "id")
+    if session is None or not call:
+        return _bad(request, "a call is named by ?session=…&id=…")
+    state = request.app.state
+    inv = await load_invocation(state.redis, state.settings, session, call)
+    return _render(request, "call.html", status_code=200 if inv.found else 404, inv=inv)
+
+
+def replay_command(letter: DeadLetter) -> str | None:
+    """The CLI command that would replay a dead letter's call (re-submitted under a new
+    session for live workers), or None when the letter does not say whose call it was."""
+    if not is_valid_session_id(letter.session) or not letter.tool_call_id:
+        return None
+    into = (letter.session[:120] + "-replay")[:128]
+    return shlex.join(
+        ["aci-evidence", "replay", "--session", letter.session, "--id", letter.tool_call_id,
+         "--into", into]
+    )  # fmt: skip
+
+
+async def _fleet(request: Request) -> dict[str, Any]:
+    state = request.app.state
+    report = await collect_status(state.redis, state.settings)
+    letters = await dead_letters(state.redis, state.settings.keys(), count=_DEAD_SHOWN)
+    return {
+        "report": report,
+        "letters": [(d, replay_command(d)) for d in letters],
+        "partitions": state.settings.partitions,
+    }
+
+
+async def fleet_page(request: Request) -> Response:
+    return _render(request, "fleet.html", **(await _fleet(request)))
+
+
+async def fleet_fragment(request: Request) -> Response:
+    return _render(request, "_fleet.html", **(await _fleet(request)))
+
+
+async def replay_page(request: Request) -> Response:
+    state = request.app.state
+    config = state.config
+    session, a, b = _session(request, "session"), _session(request, "a"), _session(request, "b")
+    context: dict[str, Any] = {"replay": None, "comparison": None,
+                               "session": session or "", "a": a or "", "b": b or ""}  # fmt: skip
+    if session is not None:
+        context["replay"] = await replay_session(
+            state.redis, state.settings, session, page=_page(request),
+            per_page=config.replay_per_page, max_calls=config.max_calls,
+        )  # fmt: skip
+    elif a is not None and b is not None:
+        context["comparison"] = await compare_sessions(
+            state.redis, state.settings, a, b, page=_page(request),
+            per_page=config.replay_per_page, max_calls=config.max_calls,
+        )  # fmt: skip
+    return _render(request, "replay.html", **context)
+
+
+async def events(request: Request) -> Response:
+    state = request.app.state
+    session = _session(request, "session")
+    if _param(request, "session") and session is None:
+        return PlainTextResponse("bad session id", status_code=400)
+    after = request.headers.get("last-event-id") or _param(request, "after") or None
+    stream = lifecycle_events(state.redis, state.settings, session=session, last_event_id=after)
+    return EventSourceResponse(stream, ping=15)
+
+
+async def health(request: Request) -> Response:
+    return PlainTextResponse("ok")
+
+
+ROUTES: Final = (
+    ("/", sessions_page),
+    ("/fragments/sessions", sessions_fragment),
+    ("/session", session_page),
+    ("/fragments/timeline", timeline_fragment),
+    ("/call", call_page),
+    ("/fleet", fleet_page),
+    ("/fragments/fleet", fleet_fragment),
+    ("/replay", replay_page),
+    ("/events", events),
+    ("/healthz", health),
+)

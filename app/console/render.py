@@ -1,0 +1,81 @@
+"""How the console renders: one Jinja2 environment with autoescape on for every template, and a
+`finalize` that makes invisible characters visible before escaping.
+
+Every `{{ value }}` is escaped by Jinja2 (a payload holding `<script>` is shown as text), and
+every plain string first has its control characters (ANSI escapes, NUL, DEL, C1) and bidi
+controls (the RTL override U+202E and its kin, which would reorder the text around them)
+replaced by their `\\x1b` / `\\u202e` spelling, so a hostile payload shows as what it is.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+from pathlib import Path
+from typing import Any, Final
+
+import jinja2
+from markupsafe import Markup
+
+__all__ = ["environment", "visible"]
+
+TEMPLATES: Final = Path(__file__).parent / "templates"
+# C0 controls but tab and newline, DEL, C1; the bidi embeddings, overrides and isolates, the
+# directional marks, and the BOM / zero-width no-break space.
+_INVISIBLE: Final = re.compile(
+    "[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200b-\u200f\u202a-\u202e\u2066-\u2069\ufeff]"
+)
+
+
+def _spell(match: re.Match[str]) -> str:
+    code = ord(match.group())
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
+def visible(text: str) -> str:
+    """`text` with every control and bidi character spelled out (`\\x1b`, `\\u202e`)."""
+    return _INVISIBLE.sub(_spell, text)
+
+
+def _finalize(value: Any) -> Any:
+    if value is None:
+        return ""
+    if isinstance(value, str) and not isinstance(value, Markup):
+        return visible(value)
+    return value
+
+
+def _when(ms: Any) -> str:
+    if not isinstance(ms, int) or ms <= 0:
+        return ""
+    return dt.datetime.fromtimestamp(ms / 1000, dt.UTC).strftime("%Y-%m-%d %H:%M:%S.%f")[:-3]
+
+
+def _duration(ms: Any) -> str:
+    if not isinstance(ms, int | float) or ms < 0:
+        return ""
+    if ms < 1000:
+        return f"{ms:.0f} ms"
+    if ms < 120_000:
+        return f"{ms / 1000:.1f} s"
+    return f"{ms / 60_000:.1f} min"
+
+
+def _size(n: Any) -> str:
+    if not isinstance(n, int):
+        return ""
+    return f"{n} B" if n < 1024 else f"{n / 1024:.1f} KiB"
+
+
+def environment() -> jinja2.Environment:
+    """The console's templates (autoescaped, strict about undefined names)."""
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(TEMPLATES),
+        autoescape=True,
+        finalize=_finalize,
+        undefined=jinja2.StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+    env.filters.update(when=_when, duration=_duration, size=_size)
+    return env

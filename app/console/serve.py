@@ -1,0 +1,103 @@
+"""Serving the console with uvicorn, and the `console` command's flags.
+
+    aci-evidence console [--host 127.0.0.1] [--port 8765] [--root-path /prefix]
+
+Bound to a loopback address by default. `--root-path /aci` is for a proxy that serves the
+console under `/aci/` and forwards requests with that prefix stripped: every link, script and
+event URL the pages hold starts with it. A bearer token (`ACI_CONSOLE_TOKEN`, read from the
+environment so it never shows in a process list) guards it when set, and is required to bind
+any other address. Run it with the auditor Redis user's URL in `ACI_REDIS_URL`: that user may
+read every key of the prefix and write none.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ipaddress
+import os
+import sys
+from typing import Any
+
+from pipeline.settings import Settings, SettingsError
+
+__all__ = ["add_console_parser", "is_loopback", "run_console", "serve_console"]
+
+TOKEN_ENV = "ACI_CONSOLE_TOKEN"
+
+
+def add_console_parser(sub: Any) -> None:
+    """The `console` subcommand and its flags, on an argparse subparsers object."""
+    p = sub.add_parser("console", help="serve the read-only web console (GET only, SSE live)")
+    p.add_argument("--host", default="127.0.0.1", help="bind address (loopback by default)")
+    p.add_argument("--port", type=int, default=8765)
+    p.add_argument("--root-path", default="", help="the proxy's path prefix, e.g. /aci")
+
+
+def is_loopback(host: str) -> bool:
+    """Whether `host` names this machine only."""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def _root_path(text: str) -> str:
+    text = text.strip()
+    if not text:
+        return ""
+    if not text.startswith("/") or any(c in text for c in "?#\"'<> \\"):
+        raise SettingsError("--root-path must be a path such as /aci")
+    return text.rstrip("/")
+
+
+async def serve_console(
+    settings: Settings,
+    url: str,
+    *,
+    host: str = "127.0.0.1",
+    port: int = 8765,
+    root_path: str = "",
+    token: str | None = None,
+) -> None:
+    """Serve the console until SIGINT/SIGTERM."""
+    import uvicorn
+
+    from app.console.app import ConsoleConfig, create_app
+
+    if not is_loopback(host) and not token:
+        raise SettingsError(f"{TOKEN_ENV} must be set to serve the console beyond loopback")
+    app = create_app(settings, url, config=ConsoleConfig(token=token or None))
+    config = uvicorn.Config(
+        app, host=host, port=port, root_path=_root_path(root_path), log_level="warning",
+        proxy_headers=False, server_header=False, lifespan="on",
+    )  # fmt: skip
+    await uvicorn.Server(config).serve()
+
+
+async def run_console(args: argparse.Namespace, settings: Settings) -> int:
+    """`aci-evidence console`: flags → `serve_console`."""
+    if not settings.redis_url:
+        raise SettingsError("ACI_REDIS_URL is not set (the auditor user's URL, ideally)")
+    try:
+        import jinja2  # noqa: F401
+        import sse_starlette  # noqa: F401
+        import starlette  # noqa: F401
+        import uvicorn  # noqa: F401
+    except ImportError:
+        print("the console needs its extra: pip install 'aci-evidence[console]'", file=sys.stderr)
+        return 2
+    host, token = args.host, os.environ.get(TOKEN_ENV) or None
+    if not is_loopback(host) and not token:
+        raise SettingsError(f"{TOKEN_ENV} must be set to serve the console beyond loopback")
+    print(f"console on http://{host}:{args.port}{_root_path(args.root_path)}/", file=sys.stderr)
+    await serve_console(
+        settings,
+        settings.redis_url,
+        host=host,
+        port=args.port,
+        root_path=args.root_path,
+        token=token,
+    )
+    return 0

@@ -1,0 +1,108 @@
+"""Benchmark of the web console's heavy pages on the local Redis: a 10,000-call session's
+timeline (first and last page), its sessions list and search, its re-projection page, and a
+64 KB Model Observation's invocation page. Prints the median server time and page size.
+
+Run: .venv/bin/python bench/console_bench.py   (its own key prefix, removed afterwards)
+"""
+
+from __future__ import annotations
+
+import functools
+import statistics
+import time
+import uuid
+from typing import Any
+
+import anyio
+import httpx
+
+from app.console import create_app
+from contracts import Bounds, Request
+from pipeline.admin import delete_prefix
+from pipeline.client import EvidenceClient, ToolCall
+from pipeline.redis_io import open_redis
+from pipeline.settings import Settings
+from workers.runtime import run_worker
+from workers.sources.instant import InstantSource
+
+URL = "redis://127.0.0.1:6379/0"
+CALLS = 10_000
+
+
+class _Large:
+    async def fetch(self, request: Request) -> Any:
+        hits = [
+            {"documentId": f"d{i}", "source": "s.md", "title": "t", "breadcrumb": "b",
+             "content": ("large observation " * 50)[:700]}
+            for i in range(120)
+        ]  # fmt: skip
+        return {"contextPack": {"relevanceLevel": "high", "hits": hits}}
+
+    async def aclose(self) -> None:
+        return None
+
+
+async def _record(redis: Any, settings: Settings) -> None:
+    instant: Any = InstantSource()
+    sources = {"lookup_knowledge": instant, "query_logs": instant, "query_mysql": instant}
+    stop = anyio.Event()
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(functools.partial(run_worker, redis, settings, sources, stop=stop))
+        async with EvidenceClient(redis, settings) as client:
+            for start in range(0, CALLS, 2000):
+                calls = [
+                    ToolCall(tool="lookup_knowledge", tool_call_id=f"b{i}",
+                             arguments={"query": f"q {i}"})
+                    for i in range(start, start + 2000)
+                ]  # fmt: skip
+                await client.call_many("bench-10k", calls, timeout=120)
+        stop.set()
+    large = {"lookup_knowledge": _Large()}
+    stop = anyio.Event()
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(functools.partial(run_worker, redis, settings, large, stop=stop))  # type: ignore[arg-type]
+        async with EvidenceClient(redis, settings) as client:
+            call = ToolCall(tool="lookup_knowledge", tool_call_id="big", arguments={"query": "x"})
+            await client.call_many("bench-large", [call], timeout=30)
+        stop.set()
+
+
+async def _time(http: httpx.AsyncClient, path: str, n: int = 5) -> tuple[float, int]:
+    samples, size = [], 0
+    for _ in range(n):
+        started = time.perf_counter()
+        response = await http.get(path)
+        samples.append(time.perf_counter() - started)
+        response.raise_for_status()
+        size = len(response.content)
+    return statistics.median(samples) * 1000, size
+
+
+async def main() -> None:
+    bounds = Bounds(rag_max_evidence=100, observation_max_bytes=80_000)
+    settings = Settings(prefix=f"b{uuid.uuid4().hex[:10]}", redis_url=URL, bounds=bounds)
+    async with open_redis(URL) as redis:
+        try:
+            started = time.perf_counter()
+            await _record(redis, settings)
+            print(f"recorded {CALLS} calls + one 64 KB observation in "
+                  f"{time.perf_counter() - started:.1f} s")  # fmt: skip
+            app = create_app(settings, redis=redis)
+            transport = httpx.ASGITransport(app=app)
+            async with httpx.AsyncClient(transport=transport, base_url="http://console") as http:
+                for label, path in (
+                    ("sessions list", "/"),
+                    ("search a call id", "/?q=b9999"),
+                    ("timeline page 1 of 50", "/session?id=bench-10k"),
+                    ("timeline page 50 of 50", "/session?id=bench-10k&page=50"),
+                    ("re-projection page (100 calls)", "/replay?session=bench-10k"),
+                    ("64 KB observation", "/call?session=bench-large&id=big"),
+                ):
+                    ms, size = await _time(http, path)
+                    print(f"{label:32} {ms:8.1f} ms  {size / 1024:8.1f} KiB")
+        finally:
+            await delete_prefix(redis, settings.keys())
+
+
+if __name__ == "__main__":
+    anyio.run(main)
