@@ -239,6 +239,7 @@ async def _cmd_mcp(args: argparse.Namespace, settings: Settings) -> int:
         timeout=args.timeout,
         http_port=args.http,
         host=args.host,
+        token=args.token,
     )
     return await serve(options, settings)
 
@@ -338,6 +339,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--timeout", type=float, default=30.0, help="seconds before a call is pending")
     p.add_argument("--http", type=int, metavar="PORT", help="serve Streamable HTTP on PORT")
     p.add_argument("--host", default="127.0.0.1", help="the HTTP bind address")
+    p.add_argument("--token", help="bearer token for --http (else ACI_MCP_TOKEN)")
     p = sub.add_parser("replay", help="re-project, re-execute or re-inject recorded invocations")
     p.add_argument("--session")
     p.add_argument("--since", help="ISO time or epoch ms")
