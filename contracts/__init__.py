@@ -12,7 +12,7 @@ from contracts.invocation import build_error_views, build_views, final_status
 from contracts.logs import LogRecord, LogsUpstream, UpstreamPattern, project_logs
 from contracts.mysql import MysqlUpstream, project_mysql, to_json_cell
 from contracts.projection import project
-from contracts.rag import normalise_relevance, project_rag
+from contracts.rag import normalise_relevance, project_rag, safe_source
 from contracts.requests import (
     TOOL_NAMES,
     LookupKnowledgeRequest,
@@ -116,5 +116,6 @@ __all__ = [
     "project_logs",
     "project_mysql",
     "project_rag",
+    "safe_source",
     "to_json_cell",
 ]
