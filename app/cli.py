@@ -21,6 +21,7 @@ import argparse
 import contextlib
 import json
 import logging
+import os
 import sys
 from collections.abc import Sequence
 from typing import Any
@@ -392,7 +393,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     # Every command logs through the safe formatters: no tracebacks, no upstream addresses.
     configure_logging(args.log_level)
     if args.command == "tools":
-        _print_json(export_tools(args.format))
+        from workers.sources.mysql.source import data_source_names  # query_mysql's enum
+
+        _print_json(export_tools(args.format, data_sources=data_source_names(os.environ)))
         return 0
     try:
         settings = Settings.from_env()

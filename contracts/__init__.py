@@ -45,7 +45,7 @@ from contracts.status import (
     RelevanceLevel,
     Topic,
 )
-from contracts.tools import export_tools, input_schema
+from contracts.tools import MAX_DATA_SOURCES, data_source_enum, export_tools, input_schema
 from contracts.views import (
     ControlView,
     ErrorObservation,
@@ -63,6 +63,7 @@ from contracts.views import (
 __all__ = [
     "CONTRACT_VERSION",
     "DEFAULT_BOUNDS",
+    "MAX_DATA_SOURCES",
     "TOOL_NAMES",
     "Bounds",
     "CanonicalResult",
@@ -99,6 +100,7 @@ __all__ = [
     "build_error_views",
     "build_views",
     "control_view",
+    "data_source_enum",
     "decode_invocation",
     "decode_result",
     "encode_result",

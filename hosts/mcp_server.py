@@ -39,7 +39,7 @@ import os
 import signal
 import sys
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from importlib import metadata
 from typing import TYPE_CHECKING, Any, Final
 
@@ -152,9 +152,10 @@ def call_tool_result(call: ToolCall, result: CallResult | None) -> dict[str, Any
     }
 
 
-def list_tools_result() -> dict[str, Any]:
-    """The `ListToolsResult` (wire shape): the three tools, in a stable order."""
-    return {"tools": export_tools("mcp")}
+def list_tools_result(data_sources: Sequence[str] = ()) -> dict[str, Any]:
+    """The `ListToolsResult` (wire shape): the three tools, in a stable order; `data_sources`
+    are the configured logical MySQL names (an enum in `query_mysql`'s schema)."""
+    return {"tools": export_tools("mcp", data_sources=data_sources)}
 
 
 def _as_call_result(
@@ -238,17 +239,26 @@ async def _per_app(_server: Any) -> AsyncIterator[dict[str, str]]:
     yield {}
 
 
-def build_server(runner: Runner, session: str | None = None, *, http: bool = False) -> Server[Any]:
+def build_server(
+    runner: Runner,
+    session: str | None = None,
+    *,
+    http: bool = False,
+    data_sources: Sequence[str] = (),
+) -> Server[Any]:
     """The MCP server (low-level `mcp.server.lowlevel.Server`) answering with `runner`,
     every call in `session`, or (None) in a session per MCP connection; `http` when it
-    will serve Streamable HTTP rather than `Server.run` connections."""
+    will serve Streamable HTTP rather than `Server.run` connections; `data_sources`: the
+    configured logical MySQL names its `query_mysql` definition lists."""
     import mcp.types as types
     from mcp.server.lowlevel import Server
+
+    listed = types.ListToolsResult.model_validate(list_tools_result(data_sources))
 
     async def on_list_tools(
         ctx: ServerRequestContext[Any], params: mcp_types.PaginatedRequestParams | None
     ) -> mcp_types.ListToolsResult:
-        return types.ListToolsResult.model_validate(list_tools_result())
+        return listed.model_copy(deep=True)
 
     async def on_call_tool(
         ctx: ServerRequestContext[Any], params: mcp_types.CallToolRequestParams
@@ -340,6 +350,9 @@ async def serve(options: ServeOptions, settings: Settings) -> int:
         print(problem, file=sys.stderr)
         return 2
     local = options.local or not settings.redis_url
+    from workers.sources.mysql.source import data_source_names
+
+    data_sources = data_source_names(os.environ)  # the names query_mysql's schema lists
     async with contextlib.AsyncExitStack() as stack:
         if local:
             from workers.sources import open_sources
@@ -351,7 +364,8 @@ async def serve(options: ServeOptions, settings: Settings) -> int:
             client = await stack.enter_async_context(EvidenceClient.connect(settings))
             runner = queue_runner(client, options.timeout)
             log.info("calls go through the queue")
-        server = build_server(runner, options.session, http=options.http_port is not None)
+        http = options.http_port is not None
+        server = build_server(runner, options.session, http=http, data_sources=data_sources)
         if options.http_port is not None:
             await _serve_http(server, options)
             return 0
