@@ -17,7 +17,7 @@ Every request passes `SessionGate` (an ASGI app in front of the SDK's Starlette 
   ever displaces idle sessions and never locks a new client out; 503 (429 per client) only
   while every session at the limit has a request in flight.
 - **New sessions per client are rate limited** (a token bucket): past it, 429 with
-  `Retry-After`.
+  `Retry-After`; and a client has at most `requests_per_client` requests in flight (429).
 
 A closed session answers 404 and its host opens a new one (the Streamable HTTP rule); its
 later calls then go in a new evidence session.
@@ -56,10 +56,17 @@ class HttpLimits(msgspec.Struct, frozen=True, kw_only=True):
     idle_timeout_s: float = 600.0  # a session with nothing in flight this long is closed
     new_sessions_per_s: float = 2.0  # sustained new sessions of one remote address
     new_sessions_burst: int = 32  # ... and the burst above that rate
+    requests_per_client: int = 64  # requests of one remote address in flight at once
 
     def problem(self) -> str | None:
         """What is wrong with these limits, in one line (None when they are fine)."""
-        if self.max_sessions < 1 or self.sessions_per_client < 1 or self.new_sessions_burst < 1:
+        counts = (
+            self.max_sessions,
+            self.sessions_per_client,
+            self.new_sessions_burst,
+            self.requests_per_client,
+        )
+        if min(counts) < 1:
             return "session limits must be at least 1"
         if not (math.isfinite(self.idle_timeout_s) and self.idle_timeout_s > 0):
             return "the idle timeout must be a positive number of seconds"
@@ -128,11 +135,12 @@ class SessionGate:
     ) -> None:
         self._app = app
         self._limits = limits
-        self._expected = f"Bearer {token}".encode() if token else None
+        self._expected = token.encode() if token else None
         self._clock = clock
         self._sessions: dict[str, _Session] = {}
         self._opening: dict[str, int] = {}  # opening requests in flight, per client
         self._buckets: dict[str, _Bucket] = {}
+        self._requests: dict[str, int] = {}  # requests in flight, per client
 
     @property
     def open_sessions(self) -> int:
@@ -140,15 +148,35 @@ class SessionGate:
         return len(self._sessions)
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
-        if scope["type"] != "http":  # lifespan
+        if scope["type"] == "lifespan":
             await self._app(scope, receive, send)
             return
-        if self._expected is not None:
-            given = _header(scope, b"authorization") or b""
-            if not hmac.compare_digest(given, self._expected):
-                challenge = ((b"www-authenticate", b'Bearer realm="aci-evidence"'),)
-                await _json_error(401, "Unauthorized", challenge)(scope, receive, send)
-                return
+        if scope["type"] != "http":  # no WebSocket endpoint: refused before anything else
+            await send({"type": "websocket.close", "code": 1008})
+            return
+        if self._expected is not None and not self._authorized(scope):
+            challenge = ((b"www-authenticate", b'Bearer realm="aci-evidence"'),)
+            await _json_error(401, "Unauthorized", challenge)(scope, receive, send)
+            return
+        client = _client(scope)
+        if self._requests.get(client, 0) >= self._limits.requests_per_client:
+            await _json_error(429, "Too many requests in flight")(scope, receive, send)
+            return
+        self._requests[client] = self._requests.get(client, 0) + 1
+        try:
+            await self._route(client, scope, receive, send)
+        finally:
+            self._requests[client] -= 1
+            if not self._requests[client]:
+                del self._requests[client]
+
+    def _authorized(self, scope: Any) -> bool:
+        scheme, _, token = (_header(scope, b"authorization") or b"").partition(b" ")
+        expected = self._expected or b""
+        # Always compare (a constant-time comparison whatever the scheme).
+        return hmac.compare_digest(token.strip(), expected) and scheme.lower() == b"bearer"
+
+    async def _route(self, client: str, scope: Any, receive: Any, send: Any) -> None:
         version = _header(scope, _VERSION_HEADER)
         if version is not None and not _handshake_era(version.decode("latin-1")):
             # 2026-07-28 and later: no MCP sessions; the header must name nothing downstream.
@@ -157,7 +185,7 @@ class SessionGate:
             return
         session_id = _header(scope, _SESSION_HEADER)
         if session_id is None:
-            await self._open(scope, receive, send)
+            await self._open(client, scope, receive, send)
         else:
             await self._in_session(session_id.decode("latin-1"), scope, receive, send)
 
@@ -183,8 +211,7 @@ class SessionGate:
             if (status and status[0] == 404) or ended:
                 self._sessions.pop(session_id, None)
 
-    async def _open(self, scope: Any, receive: Any, send: Any) -> None:
-        client = _client(scope)
+    async def _open(self, client: str, scope: Any, receive: Any, send: Any) -> None:
         now = self._clock()
         self._sweep(now)
         if not self._take_token(client, now):

@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import contextlib
 import json
+import math
 import socket
+import time
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -155,8 +157,10 @@ async def test_default_limits_rate_limit_one_client_and_not_the_others() -> None
     app, gate = local_app(HttpLimits())
     async with serving(app) as url:
         async with client_from("127.0.0.2") as flooder:
+            started = time.monotonic()
             codes = [(await initialize(flooder, url)).status_code for _ in range(100)]
-            assert codes.count(200) <= 33 and codes[-1] == 429  # a burst of 32, then 2/s
+            refilled = math.ceil((time.monotonic() - started) * 2)  # 2 new sessions a second
+            assert 32 <= codes.count(200) <= 32 + refilled and codes[-1] == 429
             assert gate.open_sessions <= 16  # and never more than its share
             refused = await initialize(flooder, url)
             assert refused.status_code == 429 and refused.headers["retry-after"] == "1"
@@ -189,13 +193,15 @@ async def test_a_bearer_token_guards_every_request() -> None:
     token = "t0ken-of-at-least-16"
     app, _ = local_app(HttpLimits(), token=token)
     async with serving(app) as url:
-        for headers in ({}, {"authorization": "Bearer wrong"}, {"authorization": token}):
+        wrong = ({}, {"authorization": "Bearer wrong"}, {"authorization": token},
+                 {"authorization": f"Basic {token}"}, {"authorization": f"Bearer {token}x"})  # fmt: skip
+        for headers in wrong:
             async with client_from("127.0.0.2", **headers) as client:
                 response = await initialize(client, url)
                 assert response.status_code == 401
                 assert response.headers["www-authenticate"].startswith("Bearer")
                 assert token not in response.text
-        async with client_from("127.0.0.2", authorization=f"Bearer {token}") as client:
+        async with client_from("127.0.0.2", authorization=f"bearer {token}") as client:
             response = await initialize(client, url)
             assert response.status_code == 200
             session_id = response.headers["mcp-session-id"]
@@ -276,3 +282,35 @@ async def test_a_modern_request_never_lands_in_another_session(redis: Any, prefi
         per_session.setdefault(entry.session, set()).add(entry.tool_call_id)
     assert per_session[victim_session] == {"c1", "c2"}
     assert len(per_session) == 3  # the attacker's two requests: two fresh sessions
+
+
+async def test_requests_in_flight_are_bounded_per_client() -> None:
+    app, _ = local_app(HttpLimits(requests_per_client=2))
+    async with serving(app) as url, contextlib.AsyncExitStack() as stack:
+        client = await stack.enter_async_context(client_from("127.0.0.2"))
+        streams = []
+        for _ in range(2):  # two standalone GET streams stay open: two requests in flight
+            session_id = (await initialize(client, url)).headers["mcp-session-id"]
+            headers = {"mcp-session-id": session_id, "mcp-protocol-version": HANDSHAKE,
+                       "accept": "text/event-stream"}  # fmt: skip
+            stream = await stack.enter_async_context(client.stream("GET", url, headers=headers))
+            assert stream.status_code == 200
+            streams.append(stream)
+        refused = await initialize(client, url)
+        assert refused.status_code == 429
+        async with client_from("127.0.0.3") as other:  # another client is not held up
+            assert (await initialize(other, url)).status_code == 200
+
+
+async def test_websockets_are_refused_before_anything_else() -> None:
+    app, _ = local_app(HttpLimits(), token="t0ken-of-at-least-16")
+    sent: list[Any] = []
+
+    async def receive() -> Any:
+        return {"type": "websocket.connect"}
+
+    async def send(message: Any) -> None:
+        sent.append(message)
+
+    await app({"type": "websocket", "path": "/mcp", "headers": []}, receive, send)
+    assert sent == [{"type": "websocket.close", "code": 1008}]
