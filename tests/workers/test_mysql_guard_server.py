@@ -95,10 +95,12 @@ async def _agent_sees(source: MysqlSource, sql: str, params: list[Any] | None = 
 async def test_other_schemas_get_one_answer_whether_or_not_they_exist(
     source: MysqlSource, schemas: tuple[str, str, str, str], template: str
 ) -> None:
-    other = schemas[3]
+    own, other = schemas[0], schemas[3]
     existing = await _agent_sees(source, template.format(db=other))
     missing = await _agent_sees(source, template.format(db="aci_no_such_db_zz"))
-    assert existing == missing
+    # Not even a guess of this data source's own physical name is confirmed.
+    itself = await _agent_sees(source, template.format(db=own))
+    assert existing == missing == itself
     assert other.encode() not in existing and b"outside this data source" in existing
 
 

@@ -175,7 +175,9 @@ class MysqlSource:
     async def fetch(self, request: QueryMysqlRequest) -> MysqlUpstream:
         """Guard, run and fetch one request; raise `SourceError` on any failure."""
         pool = self._pool(request.data_source)
-        guarded = guard_sql(request.sql, list(request.params or []), schema=pool.params.database)
+        # No schema qualifier is accepted, not even the physical name of this data source's own
+        # database: the agent never learns it, and accepting it would confirm a guess of it.
+        guarded = guard_sql(request.sql, list(request.params or []), schema=None)
         return await self._run(pool, guarded.text, guarded.params, guarded.tables, True)
 
     async def _execute_raw(
