@@ -21,6 +21,7 @@ import argparse
 import contextlib
 import json
 import logging
+import os
 import sys
 from collections.abc import Sequence
 from typing import Any
@@ -240,6 +241,7 @@ async def _cmd_mcp(args: argparse.Namespace, settings: Settings) -> int:
         timeout=args.timeout,
         http_port=args.http,
         host=args.host,
+        token=args.token,
     )
     return await serve(options, settings)
 
@@ -339,6 +341,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--timeout", type=float, default=30.0, help="seconds before a call is pending")
     p.add_argument("--http", type=int, metavar="PORT", help="serve Streamable HTTP on PORT")
     p.add_argument("--host", default="127.0.0.1", help="the HTTP bind address")
+    p.add_argument("--token", help="bearer token for --http (else ACI_MCP_TOKEN)")
     p = sub.add_parser("replay", help="re-project, re-execute or re-inject recorded invocations")
     p.add_argument("--session")
     p.add_argument("--since", help="ISO time or epoch ms")
@@ -393,7 +396,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     # Every command logs through the safe formatters: no tracebacks, no upstream addresses.
     configure_logging(args.log_level)
     if args.command == "tools":
-        _print_json(export_tools(args.format))
+        from workers.sources.mysql.source import data_source_names  # query_mysql's enum
+
+        _print_json(export_tools(args.format, data_sources=data_source_names(os.environ)))
         return 0
     try:
         settings = Settings.from_env()

@@ -12,7 +12,7 @@ from contracts.invocation import build_error_views, build_views, final_status
 from contracts.logs import LogRecord, LogsUpstream, UpstreamPattern, project_logs
 from contracts.mysql import MysqlUpstream, project_mysql, to_json_cell
 from contracts.projection import project
-from contracts.rag import normalise_relevance, project_rag
+from contracts.rag import normalise_relevance, project_rag, safe_source
 from contracts.requests import (
     TOOL_NAMES,
     LookupKnowledgeRequest,
@@ -45,7 +45,7 @@ from contracts.status import (
     RelevanceLevel,
     Topic,
 )
-from contracts.tools import export_tools, input_schema
+from contracts.tools import MAX_DATA_SOURCES, data_source_enum, export_tools, input_schema
 from contracts.views import (
     ControlView,
     ErrorObservation,
@@ -63,6 +63,7 @@ from contracts.views import (
 __all__ = [
     "CONTRACT_VERSION",
     "DEFAULT_BOUNDS",
+    "MAX_DATA_SOURCES",
     "TOOL_NAMES",
     "Bounds",
     "CanonicalResult",
@@ -99,6 +100,7 @@ __all__ = [
     "build_error_views",
     "build_views",
     "control_view",
+    "data_source_enum",
     "decode_invocation",
     "decode_result",
     "encode_result",
@@ -116,5 +118,6 @@ __all__ = [
     "project_logs",
     "project_mysql",
     "project_rag",
+    "safe_source",
     "to_json_cell",
 ]

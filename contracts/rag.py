@@ -3,12 +3,19 @@
 Upstreams differ: hits under a context pack or a flat list, text under `content`, `text` or
 `snippet`, relevance under `relevanceLevel` or `relevance_level`. Everything else they send
 (traces, scores, fallback attempts, metadata, full bodies) is dropped here.
+
+A hit's `source` is a citation, not a copy of the upstream's reference (`safe_source`): a URL
+loses its credentials, query string, fragment and `;params`; a file URL or an absolute server
+path (POSIX, `~`, Windows drive or UNC) keeps only its file name; a relative path that climbs
+(`..`) likewise; anything else loses what follows a `?` or `#`.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import Any, Final, TypeGuard
+from urllib.parse import urlsplit, urlunsplit
 
 from msgspec import UNSET
 
@@ -18,7 +25,7 @@ from contracts.results import ErrorResult, Evidence, RagResult, error_result
 from contracts.status import ErrorCode, EvidenceStatus, RelevanceLevel
 from contracts.text import cut
 
-__all__ = ["find_hits", "normalise_relevance", "project_rag"]
+__all__ = ["find_hits", "normalise_relevance", "project_rag", "safe_source"]
 
 # Where upstreams put their hit lists, and where they put a hit's fields, in preference order.
 _CONTAINER_KEYS: Final = ("contextPack", "context_pack", "data", "result", "response")
@@ -33,6 +40,10 @@ _MAX_DEPTH: Final = 4
 # How an upstream says, with HTTP 200, that it failed: never read as "nothing found".
 _FAILED_STATUSES: Final = frozenset({"error", "failed", "fail", "failure"})
 _FAILURE_MESSAGE: Final = "the knowledge service reported a failure"
+_SCHEME: Final = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*:")
+_DRIVE: Final = re.compile(r"[A-Za-z]:[\\/]")
+_REMOTE_PATH: Final = re.compile(r"[^/\\\s:]+:[/\\~]")  # host:/srv/x.md, file:/x
+_SCP_USERINFO: Final = re.compile(r"[^/\\@\s]+@(?=[^/\\@\s]+:)")  # user:pw@host:path
 
 
 def normalise_relevance(value: object) -> RelevanceLevel | None:
@@ -127,6 +138,47 @@ def _describe(places: list[Mapping[str, Any]]) -> list[str]:
     return found
 
 
+def _basename(path: str) -> str:
+    return _not_a_name(re.split(r"[\\/]", path)[-1])
+
+
+def _not_a_name(text: str) -> str:
+    text = text.strip()
+    return "" if text in ("~", ".", "..") else text
+
+
+def _clean_url(text: str) -> str:
+    """A hierarchical URL without userinfo, query, fragment or `;params` ("" if unparsable)."""
+    try:
+        parts = urlsplit(text)
+        host, port = parts.hostname or "", parts.port
+    except ValueError:
+        return ""
+    if parts.scheme.lower() == "file":
+        return _basename(parts.path)
+    if ":" in host:
+        host = f"[{host}]"
+    netloc = host if port is None else f"{host}:{port}"
+    path = "/".join(segment.split(";", 1)[0] for segment in parts.path.split("/"))
+    return urlunsplit((parts.scheme.lower(), netloc, path, "", ""))
+
+
+def safe_source(value: str) -> str:
+    """The `source` of a hit as the model may see it (see the module docstring); pure."""
+    text = value.strip()
+    if _DRIVE.match(text):  # a Windows drive path, before `C:` is read as a URL scheme
+        return _basename(text)
+    scheme = _SCHEME.match(text)
+    if text.startswith("//") or (scheme and text[scheme.end() :].startswith("//")):
+        return _clean_url(text)
+    text = _SCP_USERINFO.sub("", re.split(r"[?#]", text, maxsplit=1)[0])
+    if (scheme and scheme.group().lower() == "file:") or _REMOTE_PATH.match(text):
+        return _basename(text)  # file:/srv/x.md, host:/srv/x.md
+    if text.startswith(("/", "~", "\\")) or ".." in re.split(r"[\\/]", text):
+        return _basename(text)
+    return _not_a_name(text)
+
+
 def _excerpt_text(hit: Mapping[str, Any]) -> str:
     for key in _TEXT_KEYS:
         value = hit.get(key)
@@ -176,6 +228,7 @@ def project_rag(
         excerpt, was_cut = cut(text, bounds.rag_excerpt_chars)
         limit = bounds.rag_field_chars
         fields = _describe(_places(hit))
+        fields[1] = safe_source(fields[1])
         if max(map(len, fields)) > limit:
             fields, was_cut = [f[:limit] for f in fields], True
         document_id, source, title, breadcrumb = fields

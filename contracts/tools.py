@@ -2,18 +2,33 @@
 
 Exported in the wire shapes agent runtimes register: OpenAI Chat Completions and Responses
 (strict mode), Anthropic Messages, MCP, and the plain JSON schema.
+
+`data_sources` (the operator's configured logical MySQL names, given by the host at run time)
+makes `query_mysql`'s `data_source` an `enum` of them, so the model learns the names from the
+schema rather than from an AUTHORIZATION error; without names it stays a plain string. The
+descriptions never change (they name no infrastructure).
 """
 
 from __future__ import annotations
 
 import copy
+import re
+from collections.abc import Sequence
 from typing import Any, Final, Literal
 
 import msgspec
 
 from contracts.requests import TOOL_REQUESTS
 
-__all__ = ["DESCRIPTIONS", "MCP_ANNOTATIONS", "ToolFormat", "export_tools", "input_schema"]
+__all__ = [
+    "DESCRIPTIONS",
+    "MAX_DATA_SOURCES",
+    "MCP_ANNOTATIONS",
+    "ToolFormat",
+    "data_source_enum",
+    "export_tools",
+    "input_schema",
+]
 
 ToolFormat = Literal["openai", "responses", "anthropic", "mcp", "schema"]
 
@@ -61,6 +76,22 @@ _DROPPED_KEYWORDS: Final = frozenset(
 
 
 _ENUM_TYPES: Final = {str: "string", int: "integer"}
+# OpenAI strict mode takes at most 1000 enum values; the request struct's own name rule.
+MAX_DATA_SOURCES: Final = 1000
+_DATA_SOURCE_NAME: Final = re.compile(r"[A-Za-z][A-Za-z0-9_]{0,63}")
+
+
+def data_source_enum(names: Sequence[str]) -> list[str]:
+    """The `enum` of configured logical data source names: sorted, each once; ValueError for a
+    name the request could not carry (1-64 letters, digits, `_`, starting with a letter) or
+    for more than `MAX_DATA_SOURCES`."""
+    for name in names:
+        if not (isinstance(name, str) and _DATA_SOURCE_NAME.fullmatch(name)):
+            raise ValueError("a data source name must be 1-64 letters, digits or '_'")
+    unique = sorted(set(names))
+    if len(unique) > MAX_DATA_SOURCES:
+        raise ValueError(f"at most {MAX_DATA_SOURCES} data sources can be listed in a schema")
+    return unique
 
 
 def _typed(node: dict[str, Any]) -> dict[str, Any]:
@@ -96,12 +127,15 @@ def _inline(node: Any, defs: dict[str, Any]) -> Any:
     return node
 
 
-def input_schema(tool: str, *, strict: bool = False) -> dict[str, Any]:
+def input_schema(
+    tool: str, *, strict: bool = False, data_sources: Sequence[str] = ()
+) -> dict[str, Any]:
     """The input JSON schema of a tool, self-contained (no `$ref`).
 
     `strict=True` gives the OpenAI strict-mode form: every property required (optional ones
     already accept null), `additionalProperties: false`. Every node has a `type`, or is an
-    `anyOf` of branches that each have one.
+    `anyOf` of branches that each have one. `data_sources` (configured logical names) turns
+    `query_mysql`'s `data_source` into an enum of them; other tools ignore it.
     """
     raw = msgspec.json.schema(TOOL_REQUESTS[tool])
     schema: dict[str, Any] = _inline(raw, raw.get("$defs", {}))
@@ -110,13 +144,19 @@ def input_schema(tool: str, *, strict: bool = False) -> dict[str, Any]:
     schema["additionalProperties"] = False
     if strict:
         schema["required"] = list(schema["properties"])
-    return copy.deepcopy(schema)
+    schema = copy.deepcopy(schema)
+    if data_sources and tool == "query_mysql":
+        schema["properties"]["data_source"]["enum"] = data_source_enum(data_sources)
+    return schema
 
 
-def export_tools(fmt: ToolFormat) -> list[dict[str, Any]]:
-    """The three tool definitions in one runtime's wire shape."""
+def export_tools(fmt: ToolFormat, *, data_sources: Sequence[str] = ()) -> list[dict[str, Any]]:
+    """The three tool definitions in one runtime's wire shape; `data_sources`: the configured
+    logical MySQL names (an enum in `query_mysql`'s schema; none: a plain string)."""
     out: list[dict[str, Any]] = []
     for name, description in DESCRIPTIONS.items():
+        schema = input_schema(name, data_sources=data_sources)
+        strict = input_schema(name, strict=True, data_sources=data_sources)
         if fmt == "openai":
             out.append(
                 {
@@ -124,7 +164,7 @@ def export_tools(fmt: ToolFormat) -> list[dict[str, Any]]:
                     "function": {
                         "name": name,
                         "description": description,
-                        "parameters": input_schema(name, strict=True),
+                        "parameters": strict,
                         "strict": True,
                     },
                 }
@@ -135,26 +175,24 @@ def export_tools(fmt: ToolFormat) -> list[dict[str, Any]]:
                     "type": "function",
                     "name": name,
                     "description": description,
-                    "parameters": input_schema(name, strict=True),
+                    "parameters": strict,
                     "strict": True,
                 }
             )
         elif fmt == "anthropic":
-            out.append(
-                {"name": name, "description": description, "input_schema": input_schema(name)}
-            )
+            out.append({"name": name, "description": description, "input_schema": schema})
         elif fmt == "mcp":
             out.append(
                 {
                     "name": name,
                     "title": _TITLES[name],
                     "description": description,
-                    "inputSchema": input_schema(name),
+                    "inputSchema": schema,
                     "annotations": dict(MCP_ANNOTATIONS),
                 }
             )
         elif fmt == "schema":
-            out.append({"name": name, "description": description, "schema": input_schema(name)})
+            out.append({"name": name, "description": description, "schema": schema})
         else:
             raise ValueError(f"unknown tool format: {fmt!r}")
     return out

@@ -11,10 +11,15 @@ The framework's id for a call is the host's `tools/call` request (CONTRACT.md §
 
 Neither is minted. Request ids restart at 1 on every connection, so each connection gets a
 session of its own: over stdio one named when the connection opens (`mcp-` and 32 hex
-digits), over HTTP the MCP session id (`Mcp-Session-Id`; hashed to a safe name if it does
-not fit the session-id alphabet). A 2026-07-28 HTTP request has no MCP session, so it is
-its own connection and gets a fresh session. `--session` puts every call in one named
-session instead: meant for one host that sends `_meta` ids.
+digits), over HTTP the MCP session id the server created (`Mcp-Session-Id`; hashed to a safe
+name if it does not fit the session-id alphabet). Only a handshake-era request names a session,
+and only one the server created reaches a handler (`hosts.mcp_http.SessionGate`, then the SDK's
+session manager); a 2026-07-28 HTTP request has no MCP session, so whatever `Mcp-Session-Id` it
+carries it is its own connection and gets a fresh session. `--session` puts every call in one
+named session instead: meant for one host that sends `_meta` ids.
+
+Over HTTP, sessions are bounded, idle ones time out, new ones are limited per client and an
+optional bearer token (required on a non-loopback bind) guards everything: `hosts.mcp_http`.
 
 A result carries the Model Observation twice, as `structuredContent` and as one text block
 of the same compact JSON; `isError` is true only for ERROR. The Harness Control View is not
@@ -30,10 +35,11 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import logging
+import os
 import signal
 import sys
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from importlib import metadata
 from typing import TYPE_CHECKING, Any, Final
 
@@ -46,6 +52,7 @@ from contracts import (
     build_error_views,
     export_tools,
 )
+from hosts.mcp_http import DEFAULT_LIMITS, HttpLimits, SessionGate, http_server, is_loopback
 from hosts.turn import is_error, model_object, model_text
 from pipeline.client import CallResult, EvidenceClient, ToolCall
 from pipeline.keys import is_valid_session_id
@@ -60,12 +67,14 @@ if TYPE_CHECKING:
 
 __all__ = [
     "DEFAULT_TIMEOUT_S",
+    "TOKEN_ENV",
     "TOOL_CALL_ID_META_KEY",
     "Runner",
     "ServeOptions",
     "build_server",
     "call_tool_result",
     "connection_session",
+    "http_app",
     "list_tools_result",
     "local_runner",
     "queue_runner",
@@ -77,6 +86,8 @@ __all__ = [
 TOOL_CALL_ID_META_KEY: Final = "dev.aci-evidence/tool_call_id"
 DEFAULT_TIMEOUT_S: Final = 30.0
 _MCP_SESSION_HEADER: Final = "mcp-session-id"
+TOKEN_ENV: Final = "ACI_MCP_TOKEN"
+_MIN_TOKEN_CHARS: Final = 16
 
 log = logging.getLogger("aci.mcp")
 
@@ -92,6 +103,8 @@ class ServeOptions(msgspec.Struct, frozen=True, kw_only=True):
     timeout: float = DEFAULT_TIMEOUT_S  # queue mode: a call still running then is pending
     http_port: int | None = None  # serve Streamable HTTP on this port instead of stdio
     host: str = "127.0.0.1"  # the HTTP bind address
+    token: str | None = None  # HTTP bearer token (else ACI_MCP_TOKEN); needed off loopback
+    limits: HttpLimits = DEFAULT_LIMITS  # HTTP sessions: bounds, idle timeout, per client
 
 
 def read_call(
@@ -139,9 +152,10 @@ def call_tool_result(call: ToolCall, result: CallResult | None) -> dict[str, Any
     }
 
 
-def list_tools_result() -> dict[str, Any]:
-    """The `ListToolsResult` (wire shape): the three tools, in a stable order."""
-    return {"tools": export_tools("mcp")}
+def list_tools_result(data_sources: Sequence[str] = ()) -> dict[str, Any]:
+    """The `ListToolsResult` (wire shape): the three tools, in a stable order; `data_sources`
+    are the configured logical MySQL names (an enum in `query_mysql`'s schema)."""
+    return {"tools": export_tools("mcp", data_sources=data_sources)}
 
 
 def _as_call_result(
@@ -197,8 +211,13 @@ def _call_session(ctx: ServerRequestContext[Any], fixed: str | None) -> str:
         return fixed
     request = ctx.request
     if request is not None:  # Streamable HTTP
+        from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
+
+        # Only a handshake-era request reaches a handler with an `Mcp-Session-Id`, and only
+        # one the server created (the gate and the SDK's session manager answer 404 to any
+        # other). A 2026-07-28 request has no MCP session, whatever header it carries.
         mcp_session_id = request.headers.get(_MCP_SESSION_HEADER)
-        if mcp_session_id:
+        if mcp_session_id and ctx.protocol_version in HANDSHAKE_PROTOCOL_VERSIONS:
             return session_from_mcp(mcp_session_id)
         return connection_session()  # a sessionless request is a connection of its own
     named = ctx.lifespan_context.get("session")  # stdio: named when the connection opened
@@ -220,17 +239,26 @@ async def _per_app(_server: Any) -> AsyncIterator[dict[str, str]]:
     yield {}
 
 
-def build_server(runner: Runner, session: str | None = None, *, http: bool = False) -> Server[Any]:
+def build_server(
+    runner: Runner,
+    session: str | None = None,
+    *,
+    http: bool = False,
+    data_sources: Sequence[str] = (),
+) -> Server[Any]:
     """The MCP server (low-level `mcp.server.lowlevel.Server`) answering with `runner`,
     every call in `session`, or (None) in a session per MCP connection; `http` when it
-    will serve Streamable HTTP rather than `Server.run` connections."""
+    will serve Streamable HTTP rather than `Server.run` connections; `data_sources`: the
+    configured logical MySQL names its `query_mysql` definition lists."""
     import mcp.types as types
     from mcp.server.lowlevel import Server
+
+    listed = types.ListToolsResult.model_validate(list_tools_result(data_sources))
 
     async def on_list_tools(
         ctx: ServerRequestContext[Any], params: mcp_types.PaginatedRequestParams | None
     ) -> mcp_types.ListToolsResult:
-        return types.ListToolsResult.model_validate(list_tools_result())
+        return listed.model_copy(deep=True)
 
     async def on_call_tool(
         ctx: ServerRequestContext[Any], params: mcp_types.CallToolRequestParams
@@ -260,25 +288,30 @@ def _check(options: ServeOptions) -> str | None:
         return "--timeout: a positive number of seconds"
     if options.http_port is not None and not 0 < options.http_port < 65536:
         return "--http: a port from 1 to 65535"
-    return None
+    token = options.token
+    if token is not None and not (
+        len(token) >= _MIN_TOKEN_CHARS and all("!" <= c <= "~" for c in token)
+    ):
+        return f"--token: at least {_MIN_TOKEN_CHARS} printable characters, no spaces"
+    if options.http_port is not None and token is None and not is_loopback(options.host):
+        return f"--host: a non-loopback address needs a bearer token (--token or {TOKEN_ENV})"
+    return options.limits.problem()
+
+
+def http_app(server: Server[Any], options: ServeOptions) -> Any:
+    """The ASGI app of `--http`: the SDK's Streamable HTTP app behind `SessionGate`."""
+    limits = options.limits
+    app = server.streamable_http_app(
+        host=options.host,
+        session_idle_timeout=limits.idle_timeout_s,
+        max_sessions=None,  # the gate bounds sessions (and closes idle ones to make room)
+    )
+    return SessionGate(app, limits, options.token)
 
 
 async def _serve_http(server: Server[Any], options: ServeOptions) -> None:
-    import uvicorn
-
-    class _Uvicorn(uvicorn.Server):
-        # Signals are ours (below): uvicorn's own handler re-raises the signal after its
-        # graceful shutdown, which ends in a KeyboardInterrupt traceback on Ctrl-C.
-        @contextlib.contextmanager
-        def capture_signals(self) -> Iterator[None]:
-            yield
-
     assert options.http_port is not None
-    app = server.streamable_http_app(host=options.host)
-    config = uvicorn.Config(
-        app, host=options.host, port=options.http_port, log_level="warning", lifespan="on"
-    )
-    http = _Uvicorn(config)
+    http = http_server(http_app(server, options), options.host, options.http_port)
 
     async def stop_on_signal(
         *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED
@@ -289,7 +322,13 @@ async def _serve_http(server: Server[Any], options: ServeOptions) -> None:
                 http.should_exit = True  # a graceful shutdown: open requests finish
                 return
 
-    log.info("serving Streamable HTTP on http://%s:%d/mcp", options.host, options.http_port)
+    guarded = "with a bearer token" if options.token else "without a token"
+    log.info(
+        "serving Streamable HTTP on http://%s:%d/mcp (%s)",
+        options.host,
+        options.http_port,
+        guarded,
+    )
     async with anyio.create_task_group() as tg:
         await tg.start(stop_on_signal)
         await http.serve()
@@ -304,11 +343,16 @@ async def serve(options: ServeOptions, settings: Settings) -> int:
     except ImportError:
         print("aci-evidence mcp needs the MCP SDK: pip install mcp", file=sys.stderr)
         return 2
+    if options.token is None and os.environ.get(TOKEN_ENV):
+        options = msgspec.structs.replace(options, token=os.environ[TOKEN_ENV])
     problem = _check(options)
     if problem is not None:
         print(problem, file=sys.stderr)
         return 2
     local = options.local or not settings.redis_url
+    from workers.sources.mysql.source import data_source_names
+
+    data_sources = data_source_names(os.environ)  # the names query_mysql's schema lists
     async with contextlib.AsyncExitStack() as stack:
         if local:
             from workers.sources import open_sources
@@ -320,7 +364,8 @@ async def serve(options: ServeOptions, settings: Settings) -> int:
             client = await stack.enter_async_context(EvidenceClient.connect(settings))
             runner = queue_runner(client, options.timeout)
             log.info("calls go through the queue")
-        server = build_server(runner, options.session, http=options.http_port is not None)
+        http = options.http_port is not None
+        server = build_server(runner, options.session, http=http, data_sources=data_sources)
         if options.http_port is not None:
             await _serve_http(server, options)
             return 0

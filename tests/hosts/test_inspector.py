@@ -167,6 +167,18 @@ async def test_inspector_stdio_local(inspector: Path, tmp_path: Path) -> None:
     check(await inspect_all(inspector, target, tmp_path))
 
 
+async def test_inspector_strict_check_accepts_the_data_source_enum(
+    inspector: Path, tmp_path: Path
+) -> None:
+    env = ["-e", "ACI_MYSQL_SHOP_URL=mysql://nobody:x@127.0.0.1:1/shop"]
+    target = [*env, "--cwd", str(REPO), *SERVER, "--local"]
+    rc, listed, err = await run_inspector(inspector, target, ["tools/list", "--strict"], tmp_path)
+    assert rc == 0, err
+    assert "warning" not in err.casefold() and "error" not in err.casefold(), err
+    [mysql] = [t for t in listed["result"]["tools"] if t["name"] == "query_mysql"]
+    assert mysql["inputSchema"]["properties"]["data_source"]["enum"] == ["shop"]
+
+
 @pytest.mark.redis
 async def test_inspector_stdio_queue(
     inspector: Path, tmp_path: Path, redis: Any, prefix: str

@@ -162,7 +162,9 @@ async def test_stdio_server_end_to_end() -> None:
     assert legacy_observation["evidence_status"] == "EVIDENCE_FOUND"
     assert legacy_observation["tool_call_id"].isdigit()  # that connection's request id
     assert [t["name"] for t in tools] == ["lookup_knowledge", "query_logs", "query_mysql"]
-    for tool, exported in zip(tools, export_tools("mcp"), strict=True):
+    # The configured data source (ACI_MYSQL_SHOP_URL) is listed in query_mysql's schema.
+    assert tools[2]["inputSchema"]["properties"]["data_source"]["enum"] == ["shop"]
+    for tool, exported in zip(tools, export_tools("mcp", data_sources=["shop"]), strict=True):
         assert tool["inputSchema"] == exported["inputSchema"]
         assert tool["annotations"] == ANNOTATIONS
         assert tool["description"] == exported["description"]

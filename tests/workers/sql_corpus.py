@@ -106,6 +106,28 @@ CORPUS: Final[tuple[Case, ...]] = (
     ("param_percent", "SELECT id FROM orders WHERE tenant_id LIKE ?", ["t-10%"], "ok"),
     ("param_backslash", "SELECT ? AS v", ["a\\'; DROP TABLE orders; -- "], "ok"),
     ("null_bool_float_params", "SELECT ?, ?, ?", [None, True, 1.5], "ok"),
+    # JSON_TABLE as a FROM/JOIN source is the table function (issue 24)
+    (
+        "json_table_from",
+        "SELECT j.n, j.v FROM JSON_TABLE(?, '$[*]' COLUMNS (n FOR ORDINALITY, v INT PATH '$')) j",
+        ["[3, 5]"],
+        "ok",
+    ),
+    (
+        "json_table_lateral_comma",
+        "SELECT e.id, j.status, j.tag FROM order_events e, JSON_TABLE(e.payload, '$' COLUMNS "
+        "(status VARCHAR(32) PATH '$.status', NESTED PATH '$.tags[*]' COLUMNS "
+        "(tag VARCHAR(16) PATH '$'))) j ORDER BY e.id LIMIT 3",
+        [],
+        "ok",
+    ),
+    (
+        "json_table_join",
+        "SELECT o.id, j.x FROM orders o CROSS JOIN JSON_TABLE('[1]', '$[*]' COLUMNS "
+        "(x INT PATH '$')) AS j WHERE o.id = ?",
+        [100001],
+        "ok",
+    ),
     # stacked statements
     ("stacked", "SELECT 1; DROP TABLE orders", [], F),
     ("stacked_commit", "SELECT 1; COMMIT; DELETE FROM orders", [], F),
@@ -186,6 +208,40 @@ CORPUS: Final[tuple[Case, ...]] = (
     ("values_fn", "SELECT VALUES(id) FROM orders", [], F),
     # stored functions run with their DEFINER's rights: only built-ins may be called
     ("qualified_fn_other_schema", "SELECT otherdb.fn(1)", [], F),
+    # JSON_TABLE anywhere but as a FROM/JOIN source is a stored function lookup
+    ("json_table_select_list", "SELECT JSON_TABLE('[1]', '$[*]' COLUMNS (x INT PATH '$'))", [], F),
+    ("json_table_where", "SELECT 1 FROM orders WHERE JSON_TABLE(1) = 1", [], F),
+    (
+        "json_table_after_select_comma",
+        "SELECT 1, JSON_TABLE('[1]', '$[*]' COLUMNS (x INT PATH '$')) FROM orders",
+        [],
+        F,
+    ),
+    (
+        "json_table_in_extract_from",
+        "SELECT EXTRACT(YEAR FROM JSON_TABLE('[1]', '$' COLUMNS (x INT PATH '$')))",
+        [],
+        F,
+    ),
+    (
+        "json_table_space",
+        "SELECT * FROM JSON_TABLE ('[1]', '$[*]' COLUMNS (x INT PATH '$')) j",
+        [],
+        F,
+    ),
+    (
+        "json_table_stored_fn_inside",
+        "SELECT * FROM JSON_TABLE(peek(1), '$[*]' COLUMNS (x INT PATH '$')) j",
+        [],
+        F,
+    ),
+    (
+        "json_table_columns_call",
+        "SELECT * FROM JSON_TABLE(COLUMNS(1), '$' COLUMNS (x INT PATH '$')) j",
+        [],
+        F,
+    ),
+    ("columns_call", "SELECT COLUMNS(1)", [], F),
     ("qualified_fn_sys", "SELECT sys.format_bytes(1)", [], F),
     ("qualified_fn_builtin_name", "SELECT shop.upper('x')", [], F),
     ("qualified_fn_backticks", "SELECT `sys`.`format_bytes`(1)", [], F),

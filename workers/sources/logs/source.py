@@ -13,6 +13,7 @@ returning a `LogsUpstream` with its own `source_kind`; `parse_log_query` is shar
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Mapping
 from typing import Final, Literal
@@ -91,9 +92,10 @@ def _read_quoted(text: str, start: int) -> tuple[str, int]:
 
 def _number(text: str) -> float | None:
     try:
-        return float(text)
+        number = float(text)
     except ValueError:
         return None
+    return number if math.isfinite(number) else None  # nan, inf, 1e999: no number (SCHEMA)
 
 
 def _field_clause(name: str, value: str, negated: bool, at: int) -> Clause:

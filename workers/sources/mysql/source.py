@@ -35,15 +35,16 @@ from contracts.bounds import DEFAULT_BOUNDS, Bounds
 from contracts.mysql import MysqlUpstream, to_json_cell
 from contracts.requests import QueryMysqlRequest
 from contracts.status import ErrorCode
-from pipeline.settings import Settings
+from pipeline.settings import Settings, SettingsError
 from workers.sources.base import SourceError
 from workers.sources.mysql.errors import error_number, error_text, map_error, warning_error
 from workers.sources.mysql.handoff import Handoff, abandonable, close_quietly
 from workers.sources.mysql.sqlguard import Param, guard_sql
 
-__all__ = ["ConnectParams", "MysqlSource", "parse_url"]
+__all__ = ["ConnectParams", "MysqlSource", "data_source_names", "parse_url"]
 
 _ENV_URL: Final = re.compile(r"^ACI_MYSQL_([A-Z][A-Z0-9_]*)_URL$")
+_REQUEST_NAME: Final = re.compile(r"[A-Za-z][A-Za-z0-9_]{0,63}")  # QueryMysqlRequest.data_source
 _COM_RESET_CONNECTION: Final = 0x1F
 _SQL_MODE: Final = "STRICT_ALL_TABLES,ERROR_FOR_DIVISION_BY_ZERO,NO_ENGINE_SUBSTITUTION"
 _CELL_SLACK: Final = 8  # bytes a fetched cell may exceed its projected form (see _bounded_rows)
@@ -113,6 +114,21 @@ def _from_config(path: str) -> dict[str, str]:
     return {str(k).lower(): str(v) for k, v in table.items() if isinstance(v, str)}
 
 
+def data_source_names(env: Mapping[str, str]) -> tuple[str, ...]:
+    """The configured logical data source names (as `MysqlSource.from_env` reads them, without
+    connecting): what a host lists in `query_mysql`'s schema. A name no request could carry
+    (see `QueryMysqlRequest.data_source`) is left out: no call could name it. An unreadable
+    ACI_MYSQL_CONFIG is a `SettingsError` naming the variable (not the path)."""
+    names: set[str] = set()
+    if env.get("ACI_MYSQL_CONFIG"):
+        try:
+            names.update(_from_config(env["ACI_MYSQL_CONFIG"]))
+        except (OSError, ValueError) as exc:  # tomllib and json errors are ValueErrors
+            raise SettingsError("ACI_MYSQL_CONFIG: cannot read the data source file") from exc
+    names.update(m.group(1).lower() for key in env if (m := _ENV_URL.match(key)))
+    return tuple(sorted(n for n in names if _REQUEST_NAME.fullmatch(n)))
+
+
 class MysqlSource:
     """Runs `query_mysql` requests against the configured data sources."""
 
@@ -159,7 +175,9 @@ class MysqlSource:
     async def fetch(self, request: QueryMysqlRequest) -> MysqlUpstream:
         """Guard, run and fetch one request; raise `SourceError` on any failure."""
         pool = self._pool(request.data_source)
-        guarded = guard_sql(request.sql, list(request.params or []), schema=pool.params.database)
+        # No schema qualifier is accepted, not even the physical name of this data source's own
+        # database: the agent never learns it, and accepting it would confirm a guess of it.
+        guarded = guard_sql(request.sql, list(request.params or []), schema=None)
         return await self._run(pool, guarded.text, guarded.params, guarded.tables, True)
 
     async def _execute_raw(

@@ -11,7 +11,8 @@
 2. sqlglot (MySQL dialect): its tokens must cover the same code and the same `?` positions, and
    its tree must be exactly one SELECT (WITH/UNION/subqueries/windows), `EXPLAIN <select>` or
    `DESCRIBE <table>`, with no INTO, locking clause, variables, named placeholders, or tables of
-   other schemas. Every function call is an unquoted, unqualified built-in of an explicit
+   other schemas (one message for all of them, existing or not). JSON_TABLE runs only as a
+   FROM/JOIN source. Every function call is an unquoted, unqualified built-in of an explicit
    allowlist with `(` right after its name: anything else would make the server look for a
    stored function (which runs with its DEFINER's rights). information_schema is readable only
    for the data source's own schema (`<view>.TABLE_SCHEMA = DATABASE()` in the WHERE).
@@ -19,7 +20,7 @@
 The text that runs is always the original text (never regenerated SQL) with `?` turned into the
 driver's `%s` and every other `%` doubled, so `LIKE 'err%'` stays a literal.
 
-One module (about 580 lines) on purpose: it is a security boundary, reviewed and attacked as one
+One module (about 640 lines) on purpose: it is a security boundary, reviewed and attacked as one
 text (tests/workers/test_sqlguard.py and the bypass corpus). About 150 lines are the allow- and
 deny-lists, each with the reason it exists; the scanner and the tree checks rely on each
 other's guarantees (the tree is only trusted where the scan agreed with it), which a split would
@@ -102,8 +103,9 @@ _FORBIDDEN_FUNCS: Final = tuple(
 # *_GTID_*, NEXTVAL/LASTVAL/SETVAL, LAST_INSERT_ID, ROW_COUNT, FOUND_ROWS, USER and friends,
 # DATABASE/SCHEMA, VERSION, CONNECTION_ID, UUID/UUID_SHORT/SYS_GUID (MAC address, server id),
 # PASSWORD, ENCRYPT, DES_*, NAME_CONST, DEFAULT, VALUES, WSREP_*, and JSON_TABLE (outside FROM
-# the server resolves it as a stored function). tests/workers/test_mysql.py
-# checks against the real server that every name here is a built-in.
+# the server resolves it as a stored function; as a FROM/JOIN source it is the table function,
+# see _TABLE_FUNCTION). tests/workers/test_mysql.py checks against the real server that every
+# name here is a built-in.
 _BUILTINS: Final = frozenset(
     """
     ABS ACOS ADDDATE ADDTIME ADD_MONTHS AES_DECRYPT AES_ENCRYPT ASCII ASIN ATAN ATAN2 AVG BIN
@@ -156,7 +158,17 @@ _PAREN_KEYWORDS: Final = frozenset(
     OUTER NATURAL
     """.split()
 )
+# JSON_TABLE is a table function only as a FROM/JOIN source (right after FROM, a JOIN keyword or a
+# FROM list's comma, and so in the tree: a Table under From/Join); anywhere else MariaDB calls a
+# stored function of that name. Inside it, `<path string> COLUMNS (` is its grammar, not a call.
+_TABLE_FUNCTION: Final = "JSON_TABLE"
+_TABLE_FUNCTION_AFTER: Final = frozenset({"FROM", "JOIN", "STRAIGHT_JOIN", ","})
 _NAME: Final = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+# One text for every other schema, whether or not a database of that name exists (and without
+# echoing the name), so the guard is no oracle for physical database names.
+_OUTSIDE_SCHEMA: Final = (
+    "a schema outside this data source was named; name its tables without a schema"
+)
 # information_schema views readable for the data source's own schema, each with the column that
 # must be filtered `= DATABASE()`. The server then scans only that schema ("Scanned 1 database"
 # in EXPLAIN), so other schemas' rows are never even produced.
@@ -382,7 +394,7 @@ def _check_table(node: exp.Table | exp.Column, schema: str | None) -> str | None
                 raise _refuse(f"information_schema.{name} is not allowed")
             return f"information_schema.{name.lower()}"
     if db and db != schema:
-        raise _refuse(f"schema `{db}` is outside this data source")
+        raise _refuse(_OUTSIDE_SCHEMA)
     return node.name.lower() if isinstance(node, exp.Table) else None
 
 
@@ -508,11 +520,28 @@ def _allowed_before_paren(tokens: list[Token], i: int, pairs: dict[int, int]) ->
     )
 
 
-def _check_call_tokens(tokens: list[Token]) -> None:
+def _enclosing(tokens: list[Token]) -> list[int]:
+    """Index of the innermost open `(` around each token (-1 at the top level)."""
+    out: list[int] = []
+    stack: list[int] = []
+    for index, token in enumerate(tokens):
+        out.append(stack[-1] if stack else -1)
+        if token.token_type.name == "L_PAREN":
+            stack.append(index)
+        elif token.token_type.name == "R_PAREN" and stack:
+            stack.pop()
+    return out
+
+
+def _check_call_tokens(tokens: list[Token]) -> int:
     """Every word right before `(` must be a built-in written `NAME(` or a word that cannot be a
     function call. sqlglot misreads some calls (`FILE(a)` as an alias list, `GLOB(1, 2)` as an
-    operator) that the server runs as stored functions, so this reads the tokens, not the tree."""
+    operator) that the server runs as stored functions, so this reads the tokens, not the tree.
+    Returns how many JSON_TABLE( sources there are (the tree must agree, see _check_tree)."""
     pairs = _paren_pairs(tokens)
+    enclosing = _enclosing(tokens)
+    grammar_parens: set[int] = set()  # a JSON_TABLE's own `(` and its COLUMNS lists' `(`
+    table_functions = 0
     for i, (token, after) in enumerate(itertools.pairwise(tokens)):
         if after.token_type.name != "L_PAREN":
             continue
@@ -522,18 +551,45 @@ def _check_call_tokens(tokens: list[Token]) -> None:
         if not any(ch.isalnum() or ch in "_$" for ch in token.text):
             continue  # punctuation or an operator
         name = token.text.upper()
+        before = tokens[i - 1].text.upper() if i else ""
         # DATABASE()/SCHEMA(): built-ins the tree check allows only as information_schema filter.
-        if name in _BUILTINS or name in ("DATABASE", "SCHEMA"):
+        if name in _BUILTINS or name in ("DATABASE", "SCHEMA") or name == _TABLE_FUNCTION:
             if token.end + 1 != after.start:
                 raise _refuse(f"write {name}( with no space or comment before the parenthesis")
+            if name == _TABLE_FUNCTION:
+                if before not in _TABLE_FUNCTION_AFTER:
+                    raise _refuse("JSON_TABLE is allowed only as a table in FROM or JOIN")
+                grammar_parens.add(i + 1)
+                table_functions += 1
+        elif (
+            name == "COLUMNS"
+            and enclosing[i] in grammar_parens
+            and "STRING" in tokens[i - 1].token_type.name
+        ):
+            grammar_parens.add(i + 1)  # JSON_TABLE(doc, '$..' COLUMNS (..), NESTED PATH ..
         elif not _allowed_before_paren(tokens, i, pairs):
             raise _refuse(
                 f"function {name} is not allowed; only pure built-in functions may be called"
             )
+    return table_functions
 
 
-def _check_tree(target: exp.Expr, schema: str | None, sql: str) -> tuple[str, ...]:
+def _check_table_function(node: exp.Expr) -> int:
+    """1 for a JSON_TABLE that is a FROM/JOIN source, 0 for any other node; refuses one that
+    is not."""
+    if not isinstance(node, exp.JSONTable):
+        return 0
+    holder = node.parent
+    if not (isinstance(holder, exp.Table) and isinstance(holder.parent, exp.From | exp.Join)):
+        raise _refuse("JSON_TABLE is allowed only as a table in FROM or JOIN")
+    return 1
+
+
+def _check_tree(
+    target: exp.Expr, schema: str | None, sql: str, table_functions: int
+) -> tuple[str, ...]:
     tables: set[str] = set()
+    found_table_functions = 0
     approved = _info_schema_filters(target)
     reads_info_schema = any(_is_info_schema(t) for t in target.find_all(exp.Table))
     for node in target.walk():
@@ -545,6 +601,7 @@ def _check_tree(target: exp.Expr, schema: str | None, sql: str) -> tuple[str, ..
             raise _refuse("only ? placeholders are allowed")
         if isinstance(node, _FORBIDDEN_FUNCS):
             raise _refuse(f"function {node.key.upper()} is not allowed")
+        found_table_functions += _check_table_function(node)
         if isinstance(node, exp.Func):
             _check_call(node, sql)
         if isinstance(node, exp.Column) and isinstance(node.this, exp.Identifier):
@@ -560,6 +617,8 @@ def _check_tree(target: exp.Expr, schema: str | None, sql: str) -> tuple[str, ..
             table = _check_table(node, schema)
             if table and isinstance(node.this, exp.Identifier):
                 tables.add(table)
+    if found_table_functions != table_functions:
+        raise _refuse("the statement is ambiguous to parse")
     return tuple(sorted(tables))
 
 
@@ -576,7 +635,7 @@ def guard_sql(sql: str, params: list[Param], *, schema: str | None = None) -> Gu
     tokens = _check_agreement(sql, scan)
     text = _statement_text(sql, scan)
     values = _check_params(params, len(scan.placeholders))
-    _check_call_tokens(tokens)
+    table_functions = _check_call_tokens(tokens)
     kind, target = _root_kind(_parse(sql, tokens))
-    tables = _check_tree(target, schema, sql)
+    tables = _check_tree(target, schema, sql, table_functions)
     return GuardedQuery(text=text, params=values, kind=kind, tables=tables)

@@ -1,0 +1,354 @@
+"""`aci-evidence mcp --http`: the SDK's Streamable HTTP app behind a gate of ours.
+
+Every request passes `SessionGate` (an ASGI app in front of the SDK's Starlette app) first:
+
+- **Bearer token** (`--token` or ACI_MCP_TOKEN; required on a non-loopback bind): a request
+  without `Authorization: Bearer <token>` gets 401 and reaches nothing else.
+- **Only sessions the server created.** The gate records a session id when the server's answer
+  to an opening request (one without `Mcp-Session-Id`) carries it; a handshake-era request
+  naming any other id gets 404, as the SDK answers an unknown one. A 2026-07-28 request has no
+  MCP session at all: its `Mcp-Session-Id` header is removed before the SDK sees it, so it can
+  never name an evidence session (`mcp_server` gives it a fresh one).
+- **Bounded sessions** (`HttpLimits`): at most `max_sessions` open and `sessions_per_client`
+  per client (the remote address; behind a proxy every client is one). A session with no
+  request in flight for `idle_timeout_s` is closed (the SDK's own idle timeout, set to the
+  same value). When a limit is reached, the least recently used idle session (of that client,
+  or of the whole server) is closed to make room, so a flood of `initialize` requests only
+  ever displaces idle sessions and never locks a new client out; 503 (429 per client) only
+  while every session at the limit has a request in flight.
+- **New sessions per client are rate limited** (a token bucket): past it, 429 with
+  `Retry-After`; and a client has at most `requests_per_client` requests in flight (429).
+
+A closed session answers 404 and its host opens a new one (the Streamable HTTP rule); its
+later calls then go in a new evidence session.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hmac
+import ipaddress
+import logging
+import math
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any, Final
+
+import msgspec
+
+__all__ = ["DEFAULT_LIMITS", "HttpLimits", "SessionGate", "http_server", "is_loopback"]
+
+log = logging.getLogger("aci.mcp")
+
+_SESSION_HEADER: Final = b"mcp-session-id"
+_VERSION_HEADER: Final = b"mcp-protocol-version"
+_MCP_PATH: Final = "/mcp"
+
+ASGIApp = Callable[..., Any]
+
+
+class HttpLimits(msgspec.Struct, frozen=True, kw_only=True):
+    """Bounds of the Streamable HTTP server (operator settings; docs/adapters.md)."""
+
+    max_sessions: int = 1024  # open sessions, all clients
+    sessions_per_client: int = 16  # open sessions of one remote address
+    idle_timeout_s: float = 600.0  # a session with nothing in flight this long is closed
+    new_sessions_per_s: float = 2.0  # sustained new sessions of one remote address
+    new_sessions_burst: int = 32  # ... and the burst above that rate
+    requests_per_client: int = 64  # requests of one remote address in flight at once
+
+    def problem(self) -> str | None:
+        """What is wrong with these limits, in one line (None when they are fine)."""
+        counts = (
+            self.max_sessions,
+            self.sessions_per_client,
+            self.new_sessions_burst,
+            self.requests_per_client,
+        )
+        if min(counts) < 1:
+            return "session limits must be at least 1"
+        if not (math.isfinite(self.idle_timeout_s) and self.idle_timeout_s > 0):
+            return "the idle timeout must be a positive number of seconds"
+        if not (math.isfinite(self.new_sessions_per_s) and self.new_sessions_per_s > 0):
+            return "the new-session rate must be a positive number per second"
+        return None
+
+
+DEFAULT_LIMITS: Final = HttpLimits()
+
+
+def is_loopback(host: str) -> bool:
+    """Whether a bind address only accepts connections from this machine."""
+    if host.casefold() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+@dataclass
+class _Session:
+    client: str
+    host: bytes  # the Host header that opened it (its closing request passes the same check)
+    last_active: float
+    in_flight: int = 0
+
+
+@dataclass
+class _Bucket:
+    tokens: float
+    stamp: float
+
+
+def _json_error(status: int, message: str, extra: tuple[tuple[bytes, bytes], ...] = ()) -> Any:
+    body = msgspec.json.encode(
+        {"jsonrpc": "2.0", "id": None, "error": {"code": -32600, "message": message}}
+    )
+    headers = [(b"content-type", b"application/json"), (b"content-length", b"%d" % len(body))]
+    headers += extra
+
+    async def respond(_scope: Any, _receive: Any, send: Any) -> None:
+        await send({"type": "http.response.start", "status": status, "headers": headers})
+        await send({"type": "http.response.body", "body": body})
+
+    return respond
+
+
+def _header(scope: Any, name: bytes) -> bytes | None:
+    for key, value in scope.get("headers", ()):
+        if key.lower() == name:
+            return bytes(value)
+    return None
+
+
+class SessionGate:
+    """The ASGI gate in front of the SDK's app (see the module docstring)."""
+
+    def __init__(
+        self,
+        app: ASGIApp,
+        limits: HttpLimits = DEFAULT_LIMITS,
+        token: str | None = None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._app = app
+        self._limits = limits
+        self._expected = token.encode() if token else None
+        self._clock = clock
+        self._sessions: dict[str, _Session] = {}
+        self._opening: dict[str, int] = {}  # opening requests in flight, per client
+        self._buckets: dict[str, _Bucket] = {}
+        self._requests: dict[str, int] = {}  # requests in flight, per client
+
+    @property
+    def open_sessions(self) -> int:
+        """Sessions the server created that are still open (as far as the gate knows)."""
+        return len(self._sessions)
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] == "lifespan":
+            await self._app(scope, receive, send)
+            return
+        if scope["type"] != "http":  # no WebSocket endpoint: refused before anything else
+            await send({"type": "websocket.close", "code": 1008})
+            return
+        if self._expected is not None and not self._authorized(scope):
+            challenge = ((b"www-authenticate", b'Bearer realm="aci-evidence"'),)
+            await _json_error(401, "Unauthorized", challenge)(scope, receive, send)
+            return
+        client = _client(scope)
+        if self._requests.get(client, 0) >= self._limits.requests_per_client:
+            await _json_error(429, "Too many requests in flight")(scope, receive, send)
+            return
+        self._requests[client] = self._requests.get(client, 0) + 1
+        try:
+            await self._route(client, scope, receive, send)
+        finally:
+            self._requests[client] -= 1
+            if not self._requests[client]:
+                del self._requests[client]
+
+    def _authorized(self, scope: Any) -> bool:
+        scheme, _, token = (_header(scope, b"authorization") or b"").partition(b" ")
+        expected = self._expected or b""
+        # Always compare (a constant-time comparison whatever the scheme).
+        return hmac.compare_digest(token.strip(), expected) and scheme.lower() == b"bearer"
+
+    async def _route(self, client: str, scope: Any, receive: Any, send: Any) -> None:
+        version = _header(scope, _VERSION_HEADER)
+        if version is not None and not _handshake_era(version.decode("latin-1")):
+            # 2026-07-28 and later: no MCP sessions; the header must name nothing downstream.
+            headers = [(k, v) for k, v in scope["headers"] if k.lower() != _SESSION_HEADER]
+            await self._app({**scope, "headers": headers}, receive, send)
+            return
+        session_id = _header(scope, _SESSION_HEADER)
+        if session_id is None:
+            await self._open(client, scope, receive, send)
+        else:
+            await self._in_session(session_id.decode("latin-1"), scope, receive, send)
+
+    async def _in_session(self, session_id: str, scope: Any, receive: Any, send: Any) -> None:
+        session = self._sessions.get(session_id)
+        if session is None:
+            await _json_error(404, "Session not found")(scope, receive, send)
+            return
+        status: list[int] = []
+
+        async def watch(message: Any) -> None:
+            if message["type"] == "http.response.start":
+                status.append(message["status"])
+            await send(message)
+
+        session.in_flight += 1
+        try:
+            await self._app(scope, receive, watch)
+        finally:
+            session.in_flight -= 1
+            session.last_active = self._clock()
+            ended = scope.get("method") == "DELETE" and status and status[0] < 400
+            if (status and status[0] == 404) or ended:
+                self._sessions.pop(session_id, None)
+
+    async def _open(self, client: str, scope: Any, receive: Any, send: Any) -> None:
+        now = self._clock()
+        self._sweep(now)
+        if not self._take_token(client, now):
+            retry = math.ceil(1 / self._limits.new_sessions_per_s)
+            headers = ((b"retry-after", str(retry).encode()),)
+            await _json_error(429, "Too many new sessions", headers)(scope, receive, send)
+            return
+        self._opening[client] = self._opening.get(client, 0) + 1  # reserved before any await
+        reservation = [True]
+        try:
+            refusal = await self._make_room(client)
+            if refusal is not None:
+                await refusal(scope, receive, send)
+                return
+            await self._forward_opening(client, reservation, scope, receive, send)
+        finally:
+            if reservation[0]:
+                self._release(client)
+
+    def _release(self, client: str) -> None:
+        self._opening[client] -= 1
+        if not self._opening[client]:
+            del self._opening[client]
+
+    async def _forward_opening(
+        self, client: str, reservation: list[bool], scope: Any, receive: Any, send: Any
+    ) -> None:
+        host = _header(scope, b"host") or b""
+        opened: list[_Session] = []
+
+        async def watch(message: Any) -> None:
+            if message["type"] == "http.response.start" and message["status"] < 400:
+                for key, value in message.get("headers", ()):
+                    if key.lower() == _SESSION_HEADER and reservation[0]:
+                        session = _Session(client, host, self._clock(), in_flight=1)
+                        self._sessions[bytes(value).decode("latin-1")] = session
+                        opened.append(session)
+                        reservation[0] = False  # the reservation became this session
+                        self._release(client)
+            await send(message)
+
+        try:
+            await self._app(scope, receive, watch)
+        finally:
+            for session in opened:
+                session.in_flight -= 1
+                session.last_active = self._clock()
+
+    def _sweep(self, now: float) -> None:
+        # The SDK closes a session idle for the same time; forget it here as well.
+        idle = self._limits.idle_timeout_s
+        for session_id, session in list(self._sessions.items()):
+            if not session.in_flight and now - session.last_active >= idle:
+                del self._sessions[session_id]
+        rate, burst = self._limits.new_sessions_per_s, self._limits.new_sessions_burst
+        for client, bucket in list(self._buckets.items()):
+            if bucket.tokens + (now - bucket.stamp) * rate >= burst:
+                del self._buckets[client]  # full again: the same as no bucket
+
+    def _take_token(self, client: str, now: float) -> bool:
+        rate, burst = self._limits.new_sessions_per_s, self._limits.new_sessions_burst
+        bucket = self._buckets.setdefault(client, _Bucket(float(burst), now))
+        bucket.tokens = min(float(burst), bucket.tokens + (now - bucket.stamp) * rate)
+        bucket.stamp = now
+        if bucket.tokens < 1:
+            return False
+        bucket.tokens -= 1
+        return True
+
+    async def _make_room(self, client: str) -> Any:
+        """None when a session may open (after closing idle ones), else the refusal."""
+        # Counts include this opening request (reserved in `_opening`), hence `>`.
+        mine = [s for s in self._sessions.items() if s[1].client == client]
+        if len(mine) + self._opening[client] > self._limits.sessions_per_client:
+            if not await self._close_idle(mine):
+                return _json_error(429, "Too many open sessions for this client")
+        everyone = list(self._sessions.items())
+        if len(everyone) + sum(self._opening.values()) > self._limits.max_sessions:
+            if not await self._close_idle(everyone):
+                return _json_error(503, "Too many open sessions")
+        return None
+
+    async def _close_idle(self, candidates: list[tuple[str, _Session]]) -> bool:
+        idle = [(s.last_active, sid) for sid, s in candidates if not s.in_flight]
+        if not idle:
+            return False
+        _, session_id = min(idle)
+        session = self._sessions.pop(session_id)
+        log.info("closing the least recently used idle MCP session to make room")
+        await self._delete(session_id, session.host)
+        return True
+
+    async def _delete(self, session_id: str, host: bytes) -> None:
+        """End a session through the SDK's own DELETE (its transport and task go with it)."""
+        scope = {
+            "type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1",
+            "method": "DELETE", "scheme": "http", "path": _MCP_PATH,
+            "raw_path": _MCP_PATH.encode(), "query_string": b"", "root_path": "",
+            "headers": [(b"host", host), (_SESSION_HEADER, session_id.encode("latin-1"))],
+            "client": None, "server": None,
+        }  # fmt: skip
+        sent = False
+
+        async def receive() -> dict[str, Any]:
+            nonlocal sent
+            if not sent:
+                sent = True
+                return {"type": "http.request", "body": b"", "more_body": False}
+            return {"type": "http.disconnect"}
+
+        async def discard(_message: Any) -> None:
+            return None
+
+        await self._app(scope, receive, discard)
+
+
+def _handshake_era(version: str) -> bool:
+    from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
+
+    return version in HANDSHAKE_PROTOCOL_VERSIONS
+
+
+def _client(scope: Any) -> str:
+    peer = scope.get("client")
+    return str(peer[0]) if peer else "unknown"
+
+
+def http_server(app: ASGIApp, host: str, port: int) -> Any:
+    """A uvicorn server for `app` whose signals are the caller's (see `mcp_server.serve`)."""
+    import uvicorn
+
+    class _Uvicorn(uvicorn.Server):
+        # uvicorn's own handler re-raises the signal after its graceful shutdown, which ends
+        # in a KeyboardInterrupt traceback on Ctrl-C; the caller stops it (`should_exit`).
+        @contextlib.contextmanager
+        def capture_signals(self) -> Iterator[None]:
+            yield
+
+    config = uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="on")
+    return _Uvicorn(config)
