@@ -43,6 +43,7 @@ from contracts.status import (
     EvidenceStatus,
     LifecycleStatus,
     RelevanceLevel,
+    SourceKind,
     Topic,
 )
 from contracts.tools import export_tools, input_schema
@@ -93,6 +94,7 @@ __all__ = [
     "RagResult",
     "RelevanceLevel",
     "Request",
+    "SourceKind",
     "Timings",
     "Topic",
     "UpstreamPattern",

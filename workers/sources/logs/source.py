@@ -89,6 +89,27 @@ def _read_quoted(text: str, start: int) -> tuple[str, int]:
     return text[start + 1 : end], after
 
 
+def _check_unquoted(word: str, at: int) -> None:
+    # Forms an LLM writes from other query languages. Read literally they are substrings that
+    # almost never occur ("timeout," or "(timeout)"), so the answer would be a false "no
+    # evidence": refuse them and say how to write the query instead.
+    if word.startswith("(") or word.endswith(")"):
+        raise _bad(
+            f"parentheses at character {at} are not supported: all terms must match, so write "
+            'them without ( ); quote text that contains them ("f(x)")'
+        )
+    if word.endswith(",") or word.startswith(","):
+        raise _bad(
+            f"the ',' in {word!r} at character {at}: separate terms with spaces (all must "
+            'match); quote text that contains a comma ("a,b")'
+        )
+    if "|" in word:
+        raise _bad(
+            f"'|' in {word!r} at character {at}: alternatives are not supported; run one query "
+            "per value (level:ERROR, then level:WARN)"
+        )
+
+
 def _number(text: str) -> float | None:
     try:
         return float(text)
@@ -96,8 +117,10 @@ def _number(text: str) -> float | None:
         return None
 
 
-def _field_clause(name: str, value: str, negated: bool, at: int) -> Clause:
+def _field_clause(name: str, value: str, negated: bool, at: int, *, quoted: bool = False) -> Clause:
     field = name.lower()
+    if quoted is False and value:
+        _check_unquoted(value, at)
     if value == "":
         raise _bad(
             f"{name}: at character {at} has no value; write {name}:value, "
@@ -116,12 +139,18 @@ def _field_clause(name: str, value: str, negated: bool, at: int) -> Clause:
 
 
 def _word_clause(word: str, negated: bool, at: int) -> Clause | None:
-    if not negated and word in ("OR", "||"):
-        raise _bad("OR is not supported: all terms must match; run one query per alternative")
-    if not negated and word == "NOT":
-        raise _bad("NOT is not supported; put '-' before a term to exclude it")
-    if not negated and word in ("AND", "&&"):
+    if not negated and word.upper() in ("OR", "||"):
+        raise _bad(f"{word} is not supported: all terms must match; run one query per alternative")
+    if not negated and word.upper() == "NOT":
+        raise _bad(f"{word} is not supported; put '-' before a term to exclude it")
+    if not negated and word.upper() in ("AND", "&&"):
         return None  # terms are ANDed anyway
+    if word.startswith("-"):
+        raise _bad(
+            f"'-{word}' at character {at}: a clause takes one leading '-' (-term excludes "
+            'it); quote text that starts with dashes ("--verbose")'
+        )
+    _check_unquoted(word, at)
     stripped = word.strip("*").lower()
     if not stripped:
         if negated:
@@ -151,7 +180,7 @@ def _next_clause(text: str, pos: int) -> tuple[Clause | None, int]:
         if not (found is not None and is_field and found.group(2) == ""):
             raise _bad(f"the quote at character {end + 1} must start a phrase or follow field:")
         value, end = _read_quoted(text, end)
-        return _field_clause(found.group(1), value, negated, start + 1), end
+        return _field_clause(found.group(1), value, negated, start + 1, quoted=True), end
     if found is not None and is_field:
         return _field_clause(found.group(1), found.group(2), negated, start + 1), end
     return _word_clause(word, negated, start + 1), end
@@ -171,9 +200,10 @@ def parse_log_query(text: str) -> ParsedQuery:
     return ParsedQuery(clauses=tuple(clauses))
 
 
-def check_fields(query: ParsedQuery, topic: Topic) -> None:
-    """Reject fields the topic does not have and comparisons the field cannot take."""
-    known = TOPIC_FIELDS[topic]
+def check_fields(query: ParsedQuery, topic: Topic, extra: tuple[str, ...] = ()) -> None:
+    """Reject fields the topic does not have and comparisons the field cannot take (`extra`:
+    more field names a configured backend declares)."""
+    known = TOPIC_FIELDS[topic] + tuple(n for n in extra if n not in TOPIC_FIELDS[topic])
     for clause in query.clauses:
         name = clause.field
         if name is None:
