@@ -95,7 +95,7 @@ class FileTopic(
     forbid_unknown_fields=True,
     tag="file",
     tag_field="backend",
-):  # noqa: E501
+):
     """A topic read from log files matched by globs."""
 
     paths: list[str]
@@ -125,7 +125,7 @@ class ClickhouseTopic(
     forbid_unknown_fields=True,
     tag="clickhouse",
     tag_field="backend",
-):  # noqa: E501
+):
     """A topic read from an OpenTelemetry `otel_logs` table, narrowed to the topic."""
 
     table: str = "otel_logs"
@@ -147,7 +147,7 @@ class MockTopic(
     forbid_unknown_fields=True,
     tag="mock",
     tag_field="backend",
-):  # noqa: E501
+):
     """A topic answered by the built-in MOCK incident world."""
 
     scenario: str | None = None
