@@ -8,8 +8,10 @@ import os
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 import anyio
+import anyio.to_thread
 import pytest
 from logs_helpers import file_source, search
 
@@ -140,19 +142,31 @@ def test_the_scan_stops_when_the_call_is_cancelled(tmp_path: Path) -> None:
     assert time.monotonic() - started < 0.5
 
 
-async def test_a_deadline_stops_the_thread_not_only_the_caller(tmp_path: Path) -> None:
+async def test_a_deadline_stops_the_thread_not_only_the_caller(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     (tmp_path / "a.jsonl").write_text("".join(line(i) for i in range(300_000)))
     source = file_source(tmp_path, "jsonl", ["a.jsonl"], now=NOW)
-    # an exclusion cannot skip the parse of any line: the whole file must be read
+    finished = threading.Event()
+    scan = source.search
+
+    def tracked(*args: Any) -> Any:
+        try:
+            return scan(*args)
+        finally:
+            finished.set()
+
+    monkeypatch.setattr(source, "search", tracked)
+    # an exclusion cannot skip the parse of any line: a full scan takes seconds
     request = QueryLogsRequest(topic=Topic.APPLICATION, query="-no-such-term")
     started = time.monotonic()
-    with pytest.raises(TimeoutError):
-        with anyio.fail_after(0.2):
-            await source.fetch(request)
+    try:
+        with anyio.fail_after(0.3):
+            found = await source.fetch(request)
+    except TimeoutError:
+        pass
+    else:  # stopped just before the deadline: a partial answer, marked as such
+        assert found.match_count_lower_bound and found.match_count < 300_000
     assert time.monotonic() - started < 1.0
-    # The abandoned thread notices its flag: a moment later the process is idle (a full scan
-    # of these 300k lines takes seconds of CPU).
-    await anyio.sleep(0.2)
-    cpu = time.process_time()
-    await anyio.sleep(0.5)
-    assert time.process_time() - cpu < 0.2
+    # the thread stops at the deadline (or when abandoned), not after the whole file
+    assert await anyio.to_thread.run_sync(finished.wait, 1.0)

@@ -60,7 +60,9 @@ class StopFlag:
 async def run_stoppable(work: Callable[[StopFlag], T], budget_s: float) -> T:
     """Run `work(flag)` in a thread; the flag expires at the call's deadline or after
     `budget_s`, whichever is first, and is cancelled if the call is abandoned."""
-    flag = StopFlag(remaining_seconds(budget_s))
+    left = remaining_seconds(budget_s)
+    # Stop a little before the call's deadline, so a partial answer can still be projected.
+    flag = StopFlag(max(0.0, left - min(0.25, left * 0.1)))
     try:
         return await anyio.to_thread.run_sync(work, flag, abandon_on_cancel=True)
     finally:
