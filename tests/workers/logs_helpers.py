@@ -38,3 +38,19 @@ def search(
 
 def project(upstream: LogsUpstream) -> LogsResult:
     return project_logs("call-1", upstream, DEFAULT_BOUNDS)
+
+
+_CHDB: list[Any] = []
+
+
+def chdb_client() -> Any:
+    """The one in-process ClickHouse engine of this test process (chDB allows one path per
+    process), on a fresh temporary folder."""
+    if not _CHDB:
+        import tempfile
+
+        import clickhouse_connect
+
+        folder = tempfile.mkdtemp(prefix="aci-chdb-")
+        _CHDB.append(clickhouse_connect.get_client(dsn=f"chdb://{folder}"))
+    return _CHDB[0]

@@ -131,6 +131,7 @@ class ClickhouseTopic(
     table: str = "otel_logs"
     service_names: list[str] = []
     attributes: dict[str, str] = {}
+    fields: list[str] = []  # more LogAttributes keys a query may name (beyond the topic's)
     row_limit: int = 1000  # rows fetched (LIMIT n+1) for the sample and the patterns
 
     def __post_init__(self) -> None:
