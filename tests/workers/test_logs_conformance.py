@@ -75,27 +75,72 @@ def in_memory(records: list[Entry], query: str) -> Any:
 
 
 @pytest.fixture(scope="module")
-def backends(tmp_path_factory: pytest.TempPathFactory) -> tuple[list[Entry], Any, ClickhouseLogSource]:
+def backends(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> tuple[list[Entry], Any, ClickhouseLogSource]:
     records = make_records()
     root: Path = tmp_path_factory.mktemp("conformance")
     with (root / "app.jsonl").open("w") as out:
         for r in records:
-            out.write(json.dumps({"timestamp": format_ms(r.epoch_ms), "level": r.level, "service": r.service, "message": r.message, **r.fields}) + "\n")
+            out.write(
+                json.dumps(
+                    {
+                        "timestamp": format_ms(r.epoch_ms),
+                        "level": r.level,
+                        "service": r.service,
+                        "message": r.message,
+                        **r.fields,
+                    }
+                )
+                + "\n"
+            )
     files = file_source(root, "jsonl", ["app.jsonl"], now=NOW)
     client = chdb_client()
     table = f"otel_logs_{uuid.uuid4().hex[:12]}"
     client.command(OTEL_LOGS_DDL.format(table=table))
-    rows = [[datetime.fromtimestamp(r.epoch_ms / 1000, UTC), r.level, 0, r.service, r.message, {k: str(v) for k, v in r.fields.items()}] for r in records]
-    client.insert(table, rows, column_names=["Timestamp", "SeverityText", "SeverityNumber", "ServiceName", "Body", "LogAttributes"])
-    config = parse_logs_config(f'[clickhouse]\ndsn = "chdb://memory"\n[topics.APPLICATION]\nbackend = "clickhouse"\ntable = "{table}"\n')
+    rows = [
+        [
+            datetime.fromtimestamp(r.epoch_ms / 1000, UTC),
+            r.level,
+            0,
+            r.service,
+            r.message,
+            {k: str(v) for k, v in r.fields.items()},
+        ]
+        for r in records
+    ]
+    client.insert(
+        table,
+        rows,
+        column_names=[
+            "Timestamp",
+            "SeverityText",
+            "SeverityNumber",
+            "ServiceName",
+            "Body",
+            "LogAttributes",
+        ],
+    )
+    config = parse_logs_config(
+        f'[clickhouse]\ndsn = "chdb://memory"\n[topics.APPLICATION]\nbackend = "clickhouse"\ntable = "{table}"\n'
+    )
     entry = config.topics[Topic.APPLICATION]
     assert isinstance(entry, ClickhouseTopic) and config.clickhouse is not None
-    clickhouse = ClickhouseLogSource(config.clickhouse, {Topic.APPLICATION: entry}, config, {}, client=client, clock=lambda: NOW)
+    clickhouse = ClickhouseLogSource(
+        config.clickhouse, {Topic.APPLICATION: entry}, config, {}, client=client, clock=lambda: NOW
+    )
     return records, files, clickhouse
 
 
 def comparable(result: LogsResult) -> tuple[Any, ...]:
-    return (result.evidence_status, result.match_count, result.returned_count, result.patterns, result.events, result.truncated)
+    return (
+        result.evidence_status,
+        result.match_count,
+        result.returned_count,
+        result.patterns,
+        result.events,
+        result.truncated,
+    )
 
 
 @pytest.mark.parametrize("query", QUERIES)

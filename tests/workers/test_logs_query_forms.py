@@ -63,3 +63,26 @@ async def test_double_dash_no_longer_returns_everything() -> None:
     assert caught.value.code is ErrorCode.SCHEMA
     found = await source.fetch(QueryLogsRequest(topic=Topic.APPLICATION, query="-timeout"))
     assert project_logs("c", found, DEFAULT_BOUNDS).evidence_status is EvidenceStatus.EVIDENCE_FOUND
+
+
+async def test_an_abandoned_mock_search_stops_its_thread() -> None:
+    # Before: the thread of a call past its deadline went on matching (40 long queries held
+    # the CPU for seconds after their callers had given up).
+    import time
+
+    from workers.sources.logs.deadline import StopFlag
+
+    source = MockLogSource()
+    request = QueryLogsRequest(
+        topic=Topic.APPLICATION,
+        query=" ".join(f"-nothing{i}" for i in range(100)),
+        lookback_minutes=1440,
+    )
+    query = parse_log_query(request.query)
+    source.search(request, parse_log_query(""))  # build the world first
+    flag = StopFlag(60)
+    flag.cancel()
+    started = time.monotonic()
+    with pytest.raises(SourceError) as caught:
+        source.search(request, query, flag)
+    assert caught.value.code is ErrorCode.TIMEOUT and time.monotonic() - started < 0.5
