@@ -39,6 +39,10 @@ class StopFlag:
         self.deadline = time.monotonic() + seconds
         self.timed_out = False
 
+    def narrow(self, seconds: float) -> None:
+        """Expire at the latest `seconds` from now (a budget shorter than the deadline)."""
+        self.deadline = min(self.deadline, time.monotonic() + seconds)
+
     def cancel(self) -> None:
         """Ask the work to stop (the caller gave up on it)."""
         self._event.set()

@@ -93,6 +93,7 @@ class FileLogSource:
         end_ms = int(self.clock() * 1000)
         start_ms = end_ms - lookback * 60_000
         budget = self.config.scan
+        flag.narrow(budget.max_seconds)
         files, too_many = find_files(
             self.entry.paths, self.config.roots, start_ms, budget.max_files
         )

@@ -16,6 +16,7 @@ and the rest become fields with `.` written `_` (`http.status_code` → `http_st
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Mapping
 from datetime import datetime, tzinfo
@@ -106,6 +107,7 @@ def _flatten(obj: Mapping[str, Any], prefix: str, out: dict[str, Any]) -> None:
             out[name] = value
 
 
+@functools.lru_cache(maxsize=4096)
 def _field_name(key: str) -> str:
     return re.sub(r"[^A-Za-z0-9_]", "_", key)
 
@@ -165,8 +167,11 @@ class JsonLines(_Mapped):
         if not isinstance(obj, dict):
             self.failed += 1 if line.strip() else 0
             return []
-        flat: dict[str, Any] = {}
-        _flatten(obj, "", flat)
+        if any(isinstance(v, dict | list) for v in obj.values()):
+            flat: dict[str, Any] = {}
+            _flatten(obj, "", flat)
+        else:
+            flat = obj  # already flat (and ours: freshly decoded)
         found = self.entry(flat)
         self.failed += found is None
         return [found] if found is not None else []

@@ -16,6 +16,7 @@ gives the same answer whatever the backend stored.
 
 from __future__ import annotations
 
+import functools
 import heapq
 import math
 from datetime import UTC, datetime, tzinfo
@@ -94,10 +95,14 @@ def _lowered(entry: Entry) -> dict[str, str]:
     return values
 
 
-def _fielded_hit(clause: Clause, values: dict[str, str], entry: Entry) -> bool:
+_OWN: Final = ("level", "service", "message")
+
+
+def _fielded_hit(clause: Clause, entry: Entry) -> bool:
     name = clause.field or ""
-    raw: object = entry.fields.get(name)
-    if name in ("level", "service", "message"):
+    raw: object = getattr(entry, name) if name in _OWN else entry.fields.get(name)
+    values = {} if raw is None else {name: str(raw).lower()}
+    if name in _OWN:
         raw = values[name]
     number = as_number(raw)
     return _field_hit(clause, values, {name: number if number is not None else raw})
@@ -105,18 +110,23 @@ def _fielded_hit(clause: Clause, values: dict[str, str], entry: Entry) -> bool:
 
 def entry_matches(query: ParsedQuery, entry: Entry) -> bool:
     """Whether the entry satisfies every clause of the query."""
-    if not query.clauses:
-        return True
-    values = _lowered(entry)
-    hay = SEPARATOR.join(values.values())
+    hay: str | None = None
     for clause in query.clauses:
         if clause.field is None:
+            if hay is None:  # built once, only when a clause needs the whole record
+                hay = SEPARATOR.join(_lowered(entry).values())
             hit = clause.value in hay
         else:
-            hit = _fielded_hit(clause, values, entry)
+            hit = _fielded_hit(clause, entry)
         if hit == clause.negated:
             return False
     return True
+
+
+@functools.lru_cache(maxsize=8192)
+def _template(message: str) -> str:
+    # Routine lines repeat verbatim (health checks, access logs): mine each text once.
+    return mask_template(message)
 
 
 class _Figures:
@@ -140,7 +150,7 @@ class Digest:
     def add(self, entry: Entry) -> None:
         """Count one matching entry."""
         self.match_count += 1
-        template = mask_template(entry.message)
+        template = _template(entry.message)
         found = self._figures.get(template)
         if found is None:
             if len(self._figures) < MAX_TEMPLATES:
@@ -176,7 +186,7 @@ class Digest:
         for _, _, entry in sorted(self._newest, key=lambda item: item[0], reverse=True):
             if len(chosen) >= self.sample_limit:
                 break
-            chosen.setdefault(id(entry), (entry, mask_template(entry.message)))
+            chosen.setdefault(id(entry), (entry, _template(entry.message)))
         return sorted(chosen.values(), key=lambda pair: pair[0].key())
 
     def upstream(
