@@ -7,8 +7,7 @@ value; `field:value` matches a substring of that field (numbers compare equal, `
 An empty query matches every record. A query that cannot be parsed raises
 `SourceError(SCHEMA)` saying what is wrong, so it can never read as "no evidence".
 
-Another backend (Loki, OpenSearch, a cloud log service) is another class with the same `fetch`
-returning a `LogsUpstream` with its own `source_kind`; `parse_log_query` is shared.
+Other backends (FILE, CLICKHOUSE: `file_source`, `clickhouse`) share `parse_log_query`.
 """
 
 from __future__ import annotations
@@ -89,25 +88,22 @@ def _read_quoted(text: str, start: int) -> tuple[str, int]:
     return text[start + 1 : end], after
 
 
+# Forms an LLM writes from other query languages: read literally, substrings that almost never
+# occur ("timeout,", "(timeout)"), so a false "no evidence". Refused, saying how to write them.
+_UNQUOTED: Final = (
+    (lambda w: w.startswith("(") or w.endswith(")"), "parentheses at character {at} are not "
+     'supported: all terms must match, so write them without ( ); quote text with them ("f(x)")'),
+    (lambda w: w.endswith(",") or w.startswith(","), "the ',' in {word!r} at character {at}: "
+     'separate terms with spaces (all must match); quote text that contains a comma ("a,b")'),
+    (lambda w: "|" in w, "'|' in {word!r} at character {at}: alternatives are not supported; "
+     "run one query per value (level:ERROR, then level:WARN)"),
+)  # fmt: skip
+
+
 def _check_unquoted(word: str, at: int) -> None:
-    # Forms an LLM writes from other query languages. Read literally they are substrings that
-    # almost never occur ("timeout," or "(timeout)"), so the answer would be a false "no
-    # evidence": refuse them and say how to write the query instead.
-    if word.startswith("(") or word.endswith(")"):
-        raise _bad(
-            f"parentheses at character {at} are not supported: all terms must match, so write "
-            'them without ( ); quote text that contains them ("f(x)")'
-        )
-    if word.endswith(",") or word.startswith(","):
-        raise _bad(
-            f"the ',' in {word!r} at character {at}: separate terms with spaces (all must "
-            'match); quote text that contains a comma ("a,b")'
-        )
-    if "|" in word:
-        raise _bad(
-            f"'|' in {word!r} at character {at}: alternatives are not supported; run one query "
-            "per value (level:ERROR, then level:WARN)"
-        )
+    for refused, message in _UNQUOTED:
+        if refused(word):
+            raise _bad(message.format(word=word, at=at))
 
 
 def _number(text: str) -> float | None:
@@ -146,10 +142,8 @@ def _word_clause(word: str, negated: bool, at: int) -> Clause | None:
     if not negated and word.upper() in ("AND", "&&"):
         return None  # terms are ANDed anyway
     if word.startswith("-"):
-        raise _bad(
-            f"'-{word}' at character {at}: a clause takes one leading '-' (-term excludes "
-            'it); quote text that starts with dashes ("--verbose")'
-        )
+        message = "a clause takes one leading '-'; quote text that starts with dashes"
+        raise _bad(f"'-{word}' at character {at}: {message} (\"--verbose\")")
     _check_unquoted(word, at)
     stripped = word.strip("*").lower()
     if not stripped:
