@@ -42,6 +42,8 @@ def slow_log(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     )  # fmt: skip
     try:
         deadline = time.monotonic() + 60
+        while not socket.exists() and time.monotonic() < deadline and server.poll() is None:
+            time.sleep(0.1)  # connecting before the socket exists leaks pymysql's socket
         while True:
             try:
                 conn = pymysql.connect(unix_socket=str(socket), user="root")
