@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import msgspec
 from contract_samples import (
     LOGS_ARGS,
     MYSQL_ARGS,
@@ -12,7 +13,6 @@ from contract_samples import (
     mysql_upstream,
     rag_upstream,
 )
-import msgspec
 from msgspec import UNSET
 
 from contracts import (
