@@ -170,3 +170,24 @@ async def test_a_deadline_stops_the_thread_not_only_the_caller(
     assert time.monotonic() - started < 1.0
     # the thread stops at the deadline (or when abandoned), not after the whole file
     assert await anyio.to_thread.run_sync(finished.wait, 1.0)
+
+
+def test_a_file_rotated_between_listing_and_reading(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import workers.sources.logs.file_source as file_source_module
+
+    (tmp_path / "a.jsonl").write_text(line(1, "first") + line(2, "second"))
+    (tmp_path / "b.jsonl").write_text(line(3, "third"))
+    listed = file_source_module.find_files
+
+    def rotate_after_listing(*args: Any) -> Any:
+        found = listed(*args)
+        (tmp_path / "a.jsonl").rename(tmp_path / "a.jsonl.1")  # logrotate's rename
+        (tmp_path / "a.jsonl").write_text("")
+        return found
+
+    monkeypatch.setattr(file_source_module, "find_files", rotate_after_listing)
+    found = search(file_source(tmp_path, "jsonl", ["*.jsonl"], now=NOW), "")
+    # the renamed file was not read: the count says it is a lower bound
+    assert found.match_count >= 1 and found.match_count_lower_bound

@@ -102,7 +102,8 @@ class Reader:
     def lines_of(self, file: LogFile) -> Iterator[str]:
         """The decoded lines of one file (invalid UTF-8 replaced), within the budget."""
         raw = self._open(file)
-        if raw is None:
+        if raw is None:  # rotated or replaced since the listing: what it held was not read
+            self.stopped = True
             return
         with raw:
             left = self.budget.max_bytes - self.bytes_read
