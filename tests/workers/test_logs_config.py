@@ -75,8 +75,8 @@ FILE_TOPIC = '[topics.APPLICATION]\nbackend = "file"\npaths = ["/var/log/shop/*.
             "topics.APPLICATION.table: a table name",
         ),
         (
-            'default_lookback = 0\n[topics.APPLICATION]\nbackend = "mock"\n',
-            "default_lookback: must be",
+            'default_lookback = 30\n[topics.APPLICATION]\nbackend = "mock"\n',
+            "default_lookback: set ACI_LOGS_DEFAULT_LOOKBACK instead",
         ),
     ],
 )
@@ -123,3 +123,14 @@ async def test_the_worker_refuses_to_start_on_a_bad_file(tmp_path: Path) -> None
     with pytest.raises(LogsConfigError, match=r"topics\.APPLICATION\.paths: missing key"):
         async with open_sources({"ACI_LOGS_CONFIG": str(config)}, only=("query_logs",)):
             pass
+
+
+def test_the_default_lookback_is_the_pipelines(tmp_path: Path) -> None:
+    from workers.sources.logs.config import load_logs_config
+
+    config = tmp_path / "logs.toml"
+    config.write_text('[topics.APPLICATION]\nbackend = "mock"\n')
+    loaded = load_logs_config({"ACI_LOGS_CONFIG": str(config), "ACI_LOGS_DEFAULT_LOOKBACK": "15"})
+    assert loaded is not None and loaded.default_lookback == 15
+    with pytest.raises(LogsConfigError, match="ACI_LOGS_DEFAULT_LOOKBACK"):
+        load_logs_config({"ACI_LOGS_CONFIG": str(config), "ACI_LOGS_DEFAULT_LOOKBACK": "0"})

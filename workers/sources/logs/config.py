@@ -178,7 +178,7 @@ class LogsConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_field
     topics: dict[Topic, TopicConfig] = {}
     roots: list[str] = []
     timezone: str = "UTC"
-    default_lookback: int = DEFAULT_LOOKBACK_MINUTES
+    default_lookback: int = DEFAULT_LOOKBACK_MINUTES  # from ACI_LOGS_DEFAULT_LOOKBACK, not the file
     sample_limit: int = 64
     scan: ScanBudget = ScanBudget()
     clickhouse: ClickhouseConnection | None = None
@@ -257,6 +257,11 @@ def parse_logs_config(text: str) -> LogsConfig:
         raw = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise LogsConfigError(f"{ENV_VAR}: not valid TOML: {exc}") from None
+    if "default_lookback" in raw:  # one value for the executed and the fingerprinted scope
+        raise LogsConfigError(
+            f"{ENV_VAR}: default_lookback: set ACI_LOGS_DEFAULT_LOOKBACK instead (the pipeline "
+            "normalises every call's scope with it)"
+        )
     raw_topics = raw.pop("topics", {})
     if not isinstance(raw_topics, dict) or not raw_topics:
         raise LogsConfigError(f"{ENV_VAR}: topics: give at least one [topics.<TOPIC>] table")
@@ -289,4 +294,14 @@ def load_logs_config(env: Mapping[str, str]) -> LogsConfig | None:
         decoded = text.decode("utf-8")
     except UnicodeDecodeError:
         raise LogsConfigError(f"{ENV_VAR}: the file is not UTF-8") from None
-    return parse_logs_config(decoded)
+    config = parse_logs_config(decoded)
+    lookback = env.get("ACI_LOGS_DEFAULT_LOOKBACK", "").strip()
+    if lookback:
+        try:
+            config = msgspec.structs.replace(config, default_lookback=int(lookback))
+            config.__post_init__()
+        except ValueError:
+            raise LogsConfigError(
+                f"ACI_LOGS_DEFAULT_LOOKBACK must be an int in 1..{LOOKBACK_MAX_MINUTES}"
+            ) from None
+    return config
