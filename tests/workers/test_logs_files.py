@@ -212,8 +212,11 @@ def test_cri_partial_lines_are_joined(tmp_path: Path) -> None:
     )
     source = file_source(tmp_path, "cri", ["pods/shop_order-7d9f_0d1e/order/*.log"], now=NOW)
     found = search(source, '"Java heap space"')
-    assert found.match_count == 1 and found.records[0].fields == {"stream": "stderr"}
-    inner = search(source, "stream:stdout level:INFO")
+    assert found.match_count == 1
+    # the kubelet's names of the pod (not the file's location) become fields
+    names = {"stream": "stderr", "namespace": "shop", "pod": "order-7d9f", "container": "order"}
+    assert found.records[0].fields == names and found.records[0].service == "order"
+    inner = search(source, "stream:stdout level:INFO namespace:shop pod:order-7d9f")
     assert inner.match_count == 1 and inner.records[0].message == "started"
 
 

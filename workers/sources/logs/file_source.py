@@ -36,7 +36,7 @@ __all__ = ["FORMAT_FIELDS", "FileLogSource"]
 FORMAT_FIELDS: Final[dict[str, tuple[str, ...]]] = {
     "jsonl": (),
     "logfmt": (),
-    "cri": ("stream",),
+    "cri": ("stream", "namespace", "container"),
     "syslog": ("host", "app", "pid", "facility"),
     "mysql_slow": ("db_instance", "thread_id", "rows_affected", "schema", "db_user"),
 }
@@ -108,7 +108,7 @@ class FileLogSource:
                 break
             parser = make_parser(
                 self.entry.format, self.entry.fields, self.zone, self.entry.service,
-                self.entry.time_unit, end_ms,
+                self.entry.time_unit, end_ms, file.real,
             )  # fmt: skip
             for line in reader.lines_of(file):
                 if must and "\\" not in line and not all(t in line.lower() for t in must):

@@ -201,11 +201,26 @@ class Logfmt(_Mapped):
 _CRI: Final = re.compile(r"(\S+) (stdout|stderr) ([PF]) ?(.*)", re.S)
 
 
+_KUBELET_PATH: Final = re.compile(r"/pods/([^/_]+)_([^/_]+)_[^/]+/([^/]+)/\d+\.log(?:\.[^/]*)?$")
+
+
+def kubelet_fields(real_path: str) -> dict[str, str]:
+    """`namespace`, `pod`, `container` from the kubelet's `pods/<ns>_<pod>_<uid>/<ctr>/N.log`
+    (the names the cluster gave, not a location), or nothing for another layout."""
+    found = _KUBELET_PATH.search(real_path)
+    if found is None:
+        return {}
+    return {"namespace": found.group(1), "pod": found.group(2), "container": found.group(3)}
+
+
 class Cri:
     """`<RFC3339Nano> <stream> <P|F> <content>`; P parts joined until the F line."""
 
-    def __init__(self, inner: JsonLines, zone: tzinfo, service: str) -> None:
-        self.inner, self.zone, self.service = inner, zone, service
+    def __init__(
+        self, inner: JsonLines, zone: tzinfo, service: str, origin: Mapping[str, str]
+    ) -> None:
+        self.inner, self.zone, self.origin = inner, zone, dict(origin)
+        self.service = service or self.origin.get("container", "")
         self.failed = 0
         self._parts: dict[str, tuple[int, list[str]]] = {}
 
@@ -227,10 +242,14 @@ class Cri:
         if text.startswith("{"):
             inner = self.inner.feed(text)
             if inner:
-                inner[0].fields.setdefault("stream", stream)
+                for key, value in {"stream": stream, **self.origin}.items():
+                    inner[0].fields.setdefault(key, value)
+                if not inner[0].service:
+                    inner[0].service = self.service
                 return inner[0]
             self.inner.failed -= 1
-        return Entry(epoch, "", self.service, text, {"stream": stream})  # no level is guessed
+        fields: dict[str, JsonScalar] = {"stream": stream, **self.origin}
+        return Entry(epoch, "", self.service, text, fields)  # no level is guessed
 
     def flush(self) -> list[Entry]:
         out = [self._entry(start, s, "".join(p)) for s, (start, p) in self._parts.items()]
@@ -297,15 +316,21 @@ class Syslog:
 
 
 def make_parser(
-    fmt: str, fields: Mapping[str, str], zone: tzinfo, service: str, unit: str, now_ms: int
+    fmt: str,
+    fields: Mapping[str, str],
+    zone: tzinfo,
+    service: str,
+    unit: str,
+    now_ms: int,
+    real_path: str = "",
 ) -> LineParser:
-    """A fresh parser for one file of the given format."""
+    """A fresh parser for one file of the given format (`real_path` only for CRI's names)."""
     if fmt == "jsonl":
         return JsonLines(fields, zone, service, unit)
     if fmt == "logfmt":
         return Logfmt(fields, zone, service, unit)
     if fmt == "cri":
-        return Cri(JsonLines(fields, zone, service, unit), zone, service)
+        return Cri(JsonLines(fields, zone, "", unit), zone, service, kubelet_fields(real_path))
     if fmt == "syslog":
         return Syslog(zone, service, now_ms)
     from workers.sources.logs.slowlog import SlowLog
