@@ -66,7 +66,11 @@ def slow_log(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
                 )
                 cur.fetchall()
             cur.execute("SELECT SLEEP(0.3)")
+            cur.execute("SELECT 1")  # the statement before it is logged by now
         conn.close()
+        deadline = time.monotonic() + 10  # the server writes an entry after it answers
+        while "SELECT 1" not in log.read_text() and time.monotonic() < deadline:
+            time.sleep(0.05)
         yield log
     finally:
         server.terminate()
