@@ -1,15 +1,31 @@
-"""Benchmark of the MOCK `query_logs` source: world build time, then the median time to answer a
-query over a 60-minute window of the busiest scenario (goal <= 20 ms), and over 1440 minutes.
+"""Benchmark of `query_logs` per backend.
 
-Run: `.venv/bin/python bench/logs_bench.py` from the repository root.
+- mock: world build time, then the median time to answer a query over a 60-minute window of
+  the busiest scenario (goal <= 20 ms), and over 1440 minutes;
+- file: 1M JSON-lines records over 60 minutes: MB/s scanned per query shape, what the scan
+  budget (bytes, seconds) does, and a 100 MB line;
+- clickhouse: the same 1M records in an `otel_logs` table on the in-process engine (chDB):
+  ms for a 60-minute query (LIMIT n+1 plus an exact count()).
+
+Run: `.venv/bin/python bench/logs_bench.py [--backend mock|file|clickhouse|all] [--records N]`
+from the repository root.
 """
 
 from __future__ import annotations
 
+import argparse
+import json
 import statistics
+import sys
+import tempfile
 import time
+from pathlib import Path
+from typing import Any
 
 from contracts import DEFAULT_BOUNDS, QueryLogsRequest, Topic, project_logs
+from workers.sources.logs.config import parse_logs_config
+from workers.sources.logs.deadline import StopFlag
+from workers.sources.logs.file_source import FileLogSource
 from workers.sources.logs.mocklog import SCENARIOS, index_of
 from workers.sources.logs.source import (
     MockLogSettings,
@@ -29,7 +45,14 @@ QUERIES = (
     (Topic.SYSTEM_EVENTS, "reason:OOMKilled"),
     (Topic.DATABASE_SLOW_QUERY, "duration_ms:>2000"),
 )
+REAL_QUERIES = (
+    '"timed out"',
+    '"not available" -level:INFO',
+    "level:ERROR http_status:503",
+    "-health",
+)
 ROUNDS = 30
+NOW = 1_796_000_000.0
 
 
 def _answer(source: MockLogSource, request: QueryLogsRequest) -> float:
@@ -49,8 +72,8 @@ def _median(source: MockLogSource, lookback: int) -> tuple[float, float]:
     return statistics.median(times), max(times)
 
 
-def main() -> None:
-    """Print build times, window sizes and median query times."""
+def bench_mock() -> None:
+    """Print build times, window sizes and median query times of the MOCK source."""
     sizes: dict[str, int] = {}
     for name in SCENARIOS:
         started = time.perf_counter()
@@ -59,15 +82,149 @@ def main() -> None:
         now = index.world.now_ms
         sizes[name] = sum(len(t.window(now - 3_600_000, now)) for t in index.topics.values())
         total = sum(len(t.records) for t in index.topics.values())
-        print(f"build {name}: {built:.2f} s, {total} records in 24 h, {sizes[name]} in 60 min")
+        print(f"mock build {name}: {built:.2f} s, {total} records in 24 h, {sizes[name]} in 60 min")
     busiest = max(sizes, key=lambda n: sizes[n])
     source = MockLogSource(MockLogSettings(scenario=busiest))
     for lookback in (60, 1440):
         median, worst = _median(source, lookback)
         print(
-            f"query {busiest} over {lookback} min: median {median:.2f} ms, max {worst:.2f} ms "
+            f"mock query {busiest} over {lookback} min: median {median:.2f} ms, max {worst:.2f} ms "
             f"({ROUNDS * len(QUERIES)} queries, parse + match + mine lookup + project)"
         )
+
+
+def _record(i: int, n: int) -> dict[str, Any]:
+    epoch = NOW - 3600 + 3600 * i / n
+    if i % 50 == 0:
+        return {"ts": epoch, "level": "error", "msg": "HikariPool-1 - Connection is not "
+                "available, request timed out after 30000ms", "service": "order-service",
+                "http_status": 503, "exception": "SQLTransientConnectionException"}  # fmt: skip
+    if i % 7 == 0:
+        return {"ts": epoch, "level": "info", "msg": "GET /health 200", "service": "gateway",
+                "http_status": 200}  # fmt: skip
+    return {"ts": epoch, "level": "info", "msg": f"GET /api/orders/{i} 200 in {i % 90}ms",
+            "service": "order-service", "http_status": 200, "cost_ms": i % 90}  # fmt: skip
+
+
+def _file_source(root: Path, glob: str, scan: str = "") -> FileLogSource:
+    config = parse_logs_config(
+        f'roots = ["{root}"]\n[scan]\n{scan}\n[topics.APPLICATION]\nbackend = "file"\n'
+        f'format = "jsonl"\npaths = ["{root}/{glob}"]\n'
+    )
+    entry: Any = config.topics[Topic.APPLICATION]
+    return FileLogSource(Topic.APPLICATION, entry, config, clock=lambda: NOW)
+
+
+def _scan(source: FileLogSource, text: str) -> tuple[float, Any]:
+    request = QueryLogsRequest(topic=Topic.APPLICATION, query=text, lookback_minutes=60)
+    query = parse_log_query(text)
+    started = time.perf_counter()
+    try:
+        found: Any = source.search(request, query, StopFlag(600))
+    except Exception as exc:  # a budget stop with nothing found is an error: report it
+        found = exc
+    return time.perf_counter() - started, found
+
+
+def bench_file(records: int, long_line_mb: int) -> None:
+    """Print scan rates of the FILE backend, the scan budget's effect and a long line."""
+    root = Path(tempfile.mkdtemp(prefix="aci-logs-bench-"))
+    path = root / "app.jsonl"
+    with path.open("w") as out:
+        for i in range(records):
+            out.write(json.dumps(_record(i, records)) + "\n")
+    mb = path.stat().st_size / 1e6
+    print(f"file: {records} records, {mb:.0f} MB of JSON lines over 60 min")
+    source = _file_source(root, "app.jsonl", "max_bytes = 10000000000\nmax_seconds = 600\n")
+    for text in REAL_QUERIES:
+        seconds, found = _scan(source, text)
+        print(
+            f"file query {text!r}: {seconds * 1000:.0f} ms, {mb / seconds:.1f} MB/s, "
+            f"{found.match_count} matches"
+        )
+    for scan in ("max_bytes = 16000000\nmax_seconds = 600\n", "max_seconds = 0.5\n"):
+        seconds, found = _scan(_file_source(root, "app.jsonl", scan), "level:ERROR")
+        label = scan.replace("\n", " ").strip()
+        if isinstance(found, Exception):
+            print(f"file budget [{label}]: {seconds * 1000:.0f} ms, error {found}")
+        else:
+            print(
+                f"file budget [{label}]: {seconds * 1000:.0f} ms, {found.match_count} matches, "
+                f"lower bound {found.match_count_lower_bound} (full count {records // 50})"
+            )
+    long = root / "long.jsonl"
+    with long.open("w") as out:
+        out.write(json.dumps(_record(1, 2)) + "\n")
+        out.write('{"ts": %f, "msg": "' % (NOW - 10) + "x" * (long_line_mb * 1_000_000) + '"}\n')
+        out.write(json.dumps(_record(2, 2)) + "\n")
+    seconds, found = _scan(_file_source(root, "long.jsonl", "max_bytes = 1000000000\n"), "")
+    print(
+        f"file {long_line_mb} MB line: {seconds * 1000:.0f} ms, {found.match_count} records around "
+        f"it, lower bound {found.match_count_lower_bound}"
+    )
+
+
+def bench_clickhouse(records: int) -> None:
+    """Print the latency of 60-minute queries over an otel_logs table on chDB."""
+    import clickhouse_connect
+
+    from workers.sources.logs.clickhouse import OTEL_LOGS_DDL, ClickhouseLogSource
+
+    folder = tempfile.mkdtemp(prefix="aci-chdb-bench-")
+    client = clickhouse_connect.get_client(dsn=f"chdb://{folder}")
+    client.command(OTEL_LOGS_DDL.format(table="otel_logs"))
+    started = time.perf_counter()
+    end_ms = int(NOW * 1000)
+    client.command(
+        "INSERT INTO otel_logs (Timestamp, SeverityText, ServiceName, Body, LogAttributes) "
+        f"SELECT fromUnixTimestamp64Milli(toInt64({end_ms} - intDiv(number * 3600000, {records}))),"
+        " if(number % 50 = 0, 'ERROR', 'INFO'),"
+        " if(number % 7 = 0, 'gateway', 'order-service'),"
+        " multiIf(number % 50 = 0, 'HikariPool-1 - Connection is not available, request timed "
+        "out after 30000ms', number % 7 = 0, 'GET /health 200', concat('GET /api/orders/', "
+        "toString(number), ' 200 in ', toString(number % 90), 'ms')),"
+        " map('http_status', if(number % 50 = 0, '503', '200'), 'cost_ms', toString(number % 90))"
+        f" FROM numbers({records})"
+    )
+    print(f"clickhouse: {records} rows loaded in {time.perf_counter() - started:.1f} s (chDB)")
+    config = parse_logs_config(
+        '[clickhouse]\ndsn = "chdb://memory"\n[topics.APPLICATION]\nbackend = "clickhouse"\n'
+        'table = "otel_logs"\nrow_limit = 100\n'
+    )
+    entry: Any = config.topics[Topic.APPLICATION]
+    assert config.clickhouse is not None
+    source = ClickhouseLogSource(
+        config.clickhouse, {Topic.APPLICATION: entry}, config, {}, client=client, clock=lambda: NOW
+    )
+    for text in REAL_QUERIES:
+        request = QueryLogsRequest(topic=Topic.APPLICATION, query=text, lookback_minutes=60)
+        query = parse_log_query(text)
+        times = []
+        for _ in range(5):
+            began = time.perf_counter()
+            found = source.search(request, query, 30.0)
+            times.append((time.perf_counter() - began) * 1000)
+        print(
+            f"clickhouse query {text!r}: median {statistics.median(times):.0f} ms "
+            f"(LIMIT 101 + count(), 5 runs), {found.match_count} matches"
+        )
+    client.close()
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Run the chosen backends' benchmarks and print their figures."""
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--backend", choices=["mock", "file", "clickhouse", "all"], default="all")
+    parser.add_argument("--records", type=int, default=1_000_000)
+    parser.add_argument("--long-line-mb", type=int, default=100)
+    args = parser.parse_args(argv)
+    if args.backend in ("mock", "all"):
+        bench_mock()
+    if args.backend in ("file", "all"):
+        bench_file(args.records, args.long_line_mb)
+    if args.backend in ("clickhouse", "all"):
+        bench_clickhouse(args.records)
+    sys.stdout.flush()
 
 
 if __name__ == "__main__":

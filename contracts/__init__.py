@@ -43,6 +43,7 @@ from contracts.status import (
     EvidenceStatus,
     LifecycleStatus,
     RelevanceLevel,
+    SourceKind,
     Topic,
 )
 from contracts.tools import MAX_DATA_SOURCES, data_source_enum, export_tools, input_schema
@@ -94,6 +95,7 @@ __all__ = [
     "RagResult",
     "RelevanceLevel",
     "Request",
+    "SourceKind",
     "Timings",
     "Topic",
     "UpstreamPattern",

@@ -60,6 +60,9 @@ class LogsUpstream(msgspec.Struct, frozen=True, kw_only=True):
     match_count: int
     patterns: list[UpstreamPattern] = []
     records: list[LogRecord] = []
+    # True when a scan budget or deadline stopped the count early: `match_count` is then what
+    # was found so far, a lower bound (the result is `truncated`; the Control View says so).
+    match_count_lower_bound: bool = False
 
 
 _LEVEL_RANK: Final = {
@@ -210,6 +213,8 @@ def project_logs(tool_call_id: str, upstream: LogsUpstream, bounds: Bounds) -> L
         )
     match_count = max(upstream.match_count, len(upstream.records))
     truncated = truncated or cut_records or len(events) < match_count
+    lower_bound = upstream.match_count_lower_bound
+    truncated = truncated or lower_bound
     found = match_count > 0
     return LogsResult(
         evidence_status=EvidenceStatus.EVIDENCE_FOUND if found else EvidenceStatus.NO_EVIDENCE,
@@ -221,4 +226,5 @@ def project_logs(tool_call_id: str, upstream: LogsUpstream, bounds: Bounds) -> L
         patterns=out_patterns,
         events=events,
         truncated=truncated,
+        match_count_lower_bound=True if lower_bound else UNSET,
     )

@@ -99,6 +99,9 @@ class LogsResult(msgspec.Struct, frozen=True, kw_only=True):
     patterns: list[LogPattern]
     events: list[LogEvent]
     truncated: bool
+    # Present (true) only when the source stopped counting early (scan budget, deadline):
+    # `match_count` is then a lower bound. Omitted otherwise, so exact results are unchanged.
+    match_count_lower_bound: bool | UnsetType = UNSET
 
 
 class MysqlResult(msgspec.Struct, frozen=True, kw_only=True):

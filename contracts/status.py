@@ -14,6 +14,7 @@ __all__ = [
     "EvidenceStatus",
     "LifecycleStatus",
     "RelevanceLevel",
+    "SourceKind",
     "Topic",
 ]
 
@@ -72,3 +73,12 @@ class RelevanceLevel(enum.StrEnum):
     HIGH = "HIGH"
     MEDIUM = "MEDIUM"
     LOW = "LOW"
+
+
+class SourceKind(enum.StrEnum):
+    """Which kind of backend answered a `query_logs` call: the built-in MOCK world, log files,
+    or ClickHouse (the OpenTelemetry `otel_logs` schema). Never a path, table or host."""
+
+    MOCK = "MOCK"
+    FILE = "FILE"
+    CLICKHOUSE = "CLICKHOUSE"

@@ -246,6 +246,8 @@ class ControlView(msgspec.Struct, frozen=True, kw_only=True):
     duplicate_of: str | UnsetType = UNSET
     returned_count: int | UnsetType = UNSET
     match_count: int | UnsetType = UNSET
+    # True when `match_count` is a lower bound (a log scan stopped early); omitted when exact.
+    match_count_lower_bound: bool | UnsetType = UNSET
     relevance_level: RelevanceLevel | UnsetType = UNSET
     truncated: bool | UnsetType = UNSET
     source_kind: str | UnsetType = UNSET
@@ -260,6 +262,7 @@ def control_view(
     """The Harness Control View of a result; `truncated` also reports the model's cut."""
     returned: int | UnsetType = UNSET
     match_count: int | UnsetType = UNSET
+    lower_bound: bool | UnsetType = UNSET
     relevance: RelevanceLevel | UnsetType = UNSET
     source_kind: str | UnsetType = UNSET
     error_code: ErrorCode | UnsetType = UNSET
@@ -273,6 +276,7 @@ def control_view(
         case LogsResult():
             returned, match_count = result.returned_count, result.match_count
             source_kind, truncated = result.source_kind, result.truncated
+            lower_bound = result.match_count_lower_bound
         case MysqlResult():
             returned, truncated = result.returned_count, result.truncated
     if observation is not None and getattr(observation, "truncated", False):
@@ -288,6 +292,7 @@ def control_view(
         duplicate_of=meta.duplicate_of,
         returned_count=returned,
         match_count=match_count,
+        match_count_lower_bound=lower_bound,
         relevance_level=relevance,
         truncated=truncated,
         source_kind=source_kind,

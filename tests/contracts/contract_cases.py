@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import msgspec
 from contract_samples import (
     LOGS_ARGS,
     MYSQL_ARGS,
@@ -20,6 +21,7 @@ from contracts import (
     ErrorResult,
     InvocationMeta,
     LifecycleStatus,
+    SourceKind,
     Timings,
     decode_invocation,
     fingerprint_scope,
@@ -38,6 +40,13 @@ CASES: dict[str, tuple[str, object, object, Any]] = {
     ),
     "logs_found": ("query_logs", "call_logs_1", LOGS_ARGS, logs_upstream()),
     "logs_no_evidence": ("query_logs", "call_logs_2", LOGS_ARGS, logs_upstream(matches=False)),
+    # A FILE backend whose scan budget ran out: truncated, the count a lower bound.
+    "logs_file_lower_bound": (
+        "query_logs", "call_logs_3", LOGS_ARGS,
+        msgspec.structs.replace(
+            logs_upstream(), source_kind=SourceKind.FILE, match_count_lower_bound=True
+        ),
+    ),
     "mysql_found": ("query_mysql", "call_mysql_1", MYSQL_ARGS, mysql_upstream()),
     "mysql_no_evidence": ("query_mysql", "call_mysql_2", MYSQL_ARGS, mysql_upstream(rows=False)),
     "error_schema": ("query_logs", "call_err_1", '{"topic": "APPLICATION", "query": 5}', None),

@@ -6,7 +6,8 @@ Layout:
 - `registry` — `open_sources` (the configured sources by tool, from the environment),
   `warm_up`, and `wrap_sources`, the hook that wraps every source (fault injection, tracing);
 - `knowledge/` — `lookup_knowledge`: the embedded runbook index and the HTTP RAG adapter;
-- `logs/` — `query_logs`: the query language and the MOCK source over `mocklog/`;
+- `logs/` — `query_logs`: the query language, the MOCK source over `mocklog/`, and the FILE
+  and CLICKHOUSE backends chosen per topic by `ACI_LOGS_CONFIG`;
 - `mysql/` — `query_mysql`: the SQL guard, the PyMySQL source and the demo `shop` data;
 - `instant` — a no-I/O source for benchmarks of the pipeline itself.
 

@@ -23,7 +23,7 @@ log = logging.getLogger("aci.sources")
 # tool then finishes as ERROR/UNAVAILABLE on this worker.
 _FACTORIES = {
     "lookup_knowledge": ("workers.sources.knowledge.index", "knowledge_source_from_env"),
-    "query_logs": ("workers.sources.logs.source", "MockLogSource.from_env"),
+    "query_logs": ("workers.sources.logs.router", "logs_source_from_env"),
     "query_mysql": ("workers.sources.mysql.source", "MysqlSource.from_env"),
 }
 

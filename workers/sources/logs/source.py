@@ -7,8 +7,7 @@ value; `field:value` matches a substring of that field (numbers compare equal, `
 An empty query matches every record. A query that cannot be parsed raises
 `SourceError(SCHEMA)` saying what is wrong, so it can never read as "no evidence".
 
-Another backend (Loki, OpenSearch, a cloud log service) is another class with the same `fetch`
-returning a `LogsUpstream` with its own `source_kind`; `parse_log_query` is shared.
+Other backends (FILE, CLICKHOUSE: `file_source`, `clickhouse`) share `parse_log_query`.
 """
 
 from __future__ import annotations
@@ -18,7 +17,6 @@ import re
 from collections.abc import Mapping
 from typing import Final, Literal
 
-import anyio.to_thread
 import msgspec
 
 from contracts.fingerprint import DEFAULT_LOOKBACK_MINUTES
@@ -27,6 +25,7 @@ from contracts.requests import LOOKBACK_MAX_MINUTES, QueryLogsRequest
 from contracts.results import LogScope
 from contracts.status import ErrorCode, Topic
 from workers.sources.base import SourceError
+from workers.sources.logs.deadline import StopFlag, run_stoppable
 from workers.sources.logs.mocklog import (
     DEFAULT_SCENARIO,
     NUMERIC_FIELDS,
@@ -90,6 +89,24 @@ def _read_quoted(text: str, start: int) -> tuple[str, int]:
     return text[start + 1 : end], after
 
 
+# Forms an LLM writes from other query languages: read literally, substrings that almost never
+# occur ("timeout,", "(timeout)"), so a false "no evidence". Refused, saying how to write them.
+_UNQUOTED: Final = (
+    (lambda w: w.startswith("(") or w.endswith(")"), "parentheses at character {at} are not "
+     'supported: all terms must match, so write them without ( ); quote text with them ("f(x)")'),
+    (lambda w: w.endswith(",") or w.startswith(","), "the ',' in {word!r} at character {at}: "
+     'separate terms with spaces (all must match); quote text that contains a comma ("a,b")'),
+    (lambda w: "|" in w, "'|' in {word!r} at character {at}: alternatives are not supported; "
+     "run one query per value (level:ERROR, then level:WARN)"),
+)  # fmt: skip
+
+
+def _check_unquoted(word: str, at: int) -> None:
+    for refused, message in _UNQUOTED:
+        if refused(word):
+            raise _bad(message.format(word=word, at=at))
+
+
 def _number(text: str) -> float | None:
     try:
         number = float(text)
@@ -98,8 +115,10 @@ def _number(text: str) -> float | None:
     return number if math.isfinite(number) else None  # nan, inf, 1e999: no number (SCHEMA)
 
 
-def _field_clause(name: str, value: str, negated: bool, at: int) -> Clause:
+def _field_clause(name: str, value: str, negated: bool, at: int, *, quoted: bool = False) -> Clause:
     field = name.lower()
+    if quoted is False and value:
+        _check_unquoted(value, at)
     if value == "":
         raise _bad(
             f"{name}: at character {at} has no value; write {name}:value, "
@@ -118,12 +137,16 @@ def _field_clause(name: str, value: str, negated: bool, at: int) -> Clause:
 
 
 def _word_clause(word: str, negated: bool, at: int) -> Clause | None:
-    if not negated and word in ("OR", "||"):
-        raise _bad("OR is not supported: all terms must match; run one query per alternative")
-    if not negated and word == "NOT":
-        raise _bad("NOT is not supported; put '-' before a term to exclude it")
-    if not negated and word in ("AND", "&&"):
+    if not negated and word.upper() in ("OR", "||"):
+        raise _bad(f"{word} is not supported: all terms must match; run one query per alternative")
+    if not negated and word.upper() == "NOT":
+        raise _bad(f"{word} is not supported; put '-' before a term to exclude it")
+    if not negated and word.upper() in ("AND", "&&"):
         return None  # terms are ANDed anyway
+    if word.startswith("-"):
+        message = "a clause takes one leading '-'; quote text that starts with dashes"
+        raise _bad(f"'-{word}' at character {at}: {message} (\"--verbose\")")
+    _check_unquoted(word, at)
     stripped = word.strip("*").lower()
     if not stripped:
         if negated:
@@ -153,7 +176,7 @@ def _next_clause(text: str, pos: int) -> tuple[Clause | None, int]:
         if not (found is not None and is_field and found.group(2) == ""):
             raise _bad(f"the quote at character {end + 1} must start a phrase or follow field:")
         value, end = _read_quoted(text, end)
-        return _field_clause(found.group(1), value, negated, start + 1), end
+        return _field_clause(found.group(1), value, negated, start + 1, quoted=True), end
     if found is not None and is_field:
         return _field_clause(found.group(1), found.group(2), negated, start + 1), end
     return _word_clause(word, negated, start + 1), end
@@ -173,9 +196,10 @@ def parse_log_query(text: str) -> ParsedQuery:
     return ParsedQuery(clauses=tuple(clauses))
 
 
-def check_fields(query: ParsedQuery, topic: Topic) -> None:
-    """Reject fields the topic does not have and comparisons the field cannot take."""
-    known = TOPIC_FIELDS[topic]
+def check_fields(query: ParsedQuery, topic: Topic, extra: tuple[str, ...] = ()) -> None:
+    """Reject fields the topic does not have and comparisons the field cannot take (`extra`:
+    more field names a configured backend declares)."""
+    known = TOPIC_FIELDS[topic] + tuple(n for n in extra if n not in TOPIC_FIELDS[topic])
     for clause in query.clauses:
         name = clause.field
         if name is None:
@@ -215,8 +239,11 @@ def _field_hit(clause: Clause, values: Mapping[str, str], raw: Mapping[str, obje
             return value <= limit
 
 
-def match_positions(ix: TopicIndex, query: ParsedQuery, positions: range) -> list[int]:
-    """Positions (ascending, so in time order) of the records that satisfy every clause."""
+def match_positions(
+    ix: TopicIndex, query: ParsedQuery, positions: range, stop: StopFlag | None = None
+) -> list[int]:
+    """Positions (ascending, so in time order) of the records that satisfy every clause;
+    with `stop`, the loop ends early once it expires (the caller then reports a timeout)."""
     if not query.clauses:
         return list(positions)
     must = [c.value for c in query.clauses if c.field is None and not c.negated]
@@ -225,6 +252,8 @@ def match_positions(ix: TopicIndex, query: ParsedQuery, positions: range) -> lis
     hays, values, records = ix.haystacks, ix.values, ix.records
     out: list[int] = []
     for i in positions:
+        if stop is not None and not i & 4095 and stop.expired():
+            break
         hay = hays[i]
         if any(t not in hay for t in must) or any(t in hay for t in must_not):
             continue
@@ -355,17 +384,23 @@ class MockLogSource:
         """Run the query over the scenario's window; `SourceError(SCHEMA)` on a bad query."""
         query = parse_log_query(request.query)
         check_fields(query, request.topic)
-        # The first call builds the world (about a second); later calls take milliseconds.
-        return await anyio.to_thread.run_sync(self.search, request, query, abandon_on_cancel=True)
+        # The first call builds the world (about a second); later calls take milliseconds. The
+        # thread stops at the call's deadline instead of burning CPU for an abandoned call.
+        return await run_stoppable(lambda flag: self.search(request, query, flag), 600.0)
 
-    def search(self, request: QueryLogsRequest, query: ParsedQuery) -> LogsUpstream:
-        """The synchronous search behind `fetch` (for benchmarks and the CLI)."""
+    def search(
+        self, request: QueryLogsRequest, query: ParsedQuery, stop: StopFlag | None = None
+    ) -> LogsUpstream:
+        """The synchronous search behind `fetch` (for benchmarks and the CLI); `stop` ends it
+        with `SourceError(TIMEOUT)` once it expires."""
         index = index_of(self.settings.scenario)
         lookback = request.lookback_minutes or self.settings.default_lookback
         end_ms = index.world.now_ms
         start_ms = end_ms - lookback * 60_000
         topic_index = index.topics[request.topic]
-        matches = match_positions(topic_index, query, topic_index.window(start_ms, end_ms))
+        matches = match_positions(topic_index, query, topic_index.window(start_ms, end_ms), stop)
+        if stop is not None and stop.expired():
+            raise SourceError(ErrorCode.TIMEOUT, "the query did not finish within its time limit")
         patterns, records = summarise(topic_index, matches, self.settings.sample_limit)
         scope = LogScope(
             topic=request.topic,

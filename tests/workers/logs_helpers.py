@@ -1,0 +1,56 @@
+"""Helpers of the real-backend log tests: a FILE source over a folder, run synchronously."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from contracts import DEFAULT_BOUNDS, LogsResult, LogsUpstream, QueryLogsRequest, Topic
+from contracts.logs import project_logs
+from workers.sources.logs.config import parse_logs_config
+from workers.sources.logs.deadline import StopFlag
+from workers.sources.logs.file_source import FileLogSource
+from workers.sources.logs.source import check_fields, parse_log_query
+
+
+def file_source(
+    root: Path, fmt: str, paths: list[str], *, now: float, topic: Topic = Topic.APPLICATION,
+    extra: str = "", top: str = "",
+) -> FileLogSource:  # fmt: skip
+    globs = ", ".join(f'"{root}/{p}"' for p in paths)
+    text = (
+        f'roots = ["{root}"]\n{top}\n[topics.{topic.value}]\nbackend = "file"\n'
+        f'format = "{fmt}"\npaths = [{globs}]\n{extra}'
+    )
+    config = parse_logs_config(text)
+    entry: Any = config.topics[topic]
+    return FileLogSource(topic, entry, config, clock=lambda: now)
+
+
+def search(
+    source: FileLogSource, query: str, lookback: int = 60, flag: StopFlag | None = None
+) -> LogsUpstream:
+    request = QueryLogsRequest(topic=source.topic, query=query, lookback_minutes=lookback)
+    parsed = parse_log_query(query)
+    check_fields(parsed, source.topic, source.extra_fields)
+    return source.search(request, parsed, flag or StopFlag(60))
+
+
+def project(upstream: LogsUpstream) -> LogsResult:
+    return project_logs("call-1", upstream, DEFAULT_BOUNDS)
+
+
+_CHDB: list[Any] = []
+
+
+def chdb_client() -> Any:
+    """The one in-process ClickHouse engine of this test process (chDB allows one path per
+    process), on a fresh temporary folder."""
+    if not _CHDB:
+        import tempfile
+
+        import clickhouse_connect
+
+        folder = tempfile.mkdtemp(prefix="aci-chdb-")
+        _CHDB.append(clickhouse_connect.get_client(dsn=f"chdb://{folder}"))
+    return _CHDB[0]

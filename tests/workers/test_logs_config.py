@@ -1,0 +1,136 @@
+"""`ACI_LOGS_CONFIG`: validated at worker start, one-line errors naming the key; the router."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from contracts import ErrorCode, QueryLogsRequest, Topic
+from workers.sources import SourceError, open_sources
+from workers.sources.logs.config import LogsConfigError, parse_logs_config
+from workers.sources.logs.router import LogRouter, logs_source_from_env
+from workers.sources.logs.source import MockLogSource
+
+FILE_TOPIC = '[topics.APPLICATION]\nbackend = "file"\npaths = ["/var/log/shop/*.jsonl*"]\n'
+
+
+@pytest.mark.parametrize(
+    ("text", "says"),
+    [
+        ("x = [", "not valid TOML"),
+        ("", "topics: give at least one"),
+        ('[topics.APPLICATIO]\nbackend = "mock"\n', "topics.APPLICATIO: unknown topic"),
+        ('[topics.APPLICATION]\nbackend = "loki"\n', "topics.APPLICATION.backend: Invalid value"),
+        ('[topics.APPLICATION]\nscenario = "x"\n', "topics.APPLICATION.backend: missing key"),
+        (
+            '[topics.APPLICATION]\nbackend = "file"\nformat = "jsonl"\n',
+            "topics.APPLICATION.paths: missing key",
+        ),
+        (
+            'roots = ["/var/log"]\n' + FILE_TOPIC + 'format = "json"\n',
+            "topics.APPLICATION.format: Invalid enum value 'json' (one of jsonl",
+        ),
+        (
+            'roots = ["/var/log"]\n' + FILE_TOPIC + 'format = "jsonl"\nfoo = 1\n',
+            "topics.APPLICATION.foo: unknown key",
+        ),
+        (FILE_TOPIC + 'format = "jsonl"\n', "topics.APPLICATION.paths[0]: not under any of roots"),
+        (
+            'roots = ["/var/log"]\n[topics.APPLICATION]\nbackend = "file"\nformat = "jsonl"\npaths = ["/var/log/*/a.log"]\n',
+            "wildcards only in the file name",
+        ),
+        (
+            'roots = ["/var/log"]\n[topics.APPLICATION]\nbackend = "file"\nformat = "jsonl"\npaths = ["/var/log/../etc/passwd"]\n',
+            "not under any of roots",
+        ),
+        (
+            'roots = ["/proc"]\n[topics.APPLICATION]\nbackend = "file"\nformat = "jsonl"\npaths = ["/proc/self/environ"]\n',
+            "roots[0]: /proc, /sys and /dev are not log roots",
+        ),
+        ('roots = ["/sys/kernel"]\n[topics.APPLICATION]\nbackend = "mock"\n', "roots[0]: /proc"),
+        (
+            'roots = ["var/log"]\n[topics.APPLICATION]\nbackend = "mock"\n',
+            "roots[0]: must be an absolute",
+        ),
+        (
+            'timezone = "Mars/Base"\n[topics.APPLICATION]\nbackend = "mock"\n',
+            "timezone: unknown time zone",
+        ),
+        ('bogus = 1\n[topics.APPLICATION]\nbackend = "mock"\n', "bogus: unknown key"),
+        (
+            '[scan]\nmax_seconds = 0\n[topics.APPLICATION]\nbackend = "mock"\n',
+            "scan: max_seconds must be in",
+        ),
+        (
+            '[topics.APPLICATION]\nbackend = "clickhouse"\n',
+            "topics.APPLICATION: backend clickhouse needs a [clickhouse] section",
+        ),
+        (
+            '[clickhouse]\ndsn = "tcp://x"\n[topics.APPLICATION]\nbackend = "clickhouse"\n',
+            "clickhouse: dsn: must start with",
+        ),
+        (
+            '[clickhouse]\ndsn = "chdb://memory"\n[topics.APPLICATION]\nbackend = "clickhouse"\ntable = "a;b"\n',
+            "topics.APPLICATION.table: a table name",
+        ),
+        (
+            'default_lookback = 30\n[topics.APPLICATION]\nbackend = "mock"\n',
+            "default_lookback: set ACI_LOGS_DEFAULT_LOOKBACK instead",
+        ),
+    ],
+)
+def test_every_mistake_is_one_line_naming_the_key(text: str, says: str) -> None:
+    with pytest.raises(LogsConfigError) as caught:
+        parse_logs_config(text)
+    message = str(caught.value)
+    assert isinstance(caught.value, ValueError)
+    assert message.startswith("ACI_LOGS_CONFIG: ") and "\n" not in message
+    assert says in message, message
+
+
+def test_the_error_never_names_the_file(tmp_path: Path) -> None:
+    secret = tmp_path / "secret-location.toml"
+    secret.write_text("x = [")
+    with pytest.raises(LogsConfigError) as caught:
+        logs_source_from_env({"ACI_LOGS_CONFIG": str(secret)})
+    assert "secret-location" not in str(caught.value)
+    with pytest.raises(LogsConfigError, match="cannot read the file"):
+        logs_source_from_env({"ACI_LOGS_CONFIG": str(tmp_path / "missing.toml")})
+
+
+def test_without_the_variable_mock_stays_the_default() -> None:
+    assert isinstance(logs_source_from_env({}), MockLogSource)
+
+
+async def test_a_topic_the_file_leaves_out_is_an_error_not_no_evidence(tmp_path: Path) -> None:
+    config = tmp_path / "logs.toml"
+    config.write_text('[topics.APPLICATION]\nbackend = "mock"\n')
+    router = logs_source_from_env({"ACI_LOGS_CONFIG": str(config)})
+    assert isinstance(router, LogRouter)
+    found = await router.fetch(QueryLogsRequest(topic=Topic.APPLICATION, query="timeout"))
+    assert found.source_kind == "MOCK" and found.match_count > 0
+    with pytest.raises(SourceError) as caught:
+        await router.fetch(QueryLogsRequest(topic=Topic.SYSTEM_EVENTS, query=""))
+    assert caught.value.code is ErrorCode.UNAVAILABLE
+    assert "SYSTEM_EVENTS is not configured" in caught.value.message
+    await router.aclose()
+
+
+async def test_the_worker_refuses_to_start_on_a_bad_file(tmp_path: Path) -> None:
+    config = tmp_path / "logs.toml"
+    config.write_text('[topics.APPLICATION]\nbackend = "file"\n')
+    with pytest.raises(LogsConfigError, match=r"topics\.APPLICATION\.paths: missing key"):
+        async with open_sources({"ACI_LOGS_CONFIG": str(config)}, only=("query_logs",)):
+            pass
+
+
+def test_the_default_lookback_is_the_pipelines(tmp_path: Path) -> None:
+    from workers.sources.logs.config import load_logs_config
+
+    config = tmp_path / "logs.toml"
+    config.write_text('[topics.APPLICATION]\nbackend = "mock"\n')
+    loaded = load_logs_config({"ACI_LOGS_CONFIG": str(config), "ACI_LOGS_DEFAULT_LOOKBACK": "15"})
+    assert loaded is not None and loaded.default_lookback == 15
+    with pytest.raises(LogsConfigError, match="ACI_LOGS_DEFAULT_LOOKBACK"):
+        load_logs_config({"ACI_LOGS_CONFIG": str(config), "ACI_LOGS_DEFAULT_LOOKBACK": "0"})

@@ -1,0 +1,296 @@
+"""The FILE backend: formats written by real producers, rotation, zones, newest first."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import logging
+import os
+import shutil
+import subprocess
+import time
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+import structlog
+from logs_helpers import file_source, project, search
+
+from contracts import EvidenceStatus, Topic
+from workers.sources.logs.formats import level_of, parse_time
+from workers.sources.logs.scenario_files import write_file_scenario
+from workers.sources.logs.slowlog import sql_template
+
+NOW = 1_796_000_000.0  # fixed clock: 2026-11-29T...Z
+
+
+def iso(seconds_ago: float) -> str:
+    return datetime.fromtimestamp(NOW - seconds_ago, UTC).isoformat()
+
+
+def test_structlog_json_lines_are_read(tmp_path: Path) -> None:
+    path = tmp_path / "app.jsonl"
+    with path.open("w") as out:
+        logger = structlog.wrap_logger(
+            structlog.PrintLogger(out),
+            processors=[
+                structlog.processors.add_log_level,
+                structlog.processors.TimeStamper(fmt="iso", utc=True),
+                structlog.processors.JSONRenderer(),
+            ],
+        )
+        logger.error("payment declined", service="payment-service", http_status=502)
+        logger.info("health ok", service="payment-service")
+    # structlog stamps the wall clock: read it with a clock just after
+    source = file_source(tmp_path, "jsonl", ["app.jsonl"], now=time.time() + 1)
+    found = search(source, "level:ERROR http_status:502 declined")
+    assert found.match_count == 1 and found.source_kind == "FILE"
+    record = found.records[0]
+    assert (record.level, record.service, record.message) == (
+        "ERROR",
+        "payment-service",
+        "payment declined",
+    )
+    assert record.fields == {"http_status": 502}
+
+
+def test_python_logging_with_gzip_rotation(tmp_path: Path) -> None:
+    now = time.time()
+    write_file_scenario(tmp_path, now)
+    assert sorted(p.name for p in (tmp_path / "app").iterdir())[:2] == [
+        "shop.jsonl",
+        "shop.jsonl.1.gz",
+    ]
+    source = file_source(tmp_path, "jsonl", ["app/shop.jsonl*"], now=now)
+    every = search(source, "", lookback=60)
+    assert every.match_count == 360 + 24  # an hour of traffic and the errors, over all files
+    errors = project(search(source, "exception:SQLTransientConnectionException http_status:503"))
+    assert errors.evidence_status is EvidenceStatus.EVIDENCE_FOUND and errors.match_count == 24
+    assert errors.patterns[0].template.startswith("HikariPool-<NUM> - Connection is not available")
+
+
+def test_rotated_files_last_written_before_the_window_are_not_read(tmp_path: Path) -> None:
+    now = time.time()
+    write_file_scenario(tmp_path, now)
+    old = tmp_path / "app" / "shop.jsonl.2.gz"
+    os.utime(old, (now - 7200, now - 7200))
+    source = file_source(tmp_path, "jsonl", ["app/shop.jsonl*"], now=now)
+    assert search(source, "", lookback=60).match_count < 384
+    os.utime(old, (now, now))
+    assert search(source, "", lookback=60).match_count == 384
+
+
+@pytest.mark.parametrize(
+    ("line", "level", "message", "service"),
+    [
+        # logstash-logback-encoder
+        (
+            {
+                "@timestamp": iso(60),
+                "level": "WARN",
+                "level_value": 30000,
+                "message": "m",
+                "logger_name": "a.B",
+            },
+            "WARN",
+            "m",
+            "",
+        ),
+        # zap production: epoch seconds as a float
+        ({"level": "error", "ts": NOW - 60.5, "caller": "x.go:1", "msg": "m"}, "ERROR", "m", ""),
+        # bunyan: numeric level, ISO time, name
+        (
+            {
+                "name": "shop",
+                "hostname": "h",
+                "pid": 1,
+                "level": 50,
+                "msg": "m",
+                "time": iso(60),
+                "v": 0,
+            },
+            "ERROR",
+            "m",
+            "shop",
+        ),
+        # pino: epoch ms, numeric level
+        (
+            {"level": 60, "time": int((NOW - 60) * 1000), "pid": 1, "hostname": "h", "msg": "m"},
+            "FATAL",
+            "m",
+            "",
+        ),
+        # ECS
+        (
+            {
+                "@timestamp": iso(60),
+                "log": {"level": "warn"},
+                "message": "m",
+                "service": {"name": "svc"},
+            },
+            "WARN",
+            "m",
+            "svc",
+        ),
+        # OpenTelemetry field names, nanoseconds
+        (
+            {
+                "Timestamp": str(int((NOW - 60) * 1e9)),
+                "SeverityText": "ERROR",
+                "SeverityNumber": 17,
+                "Body": "m",
+                "ServiceName": "svc",
+            },
+            "ERROR",
+            "m",
+            "svc",
+        ),
+        (
+            {"Timestamp": str(int((NOW - 60) * 1e9)), "SeverityNumber": 13, "Body": "m"},
+            "WARN",
+            "m",
+            "",
+        ),
+        # logback level_value alone
+        ({"@timestamp": iso(60), "level_value": 40000, "message": "m"}, "ERROR", "m", ""),
+    ],
+)
+def test_json_field_names_of_common_producers(
+    tmp_path: Path, line: dict[str, object], level: str, message: str, service: str
+) -> None:
+    (tmp_path / "a.jsonl").write_text(json.dumps(line) + "\n")
+    found = search(file_source(tmp_path, "jsonl", ["a.jsonl"], now=NOW), "")
+    assert found.match_count == 1
+    record = found.records[0]
+    assert (record.level, record.message, record.service) == (level, message, service)
+    assert record.timestamp.startswith(
+        datetime.fromtimestamp(NOW - 61, UTC).strftime("%Y-%m-%dT%H:%M")
+    )
+
+
+def test_configured_field_map_and_zone(tmp_path: Path) -> None:
+    # a naive local time in +08:00, the message under a custom key
+    local = datetime.fromtimestamp(NOW - 120, UTC).astimezone(datetime.now(UTC).astimezone().tzinfo)
+    naive = (datetime.fromtimestamp(NOW - 120, UTC) + timedelta(hours=8)).strftime(
+        "%Y-%m-%d %H:%M:%S,%f"
+    )[:-3]
+    (tmp_path / "a.jsonl").write_text(
+        json.dumps({"when": naive, "sev": "err", "text": "boom", "svc": "s", "order": "o-1"}) + "\n"
+    )
+    extra = 'timezone = "+08:00"\n[topics.APPLICATION.fields]\ntime = "when"\nlevel = "sev"\nmessage = "text"\nservice = "svc"\norder_id = "order"\n'
+    source = file_source(tmp_path, "jsonl", ["a.jsonl"], now=NOW, extra=extra)
+    found = search(source, "order_id:o-1 level:ERROR", lookback=5)
+    assert found.match_count == 1 and local is not None
+    assert found.records[0].timestamp.endswith("+08:00")
+    assert parse_time(naive, source.zone) == int((NOW - 120) * 1000)
+
+
+def test_logfmt(tmp_path: Path) -> None:
+    (tmp_path / "a.log").write_text(
+        f'ts={iso(30)} level=error msg="upstream timed out" service=api duration_ms=1200\n'
+        f"ts={iso(20)} level=info msg=ok service=api duration_ms=12\n"
+    )
+    source = file_source(
+        tmp_path,
+        "logfmt",
+        ["a.log"],
+        now=NOW,
+        extra='[topics.APPLICATION.fields]\nduration_ms = "duration_ms"\n',
+    )
+    found = search(source, "duration_ms:>1000")
+    assert found.match_count == 1 and found.records[0].message == "upstream timed out"
+
+
+def test_cri_partial_lines_are_joined(tmp_path: Path) -> None:
+    pod = tmp_path / "pods" / "shop_order-7d9f_0d1e" / "order"
+    pod.mkdir(parents=True)
+    stamp = datetime.fromtimestamp(NOW - 30, UTC).strftime("%Y-%m-%dT%H:%M:%S.%f") + "123Z"
+    (pod / "0.log").write_text(
+        f"{stamp} stderr P java.lang.OutOfMemoryError: Java heap\n"
+        f"{stamp} stderr F  space at Cache.grow\n"
+        f'{stamp} stdout F {{"level":"info","msg":"started","ts":{NOW - 29}}}\n'
+    )
+    source = file_source(tmp_path, "cri", ["pods/shop_order-7d9f_0d1e/order/*.log"], now=NOW)
+    found = search(source, '"Java heap space"')
+    assert found.match_count == 1
+    # the kubelet's names of the pod (not the file's location) become fields
+    names = {"stream": "stderr", "namespace": "shop", "pod": "order-7d9f", "container": "order"}
+    assert found.records[0].fields == names and found.records[0].service == "order"
+    inner = search(source, "stream:stdout level:INFO namespace:shop pod:order-7d9f")
+    assert inner.match_count == 1 and inner.records[0].message == "started"
+
+
+@pytest.mark.skipif(shutil.which("logger") is None, reason="util-linux logger not installed")
+def test_syslog_lines_written_by_logger(tmp_path: Path) -> None:
+    lines = []
+    for flag, prio, text in (
+        ("--rfc5424", "user.err", "payment declined"),
+        ("--rfc3164", "daemon.warning", "disk almost full"),
+    ):
+        done = subprocess.run(
+            ["logger", "--no-act", "--stderr", "--socket-errors=off", flag, "-t", "shopd", "-p", prio, text],
+            capture_output=True, text=True, check=True,
+        )  # fmt: skip
+        lines.append(done.stderr.strip())
+    (tmp_path / "syslog").write_text("\n".join(lines) + "\n")
+    source = file_source(
+        tmp_path, "syslog", ["syslog"], now=time.time() + 5, topic=Topic.SYSTEM_EVENTS
+    )
+    err = search(source, "level:ERROR declined")
+    assert err.match_count == 1 and err.records[0].service == "shopd"
+    warn = search(source, "level:WARN app:shopd")
+    assert warn.match_count == 1 and warn.records[0].message == "disk almost full"
+
+
+def test_mariadb_slow_log_entries(tmp_path: Path) -> None:
+    write_file_scenario(tmp_path, NOW)
+    source = file_source(
+        tmp_path, "mysql_slow", ["mysql/slow.log"], now=NOW, topic=Topic.DATABASE_SLOW_QUERY
+    )
+    slow = search(source, "duration_ms:>2000 table:orders")
+    assert slow.match_count == 4
+    fields = slow.records[-1].fields
+    assert (
+        fields["sql_template"]
+        == "SELECT * FROM orders WHERE customer_id = ? AND status = ? FOR UPDATE"
+    )
+    assert fields["rows_examined"] == 120000 and fields["db_user"] == "shop"
+    assert isinstance(fields["lock_time_ms"], float) and fields["lock_time_ms"] > 1000
+    # the server's banner (version, port, socket) is never a record
+    assert all("socket" not in r.message.lower() for r in search(source, "", lookback=120).records)
+
+
+def test_sql_template_masks_literals() -> None:
+    assert sql_template("SELECT * FROM t WHERE a IN (1, 2, 3) AND b = 'x''y' AND c = -4.5;") == (
+        "SELECT * FROM t WHERE a IN (?+) AND b = ? AND c = ?"
+    )
+
+
+def test_levels_normalised() -> None:
+    assert [level_of(v) for v in ("warning", "err", "CRITICAL", 30, 50, 60)] == [
+        "WARN", "ERROR", "FATAL", "INFO", "ERROR", "FATAL",
+    ]  # fmt: skip
+    assert level_of(9, "SeverityNumber") == "INFO"
+
+
+def test_a_large_file_is_read_from_its_newest_end(tmp_path: Path) -> None:
+    with (tmp_path / "big.jsonl").open("w") as out:
+        for i in range(20_000):
+            out.write(
+                json.dumps({"ts": NOW - 3000 + i * 0.1, "level": "info", "msg": f"line {i}"}) + "\n"
+            )
+    source = file_source(
+        tmp_path, "jsonl", ["big.jsonl"], now=NOW, top="[scan]\nmax_bytes = 100000\n"
+    )
+    found = search(source, "")
+    assert found.match_count_lower_bound and 0 < found.match_count < 20_000
+    assert found.records[-1].message == "line 19999"  # the newest records were read
+    assert project(found).truncated
+
+
+def test_gzip_archives_are_read(tmp_path: Path) -> None:
+    with gzip.open(tmp_path / "a.jsonl.1.gz", "wt") as out:
+        out.write(json.dumps({"ts": NOW - 10, "level": "error", "msg": "from the archive"}) + "\n")
+    logging.getLogger(__name__).debug("archive written")
+    found = search(file_source(tmp_path, "jsonl", ["a.jsonl*"], now=NOW), "archive")
+    assert found.match_count == 1

@@ -1,0 +1,193 @@
+"""Hostile files behind the FILE backend: each a typed ERROR or a bounded answer, never a
+dead worker, never a path in what the model sees; deadlines stop the scan."""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import anyio
+import anyio.to_thread
+import pytest
+from logs_helpers import file_source, search
+
+from contracts import ErrorCode, QueryLogsRequest, Topic
+from workers.sources import SourceError
+from workers.sources.logs.config import LogsConfigError, parse_logs_config
+from workers.sources.logs.deadline import StopFlag
+
+NOW = 1_796_000_000.0
+
+
+def line(i: int, message: str = "request ok") -> str:
+    return json.dumps({"ts": NOW - 600 + i * 0.01, "level": "info", "msg": f"{message} {i}"}) + "\n"
+
+
+def test_a_sparse_2gb_file_is_a_bounded_error(tmp_path: Path) -> None:
+    sparse = tmp_path / "sparse.jsonl"
+    with sparse.open("wb") as out:
+        out.truncate(2 * 1024**3)  # all NULs, no newline
+    source = file_source(
+        tmp_path, "jsonl", ["sparse.jsonl"], now=NOW, top="[scan]\nmax_bytes = 8000000\n"
+    )
+    started = time.monotonic()
+    with pytest.raises(SourceError) as caught:
+        search(source, "timeout")
+    assert time.monotonic() - started < 10
+    assert caught.value.code in (ErrorCode.EXECUTION, ErrorCode.TIMEOUT)
+    assert str(tmp_path) not in caught.value.message
+
+
+def test_a_20mb_line_is_skipped_and_the_count_marked(tmp_path: Path) -> None:
+    path = tmp_path / "a.jsonl"
+    with path.open("w") as out:
+        out.write(line(1, "before"))
+        out.write(json.dumps({"ts": NOW - 300, "level": "error", "msg": "x" * 20_000_000}) + "\n")
+        out.write(line(2, "after"))
+    found = search(file_source(tmp_path, "jsonl", ["a.jsonl"], now=NOW), "")
+    assert found.match_count == 2 and found.match_count_lower_bound
+    assert {r.message for r in found.records} == {"before 1", "after 2"}
+
+
+def test_invalid_utf8_and_binary(tmp_path: Path) -> None:
+    (tmp_path / "a.jsonl").write_bytes(
+        line(1).encode()
+        + b'{"ts": %d, "level": "error", "msg": "bad \xff\xfe bytes"}\n' % (NOW - 10)
+        + b"\x00\x01\x02\xff" * 1000
+        + b"\n"
+    )
+    found = search(file_source(tmp_path, "jsonl", ["a.jsonl"], now=NOW), "bytes")
+    assert found.match_count == 1 and "\ufffd" in found.records[0].message
+    (tmp_path / "b.bin").write_bytes(os.urandom(200_000))
+    with pytest.raises(SourceError) as caught:
+        search(file_source(tmp_path, "jsonl", ["b.bin"], now=NOW), "")
+    assert (
+        caught.value.code is ErrorCode.EXECUTION
+        and "not in the configured format" in caught.value.message
+    )
+
+
+def test_a_file_truncated_during_the_scan(tmp_path: Path) -> None:
+    path = tmp_path / "a.jsonl"
+    path.write_text("".join(line(i) for i in range(50_000)))
+    source = file_source(tmp_path, "jsonl", ["a.jsonl"], now=NOW)
+    stop = threading.Event()
+
+    def truncate() -> None:
+        while not stop.is_set():
+            with path.open("r+") as handle:
+                handle.truncate(1000)
+            time.sleep(0.001)
+
+    worker = threading.Thread(target=truncate)
+    worker.start()
+    try:
+        found = search(source, "")
+    except SourceError as exc:  # truncated to nothing before the first line: an honest error
+        assert exc.code in (ErrorCode.EXECUTION, ErrorCode.TIMEOUT)
+    else:
+        assert found.match_count <= 50_000
+    finally:
+        stop.set()
+        worker.join()
+
+
+def test_a_symlink_out_of_the_roots_is_refused(tmp_path: Path) -> None:
+    root = tmp_path / "logs"
+    root.mkdir()
+    outside = tmp_path / "secret.jsonl"
+    outside.write_text(line(1, "secret"))
+    (root / "app.jsonl").symlink_to(outside)
+    with pytest.raises(SourceError) as caught:
+        search(file_source(root, "jsonl", ["*.jsonl"], now=NOW), "")
+    assert caught.value.code is ErrorCode.AUTHORIZATION
+    assert "secret" not in caught.value.message and str(tmp_path) not in caught.value.message
+
+
+def test_a_fifo_in_the_roots_is_refused(tmp_path: Path) -> None:
+    os.mkfifo(tmp_path / "a.jsonl")
+    with pytest.raises(SourceError) as caught:
+        search(file_source(tmp_path, "jsonl", ["a.jsonl"], now=NOW), "")
+    assert caught.value.code is ErrorCode.AUTHORIZATION
+
+
+def test_a_config_pointing_at_proc_is_refused() -> None:
+    for root in ("/proc", "/proc/self", "/sys", "/dev"):
+        with pytest.raises(LogsConfigError, match="not log roots"):
+            parse_logs_config(
+                f'roots = ["{root}"]\n[topics.APPLICATION]\nbackend = "file"\n'
+                f'format = "jsonl"\npaths = ["{root}/environ"]\n'
+            )
+
+
+def test_a_symlinked_root_to_proc_is_refused_at_scan(tmp_path: Path) -> None:
+    (tmp_path / "self").symlink_to("/proc/self")
+    with pytest.raises(SourceError) as caught:
+        search(file_source(tmp_path, "jsonl", ["self/environ"], now=NOW), "")
+    assert caught.value.code is ErrorCode.AUTHORIZATION
+
+
+def test_the_scan_stops_when_the_call_is_cancelled(tmp_path: Path) -> None:
+    (tmp_path / "a.jsonl").write_text("".join(line(i) for i in range(200_000)))
+    source = file_source(tmp_path, "jsonl", ["a.jsonl"], now=NOW)
+    flag = StopFlag(60)
+    flag.cancel()
+    started = time.monotonic()
+    with pytest.raises(SourceError):
+        search(source, "no-such-term", flag=flag)
+    assert time.monotonic() - started < 0.5
+
+
+async def test_a_deadline_stops_the_thread_not_only_the_caller(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "a.jsonl").write_text("".join(line(i) for i in range(300_000)))
+    source = file_source(tmp_path, "jsonl", ["a.jsonl"], now=NOW)
+    finished = threading.Event()
+    scan = source.search
+
+    def tracked(*args: Any) -> Any:
+        try:
+            return scan(*args)
+        finally:
+            finished.set()
+
+    monkeypatch.setattr(source, "search", tracked)
+    # an exclusion cannot skip the parse of any line: a full scan takes seconds
+    request = QueryLogsRequest(topic=Topic.APPLICATION, query="-no-such-term")
+    started = time.monotonic()
+    try:
+        with anyio.fail_after(0.3):
+            found = await source.fetch(request)
+    except TimeoutError:
+        pass
+    else:  # stopped just before the deadline: a partial answer, marked as such
+        assert found.match_count_lower_bound and found.match_count < 300_000
+    assert time.monotonic() - started < 1.0
+    # the thread stops at the deadline (or when abandoned), not after the whole file
+    assert await anyio.to_thread.run_sync(finished.wait, 1.0)
+
+
+def test_a_file_rotated_between_listing_and_reading(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import workers.sources.logs.file_source as file_source_module
+
+    (tmp_path / "a.jsonl").write_text(line(1, "first") + line(2, "second"))
+    (tmp_path / "b.jsonl").write_text(line(3, "third"))
+    listed = file_source_module.find_files
+
+    def rotate_after_listing(*args: Any) -> Any:
+        found = listed(*args)
+        (tmp_path / "a.jsonl").rename(tmp_path / "a.jsonl.1")  # logrotate's rename
+        (tmp_path / "a.jsonl").write_text("")
+        return found
+
+    monkeypatch.setattr(file_source_module, "find_files", rotate_after_listing)
+    found = search(file_source(tmp_path, "jsonl", ["*.jsonl"], now=NOW), "")
+    # the renamed file was not read: the count says it is a lower bound
+    assert found.match_count >= 1 and found.match_count_lower_bound

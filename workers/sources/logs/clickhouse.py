@@ -1,0 +1,290 @@
+"""`query_logs` over ClickHouse (`source_kind` CLICKHOUSE), on the OpenTelemetry Collector's
+`otel_logs` schema (`Timestamp DateTime64(9)`, `TimestampTime`, `SeverityText`,
+`SeverityNumber`, `ServiceName`, `Body`, `LogAttributes`/`ResourceAttributes` maps).
+
+The query language compiles to a WHERE clause whose every value is a bound server-side
+parameter (`{p3:String}`): no text of the agent is ever spliced into SQL, so there is no `;`,
+quote or comment to smuggle. The same clause serves two statements: the newest rows
+(`ORDER BY Timestamp DESC LIMIT n+1`: more than n rows says the sample is cut) and an exact
+`count()`. Both carry `readonly=1` and `max_execution_time` from the call's deadline (a
+per-query setting of a SELECT; never on `command()`, where clickhouse-connect would leave the
+handle read-only). Lookback filters `Timestamp` and, when the table has it, `TimestampTime`
+(the partition and primary key column).
+
+What the clauses mean, as for every backend (`records.py`): a word is a case-insensitive
+substring of `Body`, `SeverityText`, `ServiceName` or any `LogAttributes` value;
+`field:value` reads `level` → `SeverityText`, `service` → `ServiceName`, `message` → `Body`,
+any other name → `LogAttributes[name]`, compared as a number when both sides are numbers.
+
+Errors name the topic, never the table, host or DSN; ClickHouse's own texts (which quote the
+table) are dropped, its error code kept.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+import time
+from collections.abc import Callable, Mapping
+from typing import Any, Final
+
+import anyio.to_thread
+
+from contracts.logs import LogsUpstream
+from contracts.requests import QueryLogsRequest
+from contracts.results import JsonScalar, LogScope
+from contracts.status import ErrorCode, SourceKind, Topic
+from workers.sources.base import SourceError
+from workers.sources.logs.config import ClickhouseConnection, ClickhouseTopic, LogsConfig, zone_of
+from workers.sources.logs.deadline import remaining_seconds
+from workers.sources.logs.formats import level_of
+from workers.sources.logs.mocklog import NUMERIC_FIELDS
+from workers.sources.logs.records import Digest, Entry, as_number, format_ms
+from workers.sources.logs.source import Clause, ParsedQuery, check_fields, parse_log_query
+
+__all__ = ["OTEL_LOGS_DDL", "ClickhouseLogSource", "compile_query"]
+
+# The exporter's table (exporter/clickhouseexporter logs_table.sql), for tests and the bench.
+OTEL_LOGS_DDL: Final = """CREATE TABLE IF NOT EXISTS {table} (
+  Timestamp DateTime64(9) CODEC(Delta(8), ZSTD(1)),
+  TimestampTime DateTime DEFAULT toDateTime(Timestamp),
+  TraceId String CODEC(ZSTD(1)),
+  SpanId String CODEC(ZSTD(1)),
+  TraceFlags UInt8,
+  SeverityText LowCardinality(String) CODEC(ZSTD(1)),
+  SeverityNumber UInt8,
+  ServiceName LowCardinality(String) CODEC(ZSTD(1)),
+  Body String CODEC(ZSTD(1)),
+  ResourceSchemaUrl LowCardinality(String) CODEC(ZSTD(1)),
+  ResourceAttributes Map(LowCardinality(String), String) CODEC(ZSTD(1)),
+  ScopeSchemaUrl LowCardinality(String) CODEC(ZSTD(1)),
+  ScopeName String CODEC(ZSTD(1)),
+  ScopeVersion LowCardinality(String) CODEC(ZSTD(1)),
+  ScopeAttributes Map(LowCardinality(String), String) CODEC(ZSTD(1)),
+  LogAttributes Map(LowCardinality(String), String) CODEC(ZSTD(1)),
+  INDEX idx_trace_id TraceId TYPE bloom_filter(0.001) GRANULARITY 1,
+  INDEX idx_res_attr_key mapKeys(ResourceAttributes) TYPE bloom_filter(0.01) GRANULARITY 1,
+  INDEX idx_res_attr_value mapValues(ResourceAttributes) TYPE bloom_filter(0.01) GRANULARITY 1,
+  INDEX idx_log_attr_key mapKeys(LogAttributes) TYPE bloom_filter(0.01) GRANULARITY 1,
+  INDEX idx_log_attr_value mapValues(LogAttributes) TYPE bloom_filter(0.01) GRANULARITY 1,
+  INDEX idx_body Body TYPE tokenbf_v1(32768, 3, 0) GRANULARITY 8
+) ENGINE = MergeTree()
+PARTITION BY toDate(TimestampTime)
+PRIMARY KEY (ServiceName, TimestampTime)
+ORDER BY (ServiceName, TimestampTime, Timestamp)
+SETTINGS index_granularity = 8192, ttl_only_drop_parts = 1"""
+
+_COLUMNS: Final = {"level": "SeverityText", "service": "ServiceName", "message": "Body"}
+_HAY: Final = (
+    "(positionCaseInsensitiveUTF8(Body, {v}) > 0 OR positionCaseInsensitiveUTF8(SeverityText, {v}) > 0"  # noqa: E501
+    " OR positionCaseInsensitiveUTF8(ServiceName, {v}) > 0"
+    " OR arrayExists(x -> positionCaseInsensitiveUTF8(x, {v}) > 0, mapValues(LogAttributes)))"
+)
+_CMP: Final = {"gt": ">", "ge": ">=", "lt": "<", "le": "<="}
+
+
+class _Params:
+    def __init__(self) -> None:
+        self.values: dict[str, Any] = {}
+
+    def bind(self, value: Any, kind: str) -> str:
+        name = f"p{len(self.values)}"
+        self.values[name] = value
+        return "{" + name + ":" + kind + "}"
+
+
+def _clause_sql(clause: Clause, params: _Params) -> str:
+    if clause.field is None:
+        return _HAY.format(v=params.bind(clause.value, "String"))
+    column = _COLUMNS.get(clause.field)
+    if column is None:
+        column = f"LogAttributes[{params.bind(clause.field, 'String')}]"
+    if clause.op == "exists":
+        if clause.field in _COLUMNS:
+            return "1"
+        return f"mapContains(LogAttributes, {params.bind(clause.field, 'String')})"
+    number = f"toFloat64OrNull({column})"
+    if clause.op == "contains":
+        text = f"positionCaseInsensitiveUTF8({column}, {params.bind(clause.value, 'String')}) > 0"
+        if clause.number is None:
+            return text
+        equal = f"{number} = {params.bind(clause.number, 'Float64')}"
+        return f"if(isNotNull({number}), ifNull({equal}, 0), {text})"
+    return f"ifNull({number} {_CMP[clause.op]} {params.bind(clause.number, 'Float64')}, 0)"
+
+
+def compile_query(
+    query: ParsedQuery,
+    entry: ClickhouseTopic,
+    start_ms: int,
+    end_ms: int,
+    *,
+    has_timestamp_time: bool,
+) -> tuple[str, dict[str, Any]]:
+    """The WHERE clause (without `WHERE`) and its bound parameters."""
+    params = _Params()
+    low, high = params.bind(start_ms, "Int64"), params.bind(end_ms, "Int64")
+    parts = [
+        f"Timestamp >= fromUnixTimestamp64Milli({low})",
+        f"Timestamp <= fromUnixTimestamp64Milli({high})",
+    ]
+    if has_timestamp_time:
+        parts += [
+            f"TimestampTime >= toDateTime(intDiv({low}, 1000))",
+            f"TimestampTime <= toDateTime(intDiv({high}, 1000))",
+        ]
+    if entry.service_names:
+        parts.append(f"ServiceName IN {params.bind(list(entry.service_names), 'Array(String)')}")
+    for key, value in entry.attributes.items():
+        k, v = params.bind(key, "String"), params.bind(value, "String")
+        parts.append(f"(LogAttributes[{k}] = {v} OR ResourceAttributes[{k}] = {v})")
+    for clause in query.clauses:
+        sql = _clause_sql(clause, params)
+        parts.append(f"NOT ({sql})" if clause.negated else f"({sql})")
+    return " AND ".join(parts), params.values
+
+
+def _field_value(name: str, value: str) -> JsonScalar:
+    if name in NUMERIC_FIELDS:
+        number = as_number(value)
+        if number is not None:
+            return int(number) if number.is_integer() and "." not in value else number
+    return value
+
+
+class ClickhouseLogSource:
+    """Every ClickHouse topic of the configuration, over one client."""
+
+    source_kind: Final = SourceKind.CLICKHOUSE
+
+    def __init__(
+        self,
+        connection: ClickhouseConnection,
+        topics: Mapping[Topic, ClickhouseTopic],
+        config: LogsConfig,
+        env: Mapping[str, str],
+        *,
+        client: Any = None,
+        clock: Callable[[], float] | None = None,
+    ) -> None:
+        self.connection, self.topics, self.config = connection, dict(topics), config
+        self.password = env.get(connection.password_env, "") if connection.password_env else ""
+        self.zone = zone_of(config.timezone)
+        self.clock = clock or time.time
+        self._client, self._owns_client = client, client is None
+        self._lock = threading.Lock()
+        self._columns: dict[str, bool] = {}
+
+    def _get_client(self) -> Any:
+        with self._lock:
+            if self._client is None:
+                import clickhouse_connect
+
+                options: dict[str, Any] = {"dsn": self.connection.dsn}
+                if self.password:
+                    options["password"] = self.password
+                if not self.connection.dsn.startswith("chdb:"):
+                    options["connect_timeout"] = self.connection.connect_timeout_s
+                self._client = clickhouse_connect.get_client(**options)
+            return self._client
+
+    async def fetch(self, request: QueryLogsRequest) -> LogsUpstream:
+        """Compile, then run the two statements in a thread under the call's deadline."""
+        query = parse_log_query(request.query)
+        check_fields(query, request.topic, tuple(self.topics[request.topic].fields))
+        seconds = remaining_seconds(self.config.scan.max_seconds)
+        if seconds <= 0:
+            raise SourceError(ErrorCode.TIMEOUT, "no time was left to run the query")
+        return await anyio.to_thread.run_sync(
+            self.search, request, query, seconds, abandon_on_cancel=True
+        )
+
+    def _table(self, entry: ClickhouseTopic, params: dict[str, Any]) -> str:
+        db, _, table = entry.table.rpartition(".")
+        params["tbl"] = table
+        if db:
+            params["db"] = db
+            return "{db:Identifier}.{tbl:Identifier}"
+        return "{tbl:Identifier}"
+
+    def _has_timestamp_time(self, client: Any, entry: ClickhouseTopic, seconds: float) -> bool:
+        found = self._columns.get(entry.table)
+        if found is None:
+            db, _, table = entry.table.rpartition(".")
+            database = "{dbname:String}" if db else "currentDatabase()"
+            result = client.query(
+                "SELECT count() FROM system.columns WHERE table = {tab:String} AND name = "
+                f"'TimestampTime' AND database = {database}",
+                parameters={"tab": table, **({"dbname": db} if db else {})},
+                settings={"readonly": 1, "max_execution_time": seconds},
+            )
+            found = self._columns[entry.table] = bool(result.result_rows[0][0])
+        return found
+
+    def search(self, request: QueryLogsRequest, query: ParsedQuery, seconds: float) -> LogsUpstream:
+        """The synchronous query behind `fetch`; `SourceError` with a safe text on failure."""
+        entry = self.topics[request.topic]
+        lookback = request.lookback_minutes or self.config.default_lookback
+        end_ms = int(self.clock() * 1000)
+        start_ms = end_ms - lookback * 60_000
+        settings = {"readonly": 1, "max_execution_time": round(max(seconds, 0.05), 3)}
+        try:
+            client = self._get_client()
+            where, params = compile_query(
+                query, entry, start_ms, end_ms,
+                has_timestamp_time=self._has_timestamp_time(client, entry, seconds),
+            )  # fmt: skip
+            table = self._table(entry, params)
+            params["lim"] = entry.row_limit + 1
+            rows = client.query(
+                "SELECT toUnixTimestamp64Milli(Timestamp), SeverityText, SeverityNumber, "
+                f"ServiceName, Body, LogAttributes FROM {table} WHERE {where} "
+                "ORDER BY Timestamp DESC LIMIT {lim:UInt32}",
+                parameters=params,
+                settings=settings,
+            ).result_rows
+            count = client.query(
+                f"SELECT count() FROM {table} WHERE {where}", parameters=params, settings=settings
+            ).result_rows[0][0]
+        except SourceError:
+            raise
+        except Exception as exc:
+            raise self._safe_error(request.topic, exc) from None
+        digest = Digest(self.config.sample_limit)
+        for ms, severity, number, service, body, attributes in rows[: entry.row_limit]:
+            level = level_of(severity) if severity else level_of(number, "SeverityNumber")
+            fields = {k: _field_value(k, v) for k, v in attributes.items()}
+            digest.add(Entry(int(ms), level if severity or number else "", service, body, fields))
+        scope = LogScope(
+            topic=request.topic,
+            query=request.query,
+            lookback_minutes=lookback,
+            start_time=format_ms(start_ms, self.zone),
+            end_time=format_ms(end_ms, self.zone),
+        )
+        return digest.upstream(self.source_kind, scope, self.zone, match_count=int(count))
+
+    def _safe_error(self, topic: Topic, exc: Exception) -> SourceError:
+        code = getattr(exc, "code", None)
+        name = type(exc).__name__
+        if code == 159 or "TIMEOUT_EXCEEDED" in str(exc):
+            return SourceError(ErrorCode.TIMEOUT, "the log store did not answer within the limit")
+        if name in ("OperationalError", "ConnectionError") or isinstance(exc, OSError):
+            return SourceError(
+                ErrorCode.UNAVAILABLE, "the log store is unreachable", retryable=True
+            )
+        if code in (60, 47, 16, 81):  # unknown table / identifier / column / database
+            return SourceError(
+                ErrorCode.EXECUTION,
+                f"the log store of topic {topic.value} lacks the OpenTelemetry log table the "
+                "operator configured",
+            )
+        suffix = f" (code {code})" if isinstance(code, int) else ""
+        return SourceError(ErrorCode.EXECUTION, f"the log store refused the query{suffix}")
+
+    async def aclose(self) -> None:
+        """Close the client this source opened (an injected one stays with its owner)."""
+        if self._owns_client and self._client is not None:
+            with contextlib.suppress(Exception):
+                self._client.close()
+            self._client = None

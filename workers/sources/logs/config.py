@@ -1,0 +1,307 @@
+"""Operator configuration of `query_logs`: which backend serves each logical topic.
+
+`ACI_LOGS_CONFIG` names a TOML file (docs/logs.md is the reference). Without it the MOCK world
+serves every topic. The file is read and validated once, when the worker starts: every mistake
+is one `LogsConfigError` (a `ValueError`) whose one-line text names the key, e.g.
+`ACI_LOGS_CONFIG: topics.APPLICATION.format: must be one of jsonl, logfmt, ...`. The text never
+carries the file's own location.
+
+Shapes (a tagged union on `backend`):
+- `file`: `paths` (globs, each under one of the top-level `roots`), `format`, optional `fields`
+  (our name = the record's key), `timezone` (for timestamps without one), `service`;
+- `clickhouse`: `table` (an OpenTelemetry Collector `otel_logs` table), `service_names` and/or
+  `attributes` (LogAttributes/ResourceAttributes key = value) narrowing it to the topic;
+- `mock`: the built-in incident world (`scenario`).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import tomllib
+from collections.abc import Mapping
+from datetime import UTC, timedelta, timezone, tzinfo
+from pathlib import PurePosixPath
+from typing import Any, Final, Literal
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+import msgspec
+
+from contracts.fingerprint import DEFAULT_LOOKBACK_MINUTES
+from contracts.requests import LOOKBACK_MAX_MINUTES
+from contracts.status import Topic
+
+__all__ = [
+    "FORMATS",
+    "ClickhouseConnection",
+    "ClickhouseTopic",
+    "FileTopic",
+    "LogsConfig",
+    "LogsConfigError",
+    "MockTopic",
+    "ScanBudget",
+    "TopicConfig",
+    "load_logs_config",
+    "parse_logs_config",
+    "zone_of",
+]
+
+ENV_VAR: Final = "ACI_LOGS_CONFIG"
+FORMATS: Final = ("jsonl", "logfmt", "cri", "syslog", "mysql_slow")
+Format = Literal["jsonl", "logfmt", "cri", "syslog", "mysql_slow"]
+# Pseudo-filesystems: never log roots (a "log" there is kernel state or another process's).
+_FORBIDDEN_ROOTS: Final = ("/proc", "/sys", "/dev")
+_NAME: Final = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_IDENT: Final = re.compile(r"[A-Za-z_][A-Za-z0-9_.]*")  # a ClickHouse table, db.table allowed
+
+
+class LogsConfigError(ValueError):
+    """The logs configuration is wrong; `str()` is one line naming the key."""
+
+
+def zone_of(name: str) -> tzinfo:
+    """`UTC`, a fixed offset (`+08:00`) or an IANA name; `ValueError` otherwise."""
+    if name.upper() in ("UTC", "Z"):
+        return UTC
+    found = re.fullmatch(r"([+-])(\d{2}):?(\d{2})", name)
+    if found:
+        sign = -1 if found.group(1) == "-" else 1
+        return timezone(sign * timedelta(hours=int(found.group(2)), minutes=int(found.group(3))))
+    try:
+        return ZoneInfo(name)
+    except (ZoneInfoNotFoundError, ValueError):
+        raise ValueError(f"unknown time zone {name!r} (UTC, +08:00 or an IANA name)") from None
+
+
+class ScanBudget(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """What one call may read of files before it stops and says its count is a lower bound."""
+
+    max_bytes: int = 256 * 1024 * 1024
+    max_seconds: float = 10.0
+    max_line_bytes: int = 1024 * 1024  # a longer line is skipped (and the count marked)
+    max_files: int = 256
+
+    def __post_init__(self) -> None:
+        if self.max_bytes < 1 or self.max_line_bytes < 1 or self.max_files < 1:
+            raise ValueError("max_bytes, max_line_bytes and max_files must be >= 1")
+        if not 0 < self.max_seconds <= 600:
+            raise ValueError("max_seconds must be in (0, 600]")
+
+
+class FileTopic(
+    msgspec.Struct,
+    frozen=True,
+    kw_only=True,
+    forbid_unknown_fields=True,
+    tag="file",
+    tag_field="backend",
+):
+    """A topic read from log files matched by globs."""
+
+    paths: list[str]
+    format: Format
+    fields: dict[str, str] = {}
+    timezone: str | None = None
+    service: str = ""
+    time_unit: Literal["auto", "s", "ms", "us", "ns"] = "auto"
+
+    def __post_init__(self) -> None:
+        if not self.paths:
+            raise ValueError("paths: give at least one glob")
+        for path in self.paths:
+            if not path.startswith("/"):
+                raise ValueError(f"paths: {path!r} must be absolute")
+        for name in self.fields:
+            if not _NAME.fullmatch(name):
+                raise ValueError(f"fields.{name}: a field name is letters, digits and _")
+        if self.timezone is not None:
+            zone_of(self.timezone)
+
+
+class ClickhouseTopic(
+    msgspec.Struct,
+    frozen=True,
+    kw_only=True,
+    forbid_unknown_fields=True,
+    tag="clickhouse",
+    tag_field="backend",
+):
+    """A topic read from an OpenTelemetry `otel_logs` table, narrowed to the topic."""
+
+    table: str = "otel_logs"
+    service_names: list[str] = []
+    attributes: dict[str, str] = {}
+    fields: list[str] = []  # more LogAttributes keys a query may name (beyond the topic's)
+    row_limit: int = 1000  # rows fetched (LIMIT n+1) for the sample and the patterns
+
+    def __post_init__(self) -> None:
+        if not _IDENT.fullmatch(self.table) or self.table.count(".") > 1:
+            raise ValueError("table: a table name, or database.table (letters, digits, _)")
+        if not 1 <= self.row_limit <= 100_000:
+            raise ValueError("row_limit must be 1..100000")
+
+
+class MockTopic(
+    msgspec.Struct,
+    frozen=True,
+    kw_only=True,
+    forbid_unknown_fields=True,
+    tag="mock",
+    tag_field="backend",
+):
+    """A topic answered by the built-in MOCK incident world."""
+
+    scenario: str | None = None
+
+
+TopicConfig = FileTopic | ClickhouseTopic | MockTopic
+
+
+class ClickhouseConnection(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """How to reach ClickHouse: `dsn` (`http://user@host:8123/db`, or `chdb:///abs/dir` for the
+    in-process engine); the password is read from the variable `password_env`, never the file."""
+
+    dsn: str
+    password_env: str = ""
+    connect_timeout_s: float = 5.0
+
+    def __post_init__(self) -> None:
+        if not self.dsn.startswith(("http://", "https://", "chdb://")):
+            raise ValueError("dsn: must start with http://, https:// or chdb://")
+        if not 0 < self.connect_timeout_s <= 60:
+            raise ValueError("connect_timeout_s must be in (0, 60]")
+
+
+class LogsConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """The whole file: defaults, file roots, the scan budget, ClickHouse, one entry per topic."""
+
+    topics: dict[Topic, TopicConfig] = {}
+    roots: list[str] = []
+    timezone: str = "UTC"
+    default_lookback: int = DEFAULT_LOOKBACK_MINUTES  # from ACI_LOGS_DEFAULT_LOOKBACK, not the file
+    sample_limit: int = 64
+    scan: ScanBudget = ScanBudget()
+    clickhouse: ClickhouseConnection | None = None
+
+    def __post_init__(self) -> None:
+        try:
+            zone_of(self.timezone)
+        except ValueError as exc:
+            raise ValueError(f"timezone: {exc}") from None
+        if not 1 <= self.default_lookback <= LOOKBACK_MAX_MINUTES:
+            raise ValueError(f"default_lookback: must be 1..{LOOKBACK_MAX_MINUTES}")
+        if not 1 <= self.sample_limit <= 1000:
+            raise ValueError("sample_limit: must be 1..1000")
+
+
+def _check_roots(config: LogsConfig) -> None:
+    roots = []
+    for i, root in enumerate(config.roots):
+        clean = os.path.normpath(root)
+        if not root.startswith("/") or clean == "/":
+            raise LogsConfigError(f"{ENV_VAR}: roots[{i}]: must be an absolute folder below /")
+        if any(clean == f or clean.startswith(f + "/") for f in _FORBIDDEN_ROOTS):
+            raise LogsConfigError(f"{ENV_VAR}: roots[{i}]: /proc, /sys and /dev are not log roots")
+        roots.append(PurePosixPath(clean))
+    for topic, entry in config.topics.items():
+        if isinstance(entry, ClickhouseTopic) and config.clickhouse is None:
+            raise LogsConfigError(
+                f"{ENV_VAR}: topics.{topic.value}: backend clickhouse needs a [clickhouse] section"
+            )
+        if not isinstance(entry, FileTopic):
+            continue
+        for j, glob in enumerate(entry.paths):
+            path = PurePosixPath(os.path.normpath(glob))
+            if not any(path.is_relative_to(r) for r in roots):
+                raise LogsConfigError(
+                    f"{ENV_VAR}: topics.{topic.value}.paths[{j}]: not under any of roots"
+                )
+            if any(ch in str(path.parent) for ch in "*?["):
+                raise LogsConfigError(
+                    f"{ENV_VAR}: topics.{topic.value}.paths[{j}]: wildcards only in the file name"
+                )
+
+
+def _key_of(message: str) -> tuple[str, str]:
+    # msgspec: "Expected `str`, got `int` - at `$.topics.APPLICATION.format`" → key, reason.
+    found = re.search(r" - at `\$\.?([^`]*)`", message)
+    if found is None:
+        return "", message
+    key = re.sub(r"\[(\w+)\]", r".\1", found.group(1).replace("`key` in ", ""))
+    return key.strip("."), message[: found.start()]
+
+
+def _convert(raw: object, kind: Any, prefix: str) -> Any:
+    try:
+        return msgspec.convert(raw, kind)
+    except msgspec.ValidationError as exc:
+        key, reason = _key_of(str(exc).splitlines()[0])
+        reason = reason.replace("Object missing required field", "missing key")
+        reason = reason.replace("Object contains unknown field", "unknown key")
+        if reason.startswith("Invalid enum value") and key.endswith("format"):
+            reason += f" (one of {', '.join(FORMATS)})"
+        if reason.startswith("Invalid value") and key.endswith("backend"):
+            reason += " (one of file, clickhouse, mock)"
+        named = re.match(r"(?:missing|unknown) key `(\w+)`", reason)
+        named = named or re.match(r"([\w.-]+): ", reason)
+        if named is not None and not key:  # the key is in the reason: put it in front
+            key, reason = named.group(1), reason[named.end() :] or reason[: named.start(1) - 1]
+            reason = reason.strip() or "missing key"
+        full = ".".join(part for part in (prefix, key) if part) or "(top level)"
+        raise LogsConfigError(f"{ENV_VAR}: {full}: {reason}") from None
+
+
+def parse_logs_config(text: str) -> LogsConfig:
+    """Validate the TOML text; `LogsConfigError` (one line, naming the key) on any mistake."""
+    try:
+        raw = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise LogsConfigError(f"{ENV_VAR}: not valid TOML: {exc}") from None
+    if "default_lookback" in raw:  # one value for the executed and the fingerprinted scope
+        raise LogsConfigError(
+            f"{ENV_VAR}: default_lookback: set ACI_LOGS_DEFAULT_LOOKBACK instead (the pipeline "
+            "normalises every call's scope with it)"
+        )
+    raw_topics = raw.pop("topics", {})
+    if not isinstance(raw_topics, dict) or not raw_topics:
+        raise LogsConfigError(f"{ENV_VAR}: topics: give at least one [topics.<TOPIC>] table")
+    topics: dict[Topic, TopicConfig] = {}
+    for name, entry in raw_topics.items():
+        if name not in Topic.__members__:
+            valid = ", ".join(Topic.__members__)
+            raise LogsConfigError(f"{ENV_VAR}: topics.{name}: unknown topic (one of {valid})")
+        if isinstance(entry, dict) and "backend" not in entry:
+            raise LogsConfigError(f"{ENV_VAR}: topics.{name}.backend: missing key")
+        topics[Topic(name)] = _convert(entry, TopicConfig, f"topics.{name}")
+    config: LogsConfig = msgspec.structs.replace(_convert(raw, LogsConfig, ""), topics=topics)
+    _check_roots(config)
+    return config
+
+
+def load_logs_config(env: Mapping[str, str]) -> LogsConfig | None:
+    """The configuration named by `ACI_LOGS_CONFIG`, or None when it is not set."""
+    location = env.get(ENV_VAR, "").strip()
+    if not location:
+        return None
+    try:
+        with open(location, "rb") as handle:
+            text = handle.read(1024 * 1024 + 1)
+    except OSError as exc:
+        raise LogsConfigError(f"{ENV_VAR}: cannot read the file ({exc.strerror})") from None
+    if len(text) > 1024 * 1024:
+        raise LogsConfigError(f"{ENV_VAR}: the file is over 1 MiB")
+    try:
+        decoded = text.decode("utf-8")
+    except UnicodeDecodeError:
+        raise LogsConfigError(f"{ENV_VAR}: the file is not UTF-8") from None
+    config = parse_logs_config(decoded)
+    lookback = env.get("ACI_LOGS_DEFAULT_LOOKBACK", "").strip()
+    if lookback:
+        try:
+            config = msgspec.structs.replace(config, default_lookback=int(lookback))
+            config.__post_init__()
+        except ValueError:
+            raise LogsConfigError(
+                f"ACI_LOGS_DEFAULT_LOOKBACK must be an int in 1..{LOOKBACK_MAX_MINUTES}"
+            ) from None
+    return config

@@ -1,0 +1,155 @@
+"""`query_logs` over log files (`source_kind` FILE): one topic's globs, format and zone.
+
+The query is parsed and its fields checked before any I/O; the scan then runs in a thread
+under the call's deadline and the topic's scan budget (`deadline.run_stoppable`), reading
+the newest files first (`files`), parsing them (`formats`, `slowlog`), keeping the matches in
+the window in a bounded `Digest` (`records`).
+
+Honest outcomes: a scan stopped early (budget, deadline, an over-long line, a broken archive)
+answers with what it found, `truncated`, and its count marked as a lower bound; stopped early
+with nothing found it is an ERROR (a cut-short search is not "no evidence"); files of which not
+one line parses in the configured format are an ERROR too. No path reaches an answer or an
+error: the topic is named, the files never are.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Final
+
+from contracts.logs import LogsUpstream
+from contracts.requests import QueryLogsRequest
+from contracts.results import LogScope
+from contracts.status import ErrorCode, SourceKind, Topic
+from workers.sources.base import SourceError
+from workers.sources.logs.config import FileTopic, LogsConfig, zone_of
+from workers.sources.logs.deadline import StopFlag, run_stoppable
+from workers.sources.logs.files import Reader, find_files
+from workers.sources.logs.formats import make_parser
+from workers.sources.logs.records import Digest, entry_matches, format_ms
+from workers.sources.logs.source import ParsedQuery, check_fields, parse_log_query
+
+__all__ = ["FORMAT_FIELDS", "FileLogSource"]
+
+# Fields each format adds beyond the topic's own (so a query may name them).
+FORMAT_FIELDS: Final[dict[str, tuple[str, ...]]] = {
+    "jsonl": (),
+    "logfmt": (),
+    "cri": ("stream", "namespace", "container"),
+    "syslog": ("host", "app", "pid", "facility"),
+    "mysql_slow": ("db_instance", "thread_id", "rows_affected", "schema", "db_user"),
+}
+
+
+# Formats where one line is one record, so a term the record needs is in that line's text.
+_LINE_FORMATS: Final = ("jsonl", "logfmt", "syslog")
+
+
+_LEVELS: Final = ("trace", "debug", "info", "warn", "error", "fatal")
+
+
+def _required_terms(query: ParsedQuery, fmt: str, service: str) -> list[str]:
+    # Lowered texts every match contains verbatim in its line (escaped lines are not
+    # prefiltered). Not: what parsing derives rather than copies (a normalised level, the
+    # configured service, syslog's facility number).
+    derived = (*_LEVELS, service.lower())
+    return [
+        c.value
+        for c in query.clauses
+        if not c.negated and c.op == "contains" and c.number is None and c.value
+        and c.field != "level" and not any(c.value in d for d in derived)
+        and not (fmt == "syslog" and c.value.isdigit())
+    ]  # fmt: skip
+
+
+class FileLogSource:
+    """One topic's log files behind `query_logs`."""
+
+    source_kind: Final = SourceKind.FILE
+
+    def __init__(
+        self,
+        topic: Topic,
+        entry: FileTopic,
+        config: LogsConfig,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.topic, self.entry, self.config, self.clock = topic, entry, config, clock
+        self.zone = zone_of(entry.timezone or config.timezone)
+        self.extra_fields = tuple(entry.fields) + FORMAT_FIELDS[entry.format]
+
+    async def fetch(self, request: QueryLogsRequest) -> LogsUpstream:
+        """Parse, check, then scan under the deadline; `SourceError` on any failure."""
+        query = parse_log_query(request.query)
+        check_fields(query, request.topic, self.extra_fields)
+        return await run_stoppable(
+            lambda flag: self.search(request, query, flag), self.config.scan.max_seconds
+        )
+
+    def search(self, request: QueryLogsRequest, query: ParsedQuery, flag: StopFlag) -> LogsUpstream:
+        """The synchronous scan behind `fetch` (for the benchmark and the conformance test)."""
+        lookback = request.lookback_minutes or self.config.default_lookback
+        end_ms = int(self.clock() * 1000)
+        start_ms = end_ms - lookback * 60_000
+        budget = self.config.scan
+        flag.narrow(budget.max_seconds)
+        files, too_many = find_files(
+            self.entry.paths, self.config.roots, start_ms, budget.max_files
+        )
+        reader = Reader(budget, flag)
+        fmt = self.entry.format
+        must = _required_terms(query, fmt, self.entry.service) if fmt in _LINE_FORMATS else []
+        digest = Digest(self.config.sample_limit)
+        parsed = failed = 0
+        for file in files:
+            if flag.expired() or reader.out_of_budget:
+                reader.stopped = True
+                break
+            parser = make_parser(
+                self.entry.format, self.entry.fields, self.zone, self.entry.service,
+                self.entry.time_unit, end_ms, file.real,
+            )  # fmt: skip
+            for line in reader.lines_of(file):
+                if must and "\\" not in line and not all(t in line.lower() for t in must):
+                    continue  # cannot match: skip the parse (the line holds every value)
+                for found in parser.feed(line):
+                    parsed += 1
+                    if start_ms <= found.epoch_ms <= end_ms and entry_matches(query, found):
+                        digest.add(found)
+            for found in parser.flush():
+                parsed += 1
+                if start_ms <= found.epoch_ms <= end_ms and entry_matches(query, found):
+                    digest.add(found)
+            failed += parser.failed
+        lower_bound = reader.stopped or too_many
+        self._check_outcome(digest, parsed, failed, lower_bound, flag)
+        scope = LogScope(
+            topic=request.topic,
+            query=request.query,
+            lookback_minutes=lookback,
+            start_time=format_ms(start_ms, self.zone),
+            end_time=format_ms(end_ms, self.zone),
+        )
+        return digest.upstream(self.source_kind, scope, self.zone, lower_bound=lower_bound)
+
+    def _check_outcome(
+        self, digest: Digest, parsed: int, failed: int, lower_bound: bool, flag: StopFlag
+    ) -> None:
+        name = self.topic.value
+        if parsed == 0 and failed > 0:
+            raise SourceError(
+                ErrorCode.EXECUTION,
+                f"the log files of topic {name} are not in the configured format "
+                f"({self.entry.format}): no line could be read as a record",
+            )
+        if lower_bound and digest.match_count == 0:
+            code = ErrorCode.TIMEOUT if flag.timed_out else ErrorCode.EXECUTION
+            raise SourceError(
+                code,
+                f"the search of topic {name} stopped at its size or time limit before it found "
+                "a match; try a shorter lookback_minutes or a narrower query",
+            )
+
+    async def aclose(self) -> None:
+        """Nothing held open between calls: each call opens and closes its files."""

@@ -1,0 +1,155 @@
+"""Finding and reading a topic's log files: confined to the roots, newest first, bounded.
+
+Confinement copies the knowledge folder's rule (workers/sources/knowledge/index.py): a file
+is read only when its real path lies inside a real root and it is a regular file; it is then
+opened by that real path with `O_NOFOLLOW` and checked to be the same inode, so a name
+swapped for a symlink between the listing and the open is refused, not followed. A match
+outside the roots (a symlink to /etc/passwd, a fifo, a device) is an AUTHORIZATION error
+whose text names no path.
+
+Reading: files in descending mtime, those last written before the window are pruned (a
+rotated `app.log.1`, `app.log.2.gz` is older than what it was rotated into). A `Reader`
+meters every byte against the call's `ScanBudget` (decompressed bytes for `.gz`) and checks
+the `StopFlag` every few thousand lines; a plain file larger than the remaining budget is
+read from its tail (the newest part). A line over `max_line_bytes` is skipped in bounded
+chunks. Anything that stops the reading early marks the count as a lower bound.
+"""
+
+from __future__ import annotations
+
+import glob
+import gzip
+import os
+import stat
+import zlib
+from collections.abc import Iterator
+from pathlib import Path
+from typing import BinaryIO, Final
+
+from contracts.status import ErrorCode
+from workers.sources.base import SourceError
+from workers.sources.logs.config import ScanBudget
+from workers.sources.logs.deadline import StopFlag
+
+__all__ = ["LogFile", "Reader", "find_files"]
+
+_FLAGS: Final = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+_CHECK_EVERY: Final = 2048
+_CHUNK: Final = 1024 * 1024
+
+
+class LogFile:
+    """A file to read: its real path (never shown), identity, mtime and size."""
+
+    __slots__ = ("dev", "ino", "mtime_ms", "real", "size")
+
+    def __init__(self, real: str, st: os.stat_result) -> None:
+        self.real, self.dev, self.ino = real, st.st_dev, st.st_ino
+        self.mtime_ms, self.size = int(st.st_mtime * 1000), st.st_size
+
+
+def find_files(
+    globs: list[str], roots: list[str], start_ms: int, max_files: int
+) -> tuple[list[LogFile], bool]:
+    """The files the globs match, newest first, pruned to the window; `True` when more than
+    `max_files` matched (the oldest were left out)."""
+    real_roots = [Path(os.path.realpath(r)) for r in roots]
+    seen: dict[tuple[int, int], LogFile] = {}
+    for pattern in globs:
+        for name in sorted(glob.glob(pattern)):
+            real = os.path.realpath(name)
+            try:
+                st = os.stat(real)
+            except OSError:
+                continue  # rotated away since the listing: nothing to read
+            if stat.S_ISDIR(st.st_mode):
+                continue
+            inside = any(Path(real).is_relative_to(r) for r in real_roots)
+            if not inside or not stat.S_ISREG(st.st_mode):
+                raise SourceError(
+                    ErrorCode.AUTHORIZATION,
+                    "a log file of this topic is outside the configured log roots or is not a "
+                    "regular file; the operator must fix the configuration",
+                )
+            seen.setdefault((st.st_dev, st.st_ino), LogFile(real, st))
+    files = sorted(seen.values(), key=lambda f: (-f.mtime_ms, f.real))
+    files = [f for f in files if f.mtime_ms >= start_ms]
+    return files[:max_files], len(files) > max_files
+
+
+class Reader:
+    """Meters the bytes and lines of one call over all its files."""
+
+    def __init__(self, budget: ScanBudget, flag: StopFlag) -> None:
+        self.budget, self.flag = budget, flag
+        self.bytes_read = 0
+        self.lines = 0
+        self.stopped = False  # stopped early: budget, deadline, a long line, a broken file
+        self.out_of_budget = False
+
+    def _open(self, file: LogFile) -> BinaryIO | None:
+        try:
+            fd = os.open(file.real, _FLAGS)
+        except OSError:
+            return None  # removed or replaced by a symlink since the listing
+        st = os.fstat(fd)
+        if (st.st_dev, st.st_ino) != (file.dev, file.ino) or not stat.S_ISREG(st.st_mode):
+            os.close(fd)
+            return None
+        os.set_blocking(fd, True)
+        return os.fdopen(fd, "rb")
+
+    def lines_of(self, file: LogFile) -> Iterator[str]:
+        """The decoded lines of one file (invalid UTF-8 replaced), within the budget."""
+        raw = self._open(file)
+        if raw is None:  # rotated or replaced since the listing: what it held was not read
+            self.stopped = True
+            return
+        with raw:
+            left = self.budget.max_bytes - self.bytes_read
+            if left <= 0:
+                self.stopped = self.out_of_budget = True
+                return
+            compressed = file.real.endswith(".gz")
+            stream: BinaryIO = gzip.GzipFile(fileobj=raw) if compressed else raw  # type: ignore[assignment]
+            if not compressed and file.size > left:
+                raw.seek(file.size - left)  # the newest part; the first partial line dropped
+                self.stopped = True
+                self._skip_rest(stream)
+            try:
+                yield from self._read(stream)
+            except (OSError, EOFError, zlib.error):
+                self.stopped = True  # a corrupt or truncated archive: what was read stands
+
+    def _skip_rest(self, stream: BinaryIO) -> None:
+        while not self.flag.expired():
+            chunk = stream.readline(_CHUNK)
+            self.bytes_read += len(chunk)
+            if not chunk or chunk.endswith(b"\n") or self._over():
+                return
+
+    def _over(self) -> bool:
+        if self.bytes_read >= self.budget.max_bytes:
+            self.stopped = self.out_of_budget = True
+            return True
+        return False
+
+    def _read(self, stream: BinaryIO) -> Iterator[str]:
+        cap = self.budget.max_line_bytes
+        while True:
+            self.lines += 1
+            if self.lines % _CHECK_EVERY == 0 and self.flag.expired():
+                self.stopped = True
+                return
+            line = stream.readline(cap + 1)
+            if not line:
+                return
+            self.bytes_read += len(line)
+            if len(line) > cap and not line.endswith(b"\n"):
+                self.stopped = True  # a line longer than the cap may hold a match: not exact
+                self._skip_rest(stream)
+            else:
+                yield line.decode("utf-8", "replace")
+            if self._over() or self.flag.cancelled:
+                self.stopped = True
+                return

@@ -1,0 +1,338 @@
+"""Log line formats → `Entry`: JSON lines, logfmt, Kubernetes CRI and syslog.
+
+Each format is a parser fed one decoded line at a time (`feed` returns the entries the line
+completes; `flush` the last one). A line that does not parse is counted, never guessed into a
+record. Times: ISO 8601 / RFC 3339 with any fraction, epoch numbers (unit by magnitude, or
+the topic's `time_unit`), syslog's yearless dates; a time without a zone is read in the
+topic's zone. Levels are normalised to TRACE, DEBUG, INFO, WARN, ERROR, FATAL (numeric
+levels of bunyan/pino, OpenTelemetry `SeverityNumber`, logback `level_value`, syslog PRI).
+
+JSON lines: the record's keys are flattened (`log.level`), the time, level, message and
+service are taken from the topic's `fields` map or the first known key present (structlog
+`timestamp`/`event`, logstash-logback `@timestamp`/`message`, zap `ts`/`msg`, bunyan and pino
+`time`/`msg`/`name`, ECS `@timestamp`/`log.level`, OTel `Timestamp`/`SeverityText`/`Body`),
+and the rest become fields with `.` written `_` (`http.status_code` → `http_status_code`).
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from collections.abc import Mapping
+from datetime import datetime, tzinfo
+from typing import Any, Final, Protocol
+
+import msgspec
+
+from contracts.results import JsonScalar
+from workers.sources.logs.records import Entry, as_number
+
+__all__ = ["LineParser", "level_of", "make_parser", "parse_time"]
+
+TIME_KEYS: Final = ("timestamp", "@timestamp", "time", "ts", "Timestamp", "t", "date")
+LEVEL_KEYS: Final = ("level", "log.level", "severity", "SeverityText", "levelname", "lvl")
+MESSAGE_KEYS: Final = ("message", "msg", "event", "Body", "@message", "log")
+SERVICE_KEYS: Final = ("service", "service.name", "ServiceName", "app", "application", "name")
+_LEVEL_WORDS: Final = {
+    "TRACE": "TRACE", "DEBUG": "DEBUG", "DBG": "DEBUG", "INFO": "INFO", "INFORMATION": "INFO",
+    "NOTICE": "INFO", "WARN": "WARN", "WARNING": "WARN", "ERROR": "ERROR", "ERR": "ERROR",
+    "FATAL": "FATAL", "CRITICAL": "FATAL", "CRIT": "FATAL", "ALERT": "FATAL",
+    "EMERG": "FATAL", "PANIC": "FATAL", "DPANIC": "FATAL", "SEVERE": "ERROR",
+}  # fmt: skip
+_SYSLOG_LEVELS: Final = ("FATAL", "FATAL", "FATAL", "ERROR", "WARN", "INFO", "INFO", "DEBUG")
+_FRACTION: Final = re.compile(r"(\.\d{1,6})\d*")
+_DECODER: Final = msgspec.json.Decoder()
+
+
+def level_of(value: object, key: str = "level") -> str:
+    """A level word or number normalised (unknown words kept upper-cased)."""
+    number = as_number(value) if not isinstance(value, str) else None
+    if number is None:
+        text = str(value).strip().upper()
+        return _LEVEL_WORDS.get(text, text)
+    n = int(number)
+    if key == "SeverityNumber" or key.endswith("severity_number"):  # OpenTelemetry 1..24
+        return ("TRACE", "DEBUG", "INFO", "WARN", "ERROR", "FATAL")[min(max(n - 1, 0) // 4, 5)]
+    if n >= 1000:  # logback level_value: 5000 TRACE .. 40000 ERROR
+        return {5000: "TRACE", 10000: "DEBUG", 20000: "INFO", 30000: "WARN"}.get(n, "ERROR")
+    # bunyan / pino: 10 trace, 20 debug, 30 info, 40 warn, 50 error, 60 fatal
+    return ("TRACE", "TRACE", "DEBUG", "INFO", "WARN", "ERROR", "FATAL")[min(max(n // 10, 0), 6)]
+
+
+def _epoch_ms(number: float, unit: str) -> int:
+    if unit == "auto":
+        size = abs(number)
+        unit = "s" if size < 1e11 else "ms" if size < 1e14 else "us" if size < 1e17 else "ns"
+    scale = {"s": 1000.0, "ms": 1.0, "us": 1e-3, "ns": 1e-6}[unit]
+    return int(number * scale)
+
+
+def parse_time(value: object, zone: tzinfo, unit: str = "auto") -> int | None:
+    """Epoch milliseconds of a record's time, or None when it is not a time."""
+    number = as_number(value)
+    if number is not None:
+        return _epoch_ms(number, unit)
+    if not isinstance(value, str) or not 8 <= len(value) <= 64:
+        return None
+    text = _FRACTION.sub(r"\1", value.strip().replace(",", ".", 1), count=1)
+    if text.endswith(("Z", "z")):
+        text = text[:-1] + "+00:00"
+    try:
+        moment = datetime.fromisoformat(text)
+    except ValueError:
+        return None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=zone)
+    return int(moment.timestamp() * 1000)
+
+
+class LineParser(Protocol):
+    """Fed decoded lines; returns the entries each completes. `failed` counts bad lines."""
+
+    failed: int
+
+    def feed(self, line: str) -> list[Entry]: ...
+
+    def flush(self) -> list[Entry]: ...
+
+
+def _flatten(obj: Mapping[str, Any], prefix: str, out: dict[str, Any]) -> None:
+    for key, value in obj.items():
+        name = f"{prefix}{key}"
+        if isinstance(value, dict):
+            _flatten(value, name + ".", out)
+        elif isinstance(value, list):
+            out[name] = msgspec.json.encode(value).decode()
+        else:
+            out[name] = value
+
+
+@functools.lru_cache(maxsize=4096)
+def _field_name(key: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_]", "_", key)
+
+
+class _Mapped:
+    """Shared by jsonl and logfmt: a flat key → value map to an entry."""
+
+    def __init__(self, fields: Mapping[str, str], zone: tzinfo, service: str, unit: str) -> None:
+        self.fields, self.zone, self.service, self.unit = dict(fields), zone, service, unit
+        self.failed = 0
+
+    def _pick(self, flat: dict[str, Any], ours: str, keys: tuple[str, ...]) -> tuple[str, Any]:
+        mapped = self.fields.get(ours)
+        candidates = (mapped,) if mapped else keys
+        for key in candidates:
+            if key in flat:
+                return key, flat.pop(key)
+        return "", None
+
+    def entry(self, flat: dict[str, Any]) -> Entry | None:
+        _, when = self._pick(flat, "time", TIME_KEYS)
+        epoch = parse_time(when, self.zone, self.unit) if when is not None else None
+        if epoch is None:
+            return None
+        level_key, level = self._pick(flat, "level", LEVEL_KEYS)
+        if level is None:
+            for key in ("SeverityNumber", "level_value"):
+                if key in flat:
+                    level_key, level = key, flat.pop(key)
+                    break
+        else:
+            flat.pop("level_value", None)
+            flat.pop("SeverityNumber", None)
+        _, message = self._pick(flat, "message", MESSAGE_KEYS)
+        _, service = self._pick(flat, "service", SERVICE_KEYS)
+        fields: dict[str, JsonScalar] = {}
+        for ours, theirs in self.fields.items():
+            if theirs in flat and ours not in ("time", "level", "message", "service"):
+                fields[ours] = flat.pop(theirs)
+        for key, value in flat.items():
+            fields.setdefault(_field_name(key), value)
+        return Entry(
+            epoch,
+            level_of(level, level_key) if level is not None else "",
+            str(service) if service is not None else self.service,
+            str(message) if message is not None else "",
+            fields,
+        )
+
+
+class JsonLines(_Mapped):
+    def feed(self, line: str) -> list[Entry]:
+        try:
+            obj = _DECODER.decode(line)
+        except msgspec.DecodeError:
+            obj = None
+        if not isinstance(obj, dict):
+            self.failed += 1 if line.strip() else 0
+            return []
+        if any(isinstance(v, dict | list) for v in obj.values()):
+            flat: dict[str, Any] = {}
+            _flatten(obj, "", flat)
+        else:
+            flat = obj  # already flat (and ours: freshly decoded)
+        found = self.entry(flat)
+        self.failed += found is None
+        return [found] if found is not None else []
+
+    def flush(self) -> list[Entry]:
+        return []
+
+
+_LOGFMT: Final = re.compile(r'([^\s=]+)=("(?:[^"\\]|\\.)*"|\S*)')
+
+
+class Logfmt(_Mapped):
+    def feed(self, line: str) -> list[Entry]:
+        flat: dict[str, Any] = {}
+        for key, value in _LOGFMT.findall(line):
+            if value.startswith('"'):
+                value = re.sub(r"\\(.)", r"\1", value[1:-1])
+            flat[key] = value
+        found = self.entry(flat) if flat else None
+        self.failed += found is None and bool(line.strip())
+        return [found] if found is not None else []
+
+    def flush(self) -> list[Entry]:
+        return []
+
+
+_CRI: Final = re.compile(r"(\S+) (stdout|stderr) ([PF]) ?(.*)", re.S)
+
+
+_KUBELET_PATH: Final = re.compile(r"/pods/([^/_]+)_([^/_]+)_[^/]+/([^/]+)/\d+\.log(?:\.[^/]*)?$")
+
+
+def kubelet_fields(real_path: str) -> dict[str, str]:
+    """`namespace`, `pod`, `container` from the kubelet's `pods/<ns>_<pod>_<uid>/<ctr>/N.log`
+    (the names the cluster gave, not a location), or nothing for another layout."""
+    found = _KUBELET_PATH.search(real_path)
+    if found is None:
+        return {}
+    return {"namespace": found.group(1), "pod": found.group(2), "container": found.group(3)}
+
+
+class Cri:
+    """`<RFC3339Nano> <stream> <P|F> <content>`; P parts joined until the F line."""
+
+    def __init__(
+        self, inner: JsonLines, zone: tzinfo, service: str, origin: Mapping[str, str]
+    ) -> None:
+        self.inner, self.zone, self.origin = inner, zone, dict(origin)
+        self.service = service or self.origin.get("container", "")
+        self.failed = 0
+        self._parts: dict[str, tuple[int, list[str]]] = {}
+
+    def feed(self, line: str) -> list[Entry]:
+        found = _CRI.fullmatch(line.rstrip("\n"))
+        epoch = parse_time(found.group(1), self.zone) if found else None
+        if found is None or epoch is None:
+            self.failed += bool(line.strip())
+            return []
+        stream, tag, content = found.group(2), found.group(3), found.group(4)
+        start, parts = self._parts.pop(stream, (epoch, []))
+        parts.append(content)
+        if tag == "P" and sum(map(len, parts)) < 1024 * 1024:
+            self._parts[stream] = (start, parts)
+            return []
+        return [self._entry(start, stream, "".join(parts))]
+
+    def _entry(self, epoch: int, stream: str, text: str) -> Entry:
+        if text.startswith("{"):
+            inner = self.inner.feed(text)
+            if inner:
+                for key, value in {"stream": stream, **self.origin}.items():
+                    inner[0].fields.setdefault(key, value)
+                if not inner[0].service:
+                    inner[0].service = self.service
+                return inner[0]
+            self.inner.failed -= 1
+        fields: dict[str, JsonScalar] = {"stream": stream, **self.origin}
+        return Entry(epoch, "", self.service, text, fields)  # no level is guessed
+
+    def flush(self) -> list[Entry]:
+        out = [self._entry(start, s, "".join(p)) for s, (start, p) in self._parts.items()]
+        self._parts.clear()
+        return out
+
+
+_PRI: Final = re.compile(r"<(\d{1,3})>")
+_RFC5424: Final = re.compile(r"1 (\S+) (\S+) (\S+) (\S+) (\S+) (-|\[.*?\](?:\[.*?\])*) ?(.*)", re.S)
+_RFC3164: Final = re.compile(
+    r"([A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d) (\S+) ([^:\[\s]+)(?:\[(\d+)\])?: ?(.*)", re.S
+)
+_ISO_SYSLOG: Final = re.compile(
+    r"(\d{4}-\d\d-\d\dT\S+) (\S+) ([^:\[\s]+)(?:\[(\d+)\])?: ?(.*)", re.S
+)
+
+
+class Syslog:
+    """RFC 5424, RFC 3164 (year and zone supplied), and rsyslog's RFC 3339 file format."""
+
+    def __init__(self, zone: tzinfo, service: str, now_ms: int) -> None:
+        self.zone, self.service, self.failed = zone, service, 0
+        self.now = datetime.fromtimestamp(now_ms / 1000, zone)
+
+    def _yearless(self, text: str) -> int | None:
+        try:
+            moment = datetime.strptime(f"{self.now.year} {text}", "%Y %b %d %H:%M:%S")
+        except ValueError:
+            return None
+        moment = moment.replace(tzinfo=self.zone)
+        if (moment - self.now).days >= 1:  # December's lines read in January
+            moment = moment.replace(year=moment.year - 1)
+        return int(moment.timestamp() * 1000)
+
+    def feed(self, line: str) -> list[Entry]:
+        text = line.rstrip("\n")
+        level, fields = "", dict[str, JsonScalar]()
+        pri = _PRI.match(text)
+        if pri:
+            value = int(pri.group(1))
+            level, fields = _SYSLOG_LEVELS[value % 8], {"facility": value // 8}
+            text = text[pri.end() :]
+        if found := _RFC5424.fullmatch(text):
+            epoch = parse_time(found.group(1), self.zone)
+            host, app, proc, message = (found.group(i) for i in (2, 3, 4, 7))
+        elif found := _RFC3164.fullmatch(text) or _ISO_SYSLOG.fullmatch(text):
+            when = found.group(1)
+            epoch = parse_time(when, self.zone) if when[0].isdigit() else self._yearless(when)
+            host, app, proc, message = (found.group(i) for i in (2, 3, 4, 5))
+        else:
+            self.failed += bool(text.strip())
+            return []
+        if epoch is None:
+            self.failed += 1
+            return []
+        fields.update({"host": host, "app": app})
+        if proc and proc != "-":
+            fields["pid"] = proc
+        service = self.service or (app if app != "-" else "")
+        return [Entry(epoch, level, service, message.removeprefix("\ufeff"), fields)]
+
+    def flush(self) -> list[Entry]:
+        return []
+
+
+def make_parser(
+    fmt: str,
+    fields: Mapping[str, str],
+    zone: tzinfo,
+    service: str,
+    unit: str,
+    now_ms: int,
+    real_path: str = "",
+) -> LineParser:
+    """A fresh parser for one file of the given format (`real_path` only for CRI's names)."""
+    if fmt == "jsonl":
+        return JsonLines(fields, zone, service, unit)
+    if fmt == "logfmt":
+        return Logfmt(fields, zone, service, unit)
+    if fmt == "cri":
+        return Cri(JsonLines(fields, zone, "", unit), zone, service, kubelet_fields(real_path))
+    if fmt == "syslog":
+        return Syslog(zone, service, now_ms)
+    from workers.sources.logs.slowlog import SlowLog
+
+    return SlowLog(zone, service)

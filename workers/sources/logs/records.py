@@ -1,0 +1,220 @@
+"""Records of real backends, matched by the one query language and digested into an answer.
+
+A backend (files, an in-memory list, ClickHouse rows) turns what it read into `Entry` values
+and feeds the matching ones to a `Digest`, which keeps bounded state whatever the number of
+matches: figures per template (mined by `contracts.logs.mask_template`, so every real backend
+derives the same templates), the first and last record of each template and the newest
+records. `Digest.upstream` then builds the `LogsUpstream` the projector reads.
+
+Matching means exactly what it means for the MOCK source (docs/logs.md): a word is a
+substring of the lowered message, level, service or any field value (joined with a separator
+no term can contain); `field:value` is a substring of that field, or numeric equality when
+both sides are numbers; comparisons need a number. A field value that reads as a number (a
+logfmt `duration_ms=120`, a ClickHouse attribute `"120"`) counts as one, so the same query
+gives the same answer whatever the backend stored.
+"""
+
+from __future__ import annotations
+
+import functools
+import heapq
+import math
+from datetime import UTC, datetime, tzinfo
+from typing import Final
+
+from contracts.logs import LogRecord, LogsUpstream, UpstreamPattern, level_rank, mask_template
+from contracts.results import JsonScalar, LogScope
+from workers.sources.logs.source import Clause, ParsedQuery, _field_hit
+
+__all__ = ["MAX_TEMPLATES", "Digest", "Entry", "as_number", "entry_matches", "format_ms"]
+
+SEPARATOR: Final = "\x1f"
+# Distinct templates tracked per call (bounded memory); past it more matches are still counted
+# (the answer is then `truncated` anyway: more matches than events).
+MAX_TEMPLATES: Final = 2000
+
+
+def format_ms(epoch_ms: int, zone: tzinfo = UTC) -> str:
+    """ISO 8601 with milliseconds in `zone` (as the MOCK source writes its times)."""
+    moment = datetime.fromtimestamp(epoch_ms / 1000, zone)
+    return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def as_number(value: object) -> float | None:
+    """The value as a finite number: ints, floats, and strings that read as one."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int | float):
+        return float(value)
+    if isinstance(value, str) and value and len(value) < 40 and value[-1:].isdigit():
+        try:
+            number = float(value)
+        except ValueError:
+            return None
+        return number if math.isfinite(number) else None
+    return None
+
+
+class Entry:
+    """One parsed record: its time, level, service, message and other fields."""
+
+    __slots__ = ("epoch_ms", "fields", "level", "message", "service")
+
+    def __init__(
+        self,
+        epoch_ms: int,
+        level: str,
+        service: str,
+        message: str,
+        fields: dict[str, JsonScalar] | None = None,
+    ) -> None:
+        self.epoch_ms, self.level, self.service, self.message = epoch_ms, level, service, message
+        self.fields: dict[str, JsonScalar] = fields or {}
+
+    def key(self) -> tuple[int, str]:
+        """Order of records: time, then message (ties resolved the same on every backend)."""
+        return (self.epoch_ms, self.message)
+
+    def record(self, zone: tzinfo, template: str) -> LogRecord:
+        """The record as the projector reads it."""
+        return LogRecord(
+            timestamp=format_ms(self.epoch_ms, zone),
+            level=self.level,
+            service=self.service,
+            message=self.message,
+            fields=dict(self.fields),
+            template=template,
+        )
+
+
+def _lowered(entry: Entry) -> dict[str, str]:
+    values = {name: str(value).lower() for name, value in entry.fields.items() if value is not None}
+    values["level"] = entry.level.lower()
+    values["service"] = entry.service.lower()
+    values["message"] = entry.message.lower()
+    return values
+
+
+_OWN: Final = ("level", "service", "message")
+
+
+def _fielded_hit(clause: Clause, entry: Entry) -> bool:
+    name = clause.field or ""
+    raw: object = getattr(entry, name) if name in _OWN else entry.fields.get(name)
+    values = {} if raw is None else {name: str(raw).lower()}
+    if name in _OWN:
+        raw = values[name]
+    number = as_number(raw)
+    return _field_hit(clause, values, {name: number if number is not None else raw})
+
+
+def entry_matches(query: ParsedQuery, entry: Entry) -> bool:
+    """Whether the entry satisfies every clause of the query."""
+    hay: str | None = None
+    for clause in query.clauses:
+        if clause.field is None:
+            if hay is None:  # built once, only when a clause needs the whole record
+                hay = SEPARATOR.join(_lowered(entry).values())
+            hit = clause.value in hay
+        else:
+            hit = _fielded_hit(clause, entry)
+        if hit == clause.negated:
+            return False
+    return True
+
+
+@functools.lru_cache(maxsize=8192)
+def _template(message: str) -> str:
+    # Routine lines repeat verbatim (health checks, access logs): mine each text once.
+    return mask_template(message)
+
+
+class _Figures:
+    __slots__ = ("count", "first", "last", "severest")
+
+    def __init__(self, entry: Entry) -> None:
+        self.count, self.first, self.last, self.severest = 1, entry, entry, entry
+
+
+class Digest:
+    """Bounded state over the matches of one call, in any order of arrival."""
+
+    def __init__(self, sample_limit: int) -> None:
+        self.sample_limit = sample_limit
+        self.match_count = 0
+        self.templates_cut = False
+        self._figures: dict[str, _Figures] = {}
+        self._newest: list[tuple[tuple[int, str], int, Entry]] = []
+        self._seq = 0
+
+    def add(self, entry: Entry) -> None:
+        """Count one matching entry."""
+        self.match_count += 1
+        template = _template(entry.message)
+        found = self._figures.get(template)
+        if found is None:
+            if len(self._figures) < MAX_TEMPLATES:
+                self._figures[template] = _Figures(entry)
+            else:
+                self.templates_cut = True
+        else:
+            found.count += 1
+            if entry.key() < found.first.key():
+                found.first = entry
+            if entry.key() >= found.last.key():
+                found.last = entry
+            if level_rank(entry.level) > level_rank(found.severest.level):
+                found.severest = entry
+        self._seq += 1
+        item = (entry.key(), -self._seq, entry)
+        if len(self._newest) < self.sample_limit:
+            heapq.heappush(self._newest, item)
+        elif item[0] > self._newest[0][0]:
+            heapq.heapreplace(self._newest, item)
+
+    def _sample(self) -> list[tuple[Entry, str]]:
+        # First and last of each template (severe and rare first), then the newest records.
+        order = sorted(
+            self._figures.items(),
+            key=lambda kv: (-level_rank(kv[1].severest.level), kv[1].count, kv[1].first.key()),
+        )
+        chosen: dict[int, tuple[Entry, str]] = {}
+        for template, fig in order:
+            for entry in (fig.first, fig.last):
+                if len(chosen) < self.sample_limit:
+                    chosen.setdefault(id(entry), (entry, template))
+        for _, _, entry in sorted(self._newest, key=lambda item: item[0], reverse=True):
+            if len(chosen) >= self.sample_limit:
+                break
+            chosen.setdefault(id(entry), (entry, _template(entry.message)))
+        return sorted(chosen.values(), key=lambda pair: pair[0].key())
+
+    def upstream(
+        self,
+        source_kind: str,
+        scope: LogScope,
+        zone: tzinfo,
+        *,
+        match_count: int | None = None,
+        lower_bound: bool = False,
+    ) -> LogsUpstream:
+        """The answer: patterns over every match seen, a bounded sample, the count."""
+        patterns = [
+            UpstreamPattern(
+                template=template,
+                count=fig.count,
+                level=fig.severest.level,
+                first_seen=format_ms(fig.first.epoch_ms, zone),
+                last_seen=format_ms(fig.last.epoch_ms, zone),
+            )
+            for template, fig in sorted(self._figures.items(), key=lambda kv: kv[1].first.key())
+        ]
+        records = [entry.record(zone, template) for entry, template in self._sample()]
+        return LogsUpstream(
+            source_kind=source_kind,
+            scope=scope,
+            match_count=self.match_count if match_count is None else match_count,
+            patterns=patterns,
+            records=records,
+            match_count_lower_bound=lower_bound,
+        )
