@@ -26,6 +26,7 @@ from pipeline.record import (
     ENTRY_DATA,
     ENTRY_ID,
     ENTRY_REASON,
+    ENTRY_SCOPE_KEY,
     ENTRY_SESSION,
     ENTRY_STREAM_ID,
     EVIDENCE,
@@ -37,7 +38,6 @@ from pipeline.record import (
     ViewEntry,
     lifecycle_entry,
     read_records,
-    view_entry,
 )
 from pipeline.redis_io import Redis, call_redis, execute
 
@@ -47,6 +47,7 @@ __all__ = [
     "call_record",
     "call_rows",
     "dead_letters",
+    "digits",
     "find_call_sessions",
     "latest_lifecycle_ids",
     "lifecycle_after",
@@ -71,8 +72,15 @@ def _text(value: Any) -> str:
 
 
 def _int(value: Any) -> int | None:
-    text = _text(value)
-    return int(text) if text.isdigit() else None
+    return digits(_text(value))
+
+
+def digits(text: str | None) -> int | None:
+    """`text` as a non-negative integer when it is 1-20 ASCII digits, else None (a field of a
+    malformed entry: `str.isdigit` admits '²', which `int` refuses)."""
+    if not text or len(text) > 20 or not text.isascii() or not text.isdigit():
+        return None
+    return int(text)
 
 
 async def session_count(redis: Redis, keys: Keys) -> int:
@@ -207,7 +215,15 @@ async def view_page(
     """Up to `count` entries of a view stream after the entry id `after` (exclusive)."""
     low = after if after == "-" else "(" + after
     reply = await call_redis(redis.xrange(stream, min=low, max="+", count=count))
-    return [(_text(eid), view_entry(fields)) for eid, fields in reply]
+    return [(_text(eid), _view_entry(fields)) for eid, fields in reply]
+
+
+def _view_entry(fields: Mapping[Any, Any]) -> ViewEntry:
+    # `pipeline.record.view_entry` decodes the call id strictly: a damaged entry (non-UTF-8)
+    # must not break a page that only shows it.
+    text = {_text(k): v for k, v in fields.items()}
+    data, scope = text.get(ENTRY_DATA), text.get(ENTRY_SCOPE_KEY)
+    return ViewEntry(_text(text.get(ENTRY_CALL)), data, scope or b"")
 
 
 async def lifecycle_window(
@@ -299,4 +315,4 @@ async def dead_letters(redis: Redis, keys: Keys, *, count: int) -> list[DeadLett
 
 def _id_key(entry_id: str) -> tuple[int, int]:
     ms, _, seq = entry_id.partition("-")
-    return (int(ms) if ms.isdigit() else 0, int(seq) if seq.isdigit() else 0)
+    return (digits(ms) or 0, digits(seq) or 0)

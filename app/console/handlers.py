@@ -18,7 +18,7 @@ from app.console.live import lifecycle_events
 from app.console.replay_view import compare_sessions, replay_session
 from app.console.sessions import Filters, search_calls, session_summaries
 from app.console.timeline import timeline
-from pipeline.inspect import DeadLetter, dead_letters, session_count
+from pipeline.inspect import DeadLetter, dead_letters, digits, session_count
 from pipeline.keys import is_valid_session_id
 from pipeline.status import collect_status
 
@@ -36,8 +36,7 @@ def _param(request: Request, name: str) -> str:
 
 
 def _page(request: Request) -> int:
-    text = _param(request, "page")
-    return min(int(text), 100_000) if text.isdigit() and int(text) > 0 else 1
+    return min(digits(_param(request, "page")) or 1, 100_000)
 
 
 def _session(request: Request, name: str = "id") -> str | None:

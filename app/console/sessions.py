@@ -9,6 +9,7 @@ final entry. A session older than the window shows what the window still holds.
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Final
@@ -17,6 +18,7 @@ import msgspec
 
 from pipeline.inspect import (
     call_rows,
+    digits,
     find_call_sessions,
     lifecycle_window,
     recent_sessions,
@@ -68,7 +70,7 @@ class SessionSummary:
 
 
 def _at(text: str | None) -> int:
-    return int(text) if text and text.isdigit() else 0
+    return digits(text) or 0
 
 
 async def session_summaries(
@@ -126,7 +128,7 @@ async def _from_control(redis: Redis, settings: Settings, row: SessionSummary) -
         row.error += status == "ERROR"
         row.evidence[str(view.get("evidence_status") or "?")] += 1
         total = (view.get("timings") or {}).get("total_ms")
-        if isinstance(total, int | float):
+        if isinstance(total, int | float) and math.isfinite(total):  # JSON's 1e999 is inf
             row.durations.append(int(total))
 
 

@@ -1,0 +1,226 @@
+"""The console under attack and at 3 a.m.: malformed stream entries (non-UTF-8, missing
+fields, digits `int()` refuses) never break a page, Redis down gives a clear 503 page, the
+`?token=` redirect stays on this site and never leaves the token in a page, pages past the
+end are clamped (not an empty "no session" page that costs a huge ZRANGE), search results are
+not re-run by live refreshes, SSE streams are capped, and large JSON objects are bounded."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import time
+import uuid
+from collections.abc import AsyncIterator, Iterator
+from typing import Any
+
+import anyio
+import httpx
+import pytest
+import redis as redis_sync
+import uvicorn
+from starlette.testclient import TestClient
+
+from app.console import ConsoleConfig, create_app
+from app.console.handlers import replay_command
+from chaos.services import free_port
+from pipeline.inspect import DeadLetter
+from pipeline.settings import Settings
+from tests.conftest import REDIS_URL
+from tests.console.seed import drop_prefix, settings_for
+
+pytestmark = pytest.mark.redis
+
+BAD = "s-bad"
+
+
+@pytest.fixture
+def raw() -> Iterator[Settings]:
+    """A deployment whose keys were written by hand, malformed on purpose."""
+    prefix = f"c{uuid.uuid4().hex[:12]}"
+    settings = settings_for(prefix, REDIS_URL)
+    keys = settings.keys()
+    now = int(time.time() * 1000)
+    r = redis_sync.Redis.from_url(REDIS_URL)
+    try:
+        r.zadd(keys.sessions, {BAD: now})
+        # A superscript two passes str.isdigit() and fails int().
+        r.xadd(keys.lifecycle, {"session": BAD, "id": "c1", "tool": "lookup_knowledge",
+                                "status": "PROJECTING", "at": "\u00b2"})  # fmt: skip
+        r.xadd(keys.lifecycle, {"session": BAD, "id": b"\xff\xfe", "status": "READY",
+                                "evidence": "NO_EVIDENCE", "at": b"\xc3"})  # fmt: skip
+        r.xadd(keys.lifecycle, {"junk": "no fields of ours"})
+        r.hset(keys.call(BAD, "c1"), mapping={"st": "PROJECTING", "t0": "\u00b2",
+                                              "tool": "lookup_knowledge", "eid": b"\xff-1"})  # fmt: skip
+        big = {f"k{i}": i for i in range(1000)}
+        r.hset(keys.result(BAD, "c1"), mapping={"st": "READY", "t1": "\u00b3", "mo": json.dumps(big),
+                                                "cv": b"\xff{not json"})  # fmt: skip
+        r.xadd(keys.model(BAD), {"id": b"\xff\xfe", "d": json.dumps({"text": "needle here"})})
+        r.xadd(keys.model(BAD), {"d": b"\xff needle \xfe"})
+        r.xadd(keys.dead, {"reason": b"\xff", "d": b"\xff\xfe not an envelope"})
+        r.xadd(keys.dead, {"session": BAD, "id": "-rf", "reason": "poison"})
+        yield settings
+    finally:
+        r.close()
+        drop_prefix(REDIS_URL, prefix)
+
+
+MALFORMED_PAGES = [
+    "/",
+    "/?page=\u00b2",
+    "/?page=99999999999999999999",
+    f"/session?id={BAD}",
+    f"/session?id={BAD}&page=\u00b3",
+    f"/fragments/timeline?id={BAD}",
+    "/?q=c1",
+    "/?q=zzz-nothing",
+    "/?text=needle",
+    f"/call?session={BAD}&id=c1",
+    "/fleet",
+    f"/replay?session={BAD}",
+    f"/replay?a={BAD}&b={BAD}",
+]
+
+
+@pytest.mark.parametrize("path", MALFORMED_PAGES)
+def test_malformed_entries_never_break_a_page(raw: Settings, path: str) -> None:
+    with TestClient(create_app(raw, REDIS_URL), raise_server_exceptions=False) as client:
+        response = client.get(path)
+    assert response.status_code == 200, response.text[:500]
+
+
+def test_text_search_reads_observations_with_non_utf8_ids(raw: Settings) -> None:
+    with TestClient(create_app(raw, REDIS_URL)) as client:
+        page = client.get("/?text=needle").text
+    assert "needle here" in page and "no call matches" not in page
+
+
+def test_a_large_json_object_is_bounded_on_the_page(raw: Settings) -> None:
+    with TestClient(create_app(raw, REDIS_URL)) as client:
+        page = client.get(f"/call?session={BAD}&id=c1").text
+    assert "k199" in page and "k999" not in page
+    assert "800 more keys" in page
+
+
+def test_redis_down_is_a_clear_page_not_a_traceback() -> None:
+    settings = settings_for("cdown", REDIS_URL)
+    url = f"redis://:hunter2@127.0.0.1:{free_port()}/0"
+    app = create_app(settings, url)
+    with TestClient(app, raise_server_exceptions=False) as client:
+        for path in ("/", f"/session?id={BAD}", "/fleet", f"/call?session={BAD}&id=x"):
+            response = client.get(path)
+            assert response.status_code == 503, (path, response.status_code)
+            assert "Redis is unreachable" in response.text
+            for leak in ("127.0.0.1", "hunter2", "Traceback", ".py", "redis://"):
+                assert leak not in response.text
+            assert response.headers["content-security-policy"].startswith("default-src 'none'")
+        assert client.get("/fragments/sessions").status_code == 503
+        assert client.get("/healthz").status_code == 200
+
+
+async def _asgi_get(app: Any, path: str, query: bytes, headers: list[tuple[bytes, bytes]]) -> Any:
+    """One raw ASGI GET (a path an HTTP client would read as a host): status, headers."""
+    sent: list[dict[str, Any]] = []
+
+    async def receive() -> dict[str, Any]:
+        return {"type": "http.request", "body": b"", "more_body": False}
+
+    async def send(message: dict[str, Any]) -> None:
+        sent.append(message)
+
+    scope = {
+        "type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1", "method": "GET",
+        "scheme": "http", "path": path, "raw_path": path.encode(), "query_string": query,
+        "root_path": "", "headers": headers, "client": ("127.0.0.1", 1), "server": ("t", 80),
+    }  # fmt: skip
+    await app(scope, receive, send)
+    start = sent[0]
+    return start["status"], {k.decode(): v.decode() for k, v in start["headers"]}
+
+
+@pytest.mark.parametrize("path", ["//evil.example/x", "/\\evil.example", "///evil.example"])
+def test_the_token_redirect_stays_on_this_site(raw: Settings, path: str) -> None:
+    app = create_app(raw, REDIS_URL, config=ConsoleConfig(token="s3cret"))
+    status, headers = anyio.run(_asgi_get, app, path, b"token=s3cret&q=1", [])
+    assert status == 303
+    location = headers["location"]
+    assert location.startswith("/") and not location.startswith(("//", "/\\"))
+
+
+def test_a_token_in_the_url_is_stripped_even_with_the_cookie(raw: Settings) -> None:
+    with TestClient(create_app(raw, REDIS_URL, config=ConsoleConfig(token="s3cret"))) as client:
+        first = client.get("/?token=s3cret", follow_redirects=False)
+        assert first.status_code == 303 and "aci_console_token" in first.headers["set-cookie"]
+        # Already signed in (the cookie), a link still holding the token: it must not stay
+        # in the URL, nor be copied into the page's pager and fragment links.
+        again = client.get("/?token=s3cret&q=c1", follow_redirects=False)
+        assert again.status_code == 303 and again.headers["location"] == "/?q=c1"
+        assert "s3cret" not in client.get("/?q=c1").text
+
+
+def test_the_cookie_is_secure_over_https(raw: Settings) -> None:
+    app = create_app(raw, REDIS_URL, config=ConsoleConfig(token="s3cret"))
+    with TestClient(app, base_url="https://console.example") as client:
+        cookie = client.get("/?token=s3cret", follow_redirects=False).headers["set-cookie"]
+    assert "secure" in cookie.lower() and "httponly" in cookie.lower()
+
+
+def test_a_page_past_the_end_is_clamped_not_empty(raw: Settings) -> None:
+    with TestClient(create_app(raw, REDIS_URL)) as client:
+        page = client.get("/?page=100000").text
+    assert BAD in page and "no session" not in page
+
+
+def test_search_results_are_not_rerun_by_live_refreshes(raw: Settings) -> None:
+    with TestClient(create_app(raw, REDIS_URL)) as client:
+        assert "data-live-fragment" in client.get("/").text
+        searched = client.get("/?text=needle").text
+    assert "data-live-fragment" not in searched and "live-feed" in searched
+
+
+def test_the_root_page_explains_itself_and_its_empty_state() -> None:
+    settings = settings_for(f"c{uuid.uuid4().hex[:12]}", REDIS_URL)
+    with TestClient(create_app(settings, REDIS_URL)) as client:
+        page = client.get("/").text
+    assert "read-only" in page and "Model Observation" in page
+    assert "No session is recorded yet" in page and settings.prefix in page
+
+
+def test_a_replay_command_never_reads_an_id_as_a_flag() -> None:
+    letter = DeadLetter(0, "1-0", "1-0", "poison", BAD, "-rf", "")
+    command = replay_command(letter)
+    assert command is not None and "--id=-rf" in command
+    hidden = DeadLetter(0, "1-0", "1-0", "poison", BAD, "a\x1bb", "")
+    assert replay_command(hidden) is None  # a terminal would not run what the page shows
+
+
+@contextlib.asynccontextmanager
+async def _serving(app: Any) -> AsyncIterator[str]:
+    port = free_port()
+    config = uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="on")
+    server = uvicorn.Server(config)
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(server.serve)
+        while not server.started:
+            await anyio.sleep(0.02)
+        try:
+            yield f"http://127.0.0.1:{port}"
+        finally:
+            server.should_exit = True
+
+
+async def test_live_streams_are_capped(raw: Settings) -> None:
+    app = create_app(raw, REDIS_URL, config=ConsoleConfig(max_streams=1))
+    with anyio.fail_after(20):
+        async with _serving(app) as base, httpx.AsyncClient(timeout=10) as http:
+            async with http.stream("GET", f"{base}/events") as first:
+                assert first.status_code == 200
+                second = await http.get(f"{base}/events")
+                assert second.status_code == 503 and "live streams" in second.text
+                assert (await http.get(f"{base}/")).status_code == 200
+            # The first one closed: its slot is free again.
+            for _ in range(100):
+                async with http.stream("GET", f"{base}/events") as third:
+                    if third.status_code == 200:
+                        break
+                await anyio.sleep(0.05)
+            assert third.status_code == 200
