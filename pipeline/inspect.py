@@ -122,6 +122,12 @@ def _glob_escape(text: str) -> str:
 
 
 async def _scan(redis: Redis, pattern: str, limit: int) -> list[str]:
+    # Through call_redis like every other read: Redis down is RedisUnavailable, not a
+    # driver error that a page would turn into a 500.
+    return await call_redis(_scan_keys(redis, pattern, limit))
+
+
+async def _scan_keys(redis: Redis, pattern: str, limit: int) -> list[str]:
     found: list[str] = []
     async for key in redis.scan_iter(match=pattern, count=_SCAN_COUNT):
         found.append(_text(key))

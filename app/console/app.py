@@ -30,7 +30,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from app.console import handlers
 from app.console.render import environment
-from pipeline.redis_io import Redis, open_redis
+from pipeline.redis_io import PipelineError, Redis, open_redis
 from pipeline.settings import Settings
 
 __all__ = ["ConsoleConfig", "create_app"]
@@ -96,8 +96,13 @@ class _Guard:
                     headers.setdefault(name, value)
             await send(message)
 
-        if not self._authorized(scope):
-            response = self._token_in_query(scope) or PlainTextResponse(
+        authorized = self._authorized(scope)
+        redirect = self._token_in_query(scope, authorized)
+        if redirect is not None:  # never leave the token in a URL (pages copy their query)
+            await redirect(scope, receive, with_headers)
+            return
+        if not authorized:
+            response = PlainTextResponse(
                 "unauthorized: a bearer token is required", status_code=401,
                 headers={"www-authenticate": "Bearer"},
             )  # fmt: skip
@@ -105,19 +110,28 @@ class _Guard:
             return
         await self.app(scope, receive, with_headers)
 
-    def _token_in_query(self, scope: Scope) -> Response | None:
-        # `?token=…` once: set the cookie and redirect to the same URL without the token.
+    def _token_in_query(self, scope: Scope, authorized: bool) -> Response | None:
+        # `?token=…` once: set the cookie and redirect to the same URL without the token
+        # (also when the cookie already signs the request in: the pages copy their query
+        # into links, so a token left in the URL would be written into the page).
         query = parse_qsl((scope.get("query_string") or b"").decode("latin-1"))
         given = next((v for k, v in query if k == "token"), None)
         if self.token is None or given is None:
             return None
-        if not hmac.compare_digest(given.encode(), self.token):
+        valid = hmac.compare_digest(given.encode(), self.token)
+        if not (valid or authorized):
             return None
         rest = urlencode([(k, v) for k, v in query if k != "token"])
         root = scope.get("root_path", "")
         path = scope["path"] if scope["path"].startswith(root) else root + scope["path"]
+        # `//host/…` (or `/\host`) would be another site's address to a browser: one slash.
+        path = "/" + path.lstrip("/\\")
         response = RedirectResponse(path + ("?" + rest if rest else ""), status_code=303)
-        response.set_cookie(COOKIE, given, httponly=True, samesite="strict", path=(root or "/"))
+        if valid:
+            response.set_cookie(
+                COOKIE, given, httponly=True, samesite="strict", path=(root or "/"),
+                secure=scope.get("scheme") == "https",
+            )  # fmt: skip
         return response
 
 
@@ -150,7 +164,10 @@ def create_app(
         Route(path, endpoint, methods=["GET"]) for path, endpoint in handlers.ROUTES
     ]
     routes.append(Mount("/static", StaticFiles(directory=STATIC), name="static"))
-    app = Starlette(routes=routes, lifespan=lifespan)
+    app = Starlette(
+        routes=routes, lifespan=lifespan,
+        exception_handlers={PipelineError: handlers.redis_failed},
+    )  # fmt: skip
     app.state.settings = settings
     app.state.config = config
     app.state.templates = templates

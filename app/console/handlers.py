@@ -20,9 +20,10 @@ from app.console.sessions import Filters, search_calls, session_summaries
 from app.console.timeline import timeline
 from pipeline.inspect import DeadLetter, dead_letters, digits, session_count
 from pipeline.keys import is_valid_session_id
+from pipeline.redis_io import RedisUnavailable
 from pipeline.status import collect_status
 
-__all__ = ["ROUTES"]
+__all__ = ["ROUTES", "redis_failed"]
 
 _STATUSES: Final = ("", "PROJECTING", "READY", "ERROR")
 _EVIDENCE: Final = ("", "EVIDENCE_FOUND", "NO_EVIDENCE", "ERROR")
@@ -56,6 +57,23 @@ def _render(request: Request, name: str, status_code: int = 200, **context: Any)
 
 def _bad(request: Request, message: str) -> Response:
     return _render(request, "error.html", status_code=400, message=message)
+
+
+async def redis_failed(request: Request, exc: Exception) -> Response:
+    """Redis down, or refusing a read: a page that says so (never a traceback, a host or the
+    URL; the code of a refusal only, e.g. NOPERM)."""
+    if isinstance(exc, RedisUnavailable):
+        title, message = "Redis is unreachable", (
+            "Redis is unreachable right now; this page reloads nothing by itself, try again "
+            "in a moment. Workers and clients are not affected by the console."
+        )
+    else:
+        code = exc.args[0] if exc.args and str(exc.args[0]).isalpha() else "ERR"
+        title, message = "Redis refused a read", (
+            f"Redis refused a read ({code}). The console needs the auditor user of "
+            "`aci-evidence acl` (reads every key of the prefix)."
+        )
+    return _render(request, "error.html", status_code=503, message=message, title=title)
 
 
 async def _sessions_context(request: Request) -> dict[str, Any]:
