@@ -62,6 +62,9 @@ class ConsoleConfig(msgspec.Struct, frozen=True, kw_only=True):
     calls_per_page: int = 200
     hits_per_page: int = 50
     replay_per_page: int = 100
+    # Open live streams at once: each holds a pooled Redis connection while its XREAD blocks
+    # (the pool has 64), so more tabs than this get a 503 instead of starving every page.
+    max_streams: int = 32
 
 
 class _Guard:
@@ -171,6 +174,7 @@ def create_app(
     app.state.settings = settings
     app.state.config = config
     app.state.templates = templates
+    app.state.streams = 0
     if redis is not None:  # usable without a lifespan too (httpx's ASGI transport runs none)
         app.state.redis = redis
     return _Guard(app, config.token)

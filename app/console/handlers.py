@@ -12,9 +12,11 @@ from typing import Any, Final
 from sse_starlette import EventSourceResponse
 from starlette.requests import Request
 from starlette.responses import PlainTextResponse, Response
+from starlette.types import Receive, Scope, Send
 
 from app.console.invocation import load_invocation
 from app.console.live import lifecycle_events
+from app.console.render import visible
 from app.console.replay_view import compare_sessions, replay_session
 from app.console.sessions import Filters, search_calls, session_summaries
 from app.console.timeline import timeline
@@ -100,10 +102,14 @@ async def _sessions_context(request: Request) -> dict[str, Any]:
     else:
         per = config.sessions_per_page
         total = await session_count(redis, settings.keys())
+        # Clamped to the last page: `?page=100000` would ask each partition for its newest
+        # 2.5 million sessions, and answer an empty page that reads "no session yet".
+        page = min(page, max(1, -(-total // per)))
+        context["page"] = page
         rows = await session_summaries(
             redis, settings, offset=(page - 1) * per, limit=per, window=config.window
         )
-        context.update(sessions=rows, total=total, pages=-(-total // per))
+        context.update(sessions=rows, total=total, pages=-(-total // per), prefix=settings.prefix)
     return context
 
 
@@ -156,11 +162,15 @@ def replay_command(letter: DeadLetter) -> str | None:
     session for live workers), or None when the letter does not say whose call it was."""
     if not is_valid_session_id(letter.session) or not letter.tool_call_id:
         return None
+    if visible(letter.tool_call_id) != letter.tool_call_id:
+        return None  # the page would spell its controls out: not what a terminal would run
     into = (letter.session[:120] + "-replay")[:128]
+    call = letter.tool_call_id
+    # `--id=-rf`: an id that starts with '-' is the value, never read as a flag.
+    ids = [f"--id={call}"] if call.startswith("-") else ["--id", call]
     return shlex.join(
-        ["aci-evidence", "replay", "--session", letter.session, "--id", letter.tool_call_id,
-         "--into", into]
-    )  # fmt: skip
+        ["aci-evidence", "replay", "--session", letter.session, *ids, "--into", into]
+    )
 
 
 async def _fleet(request: Request) -> dict[str, Any]:
@@ -201,14 +211,35 @@ async def replay_page(request: Request) -> Response:
     return _render(request, "replay.html", **context)
 
 
+class _CountedStream(EventSourceResponse):
+    """An SSE response that frees its slot among `max_streams` when it ends, however."""
+
+    def __init__(self, content: Any, state: Any, **kw: Any) -> None:
+        super().__init__(content, **kw)
+        self.state = state
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        try:
+            await super().__call__(scope, receive, send)
+        finally:
+            self.state.streams -= 1
+
+
 async def events(request: Request) -> Response:
     state = request.app.state
     session = _session(request, "session")
     if _param(request, "session") and session is None:
         return PlainTextResponse("bad session id", status_code=400)
+    if state.streams >= state.config.max_streams:
+        # EventSource retries on its own; the page says "reconnecting" meanwhile.
+        return PlainTextResponse(
+            "too many live streams are open; close a tab", status_code=503,
+            headers={"retry-after": "10"},
+        )  # fmt: skip
     after = request.headers.get("last-event-id") or _param(request, "after") or None
     stream = lifecycle_events(state.redis, state.settings, session=session, last_event_id=after)
-    return EventSourceResponse(stream, ping=15)
+    state.streams += 1
+    return _CountedStream(stream, state, ping=15)
 
 
 async def health(request: Request) -> Response:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import shlex
 import time
 import uuid
 from collections.abc import AsyncIterator, Iterator
@@ -20,6 +21,7 @@ import redis as redis_sync
 import uvicorn
 from starlette.testclient import TestClient
 
+from app import cli
 from app.console import ConsoleConfig, create_app
 from app.console.handlers import replay_command
 from chaos.services import free_port
@@ -189,6 +191,8 @@ def test_a_replay_command_never_reads_an_id_as_a_flag() -> None:
     letter = DeadLetter(0, "1-0", "1-0", "poison", BAD, "-rf", "")
     command = replay_command(letter)
     assert command is not None and "--id=-rf" in command
+    args = cli._parser().parse_args(shlex.split(command)[1:])
+    assert (args.session, args.id, args.into) == (BAD, "-rf", f"{BAD}-replay")
     hidden = DeadLetter(0, "1-0", "1-0", "poison", BAD, "a\x1bb", "")
     assert replay_command(hidden) is None  # a terminal would not run what the page shows
 
@@ -200,8 +204,11 @@ async def _serving(app: Any) -> AsyncIterator[str]:
     server = uvicorn.Server(config)
     async with anyio.create_task_group() as tg:
         tg.start_soon(server.serve)
-        while not server.started:
+        for _ in range(500):  # uvicorn says it has started by a flag only
+            if server.started:
+                break
             await anyio.sleep(0.02)
+        assert server.started, "uvicorn did not start"
         try:
             yield f"http://127.0.0.1:{port}"
         finally:
