@@ -65,6 +65,7 @@ class ConsoleConfig(msgspec.Struct, frozen=True, kw_only=True):
     # Open live streams at once: each holds a pooled Redis connection while its XREAD blocks
     # (the pool has 64), so more tabs than this get a 503 instead of starving every page.
     max_streams: int = 32
+    text_budget: int = 10_000  # Model Observations one text search reads, over its sessions
 
 
 class _Guard:

@@ -7,6 +7,7 @@ permalink.
 from __future__ import annotations
 
 import shlex
+from collections.abc import AsyncIterator
 from typing import Any, Final
 
 from sse_starlette import EventSourceResponse
@@ -22,7 +23,7 @@ from app.console.sessions import Filters, search_calls, session_summaries
 from app.console.timeline import timeline
 from pipeline.inspect import DeadLetter, dead_letters, digits, session_count
 from pipeline.keys import is_valid_session_id
-from pipeline.redis_io import RedisUnavailable
+from pipeline.redis_io import PipelineError, RedisUnavailable
 from pipeline.status import collect_status
 
 __all__ = ["ROUTES", "redis_failed"]
@@ -65,15 +66,17 @@ async def redis_failed(request: Request, exc: Exception) -> Response:
     """Redis down, or refusing a read: a page that says so (never a traceback, a host or the
     URL; the code of a refusal only, e.g. NOPERM)."""
     if isinstance(exc, RedisUnavailable):
-        title, message = "Redis is unreachable", (
-            "Redis is unreachable right now; this page reloads nothing by itself, try again "
-            "in a moment. Workers and clients are not affected by the console."
+        title = "Redis is unreachable"
+        message = (
+            "The console cannot reach Redis right now: reload this page in a moment. The "
+            "console only reads, so workers and clients are not affected by it."
         )
     else:
         code = exc.args[0] if exc.args and str(exc.args[0]).isalpha() else "ERR"
-        title, message = "Redis refused a read", (
+        title = "Redis refused a read"
+        message = (
             f"Redis refused a read ({code}). The console needs the auditor user of "
-            "`aci-evidence acl` (reads every key of the prefix)."
+            "`aci-evidence acl`, which may read every key of the prefix."
         )
     return _render(request, "error.html", status_code=503, message=message, title=title)
 
@@ -94,7 +97,9 @@ async def _sessions_context(request: Request) -> dict[str, Any]:
         "tools": _TOOLS,
     }  # fmt: skip
     if filters.any:
-        hits = await search_calls(redis, settings, filters, window=config.window)
+        hits = await search_calls(
+            redis, settings, filters, window=config.window, text_budget=config.text_budget
+        )
         per = config.hits_per_page
         context.update(
             hits=hits[(page - 1) * per : page * per], total=len(hits), pages=-(-len(hits) // per)
@@ -168,9 +173,7 @@ def replay_command(letter: DeadLetter) -> str | None:
     call = letter.tool_call_id
     # `--id=-rf`: an id that starts with '-' is the value, never read as a flag.
     ids = [f"--id={call}"] if call.startswith("-") else ["--id", call]
-    return shlex.join(
-        ["aci-evidence", "replay", "--session", letter.session, *ids, "--into", into]
-    )
+    return shlex.join(["aci-evidence", "replay", "--session", letter.session, *ids, "--into", into])
 
 
 async def _fleet(request: Request) -> dict[str, Any]:
@@ -239,7 +242,17 @@ async def events(request: Request) -> Response:
     after = request.headers.get("last-event-id") or _param(request, "after") or None
     stream = lifecycle_events(state.redis, state.settings, session=session, last_event_id=after)
     state.streams += 1
-    return _CountedStream(stream, state, ping=15)
+    return _CountedStream(until_redis_fails(stream), state, ping=15)
+
+
+async def until_redis_fails(stream: AsyncIterator[dict[str, Any]]) -> AsyncIterator[dict[str, Any]]:
+    """`stream`'s events; when Redis fails, one `unavailable` event (the page says so) and
+    the end: the browser reconnects after `retry` ms, without a traceback in the log."""
+    try:
+        async for event in stream:
+            yield event
+    except PipelineError:
+        yield {"event": "unavailable", "data": "redis", "retry": 5000}
 
 
 async def health(request: Request) -> Response:

@@ -19,13 +19,18 @@ import httpx
 import pytest
 import redis as redis_sync
 import uvicorn
+from hypothesis import given
+from hypothesis import strategies as st
 from starlette.testclient import TestClient
 
 from app import cli
 from app.console import ConsoleConfig, create_app
-from app.console.handlers import replay_command
+from app.console.handlers import replay_command, until_redis_fails
+from app.console.live import lifecycle_events
 from chaos.services import free_port
-from pipeline.inspect import DeadLetter
+from pipeline.inspect import DeadLetter, _lifecycle, call_controls, call_rows
+from pipeline.record import lifecycle_entry
+from pipeline.redis_io import open_redis
 from pipeline.settings import Settings
 from tests.conftest import REDIS_URL
 from tests.console.seed import drop_prefix, settings_for
@@ -231,3 +236,44 @@ async def test_live_streams_are_capped(raw: Settings) -> None:
                         break
                 await anyio.sleep(0.05)
             assert third.status_code == 200
+
+
+async def test_a_listing_reads_no_bodies_only_its_page_does(redis: Any, raw: Settings) -> None:
+    keys = raw.keys()
+    rows = await call_rows(redis, keys, BAD, ["c1"])
+    assert rows[0].status == "READY" and rows[0].control is None
+    (shown,) = await call_controls(redis, keys, rows)
+    assert shown.control == b"\xff{not json"
+
+
+@given(
+    st.dictionaries(
+        st.sampled_from(["session", "id", "tool", "status", "evidence", "at", "eid", "other"]),
+        st.binary(max_size=8),
+    ),
+    st.booleans(),
+)
+def test_the_lean_lifecycle_decode_is_lifecycle_entry(
+    fields: dict[str, bytes], raw_keys: bool
+) -> None:
+    given_fields: dict[Any, bytes] = (
+        {k.encode(): v for k, v in fields.items()} if raw_keys else fields
+    )
+    assert _lifecycle(given_fields) == lifecycle_entry(given_fields)
+
+
+def test_a_text_search_reads_a_bounded_number_of_observations(raw: Settings) -> None:
+    with TestClient(create_app(raw, REDIS_URL, config=ConsoleConfig(text_budget=1))) as client:
+        page = client.get("/?text=needle").text
+    # The first observation (the one holding "needle here") fits the budget; the second one
+    # ("\xff needle \xfe") is never read.
+    assert "needle here" in page and "up to 1 Model Observations" in page
+    assert "1 matching call" in page
+
+
+async def test_a_live_stream_ends_with_one_event_when_redis_fails(raw: Settings) -> None:
+    async with open_redis(f"redis://127.0.0.1:{free_port()}/0") as dead:
+        stream = lifecycle_events(dead, raw, last_event_id=None)
+        with anyio.fail_after(20):
+            events = [e async for e in until_redis_fails(stream)]
+    assert events == [{"event": "unavailable", "data": "redis", "retry": 5000}]

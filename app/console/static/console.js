@@ -84,6 +84,7 @@
     if (lastId) { url += (url.indexOf("?") < 0 ? "?" : "&") + "after=" + encodeURIComponent(lastId); }
     source = new EventSource(url, { withCredentials: true });
     source.addEventListener("lifecycle", onEvent);
+    source.addEventListener("unavailable", function () { say("Redis unreachable, retrying"); });
     source.onopen = function () { say("live"); };
     source.onerror = function () { if (source && source.readyState === 2) { source = null; } say("reconnecting"); };
   }
