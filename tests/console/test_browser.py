@@ -199,6 +199,9 @@ def test_watch_a_call_arrive_live_then_pause(page: Any, base: str, deployment: S
     page.locator('[data-call="live1"]').wait_for()
     assert page.evaluate("window.__samePage") is True  # a fragment was swapped, not the page
     assert int(page.get_attribute("body", "data-swaps") or 0) >= 1
+    # The next fetch waits 4x what the last one took (at least a second): a slow page is
+    # not refetched back to back.
+    assert int(page.get_attribute("body", "data-live-gap") or 0) >= 1000
     _shot(page, "timeline-live")
     page.get_by_test_id("live-toggle").click()
     assert page.get_by_test_id("live-state").inner_text() == "paused"
