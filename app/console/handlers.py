@@ -201,6 +201,11 @@ async def replay_page(request: Request) -> Response:
     session, a, b = _session(request, "session"), _session(request, "a"), _session(request, "b")
     context: dict[str, Any] = {"replay": None, "comparison": None,
                                "session": session or "", "a": a or "", "b": b or ""}  # fmt: skip
+    given = [n for n in ("session", "a", "b") if _param(request, n)]
+    if any(context[n] == "" for n in given):  # said plainly, not an empty form
+        context["error"] = "a session id is 1-128 letters, digits, '.', '_' or '-'"
+    elif bool(a) != bool(b):
+        context["error"] = "a comparison needs both sessions, A and B"
     if session is not None:
         context["replay"] = await replay_session(
             state.redis, state.settings, session, page=_page(request),

@@ -10,6 +10,7 @@ import contextlib
 import json
 import shlex
 import time
+from urllib.parse import urlencode
 import uuid
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
@@ -277,3 +278,39 @@ async def test_a_live_stream_ends_with_one_event_when_redis_fails(raw: Settings)
         with anyio.fail_after(20):
             events = [e async for e in until_redis_fails(stream)]
     assert events == [{"event": "unavailable", "data": "redis", "retry": 5000}]
+
+
+EVIL = "\"'><img src=x onerror=alert(1)><script>alert(1)</script>"
+XSS = "s-xss"
+
+
+def test_hostile_text_in_every_field_is_escaped(raw: Settings) -> None:
+    keys = raw.keys()
+    r = redis_sync.Redis.from_url(REDIS_URL)
+    now = int(time.time() * 1000)
+    r.zadd(keys.sessions, {XSS: now + 1})
+    r.xadd(keys.lifecycle, {"session": XSS, "id": EVIL, "tool": EVIL, "status": EVIL,
+                            "evidence": EVIL, "at": str(now)})  # fmt: skip
+    r.hset(keys.call(XSS, EVIL), mapping={"st": EVIL, "t0": str(now), "tool": EVIL,
+                                          "dup": EVIL, "inv": EVIL})  # fmt: skip
+    cv = {"error_code": EVIL, EVIL: EVIL, "timings": {"queue_ms": 1}}
+    r.hset(keys.result(XSS, EVIL), mapping={"st": "ERROR", "ev": EVIL, "t1": str(now + 5),
+                                            "cv": json.dumps(cv), "mo": json.dumps({EVIL: [EVIL]}),
+                                            "res": EVIL})  # fmt: skip
+    r.xadd(keys.model(XSS), {"id": EVIL, "d": json.dumps({"text": EVIL})})
+    r.xadd(keys.dead, {"session": XSS, "id": EVIL, "reason": EVIL, "eid": EVIL})
+    r.close()
+    q = {"q": EVIL}
+    pages = [
+        "/", "/fleet", f"/session?id={XSS}", f"/replay?session={XSS}", f"/replay?a={XSS}&b={BAD}",
+        "/?" + urlencode(q), "/?" + urlencode({"text": "onerror"}), "/?" + urlencode({"tool": EVIL}),
+        "/?" + urlencode({"q": "img", "page": EVIL}), "/call?" + urlencode({"session": XSS, "id": EVIL}),
+        "/replay?" + urlencode({"session": EVIL}), "/session?" + urlencode({"id": EVIL}),
+        "/fragments/sessions?" + urlencode(q),
+    ]  # fmt: skip
+    with TestClient(create_app(raw, REDIS_URL)) as client:
+        for path in pages:
+            html = client.get(path).text
+            assert "<img" not in html and "<script>alert" not in html, path
+            shown = "&lt;img src=x onerror=alert(1)&gt;" in html
+            assert shown or path not in pages[:3] and "/call" not in path, path
