@@ -47,7 +47,9 @@ def _root_path(text: str) -> str:
     text = text.strip()
     if not text:
         return ""
-    if not text.startswith("/") or any(c in text for c in "?#\"'<> \\"):
+    # `//host/x` would make every link, script and event URL point at another site.
+    bad = text.startswith("//") or any(c in text for c in "?#\"'<> \\")
+    if not text.startswith("/") or bad or not text.isprintable():
         raise SettingsError("--root-path must be a path such as /aci")
     return text.rstrip("/")
 

@@ -10,10 +10,10 @@ import contextlib
 import json
 import shlex
 import time
-from urllib.parse import urlencode
 import uuid
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
+from urllib.parse import urlencode
 
 import anyio
 import httpx
@@ -28,11 +28,12 @@ from app import cli
 from app.console import ConsoleConfig, create_app
 from app.console.handlers import replay_command, until_redis_fails
 from app.console.live import lifecycle_events
+from app.console.serve import _root_path
 from chaos.services import free_port
 from pipeline.inspect import DeadLetter, _lifecycle, call_controls, call_rows
 from pipeline.record import lifecycle_entry
 from pipeline.redis_io import open_redis
-from pipeline.settings import Settings
+from pipeline.settings import Settings, SettingsError
 from tests.conftest import REDIS_URL
 from tests.console.seed import drop_prefix, settings_for
 
@@ -313,4 +314,11 @@ def test_hostile_text_in_every_field_is_escaped(raw: Settings) -> None:
             html = client.get(path).text
             assert "<img" not in html and "<script>alert" not in html, path
             shown = "&lt;img src=x onerror=alert(1)&gt;" in html
-            assert shown or path not in pages[:3] and "/call" not in path, path
+            assert shown or (path not in pages[:3] and "/call" not in path), path
+
+
+@pytest.mark.parametrize("bad", ["//evil.example", "//evil.example/aci", "/a\tb", "/a\x00"])
+def test_a_root_path_never_names_another_site(bad: str) -> None:
+    with pytest.raises(SettingsError):
+        _root_path(bad)
+    assert _root_path("/aci//x/") == "/aci//x"
