@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import hmac
 from collections.abc import AsyncIterator
+from http.cookies import CookieError, SimpleCookie
 from pathlib import Path
 from typing import Any, Final
 from urllib.parse import parse_qsl, urlencode
@@ -78,14 +79,23 @@ class _Guard:
     def _authorized(self, scope: Scope) -> bool:
         if self.token is None:
             return True
-        headers = dict(scope.get("headers") or [])
-        given = headers.get(b"authorization", b"")
-        if given.startswith(b"Bearer ") and hmac.compare_digest(given[7:], self.token):
-            return True
-        for part in headers.get(b"cookie", b"").split(b";"):
-            name, _, value = part.strip().partition(b"=")
-            if name == COOKIE.encode() and hmac.compare_digest(value, self.token):
-                return True
+        headers = scope.get("headers") or []
+        for name, value in headers:
+            # The scheme is case-insensitive (RFC 9110); a browser may send several Cookie
+            # headers (HTTP/2 splits them).
+            if name == b"authorization" and value[:7].lower() == b"bearer ":
+                if hmac.compare_digest(value[7:].strip(), self.token):
+                    return True
+            if name == b"cookie":
+                jar = SimpleCookie()
+                with contextlib.suppress(CookieError):
+                    jar.load(value.decode("latin-1"))
+                morsel = jar.get(COOKIE)
+                # The value as set: `set_cookie` quotes a token holding a space or a ';'.
+                if morsel is not None and hmac.compare_digest(
+                    morsel.value.encode("latin-1", "replace"), self.token
+                ):
+                    return True
         return False
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:

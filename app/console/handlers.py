@@ -101,6 +101,8 @@ async def _sessions_context(request: Request) -> dict[str, Any]:
             redis, settings, filters, window=config.window, text_budget=config.text_budget
         )
         per = config.hits_per_page
+        page = min(page, max(1, -(-len(hits) // per)))
+        context["page"] = page
         context.update(
             hits=hits[(page - 1) * per : page * per], total=len(hits), pages=-(-len(hits) // per)
         )

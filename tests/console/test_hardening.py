@@ -322,3 +322,20 @@ def test_a_root_path_never_names_another_site(bad: str) -> None:
     with pytest.raises(SettingsError):
         _root_path(bad)
     assert _root_path("/aci//x/") == "/aci//x"
+
+
+@pytest.mark.parametrize("token", ["plain-token", 'with space;and,comma"quote'])
+def test_the_token_signs_in_by_cookie_and_by_any_case_of_bearer(raw: Settings, token: str) -> None:
+    with TestClient(create_app(raw, REDIS_URL, config=ConsoleConfig(token=token))) as client:
+        assert client.get("/").status_code == 401
+        assert client.get("/", headers={"authorization": f"bearer {token}"}).status_code == 200
+        assert client.get("/", headers={"authorization": "bearer wrong"}).status_code == 401
+        signed = client.get("/?" + urlencode({"token": token, "q": "c1"}))
+        assert signed.status_code == 200 and str(signed.url).endswith("/?q=c1")
+        assert client.get("/fleet").status_code == 200  # the cookie, from now on
+
+
+def test_a_search_page_past_the_end_is_clamped(raw: Settings) -> None:
+    with TestClient(create_app(raw, REDIS_URL)) as client:
+        page = client.get("/?q=c1&page=500").text
+    assert "no call matches" not in page and "1 matching call" in page
