@@ -27,6 +27,7 @@ from workers.sources.instant import InstantSource
 
 URL = "redis://127.0.0.1:6379/0"
 CALLS = 10_000
+FILLER = 200_000
 
 
 class _Large:
@@ -81,6 +82,16 @@ async def _time(http: httpx.AsyncClient, path: str, n: int = 5) -> tuple[float, 
     return statistics.median(samples) * 1000, statistics.median(cpu) * 1000, size
 
 
+async def _filler(redis: Any, settings: Settings, n: int) -> None:
+    """`n` keys of no session under the bench's prefix (deleted with it)."""
+    tag = settings.keys().tag
+    for start in range(0, n, 5000):
+        pipe = redis.pipeline(transaction=False)
+        for i in range(start, min(n, start + 5000)):
+            pipe.set(f"{tag}:filler:{i}", b"x", ex=600)
+        await pipe.execute()
+
+
 async def main() -> None:
     bounds = Bounds(rag_max_evidence=100, observation_max_bytes=80_000)
     settings = Settings(prefix=f"b{uuid.uuid4().hex[:10]}", redis_url=URL, bounds=bounds)
@@ -105,6 +116,14 @@ async def main() -> None:
                     ("re-projection page (100 calls)", "/replay?session=bench-10k"),
                     ("compare two sessions", "/replay?a=bench-10k&b=bench-large"),
                     ("64 KB observation", "/call?session=bench-large&id=big"),
+                ):
+                    ms, cpu_ms, size = await _time(http, path)
+                    print(f"{label:32} {ms:8.1f} ms  {cpu_ms:8.1f} ms CPU  {size / 1024:8.1f} KiB")
+                # A session's calls are listed by SCAN: its cost grows with the whole keyspace.
+                await _filler(redis, settings, FILLER)
+                for label, path in (
+                    (f"timeline, {FILLER // 1000}k other keys", "/session?id=bench-large"),
+                    (f"search an id, {FILLER // 1000}k other keys", "/?q=nothing-such"),
                 ):
                     ms, cpu_ms, size = await _time(http, path)
                     print(f"{label:32} {ms:8.1f} ms  {cpu_ms:8.1f} ms CPU  {size / 1024:8.1f} KiB")
