@@ -117,7 +117,10 @@ class _Guard:
             return
         if not authorized:
             response = PlainTextResponse(
-                "unauthorized: a bearer token is required", status_code=401,
+                "unauthorized: this console needs its token (ACI_CONSOLE_TOKEN). Open this page "
+                "once as ...?token=<token> (it sets a cookie), or send "
+                "'Authorization: Bearer <token>'.",
+                status_code=401,
                 headers={"www-authenticate": "Bearer"},
             )  # fmt: skip
             await response(scope, receive, with_headers)

@@ -339,3 +339,10 @@ def test_a_search_page_past_the_end_is_clamped(raw: Settings) -> None:
     with TestClient(create_app(raw, REDIS_URL)) as client:
         page = client.get("/?q=c1&page=500").text
     assert "no call matches" not in page and "1 matching call" in page
+
+
+def test_the_401_says_how_to_sign_in_without_echoing_anything(raw: Settings) -> None:
+    with TestClient(create_app(raw, REDIS_URL, config=ConsoleConfig(token="s3cret"))) as client:
+        refused = client.get("/?token=wrong-guess")
+    assert refused.status_code == 401 and "?token=<token>" in refused.text
+    assert "wrong-guess" not in refused.text and "s3cret" not in refused.text

@@ -23,6 +23,8 @@
   var timer = null;
   var lastSwap = 0;
   var gap = 1000;
+  var retry = 2000;
+  var retryTimer = null;
   var inFlight = false;
 
   function geometry(root) {
@@ -92,13 +94,25 @@
     source = new EventSource(url, { withCredentials: true });
     source.addEventListener("lifecycle", onEvent);
     source.addEventListener("unavailable", function () { say("Redis unreachable, retrying"); });
-    source.onopen = function () { say("live"); };
-    source.onerror = function () { if (source && source.readyState === 2) { source = null; } say("reconnecting"); };
+    source.onopen = function () { retry = 2000; say("live"); };
+    source.onerror = function () {
+      // A refused stream (503: too many open, or Redis down) is closed for good by
+      // EventSource: reopen it ourselves, waiting longer each time (up to a minute).
+      if (source && source.readyState === 2) {
+        source = null;
+        if (retryTimer === null) {
+          retryTimer = setTimeout(function () { retryTimer = null; open(); }, retry);
+          retry = Math.min(60000, retry * 2);
+        }
+      }
+      say("reconnecting");
+    };
   }
 
   function close(why) {
     if (source) { source.close(); source = null; }
     if (timer !== null) { clearTimeout(timer); timer = null; }
+    if (retryTimer !== null) { clearTimeout(retryTimer); retryTimer = null; }
     say(why);
   }
 
