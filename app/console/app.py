@@ -67,14 +67,31 @@ class ConsoleConfig(msgspec.Struct, frozen=True, kw_only=True):
     # (the pool has 64), so more tabs than this get a 503 instead of starving every page.
     max_streams: int = 32
     text_budget: int = 10_000  # Model Observations one text search reads, over its sessions
+    # The Host names it answers (any port), None for any. `aci-evidence console` on loopback
+    # without a token names the loopback ones: a web page whose name an attacker re-points
+    # at 127.0.0.1 (DNS rebinding) must not read the console from a victim's browser.
+    allowed_hosts: tuple[str, ...] | None = None
 
 
 class _Guard:
     """Security headers on every answer; the bearer token when one is configured."""
 
-    def __init__(self, app: ASGIApp, token: str | None) -> None:
+    def __init__(
+        self, app: ASGIApp, token: str | None, hosts: tuple[str, ...] | None = None
+    ) -> None:
         self.app = app
         self.token = token.encode() if token else None
+        self.hosts = None if hosts is None else frozenset(h.lower().strip("[]") for h in hosts)
+
+    def _host_allowed(self, scope: Scope) -> bool:
+        if self.hosts is None:
+            return True
+        host = next((v for k, v in scope.get("headers") or [] if k == b"host"), b"")
+        name = host.decode("latin-1").lower()
+        name = (
+            name[1:].partition("]")[0] if name.startswith("[") else name.rpartition(":")[0] or name
+        )
+        return name in self.hosts
 
     def _authorized(self, scope: Scope) -> bool:
         if self.token is None:
@@ -110,6 +127,14 @@ class _Guard:
                     headers.setdefault(name, value)
             await send(message)
 
+        if not self._host_allowed(scope):
+            refused = PlainTextResponse(
+                "this console answers only under a loopback name such as 127.0.0.1 (the Host "
+                "header names another): set ACI_CONSOLE_TOKEN to serve it under other names",
+                status_code=421,
+            )  # fmt: skip
+            await refused(scope, receive, with_headers)
+            return
         authorized = self._authorized(scope)
         redirect = self._token_in_query(scope, authorized)
         if redirect is not None:  # never leave the token in a URL (pages copy their query)
@@ -191,7 +216,7 @@ def create_app(
     app.state.streams = 0
     if redis is not None:  # usable without a lifespan too (httpx's ASGI transport runs none)
         app.state.redis = redis
-    return _Guard(app, config.token)
+    return _Guard(app, config.token, config.allowed_hosts)
 
 
 def request_redis(request: Request) -> Redis:

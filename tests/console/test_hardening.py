@@ -28,7 +28,7 @@ from app import cli
 from app.console import ConsoleConfig, create_app
 from app.console.handlers import replay_command, until_redis_fails
 from app.console.live import lifecycle_events
-from app.console.serve import _root_path
+from app.console.serve import _root_path, console_config
 from chaos.services import free_port
 from pipeline.inspect import DeadLetter, _lifecycle, call_controls, call_rows
 from pipeline.record import lifecycle_entry
@@ -346,3 +346,16 @@ def test_the_401_says_how_to_sign_in_without_echoing_anything(raw: Settings) -> 
         refused = client.get("/?token=wrong-guess")
     assert refused.status_code == 401 and "?token=<token>" in refused.text
     assert "wrong-guess" not in refused.text and "s3cret" not in refused.text
+
+
+def test_on_loopback_without_a_token_a_rebound_name_is_refused(raw: Settings) -> None:
+    config = console_config("127.0.0.1", None)
+    with TestClient(create_app(raw, REDIS_URL, config=config)) as client:
+        for host in ("evil.example", "evil.example:8765", "127.0.0.1.evil.example"):
+            refused = client.get("/", headers={"host": host})
+            assert refused.status_code == 421, host
+            assert BAD not in refused.text
+        for host in ("127.0.0.1:8765", "localhost", "[::1]:8765", "LOCALHOST:1"):
+            assert client.get("/", headers={"host": host}).status_code == 200, host
+    # With a token, the token guards it under any name (behind a proxy).
+    assert console_config("0.0.0.0", "t").allowed_hosts is None
