@@ -17,6 +17,8 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Mapping, Sequence
 from typing import Any, Final, NamedTuple
 
+import msgspec
+
 from pipeline.envelope import peek_identity
 from pipeline.keys import Keys, Partition
 from pipeline.record import (
@@ -46,6 +48,7 @@ from pipeline.record import (
 from pipeline.redis_io import Redis, call_redis, execute
 
 __all__ = [
+    "BAD_JSON",
     "CallRow",
     "DeadLetter",
     "call_controls",
@@ -64,6 +67,9 @@ __all__ = [
 ]
 
 # Keys a SCAN call visits (it walks the whole keyspace): 200,000 keys take 40 calls of ~2 ms.
+# What a stored body that is not JSON the console can show raises when decoded: invalid JSON,
+# or valid JSON nested past the recursion limit (`[[[[…]]]]`, 5,000 deep).
+BAD_JSON: Final = (msgspec.DecodeError, RecursionError)
 _SCAN_COUNT: Final = 5000
 _CHUNK: Final = 500
 _DEAD_DATA_SHOWN: Final = 4096

@@ -17,6 +17,7 @@ from typing import Any, Final
 import msgspec
 
 from pipeline.inspect import (
+    BAD_JSON,
     call_rows,
     digits,
     find_call_sessions,
@@ -119,7 +120,7 @@ async def _from_control(redis: Redis, settings: Settings, row: SessionSummary) -
     for _eid, entry in page:
         try:
             view = msgspec.json.decode(entry.data or b"null")
-        except msgspec.DecodeError:
+        except BAD_JSON:
             continue
         if not isinstance(view, dict):
             continue
@@ -245,7 +246,7 @@ async def _text_hits(
                 after = eid
                 try:
                     value = msgspec.json.decode(entry.data or b"null")
-                except msgspec.DecodeError:
+                except BAD_JSON:
                     value = (entry.data or b"").decode("utf-8", "replace")
                 snippet = _snippet(" ".join(_strings(value)), needle)
                 if snippet is not None:

@@ -15,7 +15,7 @@ from typing import Any, Final
 
 import msgspec
 
-from pipeline.inspect import CallRow, call_controls, call_rows, session_call_ids
+from pipeline.inspect import BAD_JSON, CallRow, call_controls, call_rows, session_call_ids
 from pipeline.redis_io import Redis
 from pipeline.settings import Settings
 
@@ -74,7 +74,7 @@ async def session_rows(
 def _control(row: CallRow) -> dict[str, Any]:
     try:
         value = msgspec.json.decode(row.control or b"{}")
-    except msgspec.DecodeError:
+    except BAD_JSON:
         return {}
     return value if isinstance(value, dict) else {}
 

@@ -63,7 +63,13 @@ def raw() -> Iterator[Settings]:
         big = {f"k{i}": i for i in range(1000)}
         r.hset(keys.result(BAD, "c1"), mapping={"st": "READY", "t1": "\u00b3", "mo": json.dumps(big),
                                                 "cv": b"\xff{not json"})  # fmt: skip
+        deep = b"[" * 5000 + b"]" * 5000  # valid JSON past any recursion limit
+        r.hset(keys.call(BAD, "c2"), mapping={"st": "PROJECTING", "t0": str(now), "inv": deep})
+        r.hset(keys.result(BAD, "c2"), mapping={"st": "READY", "t1": str(now), "mo": deep,
+                                                "cv": deep, "res": deep})  # fmt: skip
+        r.set(keys.raw(BAD, "c2"), deep)
         r.xadd(keys.model(BAD), {"id": b"\xff\xfe", "d": json.dumps({"text": "needle here"})})
+        r.xadd(keys.model(BAD), {"id": "c2", "d": deep})
         r.xadd(keys.model(BAD), {"d": b"\xff needle \xfe"})
         r.xadd(keys.dead, {"reason": b"\xff", "d": b"\xff\xfe not an envelope"})
         r.xadd(keys.dead, {"session": BAD, "id": "-rf", "reason": "poison"})
@@ -84,6 +90,7 @@ MALFORMED_PAGES = [
     "/?q=zzz-nothing",
     "/?text=needle",
     f"/call?session={BAD}&id=c1",
+    f"/call?session={BAD}&id=c2",
     "/fleet",
     f"/replay?session={BAD}",
     f"/replay?a={BAD}&b={BAD}",
