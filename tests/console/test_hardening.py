@@ -30,7 +30,13 @@ from app.console.handlers import replay_command, until_redis_fails
 from app.console.live import lifecycle_events
 from app.console.serve import _root_path, console_config
 from chaos.services import free_port
-from pipeline.inspect import DeadLetter, _lifecycle, call_controls, call_rows
+from pipeline.inspect import (
+    DeadLetter,
+    _lifecycle,
+    call_controls,
+    call_rows,
+    recent_sessions,
+)
 from pipeline.record import lifecycle_entry
 from pipeline.redis_io import open_redis
 from pipeline.settings import Settings, SettingsError
@@ -366,3 +372,12 @@ def test_on_loopback_without_a_token_a_rebound_name_is_refused(raw: Settings) ->
             assert client.get("/", headers={"host": host}).status_code == 200, host
     # With a token, the token guards it under any name (behind a proxy).
     assert console_config("0.0.0.0", "t").allowed_hosts is None
+
+
+async def test_a_page_of_sessions_is_the_same_read_directly(redis: Any, raw: Settings) -> None:
+    keys = raw.keys()
+    await redis.zadd(keys.sessions, {f"s{i:03}": 1000 + i for i in range(60)})
+    everyone = [(BAD, -1), *((f"s{i:03}", 1000 + i) for i in reversed(range(60)))]
+    for offset, limit in ((0, 25), (25, 25), (50, 25), (60, 1), (61, 25), (0, 0)):
+        got = await recent_sessions(redis, keys, offset=offset, limit=limit)
+        assert [name for name, _ in got] == [name for name, _ in everyone][offset : offset + limit]
