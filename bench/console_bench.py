@@ -27,6 +27,7 @@ from workers.sources.instant import InstantSource
 
 URL = "redis://127.0.0.1:6379/0"
 CALLS = 10_000
+FILLER = 200_000
 
 
 class _Large:
@@ -67,15 +68,28 @@ async def _record(redis: Any, settings: Settings) -> None:
         stop.set()
 
 
-async def _time(http: httpx.AsyncClient, path: str, n: int = 5) -> tuple[float, int]:
-    samples, size = [], 0
+async def _time(http: httpx.AsyncClient, path: str, n: int = 5) -> tuple[float, float, int]:
+    """Median wall and CPU ms of a page (the CPU time of this process, console and client:
+    steadier than the wall time on a loaded machine), and its size."""
+    samples, cpu, size = [], [], 0
     for _ in range(n):
-        started = time.perf_counter()
+        started, cpu_started = time.perf_counter(), time.process_time()
         response = await http.get(path)
         samples.append(time.perf_counter() - started)
+        cpu.append(time.process_time() - cpu_started)
         response.raise_for_status()
         size = len(response.content)
-    return statistics.median(samples) * 1000, size
+    return statistics.median(samples) * 1000, statistics.median(cpu) * 1000, size
+
+
+async def _filler(redis: Any, settings: Settings, n: int) -> None:
+    """`n` keys of no session under the bench's prefix (deleted with it)."""
+    tag = settings.keys().tag
+    for start in range(0, n, 5000):
+        pipe = redis.pipeline(transaction=False)
+        for i in range(start, min(n, start + 5000)):
+            pipe.set(f"{tag}:filler:{i}", b"x", ex=600)
+        await pipe.execute()
 
 
 async def main() -> None:
@@ -93,13 +107,26 @@ async def main() -> None:
                 for label, path in (
                     ("sessions list", "/"),
                     ("search a call id", "/?q=b9999"),
+                    ("search a part of an id", "/?q=zz-none"),
+                    ("search observation text", "/?text=d119"),
+                    ("timeline fragment (live)", "/fragments/timeline?id=bench-10k"),
+                    ("fleet", "/fleet"),
                     ("timeline page 1 of 50", "/session?id=bench-10k"),
                     ("timeline page 50 of 50", "/session?id=bench-10k&page=50"),
                     ("re-projection page (100 calls)", "/replay?session=bench-10k"),
+                    ("compare two sessions", "/replay?a=bench-10k&b=bench-large"),
                     ("64 KB observation", "/call?session=bench-large&id=big"),
                 ):
-                    ms, size = await _time(http, path)
-                    print(f"{label:32} {ms:8.1f} ms  {size / 1024:8.1f} KiB")
+                    ms, cpu_ms, size = await _time(http, path)
+                    print(f"{label:32} {ms:8.1f} ms  {cpu_ms:8.1f} ms CPU  {size / 1024:8.1f} KiB")
+                # A session's calls are listed by SCAN: its cost grows with the whole keyspace.
+                await _filler(redis, settings, FILLER)
+                for label, path in (
+                    (f"timeline, {FILLER // 1000}k other keys", "/session?id=bench-large"),
+                    (f"search an id, {FILLER // 1000}k other keys", "/?q=nothing-such"),
+                ):
+                    ms, cpu_ms, size = await _time(http, path)
+                    print(f"{label:32} {ms:8.1f} ms  {cpu_ms:8.1f} ms CPU  {size / 1024:8.1f} KiB")
         finally:
             await delete_prefix(redis, settings.keys())
 

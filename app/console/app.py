@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import hmac
 from collections.abc import AsyncIterator
+from http.cookies import CookieError, SimpleCookie
 from pathlib import Path
 from typing import Any, Final
 from urllib.parse import parse_qsl, urlencode
@@ -30,7 +31,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from app.console import handlers
 from app.console.render import environment
-from pipeline.redis_io import Redis, open_redis
+from pipeline.redis_io import PipelineError, Redis, open_redis
 from pipeline.settings import Settings
 
 __all__ = ["ConsoleConfig", "create_app"]
@@ -62,26 +63,56 @@ class ConsoleConfig(msgspec.Struct, frozen=True, kw_only=True):
     calls_per_page: int = 200
     hits_per_page: int = 50
     replay_per_page: int = 100
+    # Open live streams at once: each holds a pooled Redis connection while its XREAD blocks
+    # (the pool has 64), so more tabs than this get a 503 instead of starving every page.
+    max_streams: int = 32
+    text_budget: int = 10_000  # Model Observations one text search reads, over its sessions
+    # The Host names it answers (any port), None for any. `aci-evidence console` on loopback
+    # without a token names the loopback ones: a web page whose name an attacker re-points
+    # at 127.0.0.1 (DNS rebinding) must not read the console from a victim's browser.
+    allowed_hosts: tuple[str, ...] | None = None
 
 
 class _Guard:
     """Security headers on every answer; the bearer token when one is configured."""
 
-    def __init__(self, app: ASGIApp, token: str | None) -> None:
+    def __init__(
+        self, app: ASGIApp, token: str | None, hosts: tuple[str, ...] | None = None
+    ) -> None:
         self.app = app
         self.token = token.encode() if token else None
+        self.hosts = None if hosts is None else frozenset(h.lower().strip("[]") for h in hosts)
+
+    def _host_allowed(self, scope: Scope) -> bool:
+        if self.hosts is None:
+            return True
+        host = next((v for k, v in scope.get("headers") or [] if k == b"host"), b"")
+        name = host.decode("latin-1").lower()
+        name = (
+            name[1:].partition("]")[0] if name.startswith("[") else name.rpartition(":")[0] or name
+        )
+        return name in self.hosts
 
     def _authorized(self, scope: Scope) -> bool:
         if self.token is None:
             return True
-        headers = dict(scope.get("headers") or [])
-        given = headers.get(b"authorization", b"")
-        if given.startswith(b"Bearer ") and hmac.compare_digest(given[7:], self.token):
-            return True
-        for part in headers.get(b"cookie", b"").split(b";"):
-            name, _, value = part.strip().partition(b"=")
-            if name == COOKIE.encode() and hmac.compare_digest(value, self.token):
-                return True
+        headers = scope.get("headers") or []
+        for name, value in headers:
+            # The scheme is case-insensitive (RFC 9110); a browser may send several Cookie
+            # headers (HTTP/2 splits them).
+            if name == b"authorization" and value[:7].lower() == b"bearer ":
+                if hmac.compare_digest(value[7:].strip(), self.token):
+                    return True
+            if name == b"cookie":
+                jar = SimpleCookie()
+                with contextlib.suppress(CookieError):
+                    jar.load(value.decode("latin-1"))
+                morsel = jar.get(COOKIE)
+                # The value as set: `set_cookie` quotes a token holding a space or a ';'.
+                if morsel is not None and hmac.compare_digest(
+                    morsel.value.encode("latin-1", "replace"), self.token
+                ):
+                    return True
         return False
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -96,28 +127,53 @@ class _Guard:
                     headers.setdefault(name, value)
             await send(message)
 
-        if not self._authorized(scope):
-            response = self._token_in_query(scope) or PlainTextResponse(
-                "unauthorized: a bearer token is required", status_code=401,
+        if not self._host_allowed(scope):
+            refused = PlainTextResponse(
+                "this console answers only under a loopback name such as 127.0.0.1 (the Host "
+                "header names another): set ACI_CONSOLE_TOKEN to serve it under other names",
+                status_code=421,
+            )  # fmt: skip
+            await refused(scope, receive, with_headers)
+            return
+        authorized = self._authorized(scope)
+        redirect = self._token_in_query(scope, authorized)
+        if redirect is not None:  # never leave the token in a URL (pages copy their query)
+            await redirect(scope, receive, with_headers)
+            return
+        if not authorized:
+            response = PlainTextResponse(
+                "unauthorized: this console needs its token (ACI_CONSOLE_TOKEN). Open this page "
+                "once as ...?token=<token> (it sets a cookie), or send "
+                "'Authorization: Bearer <token>'.",
+                status_code=401,
                 headers={"www-authenticate": "Bearer"},
             )  # fmt: skip
             await response(scope, receive, with_headers)
             return
         await self.app(scope, receive, with_headers)
 
-    def _token_in_query(self, scope: Scope) -> Response | None:
-        # `?token=…` once: set the cookie and redirect to the same URL without the token.
+    def _token_in_query(self, scope: Scope, authorized: bool) -> Response | None:
+        # `?token=…` once: set the cookie and redirect to the same URL without the token
+        # (also when the cookie already signs the request in: the pages copy their query
+        # into links, so a token left in the URL would be written into the page).
         query = parse_qsl((scope.get("query_string") or b"").decode("latin-1"))
         given = next((v for k, v in query if k == "token"), None)
         if self.token is None or given is None:
             return None
-        if not hmac.compare_digest(given.encode(), self.token):
+        valid = hmac.compare_digest(given.encode(), self.token)
+        if not (valid or authorized):
             return None
         rest = urlencode([(k, v) for k, v in query if k != "token"])
         root = scope.get("root_path", "")
         path = scope["path"] if scope["path"].startswith(root) else root + scope["path"]
+        # `//host/…` (or `/\host`) would be another site's address to a browser: one slash.
+        path = "/" + path.lstrip("/\\")
         response = RedirectResponse(path + ("?" + rest if rest else ""), status_code=303)
-        response.set_cookie(COOKIE, given, httponly=True, samesite="strict", path=(root or "/"))
+        if valid:
+            response.set_cookie(
+                COOKIE, given, httponly=True, samesite="strict", path=(root or "/"),
+                secure=scope.get("scheme") == "https",
+            )  # fmt: skip
         return response
 
 
@@ -150,13 +206,17 @@ def create_app(
         Route(path, endpoint, methods=["GET"]) for path, endpoint in handlers.ROUTES
     ]
     routes.append(Mount("/static", StaticFiles(directory=STATIC), name="static"))
-    app = Starlette(routes=routes, lifespan=lifespan)
+    app = Starlette(
+        routes=routes, lifespan=lifespan,
+        exception_handlers={PipelineError: handlers.redis_failed},
+    )  # fmt: skip
     app.state.settings = settings
     app.state.config = config
     app.state.templates = templates
+    app.state.streams = 0
     if redis is not None:  # usable without a lifespan too (httpx's ASGI transport runs none)
         app.state.redis = redis
-    return _Guard(app, config.token)
+    return _Guard(app, config.token, config.allowed_hosts)
 
 
 def request_redis(request: Request) -> Redis:

@@ -13,7 +13,7 @@ from typing import Any, Final
 
 import msgspec
 
-from pipeline.inspect import call_record
+from pipeline.inspect import BAD_JSON, call_record
 from pipeline.record import (
     CONTROL,
     DUPLICATE_OF,
@@ -72,7 +72,7 @@ def _body(data: bytes | None) -> Body | None:
         return None
     try:
         return Body(size=len(data), value=msgspec.json.decode(data), is_json=True)
-    except msgspec.DecodeError:
+    except BAD_JSON:
         text = data.decode("utf-8", "replace")
         return Body(
             size=len(data),

@@ -15,7 +15,7 @@ from typing import Any, Final
 
 import anyio
 
-from pipeline.inspect import latest_lifecycle_ids, lifecycle_after
+from pipeline.inspect import digits, latest_lifecycle_ids, lifecycle_after
 from pipeline.redis_io import Redis
 from pipeline.settings import Settings
 
@@ -67,7 +67,7 @@ async def lifecycle_events(
                 "tool": entry.tool,
                 "status": entry.status,
                 "evidence_status": entry.evidence,
-                "at": int(entry.at) if entry.at and entry.at.isdigit() else None,
+                "at": digits(entry.at),
             }
             yield {"id": ",".join(cursors), "event": "lifecycle", "data": json.dumps(data)}
         if not entries:

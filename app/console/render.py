@@ -10,7 +10,9 @@ replaced by their `\\x1b` / `\\u202e` spelling, so a hostile payload shows as wh
 from __future__ import annotations
 
 import datetime as dt
+import itertools
 import re
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, Final
 
@@ -67,6 +69,10 @@ def _size(n: Any) -> str:
     return f"{n} B" if n < 1024 else f"{n / 1024:.1f} KiB"
 
 
+def _head(items: Iterable[Any], n: int) -> list[Any]:
+    return list(itertools.islice(items, n))
+
+
 def environment() -> jinja2.Environment:
     """The console's templates (autoescaped, strict about undefined names)."""
     env = jinja2.Environment(
@@ -77,5 +83,5 @@ def environment() -> jinja2.Environment:
         trim_blocks=True,
         lstrip_blocks=True,
     )
-    env.filters.update(when=_when, duration=_duration, size=_size)
+    env.filters.update(when=_when, duration=_duration, size=_size, head=_head)
     return env

@@ -16,8 +16,8 @@ from typing import Any, Final
 import msgspec
 
 from app.console.timeline import session_rows
-from pipeline.inspect import call_record
-from pipeline.record import CONTROL, MODEL, read_records
+from pipeline.inspect import BAD_JSON, call_record
+from pipeline.record import CONTROL, MODEL, TOOL, read_records
 from pipeline.redis_io import Redis
 from pipeline.settings import Settings
 from workers.replay_diff import IGNORED, Recording, Verdict, diff_json, render_value, reproject
@@ -54,7 +54,7 @@ async def replay_session(
     pairs = [(session, r.tool_call_id) for r in shown]
     records = await read_records(redis, settings.keys(), pairs)
     verdicts = [
-        reproject(Recording(session=session, tool_call_id=call, fields=fields), settings)
+        _reproject(Recording(session=session, tool_call_id=call, fields=fields), settings)
         for (_s, call), fields in zip(pairs, records, strict=True)
         if fields
     ]
@@ -66,6 +66,16 @@ async def replay_session(
         verdicts=verdicts,
         counts=Counter(v.outcome for v in verdicts),
     )
+
+
+def _reproject(rec: Recording, settings: Settings) -> Verdict:
+    try:
+        return reproject(rec, settings)
+    except RecursionError:  # a body nested past the recursion limit: one failed row
+        return Verdict(
+            session=rec.session, tool_call_id=rec.tool_call_id, tool=rec.text(TOOL),
+            outcome="failed", reason="a recorded body is nested too deep to decode",
+        )  # fmt: skip
 
 
 @dataclass
@@ -100,7 +110,7 @@ class Comparison:
 def _view(fields: dict[str, bytes], name: str, field_name: str) -> Any:
     try:
         value = msgspec.json.decode(fields.get(field_name) or b"null")
-    except msgspec.DecodeError:
+    except BAD_JSON:
         return (fields.get(field_name) or b"").decode("utf-8", "replace")
     ignored = IGNORED.get(name, frozenset())
     if isinstance(value, dict) and ignored:

@@ -20,7 +20,7 @@ from typing import Any
 
 from pipeline.settings import Settings, SettingsError
 
-__all__ = ["add_console_parser", "is_loopback", "run_console", "serve_console"]
+__all__ = ["add_console_parser", "console_config", "is_loopback", "run_console", "serve_console"]
 
 TOKEN_ENV = "ACI_CONSOLE_TOKEN"
 
@@ -47,9 +47,24 @@ def _root_path(text: str) -> str:
     text = text.strip()
     if not text:
         return ""
-    if not text.startswith("/") or any(c in text for c in "?#\"'<> \\"):
+    # `//host/x` would make every link, script and event URL point at another site.
+    bad = text.startswith("//") or any(c in text for c in "?#\"'<> \\")
+    if not text.startswith("/") or bad or not text.isprintable():
         raise SettingsError("--root-path must be a path such as /aci")
     return text.rstrip("/")
+
+
+LOOPBACK_NAMES = ("localhost", "127.0.0.1", "::1")
+
+
+def console_config(host: str, token: str | None) -> Any:
+    """The console's config for `aci-evidence console --host host`: without a token (loopback
+    only) it answers only under loopback Host names, against DNS rebinding."""
+    from app.console.app import ConsoleConfig
+
+    if token:
+        return ConsoleConfig(token=token)
+    return ConsoleConfig(allowed_hosts=(*LOOPBACK_NAMES, host))
 
 
 async def serve_console(
@@ -64,11 +79,11 @@ async def serve_console(
     """Serve the console until SIGINT/SIGTERM."""
     import uvicorn
 
-    from app.console.app import ConsoleConfig, create_app
+    from app.console.app import create_app
 
     if not is_loopback(host) and not token:
         raise SettingsError(f"{TOKEN_ENV} must be set to serve the console beyond loopback")
-    app = create_app(settings, url, config=ConsoleConfig(token=token or None))
+    app = create_app(settings, url, config=console_config(host, token))
     config = uvicorn.Config(
         app, host=host, port=port, root_path=_root_path(root_path), log_level="warning",
         proxy_headers=False, server_header=False, lifespan="on",

@@ -9,6 +9,7 @@ final entry. A session older than the window shows what the window still holds.
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Final
@@ -16,7 +17,9 @@ from typing import Any, Final
 import msgspec
 
 from pipeline.inspect import (
+    BAD_JSON,
     call_rows,
+    digits,
     find_call_sessions,
     lifecycle_window,
     recent_sessions,
@@ -31,6 +34,7 @@ __all__ = ["Filters", "SearchHit", "SessionSummary", "search_calls", "session_su
 
 _TEXT_SESSIONS: Final = 50  # sessions whose observations a text search reads
 _TEXT_ENTRIES: Final = 2000  # entries of each of them
+TEXT_BUDGET: Final = 10_000  # observations a text search reads in all (was 100,000)
 _SNIPPET: Final = 160
 _CONTROL_COUNTED: Final = 1000  # Control Views read for a session older than the window
 
@@ -68,7 +72,7 @@ class SessionSummary:
 
 
 def _at(text: str | None) -> int:
-    return int(text) if text and text.isdigit() else 0
+    return digits(text) or 0
 
 
 async def session_summaries(
@@ -116,7 +120,7 @@ async def _from_control(redis: Redis, settings: Settings, row: SessionSummary) -
     for _eid, entry in page:
         try:
             view = msgspec.json.decode(entry.data or b"null")
-        except msgspec.DecodeError:
+        except BAD_JSON:
             continue
         if not isinstance(view, dict):
             continue
@@ -126,7 +130,7 @@ async def _from_control(redis: Redis, settings: Settings, row: SessionSummary) -
         row.error += status == "ERROR"
         row.evidence[str(view.get("evidence_status") or "?")] += 1
         total = (view.get("timings") or {}).get("total_ms")
-        if isinstance(total, int | float):
+        if isinstance(total, int | float) and math.isfinite(total):  # JSON's 1e999 is inf
             row.durations.append(int(total))
 
 
@@ -228,35 +232,43 @@ def _snippet(text: str, needle: str) -> str | None:
 
 
 async def _text_hits(
-    redis: Redis, settings: Settings, sessions: list[str], needle: str
+    redis: Redis, settings: Settings, sessions: list[str], needle: str, budget: int
 ) -> dict[tuple[str, str], str]:
     keys, found = settings.keys(), {}
     for session in sessions[:_TEXT_SESSIONS]:
         after = "-"
         read = 0
-        while read < _TEXT_ENTRIES:
-            page = await view_page(redis, keys.model(session), after=after, count=500)
+        while read < _TEXT_ENTRIES and budget > 0:
+            count = min(500, budget)
+            page = await view_page(redis, keys.model(session), after=after, count=count)
+            budget -= len(page)
             for eid, entry in page:
                 after = eid
                 try:
                     value = msgspec.json.decode(entry.data or b"null")
-                except msgspec.DecodeError:
+                except BAD_JSON:
                     value = (entry.data or b"").decode("utf-8", "replace")
                 snippet = _snippet(" ".join(_strings(value)), needle)
                 if snippet is not None:
                     found[(session, entry.tool_call_id)] = snippet
             read += len(page)
-            if len(page) < 500:
+            if len(page) < count:
                 break
     return found
 
 
 async def search_calls(
-    redis: Redis, settings: Settings, filters: Filters, *, window: int
+    redis: Redis,
+    settings: Settings,
+    filters: Filters,
+    *,
+    window: int,
+    text_budget: int = TEXT_BUDGET,
 ) -> list[SearchHit]:
     """The calls matching `filters`, newest first: over the lifecycle windows, plus the calls
     holding exactly the id searched for (found by key name, even when older than the window);
-    `text` reads the Model Observations of the newest sessions matching the rest."""
+    `text` reads the Model Observations of the newest sessions matching the rest, at most
+    `text_budget` of them in all."""
     latest = await _window_hits(redis, settings, window)
     hits = [h for h in latest.values() if _admits(filters, h)]
     if filters.q and not any(h.tool_call_id == filters.q for h in hits):
@@ -270,7 +282,7 @@ async def search_calls(
         for h in sorted(hits, key=lambda h: -h.at_ms):
             if h.session not in order:
                 order.append(h.session)
-        snippets = await _text_hits(redis, settings, order, filters.text)
+        snippets = await _text_hits(redis, settings, order, filters.text, text_budget)
         hits = [h for h in hits if (h.session, h.tool_call_id) in snippets]
         for h in hits:
             h.snippet = snippets[(h.session, h.tool_call_id)]

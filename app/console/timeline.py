@@ -15,7 +15,7 @@ from typing import Any, Final
 
 import msgspec
 
-from pipeline.inspect import CallRow, call_rows, session_call_ids
+from pipeline.inspect import BAD_JSON, CallRow, call_controls, call_rows, session_call_ids
 from pipeline.redis_io import Redis
 from pipeline.settings import Settings
 
@@ -74,7 +74,7 @@ async def session_rows(
 def _control(row: CallRow) -> dict[str, Any]:
     try:
         value = msgspec.json.decode(row.control or b"{}")
-    except msgspec.DecodeError:
+    except BAD_JSON:
         return {}
     return value if isinstance(value, dict) else {}
 
@@ -117,7 +117,8 @@ async def timeline(
     rows, capped = await session_rows(redis, settings, session, max_calls=max_calls)
     pages = max(1, -(-len(rows) // per_page))
     page = min(max(1, page), pages)
-    shown = rows[(page - 1) * per_page : page * per_page]
+    page_rows = rows[(page - 1) * per_page : page * per_page]
+    shown = await call_controls(redis, settings.keys(), page_rows)
     now = int(time.time() * 1000)
     start = min((r.submitted_ms or now for r in shown), default=now)
     end = max((r.finished_ms or now for r in shown), default=now)

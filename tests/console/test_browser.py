@@ -21,7 +21,7 @@ import anyio
 import pytest
 import uvicorn
 
-from app.console import create_app
+from app.console import ConsoleConfig, create_app
 from chaos.services import free_port
 from pipeline.client import ToolCall
 from pipeline.settings import Settings
@@ -199,6 +199,9 @@ def test_watch_a_call_arrive_live_then_pause(page: Any, base: str, deployment: S
     page.locator('[data-call="live1"]').wait_for()
     assert page.evaluate("window.__samePage") is True  # a fragment was swapped, not the page
     assert int(page.get_attribute("body", "data-swaps") or 0) >= 1
+    # The next fetch waits 4x what the last one took (at least a second): a slow page is
+    # not refetched back to back.
+    assert int(page.get_attribute("body", "data-live-gap") or 0) >= 1000
     _shot(page, "timeline-live")
     page.get_by_test_id("live-toggle").click()
     assert page.get_by_test_id("live-state").inner_text() == "paused"
@@ -285,3 +288,28 @@ def test_no_page_accepts_a_write(page: Any, base: str) -> None:
     for path in ("/", "/call", "/replay", "/events", "/fleet"):
         assert page.request.post(base + path).status == 405
         assert page.request.delete(base + path).status == 405
+
+
+def test_a_refused_live_stream_is_retried(page: Any, deployment: Settings) -> None:
+    # No stream may open (max_streams=0): every /events answers 503, which EventSource never
+    # retries by itself. The page must keep trying (2 s, then 4 s...), not stay dead.
+    port = free_port()
+    app = create_app(deployment, REDIS_URL, config=ConsoleConfig(max_streams=0))
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    for _ in range(500):
+        if server.started:
+            break
+        time.sleep(0.02)
+    try:
+        asked: list[str] = []
+        page.on("request", lambda r: asked.append(r.url) if "/events" in r.url else None)
+        page.goto(f"http://127.0.0.1:{port}/")
+        page.get_by_test_id("sessions").wait_for()
+        page.wait_for_timeout(3500)
+        assert len(asked) >= 2, asked
+        assert page.get_by_test_id("live-state").inner_text() == "reconnecting"
+    finally:
+        server.should_exit = True
+        thread.join(10)

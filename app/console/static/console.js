@@ -6,6 +6,8 @@
  *   as ?after= when it reopens the stream itself (after a pause, or when the tab is shown).
  * - On events (at most once a second) the [data-live-fragment] element's HTML is refetched and
  *   swapped: a fragment, never the page. [data-live-interval] refreshes it on a timer too.
+ *   A fragment that took T ms to fetch is not fetched again for 4 T (a 10,000-call session's
+ *   timeline costs its server ~0.4 s: one tab keeps it busy a fifth of the time at most).
  * - Pause button; paused while the tab is hidden. Bar geometry is applied from data-*
  *   attributes (the content security policy allows no inline style).
  */
@@ -20,6 +22,9 @@
   var paused = false;
   var timer = null;
   var lastSwap = 0;
+  var gap = 1000;
+  var retry = 2000;
+  var retryTimer = null;
   var inFlight = false;
 
   function geometry(root) {
@@ -43,22 +48,26 @@
     var t = target();
     if (!t || paused || document.hidden || inFlight) { return; }
     inFlight = true;
+    var started = Date.now();
     fetch(t.getAttribute("data-live-fragment"), { credentials: "same-origin" })
       .then(function (r) { return r.ok ? r.text() : null; })
       .then(function (html) {
         inFlight = false;
         lastSwap = Date.now();
+        // Slow answers space the next fetch out; a failed one (Redis down: 503) doubles it.
+        gap = html === null ? Math.min(30000, gap * 2) : Math.max(1000, 4 * (lastSwap - started));
+        document.body.setAttribute("data-live-gap", String(gap));
         if (html === null || paused) { return; }
         t.innerHTML = html;
         geometry(t);
         document.body.setAttribute("data-swaps", String(Number(document.body.getAttribute("data-swaps") || "0") + 1));
       })
-      .catch(function () { inFlight = false; });
+      .catch(function () { inFlight = false; lastSwap = Date.now(); gap = Math.min(30000, gap * 2); });
   }
 
   function schedule() {
     if (timer !== null || paused) { return; }
-    timer = setTimeout(swap, Math.max(0, 1000 - (Date.now() - lastSwap)));
+    timer = setTimeout(swap, Math.max(0, gap - (Date.now() - lastSwap)));
   }
 
   function show(data) {
@@ -84,13 +93,26 @@
     if (lastId) { url += (url.indexOf("?") < 0 ? "?" : "&") + "after=" + encodeURIComponent(lastId); }
     source = new EventSource(url, { withCredentials: true });
     source.addEventListener("lifecycle", onEvent);
-    source.onopen = function () { say("live"); };
-    source.onerror = function () { if (source && source.readyState === 2) { source = null; } say("reconnecting"); };
+    source.addEventListener("unavailable", function () { say("Redis unreachable, retrying"); });
+    source.onopen = function () { retry = 2000; say("live"); };
+    source.onerror = function () {
+      // A refused stream (503: too many open, or Redis down) is closed for good by
+      // EventSource: reopen it ourselves, waiting longer each time (up to a minute).
+      if (source && source.readyState === 2) {
+        source = null;
+        if (retryTimer === null) {
+          retryTimer = setTimeout(function () { retryTimer = null; open(); }, retry);
+          retry = Math.min(60000, retry * 2);
+        }
+      }
+      say("reconnecting");
+    };
   }
 
   function close(why) {
     if (source) { source.close(); source = null; }
     if (timer !== null) { clearTimeout(timer); timer = null; }
+    if (retryTimer !== null) { clearTimeout(retryTimer); retryTimer = null; }
     say(why);
   }
 
