@@ -1,6 +1,10 @@
 """`aci-evidence status`: the queue's status report (`pipeline.status.collect_status`) as
 rich tables, or as JSON. `--json` prints one object (one per refresh with `--watch`); `--watch`
 refreshes a live view every second until Ctrl-C or SIGTERM.
+
+Every value is printed through `app.terminal` (control bytes and bidi overrides as visible
+escapes, never markup): names and counts come from streams others write. A consumer's state
+is its heartbeat's (`pipeline.heartbeat`), not XINFO's idle time.
 """
 
 from __future__ import annotations
@@ -12,6 +16,7 @@ from typing import Any
 
 import anyio
 
+from app.terminal import safe_cell
 from pipeline.redis_io import Redis, open_redis
 from pipeline.settings import Settings
 from pipeline.status import collect_status
@@ -22,11 +27,11 @@ __all__ = ["render_status", "run_status", "status_renderable"]
 def _table(title: str, columns: tuple[str, ...], rows: list[tuple[Any, ...]]) -> Any:
     from rich.table import Table
 
-    table = Table(title=title, title_justify="left")
+    table = Table(title=safe_cell(title), title_justify="left")
     for column in columns:
         table.add_column(column)
     for row in rows:
-        table.add_row(*(str(v) for v in row))
+        table.add_row(*(safe_cell("-" if v is None else v) for v in row))
     return table
 
 
@@ -48,9 +53,15 @@ def status_renderable(report: dict[str, Any]) -> Any:
     parts.append(
         _table(
             "consumers",
-            ("consumer", "pending", "idle ms", "state"),
+            ("consumer", "pending", "idle ms", "heartbeat ms ago", "state"),
             [
-                (c["name"], c["pending"], c["idle_ms"], "live" if c["live"] else "dead")
+                (
+                    c["name"],
+                    c["pending"],
+                    c["idle_ms"],
+                    c.get("heartbeat_age_ms"),
+                    "live" if c["live"] else "dead",
+                )
                 for c in report["consumers"]
             ],
         )
