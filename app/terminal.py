@@ -21,6 +21,12 @@ _UNSAFE_RE: Final = re.compile(
 )
 
 
+# The same less the line feed: JSON escapes it inside strings, so a raw one is indentation.
+_UNSAFE_JSON_RE: Final = re.compile(
+    "[\x00-\x09\x0b-\x1f\x7f-\x9f\u2028\u2029\u200e\u200f\u061c\u202a-\u202e\u2066-\u2069]"
+)
+
+
 def _escape(match: re.Match[str]) -> str:
     code = ord(match.group())
     return f"\\x{code:02x}" if code <= 0xFF else f"\\u{code:04x}"
@@ -40,5 +46,6 @@ def safe_cell(value: object) -> Any:
 
 def safe_json(line: str) -> str:
     """A JSON text with those characters as `\\uXXXX` escapes: the same JSON value, safe to
-    print (JSON has no raw control characters outside strings)."""
-    return _UNSAFE_RE.sub(lambda m: f"\\u{ord(m.group()):04x}", line)
+    print (JSON has no raw control characters outside strings but its indentation's line
+    feeds, which are kept)."""
+    return _UNSAFE_JSON_RE.sub(lambda m: f"\\u{ord(m.group()):04x}", line)

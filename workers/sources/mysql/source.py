@@ -12,6 +12,10 @@ Errors are `SourceError`: EXECUTION (server rejected the SQL; a fixed text per e
 server's own text, which names schemas, accounts and values: `errors.py`), TIMEOUT,
 UNAVAILABLE (retryable), AUTHORIZATION (unknown data source or denied object). A driver call
 runs in a thread the deadline can abandon; `handoff.py` decides who closes its connection.
+
+`ACI_MYSQL_CLOCK` (an ISO 8601 time with its offset) pins every session's clock (`SET
+timestamp`, `time_zone`): `NOW()` is that instant, so a world with its own time (the demo's
+mock incident of 2026-03-14) is one clock across logs and SQL. Unset: the server's clock.
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ import json
 import re
 import tomllib
 from collections.abc import Mapping
+from datetime import datetime
 from pathlib import Path
 from typing import Any, Final
 from urllib.parse import unquote, urlsplit
@@ -83,6 +88,25 @@ def parse_url(url: str) -> ConnectParams:
     )
 
 
+def clock_statement(text: str | None) -> str:
+    """The session statement pinning `NOW()` to `text` (ISO 8601 with an offset); "" for
+    none. ValueError naming ACI_MYSQL_CLOCK when it is not such a time."""
+    if not text:
+        return ""
+    try:
+        moment = datetime.fromisoformat(text)
+    except ValueError:
+        moment = None
+    offset = moment.utcoffset() if moment is not None else None
+    if moment is None or offset is None:
+        raise ValueError(
+            "ACI_MYSQL_CLOCK must be an ISO 8601 time with an offset, e.g. 2026-03-14T10:10+08:00"
+        )
+    minutes = int(offset.total_seconds() // 60)
+    zone = f"{'-' if minutes < 0 else '+'}{abs(minutes) // 60:02d}:{abs(minutes) % 60:02d}"
+    return f"SET timestamp = {moment.timestamp():.6f}, time_zone = '{zone}'"
+
+
 class _Pool:
     """A few idle connections of one data source; used only from the event loop."""
 
@@ -91,6 +115,7 @@ class _Pool:
         self.idle: list[pymysql.Connection[Any]] = []
         self.slots = anyio.Semaphore(size)
         self.json_columns: dict[str, frozenset[str]] = {}
+        self.clock_sql = ""  # `clock_statement`, run at the start of every call
 
     def connect(self, read_timeout: float, connect_timeout: float = 5.0) -> pymysql.Connection[Any]:
         p = self.params
@@ -125,8 +150,12 @@ class MysqlSource:
         pool_size: int = 4,
         kill_grace_s: float = 1.0,
         deadline_s: float = Settings().deadline_s,
+        clock: str | None = None,
     ) -> None:
         self._pools = {name.lower(): _Pool(p, pool_size) for name, p in sources.items()}
+        clock_sql = clock_statement(clock)
+        for pool in self._pools.values():
+            pool.clock_sql = clock_sql
         self.data_sources: tuple[str, ...] = tuple(sorted(self._pools))
         # Every wait is derived from the call's deadline: the statement limit, the driver's
         # socket timeouts, and the whole call (which stops waiting for the driver's thread).
@@ -139,7 +168,7 @@ class MysqlSource:
     def from_env(cls, env: Mapping[str, str]) -> MysqlSource:
         """Data sources from `ACI_MYSQL_<NAME>_URL` (and the file `ACI_MYSQL_CONFIG`, a TOML or
         JSON mapping name -> URL); timeout from `ACI_MYSQL_STATEMENT_TIMEOUT_MS`, bounded by the
-        call deadline `ACI_DEADLINE_S`."""
+        call deadline `ACI_DEADLINE_S`; the sessions' clock from `ACI_MYSQL_CLOCK`."""
         urls = _from_config(env["ACI_MYSQL_CONFIG"]) if env.get("ACI_MYSQL_CONFIG") else {}
         for key, value in env.items():
             if m := _ENV_URL.match(key):
@@ -147,7 +176,8 @@ class MysqlSource:
         sources = {name: parse_url(url) for name, url in urls.items()}
         timeout = int(env.get("ACI_MYSQL_STATEMENT_TIMEOUT_MS", "5000"))
         deadline = float(env.get("ACI_DEADLINE_S", "").strip() or Settings().deadline_s)
-        return cls(sources, statement_timeout_ms=timeout, deadline_s=deadline)
+        clock = env.get("ACI_MYSQL_CLOCK", "").strip() or None
+        return cls(sources, statement_timeout_ms=timeout, deadline_s=deadline, clock=clock)
 
     def _pool(self, data_source: str) -> _Pool:
         pool = self._pools.get(data_source.lower())
@@ -263,14 +293,17 @@ class MysqlSource:
             pool.close()
 
 
-def _prepare(conn: pymysql.Connection[Any], database: str) -> None:
-    """Wipe session state left by the previous call and open a read-only transaction."""
+def _prepare(conn: pymysql.Connection[Any], database: str, clock_sql: str = "") -> None:
+    """Wipe session state left by the previous call, pin the clock (`clock_statement`) and
+    open a read-only transaction."""
     conn._execute_command(_COM_RESET_CONNECTION, b"")
     conn._read_ok_packet()
     if database:
         conn.select_db(database)
     with conn.cursor() as cur:
         cur.execute(f"SET NAMES utf8mb4, SESSION sql_mode = '{_SQL_MODE}'")
+        if clock_sql:
+            cur.execute(clock_sql)
         cur.execute("START TRANSACTION READ ONLY")
 
 
@@ -343,7 +376,7 @@ def execute(
     limit_s: float | None,
 ) -> Outcome:
     """Blocking: one reset, read-only, time-limited call on `conn` (runs in a worker thread)."""
-    _prepare(conn, pool.params.database)
+    _prepare(conn, pool.params.database, pool.clock_sql)
     _load_json_columns(conn, pool, tables)
     if limit_s is not None:
         text = (
