@@ -18,8 +18,9 @@ import msgspec
 
 from app.errors import EXIT_ERROR, EXIT_OK, EXIT_PENDING, CommandError
 from app.terminal import safe_json
-from pipeline.client import CallResult, EvidenceClient, ToolCall
+from pipeline.client import CallResult, EvidenceClient, InvalidSessionId, ToolCall
 from pipeline.heartbeat import heartbeat_ttl_s, live_count
+from pipeline.keys import is_valid_session_id
 from pipeline.redis_io import PipelineError, open_redis
 from pipeline.settings import Settings, SettingsError
 
@@ -147,6 +148,8 @@ async def cmd_views(args: argparse.Namespace, settings: Settings) -> int:
     """`views`: a session's published views as JSON lines (`--follow`: until Ctrl-C)."""
     from pipeline.views import read_views
 
+    if not is_valid_session_id(args.session):
+        raise InvalidSessionId(args.session)
     async with open_redis(need_url(settings), cluster=settings.redis_cluster) as redis:
         async for batch in read_views(redis, settings, args.session, args.view, follow=args.follow):
             for data in batch:

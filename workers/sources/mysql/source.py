@@ -13,9 +13,7 @@ server's own text, which names schemas, accounts and values: `errors.py`), TIMEO
 UNAVAILABLE (retryable), AUTHORIZATION (unknown data source or denied object). A driver call
 runs in a thread the deadline can abandon; `handoff.py` decides who closes its connection.
 
-`ACI_MYSQL_CLOCK` (an ISO 8601 time with its offset) pins every session's clock (`SET
-timestamp`, `time_zone`): `NOW()` is that instant, so a world with its own time (the demo's
-mock incident of 2026-03-14) is one clock across logs and SQL. Unset: the server's clock.
+`ACI_MYSQL_CLOCK` pins every session's `NOW()` (`clock.py`). Unset: the server's clock.
 """
 
 from __future__ import annotations
@@ -24,7 +22,6 @@ import json
 import re
 import tomllib
 from collections.abc import Mapping
-from datetime import datetime
 from pathlib import Path
 from typing import Any, Final
 from urllib.parse import unquote, urlsplit
@@ -42,6 +39,7 @@ from contracts.requests import QueryMysqlRequest
 from contracts.status import ErrorCode
 from pipeline.settings import Settings
 from workers.sources.base import SourceError
+from workers.sources.mysql.clock import clock_statement
 from workers.sources.mysql.errors import error_number, error_text, map_error, warning_error
 from workers.sources.mysql.handoff import Handoff, abandonable, close_quietly
 from workers.sources.mysql.sqlguard import Param, guard_sql
@@ -86,25 +84,6 @@ def parse_url(url: str) -> ConnectParams:
         password=unquote(parts.password or ""),
         database=unquote(parts.path.lstrip("/")),
     )
-
-
-def clock_statement(text: str | None) -> str:
-    """The session statement pinning `NOW()` to `text` (ISO 8601 with an offset); "" for
-    none. ValueError naming ACI_MYSQL_CLOCK when it is not such a time."""
-    if not text:
-        return ""
-    try:
-        moment = datetime.fromisoformat(text)
-    except ValueError:
-        moment = None
-    offset = moment.utcoffset() if moment is not None else None
-    if moment is None or offset is None:
-        raise ValueError(
-            "ACI_MYSQL_CLOCK must be an ISO 8601 time with an offset, e.g. 2026-03-14T10:10+08:00"
-        )
-    minutes = int(offset.total_seconds() // 60)
-    zone = f"{'-' if minutes < 0 else '+'}{abs(minutes) // 60:02d}:{abs(minutes) % 60:02d}"
-    return f"SET timestamp = {moment.timestamp():.6f}, time_zone = '{zone}'"
 
 
 class _Pool:
