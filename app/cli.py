@@ -18,7 +18,6 @@ one handler of `app.errors` (one line on stderr, an exit code that tells what ha
 from __future__ import annotations
 
 import argparse
-import logging
 import sys
 from collections.abc import Sequence
 
@@ -46,7 +45,6 @@ def _run(args: argparse.Namespace, settings: list[Settings]) -> int:
 
     # Every command logs through the safe formatters: no tracebacks, no upstream addresses.
     configure_logging(level, json_lines=args.log_json)
-    logging.captureWarnings(True)
     if args.command == "tools":
         from app.commands.calls import print_json
 

@@ -139,9 +139,13 @@ def _interrupted(args: tuple[str, ...], env: dict[str, str], ready: str) -> tupl
     return proc.returncode, err
 
 
-def test_ctrl_c_on_views_follow_exits_130_quietly(prefix: str) -> None:
-    code, err = _interrupted(("views", "--session", "s1", "--view", "model", "--follow"),
-                             _env(prefix, {}), "")  # fmt: skip
+@pytest.mark.parametrize(
+    "args",
+    [("views", "--session", "s1", "--view", "model", "--follow"), ("status", "--watch", "--json")],
+    ids=["views-follow", "status-watch"],
+)
+def test_ctrl_c_exits_130_quietly(prefix: str, args: tuple[str, ...]) -> None:
+    code, err = _interrupted(args, _env(prefix, {}), "")
     assert (code, err) == (130, "")
 
 

@@ -47,3 +47,19 @@ def test_demo_runs_end_to_end_and_leaves_nothing_behind(scenario: str, tmp_path:
     # Nothing left: no embedded redis-server, no temporary folder.
     assert _redis_servers() == before
     assert not list(tmp_path.glob("aci-redis-*"))
+
+
+def test_the_demo_fits_80_columns_and_ends_with_what_you_saw(tmp_path: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ACI_")}
+    env.update(TMPDIR=str(tmp_path), COLUMNS="80")
+    done = subprocess.run(
+        [sys.executable, "-m", "app.cli", "demo", "--scenario", "oom-kill-restarts"],
+        cwd=ROOT, env=env, capture_output=True, text=True, timeout=110, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-2000:]
+    lines = done.stdout.splitlines()
+    assert max(len(line) for line in lines) <= 80
+    tail = "\n".join(lines[-25:])
+    assert "what you saw" in tail and "the incident: oom-kill-restarts" in tail
+    assert "duplicate_of call_1_kb" in tail and "the deliberate ERROR" in tail
+    assert "the demo world's clock: 2026-03-14T15:10:00+08:00" in done.stdout
