@@ -22,6 +22,7 @@ from collections.abc import Callable
 from typing import Final
 from urllib.parse import urlsplit
 
+from app.terminal import safe_text
 from pipeline.call import InvalidSessionId
 from pipeline.redis_io import PipelineError, RedisConfigError, RedisProtocolError, RedisUnavailable
 from pipeline.settings import SettingsError
@@ -138,5 +139,5 @@ def guarded(run: Callable[[], int], url: Callable[[], str | None]) -> int:
             raise
         text, code = lines[0]  # type: ignore[misc]
         if text:
-            sys.stderr.write(text.replace("\n", " ") + "\n")
+            sys.stderr.write(safe_text(text) + "\n")  # one line, nothing raw from outside
         return code
