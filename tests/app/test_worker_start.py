@@ -4,11 +4,14 @@ drain3's "Starting Drain3 template miner" lines are gone, also at INFO."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import queue
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -22,28 +25,33 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def _worker_output(env: dict[str, str], *flags: str) -> str:
+    """The worker's stderr until its start line (at most 60 s), then until it stops."""
     proc = subprocess.Popen(
         [sys.executable, "-m", "app.cli", "worker", "--concurrency", "4", *flags],
-        cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
     )  # fmt: skip
-    lines: list[str] = []
+    lines: queue.Queue[str] = queue.Queue()
+    assert proc.stderr is not None
+    reader = threading.Thread(target=lambda: [lines.put(x) for x in proc.stderr], daemon=True)
+    reader.start()
+    seen: list[str] = []
     try:
-        assert proc.stderr is not None
-        deadline = time.monotonic() + 90
-        while time.monotonic() < deadline:
-            line = proc.stderr.readline()
-            if not line:
-                break
-            lines.append(line)
-            if "started" in line:
-                break
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and not any("started" in x for x in seen):
+            with contextlib.suppress(queue.Empty):
+                seen.append(lines.get(timeout=0.2))
         proc.send_signal(signal.SIGTERM)
-        _out, rest = proc.communicate(timeout=30)
-        lines.append(rest)
+        proc.wait(30)
+        reader.join(10)
     finally:
         if proc.poll() is None:
             proc.kill()
-    return "".join(lines)
+            proc.wait(10)
+        reader.join(10)
+        proc.stderr.close()
+    while not lines.empty():
+        seen.append(lines.get())
+    return "".join(seen)
 
 
 def _env(prefix: str, **extra: str) -> dict[str, str]:
