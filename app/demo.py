@@ -3,6 +3,13 @@
 Starts a private Redis (unless `ACI_REDIS_URL` is set), the demo `shop` database when MariaDB
 answers on localhost (or uses `ACI_MYSQL_SHOP_URL`), two worker processes, and plays a
 scripted diagnosis of one mock incident through the queue — then cleans up everything.
+
+One clock for the demo world: the mock logs live on the scenario's clock (2026-03-14), so the
+workers run the shop database on it too (`ACI_MYSQL_CLOCK`: its sessions' `NOW()`), and SQL
+asking for "the last day" finds the incident's rows.
+
+`--keep-running` leaves Redis and the workers up until Ctrl-C (exit 130) and prints, to a
+terminal only, the auditor's and the submitter's URLs as ready `export` lines.
 """
 
 from __future__ import annotations
@@ -10,6 +17,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import signal
 import sys
 import time
 import uuid
@@ -19,6 +27,7 @@ from typing import Any
 import anyio
 
 from app.demo_script import SCRIPTS
+from app.errors import EXIT_ABORTED, EXIT_OK
 from app.fleet import worker_processes
 from pipeline.admin import delete_prefix, session_timeline
 from pipeline.client import CallResult, EvidenceClient, ToolCall
@@ -29,6 +38,23 @@ from pipeline.settings import Settings
 __all__ = ["run_demo"]
 
 DEFAULT_SCENARIO = "db-pool-exhaustion"
+
+
+def scenario_clock(scenario: str) -> tuple[str, str]:
+    """The scenario's "now" (ISO 8601 with its offset) and its one-line story."""
+    from datetime import timedelta
+
+    from workers.sources.logs.mocklog import scenario_info
+
+    info = scenario_info(scenario)
+    now = info.t0 + timedelta(minutes=info.now_minutes)
+    return now.isoformat(timespec="seconds"), info.summary
+
+
+async def _until_interrupted() -> None:
+    with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+        async for _ in signals:
+            return
 
 
 @contextlib.asynccontextmanager
@@ -94,6 +120,8 @@ async def run_demo(
         )
         return 2
     view = demo_view.DemoView(as_json=as_json)
+    clock, story = scenario_clock(scenario)
+    code = EXIT_OK
     prefix = f"demo{uuid.uuid4().hex[:6]}"
     session = "incident-demo"
     shop_url, shop_note = await _shop_url()
@@ -102,8 +130,13 @@ async def run_demo(
         embedded = "embedded redis-server (users submitter, worker, auditor)"
         view.note("redis: " + ("ACI_REDIS_URL" if settings.redis_url else embedded))
         env = dict(
-            os.environ, ACI_REDIS_URL=urls.worker, ACI_PREFIX=prefix, ACI_MOCK_SCENARIO=scenario
+            os.environ,
+            ACI_REDIS_URL=urls.worker,
+            ACI_PREFIX=prefix,
+            ACI_MOCK_SCENARIO=scenario,
+            ACI_MYSQL_CLOCK=clock,
         )
+        view.note(f"the demo world's clock: {clock} (mock logs and the shop database's NOW())")
         if shop_url:
             env["ACI_MYSQL_SHOP_URL"] = shop_url
         run_settings = Settings.from_env(env)
@@ -127,19 +160,21 @@ async def run_demo(
                         f"{(time.perf_counter() - started) * 1000:.0f} ms"
                     )
                 timeline = await session_timeline(auditor, run_settings.keys(), session)
-                view.finish(scenario, transcript, timeline)
+                view.finish(scenario, transcript, timeline, incident=f"{scenario}: {story}")
                 if keep_running:
-                    view.note(
-                        f"workers and Redis keep running at {urls.display} (prefix {prefix}); "
-                        "press Ctrl-C to stop"
+                    view.keep_running(
+                        submitter=urls.submitter,
+                        auditor=urls.auditor,
+                        display=urls.display,
+                        prefix=prefix,
                     )
-                    with contextlib.suppress(KeyboardInterrupt):
-                        await anyio.sleep_forever()
+                    await _until_interrupted()
+                    code = EXIT_ABORTED
         if settings.redis_url:  # the embedded server and its data go away with it
             # Once the workers have stopped: a running worker re-creates its group's stream.
             async with open_redis(urls.auditor) as redis:
                 await delete_prefix(redis, run_settings.keys())
-    return 0
+    return code
 
 
 async def _call_round(

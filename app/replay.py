@@ -7,7 +7,9 @@
 
 The default re-projects (see `workers.replay_diff`); `--reexecute` runs the recorded requests
 against today's sources; `--into` re-submits them under a new session with their original tool
-call ids, for live workers. Exit 0 when nothing changed or failed, 1 otherwise, 2 on bad input.
+call ids, for live workers. Exit 0 when nothing changed or failed, 1 otherwise (also when
+nothing recorded matches the selection, or `export` finds no invocation of the session: no
+file is written then), 2 on bad input. Every line printed is escaped (`app.terminal`).
 `Reporter` prints each changed or failed verdict as it comes, a progress bar on long replays
 (stderr) and the summary: a table, or with `--json` the last line, as one object.
 """
@@ -20,8 +22,10 @@ import sys
 from collections import Counter
 from typing import Any, Final
 
+import anyio
 import msgspec
 
+from app.terminal import safe_json, safe_text
 from contracts import CONTRACT_VERSION
 from pipeline.keys import is_valid_session_id
 from pipeline.redis_io import open_redis
@@ -40,6 +44,10 @@ from workers.replay_diff import Verdict, reexecute, reproject
 __all__ = ["Reporter", "parse_time", "run_export", "run_import", "run_replay", "selection_from"]
 
 _ENCODER: Final = msgspec.json.Encoder()
+
+
+class _NothingFound(ReplayError):
+    """Nothing recorded matches: not bad input (exit 1, not 2), but not a success either."""
 
 
 class Reporter:
@@ -75,14 +83,14 @@ class Reporter:
             self._progress.advance(self._task)
         if verdict.outcome in ("changed", "failed"):
             if self.as_json:
-                sys.stdout.write(_ENCODER.encode(verdict).decode() + "\n")
+                sys.stdout.write(safe_json(_ENCODER.encode(verdict).decode()) + "\n")
             else:
                 head = (
                     f"{verdict.outcome}: {verdict.session}/{verdict.tool_call_id} ({verdict.tool})"
                 )
                 lines = [head + (f": {verdict.reason}" if verdict.reason else "")]
                 lines += [f"  {c.render()}" for c in verdict.changes]
-                sys.stdout.write("\n".join(lines) + "\n")
+                sys.stdout.write("\n".join(safe_text(line) for line in lines) + "\n")
 
     def summary(self) -> dict[str, Any]:
         """The summary object (the last line with `--json`)."""
@@ -187,6 +195,8 @@ async def _replay(args: argparse.Namespace, settings: Settings, reporter: Report
     else:
         async with open_redis(_url(settings), cluster=settings.redis_cluster) as redis:
             records = await load_redis(redis, settings, selection)
+    if not records:
+        raise _NothingFound("no recorded invocation matches the selection")
     reporter.start(len(records))
     if args.into is not None:
         async with open_redis(_url(settings), cluster=settings.redis_cluster) as redis:
@@ -210,7 +220,7 @@ async def run_replay(args: argparse.Namespace, settings: Settings) -> int:
         await _replay(args, settings, reporter)
     except ReplayError as exc:
         print(f"replay: {exc}", file=sys.stderr)
-        return 2
+        return 1 if isinstance(exc, _NothingFound) else 2
     return reporter.finish()
 
 
@@ -219,11 +229,16 @@ async def run_export(args: argparse.Namespace, settings: Settings) -> int:
     try:
         if not is_valid_session_id(args.session):
             raise ReplayError("--session: 1-128 letters, digits, '.', '_' or '-'")
+        folder = anyio.Path(args.file).parent
+        if not await folder.is_dir():  # said before anything is read
+            raise ReplayError(f"--file: no folder {str(folder)!r} to write into")
         async with open_redis(_url(settings), cluster=settings.redis_cluster) as redis:
             count = await export_session(redis, settings, args.session, args.file)
+        if not count:
+            raise _NothingFound("the session has no recorded invocation; no file written")
     except ReplayError as exc:
         print(f"export: {exc}", file=sys.stderr)
-        return 2
+        return 1 if isinstance(exc, _NothingFound) else 2
     print(_ENCODER.encode({"exported": count, "file": args.file}).decode())
     return 0
 

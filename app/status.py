@@ -1,6 +1,10 @@
 """`aci-evidence status`: the queue's status report (`pipeline.status.collect_status`) as
 rich tables, or as JSON. `--json` prints one object (one per refresh with `--watch`); `--watch`
-refreshes a live view every second until Ctrl-C or SIGTERM.
+refreshes a live view every second until Ctrl-C or SIGTERM (exit code 130: the user stopped it).
+
+Every value is printed through `app.terminal` (control bytes and bidi overrides as visible
+escapes, never markup): names and counts come from streams others write. A consumer's state
+is its heartbeat's (`pipeline.heartbeat`), not XINFO's idle time.
 """
 
 from __future__ import annotations
@@ -12,6 +16,8 @@ from typing import Any
 
 import anyio
 
+from app.errors import EXIT_ABORTED, EXIT_OK
+from app.terminal import safe_cell
 from pipeline.redis_io import Redis, open_redis
 from pipeline.settings import Settings
 from pipeline.status import collect_status
@@ -22,11 +28,11 @@ __all__ = ["render_status", "run_status", "status_renderable"]
 def _table(title: str, columns: tuple[str, ...], rows: list[tuple[Any, ...]]) -> Any:
     from rich.table import Table
 
-    table = Table(title=title, title_justify="left")
+    table = Table(title=safe_cell(title), title_justify="left")
     for column in columns:
         table.add_column(column)
     for row in rows:
-        table.add_row(*(str(v) for v in row))
+        table.add_row(*(safe_cell("-" if v is None else v) for v in row))
     return table
 
 
@@ -48,9 +54,15 @@ def status_renderable(report: dict[str, Any]) -> Any:
     parts.append(
         _table(
             "consumers",
-            ("consumer", "pending", "idle ms", "state"),
+            ("consumer", "pending", "idle ms", "heartbeat ms ago", "state"),
             [
-                (c["name"], c["pending"], c["idle_ms"], "live" if c["live"] else "dead")
+                (
+                    c["name"],
+                    c["pending"],
+                    c["idle_ms"],
+                    c.get("heartbeat_age_ms"),
+                    "live" if c["live"] else "dead",
+                )
                 for c in report["consumers"]
             ],
         )
@@ -82,8 +94,8 @@ def render_status(report: dict[str, Any]) -> None:
 
 async def _watch(
     redis: Redis, settings: Settings, *, as_json: bool, interval: float, limit: int | None
-) -> None:
-    # Bounded by Ctrl-C / SIGTERM, or by `limit` refreshes (tests).
+) -> bool:
+    # Bounded by Ctrl-C / SIGTERM, or by `limit` refreshes (tests). True: a signal stopped it.
     stop = anyio.Event()
 
     async def on_signal() -> None:
@@ -116,6 +128,7 @@ async def _watch(
             if live is not None:
                 live.stop()
             tg.cancel_scope.cancel()
+    return stop.is_set()
 
 
 async def run_status(
@@ -128,14 +141,16 @@ async def run_status(
     iterations: int | None = None,
 ) -> int:
     """`aci-evidence status [--json] [--watch]`: one report, or one per `interval` seconds
-    until Ctrl-C / SIGTERM (or `iterations` of them)."""
+    until Ctrl-C / SIGTERM (exit 130) or `iterations` of them (exit 0)."""
     async with open_redis(url, cluster=settings.redis_cluster) as redis:
         if watch:
-            await _watch(redis, settings, as_json=as_json, interval=interval, limit=iterations)
-            return 0
+            stopped = await _watch(
+                redis, settings, as_json=as_json, interval=interval, limit=iterations
+            )
+            return EXIT_ABORTED if stopped else EXIT_OK
         report = await collect_status(redis, settings)
     if as_json:
         print(json.dumps(report))
     else:
         render_status(report)
-    return 0
+    return EXIT_OK

@@ -3,7 +3,8 @@
 One source of truth for the embedded Redis (`pipeline.embedded`), `aci-evidence acl`,
 `deploy/redis/` (compose) and the tests. Pure: no I/O.
 
-- `submitter` may run the submit script and read result hashes and view streams; it is
+- `submitter` may run the submit script and read result hashes, view streams and the
+  workers' heartbeats (`call` tells when no worker reads its partition); it is
   refused the envelopes, raw answers and dead letters, writing results or views, group reads
   and every administrative command.
 - `worker` may do what workers do, on its prefix only; it is refused other prefixes and
@@ -83,7 +84,7 @@ _FIRST_ARGUMENT_RULES: Final = ("+client|setinfo", "+client|maint_notifications"
 # submit script (pipeline/lua/submit.lua) calls.
 _SUBMITTER_COMMANDS: Final = (
     "+script|load", "+hmget", "+xread", "+xrevrange",
-    "+hget", "+hset", "+pexpire", "+xadd", "+zadd",
+    "+hget", "+hset", "+pexpire", "+xadd", "+zadd", "+zcount",
 )  # fmt: skip
 # pipeline.consumer (state checks, dead letters in MULTI/EXEC, takeovers), pipeline.trim, and
 # what the finish script (pipeline/lua/finish.lua) calls.
@@ -92,6 +93,7 @@ _WORKER_COMMANDS: Final = (
     "+xreadgroup", "+xack", "+xautoclaim", "+xadd", "+xtrim", "+xgroup|create",
     "+xinfo|groups", "+xpending",
     "+exists", "+hget", "+hmget", "+hset", "+set", "+pexpire", "+zremrangebyscore",
+    "+zadd", "+zrem", "+zcount",  # its heartbeat (pipeline.heartbeat)
 )  # fmt: skip
 # pipeline.status, `views`, `replay`/`export`: reads only. SCAN has no key argument, so it
 # lists key names of every prefix (names, never values): `replay` needs it to find a
@@ -99,7 +101,7 @@ _WORKER_COMMANDS: Final = (
 _AUDITOR_COMMANDS: Final = (
     "+xrange", "+xrevrange", "+xread", "+xlen", "+xinfo|groups", "+xinfo|consumers",
     "+xinfo|stream", "+xpending", "+memory|usage",
-    "+zcard", "+zrange", "+zrangebyscore", "+zscore",
+    "+zcard", "+zrange", "+zrangebyscore", "+zscore", "+zcount",
     "+hget", "+hmget", "+hgetall", "+hlen", "+hkeys", "+get", "+strlen",
     "+exists", "+type", "+ttl", "+pttl", "+scan",
 )  # fmt: skip
@@ -155,6 +157,8 @@ def acl_rules(prefix: str, role: str, redis_major: int = 7, redis_minor: int = 0
     submitted = [*k("invocations"), *k("lifecycle"), *k("sessions")]  # written, never read
     state = [*k("call:*"), *k("fp:*")]  # the submit script reads and writes them
     results = [*k("res:*"), *k("model:*"), *k("control:*")]  # read, never written
+    # Workers' heartbeats, read (ZCOUNT) by `call` to tell "no worker reads this partition".
+    results += k("heartbeats")
     if not modern:
         return [*rules, *("~" + p for p in (*submitted, *state, *results)),
                 "+evalsha", *_SUBMITTER_COMMANDS, _WAIT]  # fmt: skip

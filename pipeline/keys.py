@@ -69,7 +69,7 @@ def _partition_tag(prefix: str, index: int, count: int) -> str:
 class Partition:
     """The key names of one partition (all under one hash tag)."""
 
-    __slots__ = ("dead", "index", "invocations", "lifecycle", "sessions", "tag")
+    __slots__ = ("dead", "heartbeats", "index", "invocations", "lifecycle", "sessions", "tag")
 
     def __init__(self, tag: str, index: int = 0) -> None:
         self.index = index
@@ -78,6 +78,8 @@ class Partition:
         self.lifecycle = f"{tag}:lifecycle"
         self.sessions = f"{tag}:sessions"
         self.dead = f"{tag}:dead"
+        # Sorted set: worker consumer name → its last heartbeat (epoch ms), see pipeline.heartbeat.
+        self.heartbeats = f"{tag}:heartbeats"
 
     def call(self, session_id: str, tool_call_id: str) -> str:
         """The submit-time state hash of one invocation (written by the submit script)."""

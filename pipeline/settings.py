@@ -98,7 +98,7 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
                 try:
                     values[field] = kind(text)
                 except ValueError:
-                    name = "0 or 1" if kind is _flag else f"a {getattr(kind, '__name__', '')}"
+                    name = {_flag: "0 or 1", int: "an int"}.get(kind, "a number")
                     raise SettingsError(f"{var} must be {name}") from None
         budget = env.get("ACI_OBSERVATION_MAX_BYTES", "").strip()
         if budget:

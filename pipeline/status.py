@@ -3,8 +3,11 @@ entries (idle time and delivery count), live and dead consumers, and invocations
 state / evidence status over the recent lifecycle stream (`aci-evidence status` renders it:
 `app/status.py`).
 
-A consumer is *dead* when it has been idle longer than the visibility timeout: its pending
-entries are due for takeover by the live ones.
+A consumer is *live* while its heartbeat (`pipeline.heartbeat`) is younger than the heartbeat
+TTL and *dead* after that (or with no beat at all): XINFO's `idle` is shown beside it but
+decides nothing, since it resets only on a delivery (a healthy worker on a quiet queue looks
+idle). A worker that beats but has not read yet is listed too. A dead consumer's pending
+entries are taken over by the live ones once idle past the visibility timeout.
 
 With `ACI_PARTITIONS` > 1 every figure is collected per partition (each has its own streams,
 consumer group and lifecycle stream) and aggregated: stream lengths are listed per stream,
@@ -19,6 +22,7 @@ import time
 from collections import Counter
 from typing import Any, Final
 
+from pipeline.heartbeat import beats, heartbeat_ttl_s
 from pipeline.keys import GROUP, Keys, Partition
 from pipeline.record import lifecycle_entry
 from pipeline.redis_io import Redis, RedisProtocolError, call_redis
@@ -47,8 +51,30 @@ async def _streams(redis: Redis, keys: Keys | Partition) -> dict[str, Any]:
     return streams
 
 
+def _consumers(
+    listed: list[dict[str, Any]], beat_ms: dict[str, int], now_ms: int, ttl_ms: int
+) -> list[dict[str, Any]]:
+    """The group's consumers and every worker that beats, each live by its heartbeat."""
+    out: dict[str, dict[str, Any]] = {}
+    for c in listed:
+        name = _text(c["name"])
+        out[name] = {"name": name, "pending": c["pending"], "idle_ms": c["idle"]}
+    for name in beat_ms:
+        out.setdefault(name, {"name": name, "pending": 0, "idle_ms": None})
+    for name, c in out.items():
+        at = beat_ms.get(name)
+        c["heartbeat_age_ms"] = None if at is None else max(0, now_ms - at)
+        c["live"] = at is not None and now_ms - at < ttl_ms
+    return list(out.values())
+
+
 async def _group(redis: Redis, keys: Keys | Partition, settings: Settings) -> dict[str, Any]:
     report: dict[str, Any] = {"group": None, "consumers": [], "pending": []}
+    part = keys if isinstance(keys, Partition) else keys.parts[0]
+    beat_ms = await beats(redis, part)
+    now_ms = int(time.time() * 1000)
+    ttl_ms = int(heartbeat_ttl_s(settings) * 1000)
+    report["consumers"] = _consumers([], beat_ms, now_ms, ttl_ms)
     try:
         groups = await call_redis(redis.xinfo_groups(keys.invocations))
     except RedisProtocolError:  # no stream yet
@@ -56,17 +82,8 @@ async def _group(redis: Redis, keys: Keys | Partition, settings: Settings) -> di
     info = next((g for g in groups if _text(g["name"]) == GROUP), None)
     if info is None:
         return report
-    consumers = await call_redis(redis.xinfo_consumers(keys.invocations, GROUP))
-    stale_ms = int(settings.visibility_timeout_s * 1000)
-    report["consumers"] = [
-        {
-            "name": _text(c["name"]),
-            "pending": c["pending"],
-            "idle_ms": c["idle"],
-            "live": c["idle"] < stale_ms,
-        }
-        for c in consumers
-    ]
+    listed = await call_redis(redis.xinfo_consumers(keys.invocations, GROUP))
+    report["consumers"] = _consumers(listed, beat_ms, now_ms, ttl_ms)
     pending = await call_redis(
         redis.xpending_range(keys.invocations, GROUP, min="-", max="+", count=_PENDING_SHOWN)
     )
@@ -109,7 +126,7 @@ async def _recent(redis: Redis, keys: Keys | Partition, window_s: int) -> dict[s
             evidence[_or_unknown(entry.evidence)] += 1
             tools[_or_unknown(entry.tool)] += 1
         else:
-            lifecycle["SUBMITTED"] += 1
+            lifecycle["PROJECTING"] += 1  # accepted: the same name the stream and views use
     return {
         "window_s": window_s,
         "lifecycle": dict(lifecycle),
@@ -159,7 +176,8 @@ def _merge_groups(groups: list[dict[str, Any]]) -> dict[str, Any]:
         for c in group["consumers"]:
             seen = consumers.setdefault(c["name"], {**c, "pending": 0})
             seen["pending"] += c["pending"]
-            seen["idle_ms"] = min(seen["idle_ms"], c["idle_ms"])
+            seen["idle_ms"] = _least(seen["idle_ms"], c["idle_ms"])
+            seen["heartbeat_age_ms"] = _least(seen["heartbeat_age_ms"], c["heartbeat_age_ms"])
             seen["live"] = seen["live"] or c["live"]
     pending = sorted(
         (p for group in groups for p in group["pending"]), key=lambda p: -p["idle_ms"]
@@ -181,6 +199,10 @@ def _merge_groups(groups: list[dict[str, Any]]) -> dict[str, Any]:
             "max_deliveries": max(i["max_deliveries"] for i in infos),
         }
     return {"group": merged, "consumers": list(consumers.values()), "pending": pending}
+
+
+def _least(a: int | None, b: int | None) -> int | None:
+    return b if a is None else a if b is None else min(a, b)
 
 
 def _merge_recent(recents: list[dict[str, Any]]) -> dict[str, Any]:

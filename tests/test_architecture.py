@@ -81,7 +81,6 @@ LONG_MODULES = {
     "workers/sources/knowledge/index.py",
     "workers/sources/mysql/sqlguard.py",
     "pipeline/lane.py",
-    "app/cli.py",
 }
 
 

@@ -195,13 +195,19 @@ def configure_logging(
         root.removeHandler(old)
     root.addHandler(handler)
     root.setLevel(level.upper() if isinstance(level, str) else level)
+    # `aci.announce` (a worker's start and stop lines) shows at the default level too.
+    chosen = root.getEffectiveLevel()
+    logging.getLogger("aci.announce").setLevel(
+        min(chosen, logging.INFO) if chosen <= logging.WARNING else chosen
+    )
     quiet_third_party()
 
 
 def quiet_third_party() -> None:
     """httpx logs every request URL at INFO (host, port, any token in the query): never let
-    an upstream's address reach our logs."""
-    for name in ("httpx", "httpcore"):
+    an upstream's address reach our logs. drain3 says "Starting Drain3 template miner" at
+    INFO for every index it builds: noise."""
+    for name in ("httpx", "httpcore", "drain3"):
         logging.getLogger(name).setLevel(logging.WARNING)
 
 

@@ -12,6 +12,9 @@ run in one process (tests) without their numbers mixing.
 | `aci_timeouts_total` | tool | invocations whose source missed its deadline |
 | `aci_source_errors_total` | tool, code | source failures (EXECUTION, UNAVAILABLE, ...) |
 | `aci_dead_letters_total` | | entries that were not invocations (dead-lettered) |
+| `aci_heartbeats_total` | | heartbeats this worker wrote (`pipeline.heartbeat`) |
+| `aci_heartbeat_timestamp_seconds` | | when this worker last beat (epoch seconds) |
+| `aci_live_workers` | | workers live by heartbeat in its partitions (as `status` counts) |
 
 Only invocations whose finish this worker actually applied are counted (a racing second
 finisher counts nothing), so a workload of N invocations counts exactly N across the fleet.
@@ -21,10 +24,11 @@ from __future__ import annotations
 
 import contextlib
 import threading
+import time
 from collections.abc import Iterator
 from typing import Final
 
-from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 from prometheus_client.exposition import start_http_server
 
 from contracts import ErrorCode
@@ -70,6 +74,19 @@ class WorkerMetrics:
             "aci_source_errors", "Source failures by code.", ["tool", "code"], registry=r
         )
         self.dead_letters = Counter("aci_dead_letters", "Entries dead-lettered.", registry=r)
+        self.heartbeats = Counter("aci_heartbeats", "Heartbeats written.", registry=r)
+        self.heartbeat_at = Gauge(
+            "aci_heartbeat_timestamp_seconds", "When this worker last beat.", registry=r
+        )
+        self.live_workers = Gauge(
+            "aci_live_workers", "Workers live by heartbeat in this worker's partitions.", registry=r
+        )
+
+    def beat(self, live_workers: int) -> None:
+        """Count one heartbeat and the live workers it saw."""
+        self.heartbeats.inc()
+        self.heartbeat_at.set(time.time())
+        self.live_workers.set(live_workers)
 
     def finished(self, tool: str, outcome: Outcome, finish_s: float) -> None:
         """Count one invocation whose finish this worker applied."""

@@ -253,8 +253,11 @@ async def _lifecycle_of(redis: Redis, keys: Keys, records: list[Recording]) -> N
 
 
 async def export_session(redis: Redis, settings: Settings, session: str, path: str) -> int:
-    """Write a session's invocations (with their lifecycle entries) to `path`; the count."""
+    """Write a session's invocations (with their lifecycle entries) to `path`; the count
+    (0: the session has none, and `path` is not written)."""
     records = await load_redis(redis, settings, Selection(session=session))
+    if not records:  # nothing to export: no (empty) file is written
+        return 0
     await _lifecycle_of(redis, settings.keys(), records)
     data = b"".join(_ENCODER.encode(to_line(r)) + b"\n" for r in records)
     await anyio.Path(path).write_bytes(data)

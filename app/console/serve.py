@@ -20,17 +20,9 @@ from typing import Any
 
 from pipeline.settings import Settings, SettingsError
 
-__all__ = ["add_console_parser", "console_config", "is_loopback", "run_console", "serve_console"]
+__all__ = ["console_config", "is_loopback", "run_console", "serve_console"]
 
 TOKEN_ENV = "ACI_CONSOLE_TOKEN"
-
-
-def add_console_parser(sub: Any) -> None:
-    """The `console` subcommand and its flags, on an argparse subparsers object."""
-    p = sub.add_parser("console", help="serve the read-only web console (GET only, SSE live)")
-    p.add_argument("--host", default="127.0.0.1", help="bind address (loopback by default)")
-    p.add_argument("--port", type=int, default=8765)
-    p.add_argument("--root-path", default="", help="the proxy's path prefix, e.g. /aci")
 
 
 def is_loopback(host: str) -> bool:

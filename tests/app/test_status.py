@@ -49,7 +49,7 @@ async def test_status_counts_states_pending_entries_and_dead_consumers(
     assert report["streams"][keys.invocations]["memory_bytes"] > 0
     assert report["sessions"] == 1
     recent = report["last_minutes"]
-    assert recent["lifecycle"] == {"SUBMITTED": 5, "READY": 2, "ERROR": 1}
+    assert recent["lifecycle"] == {"PROJECTING": 5, "READY": 2, "ERROR": 1}
     assert recent["evidence_status"] == {"EVIDENCE_FOUND": 1, "NO_EVIDENCE": 1, "ERROR": 1}
     group = report["group"]
     assert group["pending"] == 2 and group["lag"] == 0
@@ -57,7 +57,11 @@ async def test_status_counts_states_pending_entries_and_dead_consumers(
     assert {p["consumer"] for p in pending.values()} == {"ghost"}
     assert sorted(p["deliveries"] for p in pending.values()) == [1, 2]
     consumers = {c["name"]: c for c in report["consumers"]}
-    assert consumers["ghost"]["pending"] == 2 and consumers["ghost"]["live"] is True
+    # Liveness is the heartbeat's (issue 24): "ghost" read but never beat, so it is dead even
+    # though XINFO's idle time is fresh; the two workers stopped cleanly (beats removed).
+    assert consumers["ghost"]["pending"] == 2 and consumers["ghost"]["live"] is False
+    assert consumers["ghost"]["idle_ms"] < 2000 and consumers["ghost"]["heartbeat_age_ms"] is None
+    assert not any(c["live"] for c in consumers.values()) and group["consumers_live"] == 0
     assert status_renderable(report) is not None
 
 

@@ -203,7 +203,7 @@ async def test_submit_and_read_results_as_submitter_with_a_worker_as_worker(
         report = await collect_status(auditor, settings)
         assert report["sessions"] == 1 and report["group"]["pending"] == 0
         assert report["streams"][keys.dead]["length"] == 1
-        assert report["last_minutes"]["lifecycle"] == {"SUBMITTED": 5, "READY": 5}
+        assert report["last_minutes"]["lifecycle"] == {"PROJECTING": 5, "READY": 5}
         model = await call_redis(auditor.xrange(keys.model("sess-1")))
         assert len(model) == 5
         assert await call_redis(auditor.exists(keys.raw("sess-1", "call_0"))) == 1

@@ -118,7 +118,7 @@ async def test_a_worker_on_a_subset_leaves_the_rest_and_status_aggregates(
     unread = 2 * len(others)
     assert sum(rows[i]["length"] for i in (2, 3)) == unread
     assert report["sessions"] == len(sessions)
-    assert report["last_minutes"]["lifecycle"] == {"SUBMITTED": 2 * len(sessions),
+    assert report["last_minutes"]["lifecycle"] == {"PROJECTING": 2 * len(sessions),
                                                     "READY": 2 * len(mine)}  # fmt: skip
     # One consumer over both partitions it read (Redis 7.0 counts a consumer's idle time
     # from its last delivery, so it is not asserted live here).

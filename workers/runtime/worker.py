@@ -6,6 +6,8 @@ each a loop of its own module, composed in one anyio task group.
 - work (`work`): each entry runs the stages (`workers.stage`) in its own task;
 - finish (`finisher`): outcomes are finished in batches — one pipeline of finish scripts, each
   atomic and idempotent (state, result, raw record, both views and the ack, once);
+- heartbeat (`heartbeat`): a beat per partition every few seconds, so `status` shows an idle
+  worker live (`pipeline.heartbeat`);
 - janitor (`janitor`): `XAUTOCLAIM` takes over entries idle past the visibility timeout; an
   entry delivered more than `max_attempts` times finishes as ERROR/GAVE_UP; streams are trimmed
   by the retention policy, never past an unfinished entry.
@@ -29,10 +31,11 @@ from pipeline.consumer import wait_for_groups
 from pipeline.redis_io import Redis
 from pipeline.settings import Settings
 from workers.runtime.finisher import finish_loop
+from workers.runtime.heartbeat import heartbeat_loop
 from workers.runtime.janitor import janitor_loop
 from workers.runtime.reader import read_loop
 from workers.runtime.state import WorkerState
-from workers.sources import Source
+from workers.sources import Source, describe_sources
 
 if TYPE_CHECKING:
     from workers.metrics import WorkerMetrics
@@ -40,6 +43,8 @@ if TYPE_CHECKING:
 __all__ = ["consumer_name", "run_worker"]
 
 log = logging.getLogger("aci.worker")
+# Shown at the default log level (`workers.logging_setup`): what started, and with what.
+announce = logging.getLogger("aci.announce")
 
 
 def consumer_name() -> str:
@@ -76,13 +81,17 @@ async def run_worker(
         partitions=partitions,
     )
     await wait_for_groups(redis, state.parts, stop)
-    log.info(
-        "worker %s started (concurrency %d, partitions %s)",
+    announce.info(
+        "worker %s started: partitions %s of %d, concurrency %d, sources %s",
         state.consumer,
-        concurrency,
         ",".join(str(p.index) for p in state.parts),
+        settings.partitions,
+        concurrency,
+        describe_sources(sources),
     )
+    beating = anyio.Event()
     async with anyio.create_task_group() as outer:
+        outer.start_soon(heartbeat_loop, state, beating)
         outer.start_soon(finish_loop, state)
         # Work (read or taken over) runs in `work`: once the readers and the janitor have
         # stopped and every task in it is done, nothing more is queued for the finisher.
@@ -90,4 +99,5 @@ async def run_worker(
             work.start_soon(janitor_loop, state, stop, work)
             await read_loop(state, stop, work)
         state.finishing.close()
-    log.info("worker %s stopped", state.consumer)
+        beating.set()
+    announce.info("worker %s stopped", state.consumer)

@@ -21,12 +21,13 @@ does between the index and the RAG adapter).
 from __future__ import annotations
 
 from workers.sources.base import ImmediateSource, Source, SourceError
-from workers.sources.registry import open_sources, warm_up, wrap_sources
+from workers.sources.registry import describe_sources, open_sources, warm_up, wrap_sources
 
 __all__ = [
     "ImmediateSource",
     "Source",
     "SourceError",
+    "describe_sources",
     "open_sources",
     "warm_up",
     "wrap_sources",

@@ -13,9 +13,16 @@ from typing import Any
 import anyio
 
 from contracts import LookupKnowledgeRequest, QueryLogsRequest, Request, Topic
-from workers.sources.base import Source
+from pipeline.settings import SettingsError
+from workers.sources.base import Source, SourceError
 
-__all__ = ["DEFAULT_WARMUP_TIMEOUT_S", "open_sources", "warm_up", "wrap_sources"]
+__all__ = [
+    "DEFAULT_WARMUP_TIMEOUT_S",
+    "describe_sources",
+    "open_sources",
+    "warm_up",
+    "wrap_sources",
+]
 
 log = logging.getLogger("aci.sources")
 
@@ -52,8 +59,12 @@ async def warm_up(
     `timeout_s` the worker starts anyway (a slow upstream answers its own calls with errors)."""
 
     async def one(tool: str, source: Source) -> None:
-        with contextlib.suppress(Exception):
+        try:
             await source.fetch(_WARM_UP[tool])
+        except Exception as exc:  # said, not raised: the worker starts anyway
+            # A SourceError's message is safe to show; another exception only by its type.
+            why = exc.message if isinstance(exc, SourceError) else type(exc).__name__
+            log.warning("warm-up of %s failed (%s); its calls may fail the same way", tool, why)
 
     with anyio.move_on_after(timeout_s) as scope:
         async with anyio.create_task_group() as tg:
@@ -101,7 +112,17 @@ async def open_sources(
             except (ImportError, AttributeError):
                 log.warning("no source for %s in this build", tool)
                 continue
-            sources[tool] = factory(env)
+            try:
+                sources[tool] = factory(env)
+            except (ValueError, OSError) as exc:
+                # A bad ACI_* value or a missing configuration file: a configuration error
+                # (one line, exit 2 in the CLI), naming the tool; an OSError by its reason
+                # only (its text names the path).
+                if isinstance(exc, OSError):
+                    why = f"a configured file cannot be read ({exc.strerror or 'OSError'})"
+                else:
+                    why = str(exc)
+                raise SettingsError(f"{tool}: {why}") from exc
         if warm:
             await warm_up(sources, _warmup_timeout(env))
         yield sources
@@ -109,6 +130,30 @@ async def open_sources(
         for source in sources.values():
             with contextlib.suppress(Exception):
                 await source.aclose()
+
+
+# The kind of each source class, as the worker's start line names it.
+_KINDS: dict[str, str] = {
+    "KnowledgeIndexSource": "embedded runbook index",
+    "HttpRagSource": "RAG service over HTTP",
+    "MockLogSource": "MOCK logs",
+    "MysqlSource": "MySQL",
+    "InstantSource": "instant (benchmark)",
+}
+
+
+def describe_sources(sources: Mapping[str, Source]) -> str:
+    """`tool=kind, ...` for a start line: each source's kind and, where it has them, its
+    scenario or logical data source names (never a URL, host or path)."""
+    parts = []
+    for tool, source in sources.items():
+        kind = _KINDS.get(type(source).__name__, type(source).__name__)
+        detail = getattr(getattr(source, "settings", None), "scenario", None)
+        names = getattr(source, "data_sources", None)
+        if names is not None:
+            detail = ",".join(names) or "no data sources"
+        parts.append(f"{tool}={kind}" + (f" ({detail})" if detail else ""))
+    return ", ".join(parts) or "none"
 
 
 def wrap_sources(

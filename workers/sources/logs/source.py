@@ -5,9 +5,8 @@ A query is whitespace-separated clauses, all of which must hold (docs/logs.md is
 value; `field:value` matches a substring of that field (numbers compare equal, `field:>N`,
 `>=`, `<`, `<=` compare); `field:*` asks for the field to be present; a leading `-` excludes.
 An empty query matches every record. A query that cannot be parsed raises
-`SourceError(SCHEMA)` saying what is wrong, so it can never read as "no evidence".
-
-Other backends (FILE, CLICKHOUSE: `file_source`, `clickhouse`) share `parse_log_query`.
+`SourceError(SCHEMA)` saying what is wrong, so it can never read as "no evidence". Other
+backends (FILE, CLICKHOUSE: `file_source`, `clickhouse`) share `parse_log_query`.
 """
 
 from __future__ import annotations

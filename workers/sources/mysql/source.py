@@ -12,17 +12,15 @@ Errors are `SourceError`: EXECUTION (server rejected the SQL; a fixed text per e
 server's own text, which names schemas, accounts and values: `errors.py`), TIMEOUT,
 UNAVAILABLE (retryable), AUTHORIZATION (unknown data source or denied object). A driver call
 runs in a thread the deadline can abandon; `handoff.py` decides who closes its connection.
+
+`ACI_MYSQL_CLOCK` pins every session's `NOW()` (`clock.py`). Unset: the server's clock.
 """
 
 from __future__ import annotations
 
-import json
 import re
-import tomllib
 from collections.abc import Mapping
-from pathlib import Path
 from typing import Any, Final
-from urllib.parse import unquote, urlsplit
 
 import anyio
 import anyio.to_thread
@@ -35,16 +33,22 @@ from contracts.bounds import DEFAULT_BOUNDS, Bounds
 from contracts.mysql import MysqlUpstream, to_json_cell
 from contracts.requests import QueryMysqlRequest
 from contracts.status import ErrorCode
-from pipeline.settings import Settings, SettingsError
+from pipeline.settings import Settings
 from workers.sources.base import SourceError
+from workers.sources.mysql.clock import clock_statement
+from workers.sources.mysql.config import (
+    ENV_URL,
+    ConnectParams,
+    data_source_names,
+    parse_url,
+    read_config_file,
+)
 from workers.sources.mysql.errors import error_number, error_text, map_error, warning_error
 from workers.sources.mysql.handoff import Handoff, abandonable, close_quietly
 from workers.sources.mysql.sqlguard import Param, guard_sql
 
 __all__ = ["ConnectParams", "MysqlSource", "data_source_names", "parse_url"]
 
-_ENV_URL: Final = re.compile(r"^ACI_MYSQL_([A-Z][A-Z0-9_]*)_URL$")
-_REQUEST_NAME: Final = re.compile(r"[A-Za-z][A-Za-z0-9_]{0,63}")  # QueryMysqlRequest.data_source
 _COM_RESET_CONNECTION: Final = 0x1F
 _SQL_MODE: Final = "STRICT_ALL_TABLES,ERROR_FOR_DIVISION_BY_ZERO,NO_ENGINE_SUBSTITUTION"
 _CELL_SLACK: Final = 8  # bytes a fetched cell may exceed its projected form (see _bounded_rows)
@@ -60,30 +64,6 @@ class Outcome(msgspec.Struct, kw_only=True):
     reusable: bool
 
 
-class ConnectParams(msgspec.Struct, frozen=True, kw_only=True):
-    """Where one data source lives (operator configuration; never shown to the agent)."""
-
-    host: str
-    port: int = 3306
-    user: str
-    password: str = ""
-    database: str = ""
-
-
-def parse_url(url: str) -> ConnectParams:
-    """Parse `mysql://user:pass@host:port/db`; raises ValueError without echoing the URL."""
-    parts = urlsplit(url)
-    if parts.scheme not in ("mysql", "mariadb") or not parts.hostname or not parts.username:
-        raise ValueError("a MySQL URL must look like mysql://user:pass@host:port/db")
-    return ConnectParams(
-        host=parts.hostname,
-        port=parts.port or 3306,
-        user=unquote(parts.username),
-        password=unquote(parts.password or ""),
-        database=unquote(parts.path.lstrip("/")),
-    )
-
-
 class _Pool:
     """A few idle connections of one data source; used only from the event loop."""
 
@@ -92,6 +72,7 @@ class _Pool:
         self.idle: list[pymysql.Connection[Any]] = []
         self.slots = anyio.Semaphore(size)
         self.json_columns: dict[str, frozenset[str]] = {}
+        self.clock_sql = ""  # `clock_statement`, run at the start of every call
 
     def connect(self, read_timeout: float, connect_timeout: float = 5.0) -> pymysql.Connection[Any]:
         p = self.params
@@ -107,28 +88,6 @@ class _Pool:
             close_quietly(self.idle.pop())
 
 
-def _from_config(path: str) -> dict[str, str]:
-    raw = Path(path).read_bytes()
-    data = tomllib.loads(raw.decode()) if path.endswith(".toml") else json.loads(raw)
-    table = data.get("mysql", data) if isinstance(data, dict) else {}
-    return {str(k).lower(): str(v) for k, v in table.items() if isinstance(v, str)}
-
-
-def data_source_names(env: Mapping[str, str]) -> tuple[str, ...]:
-    """The configured logical data source names (as `MysqlSource.from_env` reads them, without
-    connecting): what a host lists in `query_mysql`'s schema. A name no request could carry
-    (see `QueryMysqlRequest.data_source`) is left out: no call could name it. An unreadable
-    ACI_MYSQL_CONFIG is a `SettingsError` naming the variable (not the path)."""
-    names: set[str] = set()
-    if env.get("ACI_MYSQL_CONFIG"):
-        try:
-            names.update(_from_config(env["ACI_MYSQL_CONFIG"]))
-        except (OSError, ValueError) as exc:  # tomllib and json errors are ValueErrors
-            raise SettingsError("ACI_MYSQL_CONFIG: cannot read the data source file") from exc
-    names.update(m.group(1).lower() for key in env if (m := _ENV_URL.match(key)))
-    return tuple(sorted(n for n in names if _REQUEST_NAME.fullmatch(n)))
-
-
 class MysqlSource:
     """Runs `query_mysql` requests against the configured data sources."""
 
@@ -141,8 +100,12 @@ class MysqlSource:
         pool_size: int = 4,
         kill_grace_s: float = 1.0,
         deadline_s: float = Settings().deadline_s,
+        clock: str | None = None,
     ) -> None:
         self._pools = {name.lower(): _Pool(p, pool_size) for name, p in sources.items()}
+        clock_sql = clock_statement(clock)
+        for pool in self._pools.values():
+            pool.clock_sql = clock_sql
         self.data_sources: tuple[str, ...] = tuple(sorted(self._pools))
         # Every wait is derived from the call's deadline: the statement limit, the driver's
         # socket timeouts, and the whole call (which stops waiting for the driver's thread).
@@ -155,15 +118,16 @@ class MysqlSource:
     def from_env(cls, env: Mapping[str, str]) -> MysqlSource:
         """Data sources from `ACI_MYSQL_<NAME>_URL` (and the file `ACI_MYSQL_CONFIG`, a TOML or
         JSON mapping name -> URL); timeout from `ACI_MYSQL_STATEMENT_TIMEOUT_MS`, bounded by the
-        call deadline `ACI_DEADLINE_S`."""
-        urls = _from_config(env["ACI_MYSQL_CONFIG"]) if env.get("ACI_MYSQL_CONFIG") else {}
+        call deadline `ACI_DEADLINE_S`; the sessions' clock from `ACI_MYSQL_CLOCK`."""
+        urls = read_config_file(env["ACI_MYSQL_CONFIG"]) if env.get("ACI_MYSQL_CONFIG") else {}
         for key, value in env.items():
-            if m := _ENV_URL.match(key):
+            if m := ENV_URL.match(key):
                 urls[m.group(1).lower()] = value
         sources = {name: parse_url(url) for name, url in urls.items()}
         timeout = int(env.get("ACI_MYSQL_STATEMENT_TIMEOUT_MS", "5000"))
         deadline = float(env.get("ACI_DEADLINE_S", "").strip() or Settings().deadline_s)
-        return cls(sources, statement_timeout_ms=timeout, deadline_s=deadline)
+        clock = env.get("ACI_MYSQL_CLOCK", "").strip() or None
+        return cls(sources, statement_timeout_ms=timeout, deadline_s=deadline, clock=clock)
 
     def _pool(self, data_source: str) -> _Pool:
         pool = self._pools.get(data_source.lower())
@@ -281,14 +245,17 @@ class MysqlSource:
             pool.close()
 
 
-def _prepare(conn: pymysql.Connection[Any], database: str) -> None:
-    """Wipe session state left by the previous call and open a read-only transaction."""
+def _prepare(conn: pymysql.Connection[Any], database: str, clock_sql: str = "") -> None:
+    """Wipe session state left by the previous call, pin the clock (`clock_statement`) and
+    open a read-only transaction."""
     conn._execute_command(_COM_RESET_CONNECTION, b"")
     conn._read_ok_packet()
     if database:
         conn.select_db(database)
     with conn.cursor() as cur:
         cur.execute(f"SET NAMES utf8mb4, SESSION sql_mode = '{_SQL_MODE}'")
+        if clock_sql:
+            cur.execute(clock_sql)
         cur.execute("START TRANSACTION READ ONLY")
 
 
@@ -361,7 +328,7 @@ def execute(
     limit_s: float | None,
 ) -> Outcome:
     """Blocking: one reset, read-only, time-limited call on `conn` (runs in a worker thread)."""
-    _prepare(conn, pool.params.database)
+    _prepare(conn, pool.params.database, pool.clock_sql)
     _load_json_columns(conn, pool, tables)
     if limit_s is not None:
         text = (

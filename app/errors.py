@@ -1,0 +1,143 @@
+"""The one top-level error handler of `aci-evidence`: whatever stops a command is said in one
+line on stderr, and the exit code tells what happened.
+
+| code | meaning |
+|---|---|
+| 0 | done: evidence found, or none in scope (`NO_EVIDENCE` is an answer, not a failure) |
+| 1 | an error: a call ended `ERROR`, a replay changed or failed, Redis is down or refused |
+| 2 | usage or configuration: a bad flag, an `ACI_*` value, a missing file, a bad input line |
+| 3 | pending: calls without a result yet (they stay readable later) |
+| 130 | aborted by the user (Ctrl-C), quietly |
+
+Messages never quote a password or a URL. When stderr is a terminal, Redis is named by its
+endpoint (host, port and database, or the socket path); when it is captured (a log, CI) only
+as "ACI_REDIS_URL", so no host or port reaches a log (tests/abuse/test_secrets.py). An
+exception that is none of these is a bug and keeps its traceback.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from typing import Final
+from urllib.parse import urlsplit
+
+from app.terminal import safe_text
+from pipeline.call import InvalidSessionId
+from pipeline.redis_io import PipelineError, RedisConfigError, RedisProtocolError, RedisUnavailable
+from pipeline.settings import SettingsError
+
+__all__ = [
+    "EXIT_ABORTED",
+    "EXIT_CODES_HELP",
+    "EXIT_ERROR",
+    "EXIT_OK",
+    "EXIT_PENDING",
+    "EXIT_USAGE",
+    "CommandError",
+    "endpoint_of",
+    "guarded",
+]
+
+EXIT_OK: Final = 0
+EXIT_ERROR: Final = 1
+EXIT_USAGE: Final = 2
+EXIT_PENDING: Final = 3
+EXIT_ABORTED: Final = 130
+
+EXIT_CODES_HELP: Final = (
+    "exit codes: 0 done (evidence found or none), 1 error (a call ended ERROR, Redis down or "
+    "refused), 2 usage or configuration, 3 calls still pending, 130 aborted (Ctrl-C)"
+)
+
+
+class CommandError(Exception):
+    """A command refuses its input or cannot finish: `message` is the whole line to print
+    (after `prefix: `) and `code` the exit code."""
+
+    def __init__(self, message: str, *, code: int = EXIT_USAGE, prefix: str = "bad input") -> None:
+        super().__init__(message)
+        self.message = message
+        self.code = code
+        self.prefix = prefix
+
+
+def endpoint_of(url: str | None) -> str:
+    """Where a Redis URL points, without user, password or query: `host:port/db`, or the
+    socket path of a `unix://` URL."""
+    if not url:
+        return "(no ACI_REDIS_URL)"
+    try:
+        parts = urlsplit(url)
+        if parts.scheme == "unix":
+            return f"unix://{parts.path}"
+        host = parts.hostname or "localhost"
+        if ":" in host:
+            host = f"[{host}]"
+        port = parts.port or 6379
+    except ValueError:
+        return "(an unparsable ACI_REDIS_URL)"
+    db = parts.path.strip("/")
+    return f"{host}:{port}" + (f"/{db}" if db and db != "0" else "")
+
+
+_AUTH_HINT: Final = {
+    "NOAUTH": "a password is required: put the user and password in ACI_REDIS_URL",
+    "WRONGPASS": "wrong user or password in ACI_REDIS_URL",
+    "NOPERM": "the Redis user may not do this (see `aci-evidence acl` for each role's rights)",
+}
+
+
+def _where(url: str | None, terminal: bool) -> str:
+    return f"at {endpoint_of(url)}" if terminal else "at ACI_REDIS_URL"
+
+
+def _line(exc: BaseException, url: str | None, terminal: bool) -> tuple[str, int] | None:
+    """The one line and exit code for an expected failure; None for a bug."""
+    match exc:
+        case KeyboardInterrupt():
+            return "", EXIT_ABORTED
+        case CommandError():
+            return f"{exc.prefix}: {exc.message}", exc.code
+        case SettingsError() | RedisConfigError():
+            return f"configuration error: {exc}", EXIT_USAGE
+        case InvalidSessionId():
+            return f"bad input: {exc}", EXIT_USAGE
+        case RedisUnavailable():
+            where = _where(url, terminal)
+            return f"pipeline error: RedisUnavailable: no Redis answers {where}", EXIT_ERROR
+        case RedisProtocolError() if str(exc) in _AUTH_HINT:
+            where = _where(url, terminal)
+            hint = _AUTH_HINT[str(exc)]
+            return f"pipeline error: RedisProtocolError: {exc} from Redis {where}: {hint}", 1
+        case PipelineError():
+            return f"pipeline error: {type(exc).__name__}: {exc}", EXIT_ERROR
+        case OSError() if exc.filename is not None:
+            return f"bad input: {exc.filename}: {exc.strerror or type(exc).__name__}", EXIT_USAGE
+    return None
+
+
+def _leaves(group: BaseExceptionGroup[BaseException]) -> list[BaseException]:
+    out: list[BaseException] = []
+    for exc in group.exceptions:
+        out.extend(_leaves(exc) if isinstance(exc, BaseExceptionGroup) else [exc])
+    return out
+
+
+def guarded(run: Callable[[], int], url: Callable[[], str | None]) -> int:
+    """Run one command; an expected failure (also inside a task group's exception group)
+    becomes one line on stderr and its exit code. `url` gives the Redis URL to name."""
+    try:
+        return run()
+    except BaseException as exc:  # sorted below; a bug is re-raised
+        leaves = _leaves(exc) if isinstance(exc, BaseExceptionGroup) else [exc]
+        # Ctrl-C wins over whatever it interrupted; otherwise the first failure is told.
+        leaves.sort(key=lambda e: not isinstance(e, KeyboardInterrupt))
+        terminal = sys.stderr.isatty()
+        lines = [_line(leaf, url(), terminal) for leaf in leaves]
+        if any(line is None for line in lines) or not lines:
+            raise
+        text, code = lines[0]  # type: ignore[misc]
+        if text:
+            sys.stderr.write(safe_text(text) + "\n")  # one line, nothing raw from outside
+        return code

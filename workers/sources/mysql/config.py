@@ -1,0 +1,72 @@
+"""Where the `query_mysql` data sources live: operator configuration read without connecting.
+
+`ACI_MYSQL_<NAME>_URL` variables and an optional `ACI_MYSQL_CONFIG` file (TOML or JSON, a
+`[mysql]` table of name = URL) name each logical data source; `parse_url` turns a URL into
+`ConnectParams` without ever echoing it (it holds a password).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import tomllib
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Final
+from urllib.parse import unquote, urlsplit
+
+import msgspec
+
+from pipeline.settings import SettingsError
+
+__all__ = ["ENV_URL", "ConnectParams", "data_source_names", "parse_url", "read_config_file"]
+
+ENV_URL: Final = re.compile(r"^ACI_MYSQL_([A-Z][A-Z0-9_]*)_URL$")
+_REQUEST_NAME: Final = re.compile(r"[A-Za-z][A-Za-z0-9_]{0,63}")  # QueryMysqlRequest.data_source
+
+
+class ConnectParams(msgspec.Struct, frozen=True, kw_only=True):
+    """Where one data source lives (operator configuration; never shown to the agent)."""
+
+    host: str
+    port: int = 3306
+    user: str
+    password: str = ""
+    database: str = ""
+
+
+def parse_url(url: str) -> ConnectParams:
+    """Parse `mysql://user:pass@host:port/db`; raises ValueError without echoing the URL."""
+    parts = urlsplit(url)
+    if parts.scheme not in ("mysql", "mariadb") or not parts.hostname or not parts.username:
+        raise ValueError("a MySQL URL must look like mysql://user:pass@host:port/db")
+    return ConnectParams(
+        host=parts.hostname,
+        port=parts.port or 3306,
+        user=unquote(parts.username),
+        password=unquote(parts.password or ""),
+        database=unquote(parts.path.lstrip("/")),
+    )
+
+
+def read_config_file(path: str) -> dict[str, str]:
+    """The `name -> URL` table of an ACI_MYSQL_CONFIG file (names lowercased)."""
+    raw = Path(path).read_bytes()
+    data = tomllib.loads(raw.decode()) if path.endswith(".toml") else json.loads(raw)
+    table = data.get("mysql", data) if isinstance(data, dict) else {}
+    return {str(k).lower(): str(v) for k, v in table.items() if isinstance(v, str)}
+
+
+def data_source_names(env: Mapping[str, str]) -> tuple[str, ...]:
+    """The configured logical data source names (as `MysqlSource.from_env` reads them, without
+    connecting): what a host lists in `query_mysql`'s schema. A name no request could carry
+    (see `QueryMysqlRequest.data_source`) is left out: no call could name it. An unreadable
+    ACI_MYSQL_CONFIG is a `SettingsError` naming the variable (not the path)."""
+    names: set[str] = set()
+    if env.get("ACI_MYSQL_CONFIG"):
+        try:
+            names.update(read_config_file(env["ACI_MYSQL_CONFIG"]))
+        except (OSError, ValueError) as exc:  # tomllib and json errors are ValueErrors
+            raise SettingsError("ACI_MYSQL_CONFIG: cannot read the data source file") from exc
+    names.update(m.group(1).lower() for key in env if (m := ENV_URL.match(key)))
+    return tuple(sorted(n for n in names if _REQUEST_NAME.fullmatch(n)))
