@@ -1,0 +1,228 @@
+"""Findings of the hostile review of the FILE and CLICKHOUSE backends, one test each: lines
+that made a parser quadratic or crash it, caches that outlived a call, /proc through a
+symlinked root, a wrong path answered NO_EVIDENCE, unbounded listings and answers."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import threading
+import time
+import uuid
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+from logs_helpers import chdb_client, file_source, search
+
+from contracts import ErrorCode, QueryLogsRequest, Topic
+from workers.sources import SourceError
+from workers.sources.logs import files as files_module
+from workers.sources.logs import formats, records
+from workers.sources.logs.clickhouse import OTEL_LOGS_DDL, ClickhouseLogSource
+from workers.sources.logs.config import ClickhouseTopic, parse_logs_config
+from workers.sources.logs.formats import make_parser
+from workers.sources.logs.slowlog import sql_template
+from workers.sources.logs.source import parse_log_query
+
+NOW = 1_796_000_000.0
+
+
+def jline(message: str, **extra: Any) -> str:
+    return json.dumps({"ts": NOW - 60, "level": "info", "msg": message, **extra}) + "\n"
+
+
+def _elapsed(work: Any) -> float:
+    started = time.perf_counter()
+    work()
+    return time.perf_counter() - started
+
+
+# --- quadratic parsing on hostile lines (each was seconds to hours before) ---------------
+
+
+def test_a_logfmt_line_without_equals_is_parsed_in_linear_time() -> None:
+    parser = make_parser("logfmt", {}, UTC, "", "auto", 0)
+    # 60 kB took ~20 s (the key pattern re-scanned the rest from every position); 1 MiB, hours
+    assert _elapsed(lambda: parser.feed("a" * 60_000)) < 1.5
+    assert parser.failed == 1
+    found = make_parser("logfmt", {}, UTC, "", "auto", 0).feed(
+        f'time={NOW} level=warn msg="a \\"quoted\\" text" user_id=7\n'
+    )
+    assert found[0].message == 'a "quoted" text' and found[0].fields == {"user_id": "7"}
+
+
+def test_many_partial_cri_lines_are_joined_in_linear_time() -> None:
+    parser = make_parser("cri", {}, UTC, "", "auto", 0)
+    lines = ["2026-01-01T00:00:00Z stdout P x\n"] * 50_000
+    # 50,000 one-byte parts took ~25 s (the parts were summed again on every line)
+    assert _elapsed(lambda: [parser.feed(one) for one in lines]) < 2.0
+    (entry,) = parser.feed("2026-01-01T00:00:00Z stdout F y\n")
+    assert entry.message == "x" * 50_000 + "y"
+
+
+def test_an_unclosed_quote_in_a_slow_statement_is_masked_in_linear_time() -> None:
+    hostile = "select '" + "\\'" * 32_000  # 64 kB, the statement cap: ~13 s before
+    assert _elapsed(lambda: sql_template(hostile)) < 1.0
+    assert sql_template(hostile) == "select ?"
+    assert sql_template("select 'a''b', \"c\\\"d\" from t where x in (1, 2)") == (
+        "select ?, ? from t where x in (?+)"
+    )
+
+
+# --- a hostile line crashed the whole call (every query of the topic INTERNAL) -----------
+
+
+def test_a_huge_integer_time_or_deep_nesting_is_a_bad_line_not_a_crash(tmp_path: Path) -> None:
+    (tmp_path / "app.jsonl").write_text(
+        '{"ts": ' + "9" * 400 + ', "msg": "big"}\n'  # float() of it: OverflowError
+        + '{"a":' * 5000 + "1" + "}" * 5000 + "\n"  # msgspec: RecursionError
+        + jline("deep", a=json.loads('{"b":' * 900 + "1" + "}" * 900))
+        + jline("still here", n=10**400)
+    )
+    found = search(file_source(tmp_path, "jsonl", ["*.jsonl"], now=NOW), "")
+    assert sorted(r.message for r in found.records) == ["deep", "still here"]
+
+
+def test_a_future_feb_29_in_a_yearless_syslog_line_is_a_bad_line_not_a_crash() -> None:
+    january_2028 = int(datetime(2028, 1, 10, tzinfo=UTC).timestamp() * 1000)
+    parser = make_parser("syslog", {}, UTC, "", "auto", january_2028)
+    assert parser.feed("<13>Feb 29 00:00:00 host app: x\n") == [] and parser.failed == 1
+    march_2025 = int(datetime(2025, 3, 1, tzinfo=UTC).timestamp() * 1000)
+    (entry,) = make_parser("syslog", {}, UTC, "", "auto", march_2025).feed(
+        "<13>Feb 29 00:00:00 host app: last leap day\n"
+    )
+    assert entry.epoch_ms == int(datetime(2024, 2, 29, tzinfo=UTC).timestamp() * 1000)
+
+
+# --- memory that outlived the call --------------------------------------------------------
+
+
+def test_long_messages_and_keys_do_not_stay_in_the_caches() -> None:
+    records._cached_template.cache_clear()
+    formats._cached_name.cache_clear()
+    for i in range(20):
+        records._template(f"{i} " + "x" * 100_000)
+        formats._field_name(f"k{i}." + "y" * 100_000)
+    assert records._cached_template.cache_info().currsize == 0
+    assert formats._cached_name.cache_info().currsize == 0
+    assert records._template("took 12 ms") == records._template("took 12 ms")
+    assert records._cached_template.cache_info().currsize == 1
+
+
+# --- confinement and honest outcomes ------------------------------------------------------
+
+
+def test_a_root_that_is_a_symlink_into_proc_is_refused(tmp_path: Path) -> None:
+    (tmp_path / "logs").symlink_to("/proc/self")
+    source = file_source(tmp_path / "logs", "logfmt", ["environ"], now=time.time())
+    with pytest.raises(SourceError) as caught:
+        search(source, "", lookback=60 * 24 * 30)
+    assert caught.value.code is ErrorCode.AUTHORIZATION
+    assert str(tmp_path) not in str(caught.value) and "proc" not in str(caught.value)
+
+
+def test_globs_that_match_no_file_are_an_error_not_no_evidence(tmp_path: Path) -> None:
+    (tmp_path / "old.jsonl").write_text(jline("old"))
+    os.utime(tmp_path / "old.jsonl", (NOW - 86_400, NOW - 86_400))
+    # a file that exists but is older than the window: an honest "nothing in the window"
+    assert search(file_source(tmp_path, "jsonl", ["*.jsonl"], now=NOW), "").match_count == 0
+    with pytest.raises(SourceError) as caught:  # a wrong path: nothing was searched
+        search(file_source(tmp_path, "jsonl", ["shop/*.jsonl"], now=NOW), "")
+    assert caught.value.code is ErrorCode.UNAVAILABLE
+    assert "APPLICATION" in str(caught.value) and str(tmp_path) not in str(caught.value)
+
+
+def test_the_listing_of_a_folder_full_of_files_is_cut_and_marked(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for i in range(12):
+        (tmp_path / f"stale-{i}.jsonl").write_text(jline("stale"))
+        os.utime(tmp_path / f"stale-{i}.jsonl", (NOW - 86_400, NOW - 86_400))
+    (tmp_path / "live.jsonl").write_text(jline("live") * 3)
+    monkeypatch.setattr(files_module, "MAX_NAMES", 20)
+    whole = search(file_source(tmp_path, "jsonl", ["*.jsonl"], now=NOW), "")
+    assert whole.match_count == 3 and not whole.match_count_lower_bound
+    monkeypatch.setattr(files_module, "MAX_NAMES", 4)
+    found, cut, _ = files_module.find_files([f"{tmp_path}/*.jsonl"], [str(tmp_path)], 0, 256)
+    assert cut and len(found) <= 4  # not all 13 listed and stat'ed
+
+
+# --- ClickHouse: the answer bounded before it is read, a silent server does not hang -----
+
+
+def _clickhouse(table: str, scan: str) -> ClickhouseLogSource:
+    config = parse_logs_config(
+        f'[scan]\n{scan}\n[clickhouse]\ndsn = "chdb://memory"\n'
+        f'[topics.APPLICATION]\nbackend = "clickhouse"\ntable = "{table}"\n'
+    )
+    entry = config.topics[Topic.APPLICATION]
+    assert isinstance(entry, ClickhouseTopic) and config.clickhouse is not None
+    return ClickhouseLogSource(
+        config.clickhouse, {Topic.APPLICATION: entry}, config, {},
+        client=chdb_client(), clock=lambda: NOW,
+    )  # fmt: skip
+
+
+def _rows(table: str, bodies: list[str]) -> None:
+    client = chdb_client()
+    client.command(OTEL_LOGS_DDL.format(table=table))
+    when = datetime.fromtimestamp(NOW - 60, UTC)
+    client.insert(
+        table,
+        [[when, "INFO", 9, "shop", body, {}, {}] for body in bodies],
+        column_names=["Timestamp", "SeverityText", "SeverityNumber", "ServiceName", "Body",
+                      "LogAttributes", "ResourceAttributes"],
+    )  # fmt: skip
+
+
+def _search(source: ClickhouseLogSource, query: str = "") -> Any:
+    request = QueryLogsRequest(topic=Topic.APPLICATION, query=query, lookback_minutes=60)
+    return source.search(request, parse_log_query(query), 5.0)
+
+
+def test_clickhouse_cuts_a_huge_body_on_the_server() -> None:
+    table = f"otel_logs_{uuid.uuid4().hex[:12]}"
+    _rows(table, ["boom " + "z" * 5000])
+    found = _search(_clickhouse(table, "max_line_bytes = 100"), "boom")
+    assert found.match_count == 1 and len(found.records[0].message) == 100
+
+
+def test_clickhouse_refuses_an_answer_over_the_byte_budget() -> None:
+    table = f"otel_logs_{uuid.uuid4().hex[:12]}"
+    _rows(table, [f"row {i} " + "z" * 900 for i in range(50)])
+    with pytest.raises(SourceError) as caught:
+        _search(_clickhouse(table, "max_bytes = 4096"))
+    assert caught.value.code is ErrorCode.EXECUTION and "size limit" in str(caught.value)
+    assert table not in str(caught.value)
+
+
+def test_a_clickhouse_server_that_never_answers_does_not_hold_the_thread() -> None:
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(8)  # accepts (the kernel does), never answers
+    port = listener.getsockname()[1]
+    config = parse_logs_config(
+        f'[scan]\nmax_seconds = 1\n[clickhouse]\ndsn = "http://default@127.0.0.1:{port}/db"\n'
+        'connect_timeout_s = 1\n[topics.APPLICATION]\nbackend = "clickhouse"\n'
+    )
+    entry = config.topics[Topic.APPLICATION]
+    assert isinstance(entry, ClickhouseTopic) and config.clickhouse is not None
+    source = ClickhouseLogSource(config.clickhouse, {Topic.APPLICATION: entry}, config, {})
+    outcome: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            _search(source)
+        except BaseException as exc:  # handed to the test thread
+            outcome.append(exc)
+
+    worker = threading.Thread(target=run, daemon=True)
+    worker.start()
+    worker.join(15)  # the library's default read timeout is 300 s
+    listener.close()
+    assert not worker.is_alive()
+    assert isinstance(outcome[0], SourceError) and outcome[0].code is ErrorCode.UNAVAILABLE
+    assert str(port) not in str(outcome[0]) and "127.0.0.1" not in str(outcome[0])
