@@ -22,7 +22,12 @@ from workers.sources import SourceError
 from workers.sources.logs import files as files_module
 from workers.sources.logs import formats, records
 from workers.sources.logs.clickhouse import OTEL_LOGS_DDL, ClickhouseLogSource
-from workers.sources.logs.config import ClickhouseTopic, parse_logs_config
+from workers.sources.logs.config import (
+    ClickhouseTopic,
+    LogsConfigError,
+    load_logs_config,
+    parse_logs_config,
+)
 from workers.sources.logs.formats import make_parser
 from workers.sources.logs.slowlog import sql_template
 from workers.sources.logs.source import parse_log_query
@@ -226,3 +231,48 @@ def test_a_clickhouse_server_that_never_answers_does_not_hold_the_thread() -> No
     assert not worker.is_alive()
     assert isinstance(outcome[0], SourceError) and outcome[0].code is ErrorCode.UNAVAILABLE
     assert str(port) not in str(outcome[0]) and "127.0.0.1" not in str(outcome[0])
+
+
+# --- configuration mistakes: one line naming the key, at start, never a hang ------------
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ('roots = ["//proc"]\n[topics.APPLICATION]\nbackend = "file"\nformat = "jsonl"\n'
+         'paths = ["//proc/self/environ"]\n', "roots[0]: /proc, /sys and /dev are not log roots"),
+        ('roots = ["/var/log"]\n[topics.APPLICATION]\nbackend = "file"\nformat = "jsonl"\n'
+         'paths = ["/var/log/a"]\ntimezone = "Mars/Base"\n', "topics.APPLICATION.timezone: "),
+        ('[topics.APPLICATION]\nbackend = "mock"\nscenario = "nope"\n',
+         "topics.APPLICATION.scenario: unknown mock scenario 'nope'"),
+        ('[clickhouse]\ndsn = "chdb://x"\n[topics.APPLICATION]\nbackend = "clickhouse"\n'
+         'row_limit = 0\n', "topics.APPLICATION.row_limit: must be 1..100000"),
+        ('[clickhouse]\ndsn = "chdb://x"\n[topics.APPLICATION]\nbackend = "clickhouse"\n'
+         'fields = ["a b"]\n', "topics.APPLICATION.fields: 'a b' is not a field name"),
+    ],
+)  # fmt: skip
+def test_config_mistakes_name_their_key(text: str, expected: str) -> None:
+    with pytest.raises(LogsConfigError) as caught:
+        parse_logs_config(text)
+    assert str(caught.value).startswith(f"ACI_LOGS_CONFIG: {expected}")
+    assert "\n" not in str(caught.value)
+
+
+def test_a_config_that_names_a_fifo_is_an_error_not_a_hang(tmp_path: Path) -> None:
+    os.mkfifo(tmp_path / "logs.toml")
+    outcome: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            load_logs_config({"ACI_LOGS_CONFIG": str(tmp_path / "logs.toml")})
+        except BaseException as exc:  # handed to the test thread
+            outcome.append(exc)
+
+    worker = threading.Thread(target=run, daemon=True)
+    worker.start()
+    worker.join(5)
+    if worker.is_alive():  # unblock the old blocking open so the thread ends
+        with open(os.open(tmp_path / "logs.toml", os.O_WRONLY | os.O_NONBLOCK), "wb"):
+            pass
+    assert outcome and isinstance(outcome[0], LogsConfigError)
+    assert str(tmp_path) not in str(outcome[0])

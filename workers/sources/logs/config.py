@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import os
 import re
+import stat
 import tomllib
 from collections.abc import Mapping
 from datetime import UTC, timedelta, timezone, tzinfo
@@ -115,7 +116,10 @@ class FileTopic(
             if not _NAME.fullmatch(name):
                 raise ValueError(f"fields.{name}: a field name is letters, digits and _")
         if self.timezone is not None:
-            zone_of(self.timezone)
+            try:
+                zone_of(self.timezone)
+            except ValueError as exc:
+                raise ValueError(f"timezone: {exc}") from None
 
 
 class ClickhouseTopic(
@@ -138,7 +142,10 @@ class ClickhouseTopic(
         if not _IDENT.fullmatch(self.table) or self.table.count(".") > 1:
             raise ValueError("table: a table name, or database.table (letters, digits, _)")
         if not 1 <= self.row_limit <= 100_000:
-            raise ValueError("row_limit must be 1..100000")
+            raise ValueError("row_limit: must be 1..100000")
+        for name in self.fields:
+            if not _NAME.fullmatch(name):
+                raise ValueError(f"fields: {name!r} is not a field name (letters, digits, _)")
 
 
 class MockTopic(
@@ -152,6 +159,15 @@ class MockTopic(
     """A topic answered by the built-in MOCK incident world."""
 
     scenario: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.scenario is not None:  # checked here, so the mistake names its key
+            from workers.sources.logs.mocklog.scenarios import scenario_info
+
+            try:
+                scenario_info(self.scenario)
+            except ValueError as exc:
+                raise ValueError(f"scenario: {exc}") from None
 
 
 TopicConfig = FileTopic | ClickhouseTopic | MockTopic
@@ -197,7 +213,7 @@ class LogsConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_field
 def _check_roots(config: LogsConfig) -> None:
     roots = []
     for i, root in enumerate(config.roots):
-        clean = os.path.normpath(root)
+        clean = os.path.normpath("/" + root.lstrip("/"))  # POSIX keeps `//proc` as is
         if not root.startswith("/") or clean == "/":
             raise LogsConfigError(f"{ENV_VAR}: roots[{i}]: must be an absolute folder below /")
         if any(clean == f or clean.startswith(f + "/") for f in _FORBIDDEN_ROOTS):
@@ -211,7 +227,7 @@ def _check_roots(config: LogsConfig) -> None:
         if not isinstance(entry, FileTopic):
             continue
         for j, glob in enumerate(entry.paths):
-            path = PurePosixPath(os.path.normpath(glob))
+            path = PurePosixPath(os.path.normpath("/" + glob.lstrip("/")))
             if not any(path.is_relative_to(r) for r in roots):
                 raise LogsConfigError(
                     f"{ENV_VAR}: topics.{topic.value}.paths[{j}]: not under any of roots"
@@ -283,8 +299,11 @@ def load_logs_config(env: Mapping[str, str]) -> LogsConfig | None:
     location = env.get(ENV_VAR, "").strip()
     if not location:
         return None
-    try:
-        with open(location, "rb") as handle:
+    try:  # non-blocking open: a fifo named by mistake must not hang the worker's start
+        fd = os.open(location, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+        with open(fd, "rb") as handle:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                raise LogsConfigError(f"{ENV_VAR}: not a regular file")
             text = handle.read(1024 * 1024 + 1)
     except OSError as exc:
         raise LogsConfigError(f"{ENV_VAR}: cannot read the file ({exc.strerror})") from None
