@@ -22,6 +22,7 @@ from workers.sources import SourceError
 from workers.sources.logs import files as files_module
 from workers.sources.logs import formats, records
 from workers.sources.logs.clickhouse import OTEL_LOGS_DDL, ClickhouseLogSource
+from workers.sources.logs.deadline import StopFlag
 from workers.sources.logs.config import (
     ClickhouseTopic,
     LogsConfigError,
@@ -276,3 +277,20 @@ def test_a_config_that_names_a_fifo_is_an_error_not_a_hang(tmp_path: Path) -> No
             pass
     assert outcome and isinstance(outcome[0], LogsConfigError)
     assert str(tmp_path) not in str(outcome[0])
+
+
+# --- the deadline stops a scan of long, slow lines ---------------------------------------
+
+
+def test_the_deadline_stops_a_scan_of_long_slow_lines(tmp_path: Path) -> None:
+    body = "ab-12:cd." * 100_000  # ~0.9 MB a line, ~0.3 s each to mine into a template
+    with open(tmp_path / "a.jsonl", "w") as out:
+        for i in range(40):
+            out.write(json.dumps({"ts": NOW - 60 + i, "level": "info", "msg": f"{i} {body}"}))
+            out.write("\n")
+    source = file_source(tmp_path, "jsonl", ["a.jsonl"], now=NOW)
+    started = time.perf_counter()
+    found = search(source, "", flag=StopFlag(0.5))
+    # 15 s before (the flag was read every 2,048 lines only), and the answer claimed complete
+    assert time.perf_counter() - started < 4.0
+    assert found.match_count_lower_bound and 0 < found.match_count < 40

@@ -158,7 +158,7 @@ class Digest:
         self.match_count = 0
         self.templates_cut = False
         self._figures: dict[str, _Figures] = {}
-        self._newest: list[tuple[tuple[int, str], int, Entry]] = []
+        self._newest: list[tuple[tuple[int, str], int, Entry, str]] = []
         self._seq = 0
 
     def add(self, entry: Entry) -> None:
@@ -180,7 +180,7 @@ class Digest:
             if level_rank(entry.level) > level_rank(found.severest.level):
                 found.severest = entry
         self._seq += 1
-        item = (entry.key(), -self._seq, entry)
+        item = (entry.key(), -self._seq, entry, template)  # mined once, not again at the end
         if len(self._newest) < self.sample_limit:
             heapq.heappush(self._newest, item)
         elif item[0] > self._newest[0][0]:
@@ -197,10 +197,10 @@ class Digest:
             for entry in (fig.first, fig.last):
                 if len(chosen) < self.sample_limit:
                     chosen.setdefault(id(entry), (entry, template))
-        for _, _, entry in sorted(self._newest, key=lambda item: item[0], reverse=True):
+        for _, _, entry, template in sorted(self._newest, key=lambda item: item[0], reverse=True):
             if len(chosen) >= self.sample_limit:
                 break
-            chosen.setdefault(id(entry), (entry, _template(entry.message)))
+            chosen.setdefault(id(entry), (entry, template))
         return sorted(chosen.values(), key=lambda pair: pair[0].key())
 
     def upstream(
