@@ -22,13 +22,13 @@ from workers.sources import SourceError
 from workers.sources.logs import files as files_module
 from workers.sources.logs import formats, records
 from workers.sources.logs.clickhouse import OTEL_LOGS_DDL, ClickhouseLogSource
-from workers.sources.logs.deadline import StopFlag
 from workers.sources.logs.config import (
     ClickhouseTopic,
     LogsConfigError,
     load_logs_config,
     parse_logs_config,
 )
+from workers.sources.logs.deadline import StopFlag
 from workers.sources.logs.formats import make_parser
 from workers.sources.logs.slowlog import sql_template
 from workers.sources.logs.source import parse_log_query
