@@ -294,3 +294,23 @@ def test_the_deadline_stops_a_scan_of_long_slow_lines(tmp_path: Path) -> None:
     # 15 s before (the flag was read every 2,048 lines only), and the answer claimed complete
     assert time.perf_counter() - started < 4.0
     assert found.match_count_lower_bound and 0 < found.match_count < 40
+
+
+def test_the_worker_refuses_a_bad_config_with_one_line_not_a_traceback(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    (tmp_path / "logs.toml").write_text(
+        '[topics.APPLICATION]\nbackend = "file"\nformat = "json"\npaths = ["/x"]\n'
+    )
+    env = {**os.environ, "ACI_REDIS_URL": "redis://127.0.0.1:6379/0",
+           "ACI_LOGS_CONFIG": str(tmp_path / "logs.toml")}  # fmt: skip
+    done = subprocess.run(
+        [sys.executable, "-m", "app.cli", "worker"], env=env, capture_output=True, text=True,
+        timeout=60, check=False,
+    )  # fmt: skip
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.strip().splitlines() == [
+        "configuration error: ACI_LOGS_CONFIG: topics.APPLICATION.format: Invalid enum value "
+        "'json' (one of jsonl, logfmt, cri, syslog, mysql_slow)"
+    ]

@@ -31,6 +31,7 @@ import msgspec
 from contracts.fingerprint import DEFAULT_LOOKBACK_MINUTES
 from contracts.requests import LOOKBACK_MAX_MINUTES
 from contracts.status import Topic
+from pipeline.settings import SettingsError
 
 __all__ = [
     "FORMATS",
@@ -56,8 +57,9 @@ _NAME: Final = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _IDENT: Final = re.compile(r"[A-Za-z_][A-Za-z0-9_.]*")  # a ClickHouse table, db.table allowed
 
 
-class LogsConfigError(ValueError):
-    """The logs configuration is wrong; `str()` is one line naming the key."""
+class LogsConfigError(SettingsError):
+    """The logs configuration is wrong; `str()` is one line naming the key (a `SettingsError`,
+    so `aci-evidence worker` prints that line and exits 2, not a traceback)."""
 
 
 def zone_of(name: str) -> tzinfo:
