@@ -10,11 +10,13 @@ import socket
 import threading
 import time
 import uuid
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta, timezone, tzinfo
 from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from logs_helpers import chdb_client, file_source, search
 
 from contracts import ErrorCode, QueryLogsRequest, Topic
@@ -83,8 +85,13 @@ def test_an_unclosed_quote_in_a_slow_statement_is_masked_in_linear_time() -> Non
 
 def test_a_huge_integer_time_or_deep_nesting_is_a_bad_line_not_a_crash(tmp_path: Path) -> None:
     (tmp_path / "app.jsonl").write_text(
-        '{"ts": ' + "9" * 400 + ', "msg": "big"}\n'  # float() of it: OverflowError
-        + '{"a":' * 5000 + "1" + "}" * 5000 + "\n"  # msgspec: RecursionError
+        '{"ts": '
+        + "9" * 400
+        + ', "msg": "big"}\n'  # float() of it: OverflowError
+        + '{"a":' * 5000
+        + "1"
+        + "}" * 5000
+        + "\n"  # msgspec: RecursionError
         + jline("deep", a=json.loads('{"b":' * 900 + "1" + "}" * 900))
         + jline("still here", n=10**400)
     )
@@ -314,3 +321,35 @@ def test_the_worker_refuses_a_bad_config_with_one_line_not_a_traceback(tmp_path:
         "configuration error: ACI_LOGS_CONFIG: topics.APPLICATION.format: Invalid enum value "
         "'json' (one of jsonl, logfmt, cri, syslog, mysql_slow)"
     ]
+
+
+# --- no line, however odd, raises out of a parser ----------------------------------------
+
+_PIECES = st.sampled_from([
+    '{"ts":', '"time":', "1e308", "-1e308", "9" * 400, '"0001-01-01T00:00:00"',
+    '"9999-12-31T23:59:59.999999999-14:00"', '"level":', "50", '"SeverityNumber":', "-5",
+    "1e20", '"msg":', '"x"', "}", "{", ",", ":", '"', "<191>", "<0>", "1 ", " ", "-",
+    '[a b="c"]', "Feb 29 00:00:00", "Dec 31 23:59:59", "2026-13-40T99:99:99Z", "# Time: ",
+    "# Query_time: nan", " Lock_time: inf", "SET timestamp=", ";", "\n", "stdout P ",
+    "stderr F ", "ts=", "level=", 'msg="', "\\", "NaN", "0000-00-00", "\x00", "\ufffd",
+    '"level_value":', "1e400", '{"a":' * 40,
+])  # fmt: skip
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    st.sampled_from(["jsonl", "logfmt", "cri", "syslog", "mysql_slow"]),
+    st.lists(st.lists(_PIECES, max_size=12).map("".join), max_size=6),
+    st.sampled_from([UTC, timezone(timedelta(hours=14)), timezone(timedelta(hours=-12))]),
+    st.integers(0, 4 * 10**12),
+)
+def test_no_line_raises_out_of_a_parser(
+    fmt: str, lines: list[str], zone: tzinfo, now_ms: int
+) -> None:
+    parser = make_parser(fmt, {}, zone, "", "auto", now_ms, "/l/pods/ns_pod_uid/c/0.log")
+    digest = records.Digest(8)
+    for one in lines:
+        for entry in parser.feed(one):
+            digest.add(entry)
+    for entry in parser.flush():
+        digest.add(entry)
