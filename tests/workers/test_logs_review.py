@@ -353,3 +353,34 @@ def test_no_line_raises_out_of_a_parser(
             digest.add(entry)
     for entry in parser.flush():
         digest.add(entry)
+
+
+@pytest.mark.parametrize("zone", ["America", "x" * 5000, "+24:00", "+99:99"])
+def test_a_bad_time_zone_is_one_line_not_a_traceback(zone: str) -> None:
+    # "America" (a folder of tzdata) raised IsADirectoryError, a long name OSError naming the
+    # install path, +24:00 a datetime message
+    with pytest.raises(LogsConfigError) as caught:
+        parse_logs_config(f'timezone = "{zone}"\n[topics.APPLICATION]\nbackend = "mock"\n')
+    text = str(caught.value)
+    assert text.startswith("ACI_LOGS_CONFIG: timezone: unknown time zone") and len(text) < 200
+    assert "site-packages" not in text
+
+
+@pytest.mark.parametrize(
+    ("dsn", "refused"),
+    [
+        ("http://reader:s3cret@ch:8123/otel", True),
+        ("https://reader:s3cret@ch:8443", True),
+        ("http://reader@ch:8123/otel", False),
+        ("https://ch:8443?x=a:b@c", False),
+        ("chdb:///var/lib/chdb", False),
+    ],
+)
+def test_a_password_in_the_dsn_is_refused(dsn: str, refused: bool) -> None:
+    text = f'[clickhouse]\ndsn = "{dsn}"\n[topics.APPLICATION]\nbackend = "clickhouse"\n'
+    if not refused:
+        parse_logs_config(text)
+        return
+    with pytest.raises(LogsConfigError, match="password_env") as caught:
+        parse_logs_config(text)
+    assert "s3cret" not in str(caught.value)

@@ -67,13 +67,17 @@ def zone_of(name: str) -> tzinfo:
     if name.upper() in ("UTC", "Z"):
         return UTC
     found = re.fullmatch(r"([+-])(\d{2}):?(\d{2})", name)
-    if found:
+    hours, minutes = (int(found.group(2)), int(found.group(3))) if found else (0, 0)
+    if found and hours <= 23 and minutes <= 59:
         sign = -1 if found.group(1) == "-" else 1
-        return timezone(sign * timedelta(hours=int(found.group(2)), minutes=int(found.group(3))))
-    try:
-        return ZoneInfo(name)
-    except (ZoneInfoNotFoundError, ValueError):
-        raise ValueError(f"unknown time zone {name!r} (UTC, +08:00 or an IANA name)") from None
+        return timezone(sign * timedelta(hours=hours, minutes=minutes))
+    if not found and len(name) <= 64:
+        try:
+            return ZoneInfo(name)
+        except (ZoneInfoNotFoundError, ValueError, OSError):  # OSError: a folder of tzdata
+            pass
+    shown = name if len(name) <= 64 else name[:61] + "..."
+    raise ValueError(f"unknown time zone {shown!r} (UTC, +08:00 or an IANA name)")
 
 
 class ScanBudget(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
@@ -186,6 +190,9 @@ class ClickhouseConnection(msgspec.Struct, frozen=True, kw_only=True, forbid_unk
     def __post_init__(self) -> None:
         if not self.dsn.startswith(("http://", "https://", "chdb://")):
             raise ValueError("dsn: must start with http://, https:// or chdb://")
+        userinfo = re.split(r"[/?#]", self.dsn.split("://", 1)[1], maxsplit=1)[0].rpartition("@")[0]
+        if ":" in userinfo:  # the file is read by more people than the password should be
+            raise ValueError("dsn: holds a password; name the variable holding it in password_env")
         if not 0 < self.connect_timeout_s <= 60:
             raise ValueError("connect_timeout_s must be in (0, 60]")
 
