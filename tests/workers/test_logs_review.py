@@ -27,6 +27,7 @@ from workers.sources.logs.clickhouse import OTEL_LOGS_DDL, ClickhouseLogSource
 from workers.sources.logs.config import (
     ClickhouseTopic,
     LogsConfigError,
+    ScanBudget,
     load_logs_config,
     parse_logs_config,
 )
@@ -384,3 +385,22 @@ def test_a_password_in_the_dsn_is_refused(dsn: str, refused: bool) -> None:
     with pytest.raises(LogsConfigError, match="password_env") as caught:
         parse_logs_config(text)
     assert "s3cret" not in str(caught.value)
+
+
+def test_a_folder_swapped_for_a_symlink_between_stat_and_open_is_not_followed(
+    tmp_path: Path,
+) -> None:
+    root, outside = tmp_path / "logs", tmp_path / "secret"
+    (root / "app").mkdir(parents=True)
+    outside.mkdir()
+    (outside / "a.jsonl").write_text(jline("the secret"))
+    (root / "app" / "a.jsonl").write_text(jline("inside"))
+    listed = str(root / "app" / "a.jsonl")
+    # The race's outcome: the listing resolved the inside name, then `app` became a symlink
+    # out of the root before the stat and the open (both follow folders): the outside inode
+    (root / "app" / "a.jsonl").unlink()
+    (root / "app").rmdir()
+    (root / "app").symlink_to(outside)
+    file = files_module.LogFile(listed, os.stat(listed))
+    reader = files_module.Reader(ScanBudget(), StopFlag(5), [str(root)])
+    assert list(reader.lines_of(file)) == [] and reader.stopped

@@ -103,7 +103,7 @@ class FileLogSource:
                 f"no log file of topic {self.topic.value} exists on this deployment; the "
                 "operator must check the configured paths",
             )
-        reader = Reader(budget, flag)
+        reader = Reader(budget, flag, self.config.roots)
         fmt = self.entry.format
         must = _required_terms(query, fmt, self.entry.service) if fmt in _LINE_FORMATS else []
         digest = Digest(self.config.sample_limit)

@@ -101,11 +101,25 @@ def find_files(
     return files[:max_files], cut or len(files) > max_files, matched
 
 
+def _opened_inside(fd: int, roots: list[Path]) -> bool:
+    # What was opened, as the kernel resolved it: a folder of the path swapped for a symlink
+    # between the listing's stat and the open (O_NOFOLLOW guards only the last name) would
+    # open the same inode outside the roots; the descriptor's own path says where it is.
+    if not roots:
+        return True
+    try:
+        where = Path(os.readlink(f"/proc/self/fd/{fd}"))
+    except OSError:
+        return True  # no /proc here: the inode check stands alone
+    return any(where.is_relative_to(r) for r in roots) and not _pseudo(str(where))
+
+
 class Reader:
     """Meters the bytes and lines of one call over all its files."""
 
-    def __init__(self, budget: ScanBudget, flag: StopFlag) -> None:
+    def __init__(self, budget: ScanBudget, flag: StopFlag, roots: list[str] | None = None) -> None:
         self.budget, self.flag = budget, flag
+        self.roots = [Path(os.path.realpath(r)) for r in roots or []]
         self.bytes_read = 0
         self.lines = 0
         self.stopped = False  # stopped early: budget, deadline, a long line, a broken file
@@ -118,6 +132,9 @@ class Reader:
             return None  # removed or replaced by a symlink since the listing
         st = os.fstat(fd)
         if (st.st_dev, st.st_ino) != (file.dev, file.ino) or not stat.S_ISREG(st.st_mode):
+            os.close(fd)
+            return None
+        if not _opened_inside(fd, self.roots):
             os.close(fd)
             return None
         os.set_blocking(fd, True)
