@@ -185,6 +185,11 @@ class ClickhouseLogSource:
                     options["password"] = self.password
                 if not self.connection.dsn.startswith("chdb:"):
                     options["connect_timeout"] = self.connection.connect_timeout_s
+                    # A server that stops answering must not hold a thread for the library's
+                    # default 300 s: the longest a call may take, plus the connect.
+                    options["send_receive_timeout"] = (
+                        self.config.scan.max_seconds + self.connection.connect_timeout_s
+                    )
                 self._client = clickhouse_connect.get_client(**options)
             return self._client
 
@@ -227,7 +232,13 @@ class ClickhouseLogSource:
         lookback = request.lookback_minutes or self.config.default_lookback
         end_ms = int(self.clock() * 1000)
         start_ms = end_ms - lookback * 60_000
-        settings = {"readonly": 1, "max_execution_time": round(max(seconds, 0.05), 3)}
+        settings = {
+            "readonly": 1,
+            "max_execution_time": round(max(seconds, 0.05), 3),
+            # The answer is bounded before it is read: over this many bytes the server refuses.
+            "max_result_bytes": self.config.scan.max_bytes,
+            "result_overflow_mode": "throw",
+        }
         try:
             client = self._get_client()
             where, params = compile_query(
@@ -236,9 +247,11 @@ class ClickhouseLogSource:
             )  # fmt: skip
             table = self._table(entry, params)
             params["lim"] = entry.row_limit + 1
+            params["cap"] = self.config.scan.max_line_bytes  # a huge Body is cut on the server
             rows = client.query(
                 "SELECT toUnixTimestamp64Milli(Timestamp), SeverityText, SeverityNumber, "
-                f"ServiceName, Body, LogAttributes FROM {table} WHERE {where} "
+                "ServiceName, substringUTF8(Body, 1, {cap:UInt64}), LogAttributes "
+                f"FROM {table} WHERE {where} "
                 "ORDER BY Timestamp DESC LIMIT {lim:UInt32}",
                 parameters=params,
                 settings=settings,
@@ -272,6 +285,12 @@ class ClickhouseLogSource:
         if name in ("OperationalError", "ConnectionError") or isinstance(exc, OSError):
             return SourceError(
                 ErrorCode.UNAVAILABLE, "the log store is unreachable", retryable=True
+            )
+        if code == 396:  # TOO_MANY_ROWS_OR_BYTES: max_result_bytes
+            return SourceError(
+                ErrorCode.EXECUTION,
+                f"the answer of topic {topic.value} is over its size limit; try a shorter "
+                "lookback_minutes or a narrower query",
             )
         if code in (60, 47, 16, 81):  # unknown table / identifier / column / database
             return SourceError(

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import os
 import re
+import stat
 import tomllib
 from collections.abc import Mapping
 from datetime import UTC, timedelta, timezone, tzinfo
@@ -30,6 +31,7 @@ import msgspec
 from contracts.fingerprint import DEFAULT_LOOKBACK_MINUTES
 from contracts.requests import LOOKBACK_MAX_MINUTES
 from contracts.status import Topic
+from pipeline.settings import SettingsError
 
 __all__ = [
     "FORMATS",
@@ -55,8 +57,9 @@ _NAME: Final = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _IDENT: Final = re.compile(r"[A-Za-z_][A-Za-z0-9_.]*")  # a ClickHouse table, db.table allowed
 
 
-class LogsConfigError(ValueError):
-    """The logs configuration is wrong; `str()` is one line naming the key."""
+class LogsConfigError(SettingsError):
+    """The logs configuration is wrong; `str()` is one line naming the key (a `SettingsError`,
+    so `aci-evidence worker` prints that line and exits 2, not a traceback)."""
 
 
 def zone_of(name: str) -> tzinfo:
@@ -64,13 +67,17 @@ def zone_of(name: str) -> tzinfo:
     if name.upper() in ("UTC", "Z"):
         return UTC
     found = re.fullmatch(r"([+-])(\d{2}):?(\d{2})", name)
-    if found:
+    hours, minutes = (int(found.group(2)), int(found.group(3))) if found else (0, 0)
+    if found and hours <= 23 and minutes <= 59:
         sign = -1 if found.group(1) == "-" else 1
-        return timezone(sign * timedelta(hours=int(found.group(2)), minutes=int(found.group(3))))
-    try:
-        return ZoneInfo(name)
-    except (ZoneInfoNotFoundError, ValueError):
-        raise ValueError(f"unknown time zone {name!r} (UTC, +08:00 or an IANA name)") from None
+        return timezone(sign * timedelta(hours=hours, minutes=minutes))
+    if not found and len(name) <= 64:
+        try:
+            return ZoneInfo(name)
+        except (ZoneInfoNotFoundError, ValueError, OSError):  # OSError: a folder of tzdata
+            pass
+    shown = name if len(name) <= 64 else name[:61] + "..."
+    raise ValueError(f"unknown time zone {shown!r} (UTC, +08:00 or an IANA name)")
 
 
 class ScanBudget(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
@@ -115,7 +122,10 @@ class FileTopic(
             if not _NAME.fullmatch(name):
                 raise ValueError(f"fields.{name}: a field name is letters, digits and _")
         if self.timezone is not None:
-            zone_of(self.timezone)
+            try:
+                zone_of(self.timezone)
+            except ValueError as exc:
+                raise ValueError(f"timezone: {exc}") from None
 
 
 class ClickhouseTopic(
@@ -138,7 +148,10 @@ class ClickhouseTopic(
         if not _IDENT.fullmatch(self.table) or self.table.count(".") > 1:
             raise ValueError("table: a table name, or database.table (letters, digits, _)")
         if not 1 <= self.row_limit <= 100_000:
-            raise ValueError("row_limit must be 1..100000")
+            raise ValueError("row_limit: must be 1..100000")
+        for name in self.fields:
+            if not _NAME.fullmatch(name):
+                raise ValueError(f"fields: {name!r} is not a field name (letters, digits, _)")
 
 
 class MockTopic(
@@ -152,6 +165,15 @@ class MockTopic(
     """A topic answered by the built-in MOCK incident world."""
 
     scenario: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.scenario is not None:  # checked here, so the mistake names its key
+            from workers.sources.logs.mocklog.scenarios import scenario_info
+
+            try:
+                scenario_info(self.scenario)
+            except ValueError as exc:
+                raise ValueError(f"scenario: {exc}") from None
 
 
 TopicConfig = FileTopic | ClickhouseTopic | MockTopic
@@ -168,6 +190,9 @@ class ClickhouseConnection(msgspec.Struct, frozen=True, kw_only=True, forbid_unk
     def __post_init__(self) -> None:
         if not self.dsn.startswith(("http://", "https://", "chdb://")):
             raise ValueError("dsn: must start with http://, https:// or chdb://")
+        userinfo = re.split(r"[/?#]", self.dsn.split("://", 1)[1], maxsplit=1)[0].rpartition("@")[0]
+        if ":" in userinfo:  # the file is read by more people than the password should be
+            raise ValueError("dsn: holds a password; name the variable holding it in password_env")
         if not 0 < self.connect_timeout_s <= 60:
             raise ValueError("connect_timeout_s must be in (0, 60]")
 
@@ -197,7 +222,7 @@ class LogsConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_field
 def _check_roots(config: LogsConfig) -> None:
     roots = []
     for i, root in enumerate(config.roots):
-        clean = os.path.normpath(root)
+        clean = os.path.normpath("/" + root.lstrip("/"))  # POSIX keeps `//proc` as is
         if not root.startswith("/") or clean == "/":
             raise LogsConfigError(f"{ENV_VAR}: roots[{i}]: must be an absolute folder below /")
         if any(clean == f or clean.startswith(f + "/") for f in _FORBIDDEN_ROOTS):
@@ -211,7 +236,7 @@ def _check_roots(config: LogsConfig) -> None:
         if not isinstance(entry, FileTopic):
             continue
         for j, glob in enumerate(entry.paths):
-            path = PurePosixPath(os.path.normpath(glob))
+            path = PurePosixPath(os.path.normpath("/" + glob.lstrip("/")))
             if not any(path.is_relative_to(r) for r in roots):
                 raise LogsConfigError(
                     f"{ENV_VAR}: topics.{topic.value}.paths[{j}]: not under any of roots"
@@ -283,8 +308,11 @@ def load_logs_config(env: Mapping[str, str]) -> LogsConfig | None:
     location = env.get(ENV_VAR, "").strip()
     if not location:
         return None
-    try:
-        with open(location, "rb") as handle:
+    try:  # non-blocking open: a fifo named by mistake must not hang the worker's start
+        fd = os.open(location, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+        with open(fd, "rb") as handle:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                raise LogsConfigError(f"{ENV_VAR}: not a regular file")
             text = handle.read(1024 * 1024 + 1)
     except OSError as exc:
         raise LogsConfigError(f"{ENV_VAR}: cannot read the file ({exc.strerror})") from None

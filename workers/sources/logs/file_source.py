@@ -94,10 +94,16 @@ class FileLogSource:
         start_ms = end_ms - lookback * 60_000
         budget = self.config.scan
         flag.narrow(budget.max_seconds)
-        files, too_many = find_files(
+        files, too_many, matched = find_files(
             self.entry.paths, self.config.roots, start_ms, budget.max_files
         )
-        reader = Reader(budget, flag)
+        if matched == 0:  # a wrong path or a missing folder is not "no evidence"
+            raise SourceError(
+                ErrorCode.UNAVAILABLE,
+                f"no log file of topic {self.topic.value} exists on this deployment; the "
+                "operator must check the configured paths",
+            )
+        reader = Reader(budget, flag, self.config.roots)
         fmt = self.entry.format
         must = _required_terms(query, fmt, self.entry.service) if fmt in _LINE_FORMATS else []
         digest = Digest(self.config.sample_limit)

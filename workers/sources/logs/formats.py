@@ -96,20 +96,31 @@ class LineParser(Protocol):
     def flush(self) -> list[Entry]: ...
 
 
-def _flatten(obj: Mapping[str, Any], prefix: str, out: dict[str, Any]) -> None:
+_MAX_DEPTH: Final = 16  # deeper objects stay one JSON text (no recursion on hostile nesting)
+
+
+def _flatten(obj: Mapping[str, Any], prefix: str, out: dict[str, Any], depth: int = 0) -> None:
     for key, value in obj.items():
         name = f"{prefix}{key}"
-        if isinstance(value, dict):
-            _flatten(value, name + ".", out)
-        elif isinstance(value, list):
+        if isinstance(value, dict) and depth < _MAX_DEPTH:
+            _flatten(value, name + ".", out, depth + 1)
+        elif isinstance(value, list | dict):
             out[name] = msgspec.json.encode(value).decode()
         else:
             out[name] = value
 
 
+_NOT_NAME: Final = re.compile(r"[^A-Za-z0-9_]")
+
+
 @functools.lru_cache(maxsize=4096)
+def _cached_name(key: str) -> str:
+    return _NOT_NAME.sub("_", key)
+
+
 def _field_name(key: str) -> str:
-    return re.sub(r"[^A-Za-z0-9_]", "_", key)
+    # Only short keys are cached: the cache outlives the call (hostile 1 MiB keys would not).
+    return _cached_name(key) if len(key) <= 128 else _NOT_NAME.sub("_", key)
 
 
 class _Mapped:
@@ -162,7 +173,7 @@ class JsonLines(_Mapped):
     def feed(self, line: str) -> list[Entry]:
         try:
             obj = _DECODER.decode(line)
-        except msgspec.DecodeError:
+        except (msgspec.DecodeError, RecursionError):  # nested past msgspec's depth: not a record
             obj = None
         if not isinstance(obj, dict):
             self.failed += 1 if line.strip() else 0
@@ -180,7 +191,9 @@ class JsonLines(_Mapped):
         return []
 
 
-_LOGFMT: Final = re.compile(r'([^\s=]+)=("(?:[^"\\]|\\.)*"|\S*)')
+# A key starts a token (after a space or at the start): without that anchor a long run of
+# non-space without `=` is re-scanned from every position, quadratic (a 20 kB line took 2.5 s).
+_LOGFMT: Final = re.compile(r'(?<!\S)([^\s=]++)=("(?:[^"\\]|\\.)*+"|\S*)')
 
 
 class Logfmt(_Mapped):
@@ -222,7 +235,7 @@ class Cri:
         self.inner, self.zone, self.origin = inner, zone, dict(origin)
         self.service = service or self.origin.get("container", "")
         self.failed = 0
-        self._parts: dict[str, tuple[int, list[str]]] = {}
+        self._parts: dict[str, tuple[int, int, list[str]]] = {}
 
     def feed(self, line: str) -> list[Entry]:
         found = _CRI.fullmatch(line.rstrip("\n"))
@@ -231,10 +244,11 @@ class Cri:
             self.failed += bool(line.strip())
             return []
         stream, tag, content = found.group(2), found.group(3), found.group(4)
-        start, parts = self._parts.pop(stream, (epoch, []))
+        start, size, parts = self._parts.pop(stream, (epoch, 0, []))
         parts.append(content)
-        if tag == "P" and sum(map(len, parts)) < 1024 * 1024:
-            self._parts[stream] = (start, parts)
+        size += len(content)  # kept as it grows: summing the parts per line was quadratic
+        if tag == "P" and size < 1024 * 1024:
+            self._parts[stream] = (start, size, parts)
             return []
         return [self._entry(start, stream, "".join(parts))]
 
@@ -252,7 +266,7 @@ class Cri:
         return Entry(epoch, "", self.service, text, fields)  # no level is guessed
 
     def flush(self) -> list[Entry]:
-        out = [self._entry(start, s, "".join(p)) for s, (start, p) in self._parts.items()]
+        out = [self._entry(start, s, "".join(p)) for s, (start, _, p) in self._parts.items()]
         self._parts.clear()
         return out
 
@@ -275,13 +289,20 @@ class Syslog:
         self.now = datetime.fromtimestamp(now_ms / 1000, zone)
 
     def _yearless(self, text: str) -> int | None:
-        try:
-            moment = datetime.strptime(f"{self.now.year} {text}", "%Y %b %d %H:%M:%S")
-        except ValueError:
+        for year in (self.now.year, self.now.year - 1):  # Feb 29 read in a common year
+            try:
+                moment = datetime.strptime(f"{year} {text}", "%Y %b %d %H:%M:%S")
+                break
+            except ValueError:
+                continue
+        else:
             return None
         moment = moment.replace(tzinfo=self.zone)
         if (moment - self.now).days >= 1:  # December's lines read in January
-            moment = moment.replace(year=moment.year - 1)
+            try:
+                moment = moment.replace(year=moment.year - 1)
+            except ValueError:  # a future Feb 29: no earlier year has it
+                return None
         return int(moment.timestamp() * 1000)
 
     def feed(self, line: str) -> list[Entry]:

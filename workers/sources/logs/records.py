@@ -44,8 +44,13 @@ def as_number(value: object) -> float | None:
     """The value as a finite number: ints, floats, and strings that read as one."""
     if isinstance(value, bool):
         return None
-    if isinstance(value, int | float):
-        return float(value)
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, int):
+        try:
+            return float(value)
+        except OverflowError:  # a JSON integer of hundreds of digits: not a usable number
+            return None
     if isinstance(value, str) and value and len(value) < 40 and value[-1:].isdigit():
         try:
             number = float(value)
@@ -123,10 +128,19 @@ def entry_matches(query: ParsedQuery, entry: Entry) -> bool:
     return True
 
 
+# Messages longer than this are mined each time rather than cached: the cache outlives the
+# call, and 8192 entries of 1 MiB lines (key and template) would hold ~16 GiB past any budget.
+_CACHED_CHARS: Final = 512
+
+
 @functools.lru_cache(maxsize=8192)
-def _template(message: str) -> str:
-    # Routine lines repeat verbatim (health checks, access logs): mine each text once.
+def _cached_template(message: str) -> str:
     return mask_template(message)
+
+
+def _template(message: str) -> str:
+    # Routine lines repeat verbatim (health checks, access logs): mine each short text once.
+    return _cached_template(message) if len(message) <= _CACHED_CHARS else mask_template(message)
 
 
 class _Figures:
@@ -144,7 +158,7 @@ class Digest:
         self.match_count = 0
         self.templates_cut = False
         self._figures: dict[str, _Figures] = {}
-        self._newest: list[tuple[tuple[int, str], int, Entry]] = []
+        self._newest: list[tuple[tuple[int, str], int, Entry, str]] = []
         self._seq = 0
 
     def add(self, entry: Entry) -> None:
@@ -166,7 +180,7 @@ class Digest:
             if level_rank(entry.level) > level_rank(found.severest.level):
                 found.severest = entry
         self._seq += 1
-        item = (entry.key(), -self._seq, entry)
+        item = (entry.key(), -self._seq, entry, template)  # mined once, not again at the end
         if len(self._newest) < self.sample_limit:
             heapq.heappush(self._newest, item)
         elif item[0] > self._newest[0][0]:
@@ -183,10 +197,10 @@ class Digest:
             for entry in (fig.first, fig.last):
                 if len(chosen) < self.sample_limit:
                     chosen.setdefault(id(entry), (entry, template))
-        for _, _, entry in sorted(self._newest, key=lambda item: item[0], reverse=True):
+        for _, _, entry, template in sorted(self._newest, key=lambda item: item[0], reverse=True):
             if len(chosen) >= self.sample_limit:
                 break
-            chosen.setdefault(id(entry), (entry, _template(entry.message)))
+            chosen.setdefault(id(entry), (entry, template))
         return sorted(chosen.values(), key=lambda pair: pair[0].key())
 
     def upstream(

@@ -18,6 +18,7 @@ from workers.sources.logs.config import (
     ClickhouseTopic,
     FileTopic,
     LogsConfig,
+    LogsConfigError,
     MockTopic,
     load_logs_config,
 )
@@ -89,5 +90,8 @@ def logs_source_from_env(env: Mapping[str, str]) -> LogRouter | MockLogSource:
     a `ValueError` with a one-line text naming the key, on any mistake)."""
     config = load_logs_config(env)
     if config is None:
-        return MockLogSource.from_env(env)
+        try:
+            return MockLogSource.from_env(env)
+        except ValueError as exc:  # ACI_MOCK_SCENARIO, ACI_LOGS_DEFAULT_LOOKBACK: one line
+            raise LogsConfigError(str(exc)) from None
     return LogRouter.from_config(config, env)

@@ -33,8 +33,10 @@ _USE: Final = re.compile(r"use `?([^`;\s]+)`?;", re.I)
 _BANNER: Final = ("Tcp port:", "Time     ", "Time\t", "Time Id Command")
 _MAX_SQL: Final = 64 * 1024
 _TEMPLATE: Final = (
-    (re.compile(r"'(?:[^'\\]|\\.|'')*'"), "?"),
-    (re.compile(r'"(?:[^"\\]|\\.)*"'), "?"),
+    # An unclosed literal runs to the end: a closing quote required would re-scan the rest
+    # from every quote, quadratic on a hostile statement (64 kB of \\' took seconds).
+    (re.compile(r"'(?:[^'\\]|\\.|'')*+(?:'|\Z)"), "?"),
+    (re.compile(r'"(?:[^"\\]|\\.)*+(?:"|\Z)'), "?"),
     (re.compile(r"\b0x[0-9a-f]+\b", re.I), "?"),
     (re.compile(r"(?<![\w.])-?\d+(?:\.\d+)?(?:e[-+]?\d+)?\b", re.I), "?"),
     (re.compile(r"\(\s*\?(?:\s*,\s*\?)*\s*\)"), "(?+)"),
