@@ -4,7 +4,9 @@ Markdown chunks.
 Terms: English words lower-cased, lightly stemmed and split at camelCase; Chinese runs segmented
 by jieba in search mode (so a term is found inside a sentence), documents also with overlapping
 CJK bigrams. The query side expands terms through a small operations synonym table
-(`synonym_groups`). `split_markdown` cuts a file by heading structure into verbatim chunks.
+(`synonym_groups`). `split_markdown` cuts a file by heading structure into verbatim chunks;
+`.txt` and `.rst` files are plain text (`split_document`): cut at blank lines, titled by their
+first line when reStructuredText underlines it, else by the file name.
 """
 
 from __future__ import annotations
@@ -16,7 +18,16 @@ from typing import Any, Final
 
 import msgspec
 
-__all__ = ["CJK", "MAX_CHUNK_CHARS", "Chunk", "split_markdown", "synonym_groups", "terms_of"]
+__all__ = [
+    "CJK",
+    "MAX_CHUNK_CHARS",
+    "PLAIN_SUFFIXES",
+    "Chunk",
+    "split_document",
+    "split_markdown",
+    "synonym_groups",
+    "terms_of",
+]
 
 MAX_CHUNK_CHARS: Final = 1000
 CJK = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
@@ -24,6 +35,8 @@ _RUN = re.compile(r"[A-Za-z0-9]+|[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]+")
 _CAMEL = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|[0-9]+")
 _HEADING = re.compile(r"^(#{1,6})[ \t]+(.+?)[ \t]*#*[ \t]*$")
 _FENCE = re.compile(r"^[ \t]*(```|~~~)")
+_ADORNMENT = re.compile(r"^([=\-~^\"'`#*+:.])\1{2,}[ \t]*$")
+PLAIN_SUFFIXES: Final = (".txt", ".rst")
 
 _STOP_EN: Final = frozenset(
     "a an the and or but if of to in on at by for from with without into onto about as is are "
@@ -198,6 +211,30 @@ def split_markdown(text: str, source: str) -> list[Chunk]:
                     ordinal=len(chunks),
                 )
             )
+    return chunks
+
+
+def split_document(text: str, source: str) -> list[Chunk]:
+    """Chunks of one runbook file: Markdown by headings, `.txt`/`.rst` as plain text."""
+    if not source.endswith(PLAIN_SUFFIXES):
+        return split_markdown(text, source)
+    lines = [ln for ln in text.splitlines() if ln.strip()]
+    title = Path(source).stem
+    if len(lines) >= 2 and _ADORNMENT.match(lines[1]) and not _ADORNMENT.match(lines[0]):
+        title = lines[0].strip()
+    chunks: list[Chunk] = []
+    for piece in _pieces(text.strip()):
+        digest = hashlib.sha256(f"{source}\0{title}\0{piece}".encode()).hexdigest()
+        chunks.append(
+            Chunk(
+                document_id=f"kb-{digest[:20]}",
+                source=source,
+                title=title,
+                breadcrumb=title,
+                content=piece,
+                ordinal=len(chunks),
+            )
+        )
     return chunks
 
 

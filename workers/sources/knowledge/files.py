@@ -16,7 +16,9 @@ import stat
 from pathlib import Path, PurePath
 from typing import Final
 
-__all__ = ["DIR_FLAGS", "files_fingerprint", "read_inside", "runbook_files"]
+__all__ = ["DIR_FLAGS", "RUNBOOK_SUFFIXES", "files_fingerprint", "read_inside", "runbook_files"]
+
+RUNBOOK_SUFFIXES: Final = (".md", ".markdown", ".txt", ".rst")
 
 log = logging.getLogger("aci.knowledge")
 
@@ -38,15 +40,15 @@ def _skip_name(rel: str) -> bool:
 
 
 def runbook_files(folder: Path) -> list[tuple[str, Path]]:
-    """(source name, real path) of every Markdown file the index may serve: regular files whose
-    real path lies inside the real folder. Directory symlinks are not followed (a target inside
-    the folder is walked anyway), hidden paths are skipped."""
+    """(source name, real path) of every runbook (`RUNBOOK_SUFFIXES`) the index may serve:
+    regular files whose real path lies inside the real folder. Directory symlinks are not
+    followed (a target inside the folder is walked anyway), hidden paths are skipped."""
     root = folder.resolve()
     found: list[tuple[str, Path]] = []
     for top, dirs, names in os.walk(root):  # followlinks=False
         dirs[:] = [d for d in dirs if not d.startswith(".")]
         for name in names:
-            if name.startswith(".") or not name.endswith(".md"):
+            if name.startswith(".") or not name.endswith(RUNBOOK_SUFFIXES):
                 continue
             path = Path(top, name)
             rel = path.relative_to(root).as_posix()

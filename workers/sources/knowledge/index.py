@@ -1,20 +1,24 @@
 """The embedded `lookup_knowledge` source: Markdown runbooks in a local index.
 
 The roles live in sibling modules: `analysis` (terms, chunks), `files` (the confined file
-walk), `store` (the index file, built atomically), `search` (BM25 with a coverage filter).
-This module is the source: settings, the shared build thread, and the answer's shape.
+walk), `encoder` (sentence vectors, offline by default), `store` (the index file with its
+vectors, built atomically), `search` (BM25 with a coverage filter), `ranking` (dense and fused
+ranking, the calibrated relevance level). This module is the source: settings, the shared
+build thread, and the answer's shape. A folder without a runbook, or no folder at all, is an
+error (UNAVAILABLE, logged), never an empty index that answers NO_EVIDENCE.
 
 The index file lives in the cache folder, named after the folder and a fingerprint of its files
-(paths, sizes, mtimes) and of the analysis code: it is built on first use, rebuilt only when
-files change, and written to a temp file then renamed, so concurrent workers never open a
-half-built index. Queries take well under a millisecond but still run in a worker thread. The
-(jieba-loading) build runs in one shared thread of its own, which a call waits for only up to
-its deadline.
+(paths, sizes, mtimes), of the analysis code and of the model id: it is built on first use,
+rebuilt only when files or the model change, and written to a temp file then renamed, so
+concurrent workers never open a half-built index. Queries take about a millisecond but still
+run in a worker thread. The (jieba- and model-loading) build runs in one shared thread of its
+own, which a call waits for only up to its deadline.
 """
 
 from __future__ import annotations
 
 import hashlib
+import logging
 import math
 import sqlite3
 import threading
@@ -32,8 +36,10 @@ from contracts.requests import LookupKnowledgeRequest
 from contracts.status import ErrorCode
 from workers.sources.base import SourceError
 from workers.sources.knowledge.analysis import Chunk, split_markdown, synonym_groups, terms_of
+from workers.sources.knowledge.encoder import Encoder, shared_use_encoder
 from workers.sources.knowledge.files import files_fingerprint
 from workers.sources.knowledge.rag_http import HttpRagSource
+from workers.sources.knowledge.ranking import Mode, rank
 from workers.sources.knowledge.search import MIN_COVERAGE, relevance_of, search
 from workers.sources.knowledge.store import ANALYSIS_HASH, INDEX_VERSION, IndexFile, build_index
 
@@ -48,8 +54,11 @@ __all__ = [
     "terms_of",
 ]
 
+log = logging.getLogger("aci.knowledge")
+
 DEFAULT_KNOWLEDGE_DIR: Final = Path(__file__).with_name("runbooks")
 _RECHECK_S: Final = 2.0
+_MODES: Final = ("fused", "dense", "lexical")
 
 
 class KnowledgeSettings(msgspec.Struct, frozen=True, kw_only=True):
@@ -59,6 +68,11 @@ class KnowledgeSettings(msgspec.Struct, frozen=True, kw_only=True):
     cache_dir: str
     max_hits: int = 5
     min_coverage: float = MIN_COVERAGE
+    retrieval: Mode = "fused"
+
+
+class EmptyIndex(Exception):
+    """The folder holds no indexable runbook."""
 
 
 def _default_cache_dir(env: Mapping[str, str]) -> Path:
@@ -85,8 +99,14 @@ class KnowledgeIndexSource:
     build under way waits for that same build up to its own deadline and is then cancelled
     (ERROR/TIMEOUT), while the build goes on for the calls after it."""
 
-    def __init__(self, settings: KnowledgeSettings) -> None:
+    def __init__(self, settings: KnowledgeSettings, encoder: Encoder | None = None) -> None:
         self.settings = settings
+        self._encoder: Encoder | None = None
+        if settings.retrieval != "lexical":
+            self._encoder = encoder if encoder is not None else shared_use_encoder()
+        model = self._encoder.model_id if self._encoder is not None else "lexical"
+        self._salt = f"v{INDEX_VERSION}\0{ANALYSIS_HASH}\0{model}"
+        self._logged: str | None = None  # the last problem logged, so each is logged once
         self._folder = Path(settings.folder).resolve()
         self._cache = Path(settings.cache_dir)
         self._lock = threading.Lock()  # the fields below; held only briefly
@@ -100,16 +120,32 @@ class KnowledgeIndexSource:
 
     @classmethod
     def from_env(cls, env: Mapping[str, str]) -> KnowledgeIndexSource:
-        """Settings from ACI_KNOWLEDGE_DIR, ACI_CACHE_DIR and ACI_KNOWLEDGE_MAX_HITS."""
+        """Settings from ACI_KNOWLEDGE_DIR, ACI_CACHE_DIR, ACI_KNOWLEDGE_MAX_HITS and
+        ACI_KNOWLEDGE_RETRIEVAL; the encoder from ACI_EMBEDDINGS_* (default: the bundled one).
+        A missing folder is logged here and answers UNAVAILABLE, as an unreadable one does."""
         _check_fts5()
         folder = env.get("ACI_KNOWLEDGE_DIR", "").strip() or str(DEFAULT_KNOWLEDGE_DIR)
         if not Path(folder).is_dir():
-            raise ValueError("ACI_KNOWLEDGE_DIR does not name a readable folder")
+            log.error("ACI_KNOWLEDGE_DIR does not name a readable folder: lookups are UNAVAILABLE")
         cache = env.get("ACI_CACHE_DIR", "").strip() or str(_default_cache_dir(env))
         max_hits = int(env.get("ACI_KNOWLEDGE_MAX_HITS", "").strip() or 5)
         if not 1 <= max_hits <= 50:
             raise ValueError("ACI_KNOWLEDGE_MAX_HITS must be between 1 and 50")
-        return cls(KnowledgeSettings(folder=folder, cache_dir=cache, max_hits=max_hits))
+        retrieval = env.get("ACI_KNOWLEDGE_RETRIEVAL", "").strip() or "fused"
+        if retrieval not in _MODES:
+            raise ValueError("ACI_KNOWLEDGE_RETRIEVAL must be fused, dense or lexical")
+        settings = KnowledgeSettings(
+            folder=folder,
+            cache_dir=cache,
+            max_hits=max_hits,
+            retrieval=retrieval,  # type: ignore[arg-type]
+        )
+        encoder: Encoder | None = None
+        if env.get("ACI_EMBEDDINGS_URL", "").strip() and retrieval != "lexical":
+            from workers.sources.knowledge.embeddings_http import HttpEncoder
+
+            encoder = HttpEncoder.from_env(env)
+        return cls(settings, encoder)
 
     async def fetch(self, request: LookupKnowledgeRequest) -> dict[str, Any]:
         """Search the index; an answer shaped like a RAG service's (hits only when relevant)."""
@@ -165,14 +201,23 @@ class KnowledgeIndexSource:
     def _refresh_sync(self, generation: int) -> None:
         now = time.monotonic()
         if not self._folder.is_dir():
+            self._log_once("the knowledge folder is missing or unreadable: lookups are UNAVAILABLE")
             raise OSError("knowledge folder missing")
-        fingerprint = files_fingerprint(self._folder, f"v{INDEX_VERSION}\0{ANALYSIS_HASH}")
+        fingerprint = files_fingerprint(self._folder, self._salt)
         with self._lock:
             if self._index is not None and fingerprint == self._fingerprint:
                 if generation == self._generation:
                     self._checked_at = now
                 return
         index = self._open_or_build(fingerprint)
+        if index.n == 0:
+            index.conn.close()
+            self._log_once(
+                "the knowledge folder holds no indexable runbook (.md, .markdown, .txt, .rst):"
+                " lookups are UNAVAILABLE"
+            )
+            raise EmptyIndex
+        self._logged = None
         groups = self._groups if self._groups is not None else synonym_groups()
         with self._search_lock, self._lock:
             if generation != self._generation:
@@ -185,37 +230,54 @@ class KnowledgeIndexSource:
 
     def _open_or_build(self, fingerprint: str) -> IndexFile:
         folder_key = hashlib.sha256(str(self._folder).encode()).hexdigest()[:12]
-        prefix = f"knowledge-v{INDEX_VERSION}-{folder_key}-"
+        model_key = hashlib.sha256(self._salt.encode()).hexdigest()[:8]
+        prefix = f"knowledge-v{INDEX_VERSION}-{folder_key}-{model_key}-"
         path = self._cache / f"{prefix}{fingerprint[:16]}.sqlite3"
         try:
             return IndexFile(path)
         except sqlite3.OperationalError:
             # Not built yet (or just removed as stale by a worker that saw newer files).
             self._cache.mkdir(parents=True, exist_ok=True)
-            build_index(self._folder, path)
+            build_index(self._folder, path, self._encoder)
             for stale in self._cache.glob(f"{prefix}*.sqlite3"):
                 if stale != path:
                     stale.unlink(missing_ok=True)
             return IndexFile(path)
 
     def _search_sync(self, query: str) -> dict[str, Any]:
+        # The query is encoded before the search lock: a remote encoder may take its time.
+        vector = None
+        if self._encoder is not None:
+            vector = self._encoder.encode([query])[0]
         with self._search_lock:
             index, groups = self._index, self._groups
             if index is None or groups is None:  # closed meanwhile
                 raise _unavailable()
             try:
-                hits, trace = search(
-                    index,
-                    query,
-                    groups,
-                    min_coverage=self.settings.min_coverage,
-                    max_hits=self.settings.max_hits,
-                )
+                if vector is None or index.vectors is None:
+                    hits, trace = search(
+                        index,
+                        query,
+                        groups,
+                        min_coverage=self.settings.min_coverage,
+                        max_hits=self.settings.max_hits,
+                    )
+                    level = relevance_of(hits[0]["scores"]["coverage"]) if hits else None
+                else:
+                    hits, level, trace = rank(
+                        index,
+                        query,
+                        vector,
+                        groups,
+                        mode=self.settings.retrieval,
+                        min_coverage=self.settings.min_coverage,
+                        max_hits=self.settings.max_hits,
+                    )
             except (sqlite3.DatabaseError, UnicodeError) as exc:
                 raise _unavailable() from exc
         pack: dict[str, Any] = {"hits": hits, "indexedChunks": index.n}
-        if hits:
-            pack["relevanceLevel"] = relevance_of(hits[0]["scores"]["coverage"])
+        if level is not None:
+            pack["relevanceLevel"] = level
         return {
             "requestId": uuid.uuid4().hex,
             "query": query,
@@ -223,6 +285,11 @@ class KnowledgeIndexSource:
             "retrievalTrace": trace,
             "fallbackAttempts": [],
         }
+
+    def _log_once(self, message: str) -> None:
+        if self._logged != message:
+            self._logged = message
+            log.error("%s", message)
 
 
 def _unavailable() -> SourceError:
@@ -239,7 +306,11 @@ async def _wait_for(refresh: Future[None]) -> None:
         await anyio.sleep(delay)
         delay = min(delay * 2, 0.05)
     error = refresh.exception()
-    if isinstance(error, (OSError, sqlite3.DatabaseError, UnicodeError)):
+    if isinstance(error, EmptyIndex):
+        raise SourceError(
+            ErrorCode.UNAVAILABLE, "the knowledge folder holds no runbook", retryable=True
+        ) from error
+    if isinstance(error, (OSError, sqlite3.DatabaseError, UnicodeError, ValueError)):
         raise _unavailable() from error
     if error is not None:
         raise error

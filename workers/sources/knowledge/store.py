@@ -1,10 +1,11 @@
 """The knowledge index store: one SQLite file per (folder, fingerprint), built atomically.
 
 `build_index` writes every chunk of the folder with its pre-segmented terms into an FTS5 table
-of a temp file in the target's folder, then renames it into place, so concurrent workers never
-open a half-built index. `IndexFile` opens one read-only (immutable) with its term document
-frequencies. `ANALYSIS_HASH` covers the bytes of every module that decides what is stored (the
-analysis, the file walk, this store): a change to any of them names a new index file.
+(and, with an encoder, every chunk's unit vector, as one float32 matrix) of a temp file in the
+target's folder, then renames it into place, so concurrent workers never open a half-built
+index. `IndexFile` opens one read-only (immutable) with its term document frequencies and its
+vectors. `ANALYSIS_HASH` covers the bytes of every module that decides what is stored (the
+analysis, the encoder's chunk text, the file walk, this store; the source adds the model id).
 """
 
 from __future__ import annotations
@@ -15,17 +16,22 @@ import os
 import sqlite3
 import uuid
 from pathlib import Path
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
-from workers.sources.knowledge import analysis, files
-from workers.sources.knowledge.analysis import split_markdown, terms_of
+from workers.sources.knowledge import analysis, encoder, files
+from workers.sources.knowledge.analysis import split_document, terms_of
+from workers.sources.knowledge.encoder import Encoder, chunk_text
 from workers.sources.knowledge.files import DIR_FLAGS, read_inside, runbook_files
+
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
 
 __all__ = ["ANALYSIS_HASH", "INDEX_VERSION", "IndexFile", "build_index"]
 
 INDEX_VERSION: Final = 1
 ANALYSIS_HASH: Final = hashlib.sha256(
-    b"".join(Path(m.__file__ or "").read_bytes() for m in (analysis, files))
+    b"".join(Path(m.__file__ or "").read_bytes() for m in (analysis, encoder, files))
     + Path(__file__).read_bytes()
 ).hexdigest()[:16]
 
@@ -36,13 +42,19 @@ CREATE VIRTUAL TABLE chunks USING fts5(
     tokenize = 'unicode61 remove_diacritics 0'
 );
 CREATE VIRTUAL TABLE vocab USING fts5vocab(chunks, 'row');
+CREATE TABLE vectors (model TEXT NOT NULL, dim INTEGER NOT NULL, data BLOB NOT NULL);
 """
+_Row = tuple[str, str, str, str, str, str, str, int]
 
 
-def _rows(text: str, source: str) -> list[tuple[str, str, str, str, str, str, str, int]]:
+def _body(content: str) -> str:
+    return content.split("\n", 1)[-1] if content.startswith("#") else content
+
+
+def _rows(text: str, source: str) -> list[_Row]:
     rows = []
-    for chunk in split_markdown(text, source):
-        body = chunk.content.split("\n", 1)[-1] if chunk.content.startswith("#") else chunk.content
+    for chunk in split_document(text, source):
+        body = _body(chunk.content)
         rows.append(
             (
                 " ".join(terms_of(chunk.breadcrumb, bigrams=True)),
@@ -58,10 +70,12 @@ def _rows(text: str, source: str) -> list[tuple[str, str, str, str, str, str, st
     return rows
 
 
-def build_index(folder: Path, target: Path) -> int:
-    """Index every Markdown file under `folder` into `target` atomically; return the chunk count."""
+def build_index(folder: Path, target: Path, encoder: Encoder | None = None) -> int:
+    """Index every runbook under `folder` into `target` atomically; return the chunk count.
+
+    With an `encoder`, each chunk's vector is computed once here and stored with the index."""
     tmp = target.with_name(f".{target.name}.{os.getpid()}.{uuid.uuid4().hex}.tmp")
-    rows: list[tuple[str, str, str, str, str, str, str, int]] = []
+    rows: list[_Row] = []
     root = folder.resolve()
     root_fd = os.open(root, DIR_FLAGS)
     try:
@@ -71,11 +85,25 @@ def build_index(folder: Path, target: Path) -> int:
                 rows.extend(_rows(text, source))
     finally:
         os.close(root_fd)
+    vectors = None
+    if encoder is not None:
+        vectors = encoder.encode([chunk_text(r[5], _body(r[6])) for r in rows])
+        _check_vectors(vectors, len(rows), encoder.dim)
     try:
         conn = sqlite3.connect(tmp)
         try:
             conn.executescript(_SCHEMA)
-            conn.executemany("INSERT INTO chunks VALUES (?, ?, ?, ?, ?, ?, ?, ?)", rows)
+            # rowid i + 1 is row i of the vector matrix.
+            conn.executemany(
+                "INSERT INTO chunks(rowid, crumb_terms, body_terms, document_id, source, title,"
+                " breadcrumb, content, ordinal) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                [(i, *row) for i, row in enumerate(rows, start=1)],
+            )
+            if encoder is not None and vectors is not None:
+                conn.execute(
+                    "INSERT INTO vectors VALUES (?, ?, ?)",
+                    (encoder.model_id, encoder.dim, vectors.astype("<f4").tobytes()),
+                )
             conn.execute("INSERT INTO chunks(chunks) VALUES ('optimize')")
             conn.commit()
         finally:
@@ -86,8 +114,14 @@ def build_index(folder: Path, target: Path) -> int:
     return len(rows)
 
 
+def _check_vectors(vectors: npt.NDArray[np.float32], n: int, dim: int) -> None:
+    if vectors.shape != (n, dim):
+        raise ValueError("the encoder returned vectors of the wrong shape")
+
+
 class IndexFile:
-    """One open, read-only index file with its term document frequencies."""
+    """One open, read-only index file with its term document frequencies and (when built
+    with an encoder) its chunk vectors, row i for rowid i + 1."""
 
     def __init__(self, path: Path) -> None:
         self.conn = sqlite3.connect(
@@ -95,6 +129,14 @@ class IndexFile:
         )
         self.df = dict(self.conn.execute("SELECT term, doc FROM vocab").fetchall())
         (self.n,) = self.conn.execute("SELECT count(*) FROM chunks").fetchone()
+        self.model_id = ""
+        self.vectors: npt.NDArray[np.float32] | None = None
+        row = self.conn.execute("SELECT model, dim, data FROM vectors").fetchone()
+        if row is not None:
+            import numpy as np
+
+            self.model_id = row[0]
+            self.vectors = np.frombuffer(row[2], dtype="<f4").reshape(self.n, row[1])
 
     def idf(self, df: int) -> float:
         """BM25 inverse document frequency of a term found in `df` chunks."""
