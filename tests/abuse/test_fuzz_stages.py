@@ -42,7 +42,7 @@ EVENT_KEYS = {"timestamp", "level", "service", "message", "fields"}
 CONTROL_KEYS = {
     "tool", "tool_call_id", "session_id", "status", "evidence_status", "scope",
     "scope_fingerprint", "duplicate_of", "returned_count", "match_count", "relevance_level",
-    "truncated", "source_kind", "error_code", "attempts", "timings",
+    "truncated", "source_kind", "error_code", "attempts", "timings", "indexed_chunks",
 }  # fmt: skip
 CODES = {c.value for c in ErrorCode}
 
