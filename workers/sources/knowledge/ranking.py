@@ -19,6 +19,7 @@ import time
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Final, Literal
 
+from workers.sources.knowledge.encoder import one_blas_thread
 from workers.sources.knowledge.search import Candidate, hits_of, lexical_candidates
 from workers.sources.knowledge.store import IndexFile
 
@@ -53,7 +54,8 @@ def _dense_top(
 ) -> dict[int, float]:
     import numpy as np
 
-    cosines = vectors @ query_vector
+    with one_blas_thread():
+        cosines = vectors @ query_vector
     k = min(_DENSE_CANDIDATES, len(cosines))
     top = np.argpartition(-cosines, k - 1)[:k] if k else np.zeros(0, dtype=np.int64)
     return {int(i) + 1: float(cosines[i]) for i in top}
