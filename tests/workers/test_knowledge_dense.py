@@ -175,6 +175,22 @@ async def test_a_folder_without_runbooks_is_unavailable_and_logged(
     assert len(logged) == 1  # once, not per call
 
 
+async def test_an_unwritable_cache_is_unavailable_and_logged(
+    corpus: Path, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    cache = tmp_path / "not-a-folder"
+    cache.write_text("a file where the cache folder should be", encoding="utf-8")
+    source = _source(corpus, cache)
+    try:
+        with caplog.at_level(logging.ERROR, logger="aci.knowledge"):
+            with pytest.raises(SourceError) as caught:
+                await source.fetch(_ask("disk full"))
+    finally:
+        await source.aclose()
+    assert caught.value.code == ErrorCode.UNAVAILABLE
+    assert any("ACI_CACHE_DIR must be writable" in r.getMessage() for r in caplog.records)
+
+
 async def test_the_control_view_reports_the_index_size(corpus: Path, tmp_path: Path) -> None:
     source = _source(corpus, tmp_path / "cache")
     try:

@@ -209,7 +209,14 @@ class KnowledgeIndexSource:
                 if generation == self._generation:
                     self._checked_at = now
                 return
-        index = self._open_or_build(fingerprint)
+        try:
+            index = self._open_or_build(fingerprint)
+        except OSError:
+            self._log_once(
+                "the knowledge index could not be written to its cache folder (ACI_CACHE_DIR"
+                " must be writable): lookups are UNAVAILABLE"
+            )
+            raise
         if index.n == 0:
             index.conn.close()
             self._log_once(
