@@ -21,6 +21,7 @@ from workers.sources import SourceError
 from workers.sources.knowledge.analysis import split_document
 from workers.sources.knowledge.encoder import USE_MODEL_ID, shared_use_encoder
 from workers.sources.knowledge.index import KnowledgeIndexSource, KnowledgeSettings
+from workers.sources.knowledge.ranking import dense_relevance
 from workers.sources.knowledge.store import IndexFile, build_index
 from workers.stage import build_outcome
 
@@ -230,3 +231,21 @@ def test_a_corrupt_vector_table_is_an_error_not_a_crash(corpus: Path, tmp_path: 
     conn.close()
     with pytest.raises(ValueError):
         IndexFile(target)
+
+
+@pytest.mark.parametrize(
+    ("dense", "coverage", "level"),
+    [
+        (0.65, 0.0, "high"),
+        (0.50, 0.60, "high"),
+        (0.31, 0.85, "high"),
+        (0.50, 0.10, "medium"),
+        (0.31, 0.60, "medium"),
+        (0.44, 0.54, "low"),
+        (0.30, 0.0, "low"),
+    ],
+)
+def test_relevance_needs_a_strong_cosine_or_lexical_support(
+    dense: float, coverage: float, level: str
+) -> None:
+    assert dense_relevance(dense, coverage) == level

@@ -20,7 +20,13 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Final, Literal
 
 from workers.sources.knowledge.encoder import one_blas_thread
-from workers.sources.knowledge.search import Candidate, hits_of, lexical_candidates
+from workers.sources.knowledge.search import (
+    HIGH_COVERAGE,
+    MEDIUM_COVERAGE,
+    Candidate,
+    hits_of,
+    lexical_candidates,
+)
 from workers.sources.knowledge.store import IndexFile
 
 if TYPE_CHECKING:
@@ -42,11 +48,14 @@ _PER_SOURCE: Final = 1  # one section per runbook: room for other runbooks among
 
 def dense_relevance(dense: float, coverage: float) -> str:
     """The relevance level of a top hit from its cosine and its lexical coverage."""
-    if dense >= HIGH_DENSE or (dense >= MEDIUM_DENSE and coverage >= 0.55) or coverage >= 0.8:
+    medium_lexical = coverage >= MEDIUM_COVERAGE
+    if (
+        dense >= HIGH_DENSE
+        or (dense >= MEDIUM_DENSE and medium_lexical)
+        or coverage >= HIGH_COVERAGE
+    ):
         return "high"
-    if dense >= MEDIUM_DENSE or coverage >= 0.55:
-        return "medium"
-    return "low"
+    return "medium" if dense >= MEDIUM_DENSE or medium_lexical else "low"
 
 
 def _dense_top(
