@@ -52,6 +52,7 @@ def build_views(
     duplicate_of: str | UnsetType = UNSET,
     attempts: int = 1,
     timings: Timings = _NO_TIMINGS,
+    indexed_chunks: int | UnsetType = UNSET,
 ) -> tuple[ModelObservation, ControlView]:
     """Both views of a final result: the bounded Model Observation and the Harness Control
     View, whose status is the one the result puts its invocation in (`final_status`)."""
@@ -65,6 +66,7 @@ def build_views(
         duplicate_of=duplicate_of,
         attempts=attempts,
         timings=timings,
+        indexed_chunks=indexed_chunks,
     )
     return observation, control_view(result, meta, observation)
 

@@ -231,6 +231,7 @@ class InvocationMeta(msgspec.Struct, frozen=True, kw_only=True):
     duplicate_of: str | UnsetType = UNSET
     attempts: int = 1
     timings: Timings = Timings()
+    indexed_chunks: int | UnsetType = UNSET
 
 
 class ControlView(msgspec.Struct, frozen=True, kw_only=True):
@@ -254,6 +255,8 @@ class ControlView(msgspec.Struct, frozen=True, kw_only=True):
     error_code: ErrorCode | UnsetType = UNSET
     attempts: int
     timings: Timings
+    # The size of the embedded knowledge index that answered a RAG result (when it says).
+    indexed_chunks: int | UnsetType = UNSET
 
 
 def control_view(
@@ -299,4 +302,5 @@ def control_view(
         error_code=error_code,
         attempts=meta.attempts,
         timings=meta.timings,
+        indexed_chunks=meta.indexed_chunks if isinstance(result, RagResult) else UNSET,
     )

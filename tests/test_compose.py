@@ -59,6 +59,17 @@ def test_worker_scales_and_runs_the_worker_command() -> None:
     assert 'ENTRYPOINT ["aci-evidence"]' in dockerfile
 
 
+def test_the_worker_has_a_writable_knowledge_cache() -> None:
+    # The image runs as nobody: without a folder of its own every lookup would be UNAVAILABLE.
+    dockerfile = (ROOT / "Dockerfile").read_text()
+    assert "ENV ACI_CACHE_DIR=/var/cache/aci-evidence" in dockerfile
+    assert "chown nobody:nogroup /var/cache/aci-evidence" in dockerfile
+    assert dockerfile.index("chown nobody") < dockerfile.index("USER nobody")
+    worker = _compose()["services"]["worker"]
+    assert "knowledge-cache:/var/cache/aci-evidence" in worker["volumes"]
+    assert "knowledge-cache" in _compose()["volumes"]
+
+
 def test_the_image_copies_every_package_the_wheel_installs() -> None:
     # `pip install .` in the image builds the wheel from what was copied: a package left out
     # is a console script that dies with "No module named ...".

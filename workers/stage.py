@@ -269,6 +269,7 @@ def build_outcome(
             duplicate_of=duplicate_of,
             attempts=attempts,
             timings=timings or Timings(),
+            indexed_chunks=_indexed_chunks(raw),
         )
 
     try:
@@ -287,3 +288,12 @@ def build_outcome(
         observation=observation,
         control=control,
     )
+
+
+def _indexed_chunks(raw: Any) -> int | UnsetType:
+    # The embedded index reports its size beside the hits; only the Control View carries it.
+    pack = raw.get("contextPack") if isinstance(raw, dict) else None
+    count = pack.get("indexedChunks") if isinstance(pack, dict) else None
+    if isinstance(count, int) and not isinstance(count, bool) and count >= 0:
+        return count
+    return UNSET

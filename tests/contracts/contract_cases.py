@@ -83,5 +83,7 @@ def run_case(name: str) -> tuple[CanonicalResult, InvocationMeta]:
         duplicate_of="call_earlier_1" if name.endswith("no_evidence") else UNSET,
         attempts=2 if failed else 1,
         timings=Timings(queue_ms=1.25, execute_ms=38.5, project_ms=0.125, total_ms=40.0),
+        # The embedded index's size: in the control view of a RAG result only (issue 22).
+        indexed_chunks=99 if tool == "lookup_knowledge" else UNSET,
     )
     return result, meta

@@ -75,6 +75,7 @@ CONTROL_KEYS = {
     "tool", "tool_call_id", "session_id", "status", "evidence_status", "scope",
     "scope_fingerprint", "duplicate_of", "returned_count", "match_count", "relevance_level",
     "truncated", "source_kind", "error_code", "attempts", "timings", "match_count_lower_bound",
+    "indexed_chunks",
 }  # fmt: skip
 FORBIDDEN_IN_OBSERVATION = (
     "fingerprint", "match_count", "returned_count", "score", "trace", "attempt", "timing",
@@ -265,6 +266,7 @@ def test_build_views_is_observe_and_control_view_with_the_final_status(name: str
         duplicate_of=meta.duplicate_of,
         attempts=meta.attempts,
         timings=meta.timings,
+        indexed_chunks=meta.indexed_chunks,
     )
     expected = observe(result, DEFAULT_BOUNDS)
     assert encode_view(observation) == encode_view(expected)

@@ -166,7 +166,10 @@ async def test_selection_by_tool_status_evidence_id_and_time(
         (["--until", "1000"], 0),
     ]:
         code, lines = await replay(capsys, settings, "--session", SESSION, *argv)
-        assert (code, lines[-1]["replayed"]) == (0, count), argv
+        if count:
+            assert (code, lines[-1]["replayed"]) == (0, count), argv
+        else:  # nothing recorded matches the selection: exit 1, no summary (issue 24)
+            assert (code, lines) == (1, []), argv
     # Without --session, the sessions zset lists where to look.
     code, lines = await replay(capsys, settings, "--tool", "query_logs")
     assert (code, lines[-1]["identical"]) == (0, 1)

@@ -114,6 +114,8 @@ async def open_sources(
                 continue
             try:
                 sources[tool] = factory(env)
+            except SettingsError:
+                raise  # already one line naming its key (ACI_LOGS_CONFIG: topics.X.paths: ...)
             except (ValueError, OSError) as exc:
                 # A bad ACI_* value or a missing configuration file: a configuration error
                 # (one line, exit 2 in the CLI), naming the tool; an OSError by its reason

@@ -1,6 +1,8 @@
 """The `lookup_knowledge` sources: the embedded runbook index (`index`, the default, over the
-shipped `runbooks/`) and the upstream RAG adapter (`rag_http`, with its bounded body decoder
-`content_encoding`). `knowledge_source_from_env` picks one (docs/knowledge.md).
+shipped `runbooks/`: BM25 fused with a bundled multilingual sentence encoder, or an
+OpenAI-compatible embeddings endpoint, `embeddings_http`) and the upstream RAG adapter
+(`rag_http`, with its bounded body decoder `content_encoding`). `knowledge_source_from_env`
+picks one (docs/knowledge.md).
 """
 
 from __future__ import annotations

