@@ -104,7 +104,11 @@ def check(outcomes: list[Any]) -> list[str]:
         observation = result["structuredContent"]
         assert observation["evidence_status"] == status, observation
         assert result["content"] == [
-            {"type": "text", "text": json.dumps(observation, separators=(",", ":"))}
+            # UTF-8 as sent (a Chinese runbook is a hit too), not \u escapes
+            {
+                "type": "text",
+                "text": json.dumps(observation, separators=(",", ":"), ensure_ascii=False),
+            }
         ]
         assert result.get("isError", False) is (status == "ERROR")
         assert rc == (5 if status == "ERROR" else 0), err  # 5: the Inspector saw isError

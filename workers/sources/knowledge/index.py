@@ -125,8 +125,6 @@ class KnowledgeIndexSource:
         A missing folder is logged here and answers UNAVAILABLE, as an unreadable one does."""
         _check_fts5()
         folder = env.get("ACI_KNOWLEDGE_DIR", "").strip() or str(DEFAULT_KNOWLEDGE_DIR)
-        if not Path(folder).is_dir():
-            log.error("ACI_KNOWLEDGE_DIR does not name a readable folder: lookups are UNAVAILABLE")
         cache = env.get("ACI_CACHE_DIR", "").strip() or str(_default_cache_dir(env))
         max_hits = int(env.get("ACI_KNOWLEDGE_MAX_HITS", "").strip() or 5)
         if not 1 <= max_hits <= 50:
@@ -145,7 +143,10 @@ class KnowledgeIndexSource:
             from workers.sources.knowledge.embeddings_http import HttpEncoder
 
             encoder = HttpEncoder.from_env(env)
-        return cls(settings, encoder)
+        source = cls(settings, encoder)
+        if not Path(folder).is_dir():  # said once, here at start; every lookup is UNAVAILABLE
+            source._log_once(_NO_FOLDER)
+        return source
 
     async def fetch(self, request: LookupKnowledgeRequest) -> dict[str, Any]:
         """Search the index; an answer shaped like a RAG service's (hits only when relevant)."""
@@ -201,7 +202,7 @@ class KnowledgeIndexSource:
     def _refresh_sync(self, generation: int) -> None:
         now = time.monotonic()
         if not self._folder.is_dir():
-            self._log_once("the knowledge folder is missing or unreadable: lookups are UNAVAILABLE")
+            self._log_once(_NO_FOLDER)
             raise OSError("knowledge folder missing")
         fingerprint = files_fingerprint(self._folder, self._salt)
         with self._lock:
@@ -297,6 +298,9 @@ class KnowledgeIndexSource:
         if self._logged != message:
             self._logged = message
             log.error("%s", message)
+
+
+_NO_FOLDER = "ACI_KNOWLEDGE_DIR does not name a readable folder: lookups are UNAVAILABLE"
 
 
 def _unavailable() -> SourceError:
