@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Final
 
 import anyio
@@ -23,7 +23,7 @@ from pipeline.lane import Lane, stream_entries
 from pipeline.record import view_entry
 from pipeline.redis_io import PipelineError, Redis, RedisProtocolError, reply_code
 
-__all__: list[str] = []
+__all__: list[str] = []  # used by pipeline.client only
 
 _LISTEN_BLOCK_MS: Final = 1000
 _LINGER_S: Final = 1.0  # a session's listener outlives its last waiter by this long
@@ -44,18 +44,41 @@ class _Wake:
         self.stopped = False
 
 
+# What a waiter expects: the scope key its call was submitted with, and the answer to give
+# when a result of another scope arrives for its id (DUPLICATE_TOOL_CALL_ID: that id is
+# another call's, so this one can never be it).
+Expect = tuple[bytes, Callable[[], CallResult]]
+
+
 class _Waiter:
-    """One awaited tool call id: the two views as the listener sees them arrive."""
+    """One awaited tool call id: the two views as the listener sees them arrive, accepted only
+    when they carry the scope key the waiter expects (when it expects one)."""
 
-    __slots__ = ("control", "model", "scope_key", "wake")
+    __slots__ = ("conflict", "control", "expect", "model", "scope_key", "wake")
 
-    def __init__(self, wake: _Wake) -> None:
+    def __init__(self, wake: _Wake, expect: Expect | None = None) -> None:
         self.wake = wake
+        self.expect = expect
         self.model: bytes | None = None
         self.control: bytes | None = None
         self.scope_key = b""
+        self.conflict: CallResult | None = None
+
+    def offer(self, view: str, data: bytes | None, scope_key: bytes) -> None:
+        """A view published for this id: taken when of the expected scope (or with no scope
+        key: an ERROR for an envelope that did not decode); another scope is a conflict."""
+        if self.expect is not None and scope_key and scope_key != self.expect[0]:
+            self.conflict = self.expect[1]()
+            self.wake.event.set()
+            return
+        setattr(self, view, data)
+        self.scope_key = scope_key
+        if self.model is not None and self.control is not None:
+            self.wake.event.set()
 
     def result(self, tool_call_id: str) -> CallResult | None:
+        if self.conflict is not None:
+            return self.conflict
         if self.model is None or self.control is None:
             return None
         status = _STATUS_DECODER.decode(self.control).status
@@ -103,9 +126,12 @@ class _Listener:
         self.ready = anyio.Event()
         self.running = False
 
-    def add(self, ids: Sequence[str]) -> dict[str, _Waiter]:
+    def add(
+        self, ids: Sequence[str], expects: Mapping[str, Expect] | None = None
+    ) -> dict[str, _Waiter]:
         wake = _Wake()
-        mine = {i: _Waiter(wake) for i in dict.fromkeys(ids)}
+        expects = expects or {}
+        mine = {i: _Waiter(wake, expects.get(i)) for i in dict.fromkeys(ids)}
         for i, waiter in mine.items():
             self.waiters.setdefault(i, []).append(waiter)
         return mine
@@ -162,11 +188,7 @@ class _Listener:
                     cursors[model if view == "model" else control] = entry_id
                     entry = view_entry(fields)
                     for waiter in self.waiters.get(entry.tool_call_id, ()):
-                        setattr(waiter, view, entry.data)
-                        if view == "control":
-                            waiter.scope_key = entry.scope_key
-                        if waiter.model is not None and waiter.control is not None:
-                            waiter.wake.event.set()
+                        waiter.offer(view, entry.data, entry.scope_key)
         except PipelineError:
             await anyio.sleep(0.2)  # waiters re-check and surface the error themselves
         finally:

@@ -1,22 +1,25 @@
 """The owner of the stored record: every field name of an invocation's record and of the
-stream entries around it, the argument builders of the two scripts that write them
-(`pipeline/lua/submit.lua`, `finish.lua`), their reply codes, the decoders of what they write,
-and reading or writing a whole record. No other module types a field name (a test checks).
+stream entries around it, the argument builder of the finish script (`pipeline/lua/finish.lua`;
+the admission scripts' builders are in `pipeline.admission`), its reply codes, the decoders of
+what they write, and reading or writing a whole record. No other module types a field name (a
+test checks).
 
 An invocation's record lives in three keys, so Redis ACLs can tell who may touch what
 (see `pipeline.keys`):
 
-- `call` — the submit-time state, written by the submit script: `st` (PROJECTING), `eid` (the
-  stream entry the submit recorded), `inv` (the envelope), `t0`, `tool`, `dup`, `fp`, `sk`
-  (the scope key a repeated submit is compared with);
+- `call` — the admission-time state, written only by a worker's admission
+  (`pipeline/lua/admit.lua`): `st` (PROJECTING), `eid` (the invocation entry admission
+  recorded), `inv` (the envelope), `t0`, `tool`, `dup`, `fp`, `sk` (the scope key a repeated
+  request is compared with, and a submitter reads to learn its request was admitted);
 - `res` — the final state, written only by a worker's finish script: `st` (READY or ERROR),
   `ev`, `res` (the canonical result), `mo` and `cv` (the two views), `t1`, `sk`;
 - `raw` — the raw upstream answer (a string), for workers and auditors only.
 
 Readers see the three merged (final fields over submit-time ones), as one record did before.
 
-The streams: an invocation entry is `d` (the envelope) and `dup`; a view entry (model,
-control) is `id` and `d` (the view), plus `sk` on the control stream; a lifecycle entry is
+The streams: a request entry is `d` (the envelope) alone; an invocation entry is `d` and `dup`;
+a view entry (model, control) is `id`, `d` (the view) and `sk` (the scope key it was finished
+with, so any reader can check it is the scope it asked); a lifecycle entry is
 `session`, `id`, `tool`, `status`, `at`, `eid` (and `evidence` once final); a dead letter is
 `eid`, `reason` and `d` (written by a worker) or `session` and `id` (by the finish script).
 
@@ -70,9 +73,6 @@ __all__ = [
     "STATE_FIELDS",
     "STATUS",
     "SUBMITTED_AT",
-    "SUBMIT_CONFLICT",
-    "SUBMIT_KNOWN",
-    "SUBMIT_NEW",
     "TOOL",
     "FinalRow",
     "LifecycleEntry",
@@ -85,7 +85,6 @@ __all__ = [
     "pack",
     "queue_write",
     "read_records",
-    "submit_call",
     "unpack",
     "view_data",
     "view_entry",
@@ -119,10 +118,10 @@ STATE_FIELDS: Final[tuple[str, ...]] = (
 RESULT_ROW: Final = (STATUS, MODEL, CONTROL, SCOPE_KEY)
 
 # -- stream entry fields ----------------------------------------------------------------------
-ENTRY_DATA: Final = "d"  # invocation: the envelope; view: the view; dead letter: the entry's
+ENTRY_DATA: Final = "d"  # request, invocation: the envelope; view: the view; dead letter: its data
 ENTRY_DUPLICATE_OF: Final = "dup"  # invocation entries
 ENTRY_CALL: Final = "id"  # the tool call id (view, lifecycle and dead-letter entries)
-ENTRY_SCOPE_KEY: Final = "sk"  # control view entries
+ENTRY_SCOPE_KEY: Final = "sk"  # view entries (model and control)
 ENTRY_SESSION: Final = "session"  # lifecycle and dead-letter entries
 ENTRY_TOOL: Final = "tool"  # lifecycle entries
 ENTRY_STATUS: Final = "status"  # lifecycle entries: the lifecycle status
@@ -132,9 +131,6 @@ ENTRY_STREAM_ID: Final = "eid"  # lifecycle and dead-letter entries: the invocat
 ENTRY_REASON: Final = "reason"  # dead-letter entries
 
 # -- the scripts' replies -----------------------------------------------------------------------
-SUBMIT_NEW: Final = 1  # submitted now: {1, entry id}
-SUBMIT_KNOWN: Final = 0  # the same call (same scope) was submitted before: {0, entry id}
-SUBMIT_CONFLICT: Final = 2  # the id is taken by a call of another scope: {2, entry id}
 FINISH_APPLIED: Final = 1
 FINISH_FINAL: Final = 0  # already final: another finisher applied it first (only acked)
 FINISH_REFUSED: Final = -1  # not the entry (or scope) recorded for the call: dead-lettered
@@ -147,34 +143,6 @@ _REASON_MAX: Final = 300
 _DEAD_DATA_MAX: Final = 65536
 
 Args = list[Any]
-
-
-def submit_call(
-    part: Partition,
-    *,
-    session_id: str,
-    tool_call_id: str,
-    tool: str,
-    envelope: bytes,
-    now_ms: int,
-    fingerprint: str,
-    maxlen: int,
-    retention_ms: int,
-    scope_key: str,
-) -> tuple[list[str], Args]:
-    """The keys and arguments of one submit script call (see `pipeline/lua/submit.lua`)."""
-    keys = [
-        part.call(session_id, tool_call_id),
-        part.invocations,
-        part.lifecycle,
-        part.fingerprints(session_id),
-        part.sessions,
-    ]
-    args: Args = [
-        envelope, now_ms, session_id, tool_call_id, tool, fingerprint, maxlen, retention_ms,
-        scope_key,
-    ]  # fmt: skip
-    return keys, args
 
 
 def finish_call(
@@ -248,7 +216,7 @@ class ViewEntry(NamedTuple):
 
     tool_call_id: str
     data: bytes | None  # the view
-    scope_key: bytes  # control entries only (b'' on model entries)
+    scope_key: bytes  # the scope key it was finished with (b'' when none)
 
 
 def view_entry(fields: Mapping[Any, bytes]) -> ViewEntry:

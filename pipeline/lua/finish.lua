@@ -8,13 +8,13 @@
 -- whose call record was rewritten to point at it) is dead-lettered and acked (reply -1). An
 -- empty scope key skips the scope check: an envelope that could not be decoded only ever
 -- finishes its call as ERROR. The scope key is also published with the result (`sk` in the
--- result hash and the control stream entry), so a client can refuse a result that is not of
--- the scope it asked, whoever rewrote the call record. A second finisher (a racing or resumed
+-- result hash and both view stream entries), so every reader can refuse a result that is not
+-- of the scope it asked. A second finisher (a racing or resumed
 -- worker) only acks (reply 0).
 --
 -- KEYS[1] call          the call hash (read: eid, sk)
 -- KEYS[2] invocations   the partition's invocation stream (acked)
--- KEYS[3] model         the session's model view stream (id, d)
+-- KEYS[3] model         the session's model view stream (id, d, sk)
 -- KEYS[4] control       the session's control view stream (id, d, sk)
 -- KEYS[5] lifecycle     the partition's lifecycle stream
 -- KEYS[6] result        the result hash (st, ev, res, mo, cv, t1, sk)
@@ -44,7 +44,8 @@ end
 redis.call('HSET', KEYS[6], 'st', ARGV[3], 'ev', ARGV[4], 'res', ARGV[5], 'mo', ARGV[7],
   'cv', ARGV[8], 't1', ARGV[9], 'sk', ARGV[15])
 redis.call('SET', KEYS[7], ARGV[6], 'PX', ARGV[10])
-redis.call('XADD', KEYS[3], 'MAXLEN', '~', ARGV[14], '*', 'id', ARGV[12], 'd', ARGV[7])
+redis.call('XADD', KEYS[3], 'MAXLEN', '~', ARGV[14], '*', 'id', ARGV[12], 'd', ARGV[7],
+  'sk', ARGV[15])
 redis.call('XADD', KEYS[4], 'MAXLEN', '~', ARGV[14], '*', 'id', ARGV[12], 'd', ARGV[8],
   'sk', ARGV[15])
 redis.call('XADD', KEYS[5], 'MAXLEN', '~', ARGV[14], '*', 'session', ARGV[11], 'id', ARGV[12],

@@ -116,19 +116,21 @@ async def test_concurrent_submissions_share_pipelines_and_stay_idempotent(
         ]
 
     async with EvidenceClient(redis, settings) as client:
-        created: list[set[str]] = []
+        sent: list[list[Any]] = []
 
         async def submit(k: int) -> None:
-            created.append((await client._submit("batch", calls(k)))[1])
+            sent.append(await client.submit_many("batch", calls(k)))
 
         async with anyio.create_task_group() as tg:
             for k in range(40):
                 tg.start_soon(submit, k)
-        assert sum("same" in fresh for fresh in created) == 1
-        assert all(len(fresh - {"same"}) == 2 for fresh in created)
+        assert sent == [[None, None, None]] * 40  # all sent, none refused
+        # 120 requests wait for admission; a worker's admission makes them 81 invocations.
+        assert await redis.xlen(Keys(prefix).requests) == 120
         async with running_worker(redis, settings, {"lookup_knowledge": InstantSource()}):
             ids = [c.tool_call_id for k in range(40) for c in calls(k)[:2]] + ["same"]
             found = await client.wait("batch", ids, timeout=20)
+    assert await redis.xlen(Keys(prefix).invocations) == 81
     assert set(found) == set(ids)
     assert all(json.loads(bytes(r.model))["evidence_status"] for r in found.values())
     assert_exactly_once(await books(redis, prefix, "batch"), ids)
@@ -137,7 +139,7 @@ async def test_concurrent_submissions_share_pipelines_and_stay_idempotent(
 @pytest.mark.redis
 async def test_a_refused_submission_fails_only_its_own_caller(redis: Any, prefix: str) -> None:
     settings = Settings(prefix=prefix, visibility_timeout_s=5.0, deadline_s=2.0)
-    await redis.set(Keys(prefix).fingerprints("broken"), "not a hash")  # WRONGTYPE for it
+    await redis.set(Keys(prefix).call("broken", "c7"), "not a hash")  # WRONGTYPE for its read
     outcomes: dict[str, Any] = {}
 
     async def submit(session: str, i: int) -> None:
