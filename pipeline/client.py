@@ -148,6 +148,11 @@ class EvidenceClient:
 
         return asked[0].encode(), conflict
 
+    def scope_keys(self, session_id: str) -> dict[str, str]:
+        """Tool call id → scope key of the calls this client submitted in `session_id` (what a
+        reader of the view streams checks, `pipeline.views.read_views(expect=...)`)."""
+        return {i: v[0] for (s, i), v in self._asked.items() if s == session_id}
+
     async def submit_many(
         self, session_id: str, calls: Sequence[ToolCall], *, traceparent: str | None = None
     ) -> list[CallResult | None]:
