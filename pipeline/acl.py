@@ -90,7 +90,7 @@ _SUBMITTER_COMMANDS: Final = ("+xadd", "+hmget", "+hget", "+xread", "+xrevrange"
 # what the scripts call (pipeline/lua/take.lua, admit.lua, finish.lua).
 _WORKER_COMMANDS: Final = (
     "+evalsha", "+script|load", "+multi", "+exec", "+discard",
-    "+xreadgroup", "+xack", "+xautoclaim", "+xadd", "+xdel", "+xtrim", "+xgroup|create",
+    "+xreadgroup", "+xack", "+xautoclaim", "+xadd", "+xdel", "+xrange", "+xtrim", "+xgroup|create",
     "+xinfo|groups", "+xpending", "+type",
     "+exists", "+hget", "+hmget", "+hset", "+set", "+pexpire", "+zadd", "+zremrangebyscore",
 )  # fmt: skip

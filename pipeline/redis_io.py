@@ -39,11 +39,12 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from pipeline.keys import GROUP, Keys, Partition
-from pipeline.scripts import ADMIT_LUA, FINISH_LUA, TAKE_LUA
+from pipeline.scripts import ADMIT_LUA, FINISH_LUA, REQUEUE_LUA, TAKE_LUA
 
 __all__ = [
     "ADMIT_LUA",
     "FINISH_LUA",
+    "REQUEUE_LUA",
     "TAKE_LUA",
     "PipelineError",
     "Redis",
@@ -260,9 +261,10 @@ class Scripts:
         self.take_sha = hashlib.sha1(TAKE_LUA.encode()).hexdigest()
         self.admit_sha = hashlib.sha1(ADMIT_LUA.encode()).hexdigest()
         self.finish_sha = hashlib.sha1(FINISH_LUA.encode()).hexdigest()
+        self.requeue_sha = hashlib.sha1(REQUEUE_LUA.encode()).hexdigest()
 
     async def load(self) -> None:
-        for text in (TAKE_LUA, ADMIT_LUA, FINISH_LUA):
+        for text in (TAKE_LUA, ADMIT_LUA, FINISH_LUA, REQUEUE_LUA):
             await call_redis(self.redis.script_load(text))
 
     @staticmethod

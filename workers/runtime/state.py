@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 from pipeline.keys import Keys, Partition
 from pipeline.redis_io import Redis, Scripts
 from pipeline.settings import Settings
+from workers.runtime.share import SessionShare
 from workers.runtime.slots import FinishQueue, Slots
 from workers.sources import Source
 
@@ -28,7 +29,7 @@ class WorkerState:
 
     __slots__ = (
         "concurrency", "consumer", "finishing", "keys", "metrics", "parts", "redis", "scripts",
-        "settings", "slots", "sources",
+        "settings", "share", "slots", "sources",
     )  # fmt: skip
 
     def __init__(
@@ -53,4 +54,5 @@ class WorkerState:
         self.parts: list[Partition] = [self.keys.parts[i] for i in chosen]
         self.scripts = Scripts(redis, (settings.wait_replicas, settings.wait_timeout_ms))
         self.slots = Slots(concurrency)
+        self.share = SessionShare(concurrency, settings.session_share)
         self.finishing = FinishQueue()
