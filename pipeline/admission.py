@@ -42,6 +42,7 @@ __all__ = [
     "ADMIT_KNOWN",
     "ADMIT_NEW",
     "FIRST_CALL_KEY",
+    "TAKE_BUDGET",
     "TOOL_NAME_MAX",
     "WRONG_TYPE",
     "Admission",
@@ -75,12 +76,15 @@ def request(envelope: bytes) -> dict[str, bytes]:
     return {ENTRY_DATA: envelope}
 
 
+TAKE_BUDGET: Final = 4 * 1024 * 1024  # bytes of envelopes one take returns, at most (+16 more)
+
+
 def take_call(
     part: Partition, *, consumer: str, count: int, max_bytes: int, min_idle_ms: int, maxlen: int
 ) -> tuple[list[str], list[Any]]:
     """The keys and arguments of one take script call (`pipeline/lua/take.lua`)."""
     return [part.requests, part.dead], [
-        ADMISSION_GROUP, consumer, count, max_bytes, min_idle_ms, maxlen,
+        ADMISSION_GROUP, consumer, count, max_bytes, min_idle_ms, maxlen, TAKE_BUDGET,
     ]  # fmt: skip
 
 

@@ -32,7 +32,7 @@ from pipeline.batcher import CommandBatcher
 from pipeline.call import CallResult, InvalidSessionId, ToolCall, _conflict, rejected_locally
 from pipeline.keys import is_valid_session_id
 from pipeline.lane import Lane
-from pipeline.listener import Expect, _collect, _Listener, _Waiter
+from pipeline.listener import _collect, _Listener, _Waiter
 from pipeline.record import RESULT_ROW, SCOPE_KEY
 from pipeline.redis_io import PipelineError, Redis, execute, open_redis
 from pipeline.settings import Settings
@@ -119,13 +119,11 @@ class EvidenceClient:
                 with contextlib.suppress(PipelineError):
                     await self.unadmitted.check(self.redis, self._conflicted)
 
-    def _conflicted(
-        self, session_id: str, tool_call_id: str, scope: str, answer: CallResult
-    ) -> None:
+    def _conflicted(self, session_id: str, tool_call_id: str, scope: str) -> None:
         listener = self._listeners.get(session_id)
         for waiter in listener.waiters.get(tool_call_id, ()) if listener else ():
-            if waiter.expect is not None and waiter.expect[0] == scope.encode():
-                waiter.conflict = answer
+            if waiter.expect is not None and waiter.expect == scope.encode():
+                waiter.conflicted = True
                 waiter.wake.event.set()
 
     def _remember(self, session_id: str, tool_call_id: str, scope: str, tool: str) -> None:
@@ -135,18 +133,16 @@ class EvidenceClient:
         if len(asked) > _ASKED_MAX:
             del asked[next(iter(asked))]
 
-    def _expect(self, session_id: str, tool_call_id: str) -> Expect | None:
+    def _expect(self, session_id: str, tool_call_id: str) -> bytes | None:
         """What a reader of this id checks: the scope key this client submitted it with."""
         asked = self._asked.get((session_id, tool_call_id))
-        if asked is None:
-            return None
-        call = ToolCall(tool=asked[1], tool_call_id=tool_call_id, arguments="")
-        bounds = self.settings.bounds
+        return None if asked is None else asked[0].encode()
 
-        def conflict() -> CallResult:
-            return rejected_locally(call, session_id, bounds, _conflict(call))
-
-        return asked[0].encode(), conflict
+    def _conflict(self, session_id: str, tool_call_id: str) -> CallResult:
+        """The answer to a call this client submitted whose id holds another scope's call."""
+        asked = self._asked.get((session_id, tool_call_id))
+        call = ToolCall(tool=asked[1] if asked else "", tool_call_id=tool_call_id, arguments="")
+        return rejected_locally(call, session_id, self.settings.bounds, _conflict(call))
 
     def scope_keys(self, session_id: str) -> dict[str, str]:
         """Tool call id → scope key of the calls this client submitted in `session_id` (what a
@@ -210,19 +206,22 @@ class EvidenceClient:
             if any(isinstance(r, Exception) for r in replies):
                 raise PipelineError("the submission was refused by redis")
         part = self.keys.for_session(session_id)
-        found: dict[str, CallResult] = {}
+        known: list[str] = []
         for n, at in enumerate(prepared.positions):
             call, scope = calls[at], prepared.scope_keys[at]
-            _entry, (recorded,), row = replies[3 * n : 3 * n + 3]
+            recorded = replies[2 * n + 1]
             if prepared.out[at] is not None:  # a conflict within the submission
                 continue
-            if recorded is None:
+            if recorded is None:  # not admitted yet (so not final either)
                 self.unadmitted.add(session_id, call, prepared.envelopes[n], scope, part)
             elif recorded.decode("utf-8", "replace") != scope:
                 bounds = self.settings.bounds
                 prepared.out[at] = rejected_locally(call, session_id, bounds, _conflict(call))
-            elif (final := verified(call.tool_call_id, row, scope)) is not None:
-                found[call.tool_call_id] = final
+            else:  # the same call, admitted before: perhaps final already
+                known.append(call.tool_call_id)
+        # A call admitted before may be final: its result is read once (after the listener
+        # took its cursors, when waiting), so a view published earlier is not missed.
+        found = await self._read_final(session_id, known) if known else {}
         return prepared, found
 
     async def result(self, session_id: str, tool_call_id: str) -> CallResult | None:
@@ -242,10 +241,10 @@ class EvidenceClient:
         for n, tool_call_id in enumerate(ids):
             row, recorded = rows[2 * n], rows[2 * n + 1]
             expect = self._expect(session_id, tool_call_id)
-            if expect is not None and recorded is not None and recorded != expect[0]:
-                out[tool_call_id] = expect[1]()  # the id is another scope's call
+            if expect is not None and recorded is not None and recorded != expect:
+                out[tool_call_id] = self._conflict(session_id, tool_call_id)  # another scope's
                 continue
-            final = verified(tool_call_id, row, None if expect is None else expect[0].decode())
+            final = verified(tool_call_id, row, None if expect is None else expect.decode())
             if final is not None:
                 self.unadmitted.admitted(session_id, tool_call_id)
                 out[tool_call_id] = final
@@ -327,15 +326,21 @@ class EvidenceClient:
         # round trip), with these results final already: it is not read again.
         done: dict[str, CallResult] = dict(found or {})
         pending = list(dict.fromkeys(ids))
+
+        def conflict(tool_call_id: str) -> CallResult:
+            return self._conflict(session_id, tool_call_id)
+
         try:
             with anyio.move_on_after(timeout):
                 if found is None:
                     done = await self._read_final(session_id, pending)
-                while pending := _collect(pending, waiters, done):
+                while pending := _collect(pending, waiters, done, conflict):
                     wake = next(iter(waiters.values())).wake
                     await wake.event.wait()
                     wake.event.clear()
-                    if not wake.stopped or not (pending := _collect(pending, waiters, done)):
+                    if not wake.stopped or not (
+                        pending := _collect(pending, waiters, done, conflict)
+                    ):
                         continue
                     # The listener stopped (Redis trouble): listen again first, then read the
                     # state, so nothing published in between is missed.
@@ -343,7 +348,7 @@ class EvidenceClient:
                     waiters = {}
                     waiters = await self._register(session_id, pending)
                     done.update(await self._read_final(session_id, pending))
-            pending = _collect(pending, waiters, done)
+            pending = _collect(pending, waiters, done, conflict)
             if pending:
                 # Timed out: one last read of the state, so a result the listener had not
                 # delivered yet is not reported as pending.

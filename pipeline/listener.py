@@ -44,31 +44,28 @@ class _Wake:
         self.stopped = False
 
 
-# What a waiter expects: the scope key its call was submitted with, and the answer to give
-# when a result of another scope arrives for its id (DUPLICATE_TOOL_CALL_ID: that id is
-# another call's, so this one can never be it).
-Expect = tuple[bytes, Callable[[], CallResult]]
-
-
 class _Waiter:
     """One awaited tool call id: the two views as the listener sees them arrive, accepted only
-    when they carry the scope key the waiter expects (when it expects one)."""
+    when they carry the scope key the waiter expects (`expect`: the scope key its call was
+    submitted with, when this client submitted it)."""
 
-    __slots__ = ("conflict", "control", "expect", "model", "scope_key", "wake")
+    __slots__ = ("conflicted", "control", "expect", "model", "scope_key", "wake")
 
-    def __init__(self, wake: _Wake, expect: Expect | None = None) -> None:
+    def __init__(self, wake: _Wake, expect: bytes | None = None) -> None:
         self.wake = wake
         self.expect = expect
         self.model: bytes | None = None
         self.control: bytes | None = None
         self.scope_key = b""
-        self.conflict: CallResult | None = None
+        # A result of another scope arrived for this id (or admission recorded another scope):
+        # that id is another call's, so this one is answered DUPLICATE_TOOL_CALL_ID.
+        self.conflicted = False
 
     def offer(self, view: str, data: bytes | None, scope_key: bytes) -> None:
         """A view published for this id: taken when of the expected scope (or with no scope
         key: an ERROR for an envelope that did not decode); another scope is a conflict."""
-        if self.expect is not None and scope_key and scope_key != self.expect[0]:
-            self.conflict = self.expect[1]()
+        if self.expect is not None and scope_key and scope_key != self.expect:
+            self.conflicted = True
             self.wake.event.set()
             return
         setattr(self, view, data)
@@ -77,8 +74,6 @@ class _Waiter:
             self.wake.event.set()
 
     def result(self, tool_call_id: str) -> CallResult | None:
-        if self.conflict is not None:
-            return self.conflict
         if self.model is None or self.control is None:
             return None
         status = _STATUS_DECODER.decode(self.control).status
@@ -92,14 +87,21 @@ class _Waiter:
 
 
 def _collect(
-    pending: list[str], waiters: dict[str, _Waiter], done: dict[str, CallResult]
+    pending: list[str],
+    waiters: dict[str, _Waiter],
+    done: dict[str, CallResult],
+    conflict: Callable[[str], CallResult],
 ) -> list[str]:
-    """Moves every pending id whose views have arrived into `done`; the ids still pending."""
+    """Moves every pending id whose views have arrived (or that turned out a conflict, answered
+    by `conflict(id)`) into `done`; the ids still pending."""
     left: list[str] = []
     for tool_call_id in pending:
         if tool_call_id in done:
             continue
         waiter = waiters.get(tool_call_id)
+        if waiter is not None and waiter.conflicted:
+            done[tool_call_id] = conflict(tool_call_id)
+            continue
         found = waiter.result(tool_call_id) if waiter is not None else None
         if found is None:
             left.append(tool_call_id)
@@ -127,7 +129,7 @@ class _Listener:
         self.running = False
 
     def add(
-        self, ids: Sequence[str], expects: Mapping[str, Expect] | None = None
+        self, ids: Sequence[str], expects: Mapping[str, bytes] | None = None
     ) -> dict[str, _Waiter]:
         wake = _Wake()
         expects = expects or {}

@@ -17,7 +17,8 @@ An invocation's record lives in three keys, so Redis ACLs can tell who may touch
 
 Readers see the three merged (final fields over submit-time ones), as one record did before.
 
-The streams: a request entry is `d` (the envelope) alone; an invocation entry is `d` and `dup`;
+The streams: a request entry is `d` (the envelope) alone; an invocation entry is `d`, `dup` and
+`sk` (the scope key admission recorded, so the worker need not compute it again);
 a view entry (model, control) is `id`, `d` (the view) and `sk` (the scope key it was finished
 with, so any reader can check it is the scope it asked); a lifecycle entry is
 `session`, `id`, `tool`, `status`, `at`, `eid` (and `evidence` once final); a dead letter is
@@ -81,6 +82,7 @@ __all__ = [
     "final_row",
     "finish_call",
     "invocation_entry",
+    "invocation_scope",
     "lifecycle_entry",
     "pack",
     "queue_write",
@@ -121,7 +123,7 @@ RESULT_ROW: Final = (STATUS, MODEL, CONTROL, SCOPE_KEY)
 ENTRY_DATA: Final = "d"  # request, invocation: the envelope; view: the view; dead letter: its data
 ENTRY_DUPLICATE_OF: Final = "dup"  # invocation entries
 ENTRY_CALL: Final = "id"  # the tool call id (view, lifecycle and dead-letter entries)
-ENTRY_SCOPE_KEY: Final = "sk"  # view entries (model and control)
+ENTRY_SCOPE_KEY: Final = "sk"  # view entries (model and control) and invocation entries
 ENTRY_SESSION: Final = "session"  # lifecycle and dead-letter entries
 ENTRY_TOOL: Final = "tool"  # lifecycle entries
 ENTRY_STATUS: Final = "status"  # lifecycle entries: the lifecycle status
@@ -236,6 +238,11 @@ def view_data(fields: Mapping[Any, bytes]) -> bytes:
 def view_fields(tool_call_id: str, data: bytes) -> dict[str, Any]:
     """The fields of a view stream entry (as an import writes one back)."""
     return {ENTRY_CALL: tool_call_id, ENTRY_DATA: data}
+
+
+def invocation_scope(fields: Mapping[Any, bytes]) -> str:
+    """The scope key admission recorded on an invocation entry ('' on an entry without one)."""
+    return (_get(fields, ENTRY_SCOPE_KEY) or b"").decode("utf-8", "replace")
 
 
 def invocation_entry(fields: Mapping[Any, bytes]) -> tuple[bytes, str | UnsetType]:

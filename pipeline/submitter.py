@@ -29,13 +29,12 @@ from pipeline.call import (
     CallResult,
     ToolCall,
     _arguments_text,
-    _conflict,
     _oversized,
     rejected_locally,
 )
 from pipeline.envelope import Invocation, encode_envelope, scope_key
 from pipeline.keys import Keys, Partition
-from pipeline.record import ENTRY_DATA, RESULT_ROW, SCOPE_KEY, final_row
+from pipeline.record import ENTRY_DATA, SCOPE_KEY, final_row
 from pipeline.redis_io import Redis, execute
 
 __all__ = ["Prepared", "Unadmitted", "prepare", "verified"]
@@ -50,7 +49,7 @@ class Prepared(NamedTuple):
 
     out: list[CallResult | None]
     scope_keys: list[str]
-    positions: list[int]  # the calls sent, in command order (3 commands each)
+    positions: list[int]  # the calls sent, in command order (2 commands each)
     envelopes: list[bytes]
     commands: list[tuple[Any, ...]]
 
@@ -65,8 +64,8 @@ def prepare(
     traceparent: str | None,
 ) -> Prepared:
     """Validate and encode `calls` (pure): invalid ids and oversized input are answered here
-    and never sent; the others get their envelope, their scope key and three commands (the
-    request, a read of the call record's scope key and a read of the result)."""
+    and never sent; the others get their envelope, their scope key and two commands (the
+    request, and a read of the call record's scope key)."""
     now = int(time.time() * 1000)
     limit = request_max_bytes(argument_max_bytes)
     prepared = Prepared([], [], [], [], [])
@@ -106,8 +105,7 @@ def prepare(
         prepared.commands.extend(
             [
                 ("XADD", part.requests, "*", ENTRY_DATA, envelope),
-                ("HMGET", part.call(session_id, call.tool_call_id), SCOPE_KEY),
-                ("HMGET", part.result(session_id, call.tool_call_id), *RESULT_ROW),
+                ("HGET", part.call(session_id, call.tool_call_id), SCOPE_KEY),
             ]
         )
     return prepared
@@ -137,6 +135,7 @@ class _Sent:
     def __init__(
         self, part: Partition, session_id: str, call: ToolCall, envelope: bytes, scope: str
     ) -> None:
+        # One per request sent and not seen admitted: kept small (slots, no dict).
         self.part = part
         self.session_id = session_id
         self.call = call
@@ -164,12 +163,10 @@ class Unadmitted:
     def admitted(self, session_id: str, tool_call_id: str) -> None:
         self.sent.pop((session_id, tool_call_id), None)
 
-    async def check(
-        self, redis: Redis, conflict: Callable[[str, str, str, CallResult], None]
-    ) -> None:
+    async def check(self, redis: Redis, conflict: Callable[[str, str, str], None]) -> None:
         """One pass: every request older than the bound is looked up; admitted ones are
-        forgotten, conflicting ones answered through `conflict(session, id, scope, result)`,
-        missing ones sent again."""
+        forgotten, conflicting ones reported through `conflict(session, id, scope)`, missing
+        ones sent again."""
         now = time.monotonic()
         due = [s for s in self.sent.values() if now - s.sent_at >= self.resend_s]
         for start in range(0, len(due), 1000):
@@ -185,10 +182,7 @@ class Unadmitted:
                 if recorded is not None:
                     self.sent.pop(key, None)
                     if recorded.decode("utf-8", "replace") != s.scope_key:
-                        answer = rejected_locally(
-                            s.call, s.session_id, self.bounds, _conflict(s.call)
-                        )
-                        conflict(s.session_id, s.call.tool_call_id, s.scope_key, answer)
+                        conflict(s.session_id, s.call.tool_call_id, s.scope_key)
                 elif s.tries >= _TRIES:
                     self.sent.pop(key, None)
                     log.warning("a request was not admitted after %d sends", s.tries)

@@ -44,7 +44,7 @@ for c = 0, n - 1 do
       elseif not first then redis.call('HSET', fps, fp, id) end
       redis.call('PEXPIRE', fps, ARGV[4])
     end
-    local eid = redis.call('XADD', KEYS[2], '*', 'd', env, 'dup', dup)
+    local eid = redis.call('XADD', KEYS[2], '*', 'd', env, 'dup', dup, 'sk', sk)
     redis.call('HSET', call, 'st', 'PROJECTING', 'eid', eid, 'inv', env, 't0', ARGV[2],
       'tool', tool, 'dup', dup, 'fp', fp, 'sk', sk)
     redis.call('XADD', KEYS[3], 'MAXLEN', '~', ARGV[3], '*', 'session', session, 'id', id,

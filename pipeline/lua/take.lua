@@ -10,7 +10,7 @@
 -- KEYS[1] requests      the partition's request stream (group ARGV[1])
 -- KEYS[2] dead          the partition's dead-letter stream (eid, reason)
 -- ARGV[1] group         ARGV[2] consumer      ARGV[3] count        ARGV[4] max bytes
--- ARGV[5] min idle ms   ARGV[6] dead maxlen
+-- ARGV[5] min idle ms   ARGV[6] dead maxlen  ARGV[7] byte budget of the reply
 -- Reply: {refused count, entry id, envelope, entry id, envelope, ...}; {-1} when the request
 -- key is not a stream (nothing done).
 local kind = redis.call('TYPE', KEYS[1]).ok
@@ -25,23 +25,32 @@ if claimed.err then
 else
   for _, e in ipairs(claimed[2]) do entries[#entries + 1] = e end
 end
-if #entries < want then
-  local read = redis.call('XREADGROUP', 'GROUP', ARGV[1], ARGV[2], 'COUNT', want - #entries,
-    'STREAMS', KEYS[1], '>')
-  if read then
-    for _, e in ipairs(read[1][2]) do entries[#entries + 1] = e end
-  end
-end
 local max = tonumber(ARGV[4])
+local budget = tonumber(ARGV[7])
 local out = {0}
 local refused = {}
-for _, e in ipairs(entries) do
+local bytes = 0
+local function keep(e)
   local f = e[2]
   if f and #f == 2 and f[1] == 'd' and #f[2] <= max then
     out[#out + 1] = e[1]
     out[#out + 1] = f[2]
+    bytes = bytes + #f[2]
   else
     refused[#refused + 1] = e[1]
+  end
+end
+for _, e in ipairs(entries) do keep(e) end
+-- New entries, 16 at a time, until the count or the byte budget is reached: what a worker
+-- receives from one take is at most the budget plus 16 requests of the size bound.
+local taken = #entries
+while taken < want and bytes < budget do
+  local read = redis.call('XREADGROUP', 'GROUP', ARGV[1], ARGV[2], 'COUNT',
+    math.min(16, want - taken), 'STREAMS', KEYS[1], '>')
+  if not read then break end
+  for _, e in ipairs(read[1][2]) do
+    keep(e)
+    taken = taken + 1
   end
 end
 if #refused > 0 then

@@ -39,7 +39,7 @@ from workers.runtime.state import WorkerState
 __all__ = ["admission_loop", "admit_round"]
 
 log = logging.getLogger("aci.worker")
-_TAKE: Final = 64  # requests per partition per round
+_TAKE: Final = 256  # requests per partition per round
 _IDLE_MAX_S: Final = 0.01
 _ROUND_PARTS: Final = 16
 _TAKEOVER_MS: Final = 5000  # a taken request left this long unadmitted is taken over

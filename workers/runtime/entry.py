@@ -14,7 +14,7 @@ import msgspec
 from msgspec import UnsetType
 
 from pipeline.envelope import EnvelopeError, Invocation, decode_envelope, scope_key, scope_key_of
-from pipeline.record import invocation_entry
+from pipeline.record import invocation_entry, invocation_scope
 from workers.runtime.state import WorkerState
 from workers.stage import StageRun
 
@@ -28,13 +28,14 @@ class Entry(msgspec.Struct):
     duplicate_of: str | UnsetType
     invocation: Invocation | None  # None: the envelope did not decode
     problem: str = ""  # why it did not
+    scope_key: str = ""  # what admission recorded ('' on an entry without one)
 
 
 def read_entry(fields: dict[str, bytes]) -> Entry:
     """The envelope of an invocation stream entry, decoded (or why not)."""
     data, duplicate_of = invocation_entry(fields)
     try:
-        return Entry(data, duplicate_of, decode_envelope(data))
+        return Entry(data, duplicate_of, decode_envelope(data), "", invocation_scope(fields))
     except EnvelopeError as exc:
         return Entry(data, duplicate_of, None, str(exc))
 
@@ -57,9 +58,11 @@ def stage_run(
     )
 
 
-def finished_scope(invocation: Invocation, run: StageRun) -> str:
-    """The scope key of a call the stages ran, from the request they decoded (its arguments
-    are not decoded again)."""
+def finished_scope(invocation: Invocation, run: StageRun, recorded: str = "") -> str:
+    """The scope key of a call the stages ran: the one admission recorded on its entry, else
+    from the request they decoded (its arguments are not decoded again)."""
+    if recorded:
+        return recorded
     decoded = run.decoded
     if decoded is None:  # not decoded by the run: decode here
         return scope_key(invocation.tool, invocation.tool_call_id, invocation.arguments)

@@ -191,5 +191,5 @@ def _run_now(state: WorkerState, part: Partition, entry_id: str, entry: Entry) -
         part=part,
         entry_id=entry_id,
         outcome=outcome,
-        scope_key=finished_scope(invocation, run),
+        scope_key=finished_scope(invocation, run, entry.scope_key),
     )
