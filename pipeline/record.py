@@ -164,10 +164,12 @@ def finish_call(
     retention_ms: int,
     maxlen: int,
     scope_key: str,
+    renew_streams: bool = True,
 ) -> tuple[list[str], Args]:
     """The keys and arguments of one finish script call (see `pipeline/lua/finish.lua`); the
     result and the raw answer are packed here (large bodies compressed). An empty `scope_key`
-    skips the script's scope check (an envelope that could not be decoded)."""
+    skips the script's scope check (an envelope that could not be decoded); `renew_streams`
+    False leaves the view streams' expiry to a later finish of the same session."""
     keys = [
         part.call(session_id, tool_call_id),
         part.invocations,
@@ -181,6 +183,7 @@ def finish_call(
     args: Args = [
         GROUP, entry_id, status, evidence_status, pack(result), pack(raw), model, control,
         now_ms, retention_ms, session_id, tool_call_id, tool, maxlen, scope_key,
+        "1" if renew_streams else "",
     ]  # fmt: skip
     return keys, args
 

@@ -27,6 +27,7 @@ for i = 1, 5 + 2 * n do
 end
 local replies = {}
 local ids = {}
+local renewed, indexed = {}, {}  -- per session, once a batch: fingerprints' expiry, index
 for c = 0, n - 1 do
   local a = 7 + 7 * c
   local call, fps = KEYS[6 + 2 * c], KEYS[7 + 2 * c]
@@ -42,14 +43,20 @@ for c = 0, n - 1 do
       local first = redis.call('HGET', fps, fp)
       if first and first ~= id then dup = first
       elseif not first then redis.call('HSET', fps, fp, id) end
-      redis.call('PEXPIRE', fps, ARGV[4])
+      if not renewed[fps] then
+        redis.call('PEXPIRE', fps, ARGV[4])
+        renewed[fps] = true
+      end
     end
     local eid = redis.call('XADD', KEYS[2], '*', 'd', env, 'dup', dup, 'sk', sk)
     redis.call('HSET', call, 'st', 'PROJECTING', 'eid', eid, 'inv', env, 't0', ARGV[2],
       'tool', tool, 'dup', dup, 'fp', fp, 'sk', sk)
     redis.call('XADD', KEYS[3], 'MAXLEN', '~', ARGV[3], '*', 'session', session, 'id', id,
       'tool', tool, 'status', 'PROJECTING', 'at', ARGV[2], 'eid', eid)
-    redis.call('ZADD', KEYS[4], ARGV[2], session)
+    if not indexed[fps] then
+      redis.call('ZADD', KEYS[4], ARGV[2], session)
+      indexed[fps] = true
+    end
     replies[#replies + 1] = 1
   end
 end

@@ -24,6 +24,8 @@
 -- ARGV[5] result        ARGV[6] raw           ARGV[7] model view   ARGV[8] control view
 -- ARGV[9] now_ms        ARGV[10] retention_ms ARGV[11] session     ARGV[12] tool_call_id
 -- ARGV[13] tool         ARGV[14] stream maxlen                     ARGV[15] scope key or ''
+-- ARGV[16] '1' to renew the expiry of the session's view streams, '' when a later finish of
+--          the same batch does
 -- Reply: 1 applied, 0 already final (only acked), -1 refused (dead-lettered and acked).
 local call = redis.call('HMGET', KEYS[1], 'eid', 'sk')
 local refused = nil
@@ -53,6 +55,8 @@ redis.call('XADD', KEYS[5], 'MAXLEN', '~', ARGV[14], '*', 'session', ARGV[11], '
 redis.call('XACK', KEYS[2], ARGV[1], ARGV[2])
 redis.call('PEXPIRE', KEYS[1], ARGV[10])
 redis.call('PEXPIRE', KEYS[6], ARGV[10])
-redis.call('PEXPIRE', KEYS[3], ARGV[10])
-redis.call('PEXPIRE', KEYS[4], ARGV[10])
+if ARGV[16] ~= '' then  -- once per session per finish batch (the last of its finishes)
+  redis.call('PEXPIRE', KEYS[3], ARGV[10])
+  redis.call('PEXPIRE', KEYS[4], ARGV[10])
+end
 return 1
