@@ -32,7 +32,7 @@ from pipeline.batcher import CommandBatcher
 from pipeline.call import CallResult, InvalidSessionId, ToolCall, _conflict, rejected_locally
 from pipeline.keys import is_valid_session_id
 from pipeline.lane import Lane
-from pipeline.listener import _collect, _Listener, _Waiter
+from pipeline.listener import _collect, _Hub, _Listener, _Waiter
 from pipeline.record import RESULT_ROW, SCOPE_KEY
 from pipeline.redis_io import PipelineError, Redis, execute, open_redis
 from pipeline.settings import Settings
@@ -40,7 +40,6 @@ from pipeline.submitter import Prepared, Unadmitted, prepare, verified
 
 __all__ = ["CallResult", "EvidenceClient", "InvalidSessionId", "ToolCall"]
 
-_MAX_LISTENERS: Final = 64  # sessions read at once, each on a connection of its own
 _ASKED_MAX: Final = 65536  # (session, id) → scope key remembered for readers' checks
 _CALL_TIMEOUT_S: Final = 10.0
 
@@ -68,8 +67,9 @@ class EvidenceClient:
         self._tg: TaskGroup | None = None
         self._tg_cm: Any = None
         self._submits: CommandBatcher | None = None
-        self._listening = anyio.Semaphore(_MAX_LISTENERS)
         self._idle_lanes: list[Lane] = []
+        # One hub per partition: one blocking read over all its waiting sessions.
+        self._hubs = [_Hub(redis, self._idle_lanes, self._listeners) for _ in self.keys.parts]
         self._asked: dict[tuple[str, str], tuple[str, str]] = {}  # → (scope key, tool)
         self.unadmitted = Unadmitted(self.keys, settings.admit_resend_s, settings.bounds)
 
@@ -250,38 +250,33 @@ class EvidenceClient:
                 out[tool_call_id] = final
         return out
 
-    async def _listen(self, session_id: str, listener: _Listener) -> None:
-        # A listener that stops with no waiter left is forgotten: the next wait starts anew.
-        try:
-            await listener.follow(
-                self.redis,
-                self.keys.model(session_id),
-                self.keys.control(session_id),
-                self._listening,
-                self._idle_lanes,
-            )
-        finally:
-            if not listener.waiters and self._listeners.get(session_id) is listener:
-                del self._listeners[session_id]
-
     async def _register(self, session_id: str, ids: Sequence[str]) -> dict[str, _Waiter]:
-        """Waiters for `ids`, once the session's listener has taken its cursors: every view
+        """Waiters for `ids`, once the session is followed (its cursors taken): every view
         published from then on reaches them (checked against what this client submitted)."""
         if self._tg is None:
             raise RuntimeError("use `async with EvidenceClient(...)` to wait for results")
-        listener = self._listeners.setdefault(session_id, _Listener())
+        listener = self._listeners.get(session_id)
+        if listener is None:
+            part = self.keys.for_session(session_id)
+            listener = _Listener(session_id, part.model(session_id), part.control(session_id))
+            self._listeners[session_id] = listener
+            joining = anyio.Event()
+            listener.joined = joining
+            try:
+                await self._hubs[part.index].join(listener, self._tg)
+            except BaseException:
+                if self._listeners.get(session_id) is listener:
+                    del self._listeners[session_id]
+                listener.stop()
+                raise
+            finally:
+                joining.set()
+        else:
+            await listener.joined.wait()  # a concurrent wait is taking the cursors
+            if self._listeners.get(session_id) is not listener:  # that failed: try again
+                return await self._register(session_id, ids)
         expects = {i: e for i in ids if (e := self._expect(session_id, i)) is not None}
-        mine = listener.add(ids, expects)
-        try:
-            if not listener.running:
-                listener.running = True
-                listener.ready = anyio.Event()
-                self._tg.start_soon(self._listen, session_id, listener)
-            await listener.ready.wait()
-        except BaseException:
-            listener.remove(mine)
-            raise
-        return mine
+        return listener.add(ids, expects)
 
     def _unregister(self, session_id: str, mine: dict[str, _Waiter]) -> None:
         listener = self._listeners.get(session_id)

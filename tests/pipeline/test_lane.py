@@ -15,7 +15,7 @@ from pipeline.lane import Lane, stream_entries
 from pipeline.redis_io import RedisProtocolError, RedisUnavailable
 from pipeline.settings import Settings
 from tests.pipeline.helpers import assert_exactly_once, books, running_worker
-from tests.pipeline.sources import InstantSource
+from tests.pipeline.sources import HangingSource, InstantSource
 
 
 def test_stream_entries_reads_both_protocols_and_skips_deleted_entries() -> None:
@@ -159,11 +159,10 @@ async def test_a_refused_submission_fails_only_its_own_caller(redis: Any, prefix
 
 @pytest.mark.redis
 async def test_more_sessions_than_listener_connections_all_get_their_results(
-    redis: Any, prefix: str, monkeypatch: pytest.MonkeyPatch
+    redis: Any, prefix: str
 ) -> None:
-    import pipeline.client
-
-    monkeypatch.setattr(pipeline.client, "_MAX_LISTENERS", 3)
+    # One blocking read per partition serves every waiting session: 100 sessions at once
+    # (more than the 64 listening slots a client had) on a few connections.
     settings = Settings(prefix=prefix, visibility_timeout_s=5.0, deadline_s=2.0)
     found: dict[str, Any] = {}
 
@@ -175,8 +174,35 @@ async def test_more_sessions_than_listener_connections_all_get_their_results(
         async with running_worker(redis, settings, {"lookup_knowledge": InstantSource()}):
             with anyio.fail_after(20):
                 async with anyio.create_task_group() as tg:
-                    for k in range(12):
+                    for k in range(100):
                         tg.start_soon(one, f"s{k}")
-        assert len(client._idle_lanes) <= 3
-    assert sorted(found) == sorted(f"s{k}" for k in range(12))
+        assert len(client._idle_lanes) <= 8
+    assert sorted(found) == sorted(f"s{k}" for k in range(100))
     assert all(r is not None for r in found.values())
+
+
+@pytest.mark.redis
+async def test_sessions_waiting_on_slow_calls_never_delay_another_sessions_fast_call(
+    redis: Any, prefix: str
+) -> None:
+    # Issue 23: 64 sessions waiting on slow calls delayed a 65th session's fast call from
+    # 0.01 s to 4.24 s (the client's 64 listening slots). Now they share one read.
+    settings = Settings(prefix=prefix, visibility_timeout_s=5.0, deadline_s=3.0)
+    sources = {"query_logs": HangingSource(), "lookup_knowledge": InstantSource()}
+    slow = ToolCall(tool="query_logs", tool_call_id="slow",
+                    arguments={"topic": "APPLICATION", "query": "x"})  # fmt: skip
+    fast = ToolCall(tool="lookup_knowledge", tool_call_id="fast", arguments={"query": "q"})
+    async with (
+        EvidenceClient(redis, settings) as client,
+        running_worker(redis, settings, sources, concurrency=128),
+    ):
+        with anyio.fail_after(20):
+            async with anyio.create_task_group() as tg:
+                for k in range(70):
+                    tg.start_soon(client.call, f"waiting{k}", slow, 10.0)
+                await anyio.sleep(1.0)  # all 70 are waiting now
+                started = anyio.current_time()
+                result = await client.call("other", fast, timeout=10)
+                waited = anyio.current_time() - started
+                tg.cancel_scope.cancel()
+    assert result is not None and waited < 0.5, waited
