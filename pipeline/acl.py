@@ -3,14 +3,14 @@
 One source of truth for the embedded Redis (`pipeline.embedded`), `aci-evidence acl`,
 `deploy/redis/` (compose) and the tests. Pure: no I/O.
 
-- `submitter` may append to the request streams (XADD, nothing else: no script, no DEL, no
-  PEXPIRE) and read what it needs to learn what became of its requests: call records' scope
-  keys, result hashes and view streams. It writes none of what workers or other sessions
-  trust (call records, fingerprints, invocations, lifecycle, sessions index, results, views),
-  and is refused the envelopes, raw answers, dead letters, group reads and every
-  administrative command. XADD's `MAXLEN`/`MINID` options cannot be refused by an ACL: with
-  them a submitter can drop requests not admitted yet, which clients send again
-  (`pipeline.submitter`).
+- `submitter` may append to the request streams (XADD, and XREVRANGE to see whether its request
+  still waits; no script, no DEL, no PEXPIRE) and read what it needs to learn what became of
+  its requests: call records' scope keys, result hashes and view streams. It writes none of
+  what workers or other sessions trust (call records, fingerprints, invocations, lifecycle,
+  sessions index, results, views), and is refused the invocations stream, raw answers, dead letters,
+  group reads and every administrative command. XADD's `MAXLEN`/`MINID` options cannot be
+  refused by an ACL: with them a submitter can drop requests not admitted yet, which clients
+  send again (`pipeline.submitter`).
 - `worker` may do what workers do, on its prefix only; it is refused other prefixes and
   administrative commands (`FLUSH*`, `CONFIG`, `ACL`, `KEYS`, `SCAN`, ...).
 - `auditor` may read every key of its prefix (views, raw answers, dead letters, group state);
@@ -83,8 +83,9 @@ _CLUSTER_7: Final = ("+cluster|shards",)
 _WAIT: Final = "+wait"
 _FIRST_ARGUMENT_RULES: Final = ("+client|setinfo", "+client|maint_notifications")
 
-# The client (pipeline.client, pipeline.submitter, pipeline.listener): XADD of requests, HMGET
-# and HGET of call records' scope keys and of result hashes, XREVRANGE/XREAD of view streams.
+# The client (pipeline.client, pipeline.submitter, pipeline.listener): XADD of requests and
+# XREVRANGE of its own (is it still queued?), HMGET and HGET of call records' scope keys and of
+# result hashes, XREVRANGE/XREAD of view streams.
 _SUBMITTER_COMMANDS: Final = ("+xadd", "+hmget", "+hget", "+xread", "+xrevrange")
 # pipeline.consumer (state checks, dead letters in MULTI/EXEC, takeovers), pipeline.trim, and
 # what the scripts call (pipeline/lua/take.lua, admit.lua, finish.lua).
@@ -153,11 +154,13 @@ def acl_rules(prefix: str, role: str, redis_major: int = 7, redis_minor: int = 0
     if role == "auditor":
         return [*rules, *(("%R~" if modern else "~") + p for p in k("*")), *_AUDITOR_COMMANDS]
     # submitter
-    appended = k("requests")  # written (XADD only), never read
-    readable = [*k("call:*"), *k("res:*"), *k("model:*"), *k("control:*")]  # read, never written
+    # Requests: appended and read back (an envelope is no secret from a submitter: it reads
+    # call records, which hold them); every other key it may touch is read, never written.
+    appended = k("requests")
+    readable = [*k("call:*"), *k("res:*"), *k("model:*"), *k("control:*")]
     if not modern:
         return [*rules, *("~" + p for p in (*appended, *readable)), *_SUBMITTER_COMMANDS, _WAIT]
-    keys = [*("%W~" + p for p in appended), *("%R~" + p for p in readable)]
+    keys = [*("~" + p for p in appended), *("%R~" + p for p in readable)]
     return [*rules, *keys, *_SUBMITTER_COMMANDS, _WAIT]
 
 

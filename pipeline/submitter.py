@@ -9,8 +9,10 @@ key), or not admitted yet.
 
 A request not admitted yet is remembered (`Unadmitted`) until its call record appears. Anyone
 who may append requests can also drop those not admitted yet (XADD's `MAXLEN 0`/`MINID` cannot
-be refused by ACL), so one still missing after `Settings.admit_resend_s` is sent again, up to
-`_TRIES` times: admission is idempotent, so a request admitted twice is one call.
+be refused by ACL), so one whose call record is still missing after `Settings.admit_resend_s`
+and whose request entry is gone is sent again, up to `_TRIES` times (one still in the stream is
+only waiting for a busy admission, and is left alone): admission is idempotent, so a request
+admitted twice is one call.
 """
 
 from __future__ import annotations
@@ -130,10 +132,18 @@ def verified(
 
 
 class _Sent:
-    __slots__ = ("call", "envelope", "part", "scope_key", "sent_at", "session_id", "tries")
+    __slots__ = (
+        "call", "entry_id", "envelope", "part", "scope_key", "sent_at", "session_id", "tries",
+    )  # fmt: skip
 
     def __init__(
-        self, part: Partition, session_id: str, call: ToolCall, envelope: bytes, scope: str
+        self,
+        part: Partition,
+        session_id: str,
+        call: ToolCall,
+        envelope: bytes,
+        scope: str,
+        entry_id: bytes,
     ) -> None:
         # One per request sent and not seen admitted: kept small (slots, no dict).
         self.part = part
@@ -141,6 +151,7 @@ class _Sent:
         self.call = call
         self.envelope = envelope
         self.scope_key = scope
+        self.entry_id = entry_id  # its request stream entry
         self.sent_at = time.monotonic()
         self.tries = 1
 
@@ -156,17 +167,25 @@ class Unadmitted:
         self.resent = 0  # requests sent again (a measure of drops)
 
     def add(
-        self, session_id: str, call: ToolCall, envelope: bytes, scope: str, part: Partition
+        self,
+        session_id: str,
+        call: ToolCall,
+        envelope: bytes,
+        scope: str,
+        part: Partition,
+        entry_id: bytes,
     ) -> None:
-        self.sent[(session_id, call.tool_call_id)] = _Sent(part, session_id, call, envelope, scope)
+        self.sent[(session_id, call.tool_call_id)] = _Sent(
+            part, session_id, call, envelope, scope, entry_id
+        )
 
     def admitted(self, session_id: str, tool_call_id: str) -> None:
         self.sent.pop((session_id, tool_call_id), None)
 
     async def check(self, redis: Redis, conflict: Callable[[str, str, str], None]) -> None:
-        """One pass: every request older than the bound is looked up; admitted ones are
-        forgotten, conflicting ones reported through `conflict(session, id, scope)`, missing
-        ones sent again."""
+        """One pass over the requests older than the bound: admitted ones are forgotten,
+        conflicting ones reported through `conflict(session, id, scope)`, ones still waiting in
+        the request stream (admission lags) left alone, and dropped ones sent again."""
         now = time.monotonic()
         due = [s for s in self.sent.values() if now - s.sent_at >= self.resend_s]
         for start in range(0, len(due), 1000):
@@ -174,23 +193,30 @@ class Unadmitted:
             pipe = redis.pipeline(transaction=False)
             for s in chunk:
                 pipe.hget(s.part.call(s.session_id, s.call.tool_call_id), SCOPE_KEY)
+                # Exactly its own entry (XREVRANGE end start): never a neighbour's body.
+                pipe.xrevrange(s.part.requests, s.entry_id, s.entry_id, count=1)
             rows = await execute(pipe)
-            again = redis.pipeline(transaction=False)
-            resend = 0
-            for s, recorded in zip(chunk, rows, strict=True):
+            again: list[_Sent] = []
+            for n, s in enumerate(chunk):
+                recorded, waiting = rows[2 * n], rows[2 * n + 1]
                 key = (s.session_id, s.call.tool_call_id)
                 if recorded is not None:
                     self.sent.pop(key, None)
                     if recorded.decode("utf-8", "replace") != s.scope_key:
                         conflict(s.session_id, s.call.tool_call_id, s.scope_key)
+                elif waiting:
+                    s.sent_at = now  # still queued: admission lags, nothing was dropped
                 elif s.tries >= _TRIES:
                     self.sent.pop(key, None)
                     log.warning("a request was not admitted after %d sends", s.tries)
                 else:
+                    again.append(s)
+            if again:
+                pipe = redis.pipeline(transaction=False)
+                for s in again:
+                    pipe.xadd(s.part.requests, {ENTRY_DATA: s.envelope})
+                for s, entry_id in zip(again, await execute(pipe), strict=True):
                     s.tries += 1
                     s.sent_at = now
-                    again.xadd(s.part.requests, {ENTRY_DATA: s.envelope})
-                    resend += 1
-            if resend:
-                await execute(again)
-                self.resent += resend
+                    s.entry_id = entry_id
+                self.resent += len(again)

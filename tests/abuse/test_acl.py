@@ -165,7 +165,12 @@ SUBMITTER_REFUSED: list[tuple[str, tuple[Any, ...], bool]] = [
     ("poisoning the sessions' type", ("HSET", P.sessions, "x", "y"), True),
     ("poisoning the lifecycle's type", ("HSET", P.lifecycle, "x", "y"), True),
     ("poisoning the requests' type", ("HSET", P.requests, "x", "y"), True),
-    ("reading requests", ("XRANGE", P.requests, "-", "+"), True),
+    (
+        "reading requests by a group",
+        ("XREADGROUP", "GROUP", "admission", "c", "STREAMS", P.requests, ">"),
+        True,
+    ),
+    ("claiming requests", ("XAUTOCLAIM", P.requests, "admission", "c", "0", "0"), True),
     ("loading a script", ("SCRIPT", "LOAD", "return 1"), True),
     ("any script", ("EVALSHA", _sha(PROBE), "1", P.requests), True),
     ("another prefix", ("XADD", OTHER.invocations, "*", "d", "{}"), True),

@@ -69,10 +69,11 @@ def test_the_submitter_never_reads_raw_answers_dead_letters_or_group_state(
     if version >= (7, 0):
         written = [r for r in rules if r.startswith(("~", "%W~"))]
         assert written and all(r.split("~", 1)[1].endswith("}:requests") for r in written)
-        assert "%W~{aci}:requests" in rules  # written, never read
+        assert "~{aci}:requests" in rules  # appended, and read back by the client
         for readable in ("call:*", "res:*", "model:*", "control:*"):
             assert f"%R~{{aci}}:{readable}" in rules  # read, never written
-        assert not [r for r in rules if r.startswith(("~", "("))]
+        assert all(r.endswith("}:requests") for r in rules if r.startswith("~"))
+        assert not [r for r in rules if r.startswith("(")]  # no selector: no script
     else:
         assert not any(r.startswith(("%", "(")) for r in rules)  # 6.2 has neither
 
