@@ -33,7 +33,7 @@ from pipeline.call import CallResult, InvalidSessionId, ToolCall, _conflict, rej
 from pipeline.keys import is_valid_session_id
 from pipeline.lane import Lane
 from pipeline.listener import _collect, _Hub, _Listener, _Waiter
-from pipeline.record import RESULT_ROW, SCOPE_KEY
+from pipeline.record import RESULT_ROW, SCOPE_KEY, with_views
 from pipeline.redis_io import PipelineError, Redis, execute, open_redis
 from pipeline.settings import Settings
 from pipeline.submitter import Prepared, Unadmitted, prepare, verified
@@ -238,9 +238,10 @@ class EvidenceClient:
             pipe.hmget(self.keys.result(session_id, tool_call_id), *RESULT_ROW)
             pipe.hget(self.keys.call(session_id, tool_call_id), SCOPE_KEY)
         rows = await execute(pipe)
+        finals = await with_views(self.redis, self.keys, session_id, rows[0::2])
         out: dict[str, CallResult] = {}
         for n, tool_call_id in enumerate(ids):
-            row, recorded = rows[2 * n], rows[2 * n + 1]
+            row, recorded = finals[n], rows[2 * n + 1]
             expect = self._expect(session_id, tool_call_id)
             if expect is not None and recorded is not None and recorded != expect:
                 out[tool_call_id] = self._conflict(session_id, tool_call_id)  # another scope's

@@ -44,6 +44,7 @@ from pipeline.redis_io import Redis, execute
 
 __all__ = [
     "CONTROL",
+    "CONTROL_ENTRY",
     "DUPLICATE_OF",
     "ENTRY_AT",
     "ENTRY_CALL",
@@ -66,6 +67,7 @@ __all__ = [
     "FINISH_FINAL",
     "FINISH_REFUSED",
     "MODEL",
+    "MODEL_ENTRY",
     "PACKED",
     "RAW",
     "RESULT",
@@ -91,6 +93,7 @@ __all__ = [
     "view_data",
     "view_entry",
     "view_fields",
+    "with_views",
 ]
 
 # -- the record's fields (call hash, result hash, raw key; merged by `read_records`) ----------
@@ -108,16 +111,22 @@ MODEL: Final = "mo"  # the Model Observation
 CONTROL: Final = "cv"  # the Harness Control View
 FINISHED_AT: Final = "t1"  # epoch ms
 RAW: Final = "raw"  # the raw upstream answer: a key of its own, merged under this name
+MODEL_ENTRY: Final = "mid"  # the result hash: the model stream entry holding the view
+CONTROL_ENTRY: Final = "cid"  # the result hash: the control stream entry holding the view
 
 # Fields of the final-state hash; every other field but `raw` belongs to the call hash.
-FINAL_FIELDS: Final = frozenset({STATUS, EVIDENCE, RESULT, MODEL, CONTROL, FINISHED_AT})
+FINAL_FIELDS: Final = frozenset(
+    {STATUS, EVIDENCE, RESULT, MODEL, CONTROL, FINISHED_AT, MODEL_ENTRY, CONTROL_ENTRY}
+)
 # The state fields of a record (every field but the bodies), in export order.
 STATE_FIELDS: Final[tuple[str, ...]] = (
     STATUS, ENTRY_ID, SUBMITTED_AT, FINISHED_AT, TOOL, DUPLICATE_OF, FINGERPRINT, EVIDENCE,
     SCOPE_KEY,
 )  # fmt: skip
 # What a client reads of a result hash (HMGET), decoded by `final_row`.
-RESULT_ROW: Final = (STATUS, MODEL, CONTROL, SCOPE_KEY)
+# `mo`/`cv` in the hash (a record an import wrote), or the entries `mid`/`cid` (a worker's finish
+# keeps each view once, on its stream): `with_views` completes a row of the second kind.
+RESULT_ROW: Final = (STATUS, MODEL, CONTROL, SCOPE_KEY, MODEL_ENTRY, CONTROL_ENTRY)
 
 # -- stream entry fields ----------------------------------------------------------------------
 ENTRY_DATA: Final = "d"  # request, invocation: the envelope; view: the view; dead letter: its data
@@ -209,8 +218,9 @@ class FinalRow(NamedTuple):
 
 
 def final_row(row: Sequence[bytes | None]) -> FinalRow | None:
-    """An HMGET of `RESULT_ROW`, or None while the call is not final (or unknown)."""
-    st, mo, cv, sk = row
+    """An HMGET of `RESULT_ROW` (completed by `with_views`), or None while the call is not
+    final (or unknown)."""
+    st, mo, cv, sk = row[:4]
     if st is None or st == b"PROJECTING" or mo is None or cv is None:
         return None
     return FinalRow(st.decode(), mo, cv, (sk or b"").decode("utf-8", "replace"))
@@ -231,6 +241,28 @@ def view_entry(fields: Mapping[Any, bytes]) -> ViewEntry:
         _get(fields, ENTRY_DATA),
         _get(fields, ENTRY_SCOPE_KEY) or b"",
     )
+
+
+async def with_views(
+    redis: Redis, keys: Keys, session_id: str, rows: list[list[bytes | None]]
+) -> list[list[bytes | None]]:
+    """HMGETs of `RESULT_ROW` with the views filled in from the entries a finish named (one
+    round trip, none when every row has them or none is final). A view whose entry is gone (a
+    session stream over `ACI_STREAM_MAXLEN`) stays missing: the row reads as not final."""
+    need = [(n, row) for n, row in enumerate(rows) if row and row[0] and row[4] and row[5]
+            and (row[1] is None or row[2] is None)]  # fmt: skip
+    if not need:
+        return rows
+    pipe = redis.pipeline(transaction=False)
+    for _n, row in need:  # XREVRANGE end start: exactly that entry
+        pipe.xrevrange(keys.model(session_id), row[4], row[4], count=1)
+        pipe.xrevrange(keys.control(session_id), row[5], row[5], count=1)
+    found = await execute(pipe)
+    for k, (n, row) in enumerate(need):
+        model, control = found[2 * k], found[2 * k + 1]
+        if model and control:
+            rows[n] = [row[0], view_data(model[0][1]), view_data(control[0][1]), *row[3:]]
+    return rows
 
 
 def view_data(fields: Mapping[Any, bytes]) -> bytes:
@@ -329,7 +361,9 @@ async def read_records(
         pipe.get(keys.raw(session, tool_call_id))
     rows = await execute(pipe) if pairs else []
     out: list[dict[str, bytes]] = []
-    for i in range(0, len(rows), 3):
+    views = redis.pipeline(transaction=False)
+    named: list[dict[str, bytes]] = []
+    for (session, _id), i in zip(pairs, range(0, len(rows), 3), strict=True):
         call, final, raw = rows[i : i + 3]
         if not call:
             out.append({})
@@ -340,7 +374,18 @@ async def read_records(
             record[RESULT] = unpack(record[RESULT])
         if raw is not None:
             record[RAW] = unpack(raw)
+        if MODEL_ENTRY in record and MODEL not in record:  # each view kept once: on its stream
+            views.xrevrange(keys.model(session), record[MODEL_ENTRY], record[MODEL_ENTRY], count=1)
+            views.xrevrange(
+                keys.control(session), record[CONTROL_ENTRY], record[CONTROL_ENTRY], count=1
+            )
+            named.append(record)
         out.append(record)
+    found = await execute(views) if named else []
+    for k, record in enumerate(named):
+        for field, entry in ((MODEL, found[2 * k]), (CONTROL, found[2 * k + 1])):
+            if entry:
+                record[field] = view_data(entry[0][1])
     return out
 
 

@@ -17,7 +17,7 @@
 -- KEYS[3] model         the session's model view stream (id, d, sk)
 -- KEYS[4] control       the session's control view stream (id, d, sk)
 -- KEYS[5] lifecycle     the partition's lifecycle stream
--- KEYS[6] result        the result hash (st, ev, res, mo, cv, t1, sk)
+-- KEYS[6] result        the result hash (st, ev, res, t1, sk, and the view entries mid, cid)
 -- KEYS[7] raw           the raw upstream answer (a string)
 -- KEYS[8] dead          the partition's dead-letter stream (eid, reason, session, id)
 -- ARGV[1] group         ARGV[2] entry id      ARGV[3] status       ARGV[4] evidence status
@@ -43,13 +43,14 @@ if redis.call('EXISTS', KEYS[6]) == 1 then
   redis.call('XACK', KEYS[2], ARGV[1], ARGV[2])
   return 0
 end
-redis.call('HSET', KEYS[6], 'st', ARGV[3], 'ev', ARGV[4], 'res', ARGV[5], 'mo', ARGV[7],
-  'cv', ARGV[8], 't1', ARGV[9], 'sk', ARGV[15])
+-- Each view is kept once, on its stream; the result hash names the two entries (mid, cid).
+local mid = redis.call('XADD', KEYS[3], 'MAXLEN', '~', ARGV[14], '*', 'id', ARGV[12],
+  'd', ARGV[7], 'sk', ARGV[15])
+local cid = redis.call('XADD', KEYS[4], 'MAXLEN', '~', ARGV[14], '*', 'id', ARGV[12],
+  'd', ARGV[8], 'sk', ARGV[15])
+redis.call('HSET', KEYS[6], 'st', ARGV[3], 'ev', ARGV[4], 'res', ARGV[5], 't1', ARGV[9],
+  'sk', ARGV[15], 'mid', mid, 'cid', cid)
 redis.call('SET', KEYS[7], ARGV[6], 'PX', ARGV[10])
-redis.call('XADD', KEYS[3], 'MAXLEN', '~', ARGV[14], '*', 'id', ARGV[12], 'd', ARGV[7],
-  'sk', ARGV[15])
-redis.call('XADD', KEYS[4], 'MAXLEN', '~', ARGV[14], '*', 'id', ARGV[12], 'd', ARGV[8],
-  'sk', ARGV[15])
 redis.call('XADD', KEYS[5], 'MAXLEN', '~', ARGV[14], '*', 'session', ARGV[11], 'id', ARGV[12],
   'tool', ARGV[13], 'status', ARGV[3], 'evidence', ARGV[4], 'at', ARGV[9], 'eid', ARGV[2])
 redis.call('XACK', KEYS[2], ARGV[1], ARGV[2])
