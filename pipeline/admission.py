@@ -109,6 +109,11 @@ class Admission(NamedTuple):
     tool: str
     fingerprint: str  # '' when the arguments do not decode (the worker answers SCHEMA)
     scope_key: str
+    # What judging decoded, handed to this worker's own run of the call when it reads the
+    # entry (`workers.runtime.admission`), so it is not decoded again.
+    invocation: Any = None
+    decoded: Any = None  # the request, or the ERROR of arguments that do not decode
+    scope: Any = None  # the normalised scope (None when the arguments do not decode)
 
 
 class Refusal(NamedTuple):
@@ -148,12 +153,15 @@ def judge(
         return Refusal(entry_id, "traceparent over its bound", session, tool_call_id)
     decoded = decode_invocation(inv.tool, tool_call_id, inv.arguments)
     sk = scope_key_of(inv.tool, decoded, inv.arguments)
-    fingerprint = (
-        ""
+    scope = (
+        None
         if isinstance(decoded, ErrorResult)
-        else fingerprint_scope(normalise_scope(inv.tool, decoded, default_lookback))
+        else normalise_scope(inv.tool, decoded, default_lookback)
     )
-    return Admission(entry_id, envelope, session, tool_call_id, inv.tool, fingerprint, sk)
+    fingerprint = "" if scope is None else fingerprint_scope(scope)
+    return Admission(
+        entry_id, envelope, session, tool_call_id, inv.tool, fingerprint, sk, inv, decoded, scope
+    )
 
 
 def admit_call(

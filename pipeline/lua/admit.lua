@@ -6,7 +6,8 @@
 -- Per call, idempotent per (session, tool call id) *and scope*: a call record that exists with
 -- the same scope key is the same call (reply 0, nothing written); with another scope key it is
 -- a conflict (reply 2, nothing written: the submitter answers its call DUPLICATE_TOOL_CALL_ID
--- from the call record, never with the first call's evidence). A new call (reply 1) gets its
+-- from the call record, never with the first call's evidence). A new call (reply: its entry id)
+-- gets its
 -- record, its invocation entry, a PROJECTING lifecycle entry, its place in the sessions index,
 -- and the first tool call id of its scope fingerprint in the session is recorded (so
 -- `duplicate_of` is decided by admission order, atomically). Then every request of the batch,
@@ -18,7 +19,8 @@
 -- ARGV[5] calls n       ARGV[6] refused m
 -- then per call 7: request id, envelope, session, tool call id, tool, fingerprint or '', scope key
 -- then per refused 4: request id, reason, session or '', tool call id or ''
--- Reply: one code per call; or {-1, index of the first key of a wrong type} (nothing written).
+-- Reply: per call 0 (known), 2 (conflict) or the new invocation entry's id (admitted); or
+-- {-1, index of the first key of a wrong type} (nothing written).
 local n, m = tonumber(ARGV[5]), tonumber(ARGV[6])
 local kinds = {'stream', 'stream', 'stream', 'zset', 'stream'}
 for i = 1, 5 + 2 * n do
@@ -57,7 +59,7 @@ for c = 0, n - 1 do
       redis.call('ZADD', KEYS[4], ARGV[2], session)
       indexed[fps] = true
     end
-    replies[#replies + 1] = 1
+    replies[#replies + 1] = eid
   end
 end
 local r = 7 + 7 * n

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import logging
 import time
-from typing import Final
+from typing import Any, Final
 
 import anyio
 
@@ -47,6 +47,7 @@ _IDLE_MAX_S: Final = 0.02
 _BUSY_S: Final = 2.0
 _ROUND_PARTS: Final = 16
 _TAKEOVER_MS: Final = 5000  # a taken request left this long unadmitted is taken over
+_HANDOFF_MAX: Final = 4096  # admitted calls remembered for this worker's own reader
 
 
 async def admission_loop(state: WorkerState, stop: anyio.Event) -> None:
@@ -163,4 +164,19 @@ async def _admit(
                 (part, admitted[:at] + admitted[at + 1 :],
                  [*refused, Refusal(bad.entry_id, reason, bad.session_id, bad.tool_call_id)])
             )  # fmt: skip
+        else:
+            _hand_off(state, part, admitted, reply)
     return again
+
+
+def _hand_off(
+    state: WorkerState, part: Partition, admitted: list[Admission], reply: list[Any]
+) -> None:
+    # A call admitted now (its reply is its entry id) is remembered for this worker's reader:
+    # when it reads that entry, it runs what was decoded here instead of decoding it again.
+    handoff = state.handoff
+    for admission, outcome in zip(admitted, reply, strict=True):
+        if isinstance(outcome, bytes):
+            handoff[(part.index, outcome.decode())] = admission  # ids are per stream
+    while len(handoff) > _HANDOFF_MAX:
+        del handoff[next(iter(handoff))]

@@ -116,7 +116,7 @@ def _start(state: WorkerState, entries: list[ReadEntry], work: TaskGroup, full: 
         entry_id = raw_id.decode()
         entry = item = None
         try:
-            entry = read_entry(fields)
+            entry = read_entry(fields, state.handoff.pop((part.index, entry_id), None))
             item = _run_now(state, part, entry_id, entry)
         except Exception:  # a bug on odd input: the guarded path below handles it
             item = None
@@ -184,7 +184,7 @@ def _run_now(state: WorkerState, part: Partition, entry_id: str, entry: Entry) -
         tool_call_id=invocation.tool_call_id,
         entry_id=entry_id,
     ):
-        run = stage_run(state, invocation, entry.duplicate_of, attempts=1)
+        run = stage_run(state, invocation, entry.duplicate_of, 1, entry.handed)
         outcome = run.run_now(state.sources)
     return Finish(
         invocation=invocation,

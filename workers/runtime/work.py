@@ -154,7 +154,7 @@ async def _run(
         scope = scope_key(invocation.tool, invocation.tool_call_id, invocation.arguments)
     else:
         with span("aci.stages", None):
-            run = stage_run(state, invocation, entry.duplicate_of, attempts)
+            run = stage_run(state, invocation, entry.duplicate_of, attempts, entry.handed)
             outcome = await run.run(state.sources)
         scope = finished_scope(invocation, run, entry.scope_key)
     _hand_over(state, part, invocation, entry_id, outcome, scope, attempts)
