@@ -2,8 +2,10 @@
 
 For every planned call: exactly one final state hash, exactly one PROJECTING and one final entry
 on the lifecycle stream, exactly one Model Observation and one Control View; an outcome allowed
-by its expectation (a source failure is never NO_EVIDENCE). No view or lifecycle entry for an id
-that was never submitted (nothing minted). Every stream entry, every state hash and every log
+by its expectation (a source failure is never NO_EVIDENCE), and of the planned call's own scope
+(the scope key recorded and finished with is the planned call's: `wrong` otherwise, e.g. a
+forged or pre-claimed call under its id). No view or lifecycle entry for an id that was never
+submitted (nothing minted). Every stream entry, every state hash and every log
 line is scanned for the configured secrets, hosts and ports.
 """
 
@@ -18,11 +20,13 @@ from typing import Any
 import msgspec
 
 from chaos.load import Expect, Planned
+from pipeline.envelope import scope_key
 from pipeline.keys import GROUP, Keys
 from pipeline.record import (
     CONTROL,
     EVIDENCE,
     MODEL,
+    SCOPE_KEY,
     STATUS,
     lifecycle_entry,
     read_records,
@@ -161,6 +165,11 @@ async def check_books(
         if any(c > 1 for c in counts):
             books.duplicates += 1
             books.examples.append(f"duplicate {key}: counts={counts}")
+        asked = scope_key(p.call.tool, p.call.tool_call_id, p.call.arguments)
+        if state.get(SCOPE_KEY, asked) != asked:
+            books.wrong += 1
+            books.examples.append(f"wrong {key}: another scope's call under its id")
+            continue
         evidence = state.get(EVIDENCE, "")
         code = json.loads(state[MODEL]).get("error", {}).get("code", "")
         status[f"{st}/{code or evidence}"] += 1

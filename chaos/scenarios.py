@@ -9,6 +9,7 @@ from typing import Final
 import anyio
 import anyio.to_thread
 
+from chaos.attacker import hostile_submitter
 from chaos.fleet import WorkerProc
 from chaos.hostile import HOSTILE
 from chaos.scenario import Run, Scale, Spec
@@ -174,6 +175,13 @@ async def _count_marked(run: Run) -> None:
     run.faults = sum(1 for i in range(run.total) if i % 10 == 9)
 
 
+async def _hostile_submitter(run: Run) -> None:
+    """A submitter (the real ACL user) runs the red-team list of issue 23 meanwhile; the
+    oversized requests are 40 MB at full scale (as in the issue), 4 MB in CI."""
+    big = 40_000_000 if run.scale.calls >= 1000 else 4_000_000
+    await hostile_submitter(run, big_bytes=big)
+
+
 async def _burst(run: Run) -> None:
     """The burst itself is the fault: everything is submitted at once."""
     await run.load_done.wait()
@@ -211,6 +219,12 @@ SPECS: Final = (
         env={"ACI_RAG_MAX_BYTES": str(1024 * 1024)},
         fault=HOSTILE,
         hostile_upstream=True,
+    ),
+    Spec(
+        name="hostile_submitter",
+        fault_kind="submitter red team",
+        inject=_hostile_submitter,
+        env={"ACI_ADMIT_RESEND_S": "1"},
     ),
     *_cluster_specs(),
 )

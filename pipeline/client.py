@@ -4,12 +4,15 @@
         calls = [ToolCall(tool="query_logs", tool_call_id="call_1", arguments="{...}")]
         results = await client.call_many("sess-1", calls)
 
-Submitting the same (session, tool call id) twice with the same scope is idempotent: one
-invocation, one result. The same id with another tool or scope is a conflict: that call alone is
-answered with `DUPLICATE_TOOL_CALL_ID`, never with the first call's evidence.
+A client only appends requests (`pipeline.submitter`); a worker's admission makes them calls
+(`pipeline.admission`). Submitting the same (session, tool call id) twice with the same scope is
+idempotent: one invocation, one result. The same id with another tool or scope is a conflict:
+that call alone is answered with `DUPLICATE_TOOL_CALL_ID`, never with the first call's evidence.
+Every reader checks: a result is accepted only with the scope key of the call this client
+submitted (`wait`, `result`, `call`, `call_many` alike), whoever else submitted under that id.
 A client-side timeout never loses a result: it stays readable with `result()`.
 A call whose tool call id is invalid is answered at once with the contract's
-`INVALID_TOOL_CALL_ID` error and never enqueued (there is no id to key it by, and none is minted);
+`INVALID_TOOL_CALL_ID` error and never sent (there is no id to key it by, and none is minted);
 so is a call whose tool name or arguments exceed their bounds (nothing oversized is stored).
 
 The call and result types and those local refusals are in `pipeline.call`; the session
@@ -19,78 +22,64 @@ listeners that deliver results as they are published, in `pipeline.listener`.
 from __future__ import annotations
 
 import contextlib
-import time
 from collections.abc import AsyncIterator, Sequence
 from typing import Any, Final
 
 import anyio
-import msgspec
 from anyio.abc import TaskGroup
-from msgspec import UNSET
 
-from contracts import (
-    ErrorResult,
-    LifecycleStatus,
-    decode_invocation,
-    fingerprint_scope,
-    is_valid_tool_call_id,
-    normalise_scope,
-)
-from pipeline.batcher import ScriptBatcher
-from pipeline.call import (
-    CallResult,
-    InvalidSessionId,
-    ToolCall,
-    _arguments_text,
-    _conflict,
-    _oversized,
-    rejected_locally,
-)
-from pipeline.envelope import Invocation, encode_envelope, scope_key_of
+from pipeline.batcher import CommandBatcher
+from pipeline.call import CallResult, InvalidSessionId, ToolCall, _conflict, rejected_locally
 from pipeline.keys import is_valid_session_id
-from pipeline.lane import Lane, run_scripts
-from pipeline.listener import _collect, _Listener, _Waiter
-from pipeline.record import RESULT_ROW, SUBMIT_CONFLICT, SUBMIT_NEW, final_row, submit_call
-from pipeline.redis_io import PipelineError, Redis, Scripts, execute, open_redis
+from pipeline.lane import Lane
+from pipeline.listener import _collect, _Hub, _Listener, _Waiter
+from pipeline.record import RESULT_ROW, SCOPE_KEY, with_views
+from pipeline.redis_io import PipelineError, Redis, execute, open_redis
 from pipeline.settings import Settings
+from pipeline.submitter import Prepared, Unadmitted, prepare, verified
 
 __all__ = ["CallResult", "EvidenceClient", "InvalidSessionId", "ToolCall"]
 
-_MAX_LISTENERS: Final = 64  # sessions read at once, each on a connection of its own
+_ASKED_MAX: Final = 65536  # (session, id) → scope key remembered for readers' checks
+_CALL_TIMEOUT_S: Final = 10.0
 
 
 def _ran(asked: str, result: CallResult) -> bool:
     """Whether a result is of the scope a call asked: the worker publishes the scope key it ran
-    with the result. A call record rewritten by someone who may write it (another submitter of
-    the prefix) can make a worker run another envelope under this id; its evidence is refused,
-    never handed over as this call's. (No key: an envelope that did not decode, an ERROR.)"""
+    with the result. (No key: an envelope that did not decode, an ERROR.)"""
     return not result.scope_key or result.scope_key == asked
 
 
 class EvidenceClient:
-    """Submit invocations to the stream and await their results.
+    """Submit invocations and await their results.
 
     Use as an async context manager: it owns one listener task per session being waited on,
-    so any number of concurrent waiters share one blocking read per session.
+    so any number of concurrent waiters share one blocking read per session, and a task that
+    sends again the requests not admitted in time.
     """
 
     def __init__(self, redis: Redis, settings: Settings) -> None:
         self.redis = redis
         self.settings = settings
         self.keys = settings.keys()
-        self._scripts = Scripts(redis, (settings.wait_replicas, settings.wait_timeout_ms))
+        self._wait = (settings.wait_replicas, settings.wait_timeout_ms)
         self._listeners: dict[str, _Listener] = {}
         self._tg: TaskGroup | None = None
         self._tg_cm: Any = None
-        self._submits: ScriptBatcher | None = None
-        self._listening = anyio.Semaphore(_MAX_LISTENERS)
+        self._submits: CommandBatcher | None = None
         self._idle_lanes: list[Lane] = []
+        # One hub per partition: one blocking read over all its waiting sessions.
+        self._hubs = [_Hub(redis, self._idle_lanes, self._listeners) for _ in self.keys.parts]
+        self._asked: dict[tuple[str, str], tuple[str, str]] = {}  # → (scope key, tool)
+        self.unadmitted = Unadmitted(self.keys, settings.admit_resend_s, settings.bounds)
 
     async def __aenter__(self) -> EvidenceClient:
         self._tg_cm = anyio.create_task_group()
         self._tg = await self._tg_cm.__aenter__()
         # Concurrent submissions share pipelines (one in flight at a time).
-        self._submits = ScriptBatcher(self.redis, self._scripts, self._scripts.submit_sha, self._tg)
+        wait = self._wait if self._wait[0] > 0 else None
+        self._submits = CommandBatcher(self.redis, self._tg, wait)
+        self._tg.start_soon(self._watch_admission)
         return self
 
     async def __aexit__(self, *exc: object) -> None:
@@ -121,99 +110,125 @@ class EvidenceClient:
         ):
             yield client
 
-    def _scope(self, call: ToolCall, arguments: str) -> tuple[str, str]:
-        """The call's scope fingerprint ("" when its arguments do not decode) and scope key,
-        from one decode."""
-        tool = str(call.tool)
-        decoded = decode_invocation(tool, call.tool_call_id, arguments)
-        key = scope_key_of(tool, decoded, arguments)
-        if isinstance(decoded, ErrorResult):
-            return "", key
-        scope = normalise_scope(tool, decoded, self.settings.default_lookback)
-        return fingerprint_scope(scope), key
+    async def _watch_admission(self) -> None:
+        # Requests dropped before admission (see pipeline.submitter) are sent again.
+        interval = max(0.05, self.settings.admit_resend_s / 3)
+        while True:
+            await anyio.sleep(interval)
+            if self.unadmitted.sent:
+                with contextlib.suppress(PipelineError):
+                    await self.unadmitted.check(self.redis, self._conflicted)
+
+    def _conflicted(self, session_id: str, tool_call_id: str, scope: str) -> None:
+        listener = self._listeners.get(session_id)
+        for waiter in listener.waiters.get(tool_call_id, ()) if listener else ():
+            if waiter.expect is not None and waiter.expect == scope.encode():
+                waiter.conflicted = True
+                waiter.wake.event.set()
+
+    def _remember(self, session_id: str, tool_call_id: str, scope: str, tool: str) -> None:
+        asked = self._asked
+        asked.pop((session_id, tool_call_id), None)
+        asked[(session_id, tool_call_id)] = (scope, tool)
+        if len(asked) > _ASKED_MAX:
+            del asked[next(iter(asked))]
+
+    def _expect(self, session_id: str, tool_call_id: str) -> bytes | None:
+        """What a reader of this id checks: the scope key this client submitted it with."""
+        asked = self._asked.get((session_id, tool_call_id))
+        return None if asked is None else asked[0].encode()
+
+    def _conflict(self, session_id: str, tool_call_id: str) -> CallResult:
+        """The answer to a call this client submitted whose id holds another scope's call."""
+        asked = self._asked.get((session_id, tool_call_id))
+        call = ToolCall(tool=asked[1] if asked else "", tool_call_id=tool_call_id, arguments="")
+        return rejected_locally(call, session_id, self.settings.bounds, _conflict(call))
+
+    def scope_keys(self, session_id: str) -> dict[str, str]:
+        """Tool call id → scope key of the calls this client submitted in `session_id` (what a
+        reader of the view streams checks, `pipeline.views.read_views(expect=...)`)."""
+        return {i: v[0] for (s, i), v in self._asked.items() if s == session_id}
 
     async def submit_many(
         self, session_id: str, calls: Sequence[ToolCall], *, traceparent: str | None = None
     ) -> list[CallResult | None]:
-        """Append the calls (one pipeline). Returns, per call, None when enqueued (or already
+        """Append the calls (one round trip). Returns, per call, None when sent (or already
         known with the same scope) and a final `CallResult` when it was refused without
-        enqueueing (an invalid id, oversized input, or an id taken by another call)."""
-        return (await self._submit(session_id, calls, traceparent))[0]
+        sending (an invalid id, oversized input, or an id taken by another call)."""
+        return (await self._submit(session_id, calls, traceparent))[0].out
+
+    def _prepare(
+        self, session_id: str, calls: Sequence[ToolCall], traceparent: str | None = None
+    ) -> Prepared:
+        if not is_valid_session_id(session_id):
+            raise InvalidSessionId(session_id)
+        prepared = prepare(
+            self.keys.for_session(session_id),  # every key of the session: one partition
+            session_id,
+            calls,
+            bounds=self.settings.bounds,
+            argument_max_bytes=self.settings.argument_max_bytes,
+            traceparent=traceparent,
+        )
+        seen: dict[str, str] = {}
+        for at in prepared.positions:
+            call, scope = calls[at], prepared.scope_keys[at]
+            # One id twice in one submission: the first is the call; another scope conflicts.
+            first = seen.setdefault(call.tool_call_id, scope)
+            if first != scope:
+                prepared.out[at] = rejected_locally(
+                    call, session_id, self.settings.bounds, _conflict(call)
+                )
+            else:
+                self._remember(session_id, call.tool_call_id, scope, str(call.tool))
+        return prepared
 
     async def _submit(
         self,
         session_id: str,
         calls: Sequence[ToolCall],
         traceparent: str | None = None,
-        asked: list[str] | None = None,
-    ) -> tuple[list[CallResult | None], set[str]]:
-        # Also returns the ids this submission created (not known before); `asked`, when
-        # given, receives each call's scope key ("" for a call refused before submitting).
-        if not is_valid_session_id(session_id):
-            raise InvalidSessionId(session_id)
-        keys_asked = [] if asked is None else asked
-        now = int(time.time() * 1000)
-        bounds = self.settings.bounds
-        out: list[CallResult | None] = []
-        queued: list[tuple[list[str], list[Any]]] = []
-        positions: list[int] = []
-        k = self.keys.for_session(session_id)  # every key of the session: one partition
-        for call in calls:
-            keys_asked.append("")
-            if not is_valid_tool_call_id(call.tool_call_id):
-                out.append(rejected_locally(call, session_id, bounds))
-                continue
-            arguments = _arguments_text(call.arguments)
-            refused = _oversized(call, arguments, self.settings.argument_max_bytes)
-            if refused is not None:
-                out.append(rejected_locally(call, session_id, bounds, refused))
-                continue
-            positions.append(len(out))
-            out.append(None)
-            tool = str(call.tool)
-            envelope = Invocation(
-                session_id=session_id,
-                tool=tool,
-                tool_call_id=call.tool_call_id,
-                arguments=arguments,
-                submitted_at_ms=now,
-                traceparent=traceparent if traceparent else UNSET,
-            )
-            fingerprint, keys_asked[-1] = self._scope(call, arguments)
-            queued.append(
-                submit_call(
-                    k,
-                    session_id=session_id,
-                    tool_call_id=call.tool_call_id,
-                    tool=tool,
-                    envelope=encode_envelope(envelope),
-                    now_ms=now,
-                    fingerprint=fingerprint,
-                    maxlen=self.settings.stream_maxlen,
-                    retention_ms=self.settings.retention_s * 1000,
-                    scope_key=keys_asked[-1],
-                )
-            )
-        if not queued:
-            return out, set()
+        prepared: Prepared | None = None,
+    ) -> tuple[Prepared, dict[str, CallResult]]:
+        # Also returns the results found final already (of this scope), read in the same
+        # round trip as the requests were appended.
+        prepared = prepared or self._prepare(session_id, calls, traceparent)
+        if not prepared.commands:
+            return prepared, {}
         if self._submits is not None:
-            replies = await self._submits.run(queued)
+            replies = await self._submits.run(prepared.commands)
         else:  # used outside `async with`: a lane of its own for this submission
             lane = Lane(self.redis)
             try:
-                replies = await run_scripts(lane, self._scripts, self._scripts.submit_sha, queued)
+                replies = await lane.call(prepared.commands, _CALL_TIMEOUT_S)
             finally:
                 await lane.aclose()
-        fresh: set[str] = set()
-        for at, reply in zip(positions, replies, strict=True):
-            if reply[0] == SUBMIT_NEW:
-                fresh.add(calls[at].tool_call_id)
-            elif reply[0] == SUBMIT_CONFLICT:
-                out[at] = rejected_locally(calls[at], session_id, bounds, _conflict(calls[at]))
-        return out, fresh
+            if any(isinstance(r, Exception) for r in replies):
+                raise PipelineError("the submission was refused by redis")
+        part = self.keys.for_session(session_id)
+        known: list[str] = []
+        for n, at in enumerate(prepared.positions):
+            call, scope = calls[at], prepared.scope_keys[at]
+            recorded = replies[2 * n + 1]
+            if prepared.out[at] is not None:  # a conflict within the submission
+                continue
+            if recorded is None:  # not admitted yet (so not final either)
+                entry_id = replies[2 * n]
+                self.unadmitted.add(session_id, call, prepared.envelopes[n], scope, part, entry_id)
+            elif recorded.decode("utf-8", "replace") != scope:
+                bounds = self.settings.bounds
+                prepared.out[at] = rejected_locally(call, session_id, bounds, _conflict(call))
+            else:  # the same call, admitted before: perhaps final already
+                known.append(call.tool_call_id)
+        # A call admitted before may be final: its result is read once (after the listener
+        # took its cursors, when waiting), so a view published earlier is not missed.
+        found = await self._read_final(session_id, known) if known else {}
+        return prepared, found
 
     async def result(self, session_id: str, tool_call_id: str) -> CallResult | None:
-        """The final result of one invocation, or None while it is not final (or unknown)."""
+        """The final result of one invocation, or None while it is not final (or unknown).
+        A call this client submitted is answered only with a result of its scope (another
+        scope under its id: `DUPLICATE_TOOL_CALL_ID`)."""
         found = await self._read_final(session_id, [tool_call_id])
         return found.get(tool_call_id)
 
@@ -221,52 +236,49 @@ class EvidenceClient:
         pipe = self.redis.pipeline(transaction=False)
         for tool_call_id in ids:
             pipe.hmget(self.keys.result(session_id, tool_call_id), *RESULT_ROW)
+            pipe.hget(self.keys.call(session_id, tool_call_id), SCOPE_KEY)
         rows = await execute(pipe)
+        finals = await with_views(self.redis, self.keys, session_id, rows[0::2])
         out: dict[str, CallResult] = {}
-        for tool_call_id, row in zip(ids, rows, strict=True):
-            final = final_row(row)
-            if final is None:
+        for n, tool_call_id in enumerate(ids):
+            row, recorded = finals[n], rows[2 * n + 1]
+            expect = self._expect(session_id, tool_call_id)
+            if expect is not None and recorded is not None and recorded != expect:
+                out[tool_call_id] = self._conflict(session_id, tool_call_id)  # another scope's
                 continue
-            out[tool_call_id] = CallResult(
-                tool_call_id=tool_call_id,
-                lifecycle=LifecycleStatus(final.status),
-                model=msgspec.Raw(final.model),
-                control=msgspec.Raw(final.control),
-                scope_key=final.scope_key,
-            )
+            final = verified(tool_call_id, row, None if expect is None else expect.decode())
+            if final is not None:
+                self.unadmitted.admitted(session_id, tool_call_id)
+                out[tool_call_id] = final
         return out
 
-    async def _listen(self, session_id: str, listener: _Listener) -> None:
-        # A listener that stops with no waiter left is forgotten: the next wait starts anew.
-        try:
-            await listener.follow(
-                self.redis,
-                self.keys.model(session_id),
-                self.keys.control(session_id),
-                self._listening,
-                self._idle_lanes,
-            )
-        finally:
-            if not listener.waiters and self._listeners.get(session_id) is listener:
-                del self._listeners[session_id]
-
     async def _register(self, session_id: str, ids: Sequence[str]) -> dict[str, _Waiter]:
-        """Waiters for `ids`, once the session's listener has taken its cursors: every view
-        published from then on reaches them."""
+        """Waiters for `ids`, once the session is followed (its cursors taken): every view
+        published from then on reaches them (checked against what this client submitted)."""
         if self._tg is None:
             raise RuntimeError("use `async with EvidenceClient(...)` to wait for results")
-        listener = self._listeners.setdefault(session_id, _Listener())
-        mine = listener.add(ids)
-        try:
-            if not listener.running:
-                listener.running = True
-                listener.ready = anyio.Event()
-                self._tg.start_soon(self._listen, session_id, listener)
-            await listener.ready.wait()
-        except BaseException:
-            listener.remove(mine)
-            raise
-        return mine
+        listener = self._listeners.get(session_id)
+        if listener is None:
+            part = self.keys.for_session(session_id)
+            listener = _Listener(session_id, part.model(session_id), part.control(session_id))
+            self._listeners[session_id] = listener
+            joining = anyio.Event()
+            listener.joined = joining
+            try:
+                await self._hubs[part.index].join(listener, self._tg)
+            except BaseException:
+                if self._listeners.get(session_id) is listener:
+                    del self._listeners[session_id]
+                listener.stop()
+                raise
+            finally:
+                joining.set()
+        else:
+            await listener.joined.wait()  # a concurrent wait is taking the cursors
+            if self._listeners.get(session_id) is not listener:  # that failed: try again
+                return await self._register(session_id, ids)
+        expects = {i: e for i in ids if (e := self._expect(session_id, i)) is not None}
+        return listener.add(ids, expects)
 
     def _unregister(self, session_id: str, mine: dict[str, _Waiter]) -> None:
         listener = self._listeners.get(session_id)
@@ -286,7 +298,7 @@ class EvidenceClient:
         left = max(0.0, timeout - (anyio.current_time() - started))
         if not waiters:  # no listener in time (every listening slot busy): the state only
             return await self._read_final(session_id, ids) if ids else {}
-        return await self._await(session_id, ids, waiters, left, fresh=set())
+        return await self._await(session_id, ids, waiters, left, found=None)
 
     async def _register_within(
         self, session_id: str, ids: Sequence[str], timeout: float
@@ -305,22 +317,27 @@ class EvidenceClient:
         ids: Sequence[str],
         waiters: dict[str, _Waiter],
         timeout: float,
-        fresh: set[str],
+        found: dict[str, CallResult] | None,
     ) -> dict[str, CallResult]:
-        # `fresh` ids were created after the listener's cursors were taken: their views can
-        # only arrive through the listener, so their state is not read first.
-        done: dict[str, CallResult] = {}
+        # `found`: the state was read after the listener's cursors were taken (by the submit's
+        # round trip), with these results final already: it is not read again.
+        done: dict[str, CallResult] = dict(found or {})
         pending = list(dict.fromkeys(ids))
+
+        def conflict(tool_call_id: str) -> CallResult:
+            return self._conflict(session_id, tool_call_id)
+
         try:
             with anyio.move_on_after(timeout):
-                known = [i for i in pending if i not in fresh]
-                if known:
-                    done = await self._read_final(session_id, known)
-                while pending := _collect(pending, waiters, done):
+                if found is None:
+                    done = await self._read_final(session_id, pending)
+                while pending := _collect(pending, waiters, done, conflict):
                     wake = next(iter(waiters.values())).wake
                     await wake.event.wait()
                     wake.event.clear()
-                    if not wake.stopped or not (pending := _collect(pending, waiters, done)):
+                    if not wake.stopped or not (
+                        pending := _collect(pending, waiters, done, conflict)
+                    ):
                         continue
                     # The listener stopped (Redis trouble): listen again first, then read the
                     # state, so nothing published in between is missed.
@@ -328,7 +345,7 @@ class EvidenceClient:
                     waiters = {}
                     waiters = await self._register(session_id, pending)
                     done.update(await self._read_final(session_id, pending))
-            pending = _collect(pending, waiters, done)
+            pending = _collect(pending, waiters, done, conflict)
             if pending:
                 # Timed out: one last read of the state, so a result the listener had not
                 # delivered yet is not reported as pending.
@@ -336,37 +353,37 @@ class EvidenceClient:
                     done.update(await self._read_final(session_id, pending))
         finally:
             self._unregister(session_id, waiters)
+        for tool_call_id in done:
+            self.unadmitted.admitted(session_id, tool_call_id)
         return done
 
     async def call_many(
         self, session_id: str, calls: Sequence[ToolCall], timeout: float = 30.0
     ) -> list[CallResult | None]:
         """Submit parallel tool calls and await them; None for a call still pending at timeout."""
-        if not is_valid_session_id(session_id):
-            raise InvalidSessionId(session_id)
-        ids = [c.tool_call_id for c in calls if is_valid_tool_call_id(c.tool_call_id)]
         started = anyio.current_time()
+        prepared = self._prepare(session_id, calls)
+        ids = [calls[at].tool_call_id for at in prepared.positions if prepared.out[at] is None]
         # Listen before submitting, so no view published in between can be missed.
         waiters = await self._register_within(session_id, ids, timeout)
         try:
-            asked: list[str] = []
-            immediate, fresh = await self._submit(session_id, calls, asked=asked)
+            prepared, found = await self._submit(session_id, calls, prepared=prepared)
             # A call refused at submit (e.g. a conflicting reuse of its id) is not waited for.
-            ids = [c.tool_call_id for c, r in zip(calls, immediate, strict=True) if r is None]
+            ids = [c.tool_call_id for c, r in zip(calls, prepared.out, strict=True) if r is None]
             left = max(0.0, timeout - (anyio.current_time() - started))
             if not ids:
-                found: dict[str, CallResult] = {}
+                done: dict[str, CallResult] = {}
             elif waiters:
-                found = await self._await(session_id, ids, waiters, left, fresh)
+                done = await self._await(session_id, ids, waiters, left, found)
             else:  # no listener in time: what is final already
-                found = await self._read_final(session_id, ids)
+                done = found
         finally:
             # Also when nothing was waited for (every call refused): no waiter outlives this.
             self._unregister(session_id, waiters)
         bounds = self.settings.bounds
         out: list[CallResult | None] = []
-        for call, refused, key in zip(calls, immediate, asked, strict=True):
-            result = refused if refused is not None else found.get(call.tool_call_id)
+        for call, refused, key in zip(calls, prepared.out, prepared.scope_keys, strict=True):
+            result = refused if refused is not None else done.get(call.tool_call_id)
             if refused is None and result is not None and not _ran(key, result):
                 result = rejected_locally(call, session_id, bounds, _conflict(call))
             out.append(result)

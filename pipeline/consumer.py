@@ -6,7 +6,9 @@ finish script aside, which `pipeline.lane.run_scripts` sends), each a small type
 - `wait_for_groups`: create the groups at start, waiting for a Redis that is not up yet;
 - `call_state`: whether a redelivered entry is still its call's, and not final yet;
 - `dead_letter_entry` (XADD to the dead letters and XACK, in one MULTI/EXEC) and `ack`;
-- `claim_idle` (`XAUTOCLAIM`) and `delivery_counts` (`XPENDING` per entry): takeover.
+- `claim_idle` (`XAUTOCLAIM`) and `delivery_counts` (`XPENDING` per entry): takeover;
+- `requeue`: entries put back at the end of their stream (`pipeline/lua/requeue.lua`), for
+  a session over its share of a worker's slots.
 
 Logs go to the worker's logger (`aci.worker`): these are a worker's steps.
 """
@@ -27,6 +29,7 @@ from pipeline.redis_io import (
     Redis,
     RedisProtocolError,
     RedisUnavailable,
+    Scripts,
     call_redis,
     decode_fields,
     ensure_group,
@@ -45,6 +48,7 @@ __all__ = [
     "is_group_lost",
     "read_group",
     "recreate_group",
+    "requeue",
     "wait_for_groups",
 ]
 
@@ -184,3 +188,17 @@ async def delivery_counts(redis: Redis, part: Partition, ids: Sequence[str]) -> 
             mid = info["message_id"]
             out[mid.decode() if isinstance(mid, bytes) else mid] = int(info["times_delivered"])
     return out
+
+
+async def requeue(scripts: Scripts, items: Sequence[tuple[Partition, str, str, str]]) -> list[Any]:
+    """Put (partition, entry id, session, tool call id) entries back at the end of their
+    streams, one script each in one pipeline; replies: the new ids ('' for an entry only
+    acked: not its call's, or its call final)."""
+
+    def fill(pipe: Any) -> None:
+        for part, entry_id, session, tool_call_id in items:
+            keys = [part.invocations, part.call(session, tool_call_id),
+                    part.result(session, tool_call_id)]  # fmt: skip
+            scripts.queue(pipe, scripts.requeue_sha, keys, [GROUP, entry_id])
+
+    return await scripts.run(fill)

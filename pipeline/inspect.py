@@ -23,6 +23,7 @@ from pipeline.envelope import peek_identity
 from pipeline.keys import Keys, Partition
 from pipeline.record import (
     CONTROL,
+    CONTROL_ENTRY,
     DUPLICATE_OF,
     ENTRY_AT,
     ENTRY_CALL,
@@ -44,6 +45,7 @@ from pipeline.record import (
     ViewEntry,
     lifecycle_entry,
     read_records,
+    view_data,
 )
 from pipeline.redis_io import Redis, call_redis, execute
 
@@ -232,9 +234,20 @@ async def call_controls(redis: Redis, keys: Keys, rows: Sequence[CallRow]) -> li
     listing reads no bodies, only the page shown does)."""
     pipe = redis.pipeline(transaction=False)
     for row in rows:
-        pipe.hget(keys.result(row.session, row.tool_call_id), CONTROL)
+        pipe.hmget(keys.result(row.session, row.tool_call_id), [CONTROL, CONTROL_ENTRY])
     replies = await execute(pipe) if rows else []
-    return [row._replace(control=cv) for row, cv in zip(rows, replies, strict=True)]
+    # A worker's finish keeps the view once, on the control stream (`cid` names its entry);
+    # an imported record holds it in the hash (`cv`).
+    named = [(n, cid) for n, (cv, cid) in enumerate(replies) if cv is None and cid]
+    if named:
+        pipe = redis.pipeline(transaction=False)
+        for n, cid in named:
+            pipe.xrevrange(keys.control(rows[n].session), cid, cid, count=1)
+        found = await execute(pipe)
+        for (n, _cid), entries in zip(named, found, strict=True):
+            if entries:
+                replies[n] = [view_data(entries[0][1]), None]
+    return [row._replace(control=cv) for row, (cv, _cid) in zip(rows, replies, strict=True)]
 
 
 async def call_record(

@@ -16,10 +16,11 @@ three output streams at once) stay single-slot and atomic; nothing ever crosses 
   and control streams) and every entry about it (its invocations, lifecycle entries and dead
   letters) uses that partition's tag.
 
-An invocation's record is split over `call` (submit-time, written by submitters), `res`
-(final, written only by workers) and `raw` (never readable by submitters), so Redis ACLs can
-tell them apart; `pipeline.record` reads them as one. Session ids are restricted to
-`[A-Za-z0-9._-]`, so `:` separates unambiguously.
+A submitter writes one key of a partition, its `requests` stream; everything else is written by
+workers: an invocation's record is split over `call` (admission-time, written by a worker's
+admission), `res` (final, written by a worker's finish) and `raw` (never readable by
+submitters), so Redis ACLs can tell them apart; `pipeline.record` reads them as one. Session
+ids are restricted to `[A-Za-z0-9._-]`, so `:` separates unambiguously.
 """
 
 from __future__ import annotations
@@ -30,9 +31,18 @@ import re
 import zlib
 from typing import Final
 
-__all__ = ["GROUP", "MAX_PARTITIONS", "Keys", "Partition", "is_valid_session_id", "key_slot"]
+__all__ = [
+    "ADMISSION_GROUP",
+    "GROUP",
+    "MAX_PARTITIONS",
+    "Keys",
+    "Partition",
+    "is_valid_session_id",
+    "key_slot",
+]
 
-GROUP: Final = "workers"
+GROUP: Final = "workers"  # the workers' group on each partition's invocations stream
+ADMISSION_GROUP: Final = "admission"  # the admitters' group on each partition's request stream
 MAX_PARTITIONS: Final = 256
 SLOTS: Final = 16384
 _SESSION_RE: Final = re.compile(r"[A-Za-z0-9._-]{1,128}")
@@ -69,11 +79,15 @@ def _partition_tag(prefix: str, index: int, count: int) -> str:
 class Partition:
     """The key names of one partition (all under one hash tag)."""
 
-    __slots__ = ("dead", "heartbeats", "index", "invocations", "lifecycle", "sessions", "tag")
+    __slots__ = (
+        "dead", "heartbeats", "index", "invocations", "lifecycle", "requests", "sessions", "tag"
+    )  # fmt: skip
 
     def __init__(self, tag: str, index: int = 0) -> None:
         self.index = index
         self.tag = tag
+        # The only key a submitter writes: requests wait here for a worker's admission.
+        self.requests = f"{tag}:requests"
         self.invocations = f"{tag}:invocations"
         self.lifecycle = f"{tag}:lifecycle"
         self.sessions = f"{tag}:sessions"
@@ -151,6 +165,10 @@ class Keys:
     @property
     def lifecycle(self) -> str:
         return self._single().lifecycle
+
+    @property
+    def requests(self) -> str:
+        return self._single().requests
 
     @property
     def sessions(self) -> str:

@@ -1,9 +1,14 @@
-"""How results are awaited: one listener per session follows its model and control streams.
+"""How results are awaited: one hub per partition follows the view streams of every session
+being waited on, in one blocking read.
 
-A listener makes one blocking `XREAD` over both view streams of its session, on a connection of
-its own, and hands each awaited tool call id its two views as they are published; every wait
-registers a waiter per id, and the waiters of one wait share one wake-up. `EvidenceClient`
-starts a listener when a wait needs one and bounds how many read at once.
+A hub makes one blocking `XREAD` over the model and control streams of all its partition's
+waiting sessions (they share the partition's hash tag, so one read is one slot, also on a
+Redis Cluster), on a connection of its own, and hands each awaited tool call id its two views as
+they are published; every wait registers a waiter per id, and the waiters of one wait share one
+wake-up. A session joining while the read blocks does not wait for it to end: a second read
+including it starts at once (at most `_READS` per hub at a time; the older one ends when it
+returns), and entries two reads both return are handed over once (each stream's cursor). So one
+client serves any number of waiting sessions on a few connections, with no slot cap.
 """
 
 from __future__ import annotations
@@ -11,8 +16,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import Sequence
-from typing import Final
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, Final
 
 import anyio
 import msgspec
@@ -23,12 +28,14 @@ from pipeline.lane import Lane, stream_entries
 from pipeline.record import view_entry
 from pipeline.redis_io import PipelineError, Redis, RedisProtocolError, reply_code
 
-__all__: list[str] = []
+__all__: list[str] = []  # used by pipeline.client only
 
 _LISTEN_BLOCK_MS: Final = 1000
-_LINGER_S: Final = 1.0  # a session's listener outlives its last waiter by this long
+_LINGER_S: Final = 0.5  # a session stays followed this long after its last waiter left
 _CALL_TIMEOUT_S: Final = 10.0
-_IDLE_LANES: Final = 8  # listener connections kept for the next listener
+_IDLE_LANES: Final = 8  # hub connections kept for the next read
+_READS: Final = 3  # blocking reads of one hub at a time (a newer one covers new sessions)
+_COUNT: Final = 1024
 
 
 class _Wake:
@@ -45,15 +52,33 @@ class _Wake:
 
 
 class _Waiter:
-    """One awaited tool call id: the two views as the listener sees them arrive."""
+    """One awaited tool call id: the two views as the listener sees them arrive, accepted only
+    when they carry the scope key the waiter expects (`expect`: the scope key its call was
+    submitted with, when this client submitted it)."""
 
-    __slots__ = ("control", "model", "scope_key", "wake")
+    __slots__ = ("conflicted", "control", "expect", "model", "scope_key", "wake")
 
-    def __init__(self, wake: _Wake) -> None:
+    def __init__(self, wake: _Wake, expect: bytes | None = None) -> None:
         self.wake = wake
+        self.expect = expect
         self.model: bytes | None = None
         self.control: bytes | None = None
         self.scope_key = b""
+        # A result of another scope arrived for this id (or admission recorded another scope):
+        # that id is another call's, so this one is answered DUPLICATE_TOOL_CALL_ID.
+        self.conflicted = False
+
+    def offer(self, view: str, data: bytes | None, scope_key: bytes) -> None:
+        """A view published for this id: taken when of the expected scope (or with no scope
+        key: an ERROR for an envelope that did not decode); another scope is a conflict."""
+        if self.expect is not None and scope_key and scope_key != self.expect:
+            self.conflicted = True
+            self.wake.event.set()
+            return
+        setattr(self, view, data)
+        self.scope_key = scope_key
+        if self.model is not None and self.control is not None:
+            self.wake.event.set()
 
     def result(self, tool_call_id: str) -> CallResult | None:
         if self.model is None or self.control is None:
@@ -69,14 +94,21 @@ class _Waiter:
 
 
 def _collect(
-    pending: list[str], waiters: dict[str, _Waiter], done: dict[str, CallResult]
+    pending: list[str],
+    waiters: dict[str, _Waiter],
+    done: dict[str, CallResult],
+    conflict: Callable[[str], CallResult],
 ) -> list[str]:
-    """Moves every pending id whose views have arrived into `done`; the ids still pending."""
+    """Moves every pending id whose views have arrived (or that turned out a conflict, answered
+    by `conflict(id)`) into `done`; the ids still pending."""
     left: list[str] = []
     for tool_call_id in pending:
         if tool_call_id in done:
             continue
         waiter = waiters.get(tool_call_id)
+        if waiter is not None and waiter.conflicted:
+            done[tool_call_id] = conflict(tool_call_id)
+            continue
         found = waiter.result(tool_call_id) if waiter is not None else None
         if found is None:
             left.append(tool_call_id)
@@ -92,20 +124,31 @@ class _StatusOnly(msgspec.Struct):
 _STATUS_DECODER: Final = msgspec.json.Decoder(_StatusOnly)
 
 
-class _Listener:
-    """Follows one session's model and control streams (one blocking read for both) and hands
-    each awaited id its two views as they are published."""
+def _order(entry_id: bytes) -> tuple[int, int]:
+    ms, _, seq = entry_id.partition(b"-")
+    return int(ms), int(seq or 0)
 
-    def __init__(self) -> None:
+
+class _Listener:
+    """One followed session: its waiters, and the cursors of its two view streams."""
+
+    def __init__(self, session_id: str, model: str, control: str) -> None:
+        self.session_id = session_id
+        self.model = model
+        self.control = control
         # Every wait registers its own waiter per id, so concurrent waits on one id are
         # independent: one leaving (timeout, cancel) never deafens another.
         self.waiters: dict[str, list[_Waiter]] = {}
-        self.ready = anyio.Event()
-        self.running = False
+        self.cursors: dict[str, bytes] = {}  # stream → last entry id handed over
+        self.idle_since = time.monotonic()
+        self.joined = anyio.Event()  # set once the cursors are taken (or that failed)
 
-    def add(self, ids: Sequence[str]) -> dict[str, _Waiter]:
+    def add(
+        self, ids: Sequence[str], expects: Mapping[str, bytes] | None = None
+    ) -> dict[str, _Waiter]:
         wake = _Wake()
-        mine = {i: _Waiter(wake) for i in dict.fromkeys(ids)}
+        expects = expects or {}
+        mine = {i: _Waiter(wake, expects.get(i)) for i in dict.fromkeys(ids)}
         for i, waiter in mine.items():
             self.waiters.setdefault(i, []).append(waiter)
         return mine
@@ -119,66 +162,108 @@ class _Listener:
                 group.remove(waiter)
             if not group:
                 del self.waiters[i]
+        if not self.waiters:
+            self.idle_since = time.monotonic()
 
-    async def follow(
-        self, redis: Redis, model: str, control: str, slots: anyio.Semaphore, idle: list[Lane]
-    ) -> None:
-        """Reads the session's `model` and `control` streams until no waiter is left (and the
-        linger is over): on a free listening slot of `slots`, on a lane from `idle` (or a new
-        one), given back there when done."""
-        # One blocking read over both view streams, on a connection of its own. The listener
-        # lingers a little after its last waiter leaves, so a session with steady calls keeps
-        # one listener (and its cursors) instead of starting a new one per call.
-        names = {model.encode(): "model", control.encode(): "control"}
-        lane: Lane | None = None
+    def stop(self) -> None:
+        """The hub lost its connection: every waiter re-checks the state itself."""
+        for group in self.waiters.values():
+            for waiter in group:
+                waiter.wake.stopped = True
+                waiter.wake.event.set()
+
+
+class _Hub:
+    """Follows the view streams of one partition's waiting sessions (see the module
+    docstring). `sessions` is shared with the client (session id → `_Listener`)."""
+
+    def __init__(self, redis: Redis, idle: list[Lane], sessions: dict[str, _Listener]) -> None:
+        self.redis = redis
+        self.idle = idle
+        self.sessions: dict[str, _Listener] = {}  # this partition's
+        self.all = sessions  # the client's, over every partition
+        self.epoch = 0  # bumped by each session that joins
+        self.covering = 0  # the newest epoch a read has started with
+        self.reads = 0
+
+    async def join(self, listener: _Listener, tg: Any) -> None:
+        """Take the session's cursors (the newest entry of each stream: anything published
+        from now on reaches its waiters) and follow it."""
+        lane = self.idle.pop() if self.idle else Lane(self.redis)
         try:
-            await slots.acquire()  # at most the client's _MAX_LISTENERS sessions read at once
-            lane = idle.pop() if idle else Lane(redis)
             newest = await lane.call(
-                [("XREVRANGE", model, "+", "-", "COUNT", 1),
-                 ("XREVRANGE", control, "+", "-", "COUNT", 1)],
+                [("XREVRANGE", listener.model, "+", "-", "COUNT", 1),
+                 ("XREVRANGE", listener.control, "+", "-", "COUNT", 1)],
                 timeout=_CALL_TIMEOUT_S,
             )  # fmt: skip
-            cursors: dict[str, bytes] = {}
-            for key, last in zip((model, control), newest, strict=True):
-                if isinstance(last, Exception):
-                    raise RedisProtocolError(reply_code(last))
-                cursors[key] = last[0][0] if last else b"0-0"
-            self.ready.set()
-            busy_at = time.monotonic()
-            while self.waiters or (
-                time.monotonic() - busy_at < _LINGER_S
-                and not slots.statistics().tasks_waiting  # others need the slot
-            ):
-                if self.waiters:
-                    busy_at = time.monotonic()
+        finally:
+            await self._give_back(lane)
+        for key, last in zip((listener.model, listener.control), newest, strict=True):
+            if isinstance(last, Exception):
+                raise RedisProtocolError(reply_code(last))
+            listener.cursors[key] = last[0][0] if last else b"0-0"
+        self.sessions[listener.session_id] = listener
+        self.epoch += 1
+        if self.reads < _READS:
+            self.reads += 1
+            tg.start_soon(self._read)
+
+    async def _give_back(self, lane: Lane) -> None:
+        if lane.open and len(self.idle) < _IDLE_LANES:
+            self.idle.append(lane)  # reused by the next read or join
+        else:
+            await lane.aclose()
+
+    def _forget_idle(self) -> None:
+        now = time.monotonic()
+        for sid, listener in list(self.sessions.items()):
+            if not listener.waiters and now - listener.idle_since >= _LINGER_S:
+                del self.sessions[sid]
+                if self.all.get(sid) is listener:
+                    del self.all[sid]
+
+    async def _read(self) -> None:
+        lane = self.idle.pop() if self.idle else Lane(self.redis)
+        try:
+            while True:
+                self._forget_idle()
+                followed = list(self.sessions.values())
+                if not followed:
+                    return
+                epoch = self.covering = self.epoch
+                streams = [k for s in followed for k in (s.model, s.control)]
+                cursors = [s.cursors[k] for s in followed for k in (s.model, s.control)]
                 [reply] = await lane.call(
-                    [("XREAD", "COUNT", 1024, "BLOCK", _LISTEN_BLOCK_MS, "STREAMS",
-                      model, control, cursors[model], cursors[control])],
+                    [("XREAD", "COUNT", _COUNT, "BLOCK", _LISTEN_BLOCK_MS, "STREAMS",
+                      *streams, *cursors)],
                     timeout=_LISTEN_BLOCK_MS / 1000 + _CALL_TIMEOUT_S,
                 )  # fmt: skip
-                for stream, entry_id, fields in stream_entries(reply):
-                    view = names[stream]
-                    cursors[model if view == "model" else control] = entry_id
-                    entry = view_entry(fields)
-                    for waiter in self.waiters.get(entry.tool_call_id, ()):
-                        setattr(waiter, view, entry.data)
-                        if view == "control":
-                            waiter.scope_key = entry.scope_key
-                        if waiter.model is not None and waiter.control is not None:
-                            waiter.wake.event.set()
+                self._hand_over(followed, reply)
+                if self.covering > epoch:
+                    return  # a newer read covers the sessions that joined meanwhile
         except PipelineError:
-            await anyio.sleep(0.2)  # waiters re-check and surface the error themselves
+            for listener in list(self.sessions.values()):
+                listener.stop()
+                if self.all.get(listener.session_id) is listener:
+                    del self.all[listener.session_id]
+            self.sessions.clear()
+            await anyio.sleep(0.2)
         finally:
-            if lane is not None:
-                slots.release()
-                if lane.open and len(idle) < _IDLE_LANES:
-                    idle.append(lane)  # reused by the next listener
-                else:
-                    await lane.aclose()
-            self.running = False
-            self.ready.set()
-            for group in self.waiters.values():
-                for waiter in group:
-                    waiter.wake.stopped = True  # waiters re-check the state themselves
-                    waiter.wake.event.set()
+            self.reads -= 1
+            with anyio.CancelScope(shield=True):
+                await self._give_back(lane)
+
+    def _hand_over(self, followed: list[_Listener], reply: Any) -> None:
+        by_stream = {k.encode(): s for s in followed for k in (s.model, s.control)}
+        for stream, entry_id, fields in stream_entries(reply):
+            listener = by_stream.get(stream)
+            if listener is None:
+                continue
+            key = listener.model if stream == listener.model.encode() else listener.control
+            if _order(entry_id) <= _order(listener.cursors[key]):
+                continue  # handed over already (by another read)
+            listener.cursors[key] = entry_id
+            view = "model" if key == listener.model else "control"
+            entry = view_entry(fields)
+            for waiter in listener.waiters.get(entry.tool_call_id, ()):
+                waiter.offer(view, entry.data, entry.scope_key)

@@ -1,22 +1,26 @@
 """The owner of the stored record: every field name of an invocation's record and of the
-stream entries around it, the argument builders of the two scripts that write them
-(`pipeline/lua/submit.lua`, `finish.lua`), their reply codes, the decoders of what they write,
-and reading or writing a whole record. No other module types a field name (a test checks).
+stream entries around it, the argument builder of the finish script (`pipeline/lua/finish.lua`;
+the admission scripts' builders are in `pipeline.admission`), its reply codes, the decoders of
+what they write, and reading or writing a whole record. No other module types a field name (a
+test checks).
 
 An invocation's record lives in three keys, so Redis ACLs can tell who may touch what
 (see `pipeline.keys`):
 
-- `call` — the submit-time state, written by the submit script: `st` (PROJECTING), `eid` (the
-  stream entry the submit recorded), `inv` (the envelope), `t0`, `tool`, `dup`, `fp`, `sk`
-  (the scope key a repeated submit is compared with);
+- `call` — the admission-time state, written only by a worker's admission
+  (`pipeline/lua/admit.lua`): `st` (PROJECTING), `eid` (the invocation entry admission
+  recorded), `inv` (the envelope), `t0`, `tool`, `dup`, `fp`, `sk` (the scope key a repeated
+  request is compared with, and a submitter reads to learn its request was admitted);
 - `res` — the final state, written only by a worker's finish script: `st` (READY or ERROR),
   `ev`, `res` (the canonical result), `mo` and `cv` (the two views), `t1`, `sk`;
 - `raw` — the raw upstream answer (a string), for workers and auditors only.
 
 Readers see the three merged (final fields over submit-time ones), as one record did before.
 
-The streams: an invocation entry is `d` (the envelope) and `dup`; a view entry (model,
-control) is `id` and `d` (the view), plus `sk` on the control stream; a lifecycle entry is
+The streams: a request entry is `d` (the envelope) alone; an invocation entry is `d`, `dup` and
+`sk` (the scope key admission recorded, so the worker need not compute it again);
+a view entry (model, control) is `id`, `d` (the view) and `sk` (the scope key it was finished
+with, so any reader can check it is the scope it asked); a lifecycle entry is
 `session`, `id`, `tool`, `status`, `at`, `eid` (and `evidence` once final); a dead letter is
 `eid`, `reason` and `d` (written by a worker) or `session` and `id` (by the finish script).
 
@@ -40,6 +44,7 @@ from pipeline.redis_io import Redis, execute
 
 __all__ = [
     "CONTROL",
+    "CONTROL_ENTRY",
     "DUPLICATE_OF",
     "ENTRY_AT",
     "ENTRY_CALL",
@@ -62,6 +67,7 @@ __all__ = [
     "FINISH_FINAL",
     "FINISH_REFUSED",
     "MODEL",
+    "MODEL_ENTRY",
     "PACKED",
     "RAW",
     "RESULT",
@@ -70,9 +76,6 @@ __all__ = [
     "STATE_FIELDS",
     "STATUS",
     "SUBMITTED_AT",
-    "SUBMIT_CONFLICT",
-    "SUBMIT_KNOWN",
-    "SUBMIT_NEW",
     "TOOL",
     "FinalRow",
     "LifecycleEntry",
@@ -81,15 +84,16 @@ __all__ = [
     "final_row",
     "finish_call",
     "invocation_entry",
+    "invocation_scope",
     "lifecycle_entry",
     "pack",
     "queue_write",
     "read_records",
-    "submit_call",
     "unpack",
     "view_data",
     "view_entry",
     "view_fields",
+    "with_views",
 ]
 
 # -- the record's fields (call hash, result hash, raw key; merged by `read_records`) ----------
@@ -107,22 +111,28 @@ MODEL: Final = "mo"  # the Model Observation
 CONTROL: Final = "cv"  # the Harness Control View
 FINISHED_AT: Final = "t1"  # epoch ms
 RAW: Final = "raw"  # the raw upstream answer: a key of its own, merged under this name
+MODEL_ENTRY: Final = "mid"  # the result hash: the model stream entry holding the view
+CONTROL_ENTRY: Final = "cid"  # the result hash: the control stream entry holding the view
 
 # Fields of the final-state hash; every other field but `raw` belongs to the call hash.
-FINAL_FIELDS: Final = frozenset({STATUS, EVIDENCE, RESULT, MODEL, CONTROL, FINISHED_AT})
+FINAL_FIELDS: Final = frozenset(
+    {STATUS, EVIDENCE, RESULT, MODEL, CONTROL, FINISHED_AT, MODEL_ENTRY, CONTROL_ENTRY}
+)
 # The state fields of a record (every field but the bodies), in export order.
 STATE_FIELDS: Final[tuple[str, ...]] = (
     STATUS, ENTRY_ID, SUBMITTED_AT, FINISHED_AT, TOOL, DUPLICATE_OF, FINGERPRINT, EVIDENCE,
     SCOPE_KEY,
 )  # fmt: skip
 # What a client reads of a result hash (HMGET), decoded by `final_row`.
-RESULT_ROW: Final = (STATUS, MODEL, CONTROL, SCOPE_KEY)
+# `mo`/`cv` in the hash (a record an import wrote), or the entries `mid`/`cid` (a worker's finish
+# keeps each view once, on its stream): `with_views` completes a row of the second kind.
+RESULT_ROW: Final = (STATUS, MODEL, CONTROL, SCOPE_KEY, MODEL_ENTRY, CONTROL_ENTRY)
 
 # -- stream entry fields ----------------------------------------------------------------------
-ENTRY_DATA: Final = "d"  # invocation: the envelope; view: the view; dead letter: the entry's
+ENTRY_DATA: Final = "d"  # request, invocation: the envelope; view: the view; dead letter: its data
 ENTRY_DUPLICATE_OF: Final = "dup"  # invocation entries
 ENTRY_CALL: Final = "id"  # the tool call id (view, lifecycle and dead-letter entries)
-ENTRY_SCOPE_KEY: Final = "sk"  # control view entries
+ENTRY_SCOPE_KEY: Final = "sk"  # view entries (model and control) and invocation entries
 ENTRY_SESSION: Final = "session"  # lifecycle and dead-letter entries
 ENTRY_TOOL: Final = "tool"  # lifecycle entries
 ENTRY_STATUS: Final = "status"  # lifecycle entries: the lifecycle status
@@ -132,9 +142,6 @@ ENTRY_STREAM_ID: Final = "eid"  # lifecycle and dead-letter entries: the invocat
 ENTRY_REASON: Final = "reason"  # dead-letter entries
 
 # -- the scripts' replies -----------------------------------------------------------------------
-SUBMIT_NEW: Final = 1  # submitted now: {1, entry id}
-SUBMIT_KNOWN: Final = 0  # the same call (same scope) was submitted before: {0, entry id}
-SUBMIT_CONFLICT: Final = 2  # the id is taken by a call of another scope: {2, entry id}
 FINISH_APPLIED: Final = 1
 FINISH_FINAL: Final = 0  # already final: another finisher applied it first (only acked)
 FINISH_REFUSED: Final = -1  # not the entry (or scope) recorded for the call: dead-lettered
@@ -147,34 +154,6 @@ _REASON_MAX: Final = 300
 _DEAD_DATA_MAX: Final = 65536
 
 Args = list[Any]
-
-
-def submit_call(
-    part: Partition,
-    *,
-    session_id: str,
-    tool_call_id: str,
-    tool: str,
-    envelope: bytes,
-    now_ms: int,
-    fingerprint: str,
-    maxlen: int,
-    retention_ms: int,
-    scope_key: str,
-) -> tuple[list[str], Args]:
-    """The keys and arguments of one submit script call (see `pipeline/lua/submit.lua`)."""
-    keys = [
-        part.call(session_id, tool_call_id),
-        part.invocations,
-        part.lifecycle,
-        part.fingerprints(session_id),
-        part.sessions,
-    ]
-    args: Args = [
-        envelope, now_ms, session_id, tool_call_id, tool, fingerprint, maxlen, retention_ms,
-        scope_key,
-    ]  # fmt: skip
-    return keys, args
 
 
 def finish_call(
@@ -194,10 +173,12 @@ def finish_call(
     retention_ms: int,
     maxlen: int,
     scope_key: str,
+    renew_streams: bool = True,
 ) -> tuple[list[str], Args]:
     """The keys and arguments of one finish script call (see `pipeline/lua/finish.lua`); the
     result and the raw answer are packed here (large bodies compressed). An empty `scope_key`
-    skips the script's scope check (an envelope that could not be decoded)."""
+    skips the script's scope check (an envelope that could not be decoded); `renew_streams`
+    False leaves the view streams' expiry to a later finish of the same session."""
     keys = [
         part.call(session_id, tool_call_id),
         part.invocations,
@@ -211,6 +192,7 @@ def finish_call(
     args: Args = [
         GROUP, entry_id, status, evidence_status, pack(result), pack(raw), model, control,
         now_ms, retention_ms, session_id, tool_call_id, tool, maxlen, scope_key,
+        "1" if renew_streams else "",
     ]  # fmt: skip
     return keys, args
 
@@ -236,8 +218,9 @@ class FinalRow(NamedTuple):
 
 
 def final_row(row: Sequence[bytes | None]) -> FinalRow | None:
-    """An HMGET of `RESULT_ROW`, or None while the call is not final (or unknown)."""
-    st, mo, cv, sk = row
+    """An HMGET of `RESULT_ROW` (completed by `with_views`), or None while the call is not
+    final (or unknown)."""
+    st, mo, cv, sk = row[:4]
     if st is None or st == b"PROJECTING" or mo is None or cv is None:
         return None
     return FinalRow(st.decode(), mo, cv, (sk or b"").decode("utf-8", "replace"))
@@ -248,7 +231,7 @@ class ViewEntry(NamedTuple):
 
     tool_call_id: str
     data: bytes | None  # the view
-    scope_key: bytes  # control entries only (b'' on model entries)
+    scope_key: bytes  # the scope key it was finished with (b'' when none)
 
 
 def view_entry(fields: Mapping[Any, bytes]) -> ViewEntry:
@@ -260,6 +243,28 @@ def view_entry(fields: Mapping[Any, bytes]) -> ViewEntry:
     )
 
 
+async def with_views(
+    redis: Redis, keys: Keys, session_id: str, rows: list[list[bytes | None]]
+) -> list[list[bytes | None]]:
+    """HMGETs of `RESULT_ROW` with the views filled in from the entries a finish named (one
+    round trip, none when every row has them or none is final). A view whose entry is gone (a
+    session stream over `ACI_STREAM_MAXLEN`) stays missing: the row reads as not final."""
+    need = [(n, row) for n, row in enumerate(rows) if row and row[0] and row[4] and row[5]
+            and (row[1] is None or row[2] is None)]  # fmt: skip
+    if not need:
+        return rows
+    pipe = redis.pipeline(transaction=False)
+    for _n, row in need:  # XREVRANGE end start: exactly that entry
+        pipe.xrevrange(keys.model(session_id), row[4], row[4], count=1)
+        pipe.xrevrange(keys.control(session_id), row[5], row[5], count=1)
+    found = await execute(pipe)
+    for k, (n, row) in enumerate(need):
+        model, control = found[2 * k], found[2 * k + 1]
+        if model and control:
+            rows[n] = [row[0], view_data(model[0][1]), view_data(control[0][1]), *row[3:]]
+    return rows
+
+
 def view_data(fields: Mapping[Any, bytes]) -> bytes:
     """The view of a view stream entry (b'' when it has none)."""
     return _get(fields, ENTRY_DATA) or b""
@@ -268,6 +273,11 @@ def view_data(fields: Mapping[Any, bytes]) -> bytes:
 def view_fields(tool_call_id: str, data: bytes) -> dict[str, Any]:
     """The fields of a view stream entry (as an import writes one back)."""
     return {ENTRY_CALL: tool_call_id, ENTRY_DATA: data}
+
+
+def invocation_scope(fields: Mapping[Any, bytes]) -> str:
+    """The scope key admission recorded on an invocation entry ('' on an entry without one)."""
+    return (_get(fields, ENTRY_SCOPE_KEY) or b"").decode("utf-8", "replace")
 
 
 def invocation_entry(fields: Mapping[Any, bytes]) -> tuple[bytes, str | UnsetType]:
@@ -351,7 +361,9 @@ async def read_records(
         pipe.get(keys.raw(session, tool_call_id))
     rows = await execute(pipe) if pairs else []
     out: list[dict[str, bytes]] = []
-    for i in range(0, len(rows), 3):
+    views = redis.pipeline(transaction=False)
+    named: list[dict[str, bytes]] = []
+    for (session, _id), i in zip(pairs, range(0, len(rows), 3), strict=True):
         call, final, raw = rows[i : i + 3]
         if not call:
             out.append({})
@@ -362,7 +374,18 @@ async def read_records(
             record[RESULT] = unpack(record[RESULT])
         if raw is not None:
             record[RAW] = unpack(raw)
+        if MODEL_ENTRY in record and MODEL not in record:  # each view kept once: on its stream
+            views.xrevrange(keys.model(session), record[MODEL_ENTRY], record[MODEL_ENTRY], count=1)
+            views.xrevrange(
+                keys.control(session), record[CONTROL_ENTRY], record[CONTROL_ENTRY], count=1
+            )
+            named.append(record)
         out.append(record)
+    found = await execute(views) if named else []
+    for k, record in enumerate(named):
+        for field, entry in ((MODEL, found[2 * k]), (CONTROL, found[2 * k + 1])):
+            if entry:
+                record[field] = view_data(entry[0][1])
     return out
 
 

@@ -39,11 +39,13 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from pipeline.keys import GROUP, Keys, Partition
-from pipeline.scripts import FINISH_LUA, SUBMIT_LUA
+from pipeline.scripts import ADMIT_LUA, FINISH_LUA, REQUEUE_LUA, TAKE_LUA
 
 __all__ = [
+    "ADMIT_LUA",
     "FINISH_LUA",
-    "SUBMIT_LUA",
+    "REQUEUE_LUA",
+    "TAKE_LUA",
     "PipelineError",
     "Redis",
     "RedisConfigError",
@@ -256,12 +258,14 @@ class Scripts:
         # (replicas, timeout ms): lanes WAIT for them after running these scripts
         # (`ACI_WAIT_REPLICAS`), so an acknowledged submit or finish survives a failover.
         self.wait = wait if wait and wait[0] > 0 else None
-        self.submit_sha = hashlib.sha1(SUBMIT_LUA.encode()).hexdigest()
+        self.take_sha = hashlib.sha1(TAKE_LUA.encode()).hexdigest()
+        self.admit_sha = hashlib.sha1(ADMIT_LUA.encode()).hexdigest()
         self.finish_sha = hashlib.sha1(FINISH_LUA.encode()).hexdigest()
+        self.requeue_sha = hashlib.sha1(REQUEUE_LUA.encode()).hexdigest()
 
     async def load(self) -> None:
-        await call_redis(self.redis.script_load(SUBMIT_LUA))
-        await call_redis(self.redis.script_load(FINISH_LUA))
+        for text in (TAKE_LUA, ADMIT_LUA, FINISH_LUA, REQUEUE_LUA):
+            await call_redis(self.redis.script_load(text))
 
     @staticmethod
     def queue(pipe: Any, sha: str, keys: Sequence[str], args: Sequence[Any]) -> None:

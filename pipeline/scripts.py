@@ -1,5 +1,6 @@
-"""The Lua text of the record's two scripts, `pipeline/lua/submit.lua` and `finish.lua`, read
-once at import (they ship in the wheel as package data).
+"""The Lua text of the record's scripts, `pipeline/lua/take.lua`, `admit.lua` (admission, run
+by workers), `finish.lua` and `requeue.lua` (a worker's fair share), read once at import (they
+ship in the wheel as package data).
 
 A leaf module, so `pipeline.redis_io` (which loads them into Redis) and `pipeline.record` (which
 builds their keys and arguments, and names the fields they write) can both use it without
@@ -11,12 +12,14 @@ from __future__ import annotations
 from importlib.resources import files
 from typing import Final
 
-__all__ = ["FINISH_LUA", "SUBMIT_LUA"]
+__all__ = ["ADMIT_LUA", "FINISH_LUA", "REQUEUE_LUA", "TAKE_LUA"]
 
 
 def _read(name: str) -> str:
     return files("pipeline").joinpath("lua", name).read_text(encoding="utf-8")
 
 
-SUBMIT_LUA: Final = _read("submit.lua")
+TAKE_LUA: Final = _read("take.lua")
+ADMIT_LUA: Final = _read("admit.lua")
+REQUEUE_LUA: Final = _read("requeue.lua")
 FINISH_LUA: Final = _read("finish.lua")

@@ -50,6 +50,12 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     redis_cluster: bool = False
     wait_replicas: int = 0
     wait_timeout_ms: int = 1000
+    # A request whose call record has not appeared after this long is sent again (a submitter
+    # can drop requests not admitted yet; `pipeline.submitter`). Env: ACI_ADMIT_RESEND_S.
+    admit_resend_s: float = 3.0
+    # The share of a worker's slots one session may hold while others wait
+    # (`workers.runtime.share`). Env: ACI_SESSION_SHARE.
+    session_share: float = 0.25
 
     def __post_init__(self) -> None:
         if self.visibility_timeout_s <= self.deadline_s:
@@ -62,6 +68,10 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
             raise SettingsError("ACI_MAX_ATTEMPTS must be >= 1")
         if not 1 <= self.partitions <= MAX_PARTITIONS:
             raise SettingsError(f"ACI_PARTITIONS must be 1 to {MAX_PARTITIONS}")
+        if not 0 < self.session_share <= 1:
+            raise SettingsError("ACI_SESSION_SHARE must be > 0 and <= 1")
+        if self.admit_resend_s <= 0:
+            raise SettingsError("ACI_ADMIT_RESEND_S must be > 0")
         if self.wait_replicas < 0 or self.wait_timeout_ms < 1:
             raise SettingsError("ACI_WAIT_REPLICAS must be >= 0 and ACI_WAIT_TIMEOUT_MS >= 1")
         if not self.prefix or any(c in self.prefix for c in "{}: "):
@@ -91,6 +101,8 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
             "ACI_REDIS_CLUSTER": ("redis_cluster", _flag),
             "ACI_WAIT_REPLICAS": ("wait_replicas", int),
             "ACI_WAIT_TIMEOUT_MS": ("wait_timeout_ms", int),
+            "ACI_ADMIT_RESEND_S": ("admit_resend_s", float),
+            "ACI_SESSION_SHARE": ("session_share", float),
         }
         for var, (field, kind) in table.items():
             text = env.get(var, "").strip()

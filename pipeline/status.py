@@ -44,7 +44,7 @@ def _or_unknown(value: str | None) -> str:
 
 async def _streams(redis: Redis, keys: Keys | Partition) -> dict[str, Any]:
     streams: dict[str, Any] = {}
-    for name in (keys.invocations, keys.lifecycle, keys.dead):
+    for name in (keys.requests, keys.invocations, keys.lifecycle, keys.dead):
         length = await call_redis(redis.xlen(name))
         memory = await call_redis(redis.memory_usage(name)) if length else 0
         streams[name] = {"length": length, "memory_bytes": memory or 0}
@@ -158,6 +158,8 @@ async def collect_status(redis: Redis, settings: Settings, window_s: int = 300) 
                 "index": part.index,
                 "tag": part.tag,
                 "length": streams[part.invocations]["length"],
+                # Requests not admitted yet (no worker reads the partition, or admission lags).
+                "requests": streams[part.requests]["length"],
                 "pending": info.get("pending", 0),
                 "lag": info.get("lag"),
             }

@@ -105,7 +105,7 @@ RECORD_OWNER = "pipeline/record.py"
 # `id`, `tool`, `status`, `session`, `evidence`, `at`, `reason`, `raw`. Those are still named
 # only in the owner where the code reads or writes a record or an entry.
 RECORD_FIELDS = frozenset(
-    {"st", "eid", "inv", "t0", "t1", "dup", "fp", "sk", "ev", "res", "mo", "cv", "d"}
+    {"st", "eid", "inv", "t0", "t1", "dup", "fp", "sk", "ev", "res", "mo", "cv", "d", "mid", "cid"}
 )
 # (module, name) pairs that may type a listed name, and why.
 RECORD_FIELD_ALLOWED: dict[tuple[str, str], str] = {

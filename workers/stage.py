@@ -162,6 +162,10 @@ class StageRun(msgspec.Struct, kw_only=True):
     def decode(self) -> Request | None:
         """The request, or None when the call is already an ERROR (nothing to fetch)."""
         self.started = time.perf_counter()
+        if self.decoded is not None and (
+            isinstance(self.decoded, ErrorResult) or self.fingerprint is not UNSET
+        ):  # decoded (and scoped) already, by the worker's admission
+            return None if isinstance(self.decoded, ErrorResult) else self.decoded
         decoded = self.decoded = decode_invocation(self.tool, self.tool_call_id, self.arguments)
         if isinstance(decoded, ErrorResult):
             return None

@@ -14,7 +14,7 @@ from pipeline.redis_io import ensure_group
 from pipeline.settings import Settings
 from pipeline.status import collect_status
 from tests.conftest import REDIS_URL
-from tests.pipeline.helpers import running_worker
+from tests.pipeline.helpers import admit, running_worker
 from tests.pipeline.sources import FailingSource, InstantSource
 
 pytestmark = pytest.mark.redis
@@ -41,6 +41,7 @@ async def test_status_counts_states_pending_entries_and_dead_consumers(
             assert await client.call("s1", kcall(3), timeout=10) is not None
         # Two entries read by a consumer that then dies: pending, never acknowledged.
         await client.submit_many("s1", [kcall(4), kcall(5)])
+        await admit(redis, settings)  # a worker's admission makes them invocations
         await ensure_group(redis, keys)
         await redis.xreadgroup(GROUP, "ghost", {keys.invocations: ">"}, count=2)
         await redis.xreadgroup(GROUP, "ghost", {keys.invocations: "0"}, count=1)  # redeliver one

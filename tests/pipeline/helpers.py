@@ -12,10 +12,24 @@ from typing import Any
 import anyio
 
 from pipeline.keys import Keys
+from pipeline.lane import Lane
 from pipeline.record import lifecycle_entry, view_entry
 from pipeline.settings import Settings
 from workers.runtime import run_worker
+from workers.runtime.admission import admit_round
+from workers.runtime.state import WorkerState
 from workers.sources import Source
+
+
+async def admit(redis: Any, settings: Settings) -> int:
+    """One admission round over every partition, as a worker's admission loop runs it: the
+    requests submitted so far become calls and invocations. Returns how many it handled."""
+    state = WorkerState(redis, settings, {}, concurrency=1, consumer="test-admission")
+    lane = Lane(redis)
+    try:
+        return await admit_round(state, lane, state.parts)
+    finally:
+        await lane.aclose()
 
 
 @contextlib.asynccontextmanager

@@ -62,14 +62,18 @@ def test_the_submitter_never_reads_raw_answers_dead_letters_or_group_state(
     assert ":raw:" not in flat and ":dead" not in flat and "{aci}:*" not in flat
     for command in ("+xreadgroup", "+xack", "+xautoclaim", "+xrange", "+get", "+hgetall"):
         assert command not in rules
+    # A submitter only appends requests: no script, no write command but XADD, and no key it
+    # writes that a worker or another session trusts.
+    for command in ("+evalsha", "+script|load", "+hset", "+pexpire", "+zadd", "+del", "+set"):
+        assert command not in flat
     if version >= (7, 0):
-        for stream in ("invocations", "lifecycle", "sessions"):
-            assert f"%W~{{aci}}:{stream}" in rules  # written, never read
-        for readable in ("res:*", "model:*", "control:*"):
+        written = [r for r in rules if r.startswith(("~", "%W~"))]
+        assert written and all(r.split("~", 1)[1].endswith("}:requests") for r in written)
+        assert "~{aci}:requests" in rules  # appended, and read back by the client
+        for readable in ("call:*", "res:*", "model:*", "control:*"):
             assert f"%R~{{aci}}:{readable}" in rules  # read, never written
-        # EVALSHA only through the selector: the script's own commands meet the rules above.
-        [selector] = [r for r in rules if r.startswith("(")]
-        assert selector.endswith("+evalsha)") and "+evalsha" not in rules
+        assert all(r.endswith("}:requests") for r in rules if r.startswith("~"))
+        assert not [r for r in rules if r.startswith("(")]  # no selector: no script
     else:
         assert not any(r.startswith(("%", "(")) for r in rules)  # 6.2 has neither
 
@@ -167,10 +171,10 @@ async def test_submit_and_read_results_as_submitter_with_a_worker_as_worker(
             running_worker(worker_redis, settings, {"lookup_knowledge": InstantSource()}),
             EvidenceClient.connect(settings, server.url("submitter")) as client,
         ):
-            # A forged, undecodable envelope (the submitter may append to the stream): the
-            # worker dead-letters it.
+            # A forged, undecodable request (the submitter may append requests, and nothing
+            # else): admission dead-letters it.
             async with open_redis(server.url("submitter")) as submitter:
-                await call_redis(submitter.xadd(Keys(PREFIX).invocations, {"d": b"\xff"}))
+                await call_redis(submitter.xadd(Keys(PREFIX).requests, {"d": b"\xff"}))
             results = await client.call_many("sess-1", calls, timeout=20)
             again = await client.result("sess-1", "call_0")  # a later read of a final result
             await client.submit_many("sess-1", calls[:1])  # idempotent resubmit
@@ -196,6 +200,8 @@ async def test_submit_and_read_results_as_submitter_with_a_worker_as_worker(
         if server.version >= (7, 0):  # 6.2 cannot tell a submitter's reads from its writes
             with pytest.raises(RedisProtocolError, match="NOPERM"):
                 await call_redis(submitter.hset(keys.result("sess-1", "call_0"), "st", "ERROR"))
+            with pytest.raises(RedisProtocolError, match="NOPERM"):  # workers' queue
+                await call_redis(submitter.xadd(keys.invocations, {"d": b"{}"}))
     # The auditor sees it all: status, both views, the records replay reads (raw included).
     async with open_redis(server.url("auditor")) as auditor:
         records = await load_redis(auditor, settings, Selection(session="sess-1"))
@@ -402,8 +408,7 @@ def test_partition_patterns_cover_every_kind_and_only_their_prefix() -> None:
     # The `?` runs cover every partition tag a deployment can have (index.salt ≤ 9 chars).
     assert max(len(p.tag) for p in keys.parts) - len("{aci:}") <= 9
     rules = acl_rules(PREFIX, "submitter", 7)
-    for kind in ("call:*", "fp:*", "res:*", "model:*", "control:*", "invocations", "lifecycle",
-                 "sessions"):  # fmt: skip
+    for kind in ("call:*", "res:*", "model:*", "control:*", "requests"):
         assert any(r.endswith("~{aci:???}:" + kind) for r in rules), kind
 
 

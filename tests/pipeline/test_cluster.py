@@ -115,10 +115,13 @@ async def test_a_worker_on_a_subset_leaves_the_rest_and_status_aggregates(
     rows = {r["index"]: r for r in report["partitions"]}
     assert set(rows) == {0, 1, 2, 3}
     assert rows[0]["lag"] == rows[1]["lag"] == 0 and rows[0]["pending"] == 0
+    # No worker admits the other partitions' requests: they wait there, not yet calls.
     unread = 2 * len(others)
-    assert sum(rows[i]["length"] for i in (2, 3)) == unread
-    assert report["sessions"] == len(sessions)
-    assert report["last_minutes"]["lifecycle"] == {"PROJECTING": 2 * len(sessions),
+    assert sum(rows[i]["requests"] for i in (2, 3)) == unread
+    assert sum(rows[i]["length"] for i in (2, 3)) == 0
+    assert rows[0]["requests"] == rows[1]["requests"] == 0
+    assert report["sessions"] == len(mine)
+    assert report["last_minutes"]["lifecycle"] == {"PROJECTING": 2 * len(mine),
                                                     "READY": 2 * len(mine)}  # fmt: skip
     # One consumer over both partitions it read (Redis 7.0 counts a consumer's idle time
     # from its last delivery, so it is not asserted live here).

@@ -15,7 +15,7 @@ from pipeline.lane import Lane, stream_entries
 from pipeline.redis_io import RedisProtocolError, RedisUnavailable
 from pipeline.settings import Settings
 from tests.pipeline.helpers import assert_exactly_once, books, running_worker
-from tests.pipeline.sources import InstantSource
+from tests.pipeline.sources import HangingSource, InstantSource
 
 
 def test_stream_entries_reads_both_protocols_and_skips_deleted_entries() -> None:
@@ -116,19 +116,21 @@ async def test_concurrent_submissions_share_pipelines_and_stay_idempotent(
         ]
 
     async with EvidenceClient(redis, settings) as client:
-        created: list[set[str]] = []
+        sent: list[list[Any]] = []
 
         async def submit(k: int) -> None:
-            created.append((await client._submit("batch", calls(k)))[1])
+            sent.append(await client.submit_many("batch", calls(k)))
 
         async with anyio.create_task_group() as tg:
             for k in range(40):
                 tg.start_soon(submit, k)
-        assert sum("same" in fresh for fresh in created) == 1
-        assert all(len(fresh - {"same"}) == 2 for fresh in created)
+        assert sent == [[None, None, None]] * 40  # all sent, none refused
+        # 120 requests wait for admission; a worker's admission makes them 81 invocations.
+        assert await redis.xlen(Keys(prefix).requests) == 120
         async with running_worker(redis, settings, {"lookup_knowledge": InstantSource()}):
             ids = [c.tool_call_id for k in range(40) for c in calls(k)[:2]] + ["same"]
             found = await client.wait("batch", ids, timeout=20)
+    assert await redis.xlen(Keys(prefix).invocations) == 81
     assert set(found) == set(ids)
     assert all(json.loads(bytes(r.model))["evidence_status"] for r in found.values())
     assert_exactly_once(await books(redis, prefix, "batch"), ids)
@@ -137,7 +139,7 @@ async def test_concurrent_submissions_share_pipelines_and_stay_idempotent(
 @pytest.mark.redis
 async def test_a_refused_submission_fails_only_its_own_caller(redis: Any, prefix: str) -> None:
     settings = Settings(prefix=prefix, visibility_timeout_s=5.0, deadline_s=2.0)
-    await redis.set(Keys(prefix).fingerprints("broken"), "not a hash")  # WRONGTYPE for it
+    await redis.set(Keys(prefix).call("broken", "c7"), "not a hash")  # WRONGTYPE for its read
     outcomes: dict[str, Any] = {}
 
     async def submit(session: str, i: int) -> None:
@@ -157,11 +159,10 @@ async def test_a_refused_submission_fails_only_its_own_caller(redis: Any, prefix
 
 @pytest.mark.redis
 async def test_more_sessions_than_listener_connections_all_get_their_results(
-    redis: Any, prefix: str, monkeypatch: pytest.MonkeyPatch
+    redis: Any, prefix: str
 ) -> None:
-    import pipeline.client
-
-    monkeypatch.setattr(pipeline.client, "_MAX_LISTENERS", 3)
+    # One blocking read per partition serves every waiting session: 100 sessions at once
+    # (more than the 64 listening slots a client had) on a few connections.
     settings = Settings(prefix=prefix, visibility_timeout_s=5.0, deadline_s=2.0)
     found: dict[str, Any] = {}
 
@@ -173,8 +174,35 @@ async def test_more_sessions_than_listener_connections_all_get_their_results(
         async with running_worker(redis, settings, {"lookup_knowledge": InstantSource()}):
             with anyio.fail_after(20):
                 async with anyio.create_task_group() as tg:
-                    for k in range(12):
+                    for k in range(100):
                         tg.start_soon(one, f"s{k}")
-        assert len(client._idle_lanes) <= 3
-    assert sorted(found) == sorted(f"s{k}" for k in range(12))
+        assert len(client._idle_lanes) <= 8
+    assert sorted(found) == sorted(f"s{k}" for k in range(100))
     assert all(r is not None for r in found.values())
+
+
+@pytest.mark.redis
+async def test_sessions_waiting_on_slow_calls_never_delay_another_sessions_fast_call(
+    redis: Any, prefix: str
+) -> None:
+    # Issue 23: 64 sessions waiting on slow calls delayed a 65th session's fast call from
+    # 0.01 s to 4.24 s (the client's 64 listening slots). Now they share one read.
+    settings = Settings(prefix=prefix, visibility_timeout_s=5.0, deadline_s=3.0)
+    sources = {"query_logs": HangingSource(), "lookup_knowledge": InstantSource()}
+    slow = ToolCall(tool="query_logs", tool_call_id="slow",
+                    arguments={"topic": "APPLICATION", "query": "x"})  # fmt: skip
+    fast = ToolCall(tool="lookup_knowledge", tool_call_id="fast", arguments={"query": "q"})
+    async with (
+        EvidenceClient(redis, settings) as client,
+        running_worker(redis, settings, sources, concurrency=128),
+    ):
+        with anyio.fail_after(20):
+            async with anyio.create_task_group() as tg:
+                for k in range(70):
+                    tg.start_soon(client.call, f"waiting{k}", slow, 10.0)
+                await anyio.sleep(1.0)  # all 70 are waiting now
+                started = anyio.current_time()
+                result = await client.call("other", fast, timeout=10)
+                waited = anyio.current_time() - started
+                tg.cancel_scope.cancel()
+    assert result is not None and waited < 0.5, waited

@@ -15,7 +15,7 @@ from pipeline.keys import GROUP, Keys
 from pipeline.lifecycle import LifecycleError, transition
 from pipeline.redis_io import Scripts, ensure_group
 from pipeline.settings import Settings, SettingsError
-from tests.pipeline.helpers import assert_exactly_once, books, loads, running_worker
+from tests.pipeline.helpers import admit, assert_exactly_once, books, loads, running_worker
 from tests.pipeline.sources import (
     EmptyLogSource,
     FailingSource,
@@ -65,10 +65,14 @@ async def test_submit_is_idempotent_per_session_and_tool_call_id(redis: Any, pre
         source = InstantSource()
         await client.submit_many("s1", [kcall(1), kcall(1)])
         await client.submit_many("s1", [kcall(1)])
-        assert await redis.xlen(Keys(prefix).invocations) == 1
+        # Nothing is an invocation until a worker's admission makes it one.
+        assert await redis.exists(Keys(prefix).invocations) == 0
         async with running_worker(redis, settings, {"lookup_knowledge": source}):
             results = await client.call_many("s1", [kcall(1)], timeout=10)
         assert results[0] is not None and results[0].lifecycle is LifecycleStatus.READY
+        # Four requests for one (session, id, scope) are admitted as one invocation.
+        assert await redis.xlen(Keys(prefix).invocations) == 1
+        assert await redis.xlen(Keys(prefix).requests) == 0
         assert source.calls == 1
         assert_exactly_once(await books(redis, prefix, "s1"), ["call_1"])
 
@@ -155,6 +159,7 @@ async def test_racing_finishers_publish_once(redis: Any, prefix: str) -> None:
     async with EvidenceClient(redis, settings) as client:
         await ensure_group(redis, keys)
         await client.submit_many("s5", [kcall(1)])
+        await admit(redis, settings)
         [(_stream, [(entry_id, _fields)])] = await redis.xreadgroup(
             GROUP, "a", {keys.invocations: ">"}, count=1
         )
@@ -227,6 +232,7 @@ async def test_poison_entry_gives_up_after_max_attempts(redis: Any, prefix: str)
     async with EvidenceClient(redis, settings) as client:
         await ensure_group(redis, keys)
         await client.submit_many("s9", [kcall(1)])
+        await admit(redis, settings)
         # Three deliveries to consumers that die before finishing.
         await redis.xreadgroup(GROUP, "dead-1", {keys.invocations: ">"}, count=1)
         for name in ("dead-2", "dead-3"):

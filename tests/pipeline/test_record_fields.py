@@ -6,9 +6,9 @@ import re
 
 from msgspec import UNSET
 
-from pipeline import record
-from pipeline.keys import GROUP, Keys
-from pipeline.scripts import FINISH_LUA, SUBMIT_LUA
+from pipeline import admission, record
+from pipeline.keys import ADMISSION_GROUP, GROUP, Keys
+from pipeline.scripts import ADMIT_LUA, FINISH_LUA, TAKE_LUA
 
 
 def _highest(lua: str, name: str) -> int:
@@ -17,12 +17,21 @@ def _highest(lua: str, name: str) -> int:
 
 def test_the_builders_fill_every_key_and_argument_their_script_reads() -> None:
     part = Keys("t").for_session("s")
-    keys, args = record.submit_call(
-        part, session_id="s", tool_call_id="c", tool="t", envelope=b"{}", now_ms=1,
-        fingerprint="", maxlen=10, retention_ms=5, scope_key="k",
-    )  # fmt: skip
-    assert (len(keys), len(args)) == (_highest(SUBMIT_LUA, "KEYS"), _highest(SUBMIT_LUA, "ARGV"))
-    assert keys[0] == part.call("s", "c") and args[3] == "c" and args[8] == "k"
+    keys, args = admission.take_call(
+        part, consumer="w", count=8, max_bytes=100, min_idle_ms=5, maxlen=10
+    )
+    assert (len(keys), len(args)) == (_highest(TAKE_LUA, "KEYS"), _highest(TAKE_LUA, "ARGV"))
+    assert keys == [part.requests, part.dead] and args[:2] == [ADMISSION_GROUP, "w"]
+    # The admit script's fixed keys and arguments, then 2 keys and 7 arguments per call and
+    # 4 arguments per refused request.
+    one = admission.Admission("1-0", b"{}", "s", "c", "t", "", "k")
+    refused = admission.Refusal("2-0", "why")
+    keys, args = admission.admit_call(
+        part, [one, one], [refused], now_ms=1, maxlen=10, retention_ms=5
+    )
+    assert len(keys) == _highest(ADMIT_LUA, "KEYS") + 2 * 2
+    assert keys[5:7] == [part.call("s", "c"), part.fingerprints("s")]
+    assert len(args) == 6 + 7 * 2 + 4 and args[4:6] == [2, 1] and args[-4:] == ["2-0", "why", "", ""]
     keys, args = record.finish_call(
         part, session_id="s", tool_call_id="c", tool="t", entry_id="1-0", status="READY",
         evidence_status="FOUND", result=b"{}", raw=b"null", model=b"{}", control=b"{}",
@@ -34,9 +43,13 @@ def test_the_builders_fill_every_key_and_argument_their_script_reads() -> None:
 
 def test_the_lua_writes_the_owner_s_field_names() -> None:
     for name in (record.STATUS, record.ENTRY_ID, record.ENVELOPE, record.SCOPE_KEY):
-        assert f"'{name}'" in SUBMIT_LUA
-    for name in (record.EVIDENCE, record.RESULT, record.MODEL, record.CONTROL, record.FINISHED_AT):
+        assert f"'{name}'" in ADMIT_LUA
+    assert f"'{record.ENTRY_DATA}'" in TAKE_LUA
+    # Each view is kept once, on its stream: the result hash names the entries.
+    for name in (record.EVIDENCE, record.RESULT, record.MODEL_ENTRY, record.CONTROL_ENTRY,
+                 record.FINISHED_AT):  # fmt: skip
         assert f"'{name}'" in FINISH_LUA
+    assert f"'{record.MODEL}'" not in FINISH_LUA and f"'{record.CONTROL}'" not in FINISH_LUA
 
 
 def test_the_decoders_read_str_and_bytes_field_names() -> None:

@@ -16,6 +16,7 @@ from pipeline.client import EvidenceClient, ToolCall
 from pipeline.keys import GROUP, Keys
 from pipeline.redis_io import ensure_group
 from pipeline.settings import Settings
+from tests.pipeline.helpers import admit
 from tests.pipeline.sources import FailingSource, HangingSource, InstantSource
 from workers.logging_setup import configure_logging, parse_traceparent, span
 from workers.metrics import WorkerMetrics, serve_metrics
@@ -66,6 +67,7 @@ async def run_workload(redis: Any, settings: Settings, metrics: WorkerMetrics) -
         # One invocation read by a consumer that dies: taken over, then given up.
         await ensure_group(redis, keys)
         await client.submit_many("m1", [call("lookup_knowledge", 9, query="lost")])
+        await admit(redis, settings)  # a worker's admission makes it an invocation
         await redis.xreadgroup(GROUP, "ghost", {keys.invocations: ">"}, count=1)
         await redis.xadd(keys.invocations, {"d": b"not an envelope"})  # dead-lettered
         async with anyio.create_task_group() as tg:

@@ -57,3 +57,32 @@ def test_read_entry_says_why_an_envelope_does_not_decode() -> None:
     entry = read_entry({ENTRY_DATA: data})
     assert entry.invocation is None and entry.data == data and entry.duplicate_of is UNSET
     assert entry.problem.startswith("not an invocation envelope")
+
+
+@pytest.mark.parametrize("name", [n for n in CALLS if n != "invalid call id"])
+def test_what_admission_decoded_runs_as_decoding_it_again_would(name: str) -> None:
+    # A worker's admission hands its own reader what it decoded (`Admission`); the run and the
+    # scope are those of decoding the entry again. Another entry's admission (ids repeat
+    # across partitions' streams) is never used: the envelope must be the same bytes.
+    from pipeline.admission import Admission, judge
+    from pipeline.keys import Keys
+
+    tool, tool_call_id, arguments = CALLS[name]
+    data = encode_envelope(invocation(tool, tool_call_id, arguments))
+    keys = Keys("t")
+    handed = judge(keys, keys.parts[0], "1-0", data, argument_max_bytes=65536, default_lookback=60)
+    assert isinstance(handed, Admission)
+    state = WorkerState(None, Settings(), {}, concurrency=1, consumer="c")
+    fields = {ENTRY_DATA: data, ENTRY_DUPLICATE_OF: b""}
+    fresh, reused = read_entry(fields), read_entry(fields, handed)
+    assert reused.handed is handed and reused.invocation == fresh.invocation
+    assert fresh.invocation is not None
+    runs = [stage_run(state, fresh.invocation, UNSET, 1),
+            stage_run(state, fresh.invocation, UNSET, 1, handed)]  # fmt: skip
+    outcomes = [run.run_now({}) for run in runs]
+    assert msgspec.json.encode(outcomes[0].observation) == msgspec.json.encode(
+        outcomes[1].observation
+    )
+    assert outcomes[0].control.scope_fingerprint == outcomes[1].control.scope_fingerprint
+    other = encode_envelope(invocation(tool, tool_call_id, '{"query": "another"}'))
+    assert read_entry({ENTRY_DATA: other, ENTRY_DUPLICATE_OF: b""}, handed).handed is None

@@ -9,12 +9,13 @@ the stages decoded, so the call's arguments are decoded once too.
 from __future__ import annotations
 
 import time
+from typing import Any
 
 import msgspec
-from msgspec import UnsetType
+from msgspec import UNSET, UnsetType
 
 from pipeline.envelope import EnvelopeError, Invocation, decode_envelope, scope_key, scope_key_of
-from pipeline.record import invocation_entry
+from pipeline.record import invocation_entry, invocation_scope
 from workers.runtime.state import WorkerState
 from workers.stage import StageRun
 
@@ -28,21 +29,32 @@ class Entry(msgspec.Struct):
     duplicate_of: str | UnsetType
     invocation: Invocation | None  # None: the envelope did not decode
     problem: str = ""  # why it did not
+    scope_key: str = ""  # what admission recorded ('' on an entry without one)
+    handed: Any = None  # this worker's admission of it (`pipeline.admission.Admission`), if any
 
 
-def read_entry(fields: dict[str, bytes]) -> Entry:
-    """The envelope of an invocation stream entry, decoded (or why not)."""
+def read_entry(fields: dict[str, bytes], handed: Any = None) -> Entry:
+    """The envelope of an invocation stream entry, decoded (or why not); `handed`: what this
+    worker's admission decoded for it, used instead of decoding again."""
     data, duplicate_of = invocation_entry(fields)
+    if handed is not None and handed.invocation is not None and handed.envelope == data:
+        return Entry(data, duplicate_of, handed.invocation, "", invocation_scope(fields), handed)
     try:
-        return Entry(data, duplicate_of, decode_envelope(data))
+        return Entry(data, duplicate_of, decode_envelope(data), "", invocation_scope(fields))
     except EnvelopeError as exc:
         return Entry(data, duplicate_of, None, str(exc))
 
 
 def stage_run(
-    state: WorkerState, invocation: Invocation, duplicate_of: str | UnsetType, attempts: int
+    state: WorkerState,
+    invocation: Invocation,
+    duplicate_of: str | UnsetType,
+    attempts: int,
+    handed: Any = None,
 ) -> StageRun:
-    """The stages of one decoded invocation, ready to run."""
+    """The stages of one decoded invocation, ready to run (with what admission decoded, when
+    `handed`: its request and scope are not computed again)."""
+    scoped = handed is not None and handed.scope is not None
     # Queue time counts for a first delivery only (a retry's wait is the takeover's).
     queued_ms = max(0.0, time.time() * 1000 - invocation.submitted_at_ms)
     return StageRun(
@@ -54,12 +66,17 @@ def stage_run(
         attempts=attempts,
         duplicate_of=duplicate_of,
         queued_ms=queued_ms if attempts == 1 else 0.0,
+        decoded=handed.decoded if handed is not None else None,
+        scope=handed.scope if scoped else UNSET,
+        fingerprint=handed.fingerprint if scoped else UNSET,
     )
 
 
-def finished_scope(invocation: Invocation, run: StageRun) -> str:
-    """The scope key of a call the stages ran, from the request they decoded (its arguments
-    are not decoded again)."""
+def finished_scope(invocation: Invocation, run: StageRun, recorded: str = "") -> str:
+    """The scope key of a call the stages ran: the one admission recorded on its entry, else
+    from the request they decoded (its arguments are not decoded again)."""
+    if recorded:
+        return recorded
     decoded = run.decoded
     if decoded is None:  # not decoded by the run: decode here
         return scope_key(invocation.tool, invocation.tool_call_id, invocation.arguments)

@@ -76,7 +76,12 @@ async def _flush(state: WorkerState, lane: Lane, batch: list[Finish]) -> None:
     deadline = time.monotonic() + state.settings.visibility_timeout_s
     while True:
         try:
-            calls = [_finish_call(state, item) for item in batch]
+            # The view streams' expiry is renewed by each session's last finish of the batch.
+            last = {item.invocation.session_id: n for n, item in enumerate(batch)}
+            calls = [
+                _finish_call(state, item, last[item.invocation.session_id] == n)
+                for n, item in enumerate(batch)
+            ]
             started = time.perf_counter()
             scripts = state.scripts
             applied = await run_scripts(
@@ -126,7 +131,9 @@ def _log_foreign(state: WorkerState, item: Finish) -> None:
         state.metrics.dead_letters.inc()
 
 
-def _finish_call(state: WorkerState, item: Finish) -> tuple[list[str], list[Any]]:
+def _finish_call(
+    state: WorkerState, item: Finish, renew_streams: bool
+) -> tuple[list[str], list[Any]]:
     inv, out, settings = item.invocation, item.outcome, state.settings
     return finish_call(
         item.part,
@@ -144,4 +151,5 @@ def _finish_call(state: WorkerState, item: Finish) -> tuple[list[str], list[Any]
         retention_ms=settings.retention_s * 1000,
         maxlen=settings.stream_maxlen,
         scope_key=item.scope_key,  # computed where the call was decoded
+        renew_streams=renew_streams,
     )

@@ -4,7 +4,9 @@ read started as work (`workers.runtime.work`) in the worker's task group.
 One reader per partition, up to `_READ_LANES`, each over the partitions `i mod lanes` on a
 connection of its own (a `pipeline.lane.Lane`), so no partition waits on another's blocking
 read. A call that needs no I/O (an `ImmediateSource`, no trace to record) runs inline, the
-whole read batch at once, and goes straight to the finisher: no task, no await per call.
+whole read batch at once, and goes straight to the finisher: no task, no await per call. A call
+that does I/O runs in a task, unless its session holds its share of the slots already while
+others may wait (`workers.runtime.share`): then it is put back at the end of the stream.
 """
 
 from __future__ import annotations
@@ -15,10 +17,10 @@ from typing import Final
 import anyio
 from anyio.abc import TaskGroup
 
-from pipeline.consumer import GroupLost, ReadEntry, read_group, recreate_group
+from pipeline.consumer import GroupLost, ReadEntry, read_group, recreate_group, requeue
 from pipeline.keys import Partition
 from pipeline.lane import Lane
-from pipeline.redis_io import RedisUnavailable
+from pipeline.redis_io import PipelineError, RedisUnavailable
 from workers.logging_setup import invocation_context, records_spans
 from workers.runtime.entry import Entry, finished_scope, read_entry, stage_run
 from workers.runtime.slots import Finish
@@ -32,6 +34,7 @@ log = logging.getLogger("aci.worker")
 _READ_BLOCK_MS: Final = 500
 _SHARED_BLOCK_MS: Final = 100  # a reader over several partitions blocks on one this long
 _READ_LANES: Final = 16  # readers per worker: one per partition up to this many
+_PUT_BACK_PAUSE_S: Final = 0.05  # after a read whose every entry went back: others' turn
 
 
 async def read_loop(state: WorkerState, stop: anyio.Event, work: TaskGroup) -> None:
@@ -98,27 +101,70 @@ async def _read_lane(
             await recreate_group(state.redis, lost.part)
             continue
         slots.give(taken - len(entries))
-        _start(state, entries, work)
+        if _start(state, entries, work, full=len(entries) >= taken):
+            await anyio.sleep(_PUT_BACK_PAUSE_S)  # only one session's calls: let others in
 
 
-def _start(state: WorkerState, entries: list[ReadEntry], work: TaskGroup) -> None:
+def _start(state: WorkerState, entries: list[ReadEntry], work: TaskGroup, full: bool) -> bool:
     """Calls that need no I/O run here, the batch at once; the others each in a task (with
-    the entry as read here: it is not decoded again)."""
+    the entry as read here: it is not decoded again), or back to the end of the stream when
+    their session holds its share while others may wait (`full`: the read filled every slot
+    it asked for). True when every entry went back."""
     done: list[Finish] = []
+    later: list[tuple[Partition, str, dict[str, bytes], Entry | None]] = []
     for part, raw_id, fields in entries:
         entry_id = raw_id.decode()
         entry = item = None
         try:
-            entry = read_entry(fields)
+            entry = read_entry(fields, state.handoff.pop((part.index, entry_id), None))
             item = _run_now(state, part, entry_id, entry)
         except Exception:  # a bug on odd input: the guarded path below handles it
             item = None
         if item is None:
-            work.start_soon(process, state, part, entry_id, fields, 1, entry)
+            later.append((part, entry_id, fields, entry))
         else:
             done.append(item)
     if done:
         state.finishing.put(done)
+    invocations = [e.invocation if e is not None else None for *_, e in later]
+    contested = full or len({i.session_id for i in invocations if i is not None}) > 1
+    back: list[tuple[Partition, str, str, str]] = []
+    for (part, entry_id, fields, entry), inv in zip(later, invocations, strict=True):
+        if inv is None:
+            work.start_soon(process, state, part, entry_id, fields, 1, entry)
+        elif state.share.take(inv.session_id, contested=contested):
+            work.start_soon(_counted, state, inv.session_id, part, entry_id, fields, entry)
+        else:
+            back.append((part, entry_id, inv.session_id, inv.tool_call_id))
+    if back:
+        work.start_soon(_put_back, state, back)
+    return bool(back) and len(back) == len(entries)
+
+
+async def _counted(
+    state: WorkerState,
+    session_id: str,
+    part: Partition,
+    entry_id: str,
+    fields: dict[str, bytes],
+    entry: Entry | None,
+) -> None:
+    try:
+        await process(state, part, entry_id, fields, 1, entry)
+    finally:
+        state.share.done(session_id)
+
+
+async def _put_back(state: WorkerState, back: list[tuple[Partition, str, str, str]]) -> None:
+    # The slots these entries took are freed once they are back in their streams (or, when
+    # Redis fails, left pending for takeover after the visibility timeout).
+    try:
+        with anyio.CancelScope(shield=True):
+            await requeue(state.scripts, back)
+    except PipelineError as exc:
+        log.warning("could not put %d entries back (%s); left for takeover", len(back), exc)
+    finally:
+        state.slots.give(len(back))
 
 
 def _run_now(state: WorkerState, part: Partition, entry_id: str, entry: Entry) -> Finish | None:
@@ -138,12 +184,12 @@ def _run_now(state: WorkerState, part: Partition, entry_id: str, entry: Entry) -
         tool_call_id=invocation.tool_call_id,
         entry_id=entry_id,
     ):
-        run = stage_run(state, invocation, entry.duplicate_of, attempts=1)
+        run = stage_run(state, invocation, entry.duplicate_of, 1, entry.handed)
         outcome = run.run_now(state.sources)
     return Finish(
         invocation=invocation,
         part=part,
         entry_id=entry_id,
         outcome=outcome,
-        scope_key=finished_scope(invocation, run),
+        scope_key=finished_scope(invocation, run, entry.scope_key),
     )

@@ -9,11 +9,12 @@ what only it uses (its connections, its timers) to itself.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from pipeline.keys import Keys, Partition
 from pipeline.redis_io import Redis, Scripts
 from pipeline.settings import Settings
+from workers.runtime.share import SessionShare
 from workers.runtime.slots import FinishQueue, Slots
 from workers.sources import Source
 
@@ -27,8 +28,8 @@ class WorkerState:
     """What the loops of one worker share (see the module docstring)."""
 
     __slots__ = (
-        "concurrency", "consumer", "finishing", "keys", "metrics", "parts", "redis", "scripts",
-        "settings", "slots", "sources",
+        "concurrency", "consumer", "finishing", "handoff", "keys", "metrics", "parts", "redis",
+        "scripts", "settings", "share", "slots", "sources",
     )  # fmt: skip
 
     def __init__(
@@ -53,4 +54,8 @@ class WorkerState:
         self.parts: list[Partition] = [self.keys.parts[i] for i in chosen]
         self.scripts = Scripts(redis, (settings.wait_replicas, settings.wait_timeout_ms))
         self.slots = Slots(concurrency)
+        self.share = SessionShare(concurrency, settings.session_share)
+        # (partition, entry id) → what this worker's admission decoded for it (`Admission`),
+        # for its own reader; bounded (an entry another worker reads is evicted in time).
+        self.handoff: dict[tuple[int, str], Any] = {}
         self.finishing = FinishQueue()

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import logging
 
-from msgspec import UNSET, UnsetType
+from msgspec import UNSET
 
 from contracts import ErrorCode, error_result, is_valid_tool_call_id
 from pipeline.consumer import CallState, ack, call_state, dead_letter_entry
@@ -108,7 +108,7 @@ async def _process(
             entry_id=entry_id,
         ),
     ):
-        return await _run(state, part, entry_id, fields, attempts, invocation, entry.duplicate_of)
+        return await _run(state, part, entry_id, fields, attempts, invocation, entry)
 
 
 async def _run(
@@ -118,7 +118,7 @@ async def _run(
     fields: dict[str, bytes],
     attempts: int,
     invocation: Invocation,
-    duplicate_of: str | UnsetType,
+    entry: Entry,
 ) -> bool:
     # A redelivery may find its call final already, or be a forged entry taken over. (A
     # first delivery is not checked here: the finish script refuses any entry that is not
@@ -148,15 +148,15 @@ async def _run(
             tool=invocation.tool,
             session_id=invocation.session_id,
             settings=state.settings,
-            duplicate_of=duplicate_of,
+            duplicate_of=entry.duplicate_of,
             attempts=attempts,
         )
         scope = scope_key(invocation.tool, invocation.tool_call_id, invocation.arguments)
     else:
         with span("aci.stages", None):
-            run = stage_run(state, invocation, duplicate_of, attempts)
+            run = stage_run(state, invocation, entry.duplicate_of, attempts, entry.handed)
             outcome = await run.run(state.sources)
-        scope = finished_scope(invocation, run)
+        scope = finished_scope(invocation, run, entry.scope_key)
     _hand_over(state, part, invocation, entry_id, outcome, scope, attempts)
     return True
 

@@ -1,6 +1,8 @@
-"""The worker process: a consumer group reader, a takeover janitor and a batched finisher,
-each a loop of its own module, composed in one anyio task group.
+"""The worker process: an admission loop, a consumer group reader, a takeover janitor and a
+batched finisher, each a loop of its own module, composed in one anyio task group.
 
+- admit (`admission`): requests submitters appended become call records and invocations
+  (validated, idempotent, conflicts refused), in batches, never waiting for a slot;
 - read (`reader`): `XREADGROUP … BLOCK` for as many entries as there are free slots
   (`--concurrency`, `slots`);
 - work (`work`): each entry runs the stages (`workers.stage`) in its own task;
@@ -30,6 +32,7 @@ import anyio
 from pipeline.consumer import wait_for_groups
 from pipeline.redis_io import Redis
 from pipeline.settings import Settings
+from workers.runtime.admission import admission_loop
 from workers.runtime.finisher import finish_loop
 from workers.runtime.heartbeat import heartbeat_loop
 from workers.runtime.janitor import janitor_loop
@@ -96,6 +99,7 @@ async def run_worker(
         # Work (read or taken over) runs in `work`: once the readers and the janitor have
         # stopped and every task in it is done, nothing more is queued for the finisher.
         async with anyio.create_task_group() as work:
+            work.start_soon(admission_loop, state, stop)
             work.start_soon(janitor_loop, state, stop, work)
             await read_loop(state, stop, work)
         state.finishing.close()

@@ -1,0 +1,76 @@
+-- Admit a batch of requests (pipeline.admission.admit_call builds the keys and arguments): the
+-- trusted half of a submit, run by a worker. Every key named here but the request stream is
+-- written only by workers; the types of all of them are checked before the first write, so the
+-- script either runs whole or writes nothing.
+--
+-- Per call, idempotent per (session, tool call id) *and scope*: a call record that exists with
+-- the same scope key is the same call (reply 0, nothing written); with another scope key it is
+-- a conflict (reply 2, nothing written: the submitter answers its call DUPLICATE_TOOL_CALL_ID
+-- from the call record, never with the first call's evidence). A new call (reply: its entry id)
+-- gets its
+-- record, its invocation entry, a PROJECTING lifecycle entry, its place in the sessions index,
+-- and the first tool call id of its scope fingerprint in the session is recorded (so
+-- `duplicate_of` is decided by admission order, atomically). Then every request of the batch,
+-- admitted or not, is acked and deleted; refused ones are dead-lettered with their reason.
+--
+-- KEYS[1] requests      KEYS[2] invocations   KEYS[3] lifecycle    KEYS[4] sessions (zset)
+-- KEYS[5] dead          then per call: the call hash, the session's fingerprint hash
+-- ARGV[1] group         ARGV[2] now_ms        ARGV[3] stream maxlen ARGV[4] retention_ms
+-- ARGV[5] calls n       ARGV[6] refused m
+-- then per call 7: request id, envelope, session, tool call id, tool, fingerprint or '', scope key
+-- then per refused 4: request id, reason, session or '', tool call id or ''
+-- Reply: per call 0 (known), 2 (conflict) or the new invocation entry's id (admitted); or
+-- {-1, index of the first key of a wrong type} (nothing written).
+local n, m = tonumber(ARGV[5]), tonumber(ARGV[6])
+local kinds = {'stream', 'stream', 'stream', 'zset', 'stream'}
+for i = 1, 5 + 2 * n do
+  local kind = redis.call('TYPE', KEYS[i]).ok
+  if kind ~= 'none' and kind ~= (kinds[i] or 'hash') then return {-1, i} end
+end
+local replies = {}
+local ids = {}
+local renewed, indexed = {}, {}  -- per session, once a batch: fingerprints' expiry, index
+for c = 0, n - 1 do
+  local a = 7 + 7 * c
+  local call, fps = KEYS[6 + 2 * c], KEYS[7 + 2 * c]
+  local rid, env, session, id, tool, fp, sk =
+    ARGV[a], ARGV[a + 1], ARGV[a + 2], ARGV[a + 3], ARGV[a + 4], ARGV[a + 5], ARGV[a + 6]
+  ids[#ids + 1] = rid
+  local known = redis.call('HMGET', call, 'eid', 'sk')
+  if known[1] then
+    replies[#replies + 1] = (known[2] == sk) and 0 or 2
+  else
+    local dup = ''
+    if fp ~= '' then
+      local first = redis.call('HGET', fps, fp)
+      if first and first ~= id then dup = first
+      elseif not first then redis.call('HSET', fps, fp, id) end
+      if not renewed[fps] then
+        redis.call('PEXPIRE', fps, ARGV[4])
+        renewed[fps] = true
+      end
+    end
+    local eid = redis.call('XADD', KEYS[2], '*', 'd', env, 'dup', dup, 'sk', sk)
+    redis.call('HSET', call, 'st', 'PROJECTING', 'eid', eid, 'inv', env, 't0', ARGV[2],
+      'tool', tool, 'dup', dup, 'fp', fp, 'sk', sk)
+    redis.call('XADD', KEYS[3], 'MAXLEN', '~', ARGV[3], '*', 'session', session, 'id', id,
+      'tool', tool, 'status', 'PROJECTING', 'at', ARGV[2], 'eid', eid)
+    if not indexed[fps] then
+      redis.call('ZADD', KEYS[4], ARGV[2], session)
+      indexed[fps] = true
+    end
+    replies[#replies + 1] = eid
+  end
+end
+local r = 7 + 7 * n
+for j = 0, m - 1 do
+  local b = r + 4 * j
+  ids[#ids + 1] = ARGV[b]
+  redis.call('XADD', KEYS[5], 'MAXLEN', '~', ARGV[3], '*', 'eid', ARGV[b],
+    'reason', ARGV[b + 1], 'session', ARGV[b + 2], 'id', ARGV[b + 3])
+end
+if #ids > 0 then
+  redis.call('XACK', KEYS[1], ARGV[1], unpack(ids))
+  redis.call('XDEL', KEYS[1], unpack(ids))
+end
+return replies

@@ -1,0 +1,222 @@
+"""The submitter's half of a submit: append requests, learn what became of them, send again.
+
+A submitter writes only request stream entries (`pipeline.admission`); a worker's admission
+decides what each becomes. In the same round trip as the appends, the client reads each call's
+record (its scope key, written only by admission) and result, so it learns at once whether the
+id is already taken by another scope (a conflict: the call is answered `DUPLICATE_TOOL_CALL_ID`
+here, never with that scope's evidence), already final (the result, checked against this scope
+key), or not admitted yet.
+
+A request not admitted yet is remembered (`Unadmitted`) until its call record appears. Anyone
+who may append requests can also drop those not admitted yet (XADD's `MAXLEN 0`/`MINID` cannot
+be refused by ACL), so one whose call record is still missing after `Settings.admit_resend_s`
+and whose request entry is gone is sent again, up to `_TRIES` times (one still in the stream is
+only waiting for a busy admission, and is left alone): admission is idempotent, so a request
+admitted twice is one call.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Sequence
+from typing import Any, Final, NamedTuple
+
+import msgspec
+from msgspec import UNSET
+
+from contracts import Bounds, ErrorCode, LifecycleStatus, error_result, is_valid_tool_call_id
+from pipeline.admission import request_max_bytes
+from pipeline.call import (
+    CallResult,
+    ToolCall,
+    _arguments_text,
+    _oversized,
+    rejected_locally,
+)
+from pipeline.envelope import Invocation, encode_envelope, scope_key
+from pipeline.keys import Keys, Partition
+from pipeline.record import ENTRY_DATA, SCOPE_KEY, final_row
+from pipeline.redis_io import Redis, execute
+
+__all__ = ["Prepared", "Unadmitted", "prepare", "verified"]
+
+log = logging.getLogger("aci.client")
+_TRIES: Final = 10  # sends of one request before the client stops watching it
+
+
+class Prepared(NamedTuple):
+    """A batch of calls ready to send: per call, an answer known before sending (a local
+    refusal) or None; its scope key ('' when refused); and the commands to send."""
+
+    out: list[CallResult | None]
+    scope_keys: list[str]
+    positions: list[int]  # the calls sent, in command order (2 commands each)
+    envelopes: list[bytes]
+    commands: list[tuple[Any, ...]]
+
+
+def prepare(
+    part: Partition,
+    session_id: str,
+    calls: Sequence[ToolCall],
+    *,
+    bounds: Bounds,
+    argument_max_bytes: int,
+    traceparent: str | None,
+) -> Prepared:
+    """Validate and encode `calls` (pure): invalid ids and oversized input are answered here
+    and never sent; the others get their envelope, their scope key and two commands (the
+    request, and a read of the call record's scope key)."""
+    now = int(time.time() * 1000)
+    limit = request_max_bytes(argument_max_bytes)
+    prepared = Prepared([], [], [], [], [])
+    for call in calls:
+        prepared.scope_keys.append("")
+        if not is_valid_tool_call_id(call.tool_call_id):
+            prepared.out.append(rejected_locally(call, session_id, bounds))
+            continue
+        arguments = _arguments_text(call.arguments)
+        refused = _oversized(call, arguments, argument_max_bytes)
+        tool = str(call.tool)
+        envelope = b""
+        if refused is None:
+            envelope = encode_envelope(
+                Invocation(
+                    session_id=session_id,
+                    tool=tool,
+                    tool_call_id=call.tool_call_id,
+                    arguments=arguments,
+                    submitted_at_ms=now,
+                    traceparent=traceparent if traceparent else UNSET,
+                )
+            )
+            if len(envelope) > limit:  # arguments that escape to more than admission reads
+                refused = error_result(
+                    ErrorCode.SCHEMA,
+                    f"the arguments exceed {argument_max_bytes} bytes",
+                    call.tool_call_id,
+                )
+        if refused is not None:
+            prepared.out.append(rejected_locally(call, session_id, bounds, refused))
+            continue
+        prepared.positions.append(len(prepared.out))
+        prepared.out.append(None)
+        prepared.scope_keys[-1] = scope_key(tool, call.tool_call_id, arguments)
+        prepared.envelopes.append(envelope)
+        prepared.commands.extend(
+            [
+                ("XADD", part.requests, "*", ENTRY_DATA, envelope),
+                ("HGET", part.call(session_id, call.tool_call_id), SCOPE_KEY),
+            ]
+        )
+    return prepared
+
+
+def verified(
+    tool_call_id: str, row: Sequence[bytes | None], expect: str | None
+) -> CallResult | None:
+    """A final result from a result hash row, or None while there is none — or when it is of
+    another scope than `expect` (None: the reader did not submit the call and checks nothing;
+    a result with no scope key is an ERROR for an envelope that did not decode)."""
+    final = final_row(row)
+    if final is None or (expect is not None and final.scope_key not in (expect, "")):
+        return None
+    return CallResult(
+        tool_call_id=tool_call_id,
+        lifecycle=LifecycleStatus(final.status),
+        model=msgspec.Raw(final.model),
+        control=msgspec.Raw(final.control),
+        scope_key=final.scope_key,
+    )
+
+
+class _Sent:
+    __slots__ = (
+        "call", "entry_id", "envelope", "part", "scope_key", "sent_at", "session_id", "tries",
+    )  # fmt: skip
+
+    def __init__(
+        self,
+        part: Partition,
+        session_id: str,
+        call: ToolCall,
+        envelope: bytes,
+        scope: str,
+        entry_id: bytes,
+    ) -> None:
+        # One per request sent and not seen admitted: kept small (slots, no dict).
+        self.part = part
+        self.session_id = session_id
+        self.call = call
+        self.envelope = envelope
+        self.scope_key = scope
+        self.entry_id = entry_id  # its request stream entry
+        self.sent_at = time.monotonic()
+        self.tries = 1
+
+
+class Unadmitted:
+    """Requests sent whose call record has not been seen yet (see the module docstring)."""
+
+    def __init__(self, keys: Keys, resend_s: float, bounds: Bounds) -> None:
+        self.keys = keys
+        self.resend_s = resend_s
+        self.bounds = bounds
+        self.sent: dict[tuple[str, str], _Sent] = {}
+        self.resent = 0  # requests sent again (a measure of drops)
+
+    def add(
+        self,
+        session_id: str,
+        call: ToolCall,
+        envelope: bytes,
+        scope: str,
+        part: Partition,
+        entry_id: bytes,
+    ) -> None:
+        self.sent[(session_id, call.tool_call_id)] = _Sent(
+            part, session_id, call, envelope, scope, entry_id
+        )
+
+    def admitted(self, session_id: str, tool_call_id: str) -> None:
+        self.sent.pop((session_id, tool_call_id), None)
+
+    async def check(self, redis: Redis, conflict: Callable[[str, str, str], None]) -> None:
+        """One pass over the requests older than the bound: admitted ones are forgotten,
+        conflicting ones reported through `conflict(session, id, scope)`, ones still waiting in
+        the request stream (admission lags) left alone, and dropped ones sent again."""
+        now = time.monotonic()
+        due = [s for s in self.sent.values() if now - s.sent_at >= self.resend_s]
+        for start in range(0, len(due), 1000):
+            chunk = due[start : start + 1000]
+            pipe = redis.pipeline(transaction=False)
+            for s in chunk:
+                pipe.hget(s.part.call(s.session_id, s.call.tool_call_id), SCOPE_KEY)
+                # Exactly its own entry (XREVRANGE end start): never a neighbour's body.
+                pipe.xrevrange(s.part.requests, s.entry_id, s.entry_id, count=1)
+            rows = await execute(pipe)
+            again: list[_Sent] = []
+            for n, s in enumerate(chunk):
+                recorded, waiting = rows[2 * n], rows[2 * n + 1]
+                key = (s.session_id, s.call.tool_call_id)
+                if recorded is not None:
+                    self.sent.pop(key, None)
+                    if recorded.decode("utf-8", "replace") != s.scope_key:
+                        conflict(s.session_id, s.call.tool_call_id, s.scope_key)
+                elif waiting:
+                    s.sent_at = now  # still queued: admission lags, nothing was dropped
+                elif s.tries >= _TRIES:
+                    self.sent.pop(key, None)
+                    log.warning("a request was not admitted after %d sends", s.tries)
+                else:
+                    again.append(s)
+            if again:
+                pipe = redis.pipeline(transaction=False)
+                for s in again:
+                    pipe.xadd(s.part.requests, {ENTRY_DATA: s.envelope})
+                for s, entry_id in zip(again, await execute(pipe), strict=True):
+                    s.tries += 1
+                    s.sent_at = now
+                    s.entry_id = entry_id
+                self.resent += len(again)

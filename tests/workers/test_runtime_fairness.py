@@ -1,0 +1,61 @@
+"""Fairness (issue 23): one session's slow calls cannot hold every slot of a worker while another
+session's fast call waits (`workers.runtime.share`), against the real Redis."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import anyio
+import pytest
+
+from pipeline.client import EvidenceClient, ToolCall
+from pipeline.settings import Settings
+from tests.pipeline.helpers import loads, running_worker
+from tests.pipeline.sources import HangingSource, InstantSource
+from workers.runtime.share import SessionShare
+
+pytestmark = pytest.mark.redis
+
+
+def test_the_cap_is_a_share_of_the_slots_and_only_binds_when_contested() -> None:
+    share = SessionShare(16, 0.25)
+    assert share.cap == 4 and SessionShare(1, 0.25).cap == 1 and SessionShare(3, 0.5).cap == 2
+    assert all(share.take("a", contested=True) for _ in range(4))
+    assert not share.take("a", contested=True)  # its share, while others may wait
+    assert share.take("a", contested=False)  # alone: every slot it can use
+    assert share.take("b", contested=True)
+    for _ in range(5):
+        share.done("a")
+    assert share.running == {"b": 1}
+
+
+async def test_48_calls_to_the_deadline_do_not_delay_another_sessions_fast_call(
+    redis: Any, prefix: str
+) -> None:
+    # 48 SQL calls that run to the deadline (a source that never answers, deadline 0.5 s)
+    # from one session, then one fast call of another. FIFO over 16 slots it would wait for
+    # three rounds of deadlines (~1.5 s); with the share (4 of 16 slots) it starts at once.
+    settings = Settings(prefix=prefix, visibility_timeout_s=3.0, deadline_s=0.5)
+    slow = [
+        ToolCall(tool="query_mysql", tool_call_id=f"s{i}",
+                 arguments={"data_source": "shop", "sql": "SELECT SLEEP(10)"})
+        for i in range(48)
+    ]  # fmt: skip
+    fast = ToolCall(tool="lookup_knowledge", tool_call_id="f", arguments={"query": "pool"})
+    sources = {"query_mysql": HangingSource(), "lookup_knowledge": InstantSource()}
+    async with (
+        EvidenceClient(redis, settings) as client,
+        running_worker(redis, settings, sources, concurrency=16),
+    ):
+        with anyio.fail_after(30):
+            assert await client.submit_many("hog", slow) == [None] * 48
+            await anyio.sleep(0.3)  # the hog's calls are admitted and running first
+            started = time.monotonic()
+            [result] = await client.call_many("other", [fast], timeout=10)
+            waited = time.monotonic() - started
+            done = await client.wait("hog", [c.tool_call_id for c in slow], 20)
+    assert result is not None and loads(result.model)["evidence_status"] == "EVIDENCE_FOUND"
+    assert waited < 0.45, waited  # under one deadline: it never waited for a slow call to end
+    assert len(done) == 48  # the hog loses nothing: every call ends (TIMEOUT), once
+    assert {loads(r.model)["error"]["code"] for r in done.values()} == {"TIMEOUT"}
