@@ -69,3 +69,33 @@ def test_the_demo_fits_80_columns_and_ends_with_what_you_saw(tmp_path: Path) -> 
     assert "what you saw" in tail and "the incident: oom-kill-restarts" in tail
     assert "duplicate_of call_1_kb" in tail and "the deliberate ERROR" in tail
     assert "the demo world's clock: 2026-03-14T15:10:00+08:00" in done.stdout
+
+
+def test_the_real_log_files_scenario_reads_the_files_it_wrote(tmp_path: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ACI_")}
+    env.update(TMPDIR=str(tmp_path), COLUMNS="80")
+    done = subprocess.run(
+        [sys.executable, "-m", "app.cli", "demo", "--json", "--scenario", "real-log-files"],
+        cwd=ROOT, env=env, capture_output=True, text=True, timeout=110, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-2000:]
+    transcript = json.loads(done.stdout.strip().splitlines()[-1])
+    calls = {c["id"]: c for c in transcript["calls"]}
+    logs = {i: c for i, c in calls.items() if c["tool"] == "query_logs"}
+    assert {c["control"]["source_kind"] for c in logs.values()} == {"FILE"}
+    found = {i for i, c in logs.items() if c["model"]["evidence_status"] == "EVIDENCE_FOUND"}
+    assert found == {"call_2_app", "call_3_slow", "call_4_oom"}
+    assert logs["call_5_payment"]["model"]["evidence_status"] == "NO_EVIDENCE"
+    # The evidence is the producers' records: the pool timeouts, the slow FOR UPDATE, the OOM.
+    model = json.dumps({i: c["model"] for i, c in logs.items()})
+    assert "Connection is not available" in model and "FOR UPDATE" in model
+    assert "Out of memory" in model
+    # No path of the demo's folder reaches the model.
+    assert str(tmp_path) not in json.dumps([c["model"] for c in calls.values()])
+    assert calls["call_6_kb_again"]["control"]["duplicate_of"] == "call_1_kb"
+    assert calls["call_9_billing"]["model"]["error"]["code"] == "AUTHORIZATION"
+    assert any("source_kind FILE" in n for n in transcript["notes"])
+    assert any("(FILE backend)" in line for line in transcript["what_you_saw"])
+    # Nothing left: no embedded redis-server, no log folder.
+    assert _redis_servers(tmp_path) == set()
+    assert not list(tmp_path.glob("aci-redis-*")) and not list(tmp_path.glob("aci-demo-logs-*"))
