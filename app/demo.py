@@ -69,16 +69,26 @@ def _demo_world(scenario: str, note: Any) -> Iterator[tuple[dict[str, str], str]
         note(f"the demo world's clock: {clock} (mock logs and the shop database's NOW())")
         yield {"ACI_MOCK_SCENARIO": scenario, "ACI_MYSQL_CLOCK": clock}, story
         return
+    from app.demo_slowlog import mariadb_slow_log
     from workers.sources.logs.scenario_files import write_file_scenario
 
     folder = Path(tempfile.mkdtemp(prefix="aci-demo-logs-"))
     try:
         config = write_file_scenario(folder)
-        written = sorted(p.relative_to(folder) for p in folder.rglob("*") if p.is_file())
+        by_mariadb, how = mariadb_slow_log(folder, folder / "mysql" / "slow.log")
+        written = sorted(
+            str(p.relative_to(folder))
+            for p in folder.rglob("*")
+            if p.is_file() and p.parent != folder
+        )
         note(
-            f"wrote {len(written) - 1} log files with real producers ("
-            + ", ".join(str(p) for p in written if p.name != config.name)
-            + "); the workers read them through ACI_LOGS_CONFIG (source_kind FILE)"
+            f"wrote {len(written)} log files with real producers ({', '.join(written)}); "
+            "the workers read them through ACI_LOGS_CONFIG (source_kind FILE)"
+        )
+        note(
+            f"mysql/slow.log was written by MariaDB itself ({how}, long_query_time=0)"
+            if by_mariadb
+            else f"mysql/slow.log is in MariaDB's format, not MariaDB's own: {how}"
         )
         note("the demo world's clock: now (the files were written just now)")
         yield (

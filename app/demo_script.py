@@ -85,7 +85,7 @@ SCRIPTS: Final[dict[str, list[Round]]] = {
         [
             ("lookup_knowledge", "call_1_kb", {"query": "order-service returning 503, connection pool timeouts"}),
             ("query_logs", "call_2_app", {"topic": "APPLICATION", "query": "level:ERROR", "lookback_minutes": 30}),
-            ("query_logs", "call_3_slow", {"topic": "DATABASE_SLOW_QUERY", "query": "table:orders duration_ms:>2000", "lookback_minutes": 30}),
+            ("query_logs", "call_3_slow", {"topic": "DATABASE_SLOW_QUERY", "query": 'table:orders rows_examined:>=10000 "FOR UPDATE"', "lookback_minutes": 30}),
         ],
         [
             ("query_logs", "call_4_oom", {"topic": "SYSTEM_EVENTS", "query": '"out of memory"', "lookback_minutes": 30}),

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -96,6 +97,12 @@ def test_the_real_log_files_scenario_reads_the_files_it_wrote(tmp_path: Path) ->
     assert calls["call_9_billing"]["model"]["error"]["code"] == "AUTHORIZATION"
     assert any("source_kind FILE" in n for n in transcript["notes"])
     assert any("(FILE backend)" in line for line in transcript["what_you_saw"])
-    # Nothing left: no embedded redis-server, no log folder.
+    if shutil.which("mariadbd") or Path("/usr/sbin/mariadbd").exists():
+        assert any("written by MariaDB itself" in n for n in transcript["notes"])
+        slow = logs["call_3_slow"]["model"]["events"][0]["fields"]
+        assert slow["db_user"] == "root" and slow["rows_examined"] == 20000
+    # Nothing left: no embedded redis-server, no private mariadbd, no log folder.
     assert _redis_servers(tmp_path) == set()
+    ps = subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True, check=True)
+    assert str(tmp_path) not in ps.stdout
     assert not list(tmp_path.glob("aci-redis-*")) and not list(tmp_path.glob("aci-demo-logs-*"))
