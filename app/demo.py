@@ -10,7 +10,8 @@ asking for "the last day" finds the incident's rows.
 
 `--scenario real-log-files` plays an incident over real files instead: the demo writes them
 into its temporary folder with real producers (`write_file_scenario`: Python `logging` as JSON
-lines with a gzipped rotated sibling, a slow query log in MariaDB's format, rsyslog lines), starts
+lines with a gzipped rotated sibling, a slow query log written by a private MariaDB itself when
+`mariadbd` is installed (`app.demo_slowlog`; else one in its format), rsyslog lines), starts
 the workers with `ACI_LOGS_CONFIG` naming them (`query_logs` answers with `source_kind` FILE), on
 the wall clock, and removes the folder at the end.
 
@@ -29,7 +30,7 @@ import sys
 import tempfile
 import time
 import uuid
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -61,7 +62,7 @@ def scenario_clock(scenario: str) -> tuple[str, str]:
 
 
 @contextlib.contextmanager
-def _demo_world(scenario: str, note: Any) -> Iterator[tuple[dict[str, str], str]]:
+def _demo_world(scenario: str, note: Callable[[str], None]) -> Iterator[tuple[dict[str, str], str]]:
     """The workers' environment for the scenario's world and its one-line story; the real
     log files of `FILE_SCENARIO` live in a temporary folder removed afterwards."""
     if scenario != FILE_SCENARIO:
@@ -95,7 +96,7 @@ def _demo_world(scenario: str, note: Any) -> Iterator[tuple[dict[str, str], str]
             {"ACI_LOGS_CONFIG": str(config)},
             (
                 "order-service's connection pool runs dry (HikariPool timeouts, HTTP 503) behind "
-                "a slow SELECT ... FOR UPDATE on orders, then its pod is OOM-killed"
+                "SELECT ... FOR UPDATE scans of every order, then its pod is OOM-killed"
             ),
         )
     finally:

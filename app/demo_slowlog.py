@@ -122,8 +122,8 @@ def mariadb_slow_log(folder: Path, target: Path) -> tuple[bool, str]:
         return False, f"the private mariadbd failed ({type(exc).__name__})"
     finally:
         _stop(server)
+        shutil.rmtree(data, ignore_errors=True)
     if not log.exists():
         return False, "mariadbd wrote no slow log"
     os.replace(log, target)
-    shutil.rmtree(data, ignore_errors=True)
     return True, version

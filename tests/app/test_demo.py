@@ -106,3 +106,15 @@ def test_the_real_log_files_scenario_reads_the_files_it_wrote(tmp_path: Path) ->
     ps = subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True, check=True)
     assert str(tmp_path) not in ps.stdout
     assert not list(tmp_path.glob("aci-redis-*")) and not list(tmp_path.glob("aci-demo-logs-*"))
+    # On a terminal it fits 80 columns and ends with its "what you saw" too.
+    shown = subprocess.run(
+        [sys.executable, "-m", "app.cli", "demo", "--scenario", "real-log-files"],
+        cwd=ROOT, env=env, capture_output=True, text=True, timeout=110, check=False,
+    )  # fmt: skip
+    assert shown.returncode == 0, shown.stderr[-2000:]
+    lines = shown.stdout.splitlines()
+    assert max(len(line) for line in lines) <= 80
+    tail = " ".join(" ".join(lines[-30:]).replace("│", " ").split())
+    assert "what you saw" in tail and "the incident: real-log-files" in tail
+    assert "(FILE backend)" in tail
+    assert not list(tmp_path.glob("aci-demo-logs-*"))

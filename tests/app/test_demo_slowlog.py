@@ -42,3 +42,4 @@ def test_a_server_that_cannot_start_leaves_the_written_log(tmp_path: Path) -> No
     ok, why = mariadb_slow_log(folder, target)
     assert not ok and why.startswith("the private mariadbd failed")
     assert target.read_text() == "the written log\n" and not _servers_under(folder)
+    assert not (folder / "mariadb").exists()
