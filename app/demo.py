@@ -8,6 +8,13 @@ One clock for the demo world: the mock logs live on the scenario's clock (2026-0
 workers run the shop database on it too (`ACI_MYSQL_CLOCK`: its sessions' `NOW()`), and SQL
 asking for "the last day" finds the incident's rows.
 
+`--scenario real-log-files` plays an incident over real files instead: the demo writes them
+into its temporary folder with real producers (`write_file_scenario`: Python `logging` as JSON
+lines with a gzipped rotated sibling, a slow query log written by a private MariaDB itself when
+`mariadbd` is installed (`app.demo_slowlog`; else one in its format), rsyslog lines), starts
+the workers with `ACI_LOGS_CONFIG` naming them (`query_logs` answers with `source_kind` FILE), on
+the wall clock, and removes the folder at the end.
+
 `--keep-running` leaves Redis and the workers up until Ctrl-C (exit 130) and prints, to a
 terminal only, the auditor's and the submitter's URLs as ready `export` lines.
 """
@@ -17,16 +24,19 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import shutil
 import signal
 import sys
+import tempfile
 import time
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import anyio
 
-from app.demo_script import SCRIPTS
+from app.demo_script import FILE_SCENARIO, SCRIPTS
 from app.errors import EXIT_ABORTED, EXIT_OK
 from app.fleet import worker_processes
 from pipeline.admin import delete_prefix, session_timeline
@@ -49,6 +59,48 @@ def scenario_clock(scenario: str) -> tuple[str, str]:
     info = scenario_info(scenario)
     now = info.t0 + timedelta(minutes=info.now_minutes)
     return now.isoformat(timespec="seconds"), info.summary
+
+
+@contextlib.contextmanager
+def _demo_world(scenario: str, note: Callable[[str], None]) -> Iterator[tuple[dict[str, str], str]]:
+    """The workers' environment for the scenario's world and its one-line story; the real
+    log files of `FILE_SCENARIO` live in a temporary folder removed afterwards."""
+    if scenario != FILE_SCENARIO:
+        clock, story = scenario_clock(scenario)
+        note(f"the demo world's clock: {clock} (mock logs and the shop database's NOW())")
+        yield {"ACI_MOCK_SCENARIO": scenario, "ACI_MYSQL_CLOCK": clock}, story
+        return
+    from app.demo_slowlog import mariadb_slow_log
+    from workers.sources.logs.scenario_files import write_file_scenario
+
+    folder = Path(tempfile.mkdtemp(prefix="aci-demo-logs-"))
+    try:
+        config = write_file_scenario(folder)
+        by_mariadb, how = mariadb_slow_log(folder, folder / "mysql" / "slow.log")
+        written = sorted(
+            str(p.relative_to(folder))
+            for p in folder.rglob("*")
+            if p.is_file() and p.parent != folder
+        )
+        note(
+            f"wrote {len(written)} log files with real producers ({', '.join(written)}); "
+            "the workers read them through ACI_LOGS_CONFIG (source_kind FILE)"
+        )
+        note(
+            f"mysql/slow.log was written by MariaDB itself ({how}, long_query_time=0)"
+            if by_mariadb
+            else f"mysql/slow.log is in MariaDB's format, not MariaDB's own: {how}"
+        )
+        note("the demo world's clock: now (the files were written just now)")
+        yield (
+            {"ACI_LOGS_CONFIG": str(config)},
+            (
+                "order-service's connection pool runs dry (HikariPool timeouts, HTTP 503) behind "
+                "SELECT ... FOR UPDATE scans of every order, then its pod is OOM-killed"
+            ),
+        )
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 async def _until_interrupted() -> None:
@@ -120,60 +172,57 @@ async def run_demo(
         )
         return 2
     view = demo_view.DemoView(as_json=as_json)
-    clock, story = scenario_clock(scenario)
     code = EXIT_OK
     prefix = f"demo{uuid.uuid4().hex[:6]}"
     session = "incident-demo"
     shop_url, shop_note = await _shop_url()
     view.note(shop_note)
-    async with _redis_urls(settings, prefix) as urls:
-        embedded = "embedded redis-server (users submitter, worker, auditor)"
-        view.note("redis: " + ("ACI_REDIS_URL" if settings.redis_url else embedded))
-        env = dict(
-            os.environ,
-            ACI_REDIS_URL=urls.worker,
-            ACI_PREFIX=prefix,
-            ACI_MOCK_SCENARIO=scenario,
-            ACI_MYSQL_CLOCK=clock,
-        )
-        view.note(f"the demo world's clock: {clock} (mock logs and the shop database's NOW())")
-        if shop_url:
-            env["ACI_MYSQL_SHOP_URL"] = shop_url
-        run_settings = Settings.from_env(env)
-        transcript: list[dict[str, Any]] = []
-        with worker_processes(env, 2, quiet=True):
-            async with (
-                open_redis(urls.submitter) as redis,
-                open_redis(urls.auditor) as auditor,
-                EvidenceClient(redis, run_settings) as client,
-            ):
-                for number, script in enumerate(SCRIPTS[scenario], 1):
-                    calls = [ToolCall(tool=t, tool_call_id=i, arguments=a) for t, i, a in script]
-                    started = time.perf_counter()
-                    results = await _call_round(client, session, calls)
-                    for call, (result, ms) in zip(calls, results, strict=True):
-                        record = _record(call, result, ms)
-                        transcript.append(record)
-                        view.call(number, record)
-                    view.note(
-                        f"round {number}: {len(calls)} parallel calls in "
-                        f"{(time.perf_counter() - started) * 1000:.0f} ms"
-                    )
-                timeline = await session_timeline(auditor, run_settings.keys(), session)
-                view.finish(scenario, transcript, timeline, incident=f"{scenario}: {story}")
-                if keep_running:
-                    view.keep_running(
-                        submitter=urls.submitter,
-                        auditor=urls.auditor,
-                        display=urls.display,
-                        prefix=prefix,
-                    )
-                    await _until_interrupted()
-                    code = EXIT_ABORTED
-        if settings.redis_url:  # the embedded server and its data go away with it
-            # Once the workers have stopped: a running worker re-creates its group's stream.
-            async with open_redis(urls.auditor) as redis:
-                await delete_prefix(redis, run_settings.keys())
+    with _demo_world(scenario, view.note) as (world_env, story):
+        async with _redis_urls(settings, prefix) as urls:
+            embedded = "embedded redis-server (users submitter, worker, auditor)"
+            view.note("redis: " + ("ACI_REDIS_URL" if settings.redis_url else embedded))
+            env = dict(os.environ, ACI_REDIS_URL=urls.worker, ACI_PREFIX=prefix, **world_env)
+            if scenario != FILE_SCENARIO:  # the mock world, whatever the operator configured
+                env.pop("ACI_LOGS_CONFIG", None)
+            if shop_url:
+                env["ACI_MYSQL_SHOP_URL"] = shop_url
+            run_settings = Settings.from_env(env)
+            transcript: list[dict[str, Any]] = []
+            with worker_processes(env, 2, quiet=True):
+                async with (
+                    open_redis(urls.submitter) as redis,
+                    open_redis(urls.auditor) as auditor,
+                    EvidenceClient(redis, run_settings) as client,
+                ):
+                    for number, script in enumerate(SCRIPTS[scenario], 1):
+                        calls = [
+                            ToolCall(tool=t, tool_call_id=i, arguments=a) for t, i, a in script
+                        ]
+                        started = time.perf_counter()
+                        results = await _call_round(client, session, calls)
+                        for call, (result, ms) in zip(calls, results, strict=True):
+                            record = _record(call, result, ms)
+                            transcript.append(record)
+                            view.call(number, record)
+                        view.note(
+                            f"round {number}: {len(calls)} parallel calls in "
+                            f"{(time.perf_counter() - started) * 1000:.0f} ms"
+                        )
+                    timeline = await session_timeline(auditor, run_settings.keys(), session)
+                    view.finish(scenario, transcript, timeline, incident=f"{scenario}: {story}")
+                    if keep_running:
+                        view.keep_running(
+                            submitter=urls.submitter,
+                            auditor=urls.auditor,
+                            display=urls.display,
+                            prefix=prefix,
+                        )
+                        await _until_interrupted()
+                        code = EXIT_ABORTED
+            if settings.redis_url:  # the embedded server and its data go away with it
+                # Once the workers have stopped: a running worker re-creates its group's stream.
+                async with open_redis(urls.auditor) as redis:
+                    await delete_prefix(redis, run_settings.keys())
     return code
 
 

@@ -1,12 +1,15 @@
-"""The scripted diagnoses the demo plays, one per mock incident: rounds of parallel tool calls
-as an agent would make them, including one that finds nothing, one repeated call (its control
-view shows `duplicate_of`) and one that fails (an unknown data source)."""
+"""The scripted diagnoses the demo plays, one per incident: rounds of parallel tool calls as an
+agent would make them, including one that finds nothing, one repeated call (its control view
+shows `duplicate_of`) and one that fails (an unknown data source).
+
+Four incidents are the MOCK log world's; `real-log-files` is one the demo writes to real log
+files with real producers (`workers.sources.logs.scenario_files`), read by the FILE backend."""
 
 from __future__ import annotations
 
 from typing import Any, Final
 
-__all__ = ["SCRIPTS", "Round"]
+__all__ = ["FILE_SCENARIO", "SCRIPTS", "Round"]
 
 Round = list[tuple[str, str, dict[str, Any]]]  # (tool, tool call id, arguments)
 
@@ -15,6 +18,8 @@ _SHARED_FAILURE: Final = (
     "call_9_billing",
     {"data_source": "billing", "sql": "SELECT COUNT(*) FROM invoices", "params": []},
 )
+
+FILE_SCENARIO: Final = "real-log-files"
 
 SCRIPTS: Final[dict[str, list[Round]]] = {
     "db-pool-exhaustion": [
@@ -75,5 +80,22 @@ SCRIPTS: Final[dict[str, list[Round]]] = {
             _SHARED_FAILURE,
         ],
         [("lookup_knowledge", "call_7_kb_zh", {"query": "下游超时 熔断"})],
+    ],
+    FILE_SCENARIO: [
+        [
+            ("lookup_knowledge", "call_1_kb", {"query": "order-service returning 503, connection pool timeouts"}),
+            ("query_logs", "call_2_app", {"topic": "APPLICATION", "query": "level:ERROR", "lookback_minutes": 30}),
+            ("query_logs", "call_3_slow", {"topic": "DATABASE_SLOW_QUERY", "query": 'table:orders rows_examined:>=10000 "FOR UPDATE"', "lookback_minutes": 30}),
+        ],
+        [
+            ("query_logs", "call_4_oom", {"topic": "SYSTEM_EVENTS", "query": '"out of memory"', "lookback_minutes": 30}),
+            ("query_logs", "call_5_payment", {"topic": "APPLICATION", "query": "service:payment-service", "lookback_minutes": 30}),
+            ("lookup_knowledge", "call_6_kb_again", {"query": "Order-service returning 503,  connection pool timeouts"}),
+            _SHARED_FAILURE,
+        ],
+        [
+            ("lookup_knowledge", "call_7_kb_zh", {"query": "数据库连接池耗尽怎么处理"}),
+            ("query_mysql", "call_8_orders", {"data_source": "shop", "sql": "SELECT status, COUNT(*) AS orders\nFROM orders\nGROUP BY status\nORDER BY orders DESC", "params": []}),
+        ],
     ],
 }  # fmt: skip

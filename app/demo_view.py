@@ -44,7 +44,9 @@ def bounded_json(value: Any, limit: int = CUT_CHARS) -> str:
 def _found(control: dict[str, Any], tool: str) -> str:
     count = control.get("returned_count", 0)
     if tool == "query_logs":
-        return f"{control.get('match_count', count)} matching log records, {count} shown"
+        found = f"{control.get('match_count', count)} matching log records, {count} shown"
+        kind = control.get("source_kind", "MOCK")
+        return found if kind == "MOCK" else f"{found} ({kind} backend)"
     if tool == "query_mysql":
         return f"{count} row(s)"
     return f"{count} runbook excerpt(s)"

@@ -141,7 +141,10 @@ def _operator_commands(sub: Any) -> None:
     )  # fmt: skip
     p.add_argument(
         "--scenario", default=None,
-        help=_say("the mock incident to play", "db-pool-exhaustion", "ACI_MOCK_SCENARIO"),
+        help=_say(
+            "the incident to play: a mock one, or real-log-files (files the demo writes)",
+            "db-pool-exhaustion", "ACI_MOCK_SCENARIO",
+        ),
     )  # fmt: skip
     p.add_argument(
         "--json", action="store_true", help=_say("print one JSON transcript instead", "off")

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -18,9 +19,13 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Final
 
-__all__ = ["Fleet", "WorkerProc", "open_fleet"]
+__all__ = ["STARTED", "Fleet", "WorkerProc", "open_fleet"]
 
 ROOT: Final = Path(__file__).resolve().parents[1]
+# The worker's start line (`workers.runtime.worker`: "worker <consumer> started: partitions
+# ..."); the older "started (concurrency ..." form too. A pattern that stops matching makes
+# every scenario wait out `Run.fleet_ready`'s limit, so the scenario notes that wait.
+STARTED: Final = re.compile(r"\bworker \S+ started[:(]| started \(concurrency ")
 
 
 class WorkerProc:
@@ -41,7 +46,7 @@ class WorkerProc:
 
     def started(self) -> bool:
         """True once the worker logged that it started (its group exists; it reads next)."""
-        return " started (concurrency " in self.log.read_text("utf-8", "replace")
+        return STARTED.search(self.log.read_text("utf-8", "replace")) is not None
 
     def alive(self) -> bool:
         """True while the process runs."""

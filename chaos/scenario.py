@@ -132,12 +132,17 @@ class Run:
             held += sum(int(c["pending"]) for c in consumers if tag in _text(c["name"]))
         return held
 
-    async def fleet_ready(self, limit: float = 60.0) -> None:
+    async def fleet_ready(self, limit: float = 60.0) -> bool:
         """Wait until every worker has started (consumers only register on their first read
-        of an entry in Redis 7.0, so the workers' own log line is the signal)."""
+        of an entry in Redis 7.0, so the workers' own log line is the signal); False, and a
+        note in the report, if some have not after `limit` seconds."""
         with anyio.move_on_after(limit):
             while not all(w.started() for w in self.fleet.workers):  # noqa: ASYNC110
                 await anyio.sleep(0.1)
+            return True
+        waiting = sum(not w.started() for w in self.fleet.workers)
+        self.notes.append(f"{waiting} worker(s) not started after {limit:.0f}s")
+        return False
 
     async def sample_backlog(self) -> None:
         """Record the largest backlog (entries not yet read + read but unfinished)."""

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -69,3 +70,51 @@ def test_the_demo_fits_80_columns_and_ends_with_what_you_saw(tmp_path: Path) -> 
     assert "what you saw" in tail and "the incident: oom-kill-restarts" in tail
     assert "duplicate_of call_1_kb" in tail and "the deliberate ERROR" in tail
     assert "the demo world's clock: 2026-03-14T15:10:00+08:00" in done.stdout
+
+
+def test_the_real_log_files_scenario_reads_the_files_it_wrote(tmp_path: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ACI_")}
+    env.update(TMPDIR=str(tmp_path), COLUMNS="80")
+    done = subprocess.run(
+        [sys.executable, "-m", "app.cli", "demo", "--json", "--scenario", "real-log-files"],
+        cwd=ROOT, env=env, capture_output=True, text=True, timeout=110, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-2000:]
+    transcript = json.loads(done.stdout.strip().splitlines()[-1])
+    calls = {c["id"]: c for c in transcript["calls"]}
+    logs = {i: c for i, c in calls.items() if c["tool"] == "query_logs"}
+    assert {c["control"]["source_kind"] for c in logs.values()} == {"FILE"}
+    found = {i for i, c in logs.items() if c["model"]["evidence_status"] == "EVIDENCE_FOUND"}
+    assert found == {"call_2_app", "call_3_slow", "call_4_oom"}
+    assert logs["call_5_payment"]["model"]["evidence_status"] == "NO_EVIDENCE"
+    # The evidence is the producers' records: the pool timeouts, the slow FOR UPDATE, the OOM.
+    model = json.dumps({i: c["model"] for i, c in logs.items()})
+    assert "Connection is not available" in model and "FOR UPDATE" in model
+    assert "Out of memory" in model
+    # No path of the demo's folder reaches the model.
+    assert str(tmp_path) not in json.dumps([c["model"] for c in calls.values()])
+    assert calls["call_6_kb_again"]["control"]["duplicate_of"] == "call_1_kb"
+    assert calls["call_9_billing"]["model"]["error"]["code"] == "AUTHORIZATION"
+    assert any("source_kind FILE" in n for n in transcript["notes"])
+    assert any("(FILE backend)" in line for line in transcript["what_you_saw"])
+    if shutil.which("mariadbd") or Path("/usr/sbin/mariadbd").exists():
+        assert any("written by MariaDB itself" in n for n in transcript["notes"])
+        slow = logs["call_3_slow"]["model"]["events"][0]["fields"]
+        assert slow["db_user"] == "root" and slow["rows_examined"] == 20000
+    # Nothing left: no embedded redis-server, no private mariadbd, no log folder.
+    assert _redis_servers(tmp_path) == set()
+    ps = subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True, check=True)
+    assert str(tmp_path) not in ps.stdout
+    assert not list(tmp_path.glob("aci-redis-*")) and not list(tmp_path.glob("aci-demo-logs-*"))
+    # On a terminal it fits 80 columns and ends with its "what you saw" too.
+    shown = subprocess.run(
+        [sys.executable, "-m", "app.cli", "demo", "--scenario", "real-log-files"],
+        cwd=ROOT, env=env, capture_output=True, text=True, timeout=110, check=False,
+    )  # fmt: skip
+    assert shown.returncode == 0, shown.stderr[-2000:]
+    lines = shown.stdout.splitlines()
+    assert max(len(line) for line in lines) <= 80
+    tail = " ".join(" ".join(lines[-30:]).replace("│", " ").split())
+    assert "what you saw" in tail and "the incident: real-log-files" in tail
+    assert "(FILE backend)" in tail
+    assert not list(tmp_path.glob("aci-demo-logs-*"))

@@ -27,5 +27,6 @@ async def test_books_balance_under_fault(spec: object) -> None:
     assert (report.lost, report.duplicates, report.leaked, report.minted) == (0, 0, 0, 0), summary
     assert (report.masked, report.wrong, report.pending_left) == (0, 0, 0), summary
     assert report.faults > 0 or spec.name == "baseline", summary  # type: ignore[attr-defined]
+    assert not any("not started after" in note for note in report.notes), summary
     if spec.name == "hostile_upstream":  # type: ignore[attr-defined]
         assert report.worker_crashes == 0, summary
