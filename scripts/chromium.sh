@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs Debian's Chromium for the console's browser tests (tests/console/test_browser.py)
-# when it is missing. Playwright drives it at /usr/bin/chromium; `playwright install` is never
-# run (it downloads a browser of its own). Without root the tests skip, saying why.
+# when it is missing. Playwright drives it at /usr/bin/chromium; Playwright's own browser
+# download is never run (it fetches a browser build and fails here). Without root the tests
+# skip, saying why.
 set -euo pipefail
 
 if [ -x /usr/bin/chromium ]; then exit 0; fi

@@ -32,6 +32,7 @@ import msgspec
 from contracts.status import ErrorCode
 from workers.sources.base import SourceError
 from workers.sources.knowledge.encoder import normalised
+from workers.sources.knowledge.rag_http import check_status
 
 if TYPE_CHECKING:
     import numpy as np
@@ -42,7 +43,6 @@ __all__ = ["EmbeddingsHttpSettings", "HttpEncoder"]
 DEFAULT_TIMEOUT_S: Final = 10.0
 DEFAULT_MAX_BYTES: Final = 32 * 1024 * 1024
 BATCH: Final = 64  # texts per request: a build of many chunks is many bounded calls
-_RETRYABLE_STATUS: Final = frozenset({429, 502, 503, 504})
 
 
 class EmbeddingsHttpSettings(msgspec.Struct, frozen=True, kw_only=True):
@@ -139,7 +139,7 @@ class HttpEncoder:
         deadline = time.monotonic() + self.settings.timeout_s
         try:
             with self._client.stream("POST", self.settings.url, json=body) as response:
-                _check_status(response.status_code)
+                check_status(response.status_code, "embedding service")
                 if response.headers.get("Content-Encoding", "identity") != "identity":
                     raise _projection("is compressed, which was not asked for")
                 raw = bytearray()
@@ -174,14 +174,3 @@ class HttpEncoder:
                 raise _projection("holds a value that is not a finite number")
             rows[item.index] = item.embedding
         return rows
-
-
-def _check_status(status: int) -> None:
-    if 200 <= status < 300:
-        return
-    message = f"the embedding service answered with HTTP status {status}"
-    if status in (401, 403):
-        raise SourceError(ErrorCode.AUTHORIZATION, message)
-    if status in _RETRYABLE_STATUS:
-        raise SourceError(ErrorCode.UNAVAILABLE, message, retryable=True)
-    raise SourceError(ErrorCode.EXECUTION, message)

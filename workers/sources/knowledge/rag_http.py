@@ -43,7 +43,7 @@ from workers.sources.knowledge.content_encoding import (
     read_bounded,
 )
 
-__all__ = ["HttpRagSource", "RagHttpSettings", "decode_answer", "parse_headers"]
+__all__ = ["HttpRagSource", "RagHttpSettings", "check_status", "decode_answer", "parse_headers"]
 
 DEFAULT_TIMEOUT_S: Final = 10.0
 DEFAULT_MAX_BYTES: Final = 4 * 1024 * 1024
@@ -140,7 +140,7 @@ class HttpRagSource:
                 async with self._client.stream(
                     "POST", self.settings.url, json={"query": request.query}
                 ) as response:
-                    _check_status(response.status_code)
+                    check_status(response.status_code)
                     body = await read_bounded(
                         response.aiter_raw(),
                         response.headers.get("Content-Encoding", ""),
@@ -215,10 +215,11 @@ def _has_lone_surrogate(value: Any) -> bool:
     return False
 
 
-def _check_status(status: int) -> None:
+def check_status(status: int, service: str = "knowledge service") -> None:
+    """An upstream's HTTP status as a safe `SourceError` (the RAG and embedding adapters)."""
     if 200 <= status < 300:
         return
-    message = f"the knowledge service answered with HTTP status {status}"
+    message = f"the {service} answered with HTTP status {status}"
     if status in (401, 403):
         raise SourceError(ErrorCode.AUTHORIZATION, message)
     if status in _RETRYABLE_STATUS:
