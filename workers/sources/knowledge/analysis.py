@@ -200,17 +200,7 @@ def split_markdown(text: str, source: str) -> list[Chunk]:
             continue
         breadcrumb = " > ".join([title, *path])
         for piece in _pieces("\n".join(lines).strip()):
-            digest = hashlib.sha256(f"{source}\0{breadcrumb}\0{piece}".encode()).hexdigest()
-            chunks.append(
-                Chunk(
-                    document_id=f"kb-{digest[:20]}",
-                    source=source,
-                    title=title,
-                    breadcrumb=breadcrumb,
-                    content=piece,
-                    ordinal=len(chunks),
-                )
-            )
+            chunks.append(_chunk(source, title, breadcrumb, piece, len(chunks)))
     return chunks
 
 
@@ -224,18 +214,21 @@ def split_document(text: str, source: str) -> list[Chunk]:
         title = lines[0].strip()
     chunks: list[Chunk] = []
     for piece in _pieces(text.strip()):
-        digest = hashlib.sha256(f"{source}\0{title}\0{piece}".encode()).hexdigest()
-        chunks.append(
-            Chunk(
-                document_id=f"kb-{digest[:20]}",
-                source=source,
-                title=title,
-                breadcrumb=title,
-                content=piece,
-                ordinal=len(chunks),
-            )
-        )
+        chunks.append(_chunk(source, title, title, piece, len(chunks)))
     return chunks
+
+
+def _chunk(source: str, title: str, breadcrumb: str, piece: str, ordinal: int) -> Chunk:
+    # The id is a hash of where the text stands and the text: stable across rebuilds.
+    digest = hashlib.sha256(f"{source}\0{breadcrumb}\0{piece}".encode()).hexdigest()
+    return Chunk(
+        document_id=f"kb-{digest[:20]}",
+        source=source,
+        title=title,
+        breadcrumb=breadcrumb,
+        content=piece,
+        ordinal=ordinal,
+    )
 
 
 def _pieces(text: str) -> list[str]:
