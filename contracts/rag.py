@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
+from functools import lru_cache
 from typing import Any, Final, TypeGuard
 from urllib.parse import urlsplit, urlunsplit
 
@@ -165,6 +166,17 @@ def _clean_url(text: str) -> str:
 
 def safe_source(value: str) -> str:
     """The `source` of a hit as the model may see it (see the module docstring); pure."""
+    # A worker sees the same few sources again and again: short ones are remembered (at most
+    # 4,096 of at most 512 characters, so an upstream cannot make the memo large).
+    return _safe_source_cached(value) if len(value) <= 512 else _safe_source(value)
+
+
+@lru_cache(maxsize=4096)
+def _safe_source_cached(value: str) -> str:
+    return _safe_source(value)
+
+
+def _safe_source(value: str) -> str:
     text = value.strip()
     if _DRIVE.match(text):  # a Windows drive path, before `C:` is read as a URL scheme
         return _basename(text)

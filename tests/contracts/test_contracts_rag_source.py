@@ -128,3 +128,11 @@ def test_any_text_gives_a_clean_value(raw: str) -> None:
     assert "?" not in shown and "#" not in shown
     assert not shown.startswith(("/", "\\")) or shown.startswith("//")
     assert shown not in ("~", ".", "..")
+
+
+def test_a_long_source_is_cleaned_the_same_and_not_remembered() -> None:
+    # Short sources are memoised; a long one takes the same path without the memo.
+    long_path = "runbooks/" + "a" * 600 + ".md?token=s3cret"
+    assert safe_source(long_path) == safe_source(long_path) == "runbooks/" + "a" * 600 + ".md"
+    url = "https://user:pw@kb.example.com/" + "p" * 600 + "?sig=x"
+    assert "pw" not in safe_source(url) and "sig" not in safe_source(url)

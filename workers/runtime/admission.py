@@ -179,4 +179,4 @@ def _hand_off(
         if isinstance(outcome, bytes):
             handoff[(part.index, outcome.decode())] = admission  # ids are per stream
     while len(handoff) > _HANDOFF_MAX:
-        del handoff[next(iter(handoff))]
+        handoff.popitem(last=False)

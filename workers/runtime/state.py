@@ -8,6 +8,7 @@ what only it uses (its connections, its timers) to itself.
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -57,5 +58,5 @@ class WorkerState:
         self.share = SessionShare(concurrency, settings.session_share)
         # (partition, entry id) → what this worker's admission decoded for it (`Admission`),
         # for its own reader; bounded (an entry another worker reads is evicted in time).
-        self.handoff: dict[tuple[int, str], Any] = {}
+        self.handoff: OrderedDict[tuple[int, str], Any] = OrderedDict()  # oldest first
         self.finishing = FinishQueue()
