@@ -66,6 +66,7 @@ __all__ = [
     "FINISH_APPLIED",
     "FINISH_FINAL",
     "FINISH_REFUSED",
+    "FINISH_WRONG_TYPE",
     "MODEL",
     "MODEL_ENTRY",
     "PACKED",
@@ -79,10 +80,11 @@ __all__ = [
     "TOOL",
     "FinalRow",
     "LifecycleEntry",
+    "ToFinish",
     "ViewEntry",
     "dead_letter",
     "final_row",
-    "finish_call",
+    "finish_calls",
     "invocation_entry",
     "invocation_scope",
     "lifecycle_entry",
@@ -145,6 +147,7 @@ ENTRY_REASON: Final = "reason"  # dead-letter entries
 FINISH_APPLIED: Final = 1
 FINISH_FINAL: Final = 0  # already final: another finisher applied it first (only acked)
 FINISH_REFUSED: Final = -1  # not the entry (or scope) recorded for the call: dead-lettered
+FINISH_WRONG_TYPE: Final = -2  # a key of the call (or, alone, of the batch) has the wrong type
 
 PACKED: Final = b"zlib:"
 _PACK_ABOVE: Final = 1024
@@ -156,44 +159,42 @@ _DEAD_DATA_MAX: Final = 65536
 Args = list[Any]
 
 
-def finish_call(
+class ToFinish(NamedTuple):
+    """One outcome to finish (`finish_calls`): what the finish script writes of it."""
+
+    session_id: str
+    tool_call_id: str
+    tool: str
+    entry_id: str
+    status: str
+    evidence_status: str
+    result: bytes
+    raw: bytes
+    model: bytes
+    control: bytes
+    scope_key: str  # '' skips the script's scope check (an envelope that could not be decoded)
+
+
+def finish_calls(
     part: Partition,
+    finishes: Sequence[ToFinish],
     *,
-    session_id: str,
-    tool_call_id: str,
-    tool: str,
-    entry_id: str,
-    status: str,
-    evidence_status: str,
-    result: bytes,
-    raw: bytes,
-    model: bytes,
-    control: bytes,
     now_ms: int,
     retention_ms: int,
     maxlen: int,
-    scope_key: str,
-    renew_streams: bool = True,
 ) -> tuple[list[str], Args]:
-    """The keys and arguments of one finish script call (see `pipeline/lua/finish.lua`); the
-    result and the raw answer are packed here (large bodies compressed). An empty `scope_key`
-    skips the script's scope check (an envelope that could not be decoded); `renew_streams`
-    False leaves the view streams' expiry to a later finish of the same session."""
-    keys = [
-        part.call(session_id, tool_call_id),
-        part.invocations,
-        part.model(session_id),
-        part.control(session_id),
-        part.lifecycle,
-        part.result(session_id, tool_call_id),
-        part.raw(session_id, tool_call_id),
-        part.dead,
-    ]
-    args: Args = [
-        GROUP, entry_id, status, evidence_status, pack(result), pack(raw), model, control,
-        now_ms, retention_ms, session_id, tool_call_id, tool, maxlen, scope_key,
-        "1" if renew_streams else "",
-    ]  # fmt: skip
+    """The keys and arguments of one finish script call (see `pipeline/lua/finish.lua`) for a
+    batch of one partition's outcomes; each result and raw answer is packed here (large
+    bodies compressed). The reply is one code per outcome (`FINISH_APPLIED`, ...), or
+    `[FINISH_WRONG_TYPE]` alone when a stream of the partition has the wrong type."""
+    keys = [part.invocations, part.lifecycle, part.dead]
+    args: Args = [GROUP, now_ms, retention_ms, maxlen, len(finishes)]
+    for f in finishes:
+        session, call = f.session_id, f.tool_call_id
+        keys += [part.call(session, call), part.model(session), part.control(session),
+                 part.result(session, call), part.raw(session, call)]  # fmt: skip
+        args += [f.entry_id, f.status, f.evidence_status, pack(f.result), pack(f.raw), f.model,
+                 f.control, session, call, f.tool, f.scope_key]  # fmt: skip
     return keys, args
 
 

@@ -13,6 +13,7 @@ from contracts import LifecycleStatus
 from pipeline.client import EvidenceClient, InvalidSessionId, ToolCall
 from pipeline.keys import GROUP, Keys
 from pipeline.lifecycle import LifecycleError, transition
+from pipeline.record import ToFinish, finish_calls
 from pipeline.redis_io import Scripts, ensure_group
 from pipeline.settings import Settings, SettingsError
 from tests.pipeline.helpers import admit, assert_exactly_once, books, loads, running_worker
@@ -167,13 +168,16 @@ async def test_racing_finishers_publish_once(redis: Any, prefix: str) -> None:
         recorded_scope = await redis.hget(keys.call("s5", "call_1"), "sk")
 
         async def finish(tag: str) -> int:
-            args = [GROUP, entry_id, "READY", "EVIDENCE_FOUND", "{}", "null",
-                    json.dumps({"by": tag}), json.dumps({"by": tag}), 1, 60_000, "s5", "call_1",
-                    "lookup_knowledge", 1000, recorded_scope]  # fmt: skip
-            keys_ = [keys.call("s5", "call_1"), keys.invocations, keys.model("s5"),
-                     keys.control("s5"), keys.lifecycle, keys.result("s5", "call_1"),
-                     keys.raw("s5", "call_1"), keys.dead]  # fmt: skip
-            [published] = await scripts.run(
+            view = json.dumps({"by": tag}).encode()
+            keys_, args = finish_calls(
+                keys.for_session("s5"),
+                [ToFinish(session_id="s5", tool_call_id="call_1", tool="lookup_knowledge",
+                          entry_id=entry_id.decode(), status="READY",
+                          evidence_status="EVIDENCE_FOUND", result=b"{}", raw=b"null",
+                          model=view, control=view, scope_key=recorded_scope.decode())],
+                now_ms=1, retention_ms=60_000, maxlen=1000,
+            )  # fmt: skip
+            [[published]] = await scripts.run(
                 lambda pipe: scripts.queue(pipe, scripts.finish_sha, keys_, args)
             )
             return int(published)

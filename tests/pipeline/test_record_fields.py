@@ -31,14 +31,24 @@ def test_the_builders_fill_every_key_and_argument_their_script_reads() -> None:
     )
     assert len(keys) == _highest(ADMIT_LUA, "KEYS") + 2 * 2
     assert keys[5:7] == [part.call("s", "c"), part.fingerprints("s")]
-    assert len(args) == 6 + 7 * 2 + 4 and args[4:6] == [2, 1] and args[-4:] == ["2-0", "why", "", ""]
-    keys, args = record.finish_call(
-        part, session_id="s", tool_call_id="c", tool="t", entry_id="1-0", status="READY",
+    assert (
+        len(args) == 6 + 7 * 2 + 4 and args[4:6] == [2, 1] and args[-4:] == ["2-0", "why", "", ""]
+    )
+    # The finish script's fixed keys and arguments, then 5 keys and 11 arguments per call.
+    one_finish = record.ToFinish(
+        session_id="s", tool_call_id="c", tool="t", entry_id="1-0", status="READY",
         evidence_status="FOUND", result=b"{}", raw=b"null", model=b"{}", control=b"{}",
-        now_ms=2, retention_ms=5, maxlen=10, scope_key="",
+        scope_key="",
     )  # fmt: skip
-    assert (len(keys), len(args)) == (_highest(FINISH_LUA, "KEYS"), _highest(FINISH_LUA, "ARGV"))
-    assert args[:3] == [GROUP, "1-0", "READY"] and keys[-1] == part.dead
+    keys, args = record.finish_calls(
+        part, [one_finish, one_finish], now_ms=2, retention_ms=5, maxlen=10
+    )
+    assert len(keys) == _highest(FINISH_LUA, "KEYS") + 5 * 2
+    assert len(args) == _highest(FINISH_LUA, "ARGV") + 11 * 2
+    assert keys[:3] == [part.invocations, part.lifecycle, part.dead]
+    assert keys[3:8] == [part.call("s", "c"), part.model("s"), part.control("s"),
+                         part.result("s", "c"), part.raw("s", "c")]  # fmt: skip
+    assert args[:5] == [GROUP, 2, 5, 10, 2] and args[5:8] == ["1-0", "READY", "FOUND"]
 
 
 def test_the_lua_writes_the_owner_s_field_names() -> None:

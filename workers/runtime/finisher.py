@@ -1,5 +1,6 @@
-"""The finisher of a worker: outcomes written in batches, one pipeline of finish scripts
-(`pipeline/lua/finish.lua`) on a connection of its own, then their slots freed.
+"""The finisher of a worker: outcomes written in batches, one finish script per partition of a
+batch (`pipeline/lua/finish.lua`), sent together on a connection of its own, then their slots
+freed.
 
 Each finish is atomic and idempotent: state, result, raw record, both views and the ack
 become visible together, once, even when two workers race for one entry. A batch is written
@@ -17,7 +18,13 @@ import anyio
 import msgspec
 
 from pipeline.lane import Lane, run_scripts
-from pipeline.record import FINISH_REFUSED, finish_call
+from pipeline.record import (
+    FINISH_APPLIED,
+    FINISH_REFUSED,
+    FINISH_WRONG_TYPE,
+    ToFinish,
+    finish_calls,
+)
 from pipeline.redis_io import RedisProtocolError, RedisUnavailable, reply_code
 from workers.logging_setup import invocation_context, parse_traceparent
 from workers.runtime.slots import Finish
@@ -74,20 +81,16 @@ def _log_finished(item: Finish) -> None:
 async def _flush(state: WorkerState, lane: Lane, batch: list[Finish]) -> None:
     backoff = 0.05
     deadline = time.monotonic() + state.settings.visibility_timeout_s
+    groups = _by_partition(batch)
+    calls = [_finish_calls(state, group) for group in groups]
     while True:
         try:
-            # The view streams' expiry is renewed by each session's last finish of the batch.
-            last = {item.invocation.session_id: n for n, item in enumerate(batch)}
-            calls = [
-                _finish_call(state, item, last[item.invocation.session_id] == n)
-                for n, item in enumerate(batch)
-            ]
             started = time.perf_counter()
             scripts = state.scripts
-            applied = await run_scripts(
+            replies = await run_scripts(
                 lane, scripts, scripts.finish_sha, calls, errors_in_place=True
             )
-            _record(state, batch, applied, time.perf_counter() - started)
+            _record(state, groups, replies, time.perf_counter() - started)
             return
         except RedisUnavailable:
             if time.monotonic() > deadline:
@@ -101,25 +104,40 @@ async def _flush(state: WorkerState, lane: Lane, batch: list[Finish]) -> None:
             return
 
 
-def _record(state: WorkerState, batch: list[Finish], applied: list[Any], finish_s: float) -> None:
+def _by_partition(batch: list[Finish]) -> list[list[Finish]]:
+    # One finish script per partition (its keys share one slot), in order of first appearance.
+    groups: dict[int, list[Finish]] = {}
+    for item in batch:
+        groups.setdefault(item.part.index, []).append(item)
+    return list(groups.values())
+
+
+def _record(
+    state: WorkerState, groups: list[list[Finish]], replies: list[Any], finish_s: float
+) -> None:
     metrics = state.metrics
-    refused: list[Exception] = []
-    for item, done in zip(batch, applied, strict=True):
-        if isinstance(done, Exception):  # e.g. OOM: left pending, taken over later
-            refused.append(done)
+    refused: list[str] = []
+    left = 0
+    for group, reply in zip(groups, replies, strict=True):
+        if isinstance(reply, Exception) or len(reply) != len(group):
+            # e.g. OOM, or a stream of the partition of the wrong type: left pending, taken
+            # over later
+            refused.append(reply_code(reply) if isinstance(reply, Exception) else "WRONGTYPE")
+            left += len(group)
             continue
-        item.applied = done == 1
-        if done == FINISH_REFUSED:
-            item.applied = None
-            _log_foreign(state, item)
-        elif item.applied and metrics is not None:
-            metrics.finished(item.invocation.tool, item.outcome, finish_s)
+        for item, done in zip(group, reply, strict=True):
+            item.applied = done == FINISH_APPLIED
+            if done == FINISH_WRONG_TYPE:  # nothing written, not acked: left pending
+                item.applied = None
+                refused.append("WRONGTYPE")
+                left += 1
+            elif done == FINISH_REFUSED:
+                item.applied = None
+                _log_foreign(state, item)
+            elif item.applied and metrics is not None:
+                metrics.finished(item.invocation.tool, item.outcome, finish_s)
     if refused:
-        log.error(
-            "finish refused by redis (%s); %d left for takeover",
-            reply_code(refused[0]),
-            len(refused),
-        )
+        log.error("finish refused by redis (%s); %d left for takeover", refused[0], left)
 
 
 def _log_foreign(state: WorkerState, item: Finish) -> None:
@@ -131,25 +149,28 @@ def _log_foreign(state: WorkerState, item: Finish) -> None:
         state.metrics.dead_letters.inc()
 
 
-def _finish_call(
-    state: WorkerState, item: Finish, renew_streams: bool
-) -> tuple[list[str], list[Any]]:
-    inv, out, settings = item.invocation, item.outcome, state.settings
-    return finish_call(
-        item.part,
-        session_id=inv.session_id,
-        tool_call_id=inv.tool_call_id,
-        tool=inv.tool,
-        entry_id=item.entry_id,
-        status=out.control.status.value,
-        evidence_status=out.result.evidence_status.value,
-        result=_ENCODER.encode(out.result),
-        raw=out.raw,
-        model=_ENCODER.encode(out.observation),
-        control=_ENCODER.encode(out.control),
+def _finish_calls(state: WorkerState, group: list[Finish]) -> tuple[list[str], list[Any]]:
+    settings = state.settings
+    finishes = [
+        ToFinish(
+            session_id=item.invocation.session_id,
+            tool_call_id=item.invocation.tool_call_id,
+            tool=item.invocation.tool,
+            entry_id=item.entry_id,
+            status=item.outcome.control.status.value,
+            evidence_status=item.outcome.result.evidence_status.value,
+            result=_ENCODER.encode(item.outcome.result),
+            raw=item.outcome.raw,
+            model=_ENCODER.encode(item.outcome.observation),
+            control=_ENCODER.encode(item.outcome.control),
+            scope_key=item.scope_key,  # computed where the call was decoded
+        )
+        for item in group
+    ]
+    return finish_calls(
+        group[0].part,
+        finishes,
         now_ms=int(time.time() * 1000),
         retention_ms=settings.retention_s * 1000,
         maxlen=settings.stream_maxlen,
-        scope_key=item.scope_key,  # computed where the call was decoded
-        renew_streams=renew_streams,
     )
