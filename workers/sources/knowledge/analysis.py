@@ -90,6 +90,8 @@ log logs logging 日志
 alert alarm alerts 告警 报警
 scan 扫描
 api endpoint interface uri 接口
+lost loss drop dropped 丢 丢包 丢失
+wire network 网络
 """.strip().splitlines()
 
 
