@@ -254,16 +254,24 @@ class _Hub:
                 await self._give_back(lane)
 
     def _hand_over(self, followed: list[_Listener], reply: Any) -> None:
-        by_stream = {k.encode(): s for s in followed for k in (s.model, s.control)}
+        by_stream: dict[bytes, tuple[_Listener, str, str]] = {}
+        for s in followed:
+            by_stream[s.model.encode()] = (s, s.model, "model")
+            by_stream[s.control.encode()] = (s, s.control, "control")
+        floors: dict[bytes, tuple[int, int]] = {}  # stream → order of its cursor
         for stream, entry_id, fields in stream_entries(reply):
-            listener = by_stream.get(stream)
-            if listener is None:
+            found = by_stream.get(stream)
+            if found is None:
                 continue
-            key = listener.model if stream == listener.model.encode() else listener.control
-            if _order(entry_id) <= _order(listener.cursors[key]):
+            listener, key, view = found
+            floor = floors.get(stream)
+            if floor is None:
+                floor = _order(listener.cursors[key])
+            order = _order(entry_id)
+            if order <= floor:
                 continue  # handed over already (by another read)
+            floors[stream] = order
             listener.cursors[key] = entry_id
-            view = "model" if key == listener.model else "control"
             entry = view_entry(fields)
             for waiter in listener.waiters.get(entry.tool_call_id, ()):
                 waiter.offer(view, entry.data, entry.scope_key)

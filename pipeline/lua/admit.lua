@@ -23,9 +23,13 @@
 -- {-1, index of the first key of a wrong type} (nothing written).
 local n, m = tonumber(ARGV[5]), tonumber(ARGV[6])
 local kinds = {'stream', 'stream', 'stream', 'zset', 'stream'}
+local checked = {}  -- a session's fingerprint hash is named once per call: checked once
 for i = 1, 5 + 2 * n do
-  local kind = redis.call('TYPE', KEYS[i]).ok
-  if kind ~= 'none' and kind ~= (kinds[i] or 'hash') then return {-1, i} end
+  if not checked[KEYS[i]] then
+    checked[KEYS[i]] = true
+    local kind = redis.call('TYPE', KEYS[i]).ok
+    if kind ~= 'none' and kind ~= (kinds[i] or 'hash') then return {-1, i} end
+  end
 end
 local replies = {}
 local ids = {}
