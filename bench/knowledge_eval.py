@@ -11,7 +11,14 @@ Two sets:
   LOW" counts MEDIUM or HIGH answers.
 
     .venv/bin/python bench/knowledge_eval.py [--part held_out|tune|all] [--sweep] [--verbose]
+    .venv/bin/python bench/knowledge_eval.py --queries bench/knowledge_set/queries_fresh.json
+    .venv/bin/python bench/knowledge_eval.py --queries bench/knowledge_set/queries_fresh.json \
+        --overlap
 
+--queries reads another query file of the same layout over the same 32 runbooks, every case of
+it held out (queries_fresh.json was written blind, after the tuning, and is never tuned on).
+--overlap prints, without running any retrieval, each paraphrase's content words found in its
+runbook and in its runbook's title (the paraphrase check), then exits.
 --sweep prints, on the tuning part only, the fused figures for a range of dense floors (how
 DENSE_FLOOR was chosen) and the lexical coverage sweep on the regression set.
 """
@@ -51,17 +58,19 @@ KINDS = ("symptom", "paraphrase", "cross")
 NEGATIVES = ("off_topic", "uncovered")
 
 
-def load_set() -> list[dict[str, Any]]:
-    """Issue 22's cases: every third runbook's queries and every other negative are `tune`."""
-    data = json.loads((SET_DIR / "queries.json").read_text(encoding="utf-8"))
+def load_set(queries: Path | None = None) -> list[dict[str, Any]]:
+    """Issue 22's cases: every third runbook's queries and every other negative are `tune`.
+    Another file (`queries`) of the same layout is held out whole: nothing was tuned on it."""
+    path = queries or SET_DIR / "queries.json"
+    data = json.loads(path.read_text(encoding="utf-8"))
     cases: list[dict[str, Any]] = []
-    for i, (source, queries) in enumerate(data["answerable"].items()):
-        part = "tune" if i % 3 == 0 else "held_out"
-        for kind, query in zip(KINDS, queries, strict=True):
+    for i, (source, texts) in enumerate(data["answerable"].items()):
+        part = "tune" if queries is None and i % 3 == 0 else "held_out"
+        for kind, query in zip(KINDS, texts, strict=True):
             cases.append({"query": query, "kind": kind, "expect": source, "part": part})
     for kind in NEGATIVES:
         for j, query in enumerate(data[kind]):
-            part = "tune" if j % 2 == 0 else "held_out"
+            part = "tune" if queries is None and j % 2 == 0 else "held_out"
             cases.append({"query": query, "kind": kind, "expect": None, "part": part})
     return cases
 
@@ -71,6 +80,33 @@ def _overlap(query: str, source: str) -> float:
     text = (SET_DIR / "runbooks" / source).read_text(encoding="utf-8")
     words = set(terms_of(query, keep_stop_words=False))
     return len(words & set(terms_of(text, keep_stop_words=False))) / max(len(words), 1)
+
+
+def shared_words(query: str, source: str) -> tuple[list[str], list[str]]:
+    """The query's content words (lower-cased, stemmed, stop words out) found in its runbook's
+    text, and those of them found in the runbook's title (its first heading)."""
+    text = (SET_DIR / "runbooks" / source).read_text(encoding="utf-8")
+    title = next((line.lstrip("#").strip() for line in text.splitlines() if line.strip()), "")
+    words = dict.fromkeys(terms_of(query, keep_stop_words=False))
+    in_text = set(terms_of(text, keep_stop_words=False))
+    in_title = set(terms_of(title, keep_stop_words=False))
+    return [w for w in words if w in in_text], [w for w in words if w in in_title]
+
+
+def print_overlap(queries: Path) -> None:
+    """The paraphrase check: each paraphrase's words shared with its runbook, and a summary."""
+    rows = [c for c in load_set(queries) if c["kind"] == "paraphrase"]
+    at_most_one = title_free = 0
+    for case in rows:
+        shared, titled = shared_words(case["query"], case["expect"])
+        at_most_one += len(shared) <= 1
+        title_free += not titled
+        flag = "  <-- over" if len(shared) > 1 or titled else ""
+        print(f"  {case['expect']:42s} text {shared} title {titled}{flag}")
+    print(
+        f"paraphrases: {len(rows)}; at most one content word shared with the runbook:"
+        f" {at_most_one}; none shared with its title: {title_free}"
+    )
 
 
 async def run_set(
@@ -116,13 +152,14 @@ async def run_set(
     return tally
 
 
-def print_set(cache: str, part: str, verbose: bool) -> None:
-    """The one-run table of issue 22's set for one part."""
-    cases = [c for c in load_set() if part == "all" or c["part"] == part]
+def print_set(cache: str, part: str, verbose: bool, queries: Path | None = None) -> None:
+    """The one-run table of issue 22's set (or of another query file) for one part."""
+    cases = [c for c in load_set(queries) if part == "all" or c["part"] == part]
     answerable = [c for c in cases if c["expect"] is not None]
     per_kind = ", ".join(f"{k} {sum(c['kind'] == k for c in cases)}" for k in KINDS)
+    name = "issue-22 set" if queries is None else f"{queries.name} (all held out)"
     print(
-        f"issue-22 set, part={part}: {len(answerable)} answerable ({per_kind}),"
+        f"{name}, part={part}: {len(answerable)} answerable ({per_kind}),"
         f" {sum(c['kind'] == 'off_topic' for c in cases)} off-topic,"
         f" {sum(c['kind'] == 'uncovered' for c in cases)} uncovered"
     )
@@ -253,10 +290,19 @@ def main() -> None:
     parser.add_argument("--part", choices=("held_out", "tune", "all"), default="held_out")
     parser.add_argument("--sweep", action="store_true", help="also print the calibration sweeps")
     parser.add_argument("--verbose", action="store_true", help="print misses and false evidence")
+    parser.add_argument(
+        "--queries", type=Path, help="another query file of queries.json's layout, all held out"
+    )
+    parser.add_argument(
+        "--overlap", action="store_true", help="only print the paraphrase overlap check"
+    )
     args = parser.parse_args()
+    if args.overlap:
+        print_overlap(args.queries or SET_DIR / "queries.json")
+        return
     with tempfile.TemporaryDirectory() as cache:
         print_regression(cache, args.verbose)
-        print_set(cache, args.part, args.verbose)
+        print_set(cache, "all" if args.queries else args.part, args.verbose, args.queries)
         if args.sweep:
             sweep(cache)
 
