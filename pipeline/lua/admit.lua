@@ -23,12 +23,24 @@
 -- {-1, index of the first key of a wrong type} (nothing written).
 local n, m = tonumber(ARGV[5]), tonumber(ARGV[6])
 local kinds = {'stream', 'stream', 'stream', 'zset', 'stream'}
-local checked = {}  -- a session's fingerprint hash is named once per call: checked once
-for i = 1, 5 + 2 * n do
-  if not checked[KEYS[i]] then
-    checked[KEYS[i]] = true
-    local kind = redis.call('TYPE', KEYS[i]).ok
-    if kind ~= 'none' and kind ~= (kinds[i] or 'hash') then return {-1, i} end
+for i = 1, 5 do
+  local kind = redis.call('TYPE', KEYS[i]).ok
+  if kind ~= 'none' and kind ~= kinds[i] then return {-1, i} end
+end
+-- Each call hash is read here (a hash of the wrong type fails the read: nothing is written
+-- yet); a session's fingerprint hash, named once per call, is checked once.
+local known, checked = {}, {}
+for c = 0, n - 1 do
+  local call, fps = KEYS[6 + 2 * c], KEYS[7 + 2 * c]
+  if known[call] == nil then
+    local found = redis.pcall('HMGET', call, 'eid', 'sk')
+    if found.err then return {-1, 6 + 2 * c} end
+    known[call] = found[1] and (found[2] or '') or false  -- its scope key, or false: new
+  end
+  if not checked[fps] then
+    checked[fps] = true
+    local kind = redis.call('TYPE', fps).ok
+    if kind ~= 'none' and kind ~= 'hash' then return {-1, 7 + 2 * c} end
   end
 end
 local replies = {}
@@ -40,9 +52,8 @@ for c = 0, n - 1 do
   local rid, env, session, id, tool, fp, sk =
     ARGV[a], ARGV[a + 1], ARGV[a + 2], ARGV[a + 3], ARGV[a + 4], ARGV[a + 5], ARGV[a + 6]
   ids[#ids + 1] = rid
-  local known = redis.call('HMGET', call, 'eid', 'sk')
-  if known[1] then
-    replies[#replies + 1] = (known[2] == sk) and 0 or 2
+  if known[call] then
+    replies[#replies + 1] = (known[call] == sk) and 0 or 2
   else
     local dup = ''
     if fp ~= '' then
@@ -63,6 +74,7 @@ for c = 0, n - 1 do
       redis.call('ZADD', KEYS[4], ARGV[2], session)
       indexed[fps] = true
     end
+    known[call] = sk
     replies[#replies + 1] = eid
   end
 end
