@@ -196,6 +196,63 @@ async def test_racing_finishers_publish_once(redis: Any, prefix: str) -> None:
         assert (await redis.xpending(keys.invocations, GROUP))["pending"] == 0
 
 
+async def test_one_finish_script_per_batch_never_stops_halfway(redis: Any, prefix: str) -> None:
+    # Three calls finished in one script: the second's call hash has the wrong type (an
+    # operator's hand): it alone is left pending, nothing of it written; the others are applied
+    # and acked. A partition stream of the wrong type leaves the whole batch as it was.
+    settings = settings_for(prefix)
+    keys = Keys(prefix)
+    part = keys.for_session("s9")
+    async with EvidenceClient(redis, settings) as client:
+        await ensure_group(redis, keys)
+        await client.submit_many("s9", [kcall(i) for i in (1, 2, 3)])
+        await admit(redis, settings)
+        [(_stream, read)] = await redis.xreadgroup(GROUP, "a", {keys.invocations: ">"}, count=3)
+    scripts = Scripts(redis)
+    finishes = []
+    for entry_id, _fields in read:
+        envelope = json.loads(_fields[b"d"])
+        sk = await redis.hget(keys.call("s9", envelope["tool_call_id"]), "sk")
+        finishes.append(
+            ToFinish(
+                session_id="s9",
+                tool_call_id=envelope["tool_call_id"],
+                tool="lookup_knowledge",
+                entry_id=entry_id.decode(),
+                status="READY",
+                evidence_status="EVIDENCE_FOUND",
+                result=b"{}",
+                raw=b"null",
+                model=b"{}",
+                control=b"{}",
+                scope_key=sk.decode(),
+            )
+        )
+    await redis.rename(keys.lifecycle, keys.lifecycle + ":saved")
+    await redis.set(keys.lifecycle, "not a stream")
+    keys_, args = finish_calls(part, finishes, now_ms=1, retention_ms=60_000, maxlen=1000)
+    [reply] = await scripts.run(lambda pipe: scripts.queue(pipe, scripts.finish_sha, keys_, args))
+    assert reply == [-2] and not await redis.exists(keys.model("s9"))
+    await redis.delete(keys.lifecycle)
+    await redis.rename(keys.lifecycle + ":saved", keys.lifecycle)
+    second = keys.call("s9", finishes[1].tool_call_id)
+    saved = await redis.hgetall(second)
+    await redis.delete(second)
+    await redis.set(second, "not a hash")
+    [reply] = await scripts.run(lambda pipe: scripts.queue(pipe, scripts.finish_sha, keys_, args))
+    assert reply == [1, -2, 1]
+    assert await redis.xlen(keys.model("s9")) == 2 and await redis.xlen(keys.control("s9")) == 2
+    assert not await redis.exists(keys.result("s9", finishes[1].tool_call_id))
+    pending = await redis.xpending_range(keys.invocations, GROUP, "-", "+", 10)
+    assert [p["message_id"].decode() for p in pending] == [finishes[1].entry_id]
+    assert await redis.pttl(keys.model("s9")) > 0 and await redis.pttl(keys.control("s9")) > 0
+    await redis.delete(second)
+    await redis.hset(second, mapping=saved)
+    [reply] = await scripts.run(lambda pipe: scripts.queue(pipe, scripts.finish_sha, keys_, args))
+    assert reply == [0, 1, 0]  # the others were final already: only acked
+    assert (await redis.xpending(keys.invocations, GROUP))["pending"] == 0
+
+
 async def test_deadline_ends_in_timeout(redis: Any, prefix: str) -> None:
     settings = settings_for(prefix, deadline_s=0.3)
     async with EvidenceClient(redis, settings) as client:
