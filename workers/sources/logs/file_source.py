@@ -75,9 +75,9 @@ class FileLogSource:
         budget = self.config.scan
         flag.narrow(budget.max_seconds)
         files, too_many, matched = find_files(
-            self.entry.paths, self.config.roots, start_ms, budget.max_files
+            self.entry.paths, self.config.roots, start_ms, budget.max_files, flag
         )
-        if matched == 0:  # a wrong path or a missing folder is not "no evidence"
+        if matched == 0 and not too_many:  # a wrong path or a missing folder: not "no evidence"
             raise SourceError(
                 ErrorCode.UNAVAILABLE,
                 f"no log file of topic {self.topic.value} exists on this deployment; the "
