@@ -1,5 +1,8 @@
 """Worker processes started by this process (demo, benchmarks): started together, stopped
-with SIGTERM (they drain), killed only if they do not stop in time."""
+with SIGTERM (they drain), killed only if they do not stop in time. They do not outlive this
+process: on Linux the kernel kills them when it dies, even by SIGKILL
+(`pipeline.embedded.die_with_parent`), and a SIGTERM to it stops them as Ctrl-C does
+(`sigterm_runs_cleanup`)."""
 
 from __future__ import annotations
 
@@ -8,6 +11,8 @@ import subprocess
 import sys
 from collections.abc import Iterator, Mapping
 from typing import Final
+
+from pipeline.embedded import die_with_parent, sigterm_runs_cleanup
 
 __all__ = ["CLI", "worker_processes"]
 
@@ -20,21 +25,30 @@ CLI: Final = (sys.executable, "-P", "-m", "app.cli")
 def worker_processes(
     env: Mapping[str, str], count: int, concurrency: int = 16, *, quiet: bool = False
 ) -> Iterator[list[subprocess.Popen[bytes]]]:
-    """Run `count` `aci-evidence worker` processes with `env` for the duration of the block."""
+    """Run `count` `aci-evidence worker` processes with `env` for the duration of the block
+    (started from this thread, which must outlive the block: see `die_with_parent`)."""
     cmd = [*CLI, "worker", "--concurrency", str(concurrency)]
     stderr = subprocess.DEVNULL if quiet else None
-    procs = [
-        subprocess.Popen(cmd, env=dict(env), stdin=subprocess.DEVNULL, stderr=stderr)
-        for _ in range(count)
-    ]
-    try:
-        yield procs
-    finally:
-        for proc in procs:
-            proc.terminate()
-        for proc in procs:
-            try:
-                proc.wait(15)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+    with sigterm_runs_cleanup():
+        procs: list[subprocess.Popen[bytes]] = []
+        try:
+            while len(procs) < count:  # one by one: those started are stopped if one fails
+                procs.append(
+                    subprocess.Popen(
+                        cmd,
+                        env=dict(env),
+                        stdin=subprocess.DEVNULL,
+                        stderr=stderr,
+                        preexec_fn=die_with_parent(),
+                    )
+                )
+            yield procs
+        finally:
+            for proc in procs:
+                proc.terminate()
+            for proc in procs:
+                try:
+                    proc.wait(15)
+                except subprocess.TimeoutExpired:
+                    proc.kill()
+                    proc.wait()

@@ -9,19 +9,31 @@ Nobody gets in without a password: the `default` user has a fresh random one, an
 worker, auditor) with fresh random passwords per run. The passwords live only in the URLs
 handed out here (in memory, and in the environment of the worker processes started with
 them); the aclfile holds their SHA-256 hashes, and nothing here prints or logs them.
+
+Lifetime: a child started here, or by `app.fleet`, does not outlive its parent. On Linux it
+asks the kernel for SIGKILL when its parent dies (`die_with_parent`, `PR_SET_PDEATHSIG`), so
+a parent killed with SIGKILL takes it along; and `sigterm_runs_cleanup` turns the parent's
+SIGTERM into the same unwinding as Ctrl-C, so the children are stopped and the folder is
+removed. Elsewhere the first is a no-op.
 """
 
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import os
 import re
 import secrets
 import shutil
+import signal
 import subprocess
+import sys
 import tempfile
-from collections.abc import AsyncIterator
+import threading
+from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
+from types import FrameType
+from typing import Final
 from urllib.parse import quote
 
 import anyio
@@ -31,11 +43,68 @@ from pipeline.acl import ROLES, aclfile, password_hash
 __all__ = [
     "EmbeddedRedisError",
     "RoleUrls",
+    "die_with_parent",
     "embedded_redis",
     "embedded_redis_users",
     "find_redis_server",
     "redis_server_version",
+    "sigterm_runs_cleanup",
 ]
+
+_PR_SET_PDEATHSIG: Final = 1
+
+
+def _prctl() -> Callable[..., int] | None:
+    if not sys.platform.startswith("linux"):
+        return None
+    try:  # loaded here, in the parent: the child between fork and exec only calls it
+        return ctypes.CDLL(None, use_errno=True).prctl
+    except (OSError, AttributeError):
+        return None
+
+
+_PRCTL: Final = _prctl()
+
+
+def die_with_parent() -> Callable[[], None] | None:
+    """A `preexec_fn` for `subprocess.Popen`: the child is sent SIGKILL when the thread that
+    started it ends (its parent's death, SIGKILL included); None where Linux's
+    `PR_SET_PDEATHSIG` is not available. Start the child from a thread that lives as long as
+    it should (not a worker thread of a pool: anyio's idle ones exit after 10 s)."""
+    if _PRCTL is None:
+        return None
+    prctl, parent = _PRCTL, os.getpid()
+
+    def preexec() -> None:
+        prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+        if os.getppid() != parent:  # the parent died before the request: go now
+            os._exit(1)
+
+    return preexec
+
+
+def _interrupt(signum: int, frame: FrameType | None) -> None:
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)  # a second SIGTERM ends it at once
+    raise KeyboardInterrupt
+
+
+@contextlib.contextmanager
+def sigterm_runs_cleanup() -> Iterator[None]:
+    """For the block, SIGTERM to this process unwinds as Ctrl-C does (its `finally` blocks
+    and context exits run, stopping what it started); left alone when this is not the main
+    thread or someone else handles SIGTERM already (a worker drains on its own)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    if signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL:
+        yield
+        return
+    signal.signal(signal.SIGTERM, _interrupt)
+    try:
+        yield
+    finally:
+        if signal.getsignal(signal.SIGTERM) is _interrupt:
+            signal.signal(signal.SIGTERM, signal.SIG_DFL)
 
 
 class EmbeddedRedisError(RuntimeError):
@@ -103,6 +172,12 @@ def _url(sock: str, user: str, password: str) -> str:
     return f"unix://{quote(user, safe='')}:{quote(password, safe='')}@{sock}"
 
 
+def _start(args: list[str]) -> subprocess.Popen[bytes]:
+    return subprocess.Popen(
+        args, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, preexec_fn=die_with_parent()
+    )
+
+
 @contextlib.asynccontextmanager
 async def _server(acl_text: str, *, appendonly: bool) -> AsyncIterator[str]:
     # Starts redis-server with `acl_text` as its aclfile; yields the socket path.
@@ -118,27 +193,28 @@ async def _server(acl_text: str, *, appendonly: bool) -> AsyncIterator[str]:
         "--daemonize", "no", "--logfile", os.path.join(folder, "redis.log"),
         "--aclfile", str(acl),
     ]  # fmt: skip
-    process = await anyio.to_thread.run_sync(
-        lambda: subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL)
-    )
-    try:
-        for _ in range(200):
-            if await anyio.Path(sock).exists():
-                break
-            if process.poll() is not None:
-                raise EmbeddedRedisError("the embedded redis-server exited at start")
-            await anyio.sleep(0.02)
-        else:
-            raise EmbeddedRedisError("the embedded redis-server did not start in time")
-        yield sock
-    finally:
-        process.terminate()
+    with sigterm_runs_cleanup():
+        # Started on the event loop's thread, not a worker thread: the parent-death signal
+        # follows the thread that started the child (a fork, a few ms).
+        process = _start(args)
         try:
-            await anyio.to_thread.run_sync(process.wait, 5)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
-        shutil.rmtree(folder, ignore_errors=True)
+            for _ in range(200):
+                if await anyio.Path(sock).exists():
+                    break
+                if process.poll() is not None:
+                    raise EmbeddedRedisError("the embedded redis-server exited at start")
+                await anyio.sleep(0.02)
+            else:
+                raise EmbeddedRedisError("the embedded redis-server did not start in time")
+            yield sock
+        finally:
+            process.terminate()
+            try:
+                await anyio.to_thread.run_sync(process.wait, 5)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+            shutil.rmtree(folder, ignore_errors=True)
 
 
 @contextlib.asynccontextmanager

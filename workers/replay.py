@@ -45,6 +45,7 @@ from pipeline.record import (
 )
 from pipeline.redis_io import Redis, call_redis, execute
 from pipeline.settings import Settings
+from workers.json_depth import too_deep, top_level_members
 from workers.replay_diff import Recording, Verdict
 
 __all__ = [
@@ -163,8 +164,10 @@ async def load_redis(redis: Redis, settings: Settings, selection: Selection) -> 
 
 def _to_raw(data: bytes) -> msgspec.Raw:
     try:
+        if too_deep(data):  # kept as its text, which import restores byte for byte
+            raise msgspec.DecodeError("nested too deep")
         value = msgspec.json.decode(data)
-    except msgspec.DecodeError:
+    except (msgspec.DecodeError, RecursionError):
         return msgspec.Raw(_ENCODER.encode(data.decode("utf-8", "replace")))
     if b"\n" in data or b"\r" in data:
         return msgspec.Raw(_ENCODER.encode(value))  # keep one invocation per line
@@ -208,6 +211,26 @@ def from_line(line: ExportLine) -> Recording:
     )
 
 
+def _decode_line(data: bytes) -> tuple[ExportLine, dict[str, bytes]]:
+    """One export line, and the fields of the bodies too deep to decode (kept as their text,
+    for replay to report): a line too deep to decode whole is split into its members."""
+    try:
+        return _LINE_DECODER.decode(data), {}
+    except RecursionError:
+        pass
+    members = top_level_members(data)
+    if members is None:
+        raise msgspec.DecodeError("nested too deep to decode")
+    names = {f'"{name}"'.encode(): field for name, field in _BODIES}
+    deep = {names[k]: v for k, v in members if k in names and too_deep(v)}
+    shallow = b",".join(k + b":" + v for k, v in members if names.get(k) not in deep)
+    try:
+        line = _LINE_DECODER.decode(b"{" + shallow + b"}")
+    except RecursionError:
+        raise msgspec.DecodeError("nested too deep to decode") from None
+    return line, {field: _from_raw(msgspec.Raw(text)) for field, text in deep.items()}
+
+
 def load_file(path: str, selection: Selection | None = None) -> list[Recording]:
     """Recordings from an export file (all, or those `selection` admits)."""
     try:
@@ -220,7 +243,7 @@ def load_file(path: str, selection: Selection | None = None) -> list[Recording]:
         if not data.strip():
             continue
         try:
-            line = _LINE_DECODER.decode(data)
+            line, deep = _decode_line(data)
         except (msgspec.DecodeError, msgspec.ValidationError) as exc:
             raise ReplayError(f"{path}:{number}: not an aci-evidence export line ({exc})") from None
         if line.format != EXPORT_FORMAT:
@@ -228,6 +251,7 @@ def load_file(path: str, selection: Selection | None = None) -> list[Recording]:
                 f"{path}:{number}: export format {line.format}, this build reads {EXPORT_FORMAT}"
             )
         rec = from_line(line)
+        rec.fields.update(deep)
         if selection is None or selection.admits(rec):
             records.append(rec)
     return records
@@ -268,9 +292,10 @@ def _rehome(rec: Recording, session: str) -> Recording:
     """The recording moved to another session (its envelope and Control View say so)."""
     fields = dict(rec.fields)
     for field, key in ((ENVELOPE, "session_id"), (CONTROL, "session_id")):
+        data = fields.get(field, b"")
         try:
-            value = msgspec.json.decode(fields.get(field, b""))
-        except msgspec.DecodeError:
+            value = None if too_deep(data) else msgspec.json.decode(data)
+        except (msgspec.DecodeError, RecursionError):
             continue  # undecodable stays as recorded: replay reports it
         if isinstance(value, dict) and key in value:
             value[key] = session
@@ -334,7 +359,10 @@ async def reinject(
     groups: dict[str, list[ToolCall]] = {}
     for rec in records:
         try:
-            inv = decode_envelope(rec.fields.get(ENVELOPE, b""))
+            data = rec.fields.get(ENVELOPE, b"")
+            if too_deep(data):
+                raise EnvelopeError("not an invocation envelope: nested too deep")
+            inv = decode_envelope(data)
         except EnvelopeError as exc:
             report(
                 Verdict(

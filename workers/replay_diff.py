@@ -42,6 +42,7 @@ from pipeline.record import (
     TOOL,
 )
 from pipeline.settings import Settings
+from workers.json_depth import MAX_DEPTH, too_deep
 from workers.sources import Source
 from workers.stage import Outcome, build_outcome, project_safely, run_stages, scope_of
 
@@ -147,8 +148,10 @@ def diff_json(old: Any, new: Any, path: str = "$") -> Iterator[tuple[str, Any, A
 
 def _envelope_version(data: bytes) -> int | None:
     try:
-        value = msgspec.json.decode(data)
-    except msgspec.DecodeError:
+        value = _decode_json(data, "envelope")
+    except _Unreplayable:
+        if too_deep(data):
+            raise
         return None
     version = value.get("v") if isinstance(value, dict) else None
     return version if isinstance(version, int) and not isinstance(version, bool) else None
@@ -159,6 +162,21 @@ class _Unreplayable(Exception):
         super().__init__(reason)
         self.reason = reason
         self.version = version
+
+
+def _decode_json(data: bytes, what: str) -> Any:
+    """A recorded body decoded; one nested deeper than `MAX_DEPTH` (which would exhaust the
+    recursion of the decoder, the diff or the encoder) or not JSON is unreplayable."""
+    try:
+        if not too_deep(data):
+            return msgspec.json.decode(data)
+    except msgspec.DecodeError:
+        raise _Unreplayable(f"undecodable recording: the recorded {what} is not JSON") from None
+    except RecursionError:  # only when the caller's stack is itself unusually deep
+        pass
+    raise _Unreplayable(
+        f"undecodable recording: the recorded {what} nests deeper than {MAX_DEPTH} levels"
+    )
 
 
 def _decode_envelope(rec: Recording) -> Invocation:
@@ -182,10 +200,7 @@ def _recorded(rec: Recording) -> dict[str, Any]:
         data = rec.fields.get(field)
         if not data:
             raise _Unreplayable(f"incomplete recording: no {view} was recorded")
-        try:
-            out[view] = msgspec.json.decode(data)
-        except msgspec.DecodeError:
-            raise _Unreplayable(f"undecodable recording: the recorded {view} is not JSON") from None
+        out[view] = _decode_json(data, view)
     return out
 
 
@@ -229,12 +244,7 @@ def _project(
         scope, fingerprint = _recorded_scope(rec, recorded["control"])
         if scope is UNSET:
             scope, fingerprint = scope_of(inv.tool, decoded, settings)
-        try:
-            raw = msgspec.json.decode(rec.fields.get(RAW) or b"null")
-        except msgspec.DecodeError:
-            raise _Unreplayable(
-                "undecodable recording: the recorded raw answer is not JSON"
-            ) from None
+        raw = _decode_json(rec.fields.get(RAW) or b"null", "raw answer")
         if _omitted(raw):
             raise _Unreplayable(f"raw not kept ({raw.get('omitted')})")
         if raw is None:

@@ -27,6 +27,7 @@ from workers.sources.logs.config import FileTopic, LogsConfig, zone_of
 from workers.sources.logs.deadline import StopFlag, run_stoppable
 from workers.sources.logs.files import Reader, find_files
 from workers.sources.logs.formats import make_parser
+from workers.sources.logs.prefilter import Prefilter
 from workers.sources.logs.records import Digest, entry_matches, format_ms
 from workers.sources.logs.source import ParsedQuery, check_fields, parse_log_query
 
@@ -40,27 +41,6 @@ FORMAT_FIELDS: Final[dict[str, tuple[str, ...]]] = {
     "syslog": ("host", "app", "pid", "facility"),
     "mysql_slow": ("db_instance", "thread_id", "rows_affected", "schema", "db_user"),
 }
-
-
-# Formats where one line is one record, so a term the record needs is in that line's text.
-_LINE_FORMATS: Final = ("jsonl", "logfmt", "syslog")
-
-
-_LEVELS: Final = ("trace", "debug", "info", "warn", "error", "fatal")
-
-
-def _required_terms(query: ParsedQuery, fmt: str, service: str) -> list[str]:
-    # Lowered texts every match contains verbatim in its line (escaped lines are not
-    # prefiltered). Not: what parsing derives rather than copies (a normalised level, the
-    # configured service, syslog's facility number).
-    derived = (*_LEVELS, service.lower())
-    return [
-        c.value
-        for c in query.clauses
-        if not c.negated and c.op == "contains" and c.number is None and c.value
-        and c.field != "level" and not any(c.value in d for d in derived)
-        and not (fmt == "syslog" and c.value.isdigit())
-    ]  # fmt: skip
 
 
 class FileLogSource:
@@ -95,9 +75,9 @@ class FileLogSource:
         budget = self.config.scan
         flag.narrow(budget.max_seconds)
         files, too_many, matched = find_files(
-            self.entry.paths, self.config.roots, start_ms, budget.max_files
+            self.entry.paths, self.config.roots, start_ms, budget.max_files, flag
         )
-        if matched == 0:  # a wrong path or a missing folder is not "no evidence"
+        if matched == 0 and not too_many:  # a wrong path or a missing folder: not "no evidence"
             raise SourceError(
                 ErrorCode.UNAVAILABLE,
                 f"no log file of topic {self.topic.value} exists on this deployment; the "
@@ -105,7 +85,8 @@ class FileLogSource:
             )
         reader = Reader(budget, flag, self.config.roots)
         fmt = self.entry.format
-        must = _required_terms(query, fmt, self.entry.service) if fmt in _LINE_FORMATS else []
+        prefilter = Prefilter(query, fmt, self.entry.service)
+        may_match = prefilter.may_match if prefilter.terms else None
         digest = Digest(self.config.sample_limit)
         parsed = failed = 0
         for file in files:
@@ -117,8 +98,8 @@ class FileLogSource:
                 self.entry.time_unit, end_ms, file.real,
             )  # fmt: skip
             for line in reader.lines_of(file):
-                if must and "\\" not in line and not all(t in line.lower() for t in must):
-                    continue  # cannot match: skip the parse (the line holds every value)
+                if may_match is not None and not may_match(line):
+                    continue  # cannot match: skip the parse
                 for found in parser.feed(line):
                     parsed += 1
                     if start_ms <= found.epoch_ms <= end_ms and entry_matches(query, found):

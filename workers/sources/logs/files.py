@@ -7,6 +7,9 @@ swapped for a symlink between the listing and the open is refused, not followed.
 outside the roots (a symlink to /etc/passwd, a fifo, a device) is an AUTHORIZATION error
 whose text names no path.
 
+Listing: the folder is read lazily, every name looked at counts against `MAX_NAMES` and the
+`StopFlag` is checked every few hundred names; a cut listing marks the count as a lower bound.
+
 Reading: files in descending mtime, those last written before the window are pruned (a
 rotated `app.log.1`, `app.log.2.gz` is older than what it was rotated into). A `Reader`
 meters every byte against the call's `ScanBudget` (decompressed bytes for `.gz`) and checks
@@ -17,12 +20,15 @@ chunks. Anything that stops the reading early marks the count as a lower bound.
 
 from __future__ import annotations
 
+import contextlib
+import fnmatch
 import glob
 import gzip
 import os
+import re
 import stat
 import zlib
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from pathlib import Path
 from typing import BinaryIO, Final
 
@@ -49,10 +55,12 @@ class LogFile:
 
 
 _PSEUDO: Final = ("/proc", "/sys", "/dev")  # kernel state, never a log, even via a symlinked root
-# Names looked at per call, at most (a folder a hostile program filled with a million files
-# would otherwise be listed and stat'ed whole on every call, outside any deadline); past it
-# the listing stops and the count is a lower bound.
+# Names looked at per call, at most, matching or not (a folder a hostile program filled with a
+# million files would otherwise be listed and stat'ed whole on every call); past it the
+# listing stops and the count is a lower bound. The deadline is checked every few hundred.
 MAX_NAMES: Final = 65_536
+_LIST_CHECK_EVERY: Final = 256
+_MAGIC: Final = re.compile(r"[*?[]")
 
 
 def _pseudo(real: str) -> bool:
@@ -67,38 +75,72 @@ def _refused() -> SourceError:
     )
 
 
+def _listing(pattern: str) -> Generator[str | None, None, None]:
+    """Each name the listing of a glob examines: its path when it matches, else None (so
+    the caller meters every name looked at, not only the matches). The folder is read
+    lazily (`glob` reads it whole, however large, before the first match)."""
+    folder, base = os.path.split(pattern)
+    if _MAGIC.search(folder):  # never from the configuration (wildcards only in the name)
+        yield from glob.iglob(pattern)
+        return
+    if not _MAGIC.search(base):
+        yield pattern if os.path.lexists(pattern) or not base else None
+        return
+    match = re.compile(fnmatch.translate(base)).match
+    hidden = base.startswith(".")  # as glob: `*` does not match a leading dot
+    try:
+        with os.scandir(folder or os.curdir) as entries:
+            for entry in entries:
+                name = entry.name
+                ok = match(name) is not None and (hidden or not name.startswith("."))
+                yield os.path.join(folder, name) if ok else None
+    except OSError:
+        return  # a missing or unreadable folder: nothing matches
+
+
 def find_files(
-    globs: list[str], roots: list[str], start_ms: int, max_files: int
+    globs: list[str], roots: list[str], start_ms: int, max_files: int, flag: StopFlag | None = None
 ) -> tuple[list[LogFile], bool, int]:
     """The files the globs match, newest first, pruned to the window; `True` when more than
-    `max_files` matched (the oldest were left out) or the listing was cut; and how many
-    files matched before the pruning (0: the globs match nothing at all)."""
+    `max_files` matched (the oldest were left out) or the listing was cut (more than
+    `MAX_NAMES` names, or `flag` expired); and how many files matched before the pruning (0
+    with `False`: the globs match nothing at all)."""
     real_roots = [Path(os.path.realpath(r)) for r in roots]
     if any(_pseudo(str(r)) for r in real_roots):
         raise _refused()  # a root that is a symlink into /proc: nothing under it is a log
     seen: dict[tuple[int, int], LogFile] = {}
     names, cut = 0, False
     for pattern in globs:
-        for name in glob.iglob(pattern):
-            names += 1
-            if names > MAX_NAMES:
-                cut = True
-                break
-            real = os.path.realpath(name)
-            try:
-                st = os.stat(real)
-            except OSError:
-                continue  # rotated away since the listing: nothing to read
-            if stat.S_ISDIR(st.st_mode):
-                continue
-            inside = any(Path(real).is_relative_to(r) for r in real_roots)
-            if not inside or not stat.S_ISREG(st.st_mode) or _pseudo(real):
-                raise _refused()
-            seen.setdefault((st.st_dev, st.st_ino), LogFile(real, st))
+        with contextlib.closing(_listing(pattern)) as listing:
+            for name in listing:
+                names += 1
+                if names > MAX_NAMES or (
+                    flag is not None and names % _LIST_CHECK_EVERY == 0 and flag.expired()
+                ):
+                    cut = True
+                    break
+                if name is not None:
+                    _add(name, real_roots, seen)
+        if cut:
+            break
     files = sorted(seen.values(), key=lambda f: (-f.mtime_ms, f.real))
     matched = len(files)
     files = [f for f in files if f.mtime_ms >= start_ms]
     return files[:max_files], cut or len(files) > max_files, matched
+
+
+def _add(name: str, real_roots: list[Path], seen: dict[tuple[int, int], LogFile]) -> None:
+    real = os.path.realpath(name)
+    try:
+        st = os.stat(real)
+    except OSError:
+        return  # rotated away since the listing: nothing to read
+    if stat.S_ISDIR(st.st_mode):
+        return
+    inside = any(Path(real).is_relative_to(r) for r in real_roots)
+    if not inside or not stat.S_ISREG(st.st_mode) or _pseudo(real):
+        raise _refused()
+    seen.setdefault((st.st_dev, st.st_ino), LogFile(real, st))
 
 
 def _opened_inside(fd: int, roots: list[Path]) -> bool:

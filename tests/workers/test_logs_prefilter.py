@@ -1,0 +1,201 @@
+"""The FILE backend's text prefilter only ever over-approximates the matcher: a line whose
+numbers are spelled differently (`1e3`, `1000.00`, `1E+3`, `0.00001`), or whose list values
+are spaced differently (`[1, 2]`), is still found by every query the in-memory backend
+answers from the same records (the conformance test's `in_memory`)."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from logs_helpers import file_source, project, search
+
+from tests.workers.test_logs_conformance import END_MS, NOW, in_memory
+from workers.sources.logs.records import Entry, format_ms
+
+# (spelling in the file, the value the in-memory backend holds)
+SPELLINGS: list[tuple[str, Any]] = [
+    ("1e3", 1000.0), ("1E3", 1000.0), ("1E+3", 1000.0), ("1.0e3", 1000.0), ("1000.00", 1000.0),
+    ("10e2", 1000.0), ("1000.0", 1000.0), ("1000", 1000), ("1e16", 1e16), ("0.00001", 1e-05),
+    ("2.50", 2.5), ("-1.5E-7", -1.5e-07), ("[1, 2]", "[1,2]"), ("[1e3, 5]", "[1000.0,5]"),
+]  # fmt: skip
+QUERIES = [
+    "1000", "1000.0", "cost_ms:>=1000", "http_status:1000", "cost_ms:1000", "trace_id:1000.0",
+    "e+16", "1e+16", "1e-05", "trace_id:e+16", "2.5", "-1.5e-07", '"[1,2]"', "1,2", "[1000.0",
+    "trace_id:[1", "1e3", "5]",
+]  # fmt: skip
+
+
+def entry(i: int, value: Any) -> Entry:
+    fields = {"trace_id": value}
+    if not isinstance(value, str):
+        fields |= {"cost_ms": value, "http_status": value}
+    return Entry(END_MS - 1000 * i, "INFO", "svc", f"record {i}", fields)
+
+
+def line(i: int, spelling: str, value: Any) -> str:
+    head = {"timestamp": format_ms(END_MS - 1000 * i), "level": "INFO", "service": "svc"}
+    text = json.dumps(head | {"message": f"record {i}"})[:-1]
+    names = ("trace_id",) if isinstance(value, str) else ("trace_id", "cost_ms", "http_status")
+    return text + "".join(f', "{n}": {spelling}' for n in names) + "}"
+
+
+def answers(tmp_path: Path, pairs: list[tuple[str, Any]], query: str) -> tuple[Any, Any]:
+    (tmp_path / "app.jsonl").write_text(
+        "".join(line(i, s, v) + "\n" for i, (s, v) in enumerate(pairs))
+    )
+    files = file_source(tmp_path, "jsonl", ["app.jsonl"], now=NOW)
+    memory = in_memory([entry(i, v) for i, (_, v) in enumerate(pairs)], query)
+    return project(search(files, query)), project(memory)
+
+
+@pytest.mark.parametrize("query", QUERIES)
+def test_differently_spelled_numbers_and_lists_are_found(tmp_path: Path, query: str) -> None:
+    from_files, memory = answers(tmp_path, SPELLINGS, query)
+    assert (from_files.match_count, from_files.events) == (memory.match_count, memory.events)
+
+
+def test_the_spellings_are_found_at_all(tmp_path: Path) -> None:
+    counts = {q: answers(tmp_path, SPELLINGS, q)[1].match_count for q in QUERIES}
+    assert counts["1000"] == 9 and counts["1000.0"] == 8 and counts['"[1,2]"'] == 1
+    assert counts["cost_ms:>=1000"] == 9 and counts["e+16"] == 1 and counts["1e3"] == 0
+
+
+def _spellings(value: float) -> st.SearchStrategy[str]:
+    """Ways JSON writes a float: repr, exponent forms, trailing zeros, upper case."""
+    forms = [repr(value), f"{value:e}", f"{value:E}", f"{value:.17g}", f"{value:.3e}"]
+    forms += [f"{value:f}", f"{value}0", repr(value).upper(), f"{value:.0e}".replace("+", "")]
+    usable = [f for f in forms if ("." in f or "e" in f.lower()) and math.isfinite(float(f))]
+    return st.sampled_from(usable or [repr(value)])
+
+
+@st.composite
+def spelled(draw: st.DrawFn) -> tuple[str, float]:
+    value = draw(
+        st.one_of(
+            st.floats(allow_nan=False, allow_infinity=False, width=64),
+            st.integers(-(10**6), 10**6).map(float),
+            st.sampled_from([1e3, 1e16, 1e-5, 1e22, 0.1, 2.5, 123456.789]),
+        )
+    )
+    text = draw(_spellings(value))
+    return text, float(text)
+
+
+def _terms(value: float) -> list[str]:
+    text = str(value)
+    pieces = {text, text[: len(text) // 2], text[len(text) // 2 :], text.split(".")[0]}
+    terms = [p for p in pieces if p.strip("-+.") and not p.startswith("-")]
+    return terms + [f"trace_id:{t}" for t in terms]
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(spelled(), min_size=1, max_size=4), st.data())
+def test_any_spelling_file_equals_memory(
+    tmp_path_factory: pytest.TempPathFactory, pairs: list[tuple[str, float]], data: st.DataObject
+) -> None:
+    folder = tmp_path_factory.mktemp("spellings")
+    value = data.draw(st.sampled_from([v for _, v in pairs]))
+    bound = f"{value:.17g}"
+    queries = [*_terms(value), f"cost_ms:>={bound}", f"cost_ms:<={bound}", f"http_status:{bound}"]
+    query = data.draw(st.sampled_from(queries))
+    from_files, memory = answers(folder, list(pairs), query)
+    assert (from_files.match_count, from_files.events) == (memory.match_count, memory.events)
+
+
+TRICKY = {
+    "jsonl": [
+        '{"timestamp": "%s", "level": "straße", "message": "ok", "tags": [ "a" , 1e3 ]}',
+        '{"timestamp": "%s", "level": "INFO", "message": 1E2, "deep": {"a": {"b": 0.5E1}}}',
+        '{"timestamp": "%s", "level": "warn", "message": "Straße 5", "n": 123456789012345678901}',
+    ],
+    "logfmt": ['ts=%s level=ﬁx msg="done 1e3" n=1e3 tags=[1,2]'],
+}
+TRICKY_QUERIES = [
+    "strasse", "asse", "1000.0", "100.0", "5.0", "deep:5", "1000.0]", "[", "fix", "1e3", "1000",
+    "tags:1000.0", "deep:5.0", "straße", "123456789012345678901", '"[1,2]"', "x\x1fy", "a,1",
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("fmt", sorted(TRICKY))
+@pytest.mark.parametrize("query", TRICKY_QUERIES)
+def test_the_prefilter_never_drops_what_the_matcher_accepts(
+    tmp_path: Path, fmt: str, query: str
+) -> None:
+    from datetime import UTC
+
+    from workers.sources.logs.formats import make_parser
+    from workers.sources.logs.records import entry_matches
+    from workers.sources.logs.source import parse_log_query
+
+    lines = [text % format_ms(END_MS - 1000) for text in TRICKY[fmt]]
+    (tmp_path / "app.log").write_text("".join(f"{text}\n" for text in lines))
+    names = {"tags": "tags", "deep": "deep.a.b"}
+    mapping = "fields = {" + ", ".join(f'{k} = "{v}"' for k, v in names.items()) + "}"
+    files = file_source(tmp_path, fmt, ["app.log"], now=NOW, extra=mapping)
+    parser = make_parser(fmt, names, UTC, "", "auto", END_MS)
+    parsed = parse_log_query(query)
+    expected = sum(entry_matches(parsed, e) for text in lines for e in parser.feed(text + "\n"))
+    assert search(files, query).match_count == expected
+
+
+_scalars = (
+    st.none() | st.booleans() | st.integers(-(10**20), 10**20)
+    | st.floats(allow_nan=False, allow_infinity=False) | st.text(max_size=8)
+)  # fmt: skip
+_values = st.recursive(
+    _scalars,
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.sampled_from("abc"), inner),
+    max_leaves=6,
+)
+
+
+def _json_text(value: Any, spaced: bool) -> str:
+    """JSON as a producer may write it: spaced or compact, floats as repr or exponent."""
+    if isinstance(value, float):
+        return f"{value:e}" if spaced else repr(value)
+    if isinstance(value, list):
+        gap = ", " if spaced else ","
+        return "[" + gap.join(_json_text(v, spaced) for v in value) + "]"
+    if isinstance(value, dict):
+        gap = ", " if spaced else ","
+        items = (f"{json.dumps(k)}: {_json_text(v, spaced)}" for k, v in value.items())
+        return "{" + gap.join(items) + "}"
+    return json.dumps(value, ensure_ascii=False)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.dictionaries(st.sampled_from(["msg", "level", "n", "x", "tags"]), _values, max_size=4),
+    st.booleans(),
+    st.data(),
+)
+def test_a_term_from_the_matchers_own_text_is_never_prefiltered_away(
+    fields: dict[str, Any], spaced: bool, data: st.DataObject
+) -> None:
+    from datetime import UTC
+
+    from workers.sources.logs.formats import make_parser
+    from workers.sources.logs.prefilter import Prefilter
+    from workers.sources.logs.records import SEPARATOR, _lowered, entry_matches
+    from workers.sources.logs.source import Clause, ParsedQuery
+
+    record = {"ts": 1_796_000_000.5, **fields}
+    line = "{" + ", ".join(f"{json.dumps(k)}: {_json_text(v, spaced)}" for k, v in record.items())
+    line += "}\n"
+    found = make_parser("jsonl", {}, UTC, "", "auto", END_MS).feed(line)
+    if not found:
+        return  # not a record (a level or message of an odd type may still parse)
+    hay = SEPARATOR.join(_lowered(found[0]).values())
+    start = data.draw(st.integers(0, max(len(hay) - 1, 0)))
+    term = hay[start : start + data.draw(st.integers(1, 12))].strip()
+    if not term or '"' in term or SEPARATOR in term:
+        return
+    query = ParsedQuery(clauses=(Clause(value=term),))
+    assert entry_matches(query, found[0])
+    assert Prefilter(query, "jsonl", "").may_match(line), (line, term)
