@@ -92,10 +92,20 @@ class _Bombs:
 
     @cached_property
     def deflate(self) -> bytes:
-        compressor = zlib.compressobj(9)
+        # One zlib stream; after a full flush each 1 MB block of zeros compresses to the same
+        # bytes (no shared history), so it is compressed once and repeated, and the trailer
+        # is the Adler-32 of all the zeros: (n mod 65521) << 16 | 1. (Compressing the whole
+        # 1 GB took 3 s of every hostile server's start.)
+        count = max(1, self.size // _MB)
         chunk = b"\0" * _MB
-        parts = [compressor.compress(chunk) for _ in range(max(1, self.size // _MB))]
-        return b"".join(parts) + compressor.flush()
+        compressor = zlib.compressobj(9)
+        if count == 1:
+            return compressor.compress(chunk) + compressor.flush()
+        first = compressor.compress(chunk) + compressor.flush(zlib.Z_FULL_FLUSH)
+        block = compressor.compress(chunk) + compressor.flush(zlib.Z_FULL_FLUSH)
+        last = compressor.compress(chunk) + compressor.flush()
+        adler = ((count * _MB) % 65521) << 16 | 1
+        return first + block * (count - 2) + last[:-4] + adler.to_bytes(4, "big")
 
     @cached_property
     def zstd(self) -> bytes:

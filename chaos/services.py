@@ -13,6 +13,7 @@ import signal
 import socket
 import subprocess
 import tempfile
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Final
@@ -134,6 +135,29 @@ class OwnMariadb:
         self.proc = subprocess.Popen(args, stdout=log, stderr=log)
         log.close()
         wait_port(self.port, up=True, limit=60)
+        self._wait_answers(limit=60)
+
+    def _wait_answers(self, limit: float) -> None:
+        """Wait until the server answers a query. Its port listens before it is ready: a
+        SIGTERM in that window was lost (the `stop` right after a `start` then waited out its
+        60 s and killed it; the CI-scale mariadb_restart scenario took 75 s instead of 15 s)."""
+        deadline = time.monotonic() + limit
+        while True:
+            try:
+                conn = pymysql.connect(
+                    host="127.0.0.1", port=self.port, user="root", connect_timeout=2
+                )
+            except pymysql.err.OperationalError:
+                if time.monotonic() > deadline:
+                    raise ServiceError(f"mariadbd on port {self.port} did not answer") from None
+                time.sleep(0.05)
+                continue
+            try:
+                with conn.cursor() as cursor:
+                    cursor.execute("SELECT 1")
+            finally:
+                conn.close()
+            return
 
     def stop(self) -> None:
         """Shut down (SIGTERM, a clean shutdown) and wait until the port refuses."""

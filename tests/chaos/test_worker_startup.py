@@ -39,13 +39,19 @@ def run_worker_briefly(seconds: float) -> tuple[int | None, str]:
     return code, out + f"\n(port {port})"
 
 
-def test_worker_waits_for_redis_at_startup() -> None:
-    code, out = run_worker_briefly(12.0)  # startup (sources) takes a few seconds first
+@pytest.fixture(scope="module")
+def brief_run() -> tuple[int | None, str]:
+    """One 12 s run, read by both tests (each used to start its own: 13 s each)."""
+    return run_worker_briefly(12.0)  # startup (sources) takes a few seconds first
+
+
+def test_worker_waits_for_redis_at_startup(brief_run: tuple[int | None, str]) -> None:
+    code, out = brief_run
     assert code is None, out
 
 
-def test_worker_failure_output_names_no_host_or_port() -> None:
-    _code, out = run_worker_briefly(12.0)
+def test_worker_failure_output_names_no_host_or_port(brief_run: tuple[int | None, str]) -> None:
+    _code, out = brief_run
     body, port_line = out.rsplit("\n", 1)
     port = port_line.strip("()").split()[1]
     assert "Traceback" not in body and "127.0.0.1" not in body and port not in body, body[-600:]

@@ -15,6 +15,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import anyio
 import msgspec
 import pytest
 
@@ -130,33 +131,45 @@ async def test_stdio_server_end_to_end() -> None:
         cwd=str(REPO),
         env={"ACI_MYSQL_SHOP_URL": "mysql://nobody:secret@127.0.0.1:1/shop"},
     )
-    async with Client(params, read_timeout_seconds=60) as client:
-        listed = await client.list_tools()
-        tools = [dump(t) for t in listed.tools]
-        found = await client.call_tool(
-            "lookup_knowledge", {"query": "connection pool exhausted"}, meta=meta("call_k1")
-        )
-        logs = await client.call_tool(
-            "query_logs",
-            {"topic": "APPLICATION", "query": "no-such-term-xyz"},
-            meta=meta("call_l1"),
-        )
-        mysql = await client.call_tool(
-            "query_mysql",
-            {"data_source": "shop", "sql": "SELECT 1", "params": []},
-            meta=meta("call_m1"),
-        )
-        no_id = await client.call_tool("lookup_knowledge", {"query": "pool"})
-        bad_id = await client.call_tool(
-            "lookup_knowledge", {"query": "pool"}, meta=meta("has space")
-        )
-        bad_args = await client.call_tool(
-            "query_logs", {"topic": "NOPE", "query": ""}, meta=meta("call_l2")
-        )
-    # Hosts still on the 2025-11-25 initialize handshake get the same tools and results.
-    async with Client(params, read_timeout_seconds=60, mode="legacy") as client:
-        legacy_tools = [dump(t) for t in (await client.list_tools()).tools]
-        legacy_no_id = await client.call_tool("lookup_knowledge", {"query": "pool"})
+    got: dict[str, Any] = {}
+
+    async def modern() -> None:
+        async with Client(params, read_timeout_seconds=60) as client:
+            listed = await client.list_tools()
+            got["tools"] = [dump(t) for t in listed.tools]
+            got["found"] = await client.call_tool(
+                "lookup_knowledge", {"query": "connection pool exhausted"}, meta=meta("call_k1")
+            )
+            got["logs"] = await client.call_tool(
+                "query_logs",
+                {"topic": "APPLICATION", "query": "no-such-term-xyz"},
+                meta=meta("call_l1"),
+            )
+            got["mysql"] = await client.call_tool(
+                "query_mysql",
+                {"data_source": "shop", "sql": "SELECT 1", "params": []},
+                meta=meta("call_m1"),
+            )
+            got["no_id"] = await client.call_tool("lookup_knowledge", {"query": "pool"})
+            got["bad_id"] = await client.call_tool(
+                "lookup_knowledge", {"query": "pool"}, meta=meta("has space")
+            )
+            got["bad_args"] = await client.call_tool(
+                "query_logs", {"topic": "NOPE", "query": ""}, meta=meta("call_l2")
+            )
+
+    async def legacy() -> None:
+        # Hosts still on the 2025-11-25 initialize handshake get the same tools and results.
+        async with Client(params, read_timeout_seconds=60, mode="legacy") as client:
+            got["legacy_tools"] = [dump(t) for t in (await client.list_tools()).tools]
+            got["legacy_no_id"] = await client.call_tool("lookup_knowledge", {"query": "pool"})
+
+    async with anyio.create_task_group() as tg:  # two hosts, two servers, at once
+        tg.start_soon(modern)
+        tg.start_soon(legacy)
+    tools, legacy_tools, legacy_no_id = got["tools"], got["legacy_tools"], got["legacy_no_id"]
+    found, logs, mysql = got["found"], got["logs"], got["mysql"]
+    no_id, bad_id, bad_args = got["no_id"], got["bad_id"], got["bad_args"]
     assert legacy_tools == tools
     legacy_observation = dump(legacy_no_id)["structuredContent"]
     assert legacy_observation["evidence_status"] == "EVIDENCE_FOUND"

@@ -82,7 +82,9 @@ async def _timed_fetch(source: KnowledgeIndexSource, deadline_s: float) -> tuple
 async def test_a_call_during_the_first_build_ends_at_its_deadline(
     tmp_path: Path, held: _Held
 ) -> None:
-    source = _source(_large_folder(tmp_path / "kb"), tmp_path / "cache")
+    # Four pages: the build is held anyway, and it runs for real once released (40 pages
+    # took 8 s of encoding there; the genuinely large folder has its own test below).
+    source = _source(_large_folder(tmp_path / "kb", files=4), tmp_path / "cache")
     try:
         outcome, took = await _timed_fetch(source, DEADLINE_S)
         assert outcome == "timeout" and took < DEADLINE_S + SLACK_S
@@ -122,7 +124,7 @@ async def test_concurrent_calls_share_one_build(tmp_path: Path, held: _Held) -> 
 async def test_a_call_during_a_build_is_error_timeout_never_no_evidence(
     tmp_path: Path, held: _Held
 ) -> None:
-    source = _source(_large_folder(tmp_path / "kb"), tmp_path / "cache")
+    source = _source(_large_folder(tmp_path / "kb", files=4), tmp_path / "cache")  # held
     settings = Settings(deadline_s=DEADLINE_S, visibility_timeout_s=5.0)
 
     async def call() -> tuple[object, float]:
