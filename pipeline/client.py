@@ -161,6 +161,24 @@ class EvidenceClient:
         sending (an invalid id, oversized input, or an id taken by another call)."""
         return (await self._submit(session_id, calls, traceparent))[0].out
 
+    async def admitted(self, session_id: str, ids: Sequence[str], timeout: float) -> set[str]:
+        """The ids whose call record exists (admitted, or refused as another call's), waiting up
+        to `timeout` s while dropped requests are sent again (inside `async with` only). A
+        caller that submits and leaves at once awaits this: a request a hostile submitter drops
+        before admission is not lost with the process that could send it again."""
+        part, left, done = self.keys.for_session(session_id), list(dict.fromkeys(ids)), set[str]()
+        with anyio.move_on_after(timeout):
+            while left:
+                pipe = self.redis.pipeline(transaction=False)
+                for tool_call_id in left:
+                    pipe.hget(part.call(session_id, tool_call_id), SCOPE_KEY)
+                rows = await execute(pipe)
+                done.update(i for i, row in zip(left, rows, strict=True) if row is not None)
+                left = [i for i in left if i not in done]
+                if left:
+                    await anyio.sleep(0.05)
+        return done
+
     def _prepare(
         self, session_id: str, calls: Sequence[ToolCall], traceparent: str | None = None
     ) -> Prepared:

@@ -180,6 +180,34 @@ async def test_erasing_the_request_stream_loses_no_call(server: AclServer) -> No
         assert f"real question {i}" in loads(done[f"call_{i}"].model)["evidence"][0]["excerpt"]
 
 
+async def test_a_submitter_that_leaves_after_admission_loses_nothing(server: AclServer) -> None:
+    # Fire and forget (`aci-evidence submit` without --wait): the client leaves once its calls
+    # are admitted; the requests an attacker erased before admission were sent again meanwhile.
+    calls = [ask(i, f"left alone {i}") for i in range(20)]
+    ids = [c.tool_call_id for c in calls]
+    async with (
+        open_redis(server.url("submitter")) as attacker,
+        open_redis(server.url("worker")) as worker,
+    ):
+        async with EvidenceClient.connect(SETTINGS, server.url("submitter")) as client:
+            assert await client.submit_many("leaver", calls) == [None] * 20
+            await call_redis(attacker.execute_command("XADD", P.requests, "MAXLEN", "0", "*", "x", "y"))  # fmt: skip
+            async with running_worker(worker, SETTINGS, {"lookup_knowledge": InstantSource()}):
+                with anyio.fail_after(15):
+                    assert await client.admitted("leaver", ids, 10) == set(ids)
+            assert client.unadmitted.resent >= 20
+        # The submitter is gone; another worker finishes every admitted call.
+        async with (
+            EvidenceClient.connect(SETTINGS, server.url("submitter")) as reader,
+            running_worker(worker, SETTINGS, {"lookup_knowledge": InstantSource()}),
+        ):
+            with anyio.fail_after(20):
+                done = await reader.wait("leaver", ids, 15)
+    assert len(done) == 20
+    for i in range(20):
+        assert f"left alone {i}" in loads(done[f"call_{i}"].model)["evidence"][0]["excerpt"]
+
+
 async def test_oversized_requests_are_refused_inside_redis(
     server: AclServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
