@@ -17,27 +17,47 @@ one handler of `app.errors` (one line on stderr, an exit code that tells what ha
 
 from __future__ import annotations
 
-import argparse
-import os
 import sys
-from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
-import anyio
+# Nothing heavy at import time: Ctrl-C is owned first thing in `main` (`app.interrupt`), so a
+# Ctrl-C while the rest is imported (a second or more on a loaded machine) is an exit 130 too.
+from app.interrupt import EXIT_ABORTED, CtrlC, ctrl_c
 
-from app.commands import COMMANDS
-from app.errors import EXIT_OK, guarded
-from app.parser import LOG_LEVELS, build_parser
-from contracts import export_tools
-from pipeline.settings import Settings, SettingsError
+if TYPE_CHECKING:
+    import argparse
+    from collections.abc import Sequence
+
+    from pipeline.settings import Settings
 
 __all__ = ["main"]
 
 
 def _parser() -> argparse.ArgumentParser:
+    from app.parser import build_parser
+
     return build_parser()
 
 
-def _run(args: argparse.Namespace, settings: list[Settings]) -> int:
+async def _armed(ctrl: CtrlC, args: argparse.Namespace, settings: Settings) -> int:
+    from app.commands import COMMANDS
+
+    ctrl.arm()  # from here the first Ctrl-C cancels this task: the command unwinds
+    try:
+        return await COMMANDS[args.command](args, settings)
+    finally:
+        ctrl.disarm()
+
+
+def _run(args: argparse.Namespace, settings: list[Settings], ctrl: CtrlC) -> int:
+    import os
+
+    import anyio
+
+    from app.errors import EXIT_OK
+    from app.parser import LOG_LEVELS
+    from pipeline.settings import Settings, SettingsError
+
     level = str(args.log_level).upper()
     if level not in LOG_LEVELS:
         choices = ", ".join(LOG_LEVELS)
@@ -48,21 +68,39 @@ def _run(args: argparse.Namespace, settings: list[Settings]) -> int:
     configure_logging(level, json_lines=args.log_json)
     if args.command == "tools":
         from app.commands.calls import print_json
+        from contracts import export_tools
         from workers.sources.mysql.source import data_source_names  # query_mysql's enum
 
         print_json(export_tools(args.format, data_sources=data_source_names(os.environ)))
         return EXIT_OK
     settings.append(Settings.from_env())
-    return anyio.run(COMMANDS[args.command], args, settings[0])
+    try:
+        code = anyio.run(_armed, ctrl, args, settings[0])
+    except BaseException:
+        if not ctrl.presses:
+            raise
+        code = EXIT_OK
+    # The first Ctrl-C cancelled the main task: whatever that ended with (the cancellation, a
+    # Redis the same Ctrl-C stopped), what ended the run is that Ctrl-C.
+    if ctrl.presses:
+        raise KeyboardInterrupt
+    return code
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the `aci-evidence` console script: the exit code (see `app.errors`)."""
-    args = build_parser().parse_args(argv)
-    settings: list[Settings] = []  # known once read: the error handler names its endpoint
-    return guarded(
-        lambda: _run(args, settings), lambda: settings[0].redis_url if settings else None
-    )
+    with ctrl_c() as ctrl:
+        try:
+            from app.errors import guarded
+
+            args = _parser().parse_args(argv)
+            settings: list[Settings] = []  # known once read: the error handler names its endpoint
+            return guarded(
+                lambda: _run(args, settings, ctrl),
+                lambda: settings[0].redis_url if settings else None,
+            )
+        except KeyboardInterrupt:  # before the error handler was there (still importing)
+            return EXIT_ABORTED
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -104,7 +104,8 @@ def _demo_world(scenario: str, note: Callable[[str], None]) -> Iterator[tuple[di
 
 
 async def _until_interrupted() -> None:
-    with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+    # SIGTERM here; Ctrl-C cancels the whole command (`app.interrupt`), which unwinds the same.
+    with anyio.open_signal_receiver(signal.SIGTERM) as signals:
         async for _ in signals:
             return
 

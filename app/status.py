@@ -99,7 +99,8 @@ async def _watch(
     stop = anyio.Event()
 
     async def on_signal() -> None:
-        with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+        # SIGTERM; Ctrl-C cancels the whole command (`app.interrupt`): exit 130 as well.
+        with anyio.open_signal_receiver(signal.SIGTERM) as signals:
             async for _ in signals:
                 stop.set()
                 return
