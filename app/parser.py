@@ -101,7 +101,8 @@ def _queue_commands(sub: Any) -> None:
     )  # fmt: skip
     p.add_argument(
         "--timeout", type=float, default=60.0,
-        help=_say("seconds to wait with --wait", 60.0),
+        help=_say("seconds to wait for the results (--wait) or, without it, until a worker "
+                  "admitted every call (exit 3 if not)", 60.0),
     )  # fmt: skip
     p = _sub(sub, "views", "print a session's published views as JSON lines")
     p.add_argument("--session", required=True, help="the evidence session (required)")

@@ -125,10 +125,17 @@ async def cmd_submit(args: argparse.Namespace, settings: Settings) -> int:
     calls = [_parse_line(n, line) for n, line in enumerate(text.splitlines(), 1) if line.strip()]
     async with EvidenceClient.connect(settings, need_url(settings)) as client:
         immediate = await client.submit_many(args.session, calls)
-        if not args.wait:
-            print_json({"submitted": len(calls)})
-            return EXIT_OK
         ids = [c.tool_call_id for c, r in zip(calls, immediate, strict=True) if r is None]
+        if not args.wait:
+            # Returned once the calls are admitted (a worker recorded them): until then only
+            # this process would send again a request another submitter erased.
+            admitted = await client.admitted(args.session, ids, args.timeout)
+            left = len(set(ids) - admitted)
+            print_json({"submitted": len(calls), "not_admitted": left})
+            if left:
+                print(f"{left} calls not admitted within {args.timeout:g} s (is a worker "
+                      "running?); their requests stay queued", file=sys.stderr)  # fmt: skip
+            return EXIT_PENDING if left else EXIT_OK
         found = await client.wait(args.session, ids, args.timeout)
     # Per line: a line repeating an earlier (session, id) shares that invocation's result.
     finals: list[CallResult] = [

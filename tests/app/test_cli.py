@@ -65,6 +65,29 @@ def test_call_submit_and_views_through_the_queue(prefix: str, redis: Any, tmp_pa
                for line in control.stdout.splitlines())  # fmt: skip
 
 
+def test_submit_without_wait_returns_once_a_worker_admitted_the_calls(
+    prefix: str, redis: Any, tmp_path: Path
+) -> None:
+    env = dict(os.environ, ACI_REDIS_URL=REDIS_URL, ACI_PREFIX=prefix, ACI_INSTANT_SOURCES="1")
+    calls = tmp_path / "calls.jsonl"
+    lines = [{"id": f"f{i}", "tool": "lookup_knowledge", "arguments": {"query": f"q{i}"}}
+             for i in range(3)]  # fmt: skip
+    calls.write_text("\n".join(json.dumps(line) for line in lines))
+    # No worker: nothing admits them; said, exit 3 (pending), the requests stay queued.
+    done = cli(env, "submit", "--file", str(calls), "--session", "s2", "--timeout", "0.5")
+    assert done.returncode == 3, done.stderr
+    assert json.loads(done.stdout) == {"submitted": 3, "not_admitted": 3}
+    assert "3 calls not admitted within 0.5 s" in done.stderr
+    with worker_processes(env, 1, quiet=True):
+        done = cli(env, "submit", "--file", str(calls), "--session", "s2", "--timeout", "30")
+        assert done.returncode == 0, done.stderr
+        assert json.loads(done.stdout) == {"submitted": 3, "not_admitted": 0}
+    import redis as sync_redis
+
+    records = sync_redis.Redis.from_url(REDIS_URL)
+    assert all(records.hget(f"{{{prefix}}}:call:s2:f{i}", "sk") for i in range(3))
+
+
 def test_tools_prints_every_format() -> None:
     for fmt in ("openai", "responses", "anthropic", "mcp", "schema"):
         done = cli(dict(os.environ), "tools", "--format", fmt)
