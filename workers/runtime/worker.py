@@ -6,8 +6,9 @@ batched finisher, each a loop of its own module, composed in one anyio task grou
 - read (`reader`): `XREADGROUP … BLOCK` for as many entries as there are free slots
   (`--concurrency`, `slots`);
 - work (`work`): each entry runs the stages (`workers.stage`) in its own task;
-- finish (`finisher`): outcomes are finished in batches — one pipeline of finish scripts, each
-  atomic and idempotent (state, result, raw record, both views and the ack, once);
+- finish (`finisher`): outcomes are finished in batches — one finish script per partition of a
+  batch, each call in it atomic and idempotent (state, result, raw record, both views and the
+  ack, once);
 - heartbeat (`heartbeat`): a beat per partition every few seconds, so `status` shows an idle
   worker live (`pipeline.heartbeat`);
 - janitor (`janitor`): `XAUTOCLAIM` takes over entries idle past the visibility timeout; an
