@@ -9,7 +9,8 @@ wall-clock invocations/s (load-sensitive), and CPU per invocation of the client 
 the worker (/proc) and Redis (`INFO cpu`), which depend far less on what else runs. With
 trusted admission (`pipeline.admission`) it also prints the admission lag: per call, the time
 from the client's envelope (`submitted_at_ms`) to its PROJECTING lifecycle entry (`at`, written
-by admission), p50/p99/max, under this load.
+by admission), p50/p99/max, under this load. `--commands` adds Redis's own account per
+invocation: each command's calls and microseconds (`INFO commandstats`).
 
 It uses only `EvidenceClient.call_many` and `Settings`, so the same script measures an older
 commit (run it with that commit's tree first on PYTHONPATH).
@@ -70,7 +71,18 @@ async def _lag_ms(redis: Any, settings: Settings, sessions: list[str]) -> list[f
     return out
 
 
-async def run(total: int) -> dict[str, Any]:
+async def _commandstats(redis: Any) -> dict[str, tuple[int, float]]:
+    # Per command: calls and microseconds of Redis CPU (a script's own commands are counted
+    # both under EVALSHA and under themselves).
+    info = await redis.info("commandstats")
+    return {
+        name.removeprefix("cmdstat_"): (int(v["calls"]), float(v["usec"]))
+        for name, v in info.items()
+        if name.startswith("cmdstat_")
+    }
+
+
+async def run(total: int, commands: bool = False) -> dict[str, Any]:
     async with embedded_redis() as url:
         prefix = f"adm{uuid.uuid4().hex[:6]}"
         settings = Settings(prefix=prefix, redis_url=url)
@@ -86,6 +98,8 @@ async def run(total: int) -> dict[str, Any]:
                     while (await client.call_many("warm", warm, timeout=5))[0] is None:
                         pass
                 worker = procs[0].pid
+                if commands:
+                    await redis.config_resetstat()
                 cpu0 = (_self_cpu_s(), _proc_cpu_s(worker), await _redis_cpu_s(redis))
                 started = time.perf_counter()
 
@@ -104,6 +118,7 @@ async def run(total: int) -> dict[str, Any]:
                         tg.start_soon(one, k)
                 wall = time.perf_counter() - started
                 cpu1 = (_self_cpu_s(), _proc_cpu_s(worker), await _redis_cpu_s(redis))
+                stats = await _commandstats(redis) if commands else {}
             done = rounds * SESSIONS * BATCH
             lag = await _lag_ms(redis, settings, sessions)
     per = [(b - a) / done * 1e6 for a, b in zip(cpu0, cpu1, strict=True)]
@@ -115,6 +130,11 @@ async def run(total: int) -> dict[str, Any]:
         "redis_us": round(per[2], 1),
         "total_us": round(sum(per), 1),
     }
+    if stats:
+        report["redis_commands"] = {
+            name: {"per_call": round(calls / done, 2), "us": round(usec / done, 2)}
+            for name, (calls, usec) in sorted(stats.items(), key=lambda kv: -kv[1][1])
+        }
     if lag:
         lag.sort()
         report["admission_lag_ms"] = {
@@ -130,8 +150,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--total", type=int, default=20_000)
     parser.add_argument("--json", action="store_true")
+    parser.add_argument(
+        "--commands", action="store_true",
+        help="also Redis's commands per invocation: calls and microseconds (INFO commandstats)",
+    )  # fmt: skip
     args = parser.parse_args()
-    report = anyio.run(run, args.total)
+    report = anyio.run(run, args.total, args.commands)
     print(json.dumps(report) if args.json else "\n".join(f"{k}: {v}" for k, v in report.items()))
 
 
