@@ -194,7 +194,13 @@ async def test_index_is_reused_and_rebuilt_only_on_change(
         assert list(cache.iterdir()) == [index_file] and index_file.stat().st_mtime_ns == stamp
         doc.write_text(DOC.replace("Rotate logs.", "Compress the journal."), encoding="utf-8")
         os.utime(doc, ns=(stamp + 10**9, stamp + 10**9))
-        hits = (await first.fetch(_ask("compress journal")))["contextPack"]["hits"]
+        # The previous index answers while the new one is built; then the new one does.
+        with anyio.fail_after(30):
+            while True:
+                hits = (await first.fetch(_ask("compress journal")))["contextPack"]["hits"]
+                if any("Compress the journal" in h["content"] for h in hits):
+                    break
+                await anyio.sleep(0.05)
         assert [h["breadcrumb"] for h in hits] == ["Disk full > Mitigation"]
         hits = (await first.fetch(_ask("rotate logs")))["contextPack"]["hits"]
         assert not any("Rotate logs" in h["content"] for h in hits)

@@ -119,12 +119,18 @@ class UseEncoder:
             if len(texts) == 1:  # a query: not remembered
                 return normalised(self._model.encode(list(texts)))
             missing = list(dict.fromkeys(t for t in texts if t not in self._memo))
-            if len(self._memo) + len(missing) > _MEMO_ROWS:
+            found = (
+                dict(zip(missing, normalised(self._model.encode(missing)), strict=True))
+                if missing
+                else {}
+            )
+            rows = np.stack([found[t] if t in found else self._memo[t] for t in texts])
+            # Remembered after the rows are taken: making room never drops a row still needed.
+            if len(self._memo) + len(found) > _MEMO_ROWS:
                 self._memo.clear()
-            if missing:
-                fresh = normalised(self._model.encode(missing))
-                self._memo.update(zip(missing, fresh, strict=True))
-            return np.stack([self._memo[t] for t in texts])
+            if len(found) <= _MEMO_ROWS:
+                self._memo.update(found)
+            return rows
 
 
 @functools.cache

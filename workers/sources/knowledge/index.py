@@ -17,6 +17,7 @@ own, which a call waits for only up to its deadline.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import logging
 import math
@@ -24,7 +25,7 @@ import sqlite3
 import threading
 import time
 import uuid
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from concurrent.futures import Future
 from pathlib import Path
 from typing import Any, Final
@@ -117,6 +118,7 @@ class KnowledgeIndexSource:
         self._groups: dict[str, frozenset[str]] | None = None
         self._refresh: Future[None] | None = None
         self._generation = 0  # bumped by aclose: a build started before does not install
+        self._rebuilding = False  # a refresh found changed files and builds their index
 
     @classmethod
     def from_env(cls, env: Mapping[str, str]) -> KnowledgeIndexSource:
@@ -149,10 +151,11 @@ class KnowledgeIndexSource:
         return source
 
     async def fetch(self, request: LookupKnowledgeRequest) -> dict[str, Any]:
-        """Search the index; an answer shaped like a RAG service's (hits only when relevant)."""
+        """Search the index; an answer shaped like a RAG service's (hits only when relevant).
+        While the runbooks' index is rebuilt after a change, the previous one answers."""
         refresh = self._due_refresh()
         if refresh is not None:
-            await _wait_for(refresh)
+            await _wait_for(refresh, self._answers_meanwhile)
         return await anyio.to_thread.run_sync(
             self._search_sync, request.query, abandon_on_cancel=True
         )
@@ -167,6 +170,11 @@ class KnowledgeIndexSource:
                 self._index.conn.close()
             self._index, self._fingerprint, self._checked_at = None, "", -math.inf
             self._generation += 1
+
+    def _answers_meanwhile(self) -> bool:
+        """True while an index is open and a rebuild runs: lookups need not wait for it."""
+        with self._lock:
+            return self._rebuilding and self._index is not None
 
     def _due_refresh(self) -> Future[None] | None:
         """None while the open index is fresh; else the (possibly already running) refresh."""
@@ -193,7 +201,16 @@ class KnowledgeIndexSource:
         else:
             error = None
         with self._lock:
-            self._refresh = None
+            rebuilt = self._rebuilding
+        if error is not None and rebuilt:
+            # The previous index answered while this rebuild ran; it failed, so that index no
+            # longer stands for the folder: lookups wait for the next refresh and its outcome.
+            with self._search_lock, self._lock:
+                if self._index is not None:
+                    self._index.conn.close()
+                self._index, self._fingerprint, self._checked_at = None, "", -math.inf
+        with self._lock:
+            self._refresh, self._rebuilding = None, False
         if error is None:
             refresh.set_result(None)
         else:
@@ -210,6 +227,9 @@ class KnowledgeIndexSource:
                 if generation == self._generation:
                     self._checked_at = now
                 return
+            self._rebuilding = rebuilding = self._index is not None
+        if rebuilding:
+            log.info("runbooks changed: rebuilding the knowledge index; the previous one answers")
         try:
             index = self._open_or_build(fingerprint)
         except OSError:
@@ -244,12 +264,13 @@ class KnowledgeIndexSource:
         try:
             return IndexFile(path)
         except sqlite3.OperationalError:
-            # Not built yet (or just removed as stale by a worker that saw newer files).
+            # Not built yet (or just removed as stale by a worker that saw newer files). The
+            # newest index of this folder and model lends its vectors to unchanged chunks.
             self._cache.mkdir(parents=True, exist_ok=True)
-            build_index(self._folder, path, self._encoder)
-            for stale in self._cache.glob(f"{prefix}*.sqlite3"):
-                if stale != path:
-                    stale.unlink(missing_ok=True)
+            older = [p for p in self._cache.glob(f"{prefix}*.sqlite3") if p != path]
+            build_index(self._folder, path, self._encoder, previous=_newest(older))
+            for stale in older:
+                stale.unlink(missing_ok=True)
             return IndexFile(path)
 
     def _search_sync(self, query: str) -> dict[str, Any]:
@@ -303,17 +324,28 @@ class KnowledgeIndexSource:
 _NO_FOLDER = "ACI_KNOWLEDGE_DIR does not name a readable folder: lookups are UNAVAILABLE"
 
 
+def _newest(paths: list[Path]) -> Path | None:
+    stamped = []
+    for path in paths:
+        with contextlib.suppress(OSError):  # removed meanwhile by another worker
+            stamped.append((path.stat().st_mtime_ns, path))
+    return max(stamped)[1] if stamped else None
+
+
 def _unavailable() -> SourceError:
     return SourceError(
         ErrorCode.UNAVAILABLE, "the knowledge index could not be read", retryable=True
     )
 
 
-async def _wait_for(refresh: Future[None]) -> None:
+async def _wait_for(refresh: Future[None], answers_meanwhile: Callable[[], bool]) -> None:
     """Wait for the shared build without a thread of our own: cancelled at the caller's
-    deadline, which leaves the build running for the calls after it."""
+    deadline, which leaves the build running for the calls after it. Returns at once, without
+    its outcome, once `answers_meanwhile()` (an open index answers while a rebuild runs)."""
     delay = 0.001
     while not refresh.done():
+        if answers_meanwhile():
+            return
         await anyio.sleep(delay)
         delay = min(delay * 2, 0.05)
     error = refresh.exception()

@@ -3,17 +3,22 @@
 `build_index` writes every chunk of the folder with its pre-segmented terms into an FTS5 table
 (and, with an encoder, every chunk's unit vector, as one float32 matrix) of a temp file in the
 target's folder, then renames it into place, so concurrent workers never open a half-built
-index. `IndexFile` opens one read-only (immutable) with its term document frequencies and its
-vectors. `ANALYSIS_HASH` covers the bytes of every module that decides what is stored (the
-analysis, the encoder's chunk text, the file walk, this store; the source adds the model id).
+index. A chunk whose embedded text is unchanged takes its vector from the `previous` index of
+the same model (the one this build replaces), so an edit re-embeds only what it changed, in a
+fresh process too. `IndexFile` opens one read-only (immutable) with its term document
+frequencies and its vectors. `ANALYSIS_HASH` covers the bytes of every module that decides
+what is stored (the analysis, the encoder's chunk text, the file walk, this store; the source
+adds the model id).
 """
 
 from __future__ import annotations
 
 import hashlib
+import logging
 import math
 import os
 import sqlite3
+import time
 import uuid
 from pathlib import Path
 from typing import TYPE_CHECKING, Final
@@ -28,6 +33,8 @@ if TYPE_CHECKING:
     import numpy.typing as npt
 
 __all__ = ["ANALYSIS_HASH", "INDEX_VERSION", "IndexFile", "build_index"]
+
+log = logging.getLogger("aci.knowledge")
 
 INDEX_VERSION: Final = 1
 ANALYSIS_HASH: Final = hashlib.sha256(
@@ -70,10 +77,15 @@ def _rows(text: str, source: str) -> list[_Row]:
     return rows
 
 
-def build_index(folder: Path, target: Path, encoder: Encoder | None = None) -> int:
+def build_index(
+    folder: Path, target: Path, encoder: Encoder | None = None, previous: Path | None = None
+) -> int:
     """Index every runbook under `folder` into `target` atomically; return the chunk count.
 
-    With an `encoder`, each chunk's vector is computed once here and stored with the index."""
+    With an `encoder`, each chunk's vector is computed once and stored with the index: taken
+    from the `previous` index file when that holds the same text embedded by the same model,
+    else computed here."""
+    started = time.perf_counter()
     tmp = target.with_name(f".{target.name}.{os.getpid()}.{uuid.uuid4().hex}.tmp")
     rows: list[_Row] = []
     root = folder.resolve()
@@ -86,8 +98,10 @@ def build_index(folder: Path, target: Path, encoder: Encoder | None = None) -> i
     finally:
         os.close(root_fd)
     vectors = None
+    reused = 0
     if encoder is not None:
-        vectors = encoder.encode([chunk_text(r[5], _body(r[6])) for r in rows])
+        texts = [chunk_text(r[5], _body(r[6])) for r in rows]
+        vectors, reused = _vectors(encoder, texts, previous)
         _check_vectors(vectors, len(rows), encoder.dim)
     try:
         conn = sqlite3.connect(tmp)
@@ -111,7 +125,62 @@ def build_index(folder: Path, target: Path, encoder: Encoder | None = None) -> i
         os.replace(tmp, target)
     finally:
         tmp.unlink(missing_ok=True)
+    log.info(
+        "knowledge index built: %d chunks (%d embedded, %d vectors reused) in %.1f s",
+        len(rows), len(rows) - reused if encoder is not None else 0, reused,
+        time.perf_counter() - started,
+    )  # fmt: skip
     return len(rows)
+
+
+def _digest(text: str) -> bytes:
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).digest()
+
+
+def _vectors(
+    encoder: Encoder, texts: list[str], previous: Path | None
+) -> tuple[npt.NDArray[np.float32], int]:
+    """One vector per text, and how many came from `previous` (the rest are encoded)."""
+    import numpy as np
+
+    known = _known_vectors(previous, encoder)
+    if not known or not texts:
+        return encoder.encode(texts), 0
+    digests = [_digest(t) for t in texts]
+    reused = sum(1 for d in digests if d in known)
+    missing = list(dict.fromkeys(t for t, d in zip(texts, digests, strict=True) if d not in known))
+    if missing:
+        fresh = encoder.encode(missing)
+        _check_vectors(fresh, len(missing), encoder.dim)
+        known.update(zip((_digest(t) for t in missing), fresh, strict=True))
+    return np.stack([known[d] for d in digests]).astype(np.float32, copy=False), reused
+
+
+def _known_vectors(previous: Path | None, encoder: Encoder) -> dict[bytes, npt.NDArray[np.float32]]:
+    """The vectors of `previous` by the digest of the text they embed; empty when there is no
+    such index, it is unreadable (e.g. removed meanwhile by a worker that built a newer one),
+    or another model made it."""
+    if previous is None:
+        return {}
+    try:
+        index = IndexFile(previous)
+    except (sqlite3.Error, OSError, ValueError):
+        return {}
+    try:
+        if index.vectors is None or index.model_id != encoder.model_id:
+            return {}
+        if index.vectors.shape[1] != encoder.dim:
+            return {}
+        rows = index.conn.execute("SELECT rowid, breadcrumb, content FROM chunks").fetchall()
+        return {
+            _digest(chunk_text(crumb, _body(content))): index.vectors[rowid - 1].copy()
+            for rowid, crumb, content in rows
+            if 0 < rowid <= len(index.vectors)
+        }
+    except (sqlite3.Error, ValueError, TypeError):
+        return {}
+    finally:
+        index.conn.close()
 
 
 def _check_vectors(vectors: npt.NDArray[np.float32], n: int, dim: int) -> None:
