@@ -51,10 +51,12 @@ class _Held:
         self.hold_s = hold_s
         self._real = knowledge.build_index
 
-    def __call__(self, folder: Path, target: Path, encoder: Encoder | None = None) -> int:
+    def __call__(
+        self, folder: Path, target: Path, encoder: Encoder | None = None, previous: Path | None = None
+    ) -> int:
         self.builds += 1
         self.release.wait(self.hold_s)
-        return self._real(folder, target, encoder)
+        return self._real(folder, target, encoder, previous)
 
 
 @pytest.fixture
