@@ -1,0 +1,75 @@
+"""A hostile submitter's single crafted request entry against everyone else's calls (a private
+Redis 7 with the real `pipeline.acl` users, a worker connected as `worker`).
+
+The request stream is the one key a submitter writes, so whatever it appends there must only
+ever hurt the attacker's own requests:
+- an envelope nested deeper than the decoder recurses (a few KB, well within the size bound)
+  is refused like any malformed request; it does not crash the worker's admission (a crash
+  would repeat on every worker that takes the request over: no one's call admitted again);
+- an explicit entry id at the end of the id space (`XADD ... 18446744073709551615-...`, which
+  ACLs cannot refuse) leaves the stream unable to take another `XADD *`: admission resets an
+  emptied request stream whose last id no clock writes, so everyone can submit again.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+
+import anyio
+import pytest
+
+from contracts import LifecycleStatus
+from contracts.status import CONTRACT_VERSION
+from pipeline.client import EvidenceClient, ToolCall
+from pipeline.keys import Keys
+from pipeline.redis_io import call_redis, open_redis
+from pipeline.settings import Settings
+from tests.pipeline.acl_server import AclServer, acl_server
+from tests.pipeline.helpers import loads, running_worker
+from tests.pipeline.sources import InstantSource
+
+P = Keys("aci")
+SETTINGS = Settings(prefix="aci", visibility_timeout_s=5.0, deadline_s=2.0, admit_resend_s=0.4)
+
+
+@pytest.fixture
+def server() -> Iterator[AclServer]:
+    with acl_server(["aci"]) as running:
+        yield running
+
+
+def ask(i: int) -> ToolCall:
+    return ToolCall(
+        tool="lookup_knowledge", tool_call_id=f"call_{i}", arguments={"query": f"real {i}"}
+    )
+
+
+async def answered(client: EvidenceClient, n: int) -> None:
+    calls = [ask(i) for i in range(n)]
+    results = await client.call_many("victim", calls, timeout=8)
+    for i, result in enumerate(results):
+        assert result is not None and result.lifecycle is LifecycleStatus.READY
+        assert f"real {i}" in loads(result.model)["evidence"][0]["excerpt"]
+
+
+async def test_a_deeply_nested_request_is_refused_without_crashing_admission(
+    server: AclServer,
+) -> None:
+    # 4 KB: far below the size bound, far deeper than the decoder's recursion limit.
+    head = json.dumps(
+        {"v": CONTRACT_VERSION, "session_id": "attacker", "tool": "lookup_knowledge",
+         "tool_call_id": "x", "arguments": "{}", "submitted_at_ms": 1}
+    )  # fmt: skip
+    poison = (head[:-1] + ', "pad": ' + "[" * 2000 + "]" * 2000 + "}").encode()
+    async with (
+        open_redis(server.url("submitter")) as attacker,
+        open_redis(server.url("worker")) as worker,
+        EvidenceClient.connect(SETTINGS, server.url("submitter")) as client,
+    ):
+        await call_redis(attacker.xadd(P.requests, {"d": poison}))
+        with anyio.fail_after(15):
+            async with running_worker(worker, SETTINGS, {"lookup_knowledge": InstantSource()}):
+                await answered(client, 3)
+        reasons = [f[b"reason"] for _e, f in await call_redis(worker.xrange(P.dead))]
+    assert reasons == [b"not an invocation envelope of this contract version"]
