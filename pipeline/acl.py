@@ -94,6 +94,7 @@ _WORKER_COMMANDS: Final = (
     "+evalsha", "+script|load", "+multi", "+exec", "+discard",
     "+xreadgroup", "+xack", "+xautoclaim", "+xadd", "+xdel", "+xrange", "+xtrim", "+xgroup|create",
     "+xinfo|groups", "+xpending", "+type",
+    "+xinfo|stream", "+xsetid", "+xgroup|setid",  # take.lua: an exhausted request stream's reset
     "+exists", "+hget", "+hmget", "+hset", "+set", "+pexpire", "+zadd", "+zremrangebyscore",
     "+zrem", "+zcount",  # its heartbeat (pipeline.heartbeat)
 )  # fmt: skip

@@ -45,10 +45,10 @@ def ask(i: int) -> ToolCall:
     )
 
 
-async def answered(client: EvidenceClient, n: int) -> None:
-    calls = [ask(i) for i in range(n)]
+async def answered(client: EvidenceClient, n: int, first: int = 0) -> None:
+    calls = [ask(i) for i in range(first, first + n)]
     results = await client.call_many("victim", calls, timeout=8)
-    for i, result in enumerate(results):
+    for i, result in enumerate(results, first):
         assert result is not None and result.lifecycle is LifecycleStatus.READY
         assert f"real {i}" in loads(result.model)["evidence"][0]["excerpt"]
 
@@ -73,3 +73,33 @@ async def test_a_deeply_nested_request_is_refused_without_crashing_admission(
                 await answered(client, 3)
         reasons = [f[b"reason"] for _e, f in await call_redis(worker.xrange(P.dead))]
     assert reasons == [b"not an invocation envelope of this contract version"]
+
+
+LAST_ID = "18446744073709551615-18446744073709551615"  # the end of the stream id space
+
+
+@pytest.mark.parametrize(
+    "append",
+    [
+        pytest.param(("XADD", P.requests, LAST_ID, "x", "y"), id="last-id"),
+        pytest.param(("XADD", P.requests, "MAXLEN", "0", LAST_ID, "x", "y"), id="last-id-trimmed"),
+        pytest.param(
+            ("XADD", P.requests, "18446744073709551615-18446744073709551613", "x", "y"),
+            id="two-before-the-last",
+        ),
+    ],
+)
+async def test_an_exhausted_request_stream_id_is_reset_for_everyone(
+    server: AclServer, append: tuple[str, ...]
+) -> None:
+    async with (
+        open_redis(server.url("submitter")) as attacker,
+        open_redis(server.url("worker")) as worker,
+        EvidenceClient.connect(SETTINGS, server.url("submitter")) as client,
+    ):
+        with anyio.fail_after(15):
+            async with running_worker(worker, SETTINGS, {"lookup_knowledge": InstantSource()}):
+                await answered(client, 1)  # the stream and its group exist
+                await call_redis(attacker.execute_command(*append))
+                await anyio.sleep(0.3)  # a few admission rounds
+                await answered(client, 5, first=1)
