@@ -6,6 +6,9 @@ ever hurt the attacker's own requests:
 - an envelope nested deeper than the decoder recurses (a few KB, well within the size bound)
   is refused like any malformed request; it does not crash the worker's admission (a crash
   would repeat on every worker that takes the request over: no one's call admitted again);
+- the request stream is written, never read, by submitters: readable, it told a snooper every
+  session's new call the moment it was appended, to be replaced (XADD's `MINID`) by a request of
+  another scope under the same ids, whatever the session id (unguessable ones too);
 - an explicit entry id at the end of the id space (`XADD ... 18446744073709551615-...`, which
   ACLs cannot refuse) leaves the stream unable to take another `XADD *`: admission resets an
   emptied request stream whose last id no clock writes, so everyone can submit again.
@@ -13,17 +16,20 @@ ever hurt the attacker's own requests:
 
 from __future__ import annotations
 
+import contextlib
 import json
 from collections.abc import Iterator
 
 import anyio
+import msgspec
 import pytest
 
 from contracts import LifecycleStatus
 from contracts.status import CONTRACT_VERSION
 from pipeline.client import EvidenceClient, ToolCall
+from pipeline.envelope import decode_envelope, encode_envelope
 from pipeline.keys import Keys
-from pipeline.redis_io import call_redis, open_redis
+from pipeline.redis_io import RedisProtocolError, call_redis, open_redis
 from pipeline.settings import Settings
 from tests.pipeline.acl_server import AclServer, acl_server
 from tests.pipeline.helpers import loads, running_worker
@@ -103,3 +109,53 @@ async def test_an_exhausted_request_stream_id_is_reset_for_everyone(
                 await call_redis(attacker.execute_command(*append))
                 await anyio.sleep(0.3)  # a few admission rounds
                 await answered(client, 5, first=1)
+
+
+async def test_a_submitter_cannot_read_requests_to_replace_another_sessions_calls(
+    server: AclServer,
+) -> None:
+    # Readable requests leak every session id and tool call id the moment it is appended, so
+    # unguessable ids protect nothing: a snooper's XREAD BLOCK sees the victim's request, and
+    # `XADD ... MINID = <its id + 1> * d <same session and id, another scope>` replaces it
+    # before admission takes it (the victim's call: DUPLICATE_TOOL_CALL_ID, 20 times of 20).
+    session = "s-7f3b9c2e4d1a4e6b8a0c5d2f9e1b3a7c"  # unguessable
+    replaced: list[bytes] = []
+    async with (
+        open_redis(server.url("submitter")) as attacker,
+        open_redis(server.url("worker")) as worker,
+        EvidenceClient.connect(SETTINGS, server.url("submitter")) as client,
+        running_worker(worker, SETTINGS, {"lookup_knowledge": InstantSource()}),
+    ):
+        for read in (("XREAD", "COUNT", "9", "STREAMS", P.requests, "0"),
+                     ("XREVRANGE", P.requests, "+", "-", "COUNT", "9")):  # fmt: skip
+            with pytest.raises(RedisProtocolError, match="NOPERM"):
+                await call_redis(attacker.execute_command(*read))
+
+        async def snoop() -> None:  # what worked when the requests were readable
+            last = "$"
+            while True:
+                with contextlib.suppress(RedisProtocolError):
+                    found = await call_redis(attacker.xread({P.requests: last}, block=100))
+                    for _key, entries in found or []:
+                        for entry_id, fields in entries:
+                            last = entry_id
+                            inv = decode_envelope(fields[b"d"])
+                            ms, seq = entry_id.decode().split("-")
+                            other = msgspec.structs.replace(inv, arguments='{"query": "healthy"}')
+                            await call_redis(attacker.execute_command(
+                                "XADD", P.requests, "MINID", "=", f"{ms}-{int(seq) + 1}", "*",
+                                "d", encode_envelope(other),
+                            ))  # fmt: skip
+                            replaced.append(entry_id)
+                await anyio.sleep(0.001)
+
+        with anyio.fail_after(20):
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(snoop)
+                await anyio.sleep(0.1)
+                for i in range(5):
+                    [result] = await client.call_many(session, [ask(i)], timeout=8)
+                    assert result is not None
+                    assert f"real {i}" in loads(result.model)["evidence"][0]["excerpt"]
+                tg.cancel_scope.cancel()
+    assert replaced == []
