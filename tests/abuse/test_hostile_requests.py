@@ -159,3 +159,25 @@ async def test_a_submitter_cannot_read_requests_to_replace_another_sessions_call
                     assert f"real {i}" in loads(result.model)["evidence"][0]["excerpt"]
                 tg.cancel_scope.cancel()
     assert replaced == []
+
+
+async def test_arguments_nested_deeper_than_the_encoder_recurses_are_a_schema_error(
+    server: AclServer,
+) -> None:
+    # A host hands over the arguments it decoded (an Anthropic `tool_use.input`): nested 5,000
+    # deep, encoding them raised RecursionError out of `call`; it is the caller's SCHEMA error.
+    deep: dict[str, object] = {"query": "x"}
+    inner = deep
+    for _ in range(5000):
+        inner["k"] = {}
+        inner = inner["k"]  # type: ignore[assignment]
+    async with (
+        open_redis(server.url("worker")) as worker,
+        EvidenceClient.connect(SETTINGS, server.url("submitter")) as client,
+        running_worker(worker, SETTINGS, {"lookup_knowledge": InstantSource()}),
+    ):
+        with anyio.fail_after(15):
+            call = ToolCall(tool="lookup_knowledge", tool_call_id="deep", arguments=deep)
+            [result] = await client.call_many("victim", [call], timeout=8)
+            await answered(client, 1)
+    assert result is not None and loads(result.model)["error"]["code"] == "SCHEMA"
