@@ -15,7 +15,9 @@ Every request passes `SessionGate` (an ASGI app in front of the SDK's Starlette 
   same value). When a limit is reached, the least recently used idle session (of that client,
   or of the whole server) is closed to make room, so a flood of `initialize` requests only
   ever displaces idle sessions and never locks a new client out; 503 (429 per client) only
-  while every session at the limit has a request in flight.
+  while every session at the limit has a request in flight. An open GET stream (the channel
+  for server messages, open as long as the client likes) keeps a session from timing out but
+  not from being closed for room: held by an attacker, such sessions locked everyone out.
 - **New sessions per client are rate limited** (a token bucket): past it, 429 with
   `Retry-After`; and a client has at most `requests_per_client` requests in flight (429).
 
@@ -93,7 +95,8 @@ class _Session:
     client: str
     host: bytes  # the Host header that opened it (its closing request passes the same check)
     last_active: float
-    in_flight: int = 0
+    in_flight: int = 0  # requests being served (POST, DELETE)
+    streams: int = 0  # open GET streams: not idle, yet closed for room like an idle session
 
 
 @dataclass
@@ -201,11 +204,18 @@ class SessionGate:
                 status.append(message["status"])
             await send(message)
 
-        session.in_flight += 1
+        stream = scope.get("method") == "GET"
+        if stream:
+            session.streams += 1
+        else:
+            session.in_flight += 1
         try:
             await self._app(scope, receive, watch)
         finally:
-            session.in_flight -= 1
+            if stream:
+                session.streams -= 1
+            else:
+                session.in_flight -= 1
             session.last_active = self._clock()
             ended = scope.get("method") == "DELETE" and status and status[0] < 400
             if (status and status[0] == 404) or ended:
@@ -264,7 +274,7 @@ class SessionGate:
         # The SDK closes a session idle for the same time; forget it here as well.
         idle = self._limits.idle_timeout_s
         for session_id, session in list(self._sessions.items()):
-            if not session.in_flight and now - session.last_active >= idle:
+            if not (session.in_flight or session.streams) and now - session.last_active >= idle:
                 del self._sessions[session_id]
         rate, burst = self._limits.new_sessions_per_s, self._limits.new_sessions_burst
         for client, bucket in list(self._buckets.items()):

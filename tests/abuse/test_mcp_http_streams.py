@@ -1,0 +1,60 @@
+"""An unauthenticated MCP-over-HTTP client that opens sessions and holds a GET stream (the
+Streamable HTTP channel for server messages) on each: such a session has a request in flight
+for as long as the stream stays open, so it was never idle — never timed out, never displaced
+to make room — and `max_sessions` of them (16 per address) answered every new client 503 for as
+long as the attacker kept its connections. An open GET stream alone no longer protects a session
+from being closed for room (its client reconnects on 404, as the protocol says)."""
+
+from __future__ import annotations
+
+import contextlib
+
+import anyio
+import httpx
+import pytest
+
+from hosts.mcp_http import HttpLimits
+from tests.hosts.test_mcp_http import (
+    HANDSHAKE,
+    call_in_session,
+    client_from,
+    initialize,
+    local_app,
+    serving,
+)
+
+pytest.importorskip("mcp")
+
+
+async def test_sessions_held_by_open_get_streams_do_not_lock_out_new_clients() -> None:
+    app, gate = local_app(HttpLimits(max_sessions=4, idle_timeout_s=1.0))
+    ended = anyio.Event()
+    async with serving(app) as url, client_from("127.0.0.2") as attacker:
+
+        async def hold(session_id: str) -> None:
+            headers = {"mcp-session-id": session_id, "mcp-protocol-version": HANDSHAKE,
+                       "accept": "text/event-stream"}  # fmt: skip
+            async with attacker.stream("GET", url, headers=headers, timeout=60) as response:
+                assert response.status_code == 200
+                with contextlib.suppress(httpx.HTTPError):  # closed by the server
+                    async for _chunk in response.aiter_bytes():
+                        pass
+            ended.set()
+
+        with anyio.fail_after(30):
+            async with anyio.create_task_group() as tg:
+                for _ in range(4):
+                    response = await initialize(attacker, url)
+                    tg.start_soon(hold, response.headers["mcp-session-id"])
+                await anyio.sleep(1.5)  # every stream open, past the idle timeout
+                assert gate.open_sessions == 4
+                async with client_from("127.0.0.3") as newcomer:
+                    response = await initialize(newcomer, url)
+                    assert response.status_code == 200, response.text
+                    session = response.headers["mcp-session-id"]
+                    observation = await call_in_session(newcomer, url, session)
+                assert observation["evidence_status"] == "EVIDENCE_FOUND"
+                assert gate.open_sessions == 4
+                with anyio.fail_after(5):
+                    await ended.wait()  # the displaced session's stream was closed with it
+                tg.cancel_scope.cancel()
