@@ -20,6 +20,9 @@ Every request passes `SessionGate` (an ASGI app in front of the SDK's Starlette 
   not from being closed for room: held by an attacker, such sessions locked everyone out.
 - **New sessions per client are rate limited** (a token bucket): past it, 429 with
   `Retry-After`; and a client has at most `requests_per_client` requests in flight (429).
+- **A request's body must arrive within `body_timeout_s`** (408 otherwise): the gate reads it
+  before the SDK does (up to the SDK's 4 MiB bound), so stalled uploads cannot hold a client's
+  in-flight budget (on a loopback bind every local client is one address) for good.
 
 A closed session answers 404 and its host opens a new one (the Streamable HTTP rule); its
 later calls then go in a new evidence session.
@@ -59,6 +62,7 @@ class HttpLimits(msgspec.Struct, frozen=True, kw_only=True):
     new_sessions_per_s: float = 2.0  # sustained new sessions of one remote address
     new_sessions_burst: int = 32  # ... and the burst above that rate
     requests_per_client: int = 64  # requests of one remote address in flight at once
+    body_timeout_s: float = 10.0  # a request's whole body arrives within this, or 408
 
     def problem(self) -> str | None:
         """What is wrong with these limits, in one line (None when they are fine)."""
@@ -72,6 +76,8 @@ class HttpLimits(msgspec.Struct, frozen=True, kw_only=True):
             return "session limits must be at least 1"
         if not (math.isfinite(self.idle_timeout_s) and self.idle_timeout_s > 0):
             return "the idle timeout must be a positive number of seconds"
+        if not (math.isfinite(self.body_timeout_s) and self.body_timeout_s > 0):
+            return "the body timeout must be a positive number of seconds"
         if not (math.isfinite(self.new_sessions_per_s) and self.new_sessions_per_s > 0):
             return "the new-session rate must be a positive number per second"
         return None
@@ -167,7 +173,11 @@ class SessionGate:
             return
         self._requests[client] = self._requests.get(client, 0) + 1
         try:
-            await self._route(client, scope, receive, send)
+            body = await _read_body(receive, self._limits.body_timeout_s)
+            if body is None:
+                await _json_error(408, "Request body not received in time")(scope, receive, send)
+                return
+            await self._route(client, scope, _replay(body, receive), send)
         finally:
             self._requests[client] -= 1
             if not self._requests[client]:
@@ -336,6 +346,38 @@ class SessionGate:
             return None
 
         await self._app(scope, receive, discard)
+
+
+_BODY_BUFFER_MAX: Final = 4 * 1024 * 1024  # the SDK's body bound: it answers 413 past it
+
+
+async def _read_body(receive: Any, timeout_s: float) -> list[Any] | None:
+    """The request's body messages, read within `timeout_s` (None when it was too slow); past
+    `_BODY_BUFFER_MAX` bytes the rest is left to the SDK, which refuses it."""
+    import anyio
+
+    messages: list[Any] = []
+    size = 0
+    with anyio.move_on_after(timeout_s):
+        while True:
+            message = await receive()
+            messages.append(message)
+            if message["type"] != "http.request":  # the client went away
+                return messages
+            size += len(message.get("body", b""))
+            if not message.get("more_body", False) or size > _BODY_BUFFER_MAX:
+                return messages
+    return None
+
+
+def _replay(messages: list[Any], receive: Any) -> Any:
+    """An ASGI `receive` giving `messages` first, then the connection's own."""
+    pending = list(messages)
+
+    async def replay() -> Any:
+        return pending.pop(0) if pending else await receive()
+
+    return replay
 
 
 def _handshake_era(version: str) -> bool:

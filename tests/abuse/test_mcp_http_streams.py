@@ -8,6 +8,7 @@ from being closed for room (its client reconnects on 404, as the protocol says).
 from __future__ import annotations
 
 import contextlib
+import socket
 
 import anyio
 import httpx
@@ -58,3 +59,28 @@ async def test_sessions_held_by_open_get_streams_do_not_lock_out_new_clients() -
                 with anyio.fail_after(5):
                     await ended.wait()  # the displaced session's stream was closed with it
                 tg.cancel_scope.cancel()
+
+
+async def test_requests_whose_body_never_arrives_do_not_lock_out_their_address() -> None:
+    # 64 POSTs whose body stalls after one byte held the address's whole in-flight budget for
+    # as long as the sockets stayed open: every other client of that address (on a loopback
+    # bind: every local client) was answered 429. A body must now arrive within the bound.
+    app, _gate = local_app(HttpLimits(body_timeout_s=1.0))
+    async with serving(app) as url:
+        port = int(url.rsplit(":", 1)[1].split("/")[0])
+        head = (b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+                b"Accept: application/json, text/event-stream\r\nContent-Length: 1000\r\n\r\n{")  # fmt: skip
+        with contextlib.ExitStack() as stack:
+            for _ in range(64):
+                sock = stack.enter_context(socket.socket())
+                sock.bind(("127.0.0.2", 0))
+                sock.connect(("127.0.0.1", port))
+                sock.sendall(head)
+            await anyio.sleep(0.3)
+            async with client_from("127.0.0.2") as neighbour:
+                assert (await initialize(neighbour, url)).status_code == 429  # still in time
+                await anyio.sleep(1.5)
+                response = await initialize(neighbour, url)
+                assert response.status_code == 200, response.text
+            answer = sock.recv(4096)  # the last of them: answered 408
+        assert answer.startswith(b"HTTP/1.1 408")
