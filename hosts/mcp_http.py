@@ -17,7 +17,7 @@ Every request passes `SessionGate` (an ASGI app in front of the SDK's Starlette 
   ever displaces idle sessions and never locks a new client out; 503 (429 per client) only
   while every session at the limit has a request in flight. An open GET stream (the channel
   for server messages, open as long as the client likes) keeps a session from timing out but
-  not from being closed for room: held by an attacker, such sessions locked everyone out.
+  not from being closed for room (else one client holding such streams locks everyone out).
 - **New sessions per client are rate limited** (a token bucket): past it, 429 with
   `Retry-After`; and a client has at most `requests_per_client` requests in flight (429).
 - **A request's body must arrive within `body_timeout_s`** (408 otherwise): the gate reads it

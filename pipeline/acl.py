@@ -85,9 +85,9 @@ _CLUSTER_7: Final = ("+cluster|shards",)
 _WAIT: Final = "+wait"
 _FIRST_ARGUMENT_RULES: Final = ("+client|setinfo", "+client|maint_notifications")
 
-# The client (pipeline.client, pipeline.submitter, pipeline.listener): XADD of requests,
-# HMGET and HGET of call records' scope keys and of
-# result hashes, XREVRANGE/XREAD of view streams; ZCOUNT of the workers' heartbeats.
+# The client (pipeline.client, pipeline.submitter, pipeline.listener): XADD of requests, HMGET
+# and HGET of call records' scope keys and of result hashes, XREVRANGE/XREAD of view streams;
+# ZCOUNT of the workers' heartbeats.
 _SUBMITTER_COMMANDS: Final = ("+xadd", "+hmget", "+hget", "+xread", "+xrevrange", "+zcount")
 # pipeline.consumer (state checks, dead letters in MULTI/EXEC, takeovers), pipeline.trim, and
 # what the scripts call (pipeline/lua/take.lua, admit.lua, finish.lua).
