@@ -15,9 +15,14 @@ Every request passes `SessionGate` (an ASGI app in front of the SDK's Starlette 
   same value). When a limit is reached, the least recently used idle session (of that client,
   or of the whole server) is closed to make room, so a flood of `initialize` requests only
   ever displaces idle sessions and never locks a new client out; 503 (429 per client) only
-  while every session at the limit has a request in flight.
+  while every session at the limit has a request in flight. An open GET stream (the channel
+  for server messages, open as long as the client likes) keeps a session from timing out but
+  not from being closed for room (else one client holding such streams locks everyone out).
 - **New sessions per client are rate limited** (a token bucket): past it, 429 with
   `Retry-After`; and a client has at most `requests_per_client` requests in flight (429).
+- **A request's body must arrive within `body_timeout_s`** (408 otherwise): the gate reads it
+  before the SDK does (up to the SDK's 4 MiB bound), so stalled uploads cannot hold a client's
+  in-flight budget (on a loopback bind every local client is one address) for good.
 
 A closed session answers 404 and its host opens a new one (the Streamable HTTP rule); its
 later calls then go in a new evidence session.
@@ -57,6 +62,7 @@ class HttpLimits(msgspec.Struct, frozen=True, kw_only=True):
     new_sessions_per_s: float = 2.0  # sustained new sessions of one remote address
     new_sessions_burst: int = 32  # ... and the burst above that rate
     requests_per_client: int = 64  # requests of one remote address in flight at once
+    body_timeout_s: float = 10.0  # a request's whole body arrives within this, or 408
 
     def problem(self) -> str | None:
         """What is wrong with these limits, in one line (None when they are fine)."""
@@ -70,6 +76,8 @@ class HttpLimits(msgspec.Struct, frozen=True, kw_only=True):
             return "session limits must be at least 1"
         if not (math.isfinite(self.idle_timeout_s) and self.idle_timeout_s > 0):
             return "the idle timeout must be a positive number of seconds"
+        if not (math.isfinite(self.body_timeout_s) and self.body_timeout_s > 0):
+            return "the body timeout must be a positive number of seconds"
         if not (math.isfinite(self.new_sessions_per_s) and self.new_sessions_per_s > 0):
             return "the new-session rate must be a positive number per second"
         return None
@@ -93,7 +101,8 @@ class _Session:
     client: str
     host: bytes  # the Host header that opened it (its closing request passes the same check)
     last_active: float
-    in_flight: int = 0
+    in_flight: int = 0  # requests being served (POST, DELETE)
+    streams: int = 0  # open GET streams: not idle, yet closed for room like an idle session
 
 
 @dataclass
@@ -164,7 +173,11 @@ class SessionGate:
             return
         self._requests[client] = self._requests.get(client, 0) + 1
         try:
-            await self._route(client, scope, receive, send)
+            body = await _read_body(receive, self._limits.body_timeout_s)
+            if body is None:
+                await _json_error(408, "Request body not received in time")(scope, receive, send)
+                return
+            await self._route(client, scope, _replay(body, receive), send)
         finally:
             self._requests[client] -= 1
             if not self._requests[client]:
@@ -201,11 +214,18 @@ class SessionGate:
                 status.append(message["status"])
             await send(message)
 
-        session.in_flight += 1
+        stream = scope.get("method") == "GET"
+        if stream:
+            session.streams += 1
+        else:
+            session.in_flight += 1
         try:
             await self._app(scope, receive, watch)
         finally:
-            session.in_flight -= 1
+            if stream:
+                session.streams -= 1
+            else:
+                session.in_flight -= 1
             session.last_active = self._clock()
             ended = scope.get("method") == "DELETE" and status and status[0] < 400
             if (status and status[0] == 404) or ended:
@@ -264,7 +284,7 @@ class SessionGate:
         # The SDK closes a session idle for the same time; forget it here as well.
         idle = self._limits.idle_timeout_s
         for session_id, session in list(self._sessions.items()):
-            if not session.in_flight and now - session.last_active >= idle:
+            if not (session.in_flight or session.streams) and now - session.last_active >= idle:
                 del self._sessions[session_id]
         rate, burst = self._limits.new_sessions_per_s, self._limits.new_sessions_burst
         for client, bucket in list(self._buckets.items()):
@@ -326,6 +346,38 @@ class SessionGate:
             return None
 
         await self._app(scope, receive, discard)
+
+
+_BODY_BUFFER_MAX: Final = 4 * 1024 * 1024  # the SDK's body bound: it answers 413 past it
+
+
+async def _read_body(receive: Any, timeout_s: float) -> list[Any] | None:
+    """The request's body messages, read within `timeout_s` (None when it was too slow); past
+    `_BODY_BUFFER_MAX` bytes the rest is left to the SDK, which refuses it."""
+    import anyio
+
+    messages: list[Any] = []
+    size = 0
+    with anyio.move_on_after(timeout_s):
+        while True:
+            message = await receive()
+            messages.append(message)
+            if message["type"] != "http.request":  # the client went away
+                return messages
+            size += len(message.get("body", b""))
+            if not message.get("more_body", False) or size > _BODY_BUFFER_MAX:
+                return messages
+    return None
+
+
+def _replay(messages: list[Any], receive: Any) -> Any:
+    """An ASGI `receive` giving `messages` first, then the connection's own."""
+    pending = list(messages)
+
+    async def replay() -> Any:
+        return pending.pop(0) if pending else await receive()
+
+    return replay
 
 
 def _handshake_era(version: str) -> bool:

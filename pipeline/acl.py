@@ -3,8 +3,9 @@
 One source of truth for the embedded Redis (`pipeline.embedded`), `aci-evidence acl`,
 `deploy/redis/` (compose) and the tests. Pure: no I/O.
 
-- `submitter` may append to the request streams (XADD, and XREVRANGE to see whether its request
-  still waits; no script, no DEL, no PEXPIRE) and read what it needs to learn what became of
+- `submitter` may append to the request streams (XADD only, write-only on Redis >= 7: a readable
+  request stream would tell every submitter each session's new calls the moment they are
+  appended; no script, no DEL, no PEXPIRE) and read what it needs to learn what became of
   its requests: call records' scope keys, result hashes and view streams, and the workers'
   heartbeats (`call` tells when no worker reads its partition). It writes none of
   what workers or other sessions trust (call records, fingerprints, invocations, lifecycle,
@@ -84,9 +85,9 @@ _CLUSTER_7: Final = ("+cluster|shards",)
 _WAIT: Final = "+wait"
 _FIRST_ARGUMENT_RULES: Final = ("+client|setinfo", "+client|maint_notifications")
 
-# The client (pipeline.client, pipeline.submitter, pipeline.listener): XADD of requests and
-# XREVRANGE of its own (is it still queued?), HMGET and HGET of call records' scope keys and of
-# result hashes, XREVRANGE/XREAD of view streams; ZCOUNT of the workers' heartbeats.
+# The client (pipeline.client, pipeline.submitter, pipeline.listener): XADD of requests, HMGET
+# and HGET of call records' scope keys and of result hashes, XREVRANGE/XREAD of view streams;
+# ZCOUNT of the workers' heartbeats.
 _SUBMITTER_COMMANDS: Final = ("+xadd", "+hmget", "+hget", "+xread", "+xrevrange", "+zcount")
 # pipeline.consumer (state checks, dead letters in MULTI/EXEC, takeovers), pipeline.trim, and
 # what the scripts call (pipeline/lua/take.lua, admit.lua, finish.lua).
@@ -94,6 +95,7 @@ _WORKER_COMMANDS: Final = (
     "+evalsha", "+script|load", "+multi", "+exec", "+discard",
     "+xreadgroup", "+xack", "+xautoclaim", "+xadd", "+xdel", "+xrange", "+xtrim", "+xgroup|create",
     "+xinfo|groups", "+xpending", "+type",
+    "+xinfo|stream", "+xsetid", "+xgroup|setid",  # take.lua: an exhausted request stream's reset
     "+exists", "+hget", "+hmget", "+hset", "+set", "+pexpire", "+zadd", "+zremrangebyscore",
     "+zrem", "+zcount",  # its heartbeat (pipeline.heartbeat)
 )  # fmt: skip
@@ -156,15 +158,16 @@ def acl_rules(prefix: str, role: str, redis_major: int = 7, redis_minor: int = 0
     if role == "auditor":
         return [*rules, *(("%R~" if modern else "~") + p for p in k("*")), *_AUDITOR_COMMANDS]
     # submitter
-    # Requests: appended and read back (an envelope is no secret from a submitter: it reads
-    # call records, which hold them); every other key it may touch is read, never written.
+    # Requests: appended, never read (Redis >= 7): readable, they named every session's new
+    # call ids before admission, to be replaced by XADD's MINID with another scope (a denial,
+    # whatever the session id). Every other key it may touch is read, never written.
     appended = k("requests")
     readable = [*k("call:*"), *k("res:*"), *k("model:*"), *k("control:*")]
     # Workers' heartbeats, read (ZCOUNT) by `call` to tell "no worker reads this partition".
     readable += k("heartbeats")
     if not modern:
         return [*rules, *("~" + p for p in (*appended, *readable)), *_SUBMITTER_COMMANDS, _WAIT]
-    keys = [*("~" + p for p in appended), *("%R~" + p for p in readable)]
+    keys = [*("%W~" + p for p in appended), *("%R~" + p for p in readable)]
     return [*rules, *keys, *_SUBMITTER_COMMANDS, _WAIT]
 
 

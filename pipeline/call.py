@@ -85,7 +85,7 @@ def _arguments_text(arguments: Any) -> str:
         return bytes(arguments).decode("utf-8", "replace")
     try:
         return _ENCODER.encode(arguments).decode()
-    except (TypeError, ValueError, OverflowError):
+    except (TypeError, ValueError, OverflowError, RecursionError):  # (nested too deep)
         return "null"  # not JSON-shaped: the worker answers with a SCHEMA error
 
 

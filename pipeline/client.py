@@ -235,8 +235,7 @@ class EvidenceClient:
             if prepared.out[at] is not None:  # a conflict within the submission
                 continue
             if recorded is None:  # not admitted yet (so not final either)
-                entry_id = replies[2 * n]
-                self.unadmitted.add(session_id, call, prepared.envelopes[n], scope, part, entry_id)
+                self.unadmitted.add(session_id, call, prepared.envelopes[n], scope, part)
             elif recorded.decode("utf-8", "replace") != scope:
                 bounds = self.settings.bounds
                 prepared.out[at] = rejected_locally(call, session_id, bounds, _conflict(call))

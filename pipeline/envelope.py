@@ -45,6 +45,9 @@ class EnvelopeError(Exception):
 
 _ENCODER: Final = msgspec.json.Encoder()
 _DECODER: Final = msgspec.json.Decoder(Invocation)
+# What a hostile envelope can make the decoder raise: a request only a few KB long but nested
+# deeper than the decoder recurses (in a field it skips) raises RecursionError.
+_UNDECODABLE: Final = (msgspec.DecodeError, msgspec.ValidationError, RecursionError)
 
 
 def encode_envelope(invocation: Invocation) -> bytes:
@@ -55,7 +58,7 @@ def decode_envelope(data: bytes | str) -> Invocation:
     """Decode an envelope; a foreign version or shape raises `EnvelopeError`."""
     try:
         invocation = _DECODER.decode(data)
-    except (msgspec.DecodeError, msgspec.ValidationError) as exc:
+    except _UNDECODABLE as exc:
         raise EnvelopeError(f"not an invocation envelope: {exc}") from exc
     if invocation.v != CONTRACT_VERSION:
         raise EnvelopeError(
@@ -81,7 +84,7 @@ def peek_identity(data: bytes | str) -> Invocation | None:
     that much can be read, so its invocation can still be finished as ERROR."""
     try:
         found = _IDENTITY_DECODER.decode(data)
-    except (msgspec.DecodeError, msgspec.ValidationError):
+    except _UNDECODABLE:
         return None
     if not found.session_id or not found.tool_call_id:
         return None

@@ -209,6 +209,12 @@ async def open_redis(
             "ACI_REDIS_URL is not a valid redis://, rediss:// or unix:// URL"
         ) from None
     pool.connection_class = _hiredis_packing(pool.connection_class)
+    try:  # a connection object (no I/O): an unknown or bad query option fails here, not later
+        pool.connection_class(**pool.connection_kwargs)
+    except (TypeError, ValueError, RedisError):
+        raise RedisConfigError(
+            "ACI_REDIS_URL has an unknown or invalid option after '?'"
+        ) from None
     client = aioredis.Redis(connection_pool=pool)
     try:
         yield client

@@ -10,9 +10,12 @@ key), or not admitted yet.
 A request not admitted yet is remembered (`Unadmitted`) until its call record appears. Anyone
 who may append requests can also drop those not admitted yet (XADD's `MAXLEN 0`/`MINID` cannot
 be refused by ACL), so one whose call record is still missing after `Settings.admit_resend_s`
-and whose request entry is gone is sent again, up to `_TRIES` times (one still in the stream is
-only waiting for a busy admission, and is left alone): admission is idempotent, so a request
-admitted twice is one call.
+is sent again, up to `_TRIES` times, each wait twice the one before (at most `_BACKOFF_MAX`
+times the first): admission is idempotent, so a request admitted twice is one call. The client
+cannot tell a dropped request from one still queued behind a busy admission: the request
+stream is write-only for submitters (readable, it named every session's new calls to anyone
+holding the submitter password), so a request queued longer than the bound is sent again too,
+a few times at most (it is then admitted as the call it already is).
 """
 
 from __future__ import annotations
@@ -43,6 +46,7 @@ __all__ = ["Prepared", "Unadmitted", "prepare", "verified"]
 
 log = logging.getLogger("aci.client")
 _TRIES: Final = 10  # sends of one request before the client stops watching it
+_BACKOFF_MAX: Final = 8  # the longest wait before sending again, in `admit_resend_s`
 
 
 class Prepared(NamedTuple):
@@ -133,7 +137,7 @@ def verified(
 
 class _Sent:
     __slots__ = (
-        "call", "entry_id", "envelope", "part", "scope_key", "sent_at", "session_id", "tries",
+        "call", "envelope", "part", "scope_key", "sent_at", "session_id", "tries",
     )  # fmt: skip
 
     def __init__(
@@ -143,7 +147,6 @@ class _Sent:
         call: ToolCall,
         envelope: bytes,
         scope: str,
-        entry_id: bytes,
     ) -> None:
         # One per request sent and not seen admitted: kept small (slots, no dict).
         self.part = part
@@ -151,7 +154,6 @@ class _Sent:
         self.call = call
         self.envelope = envelope
         self.scope_key = scope
-        self.entry_id = entry_id  # its request stream entry
         self.sent_at = time.monotonic()
         self.tries = 1
 
@@ -173,39 +175,35 @@ class Unadmitted:
         envelope: bytes,
         scope: str,
         part: Partition,
-        entry_id: bytes,
     ) -> None:
-        self.sent[(session_id, call.tool_call_id)] = _Sent(
-            part, session_id, call, envelope, scope, entry_id
-        )
+        self.sent[(session_id, call.tool_call_id)] = _Sent(part, session_id, call, envelope, scope)
 
     def admitted(self, session_id: str, tool_call_id: str) -> None:
         self.sent.pop((session_id, tool_call_id), None)
 
+    def _due(self, s: _Sent, now: float) -> bool:
+        return now - s.sent_at >= self.resend_s * min(1 << (s.tries - 1), _BACKOFF_MAX)
+
     async def check(self, redis: Redis, conflict: Callable[[str, str, str], None]) -> None:
-        """One pass over the requests older than the bound: admitted ones are forgotten,
-        conflicting ones reported through `conflict(session, id, scope)`, ones still waiting in
-        the request stream (admission lags) left alone, and dropped ones sent again."""
+        """One pass over the requests whose wait is over: admitted ones are forgotten,
+        conflicting ones reported through `conflict(session, id, scope)`, and the others
+        (dropped, or still queued behind a busy admission) sent again."""
         now = time.monotonic()
-        due = [s for s in self.sent.values() if now - s.sent_at >= self.resend_s]
+        due = [s for s in self.sent.values() if self._due(s, now)]
         for start in range(0, len(due), 1000):
             chunk = due[start : start + 1000]
             pipe = redis.pipeline(transaction=False)
             for s in chunk:
                 pipe.hget(s.part.call(s.session_id, s.call.tool_call_id), SCOPE_KEY)
-                # Exactly its own entry (XREVRANGE end start): never a neighbour's body.
-                pipe.xrevrange(s.part.requests, s.entry_id, s.entry_id, count=1)
             rows = await execute(pipe)
             again: list[_Sent] = []
             for n, s in enumerate(chunk):
-                recorded, waiting = rows[2 * n], rows[2 * n + 1]
+                recorded = rows[n]
                 key = (s.session_id, s.call.tool_call_id)
                 if recorded is not None:
                     self.sent.pop(key, None)
                     if recorded.decode("utf-8", "replace") != s.scope_key:
                         conflict(s.session_id, s.call.tool_call_id, s.scope_key)
-                elif waiting:
-                    s.sent_at = now  # still queued: admission lags, nothing was dropped
                 elif s.tries >= _TRIES:
                     self.sent.pop(key, None)
                     log.warning("a request was not admitted after %d sends", s.tries)
@@ -215,8 +213,8 @@ class Unadmitted:
                 pipe = redis.pipeline(transaction=False)
                 for s in again:
                     pipe.xadd(s.part.requests, {ENTRY_DATA: s.envelope})
-                for s, entry_id in zip(again, await execute(pipe), strict=True):
+                await execute(pipe)
+                for s in again:
                     s.tries += 1
                     s.sent_at = now
-                    s.entry_id = entry_id
                 self.resent += len(again)

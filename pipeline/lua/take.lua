@@ -6,6 +6,11 @@
 -- dead-lettered without its data): an oversized request never reaches a worker's memory.
 -- Entries another admitter took and left idle longer than ARGV[5] ms (it died between taking
 -- and admitting) are taken over first; admitting twice is harmless (admission is idempotent).
+-- XADD may name any id above the stream's last, so a submitter can append at the end of the id
+-- space (`18446744073709551615-18446744073709551615`), after which no `XADD *` succeeds
+-- ("exhausted"), for every session of the partition. No clock writes a millisecond part of 20
+-- digits (10^19 ms is 317 million years away): a take that hands over nothing and finds the
+-- stream empty with such a last id sets it, and the group's, back to the start.
 --
 -- KEYS[1] requests      the partition's request stream (group ARGV[1])
 -- KEYS[2] dead          the partition's dead-letter stream (eid, reason)
@@ -61,5 +66,19 @@ if #refused > 0 then
       'reason', 'not a request of at most the size bound')
   end
   out[1] = #refused
+end
+if #out == 1 then
+  local info = redis.call('XINFO', 'STREAM', KEYS[1])
+  local length, last = nil, ''
+  for i = 1, #info, 2 do
+    if info[i] == 'length' then length = info[i + 1]
+    elseif info[i] == 'last-generated-id' then last = info[i + 1] end
+  end
+  if length == 0 and #string.match(last, '^%d*') >= 20 then
+    if redis.pcall('XSETID', KEYS[1], '0-1', 'MAXDELETEDID', '0-1').err then
+      redis.call('XSETID', KEYS[1], '0-1')  -- Redis 6.2: no MAXDELETEDID
+    end
+    redis.call('XGROUP', 'SETID', KEYS[1], ARGV[1], '0')
+  end
 end
 return out
