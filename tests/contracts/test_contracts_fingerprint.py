@@ -162,3 +162,18 @@ def test_scope_has_the_default_lookback_when_omitted() -> None:
         ]
         == 15
     )
+
+
+def test_normalise_sql_parses_only_within_its_bounds() -> None:
+    # A crafted statement made admission (which normalises every request on a worker's event
+    # loop) spend 47-190 ms in the parser, and a RecursionError decided its fingerprint; past
+    # the bounds the text is whitespace-folded, the same in every process.
+    commas = "select " + ",".join(["a"] * 200) + " from t"
+    assert normalise_sql(commas) == commas  # over 256 tokens: folded, not re-rendered
+    nested = "select 1 from t where a in " + "(select a from t where a in " * 17 + "(1)" + ")" * 17
+    assert normalise_sql(nested) == nested  # nested deeper than 16
+    assert normalise_sql("x" * 4001) == "x" * 4001
+    functions = "select " + ", ".join(f"sum(c{i})" for i in range(30)) + " from t"
+    assert normalise_sql(functions).startswith("SELECT SUM(c0), SUM(c1)")  # 30 ( but depth 1
+    shallow = "select 1 from t where a in " + "(select a from t where a in " * 15 + "(1)" + ")" * 15
+    assert normalise_sql(shallow).startswith("SELECT 1 FROM t WHERE a IN (SELECT")
