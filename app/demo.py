@@ -42,12 +42,15 @@ from app.fleet import worker_processes
 from pipeline.admin import delete_prefix, session_timeline
 from pipeline.client import CallResult, EvidenceClient, ToolCall
 from pipeline.embedded import RoleUrls, embedded_redis_users
+from pipeline.heartbeat import heartbeat_ttl_s, live_count
 from pipeline.redis_io import open_redis
 from pipeline.settings import Settings
 
 __all__ = ["run_demo"]
 
 DEFAULT_SCENARIO = "db-pool-exhaustion"
+_WORKERS = 2
+_READY_WAIT_S = 60.0
 
 
 def scenario_clock(scenario: str) -> tuple[str, str]:
@@ -189,12 +192,17 @@ async def run_demo(
                 env["ACI_MYSQL_SHOP_URL"] = shop_url
             run_settings = Settings.from_env(env)
             transcript: list[dict[str, Any]] = []
-            with worker_processes(env, 2, quiet=True):
+            with worker_processes(env, _WORKERS, quiet=True):
                 async with (
                     open_redis(urls.submitter) as redis,
                     open_redis(urls.auditor) as auditor,
                     EvidenceClient(redis, run_settings) as client,
                 ):
+                    # The rounds' times are the calls' own, not the workers' start (imports,
+                    # the model, the runbook index): the first round waits for their beats.
+                    view.note(f"starting {_WORKERS} workers (the model, the runbook index)")
+                    waited = await _workers_ready(redis, run_settings, session, _WORKERS)
+                    view.note(f"{_WORKERS} workers ready in {waited:.1f} s (sources warmed up)")
                     for number, script in enumerate(SCRIPTS[scenario], 1):
                         calls = [
                             ToolCall(tool=t, tool_call_id=i, arguments=a) for t, i, a in script
@@ -225,6 +233,19 @@ async def run_demo(
                 async with open_redis(urls.auditor) as redis:
                     await delete_prefix(redis, run_settings.keys())
     return code
+
+
+async def _workers_ready(redis: Any, settings: Settings, session: str, count: int) -> float:
+    """Seconds until `count` workers beat in the session's partition (a worker beats once its
+    sources are warm), at most `_READY_WAIT_S`: past that the calls still wait for them."""
+    started = time.perf_counter()
+    part, ttl = settings.keys().for_session(session), heartbeat_ttl_s(settings)
+    with anyio.move_on_after(_READY_WAIT_S):
+        while True:  # polled: a beat is a Redis write, nothing to wait on here
+            if await live_count(redis, part, ttl) >= count:
+                break
+            await anyio.sleep(0.1)
+    return time.perf_counter() - started
 
 
 async def _call_round(

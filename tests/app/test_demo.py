@@ -70,6 +70,8 @@ def test_the_demo_fits_80_columns_and_ends_with_what_you_saw(tmp_path: Path) -> 
     assert "what you saw" in tail and "the incident: oom-kill-restarts" in tail
     assert "duplicate_of call_1_kb" in tail and "the deliberate ERROR" in tail
     assert "the demo world's clock: 2026-03-14T15:10:00+08:00" in done.stdout
+    # The rounds start once the workers are warm: their times are the calls' own.
+    assert "2 workers ready in" in done.stdout
 
 
 def test_the_real_log_files_scenario_reads_the_files_it_wrote(tmp_path: Path) -> None:
