@@ -349,6 +349,11 @@ async def test_reinject_into_a_new_session_keeps_the_tool_call_ids(
     assert set(done) == {"k1", "l1", "m1", "d1", "e1", "e2"}
     code, lines = await replay(capsys, settings, "--session", "again")
     assert (code, lines[-1]["identical"]) == (0, 6)
+    # The table says what a re-injection did (before: replayed 6, identical 0, nothing else).
+    args = _parser().parse_args(["replay", "--session", SESSION, "--into", "again2"])
+    assert await run_replay(args, settings) == 0
+    table = [line.split() for line in capsys.readouterr().out.splitlines()]
+    assert "submitted" in table[2] and table[4][table[2].index("submitted")] == "6", table
 
 
 @pytest.mark.skipif(os.environ.get("ACI_REGEN_GOLDEN") != "1", reason="set ACI_REGEN_GOLDEN=1")
