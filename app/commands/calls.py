@@ -36,10 +36,14 @@ def print_json(value: Any) -> None:
     sys.stdout.flush()
 
 
-def need_url(settings: Settings) -> str:
-    """The Redis URL, or a configuration error saying how to give one."""
+def need_url(settings: Settings, *, local: bool = False) -> str:
+    """The Redis URL, or a configuration error saying how to give one (`local`: the command
+    also runs without Redis, with `--local`)."""
     if not settings.redis_url:
-        raise SettingsError("ACI_REDIS_URL is not set (use --local, or start Redis and set it)")
+        hint = "use --local, or " if local else ""
+        raise SettingsError(
+            f"ACI_REDIS_URL is not set ({hint}set it, e.g. redis://127.0.0.1:6379/0)"
+        )
     return settings.redis_url
 
 
@@ -88,7 +92,7 @@ async def cmd_call(args: argparse.Namespace, settings: Settings) -> int:
             {"lifecycle": lifecycle, "model": outcome.observation, "control": outcome.control}
         )
         return EXIT_ERROR if lifecycle == "ERROR" else EXIT_OK
-    async with EvidenceClient.connect(settings, need_url(settings)) as client:
+    async with EvidenceClient.connect(settings, need_url(settings, local=True)) as client:
         call = ToolCall(tool=args.tool, tool_call_id=args.id, arguments=arguments)
         result = await client.call(args.session, call, timeout=args.timeout)
         if result is None:

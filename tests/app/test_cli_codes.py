@@ -68,6 +68,18 @@ def test_without_a_worker_call_says_no_consumer_reads_and_submit_wait_exits_3(
     assert json.loads(done.stdout) == {"submitted": 1, "ready": 0, "error": 0, "pending": 1}
 
 
+def test_without_a_redis_url_only_call_suggests_local() -> None:
+    # Before: status, views and worker also said "use --local", a flag they do not have.
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ACI_")}
+    for args in (["status"], ["views", "--session", "s1", "--view", "model"], ["worker"]):
+        done = cli(env, *args)
+        assert done.returncode == 2, args
+        assert done.stderr.startswith("configuration error: ACI_REDIS_URL is not set"), args
+        assert "--local" not in done.stderr and done.stderr.count("\n") == 1, args
+    done = cli(env, "call", "lookup_knowledge", "--id", "k1", "--args", '{"query":"x"}')
+    assert done.returncode == 2 and "use --local" in done.stderr
+
+
 @pytest.mark.redis
 def test_with_a_worker_call_exits_0_or_1_by_lifecycle(prefix: str, redis: Any) -> None:
     env = _env(prefix, ACI_INSTANT_SOURCES="1")
