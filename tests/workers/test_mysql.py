@@ -14,7 +14,7 @@ import pytest
 from contracts import DEFAULT_BOUNDS, QueryMysqlRequest, project_mysql
 from contracts.status import ErrorCode, EvidenceStatus
 from tests.workers.sql_corpus import CORPUS
-from workers.sources import SourceError
+from workers.sources import SourceError, warm_up
 from workers.sources.mysql import sqlguard
 from workers.sources.mysql.shop import TABLES, create_reader, ensure_demo_shop, load_shop
 from workers.sources.mysql.source import ConnectParams, MysqlSource
@@ -229,6 +229,27 @@ async def test_unreachable_server_is_unavailable() -> None:
         await src.fetch(_req("SELECT 1", ds="down"))
     assert info.value.code == ErrorCode.UNAVAILABLE and info.value.retryable
     assert "secret" not in info.value.message and "127.0.0.1" not in info.value.message
+
+
+async def test_a_wrong_password_is_said_at_warm_up_by_data_source_and_errno(
+    db: tuple[str, str, str], caplog: pytest.LogCaptureFixture
+) -> None:
+    # Before: no warm-up for query_mysql (docs/operations.md promised one), so a wrong
+    # password was first seen as "unavailable; try again later" on an agent's call.
+    name, user, _ = db
+    wrong = ConnectParams(host="127.0.0.1", port=3306, user=user, password="nope", database=name)
+    src = MysqlSource({"shop": _params(db), "billing": wrong}, pool_size=1)
+    try:
+        with caplog.at_level("WARNING", logger="aci.sources"):
+            await warm_up({"query_mysql": src}, timeout_s=10)
+    finally:
+        await src.aclose()
+    lines = [r.getMessage() for r in caplog.records if r.name == "aci.sources"]
+    assert lines == [
+        "warm-up of query_mysql (billing) failed (the data source is unavailable (error 1045); "
+        "try again later); its calls may fail the same way"
+    ]
+    assert "nope" not in lines[0] and user not in lines[0]
 
 
 def test_from_env_and_config(tmp_path: Any) -> None:
