@@ -100,6 +100,9 @@ async def cmd_acl(args: argparse.Namespace, settings: Settings) -> int:
 
     prefix = args.prefix or settings.prefix
     passwords = {role: os.environ[var] for role, var in _ACL_ENV.items() if os.environ.get(var)}
+    for role, password in passwords.items():  # name the variable, never the value
+        if any(c.isspace() for c in password):
+            raise SettingsError(f"{_ACL_ENV[role]}: a password without whitespace")
     try:
         if args.template:  # no passwords involved: deploy/redis/entrypoint.sh fills them in
             sys.stdout.write(aclfile_template(prefix, args.redis_major, args.redis_minor))
