@@ -98,7 +98,8 @@ async def cmd_call(args: argparse.Namespace, settings: Settings) -> int:
         if result is None:
             note = await _no_reader_note(client, settings, args.session)
             print(
-                f"no result within {args.timeout}s{note}; it stays readable later",
+                f"no result within {args.timeout}s{note}; the call stays queued: run the same "
+                "command again to read its result",
                 file=sys.stderr,
             )
             return EXIT_PENDING

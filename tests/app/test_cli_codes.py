@@ -59,6 +59,7 @@ def test_without_a_worker_call_says_no_consumer_reads_and_submit_wait_exits_3(
                "--timeout", "0.5")  # fmt: skip
     assert done.returncode == 3
     assert "no consumer is reading the stream" in done.stderr and done.stderr.count("\n") == 1
+    assert done.stderr.rstrip().endswith("run the same command again to read its result")
     calls = tmp_path / "calls.jsonl"
     calls.write_text(
         json.dumps({"id": "k2", "tool": "lookup_knowledge", "arguments": {"query": "y"}})
