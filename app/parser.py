@@ -136,14 +136,15 @@ def _operator_commands(sub: Any) -> None:
         help=_say("read only these partitions, e.g. 0,3,5", "all of ACI_PARTITIONS"),
     )  # fmt: skip
     p = _sub(
-        sub, "demo", "a scripted diagnosis on the embedded default",
+        sub, "demo", "a scripted diagnosis of an incident, on an embedded Redis",
         epilog="environment: ACI_REDIS_URL (use this Redis instead of a private one), "
         "ACI_MYSQL_SHOP_URL (the shop database; default: loaded into MariaDB on localhost)",
     )  # fmt: skip
     p.add_argument(
         "--scenario", default=None,
         help=_say(
-            "the incident to play: a mock one, or real-log-files (files the demo writes)",
+            "the incident to play: db-pool-exhaustion, slow-query-storm, oom-kill-restarts, "
+            "downstream-timeout (mock logs) or real-log-files (files the demo writes)",
             "db-pool-exhaustion", "ACI_MOCK_SCENARIO",
         ),
     )  # fmt: skip

@@ -151,6 +151,10 @@ def test_every_flag_of_every_subcommand_has_a_sentence_and_its_default() -> None
         assert "exit codes:" in helped and "130" in helped, name
     assert "env ACI_LOG_LEVEL" in " ".join(subs["worker"].format_help().split())
     assert "env ACI_MOCK_SCENARIO" in " ".join(subs["demo"].format_help().split())
+    from workers.sources.logs.source import SCENARIOS
+
+    said = next(a.help or "" for a in subs["demo"]._actions if a.dest == "scenario")
+    assert all(name in said for name in [*SCENARIOS, "real-log-files"]), said
     assert "ACI_REDIS_URL" in subs["status"].format_help()
 
 
