@@ -233,7 +233,10 @@ def _replay_commands(sub: Any) -> None:
     p.add_argument(
         "--into", metavar="SESSION", help=_say("re-inject the calls under a new session", "off")
     )
-    p.add_argument("--json", action="store_true", help=_say("print one JSON summary", "off"))
+    p.add_argument(
+        "--json", action="store_true",
+        help=_say("JSON lines: one per changed or failed invocation, then the summary", "off"),
+    )  # fmt: skip
     p = _sub(sub, "export", "export a session's invocations and results (JSON Lines)")
     p.add_argument("--session", required=True, help="the session to export (required)")
     p.add_argument("--file", required=True, help="the file to write (required)")
