@@ -323,7 +323,8 @@ async def _serve_http(server: Server[Any], options: ServeOptions) -> None:
                 return
 
     guarded = "with a bearer token" if options.token else "without a token"
-    log.info(
+    # At the default level too (like a worker's start line): the one sign the server is up.
+    logging.getLogger("aci.announce").info(
         "serving Streamable HTTP on http://%s:%d/mcp (%s)",
         options.host,
         options.http_port,
