@@ -118,6 +118,13 @@ def _parse(line: str) -> argparse.Namespace:
     return build_parser().parse_args(shlex.split(line))
 
 
+def test_an_unreadable_log_json_flag_is_a_configuration_error() -> None:
+    # Before: ACI_LOG_JSON=true (or yes) silently logged text.
+    done = cli(_env(ACI_LOG_JSON="true"), "status")
+    assert done.returncode == 2
+    assert done.stderr == "configuration error: ACI_LOG_JSON must be 0 or 1\n"
+
+
 def test_global_flags_go_before_or_after_the_subcommand() -> None:
     after = _parse("worker --log-json --log-level INFO --concurrency 4")
     assert (after.log_json, after.log_level, after.concurrency) == (True, "INFO", 4)
