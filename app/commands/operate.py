@@ -56,7 +56,15 @@ async def cmd_worker(args: argparse.Namespace, settings: Settings) -> int:
 
         metrics = WorkerMetrics()
         serving = serve_metrics(metrics, args.metrics_port)
-    with serving as port:
+    with contextlib.ExitStack() as stack:
+        try:
+            port = stack.enter_context(serving)
+        except OSError as exc:  # the port is taken: one line, not a traceback
+            raise CommandError(
+                f"--metrics-port: cannot listen on {args.metrics_port} "
+                f"({exc.strerror or type(exc).__name__})",
+                prefix="aci-evidence worker",
+            ) from None
         if port is not None:
             logging.getLogger("aci.announce").info("metrics on :%d/metrics", port)
         # Signals, sources, Redis, gc.freeze, run and drain: the one worker bootstrap.
