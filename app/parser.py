@@ -86,7 +86,7 @@ def _queue_commands(sub: Any) -> None:
         help=_say("run the stages in this process, without Redis or a worker", "off"),
     )  # fmt: skip
     p.add_argument(
-        "--timeout", type=float, default=30.0,
+        "--timeout", type=_seconds, default=30.0,
         help=_say("seconds to wait for the result before exiting 3 (pending)", 30.0),
     )  # fmt: skip
     p = _sub(sub, "submit", "submit a JSON Lines file of tool calls")
@@ -100,7 +100,7 @@ def _queue_commands(sub: Any) -> None:
         help=_say("wait for every result and print the counts; exit 3 if some are pending", "off"),
     )  # fmt: skip
     p.add_argument(
-        "--timeout", type=float, default=60.0,
+        "--timeout", type=_seconds, default=60.0,
         help=_say("seconds to wait for the results (--wait) or, without it, until a worker "
                   "admitted every call (exit 3 if not)", 60.0),
     )  # fmt: skip
@@ -261,6 +261,17 @@ def _replay_commands(sub: Any) -> None:
 
 
 _PARTITIONS_USAGE = "partitions: comma-separated indexes, e.g. 0,3,5"
+
+
+def _seconds(text: str) -> float:
+    # `nan` reached anyio as a deadline (a traceback); a negative wait never waited.
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError("seconds: a number, e.g. 30") from None
+    if not 0 < value < float("inf"):
+        raise argparse.ArgumentTypeError("seconds: a number above 0, e.g. 30")
+    return value
 
 
 def _partition_list(text: str) -> list[int]:

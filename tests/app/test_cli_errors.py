@@ -101,6 +101,15 @@ CASES: list[tuple[str, dict[str, str], tuple[str, ...], int, str]] = [
     ("usage top", {}, ("frobnicate",), 2, "aci-evidence: error: "),
     ("tools format", {}, ("tools", "--format", "xml"), 2, "aci-evidence tools: error: "),
     ("mcp port", {}, ("mcp", "--http", "eighty"), 2, "aci-evidence mcp: error: "),
+    # Before: `nan` was a traceback out of anyio, `-1` returned "pending" without waiting.
+    ("call nan", {}, (*KB[:2], *KB[3:], "--timeout", "nan"), 2, "aci-evidence call: error: "),
+    (
+        "submit -1",
+        {},
+        ("submit", "--file", "x", "--session", "s", "--timeout", "-1"),
+        2,
+        "aci-evidence submit: error: argument --timeout: seconds",
+    ),
     ("acl", {"ACI_ACL_ADMIN_PASSWORD": ""}, ("acl", "--aclfile"), 2, "configuration error: "),
     ("demo scenario", {}, ("demo", "--scenario", "bogus"), 2, "unknown scenario"),
 ]
