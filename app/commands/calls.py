@@ -24,7 +24,15 @@ from pipeline.keys import is_valid_session_id
 from pipeline.redis_io import PipelineError, open_redis
 from pipeline.settings import Settings, SettingsError
 
-__all__ = ["cmd_call", "cmd_submit", "cmd_views", "need_url", "print_json", "read_arguments"]
+__all__ = [
+    "cmd_call",
+    "cmd_submit",
+    "cmd_views",
+    "need_url",
+    "print_json",
+    "read_arguments",
+    "read_text",
+]
 
 _ENCODER = msgspec.json.Encoder()
 _LINE_KEYS: Final = frozenset({"id", "tool", "arguments"})
@@ -52,8 +60,16 @@ async def read_arguments(value: str) -> str:
     if value == "-":
         return await anyio.to_thread.run_sync(sys.stdin.read)
     if value.startswith("@"):
-        return await anyio.Path(value[1:]).read_text(encoding="utf-8")
+        return await read_text(value[1:])
     return value
+
+
+async def read_text(path: str) -> str:
+    """A file's UTF-8 text; a file that is not UTF-8 is bad input (one line), not a traceback."""
+    try:
+        return await anyio.Path(path).read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise CommandError(f"{path}: not UTF-8 text (byte {exc.start})") from None
 
 
 async def _no_reader_note(client: EvidenceClient, settings: Settings, session: str) -> str:
@@ -126,7 +142,7 @@ def _parse_line(number: int, line: str) -> ToolCall:
 
 async def cmd_submit(args: argparse.Namespace, settings: Settings) -> int:
     """`submit`: a JSON Lines file of calls; `--wait` for their results."""
-    text = await anyio.Path(args.file).read_text(encoding="utf-8")
+    text = await read_text(args.file)
     calls = [_parse_line(n, line) for n, line in enumerate(text.splitlines(), 1) if line.strip()]
     async with EvidenceClient.connect(settings, need_url(settings)) as client:
         immediate = await client.submit_many(args.session, calls)

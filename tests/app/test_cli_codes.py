@@ -50,6 +50,17 @@ def test_call_exits_1_on_error_and_reads_args_from_a_file_or_stdin(tmp_path: Pat
     assert json.loads(from_stdin.stdout)["model"]["tool_call_id"] == "c3"
 
 
+def test_a_file_that_is_not_utf8_is_bad_input_in_one_line(tmp_path: Path) -> None:
+    # Before: a UnicodeDecodeError traceback from `--args @FILE` and `submit --file`.
+    binary = tmp_path / "args.json"
+    binary.write_bytes(b'\xff\xfe{"query":"x"}')
+    for args in (("call", "lookup_knowledge", "--local", "--id", "k1", "--args", f"@{binary}"),
+                 ("submit", "--file", str(binary), "--session", "s1")):  # fmt: skip
+        done = cli(_env(), *args)
+        assert done.returncode == 2, done.stderr
+        assert done.stderr == f"bad input: {binary}: not UTF-8 text (byte 0)\n"
+
+
 @pytest.mark.redis
 def test_without_a_worker_call_says_no_consumer_reads_and_submit_wait_exits_3(
     prefix: str, redis: Any, tmp_path: Path
