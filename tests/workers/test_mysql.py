@@ -263,6 +263,26 @@ def test_from_env_and_config(tmp_path: Any) -> None:
     assert src._pools["shop"].params.password == "p@x" and src._limit_s == 2.5
 
 
+@pytest.mark.parametrize(
+    ("name", "content", "said"),
+    [
+        ("mysql.json", b"\xff\xfe{}", "ACI_MYSQL_CONFIG: the file is not UTF-8"),
+        ("mysql.conf", b'[mysql]\nshop = "mysql://r:Pw1@h/shop"\n',
+         "ACI_MYSQL_CONFIG: not valid JSON (a file named *.toml is read as TOML): line 1"),
+        ("mysql.toml", b'[mysql\nshop = "mysql://r:Pw1@h/shop"\n', "ACI_MYSQL_CONFIG: not valid TOML"),
+    ],
+)  # fmt: skip
+def test_an_unreadable_config_file_names_the_variable(
+    tmp_path: Any, name: str, content: bytes, said: str
+) -> None:
+    # Before: "'utf-16-le' codec can't decode byte 0x7d …", or a bare parser message.
+    cfg = tmp_path / name
+    cfg.write_bytes(content)
+    with pytest.raises(ValueError) as caught:
+        MysqlSource.from_env({"ACI_MYSQL_CONFIG": str(cfg)})
+    assert str(caught.value).startswith(said) and "Pw1" not in str(caught.value)
+
+
 async def test_ensure_demo_shop_idempotent_and_concurrent() -> None:
     urls: list[str] = []
 
