@@ -8,7 +8,6 @@ run; it never reaches the model.
 from __future__ import annotations
 
 import hashlib
-import re
 from typing import Any, Final
 
 import msgspec
@@ -23,10 +22,6 @@ from contracts.requests import (
 __all__ = ["DEFAULT_LOOKBACK_MINUTES", "fingerprint_scope", "normalise_scope", "normalise_sql"]
 
 DEFAULT_LOOKBACK_MINUTES: Final = 60
-_PARSE_MAX_CHARS: Final = 4000
-_PARSE_MAX_TOKENS: Final = 256
-_PARSE_MAX_DEPTH: Final = 16
-_TOKEN: Final = re.compile(r"\w+|[^\w\s]")
 _ENCODER: Final = msgspec.json.Encoder(order="sorted")
 
 
@@ -34,32 +29,9 @@ def _fold(text: str) -> str:
     return " ".join(text.split()).casefold()
 
 
-def _parse_bounded(sql: str) -> bool:
-    # Parsing costs about 7 us a token and grows faster with nesting, and admission normalises
-    # every request on a worker's event loop: a crafted 8,000-character statement took 47-190
-    # ms. Within these bounds it takes at most about 2 ms, and never nests deep enough for a
-    # RecursionError (which would make the fingerprint depend on the process's stack).
-    if len(sql) > _PARSE_MAX_CHARS or len(_TOKEN.findall(sql)) > _PARSE_MAX_TOKENS:
-        return False
-    if sql.count("(") <= _PARSE_MAX_DEPTH:
-        return True
-    depth = 0
-    for char in sql:
-        if char == "(":
-            depth += 1
-            if depth > _PARSE_MAX_DEPTH:
-                return False
-        elif char == ")":
-            depth -= 1
-    return True
-
-
 def normalise_sql(sql: str) -> str:
     """SQL as MySQL's parser reads it, re-rendered: keyword case and whitespace removed as a
-    difference. Text that does not parse, or is past the parse bounds (`_PARSE_MAX_*`: longer
-    than an agent's query, or nested deeper), falls back to whitespace folding."""
-    if not _parse_bounded(sql):
-        return " ".join(sql.split())
+    difference. Text that does not parse falls back to whitespace folding."""
     import sqlglot  # pure parser; imported lazily to keep contract import time small
     from sqlglot.errors import SqlglotError
 
