@@ -62,6 +62,8 @@ def _run(args: argparse.Namespace, settings: list[Settings], ctrl: CtrlC) -> int
     if level not in LOG_LEVELS:
         choices = ", ".join(LOG_LEVELS)
         raise SettingsError(f"--log-level (or ACI_LOG_LEVEL) must be one of {choices}")
+    if os.environ.get("ACI_LOG_JSON", "").strip() not in ("", "0", "1"):  # `true` meant text
+        raise SettingsError("ACI_LOG_JSON must be 0 or 1")
     from workers.logging_setup import configure_logging
 
     # Every command logs through the safe formatters: no tracebacks, no upstream addresses.

@@ -4,7 +4,7 @@ line on stderr, and the exit code tells what happened.
 | code | meaning |
 |---|---|
 | 0 | done: evidence found, or none in scope (`NO_EVIDENCE` is an answer, not a failure) |
-| 1 | an error: a call ended `ERROR`, a replay changed or failed, Redis is down or refused |
+| 1 | an error: `call` ended `ERROR` (not `submit --wait`), a replay changed or failed, Redis down |
 | 2 | usage or configuration: a bad flag, an `ACI_*` value, a missing file, a bad input line |
 | 3 | pending: calls without a result yet (they stay readable later) |
 | 130 | aborted by the user (Ctrl-C), quietly |

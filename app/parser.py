@@ -86,7 +86,7 @@ def _queue_commands(sub: Any) -> None:
         help=_say("run the stages in this process, without Redis or a worker", "off"),
     )  # fmt: skip
     p.add_argument(
-        "--timeout", type=float, default=30.0,
+        "--timeout", type=_seconds, default=30.0,
         help=_say("seconds to wait for the result before exiting 3 (pending)", 30.0),
     )  # fmt: skip
     p = _sub(sub, "submit", "submit a JSON Lines file of tool calls")
@@ -100,7 +100,7 @@ def _queue_commands(sub: Any) -> None:
         help=_say("wait for every result and print the counts; exit 3 if some are pending", "off"),
     )  # fmt: skip
     p.add_argument(
-        "--timeout", type=float, default=60.0,
+        "--timeout", type=_seconds, default=60.0,
         help=_say("seconds to wait for the results (--wait) or, without it, until a worker "
                   "admitted every call (exit 3 if not)", 60.0),
     )  # fmt: skip
@@ -136,14 +136,15 @@ def _operator_commands(sub: Any) -> None:
         help=_say("read only these partitions, e.g. 0,3,5", "all of ACI_PARTITIONS"),
     )  # fmt: skip
     p = _sub(
-        sub, "demo", "a scripted diagnosis on the embedded default",
+        sub, "demo", "a scripted diagnosis of an incident, on an embedded Redis",
         epilog="environment: ACI_REDIS_URL (use this Redis instead of a private one), "
         "ACI_MYSQL_SHOP_URL (the shop database; default: loaded into MariaDB on localhost)",
     )  # fmt: skip
     p.add_argument(
         "--scenario", default=None,
         help=_say(
-            "the incident to play: a mock one, or real-log-files (files the demo writes)",
+            "the incident to play: db-pool-exhaustion, slow-query-storm, oom-kill-restarts, "
+            "downstream-timeout (mock logs) or real-log-files (files the demo writes)",
             "db-pool-exhaustion", "ACI_MOCK_SCENARIO",
         ),
     )  # fmt: skip
@@ -232,7 +233,10 @@ def _replay_commands(sub: Any) -> None:
     p.add_argument(
         "--into", metavar="SESSION", help=_say("re-inject the calls under a new session", "off")
     )
-    p.add_argument("--json", action="store_true", help=_say("print one JSON summary", "off"))
+    p.add_argument(
+        "--json", action="store_true",
+        help=_say("JSON lines: one per changed or failed invocation, then the summary", "off"),
+    )  # fmt: skip
     p = _sub(sub, "export", "export a session's invocations and results (JSON Lines)")
     p.add_argument("--session", required=True, help="the session to export (required)")
     p.add_argument("--file", required=True, help="the file to write (required)")
@@ -257,6 +261,17 @@ def _replay_commands(sub: Any) -> None:
 
 
 _PARTITIONS_USAGE = "partitions: comma-separated indexes, e.g. 0,3,5"
+
+
+def _seconds(text: str) -> float:
+    # `nan` reached anyio as a deadline (a traceback); a negative wait never waited.
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError("seconds: a number, e.g. 30") from None
+    if not 0 < value < float("inf"):
+        raise argparse.ArgumentTypeError("seconds: a number above 0, e.g. 30")
+    return value
 
 
 def _partition_list(text: str) -> list[int]:

@@ -44,6 +44,7 @@ from workers.replay_diff import Verdict, reexecute, reproject
 __all__ = ["Reporter", "parse_time", "run_export", "run_import", "run_replay", "selection_from"]
 
 _ENCODER: Final = msgspec.json.Encoder()
+_COLUMNS: Final = ("replayed", "identical", "changed", "failed", "skipped", "submitted")
 
 
 class _NothingFound(ReplayError):
@@ -124,14 +125,11 @@ class Reporter:
             from rich.table import Table
 
             table = Table(title=f"replay ({self.mode})")
-            for name in ("replayed", "identical", "changed", "failed", "skipped"):
+            # A re-injection compares nothing: what it did is the `submitted` count.
+            names = [n for n in _COLUMNS if n in summary]
+            for name in names:
                 table.add_column(name, justify="right")
-            table.add_row(
-                *(
-                    str(summary[n])
-                    for n in ("replayed", "identical", "changed", "failed", "skipped")
-                )
-            )
+            table.add_row(*(str(summary[n]) for n in names))
             Console().print(table)
             for version, count in self.versions.items():
                 if version != CONTRACT_VERSION:

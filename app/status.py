@@ -49,8 +49,9 @@ def status_renderable(report: dict[str, Any]) -> Any:
     ]
     group = report["group"]
     if group:
-        keys = ("pending", "lag", "consumers_live", "consumers_dead", "oldest_pending_idle_ms")
-        parts.append(_table(f"group {group['name']}", keys, [tuple(group[k] for k in keys)]))
+        keys = ("pending", "lag", "entries_read", "consumers_live", "consumers_dead",
+                "oldest_pending_idle_ms", "max_deliveries")  # fmt: skip
+        parts.append(_table(f"group {group['name']}", keys, [tuple(group.get(k) for k in keys)]))
     parts.append(
         _table(
             "consumers",

@@ -42,7 +42,14 @@ from typing import Any, Final
 
 import msgspec
 
-__all__ = ["DEFAULT_LIMITS", "HttpLimits", "SessionGate", "http_server", "is_loopback"]
+__all__ = [
+    "DEFAULT_LIMITS",
+    "HttpLimits",
+    "SessionGate",
+    "http_server",
+    "is_loopback",
+    "listen_problem",
+]
 
 log = logging.getLogger("aci.mcp")
 
@@ -389,6 +396,24 @@ def _handshake_era(version: str) -> bool:
 def _client(scope: Any) -> str:
     peer = scope.get("client")
     return str(peer[0]) if peer else "unknown"
+
+
+def listen_problem(host: str, port: int) -> str | None:
+    """Why `host:port` cannot be listened on (in use, not this machine's address), or None.
+    Asked before uvicorn binds: on a failed bind it logs its own line and raises SystemExit(3),
+    a traceback inside a task group and exit code 3 ("pending") outside one."""
+    import socket
+
+    try:
+        family, kind, proto, _, address = socket.getaddrinfo(
+            host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
+        )[0]
+        with socket.socket(family, kind, proto) as sock:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn binds
+            sock.bind(address)
+    except OSError as exc:  # socket.gaierror included
+        return f"cannot listen on {host}:{port} ({exc.strerror or type(exc).__name__})"
+    return None
 
 
 def http_server(app: ASGIApp, host: str, port: int) -> Any:

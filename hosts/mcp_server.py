@@ -52,7 +52,14 @@ from contracts import (
     build_error_views,
     export_tools,
 )
-from hosts.mcp_http import DEFAULT_LIMITS, HttpLimits, SessionGate, http_server, is_loopback
+from hosts.mcp_http import (
+    DEFAULT_LIMITS,
+    HttpLimits,
+    SessionGate,
+    http_server,
+    is_loopback,
+    listen_problem,
+)
 from hosts.turn import is_error, model_object, model_text
 from pipeline.client import CallResult, EvidenceClient, ToolCall
 from pipeline.keys import is_valid_session_id
@@ -323,7 +330,8 @@ async def _serve_http(server: Server[Any], options: ServeOptions) -> None:
                 return
 
     guarded = "with a bearer token" if options.token else "without a token"
-    log.info(
+    # At the default level too (like a worker's start line): the one sign the server is up.
+    logging.getLogger("aci.announce").info(
         "serving Streamable HTTP on http://%s:%d/mcp (%s)",
         options.host,
         options.http_port,
@@ -346,6 +354,9 @@ async def serve(options: ServeOptions, settings: Settings) -> int:
     if options.token is None and os.environ.get(TOKEN_ENV):
         options = msgspec.structs.replace(options, token=os.environ[TOKEN_ENV])
     problem = _check(options)
+    if problem is None and options.http_port is not None:
+        busy = listen_problem(options.host, options.http_port)
+        problem = None if busy is None else f"--http: {busy}"
     if problem is not None:
         print(problem, file=sys.stderr)
         return 2

@@ -28,12 +28,16 @@ async def session_timeline(redis: Redis, keys: Keys, session_id: str) -> list[di
     return rows
 
 
+async def _scan(redis: Redis, pattern: str) -> list[Any]:
+    return [k async for k in redis.scan_iter(match=pattern, count=1000)]
+
+
 async def delete_prefix(redis: Redis, keys: Keys) -> int:
     """Delete every key of the deployment `keys` names: one scan per partition tag (a prefix
     has no `:` nor braces, so no other deployment's key matches). The number deleted."""
     deleted = 0
     for part in keys.parts:
-        found = [k async for k in redis.scan_iter(match=f"{part.tag}:*", count=1000)]
+        found = await call_redis(_scan(redis, f"{part.tag}:*"))
         for start in range(0, len(found), _DELETE_BATCH):
             deleted += await call_redis(redis.delete(*found[start : start + _DELETE_BATCH]))
     return deleted

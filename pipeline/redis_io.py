@@ -111,6 +111,7 @@ async def call_redis(op: Awaitable[T]) -> T:
 # redis-py raises a plain ConnectionError when the handshake (HELLO) needs a password.
 _NEEDS_AUTH: Final = "must be called with the client already authenticated"
 _SCRIPT_NOPERM: Final = "user executing the script can't"
+_REFUSED: Final = frozenset({"WRONGPASS", "NOAUTH", "NOPERM"})  # the credentials' fault
 _KNOWN_CODES: Final = (
     "NOSCRIPT", "NOGROUP", "BUSYGROUP", "UNBLOCKED", "WRONGTYPE", "OOM", "READONLY", "NOAUTH",
     "WRONGPASS", "NOPERM",
@@ -247,12 +248,13 @@ async def ensure_group(redis: Redis, keys: Keys | Partition) -> None:
     """Create the workers' consumer group (and the stream) of one partition if missing;
     idempotent."""
     try:
-        await redis.xgroup_create(keys.invocations, GROUP, id="0", mkstream=True)
-    except _UNAVAILABLE as exc:
-        raise RedisUnavailable("redis is unavailable") from exc
-    except ResponseError as exc:
-        if "BUSYGROUP" not in str(exc):
-            raise RedisProtocolError("could not create the consumer group") from exc
+        await call_redis(redis.xgroup_create(keys.invocations, GROUP, id="0", mkstream=True))
+    except RedisProtocolError as exc:
+        if str(exc) == "BUSYGROUP":
+            return
+        if str(exc) in _REFUSED:  # a wrong password is not "unavailable": say it, at once
+            raise
+        raise RedisProtocolError("could not create the consumer group") from exc
 
 
 class Scripts:

@@ -58,6 +58,16 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     session_share: float = 0.25
 
     def __post_init__(self) -> None:
+        # A zero or negative value is never meant: a deadline every call misses, views trimmed
+        # or records expired as soon as they are written.
+        if not self.deadline_s > 0:
+            raise SettingsError("ACI_DEADLINE_S must be > 0")
+        if self.retention_s < 1:
+            raise SettingsError("ACI_RETENTION_S must be >= 1")
+        if self.stream_maxlen < 1:
+            raise SettingsError("ACI_STREAM_MAXLEN must be >= 1")
+        if self.raw_max_bytes < 0:
+            raise SettingsError("ACI_RAW_MAX_BYTES must be >= 0")
         if self.visibility_timeout_s <= self.deadline_s:
             raise SettingsError(
                 "ACI_VISIBILITY_TIMEOUT_S must exceed ACI_DEADLINE_S, or live work is taken over"

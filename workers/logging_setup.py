@@ -105,6 +105,8 @@ def _mask(text: str) -> str:
 
 # Third-party messages (redis-py, asyncio, httpx) may name the server they failed to reach.
 _ADDRESS_RE: Final = re.compile(r"\[?[A-Za-z0-9_.:-]*[A-Za-z0-9\]]:\d{2,5}\b")
+# urllib3 (clickhouse-connect's HTTP) names it as keywords: `HTTPConnection(host='ch', port=8123)`.
+_KEYWORD_ADDRESS_RE: Final = re.compile(r"\b(host|port)=('[^']*'|\"[^\"]*\"|\d+)")
 
 
 # Line breaks and other control characters (also Unicode's line separators), which text from
@@ -133,6 +135,7 @@ def _safe_message(record: logging.LogRecord) -> str:
     text = record.getMessage()
     if not record.name.startswith("aci"):
         text = _ADDRESS_RE.sub("<address>", text)
+        text = _KEYWORD_ADDRESS_RE.sub(r"\1=<address>", text)
     return _escape(_mask(text))
 
 

@@ -260,9 +260,12 @@ def _project(
                 ) from None
         else:
             result = project_safely(inv.tool, decoded, inv.tool_call_id, raw, settings)
+    # The raw answer goes in for what the views derive from it (the index size in the
+    # Control View); it is not encoded again.
     return build_outcome(
         result=result,
-        raw=None,
+        raw=raw,
+        keep_raw=False,
         tool=inv.tool,
         session_id=inv.session_id,
         settings=settings,

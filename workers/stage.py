@@ -258,9 +258,11 @@ def build_outcome(
     duplicate_of: str | UnsetType = UNSET,
     attempts: int = 1,
     timings: Timings | None = None,
+    keep_raw: bool = True,
 ) -> Outcome:
-    """Both views of a result, and the raw answer encoded for the record. A result whose views
-    cannot be built (e.g. a string no encoder takes) becomes that call's ERROR/PROJECTION."""
+    """Both views of a result, and the raw answer encoded for the record (`keep_raw=False`,
+    for replay: not encoded, `Outcome.raw` is b"null"). A result whose views cannot be built
+    (e.g. a string no encoder takes) becomes that call's ERROR/PROJECTION."""
 
     def views(final: CanonicalResult) -> tuple[ModelObservation, ControlView]:
         return build_views(
@@ -288,7 +290,7 @@ def build_outcome(
         observation, control = views(result)
     return Outcome(
         result=result,
-        raw=_encode_raw(raw, settings.raw_max_bytes),
+        raw=_encode_raw(raw, settings.raw_max_bytes) if keep_raw else b"null",
         observation=observation,
         control=control,
     )

@@ -24,7 +24,15 @@ from pipeline.keys import is_valid_session_id
 from pipeline.redis_io import PipelineError, open_redis
 from pipeline.settings import Settings, SettingsError
 
-__all__ = ["cmd_call", "cmd_submit", "cmd_views", "need_url", "print_json", "read_arguments"]
+__all__ = [
+    "cmd_call",
+    "cmd_submit",
+    "cmd_views",
+    "need_url",
+    "print_json",
+    "read_arguments",
+    "read_text",
+]
 
 _ENCODER = msgspec.json.Encoder()
 _LINE_KEYS: Final = frozenset({"id", "tool", "arguments"})
@@ -36,10 +44,14 @@ def print_json(value: Any) -> None:
     sys.stdout.flush()
 
 
-def need_url(settings: Settings) -> str:
-    """The Redis URL, or a configuration error saying how to give one."""
+def need_url(settings: Settings, *, local: bool = False) -> str:
+    """The Redis URL, or a configuration error saying how to give one (`local`: the command
+    also runs without Redis, with `--local`)."""
     if not settings.redis_url:
-        raise SettingsError("ACI_REDIS_URL is not set (use --local, or start Redis and set it)")
+        hint = "use --local, or " if local else ""
+        raise SettingsError(
+            f"ACI_REDIS_URL is not set ({hint}set it, e.g. redis://127.0.0.1:6379/0)"
+        )
     return settings.redis_url
 
 
@@ -48,8 +60,16 @@ async def read_arguments(value: str) -> str:
     if value == "-":
         return await anyio.to_thread.run_sync(sys.stdin.read)
     if value.startswith("@"):
-        return await anyio.Path(value[1:]).read_text(encoding="utf-8")
+        return await read_text(value[1:])
     return value
+
+
+async def read_text(path: str) -> str:
+    """A file's UTF-8 text; a file that is not UTF-8 is bad input (one line), not a traceback."""
+    try:
+        return await anyio.Path(path).read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise CommandError(f"{path}: not UTF-8 text (byte {exc.start})") from None
 
 
 async def _no_reader_note(client: EvidenceClient, settings: Settings, session: str) -> str:
@@ -88,13 +108,14 @@ async def cmd_call(args: argparse.Namespace, settings: Settings) -> int:
             {"lifecycle": lifecycle, "model": outcome.observation, "control": outcome.control}
         )
         return EXIT_ERROR if lifecycle == "ERROR" else EXIT_OK
-    async with EvidenceClient.connect(settings, need_url(settings)) as client:
+    async with EvidenceClient.connect(settings, need_url(settings, local=True)) as client:
         call = ToolCall(tool=args.tool, tool_call_id=args.id, arguments=arguments)
         result = await client.call(args.session, call, timeout=args.timeout)
         if result is None:
             note = await _no_reader_note(client, settings, args.session)
             print(
-                f"no result within {args.timeout}s{note}; it stays readable later",
+                f"no result within {args.timeout}s{note}; the call stays queued: run the same "
+                "command again to read its result",
                 file=sys.stderr,
             )
             return EXIT_PENDING
@@ -121,7 +142,7 @@ def _parse_line(number: int, line: str) -> ToolCall:
 
 async def cmd_submit(args: argparse.Namespace, settings: Settings) -> int:
     """`submit`: a JSON Lines file of calls; `--wait` for their results."""
-    text = await anyio.Path(args.file).read_text(encoding="utf-8")
+    text = await read_text(args.file)
     calls = [_parse_line(n, line) for n, line in enumerate(text.splitlines(), 1) if line.strip()]
     async with EvidenceClient.connect(settings, need_url(settings)) as client:
         immediate = await client.submit_many(args.session, calls)

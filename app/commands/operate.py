@@ -56,7 +56,15 @@ async def cmd_worker(args: argparse.Namespace, settings: Settings) -> int:
 
         metrics = WorkerMetrics()
         serving = serve_metrics(metrics, args.metrics_port)
-    with serving as port:
+    with contextlib.ExitStack() as stack:
+        try:
+            port = stack.enter_context(serving)
+        except OSError as exc:  # the port is taken: one line, not a traceback
+            raise CommandError(
+                f"--metrics-port: cannot listen on {args.metrics_port} "
+                f"({exc.strerror or type(exc).__name__})",
+                prefix="aci-evidence worker",
+            ) from None
         if port is not None:
             logging.getLogger("aci.announce").info("metrics on :%d/metrics", port)
         # Signals, sources, Redis, gc.freeze, run and drain: the one worker bootstrap.
@@ -100,6 +108,9 @@ async def cmd_acl(args: argparse.Namespace, settings: Settings) -> int:
 
     prefix = args.prefix or settings.prefix
     passwords = {role: os.environ[var] for role, var in _ACL_ENV.items() if os.environ.get(var)}
+    for role, password in passwords.items():  # name the variable, never the value
+        if any(c.isspace() for c in password):
+            raise SettingsError(f"{_ACL_ENV[role]}: a password without whitespace")
     try:
         if args.template:  # no passwords involved: deploy/redis/entrypoint.sh fills them in
             sys.stdout.write(aclfile_template(prefix, args.redis_major, args.redis_minor))

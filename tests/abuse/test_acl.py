@@ -19,6 +19,7 @@ from pipeline.redis_io import RedisProtocolError, call_redis, open_redis
 from pipeline.settings import Settings
 from pipeline.status import collect_status
 from tests.pipeline.acl_server import AclServer, acl_server, redis_binaries
+from workers.replay import Selection, load_redis
 
 P, OTHER = Keys("aci"), Keys("other")
 SESSION, ID = "s1", "c1"
@@ -290,3 +291,13 @@ async def test_a_prefix_with_glob_characters_reaches_only_itself() -> None:
         await _refused(glob_server, "worker", ("XADD", lookalike.invocations, "*", "d", "{}"))
         await _refused(glob_server, "auditor", ("XLEN", lookalike.invocations))
         await _refused(glob_server, "submitter", ("HMGET", f"{lookalike.tag}:res:s:c", "mo"))
+
+
+async def test_replay_or_export_as_the_submitter_is_the_typed_nopermission_code(
+    server: AclServer,
+) -> None:
+    # They list a session's calls with SCAN, which only the auditor has. Before, the driver's
+    # NoPermissionError escaped call_redis: `aci-evidence replay` printed a traceback.
+    async with open_redis(server.url("submitter")) as redis:
+        with pytest.raises(RedisProtocolError, match="NOPERM"), anyio.fail_after(5):
+            await load_redis(redis, Settings(prefix="aci"), Selection(session=SESSION))

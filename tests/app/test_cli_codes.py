@@ -50,6 +50,17 @@ def test_call_exits_1_on_error_and_reads_args_from_a_file_or_stdin(tmp_path: Pat
     assert json.loads(from_stdin.stdout)["model"]["tool_call_id"] == "c3"
 
 
+def test_a_file_that_is_not_utf8_is_bad_input_in_one_line(tmp_path: Path) -> None:
+    # Before: a UnicodeDecodeError traceback from `--args @FILE` and `submit --file`.
+    binary = tmp_path / "args.json"
+    binary.write_bytes(b'\xff\xfe{"query":"x"}')
+    for args in (("call", "lookup_knowledge", "--local", "--id", "k1", "--args", f"@{binary}"),
+                 ("submit", "--file", str(binary), "--session", "s1")):  # fmt: skip
+        done = cli(_env(), *args)
+        assert done.returncode == 2, done.stderr
+        assert done.stderr == f"bad input: {binary}: not UTF-8 text (byte 0)\n"
+
+
 @pytest.mark.redis
 def test_without_a_worker_call_says_no_consumer_reads_and_submit_wait_exits_3(
     prefix: str, redis: Any, tmp_path: Path
@@ -59,6 +70,7 @@ def test_without_a_worker_call_says_no_consumer_reads_and_submit_wait_exits_3(
                "--timeout", "0.5")  # fmt: skip
     assert done.returncode == 3
     assert "no consumer is reading the stream" in done.stderr and done.stderr.count("\n") == 1
+    assert done.stderr.rstrip().endswith("run the same command again to read its result")
     calls = tmp_path / "calls.jsonl"
     calls.write_text(
         json.dumps({"id": "k2", "tool": "lookup_knowledge", "arguments": {"query": "y"}})
@@ -66,6 +78,18 @@ def test_without_a_worker_call_says_no_consumer_reads_and_submit_wait_exits_3(
     done = cli(env, "submit", "--file", str(calls), "--session", "s1", "--wait", "--timeout", "0.5")
     assert done.returncode == 3
     assert json.loads(done.stdout) == {"submitted": 1, "ready": 0, "error": 0, "pending": 1}
+
+
+def test_without_a_redis_url_only_call_suggests_local() -> None:
+    # Before: status, views and worker also said "use --local", a flag they do not have.
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ACI_")}
+    for args in (["status"], ["views", "--session", "s1", "--view", "model"], ["worker"]):
+        done = cli(env, *args)
+        assert done.returncode == 2, args
+        assert done.stderr.startswith("configuration error: ACI_REDIS_URL is not set"), args
+        assert "--local" not in done.stderr and done.stderr.count("\n") == 1, args
+    done = cli(env, "call", "lookup_knowledge", "--id", "k1", "--args", '{"query":"x"}')
+    assert done.returncode == 2 and "use --local" in done.stderr
 
 
 @pytest.mark.redis
@@ -105,6 +129,13 @@ def _parse(line: str) -> argparse.Namespace:
     return build_parser().parse_args(shlex.split(line))
 
 
+def test_an_unreadable_log_json_flag_is_a_configuration_error() -> None:
+    # Before: ACI_LOG_JSON=true (or yes) silently logged text.
+    done = cli(_env(ACI_LOG_JSON="true"), "status")
+    assert done.returncode == 2
+    assert done.stderr == "configuration error: ACI_LOG_JSON must be 0 or 1\n"
+
+
 def test_global_flags_go_before_or_after_the_subcommand() -> None:
     after = _parse("worker --log-json --log-level INFO --concurrency 4")
     assert (after.log_json, after.log_level, after.concurrency) == (True, "INFO", 4)
@@ -138,6 +169,10 @@ def test_every_flag_of_every_subcommand_has_a_sentence_and_its_default() -> None
         assert "exit codes:" in helped and "130" in helped, name
     assert "env ACI_LOG_LEVEL" in " ".join(subs["worker"].format_help().split())
     assert "env ACI_MOCK_SCENARIO" in " ".join(subs["demo"].format_help().split())
+    from workers.sources.logs.source import SCENARIOS
+
+    said = next(a.help or "" for a in subs["demo"]._actions if a.dest == "scenario")
+    assert all(name in said for name in [*SCENARIOS, "real-log-files"]), said
     assert "ACI_REDIS_URL" in subs["status"].format_help()
 
 

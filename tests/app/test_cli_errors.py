@@ -101,6 +101,15 @@ CASES: list[tuple[str, dict[str, str], tuple[str, ...], int, str]] = [
     ("usage top", {}, ("frobnicate",), 2, "aci-evidence: error: "),
     ("tools format", {}, ("tools", "--format", "xml"), 2, "aci-evidence tools: error: "),
     ("mcp port", {}, ("mcp", "--http", "eighty"), 2, "aci-evidence mcp: error: "),
+    # Before: `nan` was a traceback out of anyio, `-1` returned "pending" without waiting.
+    ("call nan", {}, (*KB[:2], *KB[3:], "--timeout", "nan"), 2, "aci-evidence call: error: "),
+    (
+        "submit -1",
+        {},
+        ("submit", "--file", "x", "--session", "s", "--timeout", "-1"),
+        2,
+        "aci-evidence submit: error: argument --timeout: seconds",
+    ),
     ("acl", {"ACI_ACL_ADMIN_PASSWORD": ""}, ("acl", "--aclfile"), 2, "configuration error: "),
     ("demo scenario", {}, ("demo", "--scenario", "bogus"), 2, "unknown scenario"),
 ]
@@ -175,3 +184,25 @@ def test_ctrl_c_on_demo_keep_running_exits_130_after_cleaning_up(tmp_path: Path)
     code, err = _interrupted(("demo", "--keep-running"), env, "Ctrl-C stops them")
     assert code == 130 and "Traceback" not in err, err[-2000:]
     assert not list(tmp_path.glob("aci-redis-*"))  # the embedded Redis went away
+
+
+def test_a_port_in_use_is_one_line_for_every_server(prefix: str) -> None:
+    # Before: the console printed uvicorn's line and exited 3 ("pending"), mcp --http and
+    # worker --metrics-port printed tracebacks.
+    import socket
+
+    with socket.socket() as held:
+        held.bind(("127.0.0.1", 0))
+        held.listen()
+        port = str(held.getsockname()[1])
+        cases = [
+            (("console", "--port", port), "configuration error: --port: cannot listen on"),
+            (("mcp", "--http", port), "--http: cannot listen on"),
+            (("worker", "--metrics-port", port), "aci-evidence worker: --metrics-port: cannot"),
+        ]
+        with ThreadPoolExecutor(max_workers=3) as pool:
+            done = list(pool.map(lambda c: _run(c[0], _env(prefix, {})), cases))
+    for (args, start), proc in zip(cases, done, strict=True):
+        assert proc.returncode == 2, (args, proc.stderr[-600:])
+        assert proc.stderr.startswith(start) and proc.stderr.count("\n") == 1, proc.stderr
+        assert "in use" in proc.stderr, proc.stderr

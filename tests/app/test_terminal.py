@@ -51,6 +51,17 @@ def test_status_tables_escape_every_control_and_bidi_character() -> None:
     assert "[red]x[/red]" in text  # shown as written, not applied as markup
 
 
+def test_the_group_table_shows_what_docs_operations_lists() -> None:
+    # Entries read and the highest delivery count were in --json only.
+    report = _report("s")
+    report["group"] |= {"entries_read": 41, "max_deliveries": 3}
+    lines = _printed(status_renderable(report)).splitlines()
+    start = lines.index(next(line for line in lines if line.startswith("group workers")))
+    header = [c.strip() for c in lines[start + 2].split("┃")]
+    row = [c.strip() for c in lines[start + 4].split("│")]
+    assert (row[header.index("entries_read")], row[header.index("max_deliveries")]) == ("41", "3")
+
+
 def test_the_replay_reporter_escapes_what_it_prints(capsys: Any) -> None:
     from app.replay import Reporter
     from workers.replay_diff import Verdict

@@ -24,8 +24,9 @@ pytestmark = pytest.mark.redis
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def _worker_output(env: dict[str, str], *flags: str) -> str:
-    """The worker's stderr until its start line (at most 60 s), then until it stops."""
+def _worker_output(env: dict[str, str], *flags: str, until: str = "started") -> str:
+    """The worker's stderr until a line with `until` (its start line; at most 60 s), then
+    until it stops (SIGTERM)."""
     proc = subprocess.Popen(
         [sys.executable, "-m", "app.cli", "worker", "--concurrency", "4", *flags],
         cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
@@ -37,10 +38,11 @@ def _worker_output(env: dict[str, str], *flags: str) -> str:
     seen: list[str] = []
     try:
         deadline = time.monotonic() + 60
-        while time.monotonic() < deadline and not any("started" in x for x in seen):
+        while time.monotonic() < deadline and not any(until in x for x in seen):
             with contextlib.suppress(queue.Empty):
                 seen.append(lines.get(timeout=0.2))
-        proc.send_signal(signal.SIGTERM)
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGTERM)
         proc.wait(30)
         reader.join(10)
     finally:
@@ -80,3 +82,24 @@ def test_drain3_is_quiet_at_info_and_global_flags_follow_the_subcommand(prefix: 
     assert "Drain3" not in out and "drain3" not in out
     records = [json.loads(line) for line in out.splitlines() if line.startswith("{")]
     assert any(" started: " in r["msg"] and r["level"] == "INFO" for r in records)
+
+
+def test_a_wrong_password_stops_the_worker_at_once_in_one_line() -> None:
+    # Before: "redis unavailable at start; retrying" forever (redis-py's AuthenticationError
+    # is a ConnectionError), then "started" when SIGTERM ended the wait.
+    url = REDIS_URL.replace("redis://", "redis://nosuchuser:hunter2@")
+    env = _env("unused", ACI_REDIS_URL=url, ACI_INSTANT_SOURCES="1")
+    done = subprocess.run(
+        [sys.executable, "-m", "app.cli", "worker"],
+        cwd=ROOT, env=env, capture_output=True, text=True, timeout=60, check=False,
+    )  # fmt: skip
+    assert done.returncode == 1, done.stderr
+    assert done.stderr.count("\n") == 1 and "WRONGPASS" in done.stderr, done.stderr
+    assert "hunter2" not in done.stderr and "unavailable" not in done.stderr
+
+
+def test_a_worker_stopped_before_redis_answered_never_says_started() -> None:
+    env = _env("unused", ACI_REDIS_URL=f"redis://127.0.0.1:{free_port()}/0",
+               ACI_INSTANT_SOURCES="1")  # fmt: skip
+    out = _worker_output(env, until="redis unavailable at start")
+    assert "stopped before Redis answered" in out and " started: " not in out, out

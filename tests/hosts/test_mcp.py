@@ -327,6 +327,8 @@ def test_http_server_stops_cleanly_on_a_signal(sig: signal.Signals) -> None:
     _, err = server.communicate(timeout=30)
     assert server.returncode == 0, err.decode()
     assert b"Traceback" not in err
+    # At the default level it says where it serves (before: nothing at all).
+    assert f"serving Streamable HTTP on http://127.0.0.1:{port}/mcp".encode() in err, err
 
 
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])

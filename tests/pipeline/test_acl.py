@@ -284,7 +284,7 @@ def test_the_acl_command_writes_an_aclfile_redis_loads(tmp_path: Path) -> None:
         (["--prefix", "a b"], {}, "prefix"),
         (["--aclfile"], {}, "ACI_ACL_ADMIN_PASSWORD"),
         (["--redis-major", "5"], {}, "6.2"),
-        ([], {"ACI_ACL_WORKER_PASSWORD": "has space"}, "password"),
+        ([], {"ACI_ACL_WORKER_PASSWORD": "has space"}, "ACI_ACL_WORKER_PASSWORD: a password"),
     ],
 )
 def test_the_acl_command_refuses_bad_input_in_one_line(

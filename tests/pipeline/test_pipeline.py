@@ -58,6 +58,12 @@ async def test_settings_refuse_a_visibility_timeout_below_the_deadline() -> None
         Settings(visibility_timeout_s=5, deadline_s=10)
     with pytest.raises(SettingsError, match="ACI_MAX_ATTEMPTS"):
         Settings.from_env({"ACI_MAX_ATTEMPTS": "x"})
+    # Before, these started: every call TIMEOUT, views trimmed away, records expired at once.
+    for var, value in [("ACI_DEADLINE_S", "-1"), ("ACI_DEADLINE_S", "0"),
+                       ("ACI_RETENTION_S", "0"), ("ACI_STREAM_MAXLEN", "0"),
+                       ("ACI_RAW_MAX_BYTES", "-5")]:  # fmt: skip
+        with pytest.raises(SettingsError, match=var):
+            Settings.from_env({var: value})
 
 
 async def test_submit_is_idempotent_per_session_and_tool_call_id(redis: Any, prefix: str) -> None:

@@ -133,6 +133,11 @@ def test_log_lines_mask_credentials_in_urls() -> None:
         logging.getLogger("aci.test").warning("cannot reach redis://user:%s@db:6379/0", SECRET)
         configure_logging("INFO", stream=buffer)
         logging.getLogger("aci.test").warning("cannot reach mysql://root:%s@db/x", SECRET)
+        # urllib3's retry warning (clickhouse-connect over HTTP) named the server as keywords.
+        logging.getLogger("urllib3.connectionpool").warning(
+            "Retrying after connection broken by 'NewConnectionError(\"HTTPConnection("
+            "host='ch.internal', port=8124): Failed to establish a new connection\")'"
+        )
     finally:
         for handler in list(root.handlers):
             root.removeHandler(handler)
@@ -141,6 +146,7 @@ def test_log_lines_mask_credentials_in_urls() -> None:
         root.setLevel(level)
     out = buffer.getvalue()
     assert SECRET not in out and "redis://user:***@db:6379/0" in out and "root:***@db" in out
+    assert "ch.internal" not in out and "8124" not in out and "host=<address>" in out
 
 
 def test_traceparent_parsing_and_spans() -> None:

@@ -14,7 +14,7 @@ import pytest
 from contracts import DEFAULT_BOUNDS, QueryMysqlRequest, project_mysql
 from contracts.status import ErrorCode, EvidenceStatus
 from tests.workers.sql_corpus import CORPUS
-from workers.sources import SourceError
+from workers.sources import SourceError, warm_up
 from workers.sources.mysql import sqlguard
 from workers.sources.mysql.shop import TABLES, create_reader, ensure_demo_shop, load_shop
 from workers.sources.mysql.source import ConnectParams, MysqlSource
@@ -231,6 +231,27 @@ async def test_unreachable_server_is_unavailable() -> None:
     assert "secret" not in info.value.message and "127.0.0.1" not in info.value.message
 
 
+async def test_a_wrong_password_is_said_at_warm_up_by_data_source_and_errno(
+    db: tuple[str, str, str], caplog: pytest.LogCaptureFixture
+) -> None:
+    # Before: no warm-up for query_mysql (docs/operations.md promised one), so a wrong
+    # password was first seen as "unavailable; try again later" on an agent's call.
+    name, user, _ = db
+    wrong = ConnectParams(host="127.0.0.1", port=3306, user=user, password="nope", database=name)
+    src = MysqlSource({"shop": _params(db), "billing": wrong}, pool_size=1)
+    try:
+        with caplog.at_level("WARNING", logger="aci.sources"):
+            await warm_up({"query_mysql": src}, timeout_s=10)
+    finally:
+        await src.aclose()
+    lines = [r.getMessage() for r in caplog.records if r.name == "aci.sources"]
+    assert lines == [
+        "warm-up of query_mysql (billing) failed (the data source is unavailable (error 1045); "
+        "try again later); its calls may fail the same way"
+    ]
+    assert "nope" not in lines[0] and user not in lines[0]
+
+
 def test_from_env_and_config(tmp_path: Any) -> None:
     cfg = tmp_path / "mysql.toml"
     cfg.write_text('[mysql]\nbilling = "mysql://r:p@db:3307/bill"\n')
@@ -240,6 +261,26 @@ def test_from_env_and_config(tmp_path: Any) -> None:
     })  # fmt: skip
     assert src.data_sources == ("billing", "shop")
     assert src._pools["shop"].params.password == "p@x" and src._limit_s == 2.5
+
+
+@pytest.mark.parametrize(
+    ("name", "content", "said"),
+    [
+        ("mysql.json", b"\xff\xfe{}", "ACI_MYSQL_CONFIG: the file is not UTF-8"),
+        ("mysql.conf", b'[mysql]\nshop = "mysql://r:Pw1@h/shop"\n',
+         "ACI_MYSQL_CONFIG: not valid JSON (a file named *.toml is read as TOML): line 1"),
+        ("mysql.toml", b'[mysql\nshop = "mysql://r:Pw1@h/shop"\n', "ACI_MYSQL_CONFIG: not valid TOML"),
+    ],
+)  # fmt: skip
+def test_an_unreadable_config_file_names_the_variable(
+    tmp_path: Any, name: str, content: bytes, said: str
+) -> None:
+    # Before: "'utf-16-le' codec can't decode byte 0x7d …", or a bare parser message.
+    cfg = tmp_path / name
+    cfg.write_bytes(content)
+    with pytest.raises(ValueError) as caught:
+        MysqlSource.from_env({"ACI_MYSQL_CONFIG": str(cfg)})
+    assert str(caught.value).startswith(said) and "Pw1" not in str(caught.value)
 
 
 async def test_ensure_demo_shop_idempotent_and_concurrent() -> None:

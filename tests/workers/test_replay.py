@@ -95,6 +95,30 @@ async def test_replay_of_a_recorded_session_is_identical(
     assert code == 0
 
 
+class IndexedSource(InstantSource):
+    """The embedded index's answer shape: its size beside the hits (`indexed_chunks`)."""
+
+    def fetch_now(self, request: Any) -> Any:
+        answer = super().fetch_now(request)
+        if isinstance(answer, dict):
+            return answer | {"contextPack": answer["contextPack"] | {"indexedChunks": 99}}
+        return answer
+
+
+async def test_replay_keeps_the_index_size_the_control_view_recorded(
+    redis: Any, prefix: str, capsys: Any
+) -> None:
+    # Before: re-projecting dropped it, so every fresh lookup_knowledge call "changed".
+    settings = settings_for(prefix)
+    indexed = IndexedSource()
+    await record(redis, settings, sources=dict.fromkeys(("lookup_knowledge", "query_logs",
+                                                          "query_mysql"), indexed))  # fmt: skip
+    entries = await redis.xrange(Keys(prefix).control(SESSION))
+    assert any(b'"indexed_chunks":99' in value for _, f in entries for value in f.values())
+    code, lines = await replay(capsys, settings, "--session", SESSION)
+    assert (code, lines[-1]["identical"], lines[-1]["changed"]) == (0, 6, 0), lines
+
+
 async def test_a_changed_projector_shows_the_exact_changed_fields(
     redis: Any, prefix: str, capsys: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -325,6 +349,11 @@ async def test_reinject_into_a_new_session_keeps_the_tool_call_ids(
     assert set(done) == {"k1", "l1", "m1", "d1", "e1", "e2"}
     code, lines = await replay(capsys, settings, "--session", "again")
     assert (code, lines[-1]["identical"]) == (0, 6)
+    # The table says what a re-injection did (before: replayed 6, identical 0, nothing else).
+    args = _parser().parse_args(["replay", "--session", SESSION, "--into", "again2"])
+    assert await run_replay(args, settings) == 0
+    table = [line.split() for line in capsys.readouterr().out.splitlines()]
+    assert "submitted" in table[2] and table[4][table[2].index("submitted")] == "6", table
 
 
 @pytest.mark.skipif(os.environ.get("ACI_REGEN_GOLDEN") != "1", reason="set ACI_REGEN_GOLDEN=1")

@@ -85,6 +85,9 @@ async def run_worker(
         partitions=partitions,
     )
     await wait_for_groups(redis, state.parts, stop)
+    if stop.is_set():  # stopped while Redis did not answer yet: it never started
+        announce.info("worker %s stopped before Redis answered", state.consumer)
+        return
     announce.info(
         "worker %s started: partitions %s of %d, concurrency %d, sources %s",
         state.consumer,

@@ -12,7 +12,7 @@ from typing import Any
 
 import anyio
 
-from contracts import LookupKnowledgeRequest, QueryLogsRequest, Request, Topic
+from contracts import LookupKnowledgeRequest, QueryLogsRequest, QueryMysqlRequest, Request, Topic
 from pipeline.settings import SettingsError
 from workers.sources.base import Source, SourceError
 
@@ -58,19 +58,25 @@ async def warm_up(
     the first real call, so an agent's first question does not pay for it. Bounded: past
     `timeout_s` the worker starts anyway (a slow upstream answers its own calls with errors)."""
 
-    async def one(tool: str, source: Source) -> None:
+    async def one(tool: str, source: Source, request: Request, label: str) -> None:
         try:
-            await source.fetch(_WARM_UP[tool])
+            await source.fetch(request)
         except Exception as exc:  # said, not raised: the worker starts anyway
             # A SourceError's message is safe to show; another exception only by its type.
             why = exc.message if isinstance(exc, SourceError) else type(exc).__name__
-            log.warning("warm-up of %s failed (%s); its calls may fail the same way", tool, why)
+            log.warning("warm-up of %s failed (%s); its calls may fail the same way", label, why)
 
     with anyio.move_on_after(timeout_s) as scope:
         async with anyio.create_task_group() as tg:
             for tool, source in sources.items():
                 if tool in _WARM_UP:
-                    tg.start_soon(one, tool, source)
+                    tg.start_soon(one, tool, source, _WARM_UP[tool], tool)
+                elif tool == "query_mysql":
+                    # Each data source once (`SELECT 1`): a wrong password or a database that
+                    # is down is said at start, by its logical name, not at the first call.
+                    for name in getattr(source, "data_sources", ()):
+                        probe = QueryMysqlRequest(data_source=name, sql="SELECT 1")
+                        tg.start_soon(one, tool, source, probe, f"{tool} ({name})")
     if scope.cancelled_caught:
         log.warning("source warm-up did not finish within %.1fs; starting anyway", timeout_s)
 

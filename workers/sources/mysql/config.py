@@ -51,8 +51,17 @@ def parse_url(url: str) -> ConnectParams:
 
 def read_config_file(path: str) -> dict[str, str]:
     """The `name -> URL` table of an ACI_MYSQL_CONFIG file (names lowercased)."""
-    raw = Path(path).read_bytes()
-    data = tomllib.loads(raw.decode()) if path.endswith(".toml") else json.loads(raw)
+    try:
+        text = Path(path).read_bytes().decode("utf-8")
+    except UnicodeDecodeError:
+        raise ValueError("ACI_MYSQL_CONFIG: the file is not UTF-8") from None
+    toml = path.endswith(".toml")
+    try:
+        data = tomllib.loads(text) if toml else json.loads(text)
+    except ValueError as exc:  # its position only: the text may hold passwords
+        kind = "TOML" if toml else "JSON (a file named *.toml is read as TOML)"
+        where = f"line {exc.lineno}" if isinstance(exc, json.JSONDecodeError) else str(exc)
+        raise ValueError(f"ACI_MYSQL_CONFIG: not valid {kind}: {where}") from None
     table = data.get("mysql", data) if isinstance(data, dict) else {}
     return {str(k).lower(): str(v) for k, v in table.items() if isinstance(v, str)}
 

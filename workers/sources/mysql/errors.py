@@ -71,9 +71,10 @@ def map_error(errno: int, message: str, params: ConnectParams, *, sent: str = ""
     if errno in _TIMEOUT_CODES:
         return SourceError(ErrorCode.TIMEOUT, "the query hit the time limit and was stopped")
     if errno in _UNAVAILABLE_CODES:
+        # The errno tells the operator why (1045: the account was refused, 2003: no server).
         return SourceError(
-            ErrorCode.UNAVAILABLE, "the data source is unavailable; try again later",
-            retryable=True,
+            ErrorCode.UNAVAILABLE, f"the data source is unavailable (error {errno}); try again "
+            "later", retryable=True,
         )  # fmt: skip
     if errno == 1792:
         return SourceError(ErrorCode.FORBIDDEN_QUERY, "the statement tried to write")
