@@ -30,13 +30,11 @@ later calls then go in a new evidence session.
 
 from __future__ import annotations
 
-import contextlib
 import hmac
-import ipaddress
 import logging
 import math
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -46,9 +44,6 @@ __all__ = [
     "DEFAULT_LIMITS",
     "HttpLimits",
     "SessionGate",
-    "http_server",
-    "is_loopback",
-    "listen_problem",
 ]
 
 log = logging.getLogger("aci.mcp")
@@ -91,16 +86,6 @@ class HttpLimits(msgspec.Struct, frozen=True, kw_only=True):
 
 
 DEFAULT_LIMITS: Final = HttpLimits()
-
-
-def is_loopback(host: str) -> bool:
-    """Whether a bind address only accepts connections from this machine."""
-    if host.casefold() == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return False
 
 
 @dataclass
@@ -396,36 +381,3 @@ def _handshake_era(version: str) -> bool:
 def _client(scope: Any) -> str:
     peer = scope.get("client")
     return str(peer[0]) if peer else "unknown"
-
-
-def listen_problem(host: str, port: int) -> str | None:
-    """Why `host:port` cannot be listened on (in use, not this machine's address), or None.
-    Asked before uvicorn binds: on a failed bind it logs its own line and raises SystemExit(3),
-    a traceback inside a task group and exit code 3 ("pending") outside one."""
-    import socket
-
-    try:
-        family, kind, proto, _, address = socket.getaddrinfo(
-            host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
-        )[0]
-        with socket.socket(family, kind, proto) as sock:
-            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn binds
-            sock.bind(address)
-    except OSError as exc:  # socket.gaierror included
-        return f"cannot listen on {host}:{port} ({exc.strerror or type(exc).__name__})"
-    return None
-
-
-def http_server(app: ASGIApp, host: str, port: int) -> Any:
-    """A uvicorn server for `app` whose signals are the caller's (see `mcp_server.serve`)."""
-    import uvicorn
-
-    class _Uvicorn(uvicorn.Server):
-        # uvicorn's own handler re-raises the signal after its graceful shutdown, which ends
-        # in a KeyboardInterrupt traceback on Ctrl-C; the caller stops it (`should_exit`).
-        @contextlib.contextmanager
-        def capture_signals(self) -> Iterator[None]:
-            yield
-
-    config = uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="on")
-    return _Uvicorn(config)

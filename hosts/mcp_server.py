@@ -52,14 +52,8 @@ from contracts import (
     build_error_views,
     export_tools,
 )
-from hosts.mcp_http import (
-    DEFAULT_LIMITS,
-    HttpLimits,
-    SessionGate,
-    http_server,
-    is_loopback,
-    listen_problem,
-)
+from hosts.listen import http_server, is_loopback, listen_problem
+from hosts.mcp_http import DEFAULT_LIMITS, HttpLimits, SessionGate
 from hosts.turn import is_error, model_object, model_text
 from pipeline.client import CallResult, EvidenceClient, ToolCall
 from pipeline.keys import is_valid_session_id

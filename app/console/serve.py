@@ -98,7 +98,7 @@ async def run_console(args: argparse.Namespace, settings: Settings) -> int:
     host, token = args.host, os.environ.get(TOKEN_ENV) or None
     if not is_loopback(host) and not token:
         raise SettingsError(f"{TOKEN_ENV} must be set to serve the console beyond loopback")
-    from hosts.mcp_http import listen_problem
+    from hosts.listen import listen_problem
 
     busy = listen_problem(host, args.port)
     if busy is not None:  # before: uvicorn's own line, then exit code 3 ("pending")

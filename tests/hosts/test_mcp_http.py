@@ -19,7 +19,8 @@ import httpx
 import pytest
 
 from hosts import mcp_server
-from hosts.mcp_http import HttpLimits, SessionGate, http_server, is_loopback
+from hosts.listen import http_server, is_loopback
+from hosts.mcp_http import HttpLimits, SessionGate
 from hosts.mcp_server import TOOL_CALL_ID_META_KEY, ServeOptions
 from pipeline.client import EvidenceClient
 from pipeline.keys import Keys
