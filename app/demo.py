@@ -201,8 +201,8 @@ async def run_demo(
                     # The rounds' times are the calls' own, not the workers' start (imports,
                     # the model, the runbook index): the first round waits for their beats.
                     view.note(f"starting {_WORKERS} workers (the model, the runbook index)")
-                    waited = await _workers_ready(redis, run_settings, session, _WORKERS)
-                    view.note(f"{_WORKERS} workers ready in {waited:.1f} s (sources warmed up)")
+                    waited, live = await _workers_ready(redis, run_settings, session, _WORKERS)
+                    view.note(_ready_note(_WORKERS, live, waited))
                     for number, script in enumerate(SCRIPTS[scenario], 1):
                         calls = [
                             ToolCall(tool=t, tool_call_id=i, arguments=a) for t, i, a in script
@@ -235,17 +235,28 @@ async def run_demo(
     return code
 
 
-async def _workers_ready(redis: Any, settings: Settings, session: str, count: int) -> float:
+async def _workers_ready(
+    redis: Any, settings: Settings, session: str, count: int
+) -> tuple[float, int]:
     """Seconds until `count` workers beat in the session's partition (a worker beats once its
-    sources are warm), at most `_READY_WAIT_S`: past that the calls still wait for them."""
+    sources are warm), at most `_READY_WAIT_S` (past that the calls still wait for them), and
+    how many beat by then."""
     started = time.perf_counter()
     part, ttl = settings.keys().for_session(session), heartbeat_ttl_s(settings)
+    live = 0
     with anyio.move_on_after(_READY_WAIT_S):
         while True:  # polled: a beat is a Redis write, nothing to wait on here
-            if await live_count(redis, part, ttl) >= count:
+            live = await live_count(redis, part, ttl)
+            if live >= count:
                 break
             await anyio.sleep(0.1)
-    return time.perf_counter() - started
+    return time.perf_counter() - started, live
+
+
+def _ready_note(count: int, live: int, waited: float) -> str:
+    if live >= count:
+        return f"{count} workers ready in {waited:.1f} s (sources warmed up)"
+    return f"only {live} of {count} workers beat within {waited:.1f} s"
 
 
 async def _call_round(

