@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import logging
 import os
+import sqlite3
 import threading
 from collections.abc import Sequence
 from pathlib import Path
@@ -189,3 +190,31 @@ def test_the_encoders_memory_bound_never_drops_a_row_it_still_returns(
     rows = encoder.encode(again)
     alone = shared_use_encoder().encode([*again, "padding"])[: len(again)]
     assert rows.shape == (5, encoder.dim) and np.allclose(rows, alone, atol=1e-5)
+
+
+async def test_vectors_a_damaged_previous_index_holds_are_not_reused(
+    folder: Path, tmp_path: Path
+) -> None:
+    cache = tmp_path / "cache"
+    source = _source(folder, cache, RecordingEncoder())
+    try:
+        await _contents(source, "rotate logs")
+    finally:
+        await source.aclose()
+    (path,) = cache.glob("*.sqlite3")
+    conn = sqlite3.connect(path)  # damage SQLite does not see: a NaN in the vectors
+    (blob,) = conn.execute("SELECT data FROM vectors").fetchone()
+    damaged = np.frombuffer(blob, dtype="<f4").copy()
+    damaged[3] = np.nan
+    conn.execute("UPDATE vectors SET data = ?", (damaged.tobytes(),))
+    conn.commit()
+    conn.close()
+    _edit(folder / "disk.md", "Rotate logs", "Compress the journal")
+    fresh = RecordingEncoder()
+    source = _source(folder, cache, fresh)
+    try:
+        assert "Compress the journal" in await _contents(source, "compress the journal")
+    finally:
+        await source.aclose()
+    assert len(fresh.built) == 6  # every chunk embedded afresh, none taken from the damage
+    assert all(np.isfinite(v).all() for v in _vectors_by_crumb(cache).values())

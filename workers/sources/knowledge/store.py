@@ -169,8 +169,8 @@ def _known_vectors(previous: Path | None, encoder: Encoder) -> dict[bytes, npt.N
     try:
         if index.vectors is None or index.model_id != encoder.model_id:
             return {}
-        if index.vectors.shape[1] != encoder.dim:
-            return {}
+        if index.vectors.shape[1] != encoder.dim or not _unit_rows(index.vectors):
+            return {}  # another dimension, or damage SQLite did not see: embed afresh
         rows = index.conn.execute("SELECT rowid, breadcrumb, content FROM chunks").fetchall()
         return {
             _digest(chunk_text(crumb, _body(content))): index.vectors[rowid - 1].copy()
@@ -181,6 +181,16 @@ def _known_vectors(previous: Path | None, encoder: Encoder) -> dict[bytes, npt.N
         return {}
     finally:
         index.conn.close()
+
+
+def _unit_rows(vectors: npt.NDArray[np.float32]) -> bool:
+    """Whether every row is finite and of unit length (what `encoder.normalised` writes)."""
+    import numpy as np
+
+    if not np.isfinite(vectors).all():
+        return False
+    norms = np.linalg.norm(vectors, axis=1)
+    return bool(np.all((np.abs(norms - 1.0) < 1e-3) | (norms < 1e-6)))  # a zero row stays zero
 
 
 def _check_vectors(vectors: npt.NDArray[np.float32], n: int, dim: int) -> None:
