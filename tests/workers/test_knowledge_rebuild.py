@@ -68,6 +68,15 @@ async def _contents(source: KnowledgeIndexSource, query: str) -> str:
     return "\n".join(h["content"] for h in answer["contextPack"]["hits"])
 
 
+async def _once(folder: Path, cache: Path, encoder: RecordingEncoder, query: str) -> str:
+    """The hits' contents of one lookup by a source of its own (a worker process), closed."""
+    source = _source(folder, cache, encoder)
+    try:
+        return await _contents(source, query)
+    finally:
+        await source.aclose()
+
+
 def _edit(path: Path, old: str, new: str) -> None:
     stamp = path.stat().st_mtime_ns + 10**9
     path.write_text(path.read_text(encoding="utf-8").replace(old, new), encoding="utf-8")
@@ -99,21 +108,13 @@ async def test_an_edit_re_embeds_only_the_chunks_it_changed_in_a_fresh_process(
 ) -> None:
     cache = tmp_path / "cache"
     first = RecordingEncoder()
-    source = _source(folder, cache, first)
-    try:
-        assert "Rotate logs" in await _contents(source, "rotate logs")
-    finally:
-        await source.aclose()
+    assert "Rotate logs" in await _once(folder, cache, first, "rotate logs")
     assert len(first.built) == 6  # two sections of each of the three runbooks
     before = _vectors_by_crumb(cache)
     _edit(folder / "disk.md", "Rotate logs", "Compress the journal")
     # A new source stands for a fresh worker process: nothing remembered in memory.
     fresh = RecordingEncoder()
-    source = _source(folder, cache, fresh)
-    try:
-        assert "Compress the journal" in await _contents(source, "compress the journal")
-    finally:
-        await source.aclose()
+    assert "Compress the journal" in await _once(folder, cache, fresh, "compress the journal")
     assert len(fresh.built) == 1 and "Compress the journal" in fresh.built[0]
     after = _vectors_by_crumb(cache)  # the stale index is gone: one file again
     assert after.keys() == before.keys()
@@ -196,11 +197,7 @@ async def test_vectors_a_damaged_previous_index_holds_are_not_reused(
     folder: Path, tmp_path: Path
 ) -> None:
     cache = tmp_path / "cache"
-    source = _source(folder, cache, RecordingEncoder())
-    try:
-        await _contents(source, "rotate logs")
-    finally:
-        await source.aclose()
+    await _once(folder, cache, RecordingEncoder(), "rotate logs")
     (path,) = cache.glob("*.sqlite3")
     conn = sqlite3.connect(path)  # damage SQLite does not see: a NaN in the vectors
     (blob,) = conn.execute("SELECT data FROM vectors").fetchone()
@@ -211,10 +208,6 @@ async def test_vectors_a_damaged_previous_index_holds_are_not_reused(
     conn.close()
     _edit(folder / "disk.md", "Rotate logs", "Compress the journal")
     fresh = RecordingEncoder()
-    source = _source(folder, cache, fresh)
-    try:
-        assert "Compress the journal" in await _contents(source, "compress the journal")
-    finally:
-        await source.aclose()
+    assert "Compress the journal" in await _once(folder, cache, fresh, "compress the journal")
     assert len(fresh.built) == 6  # every chunk embedded afresh, none taken from the damage
     assert all(np.isfinite(v).all() for v in _vectors_by_crumb(cache).values())
