@@ -9,7 +9,7 @@ from pipeline.keys import Keys
 from pipeline.record import ENTRY_SESSION, lifecycle_entry
 from pipeline.redis_io import Redis, call_redis
 
-__all__ = ["delete_prefix", "session_timeline"]
+__all__ = ["delete_prefix", "scan_keys", "session_timeline"]
 
 _DELETE_BATCH = 1000
 
@@ -28,6 +28,12 @@ async def session_timeline(redis: Redis, keys: Keys, session_id: str) -> list[di
     return rows
 
 
+async def scan_keys(redis: Redis, pattern: str) -> list[Any]:
+    """Every key matching `pattern` (SCAN), through `call_redis`: a user without SCAN (the
+    submitter) is a RedisProtocolError("NOPERM"), one line, not a driver traceback."""
+    return await call_redis(_scan(redis, pattern))
+
+
 async def _scan(redis: Redis, pattern: str) -> list[Any]:
     return [k async for k in redis.scan_iter(match=pattern, count=1000)]
 
@@ -37,7 +43,7 @@ async def delete_prefix(redis: Redis, keys: Keys) -> int:
     has no `:` nor braces, so no other deployment's key matches). The number deleted."""
     deleted = 0
     for part in keys.parts:
-        found = await call_redis(_scan(redis, f"{part.tag}:*"))
+        found = await scan_keys(redis, f"{part.tag}:*")
         for start in range(0, len(found), _DELETE_BATCH):
             deleted += await call_redis(redis.delete(*found[start : start + _DELETE_BATCH]))
     return deleted

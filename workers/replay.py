@@ -17,12 +17,13 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
-from typing import Any, Final
+from typing import Final
 
 import anyio
 import msgspec
 from msgspec import UNSET, UnsetType
 
+from pipeline.admin import scan_keys
 from pipeline.keys import Keys
 from pipeline.record import (
     CONTROL,
@@ -120,16 +121,10 @@ def _glob_escape(text: str) -> str:
     return "".join("\\" + c if c in "*?[]\\" else c for c in text)
 
 
-async def _scan(redis: Redis, pattern: str) -> list[Any]:
-    return [k async for k in redis.scan_iter(match=pattern, count=1000)]
-
-
 async def _call_keys(redis: Redis, keys: Keys, session: str) -> list[str]:
     head = keys.call(session, "")
     pattern = _glob_escape(head) + "*"
-    # Through call_redis like every other read: a user without SCAN (the submitter) is a
-    # RedisProtocolError("NOPERM"), one line, not a driver traceback.
-    found = await call_redis(_scan(redis, pattern))
+    found = await scan_keys(redis, pattern)
     return [(k.decode() if isinstance(k, bytes) else k)[len(head) :] for k in found]
 
 
