@@ -37,6 +37,7 @@ __all__ = [
     "CommandError",
     "endpoint_of",
     "guarded",
+    "report",
 ]
 
 EXIT_OK: Final = 0
@@ -60,6 +61,13 @@ class CommandError(Exception):
         self.message = message
         self.code = code
         self.prefix = prefix
+
+
+def report(error: CommandError) -> int:
+    """Say `error` on stderr as `guarded` does (one escaped line) and return its exit code: for
+    a command that returns its code rather than raising (`replay`, `export`, `import`)."""
+    sys.stderr.write(safe_text(f"{error.prefix}: {error.message}") + "\n")
+    return error.code
 
 
 def endpoint_of(url: str | None) -> str:

@@ -9,7 +9,9 @@ The default re-projects (see `workers.replay_diff`); `--reexecute` runs the reco
 against today's sources; `--into` re-submits them under a new session with their original tool
 call ids, for live workers. Exit 0 when nothing changed or failed, 1 otherwise (also when
 nothing recorded matches the selection, or `export` finds no invocation of the session: no
-file is written then), 2 on bad input. Every line printed is escaped (`app.terminal`).
+file is written then), 2 on bad input. Every line printed is escaped (`app.terminal`); errors
+are the CLI's lines (`app.errors`): `aci-evidence replay: --status: …` for a flag's value,
+`bad input: …` for a session id or a file, `configuration error: …` without ACI_REDIS_URL.
 `Reporter` prints each changed or failed verdict as it comes, a progress bar on long replays
 (stderr) and the summary: a table, or with `--json` the last line, as one object.
 """
@@ -25,8 +27,11 @@ from typing import Any, Final
 import anyio
 import msgspec
 
+from app.commands.calls import need_url
+from app.errors import EXIT_ERROR, CommandError, report
 from app.terminal import safe_json, safe_text
 from contracts import CONTRACT_VERSION
+from pipeline.call import InvalidSessionId
 from pipeline.keys import is_valid_session_id
 from pipeline.redis_io import open_redis
 from pipeline.settings import Settings
@@ -49,6 +54,24 @@ _COLUMNS: Final = ("replayed", "identical", "changed", "failed", "skipped", "sub
 
 class _NothingFound(ReplayError):
     """Nothing recorded matches: not bad input (exit 1, not 2), but not a success either."""
+
+
+class _BadFlag(ReplayError):
+    """A flag's value is refused: said by the command's name, as `worker` says its own."""
+
+
+def _refused(command: str, exc: ReplayError) -> int:
+    """The CLI's one line for a refused `replay`, `export` or `import`; its exit code."""
+    if isinstance(exc, _NothingFound):
+        return report(CommandError(str(exc), code=EXIT_ERROR, prefix=f"aci-evidence {command}"))
+    if isinstance(exc, _BadFlag):
+        return report(CommandError(str(exc), prefix=f"aci-evidence {command}"))
+    return report(CommandError(str(exc)))  # a file or a line of it: bad input
+
+
+def _check_session(value: str | None) -> None:
+    if value is not None and not is_valid_session_id(value):
+        raise ReplayError(str(InvalidSessionId(value)))  # the line `views` and `call` say
 
 
 class Reporter:
@@ -151,7 +174,7 @@ def parse_time(text: str | None, flag: str) -> int | None:
     try:
         moment = dt.datetime.fromisoformat(text.strip())
     except ValueError:
-        raise ReplayError(f"{flag}: expected ISO 8601 or epoch ms, got {text!r}") from None
+        raise _BadFlag(f"{flag}: expected ISO 8601 or epoch ms, got {text!r}") from None
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=dt.UTC)
     return int(moment.timestamp() * 1000)
@@ -162,11 +185,10 @@ def selection_from(args: argparse.Namespace) -> Selection:
     status = (args.status or "").upper() or None
     evidence = (args.evidence or "").upper() or None
     if status not in (None, "READY", "ERROR", "PROJECTING"):
-        raise ReplayError("--status: expected READY or ERROR")
+        raise _BadFlag("--status: expected READY or ERROR")
     if evidence not in (None, "EVIDENCE_FOUND", "NO_EVIDENCE", "ERROR"):
-        raise ReplayError("--evidence: expected EVIDENCE_FOUND, NO_EVIDENCE or ERROR")
-    if args.session is not None and not is_valid_session_id(args.session):
-        raise ReplayError("--session: 1-128 letters, digits, '.', '_' or '-'")
+        raise _BadFlag("--evidence: expected EVIDENCE_FOUND, NO_EVIDENCE or ERROR")
+    _check_session(args.session)
     return Selection(
         session=args.session,
         since_ms=parse_time(args.since, "--since"),
@@ -178,26 +200,19 @@ def selection_from(args: argparse.Namespace) -> Selection:
     )
 
 
-def _url(settings: Settings) -> str:
-    if not settings.redis_url:
-        raise ReplayError("ACI_REDIS_URL is not set")
-    return settings.redis_url
-
-
 async def _replay(args: argparse.Namespace, settings: Settings, reporter: Reporter) -> None:
     selection = selection_from(args)
-    if args.into is not None and not is_valid_session_id(args.into):
-        raise ReplayError("--into: 1-128 letters, digits, '.', '_' or '-'")
+    _check_session(args.into)
     if args.file:
         records = load_file(args.file, selection)
     else:
-        async with open_redis(_url(settings), cluster=settings.redis_cluster) as redis:
+        async with open_redis(need_url(settings), cluster=settings.redis_cluster) as redis:
             records = await load_redis(redis, settings, selection)
     if not records:
         raise _NothingFound("no recorded invocation matches the selection")
     reporter.start(len(records))
     if args.into is not None:
-        async with open_redis(_url(settings), cluster=settings.redis_cluster) as redis:
+        async with open_redis(need_url(settings), cluster=settings.redis_cluster) as redis:
             await reinject(redis, settings, records, args.into, reporter.add)
     elif args.reexecute:
         from workers.sources import open_sources
@@ -217,26 +232,23 @@ async def run_replay(args: argparse.Namespace, settings: Settings) -> int:
     try:
         await _replay(args, settings, reporter)
     except ReplayError as exc:
-        print(f"replay: {exc}", file=sys.stderr)
-        return 1 if isinstance(exc, _NothingFound) else 2
+        return _refused("replay", exc)
     return reporter.finish()
 
 
 async def run_export(args: argparse.Namespace, settings: Settings) -> int:
     """`aci-evidence export --session S --file F`."""
     try:
-        if not is_valid_session_id(args.session):
-            raise ReplayError("--session: 1-128 letters, digits, '.', '_' or '-'")
+        _check_session(args.session)
         folder = anyio.Path(args.file).parent
         if not await folder.is_dir():  # said before anything is read
-            raise ReplayError(f"--file: no folder {str(folder)!r} to write into")
-        async with open_redis(_url(settings), cluster=settings.redis_cluster) as redis:
+            raise _BadFlag(f"--file: no folder {str(folder)!r} to write into")
+        async with open_redis(need_url(settings), cluster=settings.redis_cluster) as redis:
             count = await export_session(redis, settings, args.session, args.file)
         if not count:
             raise _NothingFound("the session has no recorded invocation; no file written")
     except ReplayError as exc:
-        print(f"export: {exc}", file=sys.stderr)
-        return 1 if isinstance(exc, _NothingFound) else 2
+        return _refused("export", exc)
     print(_ENCODER.encode({"exported": count, "file": args.file}).decode())
     return 0
 
@@ -244,14 +256,12 @@ async def run_export(args: argparse.Namespace, settings: Settings) -> int:
 async def run_import(args: argparse.Namespace, settings: Settings) -> int:
     """`aci-evidence import --file F [--session S]`."""
     try:
-        if args.session is not None and not is_valid_session_id(args.session):
-            raise ReplayError("--session: 1-128 letters, digits, '.', '_' or '-'")
+        _check_session(args.session)
         records = load_file(args.file)
-        async with open_redis(_url(settings), cluster=settings.redis_cluster) as redis:
+        async with open_redis(need_url(settings), cluster=settings.redis_cluster) as redis:
             counts = await import_lines(redis, settings, records, args.session)
     except ReplayError as exc:
-        print(f"import: {exc}", file=sys.stderr)
-        return 2
+        return _refused("import", exc)
     print(
         _ENCODER.encode(
             {

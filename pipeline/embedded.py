@@ -84,15 +84,31 @@ def die_with_parent() -> Callable[[], None] | None:
 
 
 def _interrupt(signum: int, frame: FrameType | None) -> None:
+    # Never raises: a KeyboardInterrupt raised here lands at whatever bytecode runs, also
+    # halfway through the cleanup it should start (see `app.interrupt.CtrlC`). The SIGINT
+    # owner that cancels instead (the CLI's CtrlC, asyncio.Runner's) gets it as a Ctrl-C.
     signal.signal(signal.SIGTERM, signal.SIG_DFL)  # a second SIGTERM ends it at once
-    raise KeyboardInterrupt
+    owner = signal.getsignal(signal.SIGINT)
+    if callable(owner) and owner is not signal.default_int_handler:
+        try:
+            owner(signal.SIGINT, frame)
+            return
+        except BaseException:  # it would raise (its task is done): SIGTERM's own action
+            pass
+    signal.raise_signal(signal.SIGTERM)  # no owner that cancels: the process ends at once
 
 
 @contextlib.contextmanager
 def sigterm_runs_cleanup() -> Iterator[None]:
     """For the block, SIGTERM to this process unwinds as Ctrl-C does (its `finally` blocks
     and context exits run, stopping what it started); left alone when this is not the main
-    thread or someone else handles SIGTERM already (a worker drains on its own)."""
+    thread or someone else handles SIGTERM already (a worker drains on its own).
+
+    The handler hands SIGTERM to the SIGINT handler when that one cancels rather than raises
+    (the CLI's, asyncio.Runner's: the main task unwinds at its next await, so a SIGTERM in
+    the middle of the cleanup lets it finish). Without one (plain Python, no event loop),
+    or when it would raise (its task is done), SIGTERM ends the process as it does by
+    default; the children go with it (`die_with_parent`)."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return

@@ -107,6 +107,8 @@ def _mask(text: str) -> str:
 _ADDRESS_RE: Final = re.compile(r"\[?[A-Za-z0-9_.:-]*[A-Za-z0-9\]]:\d{2,5}\b")
 # urllib3 (clickhouse-connect's HTTP) names it as keywords: `HTTPConnection(host='ch', port=8123)`.
 _KEYWORD_ADDRESS_RE: Final = re.compile(r"\b(host|port)=('[^']*'|\"[^\"]*\"|\d+)")
+# ... and the request's query string (`/?query_id=…&param_p0=<agent text>&database=…`).
+_QUERY_STRING_RE: Final = re.compile(r"(?<=[\w/])\?[^\s'\"]+")
 
 
 # Line breaks and other control characters (also Unicode's line separators), which text from
@@ -136,6 +138,7 @@ def _safe_message(record: logging.LogRecord) -> str:
     if not record.name.startswith("aci"):
         text = _ADDRESS_RE.sub("<address>", text)
         text = _KEYWORD_ADDRESS_RE.sub(r"\1=<address>", text)
+        text = _QUERY_STRING_RE.sub("?<query>", text)
     return _escape(_mask(text))
 
 
@@ -203,15 +206,22 @@ def configure_logging(
     logging.getLogger("aci.announce").setLevel(
         min(chosen, logging.INFO) if chosen <= logging.WARNING else chosen
     )
-    quiet_third_party()
+    quiet_third_party(chosen)
 
 
-def quiet_third_party() -> None:
+def quiet_third_party(level: int = logging.WARNING) -> None:
     """httpx logs every request URL at INFO (host, port, any token in the query): never let
     an upstream's address reach our logs. drain3 says "Starting Drain3 template miner" at
-    INFO for every index it builds: noise."""
+    INFO for every index it builds: noise. While ClickHouse is down, urllib3 ("Retrying …
+    /?query_id=…") and clickhouse-connect's HTTP driver ("Unexpected Http Driver Exception")
+    warn on every call: at `level` WARNING or above (the default) they stay out, as the
+    ClickHouse source says each change of state once itself."""
     for name in ("httpx", "httpcore", "drain3"):
         logging.getLogger(name).setLevel(logging.WARNING)
+    # At INFO or DEBUG the operator asked for them (masked like every third-party line).
+    noisy = logging.ERROR if level >= logging.WARNING else logging.NOTSET
+    for name in ("urllib3.connectionpool", "clickhouse_connect.driver._backend"):
+        logging.getLogger(name).setLevel(noisy)
 
 
 _TRACER: list[Any] = []  # [tracer or None], resolved once

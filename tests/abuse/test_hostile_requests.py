@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-from collections.abc import Iterator
 
 import anyio
 import msgspec
@@ -28,21 +27,11 @@ from contracts import LifecycleStatus
 from contracts.status import CONTRACT_VERSION
 from pipeline.client import EvidenceClient, ToolCall
 from pipeline.envelope import decode_envelope, encode_envelope
-from pipeline.keys import Keys
 from pipeline.redis_io import RedisProtocolError, call_redis, open_redis
-from pipeline.settings import Settings
-from tests.pipeline.acl_server import AclServer, acl_server
+from tests.abuse.conftest import SETTINGS, P
+from tests.pipeline.acl_server import AclServer
 from tests.pipeline.helpers import loads, running_worker
 from tests.pipeline.sources import InstantSource
-
-P = Keys("aci")
-SETTINGS = Settings(prefix="aci", visibility_timeout_s=5.0, deadline_s=2.0, admit_resend_s=0.4)
-
-
-@pytest.fixture
-def server() -> Iterator[AclServer]:
-    with acl_server(["aci"]) as running:
-        yield running
 
 
 def ask(i: int) -> ToolCall:

@@ -16,7 +16,6 @@ The red-team findings, each as what the attacker did and what must hold now:
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from typing import Any
 
 import anyio
@@ -26,22 +25,12 @@ from contracts import LifecycleStatus
 from pipeline import admission
 from pipeline.client import EvidenceClient, ToolCall
 from pipeline.envelope import Invocation, encode_envelope
-from pipeline.keys import Keys
 from pipeline.redis_io import RedisProtocolError, call_redis, open_redis
-from pipeline.settings import Settings
 from pipeline.views import read_views
-from tests.pipeline.acl_server import AclServer, acl_server
+from tests.abuse.conftest import SETTINGS, P
+from tests.pipeline.acl_server import AclServer
 from tests.pipeline.helpers import admit, loads, running_worker
 from tests.pipeline.sources import InstantSource
-
-P = Keys("aci")
-SETTINGS = Settings(prefix="aci", visibility_timeout_s=5.0, deadline_s=2.0, admit_resend_s=0.4)
-
-
-@pytest.fixture
-def server() -> Iterator[AclServer]:
-    with acl_server(["aci"]) as running:
-        yield running
 
 
 def ask(i: int, query: str) -> ToolCall:

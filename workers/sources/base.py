@@ -19,13 +19,19 @@ __all__ = ["ImmediateSource", "Source", "SourceError"]
 
 
 class SourceError(Exception):
-    """A source failed in a way the agent should hear about; `message` must be safe."""
+    """A source failed in a way the agent should hear about; `message` must be safe.
 
-    def __init__(self, code: ErrorCode, message: str, *, retryable: bool = False) -> None:
+    `logged`: the source has said this state in the log itself (a backend that reports going
+    down once, not per call), so the warm-up does not say it a second time."""
+
+    def __init__(
+        self, code: ErrorCode, message: str, *, retryable: bool = False, logged: bool = False
+    ) -> None:
         super().__init__(message)
         self.code = code
         self.message = message
         self.retryable = retryable
+        self.logged = logged
 
 
 class Source(Protocol):

@@ -62,6 +62,8 @@ async def warm_up(
         try:
             await source.fetch(request)
         except Exception as exc:  # said, not raised: the worker starts anyway
+            if isinstance(exc, SourceError) and exc.logged:
+                return  # the source said it itself (a backend down: once, not per call)
             # A SourceError's message is safe to show; another exception only by its type.
             why = exc.message if isinstance(exc, SourceError) else type(exc).__name__
             log.warning("warm-up of %s failed (%s); its calls may fail the same way", label, why)

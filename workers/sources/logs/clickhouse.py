@@ -17,12 +17,16 @@ substring of `Body`, `SeverityText`, `ServiceName` or any `LogAttributes` value;
 any other name → `LogAttributes[name]`, compared as a number when both sides are numbers.
 
 Errors name the topic, never the table, host or DSN; ClickHouse's own texts (which quote the
-table) are dropped, its error code kept.
+table) are dropped, its error code kept. Reachability is logged per change, not per call: the
+first unreachable answer is one WARNING naming the topics, the next answer one INFO line (the
+driver's and urllib3's per-request warnings are quieted in `workers.logging_setup`); every
+call while it is down still answers ERROR/UNAVAILABLE.
 """
 
 from __future__ import annotations
 
 import contextlib
+import logging
 import threading
 import time
 from collections.abc import Callable, Mapping
@@ -43,6 +47,8 @@ from workers.sources.logs.records import Digest, Entry, as_number, format_ms
 from workers.sources.logs.source import Clause, ParsedQuery, check_fields, parse_log_query
 
 __all__ = ["OTEL_LOGS_DDL", "ClickhouseLogSource", "compile_query"]
+
+log = logging.getLogger("aci.sources.clickhouse")
 
 # The exporter's table (exporter/clickhouseexporter logs_table.sql), for tests and the bench.
 OTEL_LOGS_DDL: Final = """CREATE TABLE IF NOT EXISTS {table} (
@@ -174,6 +180,8 @@ class ClickhouseLogSource:
         self._client, self._owns_client = client, client is None
         self._lock = threading.Lock()
         self._columns: dict[str, bool] = {}
+        self._state_lock = threading.Lock()
+        self._reachable: bool | None = None  # unknown until the first answer or failure
 
     def _get_client(self) -> Any:
         with self._lock:
@@ -262,7 +270,11 @@ class ClickhouseLogSource:
         except SourceError:
             raise
         except Exception as exc:
-            raise self._safe_error(request.topic, exc) from None
+            error = self._safe_error(request.topic, exc)
+            # Any answer of the server (a refusal, its own timeout) says it is reachable.
+            error.logged = self._note(reachable=error.code is not ErrorCode.UNAVAILABLE)
+            raise error from None
+        self._note(reachable=True)
         digest = Digest(self.config.sample_limit)
         for ms, severity, number, service, body, attributes in rows[: entry.row_limit]:
             level = level_of(severity) if severity else level_of(number, "SeverityNumber")
@@ -276,6 +288,22 @@ class ClickhouseLogSource:
             end_time=format_ms(end_ms, self.zone),
         )
         return digest.upstream(self.source_kind, scope, self.zone, match_count=int(count))
+
+    def _note(self, *, reachable: bool) -> bool:
+        """Log a change of reachability once (threads race here: one of them says it);
+        whether the state is unreachable, and so already said."""
+        with self._state_lock:
+            before, self._reachable = self._reachable, reachable
+        topics = ", ".join(sorted(t.value for t in self.topics))
+        if before is not False and not reachable:
+            log.warning(
+                "query_logs: the ClickHouse log store of topics %s is unreachable; their calls "
+                "answer ERROR/UNAVAILABLE until it answers again",
+                topics,
+            )
+        elif before is False and reachable:
+            log.info("query_logs: the ClickHouse log store of topics %s answers again", topics)
+        return not reachable
 
     def _safe_error(self, topic: Topic, exc: Exception) -> SourceError:
         code = getattr(exc, "code", None)

@@ -1,0 +1,143 @@
+"""A CLICKHOUSE backend that is down is said once at the default log level, and back up once
+at INFO, while every call still answers ERROR/UNAVAILABLE (never NO_EVIDENCE) and no line
+names the server, the password or a request's query string."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import logging
+import socket
+import uuid
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+from logs_helpers import chdb_client
+
+from contracts import ErrorCode, LogsUpstream, QueryLogsRequest, Topic
+from workers.logging_setup import configure_logging
+from workers.sources import SourceError
+from workers.sources.logs.clickhouse import OTEL_LOGS_DDL, ClickhouseLogSource
+from workers.sources.logs.config import parse_logs_config
+from workers.sources.logs.router import LogRouter
+from workers.sources.registry import warm_up
+
+SECRET = "s3cret-ch-pw"
+NOW = 1_796_000_000.0
+REQUEST = QueryLogsRequest(topic=Topic.APPLICATION, query="timeout", lookback_minutes=5)
+
+
+@contextlib.contextmanager
+def captured(level: str) -> Iterator[io.StringIO]:
+    """The worker's own logging setup at `level`, into a buffer; the root logger restored."""
+    buffer, root = io.StringIO(), logging.getLogger()
+    handlers, old = list(root.handlers), root.level
+    try:
+        configure_logging(level, stream=buffer)
+        yield buffer
+    finally:
+        for handler in list(root.handlers):
+            root.removeHandler(handler)
+        for handler in handlers:
+            root.addHandler(handler)
+        root.setLevel(old)
+
+
+def _closed_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def _router(dsn: str, table: str = "otel_logs", client: Any = None) -> LogRouter:
+    config = parse_logs_config(
+        f'[scan]\nmax_seconds = 1\n[clickhouse]\ndsn = "{dsn}"\npassword_env = "CH_PW"\n'
+        'connect_timeout_s = 1\n[topics.APPLICATION]\nbackend = "clickhouse"\n'
+        f'table = "{table}"\n[topics.SYSTEM_EVENTS]\nbackend = "clickhouse"\n'
+        f'table = "{table}"\n'
+    )
+    assert config.clickhouse is not None
+    shared = ClickhouseLogSource(
+        config.clickhouse, dict(config.topics), config, {"CH_PW": SECRET},  # type: ignore[arg-type]
+        client=client, clock=lambda: NOW,
+    )  # fmt: skip
+    return LogRouter(dict.fromkeys(config.topics, shared))
+
+
+async def _unavailable(router: LogRouter, topic: Topic = Topic.APPLICATION) -> None:
+    request = QueryLogsRequest(topic=topic, query="timeout", lookback_minutes=5)
+    with pytest.raises(SourceError) as caught:
+        await router.fetch(request)
+    assert caught.value.code is ErrorCode.UNAVAILABLE
+
+
+async def test_an_unreachable_server_is_one_warning_at_the_default_level() -> None:
+    port = _closed_port()
+    router = _router(f"http://reader@127.0.0.1:{port}/otel")
+    with captured("WARNING") as out:
+        await warm_up({"query_logs": router}, 10.0)  # type: ignore[dict-item]
+        for topic in (Topic.APPLICATION, Topic.SYSTEM_EVENTS, Topic.APPLICATION):
+            await _unavailable(router, topic)
+    await router.aclose()
+    lines = out.getvalue().splitlines()
+    assert len(lines) == 1, lines
+    assert " WARNING aci.sources.clickhouse " in lines[0] and "unreachable" in lines[0]
+    assert "APPLICATION" in lines[0] and "SYSTEM_EVENTS" in lines[0]
+    for secret in (SECRET, str(port), "127.0.0.1", "query_id", "?", "reader"):
+        assert secret not in lines[0]
+
+
+async def test_at_info_the_driver_lines_show_but_name_no_server_or_query_string() -> None:
+    port = _closed_port()
+    router = _router(f"http://reader@127.0.0.1:{port}/otel")
+    with captured("INFO") as out:
+        for _ in range(2):
+            await _unavailable(router)
+    await router.aclose()
+    text = out.getvalue()
+    assert "urllib3" in text and text.count(" WARNING aci.sources.clickhouse ") == 1, text
+    for secret in (SECRET, str(port), "127.0.0.1", "query_id"):
+        assert secret not in text
+
+
+class _Flaky:
+    """A client that refuses connections while `down`, otherwise the in-process engine."""
+
+    def __init__(self) -> None:
+        self.inner, self.down = chdb_client(), True
+
+    def query(self, *args: Any, **kwargs: Any) -> Any:
+        if self.down:
+            raise ConnectionRefusedError(111, "Connection refused")
+        return self.inner.query(*args, **kwargs)
+
+
+async def test_each_change_of_state_is_one_line_and_every_call_is_still_told() -> None:
+    table = f"otel_logs_{uuid.uuid4().hex[:12]}"
+    chdb_client().command(OTEL_LOGS_DDL.format(table=table))
+    chdb_client().insert(
+        table,
+        [[datetime.fromtimestamp(NOW - 30, UTC), "ERROR", 17, "shop", "timeout", {}, {}]],
+        column_names=["Timestamp", "SeverityText", "SeverityNumber", "ServiceName", "Body",
+                      "LogAttributes", "ResourceAttributes"],
+    )  # fmt: skip
+    client = _Flaky()
+    router = _router("http://reader@ch.internal:8123/otel", table, client)
+    with captured("INFO") as out:
+        for down in (True, True, False, False, True, True, False):
+            client.down = down
+            if down:
+                await _unavailable(router)
+            else:
+                found = await router.fetch(REQUEST)
+                assert isinstance(found, LogsUpstream) and found.match_count == 1
+    levels = [line.split()[2:4] for line in out.getvalue().splitlines()]
+    assert levels == [
+        ["WARNING", "aci.sources.clickhouse"],
+        ["INFO", "aci.sources.clickhouse"],
+        ["WARNING", "aci.sources.clickhouse"],
+        ["INFO", "aci.sources.clickhouse"],
+    ], out.getvalue()
+    assert SECRET not in out.getvalue() and "ch.internal" not in out.getvalue()
