@@ -249,7 +249,8 @@ async def run_export(args: argparse.Namespace, settings: Settings) -> int:
             raise _NothingFound("the session has no recorded invocation; no file written")
     except ReplayError as exc:
         return _refused("export", exc)
-    print(_ENCODER.encode({"exported": count, "file": args.file}).decode())
+    # JSON escapes C0 only: a C1 control or a bidi override in the name is escaped too.
+    print(safe_json(_ENCODER.encode({"exported": count, "file": args.file}).decode()))
     return 0
 
 

@@ -226,11 +226,16 @@ async def _server(acl_text: str, *, appendonly: bool) -> AsyncIterator[str]:
         finally:
             process.terminate()
             try:
-                await anyio.to_thread.run_sync(process.wait, 5)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
-            shutil.rmtree(folder, ignore_errors=True)
+                with contextlib.suppress(subprocess.TimeoutExpired):
+                    await anyio.to_thread.run_sync(process.wait, 5)
+            finally:
+                # Also when that wait is cancelled: a SIGTERM or Ctrl-C during this cleanup
+                # cancels the task at its next await (no shield stops a native cancel). Never
+                # leave the server running or its folder (the aclfile) behind.
+                if process.poll() is None:
+                    process.kill()
+                    process.wait()
+                shutil.rmtree(folder, ignore_errors=True)
 
 
 @contextlib.asynccontextmanager

@@ -125,6 +125,21 @@ def test_export_of_an_unknown_session_writes_no_file(tmp_path: Path, prefix: str
     assert done.returncode == 1 and not target.exists()
 
 
+@pytest.mark.redis
+def test_export_says_a_file_name_with_controls_escaped(
+    prefix: str, redis: Any, tmp_path: Path
+) -> None:
+    # Before: the success line printed the name raw; JSON escapes C0 only, so a C1 CSI
+    # (U+009B) or a bidi override (U+202E) in a file name reached the terminal as is.
+    golden = ROOT / "tests" / "golden" / "replay" / "session.jsonl"
+    assert cli(_env(prefix), "import", "--file", str(golden)).returncode == 0
+    target = tmp_path / "x\u009b2J\u202egol.jsonl"
+    done = cli(_env(prefix), "export", "--session", "rec-1", "--file", str(target))
+    assert done.returncode == 0, done.stderr
+    assert "\u009b" not in done.stdout and "\u202e" not in done.stdout, repr(done.stdout)
+    assert json.loads(done.stdout) == {"exported": 6, "file": str(target)}  # the same value
+
+
 def _parse(line: str) -> argparse.Namespace:
     return build_parser().parse_args(shlex.split(line))
 

@@ -43,11 +43,11 @@ def test_a_sigterm_mid_cleanup_is_handed_to_the_ctrl_c_owner_and_the_cleanup_goe
     assert pressed == [signal.SIGINT]
 
 
-def _child(body: str) -> subprocess.CompletedProcess[str]:
+def _child(body: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     code = "import os, signal, sys, time\nfrom pipeline.embedded import sigterm_runs_cleanup\n"
     return subprocess.run(
         [sys.executable, "-c", code + textwrap.dedent(body)],
-        cwd=ROOT, capture_output=True, text=True, timeout=60, check=False,
+        cwd=ROOT, env=env, capture_output=True, text=True, timeout=60, check=False,
     )  # fmt: skip
 
 
@@ -82,3 +82,51 @@ def test_without_a_ctrl_c_owner_sigterm_does_what_it_does_by_default() -> None:
     """)
     assert done.returncode == -signal.SIGTERM, (done.returncode, done.stderr)
     assert done.stdout == "" and "Traceback" not in done.stderr, done.stderr
+
+
+# A redis-server that is slow to stop: it makes its socket path, says its pid, ignores SIGTERM.
+_SLOW_SERVER = """
+import os, signal, sys, time
+signal.signal(signal.SIGTERM, signal.SIG_IGN)
+open(sys.argv[sys.argv.index("--unixsocket") + 1], "w").close()
+with open(os.environ["FAKE_PID"], "w") as out:
+    out.write(str(os.getpid()))
+time.sleep(30)
+"""
+
+
+def test_a_sigterm_while_the_embedded_redis_stops_still_stops_it_and_removes_its_folder(
+    tmp_path: Path,
+) -> None:
+    # Before: the SIGTERM cancelled the main task at the cleanup's next await (the wait for
+    # redis-server to stop), so the rest of the cleanup never ran: the server still running
+    # (until the parent's death killed it) and its folder, with the aclfile, left behind.
+    binary = tmp_path / "bin" / "redis-server"
+    binary.parent.mkdir()
+    binary.write_text(f"#!{sys.executable}\n{_SLOW_SERVER}")
+    binary.chmod(0o755)
+    temp, pid_file = tmp_path / "tmp", tmp_path / "fake.pid"
+    temp.mkdir()
+    env = dict(os.environ, PATH=f"{binary.parent}:{os.environ['PATH']}", TMPDIR=str(temp),
+               FAKE_PID=str(pid_file))  # fmt: skip
+    done = _child(
+        """
+        import asyncio, threading
+        from pipeline.embedded import embedded_redis
+        async def main():
+            async with embedded_redis():
+                threading.Timer(0.5, os.kill, (os.getpid(), signal.SIGTERM)).start()
+        try:
+            asyncio.run(main())
+        except KeyboardInterrupt:
+            try:
+                os.kill(int(open(os.environ["FAKE_PID"]).read()), 0)
+                print("server left running", flush=True)
+            except ProcessLookupError:
+                print("server stopped", flush=True)
+            sys.exit(130)
+        """,
+        env,
+    )
+    assert (done.returncode, done.stdout) == (130, "server stopped\n"), done.stderr
+    assert list(temp.glob("aci-redis-*")) == []

@@ -8,6 +8,7 @@ import contextlib
 import io
 import logging
 import socket
+import threading
 import uuid
 from collections.abc import Iterator
 from datetime import UTC, datetime
@@ -22,6 +23,7 @@ from workers.sources import SourceError
 from workers.sources.logs.clickhouse import OTEL_LOGS_DDL, ClickhouseLogSource
 from workers.sources.logs.config import parse_logs_config
 from workers.sources.logs.router import LogRouter
+from workers.sources.logs.source import parse_log_query
 from workers.sources.registry import warm_up
 
 SECRET = "s3cret-ch-pw"
@@ -141,3 +143,66 @@ async def test_each_change_of_state_is_one_line_and_every_call_is_still_told() -
         ["INFO", "aci.sources.clickhouse"],
     ], out.getvalue()
     assert SECRET not in out.getvalue() and "ch.internal" not in out.getvalue()
+
+
+class _ByThread:
+    """A client that refuses connections in the thread named `down`, and otherwise answers
+    at once with no rows: two calls racing, one failing and one succeeding."""
+
+    def query(self, sql: str, **_: Any) -> Any:
+        if threading.current_thread().name == "down":
+            raise ConnectionRefusedError(111, "Connection refused")
+        rows = [[1]] if "system.columns" in sql or "count()" in sql else []
+        return type("Result", (), {"result_rows": rows})()
+
+
+class _Gate(logging.Filter):
+    """Holds the first INFO line (answers again) before any handler sees it, until `go`: the
+    thread that saw the store answer is preempted between its change of state and its line."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.levels: list[str] = []
+        self.holding, self.go = threading.Event(), threading.Event()
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.levelno == logging.INFO and not self.holding.is_set():
+            self.holding.set()
+            self.go.wait(10)
+        self.levels.append(record.levelname)
+        return True
+
+
+def test_racing_calls_say_the_changes_in_the_order_they_happened() -> None:
+    # Before: the line was logged after the lock: a call that saw the store answer changed
+    # the state, a call that saw it down changed it back and said so, then the first said
+    # "answers again": the last line told the operator the store was up while every call
+    # failed, and no later failure warned again (the state was already "down").
+    router = _router("http://reader@ch.internal:8123/otel", client=_ByThread())
+    source: Any = router.backends[Topic.APPLICATION]
+    gate, logger = _Gate(), logging.getLogger("aci.sources.clickhouse")
+    old_level = logger.level
+    logger.addFilter(gate)
+    logger.setLevel(logging.INFO)
+
+    def call() -> None:
+        with contextlib.suppress(SourceError):
+            source.search(REQUEST, parse_log_query(REQUEST.query), 1.0)
+
+    try:
+        threads = {n: threading.Thread(target=call, name=n) for n in ("down", "up", "down again")}
+        threads["down"].start()
+        threads["down"].join(10)  # down, said
+        threads["up"].start()
+        assert gate.holding.wait(10)  # up: its state is set, its line not yet out
+        threads["down again"] = threading.Thread(target=call, name="down")
+        threads["down again"].start()
+        threads["down again"].join(0.5)  # down again, meanwhile
+        gate.go.set()
+        for thread in threads.values():
+            thread.join(10)
+    finally:
+        gate.go.set()
+        logger.removeFilter(gate)
+        logger.setLevel(old_level)
+    assert gate.levels == ["WARNING", "INFO", "WARNING"]  # the last line says it is down

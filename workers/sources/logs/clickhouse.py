@@ -291,18 +291,21 @@ class ClickhouseLogSource:
 
     def _note(self, *, reachable: bool) -> bool:
         """Log a change of reachability once (threads race here: one of them says it);
-        whether the state is unreachable, and so already said."""
+        whether the state is unreachable, and so already said. The line is said under the
+        lock: said after it, a racing call's opposite change could be said first, and the
+        last line would tell the operator the opposite of the state (up while every call
+        fails, and no later failure would warn again)."""
+        topics = ", ".join(sorted(t.value for t in self.topics))
         with self._state_lock:
             before, self._reachable = self._reachable, reachable
-        topics = ", ".join(sorted(t.value for t in self.topics))
-        if before is not False and not reachable:
-            log.warning(
-                "query_logs: the ClickHouse log store of topics %s is unreachable; their calls "
-                "answer ERROR/UNAVAILABLE until it answers again",
-                topics,
-            )
-        elif before is False and reachable:
-            log.info("query_logs: the ClickHouse log store of topics %s answers again", topics)
+            if before is not False and not reachable:
+                log.warning(
+                    "query_logs: the ClickHouse log store of topics %s is unreachable; their "
+                    "calls answer ERROR/UNAVAILABLE until it answers again",
+                    topics,
+                )
+            elif before is False and reachable:
+                log.info("query_logs: the ClickHouse log store of topics %s answers again", topics)
         return not reachable
 
     def _safe_error(self, topic: Topic, exc: Exception) -> SourceError:
