@@ -9,9 +9,11 @@ from __future__ import annotations
 import contextlib
 import subprocess
 import sys
+import time
 from collections.abc import Iterator, Mapping
 from typing import Final
 
+from app.interrupt import GRACE
 from pipeline.embedded import die_with_parent, sigterm_runs_cleanup
 
 __all__ = ["CLI", "worker_processes"]
@@ -19,6 +21,10 @@ __all__ = ["CLI", "worker_processes"]
 # The console script in a child process. -P: the installed package, never a same-named `app/`
 # of the directory the user runs the demo or the benchmark in.
 CLI: Final = (sys.executable, "-P", "-m", "app.cli")
+# How long the workers have, all together, to drain after SIGTERM before they are killed: well
+# inside Ctrl-C's grace (`app.interrupt.GRACE`), so the cleanup after them (the embedded Redis
+# and its folder) still runs. A worker killed here leaves its entries pending (taken over).
+STOP_S: Final = GRACE - 3.0
 
 
 @contextlib.contextmanager
@@ -46,9 +52,10 @@ def worker_processes(
         finally:
             for proc in procs:
                 proc.terminate()
+            deadline = time.monotonic() + STOP_S  # one deadline for all: they drain together
             for proc in procs:
                 try:
-                    proc.wait(15)
+                    proc.wait(max(0.0, deadline - time.monotonic()))
                 except subprocess.TimeoutExpired:
                     proc.kill()
                     proc.wait()
