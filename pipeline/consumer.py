@@ -8,7 +8,7 @@ finish script aside, which `pipeline.lane.run_scripts` sends), each a small type
 - `dead_letter_entry` (XADD to the dead letters and XACK, in one MULTI/EXEC) and `ack`;
 - `claim_idle` (`XAUTOCLAIM`) and `delivery_counts` (`XPENDING` per entry): takeover;
 - `requeue`: entries put back at the end of their stream (`pipeline/lua/requeue.lua`), for
-  a session over its share of a worker's slots.
+  a session over its share of a worker's slots, when `others_waiting` says someone may wait.
 
 Logs go to the worker's logger (`aci.worker`): these are a worker's steps.
 """
@@ -21,9 +21,10 @@ from typing import Any, Final, Literal
 
 import anyio
 
+from pipeline.envelope import peek_identity
 from pipeline.keys import GROUP, Partition
 from pipeline.lane import Lane, stream_entries
-from pipeline.record import ENTRY_ID, dead_letter
+from pipeline.record import ENTRY_ID, dead_letter, invocation_entry
 from pipeline.redis_io import (
     PipelineError,
     Redis,
@@ -46,6 +47,7 @@ __all__ = [
     "dead_letter_entry",
     "delivery_counts",
     "is_group_lost",
+    "others_waiting",
     "read_group",
     "recreate_group",
     "requeue",
@@ -188,6 +190,30 @@ async def delivery_counts(redis: Redis, part: Partition, ids: Sequence[str]) -> 
             mid = info["message_id"]
             out[mid.decode() if isinstance(mid, bytes) else mid] = int(info["times_delivered"])
     return out
+
+
+async def others_waiting(redis: Redis, part: Partition, session_id: str, peek: int) -> bool:
+    """Whether an entry of another session than `session_id` waits in the partition's stream,
+    not delivered to any worker yet: the first `peek` undelivered entries are looked at, and
+    more than that (or an entry whose session cannot be read) counts as someone waiting."""
+    groups = await call_redis(redis.xinfo_groups(part.invocations))
+    last = next(
+        (_text(g.get("last-delivered-id")) for g in groups if _text(g.get("name")) == GROUP), ""
+    )
+    if not last:
+        return True
+    after = await call_redis(redis.xrange(part.invocations, f"({last}", "+", count=peek + 1))
+    if len(after) > peek:
+        return True
+    for _entry_id, fields in after:
+        identity = peek_identity(invocation_entry(fields)[0])
+        if identity is None or identity.session_id != session_id:
+            return True
+    return False
+
+
+def _text(value: Any) -> str:
+    return value.decode("utf-8", "replace") if isinstance(value, bytes) else str(value or "")
 
 
 async def requeue(scripts: Scripts, items: Sequence[tuple[Partition, str, str, str]]) -> list[Any]:

@@ -59,3 +59,28 @@ async def test_48_calls_to_the_deadline_do_not_delay_another_sessions_fast_call(
     assert waited < 0.45, waited  # under one deadline: it never waited for a slow call to end
     assert len(done) == 48  # the hog loses nothing: every call ends (TIMEOUT), once
     assert {loads(r.model)["error"]["code"] for r in done.values()} == {"TIMEOUT"}
+
+
+async def test_a_session_alone_uses_every_slot(redis: Any, prefix: str) -> None:
+    # 12 calls that run to the deadline (0.5 s) from one session and nobody else's: alone, it
+    # holds 3 of the 4 slots (every slot but one share's worth), four rounds (~2 s). Held to
+    # its share (1 of 4) while only its own entries waited, they ran one at a time (~6 s),
+    # the rest put back over and over (found by the on-call drill helper).
+    settings = Settings(prefix=prefix, visibility_timeout_s=3.0, deadline_s=0.5)
+    slow = [
+        ToolCall(tool="query_mysql", tool_call_id=f"s{i}",
+                 arguments={"data_source": "shop", "sql": "SELECT SLEEP(10)"})
+        for i in range(12)
+    ]  # fmt: skip
+    sources = {"query_mysql": HangingSource()}
+    async with (
+        EvidenceClient(redis, settings) as client,
+        running_worker(redis, settings, sources, concurrency=4),
+    ):
+        with anyio.fail_after(30):
+            started = time.monotonic()
+            done = await client.call_many("alone", slow, timeout=20)
+            took = time.monotonic() - started
+    assert all(r is not None for r in done)
+    assert {loads(r.model)["error"]["code"] for r in done if r is not None} == {"TIMEOUT"}
+    assert took < 3.0, took  # four rounds of deadlines, not twelve

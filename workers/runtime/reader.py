@@ -17,7 +17,15 @@ from typing import Final
 import anyio
 from anyio.abc import TaskGroup
 
-from pipeline.consumer import GroupLost, ReadEntry, read_group, recreate_group, requeue
+from pipeline.consumer import (
+    GroupLost,
+    ReadEntry,
+    others_waiting,
+    read_group,
+    recreate_group,
+    requeue,
+)
+from pipeline.envelope import Invocation
 from pipeline.keys import Partition
 from pipeline.lane import Lane
 from pipeline.redis_io import PipelineError, RedisUnavailable
@@ -31,6 +39,9 @@ from workers.stage import is_immediate
 __all__ = ["read_loop"]
 
 log = logging.getLogger("aci.worker")
+# An entry to put back: (partition, entry id, fields, what was read of it, its invocation).
+_Back = tuple[Partition, str, dict[str, bytes], Entry | None, Invocation]
+_PEEK: Final = 256  # undelivered entries looked at before putting a session's entries back
 _READ_BLOCK_MS: Final = 500
 _SHARED_BLOCK_MS: Final = 100  # a reader over several partitions blocks on one this long
 _READ_LANES: Final = 16  # readers per worker: one per partition up to this many
@@ -128,16 +139,16 @@ def _start(state: WorkerState, entries: list[ReadEntry], work: TaskGroup, full: 
         state.finishing.put(done)
     invocations = [e.invocation if e is not None else None for *_, e in later]
     contested = full or len({i.session_id for i in invocations if i is not None}) > 1
-    back: list[tuple[Partition, str, str, str]] = []
+    back: list[_Back] = []
     for (part, entry_id, fields, entry), inv in zip(later, invocations, strict=True):
         if inv is None:
             work.start_soon(process, state, part, entry_id, fields, 1, entry)
         elif state.share.take(inv.session_id, contested=contested):
             work.start_soon(_counted, state, inv.session_id, part, entry_id, fields, entry)
         else:
-            back.append((part, entry_id, inv.session_id, inv.tool_call_id))
+            back.append((part, entry_id, fields, entry, inv))
     if back:
-        work.start_soon(_put_back, state, back)
+        work.start_soon(_put_back, state, back, work)
     return bool(back) and len(back) == len(entries)
 
 
@@ -155,16 +166,49 @@ async def _counted(
         state.share.done(session_id)
 
 
-async def _put_back(state: WorkerState, back: list[tuple[Partition, str, str, str]]) -> None:
-    # The slots these entries took are freed once they are back in their streams (or, when
+async def _put_back(state: WorkerState, back: list[_Back], work: TaskGroup) -> None:
+    # Entries over their session's share go to the end of their stream, unless no other
+    # session's entry waits behind them (`others_waiting`: the next `_PEEK` undelivered ones
+    # are looked at): a session alone runs them here after all, up to every slot but one
+    # share's worth (`SessionShare.take_alone`), and they keep their slots until finished.
+    # The slots of those put back are freed once they are back in their streams (or, when
     # Redis fails, left pending for takeover after the visibility timeout).
+    held = len(back)
     try:
         with anyio.CancelScope(shield=True):
-            await requeue(state.scripts, back)
+            alone = await _alone(state, back)
+            later: list[tuple[Partition, str, str, str]] = []
+            for part, entry_id, fields, entry, inv in back:
+                if (part.index, inv.session_id) in alone and state.share.take_alone(
+                    inv.session_id, state.concurrency
+                ):
+                    work.start_soon(_counted, state, inv.session_id, part, entry_id, fields, entry)
+                    held -= 1
+                else:
+                    later.append((part, entry_id, inv.session_id, inv.tool_call_id))
+            if later:
+                await requeue(state.scripts, later)
     except PipelineError as exc:
-        log.warning("could not put %d entries back (%s); left for takeover", len(back), exc)
+        log.warning("could not put %d entries back (%s); left for takeover", held, exc)
     finally:
-        state.slots.give(len(back))
+        state.slots.give(held)
+
+
+async def _alone(state: WorkerState, back: list[_Back]) -> set[tuple[int, str]]:
+    # (partition, session) of the entries to put back whose session nobody else waits behind;
+    # only a partition whose entries to put back are all of one session can be.
+    sessions: dict[int, set[str]] = {}
+    parts: dict[int, Partition] = {}
+    for part, *_rest, inv in back:
+        sessions.setdefault(part.index, set()).add(inv.session_id)
+        parts[part.index] = part
+    alone: set[tuple[int, str]] = set()
+    for index, found in sessions.items():
+        if len(found) == 1:
+            [session] = found
+            if not await others_waiting(state.redis, parts[index], session, _PEEK):
+                alone.add((index, session))
+    return alone
 
 
 def _run_now(state: WorkerState, part: Partition, entry_id: str, entry: Entry) -> Finish | None:

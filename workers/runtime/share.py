@@ -1,12 +1,14 @@
 """Fairness: how many of a worker's slots one session may hold while others wait.
 
 Policy: a session holds at most `cap = max(1, ceil(concurrency * ACI_SESSION_SHARE))` slots of a
-worker for calls that do I/O (default share 0.25: 4 of 16). An entry over the cap is put back at
-the end of its partition's stream (`pipeline/lua/requeue.lua`) when others may be waiting — the
-read filled every slot it asked for, or held entries of another session — so the next entries
-(another session's) are read at once; a session alone may use every slot. Calls that need no
-I/O run inline and hold no slot long, so they are not counted. Each worker counts its own slots:
-over W workers a session may hold up to W * cap.
+worker for calls that do I/O (default share 0.25: 4 of 16) while others may be waiting — the
+read filled every slot it asked for, or held entries of another session. An entry over the cap
+is then put back at the end of its partition's stream (`pipeline/lua/requeue.lua`), so the next
+entries (another session's) are read at once — unless none of the next 256 undelivered entries
+is another session's: then the session is alone and may hold every slot but one share's worth,
+`concurrency - cap` (12 of 16), the rest kept free so a newcomer's call starts at once. Calls
+that need no I/O run inline and hold no slot long, so they are not counted. Each worker counts
+its own slots: over W workers a session may hold up to W times as many.
 """
 
 from __future__ import annotations
@@ -30,6 +32,15 @@ class SessionShare:
         its cap already and others may be waiting (`contested`)."""
         held = self.running.get(session_id, 0)
         if held >= self.cap and contested:
+            return False
+        self.running[session_id] = held + 1
+        return True
+
+    def take_alone(self, session_id: str, concurrency: int) -> bool:
+        """Count one more running call of `session_id`, alone (nobody else waits), unless it
+        holds every slot but one share's worth already (`concurrency - cap`)."""
+        held = self.running.get(session_id, 0)
+        if held >= concurrency - self.cap:
             return False
         self.running[session_id] = held + 1
         return True
