@@ -124,6 +124,11 @@ def reply_code(exc: Exception) -> str:
         return "NOSCRIPT"
     if isinstance(exc, NoPermissionError) or _SCRIPT_NOPERM in str(exc):
         return "NOPERM"  # redis-py drops the NOPERM prefix; a script's refusal has none
+    # redis-py also strips the code of the replies it has a class for (OOM, READONLY, …) and
+    # keeps it as `status_code`: a full Redis was reported as "ERR".
+    status = getattr(exc, "status_code", None)
+    if isinstance(status, str) and status.isalpha() and status.isupper():
+        return status
     text = str(exc)
     found = next((code for code in _KNOWN_CODES if code in text), text.split(" ", 1)[0])
     # A reply's code is one upper-case word; anything else (redis-py stripped it, or a script
