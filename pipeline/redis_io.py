@@ -112,6 +112,9 @@ async def call_redis(op: Awaitable[T]) -> T:
 _NEEDS_AUTH: Final = "must be called with the client already authenticated"
 _SCRIPT_NOPERM: Final = "user executing the script can't"
 _REFUSED: Final = frozenset({"WRONGPASS", "NOAUTH", "NOPERM"})  # the credentials' fault
+# Every write refused: at maxmemory (noeviction), or a replica (XGROUP CREATE is refused
+# before Redis looks for the group, so a worker's start would only say it could not create it).
+_FULL_OR_READ_ONLY: Final = frozenset({"OOM", "READONLY"})
 _KNOWN_CODES: Final = (
     "NOSCRIPT", "NOGROUP", "BUSYGROUP", "UNBLOCKED", "WRONGTYPE", "OOM", "READONLY", "NOAUTH",
     "WRONGPASS", "NOPERM",
@@ -257,8 +260,8 @@ async def ensure_group(redis: Redis, keys: Keys | Partition) -> None:
     except RedisProtocolError as exc:
         if str(exc) == "BUSYGROUP":
             return
-        if str(exc) in _REFUSED:  # a wrong password is not "unavailable": say it, at once
-            raise
+        if str(exc) in _REFUSED or str(exc) in _FULL_OR_READ_ONLY:
+            raise  # a wrong password or a full Redis is not "unavailable": say it, at once
         raise RedisProtocolError("could not create the consumer group") from exc
 
 

@@ -75,3 +75,11 @@ async def test_a_write_refused_on_a_lane_is_oom(full_redis: Any) -> None:
     finally:
         await lane.aclose()
     assert reply_code(reply) == "OOM"
+
+
+async def test_a_worker_starting_on_a_full_redis_is_told_oom(full_redis: Any) -> None:
+    # XGROUP CREATE is refused before Redis sees that the group exists (BUSYGROUP): the
+    # worker's start must say why, not "could not create the consumer group".
+    with pytest.raises(RedisProtocolError) as info:
+        await ensure_group(full_redis, Keys("full"))
+    assert str(info.value) == "OOM"
