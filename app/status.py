@@ -50,7 +50,7 @@ def status_renderable(report: dict[str, Any]) -> Any:
     group = report["group"]
     if group:
         keys = ("pending", "lag", "entries_read", "consumers_live", "consumers_dead",
-                "oldest_pending_idle_ms", "max_deliveries")  # fmt: skip
+                "consumers_stopped", "oldest_pending_idle_ms", "max_deliveries")  # fmt: skip
         parts.append(_table(f"group {group['name']}", keys, [tuple(group.get(k) for k in keys)]))
     parts.append(
         _table(
@@ -62,7 +62,7 @@ def status_renderable(report: dict[str, Any]) -> Any:
                     c["pending"],
                     c["idle_ms"],
                     c.get("heartbeat_age_ms"),
-                    "live" if c["live"] else "dead",
+                    c.get("state") or ("live" if c["live"] else "dead"),
                 )
                 for c in report["consumers"]
             ],

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import json
 from typing import Any
 
@@ -79,3 +80,35 @@ async def test_status_json_and_watch(redis: Any, prefix: str, capsys: Any) -> No
     assert len(lines) == 3 and all("streams" in json.loads(line) for line in lines)
     assert await run_status(settings, REDIS_URL, watch=True, interval=0.01, iterations=2) == 0
     assert "last 300 s" in capsys.readouterr().out
+
+
+async def test_a_consumer_that_stopped_cleanly_is_stopped_not_dead(redis: Any, prefix: str) -> None:
+    # On-call drill: after a few restarts `status` listed every cleanly stopped worker as
+    # "dead" (consumers_dead 9 beside 1 live), though nothing was wrong: XINFO keeps a
+    # consumer's name after it leaves. Dead is what needs a look: a beat gone stale (a killed
+    # or frozen worker) or entries held without a beat; stopped is neither.
+    settings = settings_for(prefix)
+    keys = Keys(prefix)
+    async with EvidenceClient(redis, settings) as client:
+        async with running_worker(redis, settings, {"lookup_knowledge": InstantSource()}):
+            assert await client.call("s1", kcall(1), timeout=10) is not None
+        await client.submit_many("s1", [kcall(2)])
+        await admit(redis, settings)
+        await redis.xreadgroup(GROUP, "ghost", {keys.invocations: ">"}, count=1)
+    report = await collect_status(redis, settings)
+    states = {c["name"]: c["state"] for c in report["consumers"]}
+    assert states.pop("ghost") == "dead"
+    assert list(states.values()) == ["stopped"]  # the worker, stopped cleanly
+    group = report["group"]
+    assert (group["consumers_live"], group["consumers_dead"], group["consumers_stopped"]) == (
+        0, 1, 1,
+    )  # fmt: skip
+    assert "stopped" in _rendered(report) and "dead" in _rendered(report)
+
+
+def _rendered(report: dict[str, Any], width: int = 80) -> str:
+    from rich.console import Console
+
+    console = Console(width=width, record=True, file=io.StringIO())
+    console.print(status_renderable(report))
+    return console.export_text()
