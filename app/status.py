@@ -49,9 +49,12 @@ def status_renderable(report: dict[str, Any]) -> Any:
     ]
     group = report["group"]
     if group:
+        # One row per figure: eight columns of names like oldest_pending_idle_ms do not fit
+        # 80 columns, and rich cut them to `oldest_pe…`.
         keys = ("pending", "lag", "entries_read", "consumers_live", "consumers_dead",
                 "consumers_stopped", "oldest_pending_idle_ms", "max_deliveries")  # fmt: skip
-        parts.append(_table(f"group {group['name']}", keys, [tuple(group.get(k) for k in keys)]))
+        rows = [(k, group.get(k)) for k in keys]
+        parts.append(_table(f"group {group['name']}", ("figure", "value"), rows))
     parts.append(
         _table(
             "consumers",
