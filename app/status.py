@@ -43,8 +43,11 @@ def status_renderable(report: dict[str, Any]) -> Any:
     parts: list[Any] = [
         _table(
             f"streams (sessions: {report['sessions']})",
-            ("stream", "length", "memory bytes"),
-            [(n, i["length"], i["memory_bytes"]) for n, i in report["streams"].items()],
+            ("stream", "length", "memory bytes", "oldest waiting ms"),
+            [
+                (n, i["length"], i["memory_bytes"], i.get("oldest_waiting_ms"))
+                for n, i in report["streams"].items()
+            ],
         )
     ]
     group = report["group"]
@@ -52,7 +55,8 @@ def status_renderable(report: dict[str, Any]) -> Any:
         # One row per figure: eight columns of names like oldest_pending_idle_ms do not fit
         # 80 columns, and rich cut them to `oldest_pe…`.
         keys = ("pending", "lag", "entries_read", "consumers_live", "consumers_dead",
-                "consumers_stopped", "oldest_pending_idle_ms", "max_deliveries")  # fmt: skip
+                "consumers_stopped", "oldest_unread_age_ms", "oldest_pending_idle_ms",
+                "max_deliveries")  # fmt: skip
         rows = [(k, group.get(k)) for k in keys]
         parts.append(_table(f"group {group['name']}", ("figure", "value"), rows))
     parts.append(

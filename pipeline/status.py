@@ -51,7 +51,19 @@ async def _streams(redis: Redis, keys: Keys | Partition) -> dict[str, Any]:
         length = await call_redis(redis.xlen(name))
         memory = await call_redis(redis.memory_usage(name)) if length else 0
         streams[name] = {"length": length, "memory_bytes": memory or 0}
+    streams[keys.requests]["oldest_waiting_ms"] = await _age_after(redis, keys.requests, "-")
     return streams
+
+
+async def _age_after(redis: Redis, stream: str, after: str) -> int | None:
+    """How long ago the first entry of `stream` after `after` ("-": the first of all) was
+    added, by its id's time; None when there is none. One XRANGE of one entry: the backlog's
+    age without counting it (XINFO's lag is None once entries were deleted)."""
+    first = await call_redis(redis.xrange(stream, min=after, max="+", count=1))
+    if not first:
+        return None
+    added_ms = int(_text(first[0][0]).split("-", 1)[0])
+    return max(0, int(time.time() * 1000) - added_ms)
 
 
 def _consumers(
@@ -121,6 +133,9 @@ async def _group(redis: Redis, keys: Keys | Partition, settings: Settings) -> di
         "oldest_pending_idle_ms": max((p["idle_ms"] for p in report["pending"]), default=0),
         "max_deliveries": max((p["deliveries"] for p in report["pending"]), default=0),
     }
+    # Not read by any worker yet: the entries after the group's last delivered one.
+    last = report["group"]["last_delivered_id"]
+    report["group"]["oldest_unread_age_ms"] = await _age_after(redis, keys.invocations, f"({last}")
     return report
 
 
@@ -166,6 +181,11 @@ async def collect_status(redis: Redis, settings: Settings, window_s: int = 300) 
         groups.append(group)
         recents.append(await _recent(redis, part, window_s))
         info = group["group"] or {}
+        # No group yet: every entry waits (no worker ever started on this partition).
+        unread = (
+            info["oldest_unread_age_ms"] if info else await _age_after(redis, part.invocations, "-")
+        )
+        streams[part.invocations]["oldest_waiting_ms"] = unread
         rows.append(
             {
                 "index": part.index,
@@ -175,6 +195,8 @@ async def collect_status(redis: Redis, settings: Settings, window_s: int = 300) 
                 "requests": streams[part.requests]["length"],
                 "pending": info.get("pending", 0),
                 "lag": info.get("lag"),
+                "oldest_unread_age_ms": unread,
+                "requests_oldest_waiting_ms": streams[part.requests]["oldest_waiting_ms"],
             }
         )
     report.update(_merge_groups(groups))
@@ -212,6 +234,10 @@ def _merge_groups(groups: list[dict[str, Any]]) -> dict[str, Any]:
             **_counts(list(consumers.values())),
             "oldest_pending_idle_ms": max(i["oldest_pending_idle_ms"] for i in infos),
             "max_deliveries": max(i["max_deliveries"] for i in infos),
+            "oldest_unread_age_ms": max(
+                (i["oldest_unread_age_ms"] for i in infos if i["oldest_unread_age_ms"] is not None),
+                default=None,
+            ),
         }
     return {"group": merged, "consumers": list(consumers.values()), "pending": pending}
 

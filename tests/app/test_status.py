@@ -6,6 +6,7 @@ import io
 import json
 from typing import Any
 
+import anyio
 import pytest
 
 from app.status import run_status, status_renderable
@@ -104,6 +105,34 @@ async def test_a_consumer_that_stopped_cleanly_is_stopped_not_dead(redis: Any, p
         0, 1, 1,
     )  # fmt: skip
     assert "stopped" in _rendered(report) and "dead" in _rendered(report)
+
+
+async def test_a_backlog_shows_how_long_its_oldest_call_waits(redis: Any, prefix: str) -> None:
+    # On-call drill: 300 calls submitted with no worker showed as `{aci}:requests 604` (sent
+    # again by the client meanwhile), with nothing saying since when; while a worker drained
+    # them, `lag` was `-` (XINFO has none once entries were deleted). How long the oldest call
+    # waits answers "is it stuck, and since when" either way.
+    settings = settings_for(prefix)
+    keys = Keys(prefix)
+    async with EvidenceClient(redis, settings) as client:
+        await client.submit_many("s1", [kcall(1), kcall(2)])
+        await anyio.sleep(0.3)
+        report = await collect_status(redis, settings)
+        requests = report["streams"][keys.requests]
+        assert requests["length"] >= 2 and requests["oldest_waiting_ms"] >= 300
+        assert report["streams"][keys.invocations]["oldest_waiting_ms"] is None
+        await ensure_group(redis, keys)
+        await admit(redis, settings)  # invocations now, read by no worker yet
+        await anyio.sleep(0.2)
+        report = await collect_status(redis, settings)
+        assert report["streams"][keys.requests]["oldest_waiting_ms"] is None
+        assert report["streams"][keys.invocations]["oldest_waiting_ms"] >= 200
+        assert report["group"]["oldest_unread_age_ms"] >= 200
+        assert report["partitions"][0]["oldest_unread_age_ms"] >= 200
+        await redis.xreadgroup(GROUP, "reader", {keys.invocations: ">"}, count=10)
+        report = await collect_status(redis, settings)
+        assert report["group"]["oldest_unread_age_ms"] is None  # read: pending, not waiting
+    assert "oldest waiting ms" in _rendered(report)
 
 
 def _rendered(report: dict[str, Any], width: int = 80) -> str:
