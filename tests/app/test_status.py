@@ -9,7 +9,7 @@ from typing import Any
 import anyio
 import pytest
 
-from app.status import run_status, status_renderable
+from app.status import attention, run_status, status_renderable
 from pipeline.client import EvidenceClient, ToolCall
 from pipeline.keys import GROUP, Keys
 from pipeline.redis_io import ensure_group
@@ -133,6 +133,33 @@ async def test_a_backlog_shows_how_long_its_oldest_call_waits(redis: Any, prefix
         report = await collect_status(redis, settings)
         assert report["group"]["oldest_unread_age_ms"] is None  # read: pending, not waiting
     assert "oldest waiting ms" in _rendered(report)
+
+
+async def test_what_needs_a_look_comes_first_in_plain_words(redis: Any, prefix: str) -> None:
+    # On-call drill: with no worker running, the answer ("nothing reads the queue; start a
+    # worker") had to be put together from consumers_live 0 in one table and a request count
+    # in another. The tables stay; the sentences come first.
+    settings = settings_for(prefix)
+    keys = Keys(prefix)
+    assert attention(await collect_status(redis, settings)) == []  # nothing there: nothing said
+    async with EvidenceClient(redis, settings) as client:
+        await client.submit_many("s1", [kcall(1), kcall(2)])
+        said = attention(await collect_status(redis, settings))
+        assert len(said) == 1 and said[0].startswith("no live worker: 2 requests (resends")
+        assert "start `aci-evidence worker`" in said[0]
+        await ensure_group(redis, keys)
+        await admit(redis, settings)
+        await redis.xreadgroup(GROUP, "ghost", {keys.invocations: ">"}, count=1)
+    report = await collect_status(redis, settings)
+    said = attention(report)
+    assert said[0].startswith("no live worker: 1 invocation waits to be read")
+    assert said[1].startswith("1 pending entry is held by dead consumers")
+    text = _rendered(report)
+    assert text.startswith("attention") and "no live worker" in text
+    async with running_worker(redis, settings, {"lookup_knowledge": InstantSource()}):
+        with anyio.fail_after(20):
+            while attention(await collect_status(redis, settings)):
+                await anyio.sleep(0.2)  # taken over and finished: nothing left to say
 
 
 def _rendered(report: dict[str, Any], width: int = 80) -> str:
