@@ -2,7 +2,8 @@
 
 A data source that stops answering (or refuses the worker's account) is one WARNING, by its
 logical name and what its error number means (`errors.Unavailable.cause`), and one INFO line
-when it answers again, never a line per call: its calls answer ERROR/UNAVAILABLE meanwhile,
+when it answers again (at WARNING too, so a log read at the default level sees the outage
+end), never a line per call: its calls answer ERROR/UNAVAILABLE meanwhile,
 which the agent hears. The warm-up says nothing more (the error is marked `logged`). Used from
 the event loop only, so no lock.
 """
@@ -41,4 +42,4 @@ class Reachability:
     def up(self, name: str) -> None:
         """`name` answered: say so once if it was down."""
         if self._down.pop(name, None) is not None:
-            log.info("query_mysql: data source %s answers again", name)
+            log.warning("query_mysql: data source %s answers again", name)
