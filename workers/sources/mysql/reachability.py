@@ -23,16 +23,17 @@ class Reachability:
     """The last failure said per data source, until it answers again."""
 
     def __init__(self) -> None:
-        self._down: dict[str, int] = {}  # data source → errno said
+        self._down: dict[str, str] = {}  # data source → the state said
 
     def down(self, name: str, error: Unavailable) -> None:
-        """`name` failed with `error`: say so unless that is already said (a server that comes
-        back refusing the account is a change too)."""
+        """`name` failed with `error`: say so unless that state is already said. Unreachable is
+        one state whatever its errno (a pooled connection cut, 2013, then no server, 2003); a
+        server that comes back refusing the account is another."""
         error.logged = True
-        if self._down.get(name) == error.errno:
-            return
-        self._down[name] = error.errno
         what = "refuses the worker's account" if error.account_refused else "is unreachable"
+        if self._down.get(name) == what:
+            return
+        self._down[name] = what
         log.warning(
             "query_mysql: data source %s %s (%s); its calls answer ERROR/UNAVAILABLE until it "
             "answers",
