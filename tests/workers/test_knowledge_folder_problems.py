@@ -91,3 +91,22 @@ def test_a_cache_folder_that_cannot_be_written_names_aci_cache_dir(tmp_path: Pat
         "ERROR the knowledge index could not be written to its cache folder (ACI_CACHE_DIR"
         " must be writable): lookups are UNAVAILABLE"
     ]
+
+
+async def test_the_warm_up_does_not_say_it_a_second_time(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    # The drill's worker start said the folder's ERROR and then the warm-up's generic
+    # "warm-up of lookup_knowledge failed (the knowledge index could not be read)".
+    from workers.sources import warm_up
+    from workers.sources.knowledge.index import KnowledgeIndexSource, KnowledgeSettings
+
+    settings = KnowledgeSettings(
+        folder=str(tmp_path / "missing"), cache_dir=str(tmp_path / "cache"), retrieval="lexical"
+    )
+    source = KnowledgeIndexSource(settings)
+    with caplog.at_level("WARNING"):
+        await warm_up({"lookup_knowledge": source}, timeout_s=10)
+    await source.aclose()
+    lines = [r.getMessage() for r in caplog.records if r.name.startswith("aci.")]
+    assert lines == ["ACI_KNOWLEDGE_DIR does not name a readable folder: lookups are UNAVAILABLE"]

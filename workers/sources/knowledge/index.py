@@ -156,7 +156,11 @@ class KnowledgeIndexSource:
         While the runbooks' index is rebuilt after a change, the previous one answers."""
         refresh = self._due_refresh()
         if refresh is not None:
-            await _wait_for(refresh, self._answers_meanwhile)
+            try:
+                await _wait_for(refresh, self._answers_meanwhile)
+            except SourceError as error:
+                error.logged = self._logged is not None  # said once by the build: not again
+                raise
         return await anyio.to_thread.run_sync(
             self._search_sync, request.query, abandon_on_cancel=True
         )
