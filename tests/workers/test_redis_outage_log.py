@@ -81,3 +81,33 @@ async def test_an_outage_is_said_when_it_starts_and_when_it_ends(
         for line in lost
     ), lines
     assert len(lines) == 2 + len(lost), lines
+
+
+async def test_a_full_redis_refusing_beats_is_said_once_each_way(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # Drill 5: a full Redis got 'heartbeat: redis refused (OOM)' every beat, as an ERROR.
+    port = free_port()
+    settings = Settings(prefix="full", visibility_timeout_s=1.2, deadline_s=0.5)
+    proc = _start(port)
+    try:
+        async with open_redis(f"redis://127.0.0.1:{port}/0") as redis:
+            state = WorkerState(redis, settings, {}, concurrency=1, consumer="w-full")
+            done = anyio.Event()
+            caplog.set_level(logging.WARNING, logger="aci.worker")
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(heartbeat_loop, state, done)
+                await anyio.sleep(0.3)
+                await redis.config_set("maxmemory", 1)
+                await anyio.sleep(1.5)  # about seven beats refused
+                await redis.config_set("maxmemory", 0)
+                await anyio.sleep(0.5)
+                done.set()
+    finally:
+        proc.kill()
+        proc.wait(5)
+    lines = [r.getMessage() for r in caplog.records if r.name == "aci.worker"]
+    assert lines[0] == (
+        "heartbeat: redis refused (OOM): status shows this worker dead until a beat is accepted"
+    ), lines
+    assert len(lines) == 2 and lines[1].startswith("heartbeat: redis accepts beats again after")

@@ -5,7 +5,8 @@ beating. A clean stop removes the beat.
 
 It also says a Redis outage in the log once each way, for the whole worker: when a beat first
 fails to reach Redis, and when one reaches it again (with how long it was away); the other
-loops retry meanwhile without saying it again (the janitor at DEBUG).
+loops retry meanwhile without saying it again (the janitor at DEBUG). A beat Redis refuses
+(OOM on a full Redis) is said the same way, once per refusal code and once when accepted.
 """
 
 from __future__ import annotations
@@ -26,25 +27,31 @@ _AWAY = (
     "redis unavailable: this worker waits and retries (reads, admission, takeovers, finishes "
     "and beats); said again when it answers"
 )
+_REFUSED = "status shows this worker dead until a beat is accepted"
+_ACCEPTED = "heartbeat: redis accepts beats again"
 
 
 async def heartbeat_loop(state: WorkerState, done: anyio.Event) -> None:
     """Beat until `done`, then remove this worker's beats (bounded, shielded)."""
     ttl = heartbeat_ttl_s(state.settings)
-    away_since: float | None = None  # when a beat first failed to reach Redis
+    trouble: str | None = None  # said last: "unavailable", or the code Redis refused a beat with
+    since = 0.0
     while not done.is_set():
         try:
             live = await beat(state.redis, state.parts, state.consumer, ttl)
-        except RedisUnavailable:
-            if away_since is None:
-                away_since = time.monotonic()
-                log.warning(_AWAY)
         except PipelineError as exc:
-            log.error("heartbeat: redis refused (%s)", exc)
+            now = "unavailable" if isinstance(exc, RedisUnavailable) else str(exc)
+            if now != trouble:
+                trouble, since = now, time.monotonic()
+                if isinstance(exc, RedisUnavailable):
+                    log.warning(_AWAY)
+                else:  # e.g. OOM: a full Redis refuses the beat's ZADD
+                    log.error("heartbeat: redis refused (%s): %s", now, _REFUSED)
         else:
-            if away_since is not None:
-                log.warning("redis answers again after %.1f s", time.monotonic() - away_since)
-                away_since = None
+            if trouble is not None:
+                what = "redis answers again" if trouble == "unavailable" else _ACCEPTED
+                log.warning("%s after %.1f s", what, time.monotonic() - since)
+                trouble = None
             if state.metrics is not None:
                 state.metrics.beat(live)
         with anyio.move_on_after(ttl / 3):
