@@ -89,10 +89,13 @@ def endpoint_of(url: str | None) -> str:
     return f"{host}:{port}" + (f"/{db}" if db and db != "0" else "")
 
 
-_AUTH_HINT: Final = {
+_REFUSAL_HINT: Final = {
     "NOAUTH": "a password is required: put the user and password in ACI_REDIS_URL",
     "WRONGPASS": "wrong user or password in ACI_REDIS_URL",
     "NOPERM": "the Redis user may not do this (see `aci-evidence acl` for each role's rights)",
+    "OOM": "Redis is at its maxmemory and refuses every write (submits, finishes, heartbeats):"
+    " raise maxmemory or free memory; `aci-evidence status` shows each stream's memory",
+    "READONLY": "this Redis is a read-only replica: point ACI_REDIS_URL at the primary",
 }
 
 
@@ -114,9 +117,9 @@ def _line(exc: BaseException, url: str | None, terminal: bool) -> tuple[str, int
         case RedisUnavailable():
             where = _where(url, terminal)
             return f"pipeline error: RedisUnavailable: no Redis answers {where}", EXIT_ERROR
-        case RedisProtocolError() if str(exc) in _AUTH_HINT:
+        case RedisProtocolError() if str(exc) in _REFUSAL_HINT:
             where = _where(url, terminal)
-            hint = _AUTH_HINT[str(exc)]
+            hint = _REFUSAL_HINT[str(exc)]
             return f"pipeline error: RedisProtocolError: {exc} from Redis {where}: {hint}", 1
         case PipelineError():
             return f"pipeline error: {type(exc).__name__}: {exc}", EXIT_ERROR

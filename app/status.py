@@ -22,7 +22,7 @@ from pipeline.redis_io import Redis, open_redis
 from pipeline.settings import Settings
 from pipeline.status import collect_status
 
-__all__ = ["render_status", "run_status", "status_renderable"]
+__all__ = ["attention", "render_status", "run_status", "status_renderable"]
 
 
 def _table(title: str, columns: tuple[str, ...], rows: list[tuple[Any, ...]]) -> Any:
@@ -36,22 +36,80 @@ def _table(title: str, columns: tuple[str, ...], rows: list[tuple[Any, ...]]) ->
     return table
 
 
+def _count(n: int, one: str, many: str) -> str:
+    return f"{n} {one if n == 1 else many}"
+
+
+def attention(report: dict[str, Any]) -> list[str]:
+    """What needs a look, in plain words, from the report alone (first in the tables): work
+    that no live worker reads, entries held by dead consumers, entries delivered again."""
+    said: list[str] = []
+    group = report.get("group") or {}
+    live = sum(1 for c in report["consumers"] if c["live"])
+    parts = report.get("partitions", [])
+    requests = sum(p.get("requests", 0) for p in parts)
+    ages = [p.get(k) for p in parts for k in ("requests_oldest_waiting_ms", "oldest_unread_age_ms")]
+    oldest = max((a for a in ages if a is not None), default=None)
+    waiting: list[str] = []
+    if requests:
+        # A client sends again a request not admitted in time: the stream counts those too.
+        waiting.append(_count(requests, "request", "requests") + " (resends included) to admit")
+    if group.get("lag"):
+        waiting.append(_count(group["lag"], "invocation waits", "invocations wait") + " to be read")
+    elif group.get("oldest_unread_age_ms") is not None:
+        waiting.append("invocations wait to be read")
+    if not live and waiting:
+        since = f" (the oldest for {oldest / 1000:.1f} s)" if oldest is not None else ""
+        said.append(
+            f"no live worker: {' and '.join(waiting)}{since}; start `aci-evidence worker` "
+            "with this ACI_REDIS_URL and ACI_PREFIX"
+        )
+    held = [c for c in report["consumers"] if c.get("state") == "dead" and c["pending"]]
+    if held:
+        n = sum(c["pending"] for c in held)
+        names = ", ".join(sorted(c["name"] for c in held)[:3]) + (", ..." if len(held) > 3 else "")
+        it = "it" if n == 1 else "them"
+        said.append(
+            f"{_count(n, 'pending entry is', 'pending entries are')} held by dead consumers "
+            f"({names}): a live worker takes {it} over once idle past ACI_VISIBILITY_TIMEOUT_S"
+            + ("" if live else "; none runs now")
+        )
+    if group.get("max_deliveries", 0) > 1:
+        said.append(
+            f"pending entries were delivered up to {group['max_deliveries']} times (taken over "
+            "after a crash or a refused finish): past ACI_MAX_ATTEMPTS they end ERROR/GAVE_UP"
+        )
+    return said
+
+
 def status_renderable(report: dict[str, Any]) -> Any:
-    """The snapshot as a group of rich tables (for printing or a live view)."""
+    """The snapshot as a group of rich tables (for printing or a live view); what needs a look
+    first (`attention`), when anything does."""
     from rich.console import Group
 
-    parts: list[Any] = [
+    said = attention(report)
+    parts: list[Any] = []
+    if said:
+        parts.append(_table("attention", ("what needs a look",), [(line,) for line in said]))
+    parts += [
         _table(
             f"streams (sessions: {report['sessions']})",
-            ("stream", "length", "memory bytes"),
-            [(n, i["length"], i["memory_bytes"]) for n, i in report["streams"].items()],
+            ("stream", "length", "memory bytes", "oldest waiting ms"),
+            [
+                (n, i["length"], i["memory_bytes"], i.get("oldest_waiting_ms"))
+                for n, i in report["streams"].items()
+            ],
         )
     ]
     group = report["group"]
     if group:
+        # One row per figure: eight columns of names like oldest_pending_idle_ms do not fit
+        # 80 columns, and rich cut them to `oldest_pe…`.
         keys = ("pending", "lag", "entries_read", "consumers_live", "consumers_dead",
-                "oldest_pending_idle_ms", "max_deliveries")  # fmt: skip
-        parts.append(_table(f"group {group['name']}", keys, [tuple(group.get(k) for k in keys)]))
+                "consumers_stopped", "oldest_unread_age_ms", "oldest_pending_idle_ms",
+                "max_deliveries")  # fmt: skip
+        rows = [(k, group.get(k)) for k in keys]
+        parts.append(_table(f"group {group['name']}", ("figure", "value"), rows))
     parts.append(
         _table(
             "consumers",
@@ -62,7 +120,7 @@ def status_renderable(report: dict[str, Any]) -> Any:
                     c["pending"],
                     c["idle_ms"],
                     c.get("heartbeat_age_ms"),
-                    "live" if c["live"] else "dead",
+                    c.get("state") or ("live" if c["live"] else "dead"),
                 )
                 for c in report["consumers"]
             ],

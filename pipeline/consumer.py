@@ -120,7 +120,11 @@ async def wait_for_groups(redis: Redis, parts: Sequence[Partition], stop: anyio.
 async def recreate_group(redis: Redis, part: Partition) -> None:
     """Create a lost group again (Redis restarted without persistence, or the stream was
     deleted while a reader blocked); on failure pause a little: the caller's loop retries."""
-    log.warning("consumer group lost; creating it again")
+    log.warning(
+        "the consumer group of %s is gone (Redis restarted without its data, or the stream was "
+        "deleted): creating it again; what it held is lost",
+        part.invocations,
+    )
     try:
         await ensure_group(redis, part)
     except PipelineError:

@@ -112,6 +112,9 @@ async def call_redis(op: Awaitable[T]) -> T:
 _NEEDS_AUTH: Final = "must be called with the client already authenticated"
 _SCRIPT_NOPERM: Final = "user executing the script can't"
 _REFUSED: Final = frozenset({"WRONGPASS", "NOAUTH", "NOPERM"})  # the credentials' fault
+# Every write refused: at maxmemory (noeviction), or a replica (XGROUP CREATE is refused
+# before Redis looks for the group, so a worker's start would only say it could not create it).
+_FULL_OR_READ_ONLY: Final = frozenset({"OOM", "READONLY"})
 _KNOWN_CODES: Final = (
     "NOSCRIPT", "NOGROUP", "BUSYGROUP", "UNBLOCKED", "WRONGTYPE", "OOM", "READONLY", "NOAUTH",
     "WRONGPASS", "NOPERM",
@@ -124,6 +127,11 @@ def reply_code(exc: Exception) -> str:
         return "NOSCRIPT"
     if isinstance(exc, NoPermissionError) or _SCRIPT_NOPERM in str(exc):
         return "NOPERM"  # redis-py drops the NOPERM prefix; a script's refusal has none
+    # redis-py also strips the code of the replies it has a class for (OOM, READONLY, …) and
+    # keeps it as `status_code`: a full Redis was reported as "ERR".
+    status = getattr(exc, "status_code", None)
+    if isinstance(status, str) and status.isalpha() and status.isupper():
+        return status
     text = str(exc)
     found = next((code for code in _KNOWN_CODES if code in text), text.split(" ", 1)[0])
     # A reply's code is one upper-case word; anything else (redis-py stripped it, or a script
@@ -252,8 +260,8 @@ async def ensure_group(redis: Redis, keys: Keys | Partition) -> None:
     except RedisProtocolError as exc:
         if str(exc) == "BUSYGROUP":
             return
-        if str(exc) in _REFUSED:  # a wrong password is not "unavailable": say it, at once
-            raise
+        if str(exc) in _REFUSED or str(exc) in _FULL_OR_READ_ONLY:
+            raise  # a wrong password or a full Redis is not "unavailable": say it, at once
         raise RedisProtocolError("could not create the consumer group") from exc
 
 

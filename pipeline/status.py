@@ -4,10 +4,13 @@ state / evidence status over the recent lifecycle stream (`aci-evidence status` 
 `app/status.py`).
 
 A consumer is *live* while its heartbeat (`pipeline.heartbeat`) is younger than the heartbeat
-TTL and *dead* after that (or with no beat at all): XINFO's `idle` is shown beside it but
-decides nothing, since it resets only on a delivery (a healthy worker on a quiet queue looks
-idle). A worker that beats but has not read yet is listed too. A dead consumer's pending
-entries are taken over by the live ones once idle past the visibility timeout.
+TTL; *dead* when its beat is older (it stopped without a clean stop: killed, frozen, cut off)
+or when it holds pending entries without any beat; *stopped* when it has neither a beat nor
+pending entries (a clean stop removes the beat, and XINFO keeps the name of every consumer
+that ever read: nothing to do). XINFO's `idle` is shown beside it but decides nothing, since
+it resets only on a delivery (a healthy worker on a quiet queue looks idle). A worker that
+beats but has not read yet is listed too. A dead consumer's pending entries are taken over by
+the live ones once idle past the visibility timeout.
 
 With `ACI_PARTITIONS` > 1 every figure is collected per partition (each has its own streams,
 consumer group and lifecycle stream) and aggregated: stream lengths are listed per stream,
@@ -48,7 +51,19 @@ async def _streams(redis: Redis, keys: Keys | Partition) -> dict[str, Any]:
         length = await call_redis(redis.xlen(name))
         memory = await call_redis(redis.memory_usage(name)) if length else 0
         streams[name] = {"length": length, "memory_bytes": memory or 0}
+    streams[keys.requests]["oldest_waiting_ms"] = await _age_after(redis, keys.requests, "-")
     return streams
+
+
+async def _age_after(redis: Redis, stream: str, after: str) -> int | None:
+    """How long ago the first entry of `stream` after `after` ("-": the first of all) was
+    added, by its id's time; None when there is none. One XRANGE of one entry: the backlog's
+    age without counting it (XINFO's lag is None once entries were deleted)."""
+    first = await call_redis(redis.xrange(stream, min=after, max="+", count=1))
+    if not first:
+        return None
+    added_ms = int(_text(first[0][0]).split("-", 1)[0])
+    return max(0, int(time.time() * 1000) - added_ms)
 
 
 def _consumers(
@@ -65,7 +80,19 @@ def _consumers(
         at = beat_ms.get(name)
         c["heartbeat_age_ms"] = None if at is None else max(0, now_ms - at)
         c["live"] = at is not None and now_ms - at < ttl_ms
+        c["state"] = _state(c)
     return list(out.values())
+
+
+def _state(c: dict[str, Any]) -> str:
+    if c["live"]:
+        return "live"
+    return "dead" if c["heartbeat_age_ms"] is not None or c["pending"] else "stopped"
+
+
+def _counts(consumers: list[dict[str, Any]]) -> dict[str, int]:
+    states = Counter(c["state"] for c in consumers)
+    return {f"consumers_{s}": states[s] for s in ("live", "dead", "stopped")}
 
 
 async def _group(redis: Redis, keys: Keys | Partition, settings: Settings) -> dict[str, Any]:
@@ -96,18 +123,19 @@ async def _group(redis: Redis, keys: Keys | Partition, settings: Settings) -> di
         }
         for p in pending
     ]
-    live = sum(1 for c in report["consumers"] if c["live"])
     report["group"] = {
         "name": GROUP,
         "pending": info["pending"],
         "lag": info.get("lag"),
         "entries_read": info.get("entries-read"),
         "last_delivered_id": _text(info["last-delivered-id"]),
-        "consumers_live": live,
-        "consumers_dead": len(report["consumers"]) - live,
+        **_counts(report["consumers"]),
         "oldest_pending_idle_ms": max((p["idle_ms"] for p in report["pending"]), default=0),
         "max_deliveries": max((p["deliveries"] for p in report["pending"]), default=0),
     }
+    # Not read by any worker yet: the entries after the group's last delivered one.
+    last = report["group"]["last_delivered_id"]
+    report["group"]["oldest_unread_age_ms"] = await _age_after(redis, keys.invocations, f"({last}")
     return report
 
 
@@ -153,6 +181,11 @@ async def collect_status(redis: Redis, settings: Settings, window_s: int = 300) 
         groups.append(group)
         recents.append(await _recent(redis, part, window_s))
         info = group["group"] or {}
+        # No group yet: every entry waits (no worker ever started on this partition).
+        unread = (
+            info["oldest_unread_age_ms"] if info else await _age_after(redis, part.invocations, "-")
+        )
+        streams[part.invocations]["oldest_waiting_ms"] = unread
         rows.append(
             {
                 "index": part.index,
@@ -162,6 +195,8 @@ async def collect_status(redis: Redis, settings: Settings, window_s: int = 300) 
                 "requests": streams[part.requests]["length"],
                 "pending": info.get("pending", 0),
                 "lag": info.get("lag"),
+                "oldest_unread_age_ms": unread,
+                "requests_oldest_waiting_ms": streams[part.requests]["oldest_waiting_ms"],
             }
         )
     report.update(_merge_groups(groups))
@@ -181,6 +216,8 @@ def _merge_groups(groups: list[dict[str, Any]]) -> dict[str, Any]:
             seen["idle_ms"] = _least(seen["idle_ms"], c["idle_ms"])
             seen["heartbeat_age_ms"] = _least(seen["heartbeat_age_ms"], c["heartbeat_age_ms"])
             seen["live"] = seen["live"] or c["live"]
+    for c in consumers.values():
+        c["state"] = _state(c)
     pending = sorted(
         (p for group in groups for p in group["pending"]), key=lambda p: -p["idle_ms"]
     )[:_PENDING_SHOWN]
@@ -188,17 +225,19 @@ def _merge_groups(groups: list[dict[str, Any]]) -> dict[str, Any]:
     merged: dict[str, Any] | None = None
     if infos:
         lags = [i["lag"] for i in infos]
-        live = sum(1 for c in consumers.values() if c["live"])
         merged = {
             "name": GROUP,
             "pending": sum(i["pending"] for i in infos),
             "lag": None if None in lags else sum(lags),
             "entries_read": sum(i["entries_read"] or 0 for i in infos),
             "last_delivered_id": max(i["last_delivered_id"] for i in infos),
-            "consumers_live": live,
-            "consumers_dead": len(consumers) - live,
+            **_counts(list(consumers.values())),
             "oldest_pending_idle_ms": max(i["oldest_pending_idle_ms"] for i in infos),
             "max_deliveries": max(i["max_deliveries"] for i in infos),
+            "oldest_unread_age_ms": max(
+                (i["oldest_unread_age_ms"] for i in infos if i["oldest_unread_age_ms"] is not None),
+                default=None,
+            ),
         }
     return {"group": merged, "consumers": list(consumers.values()), "pending": pending}
 

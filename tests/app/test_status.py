@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import io
 import json
 from typing import Any
 
+import anyio
 import pytest
 
-from app.status import run_status, status_renderable
+from app.status import attention, run_status, status_renderable
 from pipeline.client import EvidenceClient, ToolCall
 from pipeline.keys import GROUP, Keys
 from pipeline.redis_io import ensure_group
@@ -79,3 +81,93 @@ async def test_status_json_and_watch(redis: Any, prefix: str, capsys: Any) -> No
     assert len(lines) == 3 and all("streams" in json.loads(line) for line in lines)
     assert await run_status(settings, REDIS_URL, watch=True, interval=0.01, iterations=2) == 0
     assert "last 300 s" in capsys.readouterr().out
+
+
+async def test_a_consumer_that_stopped_cleanly_is_stopped_not_dead(redis: Any, prefix: str) -> None:
+    # On-call drill: after a few restarts `status` listed every cleanly stopped worker as
+    # "dead" (consumers_dead 9 beside 1 live), though nothing was wrong: XINFO keeps a
+    # consumer's name after it leaves. Dead is what needs a look: a beat gone stale (a killed
+    # or frozen worker) or entries held without a beat; stopped is neither.
+    settings = settings_for(prefix)
+    keys = Keys(prefix)
+    async with EvidenceClient(redis, settings) as client:
+        async with running_worker(redis, settings, {"lookup_knowledge": InstantSource()}):
+            assert await client.call("s1", kcall(1), timeout=10) is not None
+        await client.submit_many("s1", [kcall(2)])
+        await admit(redis, settings)
+        await redis.xreadgroup(GROUP, "ghost", {keys.invocations: ">"}, count=1)
+    report = await collect_status(redis, settings)
+    states = {c["name"]: c["state"] for c in report["consumers"]}
+    assert states.pop("ghost") == "dead"
+    assert list(states.values()) == ["stopped"]  # the worker, stopped cleanly
+    group = report["group"]
+    assert (group["consumers_live"], group["consumers_dead"], group["consumers_stopped"]) == (
+        0, 1, 1,
+    )  # fmt: skip
+    assert "stopped" in _rendered(report) and "dead" in _rendered(report)
+
+
+async def test_a_backlog_shows_how_long_its_oldest_call_waits(redis: Any, prefix: str) -> None:
+    # On-call drill: 300 calls submitted with no worker showed as `{aci}:requests 604` (sent
+    # again by the client meanwhile), with nothing saying since when; while a worker drained
+    # them, `lag` was `-` (XINFO has none once entries were deleted). How long the oldest call
+    # waits answers "is it stuck, and since when" either way.
+    settings = settings_for(prefix)
+    keys = Keys(prefix)
+    async with EvidenceClient(redis, settings) as client:
+        await client.submit_many("s1", [kcall(1), kcall(2)])
+        await anyio.sleep(0.3)
+        report = await collect_status(redis, settings)
+        requests = report["streams"][keys.requests]
+        assert requests["length"] >= 2 and requests["oldest_waiting_ms"] >= 300
+        assert report["streams"][keys.invocations]["oldest_waiting_ms"] is None
+        await ensure_group(redis, keys)
+        await admit(redis, settings)  # invocations now, read by no worker yet
+        await anyio.sleep(0.2)
+        report = await collect_status(redis, settings)
+        assert report["streams"][keys.requests]["oldest_waiting_ms"] is None
+        assert report["streams"][keys.invocations]["oldest_waiting_ms"] >= 200
+        assert report["group"]["oldest_unread_age_ms"] >= 200
+        assert report["partitions"][0]["oldest_unread_age_ms"] >= 200
+        await redis.xreadgroup(GROUP, "reader", {keys.invocations: ">"}, count=10)
+        report = await collect_status(redis, settings)
+        assert report["group"]["oldest_unread_age_ms"] is None  # read: pending, not waiting
+    assert "oldest waiting ms" in _rendered(report)
+
+
+async def test_what_needs_a_look_comes_first_in_plain_words(redis: Any, prefix: str) -> None:
+    # On-call drill: with no worker running, the answer ("nothing reads the queue; start a
+    # worker") had to be put together from consumers_live 0 in one table and a request count
+    # in another. The tables stay; the sentences come first.
+    settings = settings_for(prefix)
+    keys = Keys(prefix)
+    assert attention(await collect_status(redis, settings)) == []  # nothing there: nothing said
+    async with EvidenceClient(redis, settings) as client:
+        await client.submit_many("s1", [kcall(1), kcall(2)])
+        said = attention(await collect_status(redis, settings))
+        assert len(said) == 1 and said[0].startswith("no live worker: 2 requests (resends")
+        assert "start `aci-evidence worker`" in said[0]
+        await ensure_group(redis, keys)
+        await admit(redis, settings)
+        await redis.xreadgroup(GROUP, "ghost", {keys.invocations: ">"}, count=1)
+    report = await collect_status(redis, settings)
+    said = attention(report)
+    assert said[0].startswith("no live worker: 1 invocation waits to be read")
+    assert said[1].startswith("1 pending entry is held by dead consumers")
+    text = _rendered(report)
+    assert text.startswith("attention") and "no live worker" in text
+    async with running_worker(redis, settings, {"lookup_knowledge": InstantSource()}):
+        for _ in range(100):  # taken over and finished: nothing left to say
+            said = attention(await collect_status(redis, settings))
+            if not said:
+                break
+            await anyio.sleep(0.2)
+    assert said == []
+
+
+def _rendered(report: dict[str, Any], width: int = 80) -> str:
+    from rich.console import Console
+
+    console = Console(width=width, record=True, file=io.StringIO())
+    console.print(status_renderable(report))
+    return console.export_text()

@@ -38,9 +38,9 @@ def _report(name: str) -> dict[str, Any]:
     }
 
 
-def _printed(renderable: Any) -> str:
+def _printed(renderable: Any, width: int = 200) -> str:
     out = io.StringIO()
-    Console(file=out, width=200, color_system=None, force_terminal=False).print(renderable)
+    Console(file=out, width=width, color_system=None, force_terminal=False).print(renderable)
     return out.getvalue()
 
 
@@ -55,11 +55,26 @@ def test_the_group_table_shows_what_docs_operations_lists() -> None:
     # Entries read and the highest delivery count were in --json only.
     report = _report("s")
     report["group"] |= {"entries_read": 41, "max_deliveries": 3}
-    lines = _printed(status_renderable(report)).splitlines()
+    assert (_figure(report, "entries_read"), _figure(report, "max_deliveries")) == ("41", "3")
+
+
+def _figure(report: dict[str, Any], name: str, width: int = 200) -> str:
+    """The value the group table shows for one figure (a row of figure | value)."""
+    lines = _printed(status_renderable(report), width).splitlines()
     start = lines.index(next(line for line in lines if line.startswith("group workers")))
-    header = [c.strip() for c in lines[start + 2].split("┃")]
-    row = [c.strip() for c in lines[start + 4].split("│")]
-    assert (row[header.index("entries_read")], row[header.index("max_deliveries")]) == ("41", "3")
+    rows = [[c.strip() for c in line.split("│")] for line in lines[start:]]
+    return next(row[2] for row in rows if len(row) > 2 and row[1] == name)
+
+
+def test_the_group_table_fits_an_80_column_terminal() -> None:
+    # On-call drill: at 80 columns (a pipe, a small terminal) the group's figures were cut to
+    # `entries_r…`, `consumers…`, `oldest_pe…`: which one was the backlog?
+    report = _report("s")
+    report["group"] |= {"entries_read": 41, "max_deliveries": 3, "consumers_stopped": 2}
+    for name in ("pending", "lag", "entries_read", "consumers_live", "consumers_dead",
+                 "consumers_stopped", "oldest_pending_idle_ms", "max_deliveries"):  # fmt: skip
+        assert _figure(report, name, width=80) != "", name
+    assert "…" not in _printed(status_renderable(report), 80)
 
 
 def test_the_replay_reporter_escapes_what_it_prints(capsys: Any) -> None:

@@ -46,8 +46,8 @@ async def janitor_loop(state: WorkerState, stop: anyio.Event, work: TaskGroup) -
                 await _take_over(state, part, stop, work)
                 if trim:
                     await trim_streams(state.redis, part, state.settings)
-            except RedisUnavailable:
-                log.warning("janitor: redis unavailable (partition %d)", part.index)
+            except RedisUnavailable:  # the heartbeat says the outage, once each way
+                log.debug("janitor: redis unavailable (partition %d)", part.index)
             except RedisProtocolError as exc:
                 if is_group_lost(exc):
                     await recreate_group(state.redis, part)

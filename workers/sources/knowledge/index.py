@@ -21,6 +21,7 @@ import contextlib
 import hashlib
 import logging
 import math
+import os
 import sqlite3
 import threading
 import time
@@ -146,7 +147,7 @@ class KnowledgeIndexSource:
 
             encoder = HttpEncoder.from_env(env)
         source = cls(settings, encoder)
-        if not Path(folder).is_dir():  # said once, here at start; every lookup is UNAVAILABLE
+        if not _listable(Path(folder)):  # said once, here at start; every lookup is UNAVAILABLE
             source._log_once(_NO_FOLDER)
         return source
 
@@ -155,7 +156,11 @@ class KnowledgeIndexSource:
         While the runbooks' index is rebuilt after a change, the previous one answers."""
         refresh = self._due_refresh()
         if refresh is not None:
-            await _wait_for(refresh, self._answers_meanwhile)
+            try:
+                await _wait_for(refresh, self._answers_meanwhile)
+            except SourceError as error:
+                error.logged = self._logged is not None  # said once by the build: not again
+                raise
         return await anyio.to_thread.run_sync(
             self._search_sync, request.query, abandon_on_cancel=True
         )
@@ -218,9 +223,9 @@ class KnowledgeIndexSource:
 
     def _refresh_sync(self, generation: int) -> None:
         now = time.monotonic()
-        if not self._folder.is_dir():
+        if not _listable(self._folder):
             self._log_once(_NO_FOLDER)
-            raise OSError("knowledge folder missing")
+            raise OSError("knowledge folder missing or unreadable")
         fingerprint = files_fingerprint(self._folder, self._salt)
         with self._lock:
             if self._index is not None and fingerprint == self._fingerprint:
@@ -232,7 +237,7 @@ class KnowledgeIndexSource:
             log.info("runbooks changed: rebuilding the knowledge index; the previous one answers")
         try:
             index = self._open_or_build(fingerprint)
-        except OSError:
+        except (OSError, sqlite3.OperationalError):  # SQLite cannot create its file there
             self._log_once(
                 "the knowledge index could not be written to its cache folder (ACI_CACHE_DIR"
                 " must be writable): lookups are UNAVAILABLE"
@@ -322,6 +327,16 @@ class KnowledgeIndexSource:
 
 
 _NO_FOLDER = "ACI_KNOWLEDGE_DIR does not name a readable folder: lookups are UNAVAILABLE"
+
+
+def _listable(folder: Path) -> bool:
+    """Whether the folder exists and can be listed: `os.walk` skips one it cannot list without
+    a word, and the build's open of it would then look like a cache that cannot be written."""
+    try:
+        with os.scandir(folder):
+            return True
+    except OSError:
+        return False
 
 
 def _newest(paths: list[Path]) -> Path | None:

@@ -18,7 +18,7 @@ any other name → `LogAttributes[name]`, compared as a number when both sides a
 
 Errors name the topic, never the table, host or DSN; ClickHouse's own texts (which quote the
 table) are dropped, its error code kept. Reachability is logged per change, not per call: the
-first unreachable answer is one WARNING naming the topics, the next answer one INFO line (the
+first unreachable answer is one WARNING naming the topics, the next answer one WARNING line (the
 driver's and urllib3's per-request warnings are quieted in `workers.logging_setup`); every
 call while it is down still answers ERROR/UNAVAILABLE.
 """
@@ -305,7 +305,10 @@ class ClickhouseLogSource:
                     topics,
                 )
             elif before is False and reachable:
-                log.info("query_logs: the ClickHouse log store of topics %s answers again", topics)
+                # At the level of the outage's line: a log read at WARNING sees it end, too.
+                log.warning(
+                    "query_logs: the ClickHouse log store of topics %s answers again", topics
+                )
         return not reachable
 
     def _safe_error(self, topic: Topic, exc: Exception) -> SourceError:

@@ -18,7 +18,7 @@ from workers.sources.base import SourceError
 if TYPE_CHECKING:
     from workers.sources.mysql.source import ConnectParams
 
-__all__ = ["error_number", "error_text", "map_error", "warning_error"]
+__all__ = ["Unavailable", "error_number", "error_text", "map_error", "warning_error"]
 
 _TIMEOUT_CODES: Final = frozenset({1969, 3024, 1317, 1028, 1205})
 _UNAVAILABLE_CODES: Final = frozenset(
@@ -54,9 +54,46 @@ _FIXED_MESSAGES: Final = {
     4038: "a JSON value is invalid",
     4042: "a JSON path is invalid",
 }
+# What an operator reads in the worker's log for a data source that stops answering (the
+# agent's message stays the errno alone): the errno's cause, and where to look.
+_UNAVAILABLE_CAUSES: Final = {
+    1040: "the server has too many connections",
+    1045: "the user or password in its URL is wrong",
+    1049: "its URL names a database the server does not have",
+    2002: "no server answers at the socket of its URL",
+    2003: "no server answers at the host and port of its URL",
+    2005: "the host name of its URL does not resolve",
+    2006: "the server closed the connection",
+    2013: "the server closed the connection",
+}
 _FUNCTION_MESSAGE: Final = (
     "unknown function or wrong number of arguments; only pure built-in functions may be called"
 )
+
+
+class Unavailable(SourceError):
+    """UNAVAILABLE (retryable), keeping the server's or driver's error number for the log
+    (0: a socket error without one)."""
+
+    def __init__(self, errno: int) -> None:
+        said = f" (error {errno}); try again later" if errno else ""
+        super().__init__(
+            ErrorCode.UNAVAILABLE, f"the data source is unavailable{said}", retryable=True
+        )
+        self.errno = errno
+
+    @property
+    def account_refused(self) -> bool:
+        """The server answered, and refused the account: the URL is wrong, not the server."""
+        return self.errno == 1045
+
+    @property
+    def cause(self) -> str:
+        """The operator's reading of the errno, e.g. `error 2003: no server answers at ...`."""
+        if not self.errno:
+            return "a network error"
+        known = _UNAVAILABLE_CAUSES.get(self.errno)
+        return f"error {self.errno}: {known}" if known else f"error {self.errno}"
 
 
 def _echo(name: str, sent: str) -> str | None:
@@ -72,10 +109,7 @@ def map_error(errno: int, message: str, params: ConnectParams, *, sent: str = ""
         return SourceError(ErrorCode.TIMEOUT, "the query hit the time limit and was stopped")
     if errno in _UNAVAILABLE_CODES:
         # The errno tells the operator why (1045: the account was refused, 2003: no server).
-        return SourceError(
-            ErrorCode.UNAVAILABLE, f"the data source is unavailable (error {errno}); try again "
-            "later", retryable=True,
-        )  # fmt: skip
+        return Unavailable(errno)
     if errno == 1792:
         return SourceError(ErrorCode.FORBIDDEN_QUERY, "the statement tried to write")
     if errno in _DENIED_CODES:

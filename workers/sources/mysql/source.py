@@ -14,6 +14,7 @@ UNAVAILABLE (retryable), AUTHORIZATION (unknown data source or denied object). A
 runs in a thread the deadline can abandon; `handoff.py` decides who closes its connection.
 
 `ACI_MYSQL_CLOCK` pins every session's `NOW()` (`clock.py`). Unset: the server's clock.
+A data source that stops answering is logged per change of state, not per call (`reachability`).
 """
 
 from __future__ import annotations
@@ -43,8 +44,15 @@ from workers.sources.mysql.config import (
     parse_url,
     read_config_file,
 )
-from workers.sources.mysql.errors import error_number, error_text, map_error, warning_error
+from workers.sources.mysql.errors import (
+    Unavailable,
+    error_number,
+    error_text,
+    map_error,
+    warning_error,
+)
 from workers.sources.mysql.handoff import Handoff, abandonable, close_quietly
+from workers.sources.mysql.reachability import Reachability
 from workers.sources.mysql.sqlguard import Param, guard_sql
 
 __all__ = ["ConnectParams", "MysqlSource", "data_source_names", "parse_url"]
@@ -103,6 +111,7 @@ class MysqlSource:
         clock: str | None = None,
     ) -> None:
         self._pools = {name.lower(): _Pool(p, pool_size) for name, p in sources.items()}
+        self._reach = Reachability()
         clock_sql = clock_statement(clock)
         for pool in self._pools.values():
             pool.clock_sql = clock_sql
@@ -145,7 +154,18 @@ class MysqlSource:
         # free the loop (a crafted 8,000-character statement costs ~40 ms either way; see
         # docs/reliability.md, residual risks).
         guarded = guard_sql(request.sql, list(request.params or []), schema=None)
-        return await self._run(pool, guarded.text, guarded.params, guarded.tables, True)
+        name = request.data_source.lower()
+        try:
+            upstream = await self._run(pool, guarded.text, guarded.params, guarded.tables, True)
+        except Unavailable as error:
+            self._reach.down(name, error)
+            raise
+        except SourceError as error:
+            if error.code is not ErrorCode.TIMEOUT:  # it answered (a refusal is an answer)
+                self._reach.up(name)
+            raise
+        self._reach.up(name)
+        return upstream
 
     async def _execute_raw(
         self, data_source: str, text: str, *, tool_limit: bool = True
@@ -231,9 +251,7 @@ class MysqlSource:
         if isinstance(outcome, pymysql.MySQLError):
             raise map_error(error_number(outcome), error_text(outcome), pool.params) from None
         if isinstance(outcome, OSError):
-            raise SourceError(
-                ErrorCode.UNAVAILABLE, "the data source is unavailable", retryable=True
-            ) from None
+            raise Unavailable(0) from None
         if isinstance(outcome, BaseException):
             raise SourceError(ErrorCode.EXECUTION, "the query failed in the driver") from None
         return MysqlUpstream(
