@@ -20,8 +20,10 @@ import pytest
 from chaos.services import free_port
 from pipeline.redis_io import ensure_group, open_redis
 from pipeline.settings import Settings
+from workers.runtime.admission import admission_loop
 from workers.runtime.heartbeat import heartbeat_loop
 from workers.runtime.janitor import janitor_loop
+from workers.runtime.reader import read_loop
 from workers.runtime.state import WorkerState
 
 pytestmark = [pytest.mark.redis, pytest.mark.slow]
@@ -57,6 +59,9 @@ async def test_an_outage_is_said_when_it_starts_and_when_it_ends(
             async with anyio.create_task_group() as tg:
                 tg.start_soon(heartbeat_loop, state, done)
                 tg.start_soon(janitor_loop, state, done, tg)
+                # The reader and admission retry meanwhile, at DEBUG: the heartbeat says it.
+                tg.start_soon(admission_loop, state, done)
+                tg.start_soon(read_loop, state, done, tg)
                 await anyio.sleep(0.5)
                 proc.kill()
                 proc.wait(5)

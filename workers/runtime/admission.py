@@ -65,7 +65,7 @@ async def admission_loop(state: WorkerState, stop: anyio.Event) -> None:
                 found = await admit_round(state, lane, chosen)
                 backoff = 0.05
             except RedisUnavailable:
-                log.warning("admission: redis unavailable; retrying in %.2fs", backoff)
+                log.debug("admission: redis unavailable; retrying in %.2fs", backoff)  # said once
                 await anyio.sleep(backoff)
                 backoff = min(backoff * 2, 5.0)
                 continue

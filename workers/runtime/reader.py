@@ -103,7 +103,7 @@ async def _read_lane(
             backoff = 0.05
         except RedisUnavailable:
             slots.give(taken)
-            log.warning("redis unavailable; retrying in %.2fs", backoff)
+            log.debug("redis unavailable; retrying in %.2fs", backoff)  # the heartbeat says it
             await anyio.sleep(backoff)
             backoff = min(backoff * 2, 5.0)
             continue
