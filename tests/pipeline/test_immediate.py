@@ -109,8 +109,16 @@ async def test_inline_and_awaited_calls_share_the_books(
     assert len(finished) == len(ids)
     for line in finished:
         assert {"session", "tool", "tool_call_id", "entry_id"} <= set(line), line
+        # An ERROR's line names its code (`finished ERROR/UNAVAILABLE`), not ERROR/ERROR.
+        kind = (
+            "found" if line["tool_call_id"] == "traced" else line["tool_call_id"].rsplit("_", 1)[0]
+        )
+        lifecycle, evidence, code = EXPECTED[kind]
+        assert line["msg"].startswith(f"finished {lifecycle}/{code or evidence} "), line
     assert [line["tool_call_id"] for line in finished if line.get("trace_id")] == ["traced"]
-    bugs = [line for line in lines if line["msg"] == "source for lookup_knowledge failed: RuntimeError"]
+    bugs = [
+        line for line in lines if line["msg"] == "source for lookup_knowledge failed: RuntimeError"
+    ]
     assert len(bugs) == 40 and all(line["tool_call_id"].startswith("bug_") for line in bugs)
     assert not any("a bug in the source" in line["msg"] for line in lines)
 

@@ -17,6 +17,7 @@ from typing import Any, Final
 import anyio
 import msgspec
 
+from contracts import ErrorResult
 from pipeline.lane import Lane, run_scripts
 from pipeline.record import (
     FINISH_APPLIED,
@@ -68,10 +69,13 @@ def _log_finished(item: Finish) -> None:
         trace_id=parent.trace_id if parent else None,
     ):
         if item.applied:
+            result = outcome.result
+            # An ERROR names its code (ERROR/UNAVAILABLE), never only ERROR/ERROR.
+            kind = result.error.code.value if isinstance(result, ErrorResult) else None
             log.info(
                 "finished %s/%s (attempt %d)",
                 outcome.control.status.value,
-                outcome.result.evidence_status.value,
+                kind or result.evidence_status.value,
                 item.attempts,
             )
         elif item.applied is False:
