@@ -254,6 +254,27 @@ async def test_a_wrong_password_is_said_at_warm_up_by_data_source_and_errno(
     assert "nope" not in lines[0] and user not in lines[0]
 
 
+async def test_a_wrong_password_tells_the_agent_a_retry_will_not_help(
+    db: tuple[str, str, str],
+) -> None:
+    # Before: "unavailable (error 1045); try again later", retryable: an agent retried a call
+    # that only an operator can make succeed.
+    name, user, _ = db
+    wrong = ConnectParams(host="127.0.0.1", port=3306, user=user, password="nope", database=name)
+    src = MysqlSource({"billing": wrong}, pool_size=1)
+    try:
+        with pytest.raises(SourceError) as info:
+            await src.fetch(_req("SELECT 1", ds="billing"))
+    finally:
+        await src.aclose()
+    assert info.value.code == ErrorCode.UNAVAILABLE and not info.value.retryable
+    assert info.value.message == (
+        "the data source is unavailable (error 1045): it refuses this worker's settings; "
+        "retrying will not help until an operator fixes them"
+    )
+    assert "nope" not in info.value.message and user not in info.value.message
+
+
 def test_from_env_and_config(tmp_path: Any) -> None:
     cfg = tmp_path / "mysql.toml"
     cfg.write_text('[mysql]\nbilling = "mysql://r:p@db:3307/bill"\n')

@@ -25,6 +25,8 @@ _UNAVAILABLE_CODES: Final = frozenset(
     {1040, 1042, 1043, 1045, 1049, 1053, 1077, 1152, 1158, 1159, 1160, 1161, 1927, 2002, 2003,
      2005, 2006, 2013, 2014, 2026, 2055, 4031}
 )  # fmt: skip
+# Of those, the ones a retry cannot cure: the account refused (1045), no such database (1049).
+_CONFIGURATION_CODES: Final = frozenset({1045, 1049})
 _DENIED_CODES: Final = frozenset({1142, 1143, 1044, 1227, 1370, 1356})
 _FUNCTION_CODES: Final = frozenset({1305, 1630, 1318, 1128, 1122, 1123, 1548})
 _FIXED_MESSAGES: Final = {
@@ -76,10 +78,18 @@ class Unavailable(SourceError):
     (0: a socket error without one)."""
 
     def __init__(self, errno: int) -> None:
-        said = f" (error {errno}); try again later" if errno else ""
-        super().__init__(
-            ErrorCode.UNAVAILABLE, f"the data source is unavailable{said}", retryable=True
-        )
+        if errno in _CONFIGURATION_CODES:  # the server answered: its settings are wrong
+            super().__init__(
+                ErrorCode.UNAVAILABLE,
+                f"the data source is unavailable (error {errno}): it refuses this worker's "
+                "settings; retrying will not help until an operator fixes them",
+                retryable=False,
+            )
+        else:
+            said = f" (error {errno}); try again later" if errno else ""
+            super().__init__(
+                ErrorCode.UNAVAILABLE, f"the data source is unavailable{said}", retryable=True
+            )
         self.errno = errno
 
     @property
