@@ -42,7 +42,6 @@ __all__ = [
     "ADMIT_KNOWN",
     "ADMIT_NEW",
     "FIRST_CALL_KEY",
-    "KEYS_PER_CALL",
     "TAKE_BUDGET",
     "TOOL_NAME_MAX",
     "WRONG_TYPE",
@@ -60,8 +59,7 @@ ADMIT_NEW: Final = 1  # admitted now
 ADMIT_KNOWN: Final = 0  # the same call (same scope) was admitted before
 ADMIT_CONFLICT: Final = 2  # the id is taken by a call of another scope
 WRONG_TYPE: Final = -1  # a script found a key of the wrong type and wrote nothing
-FIRST_CALL_KEY: Final = 6  # admit.lua: KEYS[6], [7], [8] are the first call's (1-based)
-KEYS_PER_CALL: Final = 3  # the call hash, the session's fingerprints, its call index
+FIRST_CALL_KEY: Final = 6  # admit.lua: KEYS[6], KEYS[7] are the first call's (1-based)
 TOOL_NAME_MAX: Final = 64  # bytes; no tool has a longer name
 TRACEPARENT_MAX: Final = 256
 _ENVELOPE_ROOM: Final = 4096  # session, id, tool, times, traceparent and JSON punctuation
@@ -181,8 +179,7 @@ def admit_call(
         ADMISSION_GROUP, now_ms, maxlen, retention_ms, len(admitted), len(refused),
     ]  # fmt: skip
     for a in admitted:
-        keys += [part.call(a.session_id, a.tool_call_id), part.fingerprints(a.session_id),
-                 part.calls(a.session_id)]  # fmt: skip
+        keys += [part.call(a.session_id, a.tool_call_id), part.fingerprints(a.session_id)]
         args += [a.entry_id, a.envelope, a.session_id, a.tool_call_id, a.tool, a.fingerprint,
                  a.scope_key]  # fmt: skip
     for r in refused:

@@ -158,15 +158,7 @@ async def _scan_keys(redis: Redis, pattern: str, limit: int) -> list[str]:
 
 
 async def session_call_ids(redis: Redis, keys: Keys, session: str, limit: int) -> list[str]:
-    """The tool call ids of a session's calls, at most `limit`: the newest `limit` of its call
-    index (`Keys.calls`, written by admission; an id whose record expired may still be there:
-    its row has no status). A session without an index (recorded before there was one) is
-    listed by key name, a SCAN of the keyspace."""
-    if limit <= 0:
-        return []
-    indexed = await call_redis(redis.zrange(keys.calls(session), -limit, -1))
-    if indexed:
-        return [_text(i) for i in indexed]
+    """The tool call ids of a session's recorded calls (by key name), at most `limit`."""
     head = keys.call(session, "")
     return [k[len(head) :] for k in await _scan(redis, _glob_escape(head) + "*", limit)]
 

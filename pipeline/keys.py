@@ -111,11 +111,6 @@ class Partition:
         """Hash: scope fingerprint → first tool call id of the session that asked for it."""
         return f"{self.tag}:fp:{session_id}"
 
-    def calls(self, session_id: str) -> str:
-        """Sorted set: the session's tool call ids, scored by admission time (epoch ms), so its
-        calls are listed without a SCAN of the keyspace; written by admission (and `import`)."""
-        return f"{self.tag}:calls:{session_id}"
-
     def model(self, session_id: str) -> str:
         """The session's Model Observation stream (what an agent runtime reads)."""
         return f"{self.tag}:model:{session_id}"
@@ -194,10 +189,6 @@ class Keys:
     def raw(self, session_id: str, tool_call_id: str) -> str:
         """The raw upstream answer of one invocation (in its session's partition)."""
         return self.for_session(session_id).raw(session_id, tool_call_id)
-
-    def calls(self, session_id: str) -> str:
-        """The session's call index (in its session's partition)."""
-        return self.for_session(session_id).calls(session_id)
 
     def fingerprints(self, session_id: str) -> str:
         """The session's scope fingerprint hash (in its partition)."""

@@ -15,7 +15,6 @@ nothing is executed again) and never the lifecycle stream (it is not live activi
 
 from __future__ import annotations
 
-import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from typing import Final
@@ -123,11 +122,6 @@ def _glob_escape(text: str) -> str:
 
 
 async def _call_keys(redis: Redis, keys: Keys, session: str) -> list[str]:
-    # The session's call index (admission's, `Keys.calls`); without one (recorded before
-    # there was one) by key name. An indexed id whose record expired reads as nothing.
-    indexed = await call_redis(redis.zrange(keys.calls(session), 0, -1))
-    if indexed:
-        return [i.decode() if isinstance(i, bytes) else i for i in indexed]
     head = keys.call(session, "")
     pattern = _glob_escape(head) + "*"
     found = await scan_keys(redis, pattern)
@@ -330,10 +324,6 @@ async def import_lines(
         pipe = redis.pipeline(transaction=True)
         queue_write(pipe, keys, rec.session, rec.tool_call_id, rec.fields, ttl)
         pipe.zadd(keys.for_session(rec.session).sessions, {rec.session: rec.t0}, gt=True)
-        # The session's call index, scored by when it was recorded here (admission trims by
-        # that score, so an old recording is not dropped from it while its record lives).
-        pipe.zadd(keys.calls(rec.session), {rec.tool_call_id: int(time.time() * 1000)})
-        pipe.pexpire(keys.calls(rec.session), 2 * ttl)
         for stream, field in (
             (keys.model(rec.session), MODEL),
             (keys.control(rec.session), CONTROL),

@@ -304,5 +304,4 @@ async def _exact_session(redis: Redis, settings: Settings, session: str) -> list
             at_ms=r.finished_ms or r.submitted_ms or 0,
         )
         for r in await call_rows(redis, keys, session, ids)
-        if r.status  # an indexed call whose record expired
     ]

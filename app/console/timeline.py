@@ -66,7 +66,7 @@ async def session_rows(
     """Every call of a session (at most `max_calls`) in submission order; whether capped."""
     keys = settings.keys()
     ids = await session_call_ids(redis, keys, session, limit=max_calls)
-    rows = [r for r in await call_rows(redis, keys, session, ids) if r.status]  # not expired
+    rows = await call_rows(redis, keys, session, ids)
     rows.sort(key=lambda r: r.order)
     return rows, len(ids) >= max_calls
 

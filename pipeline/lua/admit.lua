@@ -8,17 +8,13 @@
 -- a conflict (reply 2, nothing written: the submitter answers its call DUPLICATE_TOOL_CALL_ID
 -- from the call record, never with the first call's evidence). A new call (reply: its entry id)
 -- gets its
--- record, its invocation entry, a PROJECTING lifecycle entry, its place in the sessions index
--- and in its session's call index (a sorted set by admission time: the console, `replay` and
--- `export` list a session's calls from it, not by a SCAN of the keyspace; kept twice the
--- retention after the session's last admission, older members dropped), and the first tool
--- call id of its scope fingerprint in the session is recorded (so `duplicate_of` is decided
--- by admission order, atomically). Then every request of the batch,
+-- record, its invocation entry, a PROJECTING lifecycle entry, its place in the sessions index,
+-- and the first tool call id of its scope fingerprint in the session is recorded (so
+-- `duplicate_of` is decided by admission order, atomically). Then every request of the batch,
 -- admitted or not, is acked and deleted; refused ones are dead-lettered with their reason.
 --
 -- KEYS[1] requests      KEYS[2] invocations   KEYS[3] lifecycle    KEYS[4] sessions (zset)
--- KEYS[5] dead          then per call: the call hash, the session's fingerprint hash, the
---   session's call index
+-- KEYS[5] dead          then per call: the call hash, the session's fingerprint hash
 -- ARGV[1] group         ARGV[2] now_ms        ARGV[3] stream maxlen ARGV[4] retention_ms
 -- ARGV[5] calls n       ARGV[6] refused m
 -- then per call 7: request id, envelope, session, tool call id, tool, fingerprint or '', scope key
@@ -35,18 +31,16 @@ end
 -- yet); a session's fingerprint hash, named once per call, is checked once.
 local known, checked = {}, {}
 for c = 0, n - 1 do
-  local call, fps, idx = KEYS[6 + 3 * c], KEYS[7 + 3 * c], KEYS[8 + 3 * c]
+  local call, fps = KEYS[6 + 2 * c], KEYS[7 + 2 * c]
   if known[call] == nil then
     local found = redis.pcall('HMGET', call, 'eid', 'sk')
-    if found.err then return {-1, 6 + 3 * c} end
+    if found.err then return {-1, 6 + 2 * c} end
     known[call] = found[1] and (found[2] or '') or false  -- its scope key, or false: new
   end
   if not checked[fps] then
     checked[fps] = true
     local kind = redis.call('TYPE', fps).ok
-    if kind ~= 'none' and kind ~= 'hash' then return {-1, 7 + 3 * c} end
-    kind = redis.call('TYPE', idx).ok
-    if kind ~= 'none' and kind ~= 'zset' then return {-1, 8 + 3 * c} end
+    if kind ~= 'none' and kind ~= 'hash' then return {-1, 7 + 2 * c} end
   end
 end
 local replies = {}
@@ -54,7 +48,7 @@ local ids = {}
 local renewed, indexed = {}, {}  -- per session, once a batch: fingerprints' expiry, index
 for c = 0, n - 1 do
   local a = 7 + 7 * c
-  local call, fps, idx = KEYS[6 + 3 * c], KEYS[7 + 3 * c], KEYS[8 + 3 * c]
+  local call, fps = KEYS[6 + 2 * c], KEYS[7 + 2 * c]
   local rid, env, session, id, tool, fp, sk =
     ARGV[a], ARGV[a + 1], ARGV[a + 2], ARGV[a + 3], ARGV[a + 4], ARGV[a + 5], ARGV[a + 6]
   ids[#ids + 1] = rid
@@ -76,12 +70,8 @@ for c = 0, n - 1 do
       'tool', tool, 'dup', dup, 'fp', fp, 'sk', sk)
     redis.call('XADD', KEYS[3], 'MAXLEN', '~', ARGV[3], '*', 'session', session, 'id', id,
       'tool', tool, 'status', 'PROJECTING', 'at', ARGV[2], 'eid', eid)
-    redis.call('ZADD', idx, ARGV[2], id)
     if not indexed[fps] then
       redis.call('ZADD', KEYS[4], ARGV[2], session)
-      local kept = 2 * tonumber(ARGV[4])
-      redis.call('ZREMRANGEBYSCORE', idx, '-inf', '(' .. (tonumber(ARGV[2]) - kept))
-      redis.call('PEXPIRE', idx, kept)
       indexed[fps] = true
     end
     known[call] = sk

@@ -153,8 +153,6 @@ SUBMITTER_REFUSED: list[tuple[str, tuple[Any, ...], bool]] = [
     ("a call record as a stream", ("XADD", P.call("victim", "call_9"), "*", "d", "x"), False),
     ("forging duplicate_of", ("HSET", FP, "fp", "call_0"), True),
     ("hiding a session", ("ZADD", P.sessions, "0", SESSION), True),
-    ("forging a listed call", ("ZADD", P.calls(SESSION), "0", "forged"), True),
-    ("hiding a session's calls", ("PEXPIRE", P.calls(SESSION), "1"), True),
     ("appending an envelope", ("XADD", P.invocations, "*", "d", "{}", "dup", ""), True),
     ("erasing the queue", ("XADD", P.invocations, "MAXLEN", "0", "*", "x", "y"), True),
     ("erasing the queue by MINID", ("XADD", P.invocations, "MINID", "9", "*", "x", "y"), True),

@@ -29,10 +29,8 @@ def test_the_builders_fill_every_key_and_argument_their_script_reads() -> None:
     keys, args = admission.admit_call(
         part, [one, one], [refused], now_ms=1, maxlen=10, retention_ms=5
     )
-    # 5 fixed keys, then 3 per call (the script names the last of them KEYS[8 + 3 * c]).
-    assert admission.KEYS_PER_CALL == 3 and "KEYS[8 + 3 * c]" in ADMIT_LUA
-    assert len(keys) == _highest(ADMIT_LUA, "KEYS") + admission.KEYS_PER_CALL * 2
-    assert keys[5:8] == [part.call("s", "c"), part.fingerprints("s"), part.calls("s")]
+    assert len(keys) == _highest(ADMIT_LUA, "KEYS") + 2 * 2
+    assert keys[5:7] == [part.call("s", "c"), part.fingerprints("s")]
     assert (
         len(args) == 6 + 7 * 2 + 4 and args[4:6] == [2, 1] and args[-4:] == ["2-0", "why", "", ""]
     )

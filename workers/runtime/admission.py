@@ -24,7 +24,6 @@ import anyio
 
 from pipeline.admission import (
     FIRST_CALL_KEY,
-    KEYS_PER_CALL,
     WRONG_TYPE,
     Admission,
     Refusal,
@@ -154,7 +153,7 @@ async def _admit(
         if isinstance(reply, Exception):  # left pending: taken over after _TAKEOVER_MS
             log.error("admission: admit refused (%s)", reply_code(reply))
         elif reply and reply[0] == WRONG_TYPE:
-            at = (int(reply[1]) - FIRST_CALL_KEY) // KEYS_PER_CALL
+            at = (int(reply[1]) - FIRST_CALL_KEY) // 2
             if at < 0:
                 log.error("admission: a key of partition %d has the wrong type", part.index)
                 continue
