@@ -36,7 +36,7 @@ from pipeline.record import (
     TAKEN,
     TAKEN_AT,
 )
-from pipeline.redis_io import Redis, call_redis, execute
+from pipeline.redis_io import Redis, execute
 
 __all__ = [
     "CANCEL_APPLIED",
@@ -51,7 +51,7 @@ __all__ = [
     "ToCancel",
     "cancel_calls",
     "cancel_envelope",
-    "cancel_requested",
+    "cancel_mark",
     "mark_call",
     "read_progress",
     "recorded_call",
@@ -121,12 +121,9 @@ def mark_call(
     return keys, [entry_id, attempt, now_ms]
 
 
-async def cancel_requested(
-    redis: Redis, part: Partition, session_id: str, tool_call_id: str
-) -> bool:
-    """Whether a cancel of the call was admitted (its mark is set): a running worker polls it."""
-    found = await call_redis(redis.hexists(part.call(session_id, tool_call_id), CANCELLED_AT))
-    return bool(found)
+def cancel_mark(part: Partition, session_id: str, tool_call_id: str) -> tuple[str, ...]:
+    """The command a running worker polls: 1 once a cancel of the call was admitted."""
+    return ("HEXISTS", part.call(session_id, tool_call_id), CANCELLED_AT)
 
 
 async def recorded_call(

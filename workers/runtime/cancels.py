@@ -30,14 +30,14 @@ from pipeline.cancel import (
     MARK_RUN,
     ToCancel,
     cancel_calls,
-    cancel_requested,
+    cancel_mark,
     is_cancel,
     mark_call,
 )
 from pipeline.envelope import Invocation
 from pipeline.keys import Partition
 from pipeline.lane import Lane, run_scripts
-from pipeline.redis_io import PipelineError, RedisUnavailable, reply_code
+from pipeline.redis_io import PipelineError, RedisProtocolError, execute, reply_code
 from workers.runtime.state import WorkerState
 from workers.stage import Outcome
 
@@ -107,6 +107,16 @@ _TAKEN: Final[dict[int, Taken]] = {
 }  # fmt: skip
 
 
+async def _commands(state: WorkerState, commands: list[tuple[Any, ...]]) -> list[Any]:
+    # Through the worker's batcher (coalesced with every other running call's), or pooled.
+    if state.marks is not None:
+        return await state.marks.run(commands)
+    pipe = state.redis.pipeline(transaction=False)
+    for command in commands:
+        pipe.execute_command(*command)
+    return await execute(pipe)
+
+
 async def take(
     state: WorkerState, part: Partition, invocation: Invocation, entry_id: str, attempt: int
 ) -> Taken:
@@ -117,7 +127,14 @@ async def take(
         int(time.time() * 1000),
     )  # fmt: skip
     scripts = state.scripts
-    [reply] = await scripts.run(lambda pipe: scripts.queue(pipe, scripts.mark_sha, keys, args))
+    command = ("EVALSHA", scripts.mark_sha, len(keys), *keys, *args)
+    try:
+        [reply] = await _commands(state, [command])
+    except RedisProtocolError as exc:
+        if str(exc) != "NOSCRIPT":
+            raise
+        await scripts.load()  # a restarted Redis lost its scripts
+        [reply] = await _commands(state, [command])
     return _TAKEN.get(int(reply), "foreign")
 
 
@@ -135,8 +152,9 @@ async def stoppable(
         session, call = invocation.session_id, invocation.tool_call_id
         while True:
             await anyio.sleep(CANCEL_POLL_S)
-            with contextlib.suppress(PipelineError, RedisUnavailable, OSError):
-                if await cancel_requested(state.redis, part, session, call):
+            with contextlib.suppress(PipelineError):
+                [found] = await _commands(state, [cancel_mark(part, session, call)])
+                if found:
                     scope.cancel()
                     return
 
