@@ -82,6 +82,17 @@ async def test_a_cancelled_queued_call_never_runs(redis: Any, prefix: str) -> No
     assert_exactly_once(book, ["call_1"])
     pending = await redis.xpending(Keys(prefix).invocations, "workers")
     assert pending["pending"] == 0
+    # Replay shows it as cancelled: nothing ran, so nothing to re-project or re-execute.
+    from workers.replay import Selection, load_redis
+    from workers.replay_diff import CANCELLED_REASON, reexecute, reproject
+
+    [recording] = await load_redis(redis, settings, Selection(session="s1"))
+    for verdict in (
+        reproject(recording, settings),
+        await reexecute(recording, settings, {"lookup_knowledge": source}),
+    ):
+        assert (verdict.outcome, verdict.reason) == ("skipped", CANCELLED_REASON)
+    assert source.calls == 0
 
 
 async def test_a_cancel_that_overtook_its_request_admits_the_call_cancelled(
