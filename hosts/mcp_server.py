@@ -54,6 +54,8 @@ from contracts import (
 )
 from hosts.listen import http_server, is_loopback, listen_problem
 from hosts.mcp_http import DEFAULT_LIMITS, HttpLimits, SessionGate
+from hosts.mcp_progress import current as progress_reporter
+from hosts.mcp_progress import reporting
 from hosts.turn import is_error, model_object, model_text
 from pipeline.client import CallResult, EvidenceClient, ToolCall
 from pipeline.keys import is_valid_session_id
@@ -196,7 +198,9 @@ def queue_runner(client: EvidenceClient, timeout: float) -> Runner:
 
     async def run(call: ToolCall, session_id: str) -> CallResult | None:
         try:
-            return await client.call(session_id, call, timeout)
+            # Cancelled (`notifications/cancelled`, a closed 2026-07-28 response stream): the
+            # call is cancelled too (`cancel_on_exit`); progress reported when asked.
+            return await client.call(session_id, call, timeout, on_progress=progress_reporter())
         except PipelineError as exc:
             log.warning("the queue failed: %s", type(exc).__name__)
             message = "the evidence queue is unavailable; try again later"
@@ -265,7 +269,8 @@ def build_server(
         ctx: ServerRequestContext[Any], params: mcp_types.CallToolRequestParams
     ) -> mcp_types.CallToolResult:
         call = read_call(params.name, params.arguments, params.meta, ctx.request_id)
-        result = await runner(call, _call_session(ctx, session))
+        with reporting(ctx, params.meta):  # issue 32: `_meta.progressToken` honoured
+            result = await runner(call, _call_session(ctx, session))
         return types.CallToolResult.model_validate(call_tool_result(call, result))
 
     try:

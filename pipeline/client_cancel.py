@@ -17,6 +17,7 @@ leave them running: their results stay readable with `result`).
 from __future__ import annotations
 
 import contextlib
+import inspect
 import logging
 from collections.abc import AsyncIterator, Callable, Sequence
 from typing import TYPE_CHECKING, Final
@@ -40,7 +41,14 @@ log = logging.getLogger("aci.client")
 _CANCEL_ON_EXIT_S: Final = 2.0  # the most a cancelled `call` spends sending its cancels
 _FOLLOW_S: Final = 0.1  # how often `follow` reads a call's progress
 
+# Called with (tool call id, progress); may be a coroutine function (it is awaited).
 ProgressCallback = Callable[[str, Progress], object]
+
+
+async def _heard(callback: ProgressCallback, tool_call_id: str, step: Progress) -> None:
+    answer = callback(tool_call_id, step)
+    if inspect.isawaitable(answer):
+        await answer
 
 
 class CancelAndProgress:
@@ -123,7 +131,7 @@ class CancelAndProgress:
             async for step in self.follow(session_id, tool_call_id, interval):
                 if step.step > reported.get(tool_call_id, 0):
                     reported[tool_call_id] = step.step
-                    callback(tool_call_id, step)
+                    await _heard(callback, tool_call_id, step)
 
         async with anyio.create_task_group() as group:
             for tool_call_id in dict.fromkeys(ids):
@@ -165,7 +173,7 @@ class CancelAndProgress:
                 step = await self.progress(session_id, tool_call_id)
                 if step.step > reported.get(tool_call_id, 0):
                     reported[tool_call_id] = step.step
-                    callback(tool_call_id, step)
+                    await _heard(callback, tool_call_id, step)
 
     @contextlib.asynccontextmanager
     async def _cancelling(
