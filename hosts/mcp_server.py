@@ -56,6 +56,7 @@ from hosts.listen import http_server, is_loopback, listen_problem
 from hosts.mcp_http import DEFAULT_LIMITS, HttpLimits, SessionGate
 from hosts.mcp_progress import current as progress_reporter
 from hosts.mcp_progress import reporting
+from hosts.mcp_tasks import TaskHandles, enable_tasks, task_wait
 from hosts.turn import is_error, model_object, model_text
 from pipeline.client import CallResult, EvidenceClient, ToolCall
 from pipeline.keys import is_valid_session_id
@@ -200,7 +201,8 @@ def queue_runner(client: EvidenceClient, timeout: float) -> Runner:
         try:
             # Cancelled (`notifications/cancelled`, a closed 2026-07-28 response stream): the
             # call is cancelled too (`cancel_on_exit`); progress reported when asked.
-            return await client.call(session_id, call, timeout, on_progress=progress_reporter())
+            wait = task_wait(timeout, session_id)  # shorter for a would-be MCP task
+            return await client.call(session_id, call, wait, on_progress=progress_reporter())
         except PipelineError as exc:
             log.warning("the queue failed: %s", type(exc).__name__)
             message = "the evidence queue is unavailable; try again later"
@@ -376,6 +378,10 @@ async def serve(options: ServeOptions, settings: Settings) -> int:
             log.info("calls go through the queue")
         http = options.http_port is not None
         server = build_server(runner, options.session, http=http, data_sources=data_sources)
+        if not local:  # issue 32: queued calls as MCP tasks (`hosts.mcp_tasks`)
+            handles = TaskHandles.from_env(options.token)
+            ttl_ms = settings.retention_s * 1000
+            enable_tasks(server, client, handles, ttl_ms=ttl_ms, session=options.session)
         if options.http_port is not None:
             await _serve_http(server, options)
             return 0

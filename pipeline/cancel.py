@@ -33,6 +33,7 @@ from pipeline.record import (
     ENVELOPE,
     SCOPE_KEY,
     STATUS,
+    SUBMITTED_AT,
     TAKEN,
     TAKEN_AT,
 )
@@ -154,6 +155,7 @@ class Progress(NamedTuple):
     attempt: int = 0
     since_ms: int = 0
     cancelled: bool = False  # a cancel was admitted (the call ends or ended CANCELLED)
+    submitted_ms: int = 0  # when admission recorded it (epoch ms; 0 before)
 
     @property
     def step(self) -> int:
@@ -175,14 +177,16 @@ async def read_progress(
     """A call's progress and the scope key it was admitted with (None: no record), in one
     round trip of reads a submitter may make."""
     pipe = redis.pipeline(transaction=False)
-    pipe.hmget(part.call(session_id, tool_call_id), SCOPE_KEY, TAKEN, TAKEN_AT, CANCELLED_AT)
+    call = part.call(session_id, tool_call_id)
+    pipe.hmget(call, SCOPE_KEY, TAKEN, TAKEN_AT, CANCELLED_AT, SUBMITTED_AT)
     pipe.hget(part.result(session_id, tool_call_id), STATUS)
-    (scope, taken, taken_at, cancelled), status = await execute(pipe)
+    (scope, taken, taken_at, cancelled, t0), status = await execute(pipe)
     recorded = None if scope is None else scope.decode("utf-8", "replace")
+    was = cancelled is not None
     if status is not None and status != b"PROJECTING":
-        return Progress(Stage.FINAL, _int(taken), 0, cancelled is not None), recorded
+        return Progress(Stage.FINAL, _int(taken), 0, was, _int(t0)), recorded
     if scope is None:
         return Progress(Stage.QUEUED), None
     if taken is None:
-        return Progress(Stage.ADMITTED, 0, 0, cancelled is not None), recorded
-    return Progress(Stage.RUNNING, _int(taken), _int(taken_at), cancelled is not None), recorded
+        return Progress(Stage.ADMITTED, 0, 0, was, _int(t0)), recorded
+    return Progress(Stage.RUNNING, _int(taken), _int(taken_at), was, _int(t0)), recorded
