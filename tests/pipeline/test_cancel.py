@@ -179,7 +179,7 @@ async def test_cancel_racing_finish_ends_once(redis: Any, prefix: str) -> None:
 
         async def one(i: str) -> None:
             await client.submit_many("s1", [kcall(i)])
-            await anyio.sleep((hash(i) % 7) / 1000)
+            await anyio.sleep((int(i[1:]) % 30) * 0.008)  # 0 to 232 ms
             await client.cancel("s1", f"call_{i}")
 
         async with anyio.create_task_group() as group:
@@ -187,8 +187,10 @@ async def test_cancel_racing_finish_ends_once(redis: Any, prefix: str) -> None:
                 group.start_soon(one, i)
         found = await client.wait("s1", [f"call_{i}" for i in ids], timeout=10)
     assert len(found) == len(ids)
-    codes = {code_of(r) for r in found.values()}
-    assert codes <= {None, "CANCELLED"}
+    codes = [code_of(r) for r in found.values()]
+    assert set(codes) <= {None, "CANCELLED"}
+    print(f"\n{codes.count('CANCELLED')} cancelled, {codes.count(None)} finished first")
+    assert codes.count(None) and codes.count("CANCELLED")  # the race went both ways
     assert_exactly_once(await books(redis, prefix, "s1"), [f"call_{i}" for i in ids])
 
 
