@@ -123,8 +123,9 @@ def mark_call(
 
 
 def cancel_mark(part: Partition, session_id: str, tool_call_id: str) -> tuple[str, ...]:
-    """The command a running worker polls: 1 once a cancel of the call was admitted."""
-    return ("HEXISTS", part.call(session_id, tool_call_id), CANCELLED_AT)
+    """The command a running worker polls: not nil once a cancel of the call was admitted (an
+    HGET: the worker's ACL has it, not HEXISTS)."""
+    return ("HGET", part.call(session_id, tool_call_id), CANCELLED_AT)
 
 
 async def recorded_call(

@@ -154,7 +154,7 @@ async def stoppable(
             await anyio.sleep(CANCEL_POLL_S)
             with contextlib.suppress(PipelineError):
                 [found] = await _commands(state, [cancel_mark(part, session, call)])
-                if found:
+                if found is not None:
                     scope.cancel()
                     return
 
