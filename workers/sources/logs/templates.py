@@ -1,0 +1,124 @@
+"""Log templates mined like Drain, the same on every backend (FILE, CLICKHOUSE, MOCK).
+
+Use `mask` on each message a backend reads (context-free, cached per text by the caller if it
+likes) and `mine` over the distinct masked messages of one answer, in the order their first
+record appeared: the result maps every masked message to its template. A backend keeps one
+figure per masked message (bounded by `MAX_KEYS`), mines once at the end of the call and
+merges the figures of the messages that share a template. Given the same matched lines the
+templates are the same whichever backend read them and whatever the order of arrival, which
+replay relies on.
+
+Masking replaces what varies in a real log by a typed placeholder before Drain sees the line:
+`<UUID>`, `<IP>` (v4 or v6, with a port), `<HEX>` (`0x1f`, `a3f9c2d1e5`), `<NUM>` (integers
+and decimals with or without a sign or unit: `-6952295868487656571`, `250ms`, `1.5s`, `42%`),
+`<PATH>` (`/var/log/x.log`, `C:\\Windows\\x`), `<*>` for a quoted value or a `key=value` value
+with a digit. Tokens are then grouped by Drain (He et al., ICWS 2017: a fixed-depth prefix tree
+over token count and first tokens, then a similarity threshold), drain3's implementation.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from typing import Final
+
+from drain3.drain import Drain
+
+__all__ = ["KEY_CHARS", "MAX_KEYS", "mask", "mine"]
+
+# A masked message is cut to this many characters (a template of a 1 MiB line is its head).
+KEY_CHARS: Final = 2000
+# Distinct masked messages a backend keeps per call; past it more matches are counted only.
+MAX_KEYS: Final = 10_000
+
+_HEXD: Final = r"[0-9a-fA-F]"
+_MASKS: Final = (
+    # UUIDs before anything reads their groups as numbers.
+    (re.compile(rf"\b{_HEXD}{{8}}-{_HEXD}{{4}}-{_HEXD}{{4}}-{_HEXD}{{4}}-{_HEXD}{{12}}\b"), "<UUID>"),  # noqa: E501
+    # IPv4; IPv6 (three or more groups, a digit, and `::` or a letter: not a clock time).
+    (re.compile(r"(?<![\w.])\d{1,3}(?:\.\d{1,3}){3}(?![\w.])"), "<IP>"),
+    (re.compile(r"(?<![\w:])(?=[0-9a-fA-F:]*\d)(?=[0-9a-fA-F:]*(?:::|[a-fA-F]))[0-9a-fA-F]{0,4}(?::[0-9a-fA-F]{0,4}){2,7}(?![\w:])"), "<IP>"),  # noqa: E501
+    # A quoted value (up to 200 characters, no quote inside).
+    (re.compile(r"(?<![\w\\])\"[^\"\n]{1,200}\"(?!\w)"), '"<*>"'),
+    (re.compile(r"(?<![\w\\])'[^'\n]{1,200}'(?!\w)"), "'<*>'"),
+    # Paths: two or more segments after a leading / (or a drive letter).
+    (re.compile(r"(?<![\w/.])(?:[A-Za-z]:\\|/)(?:[\w.@+~-]+[/\\])+[\w.@+~-]*"), "<PATH>"),
+    # A host name with a port (`db-1.shop.internal:3306`).
+    (re.compile(r"(?<![\w.-])(?=[\w.-]*[A-Za-z])\w[\w-]*(?:\.[\w-]+)+(?=:\d{1,5}(?![\w.]))"), "<HOST>"),  # noqa: E501
+    # Hex: 0x-prefixed, or 8+ hex characters holding a digit and a letter.
+    (re.compile(r"\b0[xX][0-9a-fA-F]+\b"), "<HEX>"),
+    (re.compile(r"(?<![A-Za-z0-9])(?=[0-9a-fA-F]*\d)(?=[0-9a-fA-F]*[a-fA-F])[0-9a-fA-F]{8,}(?![A-Za-z0-9])"), "<HEX>"),  # noqa: E501
+    # Numbers with a sign, decimals and a unit, not glued to a letter on the left (`blk_-42`,
+    # `_7`, `=3`, `250ms`, `1.5s`, `42%`); a dotted version (`2.3.1`) stays.
+    (re.compile(r"(?<![A-Za-z0-9])(?<!\d\.)[-+]?\d+(?:\.\d+)?(?:[a-zA-Z%]{1,3})?(?![A-Za-z0-9])(?!\.\d)"), "<NUM>"),  # noqa: E501
+)  # fmt: skip
+
+_SIM_TH: Final = 0.7
+_DEPTH: Final = 4
+
+
+def mask(message: str) -> str:
+    """The message with its variable parts replaced by placeholders (cut to `KEY_CHARS`)."""
+    text = " ".join(message[:KEY_CHARS].split())
+    for pattern, placeholder in _MASKS:
+        text = pattern.sub(placeholder, text)
+    return text
+
+
+_PLACEHOLDER: Final = re.compile(r"<(?:UUID|IP|PATH|HOST|HEX|NUM|\*)>")
+
+
+class _Drain(Drain):  # type: ignore[misc]
+    """Drain whose similarity weighs only the constant words of a line: two lines that share
+    their placeholders but differ in one of three words (`Ending TrustedInstaller
+    initialization.` / `finalization.`) are two events, not 5 of 6 tokens alike."""
+
+    @staticmethod
+    def has_numbers(s: str) -> bool:
+        # A placeholder routes like a number: `<NUM>` and `<HEX>` in one place share a branch.
+        return "<" in s or any(char.isdigit() for char in s)
+
+    def get_seq_distance(
+        self, seq1: Sequence[str], seq2: Sequence[str], include_params: bool
+    ) -> tuple[float, int]:
+        constant = same = params = 0
+        for template_token, token in zip(seq1, seq2, strict=True):
+            if template_token == self.param_str:
+                params += 1
+                continue
+            if "<" in token and _alike(template_token, token):
+                continue
+            constant += 1
+            same += template_token == token
+        if include_params:
+            same += params
+            constant += params
+        return (same / constant if constant else 1.0), params
+
+
+def _alike(a: str, b: str) -> bool:
+    # Tokens that differ only in their placeholders (`<NUM>` / `<HEX>`) are alike.
+    return a == b or (
+        _PLACEHOLDER.search(a) is not None
+        and _PLACEHOLDER.sub("<*>", a) == _PLACEHOLDER.sub("<*>", b)
+    )
+
+
+def _drain() -> Drain:
+    return _Drain(depth=_DEPTH, sim_th=_SIM_TH, max_children=100, parametrize_numeric_tokens=True)
+
+
+def mine(masked: Iterable[str]) -> dict[str, str]:
+    """Template of each distinct masked message, fed to Drain in the order given (the order of
+    each message's first record, so the same lines give the same templates on every backend)."""
+    drain = _drain()
+    cluster_of: dict[str, int] = {}
+    for line in masked:
+        if line not in cluster_of:
+            cluster, _ = drain.add_log_message(line)
+            cluster_of[line] = cluster.cluster_id
+    final = {
+        cid: " ".join(drain.id_to_cluster[cid].log_template_tokens)
+        for cid in set(cluster_of.values())
+    }
+    return {line: final[cid] or line for line, cid in cluster_of.items()}
