@@ -174,3 +174,28 @@ def test_a_dominant_pattern_reaches_the_model_with_its_count(tmp_path: Path) -> 
     assert sum(1 for m in messages if "ssh2" not in m) >= 4
     covered = sum(shown.values())
     assert covered >= 0.9 * result.match_count  # the 8 shown cover most matches
+
+
+def test_many_distinct_messages_are_folded_into_templates_within_the_bound(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from workers.sources.logs import records
+
+    monkeypatch.setattr(records, "MAX_TEMPLATES", 50)
+    rnd = random.Random(7)
+    digest = Digest(8)
+    for i in range(600):
+        name = "".join(rnd.choice("abcdefghijklmnopqrstuvwxyz") for _ in range(8))
+        text = (
+            f"Invalid user {name} from 10.0.0.{i % 250}"
+            if i % 3
+            else f"open {name} failed: no such file"
+        )
+        digest.add(Entry(i * 1000, "INFO", "sshd", text))
+    assert not digest.templates_cut
+    scope = LogScope(topic=Topic.SYSTEM_EVENTS, query="", lookback_minutes=60,
+                     start_time="1970-01-01T00:00:00Z", end_time="1970-01-01T01:00:00Z")  # fmt: skip
+    upstream = digest.upstream("FILE", scope, UTC)
+    counts = {p.template: p.count for p in upstream.patterns}
+    assert counts == {"Invalid user <*> from <IP>": 400, "open <*> failed: no such file": 200}
+    assert all(r.template in counts for r in upstream.records)

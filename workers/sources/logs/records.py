@@ -178,6 +178,8 @@ class Digest:
         key = _template(entry.message)
         found = self._figures.get(key)
         if found is None:
+            if len(self._figures) >= MAX_TEMPLATES and not self.templates_cut:
+                self._compact()
             if len(self._figures) < MAX_TEMPLATES:
                 self._figures[key] = _Figures(entry)
             else:
@@ -196,6 +198,17 @@ class Digest:
             heapq.heappush(self._newest, item)
         elif item[0] > self._newest[0][0]:
             heapq.heapreplace(self._newest, item)
+
+    def _compact(self) -> None:
+        # Too many distinct masked messages (user names, paths the mask left): fold them into
+        # their templates, which stand for them from now on (a template is itself a masked
+        # message the miner groups with its kind). Deterministic for one order of arrival;
+        # below the bound the answer does not depend on the order at all.
+        merged, template_of = self._mined()
+        self._figures = merged
+        self._newest = [(k, seq, e, template_of.get(key, key)) for k, seq, e, key in self._newest]
+        if len(merged) >= MAX_TEMPLATES * 3 // 4:  # still too varied: count, keep no more
+            self.templates_cut = True
 
     def _mined(self) -> tuple[dict[str, _Figures], dict[str, str]]:
         # One mining per call over the distinct masked messages in the order of their first
