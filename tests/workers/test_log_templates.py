@@ -199,3 +199,23 @@ def test_many_distinct_messages_are_folded_into_templates_within_the_bound(
     counts = {p.template: p.count for p in upstream.patterns}
     assert counts == {"Invalid user <*> from <IP>": 400, "open <*> failed: no such file": 200}
     assert all(r.template in counts for r in upstream.records)
+
+
+def test_the_loghub_evaluation_scores_groups_and_skips_without_data(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import importlib.util
+
+    path = Path(__file__).parents[2] / "bench" / "logs_patterns_eval.py"
+    spec = importlib.util.spec_from_file_location("logs_patterns_eval", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    # a line is right when its predicted group is exactly its true group
+    truth = ["A", "A", "B", "C", "C"]
+    assert module.grouping_accuracy(truth, ["x", "x", "y", "z", "z"]) == 1.0
+    assert module.grouping_accuracy(truth, ["x", "x", "x", "z", "w"]) == 0.0
+    assert module.grouping_accuracy(truth, ["x", "x", "y", "y", "y"]) == 0.4
+    monkeypatch.delenv("ACI_LOGHUB_DIR", raising=False)
+    assert module.main([]) == 0
+    assert "skipped: no loghub copy" in capsys.readouterr().out

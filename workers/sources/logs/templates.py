@@ -47,8 +47,8 @@ _MASKS: Final = (
     (re.compile(r"(?<![\w\\])'[^'\n]{1,200}'(?!\w)"), "'<*>'"),
     # Paths: two or more segments after a leading / (or a drive letter).
     (re.compile(r"(?<![\w/.])(?:[A-Za-z]:\\|/)(?:[\w.@+~-]+[/\\])+[\w.@+~-]*"), "<PATH>"),
-    # A host name with a port (`db-1.shop.internal:3306`).
-    (re.compile(r"(?<![\w.-])(?=[\w.-]*[A-Za-z])\w[\w-]*(?:\.[\w-]+)+(?=:\d{1,5}(?![\w.]))"), "<HOST>"),  # noqa: E501
+    # A host name with a port (`db-1.shop.internal:3306`; not `Class.method:42`, `a.b:12`).
+    (re.compile(r"(?<![\w.-])(?=[\w.-]*[A-Za-z])\w[\w-]*(?:\.[\w-]+)*\.[a-z]{2,10}(?=:\d{1,5}(?![\w.]))"), "<HOST>"),  # noqa: E501
     # Hex: 0x-prefixed, or 8+ hex characters holding a digit and a letter.
     (re.compile(r"\b0[xX][0-9a-fA-F]+\b"), "<HEX>"),
     (re.compile(r"(?<![A-Za-z0-9])(?=[0-9a-fA-F]*\d)(?=[0-9a-fA-F]*[a-fA-F])[0-9a-fA-F]{8,}(?![A-Za-z0-9])"), "<HEX>"),  # noqa: E501
@@ -126,8 +126,32 @@ def mine(masked: Iterable[str]) -> dict[str, str]:
         if line not in cluster_of:
             cluster, _ = drain.add_log_message(line)
             cluster_of[line] = cluster.cluster_id
-    final = {
-        cid: " ".join(drain.id_to_cluster[cid].log_template_tokens)
-        for cid in set(cluster_of.values())
-    }
+    final = _merge_heads(
+        {cid: drain.id_to_cluster[cid].log_template_tokens for cid in set(cluster_of.values())}
+    )
     return {line: final[cid] or line for line, cid in cluster_of.items()}
+
+
+_MERGE_REST: Final = 3
+# A first token that reads as a name of something (dotted, a path, a number in it), not a word.
+_VARIABLE_HEAD: Final = re.compile(r"[./\\\d]\w|<")
+
+
+def _merge_heads(templates: dict[int, tuple[str, ...]]) -> dict[int, str]:
+    # Drain's tree routes a line by its first token, so one event whose first token varies
+    # (`com.apple.X: scheduler ... told me to run this job`) lands in many clusters. Clusters
+    # alike in every token but the first, with enough constant words after it, are one when
+    # those first tokens are names (dotted, paths, numbered), not words (`getTasks:`).
+    by_rest: dict[tuple[str, ...], list[int]] = {}
+    for cid in sorted(templates):
+        tokens = templates[cid]
+        rest = tuple(_PLACEHOLDER.sub("<*>", t) for t in tokens[1:])
+        if sum(1 for t in rest if "<" not in t) >= _MERGE_REST:
+            by_rest.setdefault(rest, []).append(cid)
+    out = {cid: " ".join(tokens) for cid, tokens in templates.items()}
+    for cids in by_rest.values():
+        heads = {templates[c][0] for c in cids}
+        if len(heads) > 1 and all(_VARIABLE_HEAD.search(h) for h in heads):
+            merged = " ".join(("<*>", *templates[cids[0]][1:]))
+            out.update(dict.fromkeys(cids, merged))
+    return out
