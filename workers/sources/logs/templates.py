@@ -36,25 +36,29 @@ MAX_KEYS: Final = 4_000
 _LEAF_SCAN: Final = 16
 
 _HEXD: Final = r"[0-9a-fA-F]"
+_DIGIT: Final = re.compile(r"\d")
+# Masks that can match text without a digit need one of these characters.
+_NO_DIGIT_NEEDED: Final = ('"', "'", "/", "\\")
+# (pattern, placeholder, strings of which one must be in the text for the mask to run)
 _MASKS: Final = (
     # UUIDs before anything reads their groups as numbers.
-    (re.compile(rf"\b{_HEXD}{{8}}-{_HEXD}{{4}}-{_HEXD}{{4}}-{_HEXD}{{4}}-{_HEXD}{{12}}\b"), "<UUID>"),  # noqa: E501
+    (re.compile(rf"\b{_HEXD}{{8}}-{_HEXD}{{4}}-{_HEXD}{{4}}-{_HEXD}{{4}}-{_HEXD}{{12}}\b"), "<UUID>", ("-",)),  # noqa: E501
     # IPv4; IPv6 (three or more groups, a digit, and `::` or a letter: not a clock time).
-    (re.compile(r"(?<![\w.])\d{1,3}(?:\.\d{1,3}){3}(?![\w.])"), "<IP>"),
-    (re.compile(r"(?<![\w:])(?=[0-9a-fA-F:]*\d)(?=[0-9a-fA-F:]*(?:::|[a-fA-F]))[0-9a-fA-F]{0,4}(?::[0-9a-fA-F]{0,4}){2,7}(?![\w:])"), "<IP>"),  # noqa: E501
+    (re.compile(r"(?<![\w.])\d{1,3}(?:\.\d{1,3}){3}(?![\w.])"), "<IP>", (".",)),
+    (re.compile(r"(?<![\w:])(?=[0-9a-fA-F:]*\d)(?=[0-9a-fA-F:]*(?:::|[a-fA-F]))[0-9a-fA-F]{0,4}(?::[0-9a-fA-F]{0,4}){2,7}(?![\w:])"), "<IP>", (":",)),  # noqa: E501
     # A quoted value (up to 200 characters, no quote inside).
-    (re.compile(r"(?<![\w\\])\"[^\"\n]{1,200}\"(?!\w)"), '"<*>"'),
-    (re.compile(r"(?<![\w\\])'[^'\n]{1,200}'(?!\w)"), "'<*>'"),
+    (re.compile(r"(?<![\w\\])\"[^\"\n]{1,200}\"(?!\w)"), '"<*>"', ('"',)),
+    (re.compile(r"(?<![\w\\])'[^'\n]{1,200}'(?!\w)"), "'<*>'", ("'",)),
     # Paths: two or more segments after a leading / (or a drive letter).
-    (re.compile(r"(?<![\w/.])(?:[A-Za-z]:\\|/)(?:[\w.@+~-]+[/\\])+[\w.@+~-]*"), "<PATH>"),
+    (re.compile(r"(?<![\w/.])(?:[A-Za-z]:\\|/)(?:[\w.@+~-]+[/\\])+[\w.@+~-]*"), "<PATH>", ("/", "\\")),  # noqa: E501
     # A host name with a port (`db-1.shop.internal:3306`; not `Class.method:42`, `a.b:12`).
-    (re.compile(r"(?<![\w.-])(?=[\w.-]*[A-Za-z])\w[\w-]*(?:\.[\w-]+)*\.[a-z]{2,10}(?=:\d{1,5}(?![\w.]))"), "<HOST>"),  # noqa: E501
+    (re.compile(r"(?<![\w.-])[\w-]+(?:\.[\w-]+)*\.[a-z]{2,10}(?=:\d{1,5}(?![\w.]))"), "<HOST>", (":",)),  # noqa: E501
     # Hex: 0x-prefixed, or 8+ hex characters holding a digit and a letter.
-    (re.compile(r"\b0[xX][0-9a-fA-F]+\b"), "<HEX>"),
-    (re.compile(r"(?<![A-Za-z0-9])(?=[0-9a-fA-F]*\d)(?=[0-9a-fA-F]*[a-fA-F])[0-9a-fA-F]{8,}(?![A-Za-z0-9])"), "<HEX>"),  # noqa: E501
+    (re.compile(r"\b0[xX][0-9a-fA-F]+\b"), "<HEX>", ("x", "X")),
+    (re.compile(r"(?<![A-Za-z0-9])(?=[0-9a-fA-F]*\d)(?=[0-9a-fA-F]*[a-fA-F])[0-9a-fA-F]{8,}(?![A-Za-z0-9])"), "<HEX>", ()),  # noqa: E501
     # Numbers with a sign, decimals and a unit, not glued to a letter on the left (`blk_-42`,
     # `_7`, `=3`, `250ms`, `1.5s`, `42%`); a dotted version (`2.3.1`) stays.
-    (re.compile(r"(?<![A-Za-z0-9])(?<!\d\.)[-+]?\d+(?:\.\d+)?(?:[a-zA-Z%]{1,3})?(?![A-Za-z0-9])(?!\.\d)"), "<NUM>"),  # noqa: E501
+    (re.compile(r"(?<![A-Za-z0-9])(?<!\d\.)[-+]?\d+(?:\.\d+)?(?:[a-zA-Z%]{1,3})?(?![A-Za-z0-9])(?!\.\d)"), "<NUM>", ()),  # noqa: E501
 )  # fmt: skip
 
 _SIM_TH: Final = 0.7
@@ -64,8 +68,11 @@ _DEPTH: Final = 4
 def mask(message: str) -> str:
     """The message with its variable parts replaced by placeholders (cut to `KEY_CHARS`)."""
     text = " ".join(message[:KEY_CHARS].split())
-    for pattern, placeholder in _MASKS:
-        text = pattern.sub(placeholder, text)
+    if not _DIGIT.search(text) and not any(c in text for c in _NO_DIGIT_NEEDED):
+        return text  # nothing to mask: the common cheap case
+    for pattern, placeholder, triggers in _MASKS:
+        if not triggers or any(t in text for t in triggers):
+            text = pattern.sub(placeholder, text)
     return text
 
 
