@@ -138,10 +138,10 @@ def pattern_priority(patterns: list[UpstreamPattern], scope: LogScope) -> list[U
     def largest(p: UpstreamPattern) -> tuple[int, int, str, str]:
         return (-p.count, -level_rank(p.level), p.first_seen, p.template)
 
-    out: dict[str, UpstreamPattern] = {}
+    out: dict[int, UpstreamPattern] = {}  # by identity: two entries of one template both stay
     for pair in zip(sorted(patterns, key=largest), sorted(patterns, key=notable), strict=True):
         for p in pair:
-            out.setdefault(p.template, p)
+            out.setdefault(id(p), p)
     return list(out.values())
 
 
