@@ -219,3 +219,38 @@ def test_the_loghub_evaluation_scores_groups_and_skips_without_data(
     monkeypatch.delenv("ACI_LOGHUB_DIR", raising=False)
     assert module.main([]) == 0
     assert "skipped: no loghub copy" in capsys.readouterr().out
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.text(max_size=300))
+def test_mask_takes_any_text_and_is_stable(text: str) -> None:
+    masked = mask(text)
+    assert len(masked) <= KEY_CHARS and "\n" not in masked and "\r" not in masked
+    assert mask(text) == masked
+    assert list(mine([masked])) == [masked]  # one line: one template
+
+
+def test_templates_are_the_same_in_another_process() -> None:
+    import os
+    import subprocess
+    import sys
+
+    script = (
+        "from workers.sources.logs.templates import mask, mine\n"
+        "lines = [f'Failed password for {u} from 10.0.{i}.1 port {i} ssh2' "
+        "for i, u in enumerate(['root', 'admin', 'pi'] * 30)]\n"
+        "lines += [f'com.app{i % 4}.job: run this job in {i} s now' for i in range(20)]\n"
+        "print(sorted(set(mine([mask(x) for x in lines]).values())))\n"
+    )
+    runs = {
+        subprocess.run(
+            [sys.executable, "-c", script],
+            env={**os.environ, "PYTHONHASHSEED": seed},
+            capture_output=True,
+            text=True,
+            check=True,
+            timeout=60,
+        ).stdout
+        for seed in ("1", "2")
+    }
+    assert len(runs) == 1 and "Failed password for <*> from <IP> port <NUM> ssh2" in runs.pop()
