@@ -109,7 +109,7 @@ def test_mock_and_the_real_backends_give_the_same_templates(topic: Topic) -> Non
 _USERS = ["admin", "test", "oracle", "ftpuser", "pi", "ubnt", "support", "guest", "git", "ts3"]
 
 
-def _sshd_lines() -> list[str]:
+def _sshd_lines(now: float = NOW) -> list[str]:
     """~520 rsyslog lines an OpenSSH server writes under a brute force (written here, not
     copied): 368 `Failed password for root` from one address, and many rare variants."""
     rnd = random.Random(31)
@@ -151,7 +151,7 @@ def _sshd_lines() -> list[str]:
     out.sort()
     lines = []
     for offset, text in out:
-        stamp = datetime.fromtimestamp(NOW + offset, UTC).strftime("%b %d %H:%M:%S")
+        stamp = datetime.fromtimestamp(now + offset, UTC).strftime("%b %d %H:%M:%S")
         lines.append(f"{stamp} LabSZ sshd[{24000 + int(-offset) % 900}]: {text}")
     return lines
 
@@ -254,3 +254,37 @@ def test_templates_are_the_same_in_another_process() -> None:
         for seed in ("1", "2")
     }
     assert len(runs) == 1 and "Failed password for <*> from <IP> port <NUM> ssh2" in runs.pop()
+
+
+async def test_the_model_sees_the_brute_force_first_with_its_count(tmp_path: Path) -> None:
+    # Agent level: the call through the stages, on the wall clock; what the model reads.
+    import json
+    import time
+
+    from contracts.views import encode_view
+    from pipeline.settings import Settings
+    from workers.sources.logs.router import logs_source_from_env
+    from workers.stage import run_stages
+
+    (tmp_path / "auth.log").write_text("\n".join(_sshd_lines(time.time())) + "\n")
+    config = tmp_path / "logs.toml"
+    config.write_text(
+        f'roots = ["{tmp_path}"]\n[topics.SYSTEM_EVENTS]\nbackend = "file"\n'
+        f'format = "syslog"\npaths = ["{tmp_path}/auth.log"]\n'
+    )
+    source = logs_source_from_env({"ACI_LOGS_CONFIG": str(config)})
+    arguments = {"topic": "SYSTEM_EVENTS", "query": '"Failed password"', "lookback_minutes": 60}
+    try:
+        out = await run_stages(
+            tool="query_logs", tool_call_id="call_1", arguments=json.dumps(arguments),
+            session_id="s", sources={"query_logs": source}, settings=Settings(deadline_s=10.0),
+        )  # fmt: skip
+    finally:
+        await source.aclose()
+    seen = json.loads(encode_view(out.observation))
+    first = seen["patterns"][0]
+    assert out.result.match_count == 520
+    assert (first["template"], first["count"]) == (
+        "Failed password for root from <IP> port <NUM> ssh2",
+        368,
+    )
