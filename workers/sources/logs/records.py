@@ -142,7 +142,7 @@ def _cached_template(message: str) -> str:
 
 
 def _template(message: str) -> str:
-    # Routine lines repeat verbatim (health checks, access logs): mine each short text once.
+    # Routine lines repeat verbatim (health checks, access logs): mask each short text once.
     return _cached_template(message) if len(message) <= _CACHED_CHARS else mask(message)
 
 
