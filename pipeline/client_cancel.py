@@ -31,6 +31,7 @@ from pipeline.record import ENTRY_DATA
 from pipeline.redis_io import PipelineError, execute
 
 if TYPE_CHECKING:
+    from pipeline.batcher import CommandBatcher
     from pipeline.keys import Keys
     from pipeline.redis_io import Redis
     from pipeline.submitter import Unadmitted
@@ -57,6 +58,7 @@ class CancelAndProgress:
     keys: Keys
     redis: Redis
     unadmitted: Unadmitted
+    _submits: CommandBatcher | None  # inside `async with`: the submits' coalescing lane
 
     def _expect(self, session_id: str, tool_call_id: str) -> bytes | None:
         raise NotImplementedError  # EvidenceClient's: the scope key it submitted the id with
@@ -84,9 +86,12 @@ class CancelAndProgress:
             data = cancel_envelope(envelope)
         except EnvelopeError:
             return False
-        pipe = self.redis.pipeline(transaction=False)
-        pipe.xadd(part.requests, {ENTRY_DATA: data})
-        await execute(pipe)
+        if self._submits is not None:  # with the submits: coalesced, no pooled connection
+            await self._submits.run([("XADD", part.requests, "*", ENTRY_DATA, data)])
+        else:
+            pipe = self.redis.pipeline(transaction=False)
+            pipe.xadd(part.requests, {ENTRY_DATA: data})
+            await execute(pipe)
         if sent is not None:
             sent.envelope = data  # sent again until admitted: as the cancel
         return True
