@@ -78,9 +78,11 @@ def one_blas_thread() -> Iterator[None]:
         yield
 
 
-def chunk_text(breadcrumb: str, body: str) -> str:
-    """The text a chunk is embedded as: heading path and body, bounded."""
-    return f"{breadcrumb}\n{body}"[:MAX_EMBED_CHARS]
+def chunk_text(breadcrumb: str, body: str, meta: str = "") -> str:
+    """The text a chunk is embedded as: heading path, the runbook's front-matter
+    description and tags (if any), and body, bounded."""
+    head = f"{breadcrumb}\n{meta[:200]}" if meta else breadcrumb
+    return f"{head}\n{body}"[:MAX_EMBED_CHARS]
 
 
 def normalised(matrix: npt.NDArray[Any]) -> npt.NDArray[np.float32]:

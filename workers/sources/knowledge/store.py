@@ -23,7 +23,7 @@ import uuid
 from pathlib import Path
 from typing import TYPE_CHECKING, Final
 
-from workers.sources.knowledge import analysis, encoder, files
+from workers.sources.knowledge import analysis, encoder, files, markdown
 from workers.sources.knowledge.analysis import split_document, terms_of
 from workers.sources.knowledge.encoder import Encoder, chunk_text
 from workers.sources.knowledge.files import DIR_FLAGS, read_inside, runbook_files
@@ -36,22 +36,22 @@ __all__ = ["ANALYSIS_HASH", "INDEX_VERSION", "IndexFile", "build_index"]
 
 log = logging.getLogger("aci.knowledge")
 
-INDEX_VERSION: Final = 1
+INDEX_VERSION: Final = 2
 ANALYSIS_HASH: Final = hashlib.sha256(
-    b"".join(Path(m.__file__ or "").read_bytes() for m in (analysis, encoder, files))
+    b"".join(Path(m.__file__ or "").read_bytes() for m in (analysis, encoder, files, markdown))
     + Path(__file__).read_bytes()
 ).hexdigest()[:16]
 
 _SCHEMA: Final = """
 CREATE VIRTUAL TABLE chunks USING fts5(
     crumb_terms, body_terms, document_id UNINDEXED, source UNINDEXED, title UNINDEXED,
-    breadcrumb UNINDEXED, content UNINDEXED, ordinal UNINDEXED,
+    breadcrumb UNINDEXED, content UNINDEXED, ordinal UNINDEXED, meta UNINDEXED,
     tokenize = 'unicode61 remove_diacritics 0'
 );
 CREATE VIRTUAL TABLE vocab USING fts5vocab(chunks, 'row');
 CREATE TABLE vectors (model TEXT NOT NULL, dim INTEGER NOT NULL, data BLOB NOT NULL);
 """
-_Row = tuple[str, str, str, str, str, str, str, int]
+_Row = tuple[str, str, str, str, str, str, str, int, str]
 
 
 def _body(content: str) -> str:
@@ -64,7 +64,8 @@ def _rows(text: str, source: str) -> list[_Row]:
         body = _body(chunk.content)
         rows.append(
             (
-                " ".join(terms_of(chunk.breadcrumb, bigrams=True)),
+                # The front matter's description and tags count as heading words.
+                " ".join(terms_of(f"{chunk.breadcrumb}\n{chunk.meta}", bigrams=True)),
                 " ".join(terms_of(body, bigrams=True)),
                 chunk.document_id,
                 chunk.source,
@@ -72,6 +73,7 @@ def _rows(text: str, source: str) -> list[_Row]:
                 chunk.breadcrumb,
                 chunk.content,
                 chunk.ordinal,
+                chunk.meta,
             )
         )
     return rows
@@ -100,7 +102,7 @@ def build_index(
     vectors = None
     reused = 0
     if encoder is not None:
-        texts = [chunk_text(r[5], _body(r[6])) for r in rows]
+        texts = [chunk_text(r[5], _body(r[6]), r[8]) for r in rows]
         vectors, reused = _vectors(encoder, texts, previous)
         _check_vectors(vectors, len(rows), encoder.dim)
     try:
@@ -110,7 +112,7 @@ def build_index(
             # rowid i + 1 is row i of the vector matrix.
             conn.executemany(
                 "INSERT INTO chunks(rowid, crumb_terms, body_terms, document_id, source, title,"
-                " breadcrumb, content, ordinal) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                " breadcrumb, content, ordinal, meta) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 [(i, *row) for i, row in enumerate(rows, start=1)],
             )
             if encoder is not None and vectors is not None:
@@ -171,10 +173,10 @@ def _known_vectors(previous: Path | None, encoder: Encoder) -> dict[bytes, npt.N
             return {}
         if index.vectors.shape[1] != encoder.dim or not _unit_rows(index.vectors):
             return {}  # another dimension, or damage SQLite did not see: embed afresh
-        rows = index.conn.execute("SELECT rowid, breadcrumb, content FROM chunks").fetchall()
+        rows = index.conn.execute("SELECT rowid, breadcrumb, content, meta FROM chunks").fetchall()
         return {
-            _digest(chunk_text(crumb, _body(content))): index.vectors[rowid - 1].copy()
-            for rowid, crumb, content in rows
+            _digest(chunk_text(crumb, _body(content), meta)): index.vectors[rowid - 1].copy()
+            for rowid, crumb, content, meta in rows
             if 0 < rowid <= len(index.vectors)
         }
     except (sqlite3.Error, ValueError, TypeError):
