@@ -101,7 +101,7 @@ def rank(
         cosine = dense.get(c.rowid)
         c.dense = float(vectors[c.rowid - 1] @ query_vector) if cosine is None else cosine
         lexical_ok = c.coverage >= min_coverage
-        if c.dense < DENSE_FLOOR and not lexical_ok:
+        if not (c.dense >= DENSE_FLOOR or lexical_ok):  # NaN-safe: a NaN cosine is no evidence
             continue
         c.final = c.dense + (LEXICAL_WEIGHT * c.lexical / top_lexical if lexical_ok else 0.0)
         kept.append(c)

@@ -26,7 +26,13 @@ from typing import TYPE_CHECKING, Final
 from workers.sources.knowledge import analysis, encoder, files, markdown
 from workers.sources.knowledge.analysis import split_document, terms_of
 from workers.sources.knowledge.encoder import Encoder, chunk_text
-from workers.sources.knowledge.files import DIR_FLAGS, read_inside, runbook_files
+from workers.sources.knowledge.files import (
+    DEFAULT_MAX_FILE_BYTES,
+    DIR_FLAGS,
+    TooLarge,
+    read_inside,
+    runbook_files,
+)
 
 if TYPE_CHECKING:
     import numpy as np
@@ -50,6 +56,7 @@ CREATE VIRTUAL TABLE chunks USING fts5(
 );
 CREATE VIRTUAL TABLE vocab USING fts5vocab(chunks, 'row');
 CREATE TABLE vectors (model TEXT NOT NULL, dim INTEGER NOT NULL, data BLOB NOT NULL);
+CREATE TABLE skipped (source TEXT NOT NULL, reason TEXT NOT NULL);
 """
 _Row = tuple[str, str, str, str, str, str, str, int, str]
 
@@ -79,26 +86,46 @@ def _rows(text: str, source: str) -> list[_Row]:
     return rows
 
 
+def _read_folder(folder: Path, max_file_bytes: int) -> tuple[list[_Row], list[str]]:
+    """The rows of every runbook, and the sources skipped as larger than the cap (logged)."""
+    rows: list[_Row] = []
+    skipped: list[str] = []
+    root = folder.resolve()
+    root_fd = os.open(root, DIR_FLAGS)
+    try:
+        for source, path in runbook_files(root):
+            try:
+                text = read_inside(root_fd, path.relative_to(root), max_file_bytes)
+            except TooLarge as big:
+                skipped.append(source)
+                log.warning(
+                    "knowledge runbook %s not indexed: %d bytes, over ACI_KNOWLEDGE_MAX_FILE_BYTES"
+                    " (%d)", source, big.size, max_file_bytes,
+                )  # fmt: skip
+                continue
+            if text is not None:
+                rows.extend(_rows(text, source))
+    finally:
+        os.close(root_fd)
+    return rows, skipped
+
+
 def build_index(
-    folder: Path, target: Path, encoder: Encoder | None = None, previous: Path | None = None
+    folder: Path,
+    target: Path,
+    encoder: Encoder | None = None,
+    previous: Path | None = None,
+    max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
 ) -> int:
     """Index every runbook under `folder` into `target` atomically; return the chunk count.
 
     With an `encoder`, each chunk's vector is computed once and stored with the index: taken
     from the `previous` index file when that holds the same text embedded by the same model,
-    else computed here."""
+    else computed here. Runbooks over `max_file_bytes` are skipped, logged and listed in the
+    index (`IndexFile.skipped`)."""
     started = time.perf_counter()
     tmp = target.with_name(f".{target.name}.{os.getpid()}.{uuid.uuid4().hex}.tmp")
-    rows: list[_Row] = []
-    root = folder.resolve()
-    root_fd = os.open(root, DIR_FLAGS)
-    try:
-        for source, path in runbook_files(root):
-            text = read_inside(root_fd, path.relative_to(root))
-            if text is not None:
-                rows.extend(_rows(text, source))
-    finally:
-        os.close(root_fd)
+    rows, skipped = _read_folder(folder, max_file_bytes)
     vectors = None
     reused = 0
     if encoder is not None:
@@ -120,6 +147,9 @@ def build_index(
                     "INSERT INTO vectors VALUES (?, ?, ?)",
                     (encoder.model_id, encoder.dim, vectors.astype("<f4").tobytes()),
                 )
+            conn.executemany(
+                "INSERT INTO skipped VALUES (?, 'size')", [(source,) for source in skipped]
+            )
             conn.execute("INSERT INTO chunks(chunks) VALUES ('optimize')")
             conn.commit()
         finally:
@@ -196,13 +226,18 @@ def _unit_rows(vectors: npt.NDArray[np.float32]) -> bool:
 
 
 def _check_vectors(vectors: npt.NDArray[np.float32], n: int, dim: int) -> None:
+    import numpy as np
+
     if vectors.shape != (n, dim):
         raise ValueError("the encoder returned vectors of the wrong shape")
+    if not np.isfinite(vectors).all():  # NaN would pass every relevance floor
+        raise ValueError("the encoder returned vectors that are not finite")
 
 
 class IndexFile:
-    """One open, read-only index file with its term document frequencies and (when built
-    with an encoder) its chunk vectors, row i for rowid i + 1."""
+    """One open, read-only index file with its term document frequencies, the runbooks its
+    build skipped (`skipped`, over the size cap) and (when built with an encoder) its chunk
+    vectors, row i for rowid i + 1."""
 
     def __init__(self, path: Path) -> None:
         self.conn = sqlite3.connect(
@@ -210,6 +245,7 @@ class IndexFile:
         )
         self.df = dict(self.conn.execute("SELECT term, doc FROM vocab").fetchall())
         (self.n,) = self.conn.execute("SELECT count(*) FROM chunks").fetchone()
+        self.skipped = [r[0] for r in self.conn.execute("SELECT source FROM skipped ORDER BY 1")]
         self.model_id = ""
         self.vectors: npt.NDArray[np.float32] | None = None
         row = self.conn.execute("SELECT model, dim, data FROM vectors").fetchone()
