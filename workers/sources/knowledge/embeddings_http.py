@@ -36,6 +36,7 @@ from contracts.status import ErrorCode
 from workers.sources.base import SourceError
 from workers.sources.knowledge.encoder import normalised
 from workers.sources.knowledge.rag_http import check_status
+from workers.sources.knowledge.ranking import USE_LEVELS, Levels
 
 if TYPE_CHECKING:
     import numpy as np
@@ -62,6 +63,7 @@ class EmbeddingsHttpSettings(msgspec.Struct, frozen=True, kw_only=True):
     query_prefix: str = ""
     passage_prefix: str = ""
     input_types: tuple[str, str] | None = None  # (for queries, for passages)
+    levels: Levels = USE_LEVELS  # this model's cosine thresholds (ACI_EMBEDDINGS_LEVELS)
 
 
 class _Item(msgspec.Struct):
@@ -93,6 +95,7 @@ class HttpEncoder:
         if views != ("", "", None):
             self.model_id += ":" + hashlib.sha256(repr(views).encode()).hexdigest()[:8]
         self._deadline = _Deadline()
+        self.levels = settings.levels
         headers = {"Accept-Encoding": "identity"}
         if settings.api_key:
             headers["Authorization"] = f"Bearer {settings.api_key}"
@@ -121,6 +124,7 @@ class HttpEncoder:
         input_types = tuple(t.strip() for t in types.split(",")) if types else None
         if input_types is not None and (len(input_types) != 2 or not all(input_types)):
             raise ValueError("ACI_EMBEDDINGS_INPUT_TYPES must be two names: query,passage")
+        levels = _levels(env.get("ACI_EMBEDDINGS_LEVELS", "").strip())
         max_bytes = int(env.get("ACI_EMBEDDINGS_MAX_BYTES", "").strip() or DEFAULT_MAX_BYTES)
         if not 0 < timeout <= 300 or max_bytes < 1024:
             raise ValueError(
@@ -137,6 +141,7 @@ class HttpEncoder:
                 query_prefix=env.get("ACI_EMBEDDINGS_QUERY_PREFIX", ""),
                 passage_prefix=env.get("ACI_EMBEDDINGS_PASSAGE_PREFIX", ""),
                 input_types=input_types,
+                levels=levels,
             )
         )
 
@@ -225,6 +230,23 @@ class HttpEncoder:
                 raise _projection("holds a value that is not a finite number")
             rows[item.index] = item.embedding
         return rows
+
+
+def _levels(text: str) -> Levels:
+    """ACI_EMBEDDINGS_LEVELS `low,medium,high[,margin]` (cosines of this model), or USE's."""
+    if not text:
+        return USE_LEVELS
+    try:
+        values = [float(v) for v in text.split(",")]
+        levels = Levels(*values)
+    except (ValueError, TypeError) as exc:
+        raise ValueError(_LEVELS_RULE) from exc
+    if len(values) not in (3, 4) or not -1 < levels.low <= levels.medium <= levels.high <= 1:
+        raise ValueError(_LEVELS_RULE)
+    return levels
+
+
+_LEVELS_RULE: Final = "ACI_EMBEDDINGS_LEVELS must be low,medium,high[,margin]: rising cosines"
 
 
 class _Deadline(threading.local):

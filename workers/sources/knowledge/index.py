@@ -41,7 +41,7 @@ from workers.sources.knowledge.analysis import Chunk, split_markdown, synonym_gr
 from workers.sources.knowledge.encoder import Encoder, query_vector, shared_use_encoder
 from workers.sources.knowledge.files import DEFAULT_MAX_FILE_BYTES, files_fingerprint
 from workers.sources.knowledge.rag_http import HttpRagSource
-from workers.sources.knowledge.ranking import Mode, rank
+from workers.sources.knowledge.ranking import USE_LEVELS, Mode, rank
 from workers.sources.knowledge.search import MIN_COVERAGE, relevance_of, search
 from workers.sources.knowledge.store import ANALYSIS_HASH, INDEX_VERSION, IndexFile, build_index
 
@@ -322,6 +322,7 @@ class KnowledgeIndexSource:
                         mode=self.settings.retrieval,
                         min_coverage=self.settings.min_coverage,
                         max_hits=self.settings.max_hits,
+                        levels=getattr(self._encoder, "levels", USE_LEVELS),
                     )
             except (sqlite3.DatabaseError, UnicodeError) as exc:
                 raise _unavailable() from exc
