@@ -6,7 +6,7 @@ Constraints on the tuning parts: no wrong top answer at HIGH (a negative counts 
 negative above LOW, MEDIUM right at least 80% of the time, at most one off-topic question in
 twenty answered at all. Among the levels that meet them, the grid keeps the one with the most
 answers whose right runbook is among the first three (counting LOW), then the most confident
-right top answers, then the highest low floor.
+right top answers, then the highest low floor, then the largest lead.
 
     .venv/bin/python bench/knowledge_calibrate.py [--public-dir DIR]           # bundled USE
     ACI_EMBEDDINGS_URL=... ACI_EMBEDDINGS_MODEL=... ACI_EMBEDDINGS_DIM=... \\
@@ -159,7 +159,7 @@ def grid(cases: list[dict[str, Any]]) -> list[tuple[tuple[int, int, float], Leve
             levels = Levels(low, medium, high, margin)
             t, ok = score(cases, levels)
             if ok:
-                found.append(((t["top3"], t["conf"], low), levels))
+                found.append(((t["top3"], t["conf"], low, margin), levels))
     return sorted(found, key=lambda f: f[0], reverse=True)
 
 

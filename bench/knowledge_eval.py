@@ -58,7 +58,7 @@ E5_ENV = {
     "ACI_EMBEDDINGS_MODEL": "multilingual-e5-small",
     "ACI_EMBEDDINGS_DIM": "384",
     "ACI_EMBEDDINGS_INPUT_TYPES": "query,passage",
-    "ACI_EMBEDDINGS_LEVELS": "0.80,0.86,0.90,0.04",
+    "ACI_EMBEDDINGS_LEVELS": "0.89,0.92,0.93,0.15",
     "ACI_EMBEDDINGS_TIMEOUT_S": "120",
 }
 MODES = ("lexical", "dense", "fused")
