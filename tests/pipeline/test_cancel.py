@@ -229,3 +229,35 @@ async def test_a_cancel_never_reaches_another_sessions_or_scopes_call(
         assert code_of(final["call_7"]) is None  # the victim's evidence, not CANCELLED
     [record] = await read_records(redis, Keys(prefix), [("victim", "call_7")])
     assert b"cx" not in record and "cx" not in record
+
+
+async def test_a_cancel_admitted_as_its_call_never_runs_before_its_cancel_applies(
+    redis: Any, prefix: str, monkeypatch: Any
+) -> None:
+    # Review (issue 32): a cancel that overtook its request is admitted as the call itself
+    # (admit.lua appends its invocation entry), and only then, one round trip later, does
+    # cancel.lua set the call's cancel mark. A reader that takes the entry in between found
+    # no mark and ran the source with the cancel's arguments. The window is widened here.
+    import workers.runtime.admission as admission_module
+
+    real = admission_module.apply_cancels
+
+    async def late(*args: Any, **kwargs: Any) -> None:
+        await anyio.sleep(1.0)
+        await real(*args, **kwargs)
+
+    monkeypatch.setattr(admission_module, "apply_cancels", late)
+    settings = settings_for(prefix)
+    source = RecordingSource()
+    async with EvidenceClient(redis, settings) as client:
+        await client.submit_many("s1", [kcall(7)])
+        assert await client.cancel("s1", "call_7") is True
+        # Only the cancel reaches a worker (its request was dropped).
+        stream = Keys(prefix).for_session("s1").requests
+        [(first, _f), _cancel] = await redis.xrange(stream, "-", "+")
+        await redis.xdel(stream, first)
+        async with running_worker(redis, settings, {"lookup_knowledge": source}):
+            final = await client.wait("s1", ["call_7"], timeout=5)
+    assert code_of(final["call_7"]) == "CANCELLED"
+    assert source.calls == 0
+    assert_exactly_once(await books(redis, prefix, "s1"), ["call_7"])

@@ -16,6 +16,7 @@ import logging
 from msgspec import UNSET
 
 from contracts import ErrorCode, cancelled_result, error_result, is_valid_tool_call_id
+from pipeline.cancel import is_cancel
 from pipeline.consumer import CallState, ack, call_state, dead_letter_entry
 from pipeline.envelope import Invocation, peek_identity, scope_key
 from pipeline.keys import Partition, is_valid_session_id
@@ -179,6 +180,10 @@ async def _run_unless_cancelled(
     taken = await take(state, part, invocation, entry_id, attempts)
     if taken == "final":
         return None
+    if taken == "run" and is_cancel(invocation):
+        # A cancel admitted as its call (it overtook its request): its mark comes one round
+        # trip after the entry, so the entry itself says the call is cancelled. Never run.
+        taken = "cancelled"
     outcome: Outcome | None = None
     if taken != "cancelled":
         with span("aci.stages", None):
