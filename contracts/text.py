@@ -19,11 +19,14 @@ TAG_RUN: Final = re.compile("[\U000e0000-\U000e007f]+")
 # soft hyphen, combining grapheme joiner, Khmer/Mongolian invisibles, Hangul fillers, zero-width
 # spaces/joiners/marks, bidi embeddings/overrides/isolates, word joiner and invisible operators,
 # deprecated format controls, variation selectors, BOM, musical-notation format characters,
-# tag characters, and the line/paragraph separators.
+# tag characters, and the line/paragraph separators: every Default_Ignorable_Code_Point of
+# Unicode's DerivedCoreProperties (unassigned ones too: U+2065, U+FFF0-FFF8, U+E0080-E0FFF, a
+# renderer shows none of them), the interlinear annotation marks U+FFF9-FFFB and the
+# shorthand format controls U+1BCA0-1BCA3.
 INVISIBLE_CLASS: Final = (
     "\u00ad\u034f\u061c\u115f\u1160\u17b4\u17b5\u180b-\u180f\u200b-\u200f\u2028-\u202e"
-    "\u2060-\u2064\u2066-\u206f\u3164\ufe00-\ufe0f\ufeff\uffa0\U0001d173-\U0001d17a"
-    "\U000e0000-\U000e007f\U000e0100-\U000e01ef"
+    "\u2060-\u206f\u3164\ufe00-\ufe0f\ufeff\uffa0\ufff0-\ufffb\U0001bca0-\U0001bca3"
+    "\U0001d173-\U0001d17a\U000e0000-\U000e0fff"
 )
 INVISIBLE: Final = re.compile(f"[{INVISIBLE_CLASS}]")
 _SEPARATORS: Final = re.compile("[\u2028\u2029]")

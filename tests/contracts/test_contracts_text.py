@@ -88,3 +88,21 @@ def test_the_control_view_carries_the_index_notes_and_the_observation_does_not()
     assert control.index_rebuilding is True and control.skipped_runbooks == ["env-vars.md"]
     data = encode_view(observation)
     assert b"rebuilding" not in data and b"env-vars" not in data
+
+
+# Unicode 15.1 DerivedCoreProperties.txt, Default_Ignorable_Code_Point: what a renderer shows
+# as nothing. Review: U+2065, U+FFF0-FFF8, U+E0080-E00FF and U+E01F0-E0FFF reached the model
+# (and the console) verbatim, as did the Cf marks U+FFF9-FFFB and U+1BCA0-1BCA3.
+DEFAULT_IGNORABLE = (
+    (0x00AD, 0x00AD), (0x034F, 0x034F), (0x061C, 0x061C), (0x115F, 0x1160), (0x17B4, 0x17B5),
+    (0x180B, 0x180F), (0x200B, 0x200F), (0x202A, 0x202E), (0x2060, 0x206F), (0x3164, 0x3164),
+    (0xFE00, 0xFE0F), (0xFEFF, 0xFEFF), (0xFFA0, 0xFFA0), (0xFFF0, 0xFFF8), (0x1BCA0, 0x1BCA3),
+    (0x1D173, 0x1D17A), (0xE0000, 0xE0FFF), (0xFFF9, 0xFFFB),
+)  # fmt: skip
+
+
+def test_every_default_ignorable_code_point_is_invisible_and_removed() -> None:
+    for low, high in DEFAULT_IGNORABLE:
+        for code in range(low, high + 1):
+            assert INVISIBLE.match(chr(code)), hex(code)
+            assert visible_text(f"a{chr(code)}b") in ("ab", "a[1 hidden characters removed]b")
