@@ -160,3 +160,19 @@ async def test_front_matter_tags_and_description_are_searchable(tmp_path: Path) 
     hits = answer["contextPack"]["hits"]
     assert hits and hits[0]["title"] == "Redis out of memory"
     assert all("platform-team" not in h["content"] for h in hits)
+
+
+def test_a_yaml_alias_bomb_in_front_matter_is_read_at_once() -> None:
+    # Review: a 1 KiB header whose `tags` nests a 32-item list in itself 8 times (YAML
+    # anchors, "billion laughs") was walked item by item: 667 bytes took 24 s, 1 KiB years.
+    import time
+
+    from workers.sources.knowledge.markdown import read_markdown
+
+    lines = ["---", "l0: &l0 [" + ",".join(["x"] * 32) + "]"]
+    lines += [f"l{d}: &l{d} [" + ",".join([f"*l{d - 1}"] * 32) + "]" for d in range(1, 8)]
+    lines += ["tags: *l7", "aliases: [a, *l7, b]", "title: Bomb", "---", "# Body", "text"]
+    started = time.perf_counter()
+    page = read_markdown("\n".join(lines))
+    assert time.perf_counter() - started < 2.0
+    assert page.title == "Bomb" and page.meta == "a · b"

@@ -79,8 +79,9 @@ class Page:
 def _strings(value: Any) -> list[str]:
     if isinstance(value, str | int | float) and not isinstance(value, bool):
         return [str(value)[:_MAX_META_CHARS]]
-    if isinstance(value, list):
-        return [s for v in value[:_MAX_META_ITEMS] for s in _strings(v) if isinstance(v, str)]
+    if isinstance(value, list):  # strings only, never nested lists: YAML aliases can nest a
+        # list in itself 32 times per level (a kilobyte header, 32**8 items to walk)
+        return [v[:_MAX_META_CHARS] for v in value[:_MAX_META_ITEMS] if isinstance(v, str)]
     return []
 
 
