@@ -288,3 +288,32 @@ async def test_the_model_sees_the_brute_force_first_with_its_count(tmp_path: Pat
         "Failed password for root from <IP> port <NUM> ssh2",
         368,
     )
+
+
+def test_matches_past_the_template_bound_are_counted_in_a_pattern(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Review: once too many distinct templates stopped the figures (`templates_cut`), each
+    # new masked message was counted in match_count only: a brute force (and a FATAL) that
+    # began after the cut reached no pattern, and the shown counts summed below match_count
+    # with nothing saying so. The patterns' counts must add up to match_count.
+    from workers.sources.logs import records
+
+    monkeypatch.setattr(records, "MAX_TEMPLATES", 40)
+    rnd = random.Random(3)
+
+    def word() -> str:
+        return "".join(rnd.choice("abcdefghijklmnopqrstuvwxyz") for _ in range(6))
+
+    digest = Digest(8)
+    for i in range(200):  # every line its own template: two words, both unlike the others
+        digest.add(Entry(i * 1000, "INFO", "app", f"{word()} {word()}"))
+    assert digest.templates_cut
+    for i in range(200, 500):
+        digest.add(Entry(i * 1000, "ERROR", "sshd", f"Failed password for {word()} from 10.0.0.9"))
+    digest.add(Entry(501_000, "FATAL", "kernel", "panic: out of memory"))
+    scope = LogScope(topic=Topic.SYSTEM_EVENTS, query="", lookback_minutes=60,
+                     start_time="1970-01-01T00:00:00Z", end_time="1970-01-01T01:00:00Z")  # fmt: skip
+    upstream = digest.upstream("FILE", scope, UTC)
+    assert sum(p.count for p in upstream.patterns) == upstream.match_count == 501
+    assert "FATAL" in {p.level for p in upstream.patterns}

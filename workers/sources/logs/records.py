@@ -29,12 +29,23 @@ from contracts.results import JsonScalar, LogScope
 from workers.sources.logs.source import Clause, ParsedQuery, _field_hit
 from workers.sources.logs.templates import MAX_KEYS, mask, mine
 
-__all__ = ["MAX_TEMPLATES", "Digest", "Entry", "as_number", "entry_matches", "format_ms"]
+__all__ = [
+    "MAX_TEMPLATES",
+    "OTHER_TEMPLATE",
+    "Digest",
+    "Entry",
+    "as_number",
+    "entry_matches",
+    "format_ms",
+]
 
 SEPARATOR: Final = "\x1f"
 # Distinct masked messages tracked per call (bounded memory); past it more matches are still
 # counted (the answer is then `truncated` anyway: more matches than events).
 MAX_TEMPLATES: Final = MAX_KEYS
+# The pattern of the matches that came once the figures were full (`Digest.templates_cut`):
+# counted and dated, not mined.
+OTHER_TEMPLATE: Final = "<other messages: more distinct kinds than are grouped>"
 
 
 def format_ms(epoch_ms: int, zone: tzinfo = UTC) -> str:
@@ -152,6 +163,16 @@ class _Figures:
     def __init__(self, entry: Entry) -> None:
         self.count, self.first, self.last, self.severest = 1, entry, entry, entry
 
+    def add(self, entry: Entry) -> None:
+        """Count one more entry of this masked message."""
+        self.count += 1
+        if entry.key() < self.first.key():
+            self.first = entry
+        if entry.key() >= self.last.key():
+            self.last = entry
+        if level_rank(entry.level) > level_rank(self.severest.level):
+            self.severest = entry
+
     def absorb(self, other: _Figures) -> None:
         """Add the figures of another masked message of the same template."""
         self.count += other.count
@@ -169,6 +190,9 @@ class Digest:
         self.match_count = 0
         self.templates_cut = False
         self._figures: dict[str, _Figures] = {}  # per masked message
+        # The matches given no figure of their own once `templates_cut`: one pattern
+        # (`OTHER_TEMPLATE`), so the patterns' counts always add up to `match_count`.
+        self._rest: _Figures | None = None
         self._newest: list[tuple[tuple[int, str], int, Entry, str]] = []
         self._seq = 0
 
@@ -184,14 +208,12 @@ class Digest:
                 self._figures[key] = _Figures(entry)
             else:
                 self.templates_cut = True
+                if self._rest is None:
+                    self._rest = _Figures(entry)
+                else:
+                    self._rest.add(entry)
         else:
-            found.count += 1
-            if entry.key() < found.first.key():
-                found.first = entry
-            if entry.key() >= found.last.key():
-                found.last = entry
-            if level_rank(entry.level) > level_rank(found.severest.level):
-                found.severest = entry
+            found.add(entry)
         self._seq += 1
         item = (entry.key(), -self._seq, entry, key)  # masked once, not again at the end
         if len(self._newest) < self.sample_limit:
@@ -254,6 +276,11 @@ class Digest:
     ) -> LogsUpstream:
         """The answer: patterns over every match seen, a bounded sample, the count."""
         merged, template_of = self._mined()
+        if self._rest is not None:  # (a line reading as this text joins it, counted once)
+            if OTHER_TEMPLATE in merged:
+                merged[OTHER_TEMPLATE].absorb(self._rest)
+            else:
+                merged[OTHER_TEMPLATE] = self._rest
         patterns = [
             UpstreamPattern(
                 template=template,
