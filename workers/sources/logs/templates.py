@@ -26,7 +26,7 @@ from typing import Any, Final
 
 from drain3.drain import Drain
 
-__all__ = ["KEY_CHARS", "MAX_KEYS", "mask", "mine"]
+__all__ = ["KEY_CHARS", "MAX_KEYS", "MINE_TOKENS", "mask", "mine"]
 
 # A masked message is cut to this many characters (a template of a 1 MiB line is its head).
 KEY_CHARS: Final = 2000
@@ -36,6 +36,12 @@ MAX_KEYS: Final = 4_000
 # Clusters of one tree leaf compared with a new line, the newest first: bounds mining at
 # MAX_KEYS x _LEAF_SCAN comparisons (10,000 lines no two alike in one leaf took 3 minutes).
 _LEAF_SCAN: Final = 16
+# Tokens of a masked message Drain sees: each comparison costs a step per token, and 4,000
+# distinct 600-token lines took 9 s to mine (twice per call: at the fold and at the end).
+# A longer message is mined by its head, and its template ends in `MORE` (the model is shown
+# 240 characters of a template: a difference past its head would not show anyway).
+MINE_TOKENS: Final = 100
+MORE: Final = " …"
 
 _HEXD: Final = r"[0-9a-fA-F]"
 _DIGIT: Final = re.compile(r"\d")
@@ -131,14 +137,23 @@ def mine(masked: Iterable[str]) -> dict[str, str]:
     each message's first record, so the same lines give the same templates on every backend)."""
     drain = _drain()
     cluster_of: dict[str, int] = {}
+    cut: set[str] = set()
     for line in masked:
         if line not in cluster_of:
-            cluster, _ = drain.add_log_message(line)
+            tokens = line.split()
+            if len(tokens) > MINE_TOKENS:
+                cut.add(line)
+                cluster, _ = drain.add_log_message(" ".join(tokens[:MINE_TOKENS]))
+            else:
+                cluster, _ = drain.add_log_message(line)
             cluster_of[line] = cluster.cluster_id
     final = _merge_heads(
         {cid: drain.id_to_cluster[cid].log_template_tokens for cid in set(cluster_of.values())}
     )
-    return {line: final[cid] or line for line, cid in cluster_of.items()}
+    return {
+        line: (final[cid] or line) + (MORE if line in cut else "")
+        for line, cid in cluster_of.items()
+    }
 
 
 _MERGE_REST: Final = 3
