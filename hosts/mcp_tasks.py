@@ -201,11 +201,12 @@ def enable_tasks(
         if final is None:
             raise _error(_INVALID_PARAMS, "unknown or expired task")
         call = ToolCall(tool="", tool_call_id=tool_call_id, arguments={})
-        if step.cancelled and is_error(final):
+        observation = model_object(call, final)
+        if is_error(final) and _code(observation) == "CANCELLED":  # (with or without `cx`)
             return task(params.task_id, "cancelled", created, statusMessage="cancelled")
         inlined = {
             "content": [{"type": "text", "text": model_text(call, final)}],
-            "structuredContent": model_object(call, final),
+            "structuredContent": observation,
             "isError": is_error(final),
         }
         return task(params.task_id, "completed", created, result=inlined)
@@ -223,6 +224,12 @@ def enable_tasks(
     server.add_request_handler("tasks/get", TaskParams, on_get)
     server.add_request_handler("tasks/cancel", TaskParams, on_cancel)
     server.add_request_handler("tasks/update", TaskParams, on_update)
+
+
+def _code(observation: Mapping[str, Any]) -> object:
+    # The error code of a Model Observation (CANCELLED ends a task "cancelled").
+    error = observation.get("error")
+    return error.get("code") if isinstance(error, Mapping) else None
 
 
 def _said(step: Any) -> str:

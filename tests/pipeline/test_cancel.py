@@ -261,3 +261,46 @@ async def test_a_cancel_admitted_as_its_call_never_runs_before_its_cancel_applie
     assert code_of(final["call_7"]) == "CANCELLED"
     assert source.calls == 0
     assert_exactly_once(await books(redis, prefix, "s1"), ["call_7"])
+
+
+async def test_a_task_whose_call_ended_cancelled_reads_cancelled(
+    redis: Any, prefix: str, monkeypatch: Any
+) -> None:
+    # Review: `tasks/get` said "cancelled" only when the call's cancel mark (`cx`) was set,
+    # but a call can end ERROR/CANCELLED without it (a cancel admitted as its call, finished
+    # by the worker before cancel.lua ran: cancel.lua then finds it final and writes no mark).
+    # The task read "completed" with isError. The error code is what says it.
+    pytest.importorskip("mcp")
+    import workers.runtime.admission as admission_module
+    from hosts import mcp_server
+    from hosts.mcp_tasks import TaskHandles, enable_tasks
+
+    real = admission_module.apply_cancels
+
+    async def late(*args: Any, **kwargs: Any) -> None:
+        await anyio.sleep(1.0)
+        await real(*args, **kwargs)
+
+    monkeypatch.setattr(admission_module, "apply_cancels", late)
+    settings = settings_for(prefix)
+    async with EvidenceClient(redis, settings) as client:
+        await client.submit_many("s1", [kcall(8)])
+        assert await client.cancel("s1", "call_8") is True
+        stream = Keys(prefix).for_session("s1").requests
+        [(first, _f), _cancel] = await redis.xrange(stream, "-", "+")
+        await redis.xdel(stream, first)
+        async with running_worker(redis, settings, {"lookup_knowledge": RecordingSource()}):
+            final = await client.wait("s1", ["call_8"], timeout=5)
+            await anyio.sleep(1.5)  # cancel.lua has run too: it found the call final
+        assert code_of(final["call_8"]) == "CANCELLED"
+        server = mcp_server.build_server(mcp_server.queue_runner(client, 30.0), http=True)
+        handles = TaskHandles(b"review key")
+        enable_tasks(server, client, handles, ttl_ms=60_000)
+        entry = server.get_request_handler("tasks/get")
+        meta = {"io.modelcontextprotocol/clientCapabilities": {
+            "extensions": {"io.modelcontextprotocol/tasks": {}}}}  # fmt: skip
+        params = entry.params_type.model_validate(
+            {"taskId": handles.encode("s1", "call_8"), "_meta": meta}
+        )
+        got = await entry.handler(None, params)
+    assert got["status"] == "cancelled", got
