@@ -37,6 +37,7 @@ __all__ = [
     "FORMATS",
     "ClickhouseConnection",
     "ClickhouseTopic",
+    "FileSource",
     "FileTopic",
     "LogsConfig",
     "LogsConfigError",
@@ -49,8 +50,16 @@ __all__ = [
 ]
 
 ENV_VAR: Final = "ACI_LOGS_CONFIG"
-FORMATS: Final = ("jsonl", "logfmt", "cri", "syslog", "mysql_slow")
-Format = Literal["jsonl", "logfmt", "cri", "syslog", "mysql_slow"]
+FORMATS: Final = (
+    "jsonl", "logfmt", "cri", "syslog", "mysql_slow", "log4j", "apache_access", "nginx_access",
+    "apache_error", "nginx_error", "klog", "oslo", "plain", "regex",
+)  # fmt: skip
+Format = Literal[
+    "jsonl", "logfmt", "cri", "syslog", "mysql_slow", "log4j", "apache_access", "nginx_access",
+    "apache_error", "nginx_error", "klog", "oslo", "plain", "regex",
+]  # fmt: skip
+# Named groups of a `format = "regex"` pattern that are not fields of the record.
+REGEX_OWN_GROUPS: Final = ("time", "level", "message", "service")
 # Pseudo-filesystems: never log roots (a "log" there is kernel state or another process's).
 _FORBIDDEN_ROOTS: Final = ("/proc", "/sys", "/dev")
 _NAME: Final = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
@@ -95,6 +104,69 @@ class ScanBudget(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_field
             raise ValueError("max_seconds must be in (0, 600]")
 
 
+def _check_pattern(pattern: str, fmt: str, time_format: str) -> None:
+    if fmt != "regex":
+        if pattern:
+            raise ValueError('pattern: only for format = "regex"')
+        if time_format and fmt not in ("plain",):
+            raise ValueError('time_format: only for format = "regex" or "plain"')
+        return
+    if not pattern:
+        raise ValueError('pattern: missing key (format = "regex" needs a Python regex)')
+    try:
+        compiled = re.compile(pattern)
+    except re.error as exc:
+        raise ValueError(f"pattern: not a Python regular expression ({exc})") from None
+    if "time" not in compiled.groupindex:
+        raise ValueError("pattern: needs a named group (?P<time>...) for the record's time")
+    for name in compiled.groupindex:
+        if not _NAME.fullmatch(name):
+            raise ValueError(f"pattern: group {name!r} is not a field name (letters, digits, _)")
+
+
+def _check_source(source: FileSource | FileTopic) -> None:
+    """What one source must hold (the keys named relative to it)."""
+    if not source.paths:
+        raise ValueError("paths: give at least one glob")
+    if source.format is None:
+        raise ValueError("format: missing key")
+    for path in source.paths:
+        if not path.startswith("/"):
+            raise ValueError(f"paths: {path!r} must be absolute")
+    for name in source.fields:
+        if not _NAME.fullmatch(name):
+            raise ValueError(f"fields.{name}: a field name is letters, digits and _")
+    if source.timezone is not None:
+        try:
+            zone_of(source.timezone)
+        except ValueError as exc:
+            raise ValueError(f"timezone: {exc}") from None
+    _check_pattern(source.pattern, source.format, source.time_format)
+
+
+class FileSource(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """One set of files of a topic, all in one format (`[[topics.<TOPIC>.sources]]`)."""
+
+    paths: list[str]
+    format: Format
+    fields: dict[str, str] = {}
+    timezone: str | None = None
+    service: str = ""
+    time_unit: Literal["auto", "s", "ms", "us", "ns"] = "auto"
+    pattern: str = ""  # format = "regex": a Python regex with named groups
+    time_format: str = ""  # a strptime format of the time group; else ISO 8601 / epoch
+
+    def __post_init__(self) -> None:
+        _check_source(self)
+
+    def regex_fields(self) -> tuple[str, ...]:
+        """The fields a `regex` pattern's other named groups add."""
+        if self.format != "regex":
+            return ()
+        names = re.compile(self.pattern).groupindex
+        return tuple(n for n in names if n not in REGEX_OWN_GROUPS)
+
+
 class FileTopic(
     msgspec.Struct,
     frozen=True,
@@ -103,29 +175,43 @@ class FileTopic(
     tag="file",
     tag_field="backend",
 ):
-    """A topic read from log files matched by globs."""
+    """A topic read from log files matched by globs: one source given by the topic's own keys
+    (`paths`, `format`, ...), and/or several in `sources`, each with its own paths and format."""
 
-    paths: list[str]
-    format: Format
+    paths: list[str] = []
+    format: Format | None = None
     fields: dict[str, str] = {}
     timezone: str | None = None
     service: str = ""
     time_unit: Literal["auto", "s", "ms", "us", "ns"] = "auto"
+    pattern: str = ""
+    time_format: str = ""
+    sources: list[FileSource] = []
 
     def __post_init__(self) -> None:
-        if not self.paths:
-            raise ValueError("paths: give at least one glob")
-        for path in self.paths:
-            if not path.startswith("/"):
-                raise ValueError(f"paths: {path!r} must be absolute")
-        for name in self.fields:
-            if not _NAME.fullmatch(name):
-                raise ValueError(f"fields.{name}: a field name is letters, digits and _")
-        if self.timezone is not None:
-            try:
-                zone_of(self.timezone)
-            except ValueError as exc:
-                raise ValueError(f"timezone: {exc}") from None
+        if self.sources and not self.paths and self.format is None:
+            return
+        if not self.paths and not self.sources:
+            raise ValueError("paths: missing key")
+        _check_source(self)
+
+    def file_sources(self) -> list[FileSource]:
+        """Every source of the topic: the topic's own keys first, then `sources`."""
+        own: list[FileSource] = []
+        if self.paths and self.format is not None:
+            own.append(
+                FileSource(
+                    paths=self.paths,
+                    format=self.format,
+                    fields=self.fields,
+                    timezone=self.timezone,
+                    service=self.service,
+                    time_unit=self.time_unit,
+                    pattern=self.pattern,
+                    time_format=self.time_format,
+                )
+            )
+        return own + list(self.sources)
 
 
 class ClickhouseTopic(
@@ -235,16 +321,19 @@ def _check_roots(config: LogsConfig) -> None:
             )
         if not isinstance(entry, FileTopic):
             continue
-        for j, glob in enumerate(entry.paths):
-            path = PurePosixPath(os.path.normpath("/" + glob.lstrip("/")))
-            if not any(path.is_relative_to(r) for r in roots):
-                raise LogsConfigError(
-                    f"{ENV_VAR}: topics.{topic.value}.paths[{j}]: not under any of roots"
-                )
-            if any(ch in str(path.parent) for ch in "*?["):
-                raise LogsConfigError(
-                    f"{ENV_VAR}: topics.{topic.value}.paths[{j}]: wildcards only in the file name"
-                )
+        own = 1 if entry.paths else 0
+        for i, source in enumerate(entry.file_sources()):
+            where = "" if i < own else f"sources[{i - own}]."
+            for j, glob in enumerate(source.paths):
+                _check_glob(glob, roots, f"topics.{topic.value}.{where}paths[{j}]")
+
+
+def _check_glob(glob: str, roots: list[PurePosixPath], key: str) -> None:
+    path = PurePosixPath(os.path.normpath("/" + glob.lstrip("/")))
+    if not any(path.is_relative_to(r) for r in roots):
+        raise LogsConfigError(f"{ENV_VAR}: {key}: not under any of roots")
+    if any(ch in str(path.parent) for ch in "*?["):
+        raise LogsConfigError(f"{ENV_VAR}: {key}: wildcards only in the file name")
 
 
 def _key_of(message: str) -> tuple[str, str]:

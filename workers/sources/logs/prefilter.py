@@ -25,6 +25,7 @@ from typing import Final
 
 import msgspec
 
+from workers.sources.logs.levels import LEVEL_WORDS, SYSLOG_NAMES
 from workers.sources.logs.records import SEPARATOR
 from workers.sources.logs.source import ParsedQuery
 
@@ -69,7 +70,7 @@ class Prefilter:
     __slots__ = ("numbers", "numeric", "terms")
 
     def __init__(self, query: ParsedQuery, fmt: str, service: str) -> None:
-        derived = (*_LEVELS, service.lower())
+        derived = (*_LEVELS, *(w.lower() for w in LEVEL_WORDS), *SYSLOG_NAMES, service.lower())
         terms = [
             c.value
             for c in query.clauses

@@ -25,6 +25,7 @@ from contracts.results import LogScope
 from contracts.status import ErrorCode, Topic
 from workers.sources.base import SourceError
 from workers.sources.logs.deadline import StopFlag, run_stoppable
+from workers.sources.logs.levels import canonical_level
 from workers.sources.logs.mocklog import (
     DEFAULT_SCENARIO,
     NUMERIC_FIELDS,
@@ -79,13 +80,26 @@ def _bad(message: str) -> SourceError:
 
 
 def _read_quoted(text: str, start: int) -> tuple[str, int]:
-    end = text.find('"', start + 1)
-    if end < 0:
-        raise _bad(f'unbalanced quote: the " at character {start + 1} is never closed')
+    # `\"` is a quote inside the phrase and `\\` a backslash; any other backslash is itself.
+    out: list[str] = []
+    pos, n = start + 1, len(text)
+    while True:
+        end = text.find('"', pos)
+        slash = text.find("\\", pos, end if end >= 0 else n)
+        if slash >= 0:
+            out.append(text[pos:slash])
+            following = text[slash + 1 : slash + 2]
+            out.append(following if following in ('"', "\\") else "\\")
+            pos = slash + (2 if following in ('"', "\\") else 1)
+            continue
+        if end < 0:
+            raise _bad(f'unbalanced quote: the " at character {start + 1} is never closed')
+        out.append(text[pos:end])
+        break
     after = end + 1
-    if after < len(text) and not text[after].isspace():
+    if after < n and not text[after].isspace():
         raise _bad(f"unexpected {text[after]!r} right after the closing quote at character {after}")
-    return text[start + 1 : end], after
+    return "".join(out), after
 
 
 # Forms an LLM writes from other query languages: read literally, substrings that almost never
@@ -132,6 +146,8 @@ def _field_clause(name: str, value: str, negated: bool, at: int, *, quoted: bool
             raise _bad(f"{name}:{compared.group(1)} at character {at} needs a number")
         return Clause(field=field, op=_OPS[compared.group(1)], number=number, negated=negated)
     stripped = value.strip("*").lower()
+    if field == "level":  # level:WARNING, level:notice, level:E: the level records carry
+        stripped = (canonical_level(stripped) or stripped).lower()
     return Clause(field=field, value=stripped, number=_number(stripped), negated=negated)
 
 
