@@ -21,7 +21,7 @@ LEVEL_WORDS: Final = {
     "FATAL": "FATAL", "CRITICAL": "FATAL", "CRIT": "FATAL", "ALERT": "FATAL",
     "EMERG": "FATAL", "PANIC": "FATAL", "DPANIC": "FATAL", "SEVERE": "ERROR",
     "EMERGENCY": "FATAL", "INFORMATIONAL": "INFO", "FINE": "DEBUG", "FINER": "TRACE",
-    "FINEST": "TRACE", "CONFIG": "INFO", "VERBOSE": "TRACE",
+    "FINEST": "TRACE", "CONFIG": "INFO", "VERBOSE": "TRACE", "NOTE": "INFO",
     # single letters: klog/glog I/W/E/F, Android V/D/I/W/E/F/A
     "T": "TRACE", "V": "TRACE", "D": "DEBUG", "I": "INFO", "N": "INFO", "W": "WARN",
     "E": "ERROR", "F": "FATAL", "C": "FATAL", "A": "FATAL",

@@ -59,7 +59,7 @@ _EXCEPTION: Final = re.compile(
 )
 _LEVEL_WORD: Final = (
     r"TRACE|DEBUG|INFO|NOTICE|WARN(?:ING)?|ERROR|SEVERE|FATAL|CRIT(?:ICAL)?|ALERT|EMERG"
-    r"|FINE(?:R|ST)?|CONFIG|trace|debug|info|notice|warn(?:ing)?|error|fatal|critical"
+    r"|FINE(?:R|ST)?|CONFIG|Note|Warning|trace|debug|info|notice|warn(?:ing)?|error|fatal|critical"
 )
 _LOG4J: Final = re.compile(
     r"\[?" + STAMP + r"\]?\s+(?P<pre>.{0,80}?)(?<![\w.$])(?P<level>" + _LEVEL_WORD + r")\b:?"
@@ -70,8 +70,8 @@ _LOG4J_REST: Final = re.compile(r"(?P<head>.{0,300}?)(?P<sep> - |: | : )(?P<mess
 _THREAD: Final = re.compile(r"\[([^\]\[]*(?:\[[^\]]*\][^\]\[]*)*)\]")
 _LOGGER: Final = re.compile(r"[A-Za-z_$][\w$]*(?:\.[\w$]+)+(?:@\d+)?")
 _NAME: Final = re.compile(r"[\w$.@-]+")
-_PLAIN: Final = re.compile(
-    r"\[?" + STAMP + r"\]?(?:\s+[\[<(]?(?P<level>" + _LEVEL_WORD + r")\b[\]>)]?:?)?"
+_PLAIN: Final = re.compile(  # MariaDB: `2024-01-15 10:15:30 0 [Note] ...` (a thread id first)
+    r"\[?" + STAMP + r"\]?(?:\s+(?:\d+\s+)?[\[<(]?(?P<level>" + _LEVEL_WORD + r")\b[\]>)]?:?)?"
     r"\s*(?P<message>.*)",
     re.S,
 )
@@ -302,9 +302,10 @@ def _oslo(zone: tzinfo, now_ms: int) -> Head:
         if epoch is None:
             return None
         fields: dict[str, JsonScalar] = {"pid": found.group("pid"), "logger": found.group("logger")}
-        context = (found.group("context") or "").split()
-        if context and context[0].startswith("req-"):
-            fields["request_id"] = context[0]
+        for token in (found.group("context") or "").split()[:2]:  # [global_id request_id ...]
+            if token.startswith("req-"):
+                fields["request_id"] = token
+                break
         return _entry(epoch, found.group("level"), found.group("message"), fields)
 
     return head
