@@ -289,3 +289,23 @@ def test_crlf_files_leave_no_carriage_return(tmp_path: Path) -> None:
     assert found.match_count == 6
     assert not any("\r" in r.message or "\r" in (r.template or "") for r in found.records)
     assert not any("\r" in p.template for p in found.patterns)
+
+
+def test_a_quote_inside_a_phrase_and_level_synonyms_in_queries() -> None:
+    from workers.sources.logs.source import parse_log_query
+
+    (phrase,) = parse_log_query(r'"say \"hi\" now"').clauses
+    assert phrase.value == 'say "hi" now'
+    (slash,) = parse_log_query(r'"C:\\tmp\x"').clauses
+    assert slash.value == r"c:\tmp\x"
+    levels = [
+        c.value for c in parse_log_query("level:WARNING level:notice level:crit level:E").clauses
+    ]
+    assert levels == ["warn", "info", "fatal", "error"]
+
+
+def test_a_phrase_with_an_escaped_quote_finds_the_record(tmp_path: Path) -> None:
+    (tmp_path / "a.log").write_text('2026-12-04 11:50:00 ERROR key "tenant" missing\n')
+    os.utime(tmp_path / "a.log", (NOW, NOW))
+    source = file_source(tmp_path, "plain", ["a.log"], now=NOW)
+    assert search(source, r'"key \"tenant\" missing"').match_count == 1

@@ -32,6 +32,7 @@ from contracts.fingerprint import DEFAULT_LOOKBACK_MINUTES
 from contracts.requests import LOOKBACK_MAX_MINUTES
 from contracts.status import Topic
 from pipeline.settings import SettingsError
+from workers.sources.logs.regex_config import check_pattern
 
 __all__ = [
     "FORMATS",
@@ -104,26 +105,6 @@ class ScanBudget(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_field
             raise ValueError("max_seconds must be in (0, 600]")
 
 
-def _check_pattern(pattern: str, fmt: str, time_format: str) -> None:
-    if fmt != "regex":
-        if pattern:
-            raise ValueError('pattern: only for format = "regex"')
-        if time_format and fmt not in ("plain",):
-            raise ValueError('time_format: only for format = "regex" or "plain"')
-        return
-    if not pattern:
-        raise ValueError('pattern: missing key (format = "regex" needs a Python regex)')
-    try:
-        compiled = re.compile(pattern)
-    except re.error as exc:
-        raise ValueError(f"pattern: not a Python regular expression ({exc})") from None
-    if "time" not in compiled.groupindex:
-        raise ValueError("pattern: needs a named group (?P<time>...) for the record's time")
-    for name in compiled.groupindex:
-        if not _NAME.fullmatch(name):
-            raise ValueError(f"pattern: group {name!r} is not a field name (letters, digits, _)")
-
-
 def _check_source(source: FileSource | FileTopic) -> None:
     """What one source must hold (the keys named relative to it)."""
     if not source.paths:
@@ -141,7 +122,7 @@ def _check_source(source: FileSource | FileTopic) -> None:
             zone_of(source.timezone)
         except ValueError as exc:
             raise ValueError(f"timezone: {exc}") from None
-    _check_pattern(source.pattern, source.format, source.time_format)
+    check_pattern(source.pattern, source.format, source.time_format)
 
 
 class FileSource(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
