@@ -41,7 +41,7 @@ from workers.sources.logs.formats import make_parser
 from workers.sources.logs.prefilter import Prefilter
 from workers.sources.logs.records import Digest, Entry, entry_matches, format_ms
 from workers.sources.logs.source import ParsedQuery, check_fields, parse_log_query
-from workers.sources.logs.textformats import TEXT_FORMAT_FIELDS
+from workers.sources.logs.textformats import TEXT_FORMAT_FIELDS, HeadParser
 
 __all__ = ["FORMAT_FIELDS", "FileLogSource"]
 
@@ -186,9 +186,20 @@ class FileLogSource:
             file.real, source.pattern, source.time_format,
         )  # fmt: skip
         may_match = prefilter.may_match if prefilter.terms else None
+        if may_match is not None and isinstance(parser, HeadParser):
+            parser.keep, may_match = may_match, None  # over whole records, not lines
         start_ms, end_ms = window
         parsed, last_ms = 0, file.mtime_ms
-        as_text = text_ok and source.format != "mysql_slow"
+        rejected = parser.rejected if isinstance(parser, HeadParser) else None
+
+        def as_text(lines: list[str]) -> None:
+            for line in lines:
+                text = Entry(last_ms, "", source.service, line.strip())
+                if start_ms <= last_ms <= end_ms and entry_matches(query, text):
+                    digest.add(text)
+                    tally.text_matches += 1
+
+        text_ok = text_ok and source.format != "mysql_slow"
         for line in reader.lines_of(file):
             if may_match is not None and not may_match(line):
                 continue  # cannot match: skip the parse
@@ -197,16 +208,19 @@ class FileLogSource:
                 parsed, last_ms = parsed + 1, found.epoch_ms
                 if start_ms <= found.epoch_ms <= end_ms and entry_matches(query, found):
                     digest.add(found)
-            if as_text and parser.failed != failed and start_ms <= last_ms <= end_ms:
-                text = Entry(last_ms, "", source.service, line.strip())
-                if entry_matches(query, text):
-                    digest.add(text)
-                    tally.text_matches += 1
+            if rejected:  # a multi-line parser says which lines were no record
+                if text_ok:
+                    as_text(rejected)
+                rejected.clear()
+            elif text_ok and parser.failed != failed and rejected is None:
+                as_text([line])
         for found in parser.flush():
             parsed += 1
             if start_ms <= found.epoch_ms <= end_ms and entry_matches(query, found):
                 digest.add(found)
-        tally.parsed += parsed
+        if rejected and text_ok:
+            as_text(rejected)
+        tally.parsed += parsed + getattr(parser, "skipped", 0)
         tally.failed += parser.failed
         if parsed == 0 and parser.failed > 0:
             tally.files_unparsed += 1

@@ -29,10 +29,19 @@ from workers.sources.logs.levels import LEVEL_WORDS, SYSLOG_NAMES
 from workers.sources.logs.records import SEPARATOR
 from workers.sources.logs.source import ParsedQuery
 
-__all__ = ["LINE_FORMATS", "Prefilter"]
+__all__ = ["LINE_FORMATS", "RECORD_FORMATS", "Prefilter"]
 
 # Formats where one line is one record, so a term the record needs is in that line's text.
 LINE_FORMATS: Final = ("jsonl", "logfmt", "syslog")
+# Text formats whose record (a head line and its continuation lines) holds every text the
+# matcher compares as written: the prefilter runs on the record's raw text before it is built
+# (`HeadParser.keep`). Access logs re-compose their message (`GET /x HTTP/1.1 200 6` from
+# `"GET /x HTTP/1.1" 200 6`): only their terms without a space or a quote are used.
+RECORD_FORMATS: Final = (
+    "log4j", "apache_error", "nginx_error", "klog", "oslo", "plain", "regex",
+    "apache_access", "nginx_access",
+)  # fmt: skip
+_RECOMPOSED: Final = ("apache_access", "nginx_access")
 _LEVELS: Final = ("trace", "debug", "info", "warn", "error", "fatal")
 # What a rendered number is made of (Python's `str` of a float, msgspec's JSON of one).
 _NUMBER_CHARS: Final = frozenset("0123456789.e+-")
@@ -78,7 +87,8 @@ class Prefilter:
             and c.field != "level" and not any(c.value in d for d in derived)
             and not (fmt == "syslog" and c.value.isdigit()) and SEPARATOR not in c.value
             and not (fmt == "jsonl" and not _STRUCTURE.isdisjoint(c.value))
-        ] if fmt in LINE_FORMATS else []  # fmt: skip
+            and not (fmt in _RECOMPOSED and (" " in c.value or '"' in c.value))
+        ] if fmt in LINE_FORMATS or fmt in RECORD_FORMATS else []  # fmt: skip
         self.terms = terms
         self.numbers = fmt == "jsonl"  # logfmt and syslog keep every value as written
         self.numeric = frozenset(t for t in terms if _NUMBER_CHARS.issuperset(t))

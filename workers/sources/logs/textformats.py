@@ -13,7 +13,7 @@ Named formats (docs/logs.md has an example line of each):
 - `regex`: the operator's Python regex with named groups `time`, `level`, `message`,
   `service`; every other named group is a field; `time_format` a strptime format.
 
-A line that is not a head continues the open record when it looks like a continuation (an
+Records span lines (`multiline.HeadParser`): a continuation line (an
 indented line, `Caused by:`, `... 3 more`, a `Traceback`, an exception class followed by its
 message, a line of a joined record up to `MAX_JOINED_LINES`); else it is counted in `failed`
 (the FILE source then still matches it as text: nothing is dropped silently).
@@ -29,13 +29,12 @@ from typing import Final
 from contracts.results import JsonScalar
 from workers.sources.logs.formats import level_of, parse_time
 from workers.sources.logs.levels import keep_level_name
+from workers.sources.logs.multiline import HeadParser, Pending
 from workers.sources.logs.records import Entry
 from workers.sources.logs.stamps import STAMP, stamp_ms, strptime_ms
 
 __all__ = ["TEXT_FORMAT_FIELDS", "HeadParser", "make_text_parser"]
 
-MAX_JOINED_LINES: Final = 1000
-MAX_JOINED_CHARS: Final = 64 * 1024
 # Fields each text format adds (so a query may name them).
 TEXT_FORMAT_FIELDS: Final[dict[str, tuple[str, ...]]] = {
     "log4j": ("thread", "logger", "exception"),
@@ -50,13 +49,6 @@ TEXT_FORMAT_FIELDS: Final[dict[str, tuple[str, ...]]] = {
 }  # fmt: skip
 TEXT_FORMAT_FIELDS["nginx_access"] = TEXT_FORMAT_FIELDS["apache_access"]
 
-_CONTINUATION: Final = re.compile(
-    r"\s|Caused by:|Suppressed:|Traceback \(|\.\.\. \d+ (?:more|common frames omitted)"
-    r"|[\w$]+(?:\.[\w$]+)+(?::|$)|[A-Z]\w*(?:Error|Exception|Warning|Exit|Interrupt)\b(?::|$)"
-)
-_EXCEPTION: Final = re.compile(
-    r"\s*(?:Caused by: )?([\w$]+(?:\.[\w$]+)*(?:Exception|Error|Throwable|Exit|Interrupt))\b"
-)
 _LEVEL_WORD: Final = (
     r"TRACE|DEBUG|INFO|NOTICE|WARN(?:ING)?|ERROR|SEVERE|FATAL|CRIT(?:ICAL)?|ALERT|EMERG"
     r"|FINE(?:R|ST)?|CONFIG|Note|Warning|trace|debug|info|notice|warn(?:ing)?|error|fatal|critical"
@@ -104,7 +96,7 @@ _OSLO: Final = re.compile(
 )
 _SHAPES: Final = ("iso", "slash", "yslash", "compact", "dmy", "ctime", "clf", "bsd", "clock")
 
-Head = Callable[[str], Entry | None]
+Head = Callable[[str], Pending | None]
 
 
 def _entry(epoch: int, raw_level: str | None, message: str, fields: dict[str, JsonScalar]) -> Entry:
@@ -122,91 +114,56 @@ def _stamp(found: re.Match[str], zone: tzinfo, now_ms: int) -> int | None:
     return None  # pragma: no cover - the pattern always sets one shape
 
 
-class HeadParser:
-    """Lines to entries: a head starts a record, continuation lines join it."""
-
-    def __init__(self, head: Head, service: str) -> None:
-        self.head, self.service, self.failed = head, service, 0
-        self._open: Entry | None = None
-        self._more: list[str] = []
-        self._size = 0
-
-    def feed(self, line: str) -> list[Entry]:
-        text = line.rstrip("\r\n")
-        if not text.strip():
-            return []
-        found = self.head(text)
-        if found is not None:
-            out = self.flush()
-            if not found.service:
-                found.service = self.service
-            self._open = found
-            return out
-        if self._open is not None and _CONTINUATION.match(text):
-            if len(self._more) < MAX_JOINED_LINES and self._size < MAX_JOINED_CHARS:
-                self._more.append(text)
-                self._size += len(text) + 1
-            return []
-        self.failed += 1
-        return []
-
-    def flush(self) -> list[Entry]:
-        entry, more = self._open, self._more
-        self._open, self._more, self._size = None, [], 0
-        if entry is None:
-            return []
-        if more:
-            entry.message = "\n".join([entry.message, *more])
-            if "exception" not in entry.fields:
-                for line in more:
-                    if thrown := _EXCEPTION.match(line):
-                        entry.fields["exception"] = thrown.group(1)
-                        break
-        return [entry]
-
-
 def _log4j(zone: tzinfo, now_ms: int) -> Head:
-    def head(text: str) -> Entry | None:
+    def head(text: str) -> Pending | None:
         found = _LOG4J.match(text)
         if found is None:
             return None
-        epoch = _stamp(found, zone, now_ms)
-        if epoch is None:
-            return None
-        fields: dict[str, JsonScalar] = {}
-        rest = found.group("rest")
-        split = _LOG4J_REST.match(rest)
-        before = found.group("pre") + " " + (split.group("head") if split else "")
-        if thread := _THREAD.search(before):
-            fields["thread"] = thread.group(1).strip()
-            before = before[: thread.start()] + " " + before[thread.end() :]
-        # The logger: the one name left beside a pid and `---` (Spring Boot); text before
-        # `: ` that is not such a name belongs to the message ("Failed to reach Redis: ...").
-        names = [t for t in before.split() if not t.isdigit() and t.strip("-")]
-        logger = None
-        if split is not None and len(names) == 1:  # `%c - %m` names any logger; `: ` a dotted one
-            named = _NAME if split.group("sep") != ": " else _LOGGER
-            logger = names[0] if named.fullmatch(names[0]) else None
-        if logger is not None:
-            fields["logger"] = logger
-        elif split is not None and not names and "thread" in fields:
-            logger = ""  # `[thread] - message` (Zookeeper): the message follows the separator
-        message = split.group("message") if split is not None and logger is not None else rest
-        return _entry(epoch, found.group("level"), message, fields)
+
+        def when() -> int | None:
+            return _stamp(found, zone, now_ms)
+
+        def build(epoch: int) -> Entry:
+            fields: dict[str, JsonScalar] = {}
+            rest = found.group("rest")
+            split = _LOG4J_REST.match(rest)
+            before = found.group("pre") + " " + (split.group("head") if split else "")
+            if thread := _THREAD.search(before):
+                fields["thread"] = thread.group(1).strip()
+                before = before[: thread.start()] + " " + before[thread.end() :]
+            # The logger: the one name left beside a pid and `---` (Spring Boot); text before
+            # `: ` that is not such a name belongs to the message ("Failed to reach Redis: ...").
+            names = [t for t in before.split() if not t.isdigit() and t.strip("-")]
+            logger = None
+            if split is not None and len(names) == 1:  # `%c - %m`: any name; `: ` a dotted one
+                named = _NAME if split.group("sep") != ": " else _LOGGER
+                logger = names[0] if named.fullmatch(names[0]) else None
+            if logger is not None:
+                fields["logger"] = logger
+            elif split is not None and not names and "thread" in fields:
+                logger = ""  # `[thread] - message` (Zookeeper): the message follows the separator
+            message = split.group("message") if split is not None and logger is not None else rest
+            return _entry(epoch, found.group("level"), message, fields)
+
+        return when, build
 
     return head
 
 
 def _plain(zone: tzinfo, now_ms: int, time_format: str) -> Head:
-    def head(text: str) -> Entry | None:
+    def head(text: str) -> Pending | None:
         found = _PLAIN.match(text)
         if found is None:
             return None
-        epoch = _stamp(found, zone, now_ms)
-        if epoch is None:
-            return None
-        level = found.group("level")
-        return _entry(epoch, level, found.group("message"), {})
+
+        def when() -> int | None:
+            return _stamp(found, zone, now_ms)
+
+        def build(epoch: int) -> Entry:
+            level = found.group("level")
+            return _entry(epoch, level, found.group("message"), {})
+
+        return when, build
 
     if not time_format:
         return head
@@ -214,99 +171,140 @@ def _plain(zone: tzinfo, now_ms: int, time_format: str) -> Head:
 
 
 def _apache_error(zone: tzinfo, now_ms: int) -> Head:
-    def head(text: str) -> Entry | None:
+    def head(text: str) -> Pending | None:
         found = _APACHE_ERROR.match(text)
-        epoch = _stamp(found, zone, now_ms) if found else None
-        if found is None or epoch is None:
+        if found is None:
             return None
-        fields: dict[str, JsonScalar] = {
-            k: v for k in ("module", "pid", "client") if (v := found.group(k)) is not None
-        }
-        return _entry(epoch, found.group("level"), found.group("message"), fields)
+
+        def when() -> int | None:
+            return _stamp(found, zone, now_ms)
+
+        def build(epoch: int) -> Entry:
+            fields: dict[str, JsonScalar] = {
+                k: v for k in ("module", "pid", "client") if (v := found.group(k)) is not None
+            }
+            return _entry(epoch, found.group("level"), found.group("message"), fields)
+
+        return when, build
 
     return head
 
 
 def _nginx_error(zone: tzinfo, now_ms: int) -> Head:
-    def head(text: str) -> Entry | None:
+    def head(text: str) -> Pending | None:
         found = _NGINX_ERROR.match(text)
-        epoch = _stamp(found, zone, now_ms) if found else None
-        if found is None or epoch is None:
+        if found is None:
             return None
-        message = found.group("message")
-        fields: dict[str, JsonScalar] = {"pid": found.group("pid")}
-        if found.group("connection"):
-            fields["connection"] = found.group("connection")
-        if client := _NGINX_CLIENT.search(message):
-            fields["client"] = client.group(1)
-        return _entry(epoch, found.group("level"), message, fields)
+
+        def when() -> int | None:
+            return _stamp(found, zone, now_ms)
+
+        def build(epoch: int) -> Entry:
+            message = found.group("message")
+            fields: dict[str, JsonScalar] = {"pid": found.group("pid")}
+            if found.group("connection"):
+                fields["connection"] = found.group("connection")
+            if client := _NGINX_CLIENT.search(message):
+                fields["client"] = client.group(1)
+            return _entry(epoch, found.group("level"), message, fields)
+
+        return when, build
 
     return head
 
 
 def _access(zone: tzinfo, now_ms: int) -> Head:
-    def head(text: str) -> Entry | None:
+    def head(text: str) -> Pending | None:
         found = _ACCESS.match(text)
-        epoch = _stamp(found, zone, now_ms) if found else None
-        if found is None or epoch is None:
+        if found is None:
             return None
-        request, status, size = found.group("request", "status", "bytes")
-        fields: dict[str, JsonScalar] = {"client": found.group("client")}
-        if found.group("user") != "-":
-            fields["user"] = found.group("user")
-        if parts := _REQUEST.fullmatch(request):
-            fields["method"], fields["uri"] = parts.group(1), parts.group(2)
-            if parts.group(3):
-                fields["protocol"] = parts.group(3)
-        code = int(status) if status.isdigit() else None
-        if code is not None:
-            fields["http_status"] = code
-        if size.isdigit() and len(size) < 19:
-            fields["bytes"] = int(size)
-        referer, agent = found.group("referer", "agent")
-        if referer not in (None, "-"):
-            fields["referer"] = referer
-        if agent not in (None, "-"):
-            fields["user_agent"] = agent
-        level = (
-            "" if code is None else "ERROR" if code >= 500 else "WARN" if code >= 400 else "INFO"
-        )
-        return Entry(epoch, level, "", f"{request} {status} {size}", fields)
+
+        def when() -> int | None:
+            return _stamp(found, zone, now_ms)
+
+        def build(epoch: int) -> Entry:
+            request, status, size = found.group("request", "status", "bytes")
+            fields: dict[str, JsonScalar] = {"client": found.group("client")}
+            if found.group("user") != "-":
+                fields["user"] = found.group("user")
+            if parts := _REQUEST.fullmatch(request):
+                fields["method"], fields["uri"] = parts.group(1), parts.group(2)
+                if parts.group(3):
+                    fields["protocol"] = parts.group(3)
+            code = int(status) if status.isdigit() else None
+            if code is not None:
+                fields["http_status"] = code
+            if size.isdigit() and len(size) < 19:
+                fields["bytes"] = int(size)
+            referer, agent = found.group("referer", "agent")
+            if referer not in (None, "-"):
+                fields["referer"] = referer
+            if agent not in (None, "-"):
+                fields["user_agent"] = agent
+            level = (
+                ""
+                if code is None
+                else "ERROR"
+                if code >= 500
+                else "WARN"
+                if code >= 400
+                else "INFO"
+            )
+            return Entry(epoch, level, "", f"{request} {status} {size}", fields)
+
+        return when, build
 
     return head
 
 
 def _klog(zone: tzinfo, now_ms: int) -> Head:
-    def head(text: str) -> Entry | None:
+    def head(text: str) -> Pending | None:
         found = _KLOG.match(text)
         if found is None:
             return None
         mmdd = found.group("mmdd")
-        epoch = strptime_ms(
-            f"{mmdd[:2]}-{mmdd[2:]} {found.group('clock')[:15]}", "%m-%d %H:%M:%S.%f", zone, now_ms
-        )
-        if epoch is None:
-            return None
-        fields: dict[str, JsonScalar] = {"pid": found.group("pid"), "source": found.group("source")}
-        return _entry(epoch, found.group("level"), found.group("message"), fields)
+
+        def when() -> int | None:
+            return strptime_ms(
+                f"{mmdd[:2]}-{mmdd[2:]} {found.group('clock')[:15]}",
+                "%m-%d %H:%M:%S.%f",
+                zone,
+                now_ms,
+            )
+
+        def build(epoch: int) -> Entry:
+            fields: dict[str, JsonScalar] = {
+                "pid": found.group("pid"),
+                "source": found.group("source"),
+            }
+            return _entry(epoch, found.group("level"), found.group("message"), fields)
+
+        return when, build
 
     return head
 
 
 def _oslo(zone: tzinfo, now_ms: int) -> Head:
-    def head(text: str) -> Entry | None:
+    def head(text: str) -> Pending | None:
         found = _OSLO.match(text)
         if found is None:
             return None
-        epoch = stamp_ms("iso", found.group("iso"), zone, now_ms)
-        if epoch is None:
-            return None
-        fields: dict[str, JsonScalar] = {"pid": found.group("pid"), "logger": found.group("logger")}
-        for token in (found.group("context") or "").split()[:2]:  # [global_id request_id ...]
-            if token.startswith("req-"):
-                fields["request_id"] = token
-                break
-        return _entry(epoch, found.group("level"), found.group("message"), fields)
+
+        def when() -> int | None:
+            return stamp_ms("iso", found.group("iso"), zone, now_ms)
+
+        def build(epoch: int) -> Entry:
+            fields: dict[str, JsonScalar] = {
+                "pid": found.group("pid"),
+                "logger": found.group("logger"),
+            }
+            for token in (found.group("context") or "").split()[:2]:  # [global_id request_id ...]
+                if token.startswith("req-"):
+                    fields["request_id"] = token
+                    break
+            return _entry(epoch, found.group("level"), found.group("message"), fields)
+
+        return when, build
 
     return head
 
@@ -316,22 +314,32 @@ def _regex(pattern: str, time_format: str, zone: tzinfo, now_ms: int) -> Head:
     own = ("time", "level", "message", "service")
     others = [n for n in compiled.groupindex if n not in own]
 
-    def head(text: str) -> Entry | None:
+    def head(text: str) -> Pending | None:
         found = compiled.search(text)
         if found is None or found.group("time") is None:
             return None
-        when = found.group("time")
-        epoch = (
-            strptime_ms(when, time_format, zone, now_ms) if time_format else parse_time(when, zone)
-        )
-        if epoch is None:
-            return None
-        groups = found.groupdict()
-        level, message, service = groups.get("level"), groups.get("message"), groups.get("service")
-        fields: dict[str, JsonScalar] = {n: groups[n] for n in others if groups[n] is not None}
-        found_entry = _entry(epoch, level, message if message is not None else text, fields)
-        found_entry.service = service or ""
-        return found_entry
+        stamp = found.group("time")
+
+        def when() -> int | None:
+            return (
+                strptime_ms(stamp, time_format, zone, now_ms)
+                if time_format
+                else parse_time(stamp, zone)
+            )
+
+        def build(epoch: int) -> Entry:
+            groups = found.groupdict()
+            level, message, service = (
+                groups.get("level"),
+                groups.get("message"),
+                groups.get("service"),
+            )
+            fields: dict[str, JsonScalar] = {n: groups[n] for n in others if groups[n] is not None}
+            found_entry = _entry(epoch, level, message if message is not None else text, fields)
+            found_entry.service = service or ""
+            return found_entry
+
+        return when, build
 
     return head
 
