@@ -13,10 +13,9 @@ Named formats (docs/logs.md has an example line of each):
 - `regex`: the operator's Python regex with named groups `time`, `level`, `message`,
   `service`; every other named group is a field; `time_format` a strptime format.
 
-Records span lines (`multiline.HeadParser`): a continuation line (an
-indented line, `Caused by:`, `... 3 more`, a `Traceback`, an exception class followed by its
-message, a line of a joined record up to `MAX_JOINED_LINES`); else it is counted in `failed`
-(the FILE source then still matches it as text: nothing is dropped silently).
+Records span lines (`multiline.HeadParser`): an indented line, `Caused by:`, `... 3 more`, a
+`Traceback` or an exception class continues the record before it; any other line that is no
+head is counted (the FILE source still matches it as text: nothing is dropped silently).
 """
 
 from __future__ import annotations
