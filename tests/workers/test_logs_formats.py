@@ -339,7 +339,9 @@ def test_the_record_prefilter_never_hides_a_match(tmp_path: Path, name: str) -> 
     records = [e for line in text.splitlines(True) for e in parser.feed(line)] + parser.flush()
     words = sorted({w for w in text.split() if '"' not in w and "\\" not in w})[:120]
     pairs = [
-        " ".join(p) for line in text.splitlines()[:12] for p in zip(line.split(), line.split()[1:])
+        " ".join(p)
+        for line in text.splitlines()[:12]
+        for p in zip(line.split(), line.split()[1:], strict=False)
     ]
     queries = [*words, *(f'"{p}"' for p in pairs if '"' not in p and "\\" not in p)]
     sample(tmp_path, name)
