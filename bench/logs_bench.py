@@ -258,12 +258,13 @@ def bench_text(records: int) -> None:
 
 def bench_memory(gigabytes: float) -> None:
     """Peak resident memory of one FILE call over a file of `gigabytes` (a child process, so
-    the figure is the call's own): JSON lines with 40 fields each, an empty query."""
+    the figure is the call's own): JSON lines each with a request body of 300 keys logged as
+    an object (issue 31's attack: 602 MiB for 60 MiB read), an empty query (every line parsed)."""
     import subprocess
 
     root = Path(tempfile.mkdtemp(prefix="aci-logs-bench-"))
     path = root / "big.jsonl"
-    extra = {f"attr_{k}": "v" * 20 for k in range(40)}
+    extra = {"body": {f"attr_{k}": "v" * 20 for k in range(300)}}
     with path.open("w") as out:
         i = 0
         while out.tell() < gigabytes * 1e9:
@@ -275,13 +276,15 @@ def bench_memory(gigabytes: float) -> None:
         "import bench.logs_bench as b; "
         f"s = b._file_source(Path({str(root)!r}), 'big.jsonl', "
         "'max_bytes = 10000000000\\nmax_seconds = 600\\n'); t, f = b._scan(s, ''); "
-        "print(f'{t:.1f} {f.match_count} {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss}')"
+        "print(f'{t:.1f} {f.match_count} {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss} "
+        '{len(bytes(__import__("msgspec").json.encode(f)))}\')'
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    seconds, matches, rss_kb = done.stdout.split()
+    seconds, matches, rss_kb, upstream = done.stdout.split()
     print(
-        f"memory: one call over {size:.0f} MB ({i} records, 40 extra fields each): "
-        f"{float(seconds):.1f} s, {matches} matches, peak RSS {int(rss_kb) / 1024:.0f} MiB"
+        f"memory: one call over {size:.0f} MB ({i} records, a 300-key body each): "
+        f"{float(seconds):.1f} s, {matches} matches, peak RSS {int(rss_kb) / 1024:.0f} MiB, "
+        f"upstream answer {int(upstream) / 1024:.0f} KiB"
     )
     path.unlink()
 

@@ -25,7 +25,12 @@ from typing import Any, Final, Protocol
 import msgspec
 
 from contracts.results import JsonScalar
-from workers.sources.logs.levels import SYSLOG_NAMES, canonical_level, keep_level_name
+from workers.sources.logs.levels import (
+    LEVEL_WORDS,
+    SYSLOG_NAMES,
+    canonical_level,
+    keep_level_name,
+)
 from workers.sources.logs.records import Entry, as_number
 from workers.sources.logs.stamps import MAX_EPOCH_MS, MIN_EPOCH_MS
 
@@ -48,7 +53,7 @@ def level_of(value: object, key: str = "level") -> str:
     number = as_number(value) if not isinstance(value, str) else None
     if number is None:
         text = str(value).strip().upper()
-        return canonical_level(text) or text
+        return LEVEL_WORDS.get(text) or canonical_level(text) or text
     n = int(number)
     if key == "SeverityNumber" or key.endswith("severity_number"):  # OpenTelemetry 1..24
         return ("TRACE", "DEBUG", "INFO", "WARN", "ERROR", "FATAL")[min(max(n - 1, 0) // 4, 5)]
@@ -146,6 +151,17 @@ class _Mapped:
                 return key, flat.pop(key)
         return "", None
 
+    @staticmethod
+    def _capped(flat: dict[str, Any], fields: dict[str, JsonScalar]) -> None:
+        dropped = flat.pop("fields_dropped", 0)
+        for key, value in flat.items():
+            if len(fields) >= MAX_FIELDS:
+                dropped += 1
+                continue
+            fields.setdefault(_field_name(key), value)
+        if dropped:
+            fields["fields_dropped"] = dropped
+
     def entry(self, flat: dict[str, Any]) -> Entry | None:
         _, when = self._pick(flat, "time", TIME_KEYS)
         epoch = parse_time(when, self.zone, self.unit) if when is not None else None
@@ -166,16 +182,13 @@ class _Mapped:
         for ours, theirs in self.fields.items():
             if theirs in flat and ours not in ("time", "level", "message", "service"):
                 fields[ours] = flat.pop(theirs)
-        dropped = flat.pop("fields_dropped", 0)
-        for key, value in flat.items():
-            if len(fields) >= MAX_FIELDS:
-                dropped += 1
-                continue
-            fields.setdefault(_field_name(key), value)
-        if dropped:
-            fields["fields_dropped"] = dropped
+        if len(flat) + len(fields) <= MAX_FIELDS:
+            for key, value in flat.items():
+                fields.setdefault(_field_name(key), value)
+        else:
+            self._capped(flat, fields)
         normal = level_of(level, level_key) if level is not None else ""
-        if isinstance(level, str):
+        if isinstance(level, str) and level != normal:
             keep_level_name(fields, level, normal)
         return Entry(
             epoch,
