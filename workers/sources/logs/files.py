@@ -306,10 +306,11 @@ class Reader:
                 self.stopped = True  # a line longer than the cap may hold a match: not exact
                 self._skip_rest(stream)
             else:
-                if line.endswith(b"\r\n"):  # CRLF files: no \r in any message or template
-                    line = line[:-2] + b"\n"
-                elif line.endswith(b"\r"):
-                    line = line[:-1]
+                if b"\r" in line:  # CRLF files: no \r in any message or template
+                    if line.endswith(b"\r\n"):
+                        line = line[:-2] + b"\n"
+                    elif line.endswith(b"\r"):
+                        line = line[:-1]
                 yield line.decode("utf-8", "replace")
             if self._over() or self.flag.cancelled:
                 self.stopped = True
