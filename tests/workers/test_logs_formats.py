@@ -357,3 +357,25 @@ def test_the_record_prefilter_never_hides_a_match(tmp_path: Path, name: str) -> 
         found = search(source, query, lookback=1440)
         extra = found.match_count - expected  # lines no record, matched as text
         assert 0 <= extra <= (found.unparsed_lines or 0), query
+
+
+@pytest.mark.parametrize(
+    ("source", "says"),
+    [
+        ('paths = ["/var/log/a"]\nformat = "json"\n', "sources[0].format: Invalid enum value"),
+        ('paths = ["/var/log/a"]\nformat = "regex"\n', "sources[0].pattern: missing key"),
+        ('paths = ["/var/log/a"]\nformat = "plain"\nbogus = 1\n', "sources[0].bogus: unknown key"),
+        ('format = "plain"\n', "sources[0].paths: missing key"),
+        ('paths = ["/etc/a"]\nformat = "plain"\n', "sources[0].paths[0]: not under any of roots"),
+    ],
+)
+def test_a_mistake_in_a_source_names_its_key(source: str, says: str) -> None:
+    from workers.sources.logs.config import LogsConfigError
+
+    text = (
+        'roots = ["/var/log"]\n[topics.APPLICATION]\nbackend = "file"\n'
+        f"[[topics.APPLICATION.sources]]\n{source}"
+    )
+    with pytest.raises(LogsConfigError) as caught:
+        parse_logs_config(text)
+    assert f"ACI_LOGS_CONFIG: topics.APPLICATION.{says}" in str(caught.value)

@@ -339,9 +339,10 @@ def _convert(raw: object, kind: Any, prefix: str) -> Any:
             reason += " (one of file, clickhouse, mock)"
         named = re.match(r"(?:missing|unknown) key `(\w+)`", reason)
         named = named or re.match(r"([\w.-]+): ", reason)
-        if named is not None and not key:  # the key is in the reason: put it in front
-            key, reason = named.group(1), reason[named.end() :] or reason[: named.start(1) - 1]
-            reason = reason.strip() or "missing key"
+        if named is not None and (not key or key.startswith("sources.")):  # the key in front
+            inner, reason = named.group(1), reason[named.end() :] or reason[: named.start(1) - 1]
+            key, reason = ".".join(p for p in (key, inner) if p), reason.strip() or "missing key"
+        key = re.sub(r"\.(\d+)(?=\.|$)", r"[\1]", key)  # sources.0.format: sources[0].format
         full = ".".join(part for part in (prefix, key) if part) or "(top level)"
         raise LogsConfigError(f"{ENV_VAR}: {full}: {reason}") from None
 
