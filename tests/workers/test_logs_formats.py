@@ -379,3 +379,11 @@ def test_a_mistake_in_a_source_names_its_key(source: str, says: str) -> None:
     with pytest.raises(LogsConfigError) as caught:
         parse_logs_config(text)
     assert f"ACI_LOGS_CONFIG: topics.APPLICATION.{says}" in str(caught.value)
+
+
+def test_oslo_lines_prefixed_by_their_file_name_as_concatenated_files_are(tmp_path: Path) -> None:
+    lines = (SAMPLES / "oslo_nova.log").read_text().splitlines(True)
+    (tmp_path / "all.log").write_text("".join(f"nova-compute.log.1 {line}" for line in lines))
+    os.utime(tmp_path / "all.log", (NOW, NOW))
+    found = search(file_source(tmp_path, "oslo", ["all.log"], now=NOW), "level:ERROR", 1440)
+    assert found.match_count == 8 and not found.unparsed_lines

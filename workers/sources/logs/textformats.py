@@ -88,8 +88,9 @@ _KLOG: Final = re.compile(
     r"(?P<source>[^ \]]+)\] ?(?P<message>.*)",
     re.S,
 )
-_OSLO: Final = re.compile(
-    r"(?P<iso>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{3}) (?P<pid>\d+) (?P<level>[A-Z]+) (?P<logger>\S+)"
+_OSLO: Final = re.compile(  # after a file name when files were concatenated (`grep -H`, loghub)
+    r"(?:\S+\.log\S* )?(?P<iso>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{3}) (?P<pid>\d+) "
+    r"(?P<level>[A-Z]+) (?P<logger>\S+)"
     r"(?: \[(?P<context>[^\]]*)\])? ?(?P<message>.*)",
     re.S,
 )
