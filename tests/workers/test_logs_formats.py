@@ -344,6 +344,8 @@ def test_the_record_prefilter_never_hides_a_match(tmp_path: Path, name: str) -> 
         for p in zip(line.split(), line.split()[1:], strict=False)
     ]
     queries = [*words, *(f'"{p}"' for p in pairs if '"' not in p and "\\" not in p)]
+    levels = ("ERROR", "warn", "WARNING", "info", "notice", "E", "debug", "fatal", "trace", "r")
+    queries += [f"level:{level}" for level in levels] + ["level:error -level:warn"]
     sample(tmp_path, name)
     source = file_source(tmp_path, fmt, [name], now=NOW)
     for query in queries:
@@ -351,7 +353,7 @@ def test_the_record_prefilter_never_hides_a_match(tmp_path: Path, name: str) -> 
             parsed = parse_log_query(query)
         except SourceError:
             continue  # refused forms (a glued comma, parentheses): nothing to compare
-        if any(c.field is not None for c in parsed.clauses):
+        if any(c.field not in (None, "level") for c in parsed.clauses):
             continue  # `host:` words would name fields
         expected = sum(entry_matches(parsed, r) for r in records)
         found = search(source, query, lookback=1440)

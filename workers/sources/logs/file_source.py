@@ -185,7 +185,7 @@ class FileLogSource:
             source.format, source.fields, zone, source.service, source.time_unit, window[1],
             file.real, source.pattern, source.time_format,
         )  # fmt: skip
-        may_match = prefilter.may_match if prefilter.terms else None
+        may_match = prefilter.may_match if prefilter.active else None
         if may_match is not None and isinstance(parser, HeadParser):
             parser.keep, may_match = may_match, None  # over whole records, not lines
         start_ms, end_ms = window
