@@ -89,10 +89,8 @@ async def test_a_mixed_folder_through_the_stages_drops_no_file(tmp_path: Path) -
     from datetime import UTC, datetime
 
     now = datetime.now(UTC)
-    bsd, iso = (
-        now.strftime("%b %d %H:%M:%S").replace(" 0", "  ", 1),
-        now.strftime("%Y-%m-%d %H:%M:%S"),
-    )
+    bsd = f"{now:%b} {now.day:2d} {now:%H:%M:%S}"  # syslog pads the day with a space
+    iso = now.strftime("%Y-%m-%d %H:%M:%S")
     ctime = now.strftime("%a %b %d %H:%M:%S.123456 %Y")
     (tmp_path / "messages").write_text(
         f"{bsd} web1 kernel: Out of memory: Killed process 4242 (java)\n"
