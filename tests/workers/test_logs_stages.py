@@ -91,7 +91,7 @@ async def test_a_mixed_folder_through_the_stages_drops_no_file(tmp_path: Path) -
     now = datetime.now(UTC)
     bsd = f"{now:%b} {now.day:2d} {now:%H:%M:%S}"  # syslog pads the day with a space
     iso = now.strftime("%Y-%m-%d %H:%M:%S")
-    ctime = now.strftime("%a %b %d %H:%M:%S.123456 %Y")
+    ctime = now.strftime("%a %b %d %H:%M:%S.000000 %Y")  # never after the call's end
     (tmp_path / "messages").write_text(
         f"{bsd} web1 kernel: Out of memory: Killed process 4242 (java)\n"
         f"{bsd} web1 syslogd 1.4.1: restart.\n"
@@ -101,7 +101,7 @@ async def test_a_mixed_folder_through_the_stages_drops_no_file(tmp_path: Path) -
     (tmp_path / "messages.httpd").write_text(apache)  # another format under the syslog glob
     (tmp_path / "app.log").write_bytes(
         (
-            f"{iso},120 ERROR [main] com.shop.Pay - payment error for order o-1\r\n"
+            f"{iso},000 ERROR [main] com.shop.Pay - payment error for order o-1\r\n"
             "java.lang.IllegalStateException: charge failed\r\n\tat com.shop.Pay.run(Pay.java:9)\r\n"
         ).encode()
     )
