@@ -47,6 +47,7 @@ from contracts.status import (
     SourceKind,
     Topic,
 )
+from contracts.text import INVISIBLE_CLASS, visible_text
 from contracts.tools import MAX_DATA_SOURCES, data_source_enum, export_tools, input_schema
 from contracts.views import (
     ControlView,
@@ -65,6 +66,7 @@ from contracts.views import (
 __all__ = [
     "CONTRACT_VERSION",
     "DEFAULT_BOUNDS",
+    "INVISIBLE_CLASS",
     "MAX_DATA_SOURCES",
     "TOOL_NAMES",
     "Bounds",
@@ -124,4 +126,5 @@ __all__ = [
     "project_rag",
     "safe_source",
     "to_json_cell",
+    "visible_text",
 ]
