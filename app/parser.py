@@ -89,6 +89,11 @@ def _queue_commands(sub: Any) -> None:
         "--timeout", type=_seconds, default=30.0,
         help=_say("seconds to wait for the result before exiting 3 (pending)", 30.0),
     )  # fmt: skip
+    p.add_argument(
+        "--as-of", type=_as_of, default=None, metavar="ISO8601",
+        help=_say("pin a query_logs call to an incident time with a zone (e.g. "
+                  "2026-03-14T10:00:00+08:00): its lookback counts back from it", "now"),
+    )  # fmt: skip
     p = _sub(sub, "submit", "submit a JSON Lines file of tool calls")
     p.add_argument(
         "--file", required=True,
@@ -272,6 +277,21 @@ def _seconds(text: str) -> float:
     if not 0 < value < float("inf"):
         raise argparse.ArgumentTypeError("seconds: a number above 0, e.g. 30")
     return value
+
+
+def _as_of(text: str) -> str:
+    # Checked here so a bad time is a usage error (exit 2) before anything is sent.
+    import time
+
+    from contracts.window import AsOfError, as_of_problem, parse_as_of
+
+    try:
+        problem = as_of_problem(parse_as_of(text), int(time.time() * 1000))
+    except AsOfError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    if problem:
+        raise argparse.ArgumentTypeError(problem)
+    return text
 
 
 def _partition_list(text: str) -> list[int]:

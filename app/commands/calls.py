@@ -18,6 +18,7 @@ import msgspec
 
 from app.errors import EXIT_ERROR, EXIT_OK, EXIT_PENDING, CommandError
 from app.terminal import safe_json
+from contracts.window import parse_as_of
 from pipeline.client import CallResult, EvidenceClient, InvalidSessionId, ToolCall
 from pipeline.heartbeat import heartbeat_ttl_s, live_count
 from pipeline.keys import is_valid_session_id
@@ -102,6 +103,7 @@ async def cmd_call(args: argparse.Namespace, settings: Settings) -> int:
                 session_id=args.session,
                 sources=sources,
                 settings=settings,
+                as_of_ms=None if args.as_of is None else parse_as_of(args.as_of),
             )
         lifecycle = outcome.control.status
         print_json(
@@ -110,7 +112,7 @@ async def cmd_call(args: argparse.Namespace, settings: Settings) -> int:
         return EXIT_ERROR if lifecycle == "ERROR" else EXIT_OK
     async with EvidenceClient.connect(settings, need_url(settings, local=True)) as client:
         call = ToolCall(tool=args.tool, tool_call_id=args.id, arguments=arguments)
-        result = await client.call(args.session, call, timeout=args.timeout)
+        result = await client.call(args.session, call, timeout=args.timeout, as_of=args.as_of)
         if result is None:
             note = await _no_reader_note(client, settings, args.session)
             print(

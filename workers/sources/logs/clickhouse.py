@@ -39,6 +39,7 @@ from contracts.requests import QueryLogsRequest
 from contracts.results import JsonScalar, LogScope
 from contracts.status import ErrorCode, SourceKind, Topic
 from workers.sources.base import SourceError
+from workers.sources.calltime import call_time
 from workers.sources.logs.config import ClickhouseConnection, ClickhouseTopic, LogsConfig, zone_of
 from workers.sources.logs.deadline import remaining_seconds
 from workers.sources.logs.formats import level_of
@@ -208,8 +209,10 @@ class ClickhouseLogSource:
         seconds = remaining_seconds(self.config.scan.max_seconds)
         if seconds <= 0:
             raise SourceError(ErrorCode.TIMEOUT, "no time was left to run the query")
+        when = call_time()  # the window admission recorded
+        end_ms = None if when is None else when.end_ms
         return await anyio.to_thread.run_sync(
-            self.search, request, query, seconds, abandon_on_cancel=True
+            lambda: self.search(request, query, seconds, end_ms), abandon_on_cancel=True
         )
 
     def _table(self, entry: ClickhouseTopic, params: dict[str, Any]) -> str:
@@ -234,11 +237,18 @@ class ClickhouseLogSource:
             found = self._columns[entry.table] = bool(result.result_rows[0][0])
         return found
 
-    def search(self, request: QueryLogsRequest, query: ParsedQuery, seconds: float) -> LogsUpstream:
-        """The synchronous query behind `fetch`; `SourceError` with a safe text on failure."""
+    def search(
+        self,
+        request: QueryLogsRequest,
+        query: ParsedQuery,
+        seconds: float,
+        end_ms: int | None = None,
+    ) -> LogsUpstream:
+        """The synchronous query behind `fetch` over the window ending at `end_ms` (default:
+        the source's clock); `SourceError` with a safe text on failure."""
         entry = self.topics[request.topic]
         lookback = request.lookback_minutes or self.config.default_lookback
-        end_ms = int(self.clock() * 1000)
+        end_ms = int(self.clock() * 1000) if end_ms is None else end_ms
         start_ms = end_ms - lookback * 60_000
         settings = {
             "readonly": 1,

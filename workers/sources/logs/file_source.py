@@ -23,6 +23,7 @@ from contracts.requests import QueryLogsRequest
 from contracts.results import LogScope
 from contracts.status import ErrorCode, SourceKind, Topic
 from workers.sources.base import SourceError
+from workers.sources.calltime import call_time
 from workers.sources.logs.config import FileTopic, LogsConfig, zone_of
 from workers.sources.logs.deadline import StopFlag, run_stoppable
 from workers.sources.logs.files import Reader, find_files
@@ -63,14 +64,23 @@ class FileLogSource:
         """Parse, check, then scan under the deadline; `SourceError` on any failure."""
         query = parse_log_query(request.query)
         check_fields(query, request.topic, self.extra_fields)
+        when = call_time()  # the window admission recorded
+        end_ms = None if when is None else when.end_ms
         return await run_stoppable(
-            lambda flag: self.search(request, query, flag), self.config.scan.max_seconds
+            lambda flag: self.search(request, query, flag, end_ms), self.config.scan.max_seconds
         )
 
-    def search(self, request: QueryLogsRequest, query: ParsedQuery, flag: StopFlag) -> LogsUpstream:
-        """The synchronous scan behind `fetch` (for the benchmark and the conformance test)."""
+    def search(
+        self,
+        request: QueryLogsRequest,
+        query: ParsedQuery,
+        flag: StopFlag,
+        end_ms: int | None = None,
+    ) -> LogsUpstream:
+        """The synchronous scan behind `fetch` (for the benchmark and the conformance test),
+        over the window ending at `end_ms` (default: the source's clock)."""
         lookback = request.lookback_minutes or self.config.default_lookback
-        end_ms = int(self.clock() * 1000)
+        end_ms = int(self.clock() * 1000) if end_ms is None else end_ms
         start_ms = end_ms - lookback * 60_000
         budget = self.config.scan
         flag.narrow(budget.max_seconds)
