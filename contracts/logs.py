@@ -17,7 +17,14 @@ import msgspec
 from msgspec import UNSET, UnsetType
 
 from contracts.bounds import Bounds
-from contracts.results import JsonScalar, LogEvent, LogPattern, LogScope, LogsResult
+from contracts.results import (
+    JsonScalar,
+    LogEvent,
+    LogPattern,
+    LogScope,
+    LogsResult,
+    RecordTimes,
+)
 from contracts.status import EvidenceStatus
 from contracts.text import cut
 
@@ -63,6 +70,8 @@ class LogsUpstream(msgspec.Struct, frozen=True, kw_only=True):
     # True when a scan budget or deadline stopped the count early: `match_count` is then what
     # was found so far, a lower bound (the result is `truncated`; the Control View says so).
     match_count_lower_bound: bool = False
+    # Records seen outside the window (none in it, or dated in the future): Control View only.
+    record_times: RecordTimes | UnsetType = UNSET
 
 
 _LEVEL_RANK: Final = {
@@ -227,4 +236,5 @@ def project_logs(tool_call_id: str, upstream: LogsUpstream, bounds: Bounds) -> L
         events=events,
         truncated=truncated,
         match_count_lower_bound=True if lower_bound else UNSET,
+        record_times=upstream.record_times,
     )

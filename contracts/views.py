@@ -27,6 +27,7 @@ from contracts.results import (
     LogsResult,
     MysqlResult,
     RagResult,
+    RecordTimes,
 )
 from contracts.status import ErrorCode, EvidenceStatus, LifecycleStatus, RelevanceLevel
 
@@ -257,6 +258,8 @@ class ControlView(msgspec.Struct, frozen=True, kw_only=True):
     timings: Timings
     # The size of the embedded knowledge index that answered a RAG result (when it says).
     indexed_chunks: int | UnsetType = UNSET
+    # A log search's records outside its window (`contracts.results.RecordTimes`).
+    record_times: RecordTimes | UnsetType = UNSET
 
 
 def control_view(
@@ -303,4 +306,5 @@ def control_view(
         attempts=meta.attempts,
         timings=meta.timings,
         indexed_chunks=meta.indexed_chunks if isinstance(result, RagResult) else UNSET,
+        record_times=result.record_times if isinstance(result, LogsResult) else UNSET,
     )

@@ -10,7 +10,7 @@ shows in a normalised scope (`with_window`) and in its fingerprint (`pin_scope`)
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any, Final
 
 __all__ = [
@@ -29,6 +29,8 @@ __all__ = [
 # in the future reads records that do not exist yet, and moving it would answer another scope.
 AS_OF_SKEW_MS: Final = 5 * 60_000
 _MAX_MS: Final = 253_402_300_799_999  # 9999-12-31T23:59:59.999Z, the last ISO 8601 year
+_EPOCH: Final = datetime(1970, 1, 1, tzinfo=UTC)
+_MS: Final = timedelta(milliseconds=1)
 
 
 class AsOfError(ValueError):
@@ -38,7 +40,7 @@ class AsOfError(ValueError):
 
 def format_utc_ms(epoch_ms: int) -> str:
     """`2026-03-14T02:00:00.000Z`: how the window and as-of show in a scope."""
-    moment = datetime.fromtimestamp(epoch_ms / 1000, UTC)
+    moment = _EPOCH + epoch_ms * _MS  # exact (a float timestamp is not, past 2^53 µs)
     return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
@@ -50,6 +52,7 @@ def parse_as_of(value: str | datetime) -> int:
         moment = value
     elif isinstance(value, str):
         text = value.strip()
+        text = text[:-1] + "Z" if text.endswith("z") else text
         try:
             moment = datetime.fromisoformat(text)
         except ValueError:
@@ -60,7 +63,7 @@ def parse_as_of(value: str | datetime) -> int:
         raise AsOfError("as-of must be an ISO 8601 time or a datetime")
     if moment.tzinfo is None or moment.utcoffset() is None:
         raise AsOfError("as-of has no zone: add one (Z, +08:00)")
-    epoch_ms = round(moment.timestamp() * 1000)
+    epoch_ms = (moment - _EPOCH) // _MS
     problem = as_of_problem(epoch_ms, None)
     if problem:
         raise AsOfError(problem)
