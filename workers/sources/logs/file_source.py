@@ -18,6 +18,8 @@ import time
 from collections.abc import Callable
 from typing import Final
 
+import msgspec
+
 from contracts.logs import LogsUpstream
 from contracts.requests import QueryLogsRequest
 from contracts.results import LogScope
@@ -26,8 +28,9 @@ from workers.sources.base import SourceError
 from workers.sources.calltime import call_time
 from workers.sources.logs.config import FileTopic, LogsConfig, zone_of
 from workers.sources.logs.deadline import StopFlag, run_stoppable
-from workers.sources.logs.files import Reader, find_files
-from workers.sources.logs.formats import make_parser
+from workers.sources.logs.files import LogFile, Reader, find_files
+from workers.sources.logs.filetime import FileTimes, WindowWatch, future_warning
+from workers.sources.logs.formats import LineParser, make_parser
 from workers.sources.logs.prefilter import Prefilter
 from workers.sources.logs.records import Digest, entry_matches, format_ms
 from workers.sources.logs.source import ParsedQuery, check_fields, parse_log_query
@@ -57,6 +60,7 @@ class FileLogSource:
         clock: Callable[[], float] = time.time,
     ) -> None:
         self.topic, self.entry, self.config, self.clock = topic, entry, config, clock
+        self.times = FileTimes()  # first/last record times of files, cached
         self.zone = zone_of(entry.timezone or config.timezone)
         self.extra_fields = tuple(entry.fields) + FORMAT_FIELDS[entry.format]
 
@@ -80,13 +84,16 @@ class FileLogSource:
         """The synchronous scan behind `fetch` (for the benchmark and the conformance test),
         over the window ending at `end_ms` (default: the source's clock)."""
         lookback = request.lookback_minutes or self.config.default_lookback
-        end_ms = int(self.clock() * 1000) if end_ms is None else end_ms
+        now_ms = int(self.clock() * 1000)
+        end_ms = now_ms if end_ms is None else end_ms
         start_ms = end_ms - lookback * 60_000
         budget = self.config.scan
         flag.narrow(budget.max_seconds)
         files, too_many, matched = find_files(
-            self.entry.paths, self.config.roots, start_ms, budget.max_files, flag
-        )
+            self.entry.paths, self.config.roots, start_ms, budget.max_files, flag,
+            self._needed((start_ms, end_ms), flag),
+        )  # fmt: skip
+        watch = WindowWatch(start_ms, end_ms, now_ms)
         if matched == 0 and not too_many:  # a wrong path or a missing folder: not "no evidence"
             raise SourceError(
                 ErrorCode.UNAVAILABLE,
@@ -112,11 +119,11 @@ class FileLogSource:
                     continue  # cannot match: skip the parse
                 for found in parser.feed(line):
                     parsed += 1
-                    if start_ms <= found.epoch_ms <= end_ms and entry_matches(query, found):
+                    if watch.inside_window(found.epoch_ms) and entry_matches(query, found):
                         digest.add(found)
             for found in parser.flush():
                 parsed += 1
-                if start_ms <= found.epoch_ms <= end_ms and entry_matches(query, found):
+                if watch.inside_window(found.epoch_ms) and entry_matches(query, found):
                     digest.add(found)
             failed += parser.failed
         lower_bound = reader.stopped or too_many
@@ -128,7 +135,37 @@ class FileLogSource:
             start_time=format_ms(start_ms, self.zone),
             end_time=format_ms(end_ms, self.zone),
         )
-        return digest.upstream(self.source_kind, scope, self.zone, lower_bound=lower_bound)
+        upstream = digest.upstream(self.source_kind, scope, self.zone, lower_bound=lower_bound)
+        return msgspec.structs.replace(upstream, record_times=watch.times(self.zone))
+
+    def _parser(self) -> LineParser:
+        entry, now_ms = self.entry, int(self.clock() * 1000)
+        return make_parser(
+            entry.format, entry.fields, self.zone, entry.service, entry.time_unit, now_ms
+        )
+
+    def _needed(self, window: tuple[int, int], flag: StopFlag) -> Callable[[LogFile], bool]:
+        # Files are chosen by their records' own time (`filetime`); past the deadline, by
+        # mtime alone (the peeks are cached, so only a first call over many files pays).
+        peeks = Reader(self.config.scan, flag, self.config.roots)
+
+        def needed(file: LogFile) -> bool:
+            if flag.expired():
+                return file.mtime_ms >= window[0]
+            return self.times.needed(file, window, peeks, self._parser)
+
+        return needed
+
+    def clock_warning(self) -> str:
+        """The worker-start check: '' unless the newest file's last records lie in the
+        future of this clock (a wrong timezone), then a line naming the topic."""
+        try:
+            files, _, _ = find_files(self.entry.paths, self.config.roots, 0, 1)
+        except SourceError:
+            return ""  # refused files are said by the warm-up's own call
+        reader = Reader(self.config.scan, StopFlag(5.0), self.config.roots)
+        newest = files[0] if files else None
+        return future_warning(self.topic.value, newest, reader, self._parser(), self.zone)
 
     def _check_outcome(
         self, digest: Digest, parsed: int, failed: int, lower_bound: bool, flag: StopFlag
