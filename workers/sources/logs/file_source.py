@@ -89,11 +89,11 @@ class FileLogSource:
         start_ms = end_ms - lookback * 60_000
         budget = self.config.scan
         flag.narrow(budget.max_seconds)
+        watch = WindowWatch(start_ms, end_ms, now_ms)
         files, too_many, matched = find_files(
             self.entry.paths, self.config.roots, start_ms, budget.max_files, flag,
-            self._needed((start_ms, end_ms), flag),
+            self._needed((start_ms, end_ms), flag, watch),
         )  # fmt: skip
-        watch = WindowWatch(start_ms, end_ms, now_ms)
         if matched == 0 and not too_many:  # a wrong path or a missing folder: not "no evidence"
             raise SourceError(
                 ErrorCode.UNAVAILABLE,
@@ -144,7 +144,9 @@ class FileLogSource:
             entry.format, entry.fields, self.zone, entry.service, entry.time_unit, now_ms
         )
 
-    def _needed(self, window: tuple[int, int], flag: StopFlag) -> Callable[[LogFile], bool]:
+    def _needed(
+        self, window: tuple[int, int], flag: StopFlag, watch: WindowWatch | None = None
+    ) -> Callable[[LogFile], bool]:
         # Files are chosen by their records' own time (`filetime`); past the deadline, by
         # mtime alone (the peeks are cached, so only a first call over many files pays).
         peeks = Reader(self.config.scan, flag, self.config.roots)
@@ -152,7 +154,8 @@ class FileLogSource:
         def needed(file: LogFile) -> bool:
             if flag.expired():
                 return file.mtime_ms >= window[0]
-            return self.times.needed(file, window, peeks, self._parser)
+            seen = watch.inside_window if watch is not None else (lambda _: None)
+            return self.times.needed(file, window, peeks, self._parser, seen)
 
         return needed
 

@@ -151,19 +151,26 @@ class FileTimes:
         window: tuple[int, int],
         reader: Reader,
         parser: Callable[[], LineParser],
+        seen: Callable[[int], object] = lambda _: None,
     ) -> bool:
         """Whether a file may hold records of the window, by its records' own time where its
         mtime would decide wrongly: last written before the window but its last record inside
         (or its mtime earlier than its first record: a copy), or written after the window but
-        its first record later than the window's end."""
+        its first record later than the window's end. `seen` hears the time of the record
+        that ruled a file out (it was read, and lies outside the window)."""
         start, end = window
         if file.mtime_ms >= start:
             if file.mtime_ms <= end:
                 return True
             first = self.peek(file, reader, parser, last=False)
-            return first is None or first <= end
+            if first is None or first <= end:
+                return True
+            seen(first)
+            return False
         last = self.peek(file, reader, parser, last=True)
         if last is not None:
+            if last < start:
+                seen(last)
             return last >= start
         first = self.peek(file, reader, parser, last=False)  # a compressed file
         return first is not None and first > file.mtime_ms and first <= end

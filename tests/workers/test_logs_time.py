@@ -1,0 +1,205 @@
+"""Incident time at agent level (issue 31): a post-mortem pinned three days back, a replay
+re-executed a day later over the same window, a wrong timezone reported, `--as-of` end to end.
+
+Every call goes through the queue: a submitter appends, a worker admits (deciding the window)
+and runs the FILE backend over files written here by Python's `logging` as JSON lines.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import subprocess
+import sys
+import time
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import msgspec
+import pytest
+
+from app.fleet import worker_processes
+from contracts import AsOfError, QueryLogsRequest, Topic
+from pipeline.client import EvidenceClient, ToolCall
+from pipeline.keys import Keys
+from pipeline.settings import Settings
+from tests.conftest import REDIS_URL
+from tests.pipeline.helpers import running_worker
+from workers.replay import Selection, load_redis
+from workers.replay_diff import reexecute
+from workers.sources.logs.config import parse_logs_config
+from workers.sources.logs.router import LogRouter
+from workers.sources.registry import warm_up
+
+pytestmark = pytest.mark.redis
+ROOT = Path(__file__).resolve().parents[2]
+DAY_S = 86_400
+
+
+def write_incident(folder: Path, t0: float, *, zone: str = "+00:00") -> None:
+    """An hour of app log around `t0` (epoch s) as Python's logging writes JSON lines: routine
+    requests every 30 s, pool timeouts in the ten minutes before `t0`. `zone`: the offset the
+    writer's times carry (written without it: as a host in that zone writes local time)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    offset = timedelta(hours=int(zone[:3]), minutes=int(zone[4:]))
+    lines = []
+    for i in range(120):
+        at = t0 - 3600 + i * 30
+        local = datetime.fromtimestamp(at, UTC) + offset
+        stamp = local.replace(tzinfo=None).isoformat(timespec="milliseconds")
+        lines.append({"timestamp": stamp, "level": "INFO", "event": f"GET /orders/{i} 200"})
+        if at >= t0 - 600:
+            lines.append({"timestamp": stamp, "level": "ERROR",
+                          "event": "HikariPool-1 - Connection is not available"})  # fmt: skip
+    path = folder / "app.jsonl"
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    os.utime(path, (t0, t0))  # as unpacked from the incident's tarball
+
+
+def config_text(folder: Path, zone: str = "UTC") -> str:
+    return (
+        f'roots = ["{folder}"]\n[topics.APPLICATION]\nbackend = "file"\nformat = "jsonl"\n'
+        f'paths = ["{folder}/*.jsonl"]\ntimezone = "{zone}"\n'
+    )
+
+
+def router(folder: Path, zone: str = "UTC", clock: Any = None) -> LogRouter:
+    config = parse_logs_config(config_text(folder, zone))
+    built = LogRouter.from_config(config, {})
+    if clock is not None:
+        for backend in built.backends.values():
+            backend.clock = clock  # type: ignore[attr-defined]
+    return built
+
+
+def logs_call(tool_call_id: str, query: str, lookback: int = 30) -> ToolCall:
+    args = {"topic": "APPLICATION", "query": query, "lookback_minutes": lookback}
+    return ToolCall(tool="query_logs", tool_call_id=tool_call_id, arguments=args)
+
+
+def views(result: Any) -> tuple[dict[str, Any], dict[str, Any]]:
+    return msgspec.json.decode(result.model), msgspec.json.decode(result.control)
+
+
+def iso(epoch_s: float) -> str:
+    return datetime.fromtimestamp(epoch_s, UTC).isoformat()
+
+
+async def test_a_post_mortem_pinned_three_days_back_finds_the_incident(
+    prefix: str, redis: Any, tmp_path: Path
+) -> None:
+    t0 = time.time() - 3 * DAY_S
+    write_incident(tmp_path / "logs", t0)
+    settings = Settings(prefix=prefix, redis_url=REDIS_URL)
+    sources = {"query_logs": router(tmp_path / "logs")}
+    async with running_worker(redis, settings, sources), EvidenceClient(redis, settings) as client:
+        pinned = await client.call("pm", logs_call("c1", "level:ERROR"), as_of=iso(t0), timeout=20)
+        unpinned = await client.call("pm", logs_call("c2", "level:ERROR"), timeout=20)
+        client.pin_as_of("pm-2", iso(t0))  # the whole session at the incident
+        session = await client.call("pm-2", logs_call("c3", "Connection"), timeout=20)
+    assert pinned is not None and unpinned is not None and session is not None
+    model, control = views(pinned)
+    assert model["evidence_status"] == "EVIDENCE_FOUND"
+    assert control["match_count"] == 20  # every timeout of the ten minutes before t0
+    assert model["scope"]["end_time"] == datetime.fromtimestamp(t0, UTC).isoformat(
+        timespec="milliseconds"
+    ).replace("+00:00", "Z")
+    scope = control["scope"]
+    assert scope["as_of"] == model["scope"]["end_time"]
+    assert (scope["start_time"], scope["end_time"]) == (
+        model["scope"]["start_time"], model["scope"]["end_time"],
+    )  # fmt: skip
+    assert "as_of" not in model["scope"]  # the model sees the window, never a harness knob
+    # Unpinned: the window is now; every record was read, none fell in it, and it says where.
+    model, control = views(unpinned)
+    assert model["evidence_status"] == "NO_EVIDENCE"
+    assert control["record_times"]["nearest_before"] <= scope["end_time"]
+    assert "nearest_after" not in control["record_times"]
+    assert control["scope_fingerprint"] != views(pinned)[1]["scope_fingerprint"]
+    assert views(session)[1]["match_count"] == 20
+
+
+async def test_a_future_as_of_is_refused_before_anything_is_sent(
+    prefix: str, redis: Any
+) -> None:
+    settings = Settings(prefix=prefix, redis_url=REDIS_URL)
+    async with EvidenceClient(redis, settings) as client:
+        with pytest.raises(AsOfError, match="in the future"):
+            await client.call("s", logs_call("c1", "x"), as_of=iso(time.time() + 3600))
+        with pytest.raises(AsOfError, match="no zone"):
+            client.pin_as_of("s", "2026-03-14T10:00:00")
+    assert await redis.exists(Keys(prefix).for_session("s").requests) == 0
+
+
+async def test_a_replay_re_executed_a_day_later_reads_the_same_window(
+    prefix: str, redis: Any, tmp_path: Path
+) -> None:
+    now = time.time()
+    write_incident(tmp_path / "logs", now - 60)
+    settings = Settings(prefix=prefix, redis_url=REDIS_URL)
+    sources = {"query_logs": router(tmp_path / "logs")}
+    async with running_worker(redis, settings, sources), EvidenceClient(redis, settings) as client:
+        found = await client.call("rx", logs_call("c1", "level:ERROR", lookback=15), timeout=20)
+    assert found is not None and views(found)[0]["evidence_status"] == "EVIDENCE_FOUND"
+    [recording] = await load_redis(redis, settings, Selection(session="rx"))
+    a_day_later = {"query_logs": router(tmp_path / "logs", clock=lambda: now + DAY_S)}
+    verdict = await reexecute(recording, settings, a_day_later)
+    assert verdict.outcome == "identical", verdict.changes  # start/end compared too
+    # A window resolved anew (no recorded end: the day-later clock) reads nothing there.
+    request = QueryLogsRequest(topic=Topic.APPLICATION, query="level:ERROR", lookback_minutes=15)
+    assert (await a_day_later["query_logs"].fetch(request)).match_count == 0
+
+
+async def test_a_wrong_timezone_is_reported_at_start_and_in_the_control_view(
+    prefix: str, redis: Any, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    # The host wrote local time (+08:00) without a zone; the topic says UTC: every record
+    # reads eight hours in the future.
+    write_incident(tmp_path / "logs", time.time() - 60, zone="+08:00")
+    sources = {"query_logs": router(tmp_path / "logs", zone="UTC")}
+    with caplog.at_level(logging.WARNING):
+        await warm_up(sources, 10.0)
+    warned = [r.getMessage() for r in caplog.records if "in the future" in r.getMessage()]
+    assert len(warned) == 1 and "topic APPLICATION" in warned[0] and "timezone" in warned[0]
+    assert str(tmp_path) not in warned[0]
+    settings = Settings(prefix=prefix, redis_url=REDIS_URL)
+    async with running_worker(redis, settings, sources), EvidenceClient(redis, settings) as client:
+        result = await client.call("tz", logs_call("c1", "level:ERROR"), timeout=20)
+    assert result is not None
+    model, control = views(result)
+    assert model["evidence_status"] == "NO_EVIDENCE"
+    times = control["record_times"]
+    assert times["future_records"] == 140 and "nearest_after" in times
+    assert "record_times" not in model
+
+
+def test_cli_as_of_through_the_queue_with_a_real_worker(
+    prefix: str, redis: Any, tmp_path: Path
+) -> None:
+    t0 = time.time() - 3 * DAY_S
+    write_incident(tmp_path / "logs", t0)
+    config = tmp_path / "logs.toml"
+    config.write_text(config_text(tmp_path / "logs"))
+    env = dict(os.environ, ACI_REDIS_URL=REDIS_URL, ACI_PREFIX=prefix,
+               ACI_LOGS_CONFIG=str(config))  # fmt: skip
+    args = json.dumps({"topic": "APPLICATION", "query": "level:ERROR", "lookback_minutes": 30})
+
+    def cli(*extra: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "app.cli", "call", "query_logs", "--session", "cli-pm",
+             "--args", args, "--timeout", "30", *extra],
+            cwd=ROOT, env=env, capture_output=True, text=True, timeout=90, check=False,
+        )  # fmt: skip
+
+    with worker_processes(env, 1, quiet=True):
+        pinned = cli("--id", "c1", "--as-of", iso(t0))
+        now = cli("--id", "c2")
+    assert pinned.returncode == 0, pinned.stderr
+    out = json.loads(pinned.stdout)
+    assert out["model"]["evidence_status"] == "EVIDENCE_FOUND"
+    assert out["control"]["match_count"] == 20 and "as_of" in out["control"]["scope"]
+    assert json.loads(now.stdout)["model"]["evidence_status"] == "NO_EVIDENCE"
+    bad = cli("--id", "c3", "--as-of", "2026-03-14 10:00")
+    assert bad.returncode == 2 and "no zone" in bad.stderr
