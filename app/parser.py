@@ -200,6 +200,11 @@ def _mcp_command(sub: Any) -> None:
         "--token",
         help=_say("bearer token for --http, required off loopback", "none", "ACI_MCP_TOKEN"),
     )
+    p.add_argument(
+        "--as-of", type=_as_of, default=None, metavar="ISO8601",
+        help=_say("pin every query_logs call to an incident time with a zone (a call's "
+                  "_meta dev.aci-evidence/as_of wins)", "now"),
+    )  # fmt: skip
 
 
 def _console_command(sub: Any) -> None:

@@ -18,6 +18,8 @@ session manager); a 2026-07-28 HTTP request has no MCP session, so whatever `Mcp
 carries it is its own connection and gets a fresh session. `--session` puts every call in one
 named session instead: meant for one host that sends `_meta` ids.
 
+Incident time (a harness's, never the model's): `--as-of`, or `_meta` per call (`mcp_time`).
+
 Over HTTP, sessions are bounded, idle ones time out, new ones are limited per client and an
 optional bearer token (required on a non-loopback bind) guards everything: `hosts.mcp_http`.
 
@@ -52,13 +54,16 @@ from contracts import (
     build_error_views,
     export_tools,
 )
+from contracts.window import AsOfError
 from hosts.listen import http_server, is_loopback, listen_problem
 from hosts.mcp_http import DEFAULT_LIMITS, HttpLimits, SessionGate
+from hosts.mcp_time import AS_OF_META_KEY, pinned_run
 from hosts.turn import is_error, model_object, model_text
 from pipeline.client import CallResult, EvidenceClient, ToolCall
 from pipeline.keys import is_valid_session_id
 from pipeline.redis_io import PipelineError
 from pipeline.settings import Settings
+from pipeline.window import LOG_TOOL, checked_as_of
 from workers.sources import Source
 
 if TYPE_CHECKING:
@@ -67,6 +72,7 @@ if TYPE_CHECKING:
     from mcp.server.lowlevel import Server
 
 __all__ = [
+    "AS_OF_META_KEY",
     "DEFAULT_TIMEOUT_S",
     "TOKEN_ENV",
     "TOOL_CALL_ID_META_KEY",
@@ -93,7 +99,8 @@ _MIN_TOKEN_CHARS: Final = 16
 log = logging.getLogger("aci.mcp")
 
 Runner = Callable[[ToolCall, str], Awaitable[CallResult | None]]
-"""Runs one call in a session; None while it is still running at the timeout."""
+"""Runs one call in a session; None while it is still running at the timeout. The runners
+here also take an incident time: `run(call, session, as_of)` (`hosts.mcp_time`)."""
 
 
 class ServeOptions(msgspec.Struct, frozen=True, kw_only=True):
@@ -106,6 +113,7 @@ class ServeOptions(msgspec.Struct, frozen=True, kw_only=True):
     host: str = "127.0.0.1"  # the HTTP bind address
     token: str | None = None  # HTTP bearer token (else ACI_MCP_TOKEN); needed off loopback
     limits: HttpLimits = DEFAULT_LIMITS  # HTTP sessions: bounds, idle timeout, per client
+    as_of: str | None = None  # pin every query_logs call to this incident time (ISO 8601)
 
 
 def read_call(
@@ -177,7 +185,11 @@ def local_runner(sources: Mapping[str, Source], settings: Settings) -> Runner:
     """Run each call's stages in this process (no Redis)."""
     from workers.stage import run_stages
 
-    async def run(call: ToolCall, session_id: str) -> CallResult | None:
+    async def run(call: ToolCall, session_id: str, as_of: str | None = None) -> CallResult | None:
+        try:
+            as_of_ms = None if as_of is None or call.tool != LOG_TOOL else checked_as_of(as_of)
+        except AsOfError as exc:
+            return _as_call_result(call, ErrorCode.SCHEMA, str(exc), session_id, settings)
         outcome = await run_stages(
             tool=call.tool,
             tool_call_id=call.tool_call_id,
@@ -185,6 +197,7 @@ def local_runner(sources: Mapping[str, Source], settings: Settings) -> Runner:
             session_id=session_id,
             sources=sources,
             settings=settings,
+            as_of_ms=as_of_ms,
         )
         return CallResult.from_views(outcome.observation, outcome.control)
 
@@ -194,9 +207,11 @@ def local_runner(sources: Mapping[str, Source], settings: Settings) -> Runner:
 def queue_runner(client: EvidenceClient, timeout: float) -> Runner:
     """Submit each call to the queue and await it (None while still running at `timeout`)."""
 
-    async def run(call: ToolCall, session_id: str) -> CallResult | None:
+    async def run(call: ToolCall, session_id: str, as_of: str | None = None) -> CallResult | None:
         try:
-            return await client.call(session_id, call, timeout)
+            return await client.call(session_id, call, timeout, as_of=as_of)
+        except AsOfError as exc:  # a harness's bad incident time: this call's error
+            return _as_call_result(call, ErrorCode.SCHEMA, str(exc), session_id, client.settings)
         except PipelineError as exc:
             log.warning("the queue failed: %s", type(exc).__name__)
             message = "the evidence queue is unavailable; try again later"
@@ -246,6 +261,7 @@ def build_server(
     *,
     http: bool = False,
     data_sources: Sequence[str] = (),
+    as_of: str | None = None,
 ) -> Server[Any]:
     """The MCP server (low-level `mcp.server.lowlevel.Server`) answering with `runner`,
     every call in `session`, or (None) in a session per MCP connection; `http` when it
@@ -265,7 +281,7 @@ def build_server(
         ctx: ServerRequestContext[Any], params: mcp_types.CallToolRequestParams
     ) -> mcp_types.CallToolResult:
         call = read_call(params.name, params.arguments, params.meta, ctx.request_id)
-        result = await runner(call, _call_session(ctx, session))
+        result = await pinned_run(runner, call, _call_session(ctx, session), params.meta, as_of)
         return types.CallToolResult.model_validate(call_tool_result(call, result))
 
     try:
@@ -370,7 +386,9 @@ async def serve(options: ServeOptions, settings: Settings) -> int:
             runner = queue_runner(client, options.timeout)
             log.info("calls go through the queue")
         http = options.http_port is not None
-        server = build_server(runner, options.session, http=http, data_sources=data_sources)
+        server = build_server(
+            runner, options.session, http=http, data_sources=data_sources, as_of=options.as_of
+        )
         if options.http_port is not None:
             await _serve_http(server, options)
             return 0

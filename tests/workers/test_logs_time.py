@@ -121,9 +121,7 @@ async def test_a_post_mortem_pinned_three_days_back_finds_the_incident(
     assert views(session)[1]["match_count"] == 20
 
 
-async def test_a_future_as_of_is_refused_before_anything_is_sent(
-    prefix: str, redis: Any
-) -> None:
+async def test_a_future_as_of_is_refused_before_anything_is_sent(prefix: str, redis: Any) -> None:
     settings = Settings(prefix=prefix, redis_url=REDIS_URL)
     async with EvidenceClient(redis, settings) as client:
         with pytest.raises(AsOfError, match="in the future"):
@@ -203,3 +201,69 @@ def test_cli_as_of_through_the_queue_with_a_real_worker(
     assert json.loads(now.stdout)["model"]["evidence_status"] == "NO_EVIDENCE"
     bad = cli("--id", "c3", "--as-of", "2026-03-14 10:00")
     assert bad.returncode == 2 and "no zone" in bad.stderr
+
+
+async def test_mcp_meta_and_server_as_of_pin_calls_and_a_bad_one_is_that_calls_error(
+    prefix: str, redis: Any, tmp_path: Path
+) -> None:
+    from mcp import Client
+
+    from hosts import mcp_server
+    from hosts.mcp_time import AS_OF_META_KEY
+
+    t0 = time.time() - 3 * DAY_S
+    write_incident(tmp_path / "logs", t0)
+    settings = Settings(prefix=prefix, redis_url=REDIS_URL)
+    sources = {"query_logs": router(tmp_path / "logs")}
+    args = {"topic": "APPLICATION", "query": "level:ERROR", "lookback_minutes": 30}
+    id_key = mcp_server.TOOL_CALL_ID_META_KEY
+    async with running_worker(redis, settings, sources), EvidenceClient(redis, settings) as ev:
+        queued = mcp_server.build_server(mcp_server.queue_runner(ev, 20.0), session="mcp-pm")
+        async with Client(queued) as client:
+            pinned = await client.call_tool(
+                "query_logs", args, meta={id_key: "m1", AS_OF_META_KEY: iso(t0)}
+            )
+            unpinned = await client.call_tool("query_logs", args, meta={id_key: "m2"})
+            bad = await client.call_tool(
+                "query_logs", args, meta={id_key: "m3", AS_OF_META_KEY: "2026-03-14"}
+            )
+    assert pinned.structured_content["evidence_status"] == "EVIDENCE_FOUND"
+    assert unpinned.structured_content["evidence_status"] == "NO_EVIDENCE"
+    assert bad.is_error and bad.structured_content["error"]["code"] == "SCHEMA"
+    assert "no zone" in bad.structured_content["error"]["message"]
+    # The server's --as-of pins every call (here in-process, the stages run locally).
+    local = mcp_server.build_server(
+        mcp_server.local_runner(sources, settings), session="mcp-local", as_of=iso(t0)
+    )
+    async with Client(local) as client:
+        served = await client.call_tool("query_logs", args, meta={id_key: "m4"})
+    assert served.structured_content["evidence_status"] == "EVIDENCE_FOUND"
+
+
+async def test_adapters_take_as_of_as_a_keyword(prefix: str, redis: Any, tmp_path: Path) -> None:
+    from hosts import anthropic, openai_chat
+    from hosts.langchain_tools import evidence_tools
+
+    t0 = time.time() - 3 * DAY_S
+    write_incident(tmp_path / "logs", t0)
+    settings = Settings(prefix=prefix, redis_url=REDIS_URL)
+    sources = {"query_logs": router(tmp_path / "logs")}
+    args = {"topic": "APPLICATION", "query": "level:ERROR", "lookback_minutes": 30}
+    message = {"role": "assistant", "tool_calls": [{
+        "id": "oa1", "type": "function",
+        "function": {"name": "query_logs", "arguments": json.dumps(args)},
+    }]}  # fmt: skip
+    claude = {"role": "assistant", "content": [
+        {"type": "tool_use", "id": "toolu_1", "name": "query_logs", "input": args},
+    ]}  # fmt: skip
+    async with running_worker(redis, settings, sources), EvidenceClient(redis, settings) as ev:
+        [answer] = await openai_chat.answer_tool_calls(message, ev, "ad-1", as_of=iso(t0))
+        reply = await anthropic.answer_tool_calls(claude, ev, "ad-2", as_of=iso(t0))
+        tool = {t.name: t for t in evidence_tools(ev, "ad-3", as_of=iso(t0))}["query_logs"]
+        lc = await tool.ainvoke({"type": "tool_call", "id": "lc1", "name": "query_logs",
+                                 "args": args})  # fmt: skip
+    assert json.loads(answer["content"])["evidence_status"] == "EVIDENCE_FOUND"
+    assert reply is not None
+    text = reply["content"][0]["content"][0]["text"]
+    assert json.loads(text)["evidence_status"] == "EVIDENCE_FOUND"
+    assert json.loads(lc.content)["evidence_status"] == "EVIDENCE_FOUND"

@@ -1,0 +1,46 @@
+"""Incident time over MCP: which as-of a `tools/call` carries (a harness's, never the model's).
+
+A harness pins one call with `_meta` `dev.aci-evidence/as_of` (ISO 8601 with a zone); the
+server's `--as-of` pins every call it serves; the call's own wins. Only `query_logs` reads it
+(`pipeline.window`); a time that is not ISO 8601, has no zone, or lies in the future is that
+call's ERROR/SCHEMA, never a crash of the connection.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any, Final
+
+from contracts import ErrorCode, build_error_views
+from pipeline.client import CallResult, ToolCall
+from pipeline.settings import Settings
+
+__all__ = ["AS_OF_META_KEY", "pinned_run"]
+
+AS_OF_META_KEY: Final = "dev.aci-evidence/as_of"
+
+
+async def pinned_run(
+    runner: Callable[..., Awaitable[CallResult | None]],
+    call: ToolCall,
+    session_id: str,
+    meta: Mapping[str, Any] | None,
+    default: str | None,
+) -> CallResult | None:
+    """Run one call with its incident time: its `_meta` one, else `default` (the server's
+    `--as-of`); a runner is called as `runner(call, session)` when there is none."""
+    found = meta.get(AS_OF_META_KEY) if meta is not None else None
+    as_of = found if found is not None else default
+    if as_of is None:
+        return await runner(call, session_id)
+    if isinstance(as_of, str):
+        return await runner(call, session_id, as_of)
+    _, observation, control = build_error_views(
+        ErrorCode.SCHEMA,
+        f"{AS_OF_META_KEY} must be an ISO 8601 time with a zone",
+        call.tool_call_id,
+        tool=call.tool,
+        session_id=session_id,
+        bounds=Settings().bounds,
+    )
+    return CallResult.from_views(observation, control)
