@@ -267,3 +267,54 @@ async def test_adapters_take_as_of_as_a_keyword(prefix: str, redis: Any, tmp_pat
     text = reply["content"][0]["content"][0]["text"]
     assert json.loads(text)["evidence_status"] == "EVIDENCE_FOUND"
     assert json.loads(lc.content)["evidence_status"] == "EVIDENCE_FOUND"
+
+
+def _envelope(tool: str, **kw: Any) -> bytes:
+    from pipeline.envelope import Invocation, encode_envelope
+
+    args = json.dumps({"topic": "APPLICATION", "query": "x"} if tool == "query_logs" else {})
+    inv = Invocation(session_id="s", tool=tool, tool_call_id="c1", arguments=args,
+                     submitted_at_ms=1, **kw)  # fmt: skip
+    return encode_envelope(inv)
+
+
+def test_admission_decides_the_window_and_a_submitter_cannot() -> None:
+    from pipeline.admission import Admission, judge
+    from pipeline.envelope import decode_envelope
+
+    keys = Keys("t")
+    now_ms = 1_800_000_000_000
+
+    def admitted(data: bytes) -> Any:
+        verdict = judge(keys, keys.parts[0], "1-0", data, argument_max_bytes=65536,
+                        default_lookback=60, now_ms=now_ms)  # fmt: skip
+        assert isinstance(verdict, Admission)
+        return verdict, decode_envelope(verdict.envelope)
+
+    _, inv = admitted(_envelope("query_logs", window_end_ms=5))  # a submitter's own window
+    assert inv.window_end_ms == now_ms  # replaced by admission's clock
+    pinned, inv = admitted(_envelope("query_logs", as_of_ms=now_ms - DAY_S * 1000))
+    assert inv.window_end_ms == now_ms - DAY_S * 1000
+    plain, _ = admitted(_envelope("query_logs"))
+    assert pinned.fingerprint != plain.fingerprint and pinned.scope_key != plain.scope_key
+    _, inv = admitted(_envelope("query_logs", as_of_ms=now_ms + 3_600_000))
+    assert inv.window_end_ms == now_ms  # not used: the worker answers SCHEMA (below)
+    other = _envelope("lookup_knowledge", window_end_ms=5)
+    _, inv = admitted(other)
+    assert inv.window_end_ms is msgspec.UNSET  # not a submitter's to set, on any tool
+    untouched = _envelope("lookup_knowledge")
+    assert admitted(untouched)[0].envelope == untouched  # other envelopes stay byte-identical
+
+
+async def test_a_future_as_of_that_reached_a_worker_is_a_schema_error(tmp_path: Path) -> None:
+    from workers.stage import run_stages
+
+    now_ms = int(time.time() * 1000)
+    outcome = await run_stages(
+        tool="query_logs", tool_call_id="c1", arguments={"topic": "APPLICATION", "query": "x"},
+        session_id="s", sources={}, settings=Settings(), as_of_ms=now_ms + 3_600_000,
+        window_end_ms=now_ms,
+    )  # fmt: skip
+    error = msgspec.to_builtins(outcome.observation)["error"]
+    assert error["code"] == "SCHEMA" and "in the future" in error["message"]
+    assert msgspec.to_builtins(outcome.control)["scope"]["as_of"]
