@@ -318,3 +318,40 @@ async def test_a_future_as_of_that_reached_a_worker_is_a_schema_error(tmp_path: 
     error = msgspec.to_builtins(outcome.observation)["error"]
     assert error["code"] == "SCHEMA" and "in the future" in error["message"]
     assert msgspec.to_builtins(outcome.control)["scope"]["as_of"]
+
+
+async def test_clickhouse_says_where_the_records_are_when_none_fell_in_the_window() -> None:
+    import uuid
+
+    from tests.workers.logs_helpers import chdb_client
+    from workers.sources.logs.clickhouse import OTEL_LOGS_DDL, ClickhouseLogSource
+    from workers.sources.logs.config import ClickhouseTopic
+
+    now = 1_796_000_000.0
+    client = chdb_client()
+    table = f"otel_logs_{uuid.uuid4().hex[:12]}"
+    client.command(OTEL_LOGS_DDL.format(table=table))
+    columns = ["Timestamp", "SeverityText", "SeverityNumber", "ServiceName", "Body",
+               "LogAttributes", "ResourceAttributes"]  # fmt: skip
+    rows = [[datetime.fromtimestamp(now - ago, UTC), "ERROR", 17, "shop", "pool timeout", {}, {}]
+            for ago in (3 * DAY_S, 3 * DAY_S + 60, -2 * 3600)]  # fmt: skip
+    client.insert(table, rows, column_names=columns)
+    config = parse_logs_config(
+        f'[clickhouse]\ndsn = "chdb://memory"\n[topics.APPLICATION]\nbackend = "clickhouse"\n'
+        f'table = "{table}"\n'
+    )
+    entry = config.topics[Topic.APPLICATION]
+    assert isinstance(entry, ClickhouseTopic) and config.clickhouse is not None
+    source = ClickhouseLogSource(config.clickhouse, {Topic.APPLICATION: entry}, config, {},
+                                 client=client, clock=lambda: now)  # fmt: skip
+    request = QueryLogsRequest(topic=Topic.APPLICATION, query="timeout", lookback_minutes=60)
+    found = await source.fetch(request)
+    assert found.match_count == 0
+    assert found.record_times.nearest_before == datetime.fromtimestamp(
+        now - 3 * DAY_S, UTC
+    ).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    assert found.record_times.nearest_after.startswith(
+        datetime.fromtimestamp(now + 2 * 3600, UTC).strftime("%Y-%m-%dT%H:%M")
+    )
+    request = QueryLogsRequest(topic=Topic.APPLICATION, query="nothing", lookback_minutes=60)
+    assert (await source.fetch(request)).record_times is msgspec.UNSET
