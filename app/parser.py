@@ -101,6 +101,10 @@ def _queue_commands(sub: Any) -> None:
     )  # fmt: skip
     p.add_argument("--session", required=True, help="the evidence session (required)")
     p.add_argument(
+        "--as-of", type=_as_of, default=None, metavar="ISO8601",
+        help=_say("pin the file's query_logs calls to an incident time with a zone", "now"),
+    )  # fmt: skip
+    p.add_argument(
         "--wait", action="store_true",
         help=_say("wait for every result and print the counts; exit 3 if some are pending", "off"),
     )  # fmt: skip

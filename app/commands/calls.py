@@ -147,7 +147,7 @@ async def cmd_submit(args: argparse.Namespace, settings: Settings) -> int:
     text = await read_text(args.file)
     calls = [_parse_line(n, line) for n, line in enumerate(text.splitlines(), 1) if line.strip()]
     async with EvidenceClient.connect(settings, need_url(settings)) as client:
-        immediate = await client.submit_many(args.session, calls)
+        immediate = await client.submit_many(args.session, calls, as_of=args.as_of)
         ids = [c.tool_call_id for c, r in zip(calls, immediate, strict=True) if r is None]
         if not args.wait:
             # Returned once the calls are admitted (a worker recorded them): until then only

@@ -191,9 +191,23 @@ def test_cli_as_of_through_the_queue_with_a_real_worker(
             cwd=ROOT, env=env, capture_output=True, text=True, timeout=90, check=False,
         )  # fmt: skip
 
+    calls = tmp_path / "calls.jsonl"
+    calls.write_text(json.dumps({"id": "s1", "tool": "query_logs", "arguments": args}) + "\n")
     with worker_processes(env, 1, quiet=True):
         pinned = cli("--id", "c1", "--as-of", iso(t0))
         now = cli("--id", "c2")
+        submitted = subprocess.run(
+            [sys.executable, "-m", "app.cli", "submit", "--file", str(calls), "--session",
+             "cli-sub", "--as-of", iso(t0), "--wait", "--timeout", "30"],
+            cwd=ROOT, env=env, capture_output=True, text=True, timeout=90, check=False,
+        )  # fmt: skip
+        control = subprocess.run(
+            [sys.executable, "-m", "app.cli", "views", "--session", "cli-sub", "--view",
+             "control"],
+            cwd=ROOT, env=env, capture_output=True, text=True, timeout=90, check=False,
+        )  # fmt: skip
+    assert json.loads(submitted.stdout)["ready"] == 1, submitted.stderr
+    assert json.loads(control.stdout.splitlines()[0])["match_count"] == 20
     assert pinned.returncode == 0, pinned.stderr
     out = json.loads(pinned.stdout)
     assert out["model"]["evidence_status"] == "EVIDENCE_FOUND"
