@@ -245,7 +245,8 @@ def _project(
         # SQL costs more than projecting); `--reexecute` recomputes them.
         scope, fingerprint = _recorded_scope(rec, recorded["control"])
         if scope is UNSET:
-            scope, fingerprint = scope_of(inv.tool, decoded, settings)
+            as_of = inv.as_of_ms if isinstance(inv.as_of_ms, int) else None
+            scope, fingerprint = scope_of(inv.tool, decoded, settings, as_of)
         raw = _decode_json(rec.fields.get(RAW) or b"null", "raw answer")
         if _omitted(raw):
             raise _Unreplayable(f"raw not kept ({raw.get('omitted')})")
