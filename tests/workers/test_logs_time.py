@@ -19,6 +19,8 @@ from typing import Any
 
 import msgspec
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from app.fleet import worker_processes
 from contracts import AsOfError, QueryLogsRequest, Topic
@@ -30,6 +32,7 @@ from tests.pipeline.helpers import running_worker
 from workers.replay import Selection, load_redis
 from workers.replay_diff import reexecute
 from workers.sources.logs.config import parse_logs_config
+from workers.sources.logs.records import format_ms
 from workers.sources.logs.router import LogRouter
 from workers.sources.registry import warm_up
 
@@ -369,3 +372,35 @@ async def test_clickhouse_says_where_the_records_are_when_none_fell_in_the_windo
     )
     request = QueryLogsRequest(topic=Topic.APPLICATION, query="nothing", lookback_minutes=60)
     assert (await source.fetch(request)).record_times is msgspec.UNSET
+
+
+@given(
+    st.lists(st.integers(min_value=0, max_value=10_000), max_size=60),
+    st.integers(min_value=0, max_value=10_000),
+    st.integers(min_value=0, max_value=2_000),
+)
+def test_the_window_watch_keeps_what_a_plain_scan_would(
+    times: list[int], start: int, width: int
+) -> None:
+    from contracts.window import AS_OF_SKEW_MS
+    from workers.sources.logs.filetime import WindowWatch
+
+    end, now = start + width, start + width // 2
+    watch = WindowWatch(start, end, now)
+    inside = [t for t in times if watch.inside_window(t)]
+    assert inside == [t for t in times if start <= t <= end]
+    told = watch.times(UTC)
+    future = [t for t in times if t > now + AS_OF_SKEW_MS]
+    before = [t for t in times if t < start]
+    after = [t for t in times if t > end]
+    if not future and (inside or not (before or after)):
+        assert told is msgspec.UNSET
+        return
+    assert not isinstance(told, type(msgspec.UNSET))
+    assert (told.future_records or 0) == len(future)
+    if not inside and before:
+        assert told.nearest_before == format_ms(max(before), UTC)
+    if not inside and after:
+        assert told.nearest_after == format_ms(min(after), UTC)
+    if inside:
+        assert told.nearest_before is msgspec.UNSET and told.nearest_after is msgspec.UNSET
