@@ -340,7 +340,8 @@ async def test_a_future_as_of_that_reached_a_worker_is_a_schema_error(tmp_path: 
 async def test_clickhouse_says_where_the_records_are_when_none_fell_in_the_window() -> None:
     import uuid
 
-    from tests.workers.logs_helpers import chdb_client
+    from logs_helpers import chdb_client  # as the other tests: one chDB engine a process
+
     from workers.sources.logs.clickhouse import OTEL_LOGS_DDL, ClickhouseLogSource
     from workers.sources.logs.config import ClickhouseTopic
 
