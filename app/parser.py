@@ -91,8 +91,8 @@ def _queue_commands(sub: Any) -> None:
     )  # fmt: skip
     p.add_argument(
         "--as-of", type=_as_of, default=None, metavar="ISO8601",
-        help=_say("pin a query_logs call to an incident time with a zone (e.g. "
-                  "2026-03-14T10:00:00+08:00): its lookback counts back from it", "now"),
+        help=_say("pin a query_logs call to an incident time (e.g. 2026-03-14T10:00:00+08:00; "
+                  "without a zone: UTC): its lookback counts back from it", "now"),
     )  # fmt: skip
     p = _sub(sub, "submit", "submit a JSON Lines file of tool calls")
     p.add_argument(
@@ -102,7 +102,7 @@ def _queue_commands(sub: Any) -> None:
     p.add_argument("--session", required=True, help="the evidence session (required)")
     p.add_argument(
         "--as-of", type=_as_of, default=None, metavar="ISO8601",
-        help=_say("pin the file's query_logs calls to an incident time with a zone", "now"),
+        help=_say("pin the file's query_logs calls to an incident time (no zone: UTC)", "now"),
     )  # fmt: skip
     p.add_argument(
         "--wait", action="store_true",
@@ -206,7 +206,7 @@ def _mcp_command(sub: Any) -> None:
     )
     p.add_argument(
         "--as-of", type=_as_of, default=None, metavar="ISO8601",
-        help=_say("pin every query_logs call to an incident time with a zone (a call's "
+        help=_say("pin every query_logs call to an incident time (no zone: UTC; a call's "
                   "_meta dev.aci-evidence/as_of wins)", "now"),
     )  # fmt: skip
 

@@ -18,6 +18,7 @@ __all__ = [
     "AsOfError",
     "as_of_problem",
     "format_utc_ms",
+    "has_zone",
     "parse_as_of",
     "pin_scope",
     "window_bounds",
@@ -34,8 +35,8 @@ _MS: Final = timedelta(milliseconds=1)
 
 
 class AsOfError(ValueError):
-    """An as-of (incident) time that cannot be used: not ISO 8601, without a zone, before
-    1970, or further in the future than `AS_OF_SKEW_MS`. Not retryable as given."""
+    """An as-of (incident) time that cannot be used: not ISO 8601, before 1970, or further in
+    the future than `AS_OF_SKEW_MS`. Not retryable as given."""
 
 
 def format_utc_ms(epoch_ms: int) -> str:
@@ -44,25 +45,38 @@ def format_utc_ms(epoch_ms: int) -> str:
     return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
-def parse_as_of(value: str | datetime) -> int:
-    """Epoch milliseconds of an ISO 8601 time with a zone (`2026-03-14T10:00:00+08:00`,
-    `...Z`) or an aware `datetime`; `AsOfError` otherwise. A time without a zone is refused:
-    guessing one is how a post-mortem reads the wrong hours."""
+def _moment(value: str | datetime) -> datetime:
     if isinstance(value, datetime):
-        moment = value
-    elif isinstance(value, str):
-        text = value.strip()
-        text = text[:-1] + "Z" if text.endswith("z") else text
-        try:
-            moment = datetime.fromisoformat(text)
-        except ValueError:
-            raise AsOfError(
-                f"as-of {value[:40]!r} is not an ISO 8601 time (e.g. 2026-03-14T10:00:00+08:00)"
-            ) from None
-    else:
+        return value
+    if not isinstance(value, str):
         raise AsOfError("as-of must be an ISO 8601 time or a datetime")
-    if moment.tzinfo is None or moment.utcoffset() is None:
-        raise AsOfError("as-of has no zone: add one (Z, +08:00)")
+    text = value.strip()
+    text = text[:-1] + "Z" if text.endswith("z") else text
+    try:
+        return datetime.fromisoformat(text)
+    except ValueError:
+        raise AsOfError(
+            f"as-of {value[:40]!r} is not an ISO 8601 time (e.g. 2026-03-14T10:00:00+08:00)"
+        ) from None
+
+
+def has_zone(value: str | datetime) -> bool:
+    """Whether an as-of names its zone (one without is read as UTC); True for text that is
+    not a time at all (`parse_as_of` refuses it)."""
+    try:
+        moment = _moment(value)
+    except AsOfError:
+        return True
+    return moment.tzinfo is not None and moment.utcoffset() is not None
+
+
+def parse_as_of(value: str | datetime) -> int:
+    """Epoch milliseconds of an ISO 8601 time (`2026-03-14T10:00:00+08:00`, `...Z`) or a
+    `datetime`; `AsOfError` otherwise. A time without a zone is UTC (the zone the scope's
+    `as_of` shows it back in), never the reader's local zone: say the zone to be sure."""
+    moment = _moment(value)
+    if not has_zone(moment):
+        moment = moment.replace(tzinfo=UTC)
     epoch_ms = (moment - _EPOCH) // _MS
     problem = as_of_problem(epoch_ms, None)
     if problem:

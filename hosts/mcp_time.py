@@ -1,9 +1,9 @@
 """Incident time over MCP: which as-of a `tools/call` carries (a harness's, never the model's).
 
-A harness pins one call with `_meta` `dev.aci-evidence/as_of` (ISO 8601 with a zone); the
-server's `--as-of` pins every call it serves; the call's own wins. Only `query_logs` reads it
-(`pipeline.window`); a time that is not ISO 8601, has no zone, or lies in the future is that
-call's ERROR/SCHEMA, never a crash of the connection.
+A harness pins one call with `_meta` `dev.aci-evidence/as_of` (ISO 8601; without a zone it
+is UTC); the server's `--as-of` pins every call it serves; the call's own wins. Only
+`query_logs` reads it (`pipeline.window`); a time that is not ISO 8601 or lies in the future
+is that call's ERROR/SCHEMA, never a crash of the connection.
 """
 
 from __future__ import annotations

@@ -29,7 +29,7 @@ AsOf = str | datetime  # an incident time: ISO 8601 with a zone, or an aware dat
 
 def checked_as_of(as_of: AsOf) -> int:
     """Epoch ms of a harness's as-of, checked against this clock before anything is sent:
-    `AsOfError` for a time that is not ISO 8601, has no zone, or lies in the future."""
+    `AsOfError` for a time that is not ISO 8601 or lies in the future (no zone: UTC)."""
     epoch_ms = parse_as_of(as_of)
     problem = as_of_problem(epoch_ms, int(time.time() * 1000))
     if problem:
@@ -46,7 +46,7 @@ class AsOfPins:
 
     def pin_as_of(self, session_id: str, as_of: AsOf | None) -> None:
         """Pin every later log call of `session_id` to an incident time (None unpins); a
-        call's own `as_of=` wins. `AsOfError` for a time without a zone or in the future."""
+        call's own `as_of=` wins. `AsOfError` for a time that is not ISO 8601 or in the future."""
         pinned = self.__dict__.setdefault("_pinned", {})
         pinned.pop(session_id, None)
         if as_of is not None:

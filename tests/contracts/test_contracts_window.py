@@ -19,6 +19,7 @@ from contracts import (
     control_view,
     fingerprint_scope,
     format_utc_ms,
+    has_zone,
     parse_as_of,
     pin_scope,
     project_logs,
@@ -47,10 +48,16 @@ def test_an_aware_datetime_is_taken() -> None:
     assert parse_as_of(datetime(2026, 3, 14, 10, tzinfo=timezone(timedelta(hours=8)))) == T0
 
 
+def test_a_time_without_a_zone_is_utc_and_says_so() -> None:
+    assert parse_as_of("2026-03-14T02:00:00") == T0 == parse_as_of(datetime(2026, 3, 14, 2))
+    assert not has_zone("2026-03-14T02:00:00") and not has_zone(datetime(2026, 3, 14))
+    assert has_zone("2026-03-14T02:00:00Z") and has_zone("2026-03-14T10:00:00+08:00")
+    assert has_zone("yesterday")  # not a time: parse_as_of refuses it
+
+
 @pytest.mark.parametrize(
     ("value", "says"),
-    [("2026-03-14T10:00:00", "no zone"), (datetime(2026, 3, 14), "no zone"),
-     ("yesterday", "not an ISO 8601"), ("", "not an ISO 8601"),
+    [("yesterday", "not an ISO 8601"), ("", "not an ISO 8601"),
      ("1969-12-31T23:59:59Z", "between 1970"), (12345, "ISO 8601 time or a datetime")],
 )  # fmt: skip
 def test_a_bad_as_of_is_a_typed_error_saying_why(value: object, says: str) -> None:

@@ -129,8 +129,8 @@ async def test_a_future_as_of_is_refused_before_anything_is_sent(prefix: str, re
     async with EvidenceClient(redis, settings) as client:
         with pytest.raises(AsOfError, match="in the future"):
             await client.call("s", logs_call("c1", "x"), as_of=iso(time.time() + 3600))
-        with pytest.raises(AsOfError, match="no zone"):
-            client.pin_as_of("s", "2026-03-14T10:00:00")
+        with pytest.raises(AsOfError, match="not an ISO 8601"):
+            client.pin_as_of("s", "last tuesday")
     assert await redis.exists(Keys(prefix).for_session("s").requests) == 0
 
 
@@ -199,6 +199,7 @@ def test_cli_as_of_through_the_queue_with_a_real_worker(
     with worker_processes(env, 1, quiet=True):
         pinned = cli("--id", "c1", "--as-of", iso(t0))
         now = cli("--id", "c2")
+        naive = cli("--id", "c4", "--as-of", iso(t0).removesuffix("+00:00"))  # read as UTC
         submitted = subprocess.run(
             [sys.executable, "-m", "app.cli", "submit", "--file", str(calls), "--session",
              "cli-sub", "--as-of", iso(t0), "--wait", "--timeout", "30"],
@@ -216,8 +217,10 @@ def test_cli_as_of_through_the_queue_with_a_real_worker(
     assert out["model"]["evidence_status"] == "EVIDENCE_FOUND"
     assert out["control"]["match_count"] == 20 and "as_of" in out["control"]["scope"]
     assert json.loads(now.stdout)["model"]["evidence_status"] == "NO_EVIDENCE"
-    bad = cli("--id", "c3", "--as-of", "2026-03-14 10:00")
-    assert bad.returncode == 2 and "no zone" in bad.stderr
+    assert json.loads(naive.stdout)["control"]["match_count"] == 20
+    assert "no zone: read as UTC" in naive.stderr
+    bad = cli("--id", "c3", "--as-of", "2026-03-14 25:00")
+    assert bad.returncode == 2 and "not an ISO 8601" in bad.stderr
 
 
 async def test_mcp_meta_and_server_as_of_pin_calls_and_a_bad_one_is_that_calls_error(
@@ -242,12 +245,12 @@ async def test_mcp_meta_and_server_as_of_pin_calls_and_a_bad_one_is_that_calls_e
             )
             unpinned = await client.call_tool("query_logs", args, meta={id_key: "m2"})
             bad = await client.call_tool(
-                "query_logs", args, meta={id_key: "m3", AS_OF_META_KEY: "2026-03-14"}
+                "query_logs", args, meta={id_key: "m3", AS_OF_META_KEY: "last tuesday"}
             )
     assert pinned.structured_content["evidence_status"] == "EVIDENCE_FOUND"
     assert unpinned.structured_content["evidence_status"] == "NO_EVIDENCE"
     assert bad.is_error and bad.structured_content["error"]["code"] == "SCHEMA"
-    assert "no zone" in bad.structured_content["error"]["message"]
+    assert "not an ISO 8601" in bad.structured_content["error"]["message"]
     # The server's --as-of pins every call (here in-process, the stages run locally).
     local = mcp_server.build_server(
         mcp_server.local_runner(sources, settings), session="mcp-local", as_of=iso(t0)
