@@ -34,6 +34,7 @@ from contracts.results import (
     MysqlResult,
     RagResult,
     RecordTimes,
+    cancelled_result,
     decode_result,
     encode_result,
     error_result,
@@ -47,6 +48,7 @@ from contracts.status import (
     SourceKind,
     Topic,
 )
+from contracts.text import INVISIBLE_CLASS, visible_text
 from contracts.tools import MAX_DATA_SOURCES, data_source_enum, export_tools, input_schema
 from contracts.views import (
     ControlView,
@@ -77,6 +79,7 @@ __all__ = [
     "AS_OF_SKEW_MS",
     "CONTRACT_VERSION",
     "DEFAULT_BOUNDS",
+    "INVISIBLE_CLASS",
     "MAX_DATA_SOURCES",
     "TOOL_NAMES",
     "AsOfError",
@@ -117,6 +120,7 @@ __all__ = [
     "as_of_problem",
     "build_error_views",
     "build_views",
+    "cancelled_result",
     "control_view",
     "data_source_enum",
     "decode_invocation",
@@ -142,6 +146,7 @@ __all__ = [
     "project_rag",
     "safe_source",
     "to_json_cell",
+    "visible_text",
     "window_bounds",
     "with_window",
 ]

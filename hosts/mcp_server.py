@@ -54,16 +54,18 @@ from contracts import (
     build_error_views,
     export_tools,
 )
-from contracts.window import AsOfError
 from hosts.listen import http_server, is_loopback, listen_problem
 from hosts.mcp_http import DEFAULT_LIMITS, HttpLimits, SessionGate
+from hosts.mcp_progress import current as progress_reporter
+from hosts.mcp_progress import reporting
+from hosts.mcp_tasks import TaskHandles, enable_tasks, task_wait
 from hosts.mcp_time import AS_OF_META_KEY, pinned_run
 from hosts.turn import is_error, model_object, model_text
 from pipeline.client import CallResult, EvidenceClient, ToolCall
 from pipeline.keys import is_valid_session_id
 from pipeline.redis_io import PipelineError
 from pipeline.settings import Settings
-from pipeline.window import LOG_TOOL, checked_as_of
+from pipeline.window import checked_as_of
 from workers.sources import Source
 
 if TYPE_CHECKING:
@@ -99,8 +101,8 @@ _MIN_TOKEN_CHARS: Final = 16
 log = logging.getLogger("aci.mcp")
 
 Runner = Callable[[ToolCall, str], Awaitable[CallResult | None]]
-"""Runs one call in a session; None while it is still running at the timeout. The runners
-here also take an incident time: `run(call, session, as_of)` (`hosts.mcp_time`)."""
+"""Runs one call in a session; None while it is still running at the timeout. (The runners
+here also take a checked incident time, `run(call, session, as_of)`: `hosts.mcp_time`.)"""
 
 
 class ServeOptions(msgspec.Struct, frozen=True, kw_only=True):
@@ -186,10 +188,7 @@ def local_runner(sources: Mapping[str, Source], settings: Settings) -> Runner:
     from workers.stage import run_stages
 
     async def run(call: ToolCall, session_id: str, as_of: str | None = None) -> CallResult | None:
-        try:
-            as_of_ms = None if as_of is None or call.tool != LOG_TOOL else checked_as_of(as_of)
-        except AsOfError as exc:
-            return _as_call_result(call, ErrorCode.SCHEMA, str(exc), session_id, settings)
+        as_of_ms = None if as_of is None else checked_as_of(as_of)  # checked: `pinned_run`
         outcome = await run_stages(
             tool=call.tool,
             tool_call_id=call.tool_call_id,
@@ -209,9 +208,12 @@ def queue_runner(client: EvidenceClient, timeout: float) -> Runner:
 
     async def run(call: ToolCall, session_id: str, as_of: str | None = None) -> CallResult | None:
         try:
-            return await client.call(session_id, call, timeout, as_of=as_of)
-        except AsOfError as exc:  # a harness's bad incident time: this call's error
-            return _as_call_result(call, ErrorCode.SCHEMA, str(exc), session_id, client.settings)
+            # Cancelled (`notifications/cancelled`, a closed 2026-07-28 response stream): the
+            # call is cancelled too (`cancel_on_exit`); progress reported when asked.
+            wait = task_wait(timeout, session_id)  # shorter for a would-be MCP task
+            return await client.call(
+                session_id, call, wait, on_progress=progress_reporter(), as_of=as_of
+            )
         except PipelineError as exc:
             log.warning("the queue failed: %s", type(exc).__name__)
             message = "the evidence queue is unavailable; try again later"
@@ -281,7 +283,8 @@ def build_server(
         ctx: ServerRequestContext[Any], params: mcp_types.CallToolRequestParams
     ) -> mcp_types.CallToolResult:
         call = read_call(params.name, params.arguments, params.meta, ctx.request_id)
-        result = await pinned_run(runner, call, _call_session(ctx, session), params.meta, as_of)
+        with reporting(ctx, params.meta):  # issue 32: `_meta.progressToken` honoured
+            result = await pinned_run(runner, call, _call_session(ctx, session), params.meta, as_of)
         return types.CallToolResult.model_validate(call_tool_result(call, result))
 
     try:
@@ -389,6 +392,10 @@ async def serve(options: ServeOptions, settings: Settings) -> int:
         server = build_server(
             runner, options.session, http=http, data_sources=data_sources, as_of=options.as_of
         )
+        if not local:  # issue 32: queued calls as MCP tasks (`hosts.mcp_tasks`)
+            handles = TaskHandles.from_env(options.token)
+            ttl_ms = settings.retention_s * 1000
+            enable_tasks(server, client, handles, ttl_ms=ttl_ms, session=options.session)
         if options.http_port is not None:
             await _serve_http(server, options)
             return 0

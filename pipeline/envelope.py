@@ -44,6 +44,9 @@ class Invocation(msgspec.Struct, frozen=True, kw_only=True):
     # side; a submitter's value is replaced): `as_of_ms` or admission's clock. The worker and
     # a replay's re-execute read this window, never a new one (`pipeline.window`).
     window_end_ms: int | UnsetType = UNSET
+    # True on a cancel request (`pipeline.cancel`): the same call, asked to stop. A worker
+    # built before it admits such a request as the call itself (unknown fields are ignored).
+    cancel: bool | UnsetType = UNSET
 
 
 class EnvelopeError(Exception):

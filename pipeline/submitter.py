@@ -122,12 +122,6 @@ def prepare(
     return prepared
 
 
-def _ran(asked: str, result: CallResult) -> bool:
-    """Whether a result is of the scope a call asked: the worker publishes the scope key it ran
-    with the result. (No key: an envelope that did not decode, an ERROR.)"""
-    return not result.scope_key or result.scope_key == asked
-
-
 def verified(
     tool_call_id: str, row: Sequence[bytes | None], expect: str | None
 ) -> CallResult | None:
