@@ -89,6 +89,11 @@ def _queue_commands(sub: Any) -> None:
         "--timeout", type=_seconds, default=30.0,
         help=_say("seconds to wait for the result before exiting 3 (pending)", 30.0),
     )  # fmt: skip
+    p.add_argument(
+        "--as-of", type=_as_of, default=None, metavar="ISO8601",
+        help=_say("pin a query_logs call to an incident time (e.g. 2026-03-14T10:00:00+08:00; "
+                  "without a zone: UTC): its lookback counts back from it", "now"),
+    )  # fmt: skip
     p = _sub(sub, "cancel", "cancel one call: it ends ERROR/CANCELLED unless it is final first")
     p.add_argument("--session", required=True, help="the evidence session (required)")
     p.add_argument("--id", required=True, help="the call's tool call id (required)")
@@ -103,6 +108,10 @@ def _queue_commands(sub: Any) -> None:
         help='the file: one {"id", "tool", "arguments"} object per line (required)',
     )  # fmt: skip
     p.add_argument("--session", required=True, help="the evidence session (required)")
+    p.add_argument(
+        "--as-of", type=_as_of, default=None, metavar="ISO8601",
+        help=_say("pin the file's query_logs calls to an incident time (no zone: UTC)", "now"),
+    )  # fmt: skip
     p.add_argument(
         "--wait", action="store_true",
         help=_say("wait for every result and print the counts; exit 3 if some are pending", "off"),
@@ -203,6 +212,11 @@ def _mcp_command(sub: Any) -> None:
         "--token",
         help=_say("bearer token for --http, required off loopback", "none", "ACI_MCP_TOKEN"),
     )
+    p.add_argument(
+        "--as-of", type=_as_of, default=None, metavar="ISO8601",
+        help=_say("pin every query_logs call to an incident time (no zone: UTC; a call's "
+                  "_meta dev.aci-evidence/as_of wins)", "now"),
+    )  # fmt: skip
 
 
 def _console_command(sub: Any) -> None:
@@ -280,6 +294,21 @@ def _seconds(text: str) -> float:
     if not 0 < value < float("inf"):
         raise argparse.ArgumentTypeError("seconds: a number above 0, e.g. 30")
     return value
+
+
+def _as_of(text: str) -> str:
+    # Checked here so a bad time is a usage error (exit 2) before anything is sent.
+    import time
+
+    from contracts.window import AsOfError, as_of_problem, parse_as_of
+
+    try:
+        problem = as_of_problem(parse_as_of(text), int(time.time() * 1000))
+    except AsOfError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    if problem:
+        raise argparse.ArgumentTypeError(problem)
+    return text
 
 
 def _partition_list(text: str) -> list[int]:

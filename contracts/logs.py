@@ -17,7 +17,14 @@ import msgspec
 from msgspec import UNSET, UnsetType
 
 from contracts.bounds import Bounds
-from contracts.results import JsonScalar, LogEvent, LogPattern, LogScope, LogsResult
+from contracts.results import (
+    JsonScalar,
+    LogEvent,
+    LogPattern,
+    LogScope,
+    LogsResult,
+    RecordTimes,
+)
 from contracts.status import EvidenceStatus
 from contracts.text import cut
 
@@ -72,6 +79,8 @@ class LogsUpstream(msgspec.Struct, frozen=True, kw_only=True):
     # Short sentences the model must hear about how the answer was read (at most
     # `MAX_NOTES`, each cut to `logs_field_chars`).
     notes: list[str] | UnsetType = UNSET
+    # Records seen outside the window (none in it, or dated in the future): Control View only.
+    record_times: RecordTimes | UnsetType = UNSET
 
 
 _LEVEL_RANK: Final = {
@@ -259,6 +268,7 @@ def project_logs(tool_call_id: str, upstream: LogsUpstream, bounds: Bounds) -> L
         unparsed_lines=upstream.unparsed_lines or UNSET,
         unread_files=upstream.unread_files or UNSET,
         notes=notes,
+        record_times=upstream.record_times,
     )
 
 

@@ -25,6 +25,7 @@ __all__ = [
     "LogsResult",
     "MysqlResult",
     "RagResult",
+    "RecordTimes",
     "cancelled_result",
     "decode_result",
     "encode_result",
@@ -88,6 +89,20 @@ class LogEvent(msgspec.Struct, frozen=True, kw_only=True):
     fields: dict[str, JsonScalar] = {}
 
 
+class RecordTimes(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
+    """What a log search saw of its records' times outside its window (Control View only).
+
+    `nearest_before` / `nearest_after`: records were read but none fell in the window; the
+    times of the nearest ones before its start and after its end (a post-mortem at the wrong
+    time, or a lookback too short). `future_records`: records dated later than the clock that
+    read them (a wrong timezone of the topic), and `latest` the latest such time."""
+
+    nearest_before: str | UnsetType = UNSET
+    nearest_after: str | UnsetType = UNSET
+    future_records: int | UnsetType = UNSET
+    latest: str | UnsetType = UNSET
+
+
 class LogsResult(msgspec.Struct, frozen=True, kw_only=True):
     """Canonical result of `query_logs`."""
 
@@ -108,6 +123,8 @@ class LogsResult(msgspec.Struct, frozen=True, kw_only=True):
     unparsed_lines: int | UnsetType = UNSET
     unread_files: int | UnsetType = UNSET
     notes: list[str] | UnsetType = UNSET
+    # Present only when the search saw records outside its window worth saying (above).
+    record_times: RecordTimes | UnsetType = UNSET
 
 
 class MysqlResult(msgspec.Struct, frozen=True, kw_only=True):

@@ -29,6 +29,7 @@ from contracts.results import (
     LogsResult,
     MysqlResult,
     RagResult,
+    RecordTimes,
 )
 from contracts.status import ErrorCode, EvidenceStatus, LifecycleStatus, RelevanceLevel
 from contracts.text import visible_text
@@ -289,6 +290,8 @@ class ControlView(msgspec.Struct, frozen=True, kw_only=True):
     timings: Timings
     # The size of the embedded knowledge index that answered a RAG result (when it says).
     indexed_chunks: int | UnsetType = UNSET
+    # A log search's records outside its window (`contracts.results.RecordTimes`).
+    record_times: RecordTimes | UnsetType = UNSET
     # True when the embedded index that answered is the previous one, kept answering while
     # the runbooks' new index is built; omitted otherwise.
     index_rebuilding: bool | UnsetType = UNSET
@@ -344,6 +347,7 @@ def control_view(
         attempts=meta.attempts,
         timings=meta.timings,
         indexed_chunks=meta.indexed_chunks if isinstance(result, RagResult) else UNSET,
+        record_times=result.record_times if isinstance(result, LogsResult) else UNSET,
         index_rebuilding=meta.index_rebuilding if isinstance(result, RagResult) else UNSET,
         skipped_runbooks=meta.skipped_runbooks if isinstance(result, RagResult) else UNSET,
     )

@@ -353,11 +353,13 @@ async def reinject(
 ) -> None:
     """Submit the recorded requests again under session `into`, with their original tool
     call ids and trace parents, for live workers to run; `report` is told each one's verdict
-    (submitted, or failed when its envelope does not decode)."""
+    (submitted, or failed when its envelope does not decode). A log call is pinned to the
+    end of the window its admission recorded, so it reads the same records again."""
+    from contracts.window import format_utc_ms
     from pipeline.client import EvidenceClient, ToolCall
     from pipeline.envelope import EnvelopeError, decode_envelope
 
-    groups: dict[str, list[ToolCall]] = {}
+    groups: dict[tuple[str, str], list[ToolCall]] = {}
     for rec in records:
         try:
             data = rec.fields.get(ENVELOPE, b"")
@@ -376,13 +378,18 @@ async def reinject(
             )
             continue
         call = ToolCall(tool=inv.tool, tool_call_id=inv.tool_call_id, arguments=inv.arguments)
-        groups.setdefault(inv.traceparent or "", []).append(call)
+        end = inv.window_end_ms
+        as_of = format_utc_ms(end) if isinstance(end, int) else ""
+        groups.setdefault((inv.traceparent or "", as_of), []).append(call)
         report(
             Verdict(session=into, tool_call_id=rec.tool_call_id, tool=inv.tool, outcome="submitted")
         )
     async with EvidenceClient(redis, settings) as client:
-        for traceparent, calls in groups.items():
+        for (traceparent, as_of), calls in groups.items():
             for start in range(0, len(calls), 500):
                 await client.submit_many(
-                    into, calls[start : start + 500], traceparent=traceparent or None
+                    into,
+                    calls[start : start + 500],
+                    traceparent=traceparent or None,
+                    as_of=as_of or None,
                 )

@@ -68,9 +68,21 @@ async def warm_up(
             why = exc.message if isinstance(exc, SourceError) else type(exc).__name__
             log.warning("warm-up of %s failed (%s); its calls may fail the same way", label, why)
 
+    async def clocks(source: Source) -> None:
+        # A source that can check its records' clock (a FILE topic in a wrong timezone) says
+        # so at start, naming the topic: every call over it would answer "no evidence".
+        check = getattr(source, "clock_warnings", None)
+        try:
+            lines = await anyio.to_thread.run_sync(check) if check is not None else []
+        except Exception as exc:  # a check must not stop the worker from starting
+            lines = [f"the clock check of query_logs failed ({type(exc).__name__})"]
+        for line in lines:
+            log.warning("%s", line)
+
     with anyio.move_on_after(timeout_s) as scope:
         async with anyio.create_task_group() as tg:
             for tool, source in sources.items():
+                tg.start_soon(clocks, source)
                 if tool in _WARM_UP:
                     tg.start_soon(one, tool, source, _WARM_UP[tool], tool)
                 elif tool == "query_mysql":

@@ -34,10 +34,12 @@ from contracts.requests import QueryLogsRequest
 from contracts.results import LogScope
 from contracts.status import ErrorCode, SourceKind, Topic
 from workers.sources.base import SourceError
+from workers.sources.calltime import call_time
 from workers.sources.logs.config import FileSource, FileTopic, LogsConfig, zone_of
 from workers.sources.logs.deadline import StopFlag, run_stoppable
 from workers.sources.logs.files import LogFile, Reader, find_files
-from workers.sources.logs.formats import make_parser
+from workers.sources.logs.filetime import FileTimes, WindowWatch, future_warning
+from workers.sources.logs.formats import LineParser, make_parser
 from workers.sources.logs.prefilter import Prefilter
 from workers.sources.logs.records import Digest, Entry, entry_matches, format_ms
 from workers.sources.logs.source import ParsedQuery, check_fields, parse_log_query
@@ -87,6 +89,7 @@ class FileLogSource:
         clock: Callable[[], float] = time.time,
     ) -> None:
         self.topic, self.entry, self.config, self.clock = topic, entry, config, clock
+        self.times = FileTimes()  # first/last record times of files, cached
         self.zone = zone_of(entry.timezone or config.timezone)
         self.sources = entry.file_sources()
         names: dict[str, None] = {}
@@ -99,12 +102,14 @@ class FileLogSource:
         """Parse, check, then scan under the deadline; `SourceError` on any failure."""
         query = parse_log_query(request.query)
         check_fields(query, request.topic, self.extra_fields)
+        when = call_time()  # the window admission recorded
+        end_ms = None if when is None else when.end_ms
         return await run_stoppable(
-            lambda flag: self.search(request, query, flag), self.config.scan.max_seconds
+            lambda flag: self.search(request, query, flag, end_ms), self.config.scan.max_seconds
         )
 
     def _files(
-        self, start_ms: int, flag: StopFlag, tally: _Tally
+        self, window: tuple[int, int], flag: StopFlag, tally: _Tally, watch: WindowWatch
     ) -> tuple[list[tuple[LogFile, FileSource]], bool]:
         """Every source's files in the window, newest first (a file two sources match is read
         once, by the first); True when the listing was cut or more than `max_files` matched."""
@@ -113,8 +118,9 @@ class FileLogSource:
         too_many, matched = False, 0
         for source in self.sources:
             files, cut, count = find_files(
-                source.paths, self.config.roots, start_ms, budget.max_files, flag
-            )
+                source.paths, self.config.roots, window[0], budget.max_files, flag,
+                self._needed(window, flag, watch, source),
+            )  # fmt: skip
             too_many, matched = too_many or cut, matched + count
             tally.sources_empty += count == 0 and not cut
             for file in files:
@@ -128,14 +134,23 @@ class FileLogSource:
         ordered = sorted(chosen.values(), key=lambda pair: (-pair[0].mtime_ms, pair[0].real))
         return ordered[: budget.max_files], too_many or len(ordered) > budget.max_files
 
-    def search(self, request: QueryLogsRequest, query: ParsedQuery, flag: StopFlag) -> LogsUpstream:
-        """The synchronous scan behind `fetch` (for the benchmark and the conformance test)."""
+    def search(
+        self,
+        request: QueryLogsRequest,
+        query: ParsedQuery,
+        flag: StopFlag,
+        end_ms: int | None = None,
+    ) -> LogsUpstream:
+        """The synchronous scan behind `fetch` (for the benchmark and the conformance test),
+        over the window ending at `end_ms` (default: the source's clock)."""
         lookback = request.lookback_minutes or self.config.default_lookback
-        end_ms = int(self.clock() * 1000)
+        now_ms = int(self.clock() * 1000)
+        end_ms = now_ms if end_ms is None else end_ms
         start_ms = end_ms - lookback * 60_000
         flag.narrow(self.config.scan.max_seconds)
+        watch = WindowWatch(start_ms, end_ms, now_ms)
         tally = _Tally()
-        files, too_many = self._files(start_ms, flag, tally)
+        files, too_many = self._files((start_ms, end_ms), flag, tally, watch)
         reader = Reader(self.config.scan, flag, self.config.roots)
         digest = Digest(self.config.sample_limit)
         text_ok = _text_only(query)
@@ -147,8 +162,7 @@ class FileLogSource:
             prefilter = prefilters.setdefault(
                 id(source), Prefilter(query, source.format, source.service)
             )
-            window = (start_ms, end_ms)
-            self._scan(file, source, reader, prefilter, digest, query, window, text_ok, tally)
+            self._scan(file, source, reader, prefilter, digest, query, watch, text_ok, tally)
         lower_bound = reader.stopped or too_many or bool(reader.unread)
         self._check_outcome(digest, tally, reader, lower_bound, flag)
         scope = LogScope(
@@ -165,6 +179,7 @@ class FileLogSource:
             unparsed_lines=tally.failed or UNSET,
             unread_files=len(reader.unread) or UNSET,
             notes=notes or UNSET,
+            record_times=watch.times(self.zone),
         )
 
     def _scan(
@@ -175,20 +190,20 @@ class FileLogSource:
         prefilter: Prefilter,
         digest: Digest,
         query: ParsedQuery,
-        window: tuple[int, int],
+        watch: WindowWatch,
         text_ok: bool,
         tally: _Tally,
     ) -> None:
         """One file: its records, and its unparsed lines as text when the query allows."""
         zone = zone_of(source.timezone) if source.timezone else self.zone
         parser = make_parser(
-            source.format, source.fields, zone, source.service, source.time_unit, window[1],
+            source.format, source.fields, zone, source.service, source.time_unit, watch.end,
             file.real, source.pattern, source.time_format,
         )  # fmt: skip
         may_match = prefilter.may_match if prefilter.active else None
         if may_match is not None and isinstance(parser, HeadParser):
             parser.keep, may_match = may_match, None  # over whole records, not lines
-        start_ms, end_ms = window
+        start_ms, end_ms = watch.start, watch.end
         parsed, last_ms = 0, file.mtime_ms
         rejected = parser.rejected if isinstance(parser, HeadParser) else None
 
@@ -206,7 +221,7 @@ class FileLogSource:
             failed = parser.failed
             for found in parser.feed(line):
                 parsed, last_ms = parsed + 1, found.epoch_ms
-                if start_ms <= found.epoch_ms <= end_ms and entry_matches(query, found):
+                if watch.inside_window(found.epoch_ms) and entry_matches(query, found):
                     digest.add(found)
             if rejected:  # a multi-line parser says which lines were no record
                 if text_ok:
@@ -216,7 +231,7 @@ class FileLogSource:
                 as_text([line])
         for found in parser.flush():
             parsed += 1
-            if start_ms <= found.epoch_ms <= end_ms and entry_matches(query, found):
+            if watch.inside_window(found.epoch_ms) and entry_matches(query, found):
                 digest.add(found)
         if rejected and text_ok:
             as_text(rejected)
@@ -225,6 +240,49 @@ class FileLogSource:
         if parsed == 0 and parser.failed > 0:
             tally.files_unparsed += 1
             tally.formats.add(source.format)
+
+    def _parser(self, source: FileSource) -> LineParser:
+        zone = zone_of(source.timezone) if source.timezone else self.zone
+        return make_parser(
+            source.format, source.fields, zone, source.service, source.time_unit,
+            int(self.clock() * 1000), "", source.pattern, source.time_format,
+        )  # fmt: skip
+
+    def _needed(
+        self,
+        window: tuple[int, int],
+        flag: StopFlag,
+        watch: WindowWatch | None = None,
+        source: FileSource | None = None,
+    ) -> Callable[[LogFile], bool]:
+        # Files are chosen by their records' own time (`filetime`); past the deadline, by
+        # mtime alone (the peeks are cached, so only a first call over many files pays).
+        peeks = Reader(self.config.scan, flag, self.config.roots)
+        chosen = self.sources[0] if source is None else source
+        seen = watch.inside_window if watch is not None else (lambda _: None)
+
+        def needed(file: LogFile) -> bool:
+            if flag.expired():
+                return file.mtime_ms >= window[0]
+            return self.times.needed(file, window, peeks, lambda: self._parser(chosen), seen)
+
+        return needed
+
+    def clock_warning(self) -> str:
+        """The worker-start check: '' unless a source's newest file's last records lie in
+        the future of this clock (a wrong timezone), then a line naming the topic."""
+        for source in self.sources:
+            try:
+                files, _, _ = find_files(source.paths, self.config.roots, 0, 1)
+            except SourceError:
+                continue  # refused files are said by the warm-up's own call
+            reader = Reader(self.config.scan, StopFlag(5.0), self.config.roots)
+            newest = files[0] if files else None
+            zone = zone_of(source.timezone) if source.timezone else self.zone
+            warning = future_warning(self.topic.value, newest, reader, self._parser(source), zone)
+            if warning:
+                return warning
+        return ""
 
     def _notes(self, tally: _Tally, reader: Reader, text_ok: bool) -> list[str]:
         notes: list[str] = []

@@ -31,7 +31,7 @@ import os
 import re
 import stat
 import zlib
-from collections.abc import Generator, Iterator
+from collections.abc import Callable, Generator, Iterator
 from pathlib import Path
 from typing import BinaryIO, Final
 
@@ -102,9 +102,15 @@ def _listing(pattern: str) -> Generator[str | None, None, None]:
 
 
 def find_files(
-    globs: list[str], roots: list[str], start_ms: int, max_files: int, flag: StopFlag | None = None
+    globs: list[str],
+    roots: list[str],
+    start_ms: int,
+    max_files: int,
+    flag: StopFlag | None = None,
+    needed: Callable[[LogFile], bool] | None = None,
 ) -> tuple[list[LogFile], bool, int]:
-    """The files the globs match, newest first, pruned to the window; `True` when more than
+    """The files the globs match, newest first, pruned to the window (by mtime, or by
+    `needed`: `filetime.FileTimes.needed` reads the records' own time); `True` when more than
     `max_files` matched (the oldest were left out) or the listing was cut (more than
     `MAX_NAMES` names, or `flag` expired); and how many files matched before the pruning (0
     with `False`: the globs match nothing at all)."""
@@ -128,7 +134,7 @@ def find_files(
             break
     files = sorted(seen.values(), key=lambda f: (-f.mtime_ms, f.real))
     matched = len(files)
-    files = [f for f in files if f.mtime_ms >= start_ms]
+    files = [f for f in files if (f.mtime_ms >= start_ms if needed is None else needed(f))]
     return files[:max_files], cut or len(files) > max_files, matched
 
 

@@ -24,6 +24,7 @@ from contracts.requests import LOOKBACK_MAX_MINUTES, QueryLogsRequest
 from contracts.results import LogScope
 from contracts.status import ErrorCode, Topic
 from workers.sources.base import SourceError
+from workers.sources.calltime import pinned_end
 from workers.sources.logs.deadline import StopFlag, run_stoppable
 from workers.sources.logs.levels import canonical_level
 from workers.sources.logs.mocklog import (
@@ -285,11 +286,10 @@ class MockLogSource:
     def search(
         self, request: QueryLogsRequest, query: ParsedQuery, stop: StopFlag | None = None
     ) -> LogsUpstream:
-        """The synchronous search behind `fetch` (for benchmarks and the CLI); `stop` ends it
-        with `SourceError(TIMEOUT)` once it expires."""
+        """The synchronous search behind `fetch`; `stop` ends it with `SourceError(TIMEOUT)`."""
         index = index_of(self.settings.scenario)
         lookback = request.lookback_minutes or self.settings.default_lookback
-        end_ms = index.world.now_ms
+        end_ms = index.world.now_ms if (pin := pinned_end()) is None else pin  # as-of pinned
         start_ms = end_ms - lookback * 60_000
         topic_index = index.topics[request.topic]
         matches = match_positions(topic_index, query, topic_index.window(start_ms, end_ms), stop)
