@@ -61,7 +61,7 @@ class _RawHop:
             for _s, entries in reply or []:
                 async with redis.pipeline(transaction=False) as pipe:
                     for _eid, fields in entries:
-                        pipe.xadd(self.replies, {"id": fields[b"id"], "d": fields[b"d"]})
+                        pipe.xadd(self.replies, {"n": fields[b"n"], "q": fields[b"q"]})
                     pipe.xack(self.requests, "g", *[eid for eid, _ in entries])
                     await pipe.execute()
 
@@ -75,7 +75,7 @@ class _RawHop:
     async def once(self) -> float:
         self.seen = anyio.Event()
         t0 = time.perf_counter()
-        await self.redis.xadd(self.requests, {"id": "1", "d": b'{"query":"pool exhausted"}'})
+        await self.redis.xadd(self.requests, {"n": "1", "q": b'{"query":"pool exhausted"}'})
         await self.seen.wait()
         return (time.perf_counter() - t0) * 1000
 
@@ -125,7 +125,7 @@ async def bench_agent(
             n += BURST
         stop.set()
         # Wake both blocked reads so they see `stop`.
-        await redis.xadd(raw.requests, {"id": "0", "d": b""})
+        await redis.xadd(raw.requests, {"n": "0", "q": b""})
     await redis.delete(raw.requests, raw.replies)
     figures: dict[str, Any] = {"agent_pause_s": pause}
     for name, samples in (("one", one), ("burst", burst), ("raw", hop)):
