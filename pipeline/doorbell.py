@@ -37,6 +37,7 @@ __all__ = ["Doorbell"]
 log = logging.getLogger("aci.worker")
 _TOPOLOGY_S: Final = 10.0  # a cluster's masters are looked up again this often
 _BACKOFF_MAX_S: Final = 5.0
+_ANSWER_S: Final = 5.0  # a server that takes longer to turn tracking on is retried
 
 
 class Doorbell:
@@ -131,7 +132,7 @@ class Doorbell:
             try:
                 await conn.connect()
                 await conn.send_command("CLIENT", "TRACKING", "on", "BCAST", *self._prefixes)
-                reply = await conn.read_response()
+                reply = await conn.read_response(timeout=_ANSWER_S)  # None: no answer
                 if reply not in (b"OK", "OK"):
                     raise RuntimeError("CLIENT TRACKING did not answer OK")
                 conn._parser.set_invalidation_push_handler(_keys_of)
