@@ -27,10 +27,9 @@ from collections.abc import Iterable, Sequence
 from typing import Any, Final
 
 import anyio
-from redis.exceptions import ResponseError
 
 from pipeline.keys import Partition
-from pipeline.redis_io import Redis, call_redis, is_cluster
+from pipeline.redis_io import Redis, call_redis, is_cluster, is_refusal
 
 __all__ = ["Doorbell"]
 
@@ -145,7 +144,7 @@ class Doorbell:
             except asyncio.CancelledError:
                 raise
             except Exception as exc:
-                if isinstance(exc, ResponseError):  # refused, not lost
+                if is_refusal(exc):  # refused, not lost
                     self.refused = True
                     log.warning(
                         "admission polls: this Redis refuses CLIENT TRACKING (%s); give the "
