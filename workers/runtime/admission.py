@@ -40,10 +40,12 @@ from pipeline.admission import (
     take_call,
     taken,
 )
+from pipeline.cancel import ToCancel
 from pipeline.doorbell import Doorbell
 from pipeline.keys import Partition
 from pipeline.lane import Lane, run_scripts
 from pipeline.redis_io import PipelineError, RedisUnavailable, reply_code
+from workers.runtime.cancels import apply_cancels, cancels_of
 from workers.runtime.state import WorkerState
 
 __all__ = ["admission_loop", "admit_round"]
@@ -59,6 +61,7 @@ _TAKEOVER_MS: Final = 5000  # a taken request left this long unadmitted is taken
 _HANDOFF_MAX: Final = 4096  # admitted calls remembered for this worker's own reader
 
 _Judged = list[tuple[Partition, list[Admission], list[Refusal]]]
+_Cancels = list[tuple[Partition, list[ToCancel]]]
 
 
 async def admission_loop(state: WorkerState, stop: anyio.Event) -> None:
@@ -187,9 +190,12 @@ async def _admit_then_take(
     calls = [*admits, *_takes(state, then)]
     shas = [scripts.admit_sha] * len(admits) + [scripts.take_sha] * len(then)
     replies = await run_scripts(lane, scripts, shas, calls, errors_in_place=True)
-    again = _admitted(state, judged, replies[: len(admits)])
+    cancels: _Cancels = []
+    again = _admitted(state, judged, replies[: len(admits)], cancels)
     while again:  # a call with a key of the wrong type: refused alone, the rest again
-        again = await _admit(state, lane, again)
+        again = await _admit(state, lane, again, cancels)
+    if cancels:  # issue 32: the calls whose cancel was admitted end CANCELLED
+        await apply_cancels(state, lane, cancels)
     return [*replies[len(admits) :], then]
 
 
@@ -202,8 +208,11 @@ async def admit_round(state: WorkerState, lane: Lane, parts: list[Partition]) ->
         if not isinstance(reply, Exception):
             refused_in_redis, pairs = taken(reply)
             handled += max(0, refused_in_redis) + len(pairs)
+    cancels: _Cancels = []
     while judged:
-        judged = await _admit(state, lane, judged)
+        judged = await _admit(state, lane, judged, cancels)
+    if cancels:  # issue 32: the calls whose cancel was admitted end CANCELLED
+        await apply_cancels(state, lane, cancels)
     return handled
 
 
@@ -238,16 +247,16 @@ def _admits(state: WorkerState, judged: _Judged) -> list[tuple[list[str], list[A
     ]  # fmt: skip
 
 
-async def _admit(state: WorkerState, lane: Lane, judged: _Judged) -> _Judged:
+async def _admit(state: WorkerState, lane: Lane, judged: _Judged, cancels: _Cancels) -> _Judged:
     """Admit each partition's batch (one script each, one round trip); returns the batches to
     admit again (`_admitted`)."""
     scripts = state.scripts
     calls = _admits(state, judged)
     done = await run_scripts(lane, scripts, scripts.admit_sha, calls, errors_in_place=True)
-    return _admitted(state, judged, done)
+    return _admitted(state, judged, done, cancels)
 
 
-def _admitted(state: WorkerState, judged: _Judged, done: list[Any]) -> _Judged:
+def _admitted(state: WorkerState, judged: _Judged, done: list[Any], cancels: _Cancels) -> _Judged:
     """Hand the admitted calls to this worker's reader; returns the batches to admit again: a
     call one of whose keys has the wrong type (never a submitter's doing: only workers write
     them) is refused alone, and the rest of its batch goes again."""
@@ -269,6 +278,8 @@ def _admitted(state: WorkerState, judged: _Judged, done: list[Any]) -> _Judged:
             )  # fmt: skip
         else:
             _hand_off(state, part, admitted, reply)
+            if found := cancels_of(state, admitted, reply):
+                cancels.append((part, found))
     return again
 
 
