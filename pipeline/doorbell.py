@@ -27,6 +27,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any, Final
 
 import anyio
+import anyio.lowlevel
 
 from pipeline.keys import Partition
 from pipeline.redis_io import Redis, call_redis, is_cluster, is_refusal
@@ -71,7 +72,9 @@ class Doorbell:
     async def wait(self, timeout: float, stop: anyio.Event) -> set[int]:
         """The partitions that rang, once one did; an empty set after `timeout` s or once
         `stop` is set."""
-        if not self._rung:
+        if self._rung:
+            await anyio.lowlevel.checkpoint()  # a caller looping on rings still yields
+        else:
             with anyio.move_on_after(timeout):
                 await _first(stop.wait, self._event.wait)
         return set(self._rung)
