@@ -274,6 +274,14 @@ def _replay_commands(sub: Any) -> None:
         help=_say("skip the other queues (dramatiq, taskiq)", "off"),
     )  # fmt: skip
     p.add_argument(
+        "--agent-rounds", type=int, default=10,
+        help=_say("rounds of one call and a burst of 8 after a pause (0: none)", 10),
+    )  # fmt: skip
+    p.add_argument(
+        "--agent-pause", type=float, default=3.0,
+        help=_say("seconds of quiet before each agent-shaped call", 3.0),
+    )  # fmt: skip
+    p.add_argument(
         "--cluster", action="store_true",
         help=_say("compare 1 and 3 shards of a local Redis Cluster", "off"),
     )  # fmt: skip

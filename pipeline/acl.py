@@ -98,6 +98,7 @@ _WORKER_COMMANDS: Final = (
     "+xinfo|stream", "+xsetid", "+xgroup|setid",  # take.lua: an exhausted request stream's reset
     "+exists", "+hget", "+hmget", "+hset", "+set", "+pexpire", "+zadd", "+zremrangebyscore",
     "+zrem", "+zcount",  # its heartbeat (pipeline.heartbeat)
+    "+client|tracking",  # admission's doorbell (pipeline.doorbell): names of keys, never data
 )  # fmt: skip
 # pipeline.status, `views`, `replay`/`export`: reads only. SCAN has no key argument, so it
 # lists key names of every prefix (names, never values): `replay` needs it to find a

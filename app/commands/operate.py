@@ -186,4 +186,10 @@ async def cmd_bench(args: argparse.Namespace, settings: Settings) -> int:
         return EXIT_OK
     from app.bench import run_bench
 
-    return await run_bench(total=args.total, as_json=args.json, peers=not args.no_peers)
+    return await run_bench(
+        total=args.total,
+        as_json=args.json,
+        peers=not args.no_peers,
+        agent_rounds=args.agent_rounds,
+        agent_pause=args.agent_pause,
+    )
