@@ -44,8 +44,9 @@ def test_the_readme_python_example_runs_as_written() -> None:
     out: list[subprocess.CompletedProcess[str]] = []
 
     async def run() -> None:
-        async with open_redis(REDIS_URL) as redis, running_worker(
-            redis, settings, {"lookup_knowledge": InstantSource()}
+        async with (
+            open_redis(REDIS_URL) as redis,
+            running_worker(redis, settings, {"lookup_knowledge": InstantSource()}),
         ):
             out.append(
                 await anyio.to_thread.run_sync(

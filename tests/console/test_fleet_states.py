@@ -31,8 +31,10 @@ def _report(*states: str) -> dict[str, Any]:
 
 
 def test_a_stopped_worker_is_not_a_dead_badge() -> None:
-    html = environment().get_template("_fleet.html").render(
-        report=_report("live", "stopped", "dead"), partitions=1, letters=[]
+    html = (
+        environment()
+        .get_template("_fleet.html")
+        .render(report=_report("live", "stopped", "dead"), partitions=1, letters=[])
     )
     table = html.split('data-testid="workers"')[1].split("</table>")[0]
     rows = table.split("<tr>")[2:]
