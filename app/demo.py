@@ -129,10 +129,11 @@ async def _shop_url() -> tuple[str | None, str]:
     if configured:
         return configured, "using ACI_MYSQL_SHOP_URL"
     try:
-        from workers.sources.mysql.shop import ensure_demo_shop
+        from workers.sources.mysql.shop import prepare_demo_shop
 
         with anyio.fail_after(30):
-            return await ensure_demo_shop(), "loaded the demo `shop` database on localhost"
+            shop = await prepare_demo_shop()
+        return shop.url, shop.note()
     except Exception as exc:  # any failure here only means: no demo database
         return None, (
             f"no MariaDB on localhost ({type(exc).__name__}); query_mysql will answer ERROR. "
