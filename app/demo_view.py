@@ -87,11 +87,19 @@ class DemoView:
         self.as_json = as_json
         self.console = console or Console(stderr=as_json)
         self.notes: list[str] = []
+        self.files: dict[str, str] = {}  # title -> text: files the demo wrote, shown whole
 
     def note(self, text: str) -> None:
         self.notes.append(text)
         if not self.as_json:
             self.console.print(Text("• " + safe_text(text), style="dim"))
+
+    def file(self, title: str, text: str) -> None:
+        """Show a file the demo wrote (e.g. its ACI_LOGS_CONFIG, a template to start from)."""
+        self.files[title] = text
+        if not self.as_json:
+            body = Syntax(safe_text(text), "toml", word_wrap=True)
+            self.console.print(Panel(body, title=safe_text(title), title_align="left"))
 
     def call(self, round_no: int, record: dict[str, Any]) -> None:
         if self.as_json:
@@ -185,6 +193,7 @@ class DemoView:
                     {
                         "scenario": scenario,
                         "notes": self.notes,
+                        "files": self.files,
                         "calls": transcript,
                         "timeline": timeline,
                         "what_you_saw": summary,

@@ -132,6 +132,13 @@ def _operator_commands(sub: Any) -> None:
         help=_say("serve Prometheus metrics on this port (0: a free one)", "none"),
     )  # fmt: skip
     p.add_argument(
+        "--metrics-host", default=os.environ.get("ACI_METRICS_HOST", "127.0.0.1"),
+        help=_say(
+            "the metrics' bind address (0.0.0.0 for a scraper on another machine)",
+            "127.0.0.1", "ACI_METRICS_HOST",
+        ),
+    )  # fmt: skip
+    p.add_argument(
         "--partitions", type=_partition_list, default=None,
         help=_say("read only these partitions, e.g. 0,3,5", "all of ACI_PARTITIONS"),
     )  # fmt: skip

@@ -55,7 +55,7 @@ async def cmd_worker(args: argparse.Namespace, settings: Settings) -> int:
         from workers.metrics import WorkerMetrics, serve_metrics
 
         metrics = WorkerMetrics()
-        serving = serve_metrics(metrics, args.metrics_port)
+        serving = serve_metrics(metrics, args.metrics_port, args.metrics_host)
     with contextlib.ExitStack() as stack:
         try:
             port = stack.enter_context(serving)
@@ -66,7 +66,9 @@ async def cmd_worker(args: argparse.Namespace, settings: Settings) -> int:
                 prefix="aci-evidence worker",
             ) from None
         if port is not None:
-            logging.getLogger("aci.announce").info("metrics on :%d/metrics", port)
+            logging.getLogger("aci.announce").info(
+                "metrics on %s:%d/metrics", args.metrics_host, port
+            )
         # Signals, sources, Redis, gc.freeze, run and drain: the one worker bootstrap.
         await serve_worker(
             settings,
