@@ -66,7 +66,9 @@ def to_json_cell(value: Any) -> Any:
             return value
         return "NaN" if math.isnan(value) else ("Infinity" if value > 0 else "-Infinity")
     if isinstance(value, Decimal):
-        return str(value)
+        # Digits as the server prints them: `str` would say `0E-8` or `1.200E-7` below 1e-6.
+        exponent = value.as_tuple().exponent
+        return format(value, "f") if isinstance(exponent, int) and exponent < 0 else str(value)
     if isinstance(value, dt.datetime | dt.date | dt.time):
         return value.isoformat()
     if isinstance(value, dt.timedelta):

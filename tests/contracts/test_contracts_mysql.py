@@ -45,6 +45,10 @@ class Opaque:
         (Decimal("12.50"), "12.50"),
         (Decimal("-0.000001"), "-0.000001"),
         (Decimal("1E+30"), "1E+30"),
+        # Below 1e-6 too, digits as the server prints them (issue 35, item 12), not `0E-8`.
+        (Decimal("0E-8"), "0.00000000"),
+        (Decimal("1.200E-7"), "0.0000001200"),
+        (Decimal("-5E-10"), "-0.0000000005"),
         (dt.datetime(2024, 5, 1, 9, 41, 7, 120), "2024-05-01T09:41:07.000120"),
         (dt.datetime(2024, 5, 1, tzinfo=dt.UTC), "2024-05-01T00:00:00+00:00"),
         (dt.date(2024, 2, 29), "2024-02-29"),
