@@ -107,6 +107,7 @@ _AUDITOR: Final = "the auditor's URL (a worker's works too)"
 # Which Redis user each command needs: a NOPERM names it, not only "may not do this".
 _ROLE_NEEDED: Final = {
     "import": _ADMIN,
+    "reindex": "an administrator's URL (the Redis `default` user): it SCANs and writes indexes",
     "replay": _AUDITOR,
     "export": _AUDITOR,
     "views": _AUDITOR,

@@ -250,6 +250,11 @@ def _replay_commands(sub: Any) -> None:
     p = _sub(sub, "import", "import an exported JSON Lines file")
     p.add_argument("--file", required=True, help="the exported file (required)")
     p.add_argument("--session", help=_say("import under this session instead", "the recorded one"))
+    _sub(
+        sub, "reindex",
+        "index the calls recorded before the sessions' call indexes existed (once, after every "
+        "worker runs this version; an administrator's URL)",
+    )  # fmt: skip
     p = _sub(sub, "bench", "measure the pipeline beside the raw Redis round trip")
     p.add_argument("what", choices=["pipeline"], help="what to measure: pipeline")
     p.add_argument("--total", type=int, default=20_000, help=_say("invocations per run", 20_000))

@@ -178,6 +178,18 @@ async def cmd_import(args: argparse.Namespace, settings: Settings) -> int:
     return await run_import(args, settings)
 
 
+async def cmd_reindex(args: argparse.Namespace, settings: Settings) -> int:
+    """`reindex`: backfill the sessions' call indexes from the call records recorded before
+    them, and mark every partition complete (an administrator's URL: it SCANs and writes)."""
+    from pipeline.call_index import reindex
+    from pipeline.redis_io import open_redis
+
+    async with open_redis(need_url(settings), cluster=settings.redis_cluster) as redis:
+        done = await reindex(redis, settings.keys())
+    print(json.dumps(done))
+    return EXIT_OK
+
+
 async def cmd_bench(args: argparse.Namespace, settings: Settings) -> int:
     """`bench pipeline`."""
     if args.cluster:
