@@ -32,7 +32,6 @@ from app.console import create_app
 from chaos.services import free_port, wait_port
 from pipeline.client import EvidenceClient, ToolCall
 from pipeline.redis_io import open_redis
-from pipeline.scripts import ADMIT_LUA
 from pipeline.settings import Settings
 from workers.replay import Selection, load_redis
 from workers.runtime import run_worker
@@ -77,7 +76,7 @@ async def _record_session(redis: Any, settings: Settings) -> None:
         tg.start_soon(functools.partial(run_worker, redis, settings, sources, stop=stop))
         async with EvidenceClient(redis, settings) as client:
             calls = [
-                ToolCall(tool="lookup_knowledge", tool_call_id=f"s{i}", arguments={"query": f"q{i}"})
+                ToolCall(tool="lookup_knowledge", tool_call_id=f"s{i}", arguments={"query": str(i)})
                 for i in range(50)
             ]
             await client.call_many(SESSION, calls, timeout=120)
@@ -158,7 +157,26 @@ async def _admission_ab(redis: Any, settings: Settings, rounds: int, batch: int)
     )
 
 
-async def main(sizes: list[int], rounds: int) -> None:
+async def measure(url: str, sizes: list[int], rounds: int) -> None:
+    """Every figure, on the Redis at `url` (a private one: it is filled with millions of keys)."""
+    settings = Settings(prefix=f"b{uuid.uuid4().hex[:8]}", redis_url=url)
+    async with open_redis(url) as redis:
+        await _record_session(redis, settings)
+        await _admission_ab(redis, settings, rounds, 500)
+        filled = 0
+        for size in sizes:
+            started = time.perf_counter()
+            await _fill(redis, settings, filled, size - filled)
+            filled = size
+            took = time.perf_counter() - started
+            info = await redis.info("memory")
+            print(f"filled to {size} other invocations ({await redis.dbsize()} keys, "
+                  f"{info['used_memory_human']}) in {took:.0f} s")  # fmt: skip
+            await _listings(redis, settings, f"{size:,}")
+
+
+def main(sizes: list[int], rounds: int) -> None:
+    """Start a private redis-server, measure, stop it."""
     port = free_port()
     with tempfile.TemporaryDirectory(prefix="aci-index-bench-") as folder:
         proc = subprocess.Popen(
@@ -168,21 +186,7 @@ async def main(sizes: list[int], rounds: int) -> None:
         )  # fmt: skip
         try:
             wait_port(port, up=True, limit=10)
-            url = f"redis://127.0.0.1:{port}/0"
-            settings = Settings(prefix=f"b{uuid.uuid4().hex[:8]}", redis_url=url)
-            async with open_redis(url) as redis:
-                await _record_session(redis, settings)
-                await _admission_ab(redis, settings, rounds, 500)
-                filled = 0
-                for size in sizes:
-                    started = time.perf_counter()
-                    await _fill(redis, settings, filled, size - filled)
-                    filled = size
-                    took = time.perf_counter() - started
-                    info = await redis.info("memory")
-                    print(f"filled to {size} other invocations ({await redis.dbsize()} keys, "
-                          f"{info['used_memory_human']}) in {took:.0f} s")  # fmt: skip
-                    await _listings(redis, settings, f"{size:,}")
+            anyio.run(measure, f"redis://127.0.0.1:{port}/0", sizes, rounds)
         finally:
             proc.terminate()
             proc.wait(30)
@@ -193,4 +197,4 @@ if __name__ == "__main__":
     parser.add_argument("--sizes", default="10000,1000000")
     parser.add_argument("--ab-rounds", type=int, default=10)
     args = parser.parse_args()
-    anyio.run(main, [int(s) for s in args.sizes.split(",")], args.ab_rounds)
+    main([int(s) for s in args.sizes.split(",")], args.ab_rounds)
