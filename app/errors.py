@@ -48,7 +48,8 @@ EXIT_ABORTED: Final = 130
 
 EXIT_CODES_HELP: Final = (
     "exit codes: 0 done (evidence found or none), 1 error (a call ended ERROR, Redis down or "
-    "refused), 2 usage or configuration, 3 calls still pending, 130 aborted (Ctrl-C)"
+    "refused), 2 usage or configuration, 3 calls still pending, 4 replay --reexecute ran "
+    "against other sources than the recording's, 130 aborted (Ctrl-C)"
 )
 
 

@@ -232,6 +232,7 @@ class InvocationMeta(msgspec.Struct, frozen=True, kw_only=True):
     attempts: int = 1
     timings: Timings = Timings()
     indexed_chunks: int | UnsetType = UNSET
+    source: dict[str, str] | UnsetType = UNSET
 
 
 class ControlView(msgspec.Struct, frozen=True, kw_only=True):
@@ -257,6 +258,10 @@ class ControlView(msgspec.Struct, frozen=True, kw_only=True):
     timings: Timings
     # The size of the embedded knowledge index that answered a RAG result (when it says).
     indexed_chunks: int | UnsetType = UNSET
+    # What the source answered from: its configuration fingerprint (workers.sources.identity:
+    # runbook folder digest and index id, the log topic's backend and config digest, the data
+    # source names; never a secret), so a replay knows what it ran against.
+    source: dict[str, str] | UnsetType = UNSET
 
 
 def control_view(
@@ -303,4 +308,5 @@ def control_view(
         attempts=meta.attempts,
         timings=meta.timings,
         indexed_chunks=meta.indexed_chunks if isinstance(result, RagResult) else UNSET,
+        source=meta.source,
     )

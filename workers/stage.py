@@ -30,6 +30,7 @@ from contracts import (
 from contracts.views import ControlView
 from pipeline.settings import Settings
 from workers.sources import ImmediateSource, Source, SourceError
+from workers.sources.identity import source_identity
 
 __all__ = [
     "Outcome",
@@ -117,6 +118,13 @@ def _encode_raw(raw: Any, limit: int) -> bytes:
     return data
 
 
+def _identity(sources: Mapping[str, Source], tool: str, request: Request) -> dict[str, str] | None:
+    try:
+        return source_identity(sources.get(tool), request)
+    except Exception:  # an identity never fails a call
+        return None
+
+
 def is_immediate(tool: str, sources: Mapping[str, Source]) -> bool:
     """Whether a call of `tool` runs without I/O: no source for it (an ERROR at once), or an
     `ImmediateSource`. Such calls can go through `StageRun.run_now`."""
@@ -142,22 +150,26 @@ class StageRun(msgspec.Struct, kw_only=True):
     decoded: Request | ErrorResult | None = None
     scope: dict[str, Any] | UnsetType = UNSET
     fingerprint: str | UnsetType = UNSET
+    # What the source answered from (workers.sources.identity), for the Control View.
+    source: dict[str, str] | None = None
 
     async def run(self, sources: Mapping[str, Source]) -> Outcome:
         request = self.decode()
         if request is None:
             return self.outcome(None, None)
         assert isinstance(self.tool_call_id, str)
-        return self.outcome(
-            *await _execute(self.tool, request, self.tool_call_id, sources, self.settings)
-        )
+        done = await _execute(self.tool, request, self.tool_call_id, sources, self.settings)
+        self.source = _identity(sources, self.tool, request)
+        return self.outcome(*done)
 
     def run_now(self, sources: Mapping[str, Source]) -> Outcome:
         request = self.decode()
         if request is None:
             return self.outcome(None, None)
         assert isinstance(self.tool_call_id, str)
-        return self.outcome(*_execute_now(self.tool, request, self.tool_call_id, sources))
+        done = _execute_now(self.tool, request, self.tool_call_id, sources)
+        self.source = _identity(sources, self.tool, request)
+        return self.outcome(*done)
 
     def decode(self) -> Request | None:
         """The request, or None when the call is already an ERROR (nothing to fetch)."""
@@ -203,6 +215,7 @@ class StageRun(msgspec.Struct, kw_only=True):
                 project_ms=round(project_ms, 3),
                 total_ms=round(self.queued_ms + (time.perf_counter() - self.started) * 1000, 3),
             ),
+            source=self.source,
         )
 
 
@@ -259,6 +272,7 @@ def build_outcome(
     attempts: int = 1,
     timings: Timings | None = None,
     keep_raw: bool = True,
+    source: dict[str, str] | None = None,
 ) -> Outcome:
     """Both views of a result, and the raw answer encoded for the record (`keep_raw=False`,
     for replay: not encoded, `Outcome.raw` is b"null"). A result whose views cannot be built
@@ -276,6 +290,7 @@ def build_outcome(
             attempts=attempts,
             timings=timings or Timings(),
             indexed_chunks=_indexed_chunks(raw),
+            source=UNSET if source is None else source,
         )
 
     try:
