@@ -25,6 +25,7 @@ from decimal import Decimal
 from typing import Any, Final
 
 import msgspec
+from msgspec import UNSET, UnsetType
 
 from contracts.bounds import Bounds
 from contracts.results import MysqlResult
@@ -35,6 +36,7 @@ __all__ = ["MysqlUpstream", "project_mysql", "to_json_cell"]
 
 _MAX_SAFE_INT: Final = 2**53
 _ENCODER: Final = msgspec.json.Encoder()
+_MAX_WARNINGS: Final = 5
 
 
 class MysqlUpstream(msgspec.Struct, frozen=True, kw_only=True):
@@ -44,6 +46,9 @@ class MysqlUpstream(msgspec.Struct, frozen=True, kw_only=True):
     columns: list[str]
     rows: list[list[Any]]
     stopped_early: bool = False
+    # Server warnings that change no value (1365: a division by zero answered NULL), said as
+    # `warning 1365: division by zero`; those that cut or corrupt one are errors instead.
+    warnings: list[str] | UnsetType = UNSET
 
 
 def _timedelta_text(value: dt.timedelta) -> str:
@@ -128,4 +133,5 @@ def project_mysql(tool_call_id: str, upstream: MysqlUpstream, bounds: Bounds) ->
         rows=rows,
         returned_count=len(rows),
         truncated=truncated,
+        warnings=upstream.warnings[:_MAX_WARNINGS] if upstream.warnings else UNSET,
     )

@@ -113,6 +113,8 @@ class MysqlResult(msgspec.Struct, frozen=True, kw_only=True):
     rows: list[list[Any]]
     returned_count: int
     truncated: bool
+    # Server warnings that changed no value (`warning 1365: division by zero`), at most 5.
+    warnings: list[str] | UnsetType = UNSET
 
 
 class ErrorDetail(msgspec.Struct, frozen=True, kw_only=True):

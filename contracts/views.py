@@ -76,6 +76,9 @@ class MysqlObservation(msgspec.Struct, frozen=True, kw_only=True):
     columns: list[str]
     rows: list[list[Any]]
     truncated: bool
+    # The server's warnings that changed no value, briefly (the model may need to know a
+    # NULL came from a division by zero).
+    warnings: list[str] | UnsetType = UNSET
 
 
 class ErrorObservation(msgspec.Struct, frozen=True, kw_only=True):
@@ -125,6 +128,7 @@ def _first_view(result: CanonicalResult) -> ModelObservation:
                 columns=result.columns,
                 rows=result.rows,
                 truncated=result.truncated,
+                warnings=result.warnings,
             )
         case ErrorResult():
             return ErrorObservation(
@@ -262,6 +266,8 @@ class ControlView(msgspec.Struct, frozen=True, kw_only=True):
     # runbook folder digest and index id, the log topic's backend and config digest, the data
     # source names; never a secret), so a replay knows what it ran against.
     source: dict[str, str] | UnsetType = UNSET
+    # query_mysql: the server's warnings that changed no value (see MysqlResult.warnings).
+    warnings: list[str] | UnsetType = UNSET
 
 
 def control_view(
@@ -275,6 +281,7 @@ def control_view(
     source_kind: str | UnsetType = UNSET
     error_code: ErrorCode | UnsetType = UNSET
     truncated: bool | UnsetType = UNSET
+    warnings: list[str] | UnsetType = UNSET
     match result:
         case ErrorResult():
             error_code = result.error.code
@@ -287,6 +294,7 @@ def control_view(
             lower_bound = result.match_count_lower_bound
         case MysqlResult():
             returned, truncated = result.returned_count, result.truncated
+            warnings = result.warnings
     if observation is not None and getattr(observation, "truncated", False):
         truncated = True
     return ControlView(
@@ -309,4 +317,5 @@ def control_view(
         timings=meta.timings,
         indexed_chunks=meta.indexed_chunks if isinstance(result, RagResult) else UNSET,
         source=meta.source,
+        warnings=warnings,
     )

@@ -55,13 +55,13 @@ OBSERVATION_KEYS = {
         "events",
         "truncated",
     },
-    "MysqlResult": {"tool_call_id", "evidence_status", "columns", "rows", "truncated"},
+    "MysqlResult": {"tool_call_id", "evidence_status", "columns", "rows", "truncated", "warnings"},
     "ErrorResult": {"tool_call_id", "evidence_status", "error"},
 }
 REQUIRED_OBSERVATION_KEYS = {
     "RagResult": OBSERVATION_KEYS["RagResult"] - {"relevance_level"},
     "LogsResult": OBSERVATION_KEYS["LogsResult"],
-    "MysqlResult": OBSERVATION_KEYS["MysqlResult"],
+    "MysqlResult": OBSERVATION_KEYS["MysqlResult"] - {"warnings"},
     "ErrorResult": {"evidence_status", "error"},
 }
 NESTED_KEYS = {
@@ -75,7 +75,7 @@ CONTROL_KEYS = {
     "tool", "tool_call_id", "session_id", "status", "evidence_status", "scope",
     "scope_fingerprint", "duplicate_of", "returned_count", "match_count", "relevance_level",
     "truncated", "source_kind", "error_code", "attempts", "timings", "match_count_lower_bound",
-    "indexed_chunks",
+    "indexed_chunks", "source", "warnings",
 }  # fmt: skip
 FORBIDDEN_IN_OBSERVATION = (
     "fingerprint", "match_count", "returned_count", "score", "trace", "attempt", "timing",

@@ -35,3 +35,27 @@ async def test_explain_of_a_join_never_shows_the_physical_database(
     refs = [row[ref] for row in up.rows]
     assert "i.order_id" in refs or "o.id" in refs, refs
     assert db[0] not in repr(up.rows)
+
+
+async def test_a_warning_that_changes_no_value_is_said_not_fatal(source: MysqlSource) -> None:
+    # Issue 35, item 13: one zero denominator failed the whole query.
+    up = await source.fetch(_req("SELECT id, 10 / (id - id) AS r FROM orders ORDER BY id LIMIT 2"))
+    assert [row[1] for row in up.rows] == [None] * len(up.rows) and up.rows
+    assert up.warnings == ["warning 1365: division by zero; the server answered NULL"]
+    # A warning that cuts or corrupts a value stays an error.
+    from workers.sources import SourceError
+
+    with pytest.raises(SourceError, match="warning 1292"):
+        await source.fetch(_req("SELECT CAST('zz' AS SIGNED)"))
+
+
+def test_the_warnings_reach_the_control_view_and_briefly_the_model() -> None:
+    from contracts import Bounds, MysqlUpstream
+    from contracts.invocation import build_views
+    from contracts.mysql import project_mysql
+
+    up = MysqlUpstream(columns=["r"], rows=[[None]], warnings=["warning 1365: division by zero"])
+    result = project_mysql("c1", up, Bounds())
+    observation, control = build_views(result, Bounds(), tool="query_mysql", session_id="s")
+    assert control.warnings == ["warning 1365: division by zero"]
+    assert observation.warnings == ["warning 1365: division by zero"]  # type: ignore[union-attr]

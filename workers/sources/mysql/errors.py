@@ -18,7 +18,15 @@ from workers.sources.base import SourceError
 if TYPE_CHECKING:
     from workers.sources.mysql.source import ConnectParams
 
-__all__ = ["Unavailable", "error_number", "error_text", "map_error", "warning_error"]
+__all__ = [
+    "Unavailable",
+    "error_number",
+    "error_text",
+    "map_error",
+    "value_changing",
+    "warning_error",
+    "warning_text",
+]
 
 _TIMEOUT_CODES: Final = frozenset({1969, 3024, 1317, 1028, 1205})
 _UNAVAILABLE_CODES: Final = frozenset(
@@ -174,6 +182,28 @@ def error_number(exc: BaseException) -> int:
 def error_text(exc: BaseException) -> str:
     args: tuple[Any, ...] = tuple(getattr(exc, "args", ()))
     return str(args[1]) if len(args) > 1 else ""
+
+
+# Warnings that change no returned value: the rows come back with them said beside (Control
+# View and, briefly, the model). Every other warning may mean a cut or wrong value (1260 a
+# GROUP_CONCAT cut, 1292 a truncated or wrong-typed value, 1931 a cut result set, 1139 a
+# regex limit, 1301 NULL from max_allowed_packet, or one not listed here): the call fails.
+_HARMLESS_WARNINGS: Final = {
+    1052: "a column name is ambiguous (e.g. a ROLLUP alias); the server chose one",
+    1287: "deprecated syntax",
+    1365: "division by zero; the server answered NULL",
+    1681: "deprecated syntax (integer display width)",
+}
+
+
+def value_changing(code: int) -> bool:
+    """Whether a warning may mean a cut or wrong value (then the call is an error)."""
+    return code not in _HARMLESS_WARNINGS
+
+
+def warning_text(code: int) -> str:
+    """`warning 1365: division by zero; the server answered NULL` (a fixed text per code)."""
+    return f"warning {code}: {_HARMLESS_WARNINGS.get(code, 'see the server manual')}"
 
 
 def warning_error(code: int) -> SourceError:

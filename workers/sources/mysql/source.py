@@ -28,6 +28,7 @@ import anyio.to_thread
 import msgspec
 import pymysql
 import pymysql.cursors
+from msgspec import UNSET
 from pymysql.constants import FIELD_TYPE
 
 from contracts.bounds import DEFAULT_BOUNDS, Bounds
@@ -49,7 +50,9 @@ from workers.sources.mysql.errors import (
     error_number,
     error_text,
     map_error,
+    value_changing,
     warning_error,
+    warning_text,
 )
 from workers.sources.mysql.handoff import Handoff, abandonable, close_quietly
 from workers.sources.mysql.reachability import Reachability
@@ -70,6 +73,7 @@ class Outcome(msgspec.Struct, kw_only=True):
     rows: list[list[Any]]
     stopped_early: bool
     reusable: bool
+    warnings: list[str] = msgspec.field(default_factory=list)
 
 
 class _Pool:
@@ -260,6 +264,7 @@ class MysqlSource:
             columns=outcome.columns,
             rows=outcome.rows,
             stopped_early=outcome.stopped_early,
+            warnings=outcome.warnings or UNSET,
         )
 
     async def aclose(self) -> None:
@@ -384,21 +389,33 @@ def execute(
     if result is not None and result.unbuffered_active:
         # More rows remain (an explicit LIMIT above the cap): drop the session, do not drain.
         return Outcome(columns=columns, rows=rows, stopped_early=stopped, reusable=False)
+    warnings: list[str] = []
     if result is not None and result.warning_count:
-        _raise_warning(conn, pool.params)
+        warnings = _warnings(conn)
     conn.rollback()
-    return Outcome(columns=columns, rows=rows, stopped_early=stopped, reusable=True)
+    return Outcome(
+        columns=columns, rows=rows, stopped_early=stopped, reusable=True, warnings=warnings
+    )
 
 
-def _raise_warning(conn: pymysql.Connection[Any], params: ConnectParams) -> None:
-    # A warning means a possibly wrong answer (truncated value, regex limit, NULL from
-    # max_allowed_packet): report it rather than return it as evidence.
+def _warnings(conn: pymysql.Connection[Any]) -> list[str]:
+    """The server's warnings on the query: one that cuts or corrupts a value (a truncated
+    value, a regex limit, NULL from max_allowed_packet) is raised as an error rather than
+    returned as evidence; the others (1365: a division by zero answered NULL, 1052: a
+    ROLLUP alias clash) come back as `warning N: text`, for the Control View and the model."""
+    said: list[str] = []
     with conn.cursor() as cur:
         cur.execute("SHOW WARNINGS")
         for level, code, _message in cur.fetchall():
-            if level in ("Warning", "Error"):
+            if level not in ("Warning", "Error"):
+                continue
+            if value_changing(code):
                 conn.rollback()
                 raise warning_error(code)
+            text = warning_text(code)
+            if text not in said:
+                said.append(text)
+    return said
 
 
 def kill(pool: _Pool, thread_id: int, connect_timeout: float = 5.0) -> None:
