@@ -59,3 +59,21 @@ def test_the_warnings_reach_the_control_view_and_briefly_the_model() -> None:
     observation, control = build_views(result, Bounds(), tool="query_mysql", session_id="s")
     assert control.warnings == ["warning 1365: division by zero"]
     assert observation.warnings == ["warning 1365: division by zero"]  # type: ignore[union-attr]
+
+
+async def test_describe_a_column_runs_and_rownum_says_what_to_write(source: MysqlSource) -> None:
+    # Issue 35, item 14: `DESCRIBE film title` "could not be parsed as one SELECT"; ROWNUM()
+    # (MariaDB >= 10.6 only) is left out on purpose, and the refusal says what runs instead.
+    from contracts.status import ErrorCode
+    from workers.sources import SourceError
+
+    up = await source.fetch(_req("DESCRIBE orders status"))
+    assert [row[0] for row in up.rows] == ["status"]
+    up = await source.fetch(_req("DESC orders 'user%';"))
+    assert [row[0] for row in up.rows] == ["user_id"]
+    for refused in ("DESCRIBE orders status; SELECT 1", "DESCRIBE mysql.user host"):
+        with pytest.raises(SourceError) as caught:
+            await source.fetch(_req(refused))
+        assert caught.value.code is ErrorCode.FORBIDDEN_QUERY
+    with pytest.raises(SourceError, match=r"write ROW_NUMBER\(\) OVER \(\)"):
+        await source.fetch(_req("SELECT ROWNUM() FROM orders"))
