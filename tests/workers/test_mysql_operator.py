@@ -77,3 +77,18 @@ async def test_describe_a_column_runs_and_rownum_says_what_to_write(source: Mysq
         assert caught.value.code is ErrorCode.FORBIDDEN_QUERY
     with pytest.raises(SourceError, match=r"write ROW_NUMBER\(\) OVER \(\)"):
         await source.fetch(_req("SELECT ROWNUM() FROM orders"))
+
+
+async def test_a_truncated_result_keeps_its_connection(source: MysqlSource) -> None:
+    # Issue 35, item 14: an explicit LIMIT above the row cap dropped the connection, so the
+    # next call paid a reconnect (~43 ms).
+    pool = source._pool("shop")
+    up = await source.fetch(_req("SELECT id FROM orders ORDER BY id LIMIT 1000"))
+    assert len(up.rows) > 0
+    assert len(pool.idle) == 1
+    kept = pool.idle[0]
+    await source.fetch(_req("SELECT id FROM orders ORDER BY id LIMIT 1000"))
+    assert pool.idle == [kept]  # the same connection, reused
+    # Far more rows than it reads to drain: the session is dropped, not read whole.
+    await source.fetch(_req("SELECT a.id FROM orders a CROSS JOIN orders b LIMIT 100000"))
+    assert pool.idle == []
