@@ -79,6 +79,8 @@ class MysqlObservation(msgspec.Struct, frozen=True, kw_only=True):
     # The server's warnings that changed no value, briefly (the model may need to know a
     # NULL came from a division by zero).
     warnings: list[str] | UnsetType = UNSET
+    # The columns left out past the column bound, by name (the model may ask for them).
+    dropped_columns: list[str] | UnsetType = UNSET
 
 
 class ErrorObservation(msgspec.Struct, frozen=True, kw_only=True):
@@ -129,6 +131,7 @@ def _first_view(result: CanonicalResult) -> ModelObservation:
                 rows=result.rows,
                 truncated=result.truncated,
                 warnings=result.warnings,
+                dropped_columns=result.dropped_columns,
             )
         case ErrorResult():
             return ErrorObservation(

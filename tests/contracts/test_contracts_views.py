@@ -55,13 +55,21 @@ OBSERVATION_KEYS = {
         "events",
         "truncated",
     },
-    "MysqlResult": {"tool_call_id", "evidence_status", "columns", "rows", "truncated", "warnings"},
+    "MysqlResult": {
+        "tool_call_id",
+        "evidence_status",
+        "columns",
+        "rows",
+        "truncated",
+        "warnings",
+        "dropped_columns",
+    },
     "ErrorResult": {"tool_call_id", "evidence_status", "error"},
 }
 REQUIRED_OBSERVATION_KEYS = {
     "RagResult": OBSERVATION_KEYS["RagResult"] - {"relevance_level"},
     "LogsResult": OBSERVATION_KEYS["LogsResult"],
-    "MysqlResult": OBSERVATION_KEYS["MysqlResult"] - {"warnings"},
+    "MysqlResult": OBSERVATION_KEYS["MysqlResult"] - {"warnings", "dropped_columns"},
     "ErrorResult": {"evidence_status", "error"},
 }
 NESTED_KEYS = {
