@@ -236,6 +236,7 @@ async def run_demo(
                             auditor=urls.auditor,
                             display=urls.display,
                             prefix=prefix,
+                            admin=urls.admin,
                         )
                         await _until_interrupted()
                         code = EXIT_ABORTED

@@ -207,7 +207,9 @@ class DemoView:
         text = Text("\n").join(Text("• " + safe_text(line)) for line in summary)
         self.console.print(Panel(text, title="what you saw", title_align="left"))
 
-    def keep_running(self, *, submitter: str, auditor: str, display: str, prefix: str) -> None:
+    def keep_running(
+        self, *, submitter: str, auditor: str, display: str, prefix: str, admin: str = ""
+    ) -> None:
         """Where the running demo can be reached. The URLs carry passwords: printed only to a
         terminal, never logged, never into a pipe or a file."""
         out = Console(stderr=True) if self.as_json else self.console
@@ -220,6 +222,7 @@ class DemoView:
         for role, url, use in (
             ("auditor", auditor, "status, views, replay, export"),
             ("submitter", submitter, "call, submit"),
+            *((("administrator", admin, "replay --into, import, reindex"),) if admin else ()),
         ):
             out.print(Text(f"• {role} ({use}):"))
             out.print(Text(f"export ACI_REDIS_URL='{url}' ACI_PREFIX={prefix}"), soft_wrap=True)

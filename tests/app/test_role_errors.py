@@ -83,3 +83,14 @@ def test_role_needed_words() -> None:
         "`import`", "`replay --into`"
     )
     assert role_needed("tools") is None
+
+
+async def test_the_embedded_redis_gives_an_administrator_url() -> None:
+    # The demo printed no administrator URL, so `replay --into` could not be tried on it.
+    from pipeline.embedded import embedded_redis_users
+    from pipeline.redis_io import call_redis
+
+    with anyio.fail_after(30):
+        async with embedded_redis_users("aci") as urls, open_redis(urls.admin) as admin:
+            assert urls.admin.startswith("unix://default:") and urls.admin not in repr(urls)
+            assert await call_redis(admin.set("{aci}:res:s:c", "x")) is True
