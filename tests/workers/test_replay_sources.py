@@ -73,7 +73,9 @@ def test_reexecute_against_other_sources_warns_and_exits_4() -> None:
         assert other.returncode == 4, other.stderr
         last = other.stderr.strip().splitlines()[-1]
         assert "the sources differ from the recording's" in last
-        assert "query_logs logs: recorded MOCK db-pool-exhaustion, now MOCK slow-query-storm" in last
+        assert (
+            "query_logs logs: recorded MOCK db-pool-exhaustion, now MOCK slow-query-storm" in last
+        )
     finally:
         drop_prefix(REDIS_URL, prefix)
 
