@@ -54,6 +54,8 @@ def build_views(
     timings: Timings = _NO_TIMINGS,
     indexed_chunks: int | UnsetType = UNSET,
     source: dict[str, str] | UnsetType = UNSET,
+    index_rebuilding: bool | UnsetType = UNSET,
+    skipped_runbooks: list[str] | UnsetType = UNSET,
 ) -> tuple[ModelObservation, ControlView]:
     """Both views of a final result: the bounded Model Observation and the Harness Control
     View, whose status is the one the result puts its invocation in (`final_status`)."""
@@ -69,6 +71,8 @@ def build_views(
         timings=timings,
         indexed_chunks=indexed_chunks,
         source=source,
+        index_rebuilding=index_rebuilding,
+        skipped_runbooks=skipped_runbooks,
     )
     return observation, control_view(result, meta, observation)
 

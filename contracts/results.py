@@ -25,6 +25,7 @@ __all__ = [
     "LogsResult",
     "MysqlResult",
     "RagResult",
+    "cancelled_result",
     "decode_result",
     "encode_result",
     "error_result",
@@ -145,6 +146,24 @@ def error_result(
     if len(text) > ERROR_MESSAGE_CHARS:
         text = text[: ERROR_MESSAGE_CHARS - 1] + "…"
     return ErrorResult(tool_call_id=tool_call_id, error=ErrorDetail(code=code, message=text))
+
+
+# What the model reads of a cancelled call: that it was stopped, never that nothing was found.
+CANCELLED_QUEUED: Final = (
+    "the call was cancelled by the caller before it ran: no query was run, so this says "
+    "nothing about the evidence; call again if it is still needed"
+)
+CANCELLED_RUNNING: Final = (
+    "the call was cancelled by the caller while it ran and was stopped: no result, so this "
+    "says nothing about the evidence; call again if it is still needed"
+)
+
+
+def cancelled_result(tool_call_id: str | UnsetType, *, started: bool = False) -> ErrorResult:
+    """The ERROR/CANCELLED result of a call its submitter cancelled (`started`: while it ran).
+    Use it for every cancelled call, so the model is always told the same thing."""
+    message = CANCELLED_RUNNING if started else CANCELLED_QUEUED
+    return error_result(ErrorCode.CANCELLED, message, tool_call_id)
 
 
 _ENCODER: Final = msgspec.json.Encoder()

@@ -5,6 +5,8 @@
   of the largest list go first (deterministically), then trailing MySQL columns, then the
   longest remaining text (echoed query, scope, error message) is halved, and `truncated`
   becomes true (an error observation has no such flag; only its message can be cut).
+  Every string is shown as `contracts.text.visible_text` shows it (hidden code points
+  removed or marked): excerpts, log messages and rows are untrusted data.
 - `control_view`: the Harness Control View, for the harness's decisions. No evidence bodies.
 """
 
@@ -29,6 +31,7 @@ from contracts.results import (
     RagResult,
 )
 from contracts.status import ErrorCode, EvidenceStatus, LifecycleStatus, RelevanceLevel
+from contracts.text import visible_text
 
 __all__ = [
     "ControlView",
@@ -103,6 +106,26 @@ def encode_view(view: msgspec.Struct) -> bytes:
 
 
 def _first_view(result: CanonicalResult) -> ModelObservation:
+    """The whole observation of a result, its strings made visible (`_visible`)."""
+    return _visible(_whole_view(result))
+
+
+def _visible(view: ModelObservation) -> ModelObservation:
+    """`view` with every string as `contracts.text.visible_text` shows it: evidence is data
+    written by others, and hidden code points (tag characters spelling instructions, zero-width
+    and bidi marks) must not reach the model unseen. One pass over the encoded view; a view
+    without such code points (nearly all) is returned as is."""
+    raw = _ENCODER.encode(view)
+    if raw.isascii():
+        return view
+    text = raw.decode("utf-8")
+    shown = visible_text(text, newline="\\n")
+    if shown is text:
+        return view
+    return msgspec.json.decode(shown, type=type(view))
+
+
+def _whole_view(result: CanonicalResult) -> ModelObservation:
     match result:
         case RagResult():
             return RagObservation(
@@ -240,6 +263,8 @@ class InvocationMeta(msgspec.Struct, frozen=True, kw_only=True):
     timings: Timings = Timings()
     indexed_chunks: int | UnsetType = UNSET
     source: dict[str, str] | UnsetType = UNSET
+    index_rebuilding: bool | UnsetType = UNSET
+    skipped_runbooks: list[str] | UnsetType = UNSET
 
 
 class ControlView(msgspec.Struct, frozen=True, kw_only=True):
@@ -271,6 +296,11 @@ class ControlView(msgspec.Struct, frozen=True, kw_only=True):
     source: dict[str, str] | UnsetType = UNSET
     # query_mysql: the server's warnings that changed no value (see MysqlResult.warnings).
     warnings: list[str] | UnsetType = UNSET
+    # True when the embedded index that answered is the previous one, kept answering while
+    # the runbooks' new index is built; omitted otherwise.
+    index_rebuilding: bool | UnsetType = UNSET
+    # Runbooks the embedded index left out (larger than its size cap), by name; omitted if none.
+    skipped_runbooks: list[str] | UnsetType = UNSET
 
 
 def control_view(
@@ -321,4 +351,6 @@ def control_view(
         indexed_chunks=meta.indexed_chunks if isinstance(result, RagResult) else UNSET,
         source=meta.source,
         warnings=warnings,
+        index_rebuilding=meta.index_rebuilding if isinstance(result, RagResult) else UNSET,
+        skipped_runbooks=meta.skipped_runbooks if isinstance(result, RagResult) else UNSET,
     )

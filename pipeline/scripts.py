@@ -15,7 +15,9 @@ from typing import Final
 __all__ = [
     "ADMIT_LUA",
     "BACKFILL_CALLS_LUA",
+    "CANCEL_LUA",
     "FINISH_LUA",
+    "MARK_LUA",
     "PRUNE_CALLS_LUA",
     "REQUEUE_LUA",
     "TAKE_LUA",
@@ -33,3 +35,6 @@ FINISH_LUA: Final = _read("finish.lua")
 # A session's call index (pipeline.call_index): the janitor's trim and `reindex`'s backfill.
 PRUNE_CALLS_LUA: Final = _read("prune_calls.lua")
 BACKFILL_CALLS_LUA: Final = _read("backfill_calls.lua")
+# Issue 32: a cancel admitted (`cancel.lua`, run by admission) and a call taken (`mark.lua`).
+CANCEL_LUA: Final = _read("cancel.lua")
+MARK_LUA: Final = _read("mark.lua")
