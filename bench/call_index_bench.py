@@ -15,8 +15,10 @@ Run: .venv/bin/python bench/call_index_bench.py [--sizes 10000,1000000] [--ab-ro
 from __future__ import annotations
 
 import argparse
+import contextlib
 import functools
 import hashlib
+import socket
 import statistics
 import subprocess
 import tempfile
@@ -29,7 +31,6 @@ import anyio
 import httpx
 
 from app.console import create_app
-from chaos.services import free_port, wait_port
 from pipeline.client import EvidenceClient, ToolCall
 from pipeline.redis_io import open_redis
 from pipeline.settings import Settings
@@ -41,6 +42,21 @@ from workers.sources.instant import InstantSource
 
 SESSION = "bench-50"
 _ROOT = Path(__file__).resolve().parents[1]
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _wait_port(port: int, limit: float = 10.0) -> None:
+    deadline = time.monotonic() + limit
+    while time.monotonic() < deadline:
+        with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), 0.2):
+            return
+        time.sleep(0.05)
+    raise RuntimeError(f"no redis-server on port {port}")
 
 
 def _old_admit() -> str:
@@ -177,7 +193,7 @@ async def measure(url: str, sizes: list[int], rounds: int) -> None:
 
 def main(sizes: list[int], rounds: int) -> None:
     """Start a private redis-server, measure, stop it."""
-    port = free_port()
+    port = _free_port()
     with tempfile.TemporaryDirectory(prefix="aci-index-bench-") as folder:
         proc = subprocess.Popen(
             ["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "",
@@ -185,7 +201,7 @@ def main(sizes: list[int], rounds: int) -> None:
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
         )  # fmt: skip
         try:
-            wait_port(port, up=True, limit=10)
+            _wait_port(port)
             anyio.run(measure, f"redis://127.0.0.1:{port}/0", sizes, rounds)
         finally:
             proc.terminate()

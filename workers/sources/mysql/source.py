@@ -50,18 +50,15 @@ from workers.sources.mysql.errors import (
     error_number,
     error_text,
     map_error,
-    value_changing,
-    warning_error,
-    warning_text,
 )
 from workers.sources.mysql.handoff import Handoff, abandonable, close_quietly
+from workers.sources.mysql.leftovers import drained, hide_database, server_warnings
 from workers.sources.mysql.reachability import Reachability
 from workers.sources.mysql.sqlguard import Param, guard_sql
 
 __all__ = ["ConnectParams", "MysqlSource", "data_source_names", "parse_url"]
 
 _COM_RESET_CONNECTION: Final = 0x1F
-_DRAIN_ROWS: Final = 5_000  # rows of a cut result read and dropped to keep its connection
 _SQL_MODE: Final = "STRICT_ALL_TABLES,ERROR_FOR_DIVISION_BY_ZERO,NO_ENGINE_SUBSTITUTION"
 _CELL_SLACK: Final = 8  # bytes a fetched cell may exceed its projected form (see _bounded_rows)
 _JSON_CHECK: Final = re.compile(r"json_valid\(`?([^`)]+)`?\)", re.I)
@@ -171,7 +168,7 @@ class MysqlSource:
             raise
         self._reach.up(name)
         if guarded.kind == "explain":
-            upstream = _hide_database(upstream, pool.params.database)
+            upstream = hide_database(upstream, pool.params.database)
         return upstream
 
     async def _execute_raw(
@@ -277,18 +274,6 @@ class MysqlSource:
             pool.close()
 
 
-def _hide_database(upstream: MysqlUpstream, database: str) -> MysqlUpstream:
-    """EXPLAIN's output with the physical database name taken out of its cells: MariaDB's
-    `ref` column says `<db>.i.order_id` for a join, and the agent never learns that name."""
-    if not database:
-        return upstream
-    qualified = re.compile(r"(?<![\w$])" + re.escape(database) + r"\.")
-    rows = [
-        [qualified.sub("", c) if isinstance(c, str) else c for c in row] for row in upstream.rows
-    ]
-    return msgspec.structs.replace(upstream, rows=rows)
-
-
 def _prepare(conn: pymysql.Connection[Any], database: str, clock_sql: str = "") -> None:
     """Wipe session state left by the previous call, pin the clock (`clock_statement`) and
     open a read-only transaction."""
@@ -390,47 +375,17 @@ def execute(
     flags = [_is_json(f, pool) for f in fields]
     rows, stopped = _bounded_rows(cur, flags, bounds)
     columns = [str(f.name) for f in fields]
-    if result is not None and result.unbuffered_active and not _drained(cur):
+    if result is not None and result.unbuffered_active and not drained(cur):
         # Many more rows remain (an explicit LIMIT far above the cap): drop the session rather
         # than read them all; a few are read and dropped, so the connection is kept.
         return Outcome(columns=columns, rows=rows, stopped_early=stopped, reusable=False)
     warnings: list[str] = []
     if result is not None and result.warning_count:
-        warnings = _warnings(conn)
+        warnings = server_warnings(conn)
     conn.rollback()
     return Outcome(
         columns=columns, rows=rows, stopped_early=stopped, reusable=True, warnings=warnings
     )
-
-
-def _drained(cur: Any) -> bool:
-    """Read and drop what is left of a cut result, up to `_DRAIN_ROWS` rows: a truncated
-    result keeps its connection (a new one costs a connect and a reset, ~40 ms) unless far
-    more rows remain than were shown."""
-    for _ in range(_DRAIN_ROWS):
-        if cur.fetchone() is None:
-            return True
-    return False
-
-
-def _warnings(conn: pymysql.Connection[Any]) -> list[str]:
-    """The server's warnings on the query: one that cuts or corrupts a value (a truncated
-    value, a regex limit, NULL from max_allowed_packet) is raised as an error rather than
-    returned as evidence; the others (1365: a division by zero answered NULL, 1052: a
-    ROLLUP alias clash) come back as `warning N: text`, for the Control View and the model."""
-    said: list[str] = []
-    with conn.cursor() as cur:
-        cur.execute("SHOW WARNINGS")
-        for level, code, _message in cur.fetchall():
-            if level not in ("Warning", "Error"):
-                continue
-            if value_changing(code):
-                conn.rollback()
-                raise warning_error(code)
-            text = warning_text(code)
-            if text not in said:
-                said.append(text)
-    return said
 
 
 async def _stop_query(pool: _Pool, conn: pymysql.Connection[Any], connect_timeout: float) -> None:
