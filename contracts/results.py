@@ -103,6 +103,11 @@ class LogsResult(msgspec.Struct, frozen=True, kw_only=True):
     # Present (true) only when the source stopped counting early (scan budget, deadline):
     # `match_count` is then a lower bound. Omitted otherwise, so exact results are unchanged.
     match_count_lower_bound: bool | UnsetType = UNSET
+    # FILE: lines not in their configured format, matched files it could not read (a
+    # compression it lacks), and short notes for the model on both. Omitted when none.
+    unparsed_lines: int | UnsetType = UNSET
+    unread_files: int | UnsetType = UNSET
+    notes: list[str] | UnsetType = UNSET
 
 
 class MysqlResult(msgspec.Struct, frozen=True, kw_only=True):

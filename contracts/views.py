@@ -69,6 +69,9 @@ class LogsObservation(msgspec.Struct, frozen=True, kw_only=True):
     patterns: list[LogPattern]
     events: list[LogEvent]
     truncated: bool
+    # How the answer was read, when the model must know (lines not in their format, files
+    # it could not read): omitted otherwise.
+    notes: list[str] | UnsetType = UNSET
 
 
 class MysqlObservation(msgspec.Struct, frozen=True, kw_only=True):
@@ -145,6 +148,7 @@ def _whole_view(result: CanonicalResult) -> ModelObservation:
                 patterns=result.patterns,
                 events=result.events,
                 truncated=result.truncated,
+                notes=result.notes,
             )
         case MysqlResult():
             return MysqlObservation(
@@ -282,6 +286,9 @@ class ControlView(msgspec.Struct, frozen=True, kw_only=True):
     match_count: int | UnsetType = UNSET
     # True when `match_count` is a lower bound (a log scan stopped early); omitted when exact.
     match_count_lower_bound: bool | UnsetType = UNSET
+    # FILE: lines not in their configured format, and matched files it could not read.
+    unparsed_lines: int | UnsetType = UNSET
+    unread_files: int | UnsetType = UNSET
     relevance_level: RelevanceLevel | UnsetType = UNSET
     truncated: bool | UnsetType = UNSET
     source_kind: str | UnsetType = UNSET
@@ -310,6 +317,7 @@ def control_view(
     returned: int | UnsetType = UNSET
     match_count: int | UnsetType = UNSET
     lower_bound: bool | UnsetType = UNSET
+    unparsed: tuple[int | UnsetType, int | UnsetType] = (UNSET, UNSET)
     relevance: RelevanceLevel | UnsetType = UNSET
     source_kind: str | UnsetType = UNSET
     error_code: ErrorCode | UnsetType = UNSET
@@ -325,6 +333,7 @@ def control_view(
             returned, match_count = result.returned_count, result.match_count
             source_kind, truncated = result.source_kind, result.truncated
             lower_bound = result.match_count_lower_bound
+            unparsed = (result.unparsed_lines, result.unread_files)
         case MysqlResult():
             returned, truncated = result.returned_count, result.truncated
             warnings = result.warnings
@@ -342,6 +351,8 @@ def control_view(
         returned_count=returned,
         match_count=match_count,
         match_count_lower_bound=lower_bound,
+        unparsed_lines=unparsed[0],
+        unread_files=unparsed[1],
         relevance_level=relevance,
         truncated=truncated,
         source_kind=source_kind,

@@ -51,6 +51,18 @@ CASES: dict[str, tuple[str, object, object, Any]] = {
             logs_upstream(), source_kind=SourceKind.FILE, match_count_lower_bound=True
         ),
     ),
+    # A FILE backend that read lines not in their format and a file it could not decompress.
+    "logs_file_unparsed": (
+        "query_logs", "call_logs_4", LOGS_ARGS,
+        msgspec.structs.replace(
+            logs_upstream(), source_kind=SourceKind.FILE, match_count_lower_bound=True,
+            unparsed_lines=8, unread_files=1,
+            notes=["8 lines read are not in their log format; a query of plain words alone "
+                   "also matches them as text",
+                   "1 matched log files are compressed with zstd, which this worker cannot "
+                   "read: the count is a lower bound"],
+        ),
+    ),
     "mysql_found": ("query_mysql", "call_mysql_1", MYSQL_ARGS, mysql_upstream()),
     "mysql_no_evidence": ("query_mysql", "call_mysql_2", MYSQL_ARGS, mysql_upstream(rows=False)),
     "error_schema": ("query_logs", "call_err_1", '{"topic": "APPLICATION", "query": 5}', None),

@@ -54,6 +54,7 @@ OBSERVATION_KEYS = {
         "patterns",
         "events",
         "truncated",
+        "notes",  # FILE: how the answer was read (lines not in their format), when it matters
     },
     "MysqlResult": {
         "tool_call_id",
@@ -68,7 +69,7 @@ OBSERVATION_KEYS = {
 }
 REQUIRED_OBSERVATION_KEYS = {
     "RagResult": OBSERVATION_KEYS["RagResult"] - {"relevance_level"},
-    "LogsResult": OBSERVATION_KEYS["LogsResult"],
+    "LogsResult": OBSERVATION_KEYS["LogsResult"] - {"notes"},
     "MysqlResult": OBSERVATION_KEYS["MysqlResult"] - {"warnings", "dropped_columns"},
     "ErrorResult": {"evidence_status", "error"},
 }
@@ -84,6 +85,7 @@ CONTROL_KEYS = {
     "scope_fingerprint", "duplicate_of", "returned_count", "match_count", "relevance_level",
     "truncated", "source_kind", "error_code", "attempts", "timings", "match_count_lower_bound",
     "indexed_chunks", "source", "warnings", "index_rebuilding", "skipped_runbooks",
+    "unparsed_lines", "unread_files",
 }  # fmt: skip
 FORBIDDEN_IN_OBSERVATION = (
     "fingerprint", "match_count", "returned_count", "score", "trace", "attempt", "timing",
