@@ -149,6 +149,13 @@ def _operator_commands(sub: Any) -> None:
         help=_say("serve Prometheus metrics on this port (0: a free one)", "none"),
     )  # fmt: skip
     p.add_argument(
+        "--metrics-host", default=os.environ.get("ACI_METRICS_HOST", "127.0.0.1"),
+        help=_say(
+            "the metrics' bind address (0.0.0.0 for a scraper on another machine)",
+            "127.0.0.1", "ACI_METRICS_HOST",
+        ),
+    )  # fmt: skip
+    p.add_argument(
         "--partitions", type=_partition_list, default=None,
         help=_say("read only these partitions, e.g. 0,3,5", "all of ACI_PARTITIONS"),
     )  # fmt: skip
@@ -265,6 +272,11 @@ def _replay_commands(sub: Any) -> None:
     p = _sub(sub, "import", "import an exported JSON Lines file")
     p.add_argument("--file", required=True, help="the exported file (required)")
     p.add_argument("--session", help=_say("import under this session instead", "the recorded one"))
+    _sub(
+        sub, "reindex",
+        "index the calls recorded before the sessions' call indexes existed (once, after every "
+        "worker runs this version; an administrator's URL)",
+    )  # fmt: skip
     p = _sub(sub, "bench", "measure the pipeline beside the raw Redis round trip")
     p.add_argument("what", choices=["pipeline"], help="what to measure: pipeline")
     p.add_argument("--total", type=int, default=20_000, help=_say("invocations per run", 20_000))

@@ -136,6 +136,10 @@ class MysqlResult(msgspec.Struct, frozen=True, kw_only=True):
     rows: list[list[Any]]
     returned_count: int
     truncated: bool
+    # Server warnings that changed no value (`warning 1365: division by zero`), at most 5.
+    warnings: list[str] | UnsetType = UNSET
+    # The columns past the column bound, left out (at most 50 names, then `and N more`).
+    dropped_columns: list[str] | UnsetType = UNSET
 
 
 class ErrorDetail(msgspec.Struct, frozen=True, kw_only=True):

@@ -83,6 +83,11 @@ class MysqlObservation(msgspec.Struct, frozen=True, kw_only=True):
     columns: list[str]
     rows: list[list[Any]]
     truncated: bool
+    # The server's warnings that changed no value, briefly (the model may need to know a
+    # NULL came from a division by zero).
+    warnings: list[str] | UnsetType = UNSET
+    # The columns left out past the column bound, by name (the model may ask for them).
+    dropped_columns: list[str] | UnsetType = UNSET
 
 
 class ErrorObservation(msgspec.Struct, frozen=True, kw_only=True):
@@ -153,6 +158,8 @@ def _whole_view(result: CanonicalResult) -> ModelObservation:
                 columns=result.columns,
                 rows=result.rows,
                 truncated=result.truncated,
+                warnings=result.warnings,
+                dropped_columns=result.dropped_columns,
             )
         case ErrorResult():
             return ErrorObservation(
@@ -260,6 +267,7 @@ class InvocationMeta(msgspec.Struct, frozen=True, kw_only=True):
     attempts: int = 1
     timings: Timings = Timings()
     indexed_chunks: int | UnsetType = UNSET
+    source: dict[str, str] | UnsetType = UNSET
     index_rebuilding: bool | UnsetType = UNSET
     skipped_runbooks: list[str] | UnsetType = UNSET
 
@@ -292,6 +300,12 @@ class ControlView(msgspec.Struct, frozen=True, kw_only=True):
     indexed_chunks: int | UnsetType = UNSET
     # A log search's records outside its window (`contracts.results.RecordTimes`).
     record_times: RecordTimes | UnsetType = UNSET
+    # What the source answered from: its configuration fingerprint (workers.sources.identity:
+    # runbook folder digest and index id, the log topic's backend and config digest, the data
+    # source names; never a secret), so a replay knows what it ran against.
+    source: dict[str, str] | UnsetType = UNSET
+    # query_mysql: the server's warnings that changed no value (see MysqlResult.warnings).
+    warnings: list[str] | UnsetType = UNSET
     # True when the embedded index that answered is the previous one, kept answering while
     # the runbooks' new index is built; omitted otherwise.
     index_rebuilding: bool | UnsetType = UNSET
@@ -311,6 +325,7 @@ def control_view(
     source_kind: str | UnsetType = UNSET
     error_code: ErrorCode | UnsetType = UNSET
     truncated: bool | UnsetType = UNSET
+    warnings: list[str] | UnsetType = UNSET
     match result:
         case ErrorResult():
             error_code = result.error.code
@@ -324,6 +339,7 @@ def control_view(
             unparsed = (result.unparsed_lines, result.unread_files)
         case MysqlResult():
             returned, truncated = result.returned_count, result.truncated
+            warnings = result.warnings
     if observation is not None and getattr(observation, "truncated", False):
         truncated = True
     return ControlView(
@@ -348,6 +364,8 @@ def control_view(
         timings=meta.timings,
         indexed_chunks=meta.indexed_chunks if isinstance(result, RagResult) else UNSET,
         record_times=result.record_times if isinstance(result, LogsResult) else UNSET,
+        source=meta.source,
+        warnings=warnings,
         index_rebuilding=meta.index_rebuilding if isinstance(result, RagResult) else UNSET,
         skipped_runbooks=meta.skipped_runbooks if isinstance(result, RagResult) else UNSET,
     )

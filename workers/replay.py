@@ -23,7 +23,7 @@ import anyio
 import msgspec
 from msgspec import UNSET, UnsetType
 
-from pipeline.admin import scan_keys
+from pipeline.inspect import session_call_ids
 from pipeline.keys import Keys
 from pipeline.record import (
     CONTROL,
@@ -69,6 +69,7 @@ _BODIES: Final = (
     ("control", CONTROL),
 )
 _ENCODER: Final = msgspec.json.Encoder()
+_ALL_CALLS: Final = 2**31  # a session's calls, however many
 
 
 class ReplayError(Exception):
@@ -117,15 +118,9 @@ class Selection(msgspec.Struct, frozen=True, kw_only=True):
         )
 
 
-def _glob_escape(text: str) -> str:
-    return "".join("\\" + c if c in "*?[]\\" else c for c in text)
-
-
 async def _call_keys(redis: Redis, keys: Keys, session: str) -> list[str]:
-    head = keys.call(session, "")
-    pattern = _glob_escape(head) + "*"
-    found = await scan_keys(redis, pattern)
-    return [(k.decode() if isinstance(k, bytes) else k)[len(head) :] for k in found]
+    # The session's call index (and, for calls recorded before it, key names).
+    return await session_call_ids(redis, keys, session, _ALL_CALLS)
 
 
 async def load_redis(redis: Redis, settings: Settings, selection: Selection) -> list[Recording]:
@@ -324,6 +319,10 @@ async def import_lines(
         pipe = redis.pipeline(transaction=True)
         queue_write(pipe, keys, rec.session, rec.tool_call_id, rec.fields, ttl)
         pipe.zadd(keys.for_session(rec.session).sessions, {rec.session: rec.t0}, gt=True)
+        # Its session's call index, in the same transaction as the record (the janitor gives
+        # the index its records' lifetime when the session leaves the sessions index).
+        pipe.zadd(keys.calls(rec.session), {rec.tool_call_id: rec.t0})
+        pipe.persist(keys.calls(rec.session))
         for stream, field in (
             (keys.model(rec.session), MODEL),
             (keys.control(rec.session), CONTROL),

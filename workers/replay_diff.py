@@ -61,7 +61,9 @@ __all__ = [
 
 VIEWS: Final = (("result", RESULT), ("model", MODEL), ("control", CONTROL))
 # view → top-level fields ignored by the diff (see the module docstring).
-IGNORED: Final[dict[str, frozenset[str]]] = {"control": frozenset({"timings", "attempts"})}
+IGNORED: Final[dict[str, frozenset[str]]] = {
+    "control": frozenset({"timings", "attempts", "source"})  # source: checked by app.replay
+}
 _CLOCK_PATHS: Final = frozenset({"$.scope.start_time", "$.scope.end_time"})
 _ENCODER: Final = msgspec.json.Encoder()
 

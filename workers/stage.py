@@ -34,6 +34,7 @@ from pipeline.settings import Settings
 from pipeline.window import LOG_TOOL, call_end
 from workers.sources import ImmediateSource, Source, SourceError
 from workers.sources.calltime import CallTime, at_call_time
+from workers.sources.identity import source_identity
 
 __all__ = [
     "Outcome",
@@ -123,6 +124,13 @@ def _encode_raw(raw: Any, limit: int) -> bytes:
     return data
 
 
+def _identity(sources: Mapping[str, Source], tool: str, request: Request) -> dict[str, str] | None:
+    try:
+        return source_identity(sources.get(tool), request)
+    except Exception:  # an identity never fails a call
+        return None
+
+
 def is_immediate(tool: str, sources: Mapping[str, Source]) -> bool:
     """Whether a call of `tool` runs without I/O: no source for it (an ERROR at once), or an
     `ImmediateSource`. Such calls can go through `StageRun.run_now`."""
@@ -152,6 +160,8 @@ class StageRun(msgspec.Struct, kw_only=True):
     # ms; `pipeline.window`). A log call reads that window; None: resolved here, at the start.
     as_of_ms: int | None = None
     window_end_ms: int | None = None
+    # What the source answered from (workers.sources.identity), for the Control View.
+    source: dict[str, str] | None = None
 
     async def run(self, sources: Mapping[str, Source]) -> Outcome:
         request = self.decode()
@@ -163,6 +173,7 @@ class StageRun(msgspec.Struct, kw_only=True):
             return self.outcome(None, refused)
         with at_call_time(when):
             found = await _execute(self.tool, request, self.tool_call_id, sources, self.settings)
+        self.source = _identity(sources, self.tool, request)
         return self.outcome(*found)
 
     def run_now(self, sources: Mapping[str, Source]) -> Outcome:
@@ -175,6 +186,7 @@ class StageRun(msgspec.Struct, kw_only=True):
             return self.outcome(None, refused)
         with at_call_time(when):
             found = _execute_now(self.tool, request, self.tool_call_id, sources)
+        self.source = _identity(sources, self.tool, request)
         return self.outcome(*found)
 
     def _call_time(self) -> tuple[CallTime | None, CanonicalResult | None]:
@@ -247,6 +259,7 @@ class StageRun(msgspec.Struct, kw_only=True):
                 project_ms=round(project_ms, 3),
                 total_ms=round(self.queued_ms + (time.perf_counter() - self.started) * 1000, 3),
             ),
+            source=self.source,
         )
 
 
@@ -308,6 +321,7 @@ def build_outcome(
     attempts: int = 1,
     timings: Timings | None = None,
     keep_raw: bool = True,
+    source: dict[str, str] | None = None,
 ) -> Outcome:
     """Both views of a result, and the raw answer encoded for the record (`keep_raw=False`,
     for replay: not encoded, `Outcome.raw` is b"null"). A result whose views cannot be built
@@ -325,6 +339,7 @@ def build_outcome(
             attempts=attempts,
             timings=timings or Timings(),
             indexed_chunks=_indexed_chunks(raw),
+            source=UNSET if source is None else source,
             **_index_state(raw),
         )
 

@@ -55,7 +55,7 @@ async def cmd_worker(args: argparse.Namespace, settings: Settings) -> int:
         from workers.metrics import WorkerMetrics, serve_metrics
 
         metrics = WorkerMetrics()
-        serving = serve_metrics(metrics, args.metrics_port)
+        serving = serve_metrics(metrics, args.metrics_port, args.metrics_host)
     with contextlib.ExitStack() as stack:
         try:
             port = stack.enter_context(serving)
@@ -66,7 +66,9 @@ async def cmd_worker(args: argparse.Namespace, settings: Settings) -> int:
                 prefix="aci-evidence worker",
             ) from None
         if port is not None:
-            logging.getLogger("aci.announce").info("metrics on :%d/metrics", port)
+            logging.getLogger("aci.announce").info(
+                "metrics on %s:%d/metrics", args.metrics_host, port
+            )
         # Signals, sources, Redis, gc.freeze, run and drain: the one worker bootstrap.
         await serve_worker(
             settings,
@@ -175,6 +177,18 @@ async def cmd_import(args: argparse.Namespace, settings: Settings) -> int:
     from app.replay import run_import
 
     return await run_import(args, settings)
+
+
+async def cmd_reindex(args: argparse.Namespace, settings: Settings) -> int:
+    """`reindex`: backfill the sessions' call indexes from the call records recorded before
+    them, and mark every partition complete (an administrator's URL: it SCANs and writes)."""
+    from pipeline.call_index import reindex
+    from pipeline.redis_io import open_redis
+
+    async with open_redis(need_url(settings), cluster=settings.redis_cluster) as redis:
+        done = await reindex(redis, settings.keys())
+    print(json.dumps(done))
+    return EXIT_OK
 
 
 async def cmd_bench(args: argparse.Namespace, settings: Settings) -> int:

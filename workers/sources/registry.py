@@ -164,11 +164,32 @@ _KINDS: dict[str, str] = {
 }
 
 
+# The backend of each `query_logs` topic, as the start line names it.
+_LOG_KINDS: dict[str, str] = {
+    "MockLogSource": "MOCK",
+    "FileLogSource": "FILE",
+    "ClickhouseLogSource": "CLICKHOUSE",
+}
+
+
+def _log_topics(backends: Mapping[Any, Any]) -> str:
+    """`APPLICATION FILE, DATABASE CLICKHOUSE, ...`: the backend of each configured topic."""
+    return ", ".join(
+        f"{getattr(topic, 'value', topic)} {_LOG_KINDS.get(type(b).__name__, type(b).__name__)}"
+        for topic, b in sorted(backends.items(), key=lambda tb: str(getattr(tb[0], "value", tb[0])))
+    )
+
+
 def describe_sources(sources: Mapping[str, Source]) -> str:
     """`tool=kind, ...` for a start line: each source's kind and, where it has them, its
-    scenario or logical data source names (never a URL, host or path)."""
+    scenario, logical data source names or the backend of each log topic (never a URL, host
+    or path)."""
     parts = []
     for tool, source in sources.items():
+        backends = getattr(source, "backends", None)
+        if isinstance(backends, Mapping):  # query_logs' router: one backend per topic
+            parts.append(f"{tool}=logs per topic ({_log_topics(backends) or 'none configured'})")
+            continue
         kind = _KINDS.get(type(source).__name__, type(source).__name__)
         detail = getattr(getattr(source, "settings", None), "scenario", None)
         names = getattr(source, "data_sources", None)
