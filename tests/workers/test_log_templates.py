@@ -341,3 +341,24 @@ def test_drain_sees_a_bounded_head_of_a_long_message(monkeypatch: pytest.MonkeyP
     assert max(seen) <= templates.MINE_TOKENS
     assert out["user alice logged in"] == "user <*> logged in"
     assert all(out[line].endswith(templates.MORE) for line in long)
+
+
+def test_matches_counted_but_not_read_are_one_pattern() -> None:
+    # Review: ClickHouse counts the window's matches (count()) but reads the newest
+    # `row_limit` rows; the patterns were mined over those rows only, so a brute force of the
+    # window's first hour showed its newest few lines as the pattern's whole count (or not at
+    # all). The rest is now one pattern: counts add up to match_count, none claims the window.
+    from workers.sources.logs.records import UNREAD_TEMPLATE
+
+    digest = Digest(8)
+    for i in range(10):
+        digest.add(Entry(3_600_000 + i * 1000, "ERROR", "sshd", f"Failed password for u{i}"))
+    scope = LogScope(topic=Topic.SYSTEM_EVENTS, query="", lookback_minutes=120,
+                     start_time="1970-01-01T00:00:00Z", end_time="1970-01-01T02:00:00Z")  # fmt: skip
+    upstream = digest.upstream("CLICKHOUSE", scope, UTC, match_count=400)
+    assert sum(p.count for p in upstream.patterns) == upstream.match_count == 400
+    unread = [p for p in upstream.patterns if p.template == UNREAD_TEMPLATE.format(read=10)]
+    assert [p.count for p in unread] == [390]
+    assert unread[0].last_seen.startswith("1970-01-01T01:00:00")
+    exact = digest.upstream("FILE", scope, UTC)
+    assert sum(p.count for p in exact.patterns) == exact.match_count == 10

@@ -32,6 +32,7 @@ from workers.sources.logs.templates import MAX_KEYS, mask, mine
 __all__ = [
     "MAX_TEMPLATES",
     "OTHER_TEMPLATE",
+    "UNREAD_TEMPLATE",
     "Digest",
     "Entry",
     "as_number",
@@ -46,6 +47,8 @@ MAX_TEMPLATES: Final = MAX_KEYS
 # The pattern of the matches that came once the figures were full (`Digest.templates_cut`):
 # counted and dated, not mined.
 OTHER_TEMPLATE: Final = "<other messages: more distinct kinds than are grouped>"
+# The pattern of the matches a backend counted but did not read (`Digest.upstream`).
+UNREAD_TEMPLATE: Final = "<older matches not read: patterns are of the newest {read}>"
 
 
 def format_ms(epoch_ms: int, zone: tzinfo = UTC) -> str:
@@ -248,6 +251,21 @@ class Digest:
                 into.absorb(fig)
         return merged, template_of
 
+    def _unread(self, match_count: int, zone: tzinfo) -> UpstreamPattern:
+        # A backend that counted more matches than it read (ClickHouse: count() over the
+        # window, the newest `row_limit` rows read): the rest is one pattern, so no count
+        # shown is taken for the window's whole, and the counts add up to `match_count`.
+        oldest = min((f.first for f in self._figures.values()), key=Entry.key, default=None)
+        if self._rest is not None and (oldest is None or self._rest.first.key() < oldest.key()):
+            oldest = self._rest.first
+        return UpstreamPattern(
+            template=UNREAD_TEMPLATE.format(read=self.match_count),
+            count=match_count - self.match_count,
+            level="",
+            first_seen="",
+            last_seen="" if oldest is None else format_ms(oldest.epoch_ms, zone),
+        )
+
     def _sample(
         self, order: list[UpstreamPattern], merged: dict[str, _Figures], template_of: dict[str, str]
     ) -> list[tuple[Entry, str]]:
@@ -296,6 +314,8 @@ class Digest:
             entry.record(zone, template)
             for entry, template in self._sample(order, merged, template_of)
         ]
+        if match_count is not None and match_count > self.match_count:
+            patterns.append(self._unread(match_count, zone))
         return LogsUpstream(
             source_kind=source_kind,
             scope=scope,
