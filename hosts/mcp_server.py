@@ -393,7 +393,7 @@ async def serve(options: ServeOptions, settings: Settings) -> int:
             runner, options.session, http=http, data_sources=data_sources, as_of=options.as_of
         )
         if not local:  # issue 32: queued calls as MCP tasks (`hosts.mcp_tasks`)
-            handles = TaskHandles.from_env(options.token)
+            handles = TaskHandles.from_env()
             ttl_ms = settings.retention_s * 1000
             enable_tasks(server, client, handles, ttl_ms=ttl_ms, session=options.session)
         if options.http_port is not None:

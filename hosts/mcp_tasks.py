@@ -10,9 +10,10 @@ Redis, created once admission recorded it. So a task needs no state of its own:
   `{resultType: "task", taskId, status: "working", createdAt, lastUpdatedAt, ttlMs,
   pollIntervalMs}`. A request that does not declare it is answered as before;
 - `taskId` is an opaque handle: the call's session and id, signed (HMAC-SHA256) with the
-  instances' shared key (`ACI_MCP_TASK_KEY`, else the HTTP bearer token; with neither, a key
-  of this process: then only this instance answers). It is never the JSON-RPC request id,
-  cannot be guessed or forged for another session's call, and needs no key in Redis;
+  instances' shared key (`ACI_MCP_TASK_KEY`; without it, a key of this process: then only
+  this instance answers; never the bearer token, which clients hold). It is never the JSON-RPC
+  request id, cannot be guessed or forged for another session's call, and needs no key in
+  Redis;
 - `tasks/get` reads the call (PROJECTING → `working` with its stage as `statusMessage`; READY
   or ERROR → `completed` with the `tools/call` result inlined, `isError` as for a direct call;
   ERROR/CANCELLED → `cancelled`); `tasks/cancel` sends the call's cancel (`EvidenceClient.
@@ -89,8 +90,10 @@ class TaskHandles:
         self._key = hashlib.sha256(b"aci-evidence task ids\0" + key).digest()
 
     @classmethod
-    def from_env(cls, token: str | None = None) -> TaskHandles:
-        secret = os.environ.get(TASK_KEY_ENV) or token
+    def from_env(cls) -> TaskHandles:
+        """Signed with `ACI_MCP_TASK_KEY`, else with a key of this process. Never with the
+        HTTP bearer token: every client holds it, and could sign a task id for any call."""
+        secret = os.environ.get(TASK_KEY_ENV)
         return cls(secret.encode() if secret else os.urandom(32))
 
     def _mac(self, payload: bytes) -> bytes:

@@ -153,3 +153,21 @@ async def test_a_completed_task_inlines_its_result(redis: Any, prefix: str) -> N
     assert result["result"]["isError"] is False
     assert result["result"]["structuredContent"]["tool_call_id"] == "t2"
     assert result["result"]["structuredContent"]["evidence_status"] == "EVIDENCE_FOUND"
+
+
+def test_task_ids_are_never_signed_with_the_bearer_token(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Review: without ACI_MCP_TASK_KEY the handles were keyed by the HTTP bearer token, which
+    # every client holds: any client could sign a task id for any (session, call) it named.
+    import inspect
+
+    # The server built its handles with `from_env(options.token)`: nothing can pass it now.
+    assert not inspect.signature(TaskHandles.from_env).parameters
+    monkeypatch.delenv("ACI_MCP_TASK_KEY", raising=False)
+    monkeypatch.setenv("ACI_MCP_TOKEN", "the bearer token")
+    served = TaskHandles.from_env()
+    forged = TaskHandles(b"the bearer token").encode("mcp-victim", "7")
+    assert served.decode(forged) is None
+    assert served.decode(served.encode("mcp-victim", "7")) == ("mcp-victim", "7")
+    monkeypatch.setenv("ACI_MCP_TASK_KEY", "deployment key")
+    shared = TaskHandles(b"deployment key").encode("s", "1")
+    assert TaskHandles.from_env().decode(shared) == ("s", "1")
