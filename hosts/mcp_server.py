@@ -25,9 +25,10 @@ A result carries the Model Observation twice, as `structuredContent` and as one 
 of the same compact JSON; `isError` is true only for ERROR. The Harness Control View is not
 sent: it stays on the session's control stream (queue mode) for the harness.
 
-With `--local`, or when ACI_REDIS_URL is unset, the stages run in this process; otherwise
-each call goes through the queue (`EvidenceClient`). `mcp` is an optional dependency,
-imported only here.
+With ACI_REDIS_URL set each call goes through the queue (`EvidenceClient`); with `--local` the
+stages run in this process; with neither the server refuses to start (`_mode_problem`): a host
+that forgot to pass the variable must not be handed the MOCK incident as evidence. `mcp` is an
+optional dependency, imported only here.
 """
 
 from __future__ import annotations
@@ -68,6 +69,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "DEFAULT_TIMEOUT_S",
+    "NO_MODE_PROBLEM",
     "TOKEN_ENV",
     "TOOL_CALL_ID_META_KEY",
     "Runner",
@@ -100,7 +102,7 @@ class ServeOptions(msgspec.Struct, frozen=True, kw_only=True):
     """How `aci-evidence mcp` serves (the command line, typed)."""
 
     session: str | None = None  # one session for every call; None: one per connection
-    local: bool = False  # run the stages in this process (also when ACI_REDIS_URL is unset)
+    local: bool = False  # run the stages in this process (else ACI_REDIS_URL is required)
     timeout: float = DEFAULT_TIMEOUT_S  # queue mode: a call still running then is pending
     http_port: int | None = None  # serve Streamable HTTP on this port instead of stdio
     host: str = "127.0.0.1"  # the HTTP bind address
@@ -299,6 +301,20 @@ def _check(options: ServeOptions) -> str | None:
     return options.limits.problem()
 
 
+NO_MODE_PROBLEM: Final = (
+    "aci-evidence mcp: set ACI_REDIS_URL to serve the queue, or pass --local to run the "
+    "stages in this process (on the MOCK data unless sources are configured)"
+)
+
+
+def _mode_problem(options: ServeOptions, settings: Settings) -> str | None:
+    """Why the server has no mode to serve in (None when it has one): the queue needs
+    ACI_REDIS_URL, in-process needs `--local`; never a quiet fallback to in-process."""
+    if options.local or settings.redis_url:
+        return None
+    return NO_MODE_PROBLEM
+
+
 def http_app(server: Server[Any], options: ServeOptions) -> Any:
     """The ASGI app of `--http`: the SDK's Streamable HTTP app behind `SessionGate`."""
     limits = options.limits
@@ -347,14 +363,14 @@ async def serve(options: ServeOptions, settings: Settings) -> int:
         return 2
     if options.token is None and os.environ.get(TOKEN_ENV):
         options = msgspec.structs.replace(options, token=os.environ[TOKEN_ENV])
-    problem = _check(options)
+    problem = _check(options) or _mode_problem(options, settings)
     if problem is None and options.http_port is not None:
         busy = listen_problem(options.host, options.http_port)
         problem = None if busy is None else f"--http: {busy}"
     if problem is not None:
         print(problem, file=sys.stderr)
         return 2
-    local = options.local or not settings.redis_url
+    local = options.local
     from workers.sources.mysql.source import data_source_names
 
     data_sources = data_source_names(os.environ)  # the names query_mysql's schema lists

@@ -7,6 +7,7 @@ Regenerate the golden files with `UPDATE_GOLDEN=1 pytest tests/hosts/test_mcp.py
 from __future__ import annotations
 
 import json
+import os
 import signal
 import socket
 import subprocess
@@ -305,6 +306,21 @@ async def test_bad_options_are_refused_in_one_line(
     assert await mcp_server.serve(options, Settings()) == 2
     err = capsys.readouterr().err
     assert err.startswith(problem) and err.count("\n") == 1
+
+
+@pytest.mark.parametrize("args", [["mcp"], ["mcp", "--http", "8123"]])
+def test_without_redis_or_local_the_server_refuses_to_start(args: list[str]) -> None:
+    # Before: with ACI_REDIS_URL unset (a stdio host that did not pass it) the server quietly
+    # ran the tools in-process on the MOCK incident, which a deployed agent took as evidence.
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ACI_")}
+    done = subprocess.run(
+        [sys.executable, "-m", "app.cli", *args],
+        cwd=REPO, env=env, stdin=subprocess.DEVNULL, capture_output=True, timeout=60,
+    )  # fmt: skip
+    err = done.stderr.decode()
+    assert done.returncode == 2, err
+    assert err.count("\n") == 1 and "ACI_REDIS_URL" in err and "--local" in err, err
+    assert err.rstrip("\n") == mcp_server.NO_MODE_PROBLEM
 
 
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
