@@ -195,6 +195,11 @@ def _mcp_command(sub: Any) -> None:
         "--token",
         help=_say("bearer token for --http, required off loopback", "none", "ACI_MCP_TOKEN"),
     )
+    p.add_argument(
+        "--trusted-proxy", action="append", default=[], metavar="ADDRESS",
+        help=_say("a reverse proxy whose X-Forwarded-For names the client (repeatable)",
+                  "none: the socket peer is the client"),
+    )  # fmt: skip
 
 
 def _console_command(sub: Any) -> None:

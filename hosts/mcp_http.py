@@ -10,16 +10,21 @@ Every request passes `SessionGate` (an ASGI app in front of the SDK's Starlette 
   MCP session at all: its `Mcp-Session-Id` header is removed before the SDK sees it, so it can
   never name an evidence session (`mcp_server` gives it a fresh one).
 - **Bounded sessions** (`HttpLimits`): at most `max_sessions` open and `sessions_per_client`
-  per client (the remote address; behind a proxy every client is one). A session with no
-  request in flight for `idle_timeout_s` is closed (the SDK's own idle timeout, set to the
-  same value). When a limit is reached, the least recently used idle session (of that client,
-  or of the whole server) is closed to make room, so a flood of `initialize` requests only
-  ever displaces idle sessions and never locks a new client out; 503 (429 per client) only
-  while every session at the limit has a request in flight. An open GET stream (the channel
-  for server messages, open as long as the client likes) keeps a session from timing out but
-  not from being closed for room (else one client holding such streams locks everyone out).
-- **New sessions per client are rate limited** (a token bucket): past it, 429 with
-  `Retry-After`; and a client has at most `requests_per_client` requests in flight (429).
+  per client. A client is the socket peer's address (uvicorn's proxy headers are off unless
+  `--trusted-proxy` names the proxy, so a local `X-Forwarded-For` changes nothing). A session
+  with no request in flight for `idle_timeout_s` is closed (the SDK's own idle timeout, set
+  to the same value). Room is made by `_make_room`: a client at its own limit displaces only
+  its least recently used *idle* session (no request in flight, no open GET stream), never a
+  session it still holds, because mcp 1.x clients never recover from a closed session; at the
+  server's limit an idle session of anyone goes first, and a held session (open GET stream,
+  never one with a call in flight) only of the client holding more than its fair share of
+  the server, so a flood from one address never locks a newcomer out. 429 (503 server-wide)
+  when nothing may be displaced.
+- **New sessions per client are rate limited** (a token bucket), and a session its client
+  closes (DELETE, as the SDK clients do when they are done) gives its token back: a client
+  that opens one session per call and closes it (langchain-mcp-adapters' default) only pays
+  for the sessions it leaves open. Past it, 429 with `Retry-After`; and a client has at most
+  `requests_per_client` requests in flight (429).
 - **A request's body must arrive within `body_timeout_s`** (408 otherwise): the gate reads it
   before the SDK does (up to the SDK's 4 MiB bound), so stalled uploads cannot hold a client's
   in-flight budget (on a loopback bind every local client is one address) for good.
@@ -59,11 +64,11 @@ class HttpLimits(msgspec.Struct, frozen=True, kw_only=True):
     """Bounds of the Streamable HTTP server (operator settings; docs/adapters.md)."""
 
     max_sessions: int = 1024  # open sessions, all clients
-    sessions_per_client: int = 16  # open sessions of one remote address
+    sessions_per_client: int = 64  # open sessions of one remote address
     idle_timeout_s: float = 600.0  # a session with nothing in flight this long is closed
     new_sessions_per_s: float = 2.0  # sustained new sessions of one remote address
     new_sessions_burst: int = 32  # ... and the burst above that rate
-    requests_per_client: int = 64  # requests of one remote address in flight at once
+    requests_per_client: int = 192  # requests of one remote address in flight (GET streams too)
     body_timeout_s: float = 10.0  # a request's whole body arrives within this, or 408
 
     def problem(self) -> str | None:
@@ -94,7 +99,12 @@ class _Session:
     host: bytes  # the Host header that opened it (its closing request passes the same check)
     last_active: float
     in_flight: int = 0  # requests being served (POST, DELETE)
-    streams: int = 0  # open GET streams: not idle, yet closed for room like an idle session
+    streams: int = 0  # open GET streams: held, never closed for its own client's room
+
+    @property
+    def idle(self) -> bool:
+        """No request in flight and no open stream: the first to be closed for room."""
+        return not (self.in_flight or self.streams)
 
 
 @dataclass
@@ -222,6 +232,8 @@ class SessionGate:
             ended = scope.get("method") == "DELETE" and status and status[0] < 400
             if (status and status[0] == 404) or ended:
                 self._sessions.pop(session_id, None)
+            if ended:
+                self._refund(session.client, self._clock())
 
     async def _open(self, client: str, scope: Any, receive: Any, send: Any) -> None:
         now = self._clock()
@@ -293,26 +305,52 @@ class SessionGate:
         bucket.tokens -= 1
         return True
 
+    def _refund(self, client: str, now: float) -> None:
+        """A session its client closed gives its new-session token back (see the docstring)."""
+        bucket = self._buckets.get(client)
+        if bucket is not None:
+            rate, burst = self._limits.new_sessions_per_s, self._limits.new_sessions_burst
+            bucket.tokens = min(float(burst), bucket.tokens + (now - bucket.stamp) * rate + 1)
+            bucket.stamp = now
+
     async def _make_room(self, client: str) -> Any:
-        """None when a session may open (after closing idle ones), else the refusal."""
+        """None when a session may open (after closing others for room), else the refusal.
+
+        The session policy: a client at its own limit displaces only its own idle sessions;
+        at the server's limit, anyone's idle session, else a held one of a client above its
+        fair share (`_hog_victim`). A session with a request in flight is never closed."""
         # Counts include this opening request (reserved in `_opening`), hence `>`.
         mine = [s for s in self._sessions.items() if s[1].client == client]
         if len(mine) + self._opening[client] > self._limits.sessions_per_client:
-            if not await self._close_idle(mine):
+            if not await self._close_lru([(sid, s) for sid, s in mine if s.idle]):
                 return _json_error(429, "Too many open sessions for this client")
         everyone = list(self._sessions.items())
         if len(everyone) + sum(self._opening.values()) > self._limits.max_sessions:
-            if not await self._close_idle(everyone):
+            idle = [(sid, s) for sid, s in everyone if s.idle]
+            if not await self._close_lru(idle or self._hog_victim(client, everyone)):
                 return _json_error(503, "Too many open sessions")
         return None
 
-    async def _close_idle(self, candidates: list[tuple[str, _Session]]) -> bool:
-        idle = [(s.last_active, sid) for sid, s in candidates if not s.in_flight]
-        if not idle:
+    def _hog_victim(self, client: str, everyone: list[tuple[str, _Session]]) -> Any:
+        """The held sessions (open stream, nothing in flight) of the client with the most
+        sessions, when it holds more than its fair share of the server (`max_sessions` over the
+        clients with sessions, the newcomer included); else none."""
+        counts: dict[str, int] = {}
+        for _sid, session in everyone:
+            counts[session.client] = counts.get(session.client, 0) + 1
+        hog, held = max(counts.items(), key=lambda item: item[1], default=(client, 0))
+        fair = self._limits.max_sessions // (len(counts) + (client not in counts))
+        if hog == client or held <= fair:
+            return []
+        return [(sid, s) for sid, s in everyone if s.client == hog and not s.in_flight]
+
+    async def _close_lru(self, candidates: list[tuple[str, _Session]]) -> bool:
+        """Close the least recently used of `candidates` (False when there is none)."""
+        if not candidates:
             return False
-        _, session_id = min(idle)
+        _, session_id = min((s.last_active, sid) for sid, s in candidates)
         session = self._sessions.pop(session_id)
-        log.info("closing the least recently used idle MCP session to make room")
+        log.info("closing the least recently used MCP session to make room")
         await self._delete(session_id, session.host)
         return True
 

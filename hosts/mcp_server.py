@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import ipaddress
 import logging
 import os
 import signal
@@ -108,6 +109,7 @@ class ServeOptions(msgspec.Struct, frozen=True, kw_only=True):
     host: str = "127.0.0.1"  # the HTTP bind address
     token: str | None = None  # HTTP bearer token (else ACI_MCP_TOKEN); needed off loopback
     limits: HttpLimits = DEFAULT_LIMITS  # HTTP sessions: bounds, idle timeout, per client
+    trusted_proxies: tuple[str, ...] = ()  # whose X-Forwarded-For names the client (else none)
 
 
 def read_call(
@@ -298,6 +300,11 @@ def _check(options: ServeOptions) -> str | None:
         return f"--token: at least {_MIN_TOKEN_CHARS} printable characters, no spaces"
     if options.http_port is not None and token is None and not is_loopback(options.host):
         return f"--host: a non-loopback address needs a bearer token (--token or {TOKEN_ENV})"
+    for proxy in options.trusted_proxies:
+        try:
+            ipaddress.ip_network(proxy, strict=False)
+        except ValueError:
+            return "--trusted-proxy: an IP address or network, e.g. 10.0.0.5 or 10.0.0.0/24"
     return options.limits.problem()
 
 
@@ -328,7 +335,9 @@ def http_app(server: Server[Any], options: ServeOptions) -> Any:
 
 async def _serve_http(server: Server[Any], options: ServeOptions) -> None:
     assert options.http_port is not None
-    http = http_server(http_app(server, options), options.host, options.http_port)
+    http = http_server(
+        http_app(server, options), options.host, options.http_port, options.trusted_proxies
+    )
 
     async def stop_on_signal(
         *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED

@@ -151,6 +151,7 @@ async def cmd_mcp(args: argparse.Namespace, settings: Settings) -> int:
         http_port=args.http,
         host=args.host,
         token=args.token,
+        trusted_proxies=tuple(args.trusted_proxy),
     )
     return await serve(options, settings)
 
