@@ -2,8 +2,13 @@
 
 Every request passes `SessionGate` (an ASGI app in front of the SDK's Starlette app) first:
 
+- **Only `/mcp`.** Any other path answers 404 before anything else, the token included: no
+  OAuth metadata is advertised or implied (`/.well-known/oauth-*` are 404), so a client that
+  follows the MCP authorization spec finds no authorization server and stops there.
 - **Bearer token** (`--token` or ACI_MCP_TOKEN; required on a non-loopback bind): a request
-  without `Authorization: Bearer <token>` gets 401 and reaches nothing else.
+  without `Authorization: Bearer <token>` gets a plain 401 (no `WWW-Authenticate` challenge:
+  any `Bearer` challenge sends MCP clients into OAuth discovery, reported as "auth required"
+  or a registration error instead of "wrong token"; `_unauthorized`) and reaches nothing else.
 - **Only sessions the server created.** The gate records a session id when the server's answer
   to an opening request (one without `Mcp-Session-Id`) carries it; a handshake-era request
   naming any other id gets 404, as the SDK answers an unknown one. A 2026-07-28 request has no
@@ -127,6 +132,19 @@ def _json_error(status: int, message: str, extra: tuple[tuple[bytes, bytes], ...
     return respond
 
 
+_UNAUTHORIZED: Final = (
+    "Unauthorized: this server needs its bearer token (Authorization: Bearer <token>, "
+    "the server's --token or ACI_MCP_TOKEN); it does not offer OAuth"
+)
+
+
+async def _unauthorized(scope: Any, receive: Any, send: Any) -> None:
+    """A plain 401 for a missing or wrong token. Deliberately without `WWW-Authenticate`
+    (RFC 9110 asks for a challenge; MCP clients read any `Bearer` one as the start of OAuth
+    discovery, which this server does not offer): the status and the message say it all."""
+    await _json_error(401, _UNAUTHORIZED)(scope, receive, send)
+
+
 def _header(scope: Any, name: bytes) -> bytes | None:
     for key, value in scope.get("headers", ()):
         if key.lower() == name:
@@ -165,9 +183,11 @@ class SessionGate:
         if scope["type"] != "http":  # no WebSocket endpoint: refused before anything else
             await send({"type": "websocket.close", "code": 1008})
             return
+        if scope.get("path", "").rstrip("/") != _MCP_PATH:
+            await _json_error(404, "Not found: the MCP endpoint is /mcp")(scope, receive, send)
+            return
         if self._expected is not None and not self._authorized(scope):
-            challenge = ((b"www-authenticate", b'Bearer realm="aci-evidence"'),)
-            await _json_error(401, "Unauthorized", challenge)(scope, receive, send)
+            await _unauthorized(scope, receive, send)
             return
         client = _client(scope)
         if self._requests.get(client, 0) >= self._limits.requests_per_client:

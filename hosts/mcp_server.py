@@ -10,13 +10,14 @@ The framework's id for a call is the host's `tools/call` request (CONTRACT.md §
   carries that.
 
 Neither is minted. Request ids restart at 1 on every connection, so each connection gets a
-session of its own: over stdio one named when the connection opens (`mcp-` and 32 hex
-digits), over HTTP the MCP session id the server created (`Mcp-Session-Id`; hashed to a safe
-name if it does not fit the session-id alphabet). Only a handshake-era request names a session,
-and only one the server created reaches a handler (`hosts.mcp_http.SessionGate`, then the SDK's
-session manager); a 2026-07-28 HTTP request has no MCP session, so whatever `Mcp-Session-Id` it
-carries it is its own connection and gets a fresh session. `--session` puts every call in one
-named session instead: meant for one host that sends `_meta` ids.
+session of its own: over stdio one named when the connection opens (`mcp-` and 32 hex digits),
+over HTTP one derived from the MCP session id the server created (`Mcp-Session-Id`) by an HMAC
+under a per-process secret (`session_from_mcp`: `mcp-` and 32 hex digits too), so the name a
+console shows is not the id that acts in the session. Only a handshake-era request names a
+session, and only one the server created reaches a handler (`hosts.mcp_http.SessionGate`, then
+the SDK's session manager); a 2026-07-28 HTTP request has no MCP session, so whatever
+`Mcp-Session-Id` it carries it is its own connection and gets a fresh session. `--session`
+puts every call in one named session instead: meant for one host that sends `_meta` ids.
 
 Over HTTP, sessions are bounded, idle ones time out, new ones are limited per client and an
 optional bearer token (required on a non-loopback bind) guards everything: `hosts.mcp_http`.
@@ -35,9 +36,11 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import hmac
 import ipaddress
 import logging
 import os
+import secrets
 import signal
 import sys
 import uuid
@@ -139,13 +142,18 @@ def connection_session() -> str:
     return f"mcp-{uuid.uuid4().hex}"
 
 
-def session_from_mcp(mcp_session_id: str) -> str:
-    """The session for an MCP session id: itself when it fits the session-id alphabet,
-    otherwise a stable safe name derived from it."""
-    if is_valid_session_id(mcp_session_id):
-        return mcp_session_id
-    digest = hashlib.sha256(mcp_session_id.encode("utf-8", "surrogatepass")).hexdigest()
-    return f"mcp-sha256-{digest[:48]}"
+# The key of `session_from_mcp`: this process's own (MCP sessions live in one process anyway).
+_SESSION_KEY: Final = secrets.token_bytes(32)
+
+
+def session_from_mcp(mcp_session_id: str, key: bytes = _SESSION_KEY) -> str:
+    """The evidence session of an MCP session: `mcp-` and 32 hex digits of an HMAC of the id
+    under a server secret, the same form as a stdio connection's (`connection_session`).
+
+    Keyed so that nothing the console or a view shows (the session name) lets anyone act in
+    that MCP session, and nothing a client sends (its session id) names a session it chose."""
+    mac = hmac.new(key, mcp_session_id.encode("utf-8", "surrogatepass"), hashlib.sha256)
+    return f"mcp-{mac.hexdigest()[:32]}"
 
 
 def call_tool_result(call: ToolCall, result: CallResult | None) -> dict[str, Any]:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -82,11 +83,14 @@ def test_read_call_falls_back_to_the_request_id(
 def test_sessions_fit_the_session_alphabet() -> None:
     first, second = mcp_server.connection_session(), mcp_server.connection_session()
     assert first != second and is_valid_session_id(first) and first.startswith("mcp-")
-    assert mcp_server.session_from_mcp("0f3c9a") == "0f3c9a"  # the SDK's ids fit as they are
-    odd = "session with spaces/and:colons" + "x" * 200
-    derived = mcp_server.session_from_mcp(odd)
-    assert is_valid_session_id(derived) and derived == mcp_server.session_from_mcp(odd)
-    assert derived != mcp_server.session_from_mcp(odd + "y")
+    # An MCP session id is never the session's name (the console lists names, and whoever had
+    # the id could act in the session): an HMAC under the server's secret, in the stdio form.
+    for mcp_id in ("0f3c9a", "session with spaces/and:colons" + "x" * 200):
+        derived = mcp_server.session_from_mcp(mcp_id)
+        assert re.fullmatch(r"mcp-[0-9a-f]{32}", derived) and mcp_id not in derived
+        assert is_valid_session_id(derived) and derived == mcp_server.session_from_mcp(mcp_id)
+        assert derived != mcp_server.session_from_mcp(mcp_id + "y")
+        assert derived != mcp_server.session_from_mcp(mcp_id, key=b"another server")
 
 
 def test_call_tool_result_golden() -> None:

@@ -202,7 +202,10 @@ async def test_a_bearer_token_guards_every_request() -> None:
             async with client_from("127.0.0.2", **headers) as client:
                 response = await initialize(client, url)
                 assert response.status_code == 401
-                assert response.headers["www-authenticate"].startswith("Bearer")
+                # Plain: a Bearer challenge sent spec clients into OAuth discovery, reported
+                # as "auth required" / a registration error rather than a wrong token.
+                assert "www-authenticate" not in response.headers
+                assert "bearer token" in response.json()["error"]["message"]
                 assert token not in response.text
         async with client_from("127.0.0.2", authorization=f"bearer {token}") as client:
             response = await initialize(client, url)
@@ -420,3 +423,41 @@ async def test_session_per_call_clients_in_parallel_and_in_a_row_are_all_answere
     assert parallel == ["EVIDENCE_FOUND"] * 20
     assert in_a_row == ["EVIDENCE_FOUND"] * 45
     assert gate.open_sessions == 0
+
+
+async def test_no_oauth_metadata_is_advertised_or_implied() -> None:
+    # The well-known OAuth paths answered 401 like everything else, so clients concluded the
+    # server wanted OAuth and started discovery/registration.
+    app, _ = local_app(HttpLimits(), token="t0ken-of-at-least-16")
+    async with serving(app) as url, client_from("127.0.0.2") as client:
+        root = url.removesuffix("/mcp")
+        paths = ["/.well-known/oauth-protected-resource", "/.well-known/oauth-protected-resource/mcp",
+                 "/.well-known/oauth-authorization-server", "/.well-known/openid-configuration",
+                 "/register", "/authorize", "/token"]  # fmt: skip
+        for path in paths:
+            for method in ("GET", "POST"):
+                response = await client.request(method, root + path)
+                assert response.status_code == 404, (method, path, response.status_code)
+                assert "www-authenticate" not in response.headers
+
+
+@pytest.mark.redis
+async def test_a_session_name_shown_anywhere_does_not_open_the_session(
+    redis: Any, prefix: str
+) -> None:
+    # The evidence session was the MCP session id itself, listed by the console: whoever read
+    # it could send the victim's next JSON-RPC id in the victim's session first.
+    settings = Settings(prefix=prefix, visibility_timeout_s=10.0, deadline_s=5.0)
+    async with (
+        EvidenceClient(redis, settings) as evidence,
+        running_worker(redis, settings, {"lookup_knowledge": GatedSource()}),
+    ):
+        server = mcp_server.build_server(mcp_server.queue_runner(evidence, 5.0), http=True)
+        app = mcp_server.http_app(server, ServeOptions(http_port=1))
+        async with serving(app) as url, client_from("127.0.0.2") as client:
+            mcp_id = (await initialize(client, url)).headers["mcp-session-id"]
+            await call_in_session(client, url, mcp_id)
+            [(_, entry)] = await redis.xrange(Keys(prefix).lifecycle, "-", "+", count=1)
+            shown = entry[b"session"].decode()
+            assert shown != mcp_id and mcp_id not in shown
+            assert await ping(client, url, shown) == 404  # the name opens nothing
