@@ -46,7 +46,14 @@ from contracts.status import (
     SourceKind,
     Topic,
 )
-from contracts.tools import MAX_DATA_SOURCES, data_source_enum, export_tools, input_schema
+from contracts.tools import (
+    BOUND_KEYWORDS,
+    MAX_DATA_SOURCES,
+    data_source_enum,
+    export_tools,
+    input_schema,
+    without_bounds,
+)
 from contracts.views import (
     ControlView,
     ErrorObservation,
@@ -62,6 +69,7 @@ from contracts.views import (
 )
 
 __all__ = [
+    "BOUND_KEYWORDS",
     "CONTRACT_VERSION",
     "DEFAULT_BOUNDS",
     "MAX_DATA_SOURCES",
@@ -122,4 +130,5 @@ __all__ = [
     "project_rag",
     "safe_source",
     "to_json_cell",
+    "without_bounds",
 ]
