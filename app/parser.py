@@ -183,8 +183,8 @@ def _mcp_command(sub: Any) -> None:
         help=_say("run the stages in this process, without Redis", "off"),
     )  # fmt: skip
     p.add_argument(
-        "--timeout", type=float, default=30.0,
-        help=_say("seconds before a call is answered as pending", 30.0),
+        "--timeout", type=float, default=4.0,
+        help=_say("seconds before a call is answered as pending (hosts give up at 5)", 4.0),
     )  # fmt: skip
     p.add_argument(
         "--http", type=int, metavar="PORT",

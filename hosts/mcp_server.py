@@ -59,7 +59,8 @@ from contracts import (
 )
 from hosts.listen import http_server, is_loopback, listen_problem
 from hosts.mcp_http import DEFAULT_LIMITS, HttpLimits, SessionGate
-from hosts.turn import is_error, model_object, model_text
+from hosts.mcp_pending import DEFAULT_WAIT_S, MCP_PENDING_MESSAGE, PendingCalls
+from hosts.turn import PENDING_MESSAGE, is_error, model_object, model_text
 from pipeline.client import CallResult, EvidenceClient, ToolCall
 from pipeline.keys import is_valid_session_id
 from pipeline.redis_io import PipelineError
@@ -73,6 +74,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "DEFAULT_TIMEOUT_S",
+    "MCP_PENDING_MESSAGE",
     "NO_MODE_PROBLEM",
     "TOKEN_ENV",
     "TOOL_CALL_ID_META_KEY",
@@ -91,7 +93,7 @@ __all__ = [
 ]
 
 TOOL_CALL_ID_META_KEY: Final = "dev.aci-evidence/tool_call_id"
-DEFAULT_TIMEOUT_S: Final = 30.0
+DEFAULT_TIMEOUT_S: Final = DEFAULT_WAIT_S  # answered pending before hosts give up (mcp_pending)
 _MCP_SESSION_HEADER: Final = "mcp-session-id"
 TOKEN_ENV: Final = "ACI_MCP_TOKEN"
 _MIN_TOKEN_CHARS: Final = 16
@@ -156,8 +158,16 @@ def session_from_mcp(mcp_session_id: str, key: bytes = _SESSION_KEY) -> str:
     return f"mcp-{mac.hexdigest()[:32]}"
 
 
-def call_tool_result(call: ToolCall, result: CallResult | None) -> dict[str, Any]:
-    """The `CallToolResult` (wire shape) answering one call; pure."""
+def call_tool_result(
+    call: ToolCall, result: CallResult | None, pending_message: str = PENDING_MESSAGE
+) -> dict[str, Any]:
+    """The `CallToolResult` (wire shape) answering one call; pure. `pending_message`: what a
+    pending answer tells the model (`MCP_PENDING_MESSAGE` where a repeat gets the result)."""
+    if result is None:
+        pending = {"tool_call_id": call.tool_call_id, "pending": True, "message": pending_message}
+        text = msgspec.json.encode(pending).decode()
+        return {"content": [{"type": "text", "text": text}], "structuredContent": pending,
+                "isError": False}  # fmt: skip
     return {
         "content": [{"type": "text", "text": model_text(call, result)}],
         "structuredContent": model_object(call, result),
@@ -204,11 +214,13 @@ def local_runner(sources: Mapping[str, Source], settings: Settings) -> Runner:
 
 
 def queue_runner(client: EvidenceClient, timeout: float) -> Runner:
-    """Submit each call to the queue and await it (None while still running at `timeout`)."""
+    """Submit each call to the queue and await it (None while still running at `timeout`); the
+    same call made again while it is pending gets its result (`mcp_pending.PendingCalls`)."""
+    pending = PendingCalls(client)
 
     async def run(call: ToolCall, session_id: str) -> CallResult | None:
         try:
-            return await client.call(session_id, call, timeout)
+            return await pending.call(session_id, call, timeout)
         except PipelineError as exc:
             log.warning("the queue failed: %s", type(exc).__name__)
             message = "the evidence queue is unavailable; try again later"
@@ -235,6 +247,18 @@ def _call_session(ctx: ServerRequestContext[Any], fixed: str | None) -> str:
         return connection_session()  # a sessionless request is a connection of its own
     named = ctx.lifespan_context.get("session")  # stdio: named when the connection opened
     return str(named) if named else connection_session()
+
+
+def _session_persists(ctx: ServerRequestContext[Any], fixed: str | None) -> bool:
+    """Whether the next call of this host lands in the same session (so a repeat of a pending
+    call gets its result): stdio, `--session`, a handshake-era HTTP session; not a 2026-07-28
+    request, which is a session of its own."""
+    if fixed is not None or ctx.request is None:
+        return True
+    from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
+
+    has_session = bool(ctx.request.headers.get(_MCP_SESSION_HEADER))
+    return has_session and ctx.protocol_version in HANDSHAKE_PROTOCOL_VERSIONS
 
 
 @contextlib.asynccontextmanager
@@ -278,7 +302,8 @@ def build_server(
     ) -> mcp_types.CallToolResult:
         call = read_call(params.name, params.arguments, params.meta, ctx.request_id)
         result = await runner(call, _call_session(ctx, session))
-        return types.CallToolResult.model_validate(call_tool_result(call, result))
+        message = MCP_PENDING_MESSAGE if _session_persists(ctx, session) else PENDING_MESSAGE
+        return types.CallToolResult.model_validate(call_tool_result(call, result, message))
 
     try:
         version = metadata.version("aci-evidence")
