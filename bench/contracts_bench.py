@@ -48,7 +48,7 @@ from contracts import (
     to_json_cell,
 )
 from contracts.fingerprint import normalise_sql
-from contracts.logs import _patterns_from_records, _rank_patterns, _select_events
+from contracts.logs import _patterns_from_records, _select_events, _shown, pattern_priority
 from contracts.rag import _describe, _excerpt_text, _find_relevance, _places, find_hits
 from contracts.requests import is_valid_tool_call_id
 from contracts.text import cut
@@ -178,11 +178,11 @@ def _b_rag(call_id: str, request: dict[str, Any], upstream: object) -> BRag:
 
 
 def _b_logs(call_id: str, upstream: Any) -> BLogs:
-    ranked = _rank_patterns(_patterns_from_records(upstream.records), upstream.scope)
+    ranked = pattern_priority(_patterns_from_records(upstream.records), upstream.scope)
     patterns = [
         {"template": cut(p.template, B.logs_template_chars)[0], "count": p.count,
          "level": p.level, "first_seen": p.first_seen, "last_seen": p.last_seen}
-        for p in ranked[: B.logs_max_patterns]
+        for p in _shown(ranked, B.logs_max_patterns)
     ]  # fmt: skip
     order = {p.template: i for i, p in enumerate(ranked)}
     selected, _ = _select_events(upstream.records, order, B.logs_max_events)

@@ -27,6 +27,7 @@ __all__ = [
     "UpstreamPattern",
     "level_rank",
     "mask_template",
+    "pattern_priority",
     "project_logs",
 ]
 
@@ -120,17 +121,34 @@ def _epoch(timestamp: str) -> float:
         return 0.0
 
 
-def _rank_patterns(patterns: list[UpstreamPattern], scope: LogScope) -> list[UpstreamPattern]:
-    # What an engineer reads first: severity, then what is new in the window (began in its
-    # last three quarters), then what is rare, so a steady benign warning sinks below onset.
+def pattern_priority(patterns: list[UpstreamPattern], scope: LogScope) -> list[UpstreamPattern]:
+    """Every pattern once, in the order the model should get them: the largest group, then the
+    most notable one, then the next largest, the next notable, and so on. Notable is severe
+    first, then new in the window (began in its last three quarters), then rare. So a dominant
+    group (a brute force of 368 identical failures) and a rare severe one (a single FATAL) both
+    reach the first slots, neither hiding the other. Backends order their sample with it too,
+    so the timeline holds exemplars of both."""
     start, end = _epoch(scope.start_time), _epoch(scope.end_time)
     onset_after = start + (end - start) / 4
 
-    def key(p: UpstreamPattern) -> tuple[int, int, int, str, str]:
+    def notable(p: UpstreamPattern) -> tuple[int, int, int, str, str]:
         is_new = _epoch(p.first_seen) > onset_after
         return (-level_rank(p.level), 0 if is_new else 1, p.count, p.first_seen, p.template)
 
-    return sorted(patterns, key=key)
+    def largest(p: UpstreamPattern) -> tuple[int, int, str, str]:
+        return (-p.count, -level_rank(p.level), p.first_seen, p.template)
+
+    out: dict[int, UpstreamPattern] = {}  # by identity: two entries of one template both stay
+    for pair in zip(sorted(patterns, key=largest), sorted(patterns, key=notable), strict=True):
+        for p in pair:
+            out.setdefault(id(p), p)
+    return list(out.values())
+
+
+def _shown(ranked: list[UpstreamPattern], limit: int) -> list[UpstreamPattern]:
+    # The patterns that fit, severest first; within a level in priority order (the largest,
+    # the most notable, the next largest, ...).
+    return sorted(ranked[:limit], key=lambda p: -level_rank(p.level))
 
 
 def _bound_fields(
@@ -180,10 +198,10 @@ def _select_events(
 def project_logs(tool_call_id: str, upstream: LogsUpstream, bounds: Bounds) -> LogsResult:
     """Project a log source's answer; `NO_EVIDENCE` when nothing matched in scope."""
     patterns = upstream.patterns or _patterns_from_records(upstream.records)
-    ranked = _rank_patterns(patterns, upstream.scope)
+    ranked = pattern_priority(patterns, upstream.scope)
     truncated = len(ranked) > bounds.logs_max_patterns
     out_patterns: list[LogPattern] = []
-    for p in ranked[: bounds.logs_max_patterns]:
+    for p in _shown(ranked, bounds.logs_max_patterns):
         template, c = cut(p.template, bounds.logs_template_chars)
         truncated = truncated or c
         (level, c1), (first, c2), (last, c3) = (

@@ -16,7 +16,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
-from typing import Any, Final, TypeAlias, TypeVar
+from typing import Any, Final, TypeAlias, TypeVar, cast
 
 import redis
 import redis.asyncio as aioredis
@@ -150,7 +150,8 @@ async def execute(pipe: Any) -> list[Any]:
         return result
 
 
-_SERIALIZER: Final = HiredisRespSerializer()
+# Typed as Any: redis-py 8.2 dropped this class's annotations (mypy strict: untyped call).
+_SERIALIZER: Final[Any] = cast(Any, HiredisRespSerializer)()
 
 
 def _hiredis_packing(base: type[Any]) -> type[Any]:

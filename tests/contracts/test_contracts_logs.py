@@ -60,7 +60,7 @@ def test_match_count_is_never_below_the_records_returned() -> None:
     assert project_logs("c", upstream, DEFAULT_BOUNDS).match_count == 6
 
 
-def test_upstream_patterns_are_used_and_ranked_new_before_steady() -> None:
+def test_upstream_patterns_are_used_severe_first_then_largest_and_new_alternately() -> None:
     scope = logs_upstream().scope
     steady = UpstreamPattern(
         template="steady", count=900, level="WARN",
@@ -77,7 +77,9 @@ def test_upstream_patterns_are_used_and_ranked_new_before_steady() -> None:
         source_kind="MOCK", scope=scope, match_count=904, patterns=[steady, onset, fatal]
     )
     result = project_logs("c", upstream, DEFAULT_BOUNDS)
-    assert [p.template for p in result.patterns] == ["fatal", "onset", "steady"]
+    # The fatal one first; then, of one level, the largest group and the new one alternately
+    # (before: new before steady, rare before large, so a dominant group could be hidden).
+    assert [p.template for p in result.patterns] == ["fatal", "steady", "onset"]
     assert result.evidence_status is EvidenceStatus.EVIDENCE_FOUND
     assert result.events == [] and result.truncated
 
@@ -158,3 +160,54 @@ def test_timeline_fills_with_the_most_severe_remaining_records() -> None:
     assert [e.timestamp[-5:-3] for e in result.events] == ["00", "02", "04"]
     assert [e.level for e in result.events] == ["INFO", "ERROR", "INFO"]
     assert result.truncated
+
+
+def test_a_dominant_group_among_many_rare_ones_reaches_the_model_with_its_count() -> None:
+    # The brute-force case: 368 identical failures and 150 rare variants, none with a level
+    # (syslog). Before, the 8 shown were rare ones of count 1 and the 368 were not seen.
+    scope = logs_upstream().scope
+    at = "2024-05-01T09:{:02d}:00+00:00"
+    brute = LogRecord(
+        timestamp=at.format(10),
+        level="",
+        service="sshd",
+        message="Failed password for root from 183.62.140.253 port 4242 ssh2",
+        template="Failed password for root from <IP> port <NUM> ssh2",
+    )
+    rare = [
+        LogRecord(
+            timestamp=at.format(11 + i % 40),
+            level="",
+            service="sshd",
+            message=f"variant {i} of a failed password",
+            template=f"variant {i}",
+        )
+        for i in range(150)
+    ]
+    patterns = [
+        UpstreamPattern(
+            template=brute.template,
+            count=368,
+            level="",
+            first_seen=at.format(10),
+            last_seen=at.format(58),
+        ),
+        *(
+            UpstreamPattern(
+                template=f"variant {i}",
+                count=1,
+                level="",
+                first_seen=r.timestamp,
+                last_seen=r.timestamp,
+            )
+            for i, r in enumerate(rare)
+        ),
+    ]
+    upstream = LogsUpstream(
+        source_kind="FILE", scope=scope, match_count=518, patterns=patterns, records=[brute, *rare]
+    )
+    result = project_logs("c", upstream, DEFAULT_BOUNDS)
+    assert (result.patterns[0].template, result.patterns[0].count) == (brute.template, 368)
+    assert len(result.patterns) == DEFAULT_BOUNDS.logs_max_patterns and result.truncated
+    assert brute.message in [e.message for e in result.events]
+    assert sum(1 for e in result.events if e.message.startswith("variant")) >= 4

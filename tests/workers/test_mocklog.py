@@ -30,7 +30,7 @@ from workers.sources.logs.mocklog import index_of
 ix = index_of("db-pool-exhaustion")
 h = hashlib.sha256()
 for topic, t in sorted(ix.topics.items()):
-    h.update(msgspec.json.encode(t.records)); h.update("\\n".join(t.templates).encode())
+    h.update(msgspec.json.encode(t.records)); h.update("\\n".join(t.keys).encode())
 print(h.hexdigest())
 """
 
@@ -39,7 +39,7 @@ def _digest() -> str:
     h = hashlib.sha256()
     for _, t in sorted(index_of("db-pool-exhaustion").topics.items()):
         h.update(msgspec.json.encode(t.records))
-        h.update("\n".join(t.templates).encode())
+        h.update("\n".join(t.keys).encode())
     return h.hexdigest()
 
 
@@ -95,7 +95,7 @@ def test_slow_query_fields() -> None:
 def test_masks_keep_versions_and_hide_ids() -> None:
     assert mask("image order-service:2.3.1 ready") == "image order-service:2.3.1 ready"
     assert mask("timed out after 30000ms.") == "timed out after <NUM>."
-    assert mask("conn@5a1c3e2f from 10.42.3.7:8080") == "conn@<HEX> from <IP>"
+    assert mask("conn@5a1c3e2f from 10.42.3.7:8080") == "conn@<HEX> from <IP>:<NUM>"
     assert mask("trace 4bf92f3577b34da6a3ce929d0e0e4736") == "trace <HEX>"
 
 

@@ -2,9 +2,11 @@
 
 A backend (files, an in-memory list, ClickHouse rows) turns what it read into `Entry` values
 and feeds the matching ones to a `Digest`, which keeps bounded state whatever the number of
-matches: figures per template (mined by `contracts.logs.mask_template`, so every real backend
-derives the same templates), the first and last record of each template and the newest
-records. `Digest.upstream` then builds the `LogsUpstream` the projector reads.
+matches: figures per masked message (`templates.mask`), the first and last record of each and
+the newest records. `Digest.upstream` mines the templates of the masked messages once
+(`templates.mine`, the miner every backend uses, so the same lines get the same templates
+whichever backend read them), merges their figures and builds the `LogsUpstream` the projector
+reads.
 
 Matching means exactly what it means for the MOCK source (docs/logs.md): a word is a
 substring of the lowered message, level, service or any field value (joined with a separator
@@ -22,16 +24,17 @@ import math
 from datetime import UTC, datetime, tzinfo
 from typing import Final
 
-from contracts.logs import LogRecord, LogsUpstream, UpstreamPattern, level_rank, mask_template
+from contracts.logs import LogRecord, LogsUpstream, UpstreamPattern, level_rank, pattern_priority
 from contracts.results import JsonScalar, LogScope
 from workers.sources.logs.source import Clause, ParsedQuery, _field_hit
+from workers.sources.logs.templates import MAX_KEYS, mask, mine
 
 __all__ = ["MAX_TEMPLATES", "Digest", "Entry", "as_number", "entry_matches", "format_ms"]
 
 SEPARATOR: Final = "\x1f"
-# Distinct templates tracked per call (bounded memory); past it more matches are still counted
-# (the answer is then `truncated` anyway: more matches than events).
-MAX_TEMPLATES: Final = 2000
+# Distinct masked messages tracked per call (bounded memory); past it more matches are still
+# counted (the answer is then `truncated` anyway: more matches than events).
+MAX_TEMPLATES: Final = MAX_KEYS
 
 
 def format_ms(epoch_ms: int, zone: tzinfo = UTC) -> str:
@@ -135,12 +138,12 @@ _CACHED_CHARS: Final = 512
 
 @functools.lru_cache(maxsize=8192)
 def _cached_template(message: str) -> str:
-    return mask_template(message)
+    return mask(message)
 
 
 def _template(message: str) -> str:
-    # Routine lines repeat verbatim (health checks, access logs): mine each short text once.
-    return _cached_template(message) if len(message) <= _CACHED_CHARS else mask_template(message)
+    # Routine lines repeat verbatim (health checks, access logs): mask each short text once.
+    return _cached_template(message) if len(message) <= _CACHED_CHARS else mask(message)
 
 
 class _Figures:
@@ -148,6 +151,14 @@ class _Figures:
 
     def __init__(self, entry: Entry) -> None:
         self.count, self.first, self.last, self.severest = 1, entry, entry, entry
+
+    def absorb(self, other: _Figures) -> None:
+        """Add the figures of another masked message of the same template."""
+        self.count += other.count
+        self.first = min(self.first, other.first, key=Entry.key)
+        self.last = max(self.last, other.last, key=Entry.key)
+        if level_rank(other.severest.level) > level_rank(self.severest.level):
+            self.severest = other.severest
 
 
 class Digest:
@@ -157,18 +168,20 @@ class Digest:
         self.sample_limit = sample_limit
         self.match_count = 0
         self.templates_cut = False
-        self._figures: dict[str, _Figures] = {}
+        self._figures: dict[str, _Figures] = {}  # per masked message
         self._newest: list[tuple[tuple[int, str], int, Entry, str]] = []
         self._seq = 0
 
     def add(self, entry: Entry) -> None:
         """Count one matching entry."""
         self.match_count += 1
-        template = _template(entry.message)
-        found = self._figures.get(template)
+        key = _template(entry.message)
+        found = self._figures.get(key)
         if found is None:
+            if len(self._figures) >= MAX_TEMPLATES and not self.templates_cut:
+                self._compact()
             if len(self._figures) < MAX_TEMPLATES:
-                self._figures[template] = _Figures(entry)
+                self._figures[key] = _Figures(entry)
             else:
                 self.templates_cut = True
         else:
@@ -180,27 +193,54 @@ class Digest:
             if level_rank(entry.level) > level_rank(found.severest.level):
                 found.severest = entry
         self._seq += 1
-        item = (entry.key(), -self._seq, entry, template)  # mined once, not again at the end
+        item = (entry.key(), -self._seq, entry, key)  # masked once, not again at the end
         if len(self._newest) < self.sample_limit:
             heapq.heappush(self._newest, item)
         elif item[0] > self._newest[0][0]:
             heapq.heapreplace(self._newest, item)
 
-    def _sample(self) -> list[tuple[Entry, str]]:
-        # First and last of each template (severe and rare first), then the newest records.
-        order = sorted(
-            self._figures.items(),
-            key=lambda kv: (-level_rank(kv[1].severest.level), kv[1].count, kv[1].first.key()),
-        )
+    def _compact(self) -> None:
+        # Too many distinct masked messages (user names, paths the mask left): fold them into
+        # their templates, which stand for them from now on (a template is itself a masked
+        # message the miner groups with its kind). Deterministic for one order of arrival;
+        # below the bound the answer does not depend on the order at all.
+        merged, template_of = self._mined()
+        self._figures = merged
+        self._newest = [(k, seq, e, template_of.get(key, key)) for k, seq, e, key in self._newest]
+        if len(merged) >= MAX_TEMPLATES * 3 // 4:  # still too varied: count, keep no more
+            self.templates_cut = True
+
+    def _mined(self) -> tuple[dict[str, _Figures], dict[str, str]]:
+        # One mining per call over the distinct masked messages in the order of their first
+        # record (not of arrival): the same lines give the same templates on every backend.
+        keys = sorted(self._figures, key=lambda k: (self._figures[k].first.key(), k))
+        template_of = mine(keys)
+        merged: dict[str, _Figures] = {}
+        for key in keys:
+            fig, template = self._figures[key], template_of[key]
+            into = merged.get(template)
+            if into is None:
+                into = merged[template] = _Figures(fig.first)
+                into.count, into.last, into.severest = fig.count, fig.last, fig.severest
+            else:
+                into.absorb(fig)
+        return merged, template_of
+
+    def _sample(
+        self, order: list[UpstreamPattern], merged: dict[str, _Figures], template_of: dict[str, str]
+    ) -> list[tuple[Entry, str]]:
+        # First and last of each template in the projector's priority (the largest and the
+        # notable alternately), then the newest records.
         chosen: dict[int, tuple[Entry, str]] = {}
-        for template, fig in order:
+        for pattern in order:
+            fig = merged[pattern.template]
             for entry in (fig.first, fig.last):
                 if len(chosen) < self.sample_limit:
-                    chosen.setdefault(id(entry), (entry, template))
-        for _, _, entry, template in sorted(self._newest, key=lambda item: item[0], reverse=True):
+                    chosen.setdefault(id(entry), (entry, pattern.template))
+        for _, _, entry, key in sorted(self._newest, key=lambda item: item[0], reverse=True):
             if len(chosen) >= self.sample_limit:
                 break
-            chosen.setdefault(id(entry), (entry, template))
+            chosen.setdefault(id(entry), (entry, template_of.get(key) or key))
         return sorted(chosen.values(), key=lambda pair: pair[0].key())
 
     def upstream(
@@ -213,6 +253,7 @@ class Digest:
         lower_bound: bool = False,
     ) -> LogsUpstream:
         """The answer: patterns over every match seen, a bounded sample, the count."""
+        merged, template_of = self._mined()
         patterns = [
             UpstreamPattern(
                 template=template,
@@ -221,9 +262,13 @@ class Digest:
                 first_seen=format_ms(fig.first.epoch_ms, zone),
                 last_seen=format_ms(fig.last.epoch_ms, zone),
             )
-            for template, fig in sorted(self._figures.items(), key=lambda kv: kv[1].first.key())
+            for template, fig in sorted(merged.items(), key=lambda kv: kv[1].first.key())
         ]
-        records = [entry.record(zone, template) for entry, template in self._sample()]
+        order = pattern_priority(patterns, scope)
+        records = [
+            entry.record(zone, template)
+            for entry, template in self._sample(order, merged, template_of)
+        ]
         return LogsUpstream(
             source_kind=source_kind,
             scope=scope,

@@ -19,7 +19,7 @@ from typing import Final, Literal
 import msgspec
 
 from contracts.fingerprint import DEFAULT_LOOKBACK_MINUTES
-from contracts.logs import LogRecord, LogsUpstream, UpstreamPattern
+from contracts.logs import LogsUpstream
 from contracts.requests import LOOKBACK_MAX_MINUTES, QueryLogsRequest
 from contracts.results import LogScope
 from contracts.status import ErrorCode, Topic
@@ -35,6 +35,7 @@ from workers.sources.logs.mocklog import (
     index_of,
     scenario_info,
 )
+from workers.sources.logs.mocklog.summary import summarise
 
 __all__ = [
     "SCENARIOS",
@@ -264,86 +265,6 @@ def match_positions(
     return out
 
 
-class _Stats:
-    """Running figures of one template over the matches."""
-
-    __slots__ = ("count", "first", "last", "rank", "severest")
-
-    def __init__(self, position: int, rank: int) -> None:
-        self.count, self.first, self.last = 1, position, position
-        self.rank, self.severest = rank, position
-
-
-def _template_stats(ix: TopicIndex, matches: list[int]) -> dict[str, _Stats]:
-    stats: dict[str, _Stats] = {}
-    templates, ranks = ix.templates, ix.ranks
-    for i in matches:
-        found = stats.get(templates[i])
-        if found is None:
-            stats[templates[i]] = _Stats(i, ranks[i])
-            continue
-        found.count += 1
-        found.last = i
-        if ranks[i] > found.rank:
-            found.rank, found.severest = ranks[i], i
-    return stats
-
-
-def _spread(candidates: list[int], room: int) -> list[int]:
-    if len(candidates) <= room:
-        return candidates
-    step = len(candidates) / room
-    return [candidates[int(k * step)] for k in range(room)]
-
-
-def _sample(ix: TopicIndex, matches: list[int], stats: dict[str, _Stats], limit: int) -> list[int]:
-    # The first and last occurrence of every template (severe and rare ones first), then the
-    # most severe of the rest, spread evenly over time so the timeline tells the whole story.
-    order = sorted(stats.items(), key=lambda kv: (-kv[1].rank, kv[1].count, kv[1].first, kv[0]))
-    chosen: set[int] = set()
-    for _, st in order:
-        for i in (st.first, st.last):
-            if len(chosen) < limit:
-                chosen.add(i)
-    for rank in sorted({ix.ranks[i] for i in matches}, reverse=True):
-        room = limit - len(chosen)
-        if room <= 0:
-            break
-        rest = [i for i in matches if ix.ranks[i] == rank and i not in chosen]
-        chosen.update(_spread(rest, room))
-    return sorted(chosen)
-
-
-def summarise(
-    ix: TopicIndex, matches: list[int], limit: int
-) -> tuple[list[UpstreamPattern], list[LogRecord]]:
-    """Templates over all matches, and a bounded sample of matched records tagged with them."""
-    stats = _template_stats(ix, matches)
-    records = ix.records
-    patterns = [
-        UpstreamPattern(
-            template=template,
-            count=st.count,
-            level=records[st.severest].level,
-            first_seen=records[st.first].timestamp,
-            last_seen=records[st.last].timestamp,
-        )
-        for template, st in sorted(stats.items(), key=lambda kv: (kv[1].first, kv[0]))
-    ]
-    sample = [
-        LogRecord(
-            timestamp=records[i].timestamp,
-            level=records[i].level,
-            service=records[i].service,
-            message=records[i].message,
-            fields=dict(records[i].fields),
-            template=ix.templates[i],
-        )
-        for i in _sample(ix, matches, stats, limit)
-    ]
-    return patterns, sample
-
-
 class MockLogSettings(msgspec.Struct, frozen=True, kw_only=True):
     """Operator settings of the MOCK source. Env: `ACI_MOCK_SCENARIO`,
     `ACI_LOGS_DEFAULT_LOOKBACK`."""
@@ -400,7 +321,6 @@ class MockLogSource:
         matches = match_positions(topic_index, query, topic_index.window(start_ms, end_ms), stop)
         if stop is not None and stop.expired():
             raise SourceError(ErrorCode.TIMEOUT, "the query did not finish within its time limit")
-        patterns, records = summarise(topic_index, matches, self.settings.sample_limit)
         scope = LogScope(
             topic=request.topic,
             query=request.query,
@@ -408,6 +328,7 @@ class MockLogSource:
             start_time=format_time(start_ms),
             end_time=format_time(end_ms),
         )
+        patterns, records = summarise(topic_index, matches, self.settings.sample_limit, scope)
         return LogsUpstream(
             source_kind=self.source_kind,
             scope=scope,

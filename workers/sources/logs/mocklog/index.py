@@ -1,43 +1,32 @@
-"""The search index of a scenario's world: time lookup, lowered text, and mined templates.
+"""The search index of a scenario's world: time lookup, lowered text, and masked messages.
 
-Templates are mined with drain3 once per (scenario, topic) over every record of the topic, in
-time order. They are a pure function of the immutable world, so caching them in-process is
-caching derived data: a second worker process derives exactly the same templates.
+Each record's message is masked once (`workers.sources.logs.templates.mask`); the templates are
+mined per call over the masked messages of the matches, by the miner every backend uses, so a
+line gets the same template from MOCK as from FILE or CLICKHOUSE. The index is a pure function
+of the immutable world, so caching it in-process is caching derived data: a second worker
+process derives exactly the same index.
 """
 
 from __future__ import annotations
 
 import bisect
-import re
 import threading
 from collections.abc import Sequence
 from typing import Final
 
 import msgspec
-from drain3 import TemplateMiner
-from drain3.template_miner_config import TemplateMinerConfig
 
 from contracts.logs import level_rank
 from contracts.status import Topic
 from workers.sources.logs.mocklog.scenarios import world_of
 from workers.sources.logs.mocklog.world import MockRecord, World
+from workers.sources.logs.templates import mask, mine
 
 __all__ = ["ScenarioIndex", "TopicIndex", "index_of", "mask", "mine_templates"]
 
 # Parts of a record's haystack are joined with a character no query term can contain, so a
 # phrase never matches across two fields.
 SEPARATOR: Final = "\x1f"
-
-# Masks applied before drain3 sees a line: ids and quantities vary, their position does not.
-# A dotted version such as 2.3.1 stays (it is what tells one release from another).
-_UUID: Final = r"\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b"
-_NUMBER: Final = r"(?<!\w)(?<!\d\.)[-+]?\d+(?:\.\d+)?(?:ms|s|Mi|Gi|M|G|MB|GB|%)?(?!\w)(?!\.\d)"
-_MASKS: Final = (
-    (re.compile(_UUID, re.I), "<UUID>"),
-    (re.compile(r"\b\d{1,3}(?:\.\d{1,3}){3}(?::\d+)?\b"), "<IP>"),
-    (re.compile(r"\b(?=[0-9a-f]*\d)(?=[0-9a-f]*[a-f])[0-9a-f]{8,}\b"), "<HEX>"),
-    (re.compile(_NUMBER), "<NUM>"),
-)
 
 
 class TopicIndex(msgspec.Struct, frozen=True, kw_only=True):
@@ -47,7 +36,7 @@ class TopicIndex(msgspec.Struct, frozen=True, kw_only=True):
     epochs: tuple[int, ...]
     haystacks: tuple[str, ...]  # lowered message, level, service and field values
     values: tuple[dict[str, str], ...]  # lowered value per field name (incl. level, service)
-    templates: tuple[str, ...]
+    keys: tuple[str, ...]  # masked message, what the miner groups
     ranks: tuple[int, ...]  # level severity, as `contracts.logs.level_rank`
 
     def window(self, start_ms: int, end_ms: int) -> range:
@@ -64,29 +53,11 @@ class ScenarioIndex(msgspec.Struct, frozen=True, kw_only=True):
     topics: dict[Topic, TopicIndex]
 
 
-def mask(message: str) -> str:
-    """The message with ids, addresses and quantities replaced by placeholders."""
-    for pattern, placeholder in _MASKS:
-        message = pattern.sub(placeholder, message)
-    return message
-
-
 def mine_templates(messages: Sequence[str]) -> list[str]:
-    """Drain3 templates for `messages` (masked first), one per message, deterministically."""
-    config = TemplateMinerConfig()
-    config.drain_sim_th = 0.5
-    config.drain_depth = 4
-    config.parametrize_numeric_tokens = True
-    miner = TemplateMiner(config=config)
-    # Identical masked lines always land in the same cluster, so each distinct line is fed once
-    # (in first-seen order); a later generalisation of a cluster still covers earlier members.
+    """Templates of `messages`, one per message, as every backend mines them."""
     masked = [mask(m) for m in messages]
-    cluster_of: dict[str, int] = {}
-    for line in masked:
-        if line not in cluster_of:
-            cluster_of[line] = int(miner.add_log_message(line)["cluster_id"])
-    final = {cid: miner.drain.id_to_cluster[cid].get_template() for cid in set(cluster_of.values())}
-    return [final[cluster_of[line]] for line in masked]
+    found = mine(masked)
+    return [found[line] for line in masked]
 
 
 def _lowered(record: MockRecord) -> dict[str, str]:
@@ -104,7 +75,7 @@ def _topic_index(records: tuple[MockRecord, ...]) -> TopicIndex:
         epochs=tuple(r.epoch_ms for r in records),
         haystacks=tuple(SEPARATOR.join(v.values()) for v in values),
         values=values,
-        templates=tuple(mine_templates([r.message for r in records])),
+        keys=tuple(mask(r.message) for r in records),
         ranks=tuple(level_rank(r.level) for r in records),
     )
 

@@ -1,0 +1,290 @@
+"""The template miner every backend uses (`workers/sources/logs/templates.py`): masking, Drain
+grouping, determinism, the same templates on every backend, and the brute-force case."""
+
+from __future__ import annotations
+
+import random
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from logs_helpers import file_source, project, search
+
+from contracts import Topic
+from contracts.results import LogScope
+from workers.sources.logs.mocklog import index_of
+from workers.sources.logs.mocklog.summary import summarise
+from workers.sources.logs.records import Digest, Entry
+from workers.sources.logs.templates import KEY_CHARS, mask, mine
+
+NOW = 1_796_000_000.0
+
+
+@pytest.mark.parametrize(
+    ("line", "masked"),
+    [
+        ("Failed password for root from 183.62.140.253 port 41234 ssh2",
+         "Failed password for root from <IP> port <NUM> ssh2"),
+        ("Receiving blk_-1608999687919862906 src: /10.250.19.102:54106",
+         "Receiving blk_<NUM> src: /<IP>:<NUM>"),
+        ("PacketResponder 1 for block blk_38865049064139660 terminating",
+         "PacketResponder <NUM> for block blk_<NUM> terminating"),
+        ("db-1.shop.internal:3306 refused", "<HOST>:<NUM> refused"),
+        ("link up fe80::1ff:fe23:4567:890a at 12:30:45", "link up <IP> at <NUM>:<NUM>:<NUM>"),
+        ("req 9b2c6c1e-3f0a-4b7b-9d5e-1a2b3c4d5e6f took 1.5s, 250ms, 42%",
+         "req <UUID> took <NUM>, <NUM>, <NUM>"),
+        ("open /var/log/app/current.log failed", "open <PATH> failed"),
+        ('acquire tag="RILJ_ACK_WL" user \'bob\'', "acquire tag=\"<*>\" user '<*>'"),
+        ("handle @0x214 conn@5a1c3e2f uid=1000", "handle @<HEX> conn@<HEX> uid=<NUM>"),
+        ("image order-service:2.3.1 ready, ssh2, x86", "image order-service:2.3.1 ready, ssh2, x86"),
+        ("a  b\r\n\tc", "a b c"),
+    ],
+)  # fmt: skip
+def test_masks_what_varies_in_real_logs(line: str, masked: str) -> None:
+    assert mask(line) == masked
+
+
+def test_mask_of_a_huge_line_is_bounded() -> None:
+    assert len(mask("x " * 1_000_000)) <= KEY_CHARS
+
+
+def test_mining_groups_variants_and_keeps_distinct_events_apart() -> None:
+    lines = [f"Invalid user {u} from 10.0.{i}.7" for i, u in enumerate(["bob", "ftp", "oracle"])]
+    lines += ["Ending TrustedInstaller initialization.", "Ending TrustedInstaller finalization."]
+    found = mine(mask(line) for line in lines)
+    assert set(found.values()) == {
+        "Invalid user <*> from <IP>",
+        "Ending TrustedInstaller initialization.",
+        "Ending TrustedInstaller finalization.",
+    }
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.randoms(use_true_random=False))
+def test_the_same_lines_give_the_same_templates_in_any_order(rnd: random.Random) -> None:
+    lines = [
+        (i * 1000, f"Failed password for {u} from 10.1.{i % 7}.{i % 13} port {4000 + i} ssh2")
+        for i, u in enumerate(["root", "admin", "root", "oracle", "root"] * 6)
+    ] + [(i * 1000 + 7, f"session opened for user u{i} by (uid={i})") for i in range(12)]
+
+    def patterns(order: list[tuple[int, str]]) -> list[tuple[str, int]]:
+        digest = Digest(8)
+        for ms, message in order:
+            digest.add(Entry(ms, "INFO", "sshd", message))
+        scope = LogScope(topic=Topic.SYSTEM_EVENTS, query="", lookback_minutes=60,
+                         start_time="1970-01-01T00:00:00Z", end_time="1970-01-01T01:00:00Z")  # fmt: skip
+        upstream = digest.upstream("FILE", scope, UTC)
+        return sorted((p.template, p.count) for p in upstream.patterns)
+
+    shuffled = list(lines)
+    rnd.shuffle(shuffled)
+    assert patterns(shuffled) == patterns(lines)
+
+
+@pytest.mark.parametrize("topic", list(Topic))
+def test_mock_and_the_real_backends_give_the_same_templates(topic: Topic) -> None:
+    # The records of a MOCK window, read by the MOCK summary and by the Digest FILE and
+    # CLICKHOUSE use: the same templates with the same counts.
+    ix = index_of("db-pool-exhaustion").topics[topic]
+    end = index_of("db-pool-exhaustion").world.now_ms
+    matches = list(ix.window(end - 86_400_000, end))
+    scope = LogScope(topic=topic, query="", lookback_minutes=1440,
+                     start_time="2026-03-13T10:10:00+08:00", end_time="2026-03-14T10:10:00+08:00")  # fmt: skip
+    mock_patterns, _ = summarise(ix, matches, 64, scope)
+    digest = Digest(64)
+    for i in matches:
+        r = ix.records[i]
+        digest.add(Entry(r.epoch_ms, r.level, r.service, r.message, dict(r.fields)))
+    real = digest.upstream("FILE", scope, UTC).patterns
+    assert sorted((p.template, p.count) for p in mock_patterns) == sorted(
+        (p.template, p.count) for p in real
+    )
+    assert len(mock_patterns) < len(matches)
+
+
+# --- the brute-force case: a dominant pattern among many rare ones ------------------------
+
+_USERS = ["admin", "test", "oracle", "ftpuser", "pi", "ubnt", "support", "guest", "git", "ts3"]
+
+
+def _sshd_lines(now: float = NOW) -> list[str]:
+    """~520 rsyslog lines an OpenSSH server writes under a brute force (written here, not
+    copied): 368 `Failed password for root` from one address, and many rare variants."""
+    rnd = random.Random(31)
+
+    def port() -> int:
+        return rnd.randint(30000, 65000)
+
+    def when() -> float:
+        return rnd.uniform(-3000, -60)
+
+    def address() -> str:
+        return ".".join(str(rnd.randint(1, 223)) for _ in range(4))
+
+    root = "Failed password for root from 183.62.140.253 port {} ssh2"
+    out = [(when(), root.format(port())) for _ in range(368)]
+    for i in range(100):
+        user = f"{rnd.choice(_USERS)}{rnd.randint(0, 99) if i % 3 else ''}"
+        text = f"Failed password for invalid user {user} from {address()} port {port()} ssh2"
+        out.append((when(), text))
+    out += [
+        (when(), f"message repeated {2 + i % 3} times: [ {root.format(port())}]") for i in range(40)
+    ]
+    rare = [
+        "fatal: Write failed: Connection reset by peer [preauth] after Failed password",
+        "PAM service(sshd) ignoring max retries; 6 > 3 after Failed password",
+        "Disconnecting: Too many authentication failures for root [preauth] (Failed password)",
+        "error: Received disconnect from 183.62.140.253: 3: Failed password attempts [preauth]",
+        "pam_unix(sshd:auth): Failed password check; logname= uid=0 euid=0 tty=ssh",
+        "Failed password for root from 183.62.140.253 port 22 ssh2 (retry budget exhausted)",
+        "Connection closed by 183.62.140.253 after Failed password [preauth]",
+        "Failed password: account root locked by pam_faillock",
+        "reverse mapping checking getaddrinfo failed after Failed password - POSSIBLE BREAK-IN",
+        "Failed password for root: Too many failures; blocking 183.62.140.253 for 600 s",
+        "Failed password limit reached, fail2ban banned 183.62.140.253",
+        "Accepted keyboard-interactive after Failed password for root from 183.62.140.253",
+    ]
+    for i, text in enumerate(rare):
+        out.append((-2500 + 180 * i, text))
+    out.sort()
+    lines = []
+    for offset, text in out:
+        stamp = datetime.fromtimestamp(now + offset, UTC).strftime("%b %d %H:%M:%S")
+        lines.append(f"{stamp} LabSZ sshd[{24000 + int(-offset) % 900}]: {text}")
+    return lines
+
+
+def test_a_dominant_pattern_reaches_the_model_with_its_count(tmp_path: Path) -> None:
+    lines = _sshd_lines()
+    (tmp_path / "auth.log").write_text("\n".join(lines) + "\n")
+    source = file_source(tmp_path, "syslog", ["auth.log"], now=NOW, topic=Topic.SYSTEM_EVENTS)
+    result = project(search(source, '"Failed password"'))
+    assert result.match_count == len(lines) == 520
+    shown = {p.template: p.count for p in result.patterns}
+    assert result.patterns[0].count == 368  # no level in syslog: the largest group first
+    assert shown["Failed password for root from <IP> port <NUM> ssh2"] == 368
+    assert shown["Failed password for invalid user <*> from <IP> port <NUM> ssh2"] == 100
+    assert len(result.patterns) == 8 and result.truncated
+    # the rare variants are there too, and the timeline has exemplars of both kinds
+    assert sum(1 for count in shown.values() if count == 1) >= 4
+    messages = [e.message for e in result.events]
+    assert any(m.startswith("Failed password for root from 183.62.140.253 port") for m in messages)
+    assert sum(1 for m in messages if "ssh2" not in m) >= 4
+    covered = sum(shown.values())
+    assert covered >= 0.9 * result.match_count  # the 8 shown cover most matches
+
+
+def test_many_distinct_messages_are_folded_into_templates_within_the_bound(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from workers.sources.logs import records
+
+    monkeypatch.setattr(records, "MAX_TEMPLATES", 50)
+    rnd = random.Random(7)
+    digest = Digest(8)
+    for i in range(600):
+        name = "".join(rnd.choice("abcdefghijklmnopqrstuvwxyz") for _ in range(8))
+        text = (
+            f"Invalid user {name} from 10.0.0.{i % 250}"
+            if i % 3
+            else f"open {name} failed: no such file"
+        )
+        digest.add(Entry(i * 1000, "INFO", "sshd", text))
+    assert not digest.templates_cut
+    scope = LogScope(topic=Topic.SYSTEM_EVENTS, query="", lookback_minutes=60,
+                     start_time="1970-01-01T00:00:00Z", end_time="1970-01-01T01:00:00Z")  # fmt: skip
+    upstream = digest.upstream("FILE", scope, UTC)
+    counts = {p.template: p.count for p in upstream.patterns}
+    assert counts == {"Invalid user <*> from <IP>": 400, "open <*> failed: no such file": 200}
+    assert all(r.template in counts for r in upstream.records)
+
+
+def test_the_loghub_evaluation_scores_groups_and_skips_without_data(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import importlib.util
+
+    path = Path(__file__).parents[2] / "bench" / "logs_patterns_eval.py"
+    spec = importlib.util.spec_from_file_location("logs_patterns_eval", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    # a line is right when its predicted group is exactly its true group
+    truth = ["A", "A", "B", "C", "C"]
+    assert module.grouping_accuracy(truth, ["x", "x", "y", "z", "z"]) == 1.0
+    assert module.grouping_accuracy(truth, ["x", "x", "x", "z", "w"]) == 0.0
+    assert module.grouping_accuracy(truth, ["x", "x", "y", "y", "y"]) == 0.4
+    monkeypatch.delenv("ACI_LOGHUB_DIR", raising=False)
+    assert module.main([]) == 0
+    assert "skipped: no loghub copy" in capsys.readouterr().out
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.text(max_size=300))
+def test_mask_takes_any_text_and_is_stable(text: str) -> None:
+    masked = mask(text)
+    assert len(masked) <= KEY_CHARS and "\n" not in masked and "\r" not in masked
+    assert mask(text) == masked
+    assert list(mine([masked])) == [masked]  # one line: one template
+
+
+def test_templates_are_the_same_in_another_process() -> None:
+    import os
+    import subprocess
+    import sys
+
+    script = (
+        "from workers.sources.logs.templates import mask, mine\n"
+        "lines = [f'Failed password for {u} from 10.0.{i}.1 port {i} ssh2' "
+        "for i, u in enumerate(['root', 'admin', 'pi'] * 30)]\n"
+        "lines += [f'com.app{i % 4}.job: run this job in {i} s now' for i in range(20)]\n"
+        "print(sorted(set(mine([mask(x) for x in lines]).values())))\n"
+    )
+    runs = {
+        subprocess.run(
+            [sys.executable, "-c", script],
+            env={**os.environ, "PYTHONHASHSEED": seed},
+            capture_output=True,
+            text=True,
+            check=True,
+            timeout=60,
+        ).stdout
+        for seed in ("1", "2")
+    }
+    assert len(runs) == 1 and "Failed password for <*> from <IP> port <NUM> ssh2" in runs.pop()
+
+
+async def test_the_model_sees_the_brute_force_first_with_its_count(tmp_path: Path) -> None:
+    # Agent level: the call through the stages, on the wall clock; what the model reads.
+    import json
+    import time
+
+    from contracts.views import encode_view
+    from pipeline.settings import Settings
+    from workers.sources.logs.router import logs_source_from_env
+    from workers.stage import run_stages
+
+    (tmp_path / "auth.log").write_text("\n".join(_sshd_lines(time.time())) + "\n")
+    config = tmp_path / "logs.toml"
+    config.write_text(
+        f'roots = ["{tmp_path}"]\n[topics.SYSTEM_EVENTS]\nbackend = "file"\n'
+        f'format = "syslog"\npaths = ["{tmp_path}/auth.log"]\n'
+    )
+    source = logs_source_from_env({"ACI_LOGS_CONFIG": str(config)})
+    arguments = {"topic": "SYSTEM_EVENTS", "query": '"Failed password"', "lookback_minutes": 60}
+    try:
+        out = await run_stages(
+            tool="query_logs", tool_call_id="call_1", arguments=json.dumps(arguments),
+            session_id="s", sources={"query_logs": source}, settings=Settings(deadline_s=10.0),
+        )  # fmt: skip
+    finally:
+        await source.aclose()
+    seen = json.loads(encode_view(out.observation))
+    first = seen["patterns"][0]
+    assert out.result.match_count == 520
+    assert (first["template"], first["count"]) == (
+        "Failed password for root from <IP> port <NUM> ssh2",
+        368,
+    )
