@@ -101,3 +101,17 @@ def worker(prefix: str) -> Iterator[None]:
         yield
     finally:
         _stop(process)
+
+
+async def flood(url: str, count: int) -> None:
+    """`count` initialize requests from this address, their sessions left open (eviction
+    pressure on the address's held sessions)."""
+    import httpx
+
+    body = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
+            "params": {"protocolVersion": "2025-11-25", "capabilities": {},
+                       "clientInfo": {"name": "flood", "version": "0"}}}  # fmt: skip
+    headers = {"accept": "application/json, text/event-stream"}
+    async with httpx.AsyncClient(headers=headers, timeout=30) as client:
+        for _ in range(count):
+            await client.post(url, json=body)

@@ -14,7 +14,6 @@ import pytest
 
 pytest.importorskip("langchain_mcp_adapters")
 
-import httpx
 from langchain_core.messages import AIMessage
 from langchain_mcp_adapters.client import MultiServerMCPClient
 from langchain_mcp_adapters.tools import load_mcp_tools
@@ -22,6 +21,7 @@ from langgraph.graph import END, START, MessagesState, StateGraph
 from langgraph.prebuilt import ToolNode
 
 from tests.interop.servers import (
+    flood,
     fresh_prefix,
     http_server,
     queue_env,
@@ -140,17 +140,6 @@ def test_eviction_pressure_never_closes_a_held_session() -> None:
         assert observation(after[0])["evidence_status"] == "EVIDENCE_FOUND"
 
     with_server("http", body)
-
-
-async def flood(url: str, count: int) -> None:
-    """`count` initialize requests from this address, their sessions left open."""
-    body = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
-            "params": {"protocolVersion": "2025-11-25", "capabilities": {},
-                       "clientInfo": {"name": "flood", "version": "0"}}}  # fmt: skip
-    headers = {"accept": "application/json, text/event-stream"}
-    async with httpx.AsyncClient(headers=headers, timeout=30) as client:
-        for _ in range(count):
-            await client.post(url, json=body)
 
 
 @pytest.mark.parametrize("transport", ["stdio", "http"])

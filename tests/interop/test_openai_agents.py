@@ -20,7 +20,14 @@ from agents.mcp.util import MCPUtil
 from agents.run_context import RunContextWrapper
 from agents.tool_context import ToolContext
 
-from tests.interop.servers import fresh_prefix, http_server, queue_env, server_env, stdio_command
+from tests.interop.servers import (
+    flood,
+    fresh_prefix,
+    http_server,
+    queue_env,
+    server_env,
+    stdio_command,
+)
 
 FOUND = ("lookup_knowledge", {"query": "connection pool exhausted"})
 EMPTY = ("query_logs", {"topic": "APPLICATION", "query": "no-such-term-xyz"})
@@ -120,3 +127,20 @@ def test_the_default_five_second_client_timeout_gets_a_pending_answer(transport:
             asyncio.run(body(make_server("http", url)))
     else:
         asyncio.run(body(make_server("stdio", env=queue_env(prefix))))
+
+
+def test_eviction_pressure_never_closes_a_held_session() -> None:
+    # The Agents SDK on mcp 1.30 failed every call after its session was closed for room
+    # ("Session terminated"): 100 new sessions of the same address must not close it.
+    async def body(server: Any) -> None:
+        async with server:
+            tools = await server.list_tools(RunContextWrapper(context=None))
+            await invoke(server, tools, *FOUND, "call_before")
+            await flood(server.params["url"], 100)
+            after = observation(await invoke(server, tools, *FOUND, "call_after"))
+        assert (
+            after["evidence_status"] == "EVIDENCE_FOUND" and after["tool_call_id"] == "call_after"
+        )
+
+    with http_server("--local") as url:
+        asyncio.run(body(make_server("http", url, timeout=60)))
