@@ -381,3 +381,18 @@ def test_stdio_server_stops_cleanly_on_a_signal(sig: signal.Signals) -> None:
     _, err = server.communicate(timeout=30)
     assert server.returncode == 0, err.decode()
     assert b"Traceback" not in err
+
+
+def test_a_repeat_is_the_same_session_tool_and_arguments() -> None:
+    from hosts.mcp_pending import repeat_key
+
+    def key(session: str, tool: str, arguments: object) -> object:
+        return repeat_key(session, ToolCall(tool=tool, tool_call_id="1", arguments=arguments))
+
+    same = key("s", "query_logs", {"topic": "APPLICATION", "query": "x"})
+    assert key("s", "query_logs", '{ "query": "x",  "topic": "APPLICATION" }') == same
+    assert key("s", "query_logs", {"query": "x", "topic": "APPLICATION"}) == same
+    assert key("t", "query_logs", {"topic": "APPLICATION", "query": "x"}) != same
+    assert key("s", "lookup_knowledge", {"topic": "APPLICATION", "query": "x"}) != same
+    assert key("s", "query_logs", {"topic": "APPLICATION", "query": "y"}) != same
+    assert key("s", "query_logs", "{not json") == key("s", "query_logs", "{not json")
