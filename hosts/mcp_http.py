@@ -8,7 +8,7 @@ Every request passes `SessionGate` (an ASGI app in front of the SDK's Starlette 
 - **Bearer token** (`--token` or ACI_MCP_TOKEN; required on a non-loopback bind): a request
   without `Authorization: Bearer <token>` gets a plain 401 (no `WWW-Authenticate` challenge:
   any `Bearer` challenge sends MCP clients into OAuth discovery, reported as "auth required"
-  or a registration error instead of "wrong token"; `_unauthorized`) and reaches nothing else.
+  or a registration error instead of "wrong token"; `unauthorized`) and reaches nothing else.
 - **Only sessions the server created.** The gate records a session id when the server's answer
   to an opening request (one without `Mcp-Session-Id`) carries it; a handshake-era request
   naming any other id gets 404, as the SDK answers an unknown one. A 2026-07-28 request has no
@@ -49,6 +49,16 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 import msgspec
+
+from hosts.mcp_asgi import (
+    client_address,
+    handshake_era,
+    header,
+    json_error,
+    read_body,
+    replay,
+    unauthorized,
+)
 
 __all__ = [
     "DEFAULT_LIMITS",
@@ -118,40 +128,6 @@ class _Bucket:
     stamp: float
 
 
-def _json_error(status: int, message: str, extra: tuple[tuple[bytes, bytes], ...] = ()) -> Any:
-    body = msgspec.json.encode(
-        {"jsonrpc": "2.0", "id": None, "error": {"code": -32600, "message": message}}
-    )
-    headers = [(b"content-type", b"application/json"), (b"content-length", b"%d" % len(body))]
-    headers += extra
-
-    async def respond(_scope: Any, _receive: Any, send: Any) -> None:
-        await send({"type": "http.response.start", "status": status, "headers": headers})
-        await send({"type": "http.response.body", "body": body})
-
-    return respond
-
-
-_UNAUTHORIZED: Final = (
-    "Unauthorized: this server needs its bearer token (Authorization: Bearer <token>, "
-    "the server's --token or ACI_MCP_TOKEN); it does not offer OAuth"
-)
-
-
-async def _unauthorized(scope: Any, receive: Any, send: Any) -> None:
-    """A plain 401 for a missing or wrong token. Deliberately without `WWW-Authenticate`
-    (RFC 9110 asks for a challenge; MCP clients read any `Bearer` one as the start of OAuth
-    discovery, which this server does not offer): the status and the message say it all."""
-    await _json_error(401, _UNAUTHORIZED)(scope, receive, send)
-
-
-def _header(scope: Any, name: bytes) -> bytes | None:
-    for key, value in scope.get("headers", ()):
-        if key.lower() == name:
-            return bytes(value)
-    return None
-
-
 class SessionGate:
     """The ASGI gate in front of the SDK's app (see the module docstring)."""
 
@@ -184,41 +160,41 @@ class SessionGate:
             await send({"type": "websocket.close", "code": 1008})
             return
         if scope.get("path", "").rstrip("/") != _MCP_PATH:
-            await _json_error(404, "Not found: the MCP endpoint is /mcp")(scope, receive, send)
+            await json_error(404, "Not found: the MCP endpoint is /mcp")(scope, receive, send)
             return
         if self._expected is not None and not self._authorized(scope):
-            await _unauthorized(scope, receive, send)
+            await unauthorized(scope, receive, send)
             return
-        client = _client(scope)
+        client = client_address(scope)
         if self._requests.get(client, 0) >= self._limits.requests_per_client:
-            await _json_error(429, "Too many requests in flight")(scope, receive, send)
+            await json_error(429, "Too many requests in flight")(scope, receive, send)
             return
         self._requests[client] = self._requests.get(client, 0) + 1
         try:
-            body = await _read_body(receive, self._limits.body_timeout_s)
+            body = await read_body(receive, self._limits.body_timeout_s)
             if body is None:
-                await _json_error(408, "Request body not received in time")(scope, receive, send)
+                await json_error(408, "Request body not received in time")(scope, receive, send)
                 return
-            await self._route(client, scope, _replay(body, receive), send)
+            await self._route(client, scope, replay(body, receive), send)
         finally:
             self._requests[client] -= 1
             if not self._requests[client]:
                 del self._requests[client]
 
     def _authorized(self, scope: Any) -> bool:
-        scheme, _, token = (_header(scope, b"authorization") or b"").partition(b" ")
+        scheme, _, token = (header(scope, b"authorization") or b"").partition(b" ")
         expected = self._expected or b""
         # Always compare (a constant-time comparison whatever the scheme).
         return hmac.compare_digest(token.strip(), expected) and scheme.lower() == b"bearer"
 
     async def _route(self, client: str, scope: Any, receive: Any, send: Any) -> None:
-        version = _header(scope, _VERSION_HEADER)
-        if version is not None and not _handshake_era(version.decode("latin-1")):
+        version = header(scope, _VERSION_HEADER)
+        if version is not None and not handshake_era(version.decode("latin-1")):
             # 2026-07-28 and later: no MCP sessions; the header must name nothing downstream.
             headers = [(k, v) for k, v in scope["headers"] if k.lower() != _SESSION_HEADER]
             await self._app({**scope, "headers": headers}, receive, send)
             return
-        session_id = _header(scope, _SESSION_HEADER)
+        session_id = header(scope, _SESSION_HEADER)
         if session_id is None:
             await self._open(client, scope, receive, send)
         else:
@@ -227,7 +203,7 @@ class SessionGate:
     async def _in_session(self, session_id: str, scope: Any, receive: Any, send: Any) -> None:
         session = self._sessions.get(session_id)
         if session is None:
-            await _json_error(404, "Session not found")(scope, receive, send)
+            await json_error(404, "Session not found")(scope, receive, send)
             return
         status: list[int] = []
 
@@ -261,7 +237,7 @@ class SessionGate:
         if not self._take_token(client, now):
             retry = math.ceil(1 / self._limits.new_sessions_per_s)
             headers = ((b"retry-after", str(retry).encode()),)
-            await _json_error(429, "Too many new sessions", headers)(scope, receive, send)
+            await json_error(429, "Too many new sessions", headers)(scope, receive, send)
             return
         self._opening[client] = self._opening.get(client, 0) + 1  # reserved before any await
         reservation = [True]
@@ -283,7 +259,7 @@ class SessionGate:
     async def _forward_opening(
         self, client: str, reservation: list[bool], scope: Any, receive: Any, send: Any
     ) -> None:
-        host = _header(scope, b"host") or b""
+        host = header(scope, b"host") or b""
         opened: list[_Session] = []
 
         async def watch(message: Any) -> None:
@@ -343,12 +319,12 @@ class SessionGate:
         mine = [s for s in self._sessions.items() if s[1].client == client]
         if len(mine) + self._opening[client] > self._limits.sessions_per_client:
             if not await self._close_lru([(sid, s) for sid, s in mine if s.idle]):
-                return _json_error(429, "Too many open sessions for this client")
+                return json_error(429, "Too many open sessions for this client")
         everyone = list(self._sessions.items())
         if len(everyone) + sum(self._opening.values()) > self._limits.max_sessions:
             idle = [(sid, s) for sid, s in everyone if s.idle]
             if not await self._close_lru(idle or self._hog_victim(client, everyone)):
-                return _json_error(503, "Too many open sessions")
+                return json_error(503, "Too many open sessions")
         return None
 
     def _hog_victim(self, client: str, everyone: list[tuple[str, _Session]]) -> Any:
@@ -396,46 +372,3 @@ class SessionGate:
             return None
 
         await self._app(scope, receive, discard)
-
-
-_BODY_BUFFER_MAX: Final = 4 * 1024 * 1024  # the SDK's body bound: it answers 413 past it
-
-
-async def _read_body(receive: Any, timeout_s: float) -> list[Any] | None:
-    """The request's body messages, read within `timeout_s` (None when it was too slow); past
-    `_BODY_BUFFER_MAX` bytes the rest is left to the SDK, which refuses it."""
-    import anyio
-
-    messages: list[Any] = []
-    size = 0
-    with anyio.move_on_after(timeout_s):
-        while True:
-            message = await receive()
-            messages.append(message)
-            if message["type"] != "http.request":  # the client went away
-                return messages
-            size += len(message.get("body", b""))
-            if not message.get("more_body", False) or size > _BODY_BUFFER_MAX:
-                return messages
-    return None
-
-
-def _replay(messages: list[Any], receive: Any) -> Any:
-    """An ASGI `receive` giving `messages` first, then the connection's own."""
-    pending = list(messages)
-
-    async def replay() -> Any:
-        return pending.pop(0) if pending else await receive()
-
-    return replay
-
-
-def _handshake_era(version: str) -> bool:
-    from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
-
-    return version in HANDSHAKE_PROTOCOL_VERSIONS
-
-
-def _client(scope: Any) -> str:
-    peer = scope.get("client")
-    return str(peer[0]) if peer else "unknown"

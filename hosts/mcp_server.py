@@ -27,9 +27,10 @@ of the same compact JSON; `isError` is true only for ERROR. The Harness Control 
 sent: it stays on the session's control stream (queue mode) for the harness.
 
 With ACI_REDIS_URL set each call goes through the queue (`EvidenceClient`); with `--local` the
-stages run in this process; with neither the server refuses to start (`_mode_problem`): a host
-that forgot to pass the variable must not be handed the MOCK incident as evidence. `mcp` is an
-optional dependency, imported only here.
+stages run in this process; with neither the server refuses to start
+(`mcp_options.mode_problem`): a host that forgot to pass the variable must not be handed the
+MOCK incident as evidence. `mcp` is an optional dependency, imported only here; the options
+and their checks are in `hosts.mcp_options`, the HTTP gate in `hosts.mcp_http`.
 """
 
 from __future__ import annotations
@@ -37,7 +38,6 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import hmac
-import ipaddress
 import logging
 import os
 import secrets
@@ -57,12 +57,19 @@ from contracts import (
     build_error_views,
     export_tools,
 )
-from hosts.listen import http_server, is_loopback, listen_problem
-from hosts.mcp_http import DEFAULT_LIMITS, HttpLimits, SessionGate
-from hosts.mcp_pending import DEFAULT_WAIT_S, MCP_PENDING_MESSAGE, PendingCalls
+from hosts.listen import http_server, listen_problem
+from hosts.mcp_http import SessionGate
+from hosts.mcp_options import (
+    DEFAULT_TIMEOUT_S,
+    NO_MODE_PROBLEM,
+    TOKEN_ENV,
+    ServeOptions,
+    check_options,
+    mode_problem,
+)
+from hosts.mcp_pending import MCP_PENDING_MESSAGE, PendingCalls
 from hosts.turn import PENDING_MESSAGE, is_error, model_object, model_text
 from pipeline.client import CallResult, EvidenceClient, ToolCall
-from pipeline.keys import is_valid_session_id
 from pipeline.redis_io import PipelineError
 from pipeline.settings import Settings
 from workers.sources import Source
@@ -93,28 +100,12 @@ __all__ = [
 ]
 
 TOOL_CALL_ID_META_KEY: Final = "dev.aci-evidence/tool_call_id"
-DEFAULT_TIMEOUT_S: Final = DEFAULT_WAIT_S  # answered pending before hosts give up (mcp_pending)
 _MCP_SESSION_HEADER: Final = "mcp-session-id"
-TOKEN_ENV: Final = "ACI_MCP_TOKEN"
-_MIN_TOKEN_CHARS: Final = 16
 
 log = logging.getLogger("aci.mcp")
 
 Runner = Callable[[ToolCall, str], Awaitable[CallResult | None]]
 """Runs one call in a session; None while it is still running at the timeout."""
-
-
-class ServeOptions(msgspec.Struct, frozen=True, kw_only=True):
-    """How `aci-evidence mcp` serves (the command line, typed)."""
-
-    session: str | None = None  # one session for every call; None: one per connection
-    local: bool = False  # run the stages in this process (else ACI_REDIS_URL is required)
-    timeout: float = DEFAULT_TIMEOUT_S  # queue mode: a call still running then is pending
-    http_port: int | None = None  # serve Streamable HTTP on this port instead of stdio
-    host: str = "127.0.0.1"  # the HTTP bind address
-    token: str | None = None  # HTTP bearer token (else ACI_MCP_TOKEN); needed off loopback
-    limits: HttpLimits = DEFAULT_LIMITS  # HTTP sessions: bounds, idle timeout, per client
-    trusted_proxies: tuple[str, ...] = ()  # whose X-Forwarded-For names the client (else none)
 
 
 def read_call(
@@ -318,43 +309,6 @@ def build_server(
     )
 
 
-def _check(options: ServeOptions) -> str | None:
-    """What is wrong with the options, in one line (None when they are fine)."""
-    if options.session is not None and not is_valid_session_id(options.session):
-        return "--session: 1-128 letters, digits, '.', '_' or '-'"
-    if not options.timeout > 0 or options.timeout == float("inf"):
-        return "--timeout: a positive number of seconds"
-    if options.http_port is not None and not 0 < options.http_port < 65536:
-        return "--http: a port from 1 to 65535"
-    token = options.token
-    if token is not None and not (
-        len(token) >= _MIN_TOKEN_CHARS and all("!" <= c <= "~" for c in token)
-    ):
-        return f"--token: at least {_MIN_TOKEN_CHARS} printable characters, no spaces"
-    if options.http_port is not None and token is None and not is_loopback(options.host):
-        return f"--host: a non-loopback address needs a bearer token (--token or {TOKEN_ENV})"
-    for proxy in options.trusted_proxies:
-        try:
-            ipaddress.ip_network(proxy, strict=False)
-        except ValueError:
-            return "--trusted-proxy: an IP address or network, e.g. 10.0.0.5 or 10.0.0.0/24"
-    return options.limits.problem()
-
-
-NO_MODE_PROBLEM: Final = (
-    "aci-evidence mcp: set ACI_REDIS_URL to serve the queue, or pass --local to run the "
-    "stages in this process (on the MOCK data unless sources are configured)"
-)
-
-
-def _mode_problem(options: ServeOptions, settings: Settings) -> str | None:
-    """Why the server has no mode to serve in (None when it has one): the queue needs
-    ACI_REDIS_URL, in-process needs `--local`; never a quiet fallback to in-process."""
-    if options.local or settings.redis_url:
-        return None
-    return NO_MODE_PROBLEM
-
-
 def http_app(server: Server[Any], options: ServeOptions) -> Any:
     """The ASGI app of `--http`: the SDK's Streamable HTTP app behind `SessionGate`."""
     limits = options.limits
@@ -405,7 +359,7 @@ async def serve(options: ServeOptions, settings: Settings) -> int:
         return 2
     if options.token is None and os.environ.get(TOKEN_ENV):
         options = msgspec.structs.replace(options, token=os.environ[TOKEN_ENV])
-    problem = _check(options) or _mode_problem(options, settings)
+    problem = check_options(options) or mode_problem(options, settings)
     if problem is None and options.http_port is not None:
         busy = listen_problem(options.host, options.http_port)
         problem = None if busy is None else f"--http: {busy}"

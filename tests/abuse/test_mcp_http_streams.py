@@ -87,6 +87,7 @@ async def test_requests_whose_body_never_arrives_do_not_lock_out_their_address()
         assert answer.startswith(b"HTTP/1.1 408")
 
 
+@pytest.mark.slow  # about 20-45 s: 10,000 requests through uvicorn
 async def test_ten_thousand_initialize_from_one_address_never_lock_out_a_newcomer() -> None:
     # The session policy gives a closed session its token back and never closes a held one
     # for its own client's room; neither may let one address's flood (sessions left open, or
