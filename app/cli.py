@@ -2,6 +2,7 @@
 
 aci-evidence tools --format openai|responses|anthropic|mcp|schema
 aci-evidence call TOOL --id ID --args JSON|@FILE|- [--session S] [--local]
+aci-evidence cancel --session S --id ID [--timeout SEC]   (Ctrl-C on `call` cancels too)
 aci-evidence submit --file F.jsonl --session S [--wait] [--timeout SEC]
 aci-evidence views --session S --view model|control [--follow]
 aci-evidence status [--json] [--watch]

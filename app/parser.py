@@ -89,6 +89,14 @@ def _queue_commands(sub: Any) -> None:
         "--timeout", type=_seconds, default=30.0,
         help=_say("seconds to wait for the result before exiting 3 (pending)", 30.0),
     )  # fmt: skip
+    p = _sub(sub, "cancel", "cancel one call: it ends ERROR/CANCELLED unless it is final first")
+    p.add_argument("--session", required=True, help="the evidence session (required)")
+    p.add_argument("--id", required=True, help="the call's tool call id (required)")
+    p.add_argument(
+        "--timeout", type=_seconds, default=30.0,
+        help=_say("seconds to wait for the call to be final before exiting 3 (pending); exit "
+                  "0 once final (cancelled, or final already), 1 if there is no such call", 30.0),
+    )  # fmt: skip
     p = _sub(sub, "submit", "submit a JSON Lines file of tool calls")
     p.add_argument(
         "--file", required=True,

@@ -33,6 +33,7 @@ from contracts.results import (
     LogsResult,
     MysqlResult,
     RagResult,
+    cancelled_result,
     decode_result,
     encode_result,
     error_result,
@@ -46,6 +47,7 @@ from contracts.status import (
     SourceKind,
     Topic,
 )
+from contracts.text import INVISIBLE_CLASS, visible_text
 from contracts.tools import (
     BOUND_KEYWORDS,
     MAX_DATA_SOURCES,
@@ -72,6 +74,7 @@ __all__ = [
     "BOUND_KEYWORDS",
     "CONTRACT_VERSION",
     "DEFAULT_BOUNDS",
+    "INVISIBLE_CLASS",
     "MAX_DATA_SOURCES",
     "TOOL_NAMES",
     "Bounds",
@@ -109,6 +112,7 @@ __all__ = [
     "UpstreamPattern",
     "build_error_views",
     "build_views",
+    "cancelled_result",
     "control_view",
     "data_source_enum",
     "decode_invocation",
@@ -130,5 +134,6 @@ __all__ = [
     "project_rag",
     "safe_source",
     "to_json_cell",
+    "visible_text",
     "without_bounds",
 ]

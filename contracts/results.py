@@ -25,6 +25,7 @@ __all__ = [
     "LogsResult",
     "MysqlResult",
     "RagResult",
+    "cancelled_result",
     "decode_result",
     "encode_result",
     "error_result",
@@ -102,6 +103,11 @@ class LogsResult(msgspec.Struct, frozen=True, kw_only=True):
     # Present (true) only when the source stopped counting early (scan budget, deadline):
     # `match_count` is then a lower bound. Omitted otherwise, so exact results are unchanged.
     match_count_lower_bound: bool | UnsetType = UNSET
+    # FILE: lines not in their configured format, matched files it could not read (a
+    # compression it lacks), and short notes for the model on both. Omitted when none.
+    unparsed_lines: int | UnsetType = UNSET
+    unread_files: int | UnsetType = UNSET
+    notes: list[str] | UnsetType = UNSET
 
 
 class MysqlResult(msgspec.Struct, frozen=True, kw_only=True):
@@ -141,6 +147,24 @@ def error_result(
     if len(text) > ERROR_MESSAGE_CHARS:
         text = text[: ERROR_MESSAGE_CHARS - 1] + "…"
     return ErrorResult(tool_call_id=tool_call_id, error=ErrorDetail(code=code, message=text))
+
+
+# What the model reads of a cancelled call: that it was stopped, never that nothing was found.
+CANCELLED_QUEUED: Final = (
+    "the call was cancelled by the caller before it ran: no query was run, so this says "
+    "nothing about the evidence; call again if it is still needed"
+)
+CANCELLED_RUNNING: Final = (
+    "the call was cancelled by the caller while it ran and was stopped: no result, so this "
+    "says nothing about the evidence; call again if it is still needed"
+)
+
+
+def cancelled_result(tool_call_id: str | UnsetType, *, started: bool = False) -> ErrorResult:
+    """The ERROR/CANCELLED result of a call its submitter cancelled (`started`: while it ran).
+    Use it for every cancelled call, so the model is always told the same thing."""
+    message = CANCELLED_RUNNING if started else CANCELLED_QUEUED
+    return error_result(ErrorCode.CANCELLED, message, tool_call_id)
 
 
 _ENCODER: Final = msgspec.json.Encoder()

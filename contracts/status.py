@@ -20,6 +20,11 @@ __all__ = [
 
 # Bumped on any change of a frozen field set; carried on every envelope on the wire.
 CONTRACT_VERSION = 1
+# Additions within version 1 (msgspec schema evolution: nothing renamed or removed, so a
+# record written before decodes as it did):
+# - ErrorCode.CANCELLED (issue 32): an invocation cancelled by its submitter before or while
+#   it ran ends ERROR/CANCELLED, exactly once. A reader built before it decodes such a result's
+#   code as unknown; every record it wrote decodes unchanged.
 
 
 class EvidenceStatus(enum.StrEnum):
@@ -57,6 +62,8 @@ class ErrorCode(enum.StrEnum):
     TIMEOUT = "TIMEOUT"
     PROJECTION = "PROJECTION"
     GAVE_UP = "GAVE_UP"
+    # Cancelled by its submitter before or while it ran: not a finding, nothing to conclude.
+    CANCELLED = "CANCELLED"
 
 
 class Topic(enum.StrEnum):

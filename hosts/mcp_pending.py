@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import collections
 import json
-from typing import Final
+from typing import Any, Final
 
 from pipeline.client import CallResult, EvidenceClient, ToolCall
 
@@ -60,8 +60,11 @@ class PendingCalls:
             collections.OrderedDict()
         )
 
-    async def call(self, session_id: str, call: ToolCall, timeout: float) -> CallResult | None:
-        """The call's result within `timeout`, or None (pending: remembered for a repeat)."""
+    async def call(
+        self, session_id: str, call: ToolCall, timeout: float, **options: Any
+    ) -> CallResult | None:
+        """The call's result within `timeout`, or None (pending: remembered for a repeat);
+        `options` go to `EvidenceClient.call` (`on_progress`, `cancel_on_exit`)."""
         key = repeat_key(session_id, call)
         earlier = self._pending.get(key)
         if earlier is not None:
@@ -70,7 +73,7 @@ class PendingCalls:
                 self._pending.pop(key, None)
                 return found[earlier]
             return None
-        result = await self._client.call(session_id, call, timeout)
+        result = await self._client.call(session_id, call, timeout, **options)
         if result is None and isinstance(call.tool_call_id, str):
             self._pending[key] = call.tool_call_id
             while len(self._pending) > _MAX_PENDING:

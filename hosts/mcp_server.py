@@ -68,6 +68,9 @@ from hosts.mcp_options import (
     mode_problem,
 )
 from hosts.mcp_pending import MCP_PENDING_MESSAGE, PendingCalls
+from hosts.mcp_progress import current as progress_reporter
+from hosts.mcp_progress import reporting
+from hosts.mcp_tasks import TaskHandles, enable_tasks, task_wait
 from hosts.turn import PENDING_MESSAGE, is_error, model_object, model_text
 from pipeline.client import CallResult, EvidenceClient, ToolCall
 from pipeline.redis_io import PipelineError
@@ -211,7 +214,10 @@ def queue_runner(client: EvidenceClient, timeout: float) -> Runner:
 
     async def run(call: ToolCall, session_id: str) -> CallResult | None:
         try:
-            return await pending.call(session_id, call, timeout)
+            # Cancelled (`notifications/cancelled`, a closed 2026-07-28 response stream): the
+            # call is cancelled too (`cancel_on_exit`); progress reported when asked.
+            wait = task_wait(timeout, session_id)  # shorter for a would-be MCP task
+            return await pending.call(session_id, call, wait, on_progress=progress_reporter())
         except PipelineError as exc:
             log.warning("the queue failed: %s", type(exc).__name__)
             message = "the evidence queue is unavailable; try again later"
@@ -292,7 +298,8 @@ def build_server(
         ctx: ServerRequestContext[Any], params: mcp_types.CallToolRequestParams
     ) -> mcp_types.CallToolResult:
         call = read_call(params.name, params.arguments, params.meta, ctx.request_id)
-        result = await runner(call, _call_session(ctx, session))
+        with reporting(ctx, params.meta):  # issue 32: `_meta.progressToken` honoured
+            result = await runner(call, _call_session(ctx, session))
         message = MCP_PENDING_MESSAGE if _session_persists(ctx, session) else PENDING_MESSAGE
         return types.CallToolResult.model_validate(call_tool_result(call, result, message))
 
@@ -383,6 +390,10 @@ async def serve(options: ServeOptions, settings: Settings) -> int:
             log.info("calls go through the queue")
         http = options.http_port is not None
         server = build_server(runner, options.session, http=http, data_sources=data_sources)
+        if not local:  # issue 32: queued calls as MCP tasks (`hosts.mcp_tasks`)
+            handles = TaskHandles.from_env(options.token)
+            ttl_ms = settings.retention_s * 1000
+            enable_tasks(server, client, handles, ttl_ms=ttl_ms, session=options.session)
         if options.http_port is not None:
             await _serve_http(server, options)
             return 0

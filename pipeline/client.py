@@ -1,4 +1,6 @@
 """Submitting framework tool calls and reading their results: `EvidenceClient`.
+(Over 400 lines on purpose: one class whose waiting, submitting and reading share state;
+its cancel and progress already live apart, in `pipeline.client_cancel`.)
 
     async with EvidenceClient.connect(settings) as client:
         calls = [ToolCall(tool="query_logs", tool_call_id="call_1", arguments="{...}")]
@@ -31,6 +33,7 @@ from anyio.abc import TaskGroup
 
 from pipeline.batcher import CommandBatcher
 from pipeline.call import CallResult, InvalidSessionId, ToolCall, _conflict, rejected_locally
+from pipeline.client_cancel import CancelAndProgress, ProgressCallback
 from pipeline.keys import is_valid_session_id
 from pipeline.lane import Lane
 from pipeline.listener import _collect, _Hub, _Listener, _Waiter
@@ -51,8 +54,9 @@ def _ran(asked: str, result: CallResult) -> bool:
     return not result.scope_key or result.scope_key == asked
 
 
-class EvidenceClient:
-    """Submit invocations and await their results.
+class EvidenceClient(CancelAndProgress):
+    """Submit invocations and await their results (cancel them, follow their progress:
+    `pipeline.client_cancel`).
 
     Use as an async context manager: it owns one listener task per session being waited on,
     so any number of concurrent waiters share one blocking read per session, and a task that
@@ -379,25 +383,36 @@ class EvidenceClient:
         return done
 
     async def call_many(
-        self, session_id: str, calls: Sequence[ToolCall], timeout: float = 30.0
+        self,
+        session_id: str,
+        calls: Sequence[ToolCall],
+        timeout: float = 30.0,
+        *,
+        cancel_on_exit: bool = True,
+        on_progress: ProgressCallback | None = None,
     ) -> list[CallResult | None]:
-        """Submit parallel tool calls and await them; None for a call still pending at timeout."""
+        """Submit parallel tool calls and await them; None for a call still pending at timeout.
+        Cancelling this coroutine cancels its calls (`cancel_on_exit=False`: they run on);
+        `on_progress(id, Progress)` hears each call's new stages (`pipeline.client_cancel`)."""
         started = anyio.current_time()
         prepared = self._prepare(session_id, calls)
         ids = [calls[at].tool_call_id for at in prepared.positions if prepared.out[at] is None]
         # Listen before submitting, so no view published in between can be missed.
         waiters = await self._register_within(session_id, ids, timeout)
         try:
-            prepared, found = await self._submit(session_id, calls, prepared=prepared)
-            # A call refused at submit (e.g. a conflicting reuse of its id) is not waited for.
-            ids = [c.tool_call_id for c, r in zip(calls, prepared.out, strict=True) if r is None]
-            left = max(0.0, timeout - (anyio.current_time() - started))
-            if not ids:
-                done: dict[str, CallResult] = {}
-            elif waiters:
-                done = await self._await(session_id, ids, waiters, left, found)
-            else:  # no listener in time: what is final already
-                done = found
+            async with self._around_wait(session_id, ids, cancel_on_exit, on_progress):
+                prepared, found = await self._submit(session_id, calls, prepared=prepared)
+                # A call refused at submit (e.g. a conflicting reuse of its id) is not waited for.
+                ids = [
+                    c.tool_call_id for c, r in zip(calls, prepared.out, strict=True) if r is None
+                ]
+                left = max(0.0, timeout - (anyio.current_time() - started))
+                if not ids:
+                    done: dict[str, CallResult] = {}
+                elif waiters:
+                    done = await self._await(session_id, ids, waiters, left, found)
+                else:  # no listener in time: what is final already
+                    done = found
         finally:
             # Also when nothing was waited for (every call refused): no waiter outlives this.
             self._unregister(session_id, waiters)
@@ -411,7 +426,8 @@ class EvidenceClient:
         return out
 
     async def call(
-        self, session_id: str, call: ToolCall, timeout: float = 30.0
+        self, session_id: str, call: ToolCall, timeout: float = 30.0, **options: Any
     ) -> CallResult | None:
-        """Submit one call and await its result (None if still pending at timeout)."""
-        return (await self.call_many(session_id, [call], timeout))[0]
+        """Submit one call and await its result (None if still pending at timeout); `options`
+        as `call_many`'s (`cancel_on_exit`, `on_progress`)."""
+        return (await self.call_many(session_id, [call], timeout, **options))[0]

@@ -37,6 +37,9 @@ class Invocation(msgspec.Struct, frozen=True, kw_only=True):
     arguments: str
     submitted_at_ms: int
     traceparent: str | UnsetType = UNSET
+    # True on a cancel request (`pipeline.cancel`): the same call, asked to stop. A worker
+    # built before it admits such a request as the call itself (unknown fields are ignored).
+    cancel: bool | UnsetType = UNSET
 
 
 class EnvelopeError(Exception):

@@ -12,7 +12,7 @@ from __future__ import annotations
 from importlib.resources import files
 from typing import Final
 
-__all__ = ["ADMIT_LUA", "FINISH_LUA", "REQUEUE_LUA", "TAKE_LUA"]
+__all__ = ["ADMIT_LUA", "CANCEL_LUA", "FINISH_LUA", "MARK_LUA", "REQUEUE_LUA", "TAKE_LUA"]
 
 
 def _read(name: str) -> str:
@@ -23,3 +23,6 @@ TAKE_LUA: Final = _read("take.lua")
 ADMIT_LUA: Final = _read("admit.lua")
 REQUEUE_LUA: Final = _read("requeue.lua")
 FINISH_LUA: Final = _read("finish.lua")
+# Issue 32: a cancel admitted (`cancel.lua`, run by admission) and a call taken (`mark.lua`).
+CANCEL_LUA: Final = _read("cancel.lua")
+MARK_LUA: Final = _read("mark.lua")

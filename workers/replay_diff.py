@@ -317,6 +317,15 @@ def _verdict(rec: Recording, kind: Kind, **kw: Any) -> Verdict:
     )
 
 
+# Issue 32: a call its submitter cancelled has no answer to re-project or to compare with.
+CANCELLED_REASON: Final = "cancelled by its submitter (ERROR/CANCELLED): nothing ran to compare"
+
+
+def _cancelled(recorded: dict[str, Any]) -> bool:
+    error = recorded["result"].get("error") if isinstance(recorded["result"], dict) else None
+    return isinstance(error, dict) and error.get("code") == "CANCELLED"
+
+
 def _finished(rec: Recording) -> bool:
     return rec.text(STATUS) in ("READY", "ERROR")
 
@@ -328,6 +337,8 @@ def reproject(rec: Recording, settings: Settings) -> Verdict:
     try:
         inv = _decode_envelope(rec)
         recorded = _recorded(rec)
+        if _cancelled(recorded):
+            return _verdict(rec, "skipped", reason=CANCELLED_REASON)
         outcome = _project(rec, inv, recorded, settings)
     except _Unreplayable as exc:
         return _verdict(rec, "failed", reason=exc.reason, contract_version=exc.version)
@@ -344,6 +355,8 @@ async def reexecute(rec: Recording, settings: Settings, sources: Mapping[str, So
         recorded = _recorded(rec)
     except _Unreplayable as exc:
         return _verdict(rec, "failed", reason=exc.reason, contract_version=exc.version)
+    if _cancelled(recorded):
+        return _verdict(rec, "skipped", reason=CANCELLED_REASON)
     duplicate_of, attempts, _timings = _meta(rec, recorded["control"])
     outcome = await run_stages(
         tool=inv.tool,

@@ -276,6 +276,7 @@ def build_outcome(
             attempts=attempts,
             timings=timings or Timings(),
             indexed_chunks=_indexed_chunks(raw),
+            **_index_state(raw),
         )
 
     try:
@@ -294,6 +295,24 @@ def build_outcome(
         observation=observation,
         control=control,
     )
+
+
+def _index_state(raw: Any) -> dict[str, Any]:
+    """The embedded index's own notes for the Control View: answered by the previous index
+    while a rebuild runs (`indexRebuilding`), runbooks left out as too large
+    (`skippedSources`, at most 20 names of at most 256 characters)."""
+    pack = raw.get("contextPack") if isinstance(raw, dict) else None
+    if not isinstance(pack, dict):
+        return {}
+    state: dict[str, Any] = {}
+    if pack.get("indexRebuilding") is True:
+        state["index_rebuilding"] = True
+    skipped = pack.get("skippedSources")
+    if isinstance(skipped, list):
+        names = [s[:256] for s in skipped[:20] if isinstance(s, str)]
+        if names:
+            state["skipped_runbooks"] = names
+    return state
 
 
 def _indexed_chunks(raw: Any) -> int | UnsetType:

@@ -7,6 +7,7 @@ import argparse
 from collections.abc import Awaitable, Callable
 
 from app.commands.calls import cmd_call, cmd_submit, cmd_views
+from app.commands.cancel import cmd_cancel
 from app.commands.operate import (
     cmd_acl,
     cmd_bench,
@@ -27,6 +28,7 @@ Command = Callable[[argparse.Namespace, Settings], Awaitable[int]]
 
 COMMANDS: dict[str, Command] = {
     "call": cmd_call,
+    "cancel": cmd_cancel,
     "submit": cmd_submit,
     "views": cmd_views,
     "status": cmd_status,

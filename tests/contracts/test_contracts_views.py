@@ -54,13 +54,14 @@ OBSERVATION_KEYS = {
         "patterns",
         "events",
         "truncated",
+        "notes",  # FILE: how the answer was read (lines not in their format), when it matters
     },
     "MysqlResult": {"tool_call_id", "evidence_status", "columns", "rows", "truncated"},
     "ErrorResult": {"tool_call_id", "evidence_status", "error"},
 }
 REQUIRED_OBSERVATION_KEYS = {
     "RagResult": OBSERVATION_KEYS["RagResult"] - {"relevance_level"},
-    "LogsResult": OBSERVATION_KEYS["LogsResult"],
+    "LogsResult": OBSERVATION_KEYS["LogsResult"] - {"notes"},
     "MysqlResult": OBSERVATION_KEYS["MysqlResult"],
     "ErrorResult": {"evidence_status", "error"},
 }
@@ -75,7 +76,7 @@ CONTROL_KEYS = {
     "tool", "tool_call_id", "session_id", "status", "evidence_status", "scope",
     "scope_fingerprint", "duplicate_of", "returned_count", "match_count", "relevance_level",
     "truncated", "source_kind", "error_code", "attempts", "timings", "match_count_lower_bound",
-    "indexed_chunks",
+    "indexed_chunks", "index_rebuilding", "skipped_runbooks", "unparsed_lines", "unread_files",
 }  # fmt: skip
 FORBIDDEN_IN_OBSERVATION = (
     "fingerprint", "match_count", "returned_count", "score", "trace", "attempt", "timing",

@@ -33,9 +33,11 @@ from pipeline.admission import (
     take_call,
     taken,
 )
+from pipeline.cancel import ToCancel
 from pipeline.keys import Partition
 from pipeline.lane import Lane, run_scripts
 from pipeline.redis_io import PipelineError, RedisUnavailable, reply_code
+from workers.runtime.cancels import apply_cancels, cancels_of
 from workers.runtime.state import WorkerState
 
 __all__ = ["admission_loop", "admit_round"]
@@ -108,8 +110,11 @@ async def admit_round(state: WorkerState, lane: Lane, parts: list[Partition]) ->
             log.warning("admission: %d oversized or malformed requests refused", refused_in_redis)
         if pairs:
             judged.append((part, *_judge(state, part, pairs)))
+    cancels: list[tuple[Partition, list[ToCancel]]] = []
     while judged:
-        judged = await _admit(state, lane, judged)
+        judged = await _admit(state, lane, judged, cancels)
+    if cancels:  # issue 32: the calls whose cancel was admitted end CANCELLED
+        await apply_cancels(state, lane, cancels)
     return handled
 
 
@@ -135,7 +140,10 @@ def _judge(
 
 
 async def _admit(
-    state: WorkerState, lane: Lane, judged: list[tuple[Partition, list[Admission], list[Refusal]]]
+    state: WorkerState,
+    lane: Lane,
+    judged: list[tuple[Partition, list[Admission], list[Refusal]]],
+    cancels: list[tuple[Partition, list[ToCancel]]],
 ) -> list[tuple[Partition, list[Admission], list[Refusal]]]:
     """Admit each partition's batch (one script each, one round trip); returns the batches to
     admit again: a call one of whose keys has the wrong type (never a submitter's doing: only
@@ -166,6 +174,8 @@ async def _admit(
             )  # fmt: skip
         else:
             _hand_off(state, part, admitted, reply)
+            if found := cancels_of(state, admitted, reply):
+                cancels.append((part, found))
     return again
 
 

@@ -230,6 +230,9 @@ class MysqlSource:
                     )  # fmt: skip
                 except Exception as exc:
                     outcome = exc
+                except anyio.get_cancelled_exc_class():
+                    await _stop_query(pool, conn, connect_timeout)
+                    raise
                 tg.cancel_scope.cancel()
             return self._finish(pool, conn, outcome, killed)
 
@@ -387,15 +390,29 @@ def _raise_warning(conn: pymysql.Connection[Any], params: ConnectParams) -> None
                 raise warning_error(code)
 
 
-def kill(pool: _Pool, thread_id: int, connect_timeout: float = 5.0) -> None:
-    """Blocking: KILL a session from a fresh connection of the same account."""
+async def _stop_query(pool: _Pool, conn: pymysql.Connection[Any], connect_timeout: float) -> None:
+    # The call was cancelled (its caller cancelled it, or its deadline passed) while the server
+    # ran its statement: `KILL QUERY` from another connection frees the server thread at once
+    # (the abandoned driver thread then sees the error and closes its connection). Shielded and
+    # bounded, so a cancel never waits on a server that does not answer.
+    with anyio.CancelScope(shield=True), anyio.move_on_after(connect_timeout):
+        await anyio.to_thread.run_sync(
+            kill, pool, conn.thread_id(), connect_timeout, "QUERY", abandon_on_cancel=True
+        )
+
+
+def kill(
+    pool: _Pool, thread_id: int, connect_timeout: float = 5.0, what: str = "CONNECTION"
+) -> None:
+    """Blocking: KILL a session (`what`: CONNECTION) or its statement (QUERY) from a fresh
+    connection of the same account."""
     try:
         conn = pool.connect(5.0, connect_timeout)
     except pymysql.MySQLError:
         return
     try:
         with conn.cursor() as cur:
-            cur.execute(f"KILL CONNECTION {int(thread_id)}")
+            cur.execute(f"KILL {'QUERY' if what == 'QUERY' else 'CONNECTION'} {int(thread_id)}")
     except pymysql.MySQLError:
         pass
     finally:
