@@ -8,7 +8,12 @@ PYTEST_ARGS ?=
 INSPECTOR := tests/inspector
 INSPECTOR_STAMP := $(INSPECTOR)/node_modules/.installed-stamp
 
-.PHONY: demo test lint services chromium bench chaos clean
+# The client matrix: pinned third-party MCP clients in a venv of their own (tests/interop).
+INTEROP := .venv-interop
+INTEROP_STAMP := $(INTEROP)/.installed-stamp
+INTEROP_PINS := tests/interop/requirements.txt
+
+.PHONY: demo test interop lint services chromium bench chaos clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -19,6 +24,12 @@ $(STAMP): pyproject.toml
 $(INSPECTOR_STAMP): $(INSPECTOR)/package.json $(INSPECTOR)/package-lock.json
 	cd $(INSPECTOR) && npm ci --ignore-scripts --no-audit --no-fund --loglevel=error
 	touch $(INSPECTOR_STAMP)
+
+$(INTEROP_STAMP): $(INTEROP_PINS)
+	$(PYTHON) -m venv $(INTEROP)
+	$(INTEROP)/bin/python -m pip install -q --upgrade pip
+	$(INTEROP)/bin/python -m pip install -q -r $(INTEROP_PINS)
+	touch $(INTEROP_STAMP)
 
 services:
 	bash scripts/services.sh
@@ -41,6 +52,13 @@ test: $(STAMP) $(INSPECTOR_STAMP) services chromium lint
 	bash scripts/pytest.sh tests/contracts --cov=contracts --cov-report=term-missing --cov-fail-under=100 $(PYTEST_ARGS)
 	bash scripts/pytest.sh --ignore=tests/contracts $(PYTEST_ARGS)
 
+# langchain-mcp-adapters, the OpenAI Agents SDK and Pydantic AI against `aci-evidence mcp`
+# over stdio and HTTP (docs/adapters.md, "Per-client configuration"); the servers run in
+# $(VENV), the clients in $(INTEROP). CI runs it after `make test` (.ci/run).
+interop: $(STAMP) $(INTEROP_STAMP) services
+	PYTHONPATH=$(CURDIR) ACI_SERVER_PYTHON=$(CURDIR)/$(PY) $(INTEROP)/bin/python -m pytest \
+		-c tests/interop/pytest.ini --rootdir . --noconftest -p no:cacheprovider -q tests/interop
+
 bench: $(STAMP) services
 	$(PY) bench/contracts_bench.py
 	$(PY) bench/logs_bench.py
@@ -53,4 +71,4 @@ chaos: $(STAMP) services
 	$(PY) -m chaos --scale full
 
 clean:
-	rm -rf $(VENV) $(INSPECTOR)/node_modules .pytest_cache .mypy_cache .ruff_cache .coverage test-artifacts
+	rm -rf $(VENV) $(INTEROP) $(INSPECTOR)/node_modules .pytest_cache .mypy_cache .ruff_cache .coverage test-artifacts
