@@ -21,12 +21,20 @@ table) are dropped, its error code kept. Reachability is logged per change, not 
 first unreachable answer is one WARNING naming the topics, the next answer one WARNING line (the
 driver's and urllib3's per-request warnings are quieted in `workers.logging_setup`); every
 call while it is down still answers ERROR/UNAVAILABLE.
+
+A cancelled call (its cancel admitted, or its deadline passed) stops its statement in the
+engine, not only the wait for it: every statement of a call carries a random `log_comment`, and
+the cancel sends `KILL QUERY WHERE Settings['log_comment'] = …` on a second client (a second
+handle for chDB, whose own handle is locked by the running statement; chDB drops clickhouse-
+connect's `query_id`, `log_comment` reaches both backends). The worker's slot is freed at once
+(the wait is abandoned); the kill is shielded and bounded by `connect_timeout_s`.
 """
 
 from __future__ import annotations
 
 import contextlib
 import logging
+import secrets
 import threading
 import time
 from collections.abc import Callable, Mapping
@@ -171,46 +179,100 @@ class ClickhouseLogSource:
         env: Mapping[str, str],
         *,
         client: Any = None,
+        stop_client: Any = None,
         clock: Callable[[], float] | None = None,
     ) -> None:
+        """`client`/`stop_client`: injected clients (tests); a source that opens its own
+        client opens its own stop client too, an injected client without a stop client is
+        not stopped in the engine on cancel (its statement runs to `max_execution_time`)."""
         self.connection, self.topics, self.config = connection, dict(topics), config
         self.password = env.get(connection.password_env, "") if connection.password_env else ""
         self.zone = zone_of(config.timezone)
         self.clock = clock or time.time
         self._client, self._owns_client = client, client is None
+        self._stopper, self._owns_stopper = stop_client, client is None
         self._lock = threading.Lock()
         self._columns: dict[str, bool] = {}
         self._state_lock = threading.Lock()
         self._reachable: bool | None = None  # unknown until the first answer or failure
 
+    def _new_client(self, answer_s: float) -> Any:
+        import clickhouse_connect
+
+        options: dict[str, Any] = {"dsn": self.connection.dsn}
+        if self.password:
+            options["password"] = self.password
+        if not self.connection.dsn.startswith("chdb:"):
+            options["connect_timeout"] = self.connection.connect_timeout_s
+            # A server that stops answering must not hold a thread for the library's
+            # default 300 s.
+            options["send_receive_timeout"] = answer_s
+        return clickhouse_connect.get_client(**options)
+
     def _get_client(self) -> Any:
         with self._lock:
             if self._client is None:
-                import clickhouse_connect
-
-                options: dict[str, Any] = {"dsn": self.connection.dsn}
-                if self.password:
-                    options["password"] = self.password
-                if not self.connection.dsn.startswith("chdb:"):
-                    options["connect_timeout"] = self.connection.connect_timeout_s
-                    # A server that stops answering must not hold a thread for the library's
-                    # default 300 s: the longest a call may take, plus the connect.
-                    options["send_receive_timeout"] = (
-                        self.config.scan.max_seconds + self.connection.connect_timeout_s
-                    )
-                self._client = clickhouse_connect.get_client(**options)
+                # The longest a call may take, plus the connect.
+                answer_s = self.config.scan.max_seconds + self.connection.connect_timeout_s
+                self._client = self._new_client(answer_s)
             return self._client
 
+    def _get_stopper(self) -> Any:
+        with self._lock:
+            if self._stopper is None and self._owns_stopper:
+                self._stopper = self._new_client(self.connection.connect_timeout_s)
+            return self._stopper
+
     async def fetch(self, request: QueryLogsRequest) -> LogsUpstream:
-        """Compile, then run the two statements in a thread under the call's deadline."""
+        """Compile, then run the two statements in a thread under the call's deadline; a
+        cancel abandons the thread at once and kills the statements in the engine."""
         query = parse_log_query(request.query)
         check_fields(query, request.topic, tuple(self.topics[request.topic].fields))
         seconds = remaining_seconds(self.config.scan.max_seconds)
         if seconds <= 0:
             raise SourceError(ErrorCode.TIMEOUT, "no time was left to run the query")
-        return await anyio.to_thread.run_sync(
-            self.search, request, query, seconds, abandon_on_cancel=True
-        )
+        mark, stopped = f"aci-{secrets.token_hex(12)}", threading.Event()
+        try:
+            return await anyio.to_thread.run_sync(
+                self._search_marked, request, query, seconds, mark, stopped,
+                abandon_on_cancel=True,
+            )  # fmt: skip
+        except anyio.get_cancelled_exc_class():
+            stopped.set()  # a statement not started yet never starts
+            with (
+                anyio.CancelScope(shield=True),
+                anyio.move_on_after(self.connection.connect_timeout_s),
+            ):
+                await anyio.to_thread.run_sync(self.stop, mark, abandon_on_cancel=True)
+            raise
+
+    def stop(self, mark: str) -> bool:
+        """Blocking: kill the statements carrying `log_comment` `mark` from the stop client;
+        whether the kill was sent (False without a stop client or on any failure: the
+        statement then ends at its `max_execution_time`)."""
+        try:
+            stopper = self._get_stopper()
+            if stopper is None:
+                return False
+            stopper.query(
+                "KILL QUERY WHERE Settings['log_comment'] = {mark:String} ASYNC",
+                parameters={"mark": mark},
+            )
+        except Exception as exc:
+            log.warning("query_logs: a cancelled ClickHouse statement was not killed (%s)",
+                        type(exc).__name__)  # fmt: skip
+            return False
+        return True
+
+    def _search_marked(
+        self,
+        request: QueryLogsRequest,
+        query: ParsedQuery,
+        seconds: float,
+        mark: str,
+        stopped: threading.Event,
+    ) -> LogsUpstream:
+        return self.search(request, query, seconds, mark=mark, stopped=stopped)
 
     def _table(self, entry: ClickhouseTopic, params: dict[str, Any]) -> str:
         db, _, table = entry.table.rpartition(".")
@@ -234,13 +296,29 @@ class ClickhouseLogSource:
             found = self._columns[entry.table] = bool(result.result_rows[0][0])
         return found
 
-    def search(self, request: QueryLogsRequest, query: ParsedQuery, seconds: float) -> LogsUpstream:
-        """The synchronous query behind `fetch`; `SourceError` with a safe text on failure."""
+    def search(
+        self,
+        request: QueryLogsRequest,
+        query: ParsedQuery,
+        seconds: float,
+        *,
+        mark: str = "",
+        stopped: threading.Event | None = None,
+    ) -> LogsUpstream:
+        """The synchronous query behind `fetch`; `SourceError` with a safe text on failure.
+        `mark`: the `log_comment` of its statements, by which `stop` finds them; `stopped`:
+        set by a cancel, checked before each statement."""
+
+        def unless_stopped() -> None:
+            if stopped is not None and stopped.is_set():
+                raise SourceError(ErrorCode.EXECUTION, "the call was cancelled")
+
         entry = self.topics[request.topic]
         lookback = request.lookback_minutes or self.config.default_lookback
         end_ms = int(self.clock() * 1000)
         start_ms = end_ms - lookback * 60_000
-        settings = {
+        settings: dict[str, Any] = {"log_comment": mark} if mark else {}
+        settings |= {
             "readonly": 1,
             "max_execution_time": round(max(seconds, 0.05), 3),
             # The answer is bounded before it is read: over this many bytes the server refuses.
@@ -248,6 +326,7 @@ class ClickhouseLogSource:
             "result_overflow_mode": "throw",
         }
         try:
+            unless_stopped()
             client = self._get_client()
             where, params = compile_query(
                 query, entry, start_ms, end_ms,
@@ -256,6 +335,7 @@ class ClickhouseLogSource:
             table = self._table(entry, params)
             params["lim"] = entry.row_limit + 1
             params["cap"] = self.config.scan.max_line_bytes  # a huge Body is cut on the server
+            unless_stopped()
             rows = client.query(
                 "SELECT toUnixTimestamp64Milli(Timestamp), SeverityText, SeverityNumber, "
                 "ServiceName, substringUTF8(Body, 1, {cap:UInt64}), LogAttributes "
@@ -264,6 +344,7 @@ class ClickhouseLogSource:
                 parameters=params,
                 settings=settings,
             ).result_rows
+            unless_stopped()
             count = client.query(
                 f"SELECT count() FROM {table} WHERE {where}", parameters=params, settings=settings
             ).result_rows[0][0]
@@ -336,8 +417,12 @@ class ClickhouseLogSource:
         return SourceError(ErrorCode.EXECUTION, f"the log store refused the query{suffix}")
 
     async def aclose(self) -> None:
-        """Close the client this source opened (an injected one stays with its owner)."""
+        """Close the clients this source opened (an injected one stays with its owner)."""
         if self._owns_client and self._client is not None:
             with contextlib.suppress(Exception):
                 self._client.close()
             self._client = None
+        if self._owns_stopper and self._stopper is not None:
+            with contextlib.suppress(Exception):
+                self._stopper.close()
+            self._stopper = None
