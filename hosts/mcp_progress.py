@@ -4,8 +4,8 @@
 with a short message. A call without a token is served exactly as before (nothing is read).
 
 `reporting(ctx, meta)` wraps the handler's run; the queue runner picks the reporter up with
-`current()` and hands it to `EvidenceClient.call(on_progress=...)`. The local runner has no
-queue to report on and ignores it.
+`current()` and hands it to `EvidenceClient.call(on_progress=...)`. The local runner
+(`--local`) has no queue: it reports running (attempt 1) when its stages start, then final.
 """
 
 from __future__ import annotations

@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import inspect
 import logging
 import os
 import signal
@@ -58,6 +59,7 @@ from hosts.mcp_progress import current as progress_reporter
 from hosts.mcp_progress import reporting
 from hosts.mcp_tasks import TaskHandles, enable_tasks, task_wait
 from hosts.turn import is_error, model_object, model_text
+from pipeline.cancel import Progress, Stage
 from pipeline.client import CallResult, EvidenceClient, ToolCall
 from pipeline.keys import is_valid_session_id
 from pipeline.redis_io import PipelineError
@@ -176,11 +178,22 @@ def _as_call_result(
     return CallResult.from_views(observation, control)
 
 
+async def _local_step(call: ToolCall, stage: Stage) -> None:
+    # `--local` has no queue: a call asked for progress hears running (attempt 1), then final.
+    report = progress_reporter()
+    if report is not None:
+        heard = report(call.tool_call_id or "", Progress(stage, attempt=1))
+        if inspect.isawaitable(heard):
+            await heard
+
+
 def local_runner(sources: Mapping[str, Source], settings: Settings) -> Runner:
-    """Run each call's stages in this process (no Redis)."""
+    """Run each call's stages in this process (no Redis); progress, when asked: running
+    (attempt 1), then final."""
     from workers.stage import run_stages
 
     async def run(call: ToolCall, session_id: str) -> CallResult | None:
+        await _local_step(call, Stage.RUNNING)
         outcome = await run_stages(
             tool=call.tool,
             tool_call_id=call.tool_call_id,
@@ -189,6 +202,7 @@ def local_runner(sources: Mapping[str, Source], settings: Settings) -> Runner:
             sources=sources,
             settings=settings,
         )
+        await _local_step(call, Stage.FINAL)
         return CallResult.from_views(outcome.observation, outcome.control)
 
     return run
