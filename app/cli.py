@@ -94,13 +94,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the `aci-evidence` console script: the exit code (see `app.errors`)."""
     with ctrl_c() as ctrl:
         try:
-            from app.errors import guarded
+            from app.errors import guarded, role_needed
 
             args = _parser().parse_args(argv)
             settings: list[Settings] = []  # known once read: the error handler names its endpoint
             return guarded(
                 lambda: _run(args, settings, ctrl),
                 lambda: settings[0].redis_url if settings else None,
+                lambda: role_needed(args.command, bool(getattr(args, "into", None))),
             )
         except KeyboardInterrupt:  # before the error handler was there (still importing)
             return EXIT_ABORTED

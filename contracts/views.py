@@ -29,6 +29,7 @@ from contracts.results import (
     LogsResult,
     MysqlResult,
     RagResult,
+    RecordTimes,
 )
 from contracts.status import ErrorCode, EvidenceStatus, LifecycleStatus, RelevanceLevel
 from contracts.text import visible_text
@@ -69,6 +70,9 @@ class LogsObservation(msgspec.Struct, frozen=True, kw_only=True):
     patterns: list[LogPattern]
     events: list[LogEvent]
     truncated: bool
+    # How the answer was read, when the model must know (lines not in their format, files
+    # it could not read): omitted otherwise.
+    notes: list[str] | UnsetType = UNSET
 
 
 class MysqlObservation(msgspec.Struct, frozen=True, kw_only=True):
@@ -79,6 +83,11 @@ class MysqlObservation(msgspec.Struct, frozen=True, kw_only=True):
     columns: list[str]
     rows: list[list[Any]]
     truncated: bool
+    # The server's warnings that changed no value, briefly (the model may need to know a
+    # NULL came from a division by zero).
+    warnings: list[str] | UnsetType = UNSET
+    # The columns left out past the column bound, by name (the model may ask for them).
+    dropped_columns: list[str] | UnsetType = UNSET
 
 
 class ErrorObservation(msgspec.Struct, frozen=True, kw_only=True):
@@ -140,6 +149,7 @@ def _whole_view(result: CanonicalResult) -> ModelObservation:
                 patterns=result.patterns,
                 events=result.events,
                 truncated=result.truncated,
+                notes=result.notes,
             )
         case MysqlResult():
             return MysqlObservation(
@@ -148,6 +158,8 @@ def _whole_view(result: CanonicalResult) -> ModelObservation:
                 columns=result.columns,
                 rows=result.rows,
                 truncated=result.truncated,
+                warnings=result.warnings,
+                dropped_columns=result.dropped_columns,
             )
         case ErrorResult():
             return ErrorObservation(
@@ -255,6 +267,7 @@ class InvocationMeta(msgspec.Struct, frozen=True, kw_only=True):
     attempts: int = 1
     timings: Timings = Timings()
     indexed_chunks: int | UnsetType = UNSET
+    source: dict[str, str] | UnsetType = UNSET
     index_rebuilding: bool | UnsetType = UNSET
     skipped_runbooks: list[str] | UnsetType = UNSET
 
@@ -274,6 +287,9 @@ class ControlView(msgspec.Struct, frozen=True, kw_only=True):
     match_count: int | UnsetType = UNSET
     # True when `match_count` is a lower bound (a log scan stopped early); omitted when exact.
     match_count_lower_bound: bool | UnsetType = UNSET
+    # FILE: lines not in their configured format, and matched files it could not read.
+    unparsed_lines: int | UnsetType = UNSET
+    unread_files: int | UnsetType = UNSET
     relevance_level: RelevanceLevel | UnsetType = UNSET
     truncated: bool | UnsetType = UNSET
     source_kind: str | UnsetType = UNSET
@@ -282,6 +298,14 @@ class ControlView(msgspec.Struct, frozen=True, kw_only=True):
     timings: Timings
     # The size of the embedded knowledge index that answered a RAG result (when it says).
     indexed_chunks: int | UnsetType = UNSET
+    # A log search's records outside its window (`contracts.results.RecordTimes`).
+    record_times: RecordTimes | UnsetType = UNSET
+    # What the source answered from: its configuration fingerprint (workers.sources.identity:
+    # runbook folder digest and index id, the log topic's backend and config digest, the data
+    # source names; never a secret), so a replay knows what it ran against.
+    source: dict[str, str] | UnsetType = UNSET
+    # query_mysql: the server's warnings that changed no value (see MysqlResult.warnings).
+    warnings: list[str] | UnsetType = UNSET
     # True when the embedded index that answered is the previous one, kept answering while
     # the runbooks' new index is built; omitted otherwise.
     index_rebuilding: bool | UnsetType = UNSET
@@ -296,10 +320,12 @@ def control_view(
     returned: int | UnsetType = UNSET
     match_count: int | UnsetType = UNSET
     lower_bound: bool | UnsetType = UNSET
+    unparsed: tuple[int | UnsetType, int | UnsetType] = (UNSET, UNSET)
     relevance: RelevanceLevel | UnsetType = UNSET
     source_kind: str | UnsetType = UNSET
     error_code: ErrorCode | UnsetType = UNSET
     truncated: bool | UnsetType = UNSET
+    warnings: list[str] | UnsetType = UNSET
     match result:
         case ErrorResult():
             error_code = result.error.code
@@ -310,8 +336,10 @@ def control_view(
             returned, match_count = result.returned_count, result.match_count
             source_kind, truncated = result.source_kind, result.truncated
             lower_bound = result.match_count_lower_bound
+            unparsed = (result.unparsed_lines, result.unread_files)
         case MysqlResult():
             returned, truncated = result.returned_count, result.truncated
+            warnings = result.warnings
     if observation is not None and getattr(observation, "truncated", False):
         truncated = True
     return ControlView(
@@ -326,6 +354,8 @@ def control_view(
         returned_count=returned,
         match_count=match_count,
         match_count_lower_bound=lower_bound,
+        unparsed_lines=unparsed[0],
+        unread_files=unparsed[1],
         relevance_level=relevance,
         truncated=truncated,
         source_kind=source_kind,
@@ -333,6 +363,9 @@ def control_view(
         attempts=meta.attempts,
         timings=meta.timings,
         indexed_chunks=meta.indexed_chunks if isinstance(result, RagResult) else UNSET,
+        record_times=result.record_times if isinstance(result, LogsResult) else UNSET,
+        source=meta.source,
+        warnings=warnings,
         index_rebuilding=meta.index_rebuilding if isinstance(result, RagResult) else UNSET,
         skipped_runbooks=meta.skipped_runbooks if isinstance(result, RagResult) else UNSET,
     )

@@ -41,8 +41,9 @@ from pipeline.record import RESULT_ROW, SCOPE_KEY, with_views
 from pipeline.redis_io import PipelineError, Redis, execute, open_redis
 from pipeline.settings import Settings
 from pipeline.submitter import Prepared, Unadmitted, prepare, verified
+from pipeline.window import AsOf, AsOfPins
 
-__all__ = ["CallResult", "EvidenceClient", "InvalidSessionId", "ToolCall"]
+__all__ = ["AsOf", "CallResult", "EvidenceClient", "InvalidSessionId", "ToolCall"]
 
 _ASKED_MAX: Final = 65536  # (session, id) → scope key remembered for readers' checks
 _CALL_TIMEOUT_S: Final = 10.0
@@ -54,7 +55,7 @@ def _ran(asked: str, result: CallResult) -> bool:
     return not result.scope_key or result.scope_key == asked
 
 
-class EvidenceClient(CancelAndProgress):
+class EvidenceClient(CancelAndProgress, AsOfPins):
     """Submit invocations and await their results (cancel them, follow their progress:
     `pipeline.client_cancel`).
 
@@ -158,12 +159,14 @@ class EvidenceClient(CancelAndProgress):
         return {i: v[0] for (s, i), v in self._asked.items() if s == session_id}
 
     async def submit_many(
-        self, session_id: str, calls: Sequence[ToolCall], *, traceparent: str | None = None
-    ) -> list[CallResult | None]:
+        self, session_id: str, calls: Sequence[ToolCall], *, traceparent: str | None = None,
+        as_of: AsOf | None = None,
+    ) -> list[CallResult | None]:  # fmt: skip
         """Append the calls (one round trip). Returns, per call, None when sent (or already
         known with the same scope) and a final `CallResult` when it was refused without
         sending (an invalid id, oversized input, or an id taken by another call)."""
-        return (await self._submit(session_id, calls, traceparent))[0].out
+        prepared = self._prepare(session_id, calls, traceparent, as_of)
+        return (await self._submit(session_id, calls, traceparent, prepared))[0].out
 
     async def admitted(self, session_id: str, ids: Sequence[str], timeout: float) -> set[str]:
         """The ids whose call record exists (admitted, or refused as another call's), waiting up
@@ -184,8 +187,9 @@ class EvidenceClient(CancelAndProgress):
         return done
 
     def _prepare(
-        self, session_id: str, calls: Sequence[ToolCall], traceparent: str | None = None
-    ) -> Prepared:
+        self, session_id: str, calls: Sequence[ToolCall], traceparent: str | None = None,
+        as_of: AsOf | None = None,
+    ) -> Prepared:  # fmt: skip
         if not is_valid_session_id(session_id):
             raise InvalidSessionId(session_id)
         prepared = prepare(
@@ -195,6 +199,7 @@ class EvidenceClient(CancelAndProgress):
             bounds=self.settings.bounds,
             argument_max_bytes=self.settings.argument_max_bytes,
             traceparent=traceparent,
+            as_of_ms=self.as_of_ms(session_id, as_of),
         )
         seen: dict[str, str] = {}
         for at in prepared.positions:
@@ -390,12 +395,14 @@ class EvidenceClient(CancelAndProgress):
         *,
         cancel_on_exit: bool = True,
         on_progress: ProgressCallback | None = None,
+        as_of: AsOf | None = None,
     ) -> list[CallResult | None]:
         """Submit parallel tool calls and await them; None for a call still pending at timeout.
         Cancelling this coroutine cancels its calls (`cancel_on_exit=False`: they run on);
-        `on_progress(id, Progress)` hears each call's new stages (`pipeline.client_cancel`)."""
+        `on_progress(id, Progress)` hears each call's new stages (`pipeline.client_cancel`);
+        `as_of` pins the log calls among them to an incident time (`pipeline.window`)."""
         started = anyio.current_time()
-        prepared = self._prepare(session_id, calls)
+        prepared = self._prepare(session_id, calls, as_of=as_of)
         ids = [calls[at].tool_call_id for at in prepared.positions if prepared.out[at] is None]
         # Listen before submitting, so no view published in between can be missed.
         waiters = await self._register_within(session_id, ids, timeout)
@@ -429,5 +436,5 @@ class EvidenceClient(CancelAndProgress):
         self, session_id: str, call: ToolCall, timeout: float = 30.0, **options: Any
     ) -> CallResult | None:
         """Submit one call and await its result (None if still pending at timeout); `options`
-        as `call_many`'s (`cancel_on_exit`, `on_progress`)."""
+        as `call_many`'s (`cancel_on_exit`, `on_progress`, `as_of`)."""
         return (await self.call_many(session_id, [call], timeout, **options))[0]

@@ -57,6 +57,7 @@ __all__ = [
     "ensure_group",
     "execute",
     "is_cluster",
+    "is_refusal",
     "open_redis",
     "reply_code",
 ]
@@ -166,6 +167,12 @@ def _hiredis_packing(base: type[Any]) -> type[Any]:
 
 
 _CLUSTER_SCHEMES: Final = {"redis+cluster": "redis", "rediss+cluster": "rediss"}
+
+
+def is_refusal(exc: BaseException) -> bool:
+    """Whether `exc` is an error reply (Redis answered and refused: NOPERM, an unknown
+    command), as opposed to a lost or refused connection."""
+    return isinstance(exc, ResponseError)
 
 
 def is_cluster(redis: Redis) -> bool:

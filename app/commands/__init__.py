@@ -15,6 +15,7 @@ from app.commands.operate import (
     cmd_export,
     cmd_import,
     cmd_mcp,
+    cmd_reindex,
     cmd_replay,
     cmd_status,
     cmd_worker,
@@ -40,5 +41,6 @@ COMMANDS: dict[str, Command] = {
     "replay": cmd_replay,
     "export": cmd_export,
     "import": cmd_import,
+    "reindex": cmd_reindex,
     "console": run_console,
 }

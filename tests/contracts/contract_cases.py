@@ -21,6 +21,7 @@ from contracts import (
     ErrorResult,
     InvocationMeta,
     LifecycleStatus,
+    RecordTimes,
     SourceKind,
     Timings,
     cancelled_result,
@@ -49,6 +50,31 @@ CASES: dict[str, tuple[str, object, object, Any]] = {
         "query_logs", "call_logs_3", LOGS_ARGS,
         msgspec.structs.replace(
             logs_upstream(), source_kind=SourceKind.FILE, match_count_lower_bound=True
+        ),
+    ),
+    # A FILE backend that read lines not in their format and a file it could not decompress.
+    "logs_file_unparsed": (
+        "query_logs", "call_logs_4", LOGS_ARGS,
+        msgspec.structs.replace(
+            logs_upstream(), source_kind=SourceKind.FILE, match_count_lower_bound=True,
+            unparsed_lines=8, unread_files=1,
+            notes=["8 lines read are not in their log format; a query of plain words alone "
+                   "also matches them as text",
+                   "1 matched log files are compressed with zstd, which this worker cannot "
+                   "read: the count is a lower bound"],
+        ),
+    ),
+    # A FILE backend that read records, none in the window (a post-mortem at the wrong time),
+    # some dated in the future (a wrong timezone): NO_EVIDENCE, and the Control View says so.
+    "logs_file_outside_window": (
+        "query_logs", "call_logs_4", LOGS_ARGS,
+        msgspec.structs.replace(
+            logs_upstream(matches=False), source_kind=SourceKind.FILE,
+            record_times=RecordTimes(
+                nearest_before="2026-03-11T09:59:30.000+08:00",
+                nearest_after="2026-03-14T18:05:00.000+08:00",
+                future_records=140, latest="2026-03-14T18:09:30.000+08:00",
+            ),
         ),
     ),
     "mysql_found": ("query_mysql", "call_mysql_1", MYSQL_ARGS, mysql_upstream()),

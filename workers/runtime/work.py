@@ -152,7 +152,9 @@ async def _run(
             duplicate_of=entry.duplicate_of,
             attempts=attempts,
         )
-        scope = scope_key(invocation.tool, invocation.tool_call_id, invocation.arguments)
+        scope = scope_key(
+            invocation.tool, invocation.tool_call_id, invocation.arguments, invocation.as_of_ms
+        )
     else:
         run = stage_run(state, invocation, entry.duplicate_of, attempts, entry.handed)
         ran = await _run_unless_cancelled(state, part, invocation, entry_id, attempts, run)
