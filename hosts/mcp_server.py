@@ -36,7 +36,6 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import inspect
 import logging
 import os
 import signal
@@ -58,11 +57,10 @@ from contracts import (
 from hosts.listen import http_server, is_loopback, listen_problem
 from hosts.mcp_http import DEFAULT_LIMITS, HttpLimits, SessionGate
 from hosts.mcp_progress import current as progress_reporter
-from hosts.mcp_progress import reporting
+from hosts.mcp_progress import local_step, reporting
 from hosts.mcp_tasks import TaskHandles, enable_tasks, task_wait
 from hosts.mcp_time import AS_OF_META_KEY, pinned_run
 from hosts.turn import is_error, model_object, model_text
-from pipeline.cancel import Progress, Stage
 from pipeline.client import CallResult, EvidenceClient, ToolCall
 from pipeline.keys import is_valid_session_id
 from pipeline.redis_io import PipelineError
@@ -185,23 +183,13 @@ def _as_call_result(
     return CallResult.from_views(observation, control)
 
 
-async def _local_step(call: ToolCall, stage: Stage) -> None:
-    # `--local` has no queue: a call asked for progress hears running (attempt 1), then final.
-    report = progress_reporter()
-    if report is not None:
-        heard = report(call.tool_call_id or "", Progress(stage, attempt=1))
-        if inspect.isawaitable(heard):
-            await heard
-
-
 def local_runner(sources: Mapping[str, Source], settings: Settings) -> Runner:
-    """Run each call's stages in this process (no Redis); progress, when asked: running
-    (attempt 1), then final."""
+    """Run each call's stages in this process (no Redis); progress: `local_step`."""
     from workers.stage import run_stages
 
     async def run(call: ToolCall, session_id: str, as_of: str | None = None) -> CallResult | None:
         as_of_ms = None if as_of is None else checked_as_of(as_of)  # checked: `pinned_run`
-        await _local_step(call, Stage.RUNNING)
+        await local_step(call.tool_call_id, final=False)
         outcome = await run_stages(
             tool=call.tool,
             tool_call_id=call.tool_call_id,
@@ -211,7 +199,7 @@ def local_runner(sources: Mapping[str, Source], settings: Settings) -> Runner:
             settings=settings,
             as_of_ms=as_of_ms,
         )
-        await _local_step(call, Stage.FINAL)
+        await local_step(call.tool_call_id, final=True)
         return CallResult.from_views(outcome.observation, outcome.control)
 
     return run

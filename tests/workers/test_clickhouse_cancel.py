@@ -5,6 +5,7 @@ real engine in-process (chDB)."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import time
 import uuid
@@ -17,6 +18,7 @@ from logs_helpers import chdb_client, chdb_other_client
 from contracts import QueryLogsRequest, Topic
 from pipeline.client import EvidenceClient, ToolCall
 from pipeline.settings import Settings
+from workers.sources import SourceError
 from tests.pipeline.helpers import assert_exactly_once, books, loads, running_worker
 from workers.sources.logs.clickhouse import ClickhouseLogSource
 from workers.sources.logs.config import ClickhouseTopic, parse_logs_config
@@ -121,7 +123,8 @@ async def test_without_a_stop_client_the_cancel_still_frees_the_caller() -> None
     source = endless_source(None)
     assert source.stop("aci-none") is False  # an injected client without a stop client
     request = QueryLogsRequest(topic=Topic.APPLICATION, query="nowhere-to-be-found")
-    with anyio.move_on_after(1.0):
+    # (the engine may give up first on its own estimate: a TIMEOUT, not what this checks)
+    with anyio.move_on_after(1.0), contextlib.suppress(SourceError):
         await source.fetch(request)
     assert running(monitor) <= 1
     # Leave the engine clean for the next test.

@@ -22,25 +22,19 @@ first unreachable answer is one WARNING naming the topics, the next answer one W
 driver's and urllib3's per-request warnings are quieted in `workers.logging_setup`); every
 call while it is down still answers ERROR/UNAVAILABLE.
 
-A cancelled call (its cancel admitted, or its deadline passed) stops its statement in the
-engine, not only the wait for it: every statement of a call carries a random `log_comment`, and
-the cancel sends `KILL QUERY WHERE Settings['log_comment'] = …` on a second client (a second
-handle for chDB, whose own handle is locked by the running statement; chDB drops clickhouse-
-connect's `query_id`, `log_comment` reaches both backends). The worker's slot is freed at once
-(the wait is abandoned); the kill is shielded and bounded by `connect_timeout_s`.
+A cancelled call's statement is killed in the engine (`clickhouse_cancel`).
 """
 
 from __future__ import annotations
 
 import contextlib
 import logging
-import secrets
 import threading
 import time
 from collections.abc import Callable, Mapping
+from functools import partial
 from typing import Any, Final
 
-import anyio.to_thread
 import msgspec
 from msgspec import UNSET, UnsetType
 
@@ -50,6 +44,7 @@ from contracts.results import JsonScalar, LogScope, RecordTimes
 from contracts.status import ErrorCode, SourceKind, Topic
 from workers.sources.base import SourceError
 from workers.sources.calltime import call_time
+from workers.sources.logs.clickhouse_cancel import kill, run_stoppable, unless_stopped
 from workers.sources.logs.config import ClickhouseConnection, ClickhouseTopic, LogsConfig, zone_of
 from workers.sources.logs.deadline import remaining_seconds
 from workers.sources.logs.formats import level_of
@@ -188,9 +183,8 @@ class ClickhouseLogSource:
         stop_client: Any = None,
         clock: Callable[[], float] | None = None,
     ) -> None:
-        """`client`/`stop_client`: injected clients (tests); a source that opens its own
-        client opens its own stop client too, an injected client without a stop client is
-        not stopped in the engine on cancel (its statement runs to `max_execution_time`)."""
+        """`client`/`stop_client`: injected (tests); an injected client without a stop client
+        is not killed on cancel (its statement runs to `max_execution_time`)."""
         self.connection, self.topics, self.config = connection, dict(topics), config
         self.password = env.get(connection.password_env, "") if connection.password_env else ""
         self.zone = zone_of(config.timezone)
@@ -210,15 +204,13 @@ class ClickhouseLogSource:
             options["password"] = self.password
         if not self.connection.dsn.startswith("chdb:"):
             options["connect_timeout"] = self.connection.connect_timeout_s
-            # A server that stops answering must not hold a thread for the library's
-            # default 300 s.
+            # A server that stops answering must not hold a thread for the library's 300 s.
             options["send_receive_timeout"] = answer_s
         return clickhouse_connect.get_client(**options)
 
     def _get_client(self) -> Any:
         with self._lock:
             if self._client is None:
-                # The longest a call may take, plus the connect.
                 answer_s = self.config.scan.max_seconds + self.connection.connect_timeout_s
                 self._client = self._new_client(answer_s)
             return self._client
@@ -239,38 +231,12 @@ class ClickhouseLogSource:
             raise SourceError(ErrorCode.TIMEOUT, "no time was left to run the query")
         when = call_time()  # the window admission recorded
         end_ms = None if when is None else when.end_ms
-        mark, stopped = f"aci-{secrets.token_hex(12)}", threading.Event()
-        try:
-            return await anyio.to_thread.run_sync(
-                lambda: self.search(request, query, seconds, end_ms, mark=mark, stopped=stopped),
-                abandon_on_cancel=True,
-            )
-        except anyio.get_cancelled_exc_class():
-            stopped.set()  # a statement not started yet never starts
-            with (
-                anyio.CancelScope(shield=True),
-                anyio.move_on_after(self.connection.connect_timeout_s),
-            ):
-                await anyio.to_thread.run_sync(self.stop, mark, abandon_on_cancel=True)
-            raise
+        search = partial(self.search, request, query, seconds, end_ms)
+        return await run_stoppable(search, self.stop, self.connection.connect_timeout_s)
 
     def stop(self, mark: str) -> bool:
-        """Blocking: kill the statements carrying `log_comment` `mark` from the stop client;
-        whether the kill was sent (False without a stop client or on any failure: the
-        statement then ends at its `max_execution_time`)."""
-        try:
-            stopper = self._get_stopper()
-            if stopper is None:
-                return False
-            stopper.query(
-                "KILL QUERY WHERE Settings['log_comment'] = {mark:String} ASYNC",
-                parameters={"mark": mark},
-            )
-        except Exception as exc:
-            log.warning("query_logs: a cancelled ClickHouse statement was not killed (%s)",
-                        type(exc).__name__)  # fmt: skip
-            return False
-        return True
+        """Blocking: kill this source's statements of `mark` (`clickhouse_cancel.kill`)."""
+        return kill(self._get_stopper, mark)
 
     def _table(self, entry: ClickhouseTopic, params: dict[str, Any]) -> str:
         db, _, table = entry.table.rpartition(".")
@@ -308,17 +274,12 @@ class ClickhouseLogSource:
         the source's clock); `SourceError` with a safe text on failure. `mark`: the
         `log_comment` of its statements, by which `stop` finds them; `stopped`: set by a
         cancel, checked before each statement."""
-
-        def unless_stopped() -> None:
-            if stopped is not None and stopped.is_set():
-                raise SourceError(ErrorCode.EXECUTION, "the call was cancelled")
-
         entry = self.topics[request.topic]
         lookback = request.lookback_minutes or self.config.default_lookback
         end_ms = int(self.clock() * 1000) if end_ms is None else end_ms
         start_ms = end_ms - lookback * 60_000
-        settings: dict[str, Any] = {"log_comment": mark} if mark else {}
-        settings |= {
+        settings = {
+            **({"log_comment": mark} if mark else {}),
             "readonly": 1,
             "max_execution_time": round(max(seconds, 0.05), 3),
             # The answer is bounded before it is read: over this many bytes the server refuses.
@@ -326,7 +287,7 @@ class ClickhouseLogSource:
             "result_overflow_mode": "throw",
         }
         try:
-            unless_stopped()
+            unless_stopped(stopped)
             client = self._get_client()
             where, params = compile_query(
                 query, entry, start_ms, end_ms,
@@ -335,7 +296,7 @@ class ClickhouseLogSource:
             table = self._table(entry, params)
             params["lim"] = entry.row_limit + 1
             params["cap"] = self.config.scan.max_line_bytes  # a huge Body is cut on the server
-            unless_stopped()
+            unless_stopped(stopped)
             rows = client.query(
                 "SELECT toUnixTimestamp64Milli(Timestamp), SeverityText, SeverityNumber, "
                 "ServiceName, substringUTF8(Body, 1, {cap:UInt64}), LogAttributes "
@@ -344,7 +305,7 @@ class ClickhouseLogSource:
                 parameters=params,
                 settings=settings,
             ).result_rows
-            unless_stopped()
+            unless_stopped(stopped)
             count = client.query(
                 f"SELECT count() FROM {table} WHERE {where}", parameters=params, settings=settings
             ).result_rows[0][0]
