@@ -18,8 +18,8 @@ from logs_helpers import chdb_client, chdb_other_client
 from contracts import QueryLogsRequest, Topic
 from pipeline.client import EvidenceClient, ToolCall
 from pipeline.settings import Settings
-from workers.sources import SourceError
 from tests.pipeline.helpers import assert_exactly_once, books, loads, running_worker
+from workers.sources import SourceError
 from workers.sources.logs.clickhouse import ClickhouseLogSource
 from workers.sources.logs.config import ClickhouseTopic, parse_logs_config
 from workers.sources.logs.router import LogRouter
