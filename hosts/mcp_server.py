@@ -70,7 +70,7 @@ from hosts.mcp_options import (
 )
 from hosts.mcp_pending import MCP_PENDING_MESSAGE, PendingCalls
 from hosts.mcp_progress import current as progress_reporter
-from hosts.mcp_progress import reporting
+from hosts.mcp_progress import local_step, reporting
 from hosts.mcp_serve_http import http_app, serve_http
 from hosts.mcp_tasks import TaskHandles, enable_tasks, task_wait
 from hosts.mcp_time import AS_OF_META_KEY, pinned_run
@@ -196,11 +196,12 @@ def _as_call_result(
 
 
 def local_runner(sources: Mapping[str, Source], settings: Settings) -> Runner:
-    """Run each call's stages in this process (no Redis)."""
+    """Run each call's stages in this process (no Redis); progress: `local_step`."""
     from workers.stage import run_stages
 
     async def run(call: ToolCall, session_id: str, as_of: str | None = None) -> CallResult | None:
         as_of_ms = None if as_of is None else checked_as_of(as_of)  # checked: `pinned_run`
+        await local_step(call.tool_call_id, final=False)
         outcome = await run_stages(
             tool=call.tool,
             tool_call_id=call.tool_call_id,
@@ -210,6 +211,7 @@ def local_runner(sources: Mapping[str, Source], settings: Settings) -> Runner:
             settings=settings,
             as_of_ms=as_of_ms,
         )
+        await local_step(call.tool_call_id, final=True)
         return CallResult.from_views(outcome.observation, outcome.control)
 
     return run
