@@ -97,6 +97,21 @@ def test_mining_groups_variants_and_keeps_distinct_events_apart() -> None:
     }
 
 
+def test_values_of_one_key_are_a_variable_and_the_key_stays() -> None:
+    lines = [
+        f"acquire lock={i}, name={n}, ws={w}, uid={i}"
+        for i, (n, w) in enumerate(
+            [("android", "null"), ("audioserver", "null"), ("com.android.phone", "WorkSource{1}")]
+        )
+    ]
+    lines += ["release lock=3, name=android, ws=null, uid=7"]
+    found = mine(mask(line) for line in lines)
+    assert sorted(set(found.values())) == [
+        "acquire lock=<NUM>, name=<*>, ws=<*>, uid=<NUM>",
+        "release lock=<NUM>, name=android, ws=null, uid=<NUM>",
+    ]
+
+
 @settings(max_examples=40, deadline=None)
 @given(st.randoms(use_true_random=False))
 def test_the_same_lines_give_the_same_templates_in_any_order(rnd: random.Random) -> None:

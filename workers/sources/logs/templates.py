@@ -141,12 +141,39 @@ class _Drain(Drain):  # type: ignore[misc]
                 continue
             if "<" in token and _alike(template_token, token):
                 continue
+            if template_token != token and _same_key(template_token, token):
+                continue  # `name=android,` / `name=audioserver,`: the key is the constant
             constant += 1
             same += template_token == token
         if include_params:
             same += params
             constant += params
         return (same / constant if constant else 1.0), params
+
+    def create_template(self, seq1: Sequence[str], seq2: Sequence[str]) -> list[str]:
+        # seq1 is the new line, seq2 the template: a position where they differ becomes
+        # `<*>`, or `key=<*>` when both are values of one key.
+        out = list(seq2)
+        for i, (token, template_token) in enumerate(zip(seq1, seq2, strict=True)):
+            if token != template_token:
+                key = _same_key(template_token, token)
+                # a separator both end with stays (`name=<*>,`)
+                end = (
+                    token[-1]
+                    if token[-1:] in (",", ";") and template_token[-1:] == token[-1:]
+                    else ""
+                )
+                out[i] = f"{key}{self.param_str}{end}" if key else self.param_str
+        return out
+
+
+_KEY: Final = re.compile(r"[A-Za-z_][^=\s]*=")
+
+
+def _same_key(a: str, b: str) -> str:
+    # The `key=` both tokens start with, or "" (`uid=0` / `uid=1000,` -> "uid=").
+    match = _KEY.match(a)
+    return match.group() if match and b.startswith(match.group()) else ""
 
 
 def _alike(a: str, b: str) -> bool:
