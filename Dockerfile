@@ -14,4 +14,4 @@ ENV ACI_CACHE_DIR=/var/cache/aci-evidence
 RUN mkdir -p /var/cache/aci-evidence && chown nobody:nogroup /var/cache/aci-evidence
 USER nobody
 ENTRYPOINT ["aci-evidence"]
-CMD ["worker", "--concurrency", "32", "--metrics-port", "9100"]
+CMD ["worker", "--concurrency", "32", "--metrics-port", "9100", "--metrics-host", "0.0.0.0"]

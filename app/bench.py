@@ -9,7 +9,10 @@ In one run on one Redis:
    name the others), with the share of CPU time the host stole from this virtual machine
    meanwhile (`steal_pct` and the same suffixes; Linux only);
    and one worker process alone draining a backlog (`drain_1w_per_s`);
-3. peers (with the optional `bench` extra installed): the same no-op round trip through
+3. the agent's pattern (`app.bench_agent`, with the instant source and 1 worker): one call,
+   and a burst of 8 parallel calls, after a pause of `agent_pause` seconds, p50/p90, beside
+   the raw redis-py round trip of one entry after the same pause (`agent_*_ms`);
+4. peers (with the optional `bench` extra installed): the same no-op round trip through
    dramatiq and taskiq-redis.
 """
 
@@ -27,6 +30,7 @@ from typing import Any, Final
 
 import anyio
 
+from app.bench_agent import bench_agent
 from app.fleet import worker_processes
 from pipeline.admin import delete_prefix
 from pipeline.client import EvidenceClient, ToolCall
@@ -221,8 +225,15 @@ async def _redis_url() -> AsyncIterator[str]:
         yield embedded
 
 
-async def run_bench(total: int = 20_000, as_json: bool = False, peers: bool = True) -> int:
-    """Run every measurement and print a table (or one JSON object)."""
+async def run_bench(
+    total: int = 20_000,
+    as_json: bool = False,
+    peers: bool = True,
+    agent_rounds: int = 10,
+    agent_pause: float = 3.0,
+) -> int:
+    """Run every measurement and print a table (or one JSON object). `agent_rounds` of the
+    agent's pattern (0: none), each after `agent_pause` s of quiet, three times."""
     figures: dict[str, Any] = {}
     async with _redis_url() as url, open_redis(url, max_connections=256) as redis:
         figures["raw_per_s"] = round(await bench_raw(redis, total))
@@ -247,6 +258,10 @@ async def run_bench(total: int = 20_000, as_json: bool = False, peers: bool = Tr
                     stolen = steal_pct(before, _cpu_ticks())
                     if stolen is not None:
                         figures[f"steal{suffix}_pct"] = stolen
+                    if name == "instant_1w" and agent_rounds > 0:
+                        figures.update(
+                            await bench_agent(client, redis, rounds=agent_rounds, pause=agent_pause)
+                        )
             if name == "instant_1w":
                 async with EvidenceClient(redis, settings) as client:
                     figures["drain_1w_per_s"] = round(await bench_drain(client, url, total))

@@ -2,6 +2,7 @@
 
 aci-evidence tools --format openai|responses|anthropic|mcp|schema
 aci-evidence call TOOL --id ID --args JSON|@FILE|- [--session S] [--local]
+aci-evidence cancel --session S --id ID [--timeout SEC]   (Ctrl-C on `call` cancels too)
 aci-evidence submit --file F.jsonl --session S [--wait] [--timeout SEC]
 aci-evidence views --session S --view model|control [--follow]
 aci-evidence status [--json] [--watch]
@@ -93,13 +94,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the `aci-evidence` console script: the exit code (see `app.errors`)."""
     with ctrl_c() as ctrl:
         try:
-            from app.errors import guarded
+            from app.errors import guarded, role_needed
 
             args = _parser().parse_args(argv)
             settings: list[Settings] = []  # known once read: the error handler names its endpoint
             return guarded(
                 lambda: _run(args, settings, ctrl),
                 lambda: settings[0].redis_url if settings else None,
+                lambda: role_needed(args.command, bool(getattr(args, "into", None))),
             )
         except KeyboardInterrupt:  # before the error handler was there (still importing)
             return EXIT_ABORTED

@@ -65,9 +65,14 @@ def scenario_clock(scenario: str) -> tuple[str, str]:
 
 
 @contextlib.contextmanager
-def _demo_world(scenario: str, note: Callable[[str], None]) -> Iterator[tuple[dict[str, str], str]]:
+def _demo_world(
+    scenario: str,
+    note: Callable[[str], None],
+    show: Callable[[str, str], None] = lambda title, text: None,
+) -> Iterator[tuple[dict[str, str], str]]:
     """The workers' environment for the scenario's world and its one-line story; the real
-    log files of `FILE_SCENARIO` live in a temporary folder removed afterwards."""
+    log files of `FILE_SCENARIO` live in a temporary folder removed afterwards, and the
+    ACI_LOGS_CONFIG written for them is shown whole (`show`): a day-one template."""
     if scenario != FILE_SCENARIO:
         clock, story = scenario_clock(scenario)
         note(f"the demo world's clock: {clock} (mock logs and the shop database's NOW())")
@@ -93,6 +98,11 @@ def _demo_world(scenario: str, note: Callable[[str], None]) -> Iterator[tuple[di
             f"mysql/slow.log was written by MariaDB itself ({how}, long_query_time=0)"
             if by_mariadb
             else f"mysql/slow.log is in MariaDB's format, not MariaDB's own: {how}"
+        )
+        show(
+            "ACI_LOGS_CONFIG the workers read (a template for your own files; the folder is "
+            "removed at the end)",
+            Path(config).read_text(),
         )
         note("the demo world's clock: now (the files were written just now)")
         yield (
@@ -129,10 +139,11 @@ async def _shop_url() -> tuple[str | None, str]:
     if configured:
         return configured, "using ACI_MYSQL_SHOP_URL"
     try:
-        from workers.sources.mysql.shop import ensure_demo_shop
+        from workers.sources.mysql.shop import prepare_demo_shop
 
         with anyio.fail_after(30):
-            return await ensure_demo_shop(), "loaded the demo `shop` database on localhost"
+            shop = await prepare_demo_shop()
+        return shop.url, shop.note()
     except Exception as exc:  # any failure here only means: no demo database
         return None, (
             f"no MariaDB on localhost ({type(exc).__name__}); query_mysql will answer ERROR. "
@@ -181,7 +192,7 @@ async def run_demo(
     session = "incident-demo"
     shop_url, shop_note = await _shop_url()
     view.note(shop_note)
-    with _demo_world(scenario, view.note) as (world_env, story):
+    with _demo_world(scenario, view.note, view.file) as (world_env, story):
         async with _redis_urls(settings, prefix) as urls:
             embedded = "embedded redis-server (users submitter, worker, auditor)"
             view.note("redis: " + ("ACI_REDIS_URL" if settings.redis_url else embedded))
@@ -225,6 +236,7 @@ async def run_demo(
                             auditor=urls.auditor,
                             display=urls.display,
                             prefix=prefix,
+                            admin=urls.admin,
                         )
                         await _until_interrupted()
                         code = EXIT_ABORTED

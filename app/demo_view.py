@@ -87,11 +87,19 @@ class DemoView:
         self.as_json = as_json
         self.console = console or Console(stderr=as_json)
         self.notes: list[str] = []
+        self.files: dict[str, str] = {}  # title -> text: files the demo wrote, shown whole
 
     def note(self, text: str) -> None:
         self.notes.append(text)
         if not self.as_json:
             self.console.print(Text("• " + safe_text(text), style="dim"))
+
+    def file(self, title: str, text: str) -> None:
+        """Show a file the demo wrote (e.g. its ACI_LOGS_CONFIG, a template to start from)."""
+        self.files[title] = text
+        if not self.as_json:
+            body = Syntax(safe_text(text), "toml", word_wrap=True)
+            self.console.print(Panel(body, title=safe_text(title), title_align="left"))
 
     def call(self, round_no: int, record: dict[str, Any]) -> None:
         if self.as_json:
@@ -185,6 +193,7 @@ class DemoView:
                     {
                         "scenario": scenario,
                         "notes": self.notes,
+                        "files": self.files,
                         "calls": transcript,
                         "timeline": timeline,
                         "what_you_saw": summary,
@@ -198,7 +207,9 @@ class DemoView:
         text = Text("\n").join(Text("• " + safe_text(line)) for line in summary)
         self.console.print(Panel(text, title="what you saw", title_align="left"))
 
-    def keep_running(self, *, submitter: str, auditor: str, display: str, prefix: str) -> None:
+    def keep_running(
+        self, *, submitter: str, auditor: str, display: str, prefix: str, admin: str = ""
+    ) -> None:
         """Where the running demo can be reached. The URLs carry passwords: printed only to a
         terminal, never logged, never into a pipe or a file."""
         out = Console(stderr=True) if self.as_json else self.console
@@ -211,6 +222,7 @@ class DemoView:
         for role, url, use in (
             ("auditor", auditor, "status, views, replay, export"),
             ("submitter", submitter, "call, submit"),
+            *((("administrator", admin, "replay --into, import, reindex"),) if admin else ()),
         ):
             out.print(Text(f"• {role} ({use}):"))
             out.print(Text(f"export ACI_REDIS_URL='{url}' ACI_PREFIX={prefix}"), soft_wrap=True)

@@ -48,7 +48,8 @@ EXIT_ABORTED: Final = 130
 
 EXIT_CODES_HELP: Final = (
     "exit codes: 0 done (evidence found or none), 1 error (a call ended ERROR, Redis down or "
-    "refused), 2 usage or configuration, 3 calls still pending, 130 aborted (Ctrl-C)"
+    "refused), 2 usage or configuration, 3 calls still pending, 4 replay --reexecute ran "
+    "against other sources than the recording's, 130 aborted (Ctrl-C)"
 )
 
 
@@ -99,12 +100,44 @@ _REFUSAL_HINT: Final = {
 }
 
 
+_ADMIN: Final = (
+    "an administrator's URL (the Redis `default` user): it writes finished records, which no"
+    " role may (docs/operations.md)"
+)
+_AUDITOR: Final = "the auditor's URL (a worker's works too)"
+# Which Redis user each command needs: a NOPERM names it, not only "may not do this".
+_ROLE_NEEDED: Final = {
+    "import": _ADMIN,
+    "reindex": "an administrator's URL (the Redis `default` user): it SCANs and writes indexes",
+    "replay": _AUDITOR,
+    "export": _AUDITOR,
+    "views": _AUDITOR,
+    "status": _AUDITOR,
+    "console": _AUDITOR,
+    "worker": "the worker's URL",
+    "call": "the submitter's URL (a worker's works too)",
+    "submit": "the submitter's URL (a worker's works too)",
+    "mcp": "the submitter's URL (a worker's works too)",
+}
+
+
+def role_needed(command: str | None, into: bool = False) -> str | None:
+    """The Redis user `command` needs, in words (`replay --into` needs an administrator)."""
+    if command == "replay" and into:
+        return f"`replay --into` needs {_ADMIN}"
+    role = _ROLE_NEEDED.get(command or "")
+    return f"`{command}` needs {role}" if role else None
+
+
 def _where(url: str | None, terminal: bool) -> str:
     return f"at {endpoint_of(url)}" if terminal else "at ACI_REDIS_URL"
 
 
-def _line(exc: BaseException, url: str | None, terminal: bool) -> tuple[str, int] | None:
-    """The one line and exit code for an expected failure; None for a bug."""
+def _line(
+    exc: BaseException, url: str | None, terminal: bool, role: str | None = None
+) -> tuple[str, int] | None:
+    """The one line and exit code for an expected failure; None for a bug. `role`: what the
+    command needs (`role_needed`), said with a NOPERM."""
     match exc:
         case KeyboardInterrupt():
             return "", EXIT_ABORTED
@@ -120,6 +153,11 @@ def _line(exc: BaseException, url: str | None, terminal: bool) -> tuple[str, int
         case RedisProtocolError() if str(exc) in _REFUSAL_HINT:
             where = _where(url, terminal)
             hint = _REFUSAL_HINT[str(exc)]
+            if str(exc) == "NOPERM" and role:
+                hint = (
+                    f"{role}; the Redis user of ACI_REDIS_URL may not do this"
+                    " (see `aci-evidence acl` for each role's rights)"
+                )
             return f"pipeline error: RedisProtocolError: {exc} from Redis {where}: {hint}", 1
         case PipelineError():
             return f"pipeline error: {type(exc).__name__}: {exc}", EXIT_ERROR
@@ -135,9 +173,14 @@ def _leaves(group: BaseExceptionGroup[BaseException]) -> list[BaseException]:
     return out
 
 
-def guarded(run: Callable[[], int], url: Callable[[], str | None]) -> int:
+def guarded(
+    run: Callable[[], int],
+    url: Callable[[], str | None],
+    role: Callable[[], str | None] = lambda: None,
+) -> int:
     """Run one command; an expected failure (also inside a task group's exception group)
-    becomes one line on stderr and its exit code. `url` gives the Redis URL to name."""
+    becomes one line on stderr and its exit code. `url` gives the Redis URL to name, `role`
+    the Redis user the command needs (`role_needed`, said with a NOPERM)."""
     try:
         return run()
     except BaseException as exc:  # sorted below; a bug is re-raised
@@ -145,7 +188,7 @@ def guarded(run: Callable[[], int], url: Callable[[], str | None]) -> int:
         # Ctrl-C wins over whatever it interrupted; otherwise the first failure is told.
         leaves.sort(key=lambda e: not isinstance(e, KeyboardInterrupt))
         terminal = sys.stderr.isatty()
-        lines = [_line(leaf, url(), terminal) for leaf in leaves]
+        lines = [_line(leaf, url(), terminal, role()) for leaf in leaves]
         if any(line is None for line in lines) or not lines:
             raise
         text, code = lines[0]  # type: ignore[misc]

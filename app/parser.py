@@ -89,12 +89,29 @@ def _queue_commands(sub: Any) -> None:
         "--timeout", type=_seconds, default=30.0,
         help=_say("seconds to wait for the result before exiting 3 (pending)", 30.0),
     )  # fmt: skip
+    p.add_argument(
+        "--as-of", type=_as_of, default=None, metavar="ISO8601",
+        help=_say("pin a query_logs call to an incident time (e.g. 2026-03-14T10:00:00+08:00; "
+                  "without a zone: UTC): its lookback counts back from it", "now"),
+    )  # fmt: skip
+    p = _sub(sub, "cancel", "cancel one call: it ends ERROR/CANCELLED unless it is final first")
+    p.add_argument("--session", required=True, help="the evidence session (required)")
+    p.add_argument("--id", required=True, help="the call's tool call id (required)")
+    p.add_argument(
+        "--timeout", type=_seconds, default=30.0,
+        help=_say("seconds to wait for the call to be final before exiting 3 (pending); exit "
+                  "0 once final (cancelled, or final already), 1 if there is no such call", 30.0),
+    )  # fmt: skip
     p = _sub(sub, "submit", "submit a JSON Lines file of tool calls")
     p.add_argument(
         "--file", required=True,
         help='the file: one {"id", "tool", "arguments"} object per line (required)',
     )  # fmt: skip
     p.add_argument("--session", required=True, help="the evidence session (required)")
+    p.add_argument(
+        "--as-of", type=_as_of, default=None, metavar="ISO8601",
+        help=_say("pin the file's query_logs calls to an incident time (no zone: UTC)", "now"),
+    )  # fmt: skip
     p.add_argument(
         "--wait", action="store_true",
         help=_say("wait for every result and print the counts; exit 3 if some are pending", "off"),
@@ -130,6 +147,13 @@ def _operator_commands(sub: Any) -> None:
     p.add_argument(
         "--metrics-port", type=int, default=None,
         help=_say("serve Prometheus metrics on this port (0: a free one)", "none"),
+    )  # fmt: skip
+    p.add_argument(
+        "--metrics-host", default=os.environ.get("ACI_METRICS_HOST", "127.0.0.1"),
+        help=_say(
+            "the metrics' bind address (0.0.0.0 for a scraper on another machine)",
+            "127.0.0.1", "ACI_METRICS_HOST",
+        ),
     )  # fmt: skip
     p.add_argument(
         "--partitions", type=_partition_list, default=None,
@@ -195,6 +219,11 @@ def _mcp_command(sub: Any) -> None:
         "--token",
         help=_say("bearer token for --http, required off loopback", "none", "ACI_MCP_TOKEN"),
     )
+    p.add_argument(
+        "--as-of", type=_as_of, default=None, metavar="ISO8601",
+        help=_say("pin every query_logs call to an incident time (no zone: UTC; a call's "
+                  "_meta dev.aci-evidence/as_of wins)", "now"),
+    )  # fmt: skip
 
 
 def _console_command(sub: Any) -> None:
@@ -243,6 +272,11 @@ def _replay_commands(sub: Any) -> None:
     p = _sub(sub, "import", "import an exported JSON Lines file")
     p.add_argument("--file", required=True, help="the exported file (required)")
     p.add_argument("--session", help=_say("import under this session instead", "the recorded one"))
+    _sub(
+        sub, "reindex",
+        "index the calls recorded before the sessions' call indexes existed (once, after every "
+        "worker runs this version; an administrator's URL)",
+    )  # fmt: skip
     p = _sub(sub, "bench", "measure the pipeline beside the raw Redis round trip")
     p.add_argument("what", choices=["pipeline"], help="what to measure: pipeline")
     p.add_argument("--total", type=int, default=20_000, help=_say("invocations per run", 20_000))
@@ -250,6 +284,14 @@ def _replay_commands(sub: Any) -> None:
     p.add_argument(
         "--no-peers", action="store_true",
         help=_say("skip the other queues (dramatiq, taskiq)", "off"),
+    )  # fmt: skip
+    p.add_argument(
+        "--agent-rounds", type=int, default=10,
+        help=_say("rounds of one call and a burst of 8 after a pause (0: none)", 10),
+    )  # fmt: skip
+    p.add_argument(
+        "--agent-pause", type=float, default=3.0,
+        help=_say("seconds of quiet before each agent-shaped call", 3.0),
     )  # fmt: skip
     p.add_argument(
         "--cluster", action="store_true",
@@ -272,6 +314,21 @@ def _seconds(text: str) -> float:
     if not 0 < value < float("inf"):
         raise argparse.ArgumentTypeError("seconds: a number above 0, e.g. 30")
     return value
+
+
+def _as_of(text: str) -> str:
+    # Checked here so a bad time is a usage error (exit 2) before anything is sent.
+    import time
+
+    from contracts.window import AsOfError, as_of_problem, parse_as_of
+
+    try:
+        problem = as_of_problem(parse_as_of(text), int(time.time() * 1000))
+    except AsOfError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    if problem:
+        raise argparse.ArgumentTypeError(problem)
+    return text
 
 
 def _partition_list(text: str) -> list[int]:

@@ -29,6 +29,7 @@ import msgspec
 
 from app.commands.calls import need_url
 from app.errors import EXIT_ERROR, CommandError, report
+from app.replay_sources import EXIT_SOURCES_DIFFER, SourceCheck
 from app.terminal import safe_json, safe_text
 from contracts import CONTRACT_VERSION
 from pipeline.call import InvalidSessionId
@@ -200,7 +201,9 @@ def selection_from(args: argparse.Namespace) -> Selection:
     )
 
 
-async def _replay(args: argparse.Namespace, settings: Settings, reporter: Reporter) -> None:
+async def _replay(
+    args: argparse.Namespace, settings: Settings, reporter: Reporter, check: SourceCheck
+) -> None:
     selection = selection_from(args)
     _check_session(args.into)
     if args.file:
@@ -220,6 +223,7 @@ async def _replay(args: argparse.Namespace, settings: Settings, reporter: Report
         async with open_sources() as sources:
             for rec in records:
                 reporter.add(await reexecute(rec, settings, sources))
+                check.add(rec, sources)  # what it ran against, against the recording's
     else:
         for rec in records:
             reporter.add(reproject(rec, settings))
@@ -229,11 +233,17 @@ async def run_replay(args: argparse.Namespace, settings: Settings) -> int:
     """`aci-evidence replay`: 0 when nothing changed or failed, 1 otherwise, 2 on bad input."""
     mode = "reinject" if args.into else "reexecute" if args.reexecute else "reproject"
     reporter = Reporter(as_json=args.json, mode=mode)
+    check = SourceCheck()
     try:
-        await _replay(args, settings, reporter)
+        await _replay(args, settings, reporter, check)
     except ReplayError as exc:
         return _refused("replay", exc)
-    return reporter.finish()
+    code = reporter.finish()
+    warning = check.warning()
+    if warning is None:
+        return code
+    sys.stderr.write(safe_text(warning) + "\n")  # said after the report, so it is seen last
+    return EXIT_SOURCES_DIFFER
 
 
 async def run_export(args: argparse.Namespace, settings: Settings) -> int:

@@ -3,6 +3,10 @@ timeline (first and last page), its sessions list and search, its re-projection 
 64 KB Model Observation's invocation page. Prints the median server time and page size.
 
 Run: .venv/bin/python bench/console_bench.py   (its own key prefix, removed afterwards)
+     .venv/bin/python bench/console_bench.py --scale [--sizes 10000,1000000]: a session's page
+     and `replay --session` beside millions of retained invocations, from the call index and
+     by the SCAN fallback, and admission's cost with the index (bench/call_index_bench.py, on
+     a private redis-server)
 """
 
 from __future__ import annotations
@@ -132,4 +136,15 @@ async def main() -> None:
 
 
 if __name__ == "__main__":
-    anyio.run(main)
+    import sys
+
+    if "--scale" in sys.argv:
+        from pathlib import Path
+
+        sys.path.insert(0, str(Path(__file__).parent))
+        import call_index_bench
+
+        sizes = sys.argv[sys.argv.index("--sizes") + 1] if "--sizes" in sys.argv else None
+        call_index_bench.main([int(n) for n in (sizes or "10000,1000000").split(",")], 10)
+    else:
+        anyio.run(main)

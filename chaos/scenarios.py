@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import random
 import signal
 from typing import Final
@@ -15,6 +16,7 @@ from chaos.hostile import HOSTILE
 from chaos.scenario import Run, Scale, Spec
 from chaos.worker import GARBAGE, HANG
 from pipeline.keys import key_slot
+from pipeline.redis_io import PipelineError
 
 __all__ = ["SCALES", "SPECS"]
 
@@ -193,6 +195,52 @@ async def _hostile_submitter(run: Run) -> None:
     await hostile_submitter(run, big_bytes=big)
 
 
+async def _cancel_storm(run: Run) -> None:
+    """Issue 32: every other call of the plan is cancelled at a random moment (0-1 s after the
+    load reached it: before admission, queued, running or already final) while workers are
+    SIGKILLed and restarted. The books then check every call final exactly once (CANCELLED
+    or its own result), nothing lost."""
+    assert run.client is not None
+    client, rng = run.client, random.Random(23)
+    chosen = [p for n, p in enumerate(run.plan) if n % 2 == 0]
+    sent, ended = 0, list[float]()
+
+    async def cancel_later(session: str, tool_call_id: str, delay: float) -> None:
+        # A cancel finds nothing to cancel until the load has sent the call: tried again
+        # every 50 ms (for up to 5 s); then the time from the cancel to the call's end.
+        nonlocal sent
+        await anyio.sleep(delay)
+        for _ in range(100):
+            with contextlib.suppress(PipelineError):
+                if await client.cancel(session, tool_call_id):
+                    sent += 1
+                    started = anyio.current_time()
+                    if await client.wait(session, [tool_call_id], 20.0):
+                        ended.append(anyio.current_time() - started)
+                    return
+            await anyio.sleep(0.05)
+
+    async with anyio.create_task_group() as group:
+        group.start_soon(_sigkill, run)
+        for n, planned in enumerate(chosen):
+            await run.until_submitted((2 * n + 1) / max(1, run.total))
+            group.start_soon(cancel_later, planned.session, planned.call.tool_call_id,
+                             rng.uniform(0.0, 1.0))  # fmt: skip
+    run.notes.append(f"{sent} cancels sent for {len(chosen)} calls; {_spread(ended)}")
+
+
+def _spread(seconds: list[float]) -> str:
+    """p50, p99 and max of the cancel-to-final times, in ms."""
+    if not seconds:
+        return "no cancel ended in time"
+    ordered = sorted(seconds)
+
+    def at(q: float) -> int:
+        return round(1000 * ordered[min(len(ordered) - 1, int(q * len(ordered)))])
+
+    return f"cancel to final p50 {at(0.5)} ms, p99 {at(0.99)} ms, max {at(1.0)} ms"
+
+
 async def _burst(run: Run) -> None:
     """The burst itself is the fault: everything is submitted at once."""
     await run.load_done.wait()
@@ -223,6 +271,7 @@ SPECS: Final = (
         fault=GARBAGE,
     ),
     Spec(name="burst", fault_kind="burst >> capacity", inject=_burst, burst=True),
+    Spec(name="cancel_storm", fault_kind="cancel half + SIGKILL", inject=_cancel_storm),
     Spec(
         name="hostile_upstream",
         fault_kind="bomb/surrogate/drip",

@@ -22,6 +22,8 @@ class Bounds(msgspec.Struct, frozen=True, kw_only=True):
     logs_message_chars: int = 300
     logs_template_chars: int = 240
     logs_field_chars: int = 120
+    logs_max_fields: int = 24  # fields per event
+    logs_max_bytes: int = 24_576  # patterns and events of the canonical result, as JSON
 
     mysql_max_rows: int = 50
     mysql_max_columns: int = 40

@@ -53,6 +53,9 @@ def build_views(
     attempts: int = 1,
     timings: Timings = _NO_TIMINGS,
     indexed_chunks: int | UnsetType = UNSET,
+    source: dict[str, str] | UnsetType = UNSET,
+    index_rebuilding: bool | UnsetType = UNSET,
+    skipped_runbooks: list[str] | UnsetType = UNSET,
 ) -> tuple[ModelObservation, ControlView]:
     """Both views of a final result: the bounded Model Observation and the Harness Control
     View, whose status is the one the result puts its invocation in (`final_status`)."""
@@ -67,6 +70,9 @@ def build_views(
         attempts=attempts,
         timings=timings,
         indexed_chunks=indexed_chunks,
+        source=source,
+        index_rebuilding=index_rebuilding,
+        skipped_runbooks=skipped_runbooks,
     )
     return observation, control_view(result, meta, observation)
 

@@ -17,7 +17,14 @@ import msgspec
 from msgspec import UNSET, UnsetType
 
 from contracts.bounds import Bounds
-from contracts.results import JsonScalar, LogEvent, LogPattern, LogScope, LogsResult
+from contracts.results import (
+    JsonScalar,
+    LogEvent,
+    LogPattern,
+    LogScope,
+    LogsResult,
+    RecordTimes,
+)
 from contracts.status import EvidenceStatus
 from contracts.text import cut
 
@@ -64,6 +71,16 @@ class LogsUpstream(msgspec.Struct, frozen=True, kw_only=True):
     # True when a scan budget or deadline stopped the count early: `match_count` is then what
     # was found so far, a lower bound (the result is `truncated`; the Control View says so).
     match_count_lower_bound: bool = False
+    # FILE: lines of the files read that are not in their configured format (still matched
+    # as plain text by a query of words), and matched files it could not read at all (a
+    # compression it lacks): counted, never dropped silently. Omitted when there are none.
+    unparsed_lines: int | UnsetType = UNSET
+    unread_files: int | UnsetType = UNSET
+    # Short sentences the model must hear about how the answer was read (at most
+    # `MAX_NOTES`, each cut to `logs_field_chars`).
+    notes: list[str] | UnsetType = UNSET
+    # Records seen outside the window (none in it, or dated in the future): Control View only.
+    record_times: RecordTimes | UnsetType = UNSET
 
 
 _LEVEL_RANK: Final = {
@@ -234,6 +251,9 @@ def project_logs(tool_call_id: str, upstream: LogsUpstream, bounds: Bounds) -> L
     lower_bound = upstream.match_count_lower_bound
     truncated = truncated or lower_bound
     found = match_count > 0
+    events, cut_bytes = _bound_bytes(events, out_patterns, bounds)
+    notes, cut_notes = _bound_notes(upstream.notes, bounds)
+    truncated = truncated or cut_bytes or cut_notes
     return LogsResult(
         evidence_status=EvidenceStatus.EVIDENCE_FOUND if found else EvidenceStatus.NO_EVIDENCE,
         tool_call_id=tool_call_id,
@@ -245,4 +265,47 @@ def project_logs(tool_call_id: str, upstream: LogsUpstream, bounds: Bounds) -> L
         events=events,
         truncated=truncated,
         match_count_lower_bound=True if lower_bound else UNSET,
+        unparsed_lines=upstream.unparsed_lines or UNSET,
+        unread_files=upstream.unread_files or UNSET,
+        notes=notes,
+        record_times=upstream.record_times,
     )
+
+
+MAX_NOTES: Final = 4
+_ENCODER: Final = msgspec.json.Encoder()
+
+
+def _bound_notes(
+    notes: list[str] | UnsetType, bounds: Bounds
+) -> tuple[list[str] | UnsetType, bool]:
+    if not notes:
+        return UNSET, False
+    out = [cut(note, bounds.logs_field_chars * 2) for note in notes[:MAX_NOTES]]
+    return [text for text, _ in out], len(notes) > MAX_NOTES or any(c for _, c in out)
+
+
+def _bound_bytes(
+    events: list[LogEvent], patterns: list[LogPattern], bounds: Bounds
+) -> tuple[list[LogEvent], bool]:
+    """At most `logs_max_fields` fields per event, and events and patterns within
+    `logs_max_bytes` of JSON (as MySQL's rows): the largest events leave first."""
+    was_cut = False
+    if any(len(e.fields) > bounds.logs_max_fields for e in events):
+        was_cut = True
+        events = [
+            msgspec.structs.replace(
+                e, fields=dict(list(e.fields.items())[: bounds.logs_max_fields])
+            )
+            for e in events
+        ]
+    used = sum(len(_ENCODER.encode(p)) + 1 for p in patterns)
+    sizes = [len(_ENCODER.encode(e)) + 1 for e in events]
+    if used + sum(sizes) <= bounds.logs_max_bytes:
+        return events, was_cut
+    keep = set(range(len(events)))
+    for i in sorted(keep, key=lambda i: (-sizes[i], -i)):
+        if used + sum(sizes[j] for j in keep) <= bounds.logs_max_bytes:
+            break
+        keep.discard(i)
+    return [e for i, e in enumerate(events) if i in keep], True

@@ -12,6 +12,9 @@ One representation per value kind (documented in docs/mysql.md):
 | BINARY / BLOB bytes | `"base64:<data>"` |
 | JSON column | the JSON value itself (objects and arrays as objects and arrays) |
 | long text | a verbatim prefix; `truncated` becomes true |
+| long JSON value or bytes | a prefix of its JSON or base64 text ending `…[cut]` (not valid) |
+
+Columns past `mysql_max_columns` are left out and named in `dropped_columns`.
 
 `to_json_cell` is idempotent, so a recorded upstream answer re-projects identically.
 """
@@ -25,6 +28,7 @@ from decimal import Decimal
 from typing import Any, Final
 
 import msgspec
+from msgspec import UNSET, UnsetType
 
 from contracts.bounds import Bounds
 from contracts.results import MysqlResult
@@ -35,6 +39,9 @@ __all__ = ["MysqlUpstream", "project_mysql", "to_json_cell"]
 
 _MAX_SAFE_INT: Final = 2**53
 _ENCODER: Final = msgspec.json.Encoder()
+_MAX_WARNINGS: Final = 5
+CUT_MARK: Final = "…[cut]"  # ends a JSON or base64 cell cut to its bound
+_MAX_DROPPED: Final = 50  # names of left-out columns listed (the rest only counted)
 
 
 class MysqlUpstream(msgspec.Struct, frozen=True, kw_only=True):
@@ -44,6 +51,9 @@ class MysqlUpstream(msgspec.Struct, frozen=True, kw_only=True):
     columns: list[str]
     rows: list[list[Any]]
     stopped_early: bool = False
+    # Server warnings that change no value (1365: a division by zero answered NULL), said as
+    # `warning 1365: division by zero`; those that cut or corrupt one are errors instead.
+    warnings: list[str] | UnsetType = UNSET
 
 
 def _timedelta_text(value: dt.timedelta) -> str:
@@ -66,7 +76,9 @@ def to_json_cell(value: Any) -> Any:
             return value
         return "NaN" if math.isnan(value) else ("Infinity" if value > 0 else "-Infinity")
     if isinstance(value, Decimal):
-        return str(value)
+        # Digits as the server prints them: `str` would say `0E-8` or `1.200E-7` below 1e-6.
+        exponent = value.as_tuple().exponent
+        return format(value, "f") if isinstance(exponent, int) and exponent < 0 else str(value)
     if isinstance(value, dt.datetime | dt.date | dt.time):
         return value.isoformat()
     if isinstance(value, dt.timedelta):
@@ -80,16 +92,33 @@ def to_json_cell(value: Any) -> Any:
     return str(value)
 
 
+def _marked(text: str, limit: int) -> str:
+    """A prefix of `text` ending with `CUT_MARK`, `limit` characters in all (a bare prefix
+    when the bound leaves no room for the mark)."""
+    if limit <= len(CUT_MARK):
+        return text[:limit]
+    return text[: limit - len(CUT_MARK)] + CUT_MARK
+
+
 def _bound_cell(value: Any, limit: int) -> tuple[Any, bool]:
     value = to_json_cell(value)
     if isinstance(value, str):
+        if value.startswith("base64:") and len(value) > limit:
+            return _marked(value, limit), True  # a prefix of base64 is not the bytes' prefix
         return cut(value, limit)
     if isinstance(value, dict | list):
         text = _ENCODER.encode(value).decode("utf-8")
         if len(text) > limit:
-            # A nested value too large to show whole is shown as a verbatim prefix of its JSON.
-            return text[:limit], True
+            # A nested value too large to show whole: a prefix of its JSON, marked as cut.
+            return _marked(text, limit), True
     return value, False
+
+
+def _dropped(names: list[str]) -> list[str] | UnsetType:
+    if not names:
+        return UNSET
+    shown = [cut(str(n), 64)[0] for n in names[:_MAX_DROPPED]]
+    return shown + ([f"and {len(names) - _MAX_DROPPED} more"] if len(names) > _MAX_DROPPED else [])
 
 
 def project_mysql(tool_call_id: str, upstream: MysqlUpstream, bounds: Bounds) -> MysqlResult:
@@ -126,4 +155,6 @@ def project_mysql(tool_call_id: str, upstream: MysqlUpstream, bounds: Bounds) ->
         rows=rows,
         returned_count=len(rows),
         truncated=truncated,
+        warnings=upstream.warnings[:_MAX_WARNINGS] if upstream.warnings else UNSET,
+        dropped_columns=_dropped(upstream.columns[ncols:]),
     )

@@ -6,6 +6,7 @@ reads: keep them short and free of infrastructure words. Developer notes go in c
 
 from __future__ import annotations
 
+import re
 from typing import Annotated, Final
 
 import msgspec
@@ -168,9 +169,25 @@ def decode_invocation(
     return _check_semantics(request, tool_call_id)
 
 
+_TOO_LONG: Final = re.compile(r"Expected `(str|array)` of length <= (\d+) - at `(\$[^`]*)`")
+
+
 def _with_root_path(message: str) -> str:
     # msgspec names nested paths (`$.params[2]`) but not the root for root-level failures.
+    message = _plain_cap(message)
     return message if "`$" in message else f"{message} - at `$`"
+
+
+def _plain_cap(message: str) -> str:
+    """A size cap said as one (`sql is longer than its cap of 8,000 characters`), where msgspec
+    says "Expected `str` of length <= 8000"."""
+    found = _TOO_LONG.fullmatch(message)
+    if found is None:
+        return message
+    kind, cap, path = found.group(1), int(found.group(2)), found.group(3)
+    what = "characters" if kind == "str" else "items"
+    name = path.removeprefix("$.") or "the value"
+    return f"{name} is longer than its cap of {cap:,} {what}; shorten it - at `{path}`"
 
 
 def _check_semantics(request: Request, tool_call_id: str) -> Request | ErrorResult:

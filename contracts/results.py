@@ -25,6 +25,8 @@ __all__ = [
     "LogsResult",
     "MysqlResult",
     "RagResult",
+    "RecordTimes",
+    "cancelled_result",
     "decode_result",
     "encode_result",
     "error_result",
@@ -87,6 +89,20 @@ class LogEvent(msgspec.Struct, frozen=True, kw_only=True):
     fields: dict[str, JsonScalar] = {}
 
 
+class RecordTimes(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
+    """What a log search saw of its records' times outside its window (Control View only).
+
+    `nearest_before` / `nearest_after`: records were read but none fell in the window; the
+    times of the nearest ones before its start and after its end (a post-mortem at the wrong
+    time, or a lookback too short). `future_records`: records dated later than the clock that
+    read them (a wrong timezone of the topic), and `latest` the latest such time."""
+
+    nearest_before: str | UnsetType = UNSET
+    nearest_after: str | UnsetType = UNSET
+    future_records: int | UnsetType = UNSET
+    latest: str | UnsetType = UNSET
+
+
 class LogsResult(msgspec.Struct, frozen=True, kw_only=True):
     """Canonical result of `query_logs`."""
 
@@ -102,6 +118,13 @@ class LogsResult(msgspec.Struct, frozen=True, kw_only=True):
     # Present (true) only when the source stopped counting early (scan budget, deadline):
     # `match_count` is then a lower bound. Omitted otherwise, so exact results are unchanged.
     match_count_lower_bound: bool | UnsetType = UNSET
+    # FILE: lines not in their configured format, matched files it could not read (a
+    # compression it lacks), and short notes for the model on both. Omitted when none.
+    unparsed_lines: int | UnsetType = UNSET
+    unread_files: int | UnsetType = UNSET
+    notes: list[str] | UnsetType = UNSET
+    # Present only when the search saw records outside its window worth saying (above).
+    record_times: RecordTimes | UnsetType = UNSET
 
 
 class MysqlResult(msgspec.Struct, frozen=True, kw_only=True):
@@ -113,6 +136,10 @@ class MysqlResult(msgspec.Struct, frozen=True, kw_only=True):
     rows: list[list[Any]]
     returned_count: int
     truncated: bool
+    # Server warnings that changed no value (`warning 1365: division by zero`), at most 5.
+    warnings: list[str] | UnsetType = UNSET
+    # The columns past the column bound, left out (at most 50 names, then `and N more`).
+    dropped_columns: list[str] | UnsetType = UNSET
 
 
 class ErrorDetail(msgspec.Struct, frozen=True, kw_only=True):
@@ -141,6 +168,24 @@ def error_result(
     if len(text) > ERROR_MESSAGE_CHARS:
         text = text[: ERROR_MESSAGE_CHARS - 1] + "…"
     return ErrorResult(tool_call_id=tool_call_id, error=ErrorDetail(code=code, message=text))
+
+
+# What the model reads of a cancelled call: that it was stopped, never that nothing was found.
+CANCELLED_QUEUED: Final = (
+    "the call was cancelled by the caller before it ran: no query was run, so this says "
+    "nothing about the evidence; call again if it is still needed"
+)
+CANCELLED_RUNNING: Final = (
+    "the call was cancelled by the caller while it ran and was stopped: no result, so this "
+    "says nothing about the evidence; call again if it is still needed"
+)
+
+
+def cancelled_result(tool_call_id: str | UnsetType, *, started: bool = False) -> ErrorResult:
+    """The ERROR/CANCELLED result of a call its submitter cancelled (`started`: while it ran).
+    Use it for every cancelled call, so the model is always told the same thing."""
+    message = CANCELLED_RUNNING if started else CANCELLED_QUEUED
+    return error_result(ErrorCode.CANCELLED, message, tool_call_id)
 
 
 _ENCODER: Final = msgspec.json.Encoder()

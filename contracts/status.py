@@ -19,7 +19,20 @@ __all__ = [
 ]
 
 # Bumped on any change of a frozen field set; carried on every envelope on the wire.
+# Additions within v1 (optional, omitted when absent: msgspec schema evolution, so readers of
+# either side ignore what they do not know and nothing already recorded changes):
+# - LogsResult / ControlView `match_count_lower_bound` (a log scan stopped early).
+# - Issue 31, incident time: envelope `as_of_ms` (a harness's pin) and `window_end_ms`
+#   (written by admission); LogsUpstream / LogsResult / ControlView `record_times`
+#   (`RecordTimes`: nearest records of an empty window, future-dated records); a log call's
+#   Control View `scope` gains `start_time`, `end_time` and, when pinned, `as_of` (which its
+#   fingerprint covers).
 CONTRACT_VERSION = 1
+# Additions within version 1 (msgspec schema evolution: nothing renamed or removed, so a
+# record written before decodes as it did):
+# - ErrorCode.CANCELLED (issue 32): an invocation cancelled by its submitter before or while
+#   it ran ends ERROR/CANCELLED, exactly once. A reader built before it decodes such a result's
+#   code as unknown; every record it wrote decodes unchanged.
 
 
 class EvidenceStatus(enum.StrEnum):
@@ -57,6 +70,8 @@ class ErrorCode(enum.StrEnum):
     TIMEOUT = "TIMEOUT"
     PROJECTION = "PROJECTION"
     GAVE_UP = "GAVE_UP"
+    # Cancelled by its submitter before or while it ran: not a finding, nothing to conclude.
+    CANCELLED = "CANCELLED"
 
 
 class Topic(enum.StrEnum):

@@ -5,6 +5,8 @@
   of the largest list go first (deterministically), then trailing MySQL columns, then the
   longest remaining text (echoed query, scope, error message) is halved, and `truncated`
   becomes true (an error observation has no such flag; only its message can be cut).
+  Every string is shown as `contracts.text.visible_text` shows it (hidden code points
+  removed or marked): excerpts, log messages and rows are untrusted data.
 - `control_view`: the Harness Control View, for the harness's decisions. No evidence bodies.
 """
 
@@ -27,8 +29,10 @@ from contracts.results import (
     LogsResult,
     MysqlResult,
     RagResult,
+    RecordTimes,
 )
 from contracts.status import ErrorCode, EvidenceStatus, LifecycleStatus, RelevanceLevel
+from contracts.text import visible_text
 
 __all__ = [
     "ControlView",
@@ -66,6 +70,9 @@ class LogsObservation(msgspec.Struct, frozen=True, kw_only=True):
     patterns: list[LogPattern]
     events: list[LogEvent]
     truncated: bool
+    # How the answer was read, when the model must know (lines not in their format, files
+    # it could not read): omitted otherwise.
+    notes: list[str] | UnsetType = UNSET
 
 
 class MysqlObservation(msgspec.Struct, frozen=True, kw_only=True):
@@ -76,6 +83,11 @@ class MysqlObservation(msgspec.Struct, frozen=True, kw_only=True):
     columns: list[str]
     rows: list[list[Any]]
     truncated: bool
+    # The server's warnings that changed no value, briefly (the model may need to know a
+    # NULL came from a division by zero).
+    warnings: list[str] | UnsetType = UNSET
+    # The columns left out past the column bound, by name (the model may ask for them).
+    dropped_columns: list[str] | UnsetType = UNSET
 
 
 class ErrorObservation(msgspec.Struct, frozen=True, kw_only=True):
@@ -98,6 +110,26 @@ def encode_view(view: msgspec.Struct) -> bytes:
 
 
 def _first_view(result: CanonicalResult) -> ModelObservation:
+    """The whole observation of a result, its strings made visible (`_visible`)."""
+    return _visible(_whole_view(result))
+
+
+def _visible(view: ModelObservation) -> ModelObservation:
+    """`view` with every string as `contracts.text.visible_text` shows it: evidence is data
+    written by others, and hidden code points (tag characters spelling instructions, zero-width
+    and bidi marks) must not reach the model unseen. One pass over the encoded view; a view
+    without such code points (nearly all) is returned as is."""
+    raw = _ENCODER.encode(view)
+    if raw.isascii():
+        return view
+    text = raw.decode("utf-8")
+    shown = visible_text(text, newline="\\n")
+    if shown is text:
+        return view
+    return msgspec.json.decode(shown, type=type(view))
+
+
+def _whole_view(result: CanonicalResult) -> ModelObservation:
     match result:
         case RagResult():
             return RagObservation(
@@ -117,6 +149,7 @@ def _first_view(result: CanonicalResult) -> ModelObservation:
                 patterns=result.patterns,
                 events=result.events,
                 truncated=result.truncated,
+                notes=result.notes,
             )
         case MysqlResult():
             return MysqlObservation(
@@ -125,6 +158,8 @@ def _first_view(result: CanonicalResult) -> ModelObservation:
                 columns=result.columns,
                 rows=result.rows,
                 truncated=result.truncated,
+                warnings=result.warnings,
+                dropped_columns=result.dropped_columns,
             )
         case ErrorResult():
             return ErrorObservation(
@@ -232,6 +267,9 @@ class InvocationMeta(msgspec.Struct, frozen=True, kw_only=True):
     attempts: int = 1
     timings: Timings = Timings()
     indexed_chunks: int | UnsetType = UNSET
+    source: dict[str, str] | UnsetType = UNSET
+    index_rebuilding: bool | UnsetType = UNSET
+    skipped_runbooks: list[str] | UnsetType = UNSET
 
 
 class ControlView(msgspec.Struct, frozen=True, kw_only=True):
@@ -249,6 +287,9 @@ class ControlView(msgspec.Struct, frozen=True, kw_only=True):
     match_count: int | UnsetType = UNSET
     # True when `match_count` is a lower bound (a log scan stopped early); omitted when exact.
     match_count_lower_bound: bool | UnsetType = UNSET
+    # FILE: lines not in their configured format, and matched files it could not read.
+    unparsed_lines: int | UnsetType = UNSET
+    unread_files: int | UnsetType = UNSET
     relevance_level: RelevanceLevel | UnsetType = UNSET
     truncated: bool | UnsetType = UNSET
     source_kind: str | UnsetType = UNSET
@@ -257,6 +298,19 @@ class ControlView(msgspec.Struct, frozen=True, kw_only=True):
     timings: Timings
     # The size of the embedded knowledge index that answered a RAG result (when it says).
     indexed_chunks: int | UnsetType = UNSET
+    # A log search's records outside its window (`contracts.results.RecordTimes`).
+    record_times: RecordTimes | UnsetType = UNSET
+    # What the source answered from: its configuration fingerprint (workers.sources.identity:
+    # runbook folder digest and index id, the log topic's backend and config digest, the data
+    # source names; never a secret), so a replay knows what it ran against.
+    source: dict[str, str] | UnsetType = UNSET
+    # query_mysql: the server's warnings that changed no value (see MysqlResult.warnings).
+    warnings: list[str] | UnsetType = UNSET
+    # True when the embedded index that answered is the previous one, kept answering while
+    # the runbooks' new index is built; omitted otherwise.
+    index_rebuilding: bool | UnsetType = UNSET
+    # Runbooks the embedded index left out (larger than its size cap), by name; omitted if none.
+    skipped_runbooks: list[str] | UnsetType = UNSET
 
 
 def control_view(
@@ -266,10 +320,12 @@ def control_view(
     returned: int | UnsetType = UNSET
     match_count: int | UnsetType = UNSET
     lower_bound: bool | UnsetType = UNSET
+    unparsed: tuple[int | UnsetType, int | UnsetType] = (UNSET, UNSET)
     relevance: RelevanceLevel | UnsetType = UNSET
     source_kind: str | UnsetType = UNSET
     error_code: ErrorCode | UnsetType = UNSET
     truncated: bool | UnsetType = UNSET
+    warnings: list[str] | UnsetType = UNSET
     match result:
         case ErrorResult():
             error_code = result.error.code
@@ -280,8 +336,10 @@ def control_view(
             returned, match_count = result.returned_count, result.match_count
             source_kind, truncated = result.source_kind, result.truncated
             lower_bound = result.match_count_lower_bound
+            unparsed = (result.unparsed_lines, result.unread_files)
         case MysqlResult():
             returned, truncated = result.returned_count, result.truncated
+            warnings = result.warnings
     if observation is not None and getattr(observation, "truncated", False):
         truncated = True
     return ControlView(
@@ -296,6 +354,8 @@ def control_view(
         returned_count=returned,
         match_count=match_count,
         match_count_lower_bound=lower_bound,
+        unparsed_lines=unparsed[0],
+        unread_files=unparsed[1],
         relevance_level=relevance,
         truncated=truncated,
         source_kind=source_kind,
@@ -303,4 +363,9 @@ def control_view(
         attempts=meta.attempts,
         timings=meta.timings,
         indexed_chunks=meta.indexed_chunks if isinstance(result, RagResult) else UNSET,
+        record_times=result.record_times if isinstance(result, LogsResult) else UNSET,
+        source=meta.source,
+        warnings=warnings,
+        index_rebuilding=meta.index_rebuilding if isinstance(result, RagResult) else UNSET,
+        skipped_runbooks=meta.skipped_runbooks if isinstance(result, RagResult) else UNSET,
     )

@@ -25,6 +25,7 @@ from hosts.turn import (
     model_text,
 )
 from pipeline.client import CallResult, EvidenceClient, ToolCall
+from pipeline.window import AsOf
 
 __all__ = ["answer_tool_calls", "format_result", "read_tool_calls", "user_message"]
 
@@ -68,12 +69,19 @@ def user_message(blocks: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 async def answer_tool_calls(
-    message: object, client: EvidenceClient, session_id: str, *, timeout: float = 30.0
+    message: object,
+    client: EvidenceClient,
+    session_id: str,
+    *,
+    timeout: float = 30.0,
+    as_of: AsOf | None = None,
 ) -> dict[str, Any] | None:
     """Run every `tool_use` of the turn in parallel; the user message answering all of them
-    (None when the message has no `tool_use` block)."""
+    (None when the message has no `tool_use` block).
+    `as_of` (the harness's, never the model's) pins the log calls to an incident time.
+    """
     calls = read_tool_calls(message)
     if not calls:
         return None
-    results = await answer_calls(client, session_id, calls, timeout)
+    results = await answer_calls(client, session_id, calls, timeout, as_of)
     return user_message([format_result(c, r) for c, r in zip(calls, results, strict=True)])

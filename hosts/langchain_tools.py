@@ -40,6 +40,7 @@ class EvidenceTool(BaseTool):
     client: EvidenceClient
     session_id: str
     timeout: float = 30.0
+    as_of: str | None = None  # the harness's incident time for query_logs (ISO 8601)
 
     def _to_args_and_kwargs(
         self, tool_input: str | dict[str, Any], tool_call_id: str | None
@@ -55,7 +56,7 @@ class EvidenceTool(BaseTool):
         call = ToolCall(
             tool=self.name, tool_call_id=kwargs["tool_call_id"], arguments=kwargs["arguments"]
         )
-        result = await self.client.call(self.session_id, call, self.timeout)
+        result = await self.client.call(self.session_id, call, self.timeout, as_of=self.as_of)
         if call.tool_call_id is None:
             # Invoked with bare arguments: no call id, so the INVALID_TOOL_CALL_ID error as
             # text (a ToolMessage needs an id, and none is minted).
@@ -64,9 +65,10 @@ class EvidenceTool(BaseTool):
 
 
 def evidence_tools(
-    client: EvidenceClient, session_id: str, *, timeout: float = 30.0
+    client: EvidenceClient, session_id: str, *, timeout: float = 30.0, as_of: str | None = None
 ) -> list[BaseTool]:
-    """The three evidence tools, answering through `client` in `session_id`."""
+    """The three evidence tools, answering through `client` in `session_id`; `as_of` (ISO
+    8601 with a zone) pins their log calls to an incident time."""
     if not is_valid_session_id(session_id):
         raise InvalidSessionId(session_id)
     return [
@@ -77,6 +79,7 @@ def evidence_tools(
             client=client,
             session_id=session_id,
             timeout=timeout,
+            as_of=as_of,
         )
         for tool in export_tools("schema")
     ]

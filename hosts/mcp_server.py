@@ -18,6 +18,8 @@ session manager); a 2026-07-28 HTTP request has no MCP session, so whatever `Mcp
 carries it is its own connection and gets a fresh session. `--session` puts every call in one
 named session instead: meant for one host that sends `_meta` ids.
 
+Incident time (a harness's, never the model's): `--as-of`, or `_meta` per call (`mcp_time`).
+
 Over HTTP, sessions are bounded, idle ones time out, new ones are limited per client and an
 optional bearer token (required on a non-loopback bind) guards everything: `hosts.mcp_http`.
 
@@ -54,11 +56,16 @@ from contracts import (
 )
 from hosts.listen import http_server, is_loopback, listen_problem
 from hosts.mcp_http import DEFAULT_LIMITS, HttpLimits, SessionGate
+from hosts.mcp_progress import current as progress_reporter
+from hosts.mcp_progress import reporting
+from hosts.mcp_tasks import TaskHandles, enable_tasks, task_wait
+from hosts.mcp_time import AS_OF_META_KEY, pinned_run
 from hosts.turn import is_error, model_object, model_text
 from pipeline.client import CallResult, EvidenceClient, ToolCall
 from pipeline.keys import is_valid_session_id
 from pipeline.redis_io import PipelineError
 from pipeline.settings import Settings
+from pipeline.window import checked_as_of
 from workers.sources import Source
 
 if TYPE_CHECKING:
@@ -67,6 +74,7 @@ if TYPE_CHECKING:
     from mcp.server.lowlevel import Server
 
 __all__ = [
+    "AS_OF_META_KEY",
     "DEFAULT_TIMEOUT_S",
     "TOKEN_ENV",
     "TOOL_CALL_ID_META_KEY",
@@ -93,7 +101,8 @@ _MIN_TOKEN_CHARS: Final = 16
 log = logging.getLogger("aci.mcp")
 
 Runner = Callable[[ToolCall, str], Awaitable[CallResult | None]]
-"""Runs one call in a session; None while it is still running at the timeout."""
+"""Runs one call in a session; None while it is still running at the timeout. (The runners
+here also take a checked incident time, `run(call, session, as_of)`: `hosts.mcp_time`.)"""
 
 
 class ServeOptions(msgspec.Struct, frozen=True, kw_only=True):
@@ -106,6 +115,7 @@ class ServeOptions(msgspec.Struct, frozen=True, kw_only=True):
     host: str = "127.0.0.1"  # the HTTP bind address
     token: str | None = None  # HTTP bearer token (else ACI_MCP_TOKEN); needed off loopback
     limits: HttpLimits = DEFAULT_LIMITS  # HTTP sessions: bounds, idle timeout, per client
+    as_of: str | None = None  # pin every query_logs call to this incident time (ISO 8601)
 
 
 def read_call(
@@ -177,7 +187,8 @@ def local_runner(sources: Mapping[str, Source], settings: Settings) -> Runner:
     """Run each call's stages in this process (no Redis)."""
     from workers.stage import run_stages
 
-    async def run(call: ToolCall, session_id: str) -> CallResult | None:
+    async def run(call: ToolCall, session_id: str, as_of: str | None = None) -> CallResult | None:
+        as_of_ms = None if as_of is None else checked_as_of(as_of)  # checked: `pinned_run`
         outcome = await run_stages(
             tool=call.tool,
             tool_call_id=call.tool_call_id,
@@ -185,6 +196,7 @@ def local_runner(sources: Mapping[str, Source], settings: Settings) -> Runner:
             session_id=session_id,
             sources=sources,
             settings=settings,
+            as_of_ms=as_of_ms,
         )
         return CallResult.from_views(outcome.observation, outcome.control)
 
@@ -194,9 +206,14 @@ def local_runner(sources: Mapping[str, Source], settings: Settings) -> Runner:
 def queue_runner(client: EvidenceClient, timeout: float) -> Runner:
     """Submit each call to the queue and await it (None while still running at `timeout`)."""
 
-    async def run(call: ToolCall, session_id: str) -> CallResult | None:
+    async def run(call: ToolCall, session_id: str, as_of: str | None = None) -> CallResult | None:
         try:
-            return await client.call(session_id, call, timeout)
+            # Cancelled (`notifications/cancelled`, a closed 2026-07-28 response stream): the
+            # call is cancelled too (`cancel_on_exit`); progress reported when asked.
+            wait = task_wait(timeout, session_id)  # shorter for a would-be MCP task
+            return await client.call(
+                session_id, call, wait, on_progress=progress_reporter(), as_of=as_of
+            )
         except PipelineError as exc:
             log.warning("the queue failed: %s", type(exc).__name__)
             message = "the evidence queue is unavailable; try again later"
@@ -246,6 +263,7 @@ def build_server(
     *,
     http: bool = False,
     data_sources: Sequence[str] = (),
+    as_of: str | None = None,
 ) -> Server[Any]:
     """The MCP server (low-level `mcp.server.lowlevel.Server`) answering with `runner`,
     every call in `session`, or (None) in a session per MCP connection; `http` when it
@@ -265,7 +283,8 @@ def build_server(
         ctx: ServerRequestContext[Any], params: mcp_types.CallToolRequestParams
     ) -> mcp_types.CallToolResult:
         call = read_call(params.name, params.arguments, params.meta, ctx.request_id)
-        result = await runner(call, _call_session(ctx, session))
+        with reporting(ctx, params.meta):  # issue 32: `_meta.progressToken` honoured
+            result = await pinned_run(runner, call, _call_session(ctx, session), params.meta, as_of)
         return types.CallToolResult.model_validate(call_tool_result(call, result))
 
     try:
@@ -370,7 +389,13 @@ async def serve(options: ServeOptions, settings: Settings) -> int:
             runner = queue_runner(client, options.timeout)
             log.info("calls go through the queue")
         http = options.http_port is not None
-        server = build_server(runner, options.session, http=http, data_sources=data_sources)
+        server = build_server(
+            runner, options.session, http=http, data_sources=data_sources, as_of=options.as_of
+        )
+        if not local:  # issue 32: queued calls as MCP tasks (`hosts.mcp_tasks`)
+            handles = TaskHandles.from_env(options.token)
+            ttl_ms = settings.retention_s * 1000
+            enable_tasks(server, client, handles, ttl_ms=ttl_ms, session=options.session)
         if options.http_port is not None:
             await _serve_http(server, options)
             return 0

@@ -15,6 +15,7 @@ from typing import Any
 
 from hosts.turn import answer_calls, field, items, model_text
 from pipeline.client import CallResult, EvidenceClient, ToolCall
+from pipeline.window import AsOf
 
 __all__ = ["answer_tool_calls", "format_result", "read_tool_calls"]
 
@@ -46,9 +47,16 @@ def format_result(call: ToolCall, result: CallResult | None) -> dict[str, Any]:
 
 
 async def answer_tool_calls(
-    message: object, client: EvidenceClient, session_id: str, *, timeout: float = 30.0
+    message: object,
+    client: EvidenceClient,
+    session_id: str,
+    *,
+    timeout: float = 30.0,
+    as_of: AsOf | None = None,
 ) -> list[dict[str, Any]]:
-    """Run every call of the turn in parallel; one tool message per call, in order."""
+    """Run every call of the turn in parallel; one tool message per call, in order.
+    `as_of` (the harness's, never the model's) pins the log calls to an incident time.
+    """
     calls = read_tool_calls(message)
-    results = await answer_calls(client, session_id, calls, timeout)
+    results = await answer_calls(client, session_id, calls, timeout, as_of)
     return [format_result(c, r) for c, r in zip(calls, results, strict=True)]

@@ -21,6 +21,7 @@ import msgspec
 
 from contracts import EvidenceStatus, LifecycleStatus
 from pipeline.client import CallResult, EvidenceClient, ToolCall
+from pipeline.window import AsOf
 
 __all__ = [
     "NO_EVIDENCE_NOTE",
@@ -123,9 +124,14 @@ def control_artifact(call: ToolCall, result: CallResult | None) -> dict[str, Any
 
 
 async def answer_calls(
-    client: EvidenceClient, session_id: str, calls: Sequence[ToolCall], timeout: float
+    client: EvidenceClient,
+    session_id: str,
+    calls: Sequence[ToolCall],
+    timeout: float,
+    as_of: AsOf | None = None,
 ) -> list[CallResult | None]:
-    """Submit all calls of one assistant turn at once and await them together."""
+    """Submit all calls of one assistant turn at once and await them together; `as_of` (the
+    harness's, never the model's) pins the log calls among them to an incident time."""
     if not calls:
         return []
-    return await client.call_many(session_id, calls, timeout)
+    return await client.call_many(session_id, calls, timeout, as_of=as_of)

@@ -98,6 +98,9 @@ _WORKER_COMMANDS: Final = (
     "+xinfo|stream", "+xsetid", "+xgroup|setid",  # take.lua: an exhausted request stream's reset
     "+exists", "+hget", "+hmget", "+hset", "+set", "+pexpire", "+zadd", "+zremrangebyscore",
     "+zrem", "+zcount",  # its heartbeat (pipeline.heartbeat)
+    "+client|tracking",  # admission's doorbell (pipeline.doorbell): names of keys, never data
+    # A session's call index (admit.lua, and the janitor's prune_calls.lua: pipeline.call_index)
+    "+zrange", "+zrangebyscore", "+zscore", "+zcard", "+pttl", "+persist",
 )  # fmt: skip
 # pipeline.status, `views`, `replay`/`export`: reads only. SCAN has no key argument, so it
 # lists key names of every prefix (names, never values): `replay` needs it to find a

@@ -23,6 +23,7 @@ when its call record has not appeared within `Settings.admit_resend_s` (idempote
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 from typing import Any, Final, NamedTuple
 
@@ -33,9 +34,17 @@ from contracts import (
     is_valid_tool_call_id,
     normalise_scope,
 )
-from pipeline.envelope import EnvelopeError, decode_envelope, scope_key_of
+from contracts.window import pin_scope
+from pipeline.envelope import (
+    EnvelopeError,
+    Invocation,
+    decode_envelope,
+    encode_envelope,
+    scope_key_of,
+)
 from pipeline.keys import ADMISSION_GROUP, Keys, Partition
 from pipeline.record import ENTRY_DATA
+from pipeline.window import admit_window
 
 __all__ = [
     "ADMIT_CONFLICT",
@@ -133,8 +142,10 @@ def judge(
     *,
     argument_max_bytes: int,
     default_lookback: int,
+    now_ms: int | None = None,
 ) -> Admission | Refusal:
-    """Validate one request (pure); see the module docstring."""
+    """Validate one request (pure but for the clock a log call's window ends at, `now_ms`
+    when given); see the module docstring."""
     try:
         inv = decode_envelope(envelope)  # contract version, shape, a valid session id
     except EnvelopeError:
@@ -151,17 +162,26 @@ def judge(
         return Refusal(entry_id, "arguments over their bound", session, tool_call_id)
     if inv.traceparent and len(inv.traceparent) > TRACEPARENT_MAX:
         return Refusal(entry_id, "traceparent over its bound", session, tool_call_id)
+    inv, envelope = _with_window(inv, envelope, now_ms)
     decoded = decode_invocation(inv.tool, tool_call_id, inv.arguments)
-    sk = scope_key_of(inv.tool, decoded, inv.arguments)
+    sk = scope_key_of(inv.tool, decoded, inv.arguments, inv.as_of_ms)
     scope = (
         None
         if isinstance(decoded, ErrorResult)
         else normalise_scope(inv.tool, decoded, default_lookback)
     )
-    fingerprint = "" if scope is None else fingerprint_scope(scope)
+    as_of = inv.as_of_ms if isinstance(inv.as_of_ms, int) else None
+    fingerprint = "" if scope is None else fingerprint_scope(pin_scope(scope, as_of))
     return Admission(
         entry_id, envelope, session, tool_call_id, inv.tool, fingerprint, sk, inv, decoded, scope
     )
+
+
+def _with_window(inv: Invocation, envelope: bytes, now_ms: int | None) -> tuple[Invocation, bytes]:
+    # A log call's window is decided here, once (`pipeline.window`): the envelope recorded
+    # carries its end, so the worker and any later re-execute read the same window.
+    windowed = admit_window(inv, int(time.time() * 1000) if now_ms is None else now_ms)
+    return (inv, envelope) if windowed is None else (windowed, encode_envelope(windowed))
 
 
 def admit_call(

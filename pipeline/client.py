@@ -1,4 +1,6 @@
 """Submitting framework tool calls and reading their results: `EvidenceClient`.
+(Over 400 lines on purpose: one class whose waiting, submitting and reading share state;
+its cancel and progress already live apart, in `pipeline.client_cancel`.)
 
     async with EvidenceClient.connect(settings) as client:
         calls = [ToolCall(tool="query_logs", tool_call_id="call_1", arguments="{...}")]
@@ -31,6 +33,7 @@ from anyio.abc import TaskGroup
 
 from pipeline.batcher import CommandBatcher
 from pipeline.call import CallResult, InvalidSessionId, ToolCall, _conflict, rejected_locally
+from pipeline.client_cancel import CancelAndProgress, ProgressCallback
 from pipeline.keys import is_valid_session_id
 from pipeline.lane import Lane
 from pipeline.listener import _collect, _Hub, _Listener, _Waiter
@@ -38,8 +41,9 @@ from pipeline.record import RESULT_ROW, SCOPE_KEY, with_views
 from pipeline.redis_io import PipelineError, Redis, execute, open_redis
 from pipeline.settings import Settings
 from pipeline.submitter import Prepared, Unadmitted, prepare, verified
+from pipeline.window import AsOf, AsOfPins
 
-__all__ = ["CallResult", "EvidenceClient", "InvalidSessionId", "ToolCall"]
+__all__ = ["AsOf", "CallResult", "EvidenceClient", "InvalidSessionId", "ToolCall"]
 
 _ASKED_MAX: Final = 65536  # (session, id) → scope key remembered for readers' checks
 _CALL_TIMEOUT_S: Final = 10.0
@@ -51,8 +55,9 @@ def _ran(asked: str, result: CallResult) -> bool:
     return not result.scope_key or result.scope_key == asked
 
 
-class EvidenceClient:
-    """Submit invocations and await their results.
+class EvidenceClient(CancelAndProgress, AsOfPins):
+    """Submit invocations and await their results (cancel them, follow their progress:
+    `pipeline.client_cancel`).
 
     Use as an async context manager: it owns one listener task per session being waited on,
     so any number of concurrent waiters share one blocking read per session, and a task that
@@ -154,12 +159,14 @@ class EvidenceClient:
         return {i: v[0] for (s, i), v in self._asked.items() if s == session_id}
 
     async def submit_many(
-        self, session_id: str, calls: Sequence[ToolCall], *, traceparent: str | None = None
-    ) -> list[CallResult | None]:
+        self, session_id: str, calls: Sequence[ToolCall], *, traceparent: str | None = None,
+        as_of: AsOf | None = None,
+    ) -> list[CallResult | None]:  # fmt: skip
         """Append the calls (one round trip). Returns, per call, None when sent (or already
         known with the same scope) and a final `CallResult` when it was refused without
         sending (an invalid id, oversized input, or an id taken by another call)."""
-        return (await self._submit(session_id, calls, traceparent))[0].out
+        prepared = self._prepare(session_id, calls, traceparent, as_of)
+        return (await self._submit(session_id, calls, traceparent, prepared))[0].out
 
     async def admitted(self, session_id: str, ids: Sequence[str], timeout: float) -> set[str]:
         """The ids whose call record exists (admitted, or refused as another call's), waiting up
@@ -180,8 +187,9 @@ class EvidenceClient:
         return done
 
     def _prepare(
-        self, session_id: str, calls: Sequence[ToolCall], traceparent: str | None = None
-    ) -> Prepared:
+        self, session_id: str, calls: Sequence[ToolCall], traceparent: str | None = None,
+        as_of: AsOf | None = None,
+    ) -> Prepared:  # fmt: skip
         if not is_valid_session_id(session_id):
             raise InvalidSessionId(session_id)
         prepared = prepare(
@@ -191,6 +199,7 @@ class EvidenceClient:
             bounds=self.settings.bounds,
             argument_max_bytes=self.settings.argument_max_bytes,
             traceparent=traceparent,
+            as_of_ms=self.as_of_ms(session_id, as_of),
         )
         seen: dict[str, str] = {}
         for at in prepared.positions:
@@ -379,25 +388,38 @@ class EvidenceClient:
         return done
 
     async def call_many(
-        self, session_id: str, calls: Sequence[ToolCall], timeout: float = 30.0
+        self,
+        session_id: str,
+        calls: Sequence[ToolCall],
+        timeout: float = 30.0,
+        *,
+        cancel_on_exit: bool = True,
+        on_progress: ProgressCallback | None = None,
+        as_of: AsOf | None = None,
     ) -> list[CallResult | None]:
-        """Submit parallel tool calls and await them; None for a call still pending at timeout."""
+        """Submit parallel tool calls and await them; None for a call still pending at timeout.
+        Cancelling this coroutine cancels its calls (`cancel_on_exit=False`: they run on);
+        `on_progress(id, Progress)` hears each call's new stages (`pipeline.client_cancel`);
+        `as_of` pins the log calls among them to an incident time (`pipeline.window`)."""
         started = anyio.current_time()
-        prepared = self._prepare(session_id, calls)
+        prepared = self._prepare(session_id, calls, as_of=as_of)
         ids = [calls[at].tool_call_id for at in prepared.positions if prepared.out[at] is None]
         # Listen before submitting, so no view published in between can be missed.
         waiters = await self._register_within(session_id, ids, timeout)
         try:
-            prepared, found = await self._submit(session_id, calls, prepared=prepared)
-            # A call refused at submit (e.g. a conflicting reuse of its id) is not waited for.
-            ids = [c.tool_call_id for c, r in zip(calls, prepared.out, strict=True) if r is None]
-            left = max(0.0, timeout - (anyio.current_time() - started))
-            if not ids:
-                done: dict[str, CallResult] = {}
-            elif waiters:
-                done = await self._await(session_id, ids, waiters, left, found)
-            else:  # no listener in time: what is final already
-                done = found
+            async with self._around_wait(session_id, ids, cancel_on_exit, on_progress):
+                prepared, found = await self._submit(session_id, calls, prepared=prepared)
+                # A call refused at submit (e.g. a conflicting reuse of its id) is not waited for.
+                ids = [
+                    c.tool_call_id for c, r in zip(calls, prepared.out, strict=True) if r is None
+                ]
+                left = max(0.0, timeout - (anyio.current_time() - started))
+                if not ids:
+                    done: dict[str, CallResult] = {}
+                elif waiters:
+                    done = await self._await(session_id, ids, waiters, left, found)
+                else:  # no listener in time: what is final already
+                    done = found
         finally:
             # Also when nothing was waited for (every call refused): no waiter outlives this.
             self._unregister(session_id, waiters)
@@ -411,7 +433,8 @@ class EvidenceClient:
         return out
 
     async def call(
-        self, session_id: str, call: ToolCall, timeout: float = 30.0
+        self, session_id: str, call: ToolCall, timeout: float = 30.0, **options: Any
     ) -> CallResult | None:
-        """Submit one call and await its result (None if still pending at timeout)."""
-        return (await self.call_many(session_id, [call], timeout))[0]
+        """Submit one call and await its result (None if still pending at timeout); `options`
+        as `call_many`'s (`cancel_on_exit`, `on_progress`, `as_of`)."""
+        return (await self.call_many(session_id, [call], timeout, **options))[0]

@@ -131,18 +131,25 @@ class RoleUrls:
     """One Redis URL per role (`submitter`, `worker`, `auditor`) and a `display` form without
     credentials. Its repr shows no password."""
 
-    __slots__ = ("auditor", "display", "submitter", "worker")
+    __slots__ = ("admin", "auditor", "display", "submitter", "worker")
 
-    def __init__(self, *, submitter: str, worker: str, auditor: str, display: str) -> None:
+    def __init__(
+        self, *, submitter: str, worker: str, auditor: str, display: str, admin: str = ""
+    ) -> None:
         self.submitter = submitter
         self.worker = worker
         self.auditor = auditor
         self.display = display
+        # The administrator (`default` user): for `replay --into`, `import`, `reindex`, which
+        # no role may run ("" when not known: an operator's shared URL serves them already).
+        self.admin = admin
 
     @classmethod
     def shared(cls, url: str) -> RoleUrls:
         """Every role on one URL (an operator's `ACI_REDIS_URL`)."""
-        return cls(submitter=url, worker=url, auditor=url, display=_without_credentials(url))
+        return cls(
+            submitter=url, worker=url, auditor=url, display=_without_credentials(url), admin=url
+        )
 
     def __repr__(self) -> str:
         return f"RoleUrls({self.display})"
@@ -252,10 +259,11 @@ async def embedded_redis(*, appendonly: bool = False) -> AsyncIterator[str]:
 async def embedded_redis_users(prefix: str, *, appendonly: bool = False) -> AsyncIterator[RoleUrls]:
     """Start a private redis-server with the submitter, worker and auditor users of `prefix`
     (`pipeline.acl`, for the binary's version); yield their URLs; stop it, remove its folder.
-    The `default` user has a random password nobody is given."""
+    The `default` user (the administrator) has a random password, in `RoleUrls.admin` only."""
     passwords: dict[str, str] = {role: secrets.token_urlsafe(32) for role in ROLES}
     version = redis_server_version(find_redis_server())
-    text = aclfile(prefix, passwords, *version, admin_password=secrets.token_urlsafe(32))
+    admin = secrets.token_urlsafe(32)
+    text = aclfile(prefix, passwords, *version, admin_password=admin)
     async with _server(text, appendonly=appendonly) as sock:
         urls = {role: _url(sock, role, passwords[role]) for role in ROLES}
-        yield RoleUrls(**urls, display=f"unix://{sock}")
+        yield RoleUrls(**urls, display=f"unix://{sock}", admin=_url(sock, "default", admin))

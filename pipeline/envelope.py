@@ -37,6 +37,16 @@ class Invocation(msgspec.Struct, frozen=True, kw_only=True):
     arguments: str
     submitted_at_ms: int
     traceparent: str | UnsetType = UNSET
+    # Incident time (epoch ms) a harness pinned the call to: a `query_logs` window then ends
+    # here instead of at admission. Part of the call's scope (its scope key and fingerprint).
+    as_of_ms: int | UnsetType = UNSET
+    # The end of the call's log window (epoch ms), written by admission only (the trusted
+    # side; a submitter's value is replaced): `as_of_ms` or admission's clock. The worker and
+    # a replay's re-execute read this window, never a new one (`pipeline.window`).
+    window_end_ms: int | UnsetType = UNSET
+    # True on a cancel request (`pipeline.cancel`): the same call, asked to stop. A worker
+    # built before it admits such a request as the call itself (unknown fields are ignored).
+    cancel: bool | UnsetType = UNSET
 
 
 class EnvelopeError(Exception):
@@ -98,16 +108,25 @@ def peek_identity(data: bytes | str) -> Invocation | None:
     )
 
 
-def scope_key(tool: str, tool_call_id: object, arguments: object) -> str:
+def scope_key(
+    tool: str, tool_call_id: object, arguments: object, as_of_ms: int | UnsetType = UNSET
+) -> str:
     """What names one call's scope for idempotency: a repeated submit of a (session, id) is the
     same call only with the same key, and a worker finishes a call only with the key the submit
     recorded. The exact decoded request (so JSON spacing and key order do not matter, but every
     value does: a fingerprint folds case, which a search may not), or, for arguments that do
-    not decode, the tool and the arguments' text."""
-    return scope_key_of(tool, decode_invocation(tool, tool_call_id, arguments), arguments)
+    not decode, the tool and the arguments' text. A pinned incident time (`as_of_ms`) is part
+    of the scope; without one the key is what it always was."""
+    decoded = decode_invocation(tool, tool_call_id, arguments)
+    return scope_key_of(tool, decoded, arguments, as_of_ms)
 
 
-def scope_key_of(tool: str, decoded: Request | ErrorResult, arguments: object) -> str:
+def scope_key_of(
+    tool: str,
+    decoded: Request | ErrorResult,
+    arguments: object,
+    as_of_ms: int | UnsetType = UNSET,
+) -> str:
     """`scope_key` of a call already decoded (its request, or the ERROR of arguments that do
     not decode), so a caller that decoded it once does not decode it again."""
     if isinstance(decoded, ErrorResult):
@@ -115,4 +134,6 @@ def scope_key_of(tool: str, decoded: Request | ErrorResult, arguments: object) -
         digest = hashlib.sha256(f"u\0{tool}\0{text}".encode("utf-8", "surrogatepass"))
     else:
         digest = hashlib.sha256(f"r\0{tool}\0".encode() + _ENCODER.encode(decoded))
+    if isinstance(as_of_ms, int):
+        digest.update(f"\0as_of\0{as_of_ms}".encode())
     return digest.hexdigest()[:32]

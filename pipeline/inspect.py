@@ -19,6 +19,7 @@ from typing import Any, Final, NamedTuple
 
 import msgspec
 
+from pipeline.call_index import indexed_call_ids
 from pipeline.envelope import peek_identity
 from pipeline.keys import Keys, Partition
 from pipeline.record import (
@@ -158,9 +159,22 @@ async def _scan_keys(redis: Redis, pattern: str, limit: int) -> list[str]:
 
 
 async def session_call_ids(redis: Redis, keys: Keys, session: str, limit: int) -> list[str]:
-    """The tool call ids of a session's recorded calls (by key name), at most `limit`."""
+    """The tool call ids of a session's calls, at most `limit` (the newest, by admission):
+    from its call index (`pipeline.call_index`; an id whose record expired may still be
+    there: its row has no status). Where the index may lack calls recorded before it existed
+    (its partition is not marked complete), also by key name, a SCAN of the keyspace."""
+    if limit <= 0:
+        return []
+    ids, complete = await call_redis(indexed_call_ids(redis, keys, session, limit))
+    if complete:
+        return ids
     head = keys.call(session, "")
-    return [k[len(head) :] for k in await _scan(redis, _glob_escape(head) + "*", limit)]
+    seen = set(ids)
+    for key in await _scan(redis, _glob_escape(head) + "*", limit):
+        if key[len(head) :] not in seen:
+            seen.add(key[len(head) :])
+            ids.append(key[len(head) :])
+    return ids[-limit:] if len(ids) > limit else ids
 
 
 async def find_call_sessions(redis: Redis, keys: Keys, tool_call_id: str, limit: int) -> list[str]:

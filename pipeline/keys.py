@@ -80,7 +80,8 @@ class Partition:
     """The key names of one partition (all under one hash tag)."""
 
     __slots__ = (
-        "dead", "heartbeats", "index", "invocations", "lifecycle", "requests", "sessions", "tag"
+        "calls_ready", "dead", "heartbeats", "index", "invocations", "lifecycle", "requests",
+        "sessions", "tag",
     )  # fmt: skip
 
     def __init__(self, tag: str, index: int = 0) -> None:
@@ -94,6 +95,9 @@ class Partition:
         self.dead = f"{tag}:dead"
         # Sorted set: worker consumer name → its last heartbeat (epoch ms), see pipeline.heartbeat.
         self.heartbeats = f"{tag}:heartbeats"
+        # String (epoch ms): every call of the partition is in its session's call index (set by
+        # admission on the partition's first admission ever, or by `aci-evidence reindex`).
+        self.calls_ready = f"{tag}:calls-ready"
 
     def call(self, session_id: str, tool_call_id: str) -> str:
         """The submit-time state hash of one invocation (written by the submit script)."""
@@ -110,6 +114,11 @@ class Partition:
     def fingerprints(self, session_id: str) -> str:
         """Hash: scope fingerprint → first tool call id of the session that asked for it."""
         return f"{self.tag}:fp:{session_id}"
+
+    def calls(self, session_id: str) -> str:
+        """Sorted set: the session's tool call ids by admission time (epoch ms), written with
+        each call by admission (`admit.lua`), so its calls are listed without a SCAN."""
+        return f"{self.tag}:calls:{session_id}"
 
     def model(self, session_id: str) -> str:
         """The session's Model Observation stream (what an agent runtime reads)."""
@@ -189,6 +198,10 @@ class Keys:
     def raw(self, session_id: str, tool_call_id: str) -> str:
         """The raw upstream answer of one invocation (in its session's partition)."""
         return self.for_session(session_id).raw(session_id, tool_call_id)
+
+    def calls(self, session_id: str) -> str:
+        """The session's call index (in its partition)."""
+        return self.for_session(session_id).calls(session_id)
 
     def fingerprints(self, session_id: str) -> str:
         """The session's scope fingerprint hash (in its partition)."""

@@ -383,7 +383,7 @@ def _as_bytes(command: Sequence[Any]) -> Any:
 async def run_scripts(
     lane: Lane,
     scripts: Scripts,
-    sha: str,
+    sha: str | Sequence[str],
     calls: Sequence[tuple[Sequence[str], Sequence[Any]]],
     timeout: float = 10.0,
     errors_in_place: bool = False,
@@ -394,8 +394,12 @@ async def run_scripts(
     sent again, so only idempotent scripts belong here. Another error reply raises
     `RedisProtocolError` with its code, or with `errors_in_place` comes back in its place
     (a `ResponseError`): one call's failure is then not every call's. `wait` as in
-    `Lane.call` (WAIT for replicas after the scripts; default: `scripts.wait`)."""
-    commands = [("EVALSHA", sha, len(keys), *keys, *args) for keys, args in calls]
+    `Lane.call` (WAIT for replicas after the scripts; default: `scripts.wait`). `sha` may
+    also name one script per call (several scripts in one round trip)."""
+    shas = [sha] * len(calls) if isinstance(sha, str) else sha
+    commands = [
+        ("EVALSHA", s, len(keys), *keys, *args) for s, (keys, args) in zip(shas, calls, strict=True)
+    ]
     for attempt in (1, 2):
         replies = await lane.call(commands, timeout, wait or scripts.wait)
         errors = [r for r in replies if isinstance(r, ResponseError)]

@@ -10,7 +10,9 @@ An invocation's record lives in three keys, so Redis ACLs can tell who may touch
 - `call` — the admission-time state, written only by a worker's admission
   (`pipeline/lua/admit.lua`): `st` (PROJECTING), `eid` (the invocation entry admission
   recorded), `inv` (the envelope), `t0`, `tool`, `dup`, `fp`, `sk` (the scope key a repeated
-  request is compared with, and a submitter reads to learn its request was admitted);
+  request is compared with, and a submitter reads to learn its request was admitted); and two
+  marks (`pipeline.cancel`): `cx` (its cancel was admitted) and `tk`/`ta` (the attempt a worker
+  runs, and since when);
 - `res` — the final state, written only by a worker's finish script: `st` (READY or ERROR),
   `ev`, `res` (the canonical result), `mo` and `cv` (the two views), `t1`, `sk`;
 - `raw` — the raw upstream answer (a string), for workers and auditors only.
@@ -43,6 +45,7 @@ from pipeline.keys import GROUP, Keys, Partition
 from pipeline.redis_io import Redis, execute
 
 __all__ = [
+    "CANCELLED_AT",
     "CONTROL",
     "CONTROL_ENTRY",
     "DUPLICATE_OF",
@@ -77,6 +80,8 @@ __all__ = [
     "STATE_FIELDS",
     "STATUS",
     "SUBMITTED_AT",
+    "TAKEN",
+    "TAKEN_AT",
     "TOOL",
     "FinalRow",
     "LifecycleEntry",
@@ -115,6 +120,10 @@ FINISHED_AT: Final = "t1"  # epoch ms
 RAW: Final = "raw"  # the raw upstream answer: a key of its own, merged under this name
 MODEL_ENTRY: Final = "mid"  # the result hash: the model stream entry holding the view
 CONTROL_ENTRY: Final = "cid"  # the result hash: the control stream entry holding the view
+# Issue 32, in the call hash (workers write them; a submitter reads them):
+CANCELLED_AT: Final = "cx"  # epoch ms its cancel was admitted (`pipeline.cancel`)
+TAKEN: Final = "tk"  # the attempt a worker is running (1, 2, ...): "running" to a client
+TAKEN_AT: Final = "ta"  # epoch ms that attempt started
 
 # Fields of the final-state hash; every other field but `raw` belongs to the call hash.
 FINAL_FIELDS: Final = frozenset(

@@ -39,7 +39,7 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from pipeline.keys import GROUP, Keys, Partition
-from pipeline.scripts import ADMIT_LUA, FINISH_LUA, REQUEUE_LUA, TAKE_LUA
+from pipeline.scripts import ADMIT_LUA, CANCEL_LUA, FINISH_LUA, MARK_LUA, REQUEUE_LUA, TAKE_LUA
 
 __all__ = [
     "ADMIT_LUA",
@@ -57,6 +57,7 @@ __all__ = [
     "ensure_group",
     "execute",
     "is_cluster",
+    "is_refusal",
     "open_redis",
     "reply_code",
 ]
@@ -168,6 +169,12 @@ def _hiredis_packing(base: type[Any]) -> type[Any]:
 _CLUSTER_SCHEMES: Final = {"redis+cluster": "redis", "rediss+cluster": "rediss"}
 
 
+def is_refusal(exc: BaseException) -> bool:
+    """Whether `exc` is an error reply (Redis answered and refused: NOPERM, an unknown
+    command), as opposed to a lost or refused connection."""
+    return isinstance(exc, ResponseError)
+
+
 def is_cluster(redis: Redis) -> bool:
     """Whether `redis` is a Redis Cluster client (keys are routed by slot)."""
     return isinstance(redis, aioredis.RedisCluster)
@@ -222,9 +229,7 @@ async def open_redis(
     try:  # a connection object (no I/O): an unknown or bad query option fails here, not later
         pool.connection_class(**pool.connection_kwargs)
     except (TypeError, ValueError, RedisError):
-        raise RedisConfigError(
-            "ACI_REDIS_URL has an unknown or invalid option after '?'"
-        ) from None
+        raise RedisConfigError("ACI_REDIS_URL has an unknown or invalid option after '?'") from None
     client = aioredis.Redis(connection_pool=pool)
     try:
         yield client
@@ -279,9 +284,11 @@ class Scripts:
         self.admit_sha = hashlib.sha1(ADMIT_LUA.encode()).hexdigest()
         self.finish_sha = hashlib.sha1(FINISH_LUA.encode()).hexdigest()
         self.requeue_sha = hashlib.sha1(REQUEUE_LUA.encode()).hexdigest()
+        self.cancel_sha = hashlib.sha1(CANCEL_LUA.encode()).hexdigest()
+        self.mark_sha = hashlib.sha1(MARK_LUA.encode()).hexdigest()
 
     async def load(self) -> None:
-        for text in (TAKE_LUA, ADMIT_LUA, FINISH_LUA, REQUEUE_LUA):
+        for text in (TAKE_LUA, ADMIT_LUA, FINISH_LUA, REQUEUE_LUA, CANCEL_LUA, MARK_LUA):
             await call_redis(self.redis.script_load(text))
 
     @staticmethod

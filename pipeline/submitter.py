@@ -41,6 +41,7 @@ from pipeline.envelope import Invocation, encode_envelope, scope_key
 from pipeline.keys import Keys, Partition
 from pipeline.record import ENTRY_DATA, SCOPE_KEY, final_row
 from pipeline.redis_io import Redis, execute
+from pipeline.window import LOG_TOOL
 
 __all__ = ["Prepared", "Unadmitted", "prepare", "verified"]
 
@@ -68,10 +69,12 @@ def prepare(
     bounds: Bounds,
     argument_max_bytes: int,
     traceparent: str | None,
+    as_of_ms: int | None = None,
 ) -> Prepared:
     """Validate and encode `calls` (pure): invalid ids and oversized input are answered here
     and never sent; the others get their envelope, their scope key and two commands (the
-    request, and a read of the call record's scope key)."""
+    request, and a read of the call record's scope key). `as_of_ms` pins the log calls among
+    them to an incident time (part of their scope; `pipeline.window`)."""
     now = int(time.time() * 1000)
     limit = request_max_bytes(argument_max_bytes)
     prepared = Prepared([], [], [], [], [])
@@ -83,6 +86,7 @@ def prepare(
         arguments = _arguments_text(call.arguments)
         refused = _oversized(call, arguments, argument_max_bytes)
         tool = str(call.tool)
+        as_of = as_of_ms if as_of_ms is not None and tool == LOG_TOOL else UNSET
         envelope = b""
         if refused is None:
             envelope = encode_envelope(
@@ -93,6 +97,7 @@ def prepare(
                     arguments=arguments,
                     submitted_at_ms=now,
                     traceparent=traceparent if traceparent else UNSET,
+                    as_of_ms=as_of,
                 )
             )
             if len(envelope) > limit:  # arguments that escape to more than admission reads
@@ -106,7 +111,7 @@ def prepare(
             continue
         prepared.positions.append(len(prepared.out))
         prepared.out.append(None)
-        prepared.scope_keys[-1] = scope_key(tool, call.tool_call_id, arguments)
+        prepared.scope_keys[-1] = scope_key(tool, call.tool_call_id, arguments, as_of)
         prepared.envelopes.append(envelope)
         prepared.commands.extend(
             [

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import time
 
+from pipeline.call_index import prune_sessions
 from pipeline.keys import GROUP, Keys, Partition
 from pipeline.redis_io import Redis, call_redis, execute
 
@@ -52,5 +53,8 @@ async def trim_streams(redis: Redis, keys: Keys | Partition, settings: object) -
     pipe.xtrim(keys.invocations, minid=minid, approximate=True)
     pipe.xtrim(keys.lifecycle, minid=f"{cutoff_ms}-0", approximate=True)
     pipe.xtrim(keys.dead, minid=f"{cutoff_ms}-0", approximate=True)
-    pipe.zremrangebyscore(keys.sessions, "-inf", cutoff_ms)
     await execute(pipe)
+    # Sessions past the retention leave the sessions index, their call indexes trimmed to
+    # the calls that still live (never an in-flight one), in the same step (pipeline.call_index).
+    part = keys if isinstance(keys, Partition) else keys.parts[0]
+    await prune_sessions(redis, part, cutoff_ms)

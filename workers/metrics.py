@@ -120,8 +120,9 @@ class WorkerMetrics:
 
 
 @contextlib.contextmanager
-def serve_metrics(metrics: WorkerMetrics, port: int, addr: str = "0.0.0.0") -> Iterator[int]:
-    """Serve `/metrics` on `port` (0: a free port) in a daemon thread; yields the bound port."""
+def serve_metrics(metrics: WorkerMetrics, port: int, addr: str = "127.0.0.1") -> Iterator[int]:
+    """Serve `/metrics` on `addr:port` (0: a free port; loopback unless the operator widens
+    it with `--metrics-host` / `ACI_METRICS_HOST`) in a daemon thread; yields the bound port."""
     server, thread = start_http_server(port, addr=addr, registry=metrics.registry)
     try:
         yield int(server.server_address[1])

@@ -23,7 +23,7 @@ import anyio
 import msgspec
 from msgspec import UNSET, UnsetType
 
-from pipeline.admin import scan_keys
+from pipeline.inspect import session_call_ids
 from pipeline.keys import Keys
 from pipeline.record import (
     CONTROL,
@@ -69,6 +69,7 @@ _BODIES: Final = (
     ("control", CONTROL),
 )
 _ENCODER: Final = msgspec.json.Encoder()
+_ALL_CALLS: Final = 2**31  # a session's calls, however many
 
 
 class ReplayError(Exception):
@@ -117,15 +118,9 @@ class Selection(msgspec.Struct, frozen=True, kw_only=True):
         )
 
 
-def _glob_escape(text: str) -> str:
-    return "".join("\\" + c if c in "*?[]\\" else c for c in text)
-
-
 async def _call_keys(redis: Redis, keys: Keys, session: str) -> list[str]:
-    head = keys.call(session, "")
-    pattern = _glob_escape(head) + "*"
-    found = await scan_keys(redis, pattern)
-    return [(k.decode() if isinstance(k, bytes) else k)[len(head) :] for k in found]
+    # The session's call index (and, for calls recorded before it, key names).
+    return await session_call_ids(redis, keys, session, _ALL_CALLS)
 
 
 async def load_redis(redis: Redis, settings: Settings, selection: Selection) -> list[Recording]:
@@ -324,6 +319,10 @@ async def import_lines(
         pipe = redis.pipeline(transaction=True)
         queue_write(pipe, keys, rec.session, rec.tool_call_id, rec.fields, ttl)
         pipe.zadd(keys.for_session(rec.session).sessions, {rec.session: rec.t0}, gt=True)
+        # Its session's call index, in the same transaction as the record (the janitor gives
+        # the index its records' lifetime when the session leaves the sessions index).
+        pipe.zadd(keys.calls(rec.session), {rec.tool_call_id: rec.t0})
+        pipe.persist(keys.calls(rec.session))
         for stream, field in (
             (keys.model(rec.session), MODEL),
             (keys.control(rec.session), CONTROL),
@@ -353,11 +352,13 @@ async def reinject(
 ) -> None:
     """Submit the recorded requests again under session `into`, with their original tool
     call ids and trace parents, for live workers to run; `report` is told each one's verdict
-    (submitted, or failed when its envelope does not decode)."""
+    (submitted, or failed when its envelope does not decode). A log call is pinned to the
+    end of the window its admission recorded, so it reads the same records again."""
+    from contracts.window import format_utc_ms
     from pipeline.client import EvidenceClient, ToolCall
     from pipeline.envelope import EnvelopeError, decode_envelope
 
-    groups: dict[str, list[ToolCall]] = {}
+    groups: dict[tuple[str, str], list[ToolCall]] = {}
     for rec in records:
         try:
             data = rec.fields.get(ENVELOPE, b"")
@@ -376,13 +377,18 @@ async def reinject(
             )
             continue
         call = ToolCall(tool=inv.tool, tool_call_id=inv.tool_call_id, arguments=inv.arguments)
-        groups.setdefault(inv.traceparent or "", []).append(call)
+        end = inv.window_end_ms
+        as_of = format_utc_ms(end) if isinstance(end, int) else ""
+        groups.setdefault((inv.traceparent or "", as_of), []).append(call)
         report(
             Verdict(session=into, tool_call_id=rec.tool_call_id, tool=inv.tool, outcome="submitted")
         )
     async with EvidenceClient(redis, settings) as client:
-        for traceparent, calls in groups.items():
+        for (traceparent, as_of), calls in groups.items():
             for start in range(0, len(calls), 500):
                 await client.submit_many(
-                    into, calls[start : start + 500], traceparent=traceparent or None
+                    into,
+                    calls[start : start + 500],
+                    traceparent=traceparent or None,
+                    as_of=as_of or None,
                 )

@@ -7,8 +7,10 @@ the worker runs); `reexecute` runs the recorded request against today's sources.
 result, the Model Observation and the Control View against what was published, per field path.
 
 Fields that legitimately differ on replay are ignored: the Control View's `timings` (wall
-clock) and `attempts` (delivery count); on re-execution also a log scope's resolved
-`start_time` / `end_time` (they move with the clock).
+clock) and `attempts` (delivery count). A log call re-executes over the window its admission
+recorded (`window_end_ms` in its envelope), so a re-execute a week later reads the same
+records; only a recording made before windows were recorded resolves a new one, and then its
+scope's `start_time` / `end_time` (which move with the clock) are not compared.
 """
 
 from __future__ import annotations
@@ -59,7 +61,9 @@ __all__ = [
 
 VIEWS: Final = (("result", RESULT), ("model", MODEL), ("control", CONTROL))
 # view → top-level fields ignored by the diff (see the module docstring).
-IGNORED: Final[dict[str, frozenset[str]]] = {"control": frozenset({"timings", "attempts"})}
+IGNORED: Final[dict[str, frozenset[str]]] = {
+    "control": frozenset({"timings", "attempts", "source"})  # source: checked by app.replay
+}
 _CLOCK_PATHS: Final = frozenset({"$.scope.start_time", "$.scope.end_time"})
 _ENCODER: Final = msgspec.json.Encoder()
 
@@ -243,7 +247,8 @@ def _project(
         # SQL costs more than projecting); `--reexecute` recomputes them.
         scope, fingerprint = _recorded_scope(rec, recorded["control"])
         if scope is UNSET:
-            scope, fingerprint = scope_of(inv.tool, decoded, settings)
+            as_of = inv.as_of_ms if isinstance(inv.as_of_ms, int) else None
+            scope, fingerprint = scope_of(inv.tool, decoded, settings, as_of)
         raw = _decode_json(rec.fields.get(RAW) or b"null", "raw answer")
         if _omitted(raw):
             raise _Unreplayable(f"raw not kept ({raw.get('omitted')})")
@@ -317,6 +322,15 @@ def _verdict(rec: Recording, kind: Kind, **kw: Any) -> Verdict:
     )
 
 
+# Issue 32: a call its submitter cancelled has no answer to re-project or to compare with.
+CANCELLED_REASON: Final = "cancelled by its submitter (ERROR/CANCELLED): nothing ran to compare"
+
+
+def _cancelled(recorded: dict[str, Any]) -> bool:
+    error = recorded["result"].get("error") if isinstance(recorded["result"], dict) else None
+    return isinstance(error, dict) and error.get("code") == "CANCELLED"
+
+
 def _finished(rec: Recording) -> bool:
     return rec.text(STATUS) in ("READY", "ERROR")
 
@@ -328,6 +342,8 @@ def reproject(rec: Recording, settings: Settings) -> Verdict:
     try:
         inv = _decode_envelope(rec)
         recorded = _recorded(rec)
+        if _cancelled(recorded):
+            return _verdict(rec, "skipped", reason=CANCELLED_REASON)
         outcome = _project(rec, inv, recorded, settings)
     except _Unreplayable as exc:
         return _verdict(rec, "failed", reason=exc.reason, contract_version=exc.version)
@@ -344,7 +360,10 @@ async def reexecute(rec: Recording, settings: Settings, sources: Mapping[str, So
         recorded = _recorded(rec)
     except _Unreplayable as exc:
         return _verdict(rec, "failed", reason=exc.reason, contract_version=exc.version)
+    if _cancelled(recorded):
+        return _verdict(rec, "skipped", reason=CANCELLED_REASON)
     duplicate_of, attempts, _timings = _meta(rec, recorded["control"])
+    window_end = inv.window_end_ms if isinstance(inv.window_end_ms, int) else None
     outcome = await run_stages(
         tool=inv.tool,
         tool_call_id=inv.tool_call_id,
@@ -354,6 +373,8 @@ async def reexecute(rec: Recording, settings: Settings, sources: Mapping[str, So
         settings=settings,
         attempts=attempts,
         duplicate_of=duplicate_of,
+        as_of_ms=inv.as_of_ms if isinstance(inv.as_of_ms, int) else None,
+        window_end_ms=window_end,
     )
-    changes = _compare(rec, recorded, outcome, clock=True)
+    changes = _compare(rec, recorded, outcome, clock=window_end is None)
     return _verdict(rec, "changed" if changes else "identical", changes=changes)

@@ -27,9 +27,14 @@ from contracts import (
     normalise_scope,
     project,
 )
+from contracts.results import LogsResult
 from contracts.views import ControlView
+from contracts.window import format_utc_ms, pin_scope, window_bounds, with_window
 from pipeline.settings import Settings
+from pipeline.window import LOG_TOOL, call_end
 from workers.sources import ImmediateSource, Source, SourceError
+from workers.sources.calltime import CallTime, at_call_time
+from workers.sources.identity import source_identity
 
 __all__ = [
     "Outcome",
@@ -54,10 +59,12 @@ class Outcome(msgspec.Struct, kw_only=True):
     control: ControlView
 
 
-def scope_of(tool: str, request: Request, settings: Settings) -> tuple[dict[str, Any], str]:
-    """Normalised scope and its fingerprint."""
+def scope_of(
+    tool: str, request: Request, settings: Settings, as_of_ms: int | None = None
+) -> tuple[dict[str, Any], str]:
+    """Normalised scope and its fingerprint (which covers a pinned as-of, `contracts.window`)."""
     scope = normalise_scope(tool, request, settings.default_lookback)
-    return scope, fingerprint_scope(scope)
+    return scope, fingerprint_scope(pin_scope(scope, as_of_ms))
 
 
 def _unavailable(tool_call_id: str) -> CanonicalResult:
@@ -117,6 +124,13 @@ def _encode_raw(raw: Any, limit: int) -> bytes:
     return data
 
 
+def _identity(sources: Mapping[str, Source], tool: str, request: Request) -> dict[str, str] | None:
+    try:
+        return source_identity(sources.get(tool), request)
+    except Exception:  # an identity never fails a call
+        return None
+
+
 def is_immediate(tool: str, sources: Mapping[str, Source]) -> bool:
     """Whether a call of `tool` runs without I/O: no source for it (an ERROR at once), or an
     `ImmediateSource`. Such calls can go through `StageRun.run_now`."""
@@ -142,22 +156,64 @@ class StageRun(msgspec.Struct, kw_only=True):
     decoded: Request | ErrorResult | None = None
     scope: dict[str, Any] | UnsetType = UNSET
     fingerprint: str | UnsetType = UNSET
+    # Incident time: a harness's pinned as-of, and the window end admission recorded (epoch
+    # ms; `pipeline.window`). A log call reads that window; None: resolved here, at the start.
+    as_of_ms: int | None = None
+    window_end_ms: int | None = None
+    # What the source answered from (workers.sources.identity), for the Control View.
+    source: dict[str, str] | None = None
 
     async def run(self, sources: Mapping[str, Source]) -> Outcome:
         request = self.decode()
         if request is None:
             return self.outcome(None, None)
         assert isinstance(self.tool_call_id, str)
-        return self.outcome(
-            *await _execute(self.tool, request, self.tool_call_id, sources, self.settings)
-        )
+        when, refused = self._call_time()
+        if refused is not None:
+            return self.outcome(None, refused)
+        with at_call_time(when):
+            found = await _execute(self.tool, request, self.tool_call_id, sources, self.settings)
+        self.source = _identity(sources, self.tool, request)
+        return self.outcome(*found)
 
     def run_now(self, sources: Mapping[str, Source]) -> Outcome:
         request = self.decode()
         if request is None:
             return self.outcome(None, None)
         assert isinstance(self.tool_call_id, str)
-        return self.outcome(*_execute_now(self.tool, request, self.tool_call_id, sources))
+        when, refused = self._call_time()
+        if refused is not None:
+            return self.outcome(None, refused)
+        with at_call_time(when):
+            found = _execute_now(self.tool, request, self.tool_call_id, sources)
+        self.source = _identity(sources, self.tool, request)
+        return self.outcome(*found)
+
+    def _call_time(self) -> tuple[CallTime | None, CanonicalResult | None]:
+        # A log call's window end: the recorded one, else decided now (and kept, so the
+        # Control View shows the window that was read); an as-of it cannot use is SCHEMA.
+        if self.tool != LOG_TOOL:
+            return None, None
+        end, problem = call_end(self.as_of_ms, self.window_end_ms, int(time.time() * 1000))
+        if problem:
+            assert isinstance(self.tool_call_id, str)
+            return None, error_result(ErrorCode.SCHEMA, problem, self.tool_call_id)
+        self.window_end_ms = end
+        return CallTime(end, self.as_of_ms is not None), None
+
+    def control_scope(self, result: CanonicalResult) -> dict[str, Any] | UnsetType:
+        """The scope the Control View shows: with a pinned as-of, and for a log call the
+        absolute window it read (the executed one; for an ERROR, the recorded one)."""
+        if not isinstance(self.scope, dict) or self.tool != LOG_TOOL:
+            return self.scope
+        scope = pin_scope(self.scope, self.as_of_ms)
+        if isinstance(result, LogsResult):
+            return with_window(scope, result.scope.start_time, result.scope.end_time)
+        lookback = scope.get("lookback_minutes")
+        if self.window_end_ms is None or not isinstance(lookback, int):
+            return scope
+        start, end = window_bounds(lookback, self.window_end_ms)
+        return with_window(scope, format_utc_ms(start), format_utc_ms(end))
 
     def decode(self) -> Request | None:
         """The request, or None when the call is already an ERROR (nothing to fetch)."""
@@ -169,7 +225,7 @@ class StageRun(msgspec.Struct, kw_only=True):
         decoded = self.decoded = decode_invocation(self.tool, self.tool_call_id, self.arguments)
         if isinstance(decoded, ErrorResult):
             return None
-        self.scope, self.fingerprint = scope_of(self.tool, decoded, self.settings)
+        self.scope, self.fingerprint = scope_of(self.tool, decoded, self.settings, self.as_of_ms)
         return decoded
 
     def outcome(self, raw: Any, failed: CanonicalResult | None) -> Outcome:
@@ -193,7 +249,7 @@ class StageRun(msgspec.Struct, kw_only=True):
             tool=self.tool,
             session_id=self.session_id,
             settings=self.settings,
-            scope=self.scope,
+            scope=self.control_scope(result),
             fingerprint=self.fingerprint,
             duplicate_of=self.duplicate_of,
             attempts=self.attempts,
@@ -203,6 +259,7 @@ class StageRun(msgspec.Struct, kw_only=True):
                 project_ms=round(project_ms, 3),
                 total_ms=round(self.queued_ms + (time.perf_counter() - self.started) * 1000, 3),
             ),
+            source=self.source,
         )
 
 
@@ -217,8 +274,11 @@ async def run_stages(
     attempts: int = 1,
     duplicate_of: str | UnsetType = UNSET,
     queued_ms: float = 0.0,
+    as_of_ms: int | None = None,
+    window_end_ms: int | None = None,
 ) -> Outcome:
-    """Run one invocation through every stage; failures come back as ERROR results."""
+    """Run one invocation through every stage; failures come back as ERROR results. A log
+    call reads the window ending at `window_end_ms` (recorded at admission) when given."""
     run = StageRun(
         tool=tool,
         tool_call_id=tool_call_id,
@@ -228,6 +288,8 @@ async def run_stages(
         attempts=attempts,
         duplicate_of=duplicate_of,
         queued_ms=queued_ms,
+        as_of_ms=as_of_ms,
+        window_end_ms=window_end_ms,
     )
     return await run.run(sources)
 
@@ -259,6 +321,7 @@ def build_outcome(
     attempts: int = 1,
     timings: Timings | None = None,
     keep_raw: bool = True,
+    source: dict[str, str] | None = None,
 ) -> Outcome:
     """Both views of a result, and the raw answer encoded for the record (`keep_raw=False`,
     for replay: not encoded, `Outcome.raw` is b"null"). A result whose views cannot be built
@@ -276,6 +339,8 @@ def build_outcome(
             attempts=attempts,
             timings=timings or Timings(),
             indexed_chunks=_indexed_chunks(raw),
+            source=UNSET if source is None else source,
+            **_index_state(raw),
         )
 
     try:
@@ -294,6 +359,24 @@ def build_outcome(
         observation=observation,
         control=control,
     )
+
+
+def _index_state(raw: Any) -> dict[str, Any]:
+    """The embedded index's own notes for the Control View: answered by the previous index
+    while a rebuild runs (`indexRebuilding`), runbooks left out as too large
+    (`skippedSources`, at most 20 names of at most 256 characters)."""
+    pack = raw.get("contextPack") if isinstance(raw, dict) else None
+    if not isinstance(pack, dict):
+        return {}
+    state: dict[str, Any] = {}
+    if pack.get("indexRebuilding") is True:
+        state["index_rebuilding"] = True
+    skipped = pack.get("skippedSources")
+    if isinstance(skipped, list):
+        names = [s[:256] for s in skipped[:20] if isinstance(s, str)]
+        if names:
+            state["skipped_runbooks"] = names
+    return state
 
 
 def _indexed_chunks(raw: Any) -> int | UnsetType:

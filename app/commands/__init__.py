@@ -7,6 +7,7 @@ import argparse
 from collections.abc import Awaitable, Callable
 
 from app.commands.calls import cmd_call, cmd_submit, cmd_views
+from app.commands.cancel import cmd_cancel
 from app.commands.operate import (
     cmd_acl,
     cmd_bench,
@@ -14,6 +15,7 @@ from app.commands.operate import (
     cmd_export,
     cmd_import,
     cmd_mcp,
+    cmd_reindex,
     cmd_replay,
     cmd_status,
     cmd_worker,
@@ -27,6 +29,7 @@ Command = Callable[[argparse.Namespace, Settings], Awaitable[int]]
 
 COMMANDS: dict[str, Command] = {
     "call": cmd_call,
+    "cancel": cmd_cancel,
     "submit": cmd_submit,
     "views": cmd_views,
     "status": cmd_status,
@@ -38,5 +41,6 @@ COMMANDS: dict[str, Command] = {
     "replay": cmd_replay,
     "export": cmd_export,
     "import": cmd_import,
+    "reindex": cmd_reindex,
     "console": run_console,
 }

@@ -18,6 +18,7 @@ import msgspec
 
 from app.errors import EXIT_ERROR, EXIT_OK, EXIT_PENDING, CommandError
 from app.terminal import safe_json
+from contracts.window import format_utc_ms, has_zone, parse_as_of
 from pipeline.client import CallResult, EvidenceClient, InvalidSessionId, ToolCall
 from pipeline.heartbeat import heartbeat_ttl_s, live_count
 from pipeline.keys import is_valid_session_id
@@ -87,9 +88,17 @@ async def _no_reader_note(client: EvidenceClient, settings: Settings, session: s
     )
 
 
+def _note_zone(as_of: str | None) -> None:
+    # A time without a zone is read as UTC: said once on stderr (stdout stays the JSON).
+    if as_of is not None and not has_zone(as_of):
+        utc = format_utc_ms(parse_as_of(as_of))
+        print(f"note: --as-of has no zone: read as UTC ({utc})", file=sys.stderr)
+
+
 async def cmd_call(args: argparse.Namespace, settings: Settings) -> int:
     """`call`: one tool call, its lifecycle and both views."""
     arguments = await read_arguments(args.args)
+    _note_zone(args.as_of)
     if args.local:
         from workers.sources import open_sources
         from workers.stage import run_stages
@@ -102,6 +111,7 @@ async def cmd_call(args: argparse.Namespace, settings: Settings) -> int:
                 session_id=args.session,
                 sources=sources,
                 settings=settings,
+                as_of_ms=None if args.as_of is None else parse_as_of(args.as_of),
             )
         lifecycle = outcome.control.status
         print_json(
@@ -110,7 +120,7 @@ async def cmd_call(args: argparse.Namespace, settings: Settings) -> int:
         return EXIT_ERROR if lifecycle == "ERROR" else EXIT_OK
     async with EvidenceClient.connect(settings, need_url(settings, local=True)) as client:
         call = ToolCall(tool=args.tool, tool_call_id=args.id, arguments=arguments)
-        result = await client.call(args.session, call, timeout=args.timeout)
+        result = await client.call(args.session, call, timeout=args.timeout, as_of=args.as_of)
         if result is None:
             note = await _no_reader_note(client, settings, args.session)
             print(
@@ -145,7 +155,8 @@ async def cmd_submit(args: argparse.Namespace, settings: Settings) -> int:
     text = await read_text(args.file)
     calls = [_parse_line(n, line) for n, line in enumerate(text.splitlines(), 1) if line.strip()]
     async with EvidenceClient.connect(settings, need_url(settings)) as client:
-        immediate = await client.submit_many(args.session, calls)
+        _note_zone(args.as_of)
+        immediate = await client.submit_many(args.session, calls, as_of=args.as_of)
         ids = [c.tool_call_id for c, r in zip(calls, immediate, strict=True) if r is None]
         if not args.wait:
             # Returned once the calls are admitted (a worker recorded them): until then only

@@ -55,7 +55,7 @@ async def cmd_worker(args: argparse.Namespace, settings: Settings) -> int:
         from workers.metrics import WorkerMetrics, serve_metrics
 
         metrics = WorkerMetrics()
-        serving = serve_metrics(metrics, args.metrics_port)
+        serving = serve_metrics(metrics, args.metrics_port, args.metrics_host)
     with contextlib.ExitStack() as stack:
         try:
             port = stack.enter_context(serving)
@@ -66,7 +66,9 @@ async def cmd_worker(args: argparse.Namespace, settings: Settings) -> int:
                 prefix="aci-evidence worker",
             ) from None
         if port is not None:
-            logging.getLogger("aci.announce").info("metrics on :%d/metrics", port)
+            logging.getLogger("aci.announce").info(
+                "metrics on %s:%d/metrics", args.metrics_host, port
+            )
         # Signals, sources, Redis, gc.freeze, run and drain: the one worker bootstrap.
         await serve_worker(
             settings,
@@ -151,6 +153,7 @@ async def cmd_mcp(args: argparse.Namespace, settings: Settings) -> int:
         http_port=args.http,
         host=args.host,
         token=args.token,
+        as_of=args.as_of,
     )
     return await serve(options, settings)
 
@@ -176,6 +179,18 @@ async def cmd_import(args: argparse.Namespace, settings: Settings) -> int:
     return await run_import(args, settings)
 
 
+async def cmd_reindex(args: argparse.Namespace, settings: Settings) -> int:
+    """`reindex`: backfill the sessions' call indexes from the call records recorded before
+    them, and mark every partition complete (an administrator's URL: it SCANs and writes)."""
+    from pipeline.call_index import reindex
+    from pipeline.redis_io import open_redis
+
+    async with open_redis(need_url(settings), cluster=settings.redis_cluster) as redis:
+        done = await reindex(redis, settings.keys())
+    print(json.dumps(done))
+    return EXIT_OK
+
+
 async def cmd_bench(args: argparse.Namespace, settings: Settings) -> int:
     """`bench pipeline`."""
     if args.cluster:
@@ -185,4 +200,10 @@ async def cmd_bench(args: argparse.Namespace, settings: Settings) -> int:
         return EXIT_OK
     from app.bench import run_bench
 
-    return await run_bench(total=args.total, as_json=args.json, peers=not args.no_peers)
+    return await run_bench(
+        total=args.total,
+        as_json=args.json,
+        peers=not args.no_peers,
+        agent_rounds=args.agent_rounds,
+        agent_pause=args.agent_pause,
+    )

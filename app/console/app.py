@@ -12,6 +12,7 @@ it works behind a proxy prefix.
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import hmac
 from collections.abc import AsyncIterator
 from http.cookies import CookieError, SimpleCookie
@@ -34,10 +35,11 @@ from app.console.render import environment
 from pipeline.redis_io import PipelineError, Redis, open_redis
 from pipeline.settings import Settings
 
-__all__ = ["ConsoleConfig", "create_app"]
+__all__ = ["ConsoleConfig", "cookie_value", "create_app"]
 
 STATIC: Final = Path(__file__).parent / "static"
 COOKIE: Final = "aci_console_token"
+_COOKIE_LABEL: Final = b"aci-evidence console cookie v1"
 # No inline script or style anywhere: the vendored script and sheet only.
 _CSP: Final = (
     "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
@@ -73,6 +75,14 @@ class ConsoleConfig(msgspec.Struct, frozen=True, kw_only=True):
     allowed_hosts: tuple[str, ...] | None = None
 
 
+def cookie_value(token: str) -> str:
+    """What the console's cookie holds: HMAC-SHA256 of a fixed label keyed by the token (hex),
+    a value good for this console's cookie only. Browsers send a cookie to every port of its
+    host name, so the cookie must never carry the token itself, which also opens `Authorization:
+    Bearer` and any other service sharing it."""
+    return hmac.new(token.encode(), _COOKIE_LABEL, hashlib.sha256).hexdigest()
+
+
 class _Guard:
     """Security headers on every answer; the bearer token when one is configured."""
 
@@ -81,6 +91,7 @@ class _Guard:
     ) -> None:
         self.app = app
         self.token = token.encode() if token else None
+        self.cookie = cookie_value(token) if token else None
         self.hosts = None if hosts is None else frozenset(h.lower().strip("[]") for h in hosts)
 
     def _host_allowed(self, scope: Scope) -> bool:
@@ -108,9 +119,14 @@ class _Guard:
                 with contextlib.suppress(CookieError):
                     jar.load(value.decode("latin-1"))
                 morsel = jar.get(COOKIE)
-                # The value as set: `set_cookie` quotes a token holding a space or a ';'.
-                if morsel is not None and hmac.compare_digest(
-                    morsel.value.encode("latin-1", "replace"), self.token
+                # The cookie holds a value derived from the token (`cookie_value`), never
+                # the token: a cookie goes to every port of the host name.
+                if (
+                    morsel is not None
+                    and self.cookie is not None
+                    and hmac.compare_digest(
+                        morsel.value.encode("latin-1", "replace"), self.cookie.encode()
+                    )
                 ):
                     return True
         return False
@@ -169,9 +185,9 @@ class _Guard:
         # `//host/…` (or `/\host`) would be another site's address to a browser: one slash.
         path = "/" + path.lstrip("/\\")
         response = RedirectResponse(path + ("?" + rest if rest else ""), status_code=303)
-        if valid:
+        if valid and self.cookie is not None:
             response.set_cookie(
-                COOKIE, given, httponly=True, samesite="strict", path=(root or "/"),
+                COOKIE, self.cookie, httponly=True, samesite="strict", path=(root or "/"),
                 secure=scope.get("scheme") == "https",
             )  # fmt: skip
         return response

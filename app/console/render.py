@@ -19,23 +19,32 @@ from typing import Any, Final
 import jinja2
 from markupsafe import Markup
 
+from contracts.text import INVISIBLE_CLASS
+
 __all__ = ["environment", "visible"]
 
 TEMPLATES: Final = Path(__file__).parent / "templates"
 # C0 controls but tab and newline, DEL, C1; the bidi embeddings, overrides and isolates, the
 # directional marks, and the BOM / zero-width no-break space.
+# Also every code point `contracts.text.INVISIBLE` names (tag characters, soft hyphen,
+# variation selectors, Hangul fillers, line separators ...): spelled out, never hidden.
 _INVISIBLE: Final = re.compile(
-    "[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200b-\u200f\u202a-\u202e\u2066-\u2069\ufeff]"
+    "[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200b-\u200f\u202a-\u202e\u2066-\u2069\ufeff"
+    + INVISIBLE_CLASS
+    + "]"
 )
 
 
 def _spell(match: re.Match[str]) -> str:
     code = ord(match.group())
-    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+    if code < 0x100:
+        return f"\\x{code:02x}"
+    return f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}"
 
 
 def visible(text: str) -> str:
-    """`text` with every control and bidi character spelled out (`\\x1b`, `\\u202e`)."""
+    """`text` with every control, bidi and invisible character spelled out (`\\x1b`, `\\u202e`,
+    `\\U000e0041`)."""
     return _INVISIBLE.sub(_spell, text)
 
 

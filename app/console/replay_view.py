@@ -118,10 +118,17 @@ def _view(fields: dict[str, bytes], name: str, field_name: str) -> Any:
     return value
 
 
+# A log call's window is resolved from the clock when it is asked: two sessions asking the same
+# thing at different times differ there and nowhere else (like `replay --reexecute`).
+_CLOCK_PATHS: Final = frozenset({"$.scope.start_time", "$.scope.end_time"})
+
+
 def _changes(a: dict[str, bytes], b: dict[str, bytes]) -> list[tuple[str, str, str, str]]:
     out = []
     for name, field_name in _VIEWS:
         for path, old, new in diff_json(_view(a, name, field_name), _view(b, name, field_name)):
+            if path in _CLOCK_PATHS:
+                continue
             out.append((name, path, render_value(old, 200), render_value(new, 200)))
     return out
 

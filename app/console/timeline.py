@@ -38,6 +38,7 @@ class Bar:
     error_code: str
     attempts: int
     truncated: bool
+    asked: str = ""  # the call's question, topic and query, or SQL (its recorded scope)
 
     @property
     def in_flight(self) -> bool:
@@ -83,6 +84,28 @@ def _number(value: Any) -> float:
     return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else 0.0
 
 
+_ASKED_CHARS: Final = 300
+
+
+def _asked(cv: dict[str, Any]) -> str:
+    """What the call asked, from its recorded scope: a question; a topic, query and lookback;
+    or a data source and its SQL with params (cut to `_ASKED_CHARS`)."""
+    scope = cv.get("scope")
+    if not isinstance(scope, dict):
+        return ""
+    if "sql" in scope:
+        params = scope.get("params") or []
+        text = f"{scope.get('data_source', '')}: {scope.get('sql', '')}"
+        text += f" · params {msgspec.json.encode(params).decode()}" if params else ""
+    elif "topic" in scope:
+        text = f"{scope.get('topic', '')} · {scope.get('query', '') or '(any)'}"
+        if scope.get("lookback_minutes") is not None:
+            text += f" · {scope['lookback_minutes']} min"
+    else:
+        text = str(scope.get("query", ""))
+    return text if len(text) <= _ASKED_CHARS else text[: _ASKED_CHARS - 1] + "…"
+
+
 def _bar(row: CallRow, start: int, span: int, now: int) -> Bar:
     cv = _control(row)
     found = cv.get("timings")
@@ -107,6 +130,7 @@ def _bar(row: CallRow, start: int, span: int, now: int) -> Bar:
         error_code=str(cv.get("error_code") or ""),
         attempts=attempts if isinstance(attempts, int) else 1,
         truncated=cv.get("truncated") is True,
+        asked=_asked(cv),
     )
 
 

@@ -13,6 +13,18 @@
 -- `duplicate_of` is decided by admission order, atomically). Then every request of the batch,
 -- admitted or not, is acked and deleted; refused ones are dead-lettered with their reason.
 --
+-- The session's call index (`{tag}:calls:<session>`, a sorted set: tool call id -> admission
+-- ms; pipeline.keys.Partition.calls) is written in the same step, so a call record never
+-- exists without its index entry: the console, `replay` and `export` list a session's calls
+-- from it. Its name is built here from the fingerprint hash's (same partition tag, so the
+-- same slot; no KEYS layout change). It has no expiry while its session admits (PERSIST);
+-- a member leaves only when its call record is gone (never by age: an in-flight call's
+-- record never expires): here, the session's two oldest members whose record is gone, once a
+-- batch, and by the janitor (pipeline.trim) when the session leaves the sessions index.
+-- `{tag}:calls-ready` says that every call of the partition is indexed: set here on the
+-- partition's first admission ever (no lifecycle stream yet), else by `aci-evidence reindex`;
+-- without it readers also SCAN (calls recorded before the index existed).
+--
 -- KEYS[1] requests      KEYS[2] invocations   KEYS[3] lifecycle    KEYS[4] sessions (zset)
 -- KEYS[5] dead          then per call: the call hash, the session's fingerprint hash
 -- ARGV[1] group         ARGV[2] now_ms        ARGV[3] stream maxlen ARGV[4] retention_ms
@@ -30,6 +42,10 @@ end
 -- Each call hash is read here (a hash of the wrong type fails the read: nothing is written
 -- yet); a session's fingerprint hash, named once per call, is checked once.
 local known, checked = {}, {}
+local tag = string.sub(KEYS[4], 1, #KEYS[4] - #':sessions')
+local function index_of(fps)  -- `{tag}:fp:<session>` -> `{tag}:calls:<session>`
+  return tag .. ':calls:' .. string.sub(fps, #tag + #':fp:' + 1)
+end
 for c = 0, n - 1 do
   local call, fps = KEYS[6 + 2 * c], KEYS[7 + 2 * c]
   if known[call] == nil then
@@ -41,7 +57,13 @@ for c = 0, n - 1 do
     checked[fps] = true
     local kind = redis.call('TYPE', fps).ok
     if kind ~= 'none' and kind ~= 'hash' then return {-1, 7 + 2 * c} end
+    kind = redis.call('TYPE', index_of(fps)).ok  -- the session's call index, named by fps
+    if kind ~= 'none' and kind ~= 'zset' then return {-1, 7 + 2 * c} end
   end
+end
+if n > 0 and redis.call('TYPE', KEYS[3]).ok == 'none' then
+  -- Nothing was ever admitted here: every call of the partition will be indexed.
+  redis.call('SET', tag .. ':calls-ready', ARGV[2], 'NX')
 end
 local replies = {}
 local ids = {}
@@ -70,10 +92,20 @@ for c = 0, n - 1 do
       'tool', tool, 'dup', dup, 'fp', fp, 'sk', sk)
     redis.call('XADD', KEYS[3], 'MAXLEN', '~', ARGV[3], '*', 'session', session, 'id', id,
       'tool', tool, 'status', 'PROJECTING', 'at', ARGV[2], 'eid', eid)
+    local idx = index_of(fps)
     if not indexed[fps] then
       redis.call('ZADD', KEYS[4], ARGV[2], session)
       indexed[fps] = true
+      -- Its two oldest members whose call record is gone (expired) leave the index.
+      local head = string.sub(call, 1, #call - #id)  -- `{tag}:call:<session>:`
+      for _, old in ipairs(redis.call('ZRANGE', idx, 0, 1)) do
+        if old ~= id and redis.call('EXISTS', head .. old) == 0 then
+          redis.call('ZREM', idx, old)
+        end
+      end
+      redis.call('PERSIST', idx)
     end
+    redis.call('ZADD', idx, ARGV[2], id)
     known[call] = sk
     replies[#replies + 1] = eid
   end

@@ -43,7 +43,7 @@ CONTROL_KEYS = {
     "tool", "tool_call_id", "session_id", "status", "evidence_status", "scope",
     "scope_fingerprint", "duplicate_of", "returned_count", "match_count", "relevance_level",
     "truncated", "source_kind", "error_code", "attempts", "timings", "match_count_lower_bound",
-    "indexed_chunks",
+    "indexed_chunks", "index_rebuilding", "skipped_runbooks",
 }  # fmt: skip
 CODES = {c.value for c in ErrorCode}
 

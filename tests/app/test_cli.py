@@ -105,7 +105,10 @@ def test_a_missing_redis_url_is_a_clear_configuration_error() -> None:
 def test_bench_pipeline_prints_every_figure_scripts_read() -> None:
     # The embedded Redis (ACI_REDIS_URL unset), a small total, no peers: a smoke run.
     env = {k: v for k, v in os.environ.items() if not k.startswith("ACI_")}
-    done = cli(env, "bench", "pipeline", "--total", "1024", "--json", "--no-peers")
+    done = cli(
+        env, "bench", "pipeline", "--total", "1024", "--json", "--no-peers",
+        "--agent-rounds", "2", "--agent-pause", "0.2",
+    )  # fmt: skip
     assert done.returncode == 0, done.stderr
     figures = json.loads(done.stdout.strip().splitlines()[-1])
     for key in ("raw_per_s", "pipeline_per_s", "instant_1w_per_s", "instant_2w_per_s",
@@ -114,6 +117,9 @@ def test_bench_pipeline_prints_every_figure_scripts_read() -> None:
     for suffix in ("", "_2w", "_real", "_real_2w"):
         assert 0 < figures[f"p50{suffix}_ms"] <= figures[f"p99{suffix}_ms"] < 30_000, suffix
     assert figures["ratio_to_raw"] == round(figures["pipeline_per_s"] / figures["raw_per_s"], 3)
+    assert figures["agent_pause_s"] == 0.2
+    for name in ("one", "burst", "raw"):  # the agent's pattern: calls after a pause
+        assert 0 < figures[f"agent_{name}_p50_ms"] <= figures[f"agent_{name}_p90_ms"] < 30_000
     if os.path.exists("/proc/stat"):
         for suffix in ("", "_2w", "_real", "_real_2w"):
             assert 0 <= figures[f"steal{suffix}_pct"] <= 100, suffix

@@ -98,6 +98,9 @@ def test_the_real_log_files_scenario_reads_the_files_it_wrote(tmp_path: Path) ->
     assert calls["call_6_kb_again"]["control"]["duplicate_of"] == "call_1_kb"
     assert calls["call_9_billing"]["model"]["error"]["code"] == "AUTHORIZATION"
     assert any("source_kind FILE" in n for n in transcript["notes"])
+    # The ACI_LOGS_CONFIG it wrote is shown whole: the best day-one template (issue 35, 9).
+    ((title, config),) = transcript["files"].items()
+    assert title.startswith("ACI_LOGS_CONFIG") and "[topics.APPLICATION]" in config
     assert any("(FILE backend)" in line for line in transcript["what_you_saw"])
     if shutil.which("mariadbd") or Path("/usr/sbin/mariadbd").exists():
         assert any("written by MariaDB itself" in n for n in transcript["notes"])
@@ -119,4 +122,5 @@ def test_the_real_log_files_scenario_reads_the_files_it_wrote(tmp_path: Path) ->
     tail = " ".join(" ".join(lines[-30:]).replace("│", " ").split())
     assert "what you saw" in tail and "the incident: real-log-files" in tail
     assert "(FILE backend)" in tail
+    assert "ACI_LOGS_CONFIG the workers read" in shown.stdout
     assert not list(tmp_path.glob("aci-demo-logs-*"))

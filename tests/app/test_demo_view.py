@@ -83,6 +83,7 @@ def test_keep_running_prints_ready_export_lines_on_a_terminal_only() -> None:
     urls = {
         "submitter": "unix://submitter:pw1@/tmp/r.sock",
         "auditor": "unix://auditor:pw2@/tmp/r.sock",
+        "admin": "unix://default:pw3@/tmp/r.sock",  # replay --into can be tried (issue 35, 6)
     }
 
     def shown(terminal: bool) -> str:
@@ -96,5 +97,12 @@ def test_keep_running_prints_ready_export_lines_on_a_terminal_only() -> None:
     on_terminal = shown(True)
     assert f"export ACI_REDIS_URL='{urls['auditor']}' ACI_PREFIX=demo1" in on_terminal
     assert f"export ACI_REDIS_URL='{urls['submitter']}' ACI_PREFIX=demo1" in on_terminal
+    assert f"export ACI_REDIS_URL='{urls['admin']}' ACI_PREFIX=demo1" in on_terminal
+    assert "administrator (replay --into, import, reindex)" in on_terminal
     piped = shown(False)
-    assert "pw1" not in piped and "pw2" not in piped and "unix:///tmp/r.sock" in piped
+    assert (
+        "pw1" not in piped
+        and "pw2" not in piped
+        and "pw3" not in piped
+        and "unix:///tmp/r.sock" in piped
+    )

@@ -103,3 +103,20 @@ def test_a_worker_stopped_before_redis_answered_never_says_started() -> None:
                ACI_INSTANT_SOURCES="1")  # fmt: skip
     out = _worker_output(env, until="redis unavailable at start")
     assert "stopped before Redis answered" in out and " started: " not in out, out
+
+
+def test_the_start_line_names_each_log_topics_backend_and_metrics_bind_loopback(
+    prefix: str, tmp_path: Path
+) -> None:
+    # Issue 35, item 9: the start line said `query_logs=LogRouter` (a class), and the metrics
+    # listened on 0.0.0.0 where everything else binds loopback by default.
+    from workers.sources.logs.scenario_files import write_file_scenario
+
+    config = write_file_scenario(tmp_path)
+    port = free_port()
+    out = _worker_output(_env(prefix, ACI_LOGS_CONFIG=str(config)), "--metrics-port", str(port))
+    started = next(line for line in out.splitlines() if " started: " in line)
+    assert "query_logs=logs per topic (" in started and "LogRouter" not in started
+    assert "APPLICATION FILE" in started
+    assert f"metrics on 127.0.0.1:{port}/metrics" in out
+    assert str(tmp_path) not in out  # no path in the start line

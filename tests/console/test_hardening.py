@@ -13,7 +13,7 @@ import time
 import uuid
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
-from urllib.parse import urlencode
+from urllib.parse import quote, urlencode
 
 import anyio
 import httpx
@@ -381,3 +381,21 @@ async def test_a_page_of_sessions_is_the_same_read_directly(redis: Any, raw: Set
     for offset, limit in ((0, 25), (25, 25), (50, 25), (60, 1), (61, 25), (0, 0)):
         got = await recent_sessions(redis, keys, offset=offset, limit=limit)
         assert [name for name, _ in got] == [name for name, _ in everyone][offset : offset + limit]
+
+
+@pytest.mark.parametrize("token", ["plain-token", 'with space;and,comma"quote'])
+def test_the_cookie_never_holds_the_token(raw: Settings, token: str) -> None:
+    # Issue 35, item 10: cookies ignore ports, so every HTTP service on the same host name
+    # received ACI_CONSOLE_TOKEN itself. The cookie holds a value derived for it only.
+    from app.console.app import COOKIE, cookie_value
+
+    with TestClient(create_app(raw, REDIS_URL, config=ConsoleConfig(token=token))) as client:
+        once = client.get("/?" + urlencode({"token": token}), follow_redirects=False)
+        header = once.headers["set-cookie"]
+        assert cookie_value(token) in header
+        assert token not in header and quote(token) not in header
+        assert client.get("/fleet").status_code == 200  # the derived value signs in
+    with TestClient(create_app(raw, REDIS_URL, config=ConsoleConfig(token=token))) as client:
+        client.cookies.set(COOKIE, token)  # the raw token as a cookie is no longer accepted
+        assert client.get("/fleet").status_code == 401
+    assert cookie_value(token) != cookie_value(token + "x") and len(cookie_value(token)) == 64

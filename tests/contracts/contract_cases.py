@@ -21,15 +21,20 @@ from contracts import (
     ErrorResult,
     InvocationMeta,
     LifecycleStatus,
+    RecordTimes,
     SourceKind,
     Timings,
+    cancelled_result,
     decode_invocation,
     fingerprint_scope,
     normalise_scope,
     project,
 )
 
-__all__ = ["CASES", "run_case"]
+__all__ = ["CANCELLED", "CASES", "run_case"]
+
+# The upstream of a call its submitter cancelled (`cancelled_result`), before or while it ran.
+CANCELLED = {"before": object(), "running": object()}
 
 # name: (tool, tool_call_id, arguments, upstream)
 CASES: dict[str, tuple[str, object, object, Any]] = {
@@ -47,6 +52,31 @@ CASES: dict[str, tuple[str, object, object, Any]] = {
             logs_upstream(), source_kind=SourceKind.FILE, match_count_lower_bound=True
         ),
     ),
+    # A FILE backend that read lines not in their format and a file it could not decompress.
+    "logs_file_unparsed": (
+        "query_logs", "call_logs_4", LOGS_ARGS,
+        msgspec.structs.replace(
+            logs_upstream(), source_kind=SourceKind.FILE, match_count_lower_bound=True,
+            unparsed_lines=8, unread_files=1,
+            notes=["8 lines read are not in their log format; a query of plain words alone "
+                   "also matches them as text",
+                   "1 matched log files are compressed with zstd, which this worker cannot "
+                   "read: the count is a lower bound"],
+        ),
+    ),
+    # A FILE backend that read records, none in the window (a post-mortem at the wrong time),
+    # some dated in the future (a wrong timezone): NO_EVIDENCE, and the Control View says so.
+    "logs_file_outside_window": (
+        "query_logs", "call_logs_4", LOGS_ARGS,
+        msgspec.structs.replace(
+            logs_upstream(matches=False), source_kind=SourceKind.FILE,
+            record_times=RecordTimes(
+                nearest_before="2026-03-11T09:59:30.000+08:00",
+                nearest_after="2026-03-14T18:05:00.000+08:00",
+                future_records=140, latest="2026-03-14T18:09:30.000+08:00",
+            ),
+        ),
+    ),
     "mysql_found": ("query_mysql", "call_mysql_1", MYSQL_ARGS, mysql_upstream()),
     "mysql_no_evidence": ("query_mysql", "call_mysql_2", MYSQL_ARGS, mysql_upstream(rows=False)),
     "error_schema": ("query_logs", "call_err_1", '{"topic": "APPLICATION", "query": 5}', None),
@@ -57,6 +87,8 @@ CASES: dict[str, tuple[str, object, object, Any]] = {
     "error_unknown_tool": ("query_metrics", "call_err_4", "{}", None),
     "error_projection": ("lookup_knowledge", "call_err_5", RAG_ARGS, {"unexpected": True}),
     "error_projection_logs": ("query_logs", "call_err_6", LOGS_ARGS, {"records": "x"}),
+    "error_cancelled": ("query_mysql", "call_err_7", MYSQL_ARGS, CANCELLED["before"]),
+    "error_cancelled_running": ("query_logs", "call_err_8", LOGS_ARGS, CANCELLED["running"]),
 }  # fmt: skip
 
 
@@ -72,7 +104,12 @@ def run_case(name: str) -> tuple[CanonicalResult, InvocationMeta]:
         return decoded, meta
     assert isinstance(tool_call_id, str)
     scope = normalise_scope(tool, decoded)
-    result = project(tool, decoded, tool_call_id, upstream, DEFAULT_BOUNDS)
+    if upstream is CANCELLED["before"] or upstream is CANCELLED["running"]:
+        result: CanonicalResult = cancelled_result(
+            tool_call_id, started=upstream is CANCELLED["running"]
+        )
+    else:
+        result = project(tool, decoded, tool_call_id, upstream, DEFAULT_BOUNDS)
     failed = isinstance(result, ErrorResult)
     meta = InvocationMeta(
         tool=tool,

@@ -12,7 +12,7 @@ import contracts
 
 SUBMODULES = [
     "bounds", "fingerprint", "invocation", "logs", "mysql", "projection", "rag", "requests", "results",
-    "status", "text", "tools", "views",
+    "status", "text", "tools", "views", "window",
 ]  # fmt: skip
 # Submodule names that are deliberately not re-exported from the package: helpers and
 # settings that only sibling modules or tests use. Anything else public must be exported.

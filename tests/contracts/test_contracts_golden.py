@@ -28,6 +28,8 @@ EXPECTED_ERROR_CODES = {
     "error_unknown_tool": ErrorCode.UNKNOWN_TOOL,
     "error_projection": ErrorCode.PROJECTION,
     "error_projection_logs": ErrorCode.PROJECTION,
+    "error_cancelled": ErrorCode.CANCELLED,
+    "error_cancelled_running": ErrorCode.CANCELLED,
 }
 
 
@@ -57,3 +59,17 @@ def test_project_for_an_unknown_tool_is_an_error() -> None:
     result = project("query_metrics", LookupKnowledgeRequest(query="x"), "c", {}, DEFAULT_BOUNDS)
     assert isinstance(result, ErrorResult) and result.error.code is ErrorCode.UNKNOWN_TOOL
     assert result.tool_call_id == "c"
+
+
+@pytest.mark.parametrize("name", ["error_cancelled", "error_cancelled_running"])
+def test_a_cancelled_call_is_an_error_never_no_evidence(name: str) -> None:
+    # Both views say ERROR/CANCELLED, and the model reads that the call was stopped: never a
+    # finding, never "no evidence".
+    result, meta = run_case(name)
+    observation = observe(result, DEFAULT_BOUNDS)
+    control = control_view(result, meta, observation)
+    assert control.status.value == "ERROR" and control.error_code is ErrorCode.CANCELLED
+    assert control.evidence_status.value == "ERROR"
+    text = encode_view(observation).decode()
+    assert '"code":"CANCELLED"' in text and "cancelled by the caller" in text
+    assert "NO_EVIDENCE" not in text and "no evidence" not in text.lower()

@@ -41,3 +41,40 @@ def test_a_lower_bound_is_truncated_and_marked_in_the_control_view_only() -> Non
     observation = msgspec.json.encode(observe(result, DEFAULT_BOUNDS))
     assert b"lower_bound" not in observation and b"match_count" not in observation
     assert b'"source_kind":"FILE"' in observation
+
+
+def test_unparsed_lines_unread_files_and_notes_reach_the_views() -> None:
+    notes = ["3 lines read are not in their log format", "x" * 1000, "c", "d", "e"]
+    upstream = msgspec.structs.replace(
+        logs_upstream(), source_kind=SourceKind.FILE, unparsed_lines=3, unread_files=1,
+        notes=notes,
+    )  # fmt: skip
+    result = project_logs("c1", upstream, DEFAULT_BOUNDS)
+    assert result.unparsed_lines == 3 and result.unread_files == 1 and result.truncated
+    assert isinstance(result.notes, list) and len(result.notes) == 4
+    assert (
+        result.notes[0] == notes[0] and len(result.notes[1]) <= 2 * DEFAULT_BOUNDS.logs_field_chars
+    )
+    meta = InvocationMeta(tool="query_logs", session_id="s", status=LifecycleStatus.READY)
+    control = control_view(result, meta)
+    assert control.unparsed_lines == 3 and control.unread_files == 1
+    observation = observe(result, DEFAULT_BOUNDS)
+    assert getattr(observation, "notes", None) == result.notes
+    # none: the wire is unchanged
+    plain = project_logs("c1", logs_upstream(), DEFAULT_BOUNDS)
+    assert b"unparsed" not in encode_result(plain) and b"notes" not in encode_result(plain)
+
+
+def test_events_keep_a_bounded_field_count_and_the_result_a_byte_bound() -> None:
+    base = logs_upstream()
+    wide = {f"f{i}": "v" * 100 for i in range(200)}
+    records = [msgspec.structs.replace(r, fields=wide) for r in base.records]
+    upstream = msgspec.structs.replace(base, records=records)
+    result = project_logs("c1", upstream, DEFAULT_BOUNDS)
+    assert result.truncated and result.events
+    assert all(len(e.fields) == DEFAULT_BOUNDS.logs_max_fields for e in result.events)
+    small = msgspec.structs.replace(DEFAULT_BOUNDS, logs_max_bytes=4000)
+    tight = project_logs("c1", upstream, small)
+    assert tight.truncated and len(tight.events) < len(result.events)
+    body = msgspec.json.encode([tight.patterns, tight.events])
+    assert len(body) <= 4000

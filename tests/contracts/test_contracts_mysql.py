@@ -12,6 +12,7 @@ import pytest
 from contract_samples import mysql_upstream
 from hypothesis import given
 from hypothesis import strategies as st
+from msgspec import UNSET
 
 from contracts import (
     DEFAULT_BOUNDS,
@@ -21,6 +22,7 @@ from contracts import (
     project_mysql,
     to_json_cell,
 )
+from contracts.mysql import CUT_MARK
 
 
 class Opaque:
@@ -45,6 +47,10 @@ class Opaque:
         (Decimal("12.50"), "12.50"),
         (Decimal("-0.000001"), "-0.000001"),
         (Decimal("1E+30"), "1E+30"),
+        # Below 1e-6 too, digits as the server prints them (issue 35, item 12), not `0E-8`.
+        (Decimal("0E-8"), "0.00000000"),
+        (Decimal("1.200E-7"), "0.0000001200"),
+        (Decimal("-5E-10"), "-0.0000000005"),
         (dt.datetime(2024, 5, 1, 9, 41, 7, 120), "2024-05-01T09:41:07.000120"),
         (dt.datetime(2024, 5, 1, tzinfo=dt.UTC), "2024-05-01T00:00:00+00:00"),
         (dt.date(2024, 2, 29), "2024-02-29"),
@@ -147,8 +153,30 @@ def test_nested_json_too_long_becomes_a_prefix_of_its_json() -> None:
     value = {"k": "v" * 400}
     result = project_mysql("c", MysqlUpstream(columns=["j"], rows=[[value]]), DEFAULT_BOUNDS)
     cell = result.rows[0][0]
-    assert isinstance(cell, str) and msgspec.json.encode(value).decode().startswith(cell)
+    # Marked as cut (issue 35, item 14): a prefix of JSON is no longer JSON.
+    assert isinstance(cell, str) and cell.endswith(CUT_MARK)
+    assert msgspec.json.encode(value).decode().startswith(cell[: -len(CUT_MARK)])
     assert len(cell) == DEFAULT_BOUNDS.mysql_cell_chars and result.truncated
+
+
+def test_cut_bytes_are_marked_and_dropped_columns_named() -> None:
+    bounds = DEFAULT_BOUNDS
+    columns = [f"c{i}" for i in range(bounds.mysql_max_columns + 2)]
+    row = [b"\x00" * 1000, *range(len(columns) - 1)]
+    result = project_mysql("c", MysqlUpstream(columns=columns, rows=[row]), bounds)
+    cell = result.rows[0][0]
+    assert cell.startswith("base64:") and cell.endswith(CUT_MARK)
+    assert len(cell) == bounds.mysql_cell_chars and result.truncated
+    assert result.dropped_columns == columns[-2:]
+    many = [f"c{i}" for i in range(bounds.mysql_max_columns + 60)]
+    dropped = project_mysql("c", MysqlUpstream(columns=many, rows=[]), bounds).dropped_columns
+    assert dropped == [
+        *many[bounds.mysql_max_columns : bounds.mysql_max_columns + 50],
+        "and 10 more",
+    ]
+    assert (
+        project_mysql("c", MysqlUpstream(columns=["a"], rows=[]), bounds).dropped_columns is UNSET
+    )
 
 
 def test_nested_json_of_multibyte_text_within_the_char_bound_is_kept_whole() -> None:

@@ -274,3 +274,21 @@ def test_error_messages_are_single_line_and_short() -> None:
     assert "\n" not in result.error.message and "\t" not in result.error.message
     assert len(result.error.message) <= 300
     assert result.error.message.endswith("…")
+
+
+@pytest.mark.parametrize(
+    ("arguments", "said"),
+    [
+        ({"data_source": "shop", "sql": "x" * 8001},
+         "sql is longer than its cap of 8,000 characters; shorten it - at `$.sql`"),
+        ({"data_source": "shop", "sql": "SELECT ?", "params": ["x" * 4001]},
+         "params[0] is longer than its cap of 4,000 characters; shorten it - at `$.params[0]`"),
+        ({"data_source": "shop", "sql": "SELECT ?", "params": [1] * 101},
+         "params is longer than its cap of 100 items; shorten it - at `$.params`"),
+    ],
+)  # fmt: skip
+def test_a_size_cap_is_said_as_one(arguments: dict[str, object], said: str) -> None:
+    # Issue 35, item 14: the agent read a raw "Expected `str` of length <= 4000".
+    found = decode_invocation("query_mysql", "c1", arguments)
+    assert isinstance(found, ErrorResult) and found.error.code is ErrorCode.SCHEMA
+    assert found.error.message == said

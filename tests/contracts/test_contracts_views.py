@@ -54,14 +54,23 @@ OBSERVATION_KEYS = {
         "patterns",
         "events",
         "truncated",
+        "notes",  # FILE: how the answer was read (lines not in their format), when it matters
     },
-    "MysqlResult": {"tool_call_id", "evidence_status", "columns", "rows", "truncated"},
+    "MysqlResult": {
+        "tool_call_id",
+        "evidence_status",
+        "columns",
+        "rows",
+        "truncated",
+        "warnings",
+        "dropped_columns",
+    },
     "ErrorResult": {"tool_call_id", "evidence_status", "error"},
 }
 REQUIRED_OBSERVATION_KEYS = {
     "RagResult": OBSERVATION_KEYS["RagResult"] - {"relevance_level"},
-    "LogsResult": OBSERVATION_KEYS["LogsResult"],
-    "MysqlResult": OBSERVATION_KEYS["MysqlResult"],
+    "LogsResult": OBSERVATION_KEYS["LogsResult"] - {"notes"},
+    "MysqlResult": OBSERVATION_KEYS["MysqlResult"] - {"warnings", "dropped_columns"},
     "ErrorResult": {"evidence_status", "error"},
 }
 NESTED_KEYS = {
@@ -75,7 +84,8 @@ CONTROL_KEYS = {
     "tool", "tool_call_id", "session_id", "status", "evidence_status", "scope",
     "scope_fingerprint", "duplicate_of", "returned_count", "match_count", "relevance_level",
     "truncated", "source_kind", "error_code", "attempts", "timings", "match_count_lower_bound",
-    "indexed_chunks",
+    "indexed_chunks", "source", "warnings", "index_rebuilding", "skipped_runbooks",
+    "unparsed_lines", "unread_files", "record_times",
 }  # fmt: skip
 FORBIDDEN_IN_OBSERVATION = (
     "fingerprint", "match_count", "returned_count", "score", "trace", "attempt", "timing",

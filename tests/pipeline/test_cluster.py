@@ -182,3 +182,31 @@ async def test_wait_replicas_after_submit_and_finish(credis: Any, caplog: Any) -
     assert replies == [b"OK"] and lane.wait_short == 1
     assert "1 of 2 replicas" in caplog.text
     await lane.aclose()
+
+
+async def test_the_doorbell_rings_every_partition_on_its_own_master(credis: Any) -> None:
+    """Tracking is node-local: admission's doorbell keeps a connection per master, and a
+    request appended to any partition rings that partition (`pipeline.doorbell`)."""
+    from pipeline.doorbell import Doorbell
+
+    keys = settings_for().keys()
+    bell = Doorbell(credis, keys.parts)
+    stop = anyio.Event()
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(bell.run, stop)
+        with anyio.fail_after(10):
+            while not bell.armed:  # noqa: ASYNC110
+                await anyio.sleep(0.01)
+        assert len(credis.get_primaries()) == 3
+        bell.clear(range(keys.count))
+        for part in keys.parts:
+            await credis.xadd(part.requests, {"d": b"x"})
+        with anyio.move_on_after(10):
+            while bell.rung() != set(range(keys.count)):
+                await bell.wait(1.0, stop)
+        missing = set(range(keys.count)) - bell.rung()
+        owners = {credis.get_node_from_key(keys.parts[i].requests).name for i in missing}
+        assert not missing, (missing, owners, sorted(bell._tracking))
+        stop.set()
+        tg.cancel_scope.cancel()
+    await credis.delete(*(p.requests for p in keys.parts))

@@ -413,6 +413,9 @@ CORPUS: Final[tuple[Case, ...]] = (
     # server-side errors
     ("unknown_column", "SELECT nope FROM orders", [], E),
     ("unknown_table", "SELECT * FROM nope", [], E),
-    ("division_warning", "SELECT 1 / 0", [], E),
+    # A division by zero answers NULL with warning 1365: said beside the row, not an error
+    # (issue 35, item 13); a warning that cuts or corrupts a value still is (1292 below).
+    ("division_warning", "SELECT 1 / 0", [], "ok"),
+    ("cast_warning", "SELECT CAST(? AS SIGNED)", ["zz"], E),
     ("empty", "   ", [], F),
 )

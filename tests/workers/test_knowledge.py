@@ -121,7 +121,9 @@ async def test_answer_is_rag_shaped_and_projects_to_verbatim_evidence(tmp_path: 
     finally:
         await source.aclose()
     hits = answer["contextPack"]["hits"]
-    assert answer["contextPack"]["relevanceLevel"] == "high"
+    # Medium, not high: the Chinese runbook on the same problem (zh/数据库连接池耗尽) is a close
+    # second, and high promises a clear lead over the next runbook (issue 34's calibration).
+    assert answer["contextPack"]["relevanceLevel"] == "medium"
     assert answer["retrievalTrace"] and answer["fallbackAttempts"] == []
     assert [h["rank"] for h in hits] == list(range(1, len(hits) + 1))
     assert {"bm25", "dense", "rerank"} <= set(hits[0]["scores"])
@@ -131,7 +133,7 @@ async def test_answer_is_rag_shaped_and_projects_to_verbatim_evidence(tmp_path: 
     result = project_rag(request, "call_1", answer, DEFAULT_BOUNDS)
     assert isinstance(result, RagResult)
     assert result.evidence_status == EvidenceStatus.EVIDENCE_FOUND
-    assert result.relevance_level == RelevanceLevel.HIGH
+    assert result.relevance_level == RelevanceLevel.MEDIUM
     first = result.evidence[0]
     assert first.document_id == hits[0]["documentId"]
     assert first.breadcrumb.startswith("Database connection pool exhaustion")

@@ -17,6 +17,8 @@ import structlog
 from logs_helpers import file_source, project, search
 
 from contracts import EvidenceStatus, Topic
+from workers.sources.logs.deadline import StopFlag
+from workers.sources.logs.files import find_files
 from workers.sources.logs.formats import level_of, parse_time
 from workers.sources.logs.scenario_files import write_file_scenario
 from workers.sources.logs.slowlog import sql_template
@@ -69,15 +71,33 @@ def test_python_logging_with_gzip_rotation(tmp_path: Path) -> None:
     assert errors.patterns[0].template.startswith("HikariPool-<NUM> - Connection is not available")
 
 
-def test_rotated_files_last_written_before_the_window_are_not_read(tmp_path: Path) -> None:
+def test_rotated_files_are_chosen_by_their_records_time_not_only_mtime(tmp_path: Path) -> None:
+    # Issue 31: a rotated file whose mtime is older than the window (a `cp -p` copy, a file
+    # unpacked from a tarball) is still read when its records fall in the window (before, it
+    # was pruned by mtime and its 100-odd records were missing from the count).
     now = time.time()
     write_file_scenario(tmp_path, now)
     old = tmp_path / "app" / "shop.jsonl.2.gz"
     os.utime(old, (now - 7200, now - 7200))
     source = file_source(tmp_path, "jsonl", ["app/shop.jsonl*"], now=now)
-    assert search(source, "", lookback=60).match_count < 384
+    assert search(source, "", lookback=60).match_count == 384
     os.utime(old, (now, now))
     assert search(source, "", lookback=60).match_count == 384
+    # A file last written before the window whose last record is before it too is not read;
+    # one written after the window whose first record is after it is not read either.
+    before, after = tmp_path / "app" / "shop.jsonl.old", tmp_path / "app" / "shop.jsonl.new"
+    before.write_text(json.dumps({"timestamp": iso_at(now - 3 * 3600), "event": "old"}) + "\n")
+    after.write_text(json.dumps({"timestamp": iso_at(now - 60), "event": "new"}) + "\n")
+    os.utime(before, (now - 2 * 3600, now - 2 * 3600))
+    needed = source._needed((int((now - 5400) * 1000), int((now - 1800) * 1000)), StopFlag(60))
+    chosen, _, matched = find_files(source.entry.paths, source.config.roots, 0, 256, None, needed)
+    names = {Path(f.real).name for f in chosen}
+    assert matched == 5 and "shop.jsonl.2.gz" in names
+    assert "shop.jsonl.old" not in names and "shop.jsonl.new" not in names
+
+
+def iso_at(epoch_s: float) -> str:
+    return datetime.fromtimestamp(epoch_s, UTC).isoformat()
 
 
 @pytest.mark.parametrize(

@@ -139,7 +139,9 @@ def test_a_root_that_is_a_symlink_into_proc_is_refused(tmp_path: Path) -> None:
 
 
 def test_globs_that_match_no_file_are_an_error_not_no_evidence(tmp_path: Path) -> None:
-    (tmp_path / "old.jsonl").write_text(jline("old"))
+    # Its record is as old as its mtime: files are chosen by their records' own time (issue
+    # 31), so a day-old mtime over a record of a minute ago would be read.
+    (tmp_path / "old.jsonl").write_text(jline("old", ts=NOW - 86_400))
     os.utime(tmp_path / "old.jsonl", (NOW - 86_400, NOW - 86_400))
     # a file that exists but is older than the window: an honest "nothing in the window"
     assert search(file_source(tmp_path, "jsonl", ["*.jsonl"], now=NOW), "").match_count == 0
@@ -153,7 +155,7 @@ def test_the_listing_of_a_folder_full_of_files_is_cut_and_marked(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     for i in range(12):
-        (tmp_path / f"stale-{i}.jsonl").write_text(jline("stale"))
+        (tmp_path / f"stale-{i}.jsonl").write_text(jline("stale", ts=NOW - 86_400))
         os.utime(tmp_path / f"stale-{i}.jsonl", (NOW - 86_400, NOW - 86_400))
     (tmp_path / "live.jsonl").write_text(jline("live") * 3)
     monkeypatch.setattr(files_module, "MAX_NAMES", 20)
@@ -322,7 +324,8 @@ def test_the_worker_refuses_a_bad_config_with_one_line_not_a_traceback(tmp_path:
     assert done.returncode == 2, done.stderr
     assert done.stderr.strip().splitlines() == [
         "configuration error: ACI_LOGS_CONFIG: topics.APPLICATION.format: Invalid enum value "
-        "'json' (one of jsonl, logfmt, cri, syslog, mysql_slow)"
+        "'json' (one of jsonl, logfmt, cri, syslog, mysql_slow, log4j, apache_access, "
+        "nginx_access, apache_error, nginx_error, klog, oslo, plain, regex)"
     ]
 
 

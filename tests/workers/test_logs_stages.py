@@ -81,3 +81,47 @@ async def test_a_cut_scan_is_marked_in_the_control_view_only(tmp_path: Path) -> 
     assert out.result.evidence_status is EvidenceStatus.EVIDENCE_FOUND
     assert out.control.match_count_lower_bound is True and out.control.truncated is True
     assert b"lower_bound" not in encode_view(out.observation)
+
+
+async def test_a_mixed_folder_through_the_stages_drops_no_file(tmp_path: Path) -> None:
+    """Agent-level: syslog, an Apache error log, a CRLF Java log with a stack trace and a plain
+    log in one folder, a source per format; one more Apache log under the syslog glob."""
+    from datetime import UTC, datetime
+
+    now = datetime.now(UTC)
+    bsd = f"{now:%b} {now.day:2d} {now:%H:%M:%S}"  # syslog pads the day with a space
+    iso = now.strftime("%Y-%m-%d %H:%M:%S")
+    ctime = now.strftime("%a %b %d %H:%M:%S.000000 %Y")  # never after the call's end
+    (tmp_path / "messages").write_text(
+        f"{bsd} web1 kernel: Out of memory: Killed process 4242 (java)\n"
+        f"{bsd} web1 syslogd 1.4.1: restart.\n"
+    )
+    apache = f"[{ctime}] [core:error] [pid 7:tid 9] [client 10.0.0.5:5150] AH00128: File does not exist: /srv/x\n"
+    (tmp_path / "error_log").write_text(apache)
+    (tmp_path / "messages.httpd").write_text(apache)  # another format under the syslog glob
+    (tmp_path / "app.log").write_bytes(
+        (
+            f"{iso},000 ERROR [main] com.shop.Pay - payment error for order o-1\r\n"
+            "java.lang.IllegalStateException: charge failed\r\n\tat com.shop.Pay.run(Pay.java:9)\r\n"
+        ).encode()
+    )
+    (tmp_path / "db.err").write_text(f"{iso} 0 [ERROR] InnoDB: error reading page\n")
+    config = tmp_path / "logs.toml"
+    config.write_text(
+        f'roots = ["{tmp_path}"]\n[topics.SYSTEM_EVENTS]\nbackend = "file"\n'
+        f'paths = ["{tmp_path}/messages*"]\nformat = "syslog"\n'
+        f'[[topics.SYSTEM_EVENTS.sources]]\npaths = ["{tmp_path}/error_log"]\nformat = "apache_error"\n'
+        f'[[topics.SYSTEM_EVENTS.sources]]\npaths = ["{tmp_path}/*.log"]\nformat = "log4j"\n'
+        f'[[topics.SYSTEM_EVENTS.sources]]\npaths = ["{tmp_path}/*.err"]\nformat = "plain"\n'
+    )
+    out = await call(config, {"topic": "SYSTEM_EVENTS", "query": "error", "lookback_minutes": 60})
+    assert out.result.evidence_status is EvidenceStatus.EVIDENCE_FOUND, out.result
+    # Apache's (both copies, one as text), Java's, MariaDB's: no file dropped
+    assert out.control.match_count == 4 and out.control.unparsed_lines == 1
+    observation = encode_view(out.observation)
+    assert b"\\r" not in observation and b"IllegalStateException" in observation
+    assert b"1 lines read are not in their log format (1 files had no line" in observation
+    for name in (str(tmp_path), "messages.httpd", "error_log", "app.log"):
+        assert name.encode() not in observation
+    restart = await call(config, {"topic": "SYSTEM_EVENTS", "query": '"syslogd 1.4.1"'})
+    assert restart.control.match_count == 1 and restart.control.unparsed_lines is msgspec.UNSET

@@ -43,7 +43,7 @@ def db() -> Iterator[tuple[str, str, str]]:
 def _drop(conn: pymysql.Connection[Any], name: str, user: str) -> None:
     with conn.cursor() as cur:
         cur.execute(f"DROP DATABASE IF EXISTS `{name}`")
-        for host in ("%", "localhost"):
+        for host in ("%", "localhost", "127.0.0.1"):
             cur.execute(f"DROP USER IF EXISTS '{user}'@'{host}'")
     conn.close()
 

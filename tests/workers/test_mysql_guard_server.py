@@ -48,7 +48,7 @@ def schemas() -> Iterator[tuple[str, str, str, str]]:
         with conn.cursor() as cur:
             cur.execute(f"DROP DATABASE IF EXISTS `{name}`")
             cur.execute(f"DROP DATABASE IF EXISTS `{other}`")
-            for host in ("%", "localhost"):
+            for host in ("%", "localhost", "127.0.0.1"):
                 cur.execute(f"DROP USER IF EXISTS '{user}'@'{host}'")
         conn.close()
 

@@ -115,3 +115,27 @@ async def test_a_wrong_password_is_said_once_as_the_account_refused(
         " until it answers",
     ]
     assert "not-the-password" not in lines[0] and reader.user not in lines[0]
+
+
+async def test_a_typo_in_the_database_name_says_check_the_url_or_the_grant(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # A SELECT-only account cannot see a database it has no grant on: MariaDB answers 1044
+    # (access denied), not 1049 (unknown database). Issue 35, item 7.
+    reader = parse_url(await ensure_demo_shop())
+    typo = msgspec.structs.replace(reader, database="shpo")
+    src = MysqlSource({"shop": typo}, pool_size=1)
+    caplog.set_level(logging.INFO, logger=LOGGER)
+    try:
+        with pytest.raises(SourceError) as caught:
+            await src.fetch(QueryMysqlRequest(data_source="shop", sql="SELECT 1"))
+        assert await _codes(src, "shop", 2) == [ErrorCode.UNAVAILABLE.value] * 2
+    finally:
+        await src.aclose()
+    assert caught.value.code is ErrorCode.UNAVAILABLE and caught.value.retryable is False
+    assert "shpo" not in caught.value.message
+    assert _lines(caplog) == [
+        "WARNING query_mysql: data source shop refuses the database its URL names (error 1044:"
+        " its URL names a database the account may not use: check the database name in the"
+        " URL, or the GRANT); its calls answer ERROR/UNAVAILABLE until it answers",
+    ]

@@ -73,7 +73,8 @@ def test_what_admission_decoded_runs_as_decoding_it_again_would(name: str) -> No
     handed = judge(keys, keys.parts[0], "1-0", data, argument_max_bytes=65536, default_lookback=60)
     assert isinstance(handed, Admission)
     state = WorkerState(None, Settings(), {}, concurrency=1, consumer="c")
-    fields = {ENTRY_DATA: data, ENTRY_DUPLICATE_OF: b""}
+    # The entry holds the envelope admission recorded (a log call's carries its window end).
+    fields = {ENTRY_DATA: handed.envelope, ENTRY_DUPLICATE_OF: b""}
     fresh, reused = read_entry(fields), read_entry(fields, handed)
     assert reused.handed is handed and reused.invocation == fresh.invocation
     assert fresh.invocation is not None

@@ -11,6 +11,7 @@ import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import anyio
 import pytest
@@ -52,11 +53,16 @@ class _Held:
         self._real = knowledge.build_index
 
     def __call__(
-        self, folder: Path, target: Path, encoder: Encoder | None = None, previous: Path | None = None
+        self,
+        folder: Path,
+        target: Path,
+        encoder: Encoder | None = None,
+        previous: Path | None = None,
+        **options: Any,
     ) -> int:
         self.builds += 1
         self.release.wait(self.hold_s)
-        return self._real(folder, target, encoder, previous)
+        return self._real(folder, target, encoder, previous, **options)
 
 
 @pytest.fixture

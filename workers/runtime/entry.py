@@ -69,7 +69,13 @@ def stage_run(
         decoded=handed.decoded if handed is not None else None,
         scope=handed.scope if scoped else UNSET,
         fingerprint=handed.fingerprint if scoped else UNSET,
+        as_of_ms=_ms(invocation.as_of_ms),
+        window_end_ms=_ms(invocation.window_end_ms),
     )
+
+
+def _ms(value: int | UnsetType) -> int | None:
+    return value if isinstance(value, int) else None
 
 
 def finished_scope(invocation: Invocation, run: StageRun, recorded: str = "") -> str:
@@ -79,5 +85,7 @@ def finished_scope(invocation: Invocation, run: StageRun, recorded: str = "") ->
         return recorded
     decoded = run.decoded
     if decoded is None:  # not decoded by the run: decode here
-        return scope_key(invocation.tool, invocation.tool_call_id, invocation.arguments)
-    return scope_key_of(invocation.tool, decoded, invocation.arguments)
+        return scope_key(
+            invocation.tool, invocation.tool_call_id, invocation.arguments, invocation.as_of_ms
+        )
+    return scope_key_of(invocation.tool, decoded, invocation.arguments, invocation.as_of_ms)

@@ -216,6 +216,7 @@ def _run_now(state: WorkerState, part: Partition, entry_id: str, entry: Entry) -
     invocation = entry.invocation
     if (
         invocation is None
+        or invocation.cancel is True  # a cancel admitted as its call: `work` ends it
         or invocation.traceparent
         or state.keys.partition_of(invocation.session_id) != part.index
         or records_spans()

@@ -12,6 +12,7 @@ from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from pipeline.batcher import CommandBatcher
 from pipeline.keys import Keys, Partition
 from pipeline.redis_io import Redis, Scripts
 from pipeline.settings import Settings
@@ -29,8 +30,8 @@ class WorkerState:
     """What the loops of one worker share (see the module docstring)."""
 
     __slots__ = (
-        "concurrency", "consumer", "finishing", "handoff", "keys", "metrics", "parts", "redis",
-        "scripts", "settings", "share", "slots", "sources",
+        "concurrency", "consumer", "finishing", "handoff", "keys", "marks", "metrics", "parts",
+        "redis", "scripts", "settings", "share", "slots", "sources",
     )  # fmt: skip
 
     def __init__(
@@ -60,3 +61,6 @@ class WorkerState:
         # for its own reader; bounded (an entry another worker reads is evicted in time).
         self.handoff: OrderedDict[tuple[int, str], Any] = OrderedDict()  # oldest first
         self.finishing = FinishQueue()
+        # The taken marks and cancel polls of running calls, coalesced on a connection of
+        # their own (`workers.runtime.cancels`); set by `run_worker` (None: pooled commands).
+        self.marks: CommandBatcher | None = None

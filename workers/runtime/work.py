@@ -15,17 +15,18 @@ import logging
 
 from msgspec import UNSET
 
-from contracts import ErrorCode, error_result, is_valid_tool_call_id
+from contracts import ErrorCode, cancelled_result, error_result, is_valid_tool_call_id
 from pipeline.consumer import CallState, ack, call_state, dead_letter_entry
 from pipeline.envelope import Invocation, peek_identity, scope_key
 from pipeline.keys import Partition, is_valid_session_id
 from pipeline.record import invocation_entry
 from pipeline.redis_io import PipelineError
 from workers.logging_setup import invocation_context, parse_traceparent, span
+from workers.runtime.cancels import stoppable, take
 from workers.runtime.entry import Entry, finished_scope, read_entry, stage_run
 from workers.runtime.slots import Finish
 from workers.runtime.state import WorkerState
-from workers.stage import Outcome, build_outcome
+from workers.stage import Outcome, StageRun, build_outcome
 
 __all__ = ["process"]
 
@@ -151,14 +152,53 @@ async def _run(
             duplicate_of=entry.duplicate_of,
             attempts=attempts,
         )
-        scope = scope_key(invocation.tool, invocation.tool_call_id, invocation.arguments)
+        scope = scope_key(
+            invocation.tool, invocation.tool_call_id, invocation.arguments, invocation.as_of_ms
+        )
     else:
-        with span("aci.stages", None):
-            run = stage_run(state, invocation, entry.duplicate_of, attempts, entry.handed)
-            outcome = await run.run(state.sources)
+        run = stage_run(state, invocation, entry.duplicate_of, attempts, entry.handed)
+        ran = await _run_unless_cancelled(state, part, invocation, entry_id, attempts, run)
+        if ran is None:  # final already (a cancel finished it): only acked
+            await ack(state.redis, part, entry_id)
+            return False
+        outcome = ran
         scope = finished_scope(invocation, run, entry.scope_key)
     _hand_over(state, part, invocation, entry_id, outcome, scope, attempts)
     return True
+
+
+async def _run_unless_cancelled(
+    state: WorkerState,
+    part: Partition,
+    invocation: Invocation,
+    entry_id: str,
+    attempts: int,
+    run: StageRun,
+) -> Outcome | None:
+    """The stages' outcome; ERROR/CANCELLED when a cancel was admitted before the source was
+    called (it never is) or while it ran (it is stopped); None when the call is final already
+    (issue 32, `workers.runtime.cancels`)."""
+    taken = await take(state, part, invocation, entry_id, attempts)
+    if taken == "final":
+        return None
+    outcome: Outcome | None = None
+    if taken != "cancelled":
+        with span("aci.stages", None):
+            outcome = await stoppable(state, part, invocation, lambda: run.run(state.sources))
+    if outcome is None:
+        log.info(
+            "cancelled %s its source was called", "before" if taken == "cancelled" else "after"
+        )
+        outcome = build_outcome(
+            result=cancelled_result(invocation.tool_call_id, started=taken != "cancelled"),
+            raw=None,
+            tool=invocation.tool,
+            session_id=invocation.session_id,
+            settings=state.settings,
+            duplicate_of=run.duplicate_of,
+            attempts=attempts,
+        )
+    return outcome
 
 
 async def _finish_foreign(

@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING
 
 import anyio
 
+from pipeline.batcher import CommandBatcher
 from pipeline.consumer import wait_for_groups
 from pipeline.redis_io import Redis
 from pipeline.settings import Settings
@@ -98,6 +99,7 @@ async def run_worker(
     )
     beating = anyio.Event()
     async with anyio.create_task_group() as outer:
+        state.marks = marks = CommandBatcher(redis, outer)  # issue 32: taken marks, polls
         outer.start_soon(heartbeat_loop, state, beating)
         outer.start_soon(finish_loop, state)
         # Work (read or taken over) runs in `work`: once the readers and the janitor have
@@ -108,4 +110,5 @@ async def run_worker(
             await read_loop(state, stop, work)
         state.finishing.close()
         beating.set()
+    await marks.aclose()
     announce.info("worker %s stopped", state.consumer)

@@ -68,9 +68,21 @@ async def warm_up(
             why = exc.message if isinstance(exc, SourceError) else type(exc).__name__
             log.warning("warm-up of %s failed (%s); its calls may fail the same way", label, why)
 
+    async def clocks(source: Source) -> None:
+        # A source that can check its records' clock (a FILE topic in a wrong timezone) says
+        # so at start, naming the topic: every call over it would answer "no evidence".
+        check = getattr(source, "clock_warnings", None)
+        try:
+            lines = await anyio.to_thread.run_sync(check) if check is not None else []
+        except Exception as exc:  # a check must not stop the worker from starting
+            lines = [f"the clock check of query_logs failed ({type(exc).__name__})"]
+        for line in lines:
+            log.warning("%s", line)
+
     with anyio.move_on_after(timeout_s) as scope:
         async with anyio.create_task_group() as tg:
             for tool, source in sources.items():
+                tg.start_soon(clocks, source)
                 if tool in _WARM_UP:
                     tg.start_soon(one, tool, source, _WARM_UP[tool], tool)
                 elif tool == "query_mysql":
@@ -152,11 +164,32 @@ _KINDS: dict[str, str] = {
 }
 
 
+# The backend of each `query_logs` topic, as the start line names it.
+_LOG_KINDS: dict[str, str] = {
+    "MockLogSource": "MOCK",
+    "FileLogSource": "FILE",
+    "ClickhouseLogSource": "CLICKHOUSE",
+}
+
+
+def _log_topics(backends: Mapping[Any, Any]) -> str:
+    """`APPLICATION FILE, DATABASE CLICKHOUSE, ...`: the backend of each configured topic."""
+    return ", ".join(
+        f"{getattr(topic, 'value', topic)} {_LOG_KINDS.get(type(b).__name__, type(b).__name__)}"
+        for topic, b in sorted(backends.items(), key=lambda tb: str(getattr(tb[0], "value", tb[0])))
+    )
+
+
 def describe_sources(sources: Mapping[str, Source]) -> str:
     """`tool=kind, ...` for a start line: each source's kind and, where it has them, its
-    scenario or logical data source names (never a URL, host or path)."""
+    scenario, logical data source names or the backend of each log topic (never a URL, host
+    or path)."""
     parts = []
     for tool, source in sources.items():
+        backends = getattr(source, "backends", None)
+        if isinstance(backends, Mapping):  # query_logs' router: one backend per topic
+            parts.append(f"{tool}=logs per topic ({_log_topics(backends) or 'none configured'})")
+            continue
         kind = _KINDS.get(type(source).__name__, type(source).__name__)
         detail = getattr(getattr(source, "settings", None), "scenario", None)
         names = getattr(source, "data_sources", None)

@@ -76,6 +76,7 @@
     item.textContent = [data.status, data.evidence_status || "", data.tool || "",
       String(data.session) + " / " + String(data.tool_call_id)].join(" ");
     feed.insertBefore(item, feed.firstChild);
+    if (feed.parentNode && feed.parentNode.hidden) { feed.parentNode.hidden = false; }
     while (feed.children.length > 20) { feed.removeChild(feed.lastChild); }
   }
 

@@ -4,9 +4,11 @@ Markdown chunks.
 Terms: English words lower-cased, lightly stemmed and split at camelCase; Chinese runs segmented
 by jieba in search mode (so a term is found inside a sentence), documents also with overlapping
 CJK bigrams. The query side expands terms through a small operations synonym table
-(`synonym_groups`). `split_markdown` cuts a file by heading structure into verbatim chunks;
-`.txt` and `.rst` files are plain text (`split_document`): cut at blank lines, titled by their
-first line when reStructuredText underlines it, else by the file name.
+(`synonym_groups`). `split_markdown` reads a Markdown file as a reader sees it (`markdown.py`:
+front matter out, setext headings, comments and link definitions left out) and cuts it into
+chunks of at most `MAX_CHUNK_CHARS` that keep their heading path; `.txt` and `.rst` files are
+plain text (`split_document`): packed at blank lines, titled by their first line when
+reStructuredText underlines it, else by the file name.
 """
 
 from __future__ import annotations
@@ -17,6 +19,8 @@ from pathlib import Path
 from typing import Any, Final
 
 import msgspec
+
+from workers.sources.knowledge.markdown import Block, pack, read_markdown
 
 __all__ = [
     "CJK",
@@ -33,8 +37,6 @@ MAX_CHUNK_CHARS: Final = 1000
 CJK = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
 _RUN = re.compile(r"[A-Za-z0-9]+|[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]+")
 _CAMEL = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|[0-9]+")
-_HEADING = re.compile(r"^(#{1,6})[ \t]+(.+?)[ \t]*#*[ \t]*$")
-_FENCE = re.compile(r"^[ \t]*(```|~~~)")
 _ADORNMENT = re.compile(r"^([=\-~^\"'`#*+:.])\1{2,}[ \t]*$")
 PLAIN_SUFFIXES: Final = (".txt", ".rst")
 
@@ -104,6 +106,7 @@ class Chunk(msgspec.Struct, frozen=True, kw_only=True):
     breadcrumb: str
     content: str
     ordinal: int
+    meta: str = ""  # the front matter's description, tags, aliases: searchable, not shown
 
 
 def _stem(word: str) -> str:
@@ -175,34 +178,19 @@ def synonym_groups() -> dict[str, frozenset[str]]:
 
 
 def split_markdown(text: str, source: str) -> list[Chunk]:
-    """Chunks of one Markdown file by heading structure; the first `# ` heading is the title."""
-    title = ""
-    stack: list[tuple[int, str]] = []
-    sections: list[tuple[list[str], list[str]]] = [([], [])]
-    in_fence = False
-    for line in text.splitlines():
-        if _FENCE.match(line):
-            in_fence = not in_fence
-        match = None if in_fence else _HEADING.match(line)
-        if match is None:
-            sections[-1][1].append(line)
-            continue
-        level, heading = len(match.group(1)), match.group(2).strip()
-        if level == 1 and not title:
-            title = heading
-            stack = []
-        else:
-            stack = [(lvl, h) for lvl, h in stack if lvl < level] + [(level, heading)]
-        sections.append(([h for _, h in stack], [line]))
-    title = title or Path(source).stem
+    """Chunks of one Markdown file as a reader sees it (`markdown.read_markdown`): front
+    matter out (its title names the runbook, its description and tags are `meta`), one
+    chunk per section, sections over `MAX_CHUNK_CHARS` split at block, list-item, row or line
+    boundaries into bounded chunks that keep the section's heading path."""
+    page = read_markdown(text)
+    title = page.title or Path(source).stem
     chunks: list[Chunk] = []
-    for path, lines in sections:
-        body = [ln for ln in lines if not _HEADING.match(ln)]
-        if not "\n".join(body).strip():
-            continue
-        breadcrumb = " > ".join([title, *path])
-        for piece in _pieces("\n".join(lines).strip()):
-            chunks.append(_chunk(source, title, breadcrumb, piece, len(chunks)))
+    for section in page.sections:
+        if all(block.heading for block in section.blocks):
+            continue  # heading-only
+        breadcrumb = " > ".join([title, *section.path])
+        for piece in pack(page.lines, section.blocks, MAX_CHUNK_CHARS):
+            chunks.append(_chunk(source, title, breadcrumb, piece, len(chunks), page.meta))
     return chunks
 
 
@@ -220,7 +208,9 @@ def split_document(text: str, source: str) -> list[Chunk]:
     return chunks
 
 
-def _chunk(source: str, title: str, breadcrumb: str, piece: str, ordinal: int) -> Chunk:
+def _chunk(
+    source: str, title: str, breadcrumb: str, piece: str, ordinal: int, meta: str = ""
+) -> Chunk:
     # The id is a hash of where the text stands and the text: stable across rebuilds.
     digest = hashlib.sha256(f"{source}\0{breadcrumb}\0{piece}".encode()).hexdigest()
     return Chunk(
@@ -230,23 +220,19 @@ def _chunk(source: str, title: str, breadcrumb: str, piece: str, ordinal: int) -
         breadcrumb=breadcrumb,
         content=piece,
         ordinal=ordinal,
+        meta=meta,
     )
 
 
 def _pieces(text: str) -> list[str]:
-    # Long sections are cut at blank lines outside code fences; each piece stays verbatim.
-    if len(text) <= MAX_CHUNK_CHARS:
-        return [text]
-    pieces: list[str] = []
-    start = 0
-    in_fence = False
-    offset = 0
-    for line in text.splitlines(keepends=True):
-        if _FENCE.match(line):
-            in_fence = not in_fence
-        offset += len(line)
-        if not line.strip() and not in_fence and offset - start >= MAX_CHUNK_CHARS // 2:
-            pieces.append(text[start:offset].strip())
-            start = offset
-    pieces.append(text[start:].strip())
-    return [p for p in pieces if p]
+    # Plain text: paragraphs (at blank lines), packed into bounded pieces.
+    lines: list[str | None] = list(text.splitlines())
+    blocks: list[Block] = []
+    start = None
+    for n, line in enumerate([*lines, ""]):
+        if line and line.strip() and start is None:
+            start = n
+        elif not (line and line.strip()) and start is not None:
+            blocks.append(Block(start, n, [(k, k + 1) for k in range(start, n)]))
+            start = None
+    return pack(lines, blocks, MAX_CHUNK_CHARS)

@@ -20,6 +20,9 @@ import threading
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any, Final, Protocol
 
+from contracts.status import ErrorCode
+from workers.sources.base import SourceError
+
 if TYPE_CHECKING:
     import numpy as np
     import numpy.typing as npt
@@ -31,6 +34,7 @@ __all__ = [
     "chunk_text",
     "normalised",
     "one_blas_thread",
+    "query_vector",
     "shared_use_encoder",
 ]
 
@@ -78,9 +82,11 @@ def one_blas_thread() -> Iterator[None]:
         yield
 
 
-def chunk_text(breadcrumb: str, body: str) -> str:
-    """The text a chunk is embedded as: heading path and body, bounded."""
-    return f"{breadcrumb}\n{body}"[:MAX_EMBED_CHARS]
+def chunk_text(breadcrumb: str, body: str, meta: str = "") -> str:
+    """The text a chunk is embedded as: heading path, the runbook's front-matter
+    description and tags (if any), and body, bounded."""
+    head = f"{breadcrumb}\n{meta[:200]}" if meta else breadcrumb
+    return f"{head}\n{body}"[:MAX_EMBED_CHARS]
 
 
 def normalised(matrix: npt.NDArray[Any]) -> npt.NDArray[np.float32]:
@@ -151,6 +157,20 @@ class UseEncoder:
 
             self._model = USE(threads=1)
         return self._model
+
+
+def query_vector(encoder: Encoder, text: str) -> npt.NDArray[np.float32]:
+    """The unit vector of a query: through the encoder's `encode_query` when it has one (a
+    model that embeds queries and passages differently, e.g. e5's prefixes), else `encode`.
+    A vector that is not finite (an endpoint's value beyond float32) is refused: NaN would
+    pass every relevance floor."""
+    import numpy as np
+
+    encode_query = getattr(encoder, "encode_query", None)
+    vector = encode_query(text) if encode_query is not None else encoder.encode([text])[0]
+    if vector.shape != (encoder.dim,) or not np.isfinite(vector).all():
+        raise SourceError(ErrorCode.PROJECTION, "the encoder returned a vector that is not finite")
+    return np.asarray(vector, dtype=np.float32)
 
 
 @functools.cache

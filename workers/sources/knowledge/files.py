@@ -16,9 +16,20 @@ import stat
 from pathlib import Path, PurePath
 from typing import Final
 
-__all__ = ["DIR_FLAGS", "RUNBOOK_SUFFIXES", "files_fingerprint", "read_inside", "runbook_files"]
+__all__ = [
+    "DEFAULT_MAX_FILE_BYTES",
+    "DIR_FLAGS",
+    "MAX_DEPTH",
+    "RUNBOOK_SUFFIXES",
+    "TooLarge",
+    "files_fingerprint",
+    "read_inside",
+    "runbook_files",
+]
 
 RUNBOOK_SUFFIXES: Final = (".md", ".markdown", ".txt", ".rst")
+MAX_DEPTH: Final = 64  # folder levels walked below the knowledge folder
+DEFAULT_MAX_FILE_BYTES: Final = 1024 * 1024  # a runbook larger than this is not indexed
 
 log = logging.getLogger("aci.knowledge")
 
@@ -42,37 +53,75 @@ def _skip_name(rel: str) -> bool:
 def runbook_files(folder: Path) -> list[tuple[str, Path]]:
     """(source name, real path) of every runbook (`RUNBOOK_SUFFIXES`) the index may serve:
     regular files whose real path lies inside the real folder. Directory symlinks are not
-    followed (a target inside the folder is walked anyway), hidden paths are skipped."""
+    followed (a target inside the folder is walked anyway), hidden paths are skipped, and so
+    are folders deeper than `MAX_DEPTH` (said once). The walk keeps its own stack (a folder
+    nested 1,000 deep is no recursion), and a file or link that changes or vanishes while it
+    is listed is skipped, never an error."""
     root = folder.resolve()
     found: list[tuple[str, Path]] = []
-    for top, dirs, names in os.walk(root):  # followlinks=False
-        dirs[:] = [d for d in dirs if not d.startswith(".")]
-        for name in names:
-            if name.startswith(".") or not name.endswith(RUNBOOK_SUFFIXES):
-                continue
-            path = Path(top, name)
-            rel = path.relative_to(root).as_posix()
-            if _skip_name(rel):
+    stack = [(root, 0)]
+    while stack:
+        top, depth = stack.pop()
+        try:
+            with os.scandir(top) as listing:
+                entries = sorted(listing, key=lambda e: e.name)
+        except OSError:  # vanished, swapped for a file or a link, unreadable
+            continue
+        for entry in entries:
+            if entry.name.startswith("."):
                 continue
             try:
-                real = path.resolve(strict=True)
-                inside = real.is_relative_to(root) and stat.S_ISREG(real.stat().st_mode)
-            except (OSError, RuntimeError):  # dangling or looping link, vanished file
+                is_dir = entry.is_dir(follow_symlinks=False)
+            except OSError:
                 continue
-            if inside:
-                found.append((rel, real))
+            if is_dir:
+                if depth + 1 > MAX_DEPTH:
+                    _warn_once(f"skipping knowledge folders deeper than {MAX_DEPTH} levels")
+                else:
+                    stack.append((Path(entry.path), depth + 1))
+                continue
+            if entry.name.endswith(RUNBOOK_SUFFIXES):
+                _add_file(root, Path(entry.path), found)
     return sorted(found)
+
+
+def _add_file(root: Path, path: Path, found: list[tuple[str, Path]]) -> None:
+    rel = path.relative_to(root).as_posix()
+    if _skip_name(rel):
+        return
+    try:
+        real = path.resolve(strict=True)
+        inside = real.is_relative_to(root) and stat.S_ISREG(real.stat().st_mode)
+    except (OSError, RuntimeError):  # dangling or looping link, vanished file
+        return
+    if inside:
+        found.append((rel, real))
+
+
+def _warn_once(message: str) -> None:
+    if message not in _warned_names:
+        _warned_names.add(message)
+        log.warning("%s", message)
 
 
 DIR_FLAGS: Final = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 _FILE_FLAGS: Final = os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC
 
 
-def read_inside(root_fd: int, rel: PurePath) -> str | None:
+class TooLarge(Exception):
+    """A runbook larger than the size cap (ACI_KNOWLEDGE_MAX_FILE_BYTES): not read."""
+
+    def __init__(self, size: int) -> None:
+        super().__init__(size)
+        self.size = size
+
+
+def read_inside(root_fd: int, rel: PurePath, max_bytes: int = DEFAULT_MAX_FILE_BYTES) -> str | None:
     """The text of the regular file at `rel` (symlink-free) under the open folder `root_fd`,
     or None. Each component is opened relative to the one before without following a symlink,
     so a directory swapped for a symlink after the scan is refused (ELOOP), never followed out
-    of the folder; a fifo swapped in never blocks the read."""
+    of the folder; a fifo swapped in never blocks the read. A file over `max_bytes` raises
+    `TooLarge` (read no further than the cap, even while it grows)."""
     *dirs, name = rel.parts
     opened: list[int] = []
     try:
@@ -87,9 +136,15 @@ def read_inside(root_fd: int, rel: PurePath) -> str | None:
         for dir_fd in opened:
             os.close(dir_fd)
     with os.fdopen(fd, "rb") as handle:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
             return None
-        return handle.read().decode("utf-8", errors="replace")
+        if info.st_size > max_bytes:
+            raise TooLarge(info.st_size)
+        data = handle.read(max_bytes + 1)
+        if len(data) > max_bytes:
+            raise TooLarge(len(data))
+        return data.decode("utf-8", errors="replace")
 
 
 def files_fingerprint(folder: Path, salt: str) -> str:

@@ -38,10 +38,10 @@ from contracts.requests import LookupKnowledgeRequest
 from contracts.status import ErrorCode
 from workers.sources.base import SourceError
 from workers.sources.knowledge.analysis import Chunk, split_markdown, synonym_groups, terms_of
-from workers.sources.knowledge.encoder import Encoder, shared_use_encoder
-from workers.sources.knowledge.files import files_fingerprint
+from workers.sources.knowledge.encoder import Encoder, query_vector, shared_use_encoder
+from workers.sources.knowledge.files import DEFAULT_MAX_FILE_BYTES, files_fingerprint
 from workers.sources.knowledge.rag_http import HttpRagSource
-from workers.sources.knowledge.ranking import Mode, rank
+from workers.sources.knowledge.ranking import USE_LEVELS, Mode, rank
 from workers.sources.knowledge.search import MIN_COVERAGE, relevance_of, search
 from workers.sources.knowledge.store import ANALYSIS_HASH, INDEX_VERSION, IndexFile, build_index
 
@@ -60,6 +60,7 @@ log = logging.getLogger("aci.knowledge")
 
 DEFAULT_KNOWLEDGE_DIR: Final = Path(__file__).with_name("runbooks")
 _RECHECK_S: Final = 2.0
+_MAX_NAMED: Final = 20  # skipped runbooks named in an answer
 _MODES: Final = ("fused", "dense", "lexical")
 
 
@@ -71,6 +72,7 @@ class KnowledgeSettings(msgspec.Struct, frozen=True, kw_only=True):
     max_hits: int = 5
     min_coverage: float = MIN_COVERAGE
     retrieval: Mode = "fused"
+    max_file_bytes: int = DEFAULT_MAX_FILE_BYTES  # larger runbooks are skipped and named
 
 
 class EmptyIndex(Exception):
@@ -107,7 +109,7 @@ class KnowledgeIndexSource:
         if settings.retrieval != "lexical":
             self._encoder = encoder if encoder is not None else shared_use_encoder()
         model = self._encoder.model_id if self._encoder is not None else "lexical"
-        self._salt = f"v{INDEX_VERSION}\0{ANALYSIS_HASH}\0{model}"
+        self._salt = f"v{INDEX_VERSION}\0{ANALYSIS_HASH}\0{model}\0{settings.max_file_bytes}"
         self._logged: str | None = None  # the last problem logged, so each is logged once
         self._folder = Path(settings.folder).resolve()
         self._cache = Path(settings.cache_dir)
@@ -132,6 +134,11 @@ class KnowledgeIndexSource:
         max_hits = int(env.get("ACI_KNOWLEDGE_MAX_HITS", "").strip() or 5)
         if not 1 <= max_hits <= 50:
             raise ValueError("ACI_KNOWLEDGE_MAX_HITS must be between 1 and 50")
+        max_file_bytes = int(
+            env.get("ACI_KNOWLEDGE_MAX_FILE_BYTES", "").strip() or DEFAULT_MAX_FILE_BYTES
+        )
+        if not 1024 <= max_file_bytes <= 64 * 1024 * 1024:
+            raise ValueError("ACI_KNOWLEDGE_MAX_FILE_BYTES must be between 1024 and 67108864")
         retrieval = env.get("ACI_KNOWLEDGE_RETRIEVAL", "").strip() or "fused"
         if retrieval not in _MODES:
             raise ValueError("ACI_KNOWLEDGE_RETRIEVAL must be fused, dense or lexical")
@@ -140,6 +147,7 @@ class KnowledgeIndexSource:
             cache_dir=cache,
             max_hits=max_hits,
             retrieval=retrieval,  # type: ignore[arg-type]
+            max_file_bytes=max_file_bytes,
         )
         encoder: Encoder | None = None
         if env.get("ACI_EMBEDDINGS_URL", "").strip() and retrieval != "lexical":
@@ -273,7 +281,13 @@ class KnowledgeIndexSource:
             # newest index of this folder and model lends its vectors to unchanged chunks.
             self._cache.mkdir(parents=True, exist_ok=True)
             older = [p for p in self._cache.glob(f"{prefix}*.sqlite3") if p != path]
-            build_index(self._folder, path, self._encoder, previous=_newest(older))
+            build_index(
+                self._folder,
+                path,
+                self._encoder,
+                previous=_newest(older),
+                max_file_bytes=self.settings.max_file_bytes,
+            )
             for stale in older:
                 stale.unlink(missing_ok=True)
             return IndexFile(path)
@@ -282,9 +296,11 @@ class KnowledgeIndexSource:
         # The query is encoded before the search lock: a remote encoder may take its time.
         vector = None
         if self._encoder is not None:
-            vector = self._encoder.encode([query])[0]
+            vector = query_vector(self._encoder, query)
         with self._search_lock:
             index, groups = self._index, self._groups
+            with self._lock:
+                stale = self._rebuilding  # this index answers while its successor is built
             if index is None or groups is None:  # closed meanwhile
                 raise _unavailable()
             try:
@@ -306,12 +322,17 @@ class KnowledgeIndexSource:
                         mode=self.settings.retrieval,
                         min_coverage=self.settings.min_coverage,
                         max_hits=self.settings.max_hits,
+                        levels=getattr(self._encoder, "levels", USE_LEVELS),
                     )
             except (sqlite3.DatabaseError, UnicodeError) as exc:
                 raise _unavailable() from exc
         pack: dict[str, Any] = {"hits": hits, "indexedChunks": index.n}
         if level is not None:
             pack["relevanceLevel"] = level
+        if index.skipped:  # runbooks over the size cap: the Control View names them
+            pack["skippedSources"] = index.skipped[:_MAX_NAMED]
+        if stale:  # the runbooks changed and the new index is not built yet
+            pack["indexRebuilding"] = True
         return {
             "requestId": uuid.uuid4().hex,
             "query": query,

@@ -31,6 +31,7 @@ MIN_COVERAGE: Final = 0.33
 HIGH_COVERAGE: Final = 0.8
 MEDIUM_COVERAGE: Final = 0.55
 _CANDIDATES: Final = 30
+_ORDER: Final = ("low", "medium", "high")
 
 
 def _concepts(query: str, groups: Mapping[str, frozenset[str]]) -> list[frozenset[str]]:
@@ -171,5 +172,8 @@ def search(
         c.final = c.lexical
     kept.sort(key=lambda c: c.final, reverse=True)
     trace.append({"step": "coverageFilter", "threshold": min_coverage, "kept": len(kept)})
+    if kept:  # no padding: only hits at the answer's (its top hit's) level
+        bar = _ORDER.index(relevance_of(kept[0].coverage))
+        kept = [c for c in kept if _ORDER.index(relevance_of(c.coverage)) >= bar]
     hits, step = hits_of(index, kept[:max_hits], concepts, started)
     return hits, [*trace, step]

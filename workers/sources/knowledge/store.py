@@ -23,10 +23,16 @@ import uuid
 from pathlib import Path
 from typing import TYPE_CHECKING, Final
 
-from workers.sources.knowledge import analysis, encoder, files
+from workers.sources.knowledge import analysis, encoder, files, markdown
 from workers.sources.knowledge.analysis import split_document, terms_of
 from workers.sources.knowledge.encoder import Encoder, chunk_text
-from workers.sources.knowledge.files import DIR_FLAGS, read_inside, runbook_files
+from workers.sources.knowledge.files import (
+    DEFAULT_MAX_FILE_BYTES,
+    DIR_FLAGS,
+    TooLarge,
+    read_inside,
+    runbook_files,
+)
 
 if TYPE_CHECKING:
     import numpy as np
@@ -36,22 +42,23 @@ __all__ = ["ANALYSIS_HASH", "INDEX_VERSION", "IndexFile", "build_index"]
 
 log = logging.getLogger("aci.knowledge")
 
-INDEX_VERSION: Final = 1
+INDEX_VERSION: Final = 2
 ANALYSIS_HASH: Final = hashlib.sha256(
-    b"".join(Path(m.__file__ or "").read_bytes() for m in (analysis, encoder, files))
+    b"".join(Path(m.__file__ or "").read_bytes() for m in (analysis, encoder, files, markdown))
     + Path(__file__).read_bytes()
 ).hexdigest()[:16]
 
 _SCHEMA: Final = """
 CREATE VIRTUAL TABLE chunks USING fts5(
     crumb_terms, body_terms, document_id UNINDEXED, source UNINDEXED, title UNINDEXED,
-    breadcrumb UNINDEXED, content UNINDEXED, ordinal UNINDEXED,
+    breadcrumb UNINDEXED, content UNINDEXED, ordinal UNINDEXED, meta UNINDEXED,
     tokenize = 'unicode61 remove_diacritics 0'
 );
 CREATE VIRTUAL TABLE vocab USING fts5vocab(chunks, 'row');
 CREATE TABLE vectors (model TEXT NOT NULL, dim INTEGER NOT NULL, data BLOB NOT NULL);
+CREATE TABLE skipped (source TEXT NOT NULL, reason TEXT NOT NULL);
 """
-_Row = tuple[str, str, str, str, str, str, str, int]
+_Row = tuple[str, str, str, str, str, str, str, int, str]
 
 
 def _body(content: str) -> str:
@@ -64,7 +71,8 @@ def _rows(text: str, source: str) -> list[_Row]:
         body = _body(chunk.content)
         rows.append(
             (
-                " ".join(terms_of(chunk.breadcrumb, bigrams=True)),
+                # The front matter's description and tags count as heading words.
+                " ".join(terms_of(f"{chunk.breadcrumb}\n{chunk.meta}", bigrams=True)),
                 " ".join(terms_of(body, bigrams=True)),
                 chunk.document_id,
                 chunk.source,
@@ -72,35 +80,56 @@ def _rows(text: str, source: str) -> list[_Row]:
                 chunk.breadcrumb,
                 chunk.content,
                 chunk.ordinal,
+                chunk.meta,
             )
         )
     return rows
 
 
+def _read_folder(folder: Path, max_file_bytes: int) -> tuple[list[_Row], list[str]]:
+    """The rows of every runbook, and the sources skipped as larger than the cap (logged)."""
+    rows: list[_Row] = []
+    skipped: list[str] = []
+    root = folder.resolve()
+    root_fd = os.open(root, DIR_FLAGS)
+    try:
+        for source, path in runbook_files(root):
+            try:
+                text = read_inside(root_fd, path.relative_to(root), max_file_bytes)
+            except TooLarge as big:
+                skipped.append(source)
+                log.warning(
+                    "knowledge runbook %s not indexed: %d bytes, over ACI_KNOWLEDGE_MAX_FILE_BYTES"
+                    " (%d)", source, big.size, max_file_bytes,
+                )  # fmt: skip
+                continue
+            if text is not None:
+                rows.extend(_rows(text, source))
+    finally:
+        os.close(root_fd)
+    return rows, skipped
+
+
 def build_index(
-    folder: Path, target: Path, encoder: Encoder | None = None, previous: Path | None = None
+    folder: Path,
+    target: Path,
+    encoder: Encoder | None = None,
+    previous: Path | None = None,
+    max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
 ) -> int:
     """Index every runbook under `folder` into `target` atomically; return the chunk count.
 
     With an `encoder`, each chunk's vector is computed once and stored with the index: taken
     from the `previous` index file when that holds the same text embedded by the same model,
-    else computed here."""
+    else computed here. Runbooks over `max_file_bytes` are skipped, logged and listed in the
+    index (`IndexFile.skipped`)."""
     started = time.perf_counter()
     tmp = target.with_name(f".{target.name}.{os.getpid()}.{uuid.uuid4().hex}.tmp")
-    rows: list[_Row] = []
-    root = folder.resolve()
-    root_fd = os.open(root, DIR_FLAGS)
-    try:
-        for source, path in runbook_files(root):
-            text = read_inside(root_fd, path.relative_to(root))
-            if text is not None:
-                rows.extend(_rows(text, source))
-    finally:
-        os.close(root_fd)
+    rows, skipped = _read_folder(folder, max_file_bytes)
     vectors = None
     reused = 0
     if encoder is not None:
-        texts = [chunk_text(r[5], _body(r[6])) for r in rows]
+        texts = [chunk_text(r[5], _body(r[6]), r[8]) for r in rows]
         vectors, reused = _vectors(encoder, texts, previous)
         _check_vectors(vectors, len(rows), encoder.dim)
     try:
@@ -110,7 +139,7 @@ def build_index(
             # rowid i + 1 is row i of the vector matrix.
             conn.executemany(
                 "INSERT INTO chunks(rowid, crumb_terms, body_terms, document_id, source, title,"
-                " breadcrumb, content, ordinal) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                " breadcrumb, content, ordinal, meta) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 [(i, *row) for i, row in enumerate(rows, start=1)],
             )
             if encoder is not None and vectors is not None:
@@ -118,6 +147,9 @@ def build_index(
                     "INSERT INTO vectors VALUES (?, ?, ?)",
                     (encoder.model_id, encoder.dim, vectors.astype("<f4").tobytes()),
                 )
+            conn.executemany(
+                "INSERT INTO skipped VALUES (?, 'size')", [(source,) for source in skipped]
+            )
             conn.execute("INSERT INTO chunks(chunks) VALUES ('optimize')")
             conn.commit()
         finally:
@@ -171,10 +203,10 @@ def _known_vectors(previous: Path | None, encoder: Encoder) -> dict[bytes, npt.N
             return {}
         if index.vectors.shape[1] != encoder.dim or not _unit_rows(index.vectors):
             return {}  # another dimension, or damage SQLite did not see: embed afresh
-        rows = index.conn.execute("SELECT rowid, breadcrumb, content FROM chunks").fetchall()
+        rows = index.conn.execute("SELECT rowid, breadcrumb, content, meta FROM chunks").fetchall()
         return {
-            _digest(chunk_text(crumb, _body(content))): index.vectors[rowid - 1].copy()
-            for rowid, crumb, content in rows
+            _digest(chunk_text(crumb, _body(content), meta)): index.vectors[rowid - 1].copy()
+            for rowid, crumb, content, meta in rows
             if 0 < rowid <= len(index.vectors)
         }
     except (sqlite3.Error, ValueError, TypeError):
@@ -194,13 +226,18 @@ def _unit_rows(vectors: npt.NDArray[np.float32]) -> bool:
 
 
 def _check_vectors(vectors: npt.NDArray[np.float32], n: int, dim: int) -> None:
+    import numpy as np
+
     if vectors.shape != (n, dim):
         raise ValueError("the encoder returned vectors of the wrong shape")
+    if not np.isfinite(vectors).all():  # NaN would pass every relevance floor
+        raise ValueError("the encoder returned vectors that are not finite")
 
 
 class IndexFile:
-    """One open, read-only index file with its term document frequencies and (when built
-    with an encoder) its chunk vectors, row i for rowid i + 1."""
+    """One open, read-only index file with its term document frequencies, the runbooks its
+    build skipped (`skipped`, over the size cap) and (when built with an encoder) its chunk
+    vectors, row i for rowid i + 1."""
 
     def __init__(self, path: Path) -> None:
         self.conn = sqlite3.connect(
@@ -208,6 +245,7 @@ class IndexFile:
         )
         self.df = dict(self.conn.execute("SELECT term, doc FROM vocab").fetchall())
         (self.n,) = self.conn.execute("SELECT count(*) FROM chunks").fetchone()
+        self.skipped = [r[0] for r in self.conn.execute("SELECT source FROM skipped ORDER BY 1")]
         self.model_id = ""
         self.vectors: npt.NDArray[np.float32] | None = None
         row = self.conn.execute("SELECT model, dim, data FROM vectors").fetchone()

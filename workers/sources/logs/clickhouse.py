@@ -33,12 +33,15 @@ from collections.abc import Callable, Mapping
 from typing import Any, Final
 
 import anyio.to_thread
+import msgspec
+from msgspec import UNSET, UnsetType
 
 from contracts.logs import LogsUpstream
 from contracts.requests import QueryLogsRequest
-from contracts.results import JsonScalar, LogScope
+from contracts.results import JsonScalar, LogScope, RecordTimes
 from contracts.status import ErrorCode, SourceKind, Topic
 from workers.sources.base import SourceError
+from workers.sources.calltime import call_time
 from workers.sources.logs.config import ClickhouseConnection, ClickhouseTopic, LogsConfig, zone_of
 from workers.sources.logs.deadline import remaining_seconds
 from workers.sources.logs.formats import level_of
@@ -117,6 +120,9 @@ def _clause_sql(clause: Clause, params: _Params) -> str:
         equal = f"{number} = {params.bind(clause.number, 'Float64')}"
         return f"if(isNotNull({number}), ifNull({equal}, 0), {text})"
     return f"ifNull({number} {_CMP[clause.op]} {params.bind(clause.number, 'Float64')}, 0)"
+
+
+_YEAR_2100_MS: Final = 4_102_444_800_000  # the latest end a nearest-record search reads to
 
 
 def compile_query(
@@ -208,8 +214,10 @@ class ClickhouseLogSource:
         seconds = remaining_seconds(self.config.scan.max_seconds)
         if seconds <= 0:
             raise SourceError(ErrorCode.TIMEOUT, "no time was left to run the query")
+        when = call_time()  # the window admission recorded
+        end_ms = None if when is None else when.end_ms
         return await anyio.to_thread.run_sync(
-            self.search, request, query, seconds, abandon_on_cancel=True
+            lambda: self.search(request, query, seconds, end_ms), abandon_on_cancel=True
         )
 
     def _table(self, entry: ClickhouseTopic, params: dict[str, Any]) -> str:
@@ -234,11 +242,18 @@ class ClickhouseLogSource:
             found = self._columns[entry.table] = bool(result.result_rows[0][0])
         return found
 
-    def search(self, request: QueryLogsRequest, query: ParsedQuery, seconds: float) -> LogsUpstream:
-        """The synchronous query behind `fetch`; `SourceError` with a safe text on failure."""
+    def search(
+        self,
+        request: QueryLogsRequest,
+        query: ParsedQuery,
+        seconds: float,
+        end_ms: int | None = None,
+    ) -> LogsUpstream:
+        """The synchronous query behind `fetch` over the window ending at `end_ms` (default:
+        the source's clock); `SourceError` with a safe text on failure."""
         entry = self.topics[request.topic]
         lookback = request.lookback_minutes or self.config.default_lookback
-        end_ms = int(self.clock() * 1000)
+        end_ms = int(self.clock() * 1000) if end_ms is None else end_ms
         start_ms = end_ms - lookback * 60_000
         settings = {
             "readonly": 1,
@@ -267,6 +282,8 @@ class ClickhouseLogSource:
             count = client.query(
                 f"SELECT count() FROM {table} WHERE {where}", parameters=params, settings=settings
             ).result_rows[0][0]
+            times = UNSET if count else self._nearest(client, entry, query, (start_ms, end_ms),
+                                                      seconds, settings)  # fmt: skip
         except SourceError:
             raise
         except Exception as exc:
@@ -287,7 +304,36 @@ class ClickhouseLogSource:
             start_time=format_ms(start_ms, self.zone),
             end_time=format_ms(end_ms, self.zone),
         )
-        return digest.upstream(self.source_kind, scope, self.zone, match_count=int(count))
+        upstream = digest.upstream(self.source_kind, scope, self.zone, match_count=int(count))
+        return msgspec.structs.replace(upstream, record_times=times)
+
+    def _nearest(
+        self,
+        client: Any,
+        entry: ClickhouseTopic,
+        query: ParsedQuery,
+        window: tuple[int, int],
+        seconds: float,
+        settings: dict[str, Any],
+    ) -> RecordTimes | UnsetType:
+        # Nothing matched in the window: the matching records nearest before and after it
+        # (two more statements, each one row, on the table's time order), so the answer
+        # says where the records are (`contracts.results.RecordTimes`).
+        (start, end), found = window, []
+        has_time = self._has_timestamp_time(client, entry, seconds)
+        for low, high, pick in ((0, start - 1, "max"), (end + 1, _YEAR_2100_MS, "min")):
+            where, params = compile_query(query, entry, low, high, has_timestamp_time=has_time)
+            table = self._table(entry, params)
+            row = client.query(
+                f"SELECT count(), {pick}(toUnixTimestamp64Milli(Timestamp)) FROM {table} "
+                f"WHERE {where}",
+                parameters=params,
+                settings=settings,
+            ).result_rows[0]
+            found.append(format_ms(int(row[1]), self.zone) if row[0] else UNSET)
+        if found == [UNSET, UNSET]:
+            return UNSET
+        return RecordTimes(nearest_before=found[0], nearest_after=found[1])
 
     def _note(self, *, reachable: bool) -> bool:
         """Log a change of reachability once (threads race here: one of them says it);

@@ -32,11 +32,13 @@ from contracts.fingerprint import DEFAULT_LOOKBACK_MINUTES
 from contracts.requests import LOOKBACK_MAX_MINUTES
 from contracts.status import Topic
 from pipeline.settings import SettingsError
+from workers.sources.logs.regex_config import check_pattern
 
 __all__ = [
     "FORMATS",
     "ClickhouseConnection",
     "ClickhouseTopic",
+    "FileSource",
     "FileTopic",
     "LogsConfig",
     "LogsConfigError",
@@ -49,8 +51,16 @@ __all__ = [
 ]
 
 ENV_VAR: Final = "ACI_LOGS_CONFIG"
-FORMATS: Final = ("jsonl", "logfmt", "cri", "syslog", "mysql_slow")
-Format = Literal["jsonl", "logfmt", "cri", "syslog", "mysql_slow"]
+FORMATS: Final = (
+    "jsonl", "logfmt", "cri", "syslog", "mysql_slow", "log4j", "apache_access", "nginx_access",
+    "apache_error", "nginx_error", "klog", "oslo", "plain", "regex",
+)  # fmt: skip
+Format = Literal[
+    "jsonl", "logfmt", "cri", "syslog", "mysql_slow", "log4j", "apache_access", "nginx_access",
+    "apache_error", "nginx_error", "klog", "oslo", "plain", "regex",
+]  # fmt: skip
+# Named groups of a `format = "regex"` pattern that are not fields of the record.
+REGEX_OWN_GROUPS: Final = ("time", "level", "message", "service")
 # Pseudo-filesystems: never log roots (a "log" there is kernel state or another process's).
 _FORBIDDEN_ROOTS: Final = ("/proc", "/sys", "/dev")
 _NAME: Final = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
@@ -95,6 +105,49 @@ class ScanBudget(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_field
             raise ValueError("max_seconds must be in (0, 600]")
 
 
+def _check_source(source: FileSource | FileTopic) -> None:
+    """What one source must hold (the keys named relative to it)."""
+    if not source.paths:
+        raise ValueError("paths: give at least one glob")
+    if source.format is None:
+        raise ValueError("format: missing key")
+    for path in source.paths:
+        if not path.startswith("/"):
+            raise ValueError(f"paths: {path!r} must be absolute")
+    for name in source.fields:
+        if not _NAME.fullmatch(name):
+            raise ValueError(f"fields.{name}: a field name is letters, digits and _")
+    if source.timezone is not None:
+        try:
+            zone_of(source.timezone)
+        except ValueError as exc:
+            raise ValueError(f"timezone: {exc}") from None
+    check_pattern(source.pattern, source.format, source.time_format)
+
+
+class FileSource(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """One set of files of a topic, all in one format (`[[topics.<TOPIC>.sources]]`)."""
+
+    paths: list[str]
+    format: Format
+    fields: dict[str, str] = {}
+    timezone: str | None = None
+    service: str = ""
+    time_unit: Literal["auto", "s", "ms", "us", "ns"] = "auto"
+    pattern: str = ""  # format = "regex": a Python regex with named groups
+    time_format: str = ""  # a strptime format of the time group; else ISO 8601 / epoch
+
+    def __post_init__(self) -> None:
+        _check_source(self)
+
+    def regex_fields(self) -> tuple[str, ...]:
+        """The fields a `regex` pattern's other named groups add."""
+        if self.format != "regex":
+            return ()
+        names = re.compile(self.pattern).groupindex
+        return tuple(n for n in names if n not in REGEX_OWN_GROUPS)
+
+
 class FileTopic(
     msgspec.Struct,
     frozen=True,
@@ -103,29 +156,43 @@ class FileTopic(
     tag="file",
     tag_field="backend",
 ):
-    """A topic read from log files matched by globs."""
+    """A topic read from log files matched by globs: one source given by the topic's own keys
+    (`paths`, `format`, ...), and/or several in `sources`, each with its own paths and format."""
 
-    paths: list[str]
-    format: Format
+    paths: list[str] = []
+    format: Format | None = None
     fields: dict[str, str] = {}
     timezone: str | None = None
     service: str = ""
     time_unit: Literal["auto", "s", "ms", "us", "ns"] = "auto"
+    pattern: str = ""
+    time_format: str = ""
+    sources: list[FileSource] = []
 
     def __post_init__(self) -> None:
-        if not self.paths:
-            raise ValueError("paths: give at least one glob")
-        for path in self.paths:
-            if not path.startswith("/"):
-                raise ValueError(f"paths: {path!r} must be absolute")
-        for name in self.fields:
-            if not _NAME.fullmatch(name):
-                raise ValueError(f"fields.{name}: a field name is letters, digits and _")
-        if self.timezone is not None:
-            try:
-                zone_of(self.timezone)
-            except ValueError as exc:
-                raise ValueError(f"timezone: {exc}") from None
+        if self.sources and not self.paths and self.format is None:
+            return
+        if not self.paths and not self.sources:
+            raise ValueError("paths: missing key")
+        _check_source(self)
+
+    def file_sources(self) -> list[FileSource]:
+        """Every source of the topic: the topic's own keys first, then `sources`."""
+        own: list[FileSource] = []
+        if self.paths and self.format is not None:
+            own.append(
+                FileSource(
+                    paths=self.paths,
+                    format=self.format,
+                    fields=self.fields,
+                    timezone=self.timezone,
+                    service=self.service,
+                    time_unit=self.time_unit,
+                    pattern=self.pattern,
+                    time_format=self.time_format,
+                )
+            )
+        return own + list(self.sources)
 
 
 class ClickhouseTopic(
@@ -235,16 +302,19 @@ def _check_roots(config: LogsConfig) -> None:
             )
         if not isinstance(entry, FileTopic):
             continue
-        for j, glob in enumerate(entry.paths):
-            path = PurePosixPath(os.path.normpath("/" + glob.lstrip("/")))
-            if not any(path.is_relative_to(r) for r in roots):
-                raise LogsConfigError(
-                    f"{ENV_VAR}: topics.{topic.value}.paths[{j}]: not under any of roots"
-                )
-            if any(ch in str(path.parent) for ch in "*?["):
-                raise LogsConfigError(
-                    f"{ENV_VAR}: topics.{topic.value}.paths[{j}]: wildcards only in the file name"
-                )
+        own = 1 if entry.paths else 0
+        for i, source in enumerate(entry.file_sources()):
+            where = "" if i < own else f"sources[{i - own}]."
+            for j, glob in enumerate(source.paths):
+                _check_glob(glob, roots, f"topics.{topic.value}.{where}paths[{j}]")
+
+
+def _check_glob(glob: str, roots: list[PurePosixPath], key: str) -> None:
+    path = PurePosixPath(os.path.normpath("/" + glob.lstrip("/")))
+    if not any(path.is_relative_to(r) for r in roots):
+        raise LogsConfigError(f"{ENV_VAR}: {key}: not under any of roots")
+    if any(ch in str(path.parent) for ch in "*?["):
+        raise LogsConfigError(f"{ENV_VAR}: {key}: wildcards only in the file name")
 
 
 def _key_of(message: str) -> tuple[str, str]:
@@ -269,9 +339,10 @@ def _convert(raw: object, kind: Any, prefix: str) -> Any:
             reason += " (one of file, clickhouse, mock)"
         named = re.match(r"(?:missing|unknown) key `(\w+)`", reason)
         named = named or re.match(r"([\w.-]+): ", reason)
-        if named is not None and not key:  # the key is in the reason: put it in front
-            key, reason = named.group(1), reason[named.end() :] or reason[: named.start(1) - 1]
-            reason = reason.strip() or "missing key"
+        if named is not None and (not key or key.startswith("sources.")):  # the key in front
+            inner, reason = named.group(1), reason[named.end() :] or reason[: named.start(1) - 1]
+            key, reason = ".".join(p for p in (key, inner) if p), reason.strip() or "missing key"
+        key = re.sub(r"\.(\d+)(?=\.|$)", r"[\1]", key)  # sources.0.format: sources[0].format
         full = ".".join(part for part in (prefix, key) if part) or "(top level)"
         raise LogsConfigError(f"{ENV_VAR}: {full}: {reason}") from None
 

@@ -5,42 +5,75 @@ under the call's deadline and the topic's scan budget (`deadline.run_stoppable`)
 the newest files first (`files`), parsing them (`formats`, `slowlog`), keeping the matches in
 the window in a bounded `Digest` (`records`).
 
+A topic has one or more sources (`FileTopic.file_sources`), each its own globs and format;
+their files are read newest first together.
+
 Honest outcomes: a scan stopped early (budget, deadline, an over-long line, a broken archive)
 answers with what it found, `truncated`, and its count marked as a lower bound; stopped early
-with nothing found it is an ERROR (a cut-short search is not "no evidence"); files of which not
-one line parses in the configured format are an ERROR too. No path reaches an answer or an
-error: the topic is named, the files never are.
+with nothing found it is an ERROR (a cut-short search is not "no evidence"). A line that does
+not parse in its source's format is counted (`unparsed_lines`) and, for a query made only of
+words and phrases, matched as plain text (timed by the record before it in its file, else by
+the file's mtime); files of which no line parses and nothing matched are an ERROR. A matched
+file in a compression the worker cannot read is counted (`unread_files`) and makes the count
+a lower bound. The model hears of both in `notes`. No path reaches an answer or an error: the
+topic is named, the files never are.
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Final
+
+import msgspec
+from msgspec import UNSET
 
 from contracts.logs import LogsUpstream
 from contracts.requests import QueryLogsRequest
 from contracts.results import LogScope
 from contracts.status import ErrorCode, SourceKind, Topic
 from workers.sources.base import SourceError
-from workers.sources.logs.config import FileTopic, LogsConfig, zone_of
+from workers.sources.calltime import call_time
+from workers.sources.logs.config import FileSource, FileTopic, LogsConfig, zone_of
 from workers.sources.logs.deadline import StopFlag, run_stoppable
-from workers.sources.logs.files import Reader, find_files
-from workers.sources.logs.formats import make_parser
+from workers.sources.logs.files import LogFile, Reader, find_files
+from workers.sources.logs.filetime import FileTimes, WindowWatch, future_warning
+from workers.sources.logs.formats import LineParser, make_parser
 from workers.sources.logs.prefilter import Prefilter
-from workers.sources.logs.records import Digest, entry_matches, format_ms
+from workers.sources.logs.records import Digest, Entry, entry_matches, format_ms
 from workers.sources.logs.source import ParsedQuery, check_fields, parse_log_query
+from workers.sources.logs.textformats import TEXT_FORMAT_FIELDS, HeadParser
 
 __all__ = ["FORMAT_FIELDS", "FileLogSource"]
 
 # Fields each format adds beyond the topic's own (so a query may name them).
 FORMAT_FIELDS: Final[dict[str, tuple[str, ...]]] = {
-    "jsonl": (),
-    "logfmt": (),
-    "cri": ("stream", "namespace", "container"),
-    "syslog": ("host", "app", "pid", "facility"),
+    "jsonl": ("level_name", "fields_dropped"),
+    "logfmt": ("level_name", "fields_dropped"),
+    "cri": ("stream", "namespace", "container", "level_name"),
+    "syslog": ("host", "app", "pid", "facility", "level_name"),
     "mysql_slow": ("db_instance", "thread_id", "rows_affected", "schema", "db_user"),
+    **{name: (*fields, "level_name") for name, fields in TEXT_FORMAT_FIELDS.items()},
 }
+
+
+@dataclass
+class _Tally:
+    """What one call read, beyond its matches."""
+
+    parsed: int = 0
+    failed: int = 0
+    text_matches: int = 0
+    files_unparsed: int = 0
+    sources_empty: int = 0
+    formats: set[str] = field(default_factory=set)
+
+
+def _text_only(query: ParsedQuery) -> bool:
+    """A query an unparsed line can be matched by: words and phrases only, one positive."""
+    clauses = query.clauses
+    return all(c.field is None for c in clauses) and any(not c.negated for c in clauses)
 
 
 class FileLogSource:
@@ -56,61 +89,82 @@ class FileLogSource:
         clock: Callable[[], float] = time.time,
     ) -> None:
         self.topic, self.entry, self.config, self.clock = topic, entry, config, clock
+        self.times = FileTimes()  # first/last record times of files, cached
         self.zone = zone_of(entry.timezone or config.timezone)
-        self.extra_fields = tuple(entry.fields) + FORMAT_FIELDS[entry.format]
+        self.sources = entry.file_sources()
+        names: dict[str, None] = {}
+        for source in self.sources:
+            names.update(dict.fromkeys((*source.fields, *FORMAT_FIELDS[source.format])))
+            names.update(dict.fromkeys(source.regex_fields()))
+        self.extra_fields = tuple(names)
 
     async def fetch(self, request: QueryLogsRequest) -> LogsUpstream:
         """Parse, check, then scan under the deadline; `SourceError` on any failure."""
         query = parse_log_query(request.query)
         check_fields(query, request.topic, self.extra_fields)
+        when = call_time()  # the window admission recorded
+        end_ms = None if when is None else when.end_ms
         return await run_stoppable(
-            lambda flag: self.search(request, query, flag), self.config.scan.max_seconds
+            lambda flag: self.search(request, query, flag, end_ms), self.config.scan.max_seconds
         )
 
-    def search(self, request: QueryLogsRequest, query: ParsedQuery, flag: StopFlag) -> LogsUpstream:
-        """The synchronous scan behind `fetch` (for the benchmark and the conformance test)."""
-        lookback = request.lookback_minutes or self.config.default_lookback
-        end_ms = int(self.clock() * 1000)
-        start_ms = end_ms - lookback * 60_000
+    def _files(
+        self, window: tuple[int, int], flag: StopFlag, tally: _Tally, watch: WindowWatch
+    ) -> tuple[list[tuple[LogFile, FileSource]], bool]:
+        """Every source's files in the window, newest first (a file two sources match is read
+        once, by the first); True when the listing was cut or more than `max_files` matched."""
         budget = self.config.scan
-        flag.narrow(budget.max_seconds)
-        files, too_many, matched = find_files(
-            self.entry.paths, self.config.roots, start_ms, budget.max_files, flag
-        )
+        chosen: dict[tuple[int, int], tuple[LogFile, FileSource]] = {}
+        too_many, matched = False, 0
+        for source in self.sources:
+            files, cut, count = find_files(
+                source.paths, self.config.roots, window[0], budget.max_files, flag,
+                self._needed(window, flag, watch, source),
+            )  # fmt: skip
+            too_many, matched = too_many or cut, matched + count
+            tally.sources_empty += count == 0 and not cut
+            for file in files:
+                chosen.setdefault((file.dev, file.ino), (file, source))
         if matched == 0 and not too_many:  # a wrong path or a missing folder: not "no evidence"
             raise SourceError(
                 ErrorCode.UNAVAILABLE,
                 f"no log file of topic {self.topic.value} exists on this deployment; the "
                 "operator must check the configured paths",
             )
-        reader = Reader(budget, flag, self.config.roots)
-        fmt = self.entry.format
-        prefilter = Prefilter(query, fmt, self.entry.service)
-        may_match = prefilter.may_match if prefilter.terms else None
+        ordered = sorted(chosen.values(), key=lambda pair: (-pair[0].mtime_ms, pair[0].real))
+        return ordered[: budget.max_files], too_many or len(ordered) > budget.max_files
+
+    def search(
+        self,
+        request: QueryLogsRequest,
+        query: ParsedQuery,
+        flag: StopFlag,
+        end_ms: int | None = None,
+    ) -> LogsUpstream:
+        """The synchronous scan behind `fetch` (for the benchmark and the conformance test),
+        over the window ending at `end_ms` (default: the source's clock)."""
+        lookback = request.lookback_minutes or self.config.default_lookback
+        now_ms = int(self.clock() * 1000)
+        end_ms = now_ms if end_ms is None else end_ms
+        start_ms = end_ms - lookback * 60_000
+        flag.narrow(self.config.scan.max_seconds)
+        watch = WindowWatch(start_ms, end_ms, now_ms)
+        tally = _Tally()
+        files, too_many = self._files((start_ms, end_ms), flag, tally, watch)
+        reader = Reader(self.config.scan, flag, self.config.roots)
         digest = Digest(self.config.sample_limit)
-        parsed = failed = 0
-        for file in files:
+        text_ok = _text_only(query)
+        prefilters: dict[int, Prefilter] = {}
+        for file, source in files:
             if flag.expired() or reader.out_of_budget:
                 reader.stopped = True
                 break
-            parser = make_parser(
-                self.entry.format, self.entry.fields, self.zone, self.entry.service,
-                self.entry.time_unit, end_ms, file.real,
-            )  # fmt: skip
-            for line in reader.lines_of(file):
-                if may_match is not None and not may_match(line):
-                    continue  # cannot match: skip the parse
-                for found in parser.feed(line):
-                    parsed += 1
-                    if start_ms <= found.epoch_ms <= end_ms and entry_matches(query, found):
-                        digest.add(found)
-            for found in parser.flush():
-                parsed += 1
-                if start_ms <= found.epoch_ms <= end_ms and entry_matches(query, found):
-                    digest.add(found)
-            failed += parser.failed
-        lower_bound = reader.stopped or too_many
-        self._check_outcome(digest, parsed, failed, lower_bound, flag)
+            prefilter = prefilters.setdefault(
+                id(source), Prefilter(query, source.format, source.service)
+            )
+            self._scan(file, source, reader, prefilter, digest, query, watch, text_ok, tally)
+        lower_bound = reader.stopped or too_many or bool(reader.unread)
+        self._check_outcome(digest, tally, reader, lower_bound, flag)
         scope = LogScope(
             topic=request.topic,
             query=request.query,
@@ -118,17 +172,166 @@ class FileLogSource:
             start_time=format_ms(start_ms, self.zone),
             end_time=format_ms(end_ms, self.zone),
         )
-        return digest.upstream(self.source_kind, scope, self.zone, lower_bound=lower_bound)
+        upstream = digest.upstream(self.source_kind, scope, self.zone, lower_bound=lower_bound)
+        notes = self._notes(tally, reader, text_ok)
+        return msgspec.structs.replace(
+            upstream,
+            unparsed_lines=tally.failed or UNSET,
+            unread_files=len(reader.unread) or UNSET,
+            notes=notes or UNSET,
+            record_times=watch.times(self.zone),
+        )
+
+    def _scan(
+        self,
+        file: LogFile,
+        source: FileSource,
+        reader: Reader,
+        prefilter: Prefilter,
+        digest: Digest,
+        query: ParsedQuery,
+        watch: WindowWatch,
+        text_ok: bool,
+        tally: _Tally,
+    ) -> None:
+        """One file: its records, and its unparsed lines as text when the query allows."""
+        zone = zone_of(source.timezone) if source.timezone else self.zone
+        parser = make_parser(
+            source.format, source.fields, zone, source.service, source.time_unit, watch.end,
+            file.real, source.pattern, source.time_format,
+        )  # fmt: skip
+        may_match = prefilter.may_match if prefilter.active else None
+        if may_match is not None and isinstance(parser, HeadParser):
+            parser.keep, may_match = may_match, None  # over whole records, not lines
+        start_ms, end_ms = watch.start, watch.end
+        parsed, last_ms = 0, file.mtime_ms
+        rejected = parser.rejected if isinstance(parser, HeadParser) else None
+
+        def as_text(lines: list[str]) -> None:
+            for line in lines:
+                text = Entry(last_ms, "", source.service, line.strip())
+                if start_ms <= last_ms <= end_ms and entry_matches(query, text):
+                    digest.add(text)
+                    tally.text_matches += 1
+
+        text_ok = text_ok and source.format != "mysql_slow"
+        for line in reader.lines_of(file):
+            if may_match is not None and not may_match(line):
+                continue  # cannot match: skip the parse
+            failed = parser.failed
+            for found in parser.feed(line):
+                parsed, last_ms = parsed + 1, found.epoch_ms
+                if watch.inside_window(found.epoch_ms) and entry_matches(query, found):
+                    digest.add(found)
+            if rejected:  # a multi-line parser says which lines were no record
+                if text_ok:
+                    as_text(rejected)
+                rejected.clear()
+            elif text_ok and parser.failed != failed and rejected is None:
+                as_text([line])
+        for found in parser.flush():
+            parsed += 1
+            if watch.inside_window(found.epoch_ms) and entry_matches(query, found):
+                digest.add(found)
+        if rejected and text_ok:
+            as_text(rejected)
+        tally.parsed += parsed + getattr(parser, "skipped", 0)
+        tally.failed += parser.failed
+        if parsed == 0 and parser.failed > 0:
+            tally.files_unparsed += 1
+            tally.formats.add(source.format)
+
+    def _parser(self, source: FileSource) -> LineParser:
+        zone = zone_of(source.timezone) if source.timezone else self.zone
+        return make_parser(
+            source.format, source.fields, zone, source.service, source.time_unit,
+            int(self.clock() * 1000), "", source.pattern, source.time_format,
+        )  # fmt: skip
+
+    def _needed(
+        self,
+        window: tuple[int, int],
+        flag: StopFlag,
+        watch: WindowWatch | None = None,
+        source: FileSource | None = None,
+    ) -> Callable[[LogFile], bool]:
+        # Files are chosen by their records' own time (`filetime`); past the deadline, by
+        # mtime alone (the peeks are cached, so only a first call over many files pays).
+        peeks = Reader(self.config.scan, flag, self.config.roots)
+        chosen = self.sources[0] if source is None else source
+        seen = watch.inside_window if watch is not None else (lambda _: None)
+
+        def needed(file: LogFile) -> bool:
+            if flag.expired():
+                return file.mtime_ms >= window[0]
+            return self.times.needed(file, window, peeks, lambda: self._parser(chosen), seen)
+
+        return needed
+
+    def clock_warning(self) -> str:
+        """The worker-start check: '' unless a source's newest file's last records lie in
+        the future of this clock (a wrong timezone), then a line naming the topic."""
+        for source in self.sources:
+            try:
+                files, _, _ = find_files(source.paths, self.config.roots, 0, 1)
+            except SourceError:
+                continue  # refused files are said by the warm-up's own call
+            reader = Reader(self.config.scan, StopFlag(5.0), self.config.roots)
+            newest = files[0] if files else None
+            zone = zone_of(source.timezone) if source.timezone else self.zone
+            warning = future_warning(self.topic.value, newest, reader, self._parser(source), zone)
+            if warning:
+                return warning
+        return ""
+
+    def _notes(self, tally: _Tally, reader: Reader, text_ok: bool) -> list[str]:
+        notes: list[str] = []
+        if tally.failed and (tally.text_matches or not text_ok or tally.files_unparsed):
+            how = (
+                f"{tally.text_matches} of the matches are such lines, matched as plain text "
+                "and timed by the record before them"
+                if tally.text_matches
+                else "a query of plain words alone also matches them as text"
+            )
+            files = (
+                f" ({tally.files_unparsed} files had no line in their format)"
+                if tally.files_unparsed
+                else ""
+            )
+            notes.append(f"{tally.failed} lines read are not in their log format{files}; {how}")
+        if reader.unread:
+            kinds = ", ".join(sorted(set(reader.unread)))
+            notes.append(
+                f"{len(reader.unread)} matched log files are compressed with {kinds}, which this "
+                "worker cannot read: the count is a lower bound"
+            )
+        if reader.broken:
+            notes.append(
+                f"{reader.broken} compressed log files end in an error part way: the count is "
+                "a lower bound"
+            )
+        if tally.sources_empty and len(self.sources) > 1:
+            notes.append(f"{tally.sources_empty} of this topic's {len(self.sources)} log "
+                         "sources match no file")  # fmt: skip
+        return notes
 
     def _check_outcome(
-        self, digest: Digest, parsed: int, failed: int, lower_bound: bool, flag: StopFlag
+        self, digest: Digest, tally: _Tally, reader: Reader, lower_bound: bool, flag: StopFlag
     ) -> None:
         name = self.topic.value
-        if parsed == 0 and failed > 0:
+        if tally.parsed == 0 and tally.failed > 0 and digest.match_count == 0:
+            formats = ", ".join(sorted(tally.formats)) or "configured"
             raise SourceError(
                 ErrorCode.EXECUTION,
                 f"the log files of topic {name} are not in the configured format "
-                f"({self.entry.format}): no line could be read as a record",
+                f"({formats}): no line could be read as a record",
+            )
+        if reader.unread and digest.match_count == 0:
+            kinds = ", ".join(sorted(set(reader.unread)))
+            raise SourceError(
+                ErrorCode.EXECUTION,
+                f"{len(reader.unread)} log files of topic {name} are compressed with {kinds}, "
+                "which this worker cannot read; nothing else matched",
             )
         if lower_bound and digest.match_count == 0:
             code = ErrorCode.TIMEOUT if flag.timed_out else ErrorCode.EXECUTION

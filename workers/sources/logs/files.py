@@ -20,15 +20,18 @@ chunks. Anything that stops the reading early marks the count as a lower bound.
 
 from __future__ import annotations
 
+import bz2
 import contextlib
 import fnmatch
 import glob
 import gzip
+import io
+import lzma
 import os
 import re
 import stat
 import zlib
-from collections.abc import Generator, Iterator
+from collections.abc import Callable, Generator, Iterator
 from pathlib import Path
 from typing import BinaryIO, Final
 
@@ -37,7 +40,7 @@ from workers.sources.base import SourceError
 from workers.sources.logs.config import ScanBudget
 from workers.sources.logs.deadline import StopFlag
 
-__all__ = ["LogFile", "Reader", "find_files"]
+__all__ = ["UNREADABLE", "LogFile", "Reader", "compression_of", "find_files"]
 
 _FLAGS: Final = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
 _CHECK_EVERY: Final = 2048
@@ -99,9 +102,15 @@ def _listing(pattern: str) -> Generator[str | None, None, None]:
 
 
 def find_files(
-    globs: list[str], roots: list[str], start_ms: int, max_files: int, flag: StopFlag | None = None
+    globs: list[str],
+    roots: list[str],
+    start_ms: int,
+    max_files: int,
+    flag: StopFlag | None = None,
+    needed: Callable[[LogFile], bool] | None = None,
 ) -> tuple[list[LogFile], bool, int]:
-    """The files the globs match, newest first, pruned to the window; `True` when more than
+    """The files the globs match, newest first, pruned to the window (by mtime, or by
+    `needed`: `filetime.FileTimes.needed` reads the records' own time); `True` when more than
     `max_files` matched (the oldest were left out) or the listing was cut (more than
     `MAX_NAMES` names, or `flag` expired); and how many files matched before the pruning (0
     with `False`: the globs match nothing at all)."""
@@ -125,7 +134,7 @@ def find_files(
             break
     files = sorted(seen.values(), key=lambda f: (-f.mtime_ms, f.real))
     matched = len(files)
-    files = [f for f in files if f.mtime_ms >= start_ms]
+    files = [f for f in files if (f.mtime_ms >= start_ms if needed is None else needed(f))]
     return files[:max_files], cut or len(files) > max_files, matched
 
 
@@ -156,6 +165,60 @@ def _opened_inside(fd: int, roots: list[Path]) -> bool:
     return any(where.is_relative_to(r) for r in roots) and not _pseudo(str(where))
 
 
+_MAGIC_BYTES: Final = (
+    (b"\x1f\x8b", "gzip"),
+    (b"\xfd7zXZ\x00", "xz"),
+    (b"BZh", "bzip2"),
+    (b"\x28\xb5\x2f\xfd", "zstd"),
+    (b"\x04\x22\x4d\x18", "lz4"),
+)
+
+
+def _optional_codecs() -> frozenset[str]:
+    readable = set()
+    for codec, module in (("zstd", "zstandard"), ("lz4", "lz4.frame")):
+        try:
+            __import__(module)
+        except ImportError:
+            continue
+        readable.add(codec)
+    return frozenset(readable)
+
+
+# Compressions recognised by their magic bytes that this worker cannot decompress (zstd and
+# lz4 need the `zstandard` and `lz4` packages): such a file is counted, never read as text.
+UNREADABLE: Final = frozenset({"zstd", "lz4"}) - _optional_codecs()
+
+
+def compression_of(raw: BinaryIO) -> str:
+    """The compression of an opened file by its magic bytes ("" for none); the file is left at
+    its start. Names do not decide: a rotated `app.log.1` may be compressed, `x.gz` plain."""
+    head = raw.read(6)
+    raw.seek(0)
+    for magic, codec in _MAGIC_BYTES:
+        if head.startswith(magic):
+            return codec
+    return ""
+
+
+def _decompressed(raw: BinaryIO, codec: str) -> BinaryIO:
+    if codec == "gzip":
+        return gzip.GzipFile(fileobj=raw)  # type: ignore[return-value]
+    if codec == "xz":
+        return lzma.LZMAFile(raw)  # type: ignore[return-value]
+    if codec == "bzip2":
+        return bz2.BZ2File(raw)  # type: ignore[return-value]
+    if codec == "zstd":
+        import zstandard
+
+        return io.BufferedReader(zstandard.ZstdDecompressor().stream_reader(raw))
+    if codec == "lz4":
+        import lz4.frame  # type: ignore[import-untyped]
+
+        return lz4.frame.LZ4FrameFile(raw)  # type: ignore[no-any-return]
+    return raw
+
+
 class Reader:
     """Meters the bytes and lines of one call over all its files."""
 
@@ -166,6 +229,8 @@ class Reader:
         self.lines = 0
         self.stopped = False  # stopped early: budget, deadline, a long line, a broken file
         self.out_of_budget = False
+        self.unread: list[str] = []  # compressions of matched files it could not read
+        self.broken = 0  # archives that ended in an error part way
 
     def _open(self, file: LogFile) -> BinaryIO | None:
         try:
@@ -193,16 +258,26 @@ class Reader:
             if left <= 0:
                 self.stopped = self.out_of_budget = True
                 return
-            compressed = file.real.endswith(".gz")
-            stream: BinaryIO = gzip.GzipFile(fileobj=raw) if compressed else raw  # type: ignore[assignment]
-            if not compressed and file.size > left:
+            codec = compression_of(raw)
+            if codec in UNREADABLE:
+                self.unread.append(codec)  # counted and named: never a silent exact 0
+                self.stopped = True
+                return
+            stream = _decompressed(raw, codec)
+            if codec == "" and file.size > left:
                 raw.seek(file.size - left)  # the newest part; the first partial line dropped
                 self.stopped = True
                 self._skip_rest(stream)
             try:
                 yield from self._read(stream)
-            except (OSError, EOFError, zlib.error):
+            except (OSError, EOFError, zlib.error, lzma.LZMAError, ValueError):
                 self.stopped = True  # a corrupt or truncated archive: what was read stands
+                self.broken += 1
+            except Exception as exc:  # zstandard.ZstdError, lz4's RuntimeError: the same
+                if type(exc).__module__.split(".")[0] not in ("zstandard", "lz4"):
+                    raise
+                self.stopped = True
+                self.broken += 1
 
     def _skip_rest(self, stream: BinaryIO) -> None:
         while not self.flag.expired():
@@ -237,6 +312,11 @@ class Reader:
                 self.stopped = True  # a line longer than the cap may hold a match: not exact
                 self._skip_rest(stream)
             else:
+                if b"\r" in line:  # CRLF files: no \r in any message or template
+                    if line.endswith(b"\r\n"):
+                        line = line[:-2] + b"\n"
+                    elif line.endswith(b"\r"):
+                        line = line[:-1]
                 yield line.decode("utf-8", "replace")
             if self._over() or self.flag.cancelled:
                 self.stopped = True

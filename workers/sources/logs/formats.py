@@ -25,7 +25,14 @@ from typing import Any, Final, Protocol
 import msgspec
 
 from contracts.results import JsonScalar
+from workers.sources.logs.levels import (
+    LEVEL_WORDS,
+    SYSLOG_NAMES,
+    canonical_level,
+    keep_level_name,
+)
 from workers.sources.logs.records import Entry, as_number
+from workers.sources.logs.stamps import MAX_EPOCH_MS, MIN_EPOCH_MS
 
 __all__ = ["LineParser", "level_of", "make_parser", "parse_time"]
 
@@ -33,12 +40,9 @@ TIME_KEYS: Final = ("timestamp", "@timestamp", "time", "ts", "Timestamp", "t", "
 LEVEL_KEYS: Final = ("level", "log.level", "severity", "SeverityText", "levelname", "lvl")
 MESSAGE_KEYS: Final = ("message", "msg", "event", "Body", "@message", "log")
 SERVICE_KEYS: Final = ("service", "service.name", "ServiceName", "app", "application", "name")
-_LEVEL_WORDS: Final = {
-    "TRACE": "TRACE", "DEBUG": "DEBUG", "DBG": "DEBUG", "INFO": "INFO", "INFORMATION": "INFO",
-    "NOTICE": "INFO", "WARN": "WARN", "WARNING": "WARN", "ERROR": "ERROR", "ERR": "ERROR",
-    "FATAL": "FATAL", "CRITICAL": "FATAL", "CRIT": "FATAL", "ALERT": "FATAL",
-    "EMERG": "FATAL", "PANIC": "FATAL", "DPANIC": "FATAL", "SEVERE": "ERROR",
-}  # fmt: skip
+# Fields kept per record when parsing (a request body logged as an object has thousands): the
+# rest are dropped and `fields_dropped` says how many.
+MAX_FIELDS: Final = 64
 _SYSLOG_LEVELS: Final = ("FATAL", "FATAL", "FATAL", "ERROR", "WARN", "INFO", "INFO", "DEBUG")
 _FRACTION: Final = re.compile(r"(\.\d{1,6})\d*")
 _DECODER: Final = msgspec.json.Decoder()
@@ -49,7 +53,7 @@ def level_of(value: object, key: str = "level") -> str:
     number = as_number(value) if not isinstance(value, str) else None
     if number is None:
         text = str(value).strip().upper()
-        return _LEVEL_WORDS.get(text, text)
+        return LEVEL_WORDS.get(text) or canonical_level(text) or text
     n = int(number)
     if key == "SeverityNumber" or key.endswith("severity_number"):  # OpenTelemetry 1..24
         return ("TRACE", "DEBUG", "INFO", "WARN", "ERROR", "FATAL")[min(max(n - 1, 0) // 4, 5)]
@@ -59,16 +63,18 @@ def level_of(value: object, key: str = "level") -> str:
     return ("TRACE", "TRACE", "DEBUG", "INFO", "WARN", "ERROR", "FATAL")[min(max(n // 10, 0), 6)]
 
 
-def _epoch_ms(number: float, unit: str) -> int:
+def _epoch_ms(number: float, unit: str) -> int | None:
     if unit == "auto":
         size = abs(number)
         unit = "s" if size < 1e11 else "ms" if size < 1e14 else "us" if size < 1e17 else "ns"
     scale = {"s": 1000.0, "ms": 1.0, "us": 1e-3, "ns": 1e-6}[unit]
-    return int(number * scale)
+    ms = number * scale  # finite in, but 1e306 s is no finite ms
+    return int(ms) if MIN_EPOCH_MS <= ms <= MAX_EPOCH_MS else None
 
 
 def parse_time(value: object, zone: tzinfo, unit: str = "auto") -> int | None:
-    """Epoch milliseconds of a record's time, or None when it is not a time."""
+    """Epoch milliseconds of a record's time, or None when it is not a time (also a number
+    outside the years 1..9999 in the unit given: `ts=1e306` is a bad line, not a crash)."""
     number = as_number(value)
     if number is not None:
         return _epoch_ms(number, unit)
@@ -83,7 +89,11 @@ def parse_time(value: object, zone: tzinfo, unit: str = "auto") -> int | None:
         return None
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=zone)
-    return int(moment.timestamp() * 1000)
+    try:
+        ms = int(moment.timestamp() * 1000)
+    except (OverflowError, ValueError, OSError):  # year 1 or 9999 moved out of range by a zone
+        return None
+    return ms if MIN_EPOCH_MS <= ms <= MAX_EPOCH_MS else None
 
 
 class LineParser(Protocol):
@@ -101,6 +111,9 @@ _MAX_DEPTH: Final = 16  # deeper objects stay one JSON text (no recursion on hos
 
 def _flatten(obj: Mapping[str, Any], prefix: str, out: dict[str, Any], depth: int = 0) -> None:
     for key, value in obj.items():
+        if len(out) > 4 * MAX_FIELDS:  # the record's own keys first; thousands more not kept
+            out["fields_dropped"] = out.get("fields_dropped", 0) + 1
+            continue
         name = f"{prefix}{key}"
         if isinstance(value, dict) and depth < _MAX_DEPTH:
             _flatten(value, name + ".", out, depth + 1)
@@ -138,6 +151,17 @@ class _Mapped:
                 return key, flat.pop(key)
         return "", None
 
+    @staticmethod
+    def _capped(flat: dict[str, Any], fields: dict[str, JsonScalar]) -> None:
+        dropped = flat.pop("fields_dropped", 0)
+        for key, value in flat.items():
+            if len(fields) >= MAX_FIELDS:
+                dropped += 1
+                continue
+            fields.setdefault(_field_name(key), value)
+        if dropped:
+            fields["fields_dropped"] = dropped
+
     def entry(self, flat: dict[str, Any]) -> Entry | None:
         _, when = self._pick(flat, "time", TIME_KEYS)
         epoch = parse_time(when, self.zone, self.unit) if when is not None else None
@@ -158,11 +182,17 @@ class _Mapped:
         for ours, theirs in self.fields.items():
             if theirs in flat and ours not in ("time", "level", "message", "service"):
                 fields[ours] = flat.pop(theirs)
-        for key, value in flat.items():
-            fields.setdefault(_field_name(key), value)
+        if len(flat) + len(fields) <= MAX_FIELDS:
+            for key, value in flat.items():
+                fields.setdefault(_field_name(key), value)
+        else:
+            self._capped(flat, fields)
+        normal = level_of(level, level_key) if level is not None else ""
+        if isinstance(level, str) and level != normal:
+            keep_level_name(fields, level, normal)
         return Entry(
             epoch,
-            level_of(level, level_key) if level is not None else "",
+            normal,
             str(service) if service is not None else self.service,
             str(message) if message is not None else "",
             fields,
@@ -273,12 +303,11 @@ class Cri:
 
 _PRI: Final = re.compile(r"<(\d{1,3})>")
 _RFC5424: Final = re.compile(r"1 (\S+) (\S+) (\S+) (\S+) (\S+) (-|\[.*?\](?:\[.*?\])*) ?(.*)", re.S)
-_RFC3164: Final = re.compile(
-    r"([A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d) (\S+) ([^:\[\s]+)(?:\[(\d+)\])?: ?(.*)", re.S
-)
-_ISO_SYSLOG: Final = re.compile(
-    r"(\d{4}-\d\d-\d\dT\S+) (\S+) ([^:\[\s]+)(?:\[(\d+)\])?: ?(.*)", re.S
-)
+# The tag (`app[pid]:`) is optional: a line without one (`syslogd 1.4.1: restart.`,
+# `-- root[2421]: ROOT LOGIN ON tty2`, `-- MARK --`) is a record whose message is the rest.
+_TAG: Final = r" +(?:([^:\[\s]+(?: \d[\d.]*)?)(?:\[(\d+)\])?: ?)?(.*)"
+_RFC3164: Final = re.compile(r"([A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d) (\S+)" + _TAG, re.S)
+_ISO_SYSLOG: Final = re.compile(r"(\d{4}-\d\d-\d\dT\S+) (\S+)" + _TAG, re.S)
 
 
 class Syslog:
@@ -306,12 +335,13 @@ class Syslog:
         return int(moment.timestamp() * 1000)
 
     def feed(self, line: str) -> list[Entry]:
-        text = line.rstrip("\n")
+        text = line.rstrip("\r\n")
         level, fields = "", dict[str, JsonScalar]()
         pri = _PRI.match(text)
         if pri:
             value = int(pri.group(1))
             level, fields = _SYSLOG_LEVELS[value % 8], {"facility": value // 8}
+            keep_level_name(fields, SYSLOG_NAMES[value % 8], level)
             text = text[pri.end() :]
         if found := _RFC5424.fullmatch(text):
             epoch = parse_time(found.group(1), self.zone)
@@ -326,10 +356,12 @@ class Syslog:
         if epoch is None:
             self.failed += 1
             return []
-        fields.update({"host": host, "app": app})
+        fields["host"] = host
+        if app is not None:
+            fields["app"] = app
         if proc and proc != "-":
             fields["pid"] = proc
-        service = self.service or (app if app != "-" else "")
+        service = self.service or (app if app and app != "-" else "")
         return [Entry(epoch, level, service, message.removeprefix("\ufeff"), fields)]
 
     def flush(self) -> list[Entry]:
@@ -344,6 +376,8 @@ def make_parser(
     unit: str,
     now_ms: int,
     real_path: str = "",
+    pattern: str = "",
+    time_format: str = "",
 ) -> LineParser:
     """A fresh parser for one file of the given format (`real_path` only for CRI's names)."""
     if fmt == "jsonl":
@@ -354,6 +388,10 @@ def make_parser(
         return Cri(JsonLines(fields, zone, "", unit), zone, service, kubelet_fields(real_path))
     if fmt == "syslog":
         return Syslog(zone, service, now_ms)
-    from workers.sources.logs.slowlog import SlowLog
+    if fmt == "mysql_slow":
+        from workers.sources.logs.slowlog import SlowLog
 
-    return SlowLog(zone, service)
+        return SlowLog(zone, service)
+    from workers.sources.logs.textformats import make_text_parser
+
+    return make_text_parser(fmt, zone, service, now_ms, pattern, time_format)

@@ -25,13 +25,39 @@ from typing import Final
 
 import msgspec
 
+from workers.sources.logs.levels import LEVEL_WORDS, SYSLOG_NAMES
 from workers.sources.logs.records import SEPARATOR
 from workers.sources.logs.source import ParsedQuery
 
-__all__ = ["LINE_FORMATS", "Prefilter"]
+__all__ = ["LINE_FORMATS", "RECORD_FORMATS", "Prefilter"]
 
 # Formats where one line is one record, so a term the record needs is in that line's text.
 LINE_FORMATS: Final = ("jsonl", "logfmt", "syslog")
+# Text formats whose record (a head line and its continuation lines) holds every text the
+# matcher compares as written: the prefilter runs on the record's raw text before it is built
+# (`HeadParser.keep`). Access logs re-compose their message (`GET /x HTTP/1.1 200 6` from
+# `"GET /x HTTP/1.1" 200 6`): only their terms without a space or a quote are used.
+RECORD_FORMATS: Final = (
+    "log4j", "apache_error", "nginx_error", "klog", "oslo", "plain", "regex",
+    "apache_access", "nginx_access",
+)  # fmt: skip
+_RECOMPOSED: Final = ("apache_access", "nginx_access")
+# Text formats whose level is a word of the record's text (log4j and plain only take the level
+# words of their pattern, never a single letter): a `level:` clause then needs one of the
+# words naming that level in the raw text.
+_WORD_LEVELS: Final = {"log4j": False, "plain": False, "apache_error": True,
+                       "nginx_error": True, "oslo": True}  # fmt: skip
+
+
+def _level_words(value: str, letters: bool) -> tuple[str, ...]:
+    """The words a record's text may hold when its level contains `value` (an unknown word is
+    its own level, upper-cased: `value` itself is then in the text)."""
+    words = {w.lower() for w, level in LEVEL_WORDS.items() if value in level.lower()}
+    if "trace" in value or value in "trace":
+        words.add("trace")  # Apache's trace1..trace8
+    return tuple(sorted(w for w in {value, *words} if letters or len(w) > 1))
+
+
 _LEVELS: Final = ("trace", "debug", "info", "warn", "error", "fatal")
 # What a rendered number is made of (Python's `str` of a float, msgspec's JSON of one).
 _NUMBER_CHARS: Final = frozenset("0123456789.e+-")
@@ -66,10 +92,10 @@ def _renderings(line: str) -> str:
 class Prefilter:
     """The terms every match of a query contains, and the check of one line against them."""
 
-    __slots__ = ("numbers", "numeric", "terms")
+    __slots__ = ("levels", "numbers", "numeric", "terms")
 
     def __init__(self, query: ParsedQuery, fmt: str, service: str) -> None:
-        derived = (*_LEVELS, service.lower())
+        derived = (*_LEVELS, *(w.lower() for w in LEVEL_WORDS), *SYSLOG_NAMES, service.lower())
         terms = [
             c.value
             for c in query.clauses
@@ -77,16 +103,32 @@ class Prefilter:
             and c.field != "level" and not any(c.value in d for d in derived)
             and not (fmt == "syslog" and c.value.isdigit()) and SEPARATOR not in c.value
             and not (fmt == "jsonl" and not _STRUCTURE.isdisjoint(c.value))
-        ] if fmt in LINE_FORMATS else []  # fmt: skip
+            and not (fmt in _RECOMPOSED and (" " in c.value or '"' in c.value))
+        ] if fmt in LINE_FORMATS or fmt in RECORD_FORMATS else []  # fmt: skip
         self.terms = terms
+        letters = _WORD_LEVELS.get(fmt)
+        self.levels = [
+            _level_words(c.value, letters)
+            for c in query.clauses
+            if letters is not None and c.field == "level" and not c.negated
+            and c.op == "contains" and c.value
+        ]  # fmt: skip
         self.numbers = fmt == "jsonl"  # logfmt and syslog keep every value as written
         self.numeric = frozenset(t for t in terms if _NUMBER_CHARS.issuperset(t))
+
+    @property
+    def active(self) -> bool:
+        """Whether any line or record can be skipped at all."""
+        return bool(self.terms or self.levels)
 
     def may_match(self, line: str) -> bool:
         """False only when no record this line parses into can match the query."""
         if "\\" in line:
             return True
         low = line.lower()
+        for words in self.levels:
+            if not any(w in low for w in words):
+                return False
         numbers: str | None = None
         for term in self.terms:
             if term in low:

@@ -79,6 +79,12 @@ class LogRouter:
             )
         return await backend.fetch(request)
 
+    def clock_warnings(self) -> list[str]:
+        """Worker-start checks of the topics' clocks (blocking: run in a thread): a line per
+        FILE topic whose newest records lie in the future (a wrong timezone)."""
+        checks = [getattr(b, "clock_warning", None) for b in self.backends.values()]
+        return [line for check in checks if check is not None and (line := check())]
+
     async def aclose(self) -> None:
         """Close every backend once."""
         for backend in {id(b): b for b in self.backends.values()}.values():

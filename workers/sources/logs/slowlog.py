@@ -17,6 +17,7 @@ hash); the message is the statement. Level is `WARN`, as for the MOCK topic.
 from __future__ import annotations
 
 import hashlib
+import math
 import re
 from datetime import datetime, tzinfo
 from typing import Final
@@ -28,7 +29,8 @@ __all__ = ["SlowLog", "sql_template"]
 
 _PAIR: Final = re.compile(r"(\w+): +(\S+)")
 _USER: Final = re.compile(r"# User@Host: (\S*?)\[[^\]]*\] @ (\S*) \[([^\]]*)\]")
-_SET_TS: Final = re.compile(r"SET timestamp=(\d+);", re.I)
+# Bounded: int() of 5,000 digits raises; a longer number is no timestamp
+_SET_TS: Final = re.compile(r"SET timestamp=(\d{1,12});", re.I)
 _USE: Final = re.compile(r"use `?([^`;\s]+)`?;", re.I)
 _BANNER: Final = ("Tcp port:", "Time     ", "Time\t", "Time Id Command")
 _MAX_SQL: Final = 64 * 1024
@@ -47,6 +49,36 @@ _MS_FIELDS: Final = {"Query_time": "duration_ms", "Lock_time": "lock_time_ms"}
 _COUNT_FIELDS: Final = {
     "Rows_sent": "rows_sent", "Rows_examined": "rows_examined", "Rows_affected": "rows_affected",
 }  # fmt: skip
+
+
+_QUOTE_OR_ESCAPE: Final = re.compile(r"""\\.|['"`]""", re.S)
+_MAX_DIGITS: Final = 18  # a count fits an int64; longer is a hostile or broken header
+_MAX_NUMBER_CHARS: Final = 32
+
+
+def _open_quote(text: str, quote: str) -> str:
+    """The quote left open after `text`, starting inside `quote` ("" for none): linear, so a
+    `# ` line inside a multi-line literal is known as SQL, not a header of a new entry."""
+    for found in _QUOTE_OR_ESCAPE.finditer(text):
+        token = found.group()
+        if token[0] == "\\":
+            continue  # an escaped character (a quote inside a literal)
+        if not quote:
+            quote = token
+        elif token == quote:
+            quote = ""  # closed ('' inside a literal closes and reopens: still open after)
+    return quote
+
+
+def _bounded_number(text: str) -> float | None:
+    """A header's number, finite and of reasonable length, else None (never an exception)."""
+    if len(text) > _MAX_NUMBER_CHARS:
+        return None
+    try:
+        number = float(text)
+    except ValueError:
+        return None
+    return number if math.isfinite(number) else None
 
 
 def sql_template(sql: str) -> str:
@@ -70,6 +102,7 @@ class SlowLog:
         self._sql: list[str] = []
         self._size = 0
         self._open = False
+        self._quote = ""  # the quote of a string literal left open at the end of a line
 
     def _header_time(self, text: str) -> int | None:
         text = text.strip()
@@ -97,11 +130,10 @@ class SlowLog:
             return
         for key, value in _PAIR.findall(line):
             if key in _MS_FIELDS:
-                try:
-                    self._fields[_MS_FIELDS[key]] = round(float(value) * 1000, 3)
-                except ValueError:
-                    continue
-            elif key in _COUNT_FIELDS and value.isdigit():
+                seconds = _bounded_number(value)
+                if seconds is not None:
+                    self._fields[_MS_FIELDS[key]] = round(seconds * 1000, 3)
+            elif key in _COUNT_FIELDS and value.isdigit() and len(value) <= _MAX_DIGITS:
                 self._fields[_COUNT_FIELDS[key]] = int(value)
             elif key == "Schema":
                 self._fields["schema"] = value
@@ -109,8 +141,11 @@ class SlowLog:
                 self._fields["thread_id"] = value
 
     def feed(self, line: str) -> list[Entry]:
-        text = line.rstrip("\n")
+        text = line.rstrip("\r\n")
         out: list[Entry] = []
+        if self._quote:  # inside a string literal of the statement: `# Time:` there is SQL
+            self._add_sql(text)
+            return out
         if text.startswith("# "):
             if self._sql:  # a header after a statement: the entry before it is complete
                 out = self.flush()
@@ -124,10 +159,15 @@ class SlowLog:
             self._time = int(found.group(1)) * 1000
         elif found := _USE.fullmatch(text.strip()):
             self._fields["schema"] = found.group(1)
-        elif self._size < _MAX_SQL:
+        else:
+            self._add_sql(text)
+        return out
+
+    def _add_sql(self, text: str) -> None:
+        self._quote = _open_quote(text, self._quote)
+        if self._size < _MAX_SQL:
             self._sql.append(text)
             self._size += len(text) + 1
-        return out
 
     def flush(self) -> list[Entry]:
         sql = "\n".join(self._sql).strip()

@@ -24,7 +24,9 @@ from contracts.requests import LOOKBACK_MAX_MINUTES, QueryLogsRequest
 from contracts.results import LogScope
 from contracts.status import ErrorCode, Topic
 from workers.sources.base import SourceError
+from workers.sources.calltime import pinned_end
 from workers.sources.logs.deadline import StopFlag, run_stoppable
+from workers.sources.logs.levels import canonical_level
 from workers.sources.logs.mocklog import (
     DEFAULT_SCENARIO,
     NUMERIC_FIELDS,
@@ -36,6 +38,9 @@ from workers.sources.logs.mocklog import (
     scenario_info,
 )
 from workers.sources.logs.mocklog.summary import summarise
+from workers.sources.logs.query_text import bad_query as _bad
+from workers.sources.logs.query_text import check_unquoted as _check_unquoted
+from workers.sources.logs.query_text import read_quoted as _read_quoted
 
 __all__ = [
     "SCENARIOS",
@@ -75,38 +80,6 @@ class ParsedQuery(msgspec.Struct, frozen=True, kw_only=True):
     clauses: tuple[Clause, ...] = ()
 
 
-def _bad(message: str) -> SourceError:
-    return SourceError(ErrorCode.SCHEMA, f"query: {message}")
-
-
-def _read_quoted(text: str, start: int) -> tuple[str, int]:
-    end = text.find('"', start + 1)
-    if end < 0:
-        raise _bad(f'unbalanced quote: the " at character {start + 1} is never closed')
-    after = end + 1
-    if after < len(text) and not text[after].isspace():
-        raise _bad(f"unexpected {text[after]!r} right after the closing quote at character {after}")
-    return text[start + 1 : end], after
-
-
-# Forms an LLM writes from other query languages: read literally, substrings that almost never
-# occur ("timeout,", "(timeout)"), so a false "no evidence". Refused, saying how to write them.
-_UNQUOTED: Final = (
-    (lambda w: w.startswith("(") or w.endswith(")"), "parentheses at character {at} are not "
-     'supported: all terms must match, so write them without ( ); quote text with them ("f(x)")'),
-    (lambda w: w.endswith(",") or w.startswith(","), "the ',' in {word!r} at character {at}: "
-     'separate terms with spaces (all must match); quote text that contains a comma ("a,b")'),
-    (lambda w: "|" in w, "'|' in {word!r} at character {at}: alternatives are not supported; "
-     "run one query per value (level:ERROR, then level:WARN)"),
-)  # fmt: skip
-
-
-def _check_unquoted(word: str, at: int) -> None:
-    for refused, message in _UNQUOTED:
-        if refused(word):
-            raise _bad(message.format(word=word, at=at))
-
-
 def _number(text: str) -> float | None:
     try:
         number = float(text)
@@ -133,6 +106,8 @@ def _field_clause(name: str, value: str, negated: bool, at: int, *, quoted: bool
             raise _bad(f"{name}:{compared.group(1)} at character {at} needs a number")
         return Clause(field=field, op=_OPS[compared.group(1)], number=number, negated=negated)
     stripped = value.strip("*").lower()
+    if field == "level":  # level:WARNING, level:notice, level:E: the level records carry
+        stripped = (canonical_level(stripped) or stripped).lower()
     return Clause(field=field, value=stripped, number=_number(stripped), negated=negated)
 
 
@@ -311,11 +286,10 @@ class MockLogSource:
     def search(
         self, request: QueryLogsRequest, query: ParsedQuery, stop: StopFlag | None = None
     ) -> LogsUpstream:
-        """The synchronous search behind `fetch` (for benchmarks and the CLI); `stop` ends it
-        with `SourceError(TIMEOUT)` once it expires."""
+        """The synchronous search behind `fetch`; `stop` ends it with `SourceError(TIMEOUT)`."""
         index = index_of(self.settings.scenario)
         lookback = request.lookback_minutes or self.settings.default_lookback
-        end_ms = index.world.now_ms
+        end_ms = index.world.now_ms if (pin := pinned_end()) is None else pin  # as-of pinned
         start_ms = end_ms - lookback * 60_000
         topic_index = index.topics[request.topic]
         matches = match_positions(topic_index, query, topic_index.window(start_ms, end_ms), stop)

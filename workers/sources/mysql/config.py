@@ -19,7 +19,14 @@ import msgspec
 
 from pipeline.settings import SettingsError
 
-__all__ = ["ENV_URL", "ConnectParams", "data_source_names", "parse_url", "read_config_file"]
+__all__ = [
+    "ENV_URL",
+    "ConnectParams",
+    "data_source_names",
+    "listed_names",
+    "parse_url",
+    "read_config_file",
+]
 
 ENV_URL: Final = re.compile(r"^ACI_MYSQL_([A-Z][A-Z0-9_]*)_URL$")
 _REQUEST_NAME: Final = re.compile(r"[A-Za-z][A-Za-z0-9_]{0,63}")  # QueryMysqlRequest.data_source
@@ -66,12 +73,28 @@ def read_config_file(path: str) -> dict[str, str]:
     return {str(k).lower(): str(v) for k, v in table.items() if isinstance(v, str)}
 
 
+def listed_names(env: Mapping[str, str]) -> tuple[str, ...]:
+    """`ACI_MYSQL_SOURCES` (`shop,pkgs`): data source names given without their URLs, so an
+    agent host lists them in `query_mysql`'s schema without holding database credentials. A
+    name no request could carry is a `SettingsError` naming it."""
+    names = tuple(n.strip().lower() for n in env.get("ACI_MYSQL_SOURCES", "").split(","))
+    names = tuple(n for n in names if n)
+    bad = [n for n in names if not _REQUEST_NAME.fullmatch(n)]
+    if bad:
+        raise SettingsError(
+            f"ACI_MYSQL_SOURCES: {bad[0][:64]!r} is not a data source name "
+            "(a letter, then up to 63 letters, digits or '_'; names separated by commas)"
+        )
+    return names
+
+
 def data_source_names(env: Mapping[str, str]) -> tuple[str, ...]:
     """The configured logical data source names (as `MysqlSource.from_env` reads them, without
-    connecting): what a host lists in `query_mysql`'s schema. A name no request could carry
-    (see `QueryMysqlRequest.data_source`) is left out: no call could name it. An unreadable
+    connecting, and those `ACI_MYSQL_SOURCES` names without credentials): what a host lists in
+    `query_mysql`'s schema. A name no request could carry (see
+    `QueryMysqlRequest.data_source`) is left out: no call could name it. An unreadable
     ACI_MYSQL_CONFIG is a `SettingsError` naming the variable (not the path)."""
-    names: set[str] = set()
+    names: set[str] = set(listed_names(env))
     if env.get("ACI_MYSQL_CONFIG"):
         try:
             names.update(read_config_file(env["ACI_MYSQL_CONFIG"]))

@@ -18,16 +18,28 @@ from workers.sources.base import SourceError
 if TYPE_CHECKING:
     from workers.sources.mysql.source import ConnectParams
 
-__all__ = ["Unavailable", "error_number", "error_text", "map_error", "warning_error"]
+__all__ = [
+    "Unavailable",
+    "error_number",
+    "error_text",
+    "map_error",
+    "value_changing",
+    "warning_error",
+    "warning_text",
+]
 
 _TIMEOUT_CODES: Final = frozenset({1969, 3024, 1317, 1028, 1205})
 _UNAVAILABLE_CODES: Final = frozenset(
-    {1040, 1042, 1043, 1045, 1049, 1053, 1077, 1152, 1158, 1159, 1160, 1161, 1927, 2002, 2003,
+    {1040, 1042, 1043, 1044, 1045, 1049, 1053, 1077, 1152, 1158, 1159, 1160, 1161, 1927, 2002, 2003,
      2005, 2006, 2013, 2014, 2026, 2055, 4031}
 )  # fmt: skip
-# Of those, the ones a retry cannot cure: the account refused (1045), no such database (1049).
-_CONFIGURATION_CODES: Final = frozenset({1045, 1049})
-_DENIED_CODES: Final = frozenset({1142, 1143, 1044, 1227, 1370, 1356})
+# Of those, the ones a retry cannot cure: the account refused (1045), no such database (1049),
+# a database the account may not use (1044: MariaDB's answer to a typo in the URL's database
+# name when the account cannot see it; a statement never meets it: the guard allows no `USE`
+# and no other schema, so only the connection's own database can be refused).
+_CONFIGURATION_CODES: Final = frozenset({1044, 1045, 1049})
+_DATABASE_CODES: Final = frozenset({1044, 1049})
+_DENIED_CODES: Final = frozenset({1142, 1143, 1227, 1370, 1356})
 _FUNCTION_CODES: Final = frozenset({1305, 1630, 1318, 1128, 1122, 1123, 1548})
 _FIXED_MESSAGES: Final = {
     1052: "a column name is ambiguous; qualify it with its table",
@@ -60,8 +72,10 @@ _FIXED_MESSAGES: Final = {
 # agent's message stays the errno alone): the errno's cause, and where to look.
 _UNAVAILABLE_CAUSES: Final = {
     1040: "the server has too many connections",
+    1044: "its URL names a database the account may not use: check the database name in the"
+    " URL, or the GRANT",
     1045: "the user or password in its URL is wrong",
-    1049: "its URL names a database the server does not have",
+    1049: "its URL names a database the server does not have: check the database name in the URL",
     2002: "no server answers at the socket of its URL",
     2003: "no server answers at the host and port of its URL",
     2005: "the host name of its URL does not resolve",
@@ -96,6 +110,16 @@ class Unavailable(SourceError):
     def account_refused(self) -> bool:
         """The server answered, and refused the account: the URL is wrong, not the server."""
         return self.errno == 1045
+
+    @property
+    def state(self) -> str:
+        """What the worker's log says of the data source: it refuses the account, or the
+        database its URL names, or it is unreachable."""
+        if self.account_refused:
+            return "refuses the worker's account"
+        if self.errno in _DATABASE_CODES:
+            return "refuses the database its URL names"
+        return "is unreachable"
 
     @property
     def cause(self) -> str:
@@ -158,6 +182,28 @@ def error_number(exc: BaseException) -> int:
 def error_text(exc: BaseException) -> str:
     args: tuple[Any, ...] = tuple(getattr(exc, "args", ()))
     return str(args[1]) if len(args) > 1 else ""
+
+
+# Warnings that change no returned value: the rows come back with them said beside (Control
+# View and, briefly, the model). Every other warning may mean a cut or wrong value (1260 a
+# GROUP_CONCAT cut, 1292 a truncated or wrong-typed value, 1931 a cut result set, 1139 a
+# regex limit, 1301 NULL from max_allowed_packet, or one not listed here): the call fails.
+_HARMLESS_WARNINGS: Final = {
+    1052: "a column name is ambiguous (e.g. a ROLLUP alias); the server chose one",
+    1287: "deprecated syntax",
+    1365: "division by zero; the server answered NULL",
+    1681: "deprecated syntax (integer display width)",
+}
+
+
+def value_changing(code: int) -> bool:
+    """Whether a warning may mean a cut or wrong value (then the call is an error)."""
+    return code not in _HARMLESS_WARNINGS
+
+
+def warning_text(code: int) -> str:
+    """`warning 1365: division by zero; the server answered NULL` (a fixed text per code)."""
+    return f"warning {code}: {_HARMLESS_WARNINGS.get(code, 'see the server manual')}"
 
 
 def warning_error(code: int) -> SourceError:

@@ -30,7 +30,7 @@ class Reachability:
         one state whatever its errno (a pooled connection cut, 2013, then no server, 2003); a
         server that comes back refusing the account is another."""
         error.logged = True
-        what = "refuses the worker's account" if error.account_refused else "is unreachable"
+        what = error.state
         if self._down.get(name) == what:
             return
         self._down[name] = what

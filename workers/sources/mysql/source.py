@@ -28,6 +28,7 @@ import anyio.to_thread
 import msgspec
 import pymysql
 import pymysql.cursors
+from msgspec import UNSET
 from pymysql.constants import FIELD_TYPE
 
 from contracts.bounds import DEFAULT_BOUNDS, Bounds
@@ -49,9 +50,9 @@ from workers.sources.mysql.errors import (
     error_number,
     error_text,
     map_error,
-    warning_error,
 )
 from workers.sources.mysql.handoff import Handoff, abandonable, close_quietly
+from workers.sources.mysql.leftovers import drained, hide_database, server_warnings
 from workers.sources.mysql.reachability import Reachability
 from workers.sources.mysql.sqlguard import Param, guard_sql
 
@@ -70,6 +71,7 @@ class Outcome(msgspec.Struct, kw_only=True):
     rows: list[list[Any]]
     stopped_early: bool
     reusable: bool
+    warnings: list[str] = msgspec.field(default_factory=list)
 
 
 class _Pool:
@@ -165,6 +167,8 @@ class MysqlSource:
                 self._reach.up(name)
             raise
         self._reach.up(name)
+        if guarded.kind == "explain":
+            upstream = hide_database(upstream, pool.params.database)
         return upstream
 
     async def _execute_raw(
@@ -230,6 +234,9 @@ class MysqlSource:
                     )  # fmt: skip
                 except Exception as exc:
                     outcome = exc
+                except anyio.get_cancelled_exc_class():
+                    await _stop_query(pool, conn, connect_timeout)
+                    raise
                 tg.cancel_scope.cancel()
             return self._finish(pool, conn, outcome, killed)
 
@@ -258,6 +265,7 @@ class MysqlSource:
             columns=outcome.columns,
             rows=outcome.rows,
             stopped_early=outcome.stopped_early,
+            warnings=outcome.warnings or UNSET,
         )
 
     async def aclose(self) -> None:
@@ -367,35 +375,42 @@ def execute(
     flags = [_is_json(f, pool) for f in fields]
     rows, stopped = _bounded_rows(cur, flags, bounds)
     columns = [str(f.name) for f in fields]
-    if result is not None and result.unbuffered_active:
-        # More rows remain (an explicit LIMIT above the cap): drop the session, do not drain.
+    if result is not None and result.unbuffered_active and not drained(cur):
+        # Many more rows remain (an explicit LIMIT far above the cap): drop the session rather
+        # than read them all; a few are read and dropped, so the connection is kept.
         return Outcome(columns=columns, rows=rows, stopped_early=stopped, reusable=False)
+    warnings: list[str] = []
     if result is not None and result.warning_count:
-        _raise_warning(conn, pool.params)
+        warnings = server_warnings(conn)
     conn.rollback()
-    return Outcome(columns=columns, rows=rows, stopped_early=stopped, reusable=True)
+    return Outcome(
+        columns=columns, rows=rows, stopped_early=stopped, reusable=True, warnings=warnings
+    )
 
 
-def _raise_warning(conn: pymysql.Connection[Any], params: ConnectParams) -> None:
-    # A warning means a possibly wrong answer (truncated value, regex limit, NULL from
-    # max_allowed_packet): report it rather than return it as evidence.
-    with conn.cursor() as cur:
-        cur.execute("SHOW WARNINGS")
-        for level, code, _message in cur.fetchall():
-            if level in ("Warning", "Error"):
-                conn.rollback()
-                raise warning_error(code)
+async def _stop_query(pool: _Pool, conn: pymysql.Connection[Any], connect_timeout: float) -> None:
+    # The call was cancelled (its caller cancelled it, or its deadline passed) while the server
+    # ran its statement: `KILL QUERY` from another connection frees the server thread at once
+    # (the abandoned driver thread then sees the error and closes its connection). Shielded and
+    # bounded, so a cancel never waits on a server that does not answer.
+    with anyio.CancelScope(shield=True), anyio.move_on_after(connect_timeout):
+        await anyio.to_thread.run_sync(
+            kill, pool, conn.thread_id(), connect_timeout, "QUERY", abandon_on_cancel=True
+        )
 
 
-def kill(pool: _Pool, thread_id: int, connect_timeout: float = 5.0) -> None:
-    """Blocking: KILL a session from a fresh connection of the same account."""
+def kill(
+    pool: _Pool, thread_id: int, connect_timeout: float = 5.0, what: str = "CONNECTION"
+) -> None:
+    """Blocking: KILL a session (`what`: CONNECTION) or its statement (QUERY) from a fresh
+    connection of the same account."""
     try:
         conn = pool.connect(5.0, connect_timeout)
     except pymysql.MySQLError:
         return
     try:
         with conn.cursor() as cur:
-            cur.execute(f"KILL CONNECTION {int(thread_id)}")
+            cur.execute(f"KILL {'QUERY' if what == 'QUERY' else 'CONNECTION'} {int(thread_id)}")
     except pymysql.MySQLError:
         pass
     finally:

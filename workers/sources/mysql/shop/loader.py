@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Any, Final
+from typing import Any, Final, NamedTuple
 from urllib.parse import quote
 
 import anyio.to_thread
@@ -22,15 +22,22 @@ from workers.sources.mysql.source import ConnectParams, parse_url
 
 __all__ = [
     "DEMO_READER",
+    "LOCAL_HOSTS",
+    "DemoShop",
     "create_reader",
     "ensure_demo_shop",
     "load_shop",
+    "prepare_demo_shop",
     "write_init_sql",
 ]
 
 DEMO_READER: Final = ("aci_reader", "aci-demo-reader")  # demo only; documented in docs/mysql.md
 _NAME: Final = re.compile(r"^[A-Za-z0-9_]{1,64}$")
 _LOCK: Final = "aci_demo_shop_load"
+# The demo reader's hosts: this machine only (a published password must not open the database
+# to the network). Compose's seed files (`write_init_sql`) keep `%`: there the workers are
+# other containers, and the database is the compose project's own.
+LOCAL_HOSTS: Final = ("localhost", "127.0.0.1")
 
 
 def _name(value: str) -> str:
@@ -70,11 +77,18 @@ def load_shop(conn: pymysql.Connection[Any], database: str) -> None:
     conn.commit()
 
 
-def create_reader(conn: pymysql.Connection[Any], database: str, user: str, password: str) -> None:
-    """Create (or re-password) a SELECT-only account on `database` for any host."""
+def create_reader(
+    conn: pymysql.Connection[Any],
+    database: str,
+    user: str,
+    password: str,
+    hosts: tuple[str, ...] = LOCAL_HOSTS,
+) -> None:
+    """Create (or re-password) a SELECT-only account on `database`, reachable from `hosts`
+    only (by default this machine: `localhost` and `127.0.0.1`, never `%`)."""
     db, name = _name(database), _name(user)
     with conn.cursor() as cur:
-        for host in ("%", "localhost"):
+        for host in hosts:
             account = (name, host, password)
             cur.execute("CREATE USER IF NOT EXISTS %s@%s IDENTIFIED BY %s", account)
             cur.execute("ALTER USER %s@%s IDENTIFIED BY %s", account)
@@ -89,8 +103,31 @@ def _connect(params: ConnectParams) -> pymysql.Connection[Any]:
     )  # fmt: skip
 
 
-def _ensure(admin_url: str, database: str) -> str:
+class DemoShop(NamedTuple):
+    """What `prepare_demo_shop` left: the reader's URL and whether it loaded the database."""
+
+    url: str
+    loaded: bool
+    server: str  # host:port of the MariaDB it used
+
+    def note(self) -> str:
+        """One line for the demo: what exists now in that MariaDB and how to remove it."""
+        user = DEMO_READER[0]
+        accounts = " and ".join(f"{user}@'{h}'" for h in LOCAL_HOSTS)
+        done = "created" if self.loaded else "using the existing"
+        drop = ", ".join(f"'{user}'@'{h}'" for h in LOCAL_HOSTS)
+        host, _, port = self.server.rpartition(":")
+        return (
+            f"{done} demo database `shop` and SELECT-only account {accounts} (password "
+            f"{DEMO_READER[1]!r}, this machine only) in the MariaDB at {self.server}; remove "
+            f'them with: mysql -h {host} -P {port} -u root -e "DROP DATABASE shop; '
+            f'DROP USER {drop}"'
+        )
+
+
+def _ensure(admin_url: str, database: str) -> DemoShop:
     params = parse_url(admin_url)
+    loaded = False
     conn = _connect(params)
     try:
         with conn.cursor() as cur:
@@ -100,19 +137,27 @@ def _ensure(admin_url: str, database: str) -> str:
             try:
                 if not _is_loaded(cur, database):
                     load_shop(conn, database)
+                    loaded = True
                 create_reader(conn, database, *DEMO_READER)
             finally:
                 cur.execute("SELECT RELEASE_LOCK(%s)", (_LOCK,))
     finally:
         conn.close()
     user, password = DEMO_READER
-    return f"mysql://{user}:{quote(password, safe='')}@{params.host}:{params.port}/{database}"
+    url = f"mysql://{user}:{quote(password, safe='')}@{params.host}:{params.port}/{database}"
+    return DemoShop(url, loaded, f"{params.host}:{params.port}")
+
+
+async def prepare_demo_shop(admin_url: str = "mysql://root@127.0.0.1:3306/") -> DemoShop:
+    """Create and load `shop` and its SELECT-only reader if missing: the reader URL (for
+    `ACI_MYSQL_SHOP_URL`), whether it loaded the database, and a note saying so."""
+    return await anyio.to_thread.run_sync(_ensure, admin_url, "shop")
 
 
 async def ensure_demo_shop(admin_url: str = "mysql://root@127.0.0.1:3306/") -> str:
     """Create and load `shop` and its SELECT-only reader if missing; return the reader URL
     (for `ACI_MYSQL_SHOP_URL`)."""
-    return await anyio.to_thread.run_sync(_ensure, admin_url, "shop")
+    return (await prepare_demo_shop(admin_url)).url
 
 
 def write_init_sql(directory: Path, database: str = "shop") -> list[Path]:

@@ -1,0 +1,391 @@
+"""Named text formats on files real producers wrote (tests/workers/logs_samples/README.md),
+several sources per topic, and unparsed lines counted and matched as text, never dropped."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+from logs_helpers import file_source, project, search
+
+from contracts import EvidenceStatus, LogsUpstream, Topic
+from contracts.bounds import DEFAULT_BOUNDS
+from contracts.status import LifecycleStatus
+from contracts.views import InvocationMeta, control_view, observe
+from workers.sources.base import SourceError
+from workers.sources.logs.config import parse_logs_config
+from workers.sources.logs.file_source import FileLogSource
+
+SAMPLES = Path(__file__).parent / "logs_samples"
+NOW = datetime(2026, 12, 4, 12, 0, tzinfo=UTC).timestamp()  # the samples were written at 11:3x
+
+
+def sample(tmp_path: Path, *names: str) -> None:
+    for name in names:
+        shutil.copy(SAMPLES / name, tmp_path / name)
+        os.utime(tmp_path / name, (NOW - 60, NOW - 60))
+
+
+def read(tmp_path: Path, fmt: str, name: str, query: str = "", extra: str = "") -> LogsUpstream:
+    sample(tmp_path, name)
+    return search(file_source(tmp_path, fmt, [name], now=NOW, extra=extra), query, lookback=1440)
+
+
+def test_log4j_iso_layout_joins_the_stack_trace_to_its_record(tmp_path: Path) -> None:
+    found = read(tmp_path, "log4j", "log4j_iso.log", "level:ERROR")
+    assert found.match_count == 2 and not found.unparsed_lines
+    failed = next(r for r in found.records if "Payment failed" in r.message)
+    assert failed.message.startswith("Payment failed for order o-1042\njava.lang.Illegal")
+    assert "Caused by: java.io.IOException: connection reset by peer" in failed.message
+    assert failed.fields == {
+        "thread": "main",
+        "logger": "com.shop.order.OrderService",
+        "exception": "java.lang.IllegalStateException",
+    }
+    assert failed.timestamp == "2026-12-04T11:33:20.819Z"
+    # a word of the stack trace finds its record; the exception names a field
+    trace = search(file_source(tmp_path, "log4j", ["log4j_iso.log"], now=NOW), "IOException", 1440)
+    assert trace.match_count == 1
+    typed = search(file_source(tmp_path, "log4j", ["log4j_iso.log"], now=NOW), "exception:*", 1440)
+    assert typed.match_count == 1
+
+
+@pytest.mark.parametrize(
+    ("name", "count", "first"),
+    [
+        ("log4j2_default.log", 6, "2026-12-04T11:33:22.714Z"),  # HH:mm:ss.SSS: today's date
+        ("log4j_spark.log", 6, "2026-12-04T11:33:26.000Z"),  # yy/MM/dd HH:mm:ss
+        ("logback.log", 8, "2026-12-04T11:33:29.663Z"),
+    ],
+)
+def test_log4j_and_logback_layouts(tmp_path: Path, name: str, count: int, first: str) -> None:
+    found = read(tmp_path, "log4j", name)
+    assert found.match_count == count and not found.unparsed_lines
+    assert found.records[0].timestamp == first
+    levels = {r.level for r in found.records}
+    assert levels <= {"DEBUG", "INFO", "WARN", "ERROR"} and "ERROR" in levels
+    assert all(r.fields.get("logger", "").count(".") >= 1 for r in found.records)
+
+
+def test_logback_exception_field_and_level_synonym_query(tmp_path: Path) -> None:
+    found = read(tmp_path, "log4j", "logback.log", "level:WARNING")
+    assert found.match_count == 2
+    bad = search(file_source(tmp_path, "log4j", ["logback.log"], now=NOW), "level:E", 1440)
+    assert bad.match_count == 2
+    assert bad.records[0].fields["exception"] == "java.lang.NumberFormatException"
+
+
+def test_apache_error_log_24_with_its_headerless_line(tmp_path: Path) -> None:
+    found = read(tmp_path, "apache_error", "apache_error.log")
+    # 8 records; `AH00016: Configuration Failed` has no header: counted, not a record
+    assert found.match_count == 8 and found.unparsed_lines == 1
+    error = read(tmp_path, "apache_error", "apache_error.log", "level:ERROR invalid")
+    assert error.match_count == 1
+    record = error.records[0]
+    assert record.message == "AH10244: invalid URI path (/../../etc/passwd)"
+    assert record.fields == {"module": "core", "pid": "31677", "client": "127.0.0.1:59770"}
+    assert record.timestamp == "2026-12-04T11:32:55.358Z"
+    # notice is kept as the level_name, so the word finds it; level:notice is level:INFO
+    notice = read(tmp_path, "apache_error", "apache_error.log", "notice")
+    assert notice.match_count == 3
+    # the headerless line still matches a query of words, as text
+    text = read(tmp_path, "apache_error", "apache_error.log", "AH00016")
+    assert text.match_count == 1 and text.records[0].message == "AH00016: Configuration Failed"
+    assert text.notes and "1 lines read are not in their log format" in text.notes[0]
+
+
+@pytest.mark.parametrize(
+    ("fmt", "name"),
+    [
+        ("apache_access", "apache_access_common.log"),
+        ("apache_access", "apache_access_combined.log"),
+        ("nginx_access", "nginx_access.log"),
+    ],
+)
+def test_access_logs_common_and_combined(tmp_path: Path, fmt: str, name: str) -> None:
+    found = read(tmp_path, fmt, name, "http_status:>=400")
+    assert not found.unparsed_lines
+    statuses = sorted(r.fields["http_status"] for r in found.records)
+    assert statuses in ([400, 404], [404, 502])
+    missing = next(r for r in found.records if r.fields["http_status"] == 404)
+    assert (missing.level, missing.fields["uri"], missing.fields["method"]) == (
+        "WARN",
+        "/missing.html",
+        "GET",
+    )
+    if "combined" in name or fmt == "nginx_access":
+        assert missing.fields["user_agent"] == "curl/7.88.1"
+    assert missing.timestamp.startswith("2026-12-04T11:32:")
+
+
+def test_nginx_error_log(tmp_path: Path) -> None:
+    found = read(tmp_path, "nginx_error", "nginx_error.log", "level:ERROR")
+    assert found.match_count == 2 and not found.unparsed_lines
+    refused = next(r for r in found.records if "refused" in r.message)
+    assert refused.fields == {"pid": "31117", "connection": "3", "client": "127.0.0.1"}
+    assert refused.message.startswith("connect() failed (111: Connection refused)")
+    every = read(tmp_path, "nginx_error", "nginx_error.log")
+    assert every.match_count == 18
+
+
+def test_klog_from_kubectl(tmp_path: Path) -> None:
+    found = read(tmp_path, "klog", "klog_kubectl.log", "level:E")
+    assert found.match_count == 5 and found.unparsed_lines == 1
+    record = found.records[0]
+    assert record.fields["source"] == "memcache.go:265" and record.level == "ERROR"
+    assert record.timestamp.startswith("2026-12-04T11:33:34.808")
+    text = read(tmp_path, "klog", "klog_kubectl.log", '"did you specify the right host"')
+    assert text.match_count == 1  # kubectl's own last line, not klog: matched as text
+
+
+def test_oslo_log_with_traceback_and_request_id(tmp_path: Path) -> None:
+    found = read(tmp_path, "oslo", "oslo_nova.log", "level:ERROR")
+    assert found.match_count == 8 and not found.unparsed_lines
+    request = read(tmp_path, "oslo", "oslo_nova.log", "network")
+    record = request.records[0]
+    assert record.fields["request_id"] == "req-38101a0b-2096-447d-96ea-a692162415ae"
+    assert record.fields["logger"] == "nova.compute.manager" and record.message.startswith("Failed")
+    warn = read(tmp_path, "oslo", "oslo_nova.log", "level:warning")
+    assert warn.match_count == 1 and warn.records[0].fields["level_name"] == "WARNING"
+
+
+def test_plain_text_with_a_leading_time_mariadb_error_log(tmp_path: Path) -> None:
+    found = read(tmp_path, "plain", "plain_mariadb.err")
+    assert found.match_count == 25 and found.unparsed_lines == 1
+    assert {r.level for r in found.records} == {"INFO"}
+    ready = read(tmp_path, "plain", "plain_mariadb.err", '"ready for connections"')
+    assert ready.records[0].timestamp == "2026-12-04T11:33:57.000Z"
+    version = read(tmp_path, "plain", "plain_mariadb.err", "socket")
+    assert version.match_count == 1 and version.records[0].message.startswith("Version:")
+
+
+HDFS_PATTERN = (
+    r"(?P<time>\d{6} \d{6}) (?P<pid>\d+) (?P<level>\w+) (?P<component>[^:]+): (?P<message>.*)"
+)
+
+
+def test_user_regex_with_time_format(tmp_path: Path) -> None:
+    # The acceptance test's keys, exactly: backend, paths, timezone, format, pattern, time_format
+    (tmp_path / "hdfs.log").write_text(
+        "261204 113000 148 INFO dfs.DataNode$PacketResponder: PacketResponder 1 terminating\n"
+        "261204 113001 26 WARN dfs.FSNamesystem: BLOCK* NameSystem.addStoredBlock: blk_-12 lost\n"
+        "not a line of this layout\n"
+    )
+    config = parse_logs_config(
+        f'roots = ["{tmp_path}"]\n[topics.APPLICATION]\nbackend = "file"\n'
+        f'paths = ["{tmp_path}/hdfs.log"]\ntimezone = "+08:00"\nformat = "regex"\n'
+        f"pattern = '''{HDFS_PATTERN}'''\ntime_format = \"%y%m%d %H%M%S\"\n"
+    )
+    source = FileLogSource(Topic.APPLICATION, config.topics[Topic.APPLICATION], config,  # type: ignore[arg-type]
+                           clock=lambda: NOW)  # fmt: skip
+    assert "component" in source.extra_fields and "pid" in source.extra_fields
+    found = search(source, "component:FSNamesystem level:WARN", lookback=1440)
+    assert found.match_count == 1
+    record = found.records[0]
+    assert record.timestamp == "2026-12-04T11:30:01.000+08:00"  # read in the topic's zone
+    assert record.fields == {"pid": "26", "component": "dfs.FSNamesystem"}
+    every = search(source, "", lookback=1440)
+    assert every.match_count == 2 and every.unparsed_lines == 1
+
+
+def test_user_regex_without_time_format_reads_iso_and_epoch(tmp_path: Path) -> None:
+    (tmp_path / "a.log").write_text(
+        "2026-12-04T11:00:00Z|E|disk full\n1796382000|W|disk almost full\n"
+    )
+    extra = "pattern = '(?P<time>[^|]+)\\|(?P<level>\\w)\\|(?P<message>.*)'\n"
+    source = file_source(tmp_path, "regex", ["a.log"], now=NOW, extra=extra)
+    found = search(source, "disk", lookback=1440)
+    assert [(r.level, r.message, r.timestamp) for r in found.records] == [
+        ("WARN", "disk almost full", "2026-12-04T11:00:00.000Z"),  # epoch seconds
+        ("ERROR", "disk full", "2026-12-04T11:00:00.000Z"),
+    ]
+
+
+@pytest.mark.parametrize(
+    ("extra", "says"),
+    [
+        ("", 'pattern: missing key (format = "regex"'),
+        ("pattern = '(?P<message>.*)'\n", "needs a named group (?P<time>"),
+        ("pattern = '(?P<time>'\n", "pattern: not a Python regular expression"),
+    ],
+)
+def test_regex_config_errors_name_the_key(tmp_path: Path, extra: str, says: str) -> None:
+    from workers.sources.logs.config import LogsConfigError
+
+    with pytest.raises(LogsConfigError, match=r"topics\.APPLICATION\.pattern") as caught:
+        file_source(tmp_path, "regex", ["a.log"], now=NOW, extra=extra)
+    assert says in str(caught.value)
+
+
+def _mixed_folder(tmp_path: Path) -> None:
+    sample(tmp_path, "apache_error.log", "log4j_iso.log", "plain_mariadb.err")
+    (tmp_path / "messages").write_text(
+        "Dec  4 11:35:01 web1 sshd[2411]: Failed password for root from 203.0.113.9 port 4022\n"
+        "Dec  4 11:35:02 web1 syslogd 1.4.1: restart.\n"
+        "Dec  4 11:35:03 web1  -- root[2421]: ROOT LOGIN ON tty2\n"
+    )
+    os.utime(tmp_path / "messages", (NOW - 60, NOW - 60))
+
+
+def test_a_mixed_folder_with_a_source_per_format_drops_no_file(tmp_path: Path) -> None:
+    _mixed_folder(tmp_path)
+    root = str(tmp_path)
+    config = parse_logs_config(
+        f'roots = ["{root}"]\n[topics.SYSTEM_EVENTS]\nbackend = "file"\n'
+        f'paths = ["{root}/messages"]\nformat = "syslog"\n'
+        f'[[topics.SYSTEM_EVENTS.sources]]\npaths = ["{root}/apache_error*"]\nformat = "apache_error"\n'
+        f'[[topics.SYSTEM_EVENTS.sources]]\npaths = ["{root}/*.log"]\nformat = "log4j"\n'
+        f'[[topics.SYSTEM_EVENTS.sources]]\npaths = ["{root}/*.err"]\nformat = "plain"\n'
+    )
+    source = FileLogSource(Topic.SYSTEM_EVENTS, config.topics[Topic.SYSTEM_EVENTS], config,  # type: ignore[arg-type]
+                           clock=lambda: NOW)  # fmt: skip
+    every = search(source, "", lookback=1440)
+    # syslog 3 + apache 8 + java 6 + mariadb 25; apache_error.log is read by its own source
+    # (listed first), not again as log4j
+    assert every.match_count == 3 + 8 + 6 + 25
+    assert every.unparsed_lines == 2  # apache's AH00016 line, MariaDB's Version: line
+    root_login = search(source, "ROOT LOGIN", lookback=1440)
+    assert root_login.match_count == 1 and root_login.records[0].fields["host"] == "web1"
+    assert search(source, "root LOGIN", lookback=1440).match_count == 1
+    failed = search(source, "failed", lookback=1440)
+    services = {r.message.split()[0] for r in failed.records}
+    assert failed.match_count == 3 and "Payment" in services and "Failed" in services
+
+
+def test_one_glob_over_a_mixed_folder_counts_the_other_formats(tmp_path: Path) -> None:
+    _mixed_folder(tmp_path)
+    source = file_source(tmp_path, "syslog", ["*"], now=NOW, topic=Topic.SYSTEM_EVENTS)
+    found = search(source, "error", lookback=1440)
+    # The Apache error log under a syslog glob: its error lines are not silently lost
+    assert found.match_count >= 2 and found.unparsed_lines
+    assert found.notes and "files had no line in their format" in found.notes[0]
+    result = project(found)
+    assert result.evidence_status is EvidenceStatus.EVIDENCE_FOUND
+    assert result.unparsed_lines == found.unparsed_lines and result.notes == found.notes
+    meta = InvocationMeta(tool="query_logs", session_id="s", status=LifecycleStatus.READY)
+    assert control_view(result, meta).unparsed_lines == found.unparsed_lines
+    assert observe(result, DEFAULT_BOUNDS).notes == found.notes  # type: ignore[union-attr]
+    # a field query cannot match an unparsed line: the model hears so
+    fielded = search(source, "level:ERROR", lookback=1440)
+    assert fielded.match_count == 0 and fielded.notes
+    assert "plain words alone also matches them" in fielded.notes[0]
+
+
+def test_a_file_of_no_line_in_format_and_no_text_match_is_an_error(tmp_path: Path) -> None:
+    sample(tmp_path, "nginx_access.log")
+    source = file_source(tmp_path, "klog", ["nginx_access.log"], now=NOW)
+    with pytest.raises(SourceError, match=r"not in the configured format \(klog\)"):
+        search(source, "level:ERROR", lookback=1440)
+
+
+def test_crlf_files_leave_no_carriage_return(tmp_path: Path) -> None:
+    text = (SAMPLES / "log4j_iso.log").read_bytes().replace(b"\n", b"\r\n")
+    (tmp_path / "win.log").write_bytes(text)
+    os.utime(tmp_path / "win.log", (NOW, NOW))
+    found = search(file_source(tmp_path, "log4j", ["win.log"], now=NOW), "", lookback=1440)
+    assert found.match_count == 6
+    assert not any("\r" in r.message or "\r" in (r.template or "") for r in found.records)
+    assert not any("\r" in p.template for p in found.patterns)
+
+
+def test_a_quote_inside_a_phrase_and_level_synonyms_in_queries() -> None:
+    from workers.sources.logs.source import parse_log_query
+
+    (phrase,) = parse_log_query(r'"say \"hi\" now"').clauses
+    assert phrase.value == 'say "hi" now'
+    (slash,) = parse_log_query(r'"C:\\tmp\x"').clauses
+    assert slash.value == r"c:\tmp\x"
+    levels = [
+        c.value for c in parse_log_query("level:WARNING level:notice level:crit level:E").clauses
+    ]
+    assert levels == ["warn", "info", "fatal", "error"]
+
+
+def test_a_phrase_with_an_escaped_quote_finds_the_record(tmp_path: Path) -> None:
+    (tmp_path / "a.log").write_text('2026-12-04 11:50:00 ERROR key "tenant" missing\n')
+    os.utime(tmp_path / "a.log", (NOW, NOW))
+    source = file_source(tmp_path, "plain", ["a.log"], now=NOW)
+    assert search(source, r'"key \"tenant\" missing"').match_count == 1
+
+
+FORMAT_OF = {
+    "log4j_iso.log": "log4j",
+    "logback.log": "log4j",
+    "apache_error.log": "apache_error",
+    "apache_access_combined.log": "apache_access",
+    "nginx_access.log": "nginx_access",
+    "nginx_error.log": "nginx_error",
+    "klog_kubectl.log": "klog",
+    "oslo_nova.log": "oslo",
+    "plain_mariadb.err": "plain",
+}
+
+
+@pytest.mark.parametrize("name", sorted(FORMAT_OF))
+def test_the_record_prefilter_never_hides_a_match(tmp_path: Path, name: str) -> None:
+    """Every word of the file, and phrases of two words, answer as a full parse does."""
+    from datetime import UTC as utc
+
+    from workers.sources.logs.formats import make_parser
+    from workers.sources.logs.records import entry_matches
+    from workers.sources.logs.source import parse_log_query
+
+    fmt = FORMAT_OF[name]
+    text = (SAMPLES / name).read_text()
+    parser = make_parser(fmt, {}, utc, "", "auto", int(NOW * 1000))
+    records = [e for line in text.splitlines(True) for e in parser.feed(line)] + parser.flush()
+    words = sorted({w for w in text.split() if '"' not in w and "\\" not in w})[:120]
+    pairs = [
+        " ".join(p)
+        for line in text.splitlines()[:12]
+        for p in zip(line.split(), line.split()[1:], strict=False)
+    ]
+    queries = [*words, *(f'"{p}"' for p in pairs if '"' not in p and "\\" not in p)]
+    levels = ("ERROR", "warn", "WARNING", "info", "notice", "E", "debug", "fatal", "trace", "r")
+    queries += [f"level:{level}" for level in levels] + ["level:error -level:warn"]
+    sample(tmp_path, name)
+    source = file_source(tmp_path, fmt, [name], now=NOW)
+    for query in queries:
+        try:
+            parsed = parse_log_query(query)
+        except SourceError:
+            continue  # refused forms (a glued comma, parentheses): nothing to compare
+        if any(c.field not in (None, "level") for c in parsed.clauses):
+            continue  # `host:` words would name fields
+        expected = sum(entry_matches(parsed, r) for r in records)
+        found = search(source, query, lookback=1440)
+        extra = found.match_count - expected  # lines no record, matched as text
+        assert 0 <= extra <= (found.unparsed_lines or 0), query
+
+
+@pytest.mark.parametrize(
+    ("source", "says"),
+    [
+        ('paths = ["/var/log/a"]\nformat = "json"\n', "sources[0].format: Invalid enum value"),
+        ('paths = ["/var/log/a"]\nformat = "regex"\n', "sources[0].pattern: missing key"),
+        ('paths = ["/var/log/a"]\nformat = "plain"\nbogus = 1\n', "sources[0].bogus: unknown key"),
+        ('format = "plain"\n', "sources[0].paths: missing key"),
+        ('paths = ["/etc/a"]\nformat = "plain"\n', "sources[0].paths[0]: not under any of roots"),
+    ],
+)
+def test_a_mistake_in_a_source_names_its_key(source: str, says: str) -> None:
+    from workers.sources.logs.config import LogsConfigError
+
+    text = (
+        'roots = ["/var/log"]\n[topics.APPLICATION]\nbackend = "file"\n'
+        f"[[topics.APPLICATION.sources]]\n{source}"
+    )
+    with pytest.raises(LogsConfigError) as caught:
+        parse_logs_config(text)
+    assert f"ACI_LOGS_CONFIG: topics.APPLICATION.{says}" in str(caught.value)
+
+
+def test_oslo_lines_prefixed_by_their_file_name_as_concatenated_files_are(tmp_path: Path) -> None:
+    lines = (SAMPLES / "oslo_nova.log").read_text().splitlines(True)
+    (tmp_path / "all.log").write_text("".join(f"nova-compute.log.1 {line}" for line in lines))
+    os.utime(tmp_path / "all.log", (NOW, NOW))
+    found = search(file_source(tmp_path, "oslo", ["all.log"], now=NOW), "level:ERROR", 1440)
+    assert found.match_count == 8 and not found.unparsed_lines

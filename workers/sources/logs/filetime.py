@@ -1,0 +1,195 @@
+"""Log files and time: which files a window needs, by their records' own time; what a scan saw
+of the records outside its window; records dated in the future (a wrong topic timezone).
+
+- `WindowWatch` (one per call) sees every parsed record's time: whether it is in the window,
+  the nearest ones before and after it (said when none fell in it: a post-mortem at the wrong
+  time answers NO_EVIDENCE *and* where the records are), and how many lie in the future.
+- `FileTimes` reads a file's first and last records (a 16 KiB peek at its head and tail, cached
+  by identity, size and mtime) so file selection does not trust mtime alone: a log copied with
+  `cp -p` or unpacked from a tarball keeps an old mtime over recent records, and a file written
+  after the window (the logs of today, in a post-mortem of last week) need not be read when its
+  first record is later than the window's end.
+- `future_warning` is the worker-start check of a FILE topic: the newest file's last records,
+  compared with this clock.
+"""
+
+from __future__ import annotations
+
+import gzip
+import threading
+import time
+import zlib
+from collections import OrderedDict
+from collections.abc import Callable
+from datetime import tzinfo
+from typing import Final
+
+from msgspec import UNSET, UnsetType
+
+from contracts.results import RecordTimes
+from contracts.window import AS_OF_SKEW_MS
+from workers.sources.logs.files import LogFile, Reader
+from workers.sources.logs.formats import LineParser
+from workers.sources.logs.records import format_ms
+
+__all__ = ["FileTimes", "WindowWatch", "future_warning"]
+
+_PEEK: Final = 16 * 1024
+_CACHE_MAX: Final = 4096
+
+
+class WindowWatch:
+    """The records one call parsed, against its window `[start_ms, end_ms]` and the clock
+    `now_ms` that read them (later than it by more than the as-of skew is the future)."""
+
+    __slots__ = ("after", "before", "end", "future", "future_after", "inside", "latest", "start")
+
+    def __init__(self, start_ms: int, end_ms: int, now_ms: int) -> None:
+        self.start, self.end, self.future_after = start_ms, end_ms, now_ms + AS_OF_SKEW_MS
+        self.inside = self.future = 0
+        self.before: int | None = None
+        self.after: int | None = None
+        self.latest: int | None = None
+
+    def inside_window(self, epoch_ms: int) -> bool:
+        """Whether a parsed record's time is in the window (noting it when it is not)."""
+        if epoch_ms > self.future_after:
+            self.future += 1
+            self.latest = epoch_ms if self.latest is None else max(self.latest, epoch_ms)
+        if epoch_ms < self.start:
+            self.before = epoch_ms if self.before is None else max(self.before, epoch_ms)
+            return False
+        if epoch_ms > self.end:
+            self.after = epoch_ms if self.after is None else min(self.after, epoch_ms)
+            return False
+        self.inside += 1
+        return True
+
+    def times(self, zone: tzinfo) -> RecordTimes | UnsetType:
+        """What the Control View hears: the nearest records when none fell in the window,
+        and the future-dated ones; UNSET when there is nothing to say."""
+        empty = self.inside == 0
+        before = format_ms(self.before, zone) if empty and self.before is not None else UNSET
+        after = format_ms(self.after, zone) if empty and self.after is not None else UNSET
+        future = self.future or UNSET
+        latest = format_ms(self.latest, zone) if self.latest is not None else UNSET
+        if before is UNSET and after is UNSET and future is UNSET:
+            return UNSET
+        return RecordTimes(
+            nearest_before=before, nearest_after=after, future_records=future, latest=latest
+        )
+
+
+def _first_time(lines: list[str], parser: LineParser, last: bool) -> int | None:
+    found: int | None = None
+    for line in lines:
+        for entry in parser.feed(line):
+            if not last:
+                return entry.epoch_ms
+            found = entry.epoch_ms if found is None else max(found, entry.epoch_ms)
+    for entry in parser.flush():
+        if not last and found is None:
+            return entry.epoch_ms
+        found = entry.epoch_ms if found is None else max(found, entry.epoch_ms)
+    return found
+
+
+class FileTimes:
+    """First and last record times of files, peeked and cached (thread-safe, bounded)."""
+
+    def __init__(self) -> None:
+        self._cache: OrderedDict[tuple[int, int, int, int, bool], int | None] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def peek(
+        self, file: LogFile, reader: Reader, parser: Callable[[], LineParser], *, last: bool
+    ) -> int | None:
+        """The time of the file's first record (`last=False`) or its latest in its last 16
+        KiB (`last=True`, plain files only); None when it cannot be read or nothing parses."""
+        key = (file.dev, file.ino, file.size, file.mtime_ms, last)
+        with self._lock:
+            if key in self._cache:
+                self._cache.move_to_end(key)
+                return self._cache[key]
+        found = self._read(file, reader, parser, last)
+        with self._lock:
+            self._cache[key] = found
+            while len(self._cache) > _CACHE_MAX:
+                self._cache.popitem(last=False)
+        return found
+
+    @staticmethod
+    def _read(
+        file: LogFile, reader: Reader, parser: Callable[[], LineParser], last: bool
+    ) -> int | None:
+        compressed = file.real.endswith(".gz")
+        if last and compressed:
+            return None  # its end is not reachable without reading it all
+        raw = reader._open(file)  # confined exactly as the scan opens it
+        if raw is None:
+            return None
+        try:
+            with raw:
+                if compressed:
+                    data = gzip.GzipFile(fileobj=raw).read(_PEEK)
+                else:
+                    if last and file.size > _PEEK:
+                        raw.seek(file.size - _PEEK)
+                    data = raw.read(_PEEK)
+        except (OSError, EOFError, zlib.error):
+            return None
+        lines = data.decode("utf-8", "replace").splitlines(keepends=True)
+        if last and file.size > _PEEK:
+            lines = lines[1:]  # the first is cut
+        elif not last and len(data) == _PEEK:
+            lines = lines[:-1]  # the last may be cut
+        return _first_time(lines, parser(), last)
+
+    def needed(
+        self,
+        file: LogFile,
+        window: tuple[int, int],
+        reader: Reader,
+        parser: Callable[[], LineParser],
+        seen: Callable[[int], object] = lambda _: None,
+    ) -> bool:
+        """Whether a file may hold records of the window, by its records' own time where its
+        mtime would decide wrongly: last written before the window but its last record inside
+        (or its mtime earlier than its first record: a copy), or written after the window but
+        its first record later than the window's end. `seen` hears the time of the record
+        that ruled a file out (it was read, and lies outside the window)."""
+        start, end = window
+        if file.mtime_ms >= start:
+            if file.mtime_ms <= end:
+                return True
+            first = self.peek(file, reader, parser, last=False)
+            if first is None or first <= end:
+                return True
+            seen(first)
+            return False
+        last = self.peek(file, reader, parser, last=True)
+        if last is not None:
+            if last < start:
+                seen(last)
+            return last >= start
+        first = self.peek(file, reader, parser, last=False)  # a compressed file
+        return first is not None and first > file.mtime_ms and first <= end
+
+
+def future_warning(
+    topic: str, newest: LogFile | None, reader: Reader, parser: LineParser, zone: tzinfo
+) -> str:
+    """The worker-start warning for a topic whose newest file's last records lie in the
+    future of this clock (a wrong `timezone`, most often), or ''."""
+    if newest is None:
+        return ""
+    latest = FileTimes._read(newest, reader, lambda: parser, True)
+    now_ms = int(time.time() * 1000)
+    if latest is None or latest <= now_ms + AS_OF_SKEW_MS:
+        return ""
+    hours = (latest - now_ms) / 3_600_000
+    return (
+        f"query_logs: topic {topic} has records dated {hours:.1f} h in the future of this "
+        f"clock (latest {format_ms(latest, zone)}); check its timezone: a window counted back "
+        "from now will not find them"
+    )

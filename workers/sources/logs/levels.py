@@ -1,0 +1,44 @@
+"""Level words of real logs and the six levels every backend answers with.
+
+Records and queries are normalised alike: a record's `WARNING`, `warn`, `W` or syslog's
+`warning` is `WARN`, and so is a query's `level:WARNING`, `level:warning` or `level:W`. The
+word a record was written with, when it is not its level's own name (`notice`, `crit`, `E`),
+is kept in the field `level_name`, so a plain-word query `notice` still finds those records.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+from contracts.results import JsonScalar
+
+__all__ = ["LEVELS", "LEVEL_WORDS", "SYSLOG_NAMES", "canonical_level", "keep_level_name"]
+
+LEVELS: Final = ("TRACE", "DEBUG", "INFO", "WARN", "ERROR", "FATAL")
+LEVEL_WORDS: Final = {
+    "TRACE": "TRACE", "DEBUG": "DEBUG", "DBG": "DEBUG", "INFO": "INFO", "INFORMATION": "INFO",
+    "NOTICE": "INFO", "WARN": "WARN", "WARNING": "WARN", "ERROR": "ERROR", "ERR": "ERROR",
+    "FATAL": "FATAL", "CRITICAL": "FATAL", "CRIT": "FATAL", "ALERT": "FATAL",
+    "EMERG": "FATAL", "PANIC": "FATAL", "DPANIC": "FATAL", "SEVERE": "ERROR",
+    "EMERGENCY": "FATAL", "INFORMATIONAL": "INFO", "FINE": "DEBUG", "FINER": "TRACE",
+    "FINEST": "TRACE", "CONFIG": "INFO", "VERBOSE": "TRACE", "NOTE": "INFO",
+    # single letters: klog/glog I/W/E/F, Android V/D/I/W/E/F/A
+    "T": "TRACE", "V": "TRACE", "D": "DEBUG", "I": "INFO", "N": "INFO", "W": "WARN",
+    "E": "ERROR", "F": "FATAL", "C": "FATAL", "A": "FATAL",
+}  # fmt: skip
+# Syslog severities 0..7 by name (RFC 5424), as the level_name of a record with a PRI.
+SYSLOG_NAMES: Final = ("emerg", "alert", "crit", "err", "warning", "notice", "info", "debug")
+
+
+def canonical_level(word: str) -> str | None:
+    """The level a word names (`notice` → INFO, `W` → WARN, `trace3` → TRACE), or None."""
+    text = word.strip().upper()
+    if text.startswith("TRACE") and text[5:].isdigit():  # Apache's trace1..trace8
+        return "TRACE"
+    return LEVEL_WORDS.get(text)
+
+
+def keep_level_name(fields: dict[str, JsonScalar], raw: str, level: str) -> None:
+    """Keep the word a record was written with when it is not its level's own name."""
+    if raw and raw.strip().upper() != level:
+        fields.setdefault("level_name", raw.strip())

@@ -1,0 +1,91 @@
+"""Multi-line text records: a head line starts a record, continuation lines join it.
+
+Used by every named text format (`textformats`). A line that is not a head continues the open
+record when it looks like a continuation (an indented line, `Caused by:`, `... 3 more`, a
+`Traceback`, an exception class and its message), up to `MAX_JOINED_LINES` lines and
+`MAX_JOINED_CHARS` characters; any other line is no record: counted in `failed` and listed in
+`rejected`, for the FILE source to match as plain text (nothing is dropped silently).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from typing import Final
+
+from workers.sources.logs.records import Entry
+
+__all__ = ["MAX_JOINED_CHARS", "MAX_JOINED_LINES", "HeadParser", "Pending"]
+
+MAX_JOINED_LINES: Final = 1000
+MAX_JOINED_CHARS: Final = 64 * 1024
+# A head: how to read its time (None: not a time), and how to build its entry at that time.
+Pending = tuple[Callable[[], int | None], Callable[[int], Entry]]
+
+_CONTINUATION: Final = re.compile(
+    r"\s|Caused by:|Suppressed:|Traceback \(|\.\.\. \d+ (?:more|common frames omitted)"
+    r"|[\w$]+(?:\.[\w$]+)+(?::|$)|[A-Z]\w*(?:Error|Exception|Warning|Exit|Interrupt)\b(?::|$)"
+)
+_EXCEPTION: Final = re.compile(
+    r"\s*(?:Caused by: )?([\w$]+(?:\.[\w$]+)*(?:Exception|Error|Throwable|Exit|Interrupt))\b"
+)
+
+
+class HeadParser:
+    """Lines to entries: a head starts a record, continuation lines join it. A record is read
+    (its time, its fields) only when it is complete and `keep` (the source's prefilter over its
+    raw text) allows; lines that are no record are counted in `failed` and listed in
+    `rejected` (the source takes them, to match them as text)."""
+
+    def __init__(self, head: Callable[[str], Pending | None], service: str) -> None:
+        self.head, self.service, self.failed = head, service, 0
+        self.keep: Callable[[str], bool] | None = None
+        self.skipped = 0  # records the prefilter said cannot match: read, not built
+        self.rejected: list[str] = []  # lines that are no record, for the source to take
+        self._open: Pending | None = None
+        self._text = ""
+        self._more: list[str] = []
+        self._size = 0
+
+    def feed(self, line: str) -> list[Entry]:
+        text = line.rstrip("\r\n")
+        if not text.strip():
+            return []
+        found = self.head(text)
+        if found is not None:
+            out = self.flush()
+            self._open, self._text = found, text
+            return out
+        if self._open is not None and _CONTINUATION.match(text):
+            if len(self._more) < MAX_JOINED_LINES and self._size < MAX_JOINED_CHARS:
+                self._more.append(text)
+                self._size += len(text) + 1
+            return []
+        self.failed += 1
+        self.rejected.append(text)
+        return []
+
+    def flush(self) -> list[Entry]:
+        pending, more, text = self._open, self._more, self._text
+        self._open, self._more, self._size, self._text = None, [], 0, ""
+        if pending is None:
+            return []
+        if self.keep is not None and not self.keep("\n".join([text, *more]) if more else text):
+            self.skipped += 1  # its time is not even read: the prefilter says it cannot match
+            return []
+        epoch = pending[0]()
+        if epoch is None:  # the head's time is impossible (month 13): its lines are not a record
+            self.failed += 1 + len(more)
+            self.rejected += [text, *more]
+            return []
+        entry = pending[1](epoch)
+        if not entry.service:
+            entry.service = self.service
+        if more:
+            entry.message = "\n".join([entry.message, *more])
+            if "exception" not in entry.fields:
+                for line in more:
+                    if thrown := _EXCEPTION.match(line):
+                        entry.fields["exception"] = thrown.group(1)
+                        break
+        return [entry]

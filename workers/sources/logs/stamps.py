@@ -1,0 +1,148 @@
+"""Leading timestamps of text log lines: the shapes real producers write, read to epoch ms.
+
+`STAMP` is one regular expression of the shapes (each a named alternative), anchored where
+it is used; `stamp_ms` turns a match into epoch milliseconds in the topic's zone. Shapes:
+
+| shape | example | producers |
+|---|---|---|
+| `iso` | `2024-01-15 10:15:30,123`, `2024-01-15T10:15:30.123Z` | log4j, logback, oslo.log |
+| `slash` | `2024/01/15 10:15:30` | nginx error log |
+| `yslash` | `17/06/09 20:10:40` | log4j `%d{yy/MM/dd HH:mm:ss}` (Spark) |
+| `compact` | `081109 203615` | log4j `%d{yyMMdd HHmmss}` (HDFS) |
+| `dmy` | `15-Jan-2024 10:15:30.123` | Tomcat's `OneLineFormatter` |
+| `ctime` | `Wed Oct 11 14:32:52.123456 2000` | Apache error log |
+| `clf` | `10/Oct/2000:13:55:36 -0700` | access logs (common, combined) |
+| `bsd` | `Jan  5 10:15:30` | syslog-like lines (the year supplied) |
+| `clock` | `10:15:30.123` | logback's default `%d{HH:mm:ss.SSS}` (the date supplied) |
+
+A time without a date or year gets the latest one not more than a day ahead of "now" (as
+syslog's yearless dates); a time without a zone is read in the topic's zone. Conversions are
+cached per second of text, so a file of many lines a second parses each second once.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from datetime import datetime, timedelta, tzinfo
+from typing import Final
+
+__all__ = ["MAX_EPOCH_MS", "MIN_EPOCH_MS", "STAMP", "stamp_ms", "strptime_ms"]
+
+# datetime's range: an epoch outside it cannot be shown (and is not a real log time).
+MIN_EPOCH_MS: Final = -62_135_596_800_000  # 0001-01-01T00:00:00Z
+MAX_EPOCH_MS: Final = 253_402_300_799_999  # 9999-12-31T23:59:59.999Z
+
+_MON: Final = r"(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)"
+_DAY: Final = r"(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun)"
+_FRAC: Final = r"(?:[.,]\d{1,9})?"
+STAMP: Final = (
+    r"(?:(?P<iso>\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d" + _FRAC + r"(?:Z|[+-]\d\d:?\d\d)?)"
+    r"|(?P<slash>\d{4}/\d\d/\d\d[ T]\d\d:\d\d:\d\d" + _FRAC + r")"
+    r"|(?P<yslash>\d\d/\d\d/\d\d \d\d:\d\d:\d\d" + _FRAC + r")"
+    r"|(?P<compact>\d{6} \d{6})"
+    r"|(?P<dmy>\d\d-" + _MON + r"-\d{4} \d\d:\d\d:\d\d" + _FRAC + r")"
+    r"|(?P<ctime>" + _DAY + " " + _MON + r" [ \d]\d \d\d:\d\d:\d\d" + _FRAC + r" \d{4})"
+    r"|(?P<clf>\d\d/" + _MON + r"/\d{4}:\d\d:\d\d:\d\d [+-]\d{4})"
+    r"|(?P<bsd>" + _MON + r" [ \d]\d \d\d:\d\d:\d\d" + _FRAC + r")"
+    r"|(?P<clock>\d\d:\d\d:\d\d" + _FRAC + r"))"
+)
+_SPLIT_FRACTION: Final = re.compile(r"[.,](\d{1,9})")
+_FORMATS: Final = {
+    "slash": "%Y/%m/%d %H:%M:%S",
+    "yslash": "%y/%m/%d %H:%M:%S",
+    "compact": "%y%m%d %H%M%S",
+    "dmy": "%d-%b-%Y %H:%M:%S",
+    "ctime": "%a %b %d %H:%M:%S %Y",
+    "clf": "%d/%b/%Y:%H:%M:%S %z",
+}
+
+
+def _bounded(ms: int) -> int | None:
+    return ms if MIN_EPOCH_MS <= ms <= MAX_EPOCH_MS else None
+
+
+def _supplied(moment: datetime, now_ms: int, step: str) -> datetime | None:
+    """A date without a year (`step` "year") or a time without a date ("day"): the latest
+    such moment not more than a day ahead of now."""
+    now = datetime.fromtimestamp(now_ms / 1000, moment.tzinfo)
+    try:
+        if step == "year":
+            for year in (now.year, now.year - 1):  # Feb 29 read in a common year
+                try:
+                    candidate = moment.replace(year=year)
+                    break
+                except ValueError:
+                    continue
+            else:
+                return None
+            if candidate - now > timedelta(days=1):
+                candidate = candidate.replace(year=candidate.year - 1)
+            return candidate
+        candidate = moment.replace(year=now.year, month=now.month, day=now.day)
+        if candidate - now > timedelta(hours=1):  # written before midnight, read after it
+            candidate -= timedelta(days=1)
+        return candidate
+    except (ValueError, OverflowError):
+        return None
+
+
+@functools.lru_cache(maxsize=4096)
+def _second_ms(shape: str, text: str, zone: tzinfo, now_bucket: int) -> int | None:
+    """Epoch ms of a stamp without its fraction (cached: lines repeat their second)."""
+    try:
+        if shape == "iso":
+            moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
+        elif shape in ("bsd", "clock"):
+            fmt = "%b %d %H:%M:%S" if shape == "bsd" else "%H:%M:%S"
+            # 2000 is a leap year: a yearless Feb 29 reads, the year is supplied below
+            base = datetime.strptime(f"2000 {text}", f"%Y {fmt}").replace(tzinfo=zone)
+            supplied = _supplied(base, now_bucket * 3_600_000, "year" if shape == "bsd" else "day")
+            if supplied is None:
+                return None
+            moment = supplied
+        else:
+            moment = datetime.strptime(" ".join(text.split()), _FORMATS[shape])
+    except (ValueError, OverflowError):
+        return None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=zone)
+    try:
+        return _bounded(int(moment.timestamp() * 1000))
+    except (ValueError, OverflowError, OSError):
+        return None
+
+
+def stamp_ms(shape: str, text: str, zone: tzinfo, now_ms: int) -> int | None:
+    """Epoch milliseconds of a `STAMP` match of the given shape, or None."""
+    fraction = 0
+    found = _SPLIT_FRACTION.search(text)
+    if found is not None:
+        digits = found.group(1)
+        fraction = int((digits + "000")[:3])
+        text = text[: found.start()] + text[found.end() :]
+    # A date-less stamp depends on now: cached per hour of now, so a long scan stays correct.
+    bucket = now_ms // 3_600_000 if shape in ("bsd", "clock") else 0
+    second = _second_ms(shape, text, zone, bucket)
+    return None if second is None else second + fraction
+
+
+def strptime_ms(text: str, fmt: str, zone: tzinfo, now_ms: int) -> int | None:
+    """Epoch ms of a time read with an operator's `time_format` (a year or a date the
+    format lacks is supplied as for yearless stamps), or None."""
+    try:
+        moment = datetime.strptime(text.strip(), fmt)
+    except (ValueError, OverflowError):
+        return None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=zone)
+    if "%Y" not in fmt and "%y" not in fmt and "%s" not in fmt:
+        has_date = any(d in fmt for d in ("%d", "%j", "%b", "%m", "%B"))
+        supplied = _supplied(moment, now_ms, "year" if has_date else "day")
+        if supplied is None:
+            return None
+        moment = supplied
+    try:
+        return _bounded(int(moment.timestamp() * 1000))
+    except (ValueError, OverflowError, OSError):
+        return None

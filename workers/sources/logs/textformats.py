@@ -1,0 +1,362 @@
+"""Text log formats: each line a record's head or a continuation of the record before it.
+
+Named formats (docs/logs.md has an example line of each):
+- `log4j`: Java's log4j / log4j2 / logback / Spring Boot layouts: a leading time (`stamps`),
+  a level word, then the thread (`[main]`) and logger before ` - ` or `: `; multi-line stack
+  traces are joined to their record (`exception` = the first exception class named);
+- `apache_error`, `nginx_error`: the servers' error logs (2.2 and 2.4 for Apache);
+- `apache_access` = `nginx_access`: the common and combined access log formats; level from the
+  status (5xx ERROR, 4xx WARN, else INFO);
+- `klog`: Kubernetes components (`I0515 10:15:30.123456   12345 file.go:123] msg`);
+- `oslo`: OpenStack's oslo.log default format;
+- `plain`: any text whose lines start with a time (every `stamps` shape), an optional level;
+- `regex`: the operator's Python regex with named groups `time`, `level`, `message`,
+  `service`; every other named group is a field; `time_format` a strptime format.
+
+Records span lines (`multiline.HeadParser`): an indented line, `Caused by:`, `... 3 more`, a
+`Traceback` or an exception class continues the record before it; any other line that is no
+head is counted (the FILE source still matches it as text: nothing is dropped silently).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from datetime import tzinfo
+from typing import Final
+
+from contracts.results import JsonScalar
+from workers.sources.logs.formats import level_of, parse_time
+from workers.sources.logs.levels import keep_level_name
+from workers.sources.logs.multiline import HeadParser, Pending
+from workers.sources.logs.records import Entry
+from workers.sources.logs.stamps import STAMP, stamp_ms, strptime_ms
+
+__all__ = ["TEXT_FORMAT_FIELDS", "HeadParser", "make_text_parser"]
+
+# Fields each text format adds (so a query may name them).
+TEXT_FORMAT_FIELDS: Final[dict[str, tuple[str, ...]]] = {
+    "log4j": ("thread", "logger", "exception"),
+    "apache_error": ("module", "pid", "client", "exception"),
+    "nginx_error": ("pid", "connection", "client", "exception"),
+    "apache_access": ("client", "user", "method", "uri", "protocol", "http_status", "bytes",
+                      "referer", "user_agent"),
+    "klog": ("pid", "source", "exception"),
+    "oslo": ("pid", "logger", "request_id", "exception"),
+    "plain": ("exception",),
+    "regex": ("exception",),
+}  # fmt: skip
+TEXT_FORMAT_FIELDS["nginx_access"] = TEXT_FORMAT_FIELDS["apache_access"]
+
+_LEVEL_WORD: Final = (
+    r"TRACE|DEBUG|INFO|NOTICE|WARN(?:ING)?|ERROR|SEVERE|FATAL|CRIT(?:ICAL)?|ALERT|EMERG"
+    r"|FINE(?:R|ST)?|CONFIG|Note|Warning|trace|debug|info|notice|warn(?:ing)?|error|fatal|critical"
+)
+_LOG4J: Final = re.compile(
+    r"\[?" + STAMP + r"\]?\s+(?P<pre>.{0,80}?)(?<![\w.$])(?P<level>" + _LEVEL_WORD + r")\b:?"
+    r"\s*(?:-\s+)?(?P<rest>.*)",
+    re.S,
+)
+_LOG4J_REST: Final = re.compile(r"(?P<head>.{0,300}?)(?P<sep> - |: | : )(?P<message>.*)", re.S)
+_THREAD: Final = re.compile(r"\[([^\]\[]*(?:\[[^\]]*\][^\]\[]*)*)\]")
+_LOGGER: Final = re.compile(r"[A-Za-z_$][\w$]*(?:\.[\w$]+)+(?:@\d+)?")
+_NAME: Final = re.compile(r"[\w$.@-]+")
+_PLAIN: Final = re.compile(  # MariaDB: `2024-01-15 10:15:30 0 [Note] ...` (a thread id first)
+    r"\[?" + STAMP + r"\]?(?:\s+(?:\d+\s+)?[\[<(]?(?P<level>" + _LEVEL_WORD + r")\b[\]>)]?:?)?"
+    r"\s*(?P<message>.*)",
+    re.S,
+)
+_APACHE_ERROR: Final = re.compile(
+    r"\[" + STAMP + r"\] \[(?:(?P<module>[^:\]\s]+):)?(?P<level>\w+)\]"
+    r"(?: \[pid (?P<pid>\d+)(?::tid \d+)?\])?(?: \[client (?P<client>[^\]]+)\])? ?(?P<message>.*)",
+    re.S,
+)
+_NGINX_ERROR: Final = re.compile(
+    STAMP + r" \[(?P<level>\w+)\] (?P<pid>\d+)#\d+: (?:\*(?P<connection>\d+) )?(?P<message>.*)",
+    re.S,
+)
+_NGINX_CLIENT: Final = re.compile(r", client: ([^,\s]+)")
+_ACCESS: Final = re.compile(
+    r"(?P<client>\S+) \S+ (?P<user>\S+) \[" + STAMP + r'\] "(?P<request>(?:[^"\\]|\\.)*)"'
+    r" (?P<status>\d{3}|-) (?P<bytes>\d+|-)"
+    r'(?: "(?P<referer>(?:[^"\\]|\\.)*)" "(?P<agent>(?:[^"\\]|\\.)*)")?',
+    re.S,
+)
+_REQUEST: Final = re.compile(r"(\S+) (\S+)(?: (\S+))?")
+_KLOG: Final = re.compile(
+    r"(?P<level>[IWEF])(?P<mmdd>\d\d\d\d) (?P<clock>\d\d:\d\d:\d\d\.\d{1,9})\s+(?P<pid>\d+) "
+    r"(?P<source>[^ \]]+)\] ?(?P<message>.*)",
+    re.S,
+)
+_OSLO: Final = re.compile(  # after a file name when files were concatenated (`grep -H`, loghub)
+    r"(?:\S+\.log\S* )?(?P<iso>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{3}) (?P<pid>\d+) "
+    r"(?P<level>[A-Z]+) (?P<logger>\S+)"
+    r"(?: \[(?P<context>[^\]]*)\])? ?(?P<message>.*)",
+    re.S,
+)
+_SHAPES: Final = ("iso", "slash", "yslash", "compact", "dmy", "ctime", "clf", "bsd", "clock")
+
+Head = Callable[[str], Pending | None]
+
+
+def _entry(epoch: int, raw_level: str | None, message: str, fields: dict[str, JsonScalar]) -> Entry:
+    level = level_of(raw_level) if raw_level else ""
+    if raw_level:
+        keep_level_name(fields, raw_level, level)
+    return Entry(epoch, level, "", message, fields)
+
+
+def _stamp(found: re.Match[str], zone: tzinfo, now_ms: int) -> int | None:
+    for shape in _SHAPES:
+        text = found.group(shape)
+        if text is not None:
+            return stamp_ms(shape, text, zone, now_ms)
+    return None  # pragma: no cover - the pattern always sets one shape
+
+
+def _log4j(zone: tzinfo, now_ms: int) -> Head:
+    def head(text: str) -> Pending | None:
+        found = _LOG4J.match(text)
+        if found is None:
+            return None
+
+        def when() -> int | None:
+            return _stamp(found, zone, now_ms)
+
+        def build(epoch: int) -> Entry:
+            fields: dict[str, JsonScalar] = {}
+            rest = found.group("rest")
+            split = _LOG4J_REST.match(rest)
+            before = found.group("pre") + " " + (split.group("head") if split else "")
+            if thread := _THREAD.search(before):
+                fields["thread"] = thread.group(1).strip()
+                before = before[: thread.start()] + " " + before[thread.end() :]
+            # The logger: the one name left beside a pid and `---` (Spring Boot); text before
+            # `: ` that is not such a name belongs to the message ("Failed to reach Redis: ...").
+            names = [t for t in before.split() if not t.isdigit() and t.strip("-")]
+            logger = None
+            if split is not None and len(names) == 1:  # `%c - %m`: any name; `: ` a dotted one
+                named = _NAME if split.group("sep") != ": " else _LOGGER
+                logger = names[0] if named.fullmatch(names[0]) else None
+            if logger is not None:
+                fields["logger"] = logger
+            elif split is not None and not names and "thread" in fields:
+                logger = ""  # `[thread] - message` (Zookeeper): the message follows the separator
+            message = split.group("message") if split is not None and logger is not None else rest
+            return _entry(epoch, found.group("level"), message, fields)
+
+        return when, build
+
+    return head
+
+
+def _plain(zone: tzinfo, now_ms: int, time_format: str) -> Head:
+    def head(text: str) -> Pending | None:
+        found = _PLAIN.match(text)
+        if found is None:
+            return None
+
+        def when() -> int | None:
+            return _stamp(found, zone, now_ms)
+
+        def build(epoch: int) -> Entry:
+            level = found.group("level")
+            return _entry(epoch, level, found.group("message"), {})
+
+        return when, build
+
+    if not time_format:
+        return head
+    return _regex(r"(?P<time>\S+(?: \S+)?) ?(?P<message>.*)", time_format, zone, now_ms)
+
+
+def _apache_error(zone: tzinfo, now_ms: int) -> Head:
+    def head(text: str) -> Pending | None:
+        found = _APACHE_ERROR.match(text)
+        if found is None:
+            return None
+
+        def when() -> int | None:
+            return _stamp(found, zone, now_ms)
+
+        def build(epoch: int) -> Entry:
+            fields: dict[str, JsonScalar] = {
+                k: v for k in ("module", "pid", "client") if (v := found.group(k)) is not None
+            }
+            return _entry(epoch, found.group("level"), found.group("message"), fields)
+
+        return when, build
+
+    return head
+
+
+def _nginx_error(zone: tzinfo, now_ms: int) -> Head:
+    def head(text: str) -> Pending | None:
+        found = _NGINX_ERROR.match(text)
+        if found is None:
+            return None
+
+        def when() -> int | None:
+            return _stamp(found, zone, now_ms)
+
+        def build(epoch: int) -> Entry:
+            message = found.group("message")
+            fields: dict[str, JsonScalar] = {"pid": found.group("pid")}
+            if found.group("connection"):
+                fields["connection"] = found.group("connection")
+            if client := _NGINX_CLIENT.search(message):
+                fields["client"] = client.group(1)
+            return _entry(epoch, found.group("level"), message, fields)
+
+        return when, build
+
+    return head
+
+
+def _access(zone: tzinfo, now_ms: int) -> Head:
+    def head(text: str) -> Pending | None:
+        found = _ACCESS.match(text)
+        if found is None:
+            return None
+
+        def when() -> int | None:
+            return _stamp(found, zone, now_ms)
+
+        def build(epoch: int) -> Entry:
+            request, status, size = found.group("request", "status", "bytes")
+            fields: dict[str, JsonScalar] = {"client": found.group("client")}
+            if found.group("user") != "-":
+                fields["user"] = found.group("user")
+            if parts := _REQUEST.fullmatch(request):
+                fields["method"], fields["uri"] = parts.group(1), parts.group(2)
+                if parts.group(3):
+                    fields["protocol"] = parts.group(3)
+            code = int(status) if status.isdigit() else None
+            if code is not None:
+                fields["http_status"] = code
+            if size.isdigit() and len(size) < 19:
+                fields["bytes"] = int(size)
+            referer, agent = found.group("referer", "agent")
+            if referer not in (None, "-"):
+                fields["referer"] = referer
+            if agent not in (None, "-"):
+                fields["user_agent"] = agent
+            level = (
+                ""
+                if code is None
+                else "ERROR"
+                if code >= 500
+                else "WARN"
+                if code >= 400
+                else "INFO"
+            )
+            return Entry(epoch, level, "", f"{request} {status} {size}", fields)
+
+        return when, build
+
+    return head
+
+
+def _klog(zone: tzinfo, now_ms: int) -> Head:
+    def head(text: str) -> Pending | None:
+        found = _KLOG.match(text)
+        if found is None:
+            return None
+        mmdd = found.group("mmdd")
+
+        def when() -> int | None:
+            return strptime_ms(
+                f"{mmdd[:2]}-{mmdd[2:]} {found.group('clock')[:15]}",
+                "%m-%d %H:%M:%S.%f",
+                zone,
+                now_ms,
+            )
+
+        def build(epoch: int) -> Entry:
+            fields: dict[str, JsonScalar] = {
+                "pid": found.group("pid"),
+                "source": found.group("source"),
+            }
+            return _entry(epoch, found.group("level"), found.group("message"), fields)
+
+        return when, build
+
+    return head
+
+
+def _oslo(zone: tzinfo, now_ms: int) -> Head:
+    def head(text: str) -> Pending | None:
+        found = _OSLO.match(text)
+        if found is None:
+            return None
+
+        def when() -> int | None:
+            return stamp_ms("iso", found.group("iso"), zone, now_ms)
+
+        def build(epoch: int) -> Entry:
+            fields: dict[str, JsonScalar] = {
+                "pid": found.group("pid"),
+                "logger": found.group("logger"),
+            }
+            for token in (found.group("context") or "").split()[:2]:  # [global_id request_id ...]
+                if token.startswith("req-"):
+                    fields["request_id"] = token
+                    break
+            return _entry(epoch, found.group("level"), found.group("message"), fields)
+
+        return when, build
+
+    return head
+
+
+def _regex(pattern: str, time_format: str, zone: tzinfo, now_ms: int) -> Head:
+    compiled = re.compile(pattern)
+    own = ("time", "level", "message", "service")
+    others = [n for n in compiled.groupindex if n not in own]
+
+    def head(text: str) -> Pending | None:
+        found = compiled.search(text)
+        if found is None or found.group("time") is None:
+            return None
+        stamp = found.group("time")
+
+        def when() -> int | None:
+            return (
+                strptime_ms(stamp, time_format, zone, now_ms)
+                if time_format
+                else parse_time(stamp, zone)
+            )
+
+        def build(epoch: int) -> Entry:
+            groups = found.groupdict()
+            level, message, service = (
+                groups.get("level"),
+                groups.get("message"),
+                groups.get("service"),
+            )
+            fields: dict[str, JsonScalar] = {n: groups[n] for n in others if groups[n] is not None}
+            found_entry = _entry(epoch, level, message if message is not None else text, fields)
+            found_entry.service = service or ""
+            return found_entry
+
+        return when, build
+
+    return head
+
+
+def make_text_parser(
+    fmt: str, zone: tzinfo, service: str, now_ms: int, pattern: str = "", time_format: str = ""
+) -> HeadParser:
+    """A fresh parser of one file in a text format (`TEXT_FORMAT_FIELDS` names them)."""
+    heads: dict[str, Callable[[], Head]] = {
+        "log4j": lambda: _log4j(zone, now_ms),
+        "apache_error": lambda: _apache_error(zone, now_ms),
+        "nginx_error": lambda: _nginx_error(zone, now_ms),
+        "apache_access": lambda: _access(zone, now_ms),
+        "nginx_access": lambda: _access(zone, now_ms),
+        "klog": lambda: _klog(zone, now_ms),
+        "oslo": lambda: _oslo(zone, now_ms),
+        "plain": lambda: _plain(zone, now_ms, time_format),
+        "regex": lambda: _regex(pattern, time_format, zone, now_ms),
+    }
+    return HeadParser(heads[fmt](), service)

@@ -1,0 +1,61 @@
+"""What is left around a query's rows, for `source.execute`: the physical database name taken
+out of EXPLAIN's cells, the rest of a cut result drained (so its connection is kept), and the
+server's warnings sorted into errors and notes.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Final
+
+import msgspec
+import pymysql
+
+from contracts.mysql import MysqlUpstream
+from workers.sources.mysql.errors import value_changing, warning_error, warning_text
+
+__all__ = ["drained", "hide_database", "server_warnings"]
+
+_DRAIN_ROWS: Final = 5_000  # rows of a cut result read and dropped to keep its connection
+
+
+def hide_database(upstream: MysqlUpstream, database: str) -> MysqlUpstream:
+    """EXPLAIN's output with the physical database name taken out of its cells: MariaDB's
+    `ref` column says `<db>.i.order_id` for a join, and the agent never learns that name."""
+    if not database:
+        return upstream
+    qualified = re.compile(r"(?<![\w$])" + re.escape(database) + r"\.")
+    rows = [
+        [qualified.sub("", c) if isinstance(c, str) else c for c in row] for row in upstream.rows
+    ]
+    return msgspec.structs.replace(upstream, rows=rows)
+
+
+def drained(cur: Any) -> bool:
+    """Read and drop what is left of a cut result, up to `_DRAIN_ROWS` rows: a truncated
+    result keeps its connection (a new one costs a connect and a reset, ~40 ms) unless far
+    more rows remain than were shown."""
+    for _ in range(_DRAIN_ROWS):
+        if cur.fetchone() is None:
+            return True
+    return False
+
+
+def server_warnings(conn: pymysql.Connection[Any]) -> list[str]:
+    """The server's warnings on the query: one that cuts or corrupts a value (a truncated
+    value, a regex limit, NULL from max_allowed_packet) is raised as an error rather than
+    returned as evidence; the others (1365: a division by zero answered NULL, 1052: a
+    ROLLUP alias clash) come back as `warning N: text`, for the Control View and the model."""
+    said: list[str] = []
+    with conn.cursor() as cur:
+        cur.execute("SHOW WARNINGS")
+        for level, code, _message in cur.fetchall():
+            if level not in ("Warning", "Error"):
+                continue
+            if value_changing(code):
+                conn.rollback()
+                raise warning_error(code)
+            text = warning_text(code)
+            if text not in said:
+                said.append(text)
+    return said
