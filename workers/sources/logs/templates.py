@@ -14,7 +14,7 @@ a port), `<PATH>` (`/var/log/x.log`, `C:\\Windows\\x`), `"<*>"` (a quoted value)
 (`0x1f`, `a3f9c2d1e5`), `<NUM>` (integers and decimals with a sign or a unit:
 `blk_-6952295868487656571`, `250ms`, `250 ms`, `1.5s`, `42%`, `uid=0`; a clock time or
 duration `00:02`; a `-` is a sign only after a space, `=`, `(`, `[`, `:`, `,`, `_` or at the
-start, else a separator: `<IP>-<NUM>`). One combined pattern, one pass, cached per text.
+start, else a separator: `<IP>-<NUM>`). One combined pattern, one pass.
 Lines are then grouped by Drain
 (He et al., ICWS 2017: a fixed-depth prefix tree over the token count and the first tokens,
 then a similarity threshold), drain3's implementation with a similarity over constant words.
@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Sequence
-from functools import lru_cache
 from typing import Any, Final
 
 from drain3.drain import Drain
@@ -99,10 +98,10 @@ def _placeholder(match: re.Match[str]) -> str:
     return _PLACEHOLDERS[kind]
 
 
-@lru_cache(maxsize=8192)
 def mask(message: str) -> str:
     """The message with its variable parts replaced by placeholders (cut to `KEY_CHARS`).
-    Cached per text: a log repeats its lines, and the result depends on the text only."""
+    A pure function of the text: a caller caches it per text if it likes (`records` keeps the
+    masks of recent short texts, since a log repeats its lines)."""
     text = " ".join(message[:KEY_CHARS].split())
     first = _CANDIDATE.search(text)
     if first is None:
