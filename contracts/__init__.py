@@ -49,7 +49,14 @@ from contracts.status import (
     Topic,
 )
 from contracts.text import INVISIBLE_CLASS, visible_text
-from contracts.tools import MAX_DATA_SOURCES, data_source_enum, export_tools, input_schema
+from contracts.tools import (
+    BOUND_KEYWORDS,
+    MAX_DATA_SOURCES,
+    data_source_enum,
+    export_tools,
+    input_schema,
+    without_bounds,
+)
 from contracts.views import (
     ControlView,
     ErrorObservation,
@@ -77,6 +84,7 @@ from contracts.window import (
 
 __all__ = [
     "AS_OF_SKEW_MS",
+    "BOUND_KEYWORDS",
     "CONTRACT_VERSION",
     "DEFAULT_BOUNDS",
     "INVISIBLE_CLASS",
@@ -149,4 +157,5 @@ __all__ = [
     "visible_text",
     "window_bounds",
     "with_window",
+    "without_bounds",
 ]

@@ -21,6 +21,7 @@ import msgspec
 from contracts.requests import TOOL_REQUESTS
 
 __all__ = [
+    "BOUND_KEYWORDS",
     "DESCRIPTIONS",
     "MAX_DATA_SOURCES",
     "MCP_ANNOTATIONS",
@@ -28,6 +29,7 @@ __all__ = [
     "data_source_enum",
     "export_tools",
     "input_schema",
+    "without_bounds",
 ]
 
 ToolFormat = Literal["openai", "responses", "anthropic", "mcp", "schema"]
@@ -69,13 +71,17 @@ MCP_ANNOTATIONS: Final = {
 }
 
 
-# Bounds are enforced when arguments are decoded; exported schemas leave them out because
-# strict modes differ in which keywords they accept (Anthropic strict takes no length or
-# numeric bounds) and because bounds are not the model's business.
-_DROPPED_KEYWORDS: Final = frozenset(
-    {"title", "default", "minLength", "maxLength", "minimum", "maximum", "minItems", "maxItems",
-     "pattern"}
-)  # fmt: skip
+# Every bound the decoder enforces (minLength, maxLength, minimum, maximum, maxItems, pattern,
+# enums) is published, so a model's call that fits the schema is not refused as SCHEMA. All of
+# them are valid in OpenAI strict mode (strings: minLength, maxLength, pattern; numbers:
+# minimum, maximum; arrays: minItems, maxItems; not for fine-tuned models). Anthropic's strict
+# mode takes no length or numeric bounds: `export_tools("anthropic")` is not strict, and a
+# harness that sets `strict: true` there must drop them (`without_bounds`). Only annotations a
+# model does not need are left out.
+_DROPPED_KEYWORDS: Final = frozenset({"title", "default"})
+BOUND_KEYWORDS: Final = frozenset(
+    {"minLength", "maxLength", "minimum", "maximum", "minItems", "maxItems", "pattern"}
+)
 
 
 _ENUM_TYPES: Final = {str: "string", int: "integer"}
@@ -149,8 +155,21 @@ def input_schema(
         schema["required"] = list(schema["properties"])
     schema = copy.deepcopy(schema)
     if data_sources and tool == "query_mysql":
-        schema["properties"]["data_source"]["enum"] = data_source_enum(data_sources)
+        source = schema["properties"]["data_source"]
+        for keyword in ("minLength", "maxLength", "pattern"):  # the enum is stricter than these
+            source.pop(keyword, None)
+        source["enum"] = data_source_enum(data_sources)
     return schema
+
+
+def without_bounds(node: Any) -> Any:
+    """A copy of a schema without `BOUND_KEYWORDS`: for a strict mode that refuses them
+    (Anthropic `strict: true`); the server still enforces them, as a typed SCHEMA error."""
+    if isinstance(node, dict):
+        return {k: without_bounds(v) for k, v in node.items() if k not in BOUND_KEYWORDS}
+    if isinstance(node, list):
+        return [without_bounds(v) for v in node]
+    return node
 
 
 def export_tools(fmt: ToolFormat, *, data_sources: Sequence[str] = ()) -> list[dict[str, Any]]:

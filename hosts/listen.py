@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import ipaddress
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 __all__ = ["http_server", "is_loopback", "listen_problem"]
@@ -42,8 +42,12 @@ def listen_problem(host: str, port: int) -> str | None:
     return None
 
 
-def http_server(app: ASGIApp, host: str, port: int) -> Any:
-    """A uvicorn server for `app` whose signals are the caller's (see `mcp_server.serve`)."""
+def http_server(app: ASGIApp, host: str, port: int, trusted_proxies: Sequence[str] = ()) -> Any:
+    """A uvicorn server for `app` whose signals are the caller's (see `mcp_server.serve`).
+
+    The client address its requests carry is the socket peer's: uvicorn's proxy headers
+    (`X-Forwarded-For`, trusted by default from 127.0.0.1) are off, unless `trusted_proxies`
+    names the proxies (addresses or networks) whose headers are believed."""
     import uvicorn
 
     class _Uvicorn(uvicorn.Server):
@@ -53,5 +57,9 @@ def http_server(app: ASGIApp, host: str, port: int) -> Any:
         def capture_signals(self) -> Iterator[None]:
             yield
 
-    config = uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="on")
+    config = uvicorn.Config(
+        app, host=host, port=port, log_level="warning", lifespan="on",
+        proxy_headers=bool(trusted_proxies),
+        forwarded_allow_ips=list(trusted_proxies) if trusted_proxies else "",
+    )  # fmt: skip
     return _Uvicorn(config)

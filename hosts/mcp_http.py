@@ -2,24 +2,34 @@
 
 Every request passes `SessionGate` (an ASGI app in front of the SDK's Starlette app) first:
 
+- **Only `/mcp`.** Any other path answers 404 before anything else, the token included: no
+  OAuth metadata is advertised or implied (`/.well-known/oauth-*` are 404), so a client that
+  follows the MCP authorization spec finds no authorization server and stops there.
 - **Bearer token** (`--token` or ACI_MCP_TOKEN; required on a non-loopback bind): a request
-  without `Authorization: Bearer <token>` gets 401 and reaches nothing else.
+  without `Authorization: Bearer <token>` gets a plain 401 (no `WWW-Authenticate` challenge:
+  any `Bearer` challenge sends MCP clients into OAuth discovery, reported as "auth required"
+  or a registration error instead of "wrong token"; `unauthorized`) and reaches nothing else.
 - **Only sessions the server created.** The gate records a session id when the server's answer
   to an opening request (one without `Mcp-Session-Id`) carries it; a handshake-era request
   naming any other id gets 404, as the SDK answers an unknown one. A 2026-07-28 request has no
   MCP session at all: its `Mcp-Session-Id` header is removed before the SDK sees it, so it can
   never name an evidence session (`mcp_server` gives it a fresh one).
 - **Bounded sessions** (`HttpLimits`): at most `max_sessions` open and `sessions_per_client`
-  per client (the remote address; behind a proxy every client is one). A session with no
-  request in flight for `idle_timeout_s` is closed (the SDK's own idle timeout, set to the
-  same value). When a limit is reached, the least recently used idle session (of that client,
-  or of the whole server) is closed to make room, so a flood of `initialize` requests only
-  ever displaces idle sessions and never locks a new client out; 503 (429 per client) only
-  while every session at the limit has a request in flight. An open GET stream (the channel
-  for server messages, open as long as the client likes) keeps a session from timing out but
-  not from being closed for room (else one client holding such streams locks everyone out).
-- **New sessions per client are rate limited** (a token bucket): past it, 429 with
-  `Retry-After`; and a client has at most `requests_per_client` requests in flight (429).
+  per client. A client is the socket peer's address (uvicorn's proxy headers are off unless
+  `--trusted-proxy` names the proxy, so a local `X-Forwarded-For` changes nothing). A session
+  with no request in flight for `idle_timeout_s` is closed (the SDK's own idle timeout, set
+  to the same value). Room is made by `_make_room`: a client at its own limit displaces only
+  its least recently used *idle* session (no request in flight, no open GET stream), never a
+  session it still holds, because mcp 1.x clients never recover from a closed session; at the
+  server's limit an idle session of anyone goes first, and a held session (open GET stream,
+  never one with a call in flight) only of the client holding more than its fair share of
+  the server, so a flood from one address never locks a newcomer out. 429 (503 server-wide)
+  when nothing may be displaced.
+- **New sessions per client are rate limited** (a token bucket), and a session its client
+  closes (DELETE, as the SDK clients do when they are done) gives its token back: a client
+  that opens one session per call and closes it (langchain-mcp-adapters' default) only pays
+  for the sessions it leaves open. Past it, 429 with `Retry-After`; and a client has at most
+  `requests_per_client` requests in flight (429).
 - **A request's body must arrive within `body_timeout_s`** (408 otherwise): the gate reads it
   before the SDK does (up to the SDK's 4 MiB bound), so stalled uploads cannot hold a client's
   in-flight budget (on a loopback bind every local client is one address) for good.
@@ -40,6 +50,16 @@ from typing import Any, Final
 
 import msgspec
 
+from hosts.mcp_asgi import (
+    client_address,
+    handshake_era,
+    header,
+    json_error,
+    read_body,
+    replay,
+    unauthorized,
+)
+
 __all__ = [
     "DEFAULT_LIMITS",
     "HttpLimits",
@@ -59,11 +79,11 @@ class HttpLimits(msgspec.Struct, frozen=True, kw_only=True):
     """Bounds of the Streamable HTTP server (operator settings; docs/adapters.md)."""
 
     max_sessions: int = 1024  # open sessions, all clients
-    sessions_per_client: int = 16  # open sessions of one remote address
+    sessions_per_client: int = 64  # open sessions of one remote address
     idle_timeout_s: float = 600.0  # a session with nothing in flight this long is closed
     new_sessions_per_s: float = 2.0  # sustained new sessions of one remote address
     new_sessions_burst: int = 32  # ... and the burst above that rate
-    requests_per_client: int = 64  # requests of one remote address in flight at once
+    requests_per_client: int = 192  # requests of one remote address in flight (GET streams too)
     body_timeout_s: float = 10.0  # a request's whole body arrives within this, or 408
 
     def problem(self) -> str | None:
@@ -94,34 +114,18 @@ class _Session:
     host: bytes  # the Host header that opened it (its closing request passes the same check)
     last_active: float
     in_flight: int = 0  # requests being served (POST, DELETE)
-    streams: int = 0  # open GET streams: not idle, yet closed for room like an idle session
+    streams: int = 0  # open GET streams: held, never closed for its own client's room
+
+    @property
+    def idle(self) -> bool:
+        """No request in flight and no open stream: the first to be closed for room."""
+        return not (self.in_flight or self.streams)
 
 
 @dataclass
 class _Bucket:
     tokens: float
     stamp: float
-
-
-def _json_error(status: int, message: str, extra: tuple[tuple[bytes, bytes], ...] = ()) -> Any:
-    body = msgspec.json.encode(
-        {"jsonrpc": "2.0", "id": None, "error": {"code": -32600, "message": message}}
-    )
-    headers = [(b"content-type", b"application/json"), (b"content-length", b"%d" % len(body))]
-    headers += extra
-
-    async def respond(_scope: Any, _receive: Any, send: Any) -> None:
-        await send({"type": "http.response.start", "status": status, "headers": headers})
-        await send({"type": "http.response.body", "body": body})
-
-    return respond
-
-
-def _header(scope: Any, name: bytes) -> bytes | None:
-    for key, value in scope.get("headers", ()):
-        if key.lower() == name:
-            return bytes(value)
-    return None
 
 
 class SessionGate:
@@ -155,40 +159,42 @@ class SessionGate:
         if scope["type"] != "http":  # no WebSocket endpoint: refused before anything else
             await send({"type": "websocket.close", "code": 1008})
             return
-        if self._expected is not None and not self._authorized(scope):
-            challenge = ((b"www-authenticate", b'Bearer realm="aci-evidence"'),)
-            await _json_error(401, "Unauthorized", challenge)(scope, receive, send)
+        if scope.get("path", "").rstrip("/") != _MCP_PATH:
+            await json_error(404, "Not found: the MCP endpoint is /mcp")(scope, receive, send)
             return
-        client = _client(scope)
+        if self._expected is not None and not self._authorized(scope):
+            await unauthorized(scope, receive, send)
+            return
+        client = client_address(scope)
         if self._requests.get(client, 0) >= self._limits.requests_per_client:
-            await _json_error(429, "Too many requests in flight")(scope, receive, send)
+            await json_error(429, "Too many requests in flight")(scope, receive, send)
             return
         self._requests[client] = self._requests.get(client, 0) + 1
         try:
-            body = await _read_body(receive, self._limits.body_timeout_s)
+            body = await read_body(receive, self._limits.body_timeout_s)
             if body is None:
-                await _json_error(408, "Request body not received in time")(scope, receive, send)
+                await json_error(408, "Request body not received in time")(scope, receive, send)
                 return
-            await self._route(client, scope, _replay(body, receive), send)
+            await self._route(client, scope, replay(body, receive), send)
         finally:
             self._requests[client] -= 1
             if not self._requests[client]:
                 del self._requests[client]
 
     def _authorized(self, scope: Any) -> bool:
-        scheme, _, token = (_header(scope, b"authorization") or b"").partition(b" ")
+        scheme, _, token = (header(scope, b"authorization") or b"").partition(b" ")
         expected = self._expected or b""
         # Always compare (a constant-time comparison whatever the scheme).
         return hmac.compare_digest(token.strip(), expected) and scheme.lower() == b"bearer"
 
     async def _route(self, client: str, scope: Any, receive: Any, send: Any) -> None:
-        version = _header(scope, _VERSION_HEADER)
-        if version is not None and not _handshake_era(version.decode("latin-1")):
+        version = header(scope, _VERSION_HEADER)
+        if version is not None and not handshake_era(version.decode("latin-1")):
             # 2026-07-28 and later: no MCP sessions; the header must name nothing downstream.
             headers = [(k, v) for k, v in scope["headers"] if k.lower() != _SESSION_HEADER]
             await self._app({**scope, "headers": headers}, receive, send)
             return
-        session_id = _header(scope, _SESSION_HEADER)
+        session_id = header(scope, _SESSION_HEADER)
         if session_id is None:
             await self._open(client, scope, receive, send)
         else:
@@ -197,7 +203,7 @@ class SessionGate:
     async def _in_session(self, session_id: str, scope: Any, receive: Any, send: Any) -> None:
         session = self._sessions.get(session_id)
         if session is None:
-            await _json_error(404, "Session not found")(scope, receive, send)
+            await json_error(404, "Session not found")(scope, receive, send)
             return
         status: list[int] = []
 
@@ -222,6 +228,8 @@ class SessionGate:
             ended = scope.get("method") == "DELETE" and status and status[0] < 400
             if (status and status[0] == 404) or ended:
                 self._sessions.pop(session_id, None)
+            if ended:
+                self._refund(session.client, self._clock())
 
     async def _open(self, client: str, scope: Any, receive: Any, send: Any) -> None:
         now = self._clock()
@@ -229,7 +237,7 @@ class SessionGate:
         if not self._take_token(client, now):
             retry = math.ceil(1 / self._limits.new_sessions_per_s)
             headers = ((b"retry-after", str(retry).encode()),)
-            await _json_error(429, "Too many new sessions", headers)(scope, receive, send)
+            await json_error(429, "Too many new sessions", headers)(scope, receive, send)
             return
         self._opening[client] = self._opening.get(client, 0) + 1  # reserved before any await
         reservation = [True]
@@ -251,7 +259,7 @@ class SessionGate:
     async def _forward_opening(
         self, client: str, reservation: list[bool], scope: Any, receive: Any, send: Any
     ) -> None:
-        host = _header(scope, b"host") or b""
+        host = header(scope, b"host") or b""
         opened: list[_Session] = []
 
         async def watch(message: Any) -> None:
@@ -293,26 +301,52 @@ class SessionGate:
         bucket.tokens -= 1
         return True
 
+    def _refund(self, client: str, now: float) -> None:
+        """A session its client closed gives its new-session token back (see the docstring)."""
+        bucket = self._buckets.get(client)
+        if bucket is not None:
+            rate, burst = self._limits.new_sessions_per_s, self._limits.new_sessions_burst
+            bucket.tokens = min(float(burst), bucket.tokens + (now - bucket.stamp) * rate + 1)
+            bucket.stamp = now
+
     async def _make_room(self, client: str) -> Any:
-        """None when a session may open (after closing idle ones), else the refusal."""
+        """None when a session may open (after closing others for room), else the refusal.
+
+        The session policy: a client at its own limit displaces only its own idle sessions;
+        at the server's limit, anyone's idle session, else a held one of a client above its
+        fair share (`_hog_victim`). A session with a request in flight is never closed."""
         # Counts include this opening request (reserved in `_opening`), hence `>`.
         mine = [s for s in self._sessions.items() if s[1].client == client]
         if len(mine) + self._opening[client] > self._limits.sessions_per_client:
-            if not await self._close_idle(mine):
-                return _json_error(429, "Too many open sessions for this client")
+            if not await self._close_lru([(sid, s) for sid, s in mine if s.idle]):
+                return json_error(429, "Too many open sessions for this client")
         everyone = list(self._sessions.items())
         if len(everyone) + sum(self._opening.values()) > self._limits.max_sessions:
-            if not await self._close_idle(everyone):
-                return _json_error(503, "Too many open sessions")
+            idle = [(sid, s) for sid, s in everyone if s.idle]
+            if not await self._close_lru(idle or self._hog_victim(client, everyone)):
+                return json_error(503, "Too many open sessions")
         return None
 
-    async def _close_idle(self, candidates: list[tuple[str, _Session]]) -> bool:
-        idle = [(s.last_active, sid) for sid, s in candidates if not s.in_flight]
-        if not idle:
+    def _hog_victim(self, client: str, everyone: list[tuple[str, _Session]]) -> Any:
+        """The held sessions (open stream, nothing in flight) of the client with the most
+        sessions, when it holds more than its fair share of the server (`max_sessions` over the
+        clients with sessions, the newcomer included); else none."""
+        counts: dict[str, int] = {}
+        for _sid, session in everyone:
+            counts[session.client] = counts.get(session.client, 0) + 1
+        hog, held = max(counts.items(), key=lambda item: item[1], default=(client, 0))
+        fair = self._limits.max_sessions // (len(counts) + (client not in counts))
+        if hog == client or held <= fair:
+            return []
+        return [(sid, s) for sid, s in everyone if s.client == hog and not s.in_flight]
+
+    async def _close_lru(self, candidates: list[tuple[str, _Session]]) -> bool:
+        """Close the least recently used of `candidates` (False when there is none)."""
+        if not candidates:
             return False
-        _, session_id = min(idle)
+        _, session_id = min((s.last_active, sid) for sid, s in candidates)
         session = self._sessions.pop(session_id)
-        log.info("closing the least recently used idle MCP session to make room")
+        log.info("closing the least recently used MCP session to make room")
         await self._delete(session_id, session.host)
         return True
 
@@ -338,46 +372,3 @@ class SessionGate:
             return None
 
         await self._app(scope, receive, discard)
-
-
-_BODY_BUFFER_MAX: Final = 4 * 1024 * 1024  # the SDK's body bound: it answers 413 past it
-
-
-async def _read_body(receive: Any, timeout_s: float) -> list[Any] | None:
-    """The request's body messages, read within `timeout_s` (None when it was too slow); past
-    `_BODY_BUFFER_MAX` bytes the rest is left to the SDK, which refuses it."""
-    import anyio
-
-    messages: list[Any] = []
-    size = 0
-    with anyio.move_on_after(timeout_s):
-        while True:
-            message = await receive()
-            messages.append(message)
-            if message["type"] != "http.request":  # the client went away
-                return messages
-            size += len(message.get("body", b""))
-            if not message.get("more_body", False) or size > _BODY_BUFFER_MAX:
-                return messages
-    return None
-
-
-def _replay(messages: list[Any], receive: Any) -> Any:
-    """An ASGI `receive` giving `messages` first, then the connection's own."""
-    pending = list(messages)
-
-    async def replay() -> Any:
-        return pending.pop(0) if pending else await receive()
-
-    return replay
-
-
-def _handshake_era(version: str) -> bool:
-    from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
-
-    return version in HANDSHAKE_PROTOCOL_VERSIONS
-
-
-def _client(scope: Any) -> str:
-    peer = scope.get("client")
-    return str(peer[0]) if peer else "unknown"

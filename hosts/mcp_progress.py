@@ -4,14 +4,15 @@
 with a short message. A call without a token is served exactly as before (nothing is read).
 
 `reporting(ctx, meta)` wraps the handler's run; the queue runner picks the reporter up with
-`current()` and hands it to `EvidenceClient.call(on_progress=...)`. The local runner has no
-queue to report on and ignores it.
+`current()` and hands it to `EvidenceClient.call(on_progress=...)`. The local runner
+(`--local`) has no queue: it reports running (attempt 1) when its stages start, then final.
 """
 
 from __future__ import annotations
 
 import contextlib
 import contextvars
+import inspect
 import logging
 from collections.abc import Iterator, Mapping
 from typing import Any
@@ -19,7 +20,7 @@ from typing import Any
 from pipeline.cancel import Progress, Stage
 from pipeline.client_cancel import ProgressCallback
 
-__all__ = ["current", "message_of", "progress_token", "reporting"]
+__all__ = ["current", "local_step", "message_of", "progress_token", "reporting"]
 
 log = logging.getLogger("aci.mcp")
 _REPORTER: contextvars.ContextVar[ProgressCallback | None] = contextvars.ContextVar(
@@ -71,3 +72,14 @@ def reporting(ctx: Any, meta: Mapping[str, Any] | None) -> Iterator[None]:
 def current() -> ProgressCallback | None:
     """The reporter of the request being served, or None (no token, or not in a request)."""
     return _REPORTER.get()
+
+
+async def local_step(tool_call_id: str | None, *, final: bool) -> None:
+    """`--local` (no queue): report running (attempt 1) when the stages start, final when
+    they end, to a request that asked for progress (nothing otherwise)."""
+    report = current()
+    if report is not None:
+        step = Progress(Stage.FINAL if final else Stage.RUNNING, attempt=1)
+        heard = report(tool_call_id or "", step)
+        if inspect.isawaitable(heard):
+            await heard

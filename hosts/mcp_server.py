@@ -10,13 +10,14 @@ The framework's id for a call is the host's `tools/call` request (CONTRACT.md §
   carries that.
 
 Neither is minted. Request ids restart at 1 on every connection, so each connection gets a
-session of its own: over stdio one named when the connection opens (`mcp-` and 32 hex
-digits), over HTTP the MCP session id the server created (`Mcp-Session-Id`; hashed to a safe
-name if it does not fit the session-id alphabet). Only a handshake-era request names a session,
-and only one the server created reaches a handler (`hosts.mcp_http.SessionGate`, then the SDK's
-session manager); a 2026-07-28 HTTP request has no MCP session, so whatever `Mcp-Session-Id` it
-carries it is its own connection and gets a fresh session. `--session` puts every call in one
-named session instead: meant for one host that sends `_meta` ids.
+session of its own: over stdio one named when the connection opens (`mcp-` and 32 hex digits),
+over HTTP one derived from the MCP session id the server created (`Mcp-Session-Id`) by an HMAC
+under a per-process secret (`session_from_mcp`: `mcp-` and 32 hex digits too), so the name a
+console shows is not the id that acts in the session. Only a handshake-era request names a
+session, and only one the server created reaches a handler (`hosts.mcp_http.SessionGate`, then
+the SDK's session manager); a 2026-07-28 HTTP request has no MCP session, so whatever
+`Mcp-Session-Id` it carries it is its own connection and gets a fresh session. `--session`
+puts every call in one named session instead: meant for one host that sends `_meta` ids.
 
 Incident time (a harness's, never the model's): `--as-of`, or `_meta` per call (`mcp_time`).
 
@@ -27,17 +28,21 @@ A result carries the Model Observation twice, as `structuredContent` and as one 
 of the same compact JSON; `isError` is true only for ERROR. The Harness Control View is not
 sent: it stays on the session's control stream (queue mode) for the harness.
 
-With `--local`, or when ACI_REDIS_URL is unset, the stages run in this process; otherwise
-each call goes through the queue (`EvidenceClient`). `mcp` is an optional dependency,
-imported only here.
+With ACI_REDIS_URL set each call goes through the queue (`EvidenceClient`); with `--local` the
+stages run in this process; with neither the server refuses to start
+(`mcp_options.mode_problem`): a host that forgot to pass the variable must not be handed the
+MOCK incident as evidence. `mcp` is an optional dependency, imported only here; the options
+and their checks are in `hosts.mcp_options`, the HTTP gate in `hosts.mcp_http`.
 """
 
 from __future__ import annotations
 
 import contextlib
 import hashlib
+import hmac
 import logging
 import os
+import secrets
 import signal
 import sys
 import uuid
@@ -54,15 +59,23 @@ from contracts import (
     build_error_views,
     export_tools,
 )
-from hosts.listen import http_server, is_loopback, listen_problem
-from hosts.mcp_http import DEFAULT_LIMITS, HttpLimits, SessionGate
+from hosts.listen import listen_problem
+from hosts.mcp_options import (
+    DEFAULT_TIMEOUT_S,
+    NO_MODE_PROBLEM,
+    TOKEN_ENV,
+    ServeOptions,
+    check_options,
+    mode_problem,
+)
+from hosts.mcp_pending import MCP_PENDING_MESSAGE, PendingCalls
 from hosts.mcp_progress import current as progress_reporter
-from hosts.mcp_progress import reporting
+from hosts.mcp_progress import local_step, reporting
+from hosts.mcp_serve_http import http_app, serve_http
 from hosts.mcp_tasks import TaskHandles, enable_tasks, task_wait
 from hosts.mcp_time import AS_OF_META_KEY, pinned_run
-from hosts.turn import is_error, model_object, model_text
+from hosts.turn import PENDING_MESSAGE, is_error, model_object, model_text
 from pipeline.client import CallResult, EvidenceClient, ToolCall
-from pipeline.keys import is_valid_session_id
 from pipeline.redis_io import PipelineError
 from pipeline.settings import Settings
 from pipeline.window import checked_as_of
@@ -76,6 +89,8 @@ if TYPE_CHECKING:
 __all__ = [
     "AS_OF_META_KEY",
     "DEFAULT_TIMEOUT_S",
+    "MCP_PENDING_MESSAGE",
+    "NO_MODE_PROBLEM",
     "TOKEN_ENV",
     "TOOL_CALL_ID_META_KEY",
     "Runner",
@@ -93,29 +108,13 @@ __all__ = [
 ]
 
 TOOL_CALL_ID_META_KEY: Final = "dev.aci-evidence/tool_call_id"
-DEFAULT_TIMEOUT_S: Final = 30.0
 _MCP_SESSION_HEADER: Final = "mcp-session-id"
-TOKEN_ENV: Final = "ACI_MCP_TOKEN"
-_MIN_TOKEN_CHARS: Final = 16
 
 log = logging.getLogger("aci.mcp")
 
 Runner = Callable[[ToolCall, str], Awaitable[CallResult | None]]
 """Runs one call in a session; None while it is still running at the timeout. (The runners
 here also take a checked incident time, `run(call, session, as_of)`: `hosts.mcp_time`.)"""
-
-
-class ServeOptions(msgspec.Struct, frozen=True, kw_only=True):
-    """How `aci-evidence mcp` serves (the command line, typed)."""
-
-    session: str | None = None  # one session for every call; None: one per connection
-    local: bool = False  # run the stages in this process (also when ACI_REDIS_URL is unset)
-    timeout: float = DEFAULT_TIMEOUT_S  # queue mode: a call still running then is pending
-    http_port: int | None = None  # serve Streamable HTTP on this port instead of stdio
-    host: str = "127.0.0.1"  # the HTTP bind address
-    token: str | None = None  # HTTP bearer token (else ACI_MCP_TOKEN); needed off loopback
-    limits: HttpLimits = DEFAULT_LIMITS  # HTTP sessions: bounds, idle timeout, per client
-    as_of: str | None = None  # pin every query_logs call to this incident time (ISO 8601)
 
 
 def read_call(
@@ -145,17 +144,30 @@ def connection_session() -> str:
     return f"mcp-{uuid.uuid4().hex}"
 
 
-def session_from_mcp(mcp_session_id: str) -> str:
-    """The session for an MCP session id: itself when it fits the session-id alphabet,
-    otherwise a stable safe name derived from it."""
-    if is_valid_session_id(mcp_session_id):
-        return mcp_session_id
-    digest = hashlib.sha256(mcp_session_id.encode("utf-8", "surrogatepass")).hexdigest()
-    return f"mcp-sha256-{digest[:48]}"
+# The key of `session_from_mcp`: this process's own (MCP sessions live in one process anyway).
+_SESSION_KEY: Final = secrets.token_bytes(32)
 
 
-def call_tool_result(call: ToolCall, result: CallResult | None) -> dict[str, Any]:
-    """The `CallToolResult` (wire shape) answering one call; pure."""
+def session_from_mcp(mcp_session_id: str, key: bytes = _SESSION_KEY) -> str:
+    """The evidence session of an MCP session: `mcp-` and 32 hex digits of an HMAC of the id
+    under a server secret, the same form as a stdio connection's (`connection_session`).
+
+    Keyed so that nothing the console or a view shows (the session name) lets anyone act in
+    that MCP session, and nothing a client sends (its session id) names a session it chose."""
+    mac = hmac.new(key, mcp_session_id.encode("utf-8", "surrogatepass"), hashlib.sha256)
+    return f"mcp-{mac.hexdigest()[:32]}"
+
+
+def call_tool_result(
+    call: ToolCall, result: CallResult | None, pending_message: str = PENDING_MESSAGE
+) -> dict[str, Any]:
+    """The `CallToolResult` (wire shape) answering one call; pure. `pending_message`: what a
+    pending answer tells the model (`MCP_PENDING_MESSAGE` where a repeat gets the result)."""
+    if result is None:
+        pending = {"tool_call_id": call.tool_call_id, "pending": True, "message": pending_message}
+        text = msgspec.json.encode(pending).decode()
+        return {"content": [{"type": "text", "text": text}], "structuredContent": pending,
+                "isError": False}  # fmt: skip
     return {
         "content": [{"type": "text", "text": model_text(call, result)}],
         "structuredContent": model_object(call, result),
@@ -184,11 +196,12 @@ def _as_call_result(
 
 
 def local_runner(sources: Mapping[str, Source], settings: Settings) -> Runner:
-    """Run each call's stages in this process (no Redis)."""
+    """Run each call's stages in this process (no Redis); progress: `local_step`."""
     from workers.stage import run_stages
 
     async def run(call: ToolCall, session_id: str, as_of: str | None = None) -> CallResult | None:
         as_of_ms = None if as_of is None else checked_as_of(as_of)  # checked: `pinned_run`
+        await local_step(call.tool_call_id, final=False)
         outcome = await run_stages(
             tool=call.tool,
             tool_call_id=call.tool_call_id,
@@ -198,20 +211,23 @@ def local_runner(sources: Mapping[str, Source], settings: Settings) -> Runner:
             settings=settings,
             as_of_ms=as_of_ms,
         )
+        await local_step(call.tool_call_id, final=True)
         return CallResult.from_views(outcome.observation, outcome.control)
 
     return run
 
 
 def queue_runner(client: EvidenceClient, timeout: float) -> Runner:
-    """Submit each call to the queue and await it (None while still running at `timeout`)."""
+    """Submit each call to the queue and await it (None while still running at `timeout`); the
+    same call made again while it is pending gets its result (`mcp_pending.PendingCalls`)."""
+    pending = PendingCalls(client)
 
     async def run(call: ToolCall, session_id: str, as_of: str | None = None) -> CallResult | None:
         try:
             # Cancelled (`notifications/cancelled`, a closed 2026-07-28 response stream): the
             # call is cancelled too (`cancel_on_exit`); progress reported when asked.
             wait = task_wait(timeout, session_id)  # shorter for a would-be MCP task
-            return await client.call(
+            return await pending.call(
                 session_id, call, wait, on_progress=progress_reporter(), as_of=as_of
             )
         except PipelineError as exc:
@@ -240,6 +256,18 @@ def _call_session(ctx: ServerRequestContext[Any], fixed: str | None) -> str:
         return connection_session()  # a sessionless request is a connection of its own
     named = ctx.lifespan_context.get("session")  # stdio: named when the connection opened
     return str(named) if named else connection_session()
+
+
+def _session_persists(ctx: ServerRequestContext[Any], fixed: str | None) -> bool:
+    """Whether the next call of this host lands in the same session (so a repeat of a pending
+    call gets its result): stdio, `--session`, a handshake-era HTTP session; not a 2026-07-28
+    request, which is a session of its own."""
+    if fixed is not None or ctx.request is None:
+        return True
+    from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
+
+    has_session = bool(ctx.request.headers.get(_MCP_SESSION_HEADER))
+    return has_session and ctx.protocol_version in HANDSHAKE_PROTOCOL_VERSIONS
 
 
 @contextlib.asynccontextmanager
@@ -285,7 +313,8 @@ def build_server(
         call = read_call(params.name, params.arguments, params.meta, ctx.request_id)
         with reporting(ctx, params.meta):  # issue 32: `_meta.progressToken` honoured
             result = await pinned_run(runner, call, _call_session(ctx, session), params.meta, as_of)
-        return types.CallToolResult.model_validate(call_tool_result(call, result))
+        message = MCP_PENDING_MESSAGE if _session_persists(ctx, session) else PENDING_MESSAGE
+        return types.CallToolResult.model_validate(call_tool_result(call, result, message))
 
     try:
         version = metadata.version("aci-evidence")
@@ -300,62 +329,6 @@ def build_server(
     )
 
 
-def _check(options: ServeOptions) -> str | None:
-    """What is wrong with the options, in one line (None when they are fine)."""
-    if options.session is not None and not is_valid_session_id(options.session):
-        return "--session: 1-128 letters, digits, '.', '_' or '-'"
-    if not options.timeout > 0 or options.timeout == float("inf"):
-        return "--timeout: a positive number of seconds"
-    if options.http_port is not None and not 0 < options.http_port < 65536:
-        return "--http: a port from 1 to 65535"
-    token = options.token
-    if token is not None and not (
-        len(token) >= _MIN_TOKEN_CHARS and all("!" <= c <= "~" for c in token)
-    ):
-        return f"--token: at least {_MIN_TOKEN_CHARS} printable characters, no spaces"
-    if options.http_port is not None and token is None and not is_loopback(options.host):
-        return f"--host: a non-loopback address needs a bearer token (--token or {TOKEN_ENV})"
-    return options.limits.problem()
-
-
-def http_app(server: Server[Any], options: ServeOptions) -> Any:
-    """The ASGI app of `--http`: the SDK's Streamable HTTP app behind `SessionGate`."""
-    limits = options.limits
-    app = server.streamable_http_app(
-        host=options.host,
-        session_idle_timeout=limits.idle_timeout_s,
-        max_sessions=None,  # the gate bounds sessions (and closes idle ones to make room)
-    )
-    return SessionGate(app, limits, options.token)
-
-
-async def _serve_http(server: Server[Any], options: ServeOptions) -> None:
-    assert options.http_port is not None
-    http = http_server(http_app(server, options), options.host, options.http_port)
-
-    async def stop_on_signal(
-        *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED
-    ) -> None:
-        with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
-            task_status.started()
-            async for _ in signals:
-                http.should_exit = True  # a graceful shutdown: open requests finish
-                return
-
-    guarded = "with a bearer token" if options.token else "without a token"
-    # At the default level too (like a worker's start line): the one sign the server is up.
-    logging.getLogger("aci.announce").info(
-        "serving Streamable HTTP on http://%s:%d/mcp (%s)",
-        options.host,
-        options.http_port,
-        guarded,
-    )
-    async with anyio.create_task_group() as tg:
-        await tg.start(stop_on_signal)
-        await http.serve()
-        tg.cancel_scope.cancel()
-
-
 async def serve(options: ServeOptions, settings: Settings) -> int:
     """Serve over stdio until the client closes the connection, or over Streamable HTTP
     (`options.http_port`) until interrupted."""
@@ -366,14 +339,14 @@ async def serve(options: ServeOptions, settings: Settings) -> int:
         return 2
     if options.token is None and os.environ.get(TOKEN_ENV):
         options = msgspec.structs.replace(options, token=os.environ[TOKEN_ENV])
-    problem = _check(options)
+    problem = check_options(options) or mode_problem(options, settings)
     if problem is None and options.http_port is not None:
         busy = listen_problem(options.host, options.http_port)
         problem = None if busy is None else f"--http: {busy}"
     if problem is not None:
         print(problem, file=sys.stderr)
         return 2
-    local = options.local or not settings.redis_url
+    local = options.local
     from workers.sources.mysql.source import data_source_names
 
     data_sources = data_source_names(os.environ)  # the names query_mysql's schema lists
@@ -397,7 +370,7 @@ async def serve(options: ServeOptions, settings: Settings) -> int:
             ttl_ms = settings.retention_s * 1000
             enable_tasks(server, client, handles, ttl_ms=ttl_ms, session=options.session)
         if options.http_port is not None:
-            await _serve_http(server, options)
+            await serve_http(server, options)
             return 0
         read_stream, write_stream = await stack.enter_async_context(stdio_server())
         async with anyio.create_task_group() as tg:

@@ -19,7 +19,10 @@ Redis, created once admission recorded it. So a task needs no state of its own:
   ERROR/CANCELLED → `cancelled`); `tasks/cancel` sends the call's cancel (`EvidenceClient.
   cancel`) and acks at once (cooperative: the call may still complete first); `tasks/update`
   is refused (`-32602`: no input is ever required); an unknown, expired or forged id is
-  `-32602`; a `tasks/*` request that does not declare the extension is `-32021`.
+  `-32602`; a `tasks/*` request that does not declare the extension is `-32021`, one whose
+  `Mcp-Name` header is not its `taskId` (SEP-2243) `-32020`;
+- `required`: tools whose calls must be tasks (none in production; the conformance fixture
+  declares one): a `tools/call` of one without the extension is `-32021`.
 """
 
 from __future__ import annotations
@@ -51,6 +54,7 @@ _CAPABILITIES: Final = "io.modelcontextprotocol/clientCapabilities"
 _POLL_MS: Final = 500
 _INVALID_PARAMS: Final = -32602
 _MISSING_CAPABILITY: Final = -32021
+_HEADER_MISMATCH: Final = -32020
 # Set while a task-capable `tools/call` is served: the queue runner waits `TASK_WAIT_S` at
 # most, and notes the session it ran the call in.
 _SERVING: contextvars.ContextVar[dict[str, str] | None] = contextvars.ContextVar(
@@ -130,6 +134,20 @@ def _error(code: int, message: str, data: Any = None) -> Exception:
     return MCPError(code=code, message=message, data=data)
 
 
+def _missing_extension() -> Exception:
+    required: dict[str, Any] = {"requiredCapabilities": {"extensions": {TASKS_EXTENSION: {}}}}
+    return _error(_MISSING_CAPABILITY, "this method needs the tasks extension", required)
+
+
+def _name_mismatch(ctx: Any, task_id: str) -> bool:
+    """Whether an HTTP request's `Mcp-Name` header names another task than its body."""
+    from mcp.shared.inbound import MCP_NAME_HEADER, decode_header_value
+
+    request = getattr(ctx, "request", None)
+    sent = request.headers.get(MCP_NAME_HEADER) if request is not None else None
+    return sent is not None and decode_header_value(sent) != task_id
+
+
 def enable_tasks(
     server: Any,
     client: EvidenceClient,
@@ -137,9 +155,11 @@ def enable_tasks(
     *,
     ttl_ms: int,
     session: str | None = None,
+    required: frozenset[str] = frozenset(),
 ) -> None:
     """Serve the tasks extension on `server` (built by `build_server` with a queue runner on
-    `client`); `session`: the server's fixed `--session`, whose calls alone its tasks name."""
+    `client`); `session`: the server's fixed `--session`, whose calls alone its tasks name;
+    `required`: the tools a client must call as tasks (see the module docstring)."""
     from mcp_types import RequestParams
 
     class TaskParams(RequestParams):
@@ -148,11 +168,11 @@ def enable_tasks(
     server.extensions[TASKS_EXTENSION] = {}
     plain = server.get_request_handler("tools/call")
 
-    def named(params: Any) -> tuple[str, str]:
+    def named(ctx: Any, params: Any) -> tuple[str, str]:
         if not declares_tasks(params.meta):
-            extensions: dict[str, Any] = {TASKS_EXTENSION: {}}
-            required = {"requiredCapabilities": {"extensions": extensions}}
-            raise _error(_MISSING_CAPABILITY, "this method needs the tasks extension", required)
+            raise _missing_extension()
+        if _name_mismatch(ctx, params.task_id):
+            raise _error(_HEADER_MISMATCH, "the Mcp-Name header does not name this task")
         found = handles.decode(params.task_id)
         if found is None or (session is not None and found[0] != session):
             raise _error(_INVALID_PARAMS, "unknown or expired task")
@@ -172,6 +192,8 @@ def enable_tasks(
 
     async def on_call_tool(ctx: Any, params: Any) -> Any:
         if not declares_tasks(params.meta):
+            if params.name in required:
+                raise _missing_extension()
             return await plain.handler(ctx, params)
         serving: dict[str, str] = {}
         reset = _SERVING.set(serving)
@@ -193,7 +215,7 @@ def enable_tasks(
         return {"resultType": "task", **task(task_id, "working", time.time() * 1000)}
 
     async def on_get(ctx: Any, params: TaskParams) -> dict[str, Any]:
-        where, tool_call_id = named(params)
+        where, tool_call_id = named(ctx, params)
         step = await client.progress(where, tool_call_id)
         if step.stage is Stage.QUEUED:
             raise _error(_INVALID_PARAMS, "unknown or expired task")
@@ -215,12 +237,12 @@ def enable_tasks(
         return task(params.task_id, "completed", created, result=inlined)
 
     async def on_cancel(ctx: Any, params: TaskParams) -> dict[str, Any]:
-        where, tool_call_id = named(params)
+        where, tool_call_id = named(ctx, params)
         await client.cancel(where, tool_call_id)
         return {}
 
     async def on_update(ctx: Any, params: TaskParams) -> dict[str, Any]:
-        named(params)
+        named(ctx, params)
         raise _error(_INVALID_PARAMS, "this task never needs input")
 
     server.add_request_handler("tools/call", plain.params_type, on_call_tool)

@@ -154,6 +154,7 @@ async def cmd_mcp(args: argparse.Namespace, settings: Settings) -> int:
         host=args.host,
         token=args.token,
         as_of=args.as_of,
+        trusted_proxies=tuple(args.trusted_proxy),
     )
     return await serve(options, settings)
 

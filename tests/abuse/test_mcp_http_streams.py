@@ -65,7 +65,8 @@ async def test_requests_whose_body_never_arrives_do_not_lock_out_their_address()
     # 64 POSTs whose body stalls after one byte held the address's whole in-flight budget for
     # as long as the sockets stayed open: every other client of that address (on a loopback
     # bind: every local client) was answered 429. A body must now arrive within the bound.
-    app, _gate = local_app(HttpLimits(body_timeout_s=1.0))
+    # (64 in flight per address was the default then; named here since the default grew.)
+    app, _gate = local_app(HttpLimits(body_timeout_s=1.0, requests_per_client=64))
     async with serving(app) as url:
         port = int(url.rsplit(":", 1)[1].split("/")[0])
         head = (b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
@@ -84,3 +85,37 @@ async def test_requests_whose_body_never_arrives_do_not_lock_out_their_address()
                 assert response.status_code == 200, response.text
             answer = sock.recv(4096)  # the last of them: answered 408
         assert answer.startswith(b"HTTP/1.1 408")
+
+
+@pytest.mark.slow  # about 20-45 s: 10,000 requests through uvicorn
+async def test_ten_thousand_initialize_from_one_address_never_lock_out_a_newcomer() -> None:
+    # The session policy gives a closed session its token back and never closes a held one
+    # for its own client's room; neither may let one address's flood (sessions left open, or
+    # opened and closed again) keep a newcomer out.
+    app, gate = local_app(HttpLimits())
+    async with serving(app) as url, client_from("127.0.0.2") as flooder:
+        codes: dict[int, int] = {}
+
+        async def flood(count: int, close: bool) -> None:
+            for _ in range(count):
+                response = await initialize(flooder, url)
+                codes[response.status_code] = codes.get(response.status_code, 0) + 1
+                if close and response.status_code == 200:
+                    await flooder.delete(
+                        url,
+                        headers={"mcp-session-id": response.headers["mcp-session-id"],
+                                 "mcp-protocol-version": HANDSHAKE},
+                    )  # fmt: skip
+
+        with anyio.fail_after(120):
+            async with anyio.create_task_group() as tg:
+                for worker in range(40):
+                    tg.start_soon(flood, 250, worker % 4 == 0)  # 10,000; a quarter closed again
+        assert sum(codes.values()) == 10_000 and codes.get(429, 0) > 9_000, codes
+        assert gate.open_sessions <= HttpLimits().sessions_per_client
+        async with client_from("127.0.0.3") as newcomer:
+            response = await initialize(newcomer, url)
+            assert response.status_code == 200, response.text
+            session = response.headers["mcp-session-id"]
+            observation = await call_in_session(newcomer, url, session)
+        assert observation["evidence_status"] == "EVIDENCE_FOUND"

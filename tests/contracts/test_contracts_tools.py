@@ -6,11 +6,16 @@ import json
 import re
 from typing import Any
 
+import jsonschema
 import msgspec
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from contracts import TOOL_NAMES, export_tools, input_schema
-from contracts.tools import DESCRIPTIONS, ToolFormat
+from contracts.requests import TOOL_REQUESTS, decode_invocation
+from contracts.results import ErrorResult
+from contracts.tools import BOUND_KEYWORDS, DESCRIPTIONS, ToolFormat, without_bounds
 
 FORMATS: list[ToolFormat] = ["openai", "responses", "anthropic", "mcp", "schema"]
 NAME_RE = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
@@ -160,19 +165,124 @@ def test_non_strict_formats_require_only_required_fields(fmt: ToolFormat) -> Non
         assert schema["additionalProperties"] is False and schema["type"] == "object"
 
 
-def test_schemas_leave_bounds_out_and_name_no_agent_id() -> None:
+def _bounds(node: Any, path: str = "$") -> set[tuple[str, str, Any]]:
+    """Every (path, keyword, value) of a bound or an enum in a schema (after `$ref`s)."""
+    found: set[tuple[str, str, Any]] = set()
+    if isinstance(node, dict):
+        for key, value in node.items():
+            if key in BOUND_KEYWORDS or key == "enum":
+                found.add((path, key, json.dumps(value)))
+            elif key not in ("description", "title", "default"):
+                found |= _bounds(value, f"{path}.{key}")
+    elif isinstance(node, list):
+        for index, value in enumerate(node):
+            found |= _bounds(value, f"{path}[{index}]")
+    return found
+
+
+def _decoder_schema(name: str) -> dict[str, Any]:
+    raw = msgspec.json.schema(TOOL_REQUESTS[name])
+    defs = raw["$defs"]
+
+    def inline(node: Any) -> Any:
+        if isinstance(node, dict):
+            if "$ref" in node:
+                return inline(defs[node["$ref"].rsplit("/", 1)[-1]])
+            return {k: inline(v) for k, v in node.items()}
+        if isinstance(node, list):
+            return [inline(v) for v in node]
+        return node
+
+    return dict(inline(raw))
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_schemas_carry_every_bound_the_decoder_enforces(fmt: ToolFormat) -> None:
+    # Before, bounds were left out: an empty query or a lookback of 0 fit the published schema
+    # and came back as SCHEMA errors. Strict OpenAI forms carry them too (supported there).
+    for tool in export_tools(fmt):
+        name = _name(tool)
+        expected = {b for b in _bounds(_decoder_schema(name)) if b[1] != "enum" or "topic" in b[0]}
+        published = _bounds(_parameters(fmt, tool))
+        assert {(k, v) for _p, k, v in expected} <= {(k, v) for _p, k, v in published}, name
+        assert "tool_call_id" not in _parameters(fmt, tool)["properties"]
+        assert not _keys(_parameters(fmt, tool)) & {"default", "title"}
+
+
+def test_without_bounds_is_the_anthropic_strict_form() -> None:
     for name in TOOL_NAMES:
-        keys = _keys(input_schema(name))
-        assert not keys & {
-            "maxLength",
-            "minLength",
-            "maximum",
-            "minimum",
-            "pattern",
-            "default",
-            "title",
+        stripped = without_bounds(input_schema(name))
+        assert not _keys(stripped) & BOUND_KEYWORDS
+        assert stripped["properties"].keys() == input_schema(name)["properties"].keys()
+
+
+def test_a_configured_data_source_enum_replaces_the_name_rule() -> None:
+    source = input_schema("query_mysql", data_sources=["shop"])["properties"]["data_source"]
+    assert source == {"description": source["description"], "type": "string", "enum": ["shop"]}
+
+
+_SCALARS = st.one_of(
+    st.text(max_size=5),
+    st.text(min_size=3995, max_size=4005),
+    st.integers(),
+    st.floats(allow_nan=False),
+    st.booleans(),
+    st.none(),
+)
+_ARGUMENTS = st.one_of(
+    st.fixed_dictionaries(
+        {"query": st.one_of(st.text(max_size=3), st.text(min_size=999, max_size=1001))}
+    ),
+    st.fixed_dictionaries(
+        {
+            "topic": st.sampled_from(["APPLICATION", "SYSTEM_EVENTS", "NOPE"]),
+            "query": st.text(max_size=3),
+            "lookback_minutes": st.one_of(
+                st.none(),
+                st.integers(-2, 1442),
+                st.floats(0, 2000).filter(lambda x: not x.is_integer()),
+            ),
         }
-        assert "tool_call_id" not in input_schema(name)["properties"]
+    ),
+    st.fixed_dictionaries(
+        {
+            "data_source": st.one_of(
+                st.sampled_from(["shop", "", "9x", "a" * 64, "a" * 65]), st.text(max_size=4)
+            ),
+            "sql": st.one_of(
+                st.sampled_from(["SELECT 1", ""]), st.text(min_size=7999, max_size=8001)
+            ),
+            "params": st.one_of(
+                st.none(),
+                st.lists(_SCALARS, max_size=3),
+                st.lists(st.integers(), min_size=99, max_size=101),
+            ),
+        }
+    ),
+)
+_TOOL_OF = {"query": "lookup_knowledge", "topic": "query_logs", "sql": "query_mysql"}
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(arguments=_ARGUMENTS)
+def test_the_published_schema_accepts_exactly_what_the_decoder_accepts(
+    arguments: dict[str, Any],
+) -> None:
+    # A model held to the schema (strict decoding) never writes a call the server refuses
+    # as SCHEMA, and the schema refuses nothing the server would take. Only blankness (a
+    # query or sql of spaces, refused after decoding) is not a schema keyword, and JSON
+    # Schema's `integer` takes `1.0`, which the decoder refuses (a model writes `1`).
+    tool = next(_TOOL_OF[k] for k in ("sql", "topic", "query") if k in arguments)
+    schema_ok = jsonschema.Draft202012Validator(input_schema(tool)).is_valid(arguments)
+    strict_ok = jsonschema.Draft202012Validator(input_schema(tool, strict=True)).is_valid(
+        {k: arguments.get(k) for k in input_schema(tool, strict=True)["properties"]}
+    )
+    decoded = decode_invocation(tool, "c1", json.dumps(arguments))
+    blank = any(isinstance(v, str) and v and not v.strip() for k, v in arguments.items()
+                if k in ("query", "sql") and tool != "query_logs")  # fmt: skip
+    server_ok = not isinstance(decoded, ErrorResult)
+    assert schema_ok == strict_ok
+    assert schema_ok == (server_ok or blank), (arguments, decoded)
 
 
 def test_topic_enum_lists_the_logical_topics() -> None:

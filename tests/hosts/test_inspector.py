@@ -228,7 +228,7 @@ async def test_inspector_http_queue(
             check(await inspect_all(inspector, [url], tmp_path))
     lifecycle = await redis.xrange(Keys(prefix).lifecycle, "-", "+")
     sessions = {f[b"session"].decode() for _e, f in lifecycle}
-    # One server, three hosts (Inspector runs): each MCP session id (the SDK's uuid4 hex, in
-    # the Mcp-Session-Id header) is the session, as it is.
+    # One server, three hosts (Inspector runs): three sessions, each named by an HMAC of its
+    # MCP session id (the stdio form; the id itself is never shown).
     assert len(sessions) == 3
-    assert all(re.fullmatch(r"[0-9a-f]{32}", s) for s in sessions), sessions
+    assert all(re.fullmatch(r"mcp-[0-9a-f]{32}", s) for s in sessions), sessions

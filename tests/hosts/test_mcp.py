@@ -7,6 +7,8 @@ Regenerate the golden files with `UPDATE_GOLDEN=1 pytest tests/hosts/test_mcp.py
 from __future__ import annotations
 
 import json
+import os
+import re
 import signal
 import socket
 import subprocess
@@ -20,10 +22,11 @@ import msgspec
 import pytest
 
 from contracts import export_tools
-from hosts import mcp_server, turn
+from hosts import mcp_server
 from hosts.mcp_server import TOOL_CALL_ID_META_KEY, call_tool_result, list_tools_result, read_call
 from pipeline.client import EvidenceClient, ToolCall
 from pipeline.keys import Keys, is_valid_session_id
+from pipeline.record import lifecycle_entry
 from pipeline.settings import Settings
 from tests.hosts.test_adapters import CONTROL_ONLY, GatedSource, check_golden, golden_turn
 from tests.pipeline.helpers import running_worker
@@ -81,11 +84,14 @@ def test_read_call_falls_back_to_the_request_id(
 def test_sessions_fit_the_session_alphabet() -> None:
     first, second = mcp_server.connection_session(), mcp_server.connection_session()
     assert first != second and is_valid_session_id(first) and first.startswith("mcp-")
-    assert mcp_server.session_from_mcp("0f3c9a") == "0f3c9a"  # the SDK's ids fit as they are
-    odd = "session with spaces/and:colons" + "x" * 200
-    derived = mcp_server.session_from_mcp(odd)
-    assert is_valid_session_id(derived) and derived == mcp_server.session_from_mcp(odd)
-    assert derived != mcp_server.session_from_mcp(odd + "y")
+    # An MCP session id is never the session's name (the console lists names, and whoever had
+    # the id could act in the session): an HMAC under the server's secret, in the stdio form.
+    for mcp_id in ("0f3c9a", "session with spaces/and:colons" + "x" * 200):
+        derived = mcp_server.session_from_mcp(mcp_id)
+        assert re.fullmatch(r"mcp-[0-9a-f]{32}", derived) and mcp_id not in derived
+        assert is_valid_session_id(derived) and derived == mcp_server.session_from_mcp(mcp_id)
+        assert derived != mcp_server.session_from_mcp(mcp_id + "y")
+        assert derived != mcp_server.session_from_mcp(mcp_id, key=b"another server")
 
 
 def test_call_tool_result_golden() -> None:
@@ -172,7 +178,7 @@ async def test_stdio_server_end_to_end() -> None:
     no_id, bad_id, bad_args = got["no_id"], got["bad_id"], got["bad_args"]
     assert legacy_tools == tools
     legacy_observation = dump(legacy_no_id)["structuredContent"]
-    assert legacy_observation["evidence_status"] == "EVIDENCE_FOUND"
+    assert legacy_observation["evidence_status"] == "EVIDENCE_FOUND", legacy_observation
     assert legacy_observation["tool_call_id"].isdigit()  # that connection's request id
     assert [t["name"] for t in tools] == ["lookup_knowledge", "query_logs", "query_mysql"]
     # The configured data source (ACI_MYSQL_SHOP_URL) is listed in query_mysql's schema.
@@ -233,14 +239,26 @@ async def test_queue_mode_in_process(redis: Any, prefix: str) -> None:
                 {"data_source": "shop", "sql": "SELECT 1"},
                 meta={TOOL_CALL_ID_META_KEY: "q4"},
             )
-        knowledge.gate.set()
-        final = await evidence.wait("mcp-queue", ["q3"], 10.0)
+            still = await client.call_tool(  # the same call again, still running: pending
+                "lookup_knowledge", {"query": "later"}, meta={TOOL_CALL_ID_META_KEY: "q5"}
+            )
+            knowledge.gate.set()
+            final = await evidence.wait("mcp-queue", ["q3"], 10.0)
+            again = await client.call_tool(  # ... and once it is final: its result
+                "lookup_knowledge", {"query": "later"}, meta={TOOL_CALL_ID_META_KEY: "q6"}
+            )
+        ids = {lifecycle_entry(f).tool_call_id
+               for _e, f in await redis.xrange(Keys(prefix).lifecycle, "-", "+")}  # fmt: skip
     assert found.structured_content["evidence_status"] == "EVIDENCE_FOUND" and not found.is_error
     assert empty.structured_content["evidence_status"] == "NO_EVIDENCE" and not empty.is_error
-    assert later.structured_content == turn.pending_observation(
-        ToolCall(tool="lookup_knowledge", tool_call_id="q3", arguments={})
-    )
-    assert not later.is_error
+    # The host's own session persists: the pending answer says a repeat gets the result.
+    assert later.structured_content == {
+        "tool_call_id": "q3", "pending": True, "message": mcp_server.MCP_PENDING_MESSAGE
+    }  # fmt: skip
+    assert not later.is_error and still.structured_content["pending"] is True
+    assert again.structured_content["evidence_status"] == "EVIDENCE_FOUND"
+    assert again.structured_content["tool_call_id"] == "q3"  # that call's result, not run again
+    assert "q5" not in ids and "q6" not in ids
     assert unavailable.is_error and unavailable.structured_content["error"]["code"] == "UNAVAILABLE"
     assert json.loads(bytes(final["q3"].model))["evidence_status"] == "EVIDENCE_FOUND"
 
@@ -286,7 +304,8 @@ def test_the_mcp_command_line_is_typed_options() -> None:
         True,
     )
     defaults = _parser().parse_args(["mcp"])
-    assert (defaults.timeout, defaults.http, defaults.session) == (30.0, None, None)
+    # 4 s: answered pending before the Agents SDK's MCP client gives up at 5 s (was 30 s)
+    assert (defaults.timeout, defaults.http, defaults.session) == (4.0, None, None)
 
 
 @pytest.mark.parametrize(
@@ -305,6 +324,21 @@ async def test_bad_options_are_refused_in_one_line(
     assert await mcp_server.serve(options, Settings()) == 2
     err = capsys.readouterr().err
     assert err.startswith(problem) and err.count("\n") == 1
+
+
+@pytest.mark.parametrize("args", [["mcp"], ["mcp", "--http", "8123"]])
+def test_without_redis_or_local_the_server_refuses_to_start(args: list[str]) -> None:
+    # Before: with ACI_REDIS_URL unset (a stdio host that did not pass it) the server quietly
+    # ran the tools in-process on the MOCK incident, which a deployed agent took as evidence.
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ACI_")}
+    done = subprocess.run(
+        [sys.executable, "-m", "app.cli", *args],
+        cwd=REPO, env=env, stdin=subprocess.DEVNULL, capture_output=True, timeout=60,
+    )  # fmt: skip
+    err = done.stderr.decode()
+    assert done.returncode == 2, err
+    assert err.count("\n") == 1 and "ACI_REDIS_URL" in err and "--local" in err, err
+    assert err.rstrip("\n") == mcp_server.NO_MODE_PROBLEM
 
 
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
@@ -347,3 +381,18 @@ def test_stdio_server_stops_cleanly_on_a_signal(sig: signal.Signals) -> None:
     _, err = server.communicate(timeout=30)
     assert server.returncode == 0, err.decode()
     assert b"Traceback" not in err
+
+
+def test_a_repeat_is_the_same_session_tool_and_arguments() -> None:
+    from hosts.mcp_pending import repeat_key
+
+    def key(session: str, tool: str, arguments: object) -> object:
+        return repeat_key(session, ToolCall(tool=tool, tool_call_id="1", arguments=arguments))
+
+    same = key("s", "query_logs", {"topic": "APPLICATION", "query": "x"})
+    assert key("s", "query_logs", '{ "query": "x",  "topic": "APPLICATION" }') == same
+    assert key("s", "query_logs", {"query": "x", "topic": "APPLICATION"}) == same
+    assert key("t", "query_logs", {"topic": "APPLICATION", "query": "x"}) != same
+    assert key("s", "lookup_knowledge", {"topic": "APPLICATION", "query": "x"}) != same
+    assert key("s", "query_logs", {"topic": "APPLICATION", "query": "y"}) != same
+    assert key("s", "query_logs", "{not json") == key("s", "query_logs", "{not json")

@@ -155,3 +155,28 @@ async def test_http_cancel_cancels_the_queued_call(redis: Any, prefix: str, mode
             await _call_then_cancel(client, evidence, "h1", f"h-{mode}")
             await _cancelled_once(evidence, "h1", f"h-{mode}")
     assert source.stopped == 1
+
+
+async def test_local_calls_report_running_then_final_when_asked() -> None:
+    """`--local` (no queue): a token hears running (attempt 1) then final; none without."""
+    from mcp import Client
+
+    heard: list[tuple[float, str | None]] = []
+
+    async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+        heard.append((progress, message))
+
+    sources = {"lookup_knowledge": InstantSource(delay=0.2)}
+    server = mcp_server.build_server(mcp_server.local_runner(sources, Settings()), session="l1")
+    async with Client(server) as client:
+        found = await client.call_tool(
+            "lookup_knowledge", {"query": "pool"}, progress_callback=on_progress,
+            meta={TOOL_CALL_ID_META_KEY: "l1", "progressToken": "tok-l"},
+        )  # fmt: skip
+        assert found.structured_content["evidence_status"] == "EVIDENCE_FOUND"
+        assert heard == [(3.0, "running (attempt 1)"), (1000.0, "final")]
+        await client.call_tool(
+            "lookup_knowledge", {"query": "pool"}, progress_callback=on_progress,
+            meta={TOOL_CALL_ID_META_KEY: "l2"},
+        )  # fmt: skip
+    assert len(heard) == 2

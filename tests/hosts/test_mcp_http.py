@@ -53,9 +53,9 @@ def free_port() -> int:
 
 
 @contextlib.asynccontextmanager
-async def serving(app: Any) -> AsyncIterator[str]:
+async def serving(app: Any, trusted_proxies: tuple[str, ...] = ()) -> AsyncIterator[str]:
     port = free_port()
-    server = http_server(app, "127.0.0.1", port)
+    server = http_server(app, "127.0.0.1", port, trusted_proxies)
     async with anyio.create_task_group() as tg:
         tg.start_soon(server.serve)
         for _ in range(2000):  # 20 s
@@ -162,7 +162,9 @@ async def test_default_limits_rate_limit_one_client_and_not_the_others() -> None
             codes = [(await initialize(flooder, url)).status_code for _ in range(100)]
             refilled = math.ceil((time.monotonic() - started) * 2)  # 2 new sessions a second
             assert 32 <= codes.count(200) <= 32 + refilled and codes[-1] == 429
-            assert gate.open_sessions <= 16  # and never more than its share
+            # and never more than its share (64 by default since clients that open a session
+            # per call, 20 at once in one ToolNode turn, were refused at the old 16)
+            assert gate.open_sessions <= HttpLimits().sessions_per_client
             refused = await initialize(flooder, url)
             assert refused.status_code == 429 and refused.headers["retry-after"] == "1"
         async with client_from("127.0.0.3") as other:
@@ -200,7 +202,10 @@ async def test_a_bearer_token_guards_every_request() -> None:
             async with client_from("127.0.0.2", **headers) as client:
                 response = await initialize(client, url)
                 assert response.status_code == 401
-                assert response.headers["www-authenticate"].startswith("Bearer")
+                # Plain: a Bearer challenge sent spec clients into OAuth discovery, reported
+                # as "auth required" / a registration error rather than a wrong token.
+                assert "www-authenticate" not in response.headers
+                assert "bearer token" in response.json()["error"]["message"]
                 assert token not in response.text
         async with client_from("127.0.0.2", authorization=f"bearer {token}") as client:
             response = await initialize(client, url)
@@ -315,3 +320,144 @@ async def test_websockets_are_refused_before_anything_else() -> None:
 
     await app({"type": "websocket", "path": "/mcp", "headers": []}, receive, send)
     assert sent == [{"type": "websocket.close", "code": 1008}]
+
+
+@contextlib.asynccontextmanager
+async def held_stream(client: httpx.AsyncClient, url: str, session_id: str) -> AsyncIterator[None]:
+    """A standalone GET stream on a session, open while the context is (as mcp clients hold)."""
+    headers = {"mcp-session-id": session_id, "mcp-protocol-version": HANDSHAKE,
+               "accept": "text/event-stream"}  # fmt: skip
+    async with client.stream("GET", url, headers=headers, timeout=60) as response:
+        assert response.status_code == 200
+        yield
+
+
+async def delete(client: httpx.AsyncClient, url: str, session_id: str) -> int:
+    headers = {"mcp-session-id": session_id, "mcp-protocol-version": HANDSHAKE}
+    return (await client.delete(url, headers=headers)).status_code
+
+
+async def test_a_held_session_is_never_closed_for_its_own_clients_room() -> None:
+    # mcp 1.x clients (the Agents SDK, LangChain with a held session, Pydantic AI on fastmcp 3)
+    # never recover from a closed session: a 17th session of the same address closed the
+    # least recently used one even while it held its GET stream, and every later call failed.
+    app, gate = local_app(HttpLimits(sessions_per_client=2))
+    async with serving(app) as url, contextlib.AsyncExitStack() as stack:
+        client = await stack.enter_async_context(client_from("127.0.0.2"))
+        held = [(await initialize(client, url)).headers["mcp-session-id"] for _ in range(2)]
+        for session_id in held:
+            await stack.enter_async_context(held_stream(client, url, session_id))
+        refused = await initialize(client, url)
+        assert refused.status_code == 429, refused.text  # refused, not a held one closed
+        assert [await ping(client, url, s) for s in held] == [200, 200]
+        idle = (await initialize(client, url)).status_code
+        assert idle == 429 and gate.open_sessions == 2
+    # A session with nothing held is still displaced by its own client's new ones.
+    app, _ = local_app(HttpLimits(sessions_per_client=2))
+    async with serving(app) as url, client_from("127.0.0.2") as client:
+        first = (await initialize(client, url)).headers["mcp-session-id"]
+        for _ in range(2):
+            assert (await initialize(client, url)).status_code == 200
+        assert await ping(client, url, first) == 404
+
+
+async def test_sessions_closed_by_their_client_do_not_spend_the_new_session_budget() -> None:
+    # langchain-mcp-adapters' default opens a session per call and closes it (DELETE): 45
+    # calls in a row lost 7 to "Too many new sessions" against a budget meant for held ones.
+    app, gate = local_app(HttpLimits(new_sessions_burst=3, new_sessions_per_s=0.01))
+    async with serving(app) as url, client_from("127.0.0.2") as client:
+        for _ in range(20):
+            response = await initialize(client, url)
+            assert response.status_code == 200, response.text
+            assert await delete(client, url, response.headers["mcp-session-id"]) == 200
+        assert gate.open_sessions == 0
+        kept = [(await initialize(client, url)).status_code for _ in range(4)]
+        assert kept == [200, 200, 200, 429]  # sessions left open still pay
+
+
+async def test_x_forwarded_for_does_not_change_who_the_client_is() -> None:
+    # uvicorn trusts X-Forwarded-For from 127.0.0.1 by default: any local process could be
+    # "another client" on every request and dodge the per-client limits.
+    app, _ = local_app(HttpLimits(new_sessions_burst=2, new_sessions_per_s=0.01))
+    async with serving(app) as url, client_from("127.0.0.1") as client:
+        codes = []
+        for n in range(4):
+            headers = {"x-forwarded-for": f"10.9.8.{n}", "forwarded": f"for=10.9.8.{n}"}
+            codes.append((await client.post(url, json=INITIALIZE, headers=headers)).status_code)
+        assert codes == [200, 200, 429, 429]
+
+
+async def test_a_trusted_proxy_names_its_clients() -> None:
+    app, _ = local_app(HttpLimits(new_sessions_burst=1, new_sessions_per_s=0.01))
+    async with serving(app, ("127.0.0.1",)) as url, client_from("127.0.0.1") as proxy:
+        codes = [
+            (await proxy.post(url, json=INITIALIZE, headers={"x-forwarded-for": ip})).status_code
+            for ip in ("10.0.0.1", "10.0.0.2", "10.0.0.1")
+        ]
+    assert codes == [200, 200, 429]
+
+
+async def test_session_per_call_clients_in_parallel_and_in_a_row_are_all_answered() -> None:
+    # langchain-mcp-adapters' default get_tools(): one MCP session per call (initialize, GET
+    # stream, the call, DELETE). One ToolNode turn of 20 parallel calls ended the whole run
+    # with 429 (16 passed); 45 calls in a row lost 7. The SDK's own client does the same.
+    from mcp import Client
+
+    app, gate = local_app(HttpLimits())
+    async with serving(app) as url:
+
+        async def one_call(index: int, out: list[Any]) -> None:
+            async with Client(url, mode="legacy") as client:
+                result = await client.call_tool(
+                    "lookup_knowledge", {"query": "pool"}, meta={TOOL_CALL_ID_META_KEY: f"c{index}"}
+                )
+            out.append(result.structured_content["evidence_status"])
+
+        parallel: list[Any] = []
+        async with anyio.create_task_group() as tg:
+            for index in range(20):
+                tg.start_soon(one_call, index, parallel)
+        in_a_row: list[Any] = []
+        for index in range(45):
+            await one_call(index, in_a_row)
+    assert parallel == ["EVIDENCE_FOUND"] * 20
+    assert in_a_row == ["EVIDENCE_FOUND"] * 45
+    assert gate.open_sessions == 0
+
+
+async def test_no_oauth_metadata_is_advertised_or_implied() -> None:
+    # The well-known OAuth paths answered 401 like everything else, so clients concluded the
+    # server wanted OAuth and started discovery/registration.
+    app, _ = local_app(HttpLimits(), token="t0ken-of-at-least-16")
+    async with serving(app) as url, client_from("127.0.0.2") as client:
+        root = url.removesuffix("/mcp")
+        paths = ["/.well-known/oauth-protected-resource", "/.well-known/oauth-protected-resource/mcp",
+                 "/.well-known/oauth-authorization-server", "/.well-known/openid-configuration",
+                 "/register", "/authorize", "/token"]  # fmt: skip
+        for path in paths:
+            for method in ("GET", "POST"):
+                response = await client.request(method, root + path)
+                assert response.status_code == 404, (method, path, response.status_code)
+                assert "www-authenticate" not in response.headers
+
+
+@pytest.mark.redis
+async def test_a_session_name_shown_anywhere_does_not_open_the_session(
+    redis: Any, prefix: str
+) -> None:
+    # The evidence session was the MCP session id itself, listed by the console: whoever read
+    # it could send the victim's next JSON-RPC id in the victim's session first.
+    settings = Settings(prefix=prefix, visibility_timeout_s=10.0, deadline_s=5.0)
+    async with (
+        EvidenceClient(redis, settings) as evidence,
+        running_worker(redis, settings, {"lookup_knowledge": GatedSource()}),
+    ):
+        server = mcp_server.build_server(mcp_server.queue_runner(evidence, 5.0), http=True)
+        app = mcp_server.http_app(server, ServeOptions(http_port=1))
+        async with serving(app) as url, client_from("127.0.0.2") as client:
+            mcp_id = (await initialize(client, url)).headers["mcp-session-id"]
+            await call_in_session(client, url, mcp_id)
+            [(_, entry)] = await redis.xrange(Keys(prefix).lifecycle, "-", "+", count=1)
+            shown = entry[b"session"].decode()
+            assert shown != mcp_id and mcp_id not in shown
+            assert await ping(client, url, shown) == 404  # the name opens nothing

@@ -119,6 +119,12 @@ async def test_tasks_over_two_server_instances(redis: Any, prefix: str) -> None:
         assert "error" not in ack
         done = await settled(http, url_a, task_id)
         assert done["result"]["status"] == "cancelled"
+        # The task is cancelled once the mark is set; the worker running it hears the mark
+        # at its next poll (every 0.2 s) and stops the source: within a second, not at once.
+        for _ in range(50):  # 1 s at most
+            if source.stopped:
+                break
+            await anyio.sleep(0.02)
         assert source.stopped == 1
         # tasks/cancel of a terminal task: still an empty ack.
         assert "error" not in await rpc(http, url_a, "tasks/cancel", {"taskId": task_id})

@@ -76,4 +76,12 @@ async def test_the_mcp_server_lists_them() -> None:
     assert [t.input_schema for t in again] == [t.input_schema for t in tools]
     assert mcp_server.list_tools_result()["tools"][2]["inputSchema"]["properties"][
         "data_source"
-    ] == {"description": "Logical name of the business database.", "type": "string"}
+    ] == {
+        # no names configured: the request's own name rule (bounds are published since the
+        # schemas carry every bound the decoder enforces)
+        "description": "Logical name of the business database.",
+        "type": "string",
+        "minLength": 1,
+        "maxLength": 64,
+        "pattern": "^[A-Za-z][A-Za-z0-9_]*$",
+    }

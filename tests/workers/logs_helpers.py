@@ -41,6 +41,7 @@ def project(upstream: LogsUpstream) -> LogsResult:
 
 
 _CHDB: list[Any] = []
+_CHDB_FOLDER: list[str] = []
 
 
 def chdb_client() -> Any:
@@ -53,4 +54,14 @@ def chdb_client() -> Any:
 
         folder = tempfile.mkdtemp(prefix="aci-chdb-")
         _CHDB.append(clickhouse_connect.get_client(dsn=f"chdb://{folder}"))
+        _CHDB_FOLDER.append(folder)
     return _CHDB[0]
+
+
+def chdb_other_client() -> Any:
+    """A second client (its own chDB handle) on the engine of `chdb_client`: what a source
+    kills a cancelled statement from while the first handle is busy running it."""
+    import clickhouse_connect
+
+    chdb_client()
+    return clickhouse_connect.get_client(dsn=f"chdb://{_CHDB_FOLDER[0]}")

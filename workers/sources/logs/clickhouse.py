@@ -21,6 +21,8 @@ table) are dropped, its error code kept. Reachability is logged per change, not 
 first unreachable answer is one WARNING naming the topics, the next answer one WARNING line (the
 driver's and urllib3's per-request warnings are quieted in `workers.logging_setup`); every
 call while it is down still answers ERROR/UNAVAILABLE.
+
+A cancelled call's statement is killed in the engine (`clickhouse_cancel`).
 """
 
 from __future__ import annotations
@@ -30,9 +32,9 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Mapping
+from functools import partial
 from typing import Any, Final
 
-import anyio.to_thread
 import msgspec
 from msgspec import UNSET, UnsetType
 
@@ -42,6 +44,7 @@ from contracts.results import JsonScalar, LogScope, RecordTimes
 from contracts.status import ErrorCode, SourceKind, Topic
 from workers.sources.base import SourceError
 from workers.sources.calltime import call_time
+from workers.sources.logs.clickhouse_cancel import kill, run_stoppable, unless_stopped
 from workers.sources.logs.config import ClickhouseConnection, ClickhouseTopic, LogsConfig, zone_of
 from workers.sources.logs.deadline import remaining_seconds
 from workers.sources.logs.formats import level_of
@@ -177,38 +180,50 @@ class ClickhouseLogSource:
         env: Mapping[str, str],
         *,
         client: Any = None,
+        stop_client: Any = None,
         clock: Callable[[], float] | None = None,
     ) -> None:
+        """`client`/`stop_client`: injected (tests); an injected client without a stop client
+        is not killed on cancel (its statement runs to `max_execution_time`)."""
         self.connection, self.topics, self.config = connection, dict(topics), config
         self.password = env.get(connection.password_env, "") if connection.password_env else ""
         self.zone = zone_of(config.timezone)
         self.clock = clock or time.time
         self._client, self._owns_client = client, client is None
+        self._stopper, self._owns_stopper = stop_client, client is None
         self._lock = threading.Lock()
         self._columns: dict[str, bool] = {}
         self._state_lock = threading.Lock()
         self._reachable: bool | None = None  # unknown until the first answer or failure
 
+    def _new_client(self, answer_s: float) -> Any:
+        import clickhouse_connect
+
+        options: dict[str, Any] = {"dsn": self.connection.dsn}
+        if self.password:
+            options["password"] = self.password
+        if not self.connection.dsn.startswith("chdb:"):
+            options["connect_timeout"] = self.connection.connect_timeout_s
+            # A server that stops answering must not hold a thread for the library's 300 s.
+            options["send_receive_timeout"] = answer_s
+        return clickhouse_connect.get_client(**options)
+
     def _get_client(self) -> Any:
         with self._lock:
             if self._client is None:
-                import clickhouse_connect
-
-                options: dict[str, Any] = {"dsn": self.connection.dsn}
-                if self.password:
-                    options["password"] = self.password
-                if not self.connection.dsn.startswith("chdb:"):
-                    options["connect_timeout"] = self.connection.connect_timeout_s
-                    # A server that stops answering must not hold a thread for the library's
-                    # default 300 s: the longest a call may take, plus the connect.
-                    options["send_receive_timeout"] = (
-                        self.config.scan.max_seconds + self.connection.connect_timeout_s
-                    )
-                self._client = clickhouse_connect.get_client(**options)
+                answer_s = self.config.scan.max_seconds + self.connection.connect_timeout_s
+                self._client = self._new_client(answer_s)
             return self._client
 
+    def _get_stopper(self) -> Any:
+        with self._lock:
+            if self._stopper is None and self._owns_stopper:
+                self._stopper = self._new_client(self.connection.connect_timeout_s)
+            return self._stopper
+
     async def fetch(self, request: QueryLogsRequest) -> LogsUpstream:
-        """Compile, then run the two statements in a thread under the call's deadline."""
+        """Compile, then run the two statements in a thread under the call's deadline; a
+        cancel abandons the thread at once and kills the statements in the engine."""
         query = parse_log_query(request.query)
         check_fields(query, request.topic, tuple(self.topics[request.topic].fields))
         seconds = remaining_seconds(self.config.scan.max_seconds)
@@ -216,9 +231,12 @@ class ClickhouseLogSource:
             raise SourceError(ErrorCode.TIMEOUT, "no time was left to run the query")
         when = call_time()  # the window admission recorded
         end_ms = None if when is None else when.end_ms
-        return await anyio.to_thread.run_sync(
-            lambda: self.search(request, query, seconds, end_ms), abandon_on_cancel=True
-        )
+        search = partial(self.search, request, query, seconds, end_ms)
+        return await run_stoppable(search, self.stop, self.connection.connect_timeout_s)
+
+    def stop(self, mark: str) -> bool:
+        """Blocking: kill this source's statements of `mark` (`clickhouse_cancel.kill`)."""
+        return kill(self._get_stopper, mark)
 
     def _table(self, entry: ClickhouseTopic, params: dict[str, Any]) -> str:
         db, _, table = entry.table.rpartition(".")
@@ -248,14 +266,20 @@ class ClickhouseLogSource:
         query: ParsedQuery,
         seconds: float,
         end_ms: int | None = None,
+        *,
+        mark: str = "",
+        stopped: threading.Event | None = None,
     ) -> LogsUpstream:
         """The synchronous query behind `fetch` over the window ending at `end_ms` (default:
-        the source's clock); `SourceError` with a safe text on failure."""
+        the source's clock); `SourceError` with a safe text on failure. `mark`: the
+        `log_comment` of its statements, by which `stop` finds them; `stopped`: set by a
+        cancel, checked before each statement."""
         entry = self.topics[request.topic]
         lookback = request.lookback_minutes or self.config.default_lookback
         end_ms = int(self.clock() * 1000) if end_ms is None else end_ms
         start_ms = end_ms - lookback * 60_000
         settings = {
+            **({"log_comment": mark} if mark else {}),
             "readonly": 1,
             "max_execution_time": round(max(seconds, 0.05), 3),
             # The answer is bounded before it is read: over this many bytes the server refuses.
@@ -263,6 +287,7 @@ class ClickhouseLogSource:
             "result_overflow_mode": "throw",
         }
         try:
+            unless_stopped(stopped)
             client = self._get_client()
             where, params = compile_query(
                 query, entry, start_ms, end_ms,
@@ -271,6 +296,7 @@ class ClickhouseLogSource:
             table = self._table(entry, params)
             params["lim"] = entry.row_limit + 1
             params["cap"] = self.config.scan.max_line_bytes  # a huge Body is cut on the server
+            unless_stopped(stopped)
             rows = client.query(
                 "SELECT toUnixTimestamp64Milli(Timestamp), SeverityText, SeverityNumber, "
                 "ServiceName, substringUTF8(Body, 1, {cap:UInt64}), LogAttributes "
@@ -279,6 +305,7 @@ class ClickhouseLogSource:
                 parameters=params,
                 settings=settings,
             ).result_rows
+            unless_stopped(stopped)
             count = client.query(
                 f"SELECT count() FROM {table} WHERE {where}", parameters=params, settings=settings
             ).result_rows[0][0]
@@ -382,8 +409,12 @@ class ClickhouseLogSource:
         return SourceError(ErrorCode.EXECUTION, f"the log store refused the query{suffix}")
 
     async def aclose(self) -> None:
-        """Close the client this source opened (an injected one stays with its owner)."""
+        """Close the clients this source opened (an injected one stays with its owner)."""
         if self._owns_client and self._client is not None:
             with contextlib.suppress(Exception):
                 self._client.close()
             self._client = None
+        if self._owns_stopper and self._stopper is not None:
+            with contextlib.suppress(Exception):
+                self._stopper.close()
+            self._stopper = None

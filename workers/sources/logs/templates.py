@@ -12,7 +12,10 @@ Masking replaces what varies in a real log by a typed placeholder before Drain s
 `<UUID>`, `<IP>` (v4 or v6; a port stays apart as `<IP>:<NUM>`), `<HOST>` (a host name before
 a port), `<PATH>` (`/var/log/x.log`, `C:\\Windows\\x`), `"<*>"` (a quoted value), `<HEX>`
 (`0x1f`, `a3f9c2d1e5`), `<NUM>` (integers and decimals with a sign or a unit:
-`blk_-6952295868487656571`, `250ms`, `1.5s`, `42%`, `uid=0`). Lines are then grouped by Drain
+`blk_-6952295868487656571`, `250ms`, `250 ms`, `1.5s`, `42%`, `uid=0`; a clock time or
+duration `00:02`; a `-` is a sign only after a space, `=`, `(`, `[`, `:`, `,`, `_` or at the
+start, else a separator: `<IP>-<NUM>`). One combined pattern, one pass.
+Lines are then grouped by Drain
 (He et al., ICWS 2017: a fixed-depth prefix tree over the token count and the first tokens,
 then a similarity threshold), drain3's implementation with a similarity over constant words.
 docs/logs.md states the choices and their accuracy on loghub (`bench/logs_patterns_eval.py`).
@@ -44,44 +47,75 @@ MINE_TOKENS: Final = 100
 MORE: Final = " …"
 
 _HEXD: Final = r"[0-9a-fA-F]"
-_DIGIT: Final = re.compile(r"\d")
-# Masks that can match text without a digit need one of these characters.
-_NO_DIGIT_NEEDED: Final = ('"', "'", "/", "\\")
-# (pattern, placeholder, strings of which one must be in the text for the mask to run)
-_MASKS: Final = (
+# An abbreviated unit written after a space: the number and it are one quantity (`250 ms`,
+# `<1 sec`, `1.16 KB`); a unit written out stays a word (`over <NUM> seconds`).
+_UNITS: Final = r"(?:ms|us|ns|sec|secs|mins?|hrs?|[KMGT]i?B)"
+# One pattern, tried once from left to right: at each place the first alternative that
+# matches wins, and `_PLACEHOLDERS` names what it becomes (see `mask`).
+_MASK: Final = re.compile(
+    # Every placeholder starts where no letter or digit is before it, in a run of non-space
+    # characters holding a digit, a quote or a slash: two cheap tests reject most places
+    # (inside words, words without a digit) before any alternative is tried.
+    r"(?<![A-Za-z0-9])(?=\S*[\d\"'/\\])(?:"
     # UUIDs before anything reads their groups as numbers.
-    (re.compile(rf"\b{_HEXD}{{8}}-{_HEXD}{{4}}-{_HEXD}{{4}}-{_HEXD}{{4}}-{_HEXD}{{12}}\b"), "<UUID>", ("-",)),  # noqa: E501
+    rf"(?P<uuid>\b{_HEXD}{{8}}-{_HEXD}{{4}}-{_HEXD}{{4}}-{_HEXD}{{4}}-{_HEXD}{{12}}\b)"
     # IPv4; IPv6 (three or more groups, a digit, and `::` or a letter: not a clock time).
-    (re.compile(r"(?<![\w.])\d{1,3}(?:\.\d{1,3}){3}(?![\w.])"), "<IP>", (".",)),
-    (re.compile(r"(?<![\w:])(?=[0-9a-fA-F:]*\d)(?=[0-9a-fA-F:]*(?:::|[a-fA-F]))[0-9a-fA-F]{0,4}(?::[0-9a-fA-F]{0,4}){2,7}(?![\w:])"), "<IP>", (":",)),  # noqa: E501
+    r"|(?P<ip4>(?<![\w.])\d{1,3}(?:\.\d{1,3}){3}(?![\w.]))"
+    r"|(?P<ip6>(?<![\w:])(?=[0-9a-fA-F]{0,4}:)(?=[0-9a-fA-F:]*\d)(?=[0-9a-fA-F:]*(?:::|[a-fA-F]))"
+    r"[0-9a-fA-F]{0,4}(?::[0-9a-fA-F]{0,4}){2,7}(?![\w:]))"
     # A quoted value (up to 200 characters, no quote inside).
-    (re.compile(r"(?<![\w\\])\"[^\"\n]{1,200}\"(?!\w)"), '"<*>"', ('"',)),
-    (re.compile(r"(?<![\w\\])'[^'\n]{1,200}'(?!\w)"), "'<*>'", ("'",)),
+    r"|(?P<dq>(?<![\w\\])\"[^\"\n]{1,200}\"(?!\w))"
+    r"|(?P<sq>(?<![\w\\])'[^'\n]{1,200}'(?!\w))"
     # Paths: two or more segments after a leading / (or a drive letter).
-    (re.compile(r"(?<![\w/.])(?:[A-Za-z]:\\|/)(?:[\w.@+~-]+[/\\])+[\w.@+~-]*"), "<PATH>", ("/", "\\")),  # noqa: E501
+    r"|(?P<path>(?<![\w/.])(?:[A-Za-z]:\\|/)(?:[\w.@+~-]+[/\\])+[\w.@+~-]*)"
     # A host name with a port (`db-1.shop.internal:3306`; not `Class.method:42`, `a.b:12`).
-    (re.compile(r"(?<![\w.-])[\w-]+(?:\.[\w-]+)*\.[a-z]{2,10}(?=:\d{1,5}(?![\w.]))"), "<HOST>", (":",)),  # noqa: E501
+    r"|(?P<host>(?<![\w.-])[\w-]+(?:\.[\w-]+)*\.[a-z]{2,10}(?=:\d{1,5}(?![\w.])))"
     # Hex: 0x-prefixed, or 8+ hex characters holding a digit and a letter.
-    (re.compile(r"\b0[xX][0-9a-fA-F]+\b"), "<HEX>", ("x", "X")),
-    (re.compile(r"(?<![A-Za-z0-9])(?=[0-9a-fA-F]*\d)(?=[0-9a-fA-F]*[a-fA-F])[0-9a-fA-F]{8,}(?![A-Za-z0-9])"), "<HEX>", ()),  # noqa: E501
-    # Numbers with a sign, decimals and a unit, not glued to a letter on the left (`blk_-42`,
-    # `_7`, `=3`, `250ms`, `1.5s`, `42%`); a dotted version (`2.3.1`) stays.
-    (re.compile(r"(?<![A-Za-z0-9])(?<!\d\.)[-+]?\d+(?:\.\d+)?(?:[a-zA-Z%]{1,3})?(?![A-Za-z0-9])(?!\.\d)"), "<NUM>", ()),  # noqa: E501
+    r"|(?P<hex>\b0[xX][0-9a-fA-F]+\b"
+    r"|(?<![A-Za-z0-9])(?=[0-9a-fA-F]{8})(?=[0-9a-fA-F]*\d)(?=[0-9a-fA-F]*[a-fA-F])[0-9a-fA-F]{8,}(?![A-Za-z0-9]))"
+    # A clock time or duration (`12:30:45`, `00:02`, `10:01:02.250`) is one value.
+    r"|(?P<time>(?<![\w:.])\d{1,2}(?::\d{2}){1,2}(?:[.,]\d+)?(?![\w:]))"
+    # Numbers, not glued to a letter on the left, with decimals and a unit (`250ms`, `1.5s`,
+    # `42%`, `250 ms`, `1.16 KB`); a dotted version (`2.3.1`) stays. A sign only where one
+    # is plausible: at the start, after a space, `=`, `(`, `[`, `:`, `,` or `_` (`blk_-42`,
+    # `x=-3`; `<`, `>` after a space: `<1 sec`); after anything else `-` is a separator
+    # (`<IP>-<NUM>`, `v2-7`). A size restated in parentheses after it (`1190 bytes
+    # (1.16 KB)`) is dropped: one event written with and without it is one template.
+    r"|(?P<num>(?:(?<![^\s=(\[:,_])[-+~]|(?<!\S)[<>]=?)?(?<![A-Za-z0-9])(?<!\d\.)"
+    rf"\d+(?:\.\d+)?(?:[a-zA-Z%]{{1,3}}(?![A-Za-z0-9])| {_UNITS}(?![A-Za-z0-9]))?"
+    r"(?![A-Za-z0-9])(?!\.\d)"
+    rf"(?P<restated>(?P<word> [A-Za-z]{{1,12}})? \(~?\d+(?:\.\d+)? ?(?:{_UNITS}|bytes)\))?))"
 )  # fmt: skip
+_PLACEHOLDERS: Final = {
+    "uuid": "<UUID>", "ip4": "<IP>", "ip6": "<IP>", "dq": '"<*>"', "sq": "'<*>'",
+    "path": "<PATH>", "host": "<HOST>", "hex": "<HEX>", "time": "<NUM>", "num": "<NUM>",
+}  # fmt: skip
+# A character that every masked word holds (a digit, a quote, a slash).
+_CANDIDATE: Final = re.compile(r"[\d\"'/\\]")
 
 _SIM_TH: Final = 0.7
 _DEPTH: Final = 4
 
 
+def _placeholder(match: re.Match[str]) -> str:
+    kind = match.lastgroup or "num"
+    if kind == "num" and match.group("restated"):
+        return "<NUM>" + (match.group("word") or "")
+    return _PLACEHOLDERS[kind]
+
+
 def mask(message: str) -> str:
-    """The message with its variable parts replaced by placeholders (cut to `KEY_CHARS`)."""
+    """The message with its variable parts replaced by placeholders (cut to `KEY_CHARS`).
+    A pure function of the text: a caller caches it per text if it likes (`records` keeps the
+    masks of recent short texts, since a log repeats its lines)."""
     text = " ".join(message[:KEY_CHARS].split())
-    if not _DIGIT.search(text) and not any(c in text for c in _NO_DIGIT_NEEDED):
+    first = _CANDIDATE.search(text)
+    if first is None:
         return text  # nothing to mask: the common cheap case
-    for pattern, placeholder, triggers in _MASKS:
-        if not triggers or any(t in text for t in triggers):
-            text = pattern.sub(placeholder, text)
-    return text
+    # Every placeholder starts in a word holding a digit, a quote or a slash: skip the words
+    # before the first one.
+    start = text.rfind(" ", 0, first.start()) + 1
+    return text[:start] + _MASK.sub(_placeholder, text[start:])
 
 
 _PLACEHOLDER: Final = re.compile(r"<(?:UUID|IP|PATH|HOST|HEX|NUM|\*)>")
@@ -112,12 +146,39 @@ class _Drain(Drain):  # type: ignore[misc]
                 continue
             if "<" in token and _alike(template_token, token):
                 continue
+            if template_token != token and _same_key(template_token, token):
+                continue  # `name=android,` / `name=audioserver,`: the key is the constant
             constant += 1
             same += template_token == token
         if include_params:
             same += params
             constant += params
         return (same / constant if constant else 1.0), params
+
+    def create_template(self, seq1: Sequence[str], seq2: Sequence[str]) -> list[str]:
+        # seq1 is the new line, seq2 the template: a position where they differ becomes
+        # `<*>`, or `key=<*>` when both are values of one key.
+        out = list(seq2)
+        for i, (token, template_token) in enumerate(zip(seq1, seq2, strict=True)):
+            if token != template_token:
+                key = _same_key(template_token, token)
+                # a separator both end with stays (`name=<*>,`)
+                end = (
+                    token[-1]
+                    if token[-1:] in (",", ";") and template_token[-1:] == token[-1:]
+                    else ""
+                )
+                out[i] = f"{key}{self.param_str}{end}" if key else self.param_str
+        return out
+
+
+_KEY: Final = re.compile(r"[A-Za-z_][^=\s]*=")
+
+
+def _same_key(a: str, b: str) -> str:
+    # The `key=` both tokens start with, or "" (`uid=0` / `uid=1000,` -> "uid=").
+    match = _KEY.match(a)
+    return match.group() if match and b.startswith(match.group()) else ""
 
 
 def _alike(a: str, b: str) -> bool:

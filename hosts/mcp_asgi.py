@@ -1,0 +1,98 @@
+"""The plain ASGI pieces of the MCP HTTP gate (`hosts.mcp_http.SessionGate`): JSON-RPC error
+answers (a plain 401 among them), headers, a request body read within a time bound and
+replayed to the app, the client's address, the protocol era of a request."""
+
+from __future__ import annotations
+
+from typing import Any, Final
+
+import msgspec
+
+__all__ = [
+    "BODY_BUFFER_MAX",
+    "UNAUTHORIZED",
+    "client_address",
+    "handshake_era",
+    "header",
+    "json_error",
+    "read_body",
+    "replay",
+    "unauthorized",
+]
+
+
+def json_error(status: int, message: str, extra: tuple[tuple[bytes, bytes], ...] = ()) -> Any:
+    body = msgspec.json.encode(
+        {"jsonrpc": "2.0", "id": None, "error": {"code": -32600, "message": message}}
+    )
+    headers = [(b"content-type", b"application/json"), (b"content-length", b"%d" % len(body))]
+    headers += extra
+
+    async def respond(_scope: Any, _receive: Any, send: Any) -> None:
+        await send({"type": "http.response.start", "status": status, "headers": headers})
+        await send({"type": "http.response.body", "body": body})
+
+    return respond
+
+
+UNAUTHORIZED: Final = (
+    "Unauthorized: this server needs its bearer token (Authorization: Bearer <token>, "
+    "the server's --token or ACI_MCP_TOKEN); it does not offer OAuth"
+)
+
+
+async def unauthorized(scope: Any, receive: Any, send: Any) -> None:
+    """A plain 401 for a missing or wrong token. Deliberately without `WWW-Authenticate`
+    (RFC 9110 asks for a challenge; MCP clients read any `Bearer` one as the start of OAuth
+    discovery, which this server does not offer): the status and the message say it all."""
+    await json_error(401, UNAUTHORIZED)(scope, receive, send)
+
+
+def header(scope: Any, name: bytes) -> bytes | None:
+    for key, value in scope.get("headers", ()):
+        if key.lower() == name:
+            return bytes(value)
+    return None
+
+
+BODY_BUFFER_MAX: Final = 4 * 1024 * 1024  # the SDK's body bound: it answers 413 past it
+
+
+async def read_body(receive: Any, timeout_s: float) -> list[Any] | None:
+    """The request's body messages, read within `timeout_s` (None when it was too slow); past
+    `BODY_BUFFER_MAX` bytes the rest is left to the SDK, which refuses it."""
+    import anyio
+
+    messages: list[Any] = []
+    size = 0
+    with anyio.move_on_after(timeout_s):
+        while True:
+            message = await receive()
+            messages.append(message)
+            if message["type"] != "http.request":  # the client went away
+                return messages
+            size += len(message.get("body", b""))
+            if not message.get("more_body", False) or size > BODY_BUFFER_MAX:
+                return messages
+    return None
+
+
+def replay(messages: list[Any], receive: Any) -> Any:
+    """An ASGI `receive` giving `messages` first, then the connection's own."""
+    pending = list(messages)
+
+    async def replay() -> Any:
+        return pending.pop(0) if pending else await receive()
+
+    return replay
+
+
+def handshake_era(version: str) -> bool:
+    from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
+
+    return version in HANDSHAKE_PROTOCOL_VERSIONS
+
+
+def client_address(scope: Any) -> str:
+    peer = scope.get("client")
+    return str(peer[0]) if peer else "unknown"
