@@ -10,7 +10,9 @@ source, and
   only uses the public client API, so it measures any tree the same way);
 - `--breakdown`: one call after each pause watched through Redis `MONITOR`: per round, when
   each command of the call reached Redis (the submit, admission's takes and admit, the
-  finish, the listener's read), relative to the client's start, and the medians;
+  finish, the listener's read), relative to the client's start, and the medians; with
+  `--burst 8`, of 8 parallel calls: how many of each command reached Redis and when the last
+  one did (`take_n`, `admit_last`, ...), and the client's first read after the finish;
 - `--throughput`: the tree's own `bench raw`, instant throughput with one worker and p50/p99
   at a paced 1,000/s for 3 s (`app.bench` of the tree, as `bench pipeline` runs them).
 """
