@@ -154,3 +154,34 @@ async def test_the_mark_is_written_only_for_the_same_scope_and_never_on_a_final_
         assert not _has_mark(await _record(redis, prefix, "victim", "call_4"))
         progress = await client.progress("victim", "call_4")
         assert progress.stage is Stage.FINAL and not progress.cancelled
+
+
+async def test_a_cancel_acked_then_lost_ends_a_call_taken_over_cancelled(
+    redis: Any, prefix: str, monkeypatch: Any
+) -> None:
+    # A worker read the call's entry, marked its attempt and died (its entry stays pending);
+    # the cancel is acked and cancel.lua lost. The worker that takes the entry over finds the
+    # mark and never runs the source.
+    from pipeline.keys import GROUP
+
+    _crash_once(monkeypatch)
+    settings = settings_for(prefix, visibility_timeout_s=1.0, deadline_s=0.5)
+    source = RecordingSource()
+    part = Keys(prefix).for_session("s1")
+    async with EvidenceClient(redis, settings) as client:
+        await client.submit_many("s1", [kcall(5)])
+        await admit(redis, settings)
+        await redis.xgroup_create(part.invocations, GROUP, id="0", mkstream=True)
+        [[_stream, [(_entry, _fields)]]] = await redis.xreadgroup(
+            GROUP, "dead-worker", {part.invocations: ">"}, count=1
+        )
+        await redis.hset(part.call("s1", "call_5"), mapping={"tk": 1, "ta": 1})
+        assert (await client.progress("s1", "call_5")).stage is Stage.RUNNING
+        assert await client.cancel("s1", "call_5") is True
+        with pytest.raises(RedisUnavailable):
+            await admit(redis, settings)
+        async with running_worker(redis, settings, {"lookup_knowledge": source}):
+            final = (await client.wait("s1", ["call_5"], timeout=8))["call_5"]
+    assert code_of(final) == "CANCELLED" and source.calls == 0
+    assert_exactly_once(await books(redis, prefix, "s1"), ["call_5"])
+    assert (await redis.xpending(part.invocations, GROUP))["pending"] == 0
