@@ -60,12 +60,13 @@ def _wait_port(port: int, limit: float = 10.0) -> None:
 
 
 def _old_admit() -> str:
-    """admit.lua before the index (git: the revert of the first index, 3147817)."""
+    """admit.lua before the index (git: the revert of the first index, 3147817), reading
+    today's 8 arguments per call (the cancel flag came later; the old script ignores it)."""
     out = subprocess.run(
         ["git", "show", "3147817:pipeline/lua/admit.lua"],
         cwd=_ROOT, capture_output=True, text=True, check=True,
     )  # fmt: skip
-    return out.stdout
+    return out.stdout.replace("7 + 7 * c", "7 + 8 * c").replace("7 + 7 * n", "7 + 8 * n")
 
 
 async def _fill(redis: Any, settings: Settings, start: int, n: int) -> None:

@@ -14,7 +14,9 @@ entry, the sessions index — is written by a worker's admission loop
   fingerprint, as the client computes the scope key of what it asked;
 - `admit` (`pipeline/lua/admit.lua`): the idempotency and conflict check per call, then the
   record, the invocation, the lifecycle entry, the sessions index and the fingerprints, once;
-  every request of the batch acked and deleted, refused ones dead-lettered.
+  a cancel request's mark `cx` on its call (same scope key only, not on a final call), so a
+  cancel acked is never lost; every request of the batch acked and deleted, refused ones
+  dead-lettered.
 
 What a submitter can still do to the request stream (XADD's `MAXLEN 0` or `MINID`, which ACLs
 cannot refuse) only drops requests not admitted yet; `EvidenceClient` sends a request again
@@ -35,6 +37,7 @@ from contracts import (
     normalise_scope,
 )
 from contracts.window import pin_scope
+from pipeline.cancel import is_cancel
 from pipeline.envelope import (
     EnvelopeError,
     Invocation,
@@ -201,7 +204,7 @@ def admit_call(
     for a in admitted:
         keys += [part.call(a.session_id, a.tool_call_id), part.fingerprints(a.session_id)]
         args += [a.entry_id, a.envelope, a.session_id, a.tool_call_id, a.tool, a.fingerprint,
-                 a.scope_key]  # fmt: skip
+                 a.scope_key, "1" if is_cancel(a.invocation) else ""]  # fmt: skip
     for r in refused:
         args += [r.entry_id, r.reason, r.session_id, r.tool_call_id]
     return keys, args

@@ -5,9 +5,11 @@ A submitter's only channel is its request stream, so a cancel is a request: the 
 envelope with `cancel: true` (`cancel_envelope`). A worker's admission judges it as it judges
 any request (so the scope key it is checked with is computed by admission, from the envelope),
 admits it as the call itself when the call is new (a cancel that overtook its request, or whose
-request was dropped), then runs `cancel.lua` (`cancel_calls`): the call's cancel mark is set and,
-unless a finish won the race, the call is finished ERROR/CANCELLED there, once. A cancel for an
-id held by another scope changes nothing (the same check as a result's).
+request was dropped) and, in the step that acks it, sets the call's cancel mark `cx` (so an acked
+cancel is never lost); then it runs `cancel.lua` (`cancel_calls`): unless a finish won the race,
+the call is finished ERROR/CANCELLED there, once — and if that never runs, the worker that meets
+the call next finishes it so from the mark. A cancel for an id held by another scope changes
+nothing (the same check as a result's), and a final call is never marked.
 
 A worker learns of a cancel from the mark on the call hash: `mark.lua` (`mark_call`), run as
 it takes a call and before its source is called, refuses a cancelled or final call (the source

@@ -11,8 +11,8 @@ An invocation's record lives in three keys, so Redis ACLs can tell who may touch
   (`pipeline/lua/admit.lua`): `st` (PROJECTING), `eid` (the invocation entry admission
   recorded), `inv` (the envelope), `t0`, `tool`, `dup`, `fp`, `sk` (the scope key a repeated
   request is compared with, and a submitter reads to learn its request was admitted); and two
-  marks (`pipeline.cancel`): `cx` (its cancel was admitted) and `tk`/`ta` (the attempt a worker
-  runs, and since when);
+  marks (`pipeline.cancel`): `cx` (its cancel was admitted: set by admit.lua as it acks the
+  cancel) and `tk`/`ta` (the attempt a worker runs, and since when);
 - `res` — the final state, written only by a worker's finish script: `st` (READY or ERROR),
   `ev`, `res` (the canonical result), `mo` and `cv` (the two views), `t1`, `sk`;
 - `raw` — the raw upstream answer (a string), for workers and auditors only.

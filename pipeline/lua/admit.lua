@@ -25,11 +25,22 @@
 -- partition's first admission ever (no lifecycle stream yet), else by `aci-evidence reindex`;
 -- without it readers also SCAN (calls recorded before the index existed).
 --
+-- A cancel request (issue 32; ARGV cancel flag '1') is durable the moment it is acked: in this
+-- same step the call record of its scope gets the cancel mark `cx` — a new call is recorded
+-- with it, a known call of the same scope key gets it unless it is final (its result hash
+-- exists) or marked already; a conflict (another scope's call) gets nothing. Finishing the call
+-- ERROR/CANCELLED is `cancel.lua`'s, one round trip later; if that never runs (its worker died),
+-- whoever meets the call next finishes it so: `mark.lua` refuses to run it, a running worker's
+-- poll of `cx` stops it, a takeover's `mark.lua` refuses it. The result hash's name is built
+-- from the call hash's (same partition tag, same slot), as the index's is; only EXISTS
+-- reads it, which no type refuses.
+--
 -- KEYS[1] requests      KEYS[2] invocations   KEYS[3] lifecycle    KEYS[4] sessions (zset)
 -- KEYS[5] dead          then per call: the call hash, the session's fingerprint hash
 -- ARGV[1] group         ARGV[2] now_ms        ARGV[3] stream maxlen ARGV[4] retention_ms
 -- ARGV[5] calls n       ARGV[6] refused m
--- then per call 7: request id, envelope, session, tool call id, tool, fingerprint or '', scope key
+-- then per call 8: request id, envelope, session, tool call id, tool, fingerprint or '', scope key,
+--   cancel ('1' for a cancel request, else '')
 -- then per refused 4: request id, reason, session or '', tool call id or ''
 -- Reply: per call 0 (known), 2 (conflict) or the new invocation entry's id (admitted); or
 -- {-1, index of the first key of a wrong type} (nothing written).
@@ -41,17 +52,21 @@ for i = 1, 5 do
 end
 -- Each call hash is read here (a hash of the wrong type fails the read: nothing is written
 -- yet); a session's fingerprint hash, named once per call, is checked once.
-local known, checked = {}, {}
+local known, checked, marked = {}, {}, {}
 local tag = string.sub(KEYS[4], 1, #KEYS[4] - #':sessions')
 local function index_of(fps)  -- `{tag}:fp:<session>` -> `{tag}:calls:<session>`
   return tag .. ':calls:' .. string.sub(fps, #tag + #':fp:' + 1)
 end
+local function result_of(call)  -- `{tag}:call:<session>:<id>` -> `{tag}:res:<session>:<id>`
+  return tag .. ':res:' .. string.sub(call, #tag + #':call:' + 1)
+end
 for c = 0, n - 1 do
   local call, fps = KEYS[6 + 2 * c], KEYS[7 + 2 * c]
   if known[call] == nil then
-    local found = redis.pcall('HMGET', call, 'eid', 'sk')
+    local found = redis.pcall('HMGET', call, 'eid', 'sk', 'cx')
     if found.err then return {-1, 6 + 2 * c} end
     known[call] = found[1] and (found[2] or '') or false  -- its scope key, or false: new
+    marked[call] = found[3] and true or false
   end
   if not checked[fps] then
     checked[fps] = true
@@ -69,13 +84,20 @@ local replies = {}
 local ids = {}
 local renewed, indexed = {}, {}  -- per session, once a batch: fingerprints' expiry, index
 for c = 0, n - 1 do
-  local a = 7 + 7 * c
+  local a = 7 + 8 * c
   local call, fps = KEYS[6 + 2 * c], KEYS[7 + 2 * c]
-  local rid, env, session, id, tool, fp, sk =
-    ARGV[a], ARGV[a + 1], ARGV[a + 2], ARGV[a + 3], ARGV[a + 4], ARGV[a + 5], ARGV[a + 6]
+  local rid, env, session, id, tool, fp, sk, cancel =
+    ARGV[a], ARGV[a + 1], ARGV[a + 2], ARGV[a + 3], ARGV[a + 4], ARGV[a + 5], ARGV[a + 6],
+    ARGV[a + 7] == '1'
   ids[#ids + 1] = rid
   if known[call] then
-    replies[#replies + 1] = (known[call] == sk) and 0 or 2
+    local same = known[call] == sk
+    if same and cancel and not marked[call]
+        and redis.call('EXISTS', result_of(call)) == 0 then
+      redis.call('HSET', call, 'cx', ARGV[2])  -- the cancel's mark, in the step that acks it
+      marked[call] = true
+    end
+    replies[#replies + 1] = same and 0 or 2
   else
     local dup = ''
     if fp ~= '' then
@@ -90,6 +112,10 @@ for c = 0, n - 1 do
     local eid = redis.call('XADD', KEYS[2], '*', 'd', env, 'dup', dup, 'sk', sk)
     redis.call('HSET', call, 'st', 'PROJECTING', 'eid', eid, 'inv', env, 't0', ARGV[2],
       'tool', tool, 'dup', dup, 'fp', fp, 'sk', sk)
+    if cancel then  -- a cancel admitted as its call: recorded cancelled, never run
+      redis.call('HSET', call, 'cx', ARGV[2])
+      marked[call] = true
+    end
     redis.call('XADD', KEYS[3], 'MAXLEN', '~', ARGV[3], '*', 'session', session, 'id', id,
       'tool', tool, 'status', 'PROJECTING', 'at', ARGV[2], 'eid', eid)
     local idx = index_of(fps)
@@ -110,7 +136,7 @@ for c = 0, n - 1 do
     replies[#replies + 1] = eid
   end
 end
-local r = 7 + 7 * n
+local r = 7 + 8 * n
 for j = 0, m - 1 do
   local b = r + 4 * j
   ids[#ids + 1] = ARGV[b]

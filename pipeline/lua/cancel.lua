@@ -4,7 +4,9 @@
 -- was sent with: only a call of that scope is cancelled (the same check as a result's), so a
 -- cancel for an id another scope holds changes nothing.
 --
--- Per call: its cancel mark `cx` is set on the call hash, and, unless a result exists already
+-- Per call: its cancel mark `cx` is set on the call hash (admit.lua set it already, in the step
+-- that acked the cancel: kept, so `cx` says when the cancel was admitted), and, unless a result
+-- exists already
 -- (a finish won the race: nothing changes), the call is finished here as ERROR/CANCELLED, once,
 -- exactly as finish.lua finishes a call (result hash, raw answer, both views, lifecycle entry),
 -- with one of two prebuilt sets of views: "before it ran" or, when a worker has taken it (`tk`),
@@ -35,7 +37,7 @@ for c = 0, n - 1 do
     ARGV[a + 4]
   local recorded = nil
   if not (wrong(model, 'stream') or wrong(control, 'stream') or wrong(result, 'hash')) then
-    recorded = redis.pcall('HMGET', call, 'sk', 'eid', 'tk')
+    recorded = redis.pcall('HMGET', call, 'sk', 'eid', 'tk', 'cx')
   end
   if not recorded or recorded.err then
     replies[#replies + 1] = -2
@@ -46,7 +48,7 @@ for c = 0, n - 1 do
   else
     local v = a + 5
     if recorded[3] then v = a + 8 end
-    redis.call('HSET', call, 'cx', now)
+    if not recorded[4] then redis.call('HSET', call, 'cx', now) end
     local mid = redis.call('XADD', model, 'MAXLEN', '~', maxlen, '*', 'id', id,
       'd', ARGV[v + 1], 'sk', sk)
     local cid = redis.call('XADD', control, 'MAXLEN', '~', maxlen, '*', 'id', id,

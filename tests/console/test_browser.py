@@ -241,7 +241,9 @@ def test_hostile_payload_renders_as_text(page: Any, base: str) -> None:
     assert page.locator("main b").count() == 0
     text = page.get_by_test_id("model-view").inner_text()
     assert "<script>alert(1)</script>" in text and "<b>bold</b>" in text
-    assert "\\x1b[31mRED" in text and "\\u202egnp.exe" in text and "\u202e" not in text
+    # The bidi override never reaches the model (contracts.text.visible_text removes it from
+    # every observation, issue 34), so nothing of it is shown; the escape is spelled out.
+    assert "\\x1b[31mRED" in text and " gnp.exe" in text and "\u202e" not in text
     assert page.get_by_test_id("call-id").inner_text() == HOSTILE_ID
     _shot(page, "hostile")
 

@@ -22,8 +22,9 @@ def test_the_builders_fill_every_key_and_argument_their_script_reads() -> None:
     )
     assert (len(keys), len(args)) == (_highest(TAKE_LUA, "KEYS"), _highest(TAKE_LUA, "ARGV"))
     assert keys == [part.requests, part.dead] and args[:2] == [ADMISSION_GROUP, "w"]
-    # The admit script's fixed keys and arguments, then 2 keys and 7 arguments per call and
-    # 4 arguments per refused request.
+    # The admit script's fixed keys and arguments, then 2 keys and 8 arguments per call (the
+    # last: '1' for a cancel request, whose mark admit.lua sets) and 4 arguments per refused
+    # request.
     one = admission.Admission("1-0", b"{}", "s", "c", "t", "", "k")
     refused = admission.Refusal("2-0", "why")
     keys, args = admission.admit_call(
@@ -32,8 +33,9 @@ def test_the_builders_fill_every_key_and_argument_their_script_reads() -> None:
     assert len(keys) == _highest(ADMIT_LUA, "KEYS") + 2 * 2
     assert keys[5:7] == [part.call("s", "c"), part.fingerprints("s")]
     assert (
-        len(args) == 6 + 7 * 2 + 4 and args[4:6] == [2, 1] and args[-4:] == ["2-0", "why", "", ""]
+        len(args) == 6 + 8 * 2 + 4 and args[4:6] == [2, 1] and args[-4:] == ["2-0", "why", "", ""]
     )
+    assert args[6 + 7] == "" and args[6 + 8 + 7] == ""  # not cancels
     # The finish script's fixed keys and arguments, then 5 keys and 11 arguments per call.
     one_finish = record.ToFinish(
         session_id="s", tool_call_id="c", tool="t", entry_id="1-0", status="READY",

@@ -82,8 +82,9 @@ async def apply_cancels(
     state: WorkerState, lane: Lane, batches: list[tuple[Partition, list[ToCancel]]]
 ) -> None:
     """Finish the admitted cancels, one `cancel.lua` per partition, in one round trip. A
-    failure is logged: the cancel's request is already acked, so its submitter sends it
-    again (`EvidenceClient.cancel` is idempotent)."""
+    failure is logged and loses nothing: `admit.lua` set each call's cancel mark in the step
+    that acked its request, so whoever meets the call next ends it CANCELLED (`take` refuses
+    to run it, `stoppable` stops it)."""
     settings, scripts = state.settings, state.scripts
     now_ms = int(time.time() * 1000)
     calls = [

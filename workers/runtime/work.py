@@ -183,8 +183,9 @@ async def _run_unless_cancelled(
     if taken == "final":
         return None
     if taken == "run" and is_cancel(invocation):
-        # A cancel admitted as its call (it overtook its request): its mark comes one round
-        # trip after the entry, so the entry itself says the call is cancelled. Never run.
+        # A cancel admitted as its call (it overtook its request): admit.lua records it with
+        # its mark, so mark.lua refuses it; the entry itself says so too (a record admitted
+        # without the mark, e.g. by an older admit.lua). Never run.
         taken = "cancelled"
     outcome: Outcome | None = None
     if taken != "cancelled":
