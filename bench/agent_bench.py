@@ -1,7 +1,7 @@
 """Where an agent's call goes, and A/B figures against another tree.
 
     PYTHONPATH=<tree> .venv/bin/python bench/agent_bench.py [--rounds 5] [--pause 3]
-        [--breakdown [--burst 8]] [--throughput] [--json]
+        [--breakdown] [--throughput] [--json]
 
 Runs against the tree on PYTHONPATH (the A/B runs put an older commit's worktree there): a
 private Redis (`ACI_REDIS_URL`, else an embedded one), one worker process with the instant
@@ -10,9 +10,7 @@ source, and
   only uses the public client API, so it measures any tree the same way);
 - `--breakdown`: one call after each pause watched through Redis `MONITOR`: per round, when
   each command of the call reached Redis (the submit, admission's takes and admit, the
-  finish, the listener's read), relative to the client's start, and the medians; with
-  `--burst 8`, of 8 parallel calls: how many of each command reached Redis and when the last
-  one did (`take_n`, `admit_last`, ...), and the client's first read after the finish;
+  finish, the listener's read), relative to the client's start, and the medians;
 - `--throughput`: the tree's own `bench raw`, instant throughput with one worker and p50/p99
   at a paced 1,000/s for 3 s (`app.bench` of the tree, as `bench pipeline` runs them).
 """
@@ -27,7 +25,6 @@ import statistics
 import sys
 import time
 import uuid
-from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -70,11 +67,8 @@ def _label(command: str) -> str | None:
     return None
 
 
-async def breakdown(
-    client: EvidenceClient, redis: Any, rounds: int, pause: float, burst: int = 1
-) -> None:
-    """Print when each command of one call after `pause` reached Redis (module docstring);
-    `burst` > 1: of that many parallel calls, as `_burst_row` counts them."""
+async def breakdown(client: EvidenceClient, redis: Any, rounds: int, pause: float) -> None:
+    """Print when each command of one call after `pause` reached Redis (module docstring)."""
     session = f"bd-{uuid.uuid4().hex[:6]}"
     events: list[tuple[float, str]] = []
     rows: list[dict[str, float]] = []
@@ -98,26 +92,15 @@ async def breakdown(
             await anyio.sleep(pause)
             events.clear()
             t0 = time.time()
-            calls = [
-                ToolCall(
-                    tool="lookup_knowledge",
-                    tool_call_id=f"bd{r}_{i}",
-                    arguments={"query": f"pool exhausted {r} {i}"},
-                )
-                for i in range(burst)
-            ]
-            async with anyio.create_task_group() as calling:
-                for call in calls:
-                    calling.start_soon(partial(client.call, session, call, timeout=30))
+            call = ToolCall(
+                tool="lookup_knowledge",
+                tool_call_id=f"bd{r}",
+                arguments={"query": f"pool exhausted {r}"},
+            )
+            await client.call(session, call, timeout=30)
             t1 = time.time()
             await anyio.sleep(0.05)
             row: dict[str, float] = {"end": (t1 - t0) * 1000}
-            if burst > 1:
-                row.update(_burst_row(events, t0, t1))
-                if r:
-                    rows.append(row)
-                    print(" ".join(f"{k}={v:.2f}" for k, v in row.items()), flush=True)
-                continue
             submit = next((t for t, name in events if name == "submit" and t >= t0), None)
             for t, name in events:
                 if t < t0 or t > t1 or name in row:
@@ -137,30 +120,12 @@ async def breakdown(
         stop.set()
         await redis.ping()
     names = ["submit", "take", "admit", "read", "finish", "listen", "end", "takes"]
-    names += sorted({n for row in rows for n in row if n not in names})
     medians = {
         n: round(statistics.median(r[n] for r in rows if n in r), 2)
         for n in names
         if any(n in r for r in rows)
     }
     print("median ms after the client's start:", json.dumps(medians))
-
-
-def _burst_row(events: list[tuple[float, str]], t0: float, t1: float) -> dict[str, float]:
-    """Per command name, how many reached Redis during a burst and when the last one did
-    (ms after the client's start): `submit_n`, `submit_last`, `take_n`, ..., and when the
-    client's first read after the last finish came (`listen_after`)."""
-    row: dict[str, float] = {}
-    for t, name in events:
-        if t0 <= t <= t1:
-            row[f"{name}_n"] = row.get(f"{name}_n", 0) + 1
-            row[f"{name}_last"] = (t - t0) * 1000
-    if "finish_last" in row:
-        finished = t0 + row["finish_last"] / 1000
-        after = [t for t, name in events if name == "listen" and finished < t <= t1]
-        if after:
-            row["listen_after"] = (after[0] - t0) * 1000
-    return row
 
 
 async def throughput(client: EvidenceClient, redis: Any, total: int) -> dict[str, Any]:
@@ -185,7 +150,7 @@ async def main(args: argparse.Namespace) -> None:
                     if args.throughput:
                         figures.update(await throughput(client, redis, args.total))
                     if args.breakdown:
-                        await breakdown(client, redis, args.rounds, args.pause, args.burst)
+                        await breakdown(client, redis, args.rounds, args.pause)
                     if args.rounds and not args.breakdown:
                         module = _bench_agent_module()
                         figures.update(
@@ -213,7 +178,6 @@ if __name__ == "__main__":
     parser.add_argument("--pause", type=float, default=3.0)
     parser.add_argument("--total", type=int, default=20000)
     parser.add_argument("--breakdown", action="store_true")
-    parser.add_argument("--burst", type=int, default=1, help="--breakdown of N parallel calls")
     parser.add_argument("--throughput", action="store_true")
     parser.add_argument("--json", action="store_true")
     anyio.run(main, parser.parse_args())

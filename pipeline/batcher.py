@@ -1,9 +1,7 @@
 """Commands from concurrent callers, coalesced: one pipeline in flight at a time.
 
-A lone call goes out after one event-loop turn, sent by its caller, together with every call
-made in that same turn (the parallel calls of one agent turn, started together, are one
-pipeline, not one plus the rest); calls made while a pipeline is in flight go together in the
-next one. Under load this turns many small round trips (each with a
+A lone call goes out at once, sent by its caller; calls made while a pipeline is in flight
+go together in the next one. Under load this turns many small round trips (each with a
 connection of its own) into a few large ones, so a burst of callers does not grow the
 connection pool, and a hiccup does not cascade into more connections and more round trips.
 """
@@ -15,7 +13,6 @@ from collections.abc import Sequence
 from typing import Any, Final
 
 import anyio
-import anyio.lowlevel
 from anyio.abc import TaskGroup
 
 from pipeline.lane import Lane
@@ -46,10 +43,9 @@ class CommandBatcher:
     """Runs commands for many callers on a connection of its own (idempotent ones only: a
     caller cancelled while waiting leaves its commands to go out anyway).
 
-    A caller that finds nothing in flight yields one loop turn (so the callers started with it
-    join its pipeline) and sends the calls itself (no hand-off to another task); callers that
-    arrive while a pipeline is in flight queue up, and a task in `task_group` sends the queue,
-    in pipelines, until it is empty."""
+    A caller that finds nothing in flight sends its calls itself (no hand-off to another
+    task); callers that arrive while a pipeline is in flight queue up, and a task in
+    `task_group` sends the queue, in pipelines, until it is empty."""
 
     def __init__(
         self, redis: Redis, task_group: TaskGroup, wait: tuple[int, int] | None = None
@@ -70,10 +66,7 @@ class CommandBatcher:
             return pending.result()
         self._busy = True
         try:
-            # One loop turn, not cancellable (a lone call still goes out): the callers started
-            # in the same turn queue up meanwhile and go in this pipeline.
-            await anyio.lowlevel.cancel_shielded_checkpoint()
-            await self._flush(self._take([pending]))
+            await self._flush([pending])
         finally:
             if self._queue:
                 self._task_group.start_soon(self._drain)  # stays busy until drained
@@ -84,7 +77,12 @@ class CommandBatcher:
     async def _drain(self) -> None:
         try:
             while self._queue:
-                await self._flush(self._take([self._queue.popleft()]))
+                batch = [self._queue.popleft()]
+                size = len(batch[0].calls)
+                while self._queue and size + len(self._queue[0].calls) <= _MAX_CALLS:
+                    batch.append(self._queue.popleft())
+                    size += len(batch[-1].calls)
+                await self._flush(batch)
         finally:
             # Drained, or closed (the owner's task group is cancelled): nobody left hanging.
             self._busy = False
@@ -92,14 +90,6 @@ class CommandBatcher:
                 pending.error = PipelineError("the client was closed")
                 pending.done.set()
             self._queue.clear()
-
-    def _take(self, batch: list[_Pending]) -> list[_Pending]:
-        """`batch` and the queued callers after it, up to `_MAX_CALLS` commands in all."""
-        size = sum(len(pending.calls) for pending in batch)
-        while self._queue and size + len(self._queue[0].calls) <= _MAX_CALLS:
-            batch.append(self._queue.popleft())
-            size += len(batch[-1].calls)
-        return batch
 
     async def aclose(self) -> None:
         """Close the connection (the owner's task group is done)."""

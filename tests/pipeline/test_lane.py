@@ -137,36 +137,6 @@ async def test_concurrent_submissions_share_pipelines_and_stay_idempotent(
 
 
 @pytest.mark.redis
-async def test_parallel_calls_started_in_one_turn_go_in_one_pipeline(
-    redis: Any, prefix: str, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    # An agent's burst: 8 calls started together are one round trip, not the first alone and
-    # the other seven after it (each pipeline costs admission a ring, a take and an admit).
-    settings = Settings(prefix=prefix)
-    pipelines: list[int] = []
-    real_call = Lane.call
-
-    async def counted(self: Lane, calls: Any, *args: Any, **kwargs: Any) -> Any:
-        pipelines.append(len(calls))
-        return await real_call(self, calls, *args, **kwargs)
-
-    monkeypatch.setattr(Lane, "call", counted)
-    async with EvidenceClient(redis, settings) as client:
-
-        async def submit(i: int) -> None:
-            call = ToolCall(tool="lookup_knowledge", tool_call_id=f"b{i}", arguments={"q": i})
-            assert await client.submit_many("burst", [call]) == [None]
-
-        async with anyio.create_task_group() as tg:
-            for i in range(8):
-                tg.start_soon(submit, i)
-        assert len(pipelines) == 1
-        await submit(8)  # a lone call still goes out at once, alone
-        assert len(pipelines) == 2
-    assert await redis.xlen(Keys(prefix).requests) == 9
-
-
-@pytest.mark.redis
 async def test_a_refused_submission_fails_only_its_own_caller(redis: Any, prefix: str) -> None:
     settings = Settings(prefix=prefix, visibility_timeout_s=5.0, deadline_s=2.0)
     await redis.set(Keys(prefix).call("broken", "c7"), "not a hash")  # WRONGTYPE for its read
