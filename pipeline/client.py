@@ -31,6 +31,8 @@ from typing import Any, Final
 import anyio
 from anyio.abc import TaskGroup
 
+from pipeline.admission import ADMIT_CONFLICT, ADMIT_KNOWN
+from pipeline.admit_here import AdmitHere, outcomes
 from pipeline.batcher import CommandBatcher
 from pipeline.call import CallResult, InvalidSessionId, ToolCall, _conflict, rejected_locally
 from pipeline.client_cancel import CancelAndProgress, ProgressCallback
@@ -38,7 +40,7 @@ from pipeline.keys import is_valid_session_id
 from pipeline.lane import Lane
 from pipeline.listener import _collect, _Hub, _Listener, _Waiter
 from pipeline.record import RESULT_ROW, SCOPE_KEY, with_views
-from pipeline.redis_io import PipelineError, Redis, execute, open_redis
+from pipeline.redis_io import PipelineError, Redis, RedisProtocolError, execute, open_redis
 from pipeline.settings import Settings
 from pipeline.submitter import Prepared, Unadmitted, prepare, verified
 from pipeline.window import AsOf, AsOfPins
@@ -81,6 +83,7 @@ class EvidenceClient(CancelAndProgress, AsOfPins):
         # walk the holes left: 17 µs a call at 65,536 entries).
         self._asked: OrderedDict[tuple[str, str], tuple[str, str]] = OrderedDict()
         self.unadmitted = Unadmitted(self.keys, settings.admit_resend_s, settings.bounds)
+        self._here = AdmitHere(redis, settings, self.keys)  # a trusted client admits itself
 
     async def __aenter__(self) -> EvidenceClient:
         self._tg_cm = anyio.create_task_group()
@@ -226,16 +229,11 @@ class EvidenceClient(CancelAndProgress, AsOfPins):
         prepared = prepared or self._prepare(session_id, calls, traceparent)
         if not prepared.commands:
             return prepared, {}
-        if self._submits is not None:
-            replies = await self._submits.run(prepared.commands)
-        else:  # used outside `async with`: a lane of its own for this submission
-            lane = Lane(self.redis)
-            try:
-                replies = await lane.call(prepared.commands, _CALL_TIMEOUT_S)
-            finally:
-                await lane.aclose()
-            if any(isinstance(r, Exception) for r in replies):
-                raise PipelineError("the submission was refused by redis")
+        if self._here.enabled:
+            here = await self._admit_here(session_id, calls, prepared)
+            if here is not None:
+                return prepared, here
+        replies = await self._run(prepared.commands)
         part = self.keys.for_session(session_id)
         known: list[str] = []
         for n, at in enumerate(prepared.positions):
@@ -254,6 +252,48 @@ class EvidenceClient(CancelAndProgress, AsOfPins):
         # took its cursors, when waiting), so a view published earlier is not missed.
         found = await self._read_final(session_id, known) if known else {}
         return prepared, found
+
+    async def _run(self, commands: Sequence[tuple[Any, ...]]) -> list[Any]:
+        if self._submits is not None:
+            return await self._submits.run(commands)
+        lane = Lane(self.redis)  # used outside `async with`: a lane of its own
+        try:
+            replies = await lane.call(commands, _CALL_TIMEOUT_S)
+        finally:
+            await lane.aclose()
+        if any(isinstance(r, Exception) for r in replies):
+            raise PipelineError("the submission was refused by redis")
+        return replies
+
+    async def _admit_here(
+        self, session_id: str, calls: Sequence[ToolCall], prepared: Prepared
+    ) -> dict[str, CallResult] | None:
+        # `pipeline.admit_here`: the calls admitted in this round trip, or None (then they go
+        # through the workers' admission). Returns the results of calls final already.
+        part = self.keys.for_session(session_id)
+        sent = [(n, at) for n, at in enumerate(prepared.positions) if prepared.out[at] is None]
+        command = self._here.command(part, session_id, [prepared.envelopes[n] for n, _ in sent])
+        if command is None:
+            return None
+        for attempt in (1, 2):
+            try:
+                reply = (await self._run([command]))[0]
+                break
+            except RedisProtocolError as exc:
+                if attempt == 2 or not await self._here.refused(exc):
+                    return None
+        found = outcomes(reply, len(sent))
+        if found is None:
+            return None
+        known: list[str] = []
+        for (_n, at), outcome in zip(sent, found, strict=True):
+            call = calls[at]
+            if outcome == ADMIT_CONFLICT:
+                bounds = self.settings.bounds
+                prepared.out[at] = rejected_locally(call, session_id, bounds, _conflict(call))
+            elif outcome == ADMIT_KNOWN:  # the same call, admitted before: perhaps final
+                known.append(call.tool_call_id)
+        return await self._read_final(session_id, known) if known else {}
 
     async def result(self, session_id: str, tool_call_id: str) -> CallResult | None:
         """The final result of one invocation, or None while it is not final (or unknown).

@@ -32,7 +32,8 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     `ACI_PARTITIONS` (1 to 256 partitions of the queue; every process of a deployment must use
     the same count), `ACI_REDIS_CLUSTER` (1: the URL names a Redis Cluster node; a
     `redis+cluster://` URL says the same), `ACI_WAIT_REPLICAS` (WAIT for this many replicas
-    after each submit and finish; 0 = do not wait) and `ACI_WAIT_TIMEOUT_MS`."""
+    after each submit and finish; 0 = do not wait), `ACI_WAIT_TIMEOUT_MS` and `ACI_ADMIT_HERE`
+    (auto, 1 or 0: whether a client trusted as a worker admits its own calls)."""
 
     redis_url: str | None = None
     prefix: str = "aci"
@@ -56,6 +57,10 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     # The share of a worker's slots one session may hold while others wait
     # (`workers.runtime.share`). Env: ACI_SESSION_SHARE.
     session_share: float = 0.25
+    # Whether a client admits its own calls in its submit's round trip (`pipeline.admit_here`):
+    # 'auto' as Redis's default user (all rights unless the operator restricted it), '1' as any
+    # user that may run the admission script, '0' never. Env: ACI_ADMIT_HERE.
+    admit_here: str = "auto"
 
     def __post_init__(self) -> None:
         # A zero or negative value is never meant: a deadline every call misses, views trimmed
@@ -80,6 +85,8 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
             raise SettingsError(f"ACI_PARTITIONS must be 1 to {MAX_PARTITIONS}")
         if not 0 < self.session_share <= 1:
             raise SettingsError("ACI_SESSION_SHARE must be > 0 and <= 1")
+        if self.admit_here not in ("auto", "0", "1"):
+            raise SettingsError("ACI_ADMIT_HERE must be auto, 0 or 1")
         if self.admit_resend_s <= 0:
             raise SettingsError("ACI_ADMIT_RESEND_S must be > 0")
         if self.wait_replicas < 0 or self.wait_timeout_ms < 1:
@@ -113,6 +120,7 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
             "ACI_WAIT_TIMEOUT_MS": ("wait_timeout_ms", int),
             "ACI_ADMIT_RESEND_S": ("admit_resend_s", float),
             "ACI_SESSION_SHARE": ("session_share", float),
+            "ACI_ADMIT_HERE": ("admit_here", str),
         }
         for var, (field, kind) in table.items():
             text = env.get(var, "").strip()

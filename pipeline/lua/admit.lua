@@ -39,7 +39,8 @@
 -- KEYS[5] dead          then per call: the call hash, the session's fingerprint hash
 -- ARGV[1] group         ARGV[2] now_ms        ARGV[3] stream maxlen ARGV[4] retention_ms
 -- ARGV[5] calls n       ARGV[6] refused m
--- then per call 8: request id, envelope, session, tool call id, tool, fingerprint or '', scope key,
+-- then per call 8: request id ('' for a call its trusted client admits itself,
+--   pipeline.admit_here: no request to ack), envelope, session, tool call id, tool, fingerprint or '', scope key,
 --   cancel ('1' for a cancel request, else '')
 -- then per refused 4: request id, reason, session or '', tool call id or ''
 -- Reply: per call 0 (known), 2 (conflict) or the new invocation entry's id (admitted); or
@@ -89,7 +90,7 @@ for c = 0, n - 1 do
   local rid, env, session, id, tool, fp, sk, cancel =
     ARGV[a], ARGV[a + 1], ARGV[a + 2], ARGV[a + 3], ARGV[a + 4], ARGV[a + 5], ARGV[a + 6],
     ARGV[a + 7] == '1'
-  ids[#ids + 1] = rid
+  if rid ~= '' then ids[#ids + 1] = rid end  -- '': admitted by its own client (admit_here)
   if known[call] then
     local same = known[call] == sk
     if same and cancel and not marked[call]

@@ -37,7 +37,7 @@ async def _submit(redis: Any, settings: Settings, session: str, *ids: str) -> in
 async def test_admission_indexes_each_call_once_and_marks_a_fresh_partition(
     redis: Any, prefix: str
 ) -> None:
-    settings = Settings(prefix=prefix)
+    settings = Settings(prefix=prefix, admit_here="0")  # the workers' admission indexes
     keys = settings.keys()
     assert await _submit(redis, settings, "s", "a", "b") == 2
     assert await _submit(redis, settings, "t", "a") == 1

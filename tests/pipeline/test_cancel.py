@@ -48,7 +48,10 @@ def kcall(i: int | str, query: str = "pool exhausted") -> ToolCall:
 
 
 def settings_for(prefix: str, **kw: Any) -> Settings:
-    base: dict[str, Any] = {"prefix": prefix, "visibility_timeout_s": 12.0, "deadline_s": 10.0}
+    # Through the workers' admission (a call can be cancelled while still a request).
+    base: dict[str, Any] = {
+        "prefix": prefix, "visibility_timeout_s": 12.0, "deadline_s": 10.0, "admit_here": "0",
+    }  # fmt: skip
     base.update(kw)
     return Settings(**base)
 

@@ -93,7 +93,7 @@ async def test_sessions_spread_over_three_shards_finish_exactly_once(
 async def test_a_worker_on_a_subset_leaves_the_rest_and_status_aggregates(
     credis: Any,
 ) -> None:
-    settings = settings_for(partitions=4)
+    settings = settings_for(partitions=4, admit_here="0")  # requests wait for admission
     keys = settings.keys()
     sessions = [f"s{i}" for i in range(16)]
     mine = [s for s in sessions if keys.partition_of(s) in (0, 1)]

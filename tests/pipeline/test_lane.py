@@ -106,7 +106,8 @@ async def test_a_lane_to_a_closed_port_is_unavailable() -> None:
 async def test_concurrent_submissions_share_pipelines_and_stay_idempotent(
     redis: Any, prefix: str
 ) -> None:
-    settings = Settings(prefix=prefix, visibility_timeout_s=5.0, deadline_s=2.0)
+    # As a submitter does (requests): a client that admits itself is tested in test_admit_here.
+    settings = Settings(prefix=prefix, visibility_timeout_s=5.0, deadline_s=2.0, admit_here="0")
 
     def calls(k: int) -> list[ToolCall]:
         # Every caller also submits the shared id `same`: exactly one of them creates it.

@@ -67,7 +67,7 @@ async def test_settings_refuse_a_visibility_timeout_below_the_deadline() -> None
 
 
 async def test_submit_is_idempotent_per_session_and_tool_call_id(redis: Any, prefix: str) -> None:
-    settings = settings_for(prefix)
+    settings = settings_for(prefix, admit_here="0")  # requests, as a submitter's
     async with EvidenceClient(redis, settings) as client:
         source = InstantSource()
         await client.submit_many("s1", [kcall(1), kcall(1)])

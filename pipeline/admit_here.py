@@ -1,0 +1,121 @@
+"""Admission in the submitter's own round trip, for a client that Redis trusts as a worker.
+
+Admission (`pipeline.admission`) exists because a submitter is not trusted: holding only the
+`submitter` role (`pipeline.acl`), it may append requests and nothing else, and a worker
+decides what each becomes. That costs an agent's call two round trips and a wake-up more
+than writing the invocation itself (request → doorbell → take → admit). A client whose Redis
+user may run the admission script (an operator's one URL for everything, a worker's
+credentials, a server without ACLs) could write anything a worker writes anyway; for it the
+same judge (`pipeline.admission.judge`) and the same script (`pipeline/lua/admit.lua`) run in
+its submit's own round trip, so its call is an invocation the moment the submit returns, as
+before admission existed. Nothing is trusted that was not already: a `submitter` is refused
+the script (`NOPERM`) and its client goes on through the workers' admission, which is then
+the only way its calls are admitted; the workers' admission is unchanged.
+
+Per client, `ACI_ADMIT_HERE`: `auto` (the default) tries it as Redis's default user only (a
+server without ACLs, or one password for everything), so a named least-privilege user never
+meets a refusal in the ACL log; `1` tries it as any user; `0` never. Tried on the first
+submit, kept while Redis runs it. A call the judge would refuse, a cancel, or a script that
+cannot run (a key of the wrong type, any error) goes through the workers' admission instead,
+which answers it as it always did. A log call's window ends at this client's clock (the
+workers' admission uses its own).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import time
+from collections.abc import Sequence
+from typing import Any, Final
+
+from pipeline.admission import ADMIT_CONFLICT, ADMIT_KNOWN, Admission, admit_call, judge
+from pipeline.cancel import is_cancel
+from pipeline.keys import Keys, Partition
+from pipeline.redis_io import Redis, RedisProtocolError, call_redis
+from pipeline.scripts import ADMIT_LUA
+from pipeline.settings import Settings
+
+__all__ = ["NEW", "AdmitHere"]
+
+log = logging.getLogger("aci.client")
+_SHA: Final = hashlib.sha1(ADMIT_LUA.encode()).hexdigest()
+NEW: Final = 1  # per call: admitted now (the others: ADMIT_KNOWN, ADMIT_CONFLICT)
+
+
+class AdmitHere:
+    """Whether this client admits its own calls, and the script call that does it."""
+
+    def __init__(self, redis: Redis, settings: Settings, keys: Keys) -> None:
+        self.redis = redis
+        self.settings = settings
+        self.keys = keys
+        # False for good once Redis refuses the script.
+        self.enabled = settings.admit_here == "1" or (
+            settings.admit_here == "auto" and _username(redis) in (None, "", "default")
+        )
+
+    def command(
+        self, part: Partition, session_id: str, envelopes: Sequence[bytes]
+    ) -> tuple[Any, ...] | None:
+        """The admit script call for `envelopes` (this client's, of one session), or None
+        when one of them must go through the workers' admission (module docstring)."""
+        settings = self.settings
+        admitted: list[Admission] = []
+        for envelope in envelopes:
+            verdict = judge(
+                self.keys, part, "", envelope,
+                argument_max_bytes=settings.argument_max_bytes,
+                default_lookback=settings.default_lookback,
+            )  # fmt: skip
+            if not isinstance(verdict, Admission) or is_cancel(verdict.invocation):
+                return None
+            if verdict.session_id != session_id:
+                return None  # never: an envelope of this client's, of this session
+            admitted.append(verdict)
+        keys, args = admit_call(
+            part, admitted, [], now_ms=int(time.time() * 1000),
+            maxlen=settings.stream_maxlen, retention_ms=settings.retention_s * 1000,
+        )  # fmt: skip
+        return ("EVALSHA", _SHA, len(keys), *keys, *args)
+
+    async def refused(self, error: RedisProtocolError) -> bool:
+        """After the script call failed: True to send it again (the script was loaded now);
+        False to go through the workers' admission (for good after `NOPERM`)."""
+        code = str(error)
+        if code == "NOSCRIPT":
+            try:
+                await call_redis(self.redis.script_load(ADMIT_LUA))
+                return True
+            except RedisProtocolError as exc:
+                code = str(exc)
+        if code == "NOPERM":
+            self.enabled = False
+            log.info("calls go through the workers' admission: this Redis user may not run it")
+        return False
+
+
+def outcomes(reply: Any, count: int) -> list[int] | None:
+    """Per call: NEW, ADMIT_KNOWN or ADMIT_CONFLICT; None when the script wrote nothing (a key
+    of the wrong type: the workers' admission refuses that call alone)."""
+    if not isinstance(reply, list) or len(reply) != count:
+        return None
+    out: list[int] = []
+    for item in reply:
+        if isinstance(item, bytes):
+            out.append(NEW)
+        elif item in (ADMIT_KNOWN, ADMIT_CONFLICT):
+            out.append(int(item))
+        else:
+            return None
+    return out
+
+
+def _username(redis: Redis) -> str | None:
+    # The user this client's connections log in as (None: Redis's default user).
+    kwargs = getattr(redis, "connection_pool", None)
+    found = kwargs.connection_kwargs if kwargs is not None else {}
+    if not found and hasattr(redis, "nodes_manager"):  # a cluster client
+        found = redis.nodes_manager.connection_kwargs
+    user = found.get("username")
+    return user if isinstance(user, str) else None

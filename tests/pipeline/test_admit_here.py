@@ -1,0 +1,152 @@
+"""A client that Redis trusts as a worker admits its own calls (`pipeline.admit_here`); one that
+holds only the submitter role goes through the workers' admission, with no refusal logged."""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import Any
+
+import pytest
+
+from contracts import LifecycleStatus
+from pipeline.client import EvidenceClient, ToolCall
+from pipeline.embedded import embedded_redis
+from pipeline.envelope import decode_envelope
+from pipeline.keys import Keys
+from pipeline.redis_io import RedisProtocolError, call_redis, open_redis
+from pipeline.settings import Settings
+from tests.pipeline.acl_server import acl_server
+from tests.pipeline.helpers import running_worker
+from tests.pipeline.sources import InstantSource
+from tests.pipeline.test_acl import _denials
+
+PREFIX = "aci"
+
+
+def kcall(i: int, query: str = "pool exhausted") -> ToolCall:
+    return ToolCall(
+        tool="lookup_knowledge", tool_call_id=f"call_{i}", arguments=json.dumps({"query": query})
+    )
+
+
+def settings_for(prefix: str, **kw: Any) -> Settings:
+    return Settings(prefix=prefix, visibility_timeout_s=2.0, deadline_s=1.0, **kw)
+
+
+async def test_a_default_user_client_admits_its_calls_in_its_submit(
+    redis: Any, prefix: str
+) -> None:
+    settings = settings_for(prefix)
+    keys = Keys(prefix)
+    part = keys.for_session("s1")
+    async with EvidenceClient(redis, settings) as client:
+        # No worker runs: the call is admitted by the submit itself, no request is written.
+        assert await client.submit_many("s1", [kcall(1), kcall(2)]) == [None, None]
+        assert await redis.exists(part.requests) == 0
+        assert await redis.xlen(part.invocations) == 2
+        record = await redis.hgetall(part.call("s1", "call_1"))
+        assert record[b"st"] == b"PROJECTING" and record[b"eid"]
+        assert await redis.zscore(part.calls("s1"), "call_1") is not None  # indexed too
+        # Idempotent: the same call again is the same invocation.
+        assert await client.submit_many("s1", [kcall(1)]) == [None]
+        assert await redis.xlen(part.invocations) == 2
+        # The id reused for another scope: refused here, with the first call's evidence
+        # never given.
+        [refused] = await client.submit_many("s1", [kcall(1, "disk full")])
+        assert refused is not None and refused.lifecycle is LifecycleStatus.ERROR
+        assert json.loads(bytes(refused.model))["error"]["code"] == "DUPLICATE_TOOL_CALL_ID"
+        async with running_worker(redis, settings, {"lookup_knowledge": InstantSource()}):
+            results = await client.call_many("s1", [kcall(1), kcall(2), kcall(3)], timeout=10)
+            # A call final already is answered from its result, admitted once.
+            [again] = await client.call_many("s1", [kcall(3)], timeout=10)
+    assert all(r is not None and r.lifecycle is LifecycleStatus.READY for r in results)
+    assert again is not None and again.lifecycle is LifecycleStatus.READY
+    assert await redis.xlen(part.invocations) == 3
+    assert client.unadmitted.sent == {}
+
+
+async def test_a_log_calls_window_is_pinned_by_the_client_that_admits_it(
+    redis: Any, prefix: str
+) -> None:
+    settings = settings_for(prefix)
+    part = Keys(prefix).for_session("s1")
+    call = ToolCall(
+        tool="query_logs",
+        tool_call_id="logs_1",
+        arguments={"topic": "APPLICATION", "query": "timeout", "lookback_minutes": 30},
+    )
+    async with EvidenceClient(redis, settings) as client:
+        before = int(time.time() * 1000)
+        assert await client.submit_many("s1", [call]) == [None]
+        after = int(time.time() * 1000)
+    envelope = await redis.hget(part.call("s1", "logs_1"), "inv")
+    recorded = decode_envelope(envelope)
+    assert isinstance(recorded.window_end_ms, int) and before <= recorded.window_end_ms <= after
+
+
+async def test_a_client_admits_itself_on_a_fresh_server_that_has_no_script_yet() -> None:
+    # The first EVALSHA on a new Redis answers NOSCRIPT: the client loads the script and
+    # admits; nothing falls back to requests.
+    async with embedded_redis() as url, open_redis(url) as redis:
+        settings = settings_for("fresh")
+        part = Keys("fresh").for_session("s1")
+        async with EvidenceClient(redis, settings) as client:
+            assert await client.submit_many("s1", [kcall(1)]) == [None]
+            assert client._here.enabled
+        assert await redis.xlen(part.invocations) == 1
+        assert await redis.exists(part.requests) == 0
+
+
+async def test_the_submitter_role_goes_through_admission_and_no_refusal_is_logged() -> None:
+    settings = settings_for(PREFIX)
+    forced = settings_for(PREFIX, admit_here="1")  # tried anyway: refused once, then requests
+    with acl_server([PREFIX]) as server:
+        async with (
+            open_redis(server.url("worker")) as worker_redis,
+            running_worker(worker_redis, settings, {"lookup_knowledge": InstantSource()}),
+        ):
+            async with EvidenceClient.connect(settings, server.url("submitter")) as client:
+                assert not client._here.enabled  # a named user: not tried (auto)
+                [first] = await client.call_many("s1", [kcall(1)], timeout=20)
+            assert await _denials(server) == []
+            async with EvidenceClient.connect(forced, server.url("submitter")) as client:
+                [second] = await client.call_many("s1", [kcall(2)], timeout=20)
+                [third] = await client.call_many("s1", [kcall(3)], timeout=20)
+                assert not client._here.enabled
+            denied = await _denials(server)
+    for result in (first, second, third):
+        assert result is not None and result.lifecycle is LifecycleStatus.READY
+    # The one refusal of ACI_ADMIT_HERE=1 as a submitter: one script, once.
+    assert [(d["username"], d["object"]) for d in denied] == [(b"submitter", b"evalsha")]
+    assert denied[0]["count"] == 1
+
+
+async def test_admit_here_0_sends_requests_even_as_the_default_user(
+    redis: Any, prefix: str
+) -> None:
+    settings = settings_for(prefix, admit_here="0")
+    part = Keys(prefix).for_session("s1")
+    async with EvidenceClient(redis, settings) as client:
+        assert not client._here.enabled
+        assert await client.submit_many("s1", [kcall(1)]) == [None]
+    assert await redis.xlen(part.requests) == 1
+    assert await redis.exists(part.invocations) == 0
+
+
+async def test_a_key_of_the_wrong_type_writes_nothing_and_is_reported_as_before(
+    redis: Any, prefix: str
+) -> None:
+    # The admit script writes nothing when a key has the wrong type (only workers write
+    # them): the calls go the way a submitter's do, whose read of the record reports it.
+    settings = settings_for(prefix)
+    part = Keys(prefix).for_session("s1")
+    await call_redis(redis.set(part.call("s1", "call_1"), "not a hash"))
+    async with EvidenceClient(redis, settings) as client:
+        with pytest.raises(RedisProtocolError, match="WRONGTYPE"):
+            await client.submit_many("s1", [kcall(1), kcall(2)])
+        assert client._here.enabled  # only this submission went the other way
+        assert await redis.exists(part.invocations) == 0
+        assert await client.submit_many("s1", [kcall(2)]) == [None]  # the next one admits
+    assert await redis.get(part.call("s1", "call_1")) == b"not a hash"  # untouched
+    assert await redis.xlen(part.invocations) == 1
