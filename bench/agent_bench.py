@@ -1,7 +1,7 @@
 """Where an agent's call goes, and A/B figures against another tree.
 
     PYTHONPATH=<tree> .venv/bin/python bench/agent_bench.py [--rounds 5] [--pause 3]
-        [--breakdown] [--throughput] [--json]
+        [--breakdown] [--throughput] [--json] [--via-admission]
 
 Runs against the tree on PYTHONPATH (the A/B runs put an older commit's worktree there): a
 private Redis (`ACI_REDIS_URL`, else an embedded one), one worker process with the instant
@@ -142,8 +142,13 @@ async def main(args: argparse.Namespace) -> None:
     async with embedded_redis() if url is None else _given(url) as url:
         async with open_redis(url, max_connections=64) as redis:
             prefix = f"ab{uuid.uuid4().hex[:6]}"
-            settings = Settings(redis_url=url, prefix=prefix)
+            # `--via-admission`: the client as a submitter's (requests, the workers' admission),
+            # though it runs as Redis's default user (`pipeline.admit_here`).
+            extra: dict[str, Any] = {"admit_here": "0"} if args.via_admission else {}
+            settings = Settings(redis_url=url, prefix=prefix, **extra)
             figures: dict[str, Any] = {"tree": os.environ.get("PYTHONPATH", "")}
+            if args.via_admission:
+                figures["via_admission"] = True
             with _bench_workers(url, prefix, 1, instant=True):
                 async with EvidenceClient(redis, settings) as client:
                     await anyio.sleep(1.0)
@@ -180,5 +185,9 @@ if __name__ == "__main__":
     parser.add_argument("--breakdown", action="store_true")
     parser.add_argument("--throughput", action="store_true")
     parser.add_argument("--json", action="store_true")
+    parser.add_argument(
+        "--via-admission", action="store_true",
+        help="submit as a submitter does (ACI_ADMIT_HERE=0): trees that have admit_here only",
+    )  # fmt: skip
     anyio.run(main, parser.parse_args())
     sys.exit(0)
