@@ -10,14 +10,17 @@ replay relies on.
 
 Masking replaces what varies in a real log by a typed placeholder before Drain sees the line:
 `<UUID>`, `<IP>` (v4 or v6; a port stays apart as `<IP>:<NUM>`), `<HOST>` (a host name before
-a port), `<PATH>` (`/var/log/x.log`, `C:\\Windows\\x`), `"<*>"` (a quoted value), `<HEX>`
+a port), `<PATH>` (`/var/log/x.log`, `C:\\Windows\\x`), `"<*>"` (a quoted word, or the quoted
+value of a key: `tag="View Lock"`; a quoted phrase elsewhere keeps its words), `<HEX>`
 (`0x1f`, `a3f9c2d1e5`), `<NUM>` (integers and decimals with a sign or a unit:
 `blk_-6952295868487656571`, `250ms`, `250 ms`, `1.5s`, `42%`, `uid=0`; a clock time or
 duration `00:02`; a `-` is a sign only after a space, `=`, `(`, `[`, `:`, `,`, `_` or at the
 start, else a separator: `<IP>-<NUM>`). One combined pattern, one pass.
 Lines are then grouped by Drain
 (He et al., ICWS 2017: a fixed-depth prefix tree over the token count and the first tokens,
-then a similarity threshold), drain3's implementation with a similarity over constant words.
+then a similarity threshold), drain3's implementation with a similarity over constant words
+(tokens holding a digit or a placeholder count as values; a differing last word weighs
+double), then templates alike but for three or more words in one place are merged.
 docs/logs.md states the choices and their accuracy on loghub (`bench/logs_patterns_eval.py`).
 """
 
@@ -63,9 +66,11 @@ _MASK: Final = re.compile(
     r"|(?P<ip4>(?<![\w.])\d{1,3}(?:\.\d{1,3}){3}(?![\w.]))"
     r"|(?P<ip6>(?<![\w:])(?=[0-9a-fA-F]{0,4}:)(?=[0-9a-fA-F:]*\d)(?=[0-9a-fA-F:]*(?:::|[a-fA-F]))"
     r"[0-9a-fA-F]{0,4}(?::[0-9a-fA-F]{0,4}){2,7}(?![\w:]))"
-    # A quoted value (up to 200 characters, no quote inside).
-    r"|(?P<dq>(?<![\w\\])\"[^\"\n]{1,200}\"(?!\w))"
-    r"|(?P<sq>(?<![\w\\])'[^'\n]{1,200}'(?!\w))"
+    # A quoted value (up to 200 characters, no quote inside): a quoted word, or whatever is
+    # quoted right after a key's `=` or `:` (`tag="View Lock"`). A quoted phrase elsewhere
+    # keeps its words, each masked on its own (`"GET <PATH> HTTP/<NUM>"`: the method matters).
+    r"|(?P<dq>(?<![\w\\])\"(?:(?<=[=:]\")|(?=[^\"\s]{1,200}\"))[^\"\n]{1,200}\"(?!\w))"
+    r"|(?P<sq>(?<![\w\\])'(?:(?<=[=:]')|(?=[^'\s]{1,200}'))[^'\n]{1,200}'(?!\w))"
     # Paths: two or more segments after a leading / (or a drive letter).
     r"|(?P<path>(?<![\w/.])(?:[A-Za-z]:\\|/)(?:[\w.@+~-]+[/\\])+[\w.@+~-]*)"
     # A host name with a port (`db-1.shop.internal:3306`; not `Class.method:42`, `a.b:12`).
@@ -95,6 +100,11 @@ _CANDIDATE: Final = re.compile(r"[\d\"'/\\]")
 
 _SIM_TH: Final = 0.7
 _DEPTH: Final = 4
+# Constant words a template has at most when one word differing keeps a line apart from it
+# (a last word weighs double: 4 of 6 is below `_SIM_TH`, 5 of 7 above; another word: 2 of 3,
+# 3 of 4), and templates alike but for one word in one place that are one event.
+_SPLIT_WORDS: Final = 5
+_MERGE_WORDS: Final = 3
 
 
 def _placeholder(match: re.Match[str]) -> str:
@@ -124,7 +134,11 @@ _PLACEHOLDER: Final = re.compile(r"<(?:UUID|IP|PATH|HOST|HEX|NUM|\*)>")
 class _Drain(Drain):  # type: ignore[misc]
     """Drain whose similarity weighs only the constant words of a line: two lines that share
     their placeholders but differ in one of three words (`Ending TrustedInstaller
-    initialization.` / `finalization.`) are two events, not 5 of 6 tokens alike."""
+    initialization.` / `finalization.`) are two events, not 5 of 6 tokens alike. Two tokens
+    that both hold a digit or a placeholder (`eth0` / `eth1`) are values, neither alike nor
+    different, unless they are values of two keys. A differing last word counts twice: it
+    often says the outcome or the kind (`... client UpdateAgent.` / `... client Spp.`,
+    `... HTTPS` / `... SOCKS5`), where a word inside is often a name (`user bob logged in`)."""
 
     @staticmethod
     def has_numbers(s: str) -> bool:
@@ -139,8 +153,9 @@ class _Drain(Drain):  # type: ignore[misc]
     def get_seq_distance(
         self, seq1: Sequence[str], seq2: Sequence[str], include_params: bool
     ) -> tuple[float, int]:
-        constant = same = params = 0
-        for template_token, token in zip(seq1, seq2, strict=True):
+        constant = same = params = values = 0
+        last = len(seq1) - 1
+        for i, (template_token, token) in enumerate(zip(seq1, seq2, strict=True)):
             if template_token == self.param_str:
                 params += 1
                 continue
@@ -148,12 +163,22 @@ class _Drain(Drain):  # type: ignore[misc]
                 continue
             if template_token != token and _same_key(template_token, token):
                 continue  # `name=android,` / `name=audioserver,`: the key is the constant
+            if template_token != token and _both_values(template_token, token):
+                values += 1  # `eth0` / `eth1`, `<IP>,` / `LOCAL(<NUM>),`: a value either way
+                continue
             constant += 1
-            same += template_token == token
+            if template_token == token:
+                same += 1
+            elif i == last:
+                constant += 1  # the last word, often the outcome or kind, weighs double
         if include_params:
             same += params
             constant += params
-        return (same / constant if constant else 1.0), params
+        if not constant:
+            # Nothing constant to weigh: alike if they differ in placeholders only, not when
+            # every word differs (`ready=true,x=<NUM>` / `cancel,index:<NUM>`).
+            return (0.0 if values else 1.0), params
+        return same / constant, params
 
     def create_template(self, seq1: Sequence[str], seq2: Sequence[str]) -> list[str]:
         # seq1 is the new line, seq2 the template: a position where they differ becomes
@@ -179,6 +204,19 @@ def _same_key(a: str, b: str) -> str:
     # The `key=` both tokens start with, or "" (`uid=0` / `uid=1000,` -> "uid=").
     match = _KEY.match(a)
     return match.group() if match and b.startswith(match.group()) else ""
+
+
+# A token holding a digit or a placeholder: what the tree routes as a variable.
+_VALUE: Final = re.compile(r"[\d<]")
+
+
+def _both_values(a: str, b: str) -> bool:
+    # Two different tokens that both hold a digit or a placeholder are two values of one
+    # variable, unless they are values of two different keys (`size=<NUM>` / `count=<NUM>`).
+    if _VALUE.search(a) is None or _VALUE.search(b) is None:
+        return False
+    key_a, key_b = _KEY.match(a), _KEY.match(b)
+    return not (key_a and key_b and key_a.group() != key_b.group())
 
 
 def _alike(a: str, b: str) -> bool:
@@ -209,12 +247,40 @@ def mine(masked: Iterable[str]) -> dict[str, str]:
                 cluster, _ = drain.add_log_message(line)
             cluster_of[line] = cluster.cluster_id
     final = _merge_heads(
-        {cid: drain.id_to_cluster[cid].log_template_tokens for cid in set(cluster_of.values())}
+        _merge_words(
+            {cid: drain.id_to_cluster[cid].log_template_tokens for cid in set(cluster_of.values())}
+        )
     )
     return {
         line: (final[cid] or line) + (MORE if line in cut else "")
         for line, cid in cluster_of.items()
     }
+
+
+def _merge_words(templates: dict[int, tuple[str, ...]]) -> dict[int, tuple[str, ...]]:
+    # The similarity keeps apart lines of a few constant words that differ in one word
+    # (`... client UpdateAgent.` / `... client Spp.`, `tunnel via HTTPS` / `... SOCKS5`): two
+    # words in one place may be two events. Three or more templates alike but for one word in
+    # one place are one event with a variable there (`disconnected from alpha`, `... beta`,
+    # `... gamma`); the first token is `_merge_heads`' business (a word there names the event:
+    # `getTasks:`). Only a template with at most `_SPLIT_WORDS` constant words can have been
+    # kept apart for one word.
+    by_gap: dict[tuple[int, tuple[str, ...]], list[int]] = {}
+    for cid in sorted(templates):
+        tokens = templates[cid]
+        words = [i for i, token in enumerate(tokens) if "<" not in token]
+        if len(words) <= _SPLIT_WORDS:
+            for i in words[1:] if words[:1] == [0] else words:
+                by_gap.setdefault((i, (*tokens[:i], "<*>", *tokens[i + 1 :])), []).append(cid)
+    out = dict(templates)
+    merged: set[int] = set()
+    # The groups in the order of their first template, a template in the first group only.
+    for (i, gapped), cids in sorted(by_gap.items(), key=lambda item: item[1][0]):
+        free = [cid for cid in cids if cid not in merged]
+        if len({templates[cid][i] for cid in free}) >= _MERGE_WORDS:
+            out.update(dict.fromkeys(free, gapped))
+            merged.update(free)
+    return out
 
 
 _MERGE_REST: Final = 3
