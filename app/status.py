@@ -58,6 +58,10 @@ def attention(report: dict[str, Any]) -> list[str]:
         waiting.append(_count(group["lag"], "invocation waits", "invocations wait") + " to be read")
     elif group.get("oldest_unread_age_ms") is not None:
         waiting.append("invocations wait to be read")
+    elif not group and (queued := sum(p.get("length") or 0 for p in parts)):
+        # No worker ever started: invocations a trusted client admitted itself
+        # (`pipeline.admit_here`) wait in a stream that has no group yet.
+        waiting.append(_count(queued, "invocation waits", "invocations wait") + " to be read")
     if not live and waiting:
         since = f" (the oldest for {oldest / 1000:.1f} s)" if oldest is not None else ""
         said.append(
