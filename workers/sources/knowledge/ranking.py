@@ -92,7 +92,7 @@ _LEVELS: Final = (None, "low", "medium", "high")
 _DENSE_CANDIDATES: Final = 50
 _PER_SOURCE: Final = 1  # one section per runbook: room for other runbooks among the hits
 _RANKED: Final = 10  # runbooks ranked before the answer's bar is applied
-# Lexical fallback into LOW (chosen on the tuning parts, bench/knowledge_eval.py --fallback):
+# Lexical fallback into LOW (chosen on the tuning parts: bench/knowledge_eval.py --fallback):
 # one matched concept let off-topic questions in ("write ... in Go" -> high-cpu.md); two kept
 # them out; the coverage floor (0-0.2 were equal there) guards long queries.
 FALLBACK_MIN_CONCEPTS: Final = 2
