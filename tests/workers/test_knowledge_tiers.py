@@ -78,3 +78,23 @@ async def test_three_tiers_and_no_padding(
         scores = hit["scores"]
         assert hit_level(scores["dense"], scores["coverage"]) >= LEVELS[level]
     assert len(hits) < len(RUNBOOKS)  # not padded to max_hits with the rest of the folder
+
+
+async def test_two_shared_words_are_low_evidence_at_most_one_is_none(
+    folder: Path, tmp_path: Path
+) -> None:
+    # The lexical fallback: a chunk below both bars (cosine < low, coverage < the lexical
+    # bar) that shares two of the query's concepts ("handler", "partition") is LOW evidence,
+    # never more; one shared concept is nothing.
+    two = "my cat sleeps on the handler of the partition during winter holidays in the mountains"
+    pack = await _ask(folder, tmp_path / "c", two)
+    hits = pack["hits"]
+    assert isinstance(hits, list)
+    assert pack.get("relevanceLevel") == "low"
+    assert [h["source"] for h in hits] == ["kafka-lag.md"]
+    scores, meta = hits[0]["scores"], hits[0]["metadata"]
+    assert hit_level(scores["dense"], scores["coverage"]) == 0  # below both bars on its own
+    assert meta["matchedConcepts"] >= 2 and 0.10 <= scores["coverage"]
+    one = two.replace("partition", "sofa")
+    pack = await _ask(folder, tmp_path / "c", one)
+    assert pack.get("relevanceLevel") is None and pack["hits"] == []

@@ -13,6 +13,12 @@ lexical coverage reaches the lexical threshold. The answer's level (high / mediu
 coverage and its lead over the next runbook; only hits that reach that level on their own are
 returned (no padding). The levels were set on the tuning parts of the evaluation sets
 (bench/knowledge_calibrate.py) and are reported on the held-out parts (bench/knowledge_eval.py).
+
+Lexical fallback (fused mode, LOW only): when the answer is LOW or nothing, the best BM25
+chunk that shares at least two of the query's concepts (`FALLBACK_MIN_CONCEPTS`) and covers
+at least a tenth of it, but is below the lexical evidence bar, takes the second place of a
+LOW answer (a second one the fourth): a paraphrase the encoder misses often keeps two rare
+words of its runbook. It never raises an answer above LOW (docs/knowledge.md, fourth round).
 """
 
 from __future__ import annotations
@@ -39,6 +45,8 @@ if TYPE_CHECKING:
 
 __all__ = [
     "DENSE_FLOOR",
+    "FALLBACK_MIN_CONCEPTS",
+    "FALLBACK_MIN_COVERAGE",
     "HIGH_DENSE",
     "HIGH_MARGIN",
     "LEXICAL_WEIGHT",
@@ -84,6 +92,12 @@ _LEVELS: Final = (None, "low", "medium", "high")
 _DENSE_CANDIDATES: Final = 50
 _PER_SOURCE: Final = 1  # one section per runbook: room for other runbooks among the hits
 _RANKED: Final = 10  # runbooks ranked before the answer's bar is applied
+# Lexical fallback into LOW (chosen on the tuning parts: bench/knowledge_eval.py --fallback):
+# one matched concept let off-topic questions in ("write ... in Go" -> high-cpu.md); two kept
+# them out; the coverage floor (0-0.2 were equal there) guards long queries.
+FALLBACK_MIN_CONCEPTS: Final = 2
+FALLBACK_MIN_COVERAGE: Final = 0.10
+_FALLBACK_SLOTS: Final = (1, 3)  # places in a LOW answer: second, then fourth
 
 
 def hit_level(
@@ -165,6 +179,11 @@ def rank(
     trace.append({"step": "fuse", "mode": mode, "kept": len(kept)})
     level, ranked = _answer(ranked, min_coverage, max_hits, levels)
     trace.append({"step": "bar", "level": level, "kept": len(ranked)})
+    if level in (None, "low") and lexical:
+        before = len(ranked)
+        ranked = _with_fallback(index, ranked, lexical, max_hits)
+        level = "low" if ranked else None
+        trace.append({"step": "lexicalFallback", "added": len(ranked) - before})
     hits, step = hits_of(index, ranked, concepts, started)
     return hits, level, [*trace, step]
 
@@ -185,15 +204,44 @@ def _answer(
     return level, hits[:max_hits]
 
 
+def _with_fallback(
+    index: IndexFile, ranked: list[Candidate], lexical: list[Candidate], max_hits: int
+) -> list[Candidate]:
+    """A LOW (or empty) answer with the best BM25 runbooks that share at least two of the
+    query's concepts put in at `_FALLBACK_SLOTS` (a runbook already there is not repeated)."""
+    pool = [
+        c
+        for c in lexical
+        if c.matched >= FALLBACK_MIN_CONCEPTS and c.coverage >= FALLBACK_MIN_COVERAGE
+    ]
+    pool.sort(key=lambda c: c.bm25, reverse=True)
+    fallback = _per_source(index, pool, len(_FALLBACK_SLOTS))
+    if not fallback:
+        return ranked
+    source_of = _sources(index, [*ranked, *fallback])
+    taken = {source_of[c.rowid] for c in ranked}
+    merged = list(ranked)
+    for slot, c in zip(_FALLBACK_SLOTS, fallback, strict=False):
+        if source_of[c.rowid] not in taken:
+            taken.add(source_of[c.rowid])
+            merged.insert(min(slot, len(merged)), c)
+    return merged[:max_hits]
+
+
+def _sources(index: IndexFile, candidates: list[Candidate]) -> dict[int, str]:
+    marks = ",".join("?" * len(candidates))
+    return dict(
+        index.conn.execute(
+            f"SELECT rowid, source FROM chunks WHERE rowid IN ({marks})",
+            [c.rowid for c in candidates],
+        ).fetchall()
+    )
+
+
 def _per_source(index: IndexFile, kept: list[Candidate], max_hits: int) -> list[Candidate]:
     if not kept:
         return []
-    marks = ",".join("?" * len(kept))
-    source_of = dict(
-        index.conn.execute(
-            f"SELECT rowid, source FROM chunks WHERE rowid IN ({marks})", [c.rowid for c in kept]
-        ).fetchall()
-    )
+    source_of = _sources(index, kept)
     taken: dict[str, int] = {}
     ranked: list[Candidate] = []
     for c in kept:
