@@ -31,6 +31,8 @@ from pipeline.record import ENTRY_DATA
 from pipeline.redis_io import PipelineError, execute
 
 if TYPE_CHECKING:
+    from anyio.abc import TaskGroup
+
     from pipeline.batcher import CommandBatcher
     from pipeline.keys import Keys
     from pipeline.redis_io import Redis
@@ -59,6 +61,7 @@ class CancelAndProgress:
     redis: Redis
     unadmitted: Unadmitted
     _submits: CommandBatcher | None  # inside `async with`: the submits' coalescing lane
+    _tg: TaskGroup | None  # inside `async with`: the client's own tasks
 
     def _expect(self, session_id: str, tool_call_id: str) -> bytes | None:
         raise NotImplementedError  # EvidenceClient's: the scope key it submitted the id with
@@ -190,10 +193,29 @@ class CancelAndProgress:
             yield
         except anyio.get_cancelled_exc_class():
             if enabled and ids:
-                with anyio.CancelScope(shield=True), anyio.move_on_after(_CANCEL_ON_EXIT_S):
-                    for tool_call_id in dict.fromkeys(ids):
-                        try:
-                            await self.cancel(session_id, tool_call_id)
-                        except PipelineError:
-                            log.warning("a cancelled call's cancel could not be sent")
+                await self._cancel_on_exit(session_id, list(dict.fromkeys(ids)))
             raise
+
+    async def _cancel_on_exit(self, session_id: str, ids: list[str]) -> None:
+        # Sent by the client's own task where there is one: a caller's task that anyio does not
+        # manage (LangChain runs a tool in a task of its own) is cancelled again and again while
+        # its canceller waits, through any shield, and its cancels would never go out.
+        done = anyio.Event()
+        if self._tg is None:
+            await self._send_cancels(session_id, ids, done)
+            return
+        self._tg.start_soon(self._send_cancels, session_id, ids, done)
+        with contextlib.suppress(anyio.get_cancelled_exc_class()):  # the caller's, raised next
+            with anyio.CancelScope(shield=True), anyio.move_on_after(_CANCEL_ON_EXIT_S):
+                await done.wait()
+
+    async def _send_cancels(self, session_id: str, ids: list[str], done: anyio.Event) -> None:
+        try:
+            with anyio.CancelScope(shield=True), anyio.move_on_after(_CANCEL_ON_EXIT_S):
+                for tool_call_id in ids:
+                    try:
+                        await self.cancel(session_id, tool_call_id)
+                    except PipelineError:
+                        log.warning("a cancelled call's cancel could not be sent")
+        finally:
+            done.set()

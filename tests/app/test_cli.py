@@ -68,7 +68,10 @@ def test_call_submit_and_views_through_the_queue(prefix: str, redis: Any, tmp_pa
 def test_submit_without_wait_returns_once_a_worker_admitted_the_calls(
     prefix: str, redis: Any, tmp_path: Path
 ) -> None:
-    env = dict(os.environ, ACI_REDIS_URL=REDIS_URL, ACI_PREFIX=prefix, ACI_INSTANT_SOURCES="1")
+    # As a submitter's client (requests; ACI_ADMIT_HERE=0: this one runs as Redis's default
+    # user, which would admit its calls itself).
+    env = dict(os.environ, ACI_REDIS_URL=REDIS_URL, ACI_PREFIX=prefix, ACI_INSTANT_SOURCES="1",
+               ACI_ADMIT_HERE="0")  # fmt: skip
     calls = tmp_path / "calls.jsonl"
     lines = [{"id": f"f{i}", "tool": "lookup_knowledge", "arguments": {"query": f"q{i}"}}
              for i in range(3)]  # fmt: skip
@@ -86,6 +89,12 @@ def test_submit_without_wait_returns_once_a_worker_admitted_the_calls(
 
     records = sync_redis.Redis.from_url(REDIS_URL)
     assert all(records.hget(f"{{{prefix}}}:call:s2:f{i}", "sk") for i in range(3))
+    # A client with a worker's rights admits its calls itself: admitted with no worker.
+    env["ACI_ADMIT_HERE"] = "auto"
+    done = cli(env, "submit", "--file", str(calls), "--session", "s3", "--timeout", "0.5")
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout) == {"submitted": 3, "not_admitted": 0}
+    assert all(records.hget(f"{{{prefix}}}:call:s3:f{i}", "sk") for i in range(3))
 
 
 def test_tools_prints_every_format() -> None:
