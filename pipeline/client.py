@@ -40,7 +40,14 @@ from pipeline.keys import is_valid_session_id
 from pipeline.lane import Lane
 from pipeline.listener import _collect, _Hub, _Listener, _Waiter
 from pipeline.record import RESULT_ROW, SCOPE_KEY, with_views
-from pipeline.redis_io import PipelineError, Redis, RedisProtocolError, execute, open_redis
+from pipeline.redis_io import (
+    PipelineError,
+    Redis,
+    RedisProtocolError,
+    execute,
+    open_redis,
+    reply_code,
+)
 from pipeline.settings import Settings
 from pipeline.submitter import Prepared, Unadmitted, prepare, verified
 from pipeline.window import AsOf, AsOfPins
@@ -261,8 +268,10 @@ class EvidenceClient(CancelAndProgress, AsOfPins):
             replies = await lane.call(commands, _CALL_TIMEOUT_S)
         finally:
             await lane.aclose()
-        if any(isinstance(r, Exception) for r in replies):
-            raise PipelineError("the submission was refused by redis")
+        # Refused as the batcher says it (`pipeline.admit_here` reads the code: NOSCRIPT, NOPERM).
+        refused = next((r for r in replies if isinstance(r, Exception)), None)
+        if refused is not None:
+            raise RedisProtocolError(reply_code(refused))
         return replies
 
     async def _admit_here(

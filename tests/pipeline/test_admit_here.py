@@ -150,3 +150,29 @@ async def test_a_key_of_the_wrong_type_writes_nothing_and_is_reported_as_before(
         assert await client.submit_many("s1", [kcall(2)]) == [None]  # the next one admits
     assert await redis.get(part.call("s1", "call_1")) == b"not a hash"  # untouched
     assert await redis.xlen(part.invocations) == 1
+
+
+async def test_a_client_used_outside_async_with_admits_itself_on_a_fresh_server() -> None:
+    # Outside `async with` a submit runs on a lane of its own, whose error replies used to
+    # come back as a bare PipelineError: NOSCRIPT (a fresh or restarted Redis) failed the
+    # submit instead of loading the script.
+    async with embedded_redis() as url, open_redis(url) as redis:
+        client = EvidenceClient(redis, settings_for("fresh"))
+        part = Keys("fresh").for_session("s1")
+        assert await client.submit_many("s1", [kcall(1)]) == [None]
+        assert client._here.enabled
+        assert await redis.xlen(part.invocations) == 1
+        assert await redis.exists(part.requests) == 0
+
+
+async def test_a_submitter_forced_to_try_outside_async_with_falls_back_to_requests() -> None:
+    # ACI_ADMIT_HERE=1 as the submitter, on a lane of its own: NOPERM turns it off and the
+    # calls go as requests (they used to fail the submit).
+    forced = settings_for(PREFIX, admit_here="1")
+    with acl_server([PREFIX]) as server:
+        async with open_redis(server.url("submitter")) as redis:
+            client = EvidenceClient(redis, forced)
+            assert await client.submit_many("s1", [kcall(1)]) == [None]
+            assert not client._here.enabled
+        async with open_redis(server.url("admin")) as admin:
+            assert await admin.xlen(Keys(PREFIX).for_session("s1").requests) == 1
