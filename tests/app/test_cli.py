@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from app.fleet import worker_processes
+from pipeline.keys import Keys
 from tests.conftest import REDIS_URL
 
 pytestmark = pytest.mark.redis
@@ -68,7 +69,10 @@ def test_call_submit_and_views_through_the_queue(prefix: str, redis: Any, tmp_pa
 def test_submit_without_wait_returns_once_a_worker_admitted_the_calls(
     prefix: str, redis: Any, tmp_path: Path
 ) -> None:
-    env = dict(os.environ, ACI_REDIS_URL=REDIS_URL, ACI_PREFIX=prefix, ACI_INSTANT_SOURCES="1")
+    # A submitter's path (the workers' admission): as Redis's default user the CLI would admit
+    # its calls itself (`pipeline.admit_here`, the next test).
+    env = dict(os.environ, ACI_REDIS_URL=REDIS_URL, ACI_PREFIX=prefix, ACI_INSTANT_SOURCES="1",
+               ACI_ADMIT_HERE="0")  # fmt: skip
     calls = tmp_path / "calls.jsonl"
     lines = [{"id": f"f{i}", "tool": "lookup_knowledge", "arguments": {"query": f"q{i}"}}
              for i in range(3)]  # fmt: skip
@@ -133,3 +137,24 @@ def test_views_without_redis_is_a_typed_error_not_a_traceback() -> None:
     done = cli(env, "views", "--session", "s1", "--view", "model")
     assert done.returncode == 1
     assert "RedisUnavailable" in done.stderr and "Traceback" not in done.stderr
+
+
+def test_submit_as_the_default_user_admits_the_calls_without_a_worker(
+    prefix: str, redis: Any, tmp_path: Path
+) -> None:
+    # `pipeline.admit_here`: the calls are invocations when `submit` returns (exit 0), a
+    # worker or not; no request is left for a worker to admit.
+    env = {k: v for k, v in os.environ.items() if k != "ACI_ADMIT_HERE"}
+    env.update(ACI_REDIS_URL=REDIS_URL, ACI_PREFIX=prefix)
+    calls = tmp_path / "calls.jsonl"
+    calls.write_text(
+        json.dumps({"id": "h1", "tool": "lookup_knowledge", "arguments": {"query": "q"}})
+    )
+    done = cli(env, "submit", "--file", str(calls), "--session", "s3", "--timeout", "0.5")
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout) == {"submitted": 1, "not_admitted": 0}
+    import redis as sync_redis
+
+    records = sync_redis.Redis.from_url(REDIS_URL)
+    assert records.hget(f"{{{prefix}}}:call:s3:h1", "st") == b"PROJECTING"
+    assert not records.exists(Keys(prefix).for_session("s3").requests)
