@@ -58,6 +58,10 @@ def attention(report: dict[str, Any]) -> list[str]:
         waiting.append(_count(group["lag"], "invocation waits", "invocations wait") + " to be read")
     elif group.get("oldest_unread_age_ms") is not None:
         waiting.append("invocations wait to be read")
+    elif not group and (unread := sum(p.get("length", 0) for p in parts)):
+        # No group: no worker ever started, and every invocation waits (a client that admits
+        # its own calls, `pipeline.admit_here`, leaves no request to count).
+        waiting.append(_count(unread, "invocation waits", "invocations wait") + " to be read")
     if not live and waiting:
         since = f" (the oldest for {oldest / 1000:.1f} s)" if oldest is not None else ""
         said.append(

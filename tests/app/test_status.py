@@ -22,8 +22,10 @@ from tests.pipeline.sources import FailingSource, InstantSource
 pytestmark = pytest.mark.redis
 
 
-def settings_for(prefix: str) -> Settings:
-    return Settings(prefix=prefix, redis_url=REDIS_URL, visibility_timeout_s=2.0, deadline_s=1.0)
+def settings_for(prefix: str, **kw: Any) -> Settings:
+    return Settings(
+        prefix=prefix, redis_url=REDIS_URL, visibility_timeout_s=2.0, deadline_s=1.0, **kw
+    )
 
 
 def kcall(i: int, query: str = "pool") -> ToolCall:
@@ -111,8 +113,8 @@ async def test_a_backlog_shows_how_long_its_oldest_call_waits(redis: Any, prefix
     # On-call drill: 300 calls submitted with no worker showed as `{aci}:requests 604` (sent
     # again by the client meanwhile), with nothing saying since when; while a worker drained
     # them, `lag` was `-` (XINFO has none once entries were deleted). How long the oldest call
-    # waits answers "is it stuck, and since when" either way.
-    settings = settings_for(prefix)
+    # waits answers "is it stuck, and since when" either way. (Requests: a submitter's path.)
+    settings = settings_for(prefix, admit_here="0")
     keys = Keys(prefix)
     async with EvidenceClient(redis, settings) as client:
         await client.submit_many("s1", [kcall(1), kcall(2)])
@@ -138,8 +140,8 @@ async def test_a_backlog_shows_how_long_its_oldest_call_waits(redis: Any, prefix
 async def test_what_needs_a_look_comes_first_in_plain_words(redis: Any, prefix: str) -> None:
     # On-call drill: with no worker running, the answer ("nothing reads the queue; start a
     # worker") had to be put together from consumers_live 0 in one table and a request count
-    # in another. The tables stay; the sentences come first.
-    settings = settings_for(prefix)
+    # in another. The tables stay; the sentences come first. (Requests: a submitter's path.)
+    settings = settings_for(prefix, admit_here="0")
     keys = Keys(prefix)
     assert attention(await collect_status(redis, settings)) == []  # nothing there: nothing said
     async with EvidenceClient(redis, settings) as client:
@@ -171,3 +173,19 @@ def _rendered(report: dict[str, Any], width: int = 80) -> str:
     console = Console(width=width, record=True, file=io.StringIO())
     console.print(status_renderable(report))
     return console.export_text()
+
+
+async def test_no_live_worker_is_said_for_calls_a_client_admitted_itself(
+    redis: Any, prefix: str
+) -> None:
+    # `pipeline.admit_here`: a default-user client's calls are invocations at once, with no
+    # request and, before any worker ever started, no consumer group. "Nothing reads the
+    # queue" must still come first.
+    settings = settings_for(prefix)
+    async with EvidenceClient(redis, settings) as client:
+        await client.submit_many("s1", [kcall(1), kcall(2)])
+    report = await collect_status(redis, settings)
+    assert report["partitions"][0]["requests"] == 0
+    said = attention(report)
+    assert len(said) == 1 and said[0].startswith("no live worker: 2 invocations wait to be read")
+    assert "start `aci-evidence worker`" in said[0]
