@@ -281,17 +281,17 @@ class EvidenceClient(CancelAndProgress, AsOfPins):
         # through the workers' admission). Returns the results of calls final already.
         part = self.keys.for_session(session_id)
         sent = [(n, at) for n, at in enumerate(prepared.positions) if prepared.out[at] is None]
-        command = self._here.command(part, session_id, [prepared.envelopes[n] for n, _ in sent])
-        if command is None:
+        commands = self._here.commands(part, session_id, [prepared.envelopes[n] for n, _ in sent])
+        if commands is None:
             return None
         for attempt in (1, 2):
             try:
-                reply = (await self._run([command]))[0]
+                replies = await self._run(commands)
                 break
             except RedisProtocolError as exc:
                 if attempt == 2 or not await self._here.refused(exc):
                     return None
-        found = outcomes(reply, len(sent))
+        found = outcomes(replies, len(sent))
         if found is None:
             return None
         known: list[str] = []

@@ -176,3 +176,33 @@ async def test_a_submitter_forced_to_try_outside_async_with_falls_back_to_reques
             assert not client._here.enabled
         async with open_redis(server.url("admin")) as admin:
             assert await admin.xlen(Keys(PREFIX).for_session("s1").requests) == 1
+
+
+async def test_a_large_submission_is_admitted_in_script_calls_of_bounded_size(
+    redis: Any, prefix: str
+) -> None:
+    # One admit script for a whole submission held Redis for its whole length (10,000 calls:
+    # 384 ms in SLOWLOG, every other client waiting); the workers' admission takes 256
+    # requests a round. Idempotent per call, so the calls go in script calls of at most 256
+    # (one round trip), an id repeated across two of them still one call.
+    settings = settings_for(prefix)
+    part = Keys(prefix).for_session("s1")
+    calls = [kcall(i, f"q {i}") for i in range(600)]
+    calls[300] = kcall(1, "q 1")  # the same call as calls[1], in another script call
+    calls[599] = kcall(2, "another scope")  # calls[2]'s id with another scope: a conflict
+    sent: list[int] = []
+    async with EvidenceClient(redis, settings) as client:
+        batcher = client._submits
+        assert batcher is not None
+        run = batcher.run
+
+        async def spy(commands: Any) -> list[Any]:
+            sent.extend(int(c[2]) for c in commands if c[0] == "EVALSHA")
+            return await run(commands)
+
+        batcher.run = spy  # type: ignore[method-assign]
+        out = await client.submit_many("s1", calls)
+    assert sent and max(sent) <= 5 + 2 * 256  # keys of one script call: 5 + 2 per call
+    assert [n for n, r in enumerate(out) if r is not None] == [599]
+    assert await redis.xlen(part.invocations) == 598
+    assert await redis.exists(part.requests) == 0
