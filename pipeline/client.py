@@ -264,8 +264,9 @@ class EvidenceClient(CancelAndProgress, AsOfPins):
         if self._submits is not None:
             return await self._submits.run(commands)
         lane = Lane(self.redis)  # used outside `async with`: a lane of its own
+        wait = self._wait if self._wait[0] > 0 else None  # as the batcher's (ACI_WAIT_REPLICAS)
         try:
-            replies = await lane.call(commands, _CALL_TIMEOUT_S)
+            replies = await lane.call(commands, _CALL_TIMEOUT_S, wait)
         finally:
             await lane.aclose()
         # Refused as the batcher says it (`pipeline.admit_here` reads the code: NOSCRIPT, NOPERM).

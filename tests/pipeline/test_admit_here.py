@@ -206,3 +206,17 @@ async def test_a_large_submission_is_admitted_in_script_calls_of_bounded_size(
     assert [n for n, r in enumerate(out) if r is not None] == [599]
     assert await redis.xlen(part.invocations) == 598
     assert await redis.exists(part.requests) == 0
+
+
+async def test_a_client_outside_async_with_waits_for_replicas_after_admitting(
+    redis: Any, prefix: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    # ACI_WAIT_REPLICAS: the workers' admission WAITs after admit.lua; a client that admits
+    # itself on a lane of its own (outside `async with`) must too (no replica here: the
+    # shortfall is logged).
+    settings = settings_for(prefix, wait_replicas=1, wait_timeout_ms=10)
+    client = EvidenceClient(redis, settings)
+    with caplog.at_level("WARNING", logger="aci.redis"):
+        assert await client.submit_many("s1", [kcall(1)]) == [None]
+    assert await redis.xlen(Keys(prefix).for_session("s1").invocations) == 1
+    assert any("replicas acknowledged" in r.getMessage() for r in caplog.records)
