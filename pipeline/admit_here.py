@@ -18,7 +18,9 @@ meets a refusal in the ACL log; `1` tries it as any user; `0` never. Tried on th
 submit, kept while Redis runs it. A call the judge would refuse, a cancel, or a script that
 cannot run (a key of the wrong type, any error) goes through the workers' admission instead,
 which answers it as it always did. A log call's window ends at this client's clock (the
-workers' admission uses its own).
+workers' admission uses its own), and the judge and the script read this client's settings
+(`argument_max_bytes`, `default_lookback`, `stream_maxlen`, `retention_s`): they must be the
+workers' (docs/pipeline.md).
 """
 
 from __future__ import annotations
