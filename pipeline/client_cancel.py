@@ -31,6 +31,8 @@ from pipeline.record import ENTRY_DATA
 from pipeline.redis_io import PipelineError, execute
 
 if TYPE_CHECKING:
+    from anyio.abc import TaskGroup
+
     from pipeline.batcher import CommandBatcher
     from pipeline.keys import Keys
     from pipeline.redis_io import Redis
@@ -59,6 +61,7 @@ class CancelAndProgress:
     redis: Redis
     unadmitted: Unadmitted
     _submits: CommandBatcher | None  # inside `async with`: the submits' coalescing lane
+    _tg: TaskGroup | None  # inside `async with`: the client's own tasks
 
     def _expect(self, session_id: str, tool_call_id: str) -> bytes | None:
         raise NotImplementedError  # EvidenceClient's: the scope key it submitted the id with
@@ -190,10 +193,25 @@ class CancelAndProgress:
             yield
         except anyio.get_cancelled_exc_class():
             if enabled and ids:
+                # Sent from a task of the client's own: a host that awaits this coroutine in a
+                # task of its own (LangChain's tools) cancels it natively, again and again, and
+                # no shield holds that off; the cancels must not hang on this task's awaits.
+                sent = anyio.Event()
+                if self._tg is not None:
+                    self._tg.start_soon(self._cancel_all, session_id, list(ids), sent)
+                else:
+                    await self._cancel_all(session_id, ids, sent)
                 with anyio.CancelScope(shield=True), anyio.move_on_after(_CANCEL_ON_EXIT_S):
-                    for tool_call_id in dict.fromkeys(ids):
-                        try:
-                            await self.cancel(session_id, tool_call_id)
-                        except PipelineError:
-                            log.warning("a cancelled call's cancel could not be sent")
+                    await sent.wait()
             raise
+
+    async def _cancel_all(self, session_id: str, ids: Sequence[str], sent: anyio.Event) -> None:
+        try:
+            with anyio.CancelScope(shield=True), anyio.move_on_after(_CANCEL_ON_EXIT_S):
+                for tool_call_id in dict.fromkeys(ids):
+                    try:
+                        await self.cancel(session_id, tool_call_id)
+                    except PipelineError:
+                        log.warning("a cancelled call's cancel could not be sent")
+        finally:
+            sent.set()

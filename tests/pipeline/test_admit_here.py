@@ -3,10 +3,12 @@ holds only the submitter role goes through the workers' admission, with no refus
 
 from __future__ import annotations
 
+import asyncio
 import json
 import time
 from typing import Any
 
+import anyio
 import pytest
 
 from contracts import LifecycleStatus
@@ -220,3 +222,23 @@ async def test_a_client_outside_async_with_waits_for_replicas_after_admitting(
         assert await client.submit_many("s1", [kcall(1)]) == [None]
     assert await redis.xlen(Keys(prefix).for_session("s1").invocations) == 1
     assert any("replicas acknowledged" in r.getMessage() for r in caplog.records)
+
+
+async def test_a_call_awaited_in_a_task_of_its_own_is_cancelled_with_its_caller(
+    redis: Any, prefix: str
+) -> None:
+    # As LangChain runs a tool: `call` in an asyncio task its caller awaits. Cancelling the
+    # caller cancels that task natively, again and again, which no shield holds off: the
+    # cancel's first await (reading the call record, where a request's client had its
+    # envelope at hand) was cut and the call ran on (tests/hosts/test_adapters_cancel.py).
+    settings = Settings(prefix=prefix, deadline_s=30.0, visibility_timeout_s=40.0)
+    source = InstantSource(delay=20.0)
+    async with (
+        EvidenceClient(redis, settings) as client,
+        running_worker(redis, settings, {"lookup_knowledge": source}),
+    ):
+        with anyio.move_on_after(1.0):
+            await asyncio.create_task(client.call("s1", kcall(1), timeout=30))
+        final = await client.wait("s1", ["call_1"], timeout=10)
+    assert "call_1" in final, "the call was not cancelled"
+    assert json.loads(bytes(final["call_1"].model))["error"]["code"] == "CANCELLED"
