@@ -284,7 +284,8 @@ SPECS: Final = (
         name="hostile_submitter",
         fault_kind="submitter red team",
         inject=_hostile_submitter,
-        env={"ACI_ADMIT_RESEND_S": "1"},
+        # Its victims send requests (the attack's target), not admit their own calls.
+        env={"ACI_ADMIT_RESEND_S": "1", "ACI_ADMIT_HERE": "0"},
     ),
     *_cluster_specs(),
 )

@@ -18,7 +18,9 @@ meets a refusal in the ACL log; `1` tries it as any user; `0` never. Tried on th
 submit, kept while Redis runs it. A call the judge would refuse, a cancel, or a script that
 cannot run (a key of the wrong type, any error) goes through the workers' admission instead,
 which answers it as it always did. A log call's window ends at this client's clock (the
-workers' admission uses its own).
+workers' admission uses its own), and the judge and the script read this client's settings
+(`argument_max_bytes`, `default_lookback`, `stream_maxlen`, `retention_s`): they must be the
+workers' (docs/pipeline.md).
 """
 
 from __future__ import annotations
@@ -41,6 +43,10 @@ __all__ = ["NEW", "AdmitHere"]
 log = logging.getLogger("aci.client")
 _SHA: Final = hashlib.sha1(ADMIT_LUA.encode()).hexdigest()
 NEW: Final = 1  # per call: admitted now (the others: ADMIT_KNOWN, ADMIT_CONFLICT)
+# Calls per script call, as many as a worker's admission takes a round: a script holds Redis
+# while it runs (10,000 calls in one: 384 ms in SLOWLOG), so a large submission is several,
+# sent in one round trip (each call idempotent, so a later one sees an earlier one's records).
+CHUNK: Final = 256
 
 
 class AdmitHere:
@@ -55,11 +61,12 @@ class AdmitHere:
             settings.admit_here == "auto" and _username(redis) in (None, "", "default")
         )
 
-    def command(
+    def commands(
         self, part: Partition, session_id: str, envelopes: Sequence[bytes]
-    ) -> tuple[Any, ...] | None:
-        """The admit script call for `envelopes` (this client's, of one session), or None
-        when one of them must go through the workers' admission (module docstring)."""
+    ) -> list[tuple[Any, ...]] | None:
+        """The admit script calls for `envelopes` (this client's, of one session; `CHUNK`
+        calls each), or None when one of them must go through the workers' admission (module
+        docstring)."""
         settings = self.settings
         admitted: list[Admission] = []
         for envelope in envelopes:
@@ -73,11 +80,14 @@ class AdmitHere:
             if verdict.session_id != session_id:
                 return None  # never: an envelope of this client's, of this session
             admitted.append(verdict)
-        keys, args = admit_call(
-            part, admitted, [], now_ms=int(time.time() * 1000),
-            maxlen=settings.stream_maxlen, retention_ms=settings.retention_s * 1000,
-        )  # fmt: skip
-        return ("EVALSHA", _SHA, len(keys), *keys, *args)
+        now_ms, out = int(time.time() * 1000), []
+        for start in range(0, len(admitted), CHUNK):
+            keys, args = admit_call(
+                part, admitted[start : start + CHUNK], [], now_ms=now_ms,
+                maxlen=settings.stream_maxlen, retention_ms=settings.retention_s * 1000,
+            )  # fmt: skip
+            out.append(("EVALSHA", _SHA, len(keys), *keys, *args))
+        return out
 
     async def refused(self, error: RedisProtocolError) -> bool:
         """After the script call failed: True to send it again (the script was loaded now);
@@ -95,13 +105,18 @@ class AdmitHere:
         return False
 
 
-def outcomes(reply: Any, count: int) -> list[int] | None:
-    """Per call: NEW, ADMIT_KNOWN or ADMIT_CONFLICT; None when the script wrote nothing (a key
-    of the wrong type: the workers' admission refuses that call alone)."""
-    if not isinstance(reply, list) or len(reply) != count:
+def outcomes(replies: Sequence[Any], count: int) -> list[int] | None:
+    """Per call: NEW, ADMIT_KNOWN or ADMIT_CONFLICT; None when a script call wrote nothing (a
+    key of the wrong type: the workers' admission refuses that call alone)."""
+    flat: list[Any] = []
+    for reply in replies:
+        if not isinstance(reply, list):
+            return None
+        flat += reply
+    if len(flat) != count:
         return None
     out: list[int] = []
-    for item in reply:
+    for item in flat:
         if isinstance(item, bytes):
             out.append(NEW)
         elif item in (ADMIT_KNOWN, ADMIT_CONFLICT):

@@ -40,7 +40,14 @@ from pipeline.keys import is_valid_session_id
 from pipeline.lane import Lane
 from pipeline.listener import _collect, _Hub, _Listener, _Waiter
 from pipeline.record import RESULT_ROW, SCOPE_KEY, with_views
-from pipeline.redis_io import PipelineError, Redis, RedisProtocolError, execute, open_redis
+from pipeline.redis_io import (
+    PipelineError,
+    Redis,
+    RedisProtocolError,
+    execute,
+    open_redis,
+    reply_code,
+)
 from pipeline.settings import Settings
 from pipeline.submitter import Prepared, Unadmitted, prepare, verified
 from pipeline.window import AsOf, AsOfPins
@@ -257,12 +264,15 @@ class EvidenceClient(CancelAndProgress, AsOfPins):
         if self._submits is not None:
             return await self._submits.run(commands)
         lane = Lane(self.redis)  # used outside `async with`: a lane of its own
+        wait = self._wait if self._wait[0] > 0 else None  # as the batcher's (ACI_WAIT_REPLICAS)
         try:
-            replies = await lane.call(commands, _CALL_TIMEOUT_S)
+            replies = await lane.call(commands, _CALL_TIMEOUT_S, wait)
         finally:
             await lane.aclose()
-        if any(isinstance(r, Exception) for r in replies):
-            raise PipelineError("the submission was refused by redis")
+        # Refused as the batcher says it (`pipeline.admit_here` reads the code: NOSCRIPT, NOPERM).
+        refused = next((r for r in replies if isinstance(r, Exception)), None)
+        if refused is not None:
+            raise RedisProtocolError(reply_code(refused))
         return replies
 
     async def _admit_here(
@@ -272,17 +282,17 @@ class EvidenceClient(CancelAndProgress, AsOfPins):
         # through the workers' admission). Returns the results of calls final already.
         part = self.keys.for_session(session_id)
         sent = [(n, at) for n, at in enumerate(prepared.positions) if prepared.out[at] is None]
-        command = self._here.command(part, session_id, [prepared.envelopes[n] for n, _ in sent])
-        if command is None:
+        commands = self._here.commands(part, session_id, [prepared.envelopes[n] for n, _ in sent])
+        if commands is None:
             return None
         for attempt in (1, 2):
             try:
-                reply = (await self._run([command]))[0]
+                replies = await self._run(commands)
                 break
             except RedisProtocolError as exc:
                 if attempt == 2 or not await self._here.refused(exc):
                     return None
-        found = outcomes(reply, len(sent))
+        found = outcomes(replies, len(sent))
         if found is None:
             return None
         known: list[str] = []

@@ -159,8 +159,9 @@ async def cmd_submit(args: argparse.Namespace, settings: Settings) -> int:
         immediate = await client.submit_many(args.session, calls, as_of=args.as_of)
         ids = [c.tool_call_id for c, r in zip(calls, immediate, strict=True) if r is None]
         if not args.wait:
-            # Returned once the calls are admitted (a worker recorded them): until then only
-            # this process would send again a request another submitter erased.
+            # Returned once the calls are admitted (their call records exist: a worker's
+            # admission, or this client's own, `pipeline.admit_here`, with no worker running):
+            # until then only this process would send again a request another submitter erased.
             admitted = await client.admitted(args.session, ids, args.timeout)
             left = len(set(ids) - admitted)
             print_json({"submitted": len(calls), "not_admitted": left})

@@ -3,10 +3,12 @@ holds only the submitter role goes through the workers' admission, with no refus
 
 from __future__ import annotations
 
+import asyncio
 import json
 import time
 from typing import Any
 
+import anyio
 import pytest
 
 from contracts import LifecycleStatus
@@ -150,3 +152,93 @@ async def test_a_key_of_the_wrong_type_writes_nothing_and_is_reported_as_before(
         assert await client.submit_many("s1", [kcall(2)]) == [None]  # the next one admits
     assert await redis.get(part.call("s1", "call_1")) == b"not a hash"  # untouched
     assert await redis.xlen(part.invocations) == 1
+
+
+async def test_a_client_used_outside_async_with_admits_itself_on_a_fresh_server() -> None:
+    # Outside `async with` a submit runs on a lane of its own, whose error replies used to
+    # come back as a bare PipelineError: NOSCRIPT (a fresh or restarted Redis) failed the
+    # submit instead of loading the script.
+    async with embedded_redis() as url, open_redis(url) as redis:
+        client = EvidenceClient(redis, settings_for("fresh"))
+        part = Keys("fresh").for_session("s1")
+        assert await client.submit_many("s1", [kcall(1)]) == [None]
+        assert client._here.enabled
+        assert await redis.xlen(part.invocations) == 1
+        assert await redis.exists(part.requests) == 0
+
+
+async def test_a_submitter_forced_to_try_outside_async_with_falls_back_to_requests() -> None:
+    # ACI_ADMIT_HERE=1 as the submitter, on a lane of its own: NOPERM turns it off and the
+    # calls go as requests (they used to fail the submit).
+    forced = settings_for(PREFIX, admit_here="1")
+    with acl_server([PREFIX]) as server:
+        async with open_redis(server.url("submitter")) as redis:
+            client = EvidenceClient(redis, forced)
+            assert await client.submit_many("s1", [kcall(1)]) == [None]
+            assert not client._here.enabled
+        async with open_redis(server.url("admin")) as admin:
+            assert await admin.xlen(Keys(PREFIX).for_session("s1").requests) == 1
+
+
+async def test_a_large_submission_is_admitted_in_script_calls_of_bounded_size(
+    redis: Any, prefix: str
+) -> None:
+    # One admit script for a whole submission held Redis for its whole length (10,000 calls:
+    # 384 ms in SLOWLOG, every other client waiting); the workers' admission takes 256
+    # requests a round. Idempotent per call, so the calls go in script calls of at most 256
+    # (one round trip), an id repeated across two of them still one call.
+    settings = settings_for(prefix)
+    part = Keys(prefix).for_session("s1")
+    calls = [kcall(i, f"q {i}") for i in range(600)]
+    calls[300] = kcall(1, "q 1")  # the same call as calls[1], in another script call
+    calls[599] = kcall(2, "another scope")  # calls[2]'s id with another scope: a conflict
+    sent: list[int] = []
+    async with EvidenceClient(redis, settings) as client:
+        batcher = client._submits
+        assert batcher is not None
+        run = batcher.run
+
+        async def spy(commands: Any) -> list[Any]:
+            sent.extend(int(c[2]) for c in commands if c[0] == "EVALSHA")
+            return await run(commands)
+
+        batcher.run = spy  # type: ignore[method-assign]
+        out = await client.submit_many("s1", calls)
+    assert sent and max(sent) <= 5 + 2 * 256  # keys of one script call: 5 + 2 per call
+    assert [n for n, r in enumerate(out) if r is not None] == [599]
+    assert await redis.xlen(part.invocations) == 598
+    assert await redis.exists(part.requests) == 0
+
+
+async def test_a_client_outside_async_with_waits_for_replicas_after_admitting(
+    redis: Any, prefix: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    # ACI_WAIT_REPLICAS: the workers' admission WAITs after admit.lua; a client that admits
+    # itself on a lane of its own (outside `async with`) must too (no replica here: the
+    # shortfall is logged).
+    settings = settings_for(prefix, wait_replicas=1, wait_timeout_ms=10)
+    client = EvidenceClient(redis, settings)
+    with caplog.at_level("WARNING", logger="aci.redis"):
+        assert await client.submit_many("s1", [kcall(1)]) == [None]
+    assert await redis.xlen(Keys(prefix).for_session("s1").invocations) == 1
+    assert any("replicas acknowledged" in r.getMessage() for r in caplog.records)
+
+
+async def test_a_call_awaited_in_a_task_of_its_own_is_cancelled_with_its_caller(
+    redis: Any, prefix: str
+) -> None:
+    # As LangChain runs a tool: `call` in an asyncio task its caller awaits. Cancelling the
+    # caller cancels that task natively, again and again, which no shield holds off: the
+    # cancel's first await (reading the call record, where a request's client had its
+    # envelope at hand) was cut and the call ran on (tests/hosts/test_adapters_cancel.py).
+    settings = Settings(prefix=prefix, deadline_s=30.0, visibility_timeout_s=40.0)
+    source = InstantSource(delay=20.0)
+    async with (
+        EvidenceClient(redis, settings) as client,
+        running_worker(redis, settings, {"lookup_knowledge": source}),
+    ):
+        with anyio.move_on_after(1.0):
+            await asyncio.create_task(client.call("s1", kcall(1), timeout=30))
+        final = await client.wait("s1", ["call_1"], timeout=10)
+    assert "call_1" in final, "the call was not cancelled"
+    assert json.loads(bytes(final["call_1"].model))["error"]["code"] == "CANCELLED"

@@ -210,3 +210,23 @@ async def test_the_doorbell_rings_every_partition_on_its_own_master(credis: Any)
         stop.set()
         tg.cancel_scope.cancel()
     await credis.delete(*(p.requests for p in keys.parts))
+
+
+async def test_a_client_admits_itself_on_every_shard_after_the_scripts_are_gone(
+    credis: Any,
+) -> None:
+    # `pipeline.admit_here` on a cluster: EVALSHA routed by its first key's slot; NOSCRIPT
+    # (a promoted replica, a restarted master: here SCRIPT FLUSH on every master) loads the
+    # script on every master and admits.
+    settings = settings_for(partitions=8)
+    keys = settings.keys()
+    await credis.script_flush()
+    sessions = [f"s{i}" for i in range(16)]
+    async with EvidenceClient(credis, settings) as client:
+        for session in sessions:
+            assert await client.submit_many(session, [kcall(1), kcall(2)]) == [None, None]
+        assert client._here.enabled
+    for session in sessions:
+        part = keys.for_session(session)
+        assert await credis.hget(part.call(session, "c1"), "st") == b"PROJECTING"
+        assert await credis.exists(part.requests) == 0
