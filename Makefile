@@ -75,8 +75,11 @@ bench: $(STAMP) services
 	$(PY) bench/mysql_bench.py
 	$(VENV)/bin/aci-evidence bench pipeline
 
+# The fault scenarios at full scale, then the tests marked `scaled` at full size (`make test`
+# runs them at CI size: tests/conftest.py, `scaled`).
 chaos: $(STAMP) services
 	$(PY) -m chaos --scale full
+	ACI_TEST_SCALE=full bash scripts/pytest.sh -m scaled -q $(PYTEST_ARGS)
 
 clean:
 	rm -rf $(VENV) $(INTEROP) $(INSPECTOR)/node_modules $(CONFORMANCE)/node_modules .pytest_cache .mypy_cache .ruff_cache .coverage test-artifacts

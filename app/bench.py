@@ -5,9 +5,9 @@ In one run on one Redis:
    16 concurrent submitters — the local limit;
 2. pipeline: submit → READY model observation seen by the client, with the instant source and
    with the real sources, 1 and 2 worker processes: invocations/s, and p50/p99 latency at a
-   paced 1,000/s (`p99_ms` is the instant source with 1 worker; `_2w`, `_real` and `_real_2w`
-   name the others), with the share of CPU time the host stole from this virtual machine
-   meanwhile (`steal_pct` and the same suffixes; Linux only);
+   paced 1,000/s for `latency_seconds` (`p99_ms` is the instant source with 1 worker; `_2w`,
+   `_real` and `_real_2w` name the others), with the share of CPU time the host stole from
+   this virtual machine meanwhile (`steal_pct` and the same suffixes; Linux only);
    and one worker process alone draining a backlog (`drain_1w_per_s`);
 3. the agent's pattern (`app.bench_agent`, with the instant source and 1 worker): one call,
    and a burst of 8 parallel calls, after a pause of `agent_pause` seconds, p50/p90, beside
@@ -231,9 +231,11 @@ async def run_bench(
     peers: bool = True,
     agent_rounds: int = 10,
     agent_pause: float = 3.0,
+    latency_seconds: float = 3.0,
 ) -> int:
     """Run every measurement and print a table (or one JSON object). `agent_rounds` of the
-    agent's pattern (0: none), each after `agent_pause` s of quiet, three times."""
+    agent's pattern (0: none), each after `agent_pause` s of quiet, three times; each latency
+    figure from `latency_seconds` of calls paced at 1,000/s."""
     figures: dict[str, Any] = {}
     async with _redis_url() as url, open_redis(url, max_connections=256) as redis:
         figures["raw_per_s"] = round(await bench_raw(redis, total))
@@ -250,7 +252,7 @@ async def run_bench(
                     # Latency at a paced 1,000/s, named p50{suffix}_ms and p99{suffix}_ms.
                     suffix = _LATENCY_SUFFIX[name]
                     before = _cpu_ticks()
-                    p50, p99 = await bench_latency(client, 1000, 3, tool)
+                    p50, p99 = await bench_latency(client, 1000, latency_seconds, tool)
                     figures[f"p50{suffix}_ms"] = round(p50, 2)
                     figures[f"p99{suffix}_ms"] = round(p99, 2)
                     # A virtual machine whose host is busy shows it here: p99 then measures

@@ -299,6 +299,10 @@ def _replay_commands(sub: Any) -> None:
         help=_say("seconds of quiet before each agent-shaped call", 3.0),
     )  # fmt: skip
     p.add_argument(
+        "--latency-seconds", type=_seconds, default=3.0,
+        help=_say("seconds of calls paced at 1,000/s for each p50/p99 figure", 3.0),
+    )  # fmt: skip
+    p.add_argument(
         "--cluster", action="store_true",
         help=_say("compare 1 and 3 shards of a local Redis Cluster", "off"),
     )  # fmt: skip

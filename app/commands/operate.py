@@ -207,4 +207,5 @@ async def cmd_bench(args: argparse.Namespace, settings: Settings) -> int:
         peers=not args.no_peers,
         agent_rounds=args.agent_rounds,
         agent_pause=args.agent_pause,
+        latency_seconds=args.latency_seconds,
     )

@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from chaos.services import free_port
+from tests.app.test_ctrl_c import _connected_to_redis
 from tests.conftest import REDIS_URL
 
 pytestmark = pytest.mark.redis
@@ -181,8 +182,11 @@ def _interrupted(args: tuple[str, ...], env: dict[str, str], ready: str) -> tupl
         if ready:
             while ready not in proc.stdout.readline():
                 assert time.monotonic() < deadline and proc.poll() is None
-        else:
-            time.sleep(5)  # started and reading (a signal before Python's handler would kill)
+        else:  # started and reading (a signal before Python's handler would kill): a fixed
+            # 5 s sleep before; now until it holds its connection to Redis (about 1-2 s)
+            while not _connected_to_redis(proc.pid):
+                assert time.monotonic() < deadline and proc.poll() is None
+                time.sleep(0.05)
         proc.send_signal(signal.SIGINT)
         _out, err = proc.communicate(timeout=60)
     finally:

@@ -61,14 +61,27 @@ async def source(db: tuple[str, str, str]) -> AsyncIterator[MysqlSource]:
     await src.aclose()
 
 
+# One root connection for every checksum of this module: a new one per checksum (two per
+# corpus case, 205 cases) cost about as much as the checksum itself.
+_CHECKSUMS: list[pymysql.Connection[Any]] = []
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _checksum_connection() -> Iterator[None]:
+    yield
+    while _CHECKSUMS:
+        _CHECKSUMS.pop().close()
+
+
 def _checksum(name: str) -> list[Any]:
-    conn = _root()
+    if not _CHECKSUMS:
+        _CHECKSUMS.append(_root())
+    conn = _CHECKSUMS[0]
     with conn.cursor() as cur:
         cur.execute(f"SELECT TABLE_NAME FROM information_schema.TABLES WHERE TABLE_SCHEMA='{name}'")
         tables = sorted(r[0] for r in cur.fetchall())
         cur.execute("CHECKSUM TABLE " + ", ".join(f"`{name}`.`{t}`" for t in TABLES))
         sums = list(cur.fetchall())
-    conn.close()
     return [tables, sums]
 
 
