@@ -35,14 +35,17 @@ FILE_TOPIC = '[topics.APPLICATION]\nbackend = "file"\npaths = ["/var/log/shop/*.
             'roots = ["/var/log"]\n' + FILE_TOPIC + 'format = "jsonl"\nfoo = 1\n',
             "topics.APPLICATION.foo: unknown key",
         ),
-        (FILE_TOPIC + 'format = "jsonl"\n', "topics.APPLICATION.paths[0]: not under any of roots"),
+        (
+            FILE_TOPIC + 'format = "jsonl"\n',
+            'topics.APPLICATION.paths[0]: not under any of roots (none set: add its folder, e.g. roots = ["',
+        ),
         (
             'roots = ["/var/log"]\n[topics.APPLICATION]\nbackend = "file"\nformat = "jsonl"\npaths = ["/var/log/*/a.log"]\n',
             "wildcards only in the file name",
         ),
         (
             'roots = ["/var/log"]\n[topics.APPLICATION]\nbackend = "file"\nformat = "jsonl"\npaths = ["/var/log/../etc/passwd"]\n',
-            "not under any of roots",
+            'not under any of roots (roots = ["/var/log"])',
         ),
         (
             'roots = ["/proc"]\n[topics.APPLICATION]\nbackend = "file"\nformat = "jsonl"\npaths = ["/proc/self/environ"]\n',

@@ -204,6 +204,40 @@ def test_user_regex_without_time_format_reads_iso_and_epoch(tmp_path: Path) -> N
     ]
 
 
+NATS_PATTERN = r"\[(?P<pid>\d+)\] (?P<time>\S+ \S+) \[(?P<level>\w+)\] (?P<message>.*)"
+
+
+def test_three_letter_levels_of_go_loggers(tmp_path: Path) -> None:
+    # nats-server 2.9 as Debian runs it (zerolog and Serilog write the same three letters):
+    # `level:error` and `level:warn` find `[ERR]`/`[WRN]`, and `INF` still finds its word.
+    (tmp_path / "nats.log").write_text(
+        "[2983] 2026/12/04 11:46:15.733437 [INF] Starting nats-server\n"
+        "[2983] 2026/12/04 11:46:16.100000 [WRN] Plaintext passwords detected\n"
+        "[2983] 2026/12/04 11:46:17.200000 [ERR] Error listening on port: 4222\n"
+    )
+    (tmp_path / "app.log").write_text("2026-12-04 11:46:18 [FTL] zerolog's console layout\n")
+    extra = f"pattern = '''{NATS_PATTERN}'''\ntime_format = \"%Y/%m/%d %H:%M:%S.%f\"\n"
+    source = file_source(tmp_path, "regex", ["nats.log"], now=NOW, extra=extra)
+    assert [r.message for r in search(source, "level:error", lookback=1440).records] == [
+        "Error listening on port: 4222"
+    ]
+    assert search(source, "level:WRN", lookback=1440).match_count == 1
+    (info,) = search(source, "level:info", lookback=1440).records
+    assert info.level == "INFO" and info.fields["level_name"] == "INF"
+    assert search(source, "INF", lookback=1440).match_count == 1
+    plain = file_source(tmp_path, "plain", ["app.log"], now=NOW)
+    (fatal,) = search(plain, "level:fatal", lookback=1440).records
+    assert fatal.message == "zerolog's console layout"
+
+
+def test_query_level_words_of_go_loggers() -> None:
+    from workers.sources.logs.source import parse_log_query
+
+    words = "level:INF level:WRN level:ERR level:DBG level:TRC level:FTL level:EROR level:DBUG"
+    levels = [c.value for c in parse_log_query(words).clauses]
+    assert levels == ["info", "warn", "error", "debug", "trace", "fatal", "error", "debug"]
+
+
 @pytest.mark.parametrize(
     ("extra", "says"),
     [

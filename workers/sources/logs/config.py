@@ -312,7 +312,14 @@ def _check_roots(config: LogsConfig) -> None:
 def _check_glob(glob: str, roots: list[PurePosixPath], key: str) -> None:
     path = PurePosixPath(os.path.normpath("/" + glob.lstrip("/")))
     if not any(path.is_relative_to(r) for r in roots):
-        raise LogsConfigError(f"{ENV_VAR}: {key}: not under any of roots")
+        # Say what would fix it: the roots there are, or that there are none yet.
+        shown = ", ".join(f'"{r}"' for r in roots)
+        hint = (
+            f' (roots = [{shown}])'
+            if roots
+            else f' (none set: add its folder, e.g. roots = ["{path.parent}"], at the top level)'
+        )
+        raise LogsConfigError(f"{ENV_VAR}: {key}: not under any of roots{hint}")
     if any(ch in str(path.parent) for ch in "*?["):
         raise LogsConfigError(f"{ENV_VAR}: {key}: wildcards only in the file name")
 

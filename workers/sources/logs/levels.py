@@ -1,9 +1,10 @@
 """Level words of real logs and the six levels every backend answers with.
 
-Records and queries are normalised alike: a record's `WARNING`, `warn`, `W` or syslog's
-`warning` is `WARN`, and so is a query's `level:WARNING`, `level:warning` or `level:W`. The
-word a record was written with, when it is not its level's own name (`notice`, `crit`, `E`),
-is kept in the field `level_name`, so a plain-word query `notice` still finds those records.
+Records and queries are normalised alike: a record's `WARNING`, `warn`, `W`, syslog's
+`warning` or zerolog's `WRN` is `WARN`, and so is a query's `level:WARNING`, `level:warning`
+or `level:W`. The word a record was written with, when it is not its level's own name
+(`notice`, `crit`, `E`, `INF`), is kept in the field `level_name`, so a plain-word query
+`notice` still finds those records.
 """
 
 from __future__ import annotations
@@ -22,6 +23,10 @@ LEVEL_WORDS: Final = {
     "EMERG": "FATAL", "PANIC": "FATAL", "DPANIC": "FATAL", "SEVERE": "ERROR",
     "EMERGENCY": "FATAL", "INFORMATIONAL": "INFO", "FINE": "DEBUG", "FINER": "TRACE",
     "FINEST": "TRACE", "CONFIG": "INFO", "VERBOSE": "TRACE", "NOTE": "INFO",
+    # three- and four-letter forms: zerolog, Serilog, NATS (TRC DBG INF WRN ERR FTL PNC VRB),
+    # log15 and Grafana's logfmt (TRCE DBUG EROR)
+    "TRC": "TRACE", "VRB": "TRACE", "INF": "INFO", "WRN": "WARN", "FTL": "FATAL",
+    "PNC": "FATAL", "TRCE": "TRACE", "DBUG": "DEBUG", "EROR": "ERROR",
     # single letters: klog/glog I/W/E/F, Android V/D/I/W/E/F/A
     "T": "TRACE", "V": "TRACE", "D": "DEBUG", "I": "INFO", "N": "INFO", "W": "WARN",
     "E": "ERROR", "F": "FATAL", "C": "FATAL", "A": "FATAL",

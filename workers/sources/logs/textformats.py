@@ -51,6 +51,7 @@ TEXT_FORMAT_FIELDS["nginx_access"] = TEXT_FORMAT_FIELDS["apache_access"]
 _LEVEL_WORD: Final = (
     r"TRACE|DEBUG|INFO|NOTICE|WARN(?:ING)?|ERROR|SEVERE|FATAL|CRIT(?:ICAL)?|ALERT|EMERG"
     r"|FINE(?:R|ST)?|CONFIG|Note|Warning|trace|debug|info|notice|warn(?:ing)?|error|fatal|critical"
+    r"|TRC|DBG|INF|WRN|ERR|FTL|VRB"  # zerolog, Serilog, NATS
 )
 _LOG4J: Final = re.compile(
     r"\[?" + STAMP + r"\]?\s+(?P<pre>.{0,80}?)(?<![\w.$])(?P<level>" + _LEVEL_WORD + r")\b:?"
