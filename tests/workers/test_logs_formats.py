@@ -162,6 +162,77 @@ def test_plain_text_with_a_leading_time_mariadb_error_log(tmp_path: Path) -> Non
     assert version.match_count == 1 and version.records[0].message.startswith("Version:")
 
 
+LATER = datetime(2026, 12, 4, 18, 0, tzinfo=UTC).timestamp()  # postgresql.log, redis.log: 17:0x
+
+
+def read_later(tmp_path: Path, fmt: str, name: str, query: str = "") -> LogsUpstream:
+    sample(tmp_path, name)
+    return search(file_source(tmp_path, fmt, [name], now=LATER), query, lookback=1440)
+
+
+def test_postgresql_reports_join_their_detail_and_statement(tmp_path: Path) -> None:
+    # Debian's `%m [%p] %q%u@%d `: an ERROR and its DETAIL and STATEMENT are one record, a
+    # multi-line statement included; the zone written (`UTC`) is read whatever the topic's.
+    every = read_later(tmp_path, "postgresql", "postgresql.log")
+    assert every.match_count == 17 and not every.unparsed_lines  # 28 lines
+    found = read_later(tmp_path, "postgresql", "postgresql.log", "level:error")
+    assert found.match_count == 5
+    dup = next(r for r in found.records if "duplicate key" in r.message)
+    assert dup.message.splitlines() == [
+        'duplicate key value violates unique constraint "aci_pg_sample_pkey"',
+        "DETAIL:  Key (id)=(1) already exists.",
+        "STATEMENT:  INSERT INTO aci_pg_sample VALUES (1,'dup')",
+    ]
+    assert dup.fields == {"pid": "16762", "user": "postgres", "database": "test"}
+    assert dup.timestamp == "2026-12-04T17:01:20.970Z"
+    column = read_later(tmp_path, "postgresql", "postgresql.log", "missing_column")
+    assert column.match_count == 1 and column.records[0].message.endswith("\tWHERE false")
+    assert "HINT:  Perhaps" in column.records[0].message
+    fatal = read_later(tmp_path, "postgresql", "postgresql.log", "level:FATAL database:nope")
+    assert [r.message for r in fatal.records] == ['database "nope" does not exist']
+    log = read_later(tmp_path, "postgresql", "postgresql.log", "level:LOG checkpoint")
+    assert log.match_count == 4 and {r.level for r in log.records} == {"INFO"}
+    warning = read_later(tmp_path, "postgresql", "postgresql.log", "level:warn lagging")
+    assert warning.records[0].message.splitlines()[1].startswith("CONTEXT:  PL/pgSQL")
+
+
+def test_postgresql_zone_and_prefix_variants(tmp_path: Path) -> None:
+    # `%t [%p]: [%l-1] user=%u,db=%d ` (pgBadger's), a numeric zone, a DETAIL with no report
+    # before it (a file cut there) as a record of its own.
+    (tmp_path / "pg.log").write_text(
+        "2026-12-04 19:51:20 +08 [77]: [3-1] user=app,db=shop ERROR:  deadlock detected\n"
+        "2026-12-04 19:51:20 +08 [77]: [4-1] user=app,db=shop DETAIL:  Process 77 waits\n"
+    )
+    (tmp_path / "cut.log").write_text(
+        "2026-12-04 11:00:00.000 UTC [5] app@shop DETAIL:  Key (id)=(1) already exists.\n"
+    )
+    os.utime(tmp_path / "pg.log", (NOW, NOW))
+    os.utime(tmp_path / "cut.log", (NOW, NOW))
+    source = file_source(tmp_path, "postgresql", ["pg.log"], now=NOW)
+    (deadlock,) = search(source, "deadlock", lookback=1440).records
+    assert deadlock.timestamp == "2026-12-04T11:51:20.000Z"  # +08, whatever the topic's zone
+    assert deadlock.fields == {"pid": "77", "user": "app", "database": "shop"}
+    assert deadlock.message == "deadlock detected\nDETAIL:  Process 77 waits"
+    cut = search(file_source(tmp_path, "postgresql", ["cut.log"], now=NOW), "", lookback=1440)
+    (alone,) = cut.records
+    assert alone.message == "DETAIL:  Key (id)=(1) already exists." and alone.level == ""
+
+
+def test_redis_server_log(tmp_path: Path) -> None:
+    # Redis 7.0 `--loglevel verbose`: `#` warning, `*` notice, `-` verbose; the role letter.
+    every = read_later(tmp_path, "redis", "redis.log")
+    assert every.match_count == 17 and not every.unparsed_lines
+    warn = read_later(tmp_path, "redis", "redis.log", "level:WARNING overcommit")
+    (record,) = warn.records
+    assert record.level == "WARN" and record.fields == {
+        "pid": "16934", "role": "master", "level_name": "warning"
+    }  # fmt: skip
+    assert record.timestamp == "2026-12-04T17:01:29.057Z"
+    assert read_later(tmp_path, "redis", "redis.log", "role:child").match_count == 3
+    assert read_later(tmp_path, "redis", "redis.log", "level:debug").match_count == 5
+    assert read_later(tmp_path, "redis", "redis.log", "notice").match_count == 5
+
+
 HDFS_PATTERN = (
     r"(?P<time>\d{6} \d{6}) (?P<pid>\d+) (?P<level>\w+) (?P<component>[^:]+): (?P<message>.*)"
 )
@@ -355,7 +426,10 @@ FORMAT_OF = {
     "klog_kubectl.log": "klog",
     "oslo_nova.log": "oslo",
     "plain_mariadb.err": "plain",
+    "postgresql.log": "postgresql",
+    "redis.log": "redis",
 }
+WRITTEN_LATER = ("postgresql.log", "redis.log")
 
 
 @pytest.mark.parametrize("name", sorted(FORMAT_OF))
@@ -367,9 +441,9 @@ def test_the_record_prefilter_never_hides_a_match(tmp_path: Path, name: str) -> 
     from workers.sources.logs.records import entry_matches
     from workers.sources.logs.source import parse_log_query
 
-    fmt = FORMAT_OF[name]
+    fmt, now = FORMAT_OF[name], LATER if name in WRITTEN_LATER else NOW
     text = (SAMPLES / name).read_text()
-    parser = make_parser(fmt, {}, utc, "", "auto", int(NOW * 1000))
+    parser = make_parser(fmt, {}, utc, "", "auto", int(now * 1000))
     records = [e for line in text.splitlines(True) for e in parser.feed(line)] + parser.flush()
     words = sorted({w for w in text.split() if '"' not in w and "\\" not in w})[:120]
     pairs = [
@@ -381,7 +455,7 @@ def test_the_record_prefilter_never_hides_a_match(tmp_path: Path, name: str) -> 
     levels = ("ERROR", "warn", "WARNING", "info", "notice", "E", "debug", "fatal", "trace", "r")
     queries += [f"level:{level}" for level in levels] + ["level:error -level:warn"]
     sample(tmp_path, name)
-    source = file_source(tmp_path, fmt, [name], now=NOW)
+    source = file_source(tmp_path, fmt, [name], now=now)
     for query in queries:
         try:
             parsed = parse_log_query(query)

@@ -53,11 +53,11 @@ __all__ = [
 ENV_VAR: Final = "ACI_LOGS_CONFIG"
 FORMATS: Final = (
     "jsonl", "logfmt", "cri", "syslog", "mysql_slow", "log4j", "apache_access", "nginx_access",
-    "apache_error", "nginx_error", "klog", "oslo", "plain", "regex",
+    "apache_error", "nginx_error", "klog", "oslo", "postgresql", "redis", "plain", "regex",
 )  # fmt: skip
 Format = Literal[
     "jsonl", "logfmt", "cri", "syslog", "mysql_slow", "log4j", "apache_access", "nginx_access",
-    "apache_error", "nginx_error", "klog", "oslo", "plain", "regex",
+    "apache_error", "nginx_error", "klog", "oslo", "postgresql", "redis", "plain", "regex",
 ]  # fmt: skip
 # Named groups of a `format = "regex"` pattern that are not fields of the record.
 REGEX_OWN_GROUPS: Final = ("time", "level", "message", "service")
@@ -315,7 +315,7 @@ def _check_glob(glob: str, roots: list[PurePosixPath], key: str) -> None:
         # Say what would fix it: the roots there are, or that there are none yet.
         shown = ", ".join(f'"{r}"' for r in roots)
         hint = (
-            f' (roots = [{shown}])'
+            f" (roots = [{shown}])"
             if roots
             else f' (none set: add its folder, e.g. roots = ["{path.parent}"], at the top level)'
         )

@@ -23,6 +23,7 @@ LEVEL_WORDS: Final = {
     "EMERG": "FATAL", "PANIC": "FATAL", "DPANIC": "FATAL", "SEVERE": "ERROR",
     "EMERGENCY": "FATAL", "INFORMATIONAL": "INFO", "FINE": "DEBUG", "FINER": "TRACE",
     "FINEST": "TRACE", "CONFIG": "INFO", "VERBOSE": "TRACE", "NOTE": "INFO",
+    "LOG": "INFO",  # PostgreSQL's (DEBUG1..DEBUG5 below)
     # three- and four-letter forms: zerolog, Serilog, NATS (TRC DBG INF WRN ERR FTL PNC VRB),
     # log15 and Grafana's logfmt (TRCE DBUG EROR)
     "TRC": "TRACE", "VRB": "TRACE", "INF": "INFO", "WRN": "WARN", "FTL": "FATAL",
@@ -40,6 +41,8 @@ def canonical_level(word: str) -> str | None:
     text = word.strip().upper()
     if text.startswith("TRACE") and text[5:].isdigit():  # Apache's trace1..trace8
         return "TRACE"
+    if text.startswith("DEBUG") and text[5:].isdigit():  # PostgreSQL's DEBUG1..DEBUG5
+        return "DEBUG"
     return LEVEL_WORDS.get(text)
 
 

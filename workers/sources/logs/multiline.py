@@ -11,16 +11,25 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from typing import Final
+from typing import Final, NamedTuple
 
 from workers.sources.logs.records import Entry
 
-__all__ = ["MAX_JOINED_CHARS", "MAX_JOINED_LINES", "HeadParser", "Pending"]
+__all__ = ["MAX_JOINED_CHARS", "MAX_JOINED_LINES", "Continued", "HeadParser", "Pending"]
 
 MAX_JOINED_LINES: Final = 1000
 MAX_JOINED_CHARS: Final = 64 * 1024
 # A head: how to read its time (None: not a time), and how to build its entry at that time.
 Pending = tuple[Callable[[], int | None], Callable[[int], Entry]]
+
+
+class Continued(NamedTuple):
+    """A line in its format that continues the record before it (PostgreSQL's `DETAIL:` and
+    `STATEMENT:` lines): `text` joins that record; with no record open, `alone` starts one."""
+
+    text: str
+    alone: Pending
+
 
 _CONTINUATION: Final = re.compile(
     r"\s|Caused by:|Suppressed:|Traceback \(|\.\.\. \d+ (?:more|common frames omitted)"
@@ -37,7 +46,7 @@ class HeadParser:
     raw text) allows; lines that are no record are counted in `failed` and listed in
     `rejected` (the source takes them, to match them as text)."""
 
-    def __init__(self, head: Callable[[str], Pending | None], service: str) -> None:
+    def __init__(self, head: Callable[[str], Pending | Continued | None], service: str) -> None:
         self.head, self.service, self.failed = head, service, 0
         self.keep: Callable[[str], bool] | None = None
         self.skipped = 0  # records the prefilter said cannot match: read, not built
@@ -52,18 +61,26 @@ class HeadParser:
         if not text.strip():
             return []
         found = self.head(text)
+        if isinstance(found, Continued):
+            if self._open is not None:
+                self._join(found.text)
+                return []
+            found = found.alone
         if found is not None:
             out = self.flush()
             self._open, self._text = found, text
             return out
         if self._open is not None and _CONTINUATION.match(text):
-            if len(self._more) < MAX_JOINED_LINES and self._size < MAX_JOINED_CHARS:
-                self._more.append(text)
-                self._size += len(text) + 1
+            self._join(text)
             return []
         self.failed += 1
         self.rejected.append(text)
         return []
+
+    def _join(self, text: str) -> None:
+        if len(self._more) < MAX_JOINED_LINES and self._size < MAX_JOINED_CHARS:
+            self._more.append(text)
+            self._size += len(text) + 1
 
     def flush(self) -> list[Entry]:
         pending, more, text = self._open, self._more, self._text

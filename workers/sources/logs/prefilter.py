@@ -38,7 +38,7 @@ LINE_FORMATS: Final = ("jsonl", "logfmt", "syslog")
 # (`HeadParser.keep`). Access logs re-compose their message (`GET /x HTTP/1.1 200 6` from
 # `"GET /x HTTP/1.1" 200 6`): only their terms without a space or a quote are used.
 RECORD_FORMATS: Final = (
-    "log4j", "apache_error", "nginx_error", "klog", "oslo", "plain", "regex",
+    "log4j", "apache_error", "nginx_error", "klog", "oslo", "postgresql", "plain", "regex",
     "apache_access", "nginx_access",
 )  # fmt: skip
 _RECOMPOSED: Final = ("apache_access", "nginx_access")
@@ -46,7 +46,7 @@ _RECOMPOSED: Final = ("apache_access", "nginx_access")
 # words of their pattern, never a single letter): a `level:` clause then needs one of the
 # words naming that level in the raw text.
 _WORD_LEVELS: Final = {"log4j": False, "plain": False, "apache_error": True,
-                       "nginx_error": True, "oslo": True}  # fmt: skip
+                       "nginx_error": True, "oslo": True, "postgresql": False}  # fmt: skip
 
 
 def _level_words(value: str, letters: bool) -> tuple[str, ...]:

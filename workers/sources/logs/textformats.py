@@ -9,6 +9,7 @@ Named formats (docs/logs.md has an example line of each):
   status (5xx ERROR, 4xx WARN, else INFO);
 - `klog`: Kubernetes components (`I0515 10:15:30.123456   12345 file.go:123] msg`);
 - `oslo`: OpenStack's oslo.log default format;
+- `postgresql`, `redis`: the database servers' own logs (`dbformats`);
 - `plain`: any text whose lines start with a time (every `stamps` shape), an optional level;
 - `regex`: the operator's Python regex with named groups `time`, `level`, `message`,
   `service`; every other named group is a field; `time_format` a strptime format.
@@ -26,9 +27,10 @@ from datetime import tzinfo
 from typing import Final
 
 from contracts.results import JsonScalar
+from workers.sources.logs.dbformats import postgresql_head, redis_head
 from workers.sources.logs.formats import level_of, parse_time
 from workers.sources.logs.levels import keep_level_name
-from workers.sources.logs.multiline import HeadParser, Pending
+from workers.sources.logs.multiline import Continued, HeadParser, Pending
 from workers.sources.logs.records import Entry
 from workers.sources.logs.stamps import STAMP, stamp_ms, strptime_ms
 
@@ -43,6 +45,8 @@ TEXT_FORMAT_FIELDS: Final[dict[str, tuple[str, ...]]] = {
                       "referer", "user_agent"),
     "klog": ("pid", "source", "exception"),
     "oslo": ("pid", "logger", "request_id", "exception"),
+    "postgresql": ("pid", "user", "database"),
+    "redis": ("pid", "role"),
     "plain": ("exception",),
     "regex": ("exception",),
 }  # fmt: skip
@@ -97,7 +101,7 @@ _OSLO: Final = re.compile(  # after a file name when files were concatenated (`g
 )
 _SHAPES: Final = ("iso", "slash", "yslash", "compact", "dmy", "ctime", "clf", "bsd", "clock")
 
-Head = Callable[[str], Pending | None]
+Head = Callable[[str], Pending | Continued | None]
 
 
 def _entry(epoch: int, raw_level: str | None, message: str, fields: dict[str, JsonScalar]) -> Entry:
@@ -357,6 +361,8 @@ def make_text_parser(
         "nginx_access": lambda: _access(zone, now_ms),
         "klog": lambda: _klog(zone, now_ms),
         "oslo": lambda: _oslo(zone, now_ms),
+        "postgresql": lambda: postgresql_head(zone, now_ms),
+        "redis": lambda: redis_head(zone, now_ms),
         "plain": lambda: _plain(zone, now_ms, time_format),
         "regex": lambda: _regex(pattern, time_format, zone, now_ms),
     }

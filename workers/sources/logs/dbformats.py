@@ -1,0 +1,118 @@
+"""The database servers' own logs, as text formats (`textformats` names them all).
+
+- `postgresql`: PostgreSQL's server log with a `log_line_prefix` holding `%m` or `%t` and
+  `[%p]` (Debian's and the default `%m [%p] `; `%u@%d` or `user=%u,db=%d` read as fields);
+  its `DETAIL:`, `HINT:`, `STATEMENT:`, `CONTEXT:`, `QUERY:` and `LOCATION:` lines join the
+  report before them (`multiline.Continued`); the zone it writes (`UTC`, `+08`) is read,
+  another abbreviation is the topic's `timezone`;
+- `redis`: the Redis server's log (`pid:role dd Mon yyyy hh:mm:ss.mmm <level> message`; `.`
+  debug, `-` verbose, `*` notice, `#` warning).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from datetime import tzinfo
+from typing import Final
+
+from contracts.results import JsonScalar
+from workers.sources.logs.formats import level_of
+from workers.sources.logs.levels import keep_level_name
+from workers.sources.logs.multiline import Continued, Pending
+from workers.sources.logs.records import Entry
+from workers.sources.logs.stamps import stamp_ms, strptime_ms
+
+__all__ = ["postgresql_head", "redis_head"]
+
+Head = Callable[[str], Pending | Continued | None]
+
+_POSTGRESQL: Final = re.compile(
+    r"(?P<iso>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d{1,6})?)"
+    r"(?: (?P<zone>[A-Za-z]{1,6}|[+-]\d\d(?::?\d\d)?))?"
+    r" \[(?P<pid>\d+)\]:?(?: \[\d+-\d+\])? ?(?P<pre>[^\n]{0,200}?)"
+    r"(?P<level>DEBUG[1-5]|INFO|NOTICE|WARNING|ERROR|LOG|FATAL|PANIC"
+    r"|(?P<more>DETAIL|HINT|QUERY|CONTEXT|STATEMENT|LOCATION)):  (?P<message>.*)",
+    re.S,
+)
+_PG_USER_DB: Final = re.compile(
+    r"(?:user=(?P<u1>[^,\s]*),\s*db=(?P<d1>[^,\s]*))|(?P<u2>[^@\s\[\]]*)@(?P<d2>[^\s\[\]]+)"
+)
+_REDIS: Final = re.compile(
+    r"(?P<pid>\d+):(?P<role>[XCSM]) (?P<when>\d\d [A-Z][a-z]{2} \d{4} \d\d:\d\d:\d\d\.\d{3})"
+    r" (?P<level>[.*#-]) (?P<message>.*)",
+    re.S,
+)
+_REDIS_LEVEL: Final = {".": ("DEBUG", "debug"), "-": ("DEBUG", "verbose"),
+                       "*": ("INFO", "notice"), "#": ("WARN", "warning")}  # fmt: skip
+_REDIS_ROLE: Final = {"X": "sentinel", "C": "child", "S": "replica", "M": "master"}
+
+
+def _entry(epoch: int, raw_level: str | None, message: str, fields: dict[str, JsonScalar]) -> Entry:
+    level = level_of(raw_level) if raw_level else ""
+    if raw_level:
+        keep_level_name(fields, raw_level, level)
+    return Entry(epoch, level, "", message, fields)
+
+
+def postgresql_head(zone: tzinfo, now_ms: int) -> Head:
+    """A `postgresql` line's head (module docstring)."""
+
+    def head(text: str) -> Pending | Continued | None:
+        found = _POSTGRESQL.match(text)
+        if found is None:
+            return None
+        written = found.group("zone") or ""
+
+        def when() -> int | None:
+            stamp = found.group("iso")
+            if written.upper() in ("UTC", "GMT", "Z"):
+                stamp += "Z"
+            elif written[:1] in "+-" and written:
+                digits = written[1:].replace(":", "")
+                stamp += written[0] + (digits + "00")[:4]
+            return stamp_ms("iso", stamp, zone, now_ms)
+
+        def build(epoch: int) -> Entry:
+            fields: dict[str, JsonScalar] = {"pid": found.group("pid")}
+            if who := _PG_USER_DB.search(found.group("pre")):
+                user, database = who.group("u1", "d1") if who.group("d1") else who.group("u2", "d2")
+                if user:
+                    fields["user"] = user
+                if database:
+                    fields["database"] = database
+            more = found.group("more")
+            if more:  # a report's part with no report before it (the file was cut there)
+                return _entry(epoch, None, f"{more}:  {found.group('message')}", fields)
+            return _entry(epoch, found.group("level"), found.group("message"), fields)
+
+        if found.group("more"):  # part of the report before it
+            return Continued(f"{found.group('more')}:  {found.group('message')}", (when, build))
+        return when, build
+
+    return head
+
+
+def redis_head(zone: tzinfo, now_ms: int) -> Head:
+    """A `redis` line's head (module docstring)."""
+
+    def head(text: str) -> Pending | None:
+        found = _REDIS.match(text)
+        if found is None:
+            return None
+
+        def when() -> int | None:
+            return strptime_ms(found.group("when"), "%d %b %Y %H:%M:%S.%f", zone, now_ms)
+
+        def build(epoch: int) -> Entry:
+            level, name = _REDIS_LEVEL[found.group("level")]
+            fields: dict[str, JsonScalar] = {
+                "pid": found.group("pid"),
+                "role": _REDIS_ROLE[found.group("role")],
+                "level_name": name,
+            }
+            return Entry(epoch, level, "", found.group("message"), fields)
+
+        return when, build
+
+    return head
