@@ -18,9 +18,15 @@ meets a refusal in the ACL log; `1` tries it as any user; `0` never. Tried on th
 submit, kept while Redis runs it. A call the judge would refuse, a cancel, or a script that
 cannot run (a key of the wrong type, any error) goes through the workers' admission instead,
 which answers it as it always did. A log call's window ends at this client's clock (the
-workers' admission uses its own), and the judge and the script read this client's settings
-(`argument_max_bytes`, `default_lookback`, `stream_maxlen`, `retention_s`): they must be the
-workers' (docs/pipeline.md).
+workers' admission uses its own). The judge and the script read this client's settings
+(`SHARED`: `argument_max_bytes`, `default_lookback`, `stream_maxlen`, `retention_s`), which
+must be the workers': every worker writes its own into its partitions' `deployment` hash
+with each heartbeat, and this client reads it before it first admits, then in each admit's
+own round trip (for the next call). Where they differ (workers redeployed with a new bound,
+a client left behind), its calls go through the workers' admission, which applies the
+workers' own (said once, in a warning naming the settings); another `ACI_PARTITIONS` than
+the workers' is a configuration error (`SettingsError`). Before any worker has beaten, its
+own settings serve.
 """
 
 from __future__ import annotations
@@ -36,9 +42,9 @@ from pipeline.cancel import is_cancel
 from pipeline.keys import Keys, Partition
 from pipeline.redis_io import Redis, RedisProtocolError, call_redis
 from pipeline.scripts import ADMIT_LUA
-from pipeline.settings import Settings
+from pipeline.settings import Settings, SettingsError
 
-__all__ = ["NEW", "AdmitHere"]
+__all__ = ["NEW", "SHARED", "AdmitHere", "shared_settings"]
 
 log = logging.getLogger("aci.client")
 _SHA: Final = hashlib.sha1(ADMIT_LUA.encode()).hexdigest()
@@ -47,6 +53,20 @@ NEW: Final = 1  # per call: admitted now (the others: ADMIT_KNOWN, ADMIT_CONFLIC
 # while it runs (10,000 calls in one: 384 ms in SLOWLOG), so a large submission is several,
 # sent in one round trip (each call idempotent, so a later one sees an earlier one's records).
 CHUNK: Final = 256
+# The settings a client that admits its own calls must share with the workers, as the
+# `deployment` hash names them.
+SHARED: Final = {
+    "partitions": "ACI_PARTITIONS",
+    "argument_max_bytes": "ACI_ARGUMENT_MAX_BYTES",
+    "default_lookback": "ACI_LOGS_DEFAULT_LOOKBACK",
+    "stream_maxlen": "ACI_STREAM_MAXLEN",
+    "retention_s": "ACI_RETENTION_S",
+}
+
+
+def shared_settings(settings: Settings) -> dict[str, str]:
+    """This process's `SHARED` settings, as a worker writes them (`pipeline.heartbeat.beat`)."""
+    return {name: str(getattr(settings, name)) for name in SHARED}
 
 
 class AdmitHere:
@@ -60,13 +80,56 @@ class AdmitHere:
         self.enabled = settings.admit_here == "1" or (
             settings.admit_here == "auto" and _username(redis) in (None, "", "default")
         )
+        self._mine = shared_settings(settings)
+        # Per partition: whether its workers' settings are this client's, as last read.
+        self._agreed: dict[int, bool] = {}
+        self._told: set[tuple[str, ...]] = set()
+        self._mismatch: str | None = None  # another ACI_PARTITIONS than the workers' use
+
+    async def agrees(self, part: Partition) -> bool:
+        """Whether this client's `SHARED` settings are those of the workers of `part`, as last
+        read (read here the first time; then in every admit's own round trip: `commands`,
+        `learn`). True while no worker has written them. Raises `SettingsError` when the
+        workers use another `ACI_PARTITIONS`."""
+        if part.index not in self._agreed:
+            try:
+                found = await call_redis(self.redis.hmget(part.deployment, list(SHARED)))
+            except RedisProtocolError as exc:  # a submitter forced to try (`1`): NOPERM
+                await self.refused(exc)
+                return False
+            self.learn(part, found)
+        if self._mismatch is not None:
+            raise SettingsError(self._mismatch)
+        return self._agreed[part.index]
+
+    def learn(self, part: Partition, found: Sequence[Any]) -> None:
+        """Take in the workers' `SHARED` settings of `part` (an HMGET reply of them); never
+        raises (the calls of the round trip that read them were admitted)."""
+        theirs = {
+            n: v.decode("utf-8", "replace") if isinstance(v, bytes) else str(v)
+            for n, v in zip(SHARED, found, strict=True)
+            if v is not None
+        }
+        if "partitions" in theirs and theirs["partitions"] != self._mine["partitions"]:
+            self._mismatch = (  # raised by the next `agrees`
+                f"ACI_PARTITIONS is {self._mine['partitions']} here, {theirs['partitions']} for"
+                " the workers: every process of a deployment must use the same"
+            )
+        differ = tuple(sorted(SHARED[n] for n, v in theirs.items() if v != self._mine[n]))
+        if differ and differ not in self._told:
+            self._told.add(differ)
+            log.warning(
+                "calls go through the workers' admission: the workers' %s differ from this"
+                " client's", ", ".join(differ),
+            )  # fmt: skip
+        self._agreed[part.index] = not differ
 
     def commands(
         self, part: Partition, session_id: str, envelopes: Sequence[bytes]
     ) -> list[tuple[Any, ...]] | None:
         """The admit script calls for `envelopes` (this client's, of one session; `CHUNK`
-        calls each), or None when one of them must go through the workers' admission (module
-        docstring)."""
+        calls each), then a read of the workers' settings (its reply goes to `learn`), or
+        None when one of them must go through the workers' admission (module docstring)."""
         settings = self.settings
         admitted: list[Admission] = []
         for envelope in envelopes:
@@ -87,6 +150,7 @@ class AdmitHere:
                 maxlen=settings.stream_maxlen, retention_ms=settings.retention_s * 1000,
             )  # fmt: skip
             out.append(("EVALSHA", _SHA, len(keys), *keys, *args))
+        out.append(("HMGET", part.deployment, *SHARED))  # for the next call: `learn`
         return out
 
     async def refused(self, error: RedisProtocolError) -> bool:

@@ -281,6 +281,8 @@ class EvidenceClient(CancelAndProgress, AsOfPins):
         # `pipeline.admit_here`: the calls admitted in this round trip, or None (then they go
         # through the workers' admission). Returns the results of calls final already.
         part = self.keys.for_session(session_id)
+        if not await self._here.agrees(part):  # the workers' settings are not this client's
+            return None
         sent = [(n, at) for n, at in enumerate(prepared.positions) if prepared.out[at] is None]
         commands = self._here.commands(part, session_id, [prepared.envelopes[n] for n, _ in sent])
         if commands is None:
@@ -292,7 +294,8 @@ class EvidenceClient(CancelAndProgress, AsOfPins):
             except RedisProtocolError as exc:
                 if attempt == 2 or not await self._here.refused(exc):
                     return None
-        found = outcomes(replies, len(sent))
+        self._here.learn(part, replies[-1])  # the workers' settings, for the next call
+        found = outcomes(replies[:-1], len(sent))
         if found is None:
             return None
         known: list[str] = []

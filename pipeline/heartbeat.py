@@ -16,7 +16,7 @@ and the submitter (`call` asks whether anyone reads its partition) only read it.
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Final
 
 from pipeline.keys import Partition
@@ -38,9 +38,17 @@ def _now_ms() -> int:
     return int(time.time() * 1000)
 
 
-async def beat(redis: Redis, parts: Sequence[Partition], consumer: str, ttl_s: float) -> int:
-    """Record a beat of `consumer` in each partition; returns the number of live workers over
-    those partitions (each counted once per partition it reads, at most once overall)."""
+async def beat(
+    redis: Redis,
+    parts: Sequence[Partition],
+    consumer: str,
+    ttl_s: float,
+    deployment: Mapping[str, str] | None = None,
+) -> int:
+    """Record a beat of `consumer` in each partition (and, given, the `deployment` settings
+    a client that admits its own calls must share: `pipeline.admit_here`); returns the number
+    of live workers over those partitions (each counted once per partition it reads, at most
+    once overall)."""
     now = _now_ms()
     ttl_ms = int(ttl_s * 1000)
     pipe = redis.pipeline(transaction=False)
@@ -49,8 +57,11 @@ async def beat(redis: Redis, parts: Sequence[Partition], consumer: str, ttl_s: f
         pipe.zremrangebyscore(part.heartbeats, "-inf", now - _FORGET_TTLS * ttl_ms)
         pipe.pexpire(part.heartbeats, _FORGET_TTLS * ttl_ms)
         pipe.zcount(part.heartbeats, now - ttl_ms, "+inf")
+    for part in parts if deployment else ():
+        pipe.hset(part.deployment, mapping=dict(deployment or {}))
+        pipe.pexpire(part.deployment, _FORGET_TTLS * ttl_ms)
     replies = await execute(pipe)
-    return max((int(n) for n in replies[3::4]), default=0)
+    return max((int(n) for n in replies[3 : 4 * len(parts) : 4]), default=0)
 
 
 async def forget(redis: Redis, parts: Sequence[Partition], consumer: str) -> None:

@@ -80,8 +80,8 @@ class Partition:
     """The key names of one partition (all under one hash tag)."""
 
     __slots__ = (
-        "calls_ready", "dead", "heartbeats", "index", "invocations", "lifecycle", "requests",
-        "sessions", "tag",
+        "calls_ready", "dead", "deployment", "heartbeats", "index", "invocations", "lifecycle",
+        "requests", "sessions", "tag",
     )  # fmt: skip
 
     def __init__(self, tag: str, index: int = 0) -> None:
@@ -95,6 +95,9 @@ class Partition:
         self.dead = f"{tag}:dead"
         # Sorted set: worker consumer name → its last heartbeat (epoch ms), see pipeline.heartbeat.
         self.heartbeats = f"{tag}:heartbeats"
+        # Hash: the settings a client that admits its own calls must share with the workers
+        # (`pipeline.admit_here.SHARED`), written with every heartbeat.
+        self.deployment = f"{tag}:deployment"
         # String (epoch ms): every call of the partition is in its session's call index (set by
         # admission on the partition's first admission ever, or by `aci-evidence reindex`).
         self.calls_ready = f"{tag}:calls-ready"

@@ -12,12 +12,13 @@ import anyio
 import pytest
 
 from contracts import LifecycleStatus
+from pipeline.admit_here import shared_settings
 from pipeline.client import EvidenceClient, ToolCall
 from pipeline.embedded import embedded_redis
 from pipeline.envelope import decode_envelope
 from pipeline.keys import Keys
 from pipeline.redis_io import RedisProtocolError, call_redis, open_redis
-from pipeline.settings import Settings
+from pipeline.settings import Settings, SettingsError
 from tests.pipeline.acl_server import acl_server
 from tests.pipeline.helpers import running_worker
 from tests.pipeline.sources import InstantSource
@@ -119,8 +120,9 @@ async def test_the_submitter_role_goes_through_admission_and_no_refusal_is_logge
             denied = await _denials(server)
     for result in (first, second, third):
         assert result is not None and result.lifecycle is LifecycleStatus.READY
-    # The one refusal of ACI_ADMIT_HERE=1 as a submitter: one script, once.
-    assert [(d["username"], d["object"]) for d in denied] == [(b"submitter", b"evalsha")]
+    # The one refusal of ACI_ADMIT_HERE=1 as a submitter, once: its first read of the
+    # workers' settings (`pipeline.admit_here`, before its first admit); no script is tried.
+    assert [(d["username"], d["object"]) for d in denied] == [(b"submitter", b"{aci}:deployment")]
     assert denied[0]["count"] == 1
 
 
@@ -242,3 +244,63 @@ async def test_a_call_awaited_in_a_task_of_its_own_is_cancelled_with_its_caller(
         final = await client.wait("s1", ["call_1"], timeout=10)
     assert "call_1" in final, "the call was not cancelled"
     assert json.loads(bytes(final["call_1"].model))["error"]["code"] == "CANCELLED"
+
+
+async def test_a_worker_beats_the_settings_a_client_that_admits_itself_must_share(
+    redis: Any, prefix: str
+) -> None:
+    settings = settings_for(prefix, argument_max_bytes=4096)
+    part = Keys(prefix).for_session("s1")
+    async with running_worker(redis, settings, {"lookup_knowledge": InstantSource()}):
+        with anyio.fail_after(5):
+            while not await redis.exists(part.deployment):  # noqa: ASYNC110 - its first beat
+                await anyio.sleep(0.05)
+        written = await redis.hgetall(part.deployment)
+    assert {k.decode(): v.decode() for k, v in written.items()} == {
+        "partitions": "1", "argument_max_bytes": "4096", "default_lookback": "60",
+        "stream_maxlen": "100000", "retention_s": "86400",
+    }  # fmt: skip
+    assert 0 < await redis.pttl(part.deployment)
+
+
+async def test_workers_with_other_bounds_admit_the_calls_of_a_client_left_behind(
+    redis: Any, prefix: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    # The workers were redeployed with a smaller ACI_ARGUMENT_MAX_BYTES; an agent host still
+    # has the old one: its calls go to the workers' admission, which applies theirs.
+    part = Keys(prefix).for_session("s1")
+    workers = shared_settings(settings_for(prefix, argument_max_bytes=2048))
+    await redis.hset(part.deployment, mapping=workers)
+    async with EvidenceClient(redis, settings_for(prefix)) as client:
+        assert await client.submit_many("s1", [kcall(1), kcall(2)]) == [None, None]
+        assert await redis.xlen(part.requests) == 2  # requests, not admitted here
+        assert await redis.exists(part.invocations) == 0
+        assert await client.submit_many("s1", [kcall(3)]) == [None]  # said once
+        # The workers come round to the client's settings: the next call but one admits
+        # itself again (each admit reads them for the next).
+        await redis.hset(part.deployment, mapping=shared_settings(settings_for(prefix)))
+        client._here._agreed.clear()  # as a new client would: read before its first admit
+        assert await client.submit_many("s1", [kcall(4)]) == [None]
+        assert await redis.xlen(part.invocations) == 1
+        await redis.hset(part.deployment, "default_lookback", "15")  # redeployed again
+        assert await client.submit_many("s1", [kcall(5)]) == [None]  # read in this round trip
+        assert await client.submit_many("s1", [kcall(6)]) == [None]
+        assert await redis.xlen(part.invocations) == 2 and await redis.xlen(part.requests) == 4
+    said = [r.getMessage() for r in caplog.records if "differ" in r.getMessage()]
+    assert said == [
+        "calls go through the workers' admission: the workers' ACI_ARGUMENT_MAX_BYTES differ"
+        " from this client's",
+        "calls go through the workers' admission: the workers' ACI_LOGS_DEFAULT_LOOKBACK"
+        " differ from this client's",
+    ]
+
+
+async def test_another_partition_count_than_the_workers_is_a_configuration_error(
+    redis: Any, prefix: str
+) -> None:
+    part = Keys(prefix).for_session("s1")
+    await redis.hset(part.deployment, mapping={"partitions": "4"})
+    async with EvidenceClient(redis, settings_for(prefix)) as client:
+        with pytest.raises(SettingsError, match="ACI_PARTITIONS is 1 here, 4 for the workers"):
+            await client.submit_many("s1", [kcall(1)])
+        assert await redis.exists(part.requests, part.invocations) == 0  # nothing written
