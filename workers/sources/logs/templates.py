@@ -10,9 +10,10 @@ replay relies on.
 
 Masking replaces what varies in a real log by a typed placeholder before Drain sees the line:
 `<UUID>`, `<IP>` (v4 or v6; a port stays apart as `<IP>:<NUM>`), `<HOST>` (a host name before
-a port), `<PATH>` (`/var/log/x.log`, `C:\\Windows\\x`), `"<*>"` (a quoted word, or the quoted
-value of a key: `tag="View Lock"`; a quoted phrase elsewhere keeps its words), `<HEX>`
-(`0x1f`, `a3f9c2d1e5`), `<NUM>` (integers and decimals with a sign or a unit:
+a port), `<PATH>` (`/var/log/x.log`, `C:\\Windows\\x`; the target of an HTTP request keeps
+its constant segments: `GET /v2/<HEX>/servers/detail?limit=<*>`), `"<*>"` (a quoted word,
+or the quoted value of a key: `tag="View Lock"`; a quoted phrase elsewhere keeps its words),
+`<HEX>` (`0x1f`, `a3f9c2d1e5`), `<NUM>` (integers and decimals with a sign or a unit:
 `blk_-6952295868487656571`, `250ms`, `250 ms`, `1.5s`, `42%`, `uid=0`; a clock time or
 duration `00:02`; a `-` is a sign only after a space, `=`, `(`, `[`, `:`, `,`, `_` or at the
 start, else a separator: `<IP>-<NUM>`). One combined pattern, one pass.
@@ -20,7 +21,9 @@ Lines are then grouped by Drain
 (He et al., ICWS 2017: a fixed-depth prefix tree over the token count and the first tokens,
 then a similarity threshold), drain3's implementation with a similarity over constant words
 (tokens holding a digit or a placeholder count as values; a differing last word weighs
-double), then templates alike but for three or more words in one place are merged.
+double; another request method or route is never alike; a context prefix such as
+`[instance: <UUID>]` is not weighed), then templates alike but for three or more words in one
+place are merged.
 docs/logs.md states the choices and their accuracy on loghub (`bench/logs_patterns_eval.py`).
 """
 
@@ -53,6 +56,9 @@ _HEXD: Final = r"[0-9a-fA-F]"
 # An abbreviated unit written after a space: the number and it are one quantity (`250 ms`,
 # `<1 sec`, `1.16 KB`); a unit written out stays a word (`over <NUM> seconds`).
 _UNITS: Final = r"(?:ms|us|ns|sec|secs|mins?|hrs?|[KMGT]i?B)"
+# The methods of HTTP: the path after one is a request's target (its route), not a file.
+_METHODS: Final = ("GET", "HEAD", "POST", "PUT", "DELETE", "PATCH", "OPTIONS", "CONNECT", "TRACE")
+_AFTER_METHOD: Final = "(?:" + "|".join(f"(?<={m} )" for m in _METHODS) + ")"
 # One pattern, tried once from left to right: at each place the first alternative that
 # matches wins, and `_PLACEHOLDERS` names what it becomes (see `mask`).
 _MASK: Final = re.compile(
@@ -71,6 +77,8 @@ _MASK: Final = re.compile(
     # keeps its words, each masked on its own (`"GET <PATH> HTTP/<NUM>"`: the method matters).
     r"|(?P<dq>(?<![\w\\])\"(?:(?<=[=:]\")|(?=[^\"\s]{1,200}\"))[^\"\n]{1,200}\"(?!\w))"
     r"|(?P<sq>(?<![\w\\])'(?:(?<=[=:]')|(?=[^'\s]{1,200}'))[^'\n]{1,200}'(?!\w))"
+    # The target of an HTTP request (after its method): a route, masked segment by segment.
+    rf"|(?P<route>{_AFTER_METHOD}/[^\s\"]*)"
     # Paths: two or more segments after a leading / (or a drive letter).
     r"|(?P<path>(?<![\w/.])(?:[A-Za-z]:\\|/)(?:[\w.@+~-]+[/\\])+[\w.@+~-]*)"
     # A host name with a port (`db-1.shop.internal:3306`; not `Class.method:42`, `a.b:12`).
@@ -107,8 +115,35 @@ _SPLIT_WORDS: Final = 5
 _MERGE_WORDS: Final = 3
 
 
+# A segment of a route that is an opaque token: 16 or more letters and digits, both present.
+_TOKEN: Final = re.compile(r"(?=[\w-]*\d)(?=[\w-]*[A-Za-z])[\w-]{16,}")
+
+
+def _segment(segment: str) -> str:
+    if _CANDIDATE.search(segment) is None:
+        return segment  # no digit: a constant word (`servers`, `os-keypairs`, `detail`)
+    masked = _MASK.sub(_placeholder, segment)
+    return "<*>" if masked == segment and _TOKEN.fullmatch(segment) else masked
+
+
+def _route(target: str) -> str:
+    # A route keeps its constant segments, so one template is one endpoint
+    # (`/v2/<HEX>/servers/detail` apart from `/v2/<HEX>/os-server-external-events`): a
+    # segment is masked as a message is (ids, numbers, UUIDs), an opaque token is `<*>`, and
+    # every value of the query is `<*>` (its keys stay).
+    path, question, query = target.partition("?")
+    segments = [_segment(s) for s in path.split("/")]
+    if not question:
+        return "/".join(segments)
+    parts = [f"{p.partition('=')[0]}=<*>" if "=" in p else _MASK.sub(_placeholder, p)
+             for p in query.split("&")]  # fmt: skip
+    return "/".join(segments) + "?" + "&".join(parts)
+
+
 def _placeholder(match: re.Match[str]) -> str:
     kind = match.lastgroup or "num"
+    if kind == "route":
+        return _route(match.group())
     if kind == "num" and match.group("restated"):
         return "<NUM>" + (match.group("word") or "")
     return _PLACEHOLDERS[kind]
@@ -123,8 +158,9 @@ def mask(message: str) -> str:
     if first is None:
         return text  # nothing to mask: the common cheap case
     # Every placeholder starts in a word holding a digit, a quote or a slash: skip the words
-    # before the first one.
-    start = text.rfind(" ", 0, first.start()) + 1
+    # before the first one but one (a route is told by the method before it: `GET /v2/x`).
+    word = text.rfind(" ", 0, first.start())
+    start = text.rfind(" ", 0, word) + 1 if word > 0 else 0
     return text[:start] + _MASK.sub(_placeholder, text[start:])
 
 
@@ -155,7 +191,13 @@ class _Drain(Drain):  # type: ignore[misc]
     ) -> tuple[float, int]:
         constant = same = params = values = 0
         last = len(seq1) - 1
+        context = _context(seq2)
         for i, (template_token, token) in enumerate(zip(seq1, seq2, strict=True)):
+            if i < context:
+                continue  # `[instance: <UUID>]` says which object, not what happened to it
+            if _is_request(seq1, i) or _is_request(seq2, i):
+                if not _alike(template_token, token) or not _alike(seq1[i + 1], seq2[i + 1]):
+                    return 0.0, 0  # another method or route is another endpoint, never alike
             if template_token == self.param_str:
                 params += 1
                 continue
@@ -195,6 +237,34 @@ class _Drain(Drain):  # type: ignore[misc]
                 )
                 out[i] = f"{key}{self.param_str}{end}" if key else self.param_str
         return out
+
+
+_CONTEXT_TOKENS: Final = 8
+
+
+def _context(tokens: Sequence[str]) -> int:
+    # The tokens of a context prefix that names an object by its id: a bracketed group of two
+    # or more tokens opening the message and holding a placeholder (oslo.log's `[instance:
+    # <UUID>]`, `[req-<UUID> <HEX> <HEX> - - -]`); 0 when the message has none.
+    if not tokens or not tokens[0].startswith("[") or tokens[0].endswith("]"):
+        return 0
+    for i, token in enumerate(tokens[1:_CONTEXT_TOKENS], 1):
+        if token.endswith("]"):
+            return i + 1 if any("<" in t for t in tokens[: i + 1]) else 0
+    return 0
+
+
+# A method word (quoted as a request line starts) followed by a route.
+_METHOD: Final = re.compile('"?(?:' + "|".join(_METHODS) + ")")
+
+
+def _is_request(tokens: Sequence[str], i: int) -> bool:
+    # `"GET /v2/<HEX>/servers/detail`: the method and the route name the endpoint.
+    return (
+        i + 1 < len(tokens)
+        and tokens[i + 1].startswith("/")
+        and _METHOD.fullmatch(tokens[i]) is not None
+    )
 
 
 _KEY: Final = re.compile(r"[A-Za-z_][^=\s]*=")
@@ -268,7 +338,12 @@ def _merge_words(templates: dict[int, tuple[str, ...]]) -> dict[int, tuple[str, 
     by_gap: dict[tuple[int, tuple[str, ...]], list[int]] = {}
     for cid in sorted(templates):
         tokens = templates[cid]
-        words = [i for i, token in enumerate(tokens) if "<" not in token]
+        # a method or a route is never a variable word (`_is_request`)
+        words = [
+            i
+            for i, token in enumerate(tokens)
+            if "<" not in token and not _is_request(tokens, i) and not _is_request(tokens, i - 1)
+        ]
         if len(words) <= _SPLIT_WORDS:
             for i in words[1:] if words[:1] == [0] else words:
                 by_gap.setdefault((i, (*tokens[:i], "<*>", *tokens[i + 1 :])), []).append(cid)
