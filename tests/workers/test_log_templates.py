@@ -554,3 +554,23 @@ def test_matches_counted_but_not_read_are_one_pattern() -> None:
     assert unread[0].last_seen.startswith("1970-01-01T01:00:00")
     exact = digest.upstream("FILE", scope, UTC)
     assert sum(p.count for p in exact.patterns) == exact.match_count == 10
+
+
+def test_an_oslo_request_context_is_kept_out_of_the_grouping() -> None:
+    # A message read with its `[req-... user project - - -]` context (a `regex` or `plain`
+    # format): Drain routes and weighs the words after it, the template shows what all its
+    # lines share of it.
+    def req(i: int) -> str:
+        return f"[req-{i}c4b8e2a-7d1f-4a3b-9e5c-6f8d2a1b3c4e {_TENANT} {_TENANT} - - -]"
+
+    lines = [f"{req(i)} Reconnecting to AMQP server on 10.0.0.{i}:5672" for i in range(3)]
+    lines += [f"{req(i)} Connected to AMQP server on 10.0.0.{i}:5672" for i in range(2)]
+    lines += [f"[-] Connected to AMQP server on 10.0.0.{i}:5672" for i in range(2)]
+    lines += [f"{req(i)} [instance: {_SERVER}] Instance spawned successfully." for i in range(2)]
+    lines += [f"{req(i)} [instance: {_SERVER}] Instance destroyed successfully." for i in range(2)]
+    assert set(mine(mask(line) for line in lines).values()) == {
+        "[req-<UUID> <HEX> <HEX> - - -] Reconnecting to AMQP server on <IP>:<NUM>",
+        "[<*>] Connected to AMQP server on <IP>:<NUM>",
+        "[req-<UUID> <HEX> <HEX> - - -] [instance: <UUID>] Instance spawned successfully.",
+        "[req-<UUID> <HEX> <HEX> - - -] [instance: <UUID>] Instance destroyed successfully.",
+    }

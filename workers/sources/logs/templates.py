@@ -22,8 +22,9 @@ Lines are then grouped by Drain
 then a similarity threshold), drain3's implementation with a similarity over constant words
 (tokens holding a digit or a placeholder count as values; a differing last word weighs
 double; another request method or route is never alike; a context prefix such as
-`[instance: <UUID>]` is not weighed), then templates alike but for three or more words in one
-place are merged.
+`[req-<UUID> <HEX> <HEX> - - -] [instance: <UUID>]` is kept out of Drain's sight and shown as
+its lines share it), then templates alike but for three or more words in one place are
+merged.
 docs/logs.md states the choices and their accuracy on loghub (`bench/logs_patterns_eval.py`).
 """
 
@@ -191,10 +192,7 @@ class _Drain(Drain):  # type: ignore[misc]
     ) -> tuple[float, int]:
         constant = same = params = values = 0
         last = len(seq1) - 1
-        context = _context(seq2)
         for i, (template_token, token) in enumerate(zip(seq1, seq2, strict=True)):
-            if i < context:
-                continue  # `[instance: <UUID>]` says which object, not what happened to it
             if _is_request(seq1, i) or _is_request(seq2, i):
                 if not _alike(template_token, token) or not _alike(seq1[i + 1], seq2[i + 1]):
                     return 0.0, 0  # another method or route is another endpoint, never alike
@@ -243,15 +241,35 @@ _CONTEXT_TOKENS: Final = 8
 
 
 def _context(tokens: Sequence[str]) -> int:
-    # The tokens of a context prefix that names an object by its id: a bracketed group of two
-    # or more tokens opening the message and holding a placeholder (oslo.log's `[instance:
-    # <UUID>]`, `[req-<UUID> <HEX> <HEX> - - -]`); 0 when the message has none.
-    if not tokens or not tokens[0].startswith("[") or tokens[0].endswith("]"):
-        return 0
-    for i, token in enumerate(tokens[1:_CONTEXT_TOKENS], 1):
-        if token.endswith("]"):
-            return i + 1 if any("<" in t for t in tokens[: i + 1]) else 0
-    return 0
+    # The tokens of the context prefixes that open a message and name a request or an object
+    # by its id: bracketed groups holding a placeholder (oslo.log's `[req-<UUID> <HEX> <HEX>
+    # - - -] [instance: <UUID>]`), or oslo.log's empty context `[-]`; 0 when there are none,
+    # or nothing after them.
+    end = 0
+    while end < len(tokens) and tokens[end].startswith("["):
+        last = min(end + _CONTEXT_TOKENS, len(tokens))
+        close = next((j for j in range(end, last) if tokens[j].endswith("]")), -1)
+        empty = close == end and tokens[end] == "[-]"
+        if close < 0 or not (empty or any("<" in t for t in tokens[end : close + 1])):
+            break
+        end = close + 1
+    return end if end < len(tokens) else 0
+
+
+def _merge_contexts(contexts: set[tuple[str, ...]]) -> tuple[str, ...]:
+    # The context prefix of one template: a token all its lines share stays, another is `<*>`
+    # (keeping a closing `]`); prefixes of another length are one `[<*>]`.
+    if len(contexts) == 1:
+        return next(iter(contexts))
+    if len({len(c) for c in contexts}) > 1:
+        return ("[<*>]",)
+    merged = []
+    for column in zip(*contexts, strict=True):
+        if len(set(column)) == 1:
+            merged.append(column[0])
+        else:
+            merged.append("<*>]" if all(t.endswith("]") for t in column) else "<*>")
+    return tuple(merged)
 
 
 # A method word (quoted as a request line starts) followed by a route.
@@ -306,23 +324,31 @@ def mine(masked: Iterable[str]) -> dict[str, str]:
     each message's first record, so the same lines give the same templates on every backend)."""
     drain = _drain()
     cluster_of: dict[str, int] = {}
+    context_of: dict[str, tuple[str, ...]] = {}
     cut: set[str] = set()
     for line in masked:
         if line not in cluster_of:
             tokens = line.split()
-            if len(tokens) > MINE_TOKENS:
+            # A context prefix (`[req-<UUID> <HEX> <HEX> - - -] [instance: <UUID>]`) says which
+            # request or object: Drain routes and weighs the words after it, the event.
+            start = _context(tokens)
+            context_of[line] = tuple(tokens[:start])
+            if len(tokens) - start > MINE_TOKENS:
                 cut.add(line)
-                cluster, _ = drain.add_log_message(" ".join(tokens[:MINE_TOKENS]))
-            else:
-                cluster, _ = drain.add_log_message(line)
+            cluster, _ = drain.add_log_message(" ".join(tokens[start : start + MINE_TOKENS]))
             cluster_of[line] = cluster.cluster_id
     final = _merge_heads(
         _merge_words(
             {cid: drain.id_to_cluster[cid].log_template_tokens for cid in set(cluster_of.values())}
         )
     )
+    contexts: dict[str, set[tuple[str, ...]]] = {}
+    for line, cid in cluster_of.items():
+        contexts.setdefault(final[cid], set()).add(context_of[line])
+    prefix = {body: " ".join(_merge_contexts(found)) for body, found in contexts.items()}
     return {
-        line: (final[cid] or line) + (MORE if line in cut else "")
+        line: (f"{prefix[final[cid]]} {final[cid]}".lstrip() if final[cid] else line)
+        + (MORE if line in cut else "")
         for line, cid in cluster_of.items()
     }
 
