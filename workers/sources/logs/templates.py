@@ -279,7 +279,7 @@ _METHOD: Final = re.compile('"?(?:' + "|".join(_METHODS) + ")")
 def _is_request(tokens: Sequence[str], i: int) -> bool:
     # `"GET /v2/<HEX>/servers/detail`: the method and the route name the endpoint.
     return (
-        i + 1 < len(tokens)
+        0 <= i < len(tokens) - 1
         and tokens[i + 1].startswith("/")
         and _METHOD.fullmatch(tokens[i]) is not None
     )
