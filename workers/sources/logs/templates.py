@@ -79,7 +79,7 @@ _MASK: Final = re.compile(
     r"|(?P<dq>(?<![\w\\])\"(?:(?<=[=:]\")|(?=[^\"\s]{1,200}\"))[^\"\n]{1,200}\"(?!\w))"
     r"|(?P<sq>(?<![\w\\])'(?:(?<=[=:]')|(?=[^'\s]{1,200}'))[^'\n]{1,200}'(?!\w))"
     # The target of an HTTP request (after its method): a route, masked segment by segment.
-    rf"|(?P<route>{_AFTER_METHOD}/[^\s\"]*)"
+    rf"|(?P<route>(?=/)(?<=[A-Z] ){_AFTER_METHOD}/[^\s\"]*)"
     # Paths: two or more segments after a leading / (or a drive letter).
     r"|(?P<path>(?<![\w/.])(?:[A-Za-z]:\\|/)(?:[\w.@+~-]+[/\\])+[\w.@+~-]*)"
     # A host name with a port (`db-1.shop.internal:3306`; not `Class.method:42`, `a.b:12`).
@@ -159,9 +159,13 @@ def mask(message: str) -> str:
     if first is None:
         return text  # nothing to mask: the common cheap case
     # Every placeholder starts in a word holding a digit, a quote or a slash: skip the words
-    # before the first one but one (a route is told by the method before it: `GET /v2/x`).
+    # before the first one, but for a method before it (a route is told by it: `GET /v2/x`).
     word = text.rfind(" ", 0, first.start())
-    start = text.rfind(" ", 0, word) + 1 if word > 0 else 0
+    start = word + 1
+    if word > 0:
+        before = text.rfind(" ", 0, word) + 1
+        if text[before:word] in _METHODS:
+            start = before
     return text[:start] + _MASK.sub(_placeholder, text[start:])
 
 
@@ -182,9 +186,14 @@ class _Drain(Drain):  # type: ignore[misc]
         # A placeholder routes like a number: `<NUM>` and `<HEX>` in one place share a branch.
         return "<" in s or any(char.isdigit() for char in s)
 
+    # Where the line being matched has a request (its method), found once per line: the
+    # similarity reads it for every cluster compared.
+    _request = -1
+
     def fast_match(
         self, cluster_ids: Sequence[int], tokens: list[str], sim_th: float, include_params: bool
     ) -> Any:
+        self._request = _request_index(tokens)
         return super().fast_match(cluster_ids[-_LEAF_SCAN:], tokens, sim_th, include_params)
 
     def get_seq_distance(
@@ -192,10 +201,10 @@ class _Drain(Drain):  # type: ignore[misc]
     ) -> tuple[float, int]:
         constant = same = params = values = 0
         last = len(seq1) - 1
+        at = self._request
+        if at >= 0 and not (_alike(seq1[at], seq2[at]) and _alike(seq1[at + 1], seq2[at + 1])):
+            return 0.0, 0  # another method or route is another endpoint, never alike
         for i, (template_token, token) in enumerate(zip(seq1, seq2, strict=True)):
-            if _is_request(seq1, i) or _is_request(seq2, i):
-                if not _alike(template_token, token) or not _alike(seq1[i + 1], seq2[i + 1]):
-                    return 0.0, 0  # another method or route is another endpoint, never alike
             if template_token == self.param_str:
                 params += 1
                 continue
@@ -276,12 +285,18 @@ def _merge_contexts(contexts: set[tuple[str, ...]]) -> tuple[str, ...]:
 _METHOD: Final = re.compile('"?(?:' + "|".join(_METHODS) + ")")
 
 
-def _is_request(tokens: Sequence[str], i: int) -> bool:
-    # `"GET /v2/<HEX>/servers/detail`: the method and the route name the endpoint.
-    return (
-        0 <= i < len(tokens) - 1
-        and tokens[i + 1].startswith("/")
-        and _METHOD.fullmatch(tokens[i]) is not None
+def _request_index(tokens: Sequence[str]) -> int:
+    # Where a request opens (`"GET /v2/<HEX>/servers/detail`: the method, then the route that
+    # names the endpoint with it), or -1.
+    if " /" not in " ".join(tokens):
+        return -1  # the common case, told at C speed
+    return next(
+        (
+            i
+            for i in range(len(tokens) - 1)
+            if tokens[i + 1].startswith("/") and _METHOD.fullmatch(tokens[i])
+        ),
+        -1,
     )
 
 
@@ -332,9 +347,14 @@ def mine(masked: Iterable[str]) -> dict[str, str]:
             # A context prefix (`[req-<UUID> <HEX> <HEX> - - -] [instance: <UUID>]`) says which
             # request or object: Drain routes and weighs the words after it, the event.
             start = _context(tokens)
-            context_of[line] = tuple(tokens[:start])
+            if start:
+                context_of[line] = tuple(tokens[:start])
             if len(tokens) - start > MINE_TOKENS:
                 cut.add(line)
+            elif not start:
+                cluster, _ = drain.add_log_message(line)
+                cluster_of[line] = cluster.cluster_id
+                continue
             cluster, _ = drain.add_log_message(" ".join(tokens[start : start + MINE_TOKENS]))
             cluster_of[line] = cluster.cluster_id
     final = _merge_heads(
@@ -342,12 +362,19 @@ def mine(masked: Iterable[str]) -> dict[str, str]:
             {cid: drain.id_to_cluster[cid].log_template_tokens for cid in set(cluster_of.values())}
         )
     )
-    contexts: dict[str, set[tuple[str, ...]]] = {}
-    for line, cid in cluster_of.items():
-        contexts.setdefault(final[cid], set()).add(context_of[line])
-    prefix = {body: " ".join(_merge_contexts(found)) for body, found in contexts.items()}
+    # The context prefix each template shows: what its lines share of theirs.
+    prefix: dict[str, str] = {}
+    if context_of:
+        contexts: dict[str, set[tuple[str, ...]]] = {}
+        for line, cid in cluster_of.items():
+            contexts.setdefault(final[cid], set()).add(context_of.get(line, ()))
+        prefix = {
+            body: " ".join(_merge_contexts(found)) + " "
+            for body, found in contexts.items()
+            if found != {()}
+        }
     return {
-        line: (f"{prefix[final[cid]]} {final[cid]}".lstrip() if final[cid] else line)
+        line: (prefix.get(final[cid], "") + final[cid] if final[cid] else line)
         + (MORE if line in cut else "")
         for line, cid in cluster_of.items()
     }
@@ -364,11 +391,12 @@ def _merge_words(templates: dict[int, tuple[str, ...]]) -> dict[int, tuple[str, 
     by_gap: dict[tuple[int, tuple[str, ...]], list[int]] = {}
     for cid in sorted(templates):
         tokens = templates[cid]
-        # a method or a route is never a variable word (`_is_request`)
+        # a method or a route is never a variable word
+        request = _request_index(tokens)
         words = [
             i
             for i, token in enumerate(tokens)
-            if "<" not in token and not _is_request(tokens, i) and not _is_request(tokens, i - 1)
+            if "<" not in token and (request < 0 or i not in (request, request + 1))
         ]
         if len(words) <= _SPLIT_WORDS:
             for i in words[1:] if words[:1] == [0] else words:
