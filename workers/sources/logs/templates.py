@@ -36,6 +36,8 @@ from typing import Any, Final
 
 from drain3.drain import Drain
 
+from workers.sources.logs.framing import METHODS, context_length, merge_contexts, request_index
+
 __all__ = ["KEY_CHARS", "MAX_KEYS", "MINE_TOKENS", "mask", "mine"]
 
 # A masked message is cut to this many characters (a template of a 1 MiB line is its head).
@@ -57,9 +59,8 @@ _HEXD: Final = r"[0-9a-fA-F]"
 # An abbreviated unit written after a space: the number and it are one quantity (`250 ms`,
 # `<1 sec`, `1.16 KB`); a unit written out stays a word (`over <NUM> seconds`).
 _UNITS: Final = r"(?:ms|us|ns|sec|secs|mins?|hrs?|[KMGT]i?B)"
-# The methods of HTTP: the path after one is a request's target (its route), not a file.
-_METHODS: Final = ("GET", "HEAD", "POST", "PUT", "DELETE", "PATCH", "OPTIONS", "CONNECT", "TRACE")
-_AFTER_METHOD: Final = "(?:" + "|".join(f"(?<={m} )" for m in _METHODS) + ")"
+# The path after an HTTP method is a request's target (its route), not a file.
+_AFTER_METHOD: Final = "(?:" + "|".join(f"(?<={m} )" for m in METHODS) + ")"
 # One pattern, tried once from left to right: at each place the first alternative that
 # matches wins, and `_PLACEHOLDERS` names what it becomes (see `mask`).
 _MASK: Final = re.compile(
@@ -164,7 +165,7 @@ def mask(message: str) -> str:
     start = word + 1
     if word > 0:
         before = text.rfind(" ", 0, word) + 1
-        if text[before:word] in _METHODS:
+        if text[before:word] in METHODS:
             start = before
     return text[:start] + _MASK.sub(_placeholder, text[start:])
 
@@ -193,7 +194,7 @@ class _Drain(Drain):  # type: ignore[misc]
     def fast_match(
         self, cluster_ids: Sequence[int], tokens: list[str], sim_th: float, include_params: bool
     ) -> Any:
-        self._request = _request_index(tokens)
+        self._request = request_index(tokens)
         return super().fast_match(cluster_ids[-_LEAF_SCAN:], tokens, sim_th, include_params)
 
     def get_seq_distance(
@@ -246,60 +247,6 @@ class _Drain(Drain):  # type: ignore[misc]
         return out
 
 
-_CONTEXT_TOKENS: Final = 8
-
-
-def _context(tokens: Sequence[str]) -> int:
-    # The tokens of the context prefixes that open a message and name a request or an object
-    # by its id: bracketed groups holding a placeholder (oslo.log's `[req-<UUID> <HEX> <HEX>
-    # - - -] [instance: <UUID>]`), or oslo.log's empty context `[-]`; 0 when there are none,
-    # or nothing after them.
-    end = 0
-    while end < len(tokens) and tokens[end].startswith("["):
-        last = min(end + _CONTEXT_TOKENS, len(tokens))
-        close = next((j for j in range(end, last) if tokens[j].endswith("]")), -1)
-        empty = close == end and tokens[end] == "[-]"
-        if close < 0 or not (empty or any("<" in t for t in tokens[end : close + 1])):
-            break
-        end = close + 1
-    return end if end < len(tokens) else 0
-
-
-def _merge_contexts(contexts: set[tuple[str, ...]]) -> tuple[str, ...]:
-    # The context prefix of one template: a token all its lines share stays, another is `<*>`
-    # (keeping a closing `]`); prefixes of another length are one `[<*>]`.
-    if len(contexts) == 1:
-        return next(iter(contexts))
-    if len({len(c) for c in contexts}) > 1:
-        return ("[<*>]",)
-    merged = []
-    for column in zip(*contexts, strict=True):
-        if len(set(column)) == 1:
-            merged.append(column[0])
-        else:
-            merged.append("<*>]" if all(t.endswith("]") for t in column) else "<*>")
-    return tuple(merged)
-
-
-# A method word (quoted as a request line starts) followed by a route.
-_METHOD: Final = re.compile('"?(?:' + "|".join(_METHODS) + ")")
-
-
-def _request_index(tokens: Sequence[str]) -> int:
-    # Where a request opens (`"GET /v2/<HEX>/servers/detail`: the method, then the route that
-    # names the endpoint with it), or -1.
-    if " /" not in " ".join(tokens):
-        return -1  # the common case, told at C speed
-    return next(
-        (
-            i
-            for i in range(len(tokens) - 1)
-            if tokens[i + 1].startswith("/") and _METHOD.fullmatch(tokens[i])
-        ),
-        -1,
-    )
-
-
 _KEY: Final = re.compile(r"[A-Za-z_][^=\s]*=")
 
 
@@ -346,7 +293,7 @@ def mine(masked: Iterable[str]) -> dict[str, str]:
             tokens = line.split()
             # A context prefix (`[req-<UUID> <HEX> <HEX> - - -] [instance: <UUID>]`) says which
             # request or object: Drain routes and weighs the words after it, the event.
-            start = _context(tokens)
+            start = context_length(tokens)
             if start:
                 context_of[line] = tuple(tokens[:start])
             if len(tokens) - start > MINE_TOKENS:
@@ -369,7 +316,7 @@ def mine(masked: Iterable[str]) -> dict[str, str]:
         for line, cid in cluster_of.items():
             contexts.setdefault(final[cid], set()).add(context_of.get(line, ()))
         prefix = {
-            body: " ".join(_merge_contexts(found)) + " "
+            body: " ".join(merge_contexts(found)) + " "
             for body, found in contexts.items()
             if found != {()}
         }
@@ -392,7 +339,7 @@ def _merge_words(templates: dict[int, tuple[str, ...]]) -> dict[int, tuple[str, 
     for cid in sorted(templates):
         tokens = templates[cid]
         # a method or a route is never a variable word
-        request = _request_index(tokens)
+        request = request_index(tokens)
         words = [
             i
             for i, token in enumerate(tokens)
