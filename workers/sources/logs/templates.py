@@ -76,7 +76,7 @@ _MASK: Final = re.compile(
     r"[0-9a-fA-F]{0,4}(?::[0-9a-fA-F]{0,4}){2,7}(?![\w:]))"
     # A quoted value (up to 200 characters, no quote inside): a quoted word, or whatever is
     # quoted right after a key's `=` or `:` (`tag="View Lock"`). A quoted phrase elsewhere
-    # keeps its words, each masked on its own (`"GET <PATH> HTTP/<NUM>"`: the method matters).
+    # keeps its words, each masked on its own (`"GET /v2/<HEX> HTTP/<NUM>"`: the method matters).
     r"|(?P<dq>(?<![\w\\])\"(?:(?<=[=:]\")|(?=[^\"\s]{1,200}\"))[^\"\n]{1,200}\"(?!\w))"
     r"|(?P<sq>(?<![\w\\])'(?:(?<=[=:]')|(?=[^'\s]{1,200}'))[^'\n]{1,200}'(?!\w))"
     # The target of an HTTP request (after its method): a route, masked segment by segment.
