@@ -176,7 +176,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--cost", type=int, default=0, metavar="N")
     args = parser.parse_args(argv)
     folder = Path(args.loghub) if args.loghub else None
-    if folder is None or not (folder / "HDFS" / "HDFS_2k.log_structured.csv").is_file():
+    # The set asked for decides which files must be there: a copy of the development systems
+    # alone (the acceptance ones held out) is enough for `--set dev`.
+    wanted = {"dev": DEVELOPMENT, "acceptance": ACCEPTANCE, "all": DEVELOPMENT + ACCEPTANCE}
+    if folder is None or not all(
+        (folder / s / f"{s}_2k.log_structured.csv").is_file() for s in wanted[args.set]
+    ):
         print(
             "skipped: no loghub copy (give --loghub DIR or ACI_LOGHUB_DIR: a folder holding "
             "<System>/<System>_2k.log_structured.csv from logpai/loghub)"

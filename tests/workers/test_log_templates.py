@@ -120,7 +120,7 @@ def test_values_of_one_key_are_a_variable_and_the_key_stays() -> None:
         ('acquire tag="View Lock" user \'bob\' id="a1"', "acquire tag=\"<*>\" user '<*>' id=\"<*>\""),
         ("set name:'two words' ok", "set name:'<*>' ok"),
         # A quoted phrase elsewhere keeps its words: the method of a request tells events apart.
-        ('10.0.0.1 - "GET /api/items/12 HTTP/1.1" 200', '<IP> - "GET <PATH> HTTP/<NUM>" <NUM>'),
+        ('10.0.0.1 - "GET /api/items/12 HTTP/1.1" 200', '<IP> - "GET /api/items/<NUM> HTTP/<NUM>" <NUM>'),
         ("said 'disk is full on 3'", "said 'disk is full on <NUM>'"),
     ],
 )  # fmt: skip
@@ -134,8 +134,83 @@ def test_requests_with_another_method_are_another_event() -> None:
     lines = [f'10.0.0.{i} - "GET /api/items/{i} HTTP/1.1" 200' for i in range(3)]
     lines += ['10.0.0.9 - "DELETE /api/items/4 HTTP/1.1" 204']
     assert set(mine(mask(line) for line in lines).values()) == {
-        '<IP> - "GET <PATH> HTTP/<NUM>" <NUM>',
-        '<IP> - "DELETE <PATH> HTTP/<NUM>" <NUM>',
+        '<IP> - "GET /api/items/<NUM> HTTP/<NUM>" <NUM>',
+        '<IP> - "DELETE /api/items/<NUM> HTTP/<NUM>" <NUM>',
+    }
+
+
+# oslo.log's request line (eventlet.wsgi as nova, cinder and neutron log it); the ids are made up.
+_TENANT = "3f2a9c7e5b1d4e8fa6c0b2d4e6f8a1c3"
+_SERVER = "0c4b8e2a-7d1f-4a3b-9e5c-6f8d2a1b3c4e"
+
+
+@pytest.mark.parametrize(
+    ("line", "masked"),
+    [
+        # A route keeps its constant segments; ids, numbers and UUIDs in it are masked.
+        (f'10.1.2.3 "GET /v2/{_TENANT}/servers/detail HTTP/1.1" status: 200 len: 1893 time: 0.2477829',
+         '<IP> "GET /v2/<HEX>/servers/detail HTTP/<NUM>" status: <NUM> len: <NUM> time: <NUM>'),
+        (f'10.1.2.3 "DELETE /v2.1/servers/{_SERVER} HTTP/1.1" status: 204 len: 0 time: 0.1',
+         '<IP> "DELETE /v2.1/servers/<UUID> HTTP/<NUM>" status: <NUM> len: <NUM> time: <NUM>'),
+        # The keys of a query stay, its values are one placeholder.
+        (f'"GET /v2/{_TENANT}/servers/detail?all_tenants=True&changes-since=2026-12-04T10:01:02.5 '
+         'HTTP/1.1"', '"GET /v2/<HEX>/servers/detail?all_tenants=<*>&changes-since=<*> HTTP/<NUM>"'),
+        # Unquoted too; an opaque token (16+ letters and digits) is a value; a version stays.
+        ("POST /v1/share/Xq7bK2mZ9pL4tR8wV3nY/sign", "POST /v1/share/<*>/sign"),
+        ("GET /openstack/2013-10-17/meta_data.json", "GET /openstack/<NUM>-<NUM>-<NUM>/meta_data.json"),
+        # A path that is not a request's target is still one value.
+        ("Deleting instance files /var/lib/nova/instances/x", "Deleting instance files <PATH>"),
+    ],
+)  # fmt: skip
+def test_a_route_keeps_its_constant_segments(line: str, masked: str) -> None:
+    assert mask(line) == masked
+
+
+def test_one_template_per_route_not_per_id() -> None:
+    def request(method: str, path: str, i: int) -> str:
+        return (
+            f'10.1.2.{i} "{method} {path} HTTP/1.1" status: {200 + i % 3} len: {1000 + i} '
+            f"time: 0.{i}4771"
+        )
+
+    tenants = [f"{i}f2a9c7e5b1d4e8fa6c0b2d4e6f8a1c{i}" for i in range(3)]
+    lines = [request("GET", f"/v2/{t}/servers/detail", i) for i, t in enumerate(tenants)]
+    lines += [request("GET", f"/v2/{t}/servers/{i}c4b8e2a-7d1f-4a3b-9e5c-6f8d2a1b3c4e", i)
+              for i, t in enumerate(tenants)]  # fmt: skip
+    lines += [
+        request("POST", f"/v2/{t}/os-server-external-events", i) for i, t in enumerate(tenants)
+    ]
+    lines += [request("GET", f"/v2/{t}/flavors/{i}", i) for i, t in enumerate(tenants)]
+    lines += [request("GET", f"/v2/{t}/extensions", i) for i, t in enumerate(tenants)]
+    lines += [request("GET", f"/v2/{t}/os-keypairs", i) for i, t in enumerate(tenants)]
+    lines += [request("POST", f"/v2/{t}/servers", i) for i, t in enumerate(tenants)]
+    tail = ' HTTP/<NUM>" status: <NUM> len: <NUM> time: <NUM>'
+    assert set(mine(mask(line) for line in lines).values()) == {
+        f'<IP> "{route}{tail}'
+        for route in (
+            "GET /v2/<HEX>/servers/detail",
+            "GET /v2/<HEX>/servers/<UUID>",
+            "POST /v2/<HEX>/os-server-external-events",
+            "GET /v2/<HEX>/flavors/<NUM>",
+            "GET /v2/<HEX>/extensions",
+            "GET /v2/<HEX>/os-keypairs",
+            "POST /v2/<HEX>/servers",
+        )
+    }
+
+
+def test_a_context_prefix_does_not_make_two_events_alike() -> None:
+    # `[instance: <UUID>]` names the object: what happened to it is in the words after it.
+    ids = [f"{i}c4b8e2a-7d1f-4a3b-9e5c-6f8d2a1b3c4e" for i in range(4)]
+    lines = [f"[instance: {u}] Instance spawned successfully." for u in ids]
+    lines += [f"[instance: {u}] Instance destroyed successfully." for u in ids[:2]]
+    lines += [
+        f"[instance: {u}] Took {i}.{i}3 seconds to build instance." for i, u in enumerate(ids)
+    ]
+    assert set(mine(mask(line) for line in lines).values()) == {
+        "[instance: <UUID>] Instance spawned successfully.",
+        "[instance: <UUID>] Instance destroyed successfully.",
+        "[instance: <UUID>] Took <NUM> seconds to build instance.",
     }
 
 
@@ -479,3 +554,23 @@ def test_matches_counted_but_not_read_are_one_pattern() -> None:
     assert unread[0].last_seen.startswith("1970-01-01T01:00:00")
     exact = digest.upstream("FILE", scope, UTC)
     assert sum(p.count for p in exact.patterns) == exact.match_count == 10
+
+
+def test_an_oslo_request_context_is_kept_out_of_the_grouping() -> None:
+    # A message read with its `[req-... user project - - -]` context (a `regex` or `plain`
+    # format): Drain routes and weighs the words after it, the template shows what all its
+    # lines share of it.
+    def req(i: int) -> str:
+        return f"[req-{i}c4b8e2a-7d1f-4a3b-9e5c-6f8d2a1b3c4e {_TENANT} {_TENANT} - - -]"
+
+    lines = [f"{req(i)} Reconnecting to AMQP server on 10.0.0.{i}:5672" for i in range(3)]
+    lines += [f"{req(i)} Connected to AMQP server on 10.0.0.{i}:5672" for i in range(2)]
+    lines += [f"[-] Connected to AMQP server on 10.0.0.{i}:5672" for i in range(2)]
+    lines += [f"{req(i)} [instance: {_SERVER}] Instance spawned successfully." for i in range(2)]
+    lines += [f"{req(i)} [instance: {_SERVER}] Instance destroyed successfully." for i in range(2)]
+    assert set(mine(mask(line) for line in lines).values()) == {
+        "[req-<UUID> <HEX> <HEX> - - -] Reconnecting to AMQP server on <IP>:<NUM>",
+        "[<*>] Connected to AMQP server on <IP>:<NUM>",
+        "[req-<UUID> <HEX> <HEX> - - -] [instance: <UUID>] Instance spawned successfully.",
+        "[req-<UUID> <HEX> <HEX> - - -] [instance: <UUID>] Instance destroyed successfully.",
+    }

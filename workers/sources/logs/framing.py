@@ -1,0 +1,69 @@
+"""What frames the event in a log message, for the template miner (`templates`): an HTTP
+request (its method and route name an endpoint) and the context prefixes that open a message
+and name a request or an object by its id (oslo.log's `[req-<UUID> <HEX> <HEX> - - -]
+[instance: <UUID>]`). Both work on masked tokens."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from typing import Final
+
+__all__ = ["METHODS", "context_length", "merge_contexts", "request_index"]
+
+# The methods of HTTP: the path after one is a request's target (its route), not a file.
+METHODS: Final = ("GET", "HEAD", "POST", "PUT", "DELETE", "PATCH", "OPTIONS", "CONNECT", "TRACE")
+
+_CONTEXT_TOKENS: Final = 8
+
+
+def context_length(tokens: Sequence[str]) -> int:
+    """How many tokens of a masked message are context prefixes that open it and name a
+    request or an object by its id: bracketed groups holding a placeholder (oslo.log's
+    `[req-<UUID> <HEX> <HEX> - - -] [instance: <UUID>]`), or oslo.log's empty context `[-]`;
+    0 when there are none, or nothing after them."""
+    end = 0
+    while end < len(tokens) and tokens[end].startswith("["):
+        last = min(end + _CONTEXT_TOKENS, len(tokens))
+        close = next((j for j in range(end, last) if tokens[j].endswith("]")), -1)
+        empty = close == end and tokens[end] == "[-]"
+        if close < 0 or not (empty or any("<" in t for t in tokens[end : close + 1])):
+            break
+        end = close + 1
+    return end if end < len(tokens) else 0
+
+
+def merge_contexts(contexts: set[tuple[str, ...]]) -> tuple[str, ...]:
+    """The context prefix one template shows for the prefixes of its lines: a token they all
+    share stays, another is `<*>` (keeping a closing `]`); prefixes of another length are one
+    `[<*>]`."""
+    if len(contexts) == 1:
+        return next(iter(contexts))
+    if len({len(c) for c in contexts}) > 1:
+        return ("[<*>]",)
+    merged = []
+    for column in zip(*contexts, strict=True):
+        if len(set(column)) == 1:
+            merged.append(column[0])
+        else:
+            merged.append("<*>]" if all(t.endswith("]") for t in column) else "<*>")
+    return tuple(merged)
+
+
+# A method word (quoted as a request line starts) followed by a route.
+_METHOD: Final = re.compile('"?(?:' + "|".join(METHODS) + ")")
+
+
+def request_index(tokens: Sequence[str]) -> int:
+    """Where a request opens in masked tokens (`"GET /v2/<HEX>/servers/detail`: the method,
+    then the route that names the endpoint with it), or -1."""
+    if " /" not in " ".join(tokens):
+        return -1  # the common case, told at C speed
+    return next(
+        (
+            i
+            for i in range(len(tokens) - 1)
+            if tokens[i + 1].startswith("/") and _METHOD.fullmatch(tokens[i])
+        ),
+        -1,
+    )
