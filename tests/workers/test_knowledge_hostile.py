@@ -205,6 +205,32 @@ async def test_an_oversized_runbook_is_skipped_and_named(
     assert any("env-vars.md" in r.getMessage() for r in caplog.records)
 
 
+async def test_files_of_other_kinds_are_said_not_read(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    # A Confluence or Antora export beside the Markdown: passed over, but never silently.
+    folder = tmp_path / "kb"
+    (folder / "db").mkdir(parents=True)
+    (folder / "disk.md").write_text("# Disk full\n\nNo space left on device.\n")
+    (folder / "db" / "failover.adoc").write_text("= Failover\n\nPromote the replica.\n")
+    (folder / "db" / "vacuum.adoc").write_text("= Vacuum\n")
+    (folder / "pool.html").write_text("<h1>Pool</h1>")
+    (folder / "Makefile").write_text("all:\n")
+    (folder / ".hidden.adoc").write_text("= Hidden\n")
+    source = _source(folder, tmp_path / "c", retrieval="lexical")
+    try:
+        with caplog.at_level(logging.WARNING, logger="aci.knowledge"):
+            answer = await source.fetch(LookupKnowledgeRequest(query="disk"))
+    finally:
+        await source.aclose()
+    assert {h["source"] for h in answer["contextPack"]["hits"]} == {"disk.md"}
+    said = [r.getMessage() for r in caplog.records if "not read" in r.getMessage()]
+    assert said == [
+        "knowledge: 4 files in the folder are not read (runbooks are .md, .markdown, .txt,"
+        " .rst): 2 .adoc, 1 .html, 1 no suffix"
+    ]
+
+
 def test_a_symlink_swapped_during_the_listing_is_skipped(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

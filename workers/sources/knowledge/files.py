@@ -13,6 +13,7 @@ import hashlib
 import logging
 import os
 import stat
+from collections import Counter
 from pathlib import Path, PurePath
 from typing import Final
 
@@ -50,13 +51,14 @@ def _skip_name(rel: str) -> bool:
     return False
 
 
-def runbook_files(folder: Path) -> list[tuple[str, Path]]:
+def runbook_files(folder: Path, others: Counter[str] | None = None) -> list[tuple[str, Path]]:
     """(source name, real path) of every runbook (`RUNBOOK_SUFFIXES`) the index may serve:
     regular files whose real path lies inside the real folder. Directory symlinks are not
     followed (a target inside the folder is walked anyway), hidden paths are skipped, and so
     are folders deeper than `MAX_DEPTH` (said once). The walk keeps its own stack (a folder
     nested 1,000 deep is no recursion), and a file or link that changes or vanishes while it
-    is listed is skipped, never an error."""
+    is listed is skipped, never an error. `others`, given, counts the files passed over for
+    their suffix (`.adoc`, `.html`, or `no suffix`), for the index to say so."""
     root = folder.resolve()
     found: list[tuple[str, Path]] = []
     stack = [(root, 0)]
@@ -82,6 +84,9 @@ def runbook_files(folder: Path) -> list[tuple[str, Path]]:
                 continue
             if entry.name.endswith(RUNBOOK_SUFFIXES):
                 _add_file(root, Path(entry.path), found)
+            elif others is not None:
+                suffix = Path(entry.name).suffix.lower()
+                others[suffix if 1 < len(suffix) <= 12 else "no suffix"] += 1
     return sorted(found)
 
 

@@ -20,6 +20,7 @@ import os
 import sqlite3
 import time
 import uuid
+from collections import Counter
 from pathlib import Path
 from typing import TYPE_CHECKING, Final
 
@@ -29,6 +30,7 @@ from workers.sources.knowledge.encoder import Encoder, chunk_text
 from workers.sources.knowledge.files import (
     DEFAULT_MAX_FILE_BYTES,
     DIR_FLAGS,
+    RUNBOOK_SUFFIXES,
     TooLarge,
     read_inside,
     runbook_files,
@@ -92,8 +94,9 @@ def _read_folder(folder: Path, max_file_bytes: int) -> tuple[list[_Row], list[st
     skipped: list[str] = []
     root = folder.resolve()
     root_fd = os.open(root, DIR_FLAGS)
+    others: Counter[str] = Counter()
     try:
-        for source, path in runbook_files(root):
+        for source, path in runbook_files(root, others):
             try:
                 text = read_inside(root_fd, path.relative_to(root), max_file_bytes)
             except TooLarge as big:
@@ -107,6 +110,13 @@ def _read_folder(folder: Path, max_file_bytes: int) -> tuple[list[_Row], list[st
                 rows.extend(_rows(text, source))
     finally:
         os.close(root_fd)
+    if others:  # an export of another kind (AsciiDoc, HTML, PDF) is not silently absent
+        common = sorted(others.items(), key=lambda kv: (-kv[1], kv[0]))[:5]
+        kinds = ", ".join(f"{n} {suffix}" for suffix, n in common)
+        log.warning(
+            "knowledge: %d files in the folder are not read (runbooks are %s): %s",
+            others.total(), ", ".join(RUNBOOK_SUFFIXES), kinds,
+        )  # fmt: skip
     return rows, skipped
 
 
