@@ -20,6 +20,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final
 
 import anyio
+import anyio.lowlevel
 import msgspec
 
 from contracts import LifecycleStatus
@@ -238,7 +239,10 @@ class _Hub:
                       *streams, *cursors)],
                     timeout=_LISTEN_BLOCK_MS / 1000 + _CALL_TIMEOUT_S,
                 )  # fmt: skip
-                self._hand_over(followed, reply)
+                if self._hand_over(followed, reply):
+                    # The calls answered return before the next read is sent (its send wakes
+                    # Redis: on a busy host that costs them tens of microseconds).
+                    await anyio.lowlevel.checkpoint()
                 if self.covering > epoch:
                     return  # a newer read covers the sessions that joined meanwhile
         except PipelineError:
@@ -253,12 +257,14 @@ class _Hub:
             with anyio.CancelScope(shield=True):
                 await self._give_back(lane)
 
-    def _hand_over(self, followed: list[_Listener], reply: Any) -> None:
+    def _hand_over(self, followed: list[_Listener], reply: Any) -> bool:
+        # Offers each view read to its waiters; True when any was offered.
         by_stream: dict[bytes, tuple[_Listener, str, str]] = {}
         for s in followed:
             by_stream[s.model.encode()] = (s, s.model, "model")
             by_stream[s.control.encode()] = (s, s.control, "control")
         floors: dict[bytes, tuple[int, int]] = {}  # stream → order of its cursor
+        offered = False
         for stream, entry_id, fields in stream_entries(reply):
             found = by_stream.get(stream)
             if found is None:
@@ -275,3 +281,5 @@ class _Hub:
             entry = view_entry(fields)
             for waiter in listener.waiters.get(entry.tool_call_id, ()):
                 waiter.offer(view, entry.data, entry.scope_key)
+                offered = True
+        return offered

@@ -15,6 +15,7 @@ import logging
 from typing import Final
 
 import anyio
+import anyio.lowlevel
 from anyio.abc import TaskGroup
 
 from pipeline.consumer import (
@@ -114,6 +115,10 @@ async def _read_lane(
         slots.give(taken - len(entries))
         if _start(state, entries, work, full=len(entries) >= taken):
             await anyio.sleep(_PUT_BACK_PAUSE_S)  # only one session's calls: let others in
+        elif entries:
+            # The finisher sends what ran here before this reader sends its next blocking
+            # read (each send wakes Redis: on a busy host, tens of microseconds a call).
+            await anyio.lowlevel.checkpoint()
 
 
 def _start(state: WorkerState, entries: list[ReadEntry], work: TaskGroup, full: bool) -> bool:
