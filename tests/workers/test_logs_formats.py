@@ -497,3 +497,21 @@ def test_oslo_lines_prefixed_by_their_file_name_as_concatenated_files_are(tmp_pa
     os.utime(tmp_path / "all.log", (NOW, NOW))
     found = search(file_source(tmp_path, "oslo", ["all.log"], now=NOW), "level:ERROR", 1440)
     assert found.match_count == 8 and not found.unparsed_lines
+
+
+def test_postgresql_parts_of_another_backends_report_join_no_other_report(tmp_path: Path) -> None:
+    # Lines of two backends interleaved (stderr with no logging collector): backend 5's
+    # STATEMENT after backend 6's LOG is no part of that LOG; its DETAIL then joins it.
+    (tmp_path / "pg.log").write_text(
+        "2026-12-04 11:00:00.000 UTC [5] ERROR:  division by zero\n"
+        "2026-12-04 11:00:00.000 UTC [6] LOG:  checkpoint starting: time\n"
+        "2026-12-04 11:00:00.000 UTC [5] STATEMENT:  SELECT 1/0\n"
+        "2026-12-04 11:00:00.000 UTC [5] DETAIL:  in a function\n"
+    )
+    os.utime(tmp_path / "pg.log", (NOW, NOW))
+    found = search(file_source(tmp_path, "postgresql", ["pg.log"], now=NOW), "", lookback=1440)
+    assert sorted(r.message for r in found.records) == [
+        "STATEMENT:  SELECT 1/0\nDETAIL:  in a function",
+        "checkpoint starting: time",
+        "division by zero",
+    ]

@@ -56,12 +56,16 @@ def _entry(epoch: int, raw_level: str | None, message: str, fields: dict[str, Js
 
 
 def postgresql_head(zone: tzinfo, now_ms: int) -> Head:
-    """A `postgresql` line's head (module docstring)."""
+    """A `postgresql` line's head (module docstring). A report's part joins the report before
+    it only when both are of one backend (`[%p]`): another backend's part, its lines
+    interleaved, is a record of its own."""
+    last_pid = [""]  # the backend of the last report read
 
     def head(text: str) -> Pending | Continued | None:
         found = _POSTGRESQL.match(text)
         if found is None:
             return None
+        pid = found.group("pid")
         written = found.group("zone") or ""
 
         def when() -> int | None:
@@ -86,8 +90,9 @@ def postgresql_head(zone: tzinfo, now_ms: int) -> Head:
                 return _entry(epoch, None, f"{more}:  {found.group('message')}", fields)
             return _entry(epoch, found.group("level"), found.group("message"), fields)
 
-        if found.group("more"):  # part of the report before it
+        if found.group("more") and pid == last_pid[0]:  # part of the report before it
             return Continued(f"{found.group('more')}:  {found.group('message')}", (when, build))
+        last_pid[0] = pid  # a report, or a part alone that the next parts of it join
         return when, build
 
     return head
