@@ -158,6 +158,14 @@ _SERVER = "0c4b8e2a-7d1f-4a3b-9e5c-6f8d2a1b3c4e"
         # Unquoted too; an opaque token (16+ letters and digits) is a value; a version stays.
         ("POST /v1/share/Xq7bK2mZ9pL4tR8wV3nY/sign", "POST /v1/share/<*>/sign"),
         ("GET /openstack/2013-10-17/meta_data.json", "GET /openstack/<NUM>-<NUM>-<NUM>/meta_data.json"),
+        # Review: secrets and addresses in a route are values (a `<PATH>` before routes kept
+        # their segments): a JWT, an e-mail address, credentials, a matrix parameter's value,
+        # a bare token as the query.
+        ("GET /reset/eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxIn0.Sfl9 HTTP/1.1",
+         "GET /reset/<*> HTTP/<NUM>"),
+        ("GET /users/alice@example.com/reset HTTP/1.1", "GET /users/<*>/reset HTTP/<NUM>"),
+        ("GET /x;jsessionid=Zx9abcdefghijklmnopq HTTP/1.1", "GET /x;jsessionid=<*> HTTP/<NUM>"),
+        ("GET /cb?Zx9abcdefghijklmnopq HTTP/1.1", "GET /cb?<*> HTTP/<NUM>"),
         # A path that is not a request's target is still one value.
         ("Deleting instance files /var/lib/nova/instances/x", "Deleting instance files <PATH>"),
     ],

@@ -117,11 +117,17 @@ _SPLIT_WORDS: Final = 5
 _MERGE_WORDS: Final = 3
 
 
-# A segment of a route that is an opaque token: 16 or more letters and digits, both present.
-_TOKEN: Final = re.compile(r"(?=[\w-]*\d)(?=[\w-]*[A-Za-z])[\w-]{16,}")
+# A segment of a route that is an opaque token: 16 or more letters and digits, both present
+# (a JWT's dots, base64's `=`, `%`-escapes and `~` included).
+_TOKEN: Final = re.compile(r"(?=[\w.~%+=-]*\d)(?=[\w.~%+=-]*[A-Za-z])[\w.~%+=-]{16,}")
 
 
 def _segment(segment: str) -> str:
+    if "@" in segment:
+        return "<*>"  # an e-mail address, or credentials (`user:password@`): a value
+    if ";" in segment:  # matrix parameters (`x;jsessionid=...`): the values are values
+        head, _, params = segment.partition(";")
+        return ";".join([_segment(head), *map(_parameter, params.split(";"))])
     if _CANDIDATE.search(segment) is None:
         return segment  # no digit: a constant word (`servers`, `os-keypairs`, `detail`)
     masked = _MASK.sub(_placeholder, segment)
@@ -137,9 +143,12 @@ def _route(target: str) -> str:
     segments = [_segment(s) for s in path.split("/")]
     if not question:
         return "/".join(segments)
-    parts = [f"{p.partition('=')[0]}=<*>" if "=" in p else _MASK.sub(_placeholder, p)
-             for p in query.split("&")]  # fmt: skip
-    return "/".join(segments) + "?" + "&".join(parts)
+    return "/".join(segments) + "?" + "&".join(map(_parameter, query.split("&")))
+
+
+def _parameter(part: str) -> str:
+    # A parameter of a query or of a segment: its key stays, its value is `<*>`.
+    return f"{part.partition('=')[0]}=<*>" if "=" in part else _segment(part)
 
 
 def _placeholder(match: re.Match[str]) -> str:
