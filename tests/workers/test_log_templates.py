@@ -4,6 +4,7 @@ grouping, determinism, the same templates on every backend, and the brute-force 
 from __future__ import annotations
 
 import random
+import string
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -582,3 +583,27 @@ def test_an_oslo_request_context_is_kept_out_of_the_grouping() -> None:
         "[req-<UUID> <HEX> <HEX> - - -] [instance: <UUID>] Instance spawned successfully.",
         "[req-<UUID> <HEX> <HEX> - - -] [instance: <UUID>] Instance destroyed successfully.",
     }
+
+
+def test_a_scanner_probing_many_paths_is_one_template_not_one_per_path() -> None:
+    # Review: a route is never a variable word, so 3,000 random paths a scanner probed were
+    # 3,000 templates (before routes kept their segments: one `GET <PATH>`), enough to push
+    # the real events past MAX_KEYS. Many routes alike but for the route are one; a few stay
+    # endpoints apart.
+    rnd = random.Random(7)
+
+    def word(k: int) -> str:
+        return "".join(rnd.choices(string.ascii_lowercase, k=k))
+
+    def line(path: str, agent: str) -> str:
+        return f'203.0.113.9 - - [04/Dec/2026:11:00:01 +0000] "GET {path} HTTP/1.1" 404 153 "-" "{agent}"'
+
+    probes = [f"/{word(6)}.php" for _ in range(1000)] + [
+        f"/{word(5)}/{word(7)}" for _ in range(1000)
+    ]
+    lines = [line(p, "Mozilla/5.0 zgrab/0.x") for p in probes]
+    lines += [line(p, "curl/8.5") for p in ("/api/orders", "/api/users", "/health")]
+    found = set(mine(sorted({mask(x) for x in lines})).values())
+    assert len(found) == 4, sorted(found)[:5]
+    assert any('"GET <*> HTTP/<NUM>"' in t and "zgrab" in t for t in found)
+    assert any('"GET /api/orders HTTP/<NUM>"' in t for t in found)
