@@ -22,11 +22,11 @@ workers' admission uses its own). The judge and the script read this client's se
 (`SHARED`: `argument_max_bytes`, `default_lookback`, `stream_maxlen`, `retention_s`), which
 must be the workers': every worker writes its own into its partitions' `deployment` hash
 with each heartbeat, and this client reads it before it first admits, then in each admit's
-own round trip (for the next call). Where they differ (workers redeployed with a new bound,
-a client left behind), its calls go through the workers' admission, which applies the
-workers' own (said once, in a warning naming the settings); another `ACI_PARTITIONS` than
-the workers' is a configuration error (`SettingsError`). Before any worker has beaten, its
-own settings serve.
+own round trip (for the next call), and every `REREAD_S` while they differ. Where they
+differ (workers redeployed with a new bound, a client left behind), its calls go through the
+workers' admission, which applies the workers' own (said once, in a warning naming the
+settings); another `ACI_PARTITIONS` than the workers' is a configuration error
+(`SettingsError`). Before any worker has beaten, its own settings serve.
 """
 
 from __future__ import annotations
@@ -64,6 +64,12 @@ SHARED: Final = {
 }
 
 
+# While the workers' settings differ from this client's (no admit round trip reads them),
+# they are read again this often: a client left behind admits itself again once the workers
+# come round (or roll back), without a restart.
+REREAD_S: Final = 10.0
+
+
 def shared_settings(settings: Settings) -> dict[str, str]:
     """This process's `SHARED` settings, as a worker writes them (`pipeline.heartbeat.beat`)."""
     return {name: str(getattr(settings, name)) for name in SHARED}
@@ -83,23 +89,28 @@ class AdmitHere:
         self._mine = shared_settings(settings)
         # Per partition: whether its workers' settings are this client's, as last read.
         self._agreed: dict[int, bool] = {}
+        self._read_at: dict[int, float] = {}  # per partition: when they were last read
         self._told: set[tuple[str, ...]] = set()
-        self._mismatch: str | None = None  # another ACI_PARTITIONS than the workers' use
+        # Per partition: another ACI_PARTITIONS than the workers' use, as last read.
+        self._mismatch: dict[int, str] = {}
 
     async def agrees(self, part: Partition) -> bool:
         """Whether this client's `SHARED` settings are those of the workers of `part`, as last
-        read (read here the first time; then in every admit's own round trip: `commands`,
-        `learn`). True while no worker has written them. Raises `SettingsError` when the
+        read (read here the first time, and again every `REREAD_S` while they differ; then in
+        every admit's own round trip: `commands`, `learn`). True while no worker has written
+        them. Raises `SettingsError` when the
         workers use another `ACI_PARTITIONS`."""
-        if part.index not in self._agreed:
+        agreed = self._agreed.get(part.index)
+        stale = time.monotonic() - self._read_at.get(part.index, 0.0) >= REREAD_S
+        if agreed is None or (not agreed and stale):
             try:
                 found = await call_redis(self.redis.hmget(part.deployment, list(SHARED)))
             except RedisProtocolError as exc:  # a submitter forced to try (`1`): NOPERM
                 await self.refused(exc)
                 return False
             self.learn(part, found)
-        if self._mismatch is not None:
-            raise SettingsError(self._mismatch)
+        if part.index in self._mismatch:
+            raise SettingsError(self._mismatch[part.index])
         return self._agreed[part.index]
 
     def learn(self, part: Partition, found: Sequence[Any]) -> None:
@@ -110,8 +121,10 @@ class AdmitHere:
             for n, v in zip(SHARED, found, strict=True)
             if v is not None
         }
+        self._read_at[part.index] = time.monotonic()
+        self._mismatch.pop(part.index, None)
         if "partitions" in theirs and theirs["partitions"] != self._mine["partitions"]:
-            self._mismatch = (  # raised by the next `agrees`
+            self._mismatch[part.index] = (  # raised by the next `agrees`
                 f"ACI_PARTITIONS is {self._mine['partitions']} here, {theirs['partitions']} for"
                 " the workers: every process of a deployment must use the same"
             )

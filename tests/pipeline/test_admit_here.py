@@ -304,3 +304,47 @@ async def test_another_partition_count_than_the_workers_is_a_configuration_error
         with pytest.raises(SettingsError, match="ACI_PARTITIONS is 1 here, 4 for the workers"):
             await client.submit_many("s1", [kcall(1)])
         assert await redis.exists(part.requests, part.invocations) == 0  # nothing written
+
+
+async def test_a_client_left_behind_admits_itself_again_once_the_workers_agree(
+    redis: Any, prefix: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Review: a client that once read other settings sent no admit round trip again, so it
+    # never read them again: it stayed on the workers' admission until restarted, however
+    # long ago the workers came round. It reads them again every `REREAD_S` while they differ.
+    import pipeline.admit_here
+
+    monkeypatch.setattr(pipeline.admit_here, "REREAD_S", 0.2)
+    part = Keys(prefix).for_session("s1")
+    await redis.hset(part.deployment, mapping={"partitions": "4"})  # another deployment's
+    await redis.hset(
+        part.deployment, mapping=shared_settings(settings_for(prefix, argument_max_bytes=2048))
+    )
+    async with EvidenceClient(redis, settings_for(prefix)) as client:
+        assert await client.submit_many("s1", [kcall(1)]) == [None]
+        assert await redis.xlen(part.requests) == 1  # through the workers' admission
+        await redis.hset(part.deployment, mapping=shared_settings(settings_for(prefix)))
+        assert await client.submit_many("s1", [kcall(2)]) == [None]  # read 0.2 s ago: as it was
+        assert await redis.xlen(part.requests) == 2
+        await anyio.sleep(0.25)
+        assert await client.submit_many("s1", [kcall(3)]) == [None]
+        assert await redis.xlen(part.requests) == 2 and await redis.xlen(part.invocations) == 1
+
+
+async def test_a_partition_count_the_workers_came_back_from_is_no_error_for_good(
+    redis: Any, prefix: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Review: another ACI_PARTITIONS, once read, raised on every call of the client for good,
+    # also after the workers were rolled back to the client's.
+    import pipeline.admit_here
+
+    monkeypatch.setattr(pipeline.admit_here, "REREAD_S", 0.2)
+    part = Keys(prefix).for_session("s1")
+    await redis.hset(part.deployment, mapping={"partitions": "4"})
+    async with EvidenceClient(redis, settings_for(prefix)) as client:
+        with pytest.raises(SettingsError):
+            await client.submit_many("s1", [kcall(1)])
+        await redis.hset(part.deployment, mapping=shared_settings(settings_for(prefix)))
+        await anyio.sleep(0.25)
+        assert await client.submit_many("s1", [kcall(2)]) == [None]
+        assert await redis.xlen(part.invocations) == 1
