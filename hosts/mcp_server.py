@@ -77,7 +77,7 @@ from hosts.mcp_time import AS_OF_META_KEY, pinned_run
 from hosts.turn import PENDING_MESSAGE, is_error, model_object, model_text
 from pipeline.client import CallResult, EvidenceClient, ToolCall
 from pipeline.redis_io import PipelineError
-from pipeline.settings import Settings
+from pipeline.settings import Settings, SettingsError
 from pipeline.window import checked_as_of
 from workers.sources import Source
 
@@ -233,6 +233,11 @@ def queue_runner(client: EvidenceClient, timeout: float) -> Runner:
         except PipelineError as exc:
             log.warning("the queue failed: %s", type(exc).__name__)
             message = "the evidence queue is unavailable; try again later"
+            settings = client.settings
+            return _as_call_result(call, ErrorCode.UNAVAILABLE, message, session_id, settings)
+        except SettingsError as exc:  # this server's settings are not the workers' (one line)
+            log.error("configuration error: %s", exc)
+            message = f"the evidence queue is unavailable: configuration error: {exc}"
             settings = client.settings
             return _as_call_result(call, ErrorCode.UNAVAILABLE, message, session_id, settings)
 

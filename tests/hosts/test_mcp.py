@@ -396,3 +396,28 @@ def test_a_repeat_is_the_same_session_tool_and_arguments() -> None:
     assert key("s", "lookup_knowledge", {"topic": "APPLICATION", "query": "x"}) != same
     assert key("s", "query_logs", {"topic": "APPLICATION", "query": "y"}) != same
     assert key("s", "query_logs", "{not json") == key("s", "query_logs", "{not json")
+
+
+@pytest.mark.redis
+async def test_queue_mode_says_a_configuration_error_as_the_calls_error(
+    redis: Any, prefix: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    # Review: another ACI_PARTITIONS than the workers' (`pipeline.admit_here`) escaped the
+    # runner: the host got "Internal server error" and the server logged a traceback.
+    from mcp import Client
+
+    settings = Settings(prefix=prefix, visibility_timeout_s=10.0, deadline_s=5.0)
+    part = Keys(prefix).for_session("mcp-queue")
+    await redis.hset(part.deployment, mapping={"partitions": "4"})
+    async with EvidenceClient(redis, settings) as evidence:
+        server = mcp_server.build_server(
+            mcp_server.queue_runner(evidence, timeout=1.0), session="mcp-queue"
+        )
+        async with Client(server) as client:
+            found = await client.call_tool(
+                "lookup_knowledge", {"query": "pool"}, meta={TOOL_CALL_ID_META_KEY: "q1"}
+            )
+    error = found.structured_content["error"]
+    assert found.is_error is True and error["code"] == "UNAVAILABLE"
+    assert "ACI_PARTITIONS is 1 here, 4 for the workers" in error["message"]
+    assert not any(r.exc_info for r in caplog.records)  # one line, no traceback
