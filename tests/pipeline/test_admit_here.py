@@ -296,7 +296,7 @@ async def test_workers_with_other_bounds_admit_the_calls_of_a_client_left_behind
 
 
 async def test_another_partition_count_than_the_workers_is_a_configuration_error(
-    redis: Any, prefix: str
+    redis: Any, prefix: str, caplog: pytest.LogCaptureFixture
 ) -> None:
     part = Keys(prefix).for_session("s1")
     await redis.hset(part.deployment, mapping={"partitions": "4"})
@@ -304,6 +304,8 @@ async def test_another_partition_count_than_the_workers_is_a_configuration_error
         with pytest.raises(SettingsError, match="ACI_PARTITIONS is 1 here, 4 for the workers"):
             await client.submit_many("s1", [kcall(1)])
         assert await redis.exists(part.requests, part.invocations) == 0  # nothing written
+    # Said as the error alone: no warning before it that the calls go through admission.
+    assert not [r for r in caplog.records if "differ" in r.getMessage()]
 
 
 async def test_a_client_left_behind_admits_itself_again_once_the_workers_agree(
