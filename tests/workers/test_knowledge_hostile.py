@@ -322,3 +322,29 @@ async def test_the_control_view_says_when_the_previous_index_answered(
             await anyio.sleep(0.05)
     finally:
         await source.aclose()
+
+
+async def test_a_file_name_cannot_write_lines_into_the_log(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    # Review: a file of another kind is counted by its suffix, which was logged as it was
+    # named: a newline or an escape sequence in it forged log lines or drove the terminal;
+    # a link to a folder was counted as a file.
+    folder = tmp_path / "kb"
+    folder.mkdir()
+    (folder / "disk.md").write_text("# Disk full\n\nNo space left on device.\n")
+    (folder / "a.x\nERROR forged").write_text("")
+    (folder / "b.\x1b[2J").write_text("")
+    (folder / "c.pdf").write_text("")
+    (folder / "elsewhere").symlink_to(tmp_path)  # a link to a folder: not followed, no file
+    source = _source(folder, tmp_path / "c", retrieval="lexical")
+    try:
+        with caplog.at_level(logging.WARNING, logger="aci.knowledge"):
+            await source.fetch(LookupKnowledgeRequest(query="disk"))
+    finally:
+        await source.aclose()
+    said = [r.getMessage() for r in caplog.records if "not read" in r.getMessage()]
+    assert said == [
+        "knowledge: 3 files in the folder are not read (runbooks are .md, .markdown, .txt,"
+        " .rst): 2 other suffix, 1 .pdf"
+    ]

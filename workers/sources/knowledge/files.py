@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import os
+import re
 import stat
 from collections import Counter
 from pathlib import Path, PurePath
@@ -51,6 +52,17 @@ def _skip_name(rel: str) -> bool:
     return False
 
 
+# A suffix said as it is written (it goes into a log line: no newline, no escape sequence).
+_SUFFIX: Final = re.compile(r"\.[a-z0-9_+-]{1,11}")
+
+
+def _kind(suffix: str) -> str:
+    # How `runbook_files` counts a file of another kind: by its suffix, when it reads as one.
+    if not suffix:
+        return "no suffix"
+    return suffix if _SUFFIX.fullmatch(suffix) else "other suffix"
+
+
 def runbook_files(folder: Path, others: Counter[str] | None = None) -> list[tuple[str, Path]]:
     """(source name, real path) of every runbook (`RUNBOOK_SUFFIXES`) the index may serve:
     regular files whose real path lies inside the real folder. Directory symlinks are not
@@ -84,9 +96,9 @@ def runbook_files(folder: Path, others: Counter[str] | None = None) -> list[tupl
                 continue
             if entry.name.endswith(RUNBOOK_SUFFIXES):
                 _add_file(root, Path(entry.path), found)
-            elif others is not None:
+            elif others is not None and entry.is_file():  # a link to a folder is no file
                 suffix = Path(entry.name).suffix.lower()
-                others[suffix if 1 < len(suffix) <= 12 else "no suffix"] += 1
+                others[_kind(suffix)] += 1
     return sorted(found)
 
 
