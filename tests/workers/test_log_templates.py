@@ -583,6 +583,12 @@ def test_an_oslo_request_context_is_kept_out_of_the_grouping() -> None:
         "[req-<UUID> <HEX> <HEX> - - -] [instance: <UUID>] Instance spawned successfully.",
         "[req-<UUID> <HEX> <HEX> - - -] [instance: <UUID>] Instance destroyed successfully.",
     }
+    # Review: a group's opening bracket stays when its first token varies (it showed
+    # `<*>] job <NUM> started`).
+    lines = ["[worker-1] job 7 started", "[scheduler-2] job 9 started"]
+    assert set(mine(mask(line) for line in lines).values()) == {"[<*>] job <NUM> started"}
+    lines = ["[a 1] job 7 started", "[b 2] job 9 started"]
+    assert set(mine(mask(line) for line in lines).values()) == {"[<*> <NUM>] job <NUM> started"}
 
 
 def test_a_scanner_probing_many_paths_is_one_template_not_one_per_path() -> None:

@@ -35,8 +35,8 @@ def context_length(tokens: Sequence[str]) -> int:
 
 def merge_contexts(contexts: set[tuple[str, ...]]) -> tuple[str, ...]:
     """The context prefix one template shows for the prefixes of its lines: a token they all
-    share stays, another is `<*>` (keeping a closing `]`); prefixes of another length are one
-    `[<*>]`."""
+    share stays, another is `<*>` (keeping an opening `[` and a closing `]`); prefixes of
+    another length are one `[<*>]`."""
     if len(contexts) == 1:
         return next(iter(contexts))
     if len({len(c) for c in contexts}) > 1:
@@ -45,8 +45,9 @@ def merge_contexts(contexts: set[tuple[str, ...]]) -> tuple[str, ...]:
     for column in zip(*contexts, strict=True):
         if len(set(column)) == 1:
             merged.append(column[0])
-        else:
-            merged.append("<*>]" if all(t.endswith("]") for t in column) else "<*>")
+        else:  # the brackets that open and close a group stay
+            opens = "[" if all(t.startswith("[") for t in column) else ""
+            merged.append(opens + ("<*>]" if all(t.endswith("]") for t in column) else "<*>"))
     return tuple(merged)
 
 
