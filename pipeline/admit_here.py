@@ -98,11 +98,11 @@ class AdmitHere:
         """Whether this client's `SHARED` settings are those of the workers of `part`, as last
         read (read here the first time, and again every `REREAD_S` while they differ; then in
         every admit's own round trip: `commands`, `learn`). True while no worker has written
-        them. Raises `SettingsError` when the
-        workers use another `ACI_PARTITIONS`."""
+        them. Raises `SettingsError` when the workers use another `ACI_PARTITIONS`."""
         agreed = self._agreed.get(part.index)
-        stale = time.monotonic() - self._read_at.get(part.index, 0.0) >= REREAD_S
-        if agreed is None or (not agreed and stale):
+        if agreed is None or (
+            not agreed and time.monotonic() - self._read_at[part.index] >= REREAD_S
+        ):
             try:
                 found = await call_redis(self.redis.hmget(part.deployment, list(SHARED)))
             except RedisProtocolError as exc:  # a submitter forced to try (`1`): NOPERM
