@@ -26,7 +26,9 @@ own round trip (for the next call), and every `REREAD_S` while they differ. Wher
 differ (workers redeployed with a new bound, a client left behind), its calls go through the
 workers' admission, which applies the workers' own (said once, in a warning naming the
 settings); another `ACI_PARTITIONS` than the workers' is a configuration error
-(`SettingsError`). Before any worker has beaten, its own settings serve.
+(`SettingsError`; the partitions of two counts have other tags, so the workers write it under
+the prefix's own tag too, read when none of this count wrote the partition's). Before any
+worker has beaten, its own settings serve.
 """
 
 from __future__ import annotations
@@ -87,6 +89,7 @@ class AdmitHere:
             settings.admit_here == "auto" and _username(redis) in (None, "", "default")
         )
         self._mine = shared_settings(settings)
+        self._base = Keys(keys.prefix).parts[0]  # the prefix's own tag (`pipeline.heartbeat`)
         # Per partition: whether its workers' settings are this client's, as last read.
         self._agreed: dict[int, bool] = {}
         self._read_at: dict[int, float] = {}  # per partition: when they were last read
@@ -105,6 +108,12 @@ class AdmitHere:
         ):
             try:
                 found = await call_redis(self.redis.hmget(part.deployment, list(SHARED)))
+                base = self._base.deployment
+                if found[0] is None and part.deployment != base:  # `partitions`: SHARED's first
+                    # No worker of this count wrote it: one of another count (their tags are
+                    # others) writes the prefix's own too, and its partitions are all we take.
+                    found = [await call_redis(self.redis.hget(base, "partitions"))]
+                    found += [None] * (len(SHARED) - 1)
             except RedisProtocolError as exc:  # a submitter forced to try (`1`): NOPERM
                 await self.refused(exc)
                 return False

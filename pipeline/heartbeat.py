@@ -44,11 +44,13 @@ async def beat(
     consumer: str,
     ttl_s: float,
     deployment: Mapping[str, str] | None = None,
+    also: Partition | None = None,
 ) -> int:
     """Record a beat of `consumer` in each partition (and, given, the `deployment` settings
-    a client that admits its own calls must share: `pipeline.admit_here`); returns the number
-    of live workers over those partitions (each counted once per partition it reads, at most
-    once overall)."""
+    a client that admits its own calls must share: `pipeline.admit_here`, written under
+    `also` too: the prefix's own tag, which a client of another `ACI_PARTITIONS` reads);
+    returns the number of live workers over those partitions (each counted once per
+    partition it reads, at most once overall)."""
     now = _now_ms()
     ttl_ms = int(ttl_s * 1000)
     pipe = redis.pipeline(transaction=False)
@@ -57,7 +59,8 @@ async def beat(
         pipe.zremrangebyscore(part.heartbeats, "-inf", now - _FORGET_TTLS * ttl_ms)
         pipe.pexpire(part.heartbeats, _FORGET_TTLS * ttl_ms)
         pipe.zcount(part.heartbeats, now - ttl_ms, "+inf")
-    for part in parts if deployment else ():
+    written = [*parts, *(() if also is None or also.tag in {p.tag for p in parts} else (also,))]
+    for part in written if deployment else ():
         pipe.hset(part.deployment, mapping=dict(deployment or {}))
         pipe.pexpire(part.deployment, _FORGET_TTLS * ttl_ms)
     replies = await execute(pipe)

@@ -350,3 +350,24 @@ async def test_a_partition_count_the_workers_came_back_from_is_no_error_for_good
         await anyio.sleep(0.25)
         assert await client.submit_many("s1", [kcall(2)]) == [None]
         assert await redis.xlen(part.invocations) == 1
+
+
+@pytest.mark.parametrize(("client_count", "worker_count"), [(1, 4), (4, 1), (2, 8)])
+async def test_workers_of_another_partition_count_are_found_whatever_the_counts(
+    redis: Any, prefix: str, client_count: int, worker_count: int
+) -> None:
+    # Review: the partitions of two counts have other hash tags (but by chance), so a client
+    # read a `deployment` hash no worker wrote and admitted its calls where no worker reads:
+    # `ACI_PARTITIONS is 1 here, 4 for the workers` was never said. Workers also write it
+    # under the prefix's own tag, which such a client reads too.
+    workers = settings_for(prefix, partitions=worker_count)
+    base = Keys(prefix).parts[0]
+    async with running_worker(redis, workers, {"lookup_knowledge": InstantSource()}):
+        with anyio.fail_after(5):
+            while not await redis.exists(base.deployment):  # noqa: ASYNC110 - its first beat
+                await anyio.sleep(0.05)
+        settings = settings_for(prefix, partitions=client_count)
+        async with EvidenceClient(redis, settings) as client:
+            says = f"ACI_PARTITIONS is {client_count} here, {worker_count} for the workers"
+            with pytest.raises(SettingsError, match=says):
+                await client.submit_many("s1", [kcall(1)])

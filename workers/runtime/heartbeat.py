@@ -18,6 +18,7 @@ import anyio
 
 from pipeline.admit_here import shared_settings
 from pipeline.heartbeat import beat, forget, heartbeat_ttl_s
+from pipeline.keys import Keys
 from pipeline.redis_io import PipelineError, RedisUnavailable
 from workers.runtime.state import WorkerState
 
@@ -36,11 +37,12 @@ async def heartbeat_loop(state: WorkerState, done: anyio.Event) -> None:
     """Beat until `done`, then remove this worker's beats (bounded, shielded)."""
     ttl = heartbeat_ttl_s(state.settings)
     shared = shared_settings(state.settings)  # what a client admitting its own calls checks
+    base = Keys(state.settings.prefix).parts[0]  # ... under the prefix's own tag too
     trouble: str | None = None  # said last: "unavailable", or the code Redis refused a beat with
     since = 0.0
     while not done.is_set():
         try:
-            live = await beat(state.redis, state.parts, state.consumer, ttl, shared)
+            live = await beat(state.redis, state.parts, state.consumer, ttl, shared, base)
         except PipelineError as exc:
             now = "unavailable" if isinstance(exc, RedisUnavailable) else str(exc)
             if now != trouble:
