@@ -9,12 +9,17 @@ import re
 from collections.abc import Sequence
 from typing import Final
 
-__all__ = ["METHODS", "context_length", "merge_contexts", "request_index"]
+__all__ = ["METHODS", "context_length", "merge_contexts", "merge_routes", "request_index"]
 
 # The methods of HTTP: the path after one is a request's target (its route), not a file.
 METHODS: Final = ("GET", "HEAD", "POST", "PUT", "DELETE", "PATCH", "OPTIONS", "CONNECT", "TRACE")
 
 _CONTEXT_TOKENS: Final = 8
+# Routes of one method in templates alike but for the route: this many or more are one
+# template with the route `<*>` (a scanner probing thousands of paths is one event, not a
+# template per path that pushes the real ones past `templates.MAX_KEYS`); fewer stay
+# endpoints apart.
+MANY_ROUTES: Final = 32
 
 
 def context_length(tokens: Sequence[str]) -> int:
@@ -68,3 +73,20 @@ def request_index(tokens: Sequence[str]) -> int:
         ),
         -1,
     )
+
+
+def merge_routes(templates: dict[int, tuple[str, ...]]) -> dict[int, tuple[str, ...]]:
+    """Templates (masked tokens) alike but for a request's route, `MANY_ROUTES` or more of
+    them, as one with the route `<*>`: a route is never a variable word to the miner, so
+    every path a scanner probes was a template of its own."""
+    by_route: dict[tuple[str, ...], list[int]] = {}
+    for cid in sorted(templates):
+        tokens = templates[cid]
+        at = request_index(tokens) + 1
+        if at > 0:
+            by_route.setdefault((*tokens[:at], "<*>", *tokens[at + 1 :]), []).append(cid)
+    out = dict(templates)
+    for gapped, cids in by_route.items():
+        if len(cids) >= MANY_ROUTES:
+            out.update(dict.fromkeys(cids, gapped))
+    return out

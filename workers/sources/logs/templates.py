@@ -36,7 +36,13 @@ from typing import Any, Final
 
 from drain3.drain import Drain
 
-from workers.sources.logs.framing import METHODS, context_length, merge_contexts, request_index
+from workers.sources.logs.framing import (
+    METHODS,
+    context_length,
+    merge_contexts,
+    merge_routes,
+    request_index,
+)
 
 __all__ = ["KEY_CHARS", "MAX_KEYS", "MINE_TOKENS", "mask", "mine"]
 
@@ -115,12 +121,6 @@ _DEPTH: Final = 4
 # 3 of 4), and templates alike but for one word in one place that are one event.
 _SPLIT_WORDS: Final = 5
 _MERGE_WORDS: Final = 3
-# Routes of one method in templates alike but for the route: this many or more are one
-# template with the route `<*>` (a scanner probing thousands of paths is one event, not a
-# template per path that pushes the real ones past `MAX_KEYS`); fewer stay endpoints apart.
-_MANY_ROUTES: Final = 32
-
-
 # A segment of a route that is an opaque token: 16 or more letters and digits, both present
 # (a JWT's dots, base64's `=`, `%`-escapes and `~` included).
 _TOKEN: Final = re.compile(r"(?=[\w.~%+=-]*\d)(?=[\w.~%+=-]*[A-Za-z])[\w.~%+=-]{16,}")
@@ -318,7 +318,7 @@ def mine(masked: Iterable[str]) -> dict[str, str]:
             cluster, _ = drain.add_log_message(" ".join(tokens[start : start + MINE_TOKENS]))
             cluster_of[line] = cluster.cluster_id
     final = _merge_heads(
-        _merge_routes(
+        merge_routes(
             _merge_words(
                 {
                     cid: drain.id_to_cluster[cid].log_template_tokens
@@ -374,23 +374,6 @@ def _merge_words(templates: dict[int, tuple[str, ...]]) -> dict[int, tuple[str, 
         if len({templates[cid][i] for cid in free}) >= _MERGE_WORDS:
             out.update(dict.fromkeys(free, gapped))
             merged.update(free)
-    return out
-
-
-def _merge_routes(templates: dict[int, tuple[str, ...]]) -> dict[int, tuple[str, ...]]:
-    # A request's route is never a variable word (`_merge_words`, the similarity), so every
-    # path a scanner probes is a template of its own: `_MANY_ROUTES` or more templates alike
-    # but for the route are one, the route `<*>`.
-    by_route: dict[tuple[str, ...], list[int]] = {}
-    for cid in sorted(templates):
-        tokens = templates[cid]
-        at = request_index(tokens) + 1
-        if at > 0:
-            by_route.setdefault((*tokens[:at], "<*>", *tokens[at + 1 :]), []).append(cid)
-    out = dict(templates)
-    for gapped, cids in by_route.items():
-        if len(cids) >= _MANY_ROUTES:
-            out.update(dict.fromkeys(cids, gapped))
     return out
 
 
