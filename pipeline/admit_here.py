@@ -93,7 +93,7 @@ class AdmitHere:
         # Per partition: whether its workers' settings are this client's, as last read.
         self._agreed: dict[int, bool] = {}
         self._read_at: dict[int, float] = {}  # per partition: when they were last read
-        self._told: set[tuple[str, ...]] = set()
+        self._told: set[Any] = set()  # what was said (once)
         # Per partition: another ACI_PARTITIONS than the workers' use, as last read.
         self._mismatch: dict[int, str] = {}
 
@@ -115,7 +115,14 @@ class AdmitHere:
                     found = [await call_redis(self.redis.hget(base, "partitions"))]
                     found += [None] * (len(SHARED) - 1)
             except RedisProtocolError as exc:  # a submitter forced to try (`1`): NOPERM
-                await self.refused(exc)
+                if not await self.refused(exc) and self.enabled:  # WRONGTYPE: read it later
+                    self._agreed[part.index], self._read_at[part.index] = False, time.monotonic()
+                    if (exc.args, part.index) not in self._told:
+                        self._told.add((exc.args, part.index))
+                        log.warning(
+                            "calls go through the workers' admission: %s is not readable (%s)",
+                            part.deployment, exc,
+                        )  # fmt: skip
                 return False
             self.learn(part, found)
         if part.index in self._mismatch:

@@ -371,3 +371,22 @@ async def test_workers_of_another_partition_count_are_found_whatever_the_counts(
             says = f"ACI_PARTITIONS is {client_count} here, {worker_count} for the workers"
             with pytest.raises(SettingsError, match=says):
                 await client.submit_many("s1", [kcall(1)])
+
+
+async def test_a_deployment_key_of_another_type_sends_calls_through_admission(
+    redis: Any, prefix: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    # Review: a `deployment` key of the wrong type (WRONGTYPE to HMGET) raised nothing, but
+    # was read again before every submit, each time in vain, and nothing said why the calls
+    # went through the workers' admission. It is read again every `REREAD_S`, said once.
+    part = Keys(prefix).for_session("s1")
+    await redis.set(part.deployment, "not a hash")
+    async with EvidenceClient(redis, settings_for(prefix)) as client:
+        for i in range(3):
+            assert await client.submit_many("s1", [kcall(i)]) == [None]
+        assert await redis.xlen(part.requests) == 3 and await redis.exists(part.invocations) == 0
+        assert part.index in client._here._agreed  # not read again before every submit
+    said = [r.getMessage() for r in caplog.records if "deployment" in r.getMessage()]
+    assert said == [
+        f"calls go through the workers' admission: {part.deployment} is not readable (WRONGTYPE)"
+    ]
