@@ -107,7 +107,8 @@ class KnowledgeIndexSource:
         self.settings = settings
         self._encoder: Encoder | None = None
         if settings.retrieval != "lexical":
-            self._encoder = encoder if encoder is not None else shared_use_encoder()
+            shared = encoder is None
+            self._encoder = shared_use_encoder(settings.cache_dir) if shared else encoder
         model = self._encoder.model_id if self._encoder is not None else "lexical"
         self._salt = f"v{INDEX_VERSION}\0{ANALYSIS_HASH}\0{model}\0{settings.max_file_bytes}"
         self._logged: str | None = None  # the last problem logged, so each is logged once
