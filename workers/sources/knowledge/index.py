@@ -37,7 +37,7 @@ import msgspec
 from contracts.requests import LookupKnowledgeRequest
 from contracts.status import ErrorCode
 from workers.sources.base import SourceError
-from workers.sources.knowledge.analysis import Chunk, split_markdown, synonym_groups, terms_of
+from workers.sources.knowledge.analysis import Chunk, split_markdown, terms_of
 from workers.sources.knowledge.encoder import Encoder, query_vector, shared_use_encoder
 from workers.sources.knowledge.files import DEFAULT_MAX_FILE_BYTES, files_fingerprint
 from workers.sources.knowledge.rag_http import HttpRagSource
@@ -119,7 +119,6 @@ class KnowledgeIndexSource:
         self._index: IndexFile | None = None
         self._fingerprint = ""
         self._checked_at = -math.inf
-        self._groups: dict[str, frozenset[str]] | None = None
         self._refresh: Future[None] | None = None
         self._generation = 0  # bumped by aclose: a build started before does not install
         self._rebuilding = False  # a refresh found changed files and builds their index
@@ -260,7 +259,6 @@ class KnowledgeIndexSource:
             )
             raise EmptyIndex
         self._logged = None
-        groups = self._groups if self._groups is not None else synonym_groups()
         with self._search_lock, self._lock:
             if generation != self._generation:
                 index.conn.close()
@@ -268,7 +266,6 @@ class KnowledgeIndexSource:
             if self._index is not None:
                 self._index.conn.close()
             self._index, self._fingerprint, self._checked_at = index, fingerprint, now
-            self._groups = groups
 
     def _open_or_build(self, fingerprint: str) -> IndexFile:
         folder_key = hashlib.sha256(str(self._folder).encode()).hexdigest()[:12]
@@ -299,17 +296,17 @@ class KnowledgeIndexSource:
         if self._encoder is not None:
             vector = query_vector(self._encoder, query)
         with self._search_lock:
-            index, groups = self._index, self._groups
+            index = self._index
             with self._lock:
                 stale = self._rebuilding  # this index answers while its successor is built
-            if index is None or groups is None:  # closed meanwhile
+            if index is None:  # closed meanwhile
                 raise _unavailable()
             try:
                 if vector is None or index.vectors is None:
                     hits, trace = search(
                         index,
                         query,
-                        groups,
+                        index.synonyms,
                         min_coverage=self.settings.min_coverage,
                         max_hits=self.settings.max_hits,
                     )
@@ -319,7 +316,7 @@ class KnowledgeIndexSource:
                         index,
                         query,
                         vector,
-                        groups,
+                        index.synonyms,
                         mode=self.settings.retrieval,
                         min_coverage=self.settings.min_coverage,
                         max_hits=self.settings.max_hits,
