@@ -29,7 +29,7 @@ import uuid
 from collections.abc import Callable, Mapping
 from concurrent.futures import Future
 from pathlib import Path
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 import anyio.to_thread
 import msgspec
@@ -40,10 +40,12 @@ from workers.sources.base import SourceError
 from workers.sources.knowledge.analysis import Chunk, split_markdown, terms_of
 from workers.sources.knowledge.encoder import Encoder, query_vector, shared_use_encoder
 from workers.sources.knowledge.files import DEFAULT_MAX_FILE_BYTES, files_fingerprint
-from workers.sources.knowledge.rag_http import HttpRagSource
 from workers.sources.knowledge.ranking import USE_LEVELS, Mode, rank
 from workers.sources.knowledge.search import MIN_COVERAGE, relevance_of, search
 from workers.sources.knowledge.store import ANALYSIS_HASH, INDEX_VERSION, IndexFile, build_index
+
+if TYPE_CHECKING:
+    from workers.sources.knowledge.rag_http import HttpRagSource
 
 __all__ = [
     "DEFAULT_KNOWLEDGE_DIR",
@@ -396,5 +398,7 @@ async def _wait_for(refresh: Future[None], answers_meanwhile: Callable[[], bool]
 def knowledge_source_from_env(env: Mapping[str, str]) -> KnowledgeIndexSource | HttpRagSource:
     """The upstream RAG service when ACI_RAG_URL is set, else the embedded index."""
     if env.get("ACI_RAG_URL", "").strip():
+        from workers.sources.knowledge.rag_http import HttpRagSource  # httpx: only for it
+
         return HttpRagSource.from_env(env)
     return KnowledgeIndexSource.from_env(env)
