@@ -201,9 +201,9 @@ async def test_a_slow_log_world_keeps_the_deadline(monkeypatch: pytest.MonkeyPat
     release = threading.Event()
     real = logs.index_of
 
-    def slow_index_of(scenario: str) -> object:
+    def slow_index_of(scenario: str, cache_dir: str = "") -> object:
         release.wait(5.0)
-        return real(scenario)
+        return real(scenario, cache_dir)
 
     monkeypatch.setattr(logs, "index_of", slow_index_of)
     source = MockLogSource()

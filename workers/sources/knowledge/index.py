@@ -29,7 +29,7 @@ import uuid
 from collections.abc import Callable, Mapping
 from concurrent.futures import Future
 from pathlib import Path
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 import anyio.to_thread
 import msgspec
@@ -37,13 +37,16 @@ import msgspec
 from contracts.requests import LookupKnowledgeRequest
 from contracts.status import ErrorCode
 from workers.sources.base import SourceError
-from workers.sources.knowledge.analysis import Chunk, split_markdown, synonym_groups, terms_of
+from workers.sources.kept import cache_dir_from_env
+from workers.sources.knowledge.analysis import Chunk, split_markdown, terms_of
 from workers.sources.knowledge.encoder import Encoder, query_vector, shared_use_encoder
 from workers.sources.knowledge.files import DEFAULT_MAX_FILE_BYTES, files_fingerprint
-from workers.sources.knowledge.rag_http import HttpRagSource
 from workers.sources.knowledge.ranking import USE_LEVELS, Mode, rank
 from workers.sources.knowledge.search import MIN_COVERAGE, relevance_of, search
 from workers.sources.knowledge.store import ANALYSIS_HASH, INDEX_VERSION, IndexFile, build_index
+
+if TYPE_CHECKING:
+    from workers.sources.knowledge.rag_http import HttpRagSource
 
 __all__ = [
     "DEFAULT_KNOWLEDGE_DIR",
@@ -79,11 +82,6 @@ class EmptyIndex(Exception):
     """The folder holds no indexable runbook."""
 
 
-def _default_cache_dir(env: Mapping[str, str]) -> Path:
-    base = env.get("XDG_CACHE_HOME", "").strip()
-    return (Path(base) if base else Path.home() / ".cache") / "aci-evidence"
-
-
 def _check_fts5() -> None:
     conn = sqlite3.connect(":memory:")
     try:
@@ -107,7 +105,8 @@ class KnowledgeIndexSource:
         self.settings = settings
         self._encoder: Encoder | None = None
         if settings.retrieval != "lexical":
-            self._encoder = encoder if encoder is not None else shared_use_encoder()
+            shared = encoder is None
+            self._encoder = shared_use_encoder(settings.cache_dir) if shared else encoder
         model = self._encoder.model_id if self._encoder is not None else "lexical"
         self._salt = f"v{INDEX_VERSION}\0{ANALYSIS_HASH}\0{model}\0{settings.max_file_bytes}"
         self._logged: str | None = None  # the last problem logged, so each is logged once
@@ -118,7 +117,6 @@ class KnowledgeIndexSource:
         self._index: IndexFile | None = None
         self._fingerprint = ""
         self._checked_at = -math.inf
-        self._groups: dict[str, frozenset[str]] | None = None
         self._refresh: Future[None] | None = None
         self._generation = 0  # bumped by aclose: a build started before does not install
         self._rebuilding = False  # a refresh found changed files and builds their index
@@ -130,7 +128,7 @@ class KnowledgeIndexSource:
         A missing folder is logged here and answers UNAVAILABLE, as an unreadable one does."""
         _check_fts5()
         folder = env.get("ACI_KNOWLEDGE_DIR", "").strip() or str(DEFAULT_KNOWLEDGE_DIR)
-        cache = env.get("ACI_CACHE_DIR", "").strip() or str(_default_cache_dir(env))
+        cache = str(cache_dir_from_env(env))
         max_hits = int(env.get("ACI_KNOWLEDGE_MAX_HITS", "").strip() or 5)
         if not 1 <= max_hits <= 50:
             raise ValueError("ACI_KNOWLEDGE_MAX_HITS must be between 1 and 50")
@@ -259,7 +257,6 @@ class KnowledgeIndexSource:
             )
             raise EmptyIndex
         self._logged = None
-        groups = self._groups if self._groups is not None else synonym_groups()
         with self._search_lock, self._lock:
             if generation != self._generation:
                 index.conn.close()
@@ -267,7 +264,6 @@ class KnowledgeIndexSource:
             if self._index is not None:
                 self._index.conn.close()
             self._index, self._fingerprint, self._checked_at = index, fingerprint, now
-            self._groups = groups
 
     def _open_or_build(self, fingerprint: str) -> IndexFile:
         folder_key = hashlib.sha256(str(self._folder).encode()).hexdigest()[:12]
@@ -298,17 +294,17 @@ class KnowledgeIndexSource:
         if self._encoder is not None:
             vector = query_vector(self._encoder, query)
         with self._search_lock:
-            index, groups = self._index, self._groups
+            index = self._index
             with self._lock:
                 stale = self._rebuilding  # this index answers while its successor is built
-            if index is None or groups is None:  # closed meanwhile
+            if index is None:  # closed meanwhile
                 raise _unavailable()
             try:
                 if vector is None or index.vectors is None:
                     hits, trace = search(
                         index,
                         query,
-                        groups,
+                        index.synonyms,
                         min_coverage=self.settings.min_coverage,
                         max_hits=self.settings.max_hits,
                     )
@@ -318,7 +314,7 @@ class KnowledgeIndexSource:
                         index,
                         query,
                         vector,
-                        groups,
+                        index.synonyms,
                         mode=self.settings.retrieval,
                         min_coverage=self.settings.min_coverage,
                         max_hits=self.settings.max_hits,
@@ -398,5 +394,7 @@ async def _wait_for(refresh: Future[None], answers_meanwhile: Callable[[], bool]
 def knowledge_source_from_env(env: Mapping[str, str]) -> KnowledgeIndexSource | HttpRagSource:
     """The upstream RAG service when ACI_RAG_URL is set, else the embedded index."""
     if env.get("ACI_RAG_URL", "").strip():
+        from workers.sources.knowledge.rag_http import HttpRagSource  # httpx: only for it
+
         return HttpRagSource.from_env(env)
     return KnowledgeIndexSource.from_env(env)

@@ -6,9 +6,11 @@ target's folder, then renames it into place, so concurrent workers never open a 
 index. A chunk whose embedded text is unchanged takes its vector from the `previous` index of
 the same model (the one this build replaces), so an edit re-embeds only what it changed, in a
 fresh process too. `IndexFile` opens one read-only (immutable) with its term document
-frequencies and its vectors. `ANALYSIS_HASH` covers the bytes of every module that decides
-what is stored (the analysis, the encoder's chunk text, the file walk, this store; the source
-adds the model id).
+frequencies, its vectors and its synonym groups (segmented by jieba at build time: a process
+that opens a built index and is asked no Chinese never loads jieba's dictionary, +83 MiB and
+most of a second of CPU). `ANALYSIS_HASH` covers the bytes of every module that decides what
+is stored (the analysis, the encoder's chunk text, the file walk, this store; the source adds
+the model id).
 """
 
 from __future__ import annotations
@@ -24,8 +26,10 @@ from collections import Counter
 from pathlib import Path
 from typing import TYPE_CHECKING, Final
 
+import msgspec
+
 from workers.sources.knowledge import analysis, encoder, files, markdown
-from workers.sources.knowledge.analysis import split_document, terms_of
+from workers.sources.knowledge.analysis import split_document, synonym_groups, terms_of
 from workers.sources.knowledge.encoder import Encoder, chunk_text
 from workers.sources.knowledge.files import (
     DEFAULT_MAX_FILE_BYTES,
@@ -44,7 +48,7 @@ __all__ = ["ANALYSIS_HASH", "INDEX_VERSION", "IndexFile", "build_index"]
 
 log = logging.getLogger("aci.knowledge")
 
-INDEX_VERSION: Final = 2
+INDEX_VERSION: Final = 3
 ANALYSIS_HASH: Final = hashlib.sha256(
     b"".join(Path(m.__file__ or "").read_bytes() for m in (analysis, encoder, files, markdown))
     + Path(__file__).read_bytes()
@@ -59,8 +63,10 @@ CREATE VIRTUAL TABLE chunks USING fts5(
 CREATE VIRTUAL TABLE vocab USING fts5vocab(chunks, 'row');
 CREATE TABLE vectors (model TEXT NOT NULL, dim INTEGER NOT NULL, data BLOB NOT NULL);
 CREATE TABLE skipped (source TEXT NOT NULL, reason TEXT NOT NULL);
+CREATE TABLE synonyms (data BLOB NOT NULL);
 """
 _Row = tuple[str, str, str, str, str, str, str, int, str]
+_SYNONYMS_DECODER: Final = msgspec.msgpack.Decoder(dict[str, list[str]])
 
 
 def _body(content: str) -> str:
@@ -160,6 +166,8 @@ def build_index(
             conn.executemany(
                 "INSERT INTO skipped VALUES (?, 'size')", [(source,) for source in skipped]
             )
+            groups = {term: sorted(members) for term, members in synonym_groups().items()}
+            conn.execute("INSERT INTO synonyms VALUES (?)", (msgspec.msgpack.encode(groups),))
             conn.execute("INSERT INTO chunks(chunks) VALUES ('optimize')")
             conn.commit()
         finally:
@@ -246,8 +254,8 @@ def _check_vectors(vectors: npt.NDArray[np.float32], n: int, dim: int) -> None:
 
 class IndexFile:
     """One open, read-only index file with its term document frequencies, the runbooks its
-    build skipped (`skipped`, over the size cap) and (when built with an encoder) its chunk
-    vectors, row i for rowid i + 1."""
+    build skipped (`skipped`, over the size cap), the synonym groups of its analysis
+    (`synonyms`) and (when built with an encoder) its chunk vectors, row i for rowid i + 1."""
 
     def __init__(self, path: Path) -> None:
         self.conn = sqlite3.connect(
@@ -256,6 +264,10 @@ class IndexFile:
         self.df = dict(self.conn.execute("SELECT term, doc FROM vocab").fetchall())
         (self.n,) = self.conn.execute("SELECT count(*) FROM chunks").fetchone()
         self.skipped = [r[0] for r in self.conn.execute("SELECT source FROM skipped ORDER BY 1")]
+        row = self.conn.execute("SELECT data FROM synonyms").fetchone()
+        if row is None:
+            raise sqlite3.DatabaseError("an index without its synonym groups")
+        self.synonyms = {t: frozenset(m) for t, m in _SYNONYMS_DECODER.decode(row[0]).items()}
         self.model_id = ""
         self.vectors: npt.NDArray[np.float32] | None = None
         row = self.conn.execute("SELECT model, dim, data FROM vectors").fetchone()

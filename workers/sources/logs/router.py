@@ -14,6 +14,7 @@ from typing import Any, Protocol
 from contracts.requests import QueryLogsRequest, Request
 from contracts.status import ErrorCode, Topic
 from workers.sources.base import SourceError
+from workers.sources.kept import cache_dir_from_env
 from workers.sources.logs.config import (
     ClickhouseTopic,
     FileTopic,
@@ -51,7 +52,9 @@ class LogRouter:
             if isinstance(entry, MockTopic):
                 scenario = entry.scenario or env.get("ACI_MOCK_SCENARIO", "").strip()
                 settings = MockLogSettings(
-                    scenario=scenario or DEFAULT_SCENARIO, default_lookback=config.default_lookback
+                    scenario=scenario or DEFAULT_SCENARIO,
+                    default_lookback=config.default_lookback,
+                    cache_dir=str(cache_dir_from_env(env)),
                 )
                 backends[topic] = MockLogSource(settings)
             elif isinstance(entry, FileTopic):

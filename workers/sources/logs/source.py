@@ -25,6 +25,7 @@ from contracts.results import LogScope
 from contracts.status import ErrorCode, Topic
 from workers.sources.base import SourceError
 from workers.sources.calltime import pinned_end
+from workers.sources.kept import cache_dir_from_env
 from workers.sources.logs.deadline import StopFlag, run_stoppable
 from workers.sources.logs.levels import canonical_level
 from workers.sources.logs.mocklog import (
@@ -242,11 +243,12 @@ def match_positions(
 
 class MockLogSettings(msgspec.Struct, frozen=True, kw_only=True):
     """Operator settings of the MOCK source. Env: `ACI_MOCK_SCENARIO`,
-    `ACI_LOGS_DEFAULT_LOOKBACK`."""
+    `ACI_LOGS_DEFAULT_LOOKBACK`, ACI_CACHE_DIR (where the world is kept; "": nowhere)."""
 
     scenario: str = DEFAULT_SCENARIO
     default_lookback: int = DEFAULT_LOOKBACK_MINUTES
     sample_limit: int = SAMPLE_LIMIT
+    cache_dir: str = ""
 
     def __post_init__(self) -> None:
         scenario_info(self.scenario)  # ValueError naming the valid scenarios
@@ -273,7 +275,8 @@ class MockLogSource:
             lookback = int(lookback_text) if lookback_text else DEFAULT_LOOKBACK_MINUTES
         except ValueError:
             raise ValueError("ACI_LOGS_DEFAULT_LOOKBACK must be an int") from None
-        return cls(MockLogSettings(scenario=scenario, default_lookback=lookback))
+        cache = str(cache_dir_from_env(env))
+        return cls(MockLogSettings(scenario=scenario, default_lookback=lookback, cache_dir=cache))
 
     async def fetch(self, request: QueryLogsRequest) -> LogsUpstream:
         """Run the query over the scenario's window; `SourceError(SCHEMA)` on a bad query."""
@@ -287,7 +290,7 @@ class MockLogSource:
         self, request: QueryLogsRequest, query: ParsedQuery, stop: StopFlag | None = None
     ) -> LogsUpstream:
         """The synchronous search behind `fetch`; `stop` ends it with `SourceError(TIMEOUT)`."""
-        index = index_of(self.settings.scenario)
+        index = index_of(self.settings.scenario, self.settings.cache_dir)
         lookback = request.lookback_minutes or self.settings.default_lookback
         end_ms = index.world.now_ms if (pin := pinned_end()) is None else pin  # as-of pinned
         start_ms = end_ms - lookback * 60_000

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 import anyio
 import anyio.to_thread
@@ -45,16 +45,13 @@ from workers.sources.mysql.config import (
     parse_url,
     read_config_file,
 )
-from workers.sources.mysql.errors import (
-    Unavailable,
-    error_number,
-    error_text,
-    map_error,
-)
+from workers.sources.mysql.errors import Unavailable, error_number, error_text, map_error
 from workers.sources.mysql.handoff import Handoff, abandonable, close_quietly
 from workers.sources.mysql.leftovers import drained, hide_database, server_warnings
 from workers.sources.mysql.reachability import Reachability
-from workers.sources.mysql.sqlguard import Param, guard_sql
+
+if TYPE_CHECKING:
+    from workers.sources.mysql.sqlguard import Param
 
 __all__ = ["ConnectParams", "MysqlSource", "data_source_names", "parse_url"]
 
@@ -154,7 +151,9 @@ class MysqlSource:
         # database: the agent never learns it, and accepting it would confirm a guess of it.
         # On the event loop: sqlglot's compiled parser holds the GIL, so a thread would not
         # free the loop (a crafted 8,000-character statement costs ~40 ms either way; see
-        # docs/reliability.md, residual risks).
+        # docs/reliability.md, residual risks). Imported here, not at every worker's start.
+        from workers.sources.mysql.sqlguard import guard_sql
+
         guarded = guard_sql(request.sql, list(request.params or []), schema=None)
         name = request.data_source.lower()
         try:
