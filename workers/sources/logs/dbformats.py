@@ -17,8 +17,7 @@ from datetime import tzinfo
 from typing import Final
 
 from contracts.results import JsonScalar
-from workers.sources.logs.formats import level_of
-from workers.sources.logs.levels import keep_level_name
+from workers.sources.logs.formats import text_entry
 from workers.sources.logs.multiline import Continued, Pending
 from workers.sources.logs.records import Entry
 from workers.sources.logs.stamps import stamp_ms, strptime_ms
@@ -46,13 +45,6 @@ _REDIS: Final = re.compile(
 _REDIS_LEVEL: Final = {".": ("DEBUG", "debug"), "-": ("DEBUG", "verbose"),
                        "*": ("INFO", "notice"), "#": ("WARN", "warning")}  # fmt: skip
 _REDIS_ROLE: Final = {"X": "sentinel", "C": "child", "S": "replica", "M": "master"}
-
-
-def _entry(epoch: int, raw_level: str | None, message: str, fields: dict[str, JsonScalar]) -> Entry:
-    level = level_of(raw_level) if raw_level else ""
-    if raw_level:
-        keep_level_name(fields, raw_level, level)
-    return Entry(epoch, level, "", message, fields)
 
 
 def postgresql_head(zone: tzinfo, now_ms: int) -> Head:
@@ -87,8 +79,8 @@ def postgresql_head(zone: tzinfo, now_ms: int) -> Head:
                     fields["database"] = database
             more = found.group("more")
             if more:  # a report's part with no report before it (the file was cut there)
-                return _entry(epoch, None, f"{more}:  {found.group('message')}", fields)
-            return _entry(epoch, found.group("level"), found.group("message"), fields)
+                return text_entry(epoch, None, f"{more}:  {found.group('message')}", fields)
+            return text_entry(epoch, found.group("level"), found.group("message"), fields)
 
         if found.group("more") and pid == last_pid[0]:  # part of the report before it
             return Continued(f"{found.group('more')}:  {found.group('message')}", (when, build))

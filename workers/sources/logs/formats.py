@@ -63,6 +63,16 @@ def level_of(value: object, key: str = "level") -> str:
     return ("TRACE", "TRACE", "DEBUG", "INFO", "WARN", "ERROR", "FATAL")[min(max(n // 10, 0), 6)]
 
 
+def text_entry(
+    epoch: int, raw_level: str | None, message: str, fields: dict[str, JsonScalar]
+) -> Entry:
+    """A text format's record: its level normalised, the word it was written with kept."""
+    level = level_of(raw_level) if raw_level else ""
+    if raw_level:
+        keep_level_name(fields, raw_level, level)
+    return Entry(epoch, level, "", message, fields)
+
+
 def _epoch_ms(number: float, unit: str) -> int | None:
     if unit == "auto":
         size = abs(number)

@@ -28,8 +28,7 @@ from typing import Final
 
 from contracts.results import JsonScalar
 from workers.sources.logs.dbformats import postgresql_head, redis_head
-from workers.sources.logs.formats import level_of, parse_time
-from workers.sources.logs.levels import keep_level_name
+from workers.sources.logs.formats import parse_time, text_entry
 from workers.sources.logs.multiline import Continued, HeadParser, Pending
 from workers.sources.logs.records import Entry
 from workers.sources.logs.stamps import STAMP, stamp_ms, strptime_ms
@@ -104,13 +103,6 @@ _SHAPES: Final = ("iso", "slash", "yslash", "compact", "dmy", "ctime", "clf", "b
 Head = Callable[[str], Pending | Continued | None]
 
 
-def _entry(epoch: int, raw_level: str | None, message: str, fields: dict[str, JsonScalar]) -> Entry:
-    level = level_of(raw_level) if raw_level else ""
-    if raw_level:
-        keep_level_name(fields, raw_level, level)
-    return Entry(epoch, level, "", message, fields)
-
-
 def _stamp(found: re.Match[str], zone: tzinfo, now_ms: int) -> int | None:
     for shape in _SHAPES:
         text = found.group(shape)
@@ -148,7 +140,7 @@ def _log4j(zone: tzinfo, now_ms: int) -> Head:
             elif split is not None and not names and "thread" in fields:
                 logger = ""  # `[thread] - message` (Zookeeper): the message follows the separator
             message = split.group("message") if split is not None and logger is not None else rest
-            return _entry(epoch, found.group("level"), message, fields)
+            return text_entry(epoch, found.group("level"), message, fields)
 
         return when, build
 
@@ -166,7 +158,7 @@ def _plain(zone: tzinfo, now_ms: int, time_format: str) -> Head:
 
         def build(epoch: int) -> Entry:
             level = found.group("level")
-            return _entry(epoch, level, found.group("message"), {})
+            return text_entry(epoch, level, found.group("message"), {})
 
         return when, build
 
@@ -188,7 +180,7 @@ def _apache_error(zone: tzinfo, now_ms: int) -> Head:
             fields: dict[str, JsonScalar] = {
                 k: v for k in ("module", "pid", "client") if (v := found.group(k)) is not None
             }
-            return _entry(epoch, found.group("level"), found.group("message"), fields)
+            return text_entry(epoch, found.group("level"), found.group("message"), fields)
 
         return when, build
 
@@ -211,7 +203,7 @@ def _nginx_error(zone: tzinfo, now_ms: int) -> Head:
                 fields["connection"] = found.group("connection")
             if client := _NGINX_CLIENT.search(message):
                 fields["client"] = client.group(1)
-            return _entry(epoch, found.group("level"), message, fields)
+            return text_entry(epoch, found.group("level"), message, fields)
 
         return when, build
 
@@ -282,7 +274,7 @@ def _klog(zone: tzinfo, now_ms: int) -> Head:
                 "pid": found.group("pid"),
                 "source": found.group("source"),
             }
-            return _entry(epoch, found.group("level"), found.group("message"), fields)
+            return text_entry(epoch, found.group("level"), found.group("message"), fields)
 
         return when, build
 
@@ -307,7 +299,7 @@ def _oslo(zone: tzinfo, now_ms: int) -> Head:
                 if token.startswith("req-"):
                     fields["request_id"] = token
                     break
-            return _entry(epoch, found.group("level"), found.group("message"), fields)
+            return text_entry(epoch, found.group("level"), found.group("message"), fields)
 
         return when, build
 
@@ -340,7 +332,7 @@ def _regex(pattern: str, time_format: str, zone: tzinfo, now_ms: int) -> Head:
                 groups.get("service"),
             )
             fields: dict[str, JsonScalar] = {n: groups[n] for n in others if groups[n] is not None}
-            found_entry = _entry(epoch, level, message if message is not None else text, fields)
+            found_entry = text_entry(epoch, level, message if message is not None else text, fields)
             found_entry.service = service or ""
             return found_entry
 
