@@ -187,6 +187,15 @@ def _remove_chain(folder: Path) -> None:
             os.close(fd)
 
 
+async def _disk_lookup(source: KnowledgeIndexSource, caplog: pytest.LogCaptureFixture) -> Any:
+    # One lookup of "disk", its warnings captured; the source closed after it.
+    try:
+        with caplog.at_level(logging.WARNING, logger="aci.knowledge"):
+            return await source.fetch(LookupKnowledgeRequest(query="disk"))
+    finally:
+        await source.aclose()
+
+
 async def test_an_oversized_runbook_is_skipped_and_named(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -195,11 +204,7 @@ async def test_an_oversized_runbook_is_skipped_and_named(
     (folder / "disk.md").write_text("# Disk full\n\nNo space left on device.\n")
     (folder / "env-vars.md").write_text("# Env\n\n" + "- VAR: disk value\n" * 2000)
     source = _source(folder, tmp_path / "c", retrieval="lexical", max_file_bytes=4096)
-    try:
-        with caplog.at_level(logging.WARNING, logger="aci.knowledge"):
-            answer = await source.fetch(LookupKnowledgeRequest(query="disk"))
-    finally:
-        await source.aclose()
+    answer = await _disk_lookup(source, caplog)
     assert {h["source"] for h in answer["contextPack"]["hits"]} == {"disk.md"}
     assert answer["contextPack"]["skippedSources"] == ["env-vars.md"]
     assert any("env-vars.md" in r.getMessage() for r in caplog.records)
@@ -217,12 +222,7 @@ async def test_files_of_other_kinds_are_said_not_read(
     (folder / "pool.html").write_text("<h1>Pool</h1>")
     (folder / "Makefile").write_text("all:\n")
     (folder / ".hidden.adoc").write_text("= Hidden\n")
-    source = _source(folder, tmp_path / "c", retrieval="lexical")
-    try:
-        with caplog.at_level(logging.WARNING, logger="aci.knowledge"):
-            answer = await source.fetch(LookupKnowledgeRequest(query="disk"))
-    finally:
-        await source.aclose()
+    answer = await _disk_lookup(_source(folder, tmp_path / "c", retrieval="lexical"), caplog)
     assert {h["source"] for h in answer["contextPack"]["hits"]} == {"disk.md"}
     said = [r.getMessage() for r in caplog.records if "not read" in r.getMessage()]
     assert said == [
@@ -337,12 +337,7 @@ async def test_a_file_name_cannot_write_lines_into_the_log(
     (folder / "b.\x1b[2J").write_text("")
     (folder / "c.pdf").write_text("")
     (folder / "elsewhere").symlink_to(tmp_path)  # a link to a folder: not followed, no file
-    source = _source(folder, tmp_path / "c", retrieval="lexical")
-    try:
-        with caplog.at_level(logging.WARNING, logger="aci.knowledge"):
-            await source.fetch(LookupKnowledgeRequest(query="disk"))
-    finally:
-        await source.aclose()
+    await _disk_lookup(_source(folder, tmp_path / "c", retrieval="lexical"), caplog)
     said = [r.getMessage() for r in caplog.records if "not read" in r.getMessage()]
     assert said == [
         "knowledge: 3 files in the folder are not read (runbooks are .md, .markdown, .txt,"
