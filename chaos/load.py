@@ -19,6 +19,7 @@ import msgspec
 from chaos.hostile import EXPECTED, HOSTILE, KINDS
 from chaos.worker import HANG
 from pipeline.client import EvidenceClient, ToolCall
+from pipeline.keys import GROUP, Keys
 from pipeline.record import STATUS
 from pipeline.redis_io import PipelineError, execute
 
@@ -205,3 +206,23 @@ async def wait_final(
         if pending:
             await anyio.sleep(0.25)
     return len(pending)
+
+
+async def wait_acked(redis: Any, keys: Keys, limit: float) -> int:
+    """Poll the invocation streams' pending lists until every entry is acked or `limit` s
+    pass; returns how many are still pending. A call can be final while its entry is still
+    pending: cancelled (`cancel.lua`) while a worker that was then SIGKILLed held it, the
+    entry is acked by the live worker that takes it over after the visibility timeout
+    (`mark.lua` refuses to run a final call). What is pending after `limit` was never acked."""
+    deadline = time.monotonic() + limit
+    while True:
+        try:
+            pipe = redis.pipeline(transaction=False)
+            for part in keys.parts:
+                pipe.xpending(part.invocations, GROUP)
+            left = sum(int(p["pending"]) for p in await execute(pipe))
+        except PipelineError:
+            left = -1
+        if left == 0 or time.monotonic() >= deadline:
+            return max(left, 0)
+        await anyio.sleep(0.25)
