@@ -5,6 +5,16 @@ record when it looks like a continuation (an indented line, `Caused by:`, `... 3
 `Traceback`, an exception class and its message), up to `MAX_JOINED_LINES` lines and
 `MAX_JOINED_CHARS` characters; any other line is no record: counted in `failed` and listed in
 `rejected`, for the FILE source to match as plain text (nothing is dropped silently).
+
+A program's crash written to stderr beside its log has no time of its own: Go's `panic: ...` and
+`fatal error: ...` (then its goroutine dump) and Java's `Exception in thread "main" ...` (then
+its stack) each start a record of their own, timed by the record before it in the file (level
+FATAL for Go, ERROR for Java; `exception` is `panic`, `fatal error` or the class). Before any
+record, such a line is no record (above).
+
+java.util.logging's default layout writes a record on two lines: a head without a level
+(`Dec 04, 2026 7:48:09 PM Main charge`, the class and method) and `WARNING: message`. That
+second line is the record's level and message; the head's text is the field `source`.
 """
 
 from __future__ import annotations
@@ -13,6 +23,7 @@ import re
 from collections.abc import Callable
 from typing import Final, NamedTuple
 
+from workers.sources.logs.levels import canonical_level, keep_level_name
 from workers.sources.logs.records import Entry
 
 __all__ = ["MAX_JOINED_CHARS", "MAX_JOINED_LINES", "Continued", "HeadParser", "Pending"]
@@ -35,9 +46,29 @@ _CONTINUATION: Final = re.compile(
     r"\s|Caused by:|Suppressed:|Traceback \(|\.\.\. \d+ (?:more|common frames omitted)"
     r"|[\w$]+(?:\.[\w$]+)+(?::|$)|[A-Z]\w*(?:Error|Exception|Warning|Exit|Interrupt)\b(?::|$)"
 )
+# A crash without a time of its own (module docstring) and the lines of a Go goroutine dump.
+_CRASH: Final = re.compile(
+    r"(?P<go>panic|fatal error): |Exception in thread \"[^\"]*\" (?P<java>[\w$]+(?:\.[\w$]+)*)"
+)
+_GO_DUMP: Final = re.compile(
+    r"\[signal |goroutine \d+ .*\]:$|created by |exit status \d+$|\.\.\.additional frames elided"
+    r"|[\w./*()\[\]-]+\(.*\)$"  # a frame: `main.(*Server).handle(0x0, 0xc000010000)`
+)
+_JUL_LEVEL: Final = re.compile(r"(SEVERE|WARNING|INFO|CONFIG|FINEST|FINER|FINE): ")
 _EXCEPTION: Final = re.compile(
     r"\s*(?:Caused by: )?([\w$]+(?:\.[\w$]+)*(?:Exception|Error|Throwable|Exit|Interrupt))\b"
 )
+
+
+def _crash(found: re.Match[str], text: str, when: Callable[[], int | None]) -> Pending:
+    """A crash line's record, timed by the head before it."""
+    go = found.group("go")
+    level, thrown = ("FATAL", go) if go is not None else ("ERROR", found.group("java"))
+
+    def build(epoch: int) -> Entry:
+        return Entry(epoch, level, "", text, {"exception": thrown})
+
+    return when, build
 
 
 class HeadParser:
@@ -52,6 +83,8 @@ class HeadParser:
         self.skipped = 0  # records the prefilter said cannot match: read, not built
         self.rejected: list[str] = []  # lines that are no record, for the source to take
         self._open: Pending | None = None
+        self._last: Callable[[], int | None] | None = None  # the time of the latest head
+        self._crash = False  # the open record is a Go crash: its goroutine dump continues it
         self._text = ""
         self._more: list[str] = []
         self._size = 0
@@ -68,11 +101,20 @@ class HeadParser:
             found = found.alone
         if found is not None:
             out = self.flush()
-            self._open, self._text = found, text
+            self._open, self._text, self._last, self._crash = found, text, found[0], False
             return out
-        if self._open is not None and _CONTINUATION.match(text):
+        if self._open is not None and (
+            _CONTINUATION.match(text)
+            or (self._crash and _GO_DUMP.match(text))
+            or (not self._more and _JUL_LEVEL.match(text))
+        ):
             self._join(text)
             return []
+        if self._last is not None and (crash := _CRASH.match(text)):
+            out = self.flush()
+            self._open, self._text = _crash(crash, text, self._last), text
+            self._crash = crash.group("go") is not None
+            return out
         self.failed += 1
         self.rejected.append(text)
         return []
@@ -98,6 +140,11 @@ class HeadParser:
         entry = pending[1](epoch)
         if not entry.service:
             entry.service = self.service
+        if more and not entry.level and (jul := _JUL_LEVEL.match(more[0])):
+            entry.fields["source"], entry.message = entry.message, more[0][jul.end() :]
+            entry.level = canonical_level(jul.group(1)) or ""
+            keep_level_name(entry.fields, jul.group(1), entry.level)
+            more = more[1:]
         if more:
             entry.message = "\n".join([entry.message, *more])
             if "exception" not in entry.fields:

@@ -55,6 +55,8 @@ def _level_words(value: str, letters: bool) -> tuple[str, ...]:
     words = {w.lower() for w, level in LEVEL_WORDS.items() if value in level.lower()}
     if "trace" in value or value in "trace":
         words.add("trace")  # Apache's trace1..trace8
+    if value in "error":
+        words.add("exception in thread")  # Java's uncaught exception is ERROR (`multiline`)
     return tuple(sorted(w for w in {value, *words} if letters or len(w) > 1))
 
 

@@ -12,8 +12,10 @@ it is used; `stamp_ms` turns a match into epoch milliseconds in the topic's zone
 | `dmy` | `15-Jan-2024 10:15:30.123` | Tomcat's `OneLineFormatter` |
 | `ctime` | `Wed Oct 11 14:32:52.123456 2000` | Apache error log |
 | `clf` | `10/Oct/2000:13:55:36 -0700` | access logs (common, combined) |
+| `jul` | `Dec 04, 2026 7:48:09 PM` | java.util.logging's default `SimpleFormatter` |
 | `bsd` | `Jan  5 10:15:30` | syslog-like lines (the year supplied) |
 | `clock` | `10:15:30.123` | logback's default `%d{HH:mm:ss.SSS}` (the date supplied) |
+| `epoch` | `1796413608:`, `1286536308.779 ` | mosquitto, squid (seconds since 1970, 2001 to 2286) |
 
 A time without a date or year gets the latest one not more than a day ahead of "now" (as
 syslog's yearless dates); a time without a zone is read in the topic's zone. Conversions are
@@ -44,8 +46,12 @@ STAMP: Final = (
     r"|(?P<dmy>\d\d-" + _MON + r"-\d{4} \d\d:\d\d:\d\d" + _FRAC + r")"
     r"|(?P<ctime>" + _DAY + " " + _MON + r" [ \d]\d \d\d:\d\d:\d\d" + _FRAC + r" \d{4})"
     r"|(?P<clf>\d\d/" + _MON + r"/\d{4}:\d\d:\d\d:\d\d [+-]\d{4})"
+    r"|(?P<jul>" + _MON + r" \d\d?, \d{4} \d\d?:\d\d:\d\d [AP]M)"
     r"|(?P<bsd>" + _MON + r" [ \d]\d \d\d:\d\d:\d\d" + _FRAC + r")"
-    r"|(?P<clock>\d\d:\d\d:\d\d" + _FRAC + r"))"
+    r"|(?P<clock>\d\d:\d\d:\d\d" + _FRAC + r")"
+    # seconds since 1970 (2001..2286) before `: ` or `]`, or with a fraction before a space:
+    # a line that only starts with a number (`1500000000 bytes sent`) is no time
+    r"|(?P<epoch>[12]\d{9}(?:\.\d{1,9}(?=\s)|(?=: |\]))))"
 )
 _SPLIT_FRACTION: Final = re.compile(r"[.,](\d{1,9})")
 _FORMATS: Final = {
@@ -55,6 +61,7 @@ _FORMATS: Final = {
     "dmy": "%d-%b-%Y %H:%M:%S",
     "ctime": "%a %b %d %H:%M:%S %Y",
     "clf": "%d/%b/%Y:%H:%M:%S %z",
+    "jul": "%b %d, %Y %I:%M:%S %p",
 }
 
 
@@ -90,6 +97,8 @@ def _supplied(moment: datetime, now_ms: int, step: str) -> datetime | None:
 @functools.lru_cache(maxsize=4096)
 def _second_ms(shape: str, text: str, zone: tzinfo, now_bucket: int) -> int | None:
     """Epoch ms of a stamp without its fraction (cached: lines repeat their second)."""
+    if shape == "epoch":
+        return _bounded(int(text) * 1000)
     try:
         if shape == "iso":
             moment = datetime.fromisoformat(text.replace("Z", "+00:00"))

@@ -10,7 +10,8 @@ Named formats (docs/logs.md has an example line of each):
 - `klog`: Kubernetes components (`I0515 10:15:30.123456   12345 file.go:123] msg`);
 - `oslo`: OpenStack's oslo.log default format;
 - `postgresql`, `redis`: the database servers' own logs (`dbformats`);
-- `plain`: any text whose lines start with a time (every `stamps` shape), an optional level;
+- `plain`: any text whose lines start with a time (every `stamps` shape), an optional level
+  (java.util.logging's two-line default too: `multiline`);
 - `regex`: the operator's Python regex with named groups `time`, `level`, `message`,
   `service`; every other named group is a field; `time_format` a strptime format.
 
@@ -46,7 +47,7 @@ TEXT_FORMAT_FIELDS: Final[dict[str, tuple[str, ...]]] = {
     "oslo": ("pid", "logger", "request_id", "exception"),
     "postgresql": ("pid", "user", "database"),
     "redis": ("pid", "role"),
-    "plain": ("exception",),
+    "plain": ("exception", "source"),
     "regex": ("exception",),
 }  # fmt: skip
 TEXT_FORMAT_FIELDS["nginx_access"] = TEXT_FORMAT_FIELDS["apache_access"]
@@ -66,7 +67,7 @@ _THREAD: Final = re.compile(r"\[([^\]\[]*(?:\[[^\]]*\][^\]\[]*)*)\]")
 _LOGGER: Final = re.compile(r"[A-Za-z_$][\w$]*(?:\.[\w$]+)+(?:@\d+)?")
 _NAME: Final = re.compile(r"[\w$.@-]+")
 _PLAIN: Final = re.compile(  # MariaDB: `2024-01-15 10:15:30 0 [Note] ...` (a thread id first)
-    r"\[?" + STAMP + r"\]?(?:\s+(?:\d+\s+)?[\[<(]?(?P<level>" + _LEVEL_WORD + r")\b[\]>)]?:?)?"
+    r"\[?" + STAMP + r"\]?:?(?:\s+(?:\d+\s+)?[\[<(]?(?P<level>" + _LEVEL_WORD + r")\b[\]>)]?:?)?"
     r"\s*(?P<message>.*)",
     re.S,
 )
@@ -98,7 +99,9 @@ _OSLO: Final = re.compile(  # after a file name when files were concatenated (`g
     r"(?: \[(?P<context>[^\]]*)\])? ?(?P<message>.*)",
     re.S,
 )
-_SHAPES: Final = ("iso", "slash", "yslash", "compact", "dmy", "ctime", "clf", "bsd", "clock")
+_SHAPES: Final = (
+    "iso", "slash", "yslash", "compact", "dmy", "ctime", "clf", "jul", "bsd", "clock", "epoch",
+)  # fmt: skip
 
 Head = Callable[[str], Pending | Continued | None]
 

@@ -1,0 +1,124 @@
+"""What a program writes beside its log when it dies, and two layouts of real producers that
+`plain` reads: Go's `panic:` / `fatal error:` with their goroutine dump and Java's uncaught
+`Exception in thread` are records of their own, timed by the record before them;
+java.util.logging's two-line default; epoch-second stamps (mosquitto). Samples are byte-exact
+outputs of the producers (tests/workers/logs_samples/README.md)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+from logs_helpers import file_source, search
+
+from contracts import LogsUpstream
+from workers.sources.base import SourceError
+from workers.sources.logs.formats import make_parser
+from workers.sources.logs.records import entry_matches
+from workers.sources.logs.source import parse_log_query
+
+SAMPLES = Path(__file__).parent / "logs_samples"
+NOW = datetime(2026, 12, 4, 20, 0, tzinfo=UTC).timestamp()  # the samples were written at 19:4x
+
+
+def read(tmp_path: Path, name: str, query: str = "", fmt: str = "plain") -> LogsUpstream:
+    if not (tmp_path / name).exists():
+        shutil.copy(SAMPLES / name, tmp_path / name)
+        os.utime(tmp_path / name, (NOW - 60, NOW - 60))
+    return search(file_source(tmp_path, fmt, [name], now=NOW), query, lookback=1440)
+
+
+def test_a_go_panic_is_one_fatal_record_timed_by_the_line_before(tmp_path: Path) -> None:
+    every = read(tmp_path, "go_panic.log")
+    assert every.match_count == 4 and not every.unparsed_lines  # 3 log lines and the panic
+    (panic,) = read(tmp_path, "go_panic.log", "level:fatal").records
+    assert panic.message.startswith("panic: runtime error: invalid memory address")
+    assert (
+        "goroutine 6 [running]:" in panic.message and "main.(*Server).handle(...)" in panic.message
+    )
+    assert panic.message.endswith("/srv/orderapi/main.go:22 +0x12a")
+    assert panic.fields == {"exception": "panic"}
+    assert panic.timestamp == "2026-12-04T19:46:37.027Z"  # the request it died in
+    # the dump no longer sticks to the record before it
+    (request,) = read(tmp_path, "go_panic.log", '"handling request"').records
+    assert request.message == "handling request id=42" and request.level == ""
+    assert read(tmp_path, "go_panic.log", '"nil pointer" level:error').match_count == 0
+    assert read(tmp_path, "go_panic.log", "exception:panic").match_count == 1
+
+
+def test_a_go_fatal_error_keeps_its_whole_goroutine_dump(tmp_path: Path) -> None:
+    every = read(tmp_path, "go_fatal.log")
+    assert every.match_count == 2 and not every.unparsed_lines
+    (fatal,) = read(tmp_path, "go_fatal.log", '"concurrent map writes"').records
+    assert fatal.level == "FATAL" and fatal.fields == {"exception": "fatal error"}
+    lines = (SAMPLES / "go_fatal.log").read_text().splitlines()
+    assert fatal.message.splitlines() == [line for line in lines[1:] if line.strip()]
+
+
+def test_java_util_logging_default_and_an_uncaught_exception(tmp_path: Path) -> None:
+    every = read(tmp_path, "jul_default.log")
+    assert every.match_count == 4 and not every.unparsed_lines
+    (slow,) = read(tmp_path, "jul_default.log", "level:warning").records
+    assert slow.message == "payment gateway slow: 2300 ms for o-1042"
+    assert slow.fields == {"source": "Main charge", "level_name": "WARNING"}
+    assert slow.timestamp == "2026-12-04T19:48:09.000Z"
+    (thrown,) = read(tmp_path, "jul_default.log", "level:error").records
+    assert thrown.message.startswith('Exception in thread "main" java.lang.IllegalStateException')
+    assert "Caused by: java.io.IOException: connection reset by peer" in thrown.message
+    assert thrown.fields == {"exception": "java.lang.IllegalStateException"}
+    assert thrown.timestamp == slow.timestamp
+    info = read(tmp_path, "jul_default.log", "level:info")
+    assert sorted(r.message for r in info.records) == [
+        "charging order o-1042",
+        "order-service starting",
+    ]
+
+
+def test_mosquitto_epoch_seconds(tmp_path: Path) -> None:
+    every = read(tmp_path, "mosquitto.log")
+    assert every.match_count == 13 and not every.unparsed_lines
+    refused = read(tmp_path, "mosquitto.log", '"not authorised"')
+    assert refused.match_count == 2
+    assert refused.records[0].timestamp == "2026-12-04T19:46:49.000Z"
+    assert refused.records[0].message == "Client <unknown> disconnected, not authorised."
+
+
+def test_a_number_that_only_starts_a_line_is_no_time(tmp_path: Path) -> None:
+    (tmp_path / "app.log").write_text(
+        "2026-12-04 19:00:00 INFO upload done\n"
+        "1500000000 bytes sent\n"  # a count, not 2017-07-14
+        "1796413608: mosquitto says hello\n"
+    )
+    found = read(tmp_path, "app.log")
+    assert found.unparsed_lines == 1 and found.match_count == 2
+    assert read(tmp_path, "app.log", "bytes").match_count == 1  # matched as text, not lost
+    (hello,) = read(tmp_path, "app.log", "hello").records
+    assert hello.timestamp == "2026-12-04T19:46:48.000Z"
+
+
+def test_a_crash_before_any_record_is_a_line_not_in_the_format(tmp_path: Path) -> None:
+    (tmp_path / "crash.log").write_text(
+        "panic: boom\n\ngoroutine 1 [running]:\nmain.main()\n\t/srv/app/main.go:5 +0x25\n"
+    )
+    found = read(tmp_path, "crash.log", "boom")
+    assert found.unparsed_lines == 4 and found.match_count == 1  # no time to give it: text
+
+
+@pytest.mark.parametrize("name", ["go_panic.log", "go_fatal.log", "jul_default.log"])
+def test_the_record_prefilter_never_hides_a_crash(tmp_path: Path, name: str) -> None:
+    text = (SAMPLES / name).read_text()
+    parser = make_parser("plain", {}, UTC, "", "auto", int(NOW * 1000))
+    records = [e for line in text.splitlines(True) for e in parser.feed(line)] + parser.flush()
+    words = sorted({w for w in text.split() if '"' not in w and "\\" not in w})
+    for query in [*words, "level:fatal", "level:error", "level:warn", "exception:panic"]:
+        try:
+            parsed = parse_log_query(query)
+        except SourceError:
+            continue  # refused forms (a glued comma, parentheses): nothing to compare
+        if any(c.field not in (None, "level", "exception") for c in parsed.clauses):
+            continue
+        expected = sum(entry_matches(parsed, r) for r in records)
+        assert read(tmp_path, name, query).match_count == expected, query
