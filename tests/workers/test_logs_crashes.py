@@ -1,7 +1,8 @@
 """What a program writes beside its log when it dies, and two layouts of real producers that
 `plain` reads: Go's `panic:` / `fatal error:` with their goroutine dump and Java's uncaught
 `Exception in thread` are records of their own, timed by the record before them;
-java.util.logging's two-line default; epoch-second stamps (mosquitto). Samples are byte-exact
+java.util.logging's two-line default; epoch-second stamps (mosquitto); a pid before the time
+(nats-server). Samples are byte-exact
 outputs of the producers (tests/workers/logs_samples/README.md)."""
 
 from __future__ import annotations
@@ -107,7 +108,9 @@ def test_a_crash_before_any_record_is_a_line_not_in_the_format(tmp_path: Path) -
     assert found.unparsed_lines == 4 and found.match_count == 1  # no time to give it: text
 
 
-@pytest.mark.parametrize("name", ["go_panic.log", "go_fatal.log", "jul_default.log"])
+@pytest.mark.parametrize(
+    "name", ["go_panic.log", "go_fatal.log", "jul_default.log", "mosquitto.log", "nats-server.log"]
+)
 def test_the_record_prefilter_never_hides_a_crash(tmp_path: Path, name: str) -> None:
     text = (SAMPLES / name).read_text()
     parser = make_parser("plain", {}, UTC, "", "auto", int(NOW * 1000))
@@ -122,3 +125,13 @@ def test_the_record_prefilter_never_hides_a_crash(tmp_path: Path, name: str) -> 
             continue
         expected = sum(entry_matches(parsed, r) for r in records)
         assert read(tmp_path, name, query).match_count == expected, query
+
+
+def test_nats_server_log_with_its_pid_first(tmp_path: Path) -> None:
+    every = read(tmp_path, "nats-server.log")
+    assert every.match_count == 22 and not every.unparsed_lines
+    (parser,) = read(tmp_path, "nats-server.log", "level:ERR").records
+    assert parser.message.startswith("127.0.0.1:48934 - cid:5 - Client parser ERROR")
+    assert parser.fields == {"pid": "2986", "level_name": "ERR"}
+    assert parser.timestamp == "2026-12-04T19:52:07.065Z"
+    assert read(tmp_path, "nats-server.log", '"Server is ready" pid:2986').match_count == 1

@@ -47,7 +47,7 @@ TEXT_FORMAT_FIELDS: Final[dict[str, tuple[str, ...]]] = {
     "oslo": ("pid", "logger", "request_id", "exception"),
     "postgresql": ("pid", "user", "database"),
     "redis": ("pid", "role"),
-    "plain": ("exception", "source"),
+    "plain": ("pid", "exception", "source"),
     "regex": ("exception",),
 }  # fmt: skip
 TEXT_FORMAT_FIELDS["nginx_access"] = TEXT_FORMAT_FIELDS["apache_access"]
@@ -67,6 +67,7 @@ _THREAD: Final = re.compile(r"\[([^\]\[]*(?:\[[^\]]*\][^\]\[]*)*)\]")
 _LOGGER: Final = re.compile(r"[A-Za-z_$][\w$]*(?:\.[\w$]+)+(?:@\d+)?")
 _NAME: Final = re.compile(r"[\w$.@-]+")
 _PLAIN: Final = re.compile(  # MariaDB: `2024-01-15 10:15:30 0 [Note] ...` (a thread id first)
+    r"(?:\[(?P<pid>\d{1,10})\] )?"  # nats-server: `[2986] 2026/12/04 19:33:23.069006 [INF] ...`
     r"\[?" + STAMP + r"\]?:?(?:\s+(?:\d+\s+)?[\[<(]?(?P<level>" + _LEVEL_WORD + r")\b[\]>)]?:?)?"
     r"\s*(?P<message>.*)",
     re.S,
@@ -160,8 +161,9 @@ def _plain(zone: tzinfo, now_ms: int, time_format: str) -> Head:
             return _stamp(found, zone, now_ms)
 
         def build(epoch: int) -> Entry:
-            level = found.group("level")
-            return text_entry(epoch, level, found.group("message"), {})
+            pid = found.group("pid")
+            fields: dict[str, JsonScalar] = {} if pid is None else {"pid": pid}
+            return text_entry(epoch, found.group("level"), found.group("message"), fields)
 
         return when, build
 
