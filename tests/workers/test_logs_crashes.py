@@ -135,3 +135,29 @@ def test_nats_server_log_with_its_pid_first(tmp_path: Path) -> None:
     assert parser.fields == {"pid": "2986", "level_name": "ERR"}
     assert parser.timestamp == "2026-12-04T19:52:07.065Z"
     assert read(tmp_path, "nats-server.log", '"Server is ready" pid:2986').match_count == 1
+
+
+def test_a_go_panic_in_a_container_log_is_one_fatal_record(tmp_path: Path) -> None:
+    # The kubelet's CRI file of a crashed Go container: JSON on stdout (zap), the panic and its
+    # goroutine dump on stderr, a line of stdout in between (the streams interleave).
+    dump = (SAMPLES / "go_panic.log").read_text().splitlines()[3:]
+    lines = [("stdout", '{"level":"info","ts":1796413597.0,"msg":"handling request","id":42}')]
+    lines += [("stderr", text) for text in dump[:5]] + [("stdout", '{"msg":"draining"}')]
+    lines += [("stderr", text) for text in dump[5:]]
+    lines += [("stderr", '{"level":"info","ts":1796413599.0,"msg":"restarted"}')]
+    folder = tmp_path / "pods" / "shop_orders-7d9f_0a1b" / "orders"
+    folder.mkdir(parents=True)
+    (folder / "0.log").write_text(
+        "".join(f"2026-12-04T19:46:37.{i:06d}123Z {s} F {t}\n" for i, (s, t) in enumerate(lines))
+    )
+    source = file_source(tmp_path, "cri", ["pods/shop_orders-7d9f_0a1b/orders/*.log"], now=NOW)
+    every = search(source, "", lookback=1440)
+    assert every.match_count == 4 and not every.unparsed_lines
+    (panic,) = search(source, "level:fatal", lookback=1440).records
+    assert panic.message.splitlines() == [t for t in dump if t.strip()]
+    assert panic.fields == {
+        "stream": "stderr", "exception": "panic", "namespace": "shop", "pod": "orders-7d9f",
+        "container": "orders",
+    }  # fmt: skip
+    assert panic.timestamp == "2026-12-04T19:46:37.000Z"
+    assert search(source, "draining", lookback=1440).match_count == 1

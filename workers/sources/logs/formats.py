@@ -251,66 +251,6 @@ class Logfmt(_Mapped):
         return []
 
 
-_CRI: Final = re.compile(r"(\S+) (stdout|stderr) ([PF]) ?(.*)", re.S)
-
-
-_KUBELET_PATH: Final = re.compile(r"/pods/([^/_]+)_([^/_]+)_[^/]+/([^/]+)/\d+\.log(?:\.[^/]*)?$")
-
-
-def kubelet_fields(real_path: str) -> dict[str, str]:
-    """`namespace`, `pod`, `container` from the kubelet's `pods/<ns>_<pod>_<uid>/<ctr>/N.log`
-    (the names the cluster gave, not a location), or nothing for another layout."""
-    found = _KUBELET_PATH.search(real_path)
-    if found is None:
-        return {}
-    return {"namespace": found.group(1), "pod": found.group(2), "container": found.group(3)}
-
-
-class Cri:
-    """`<RFC3339Nano> <stream> <P|F> <content>`; P parts joined until the F line."""
-
-    def __init__(
-        self, inner: JsonLines, zone: tzinfo, service: str, origin: Mapping[str, str]
-    ) -> None:
-        self.inner, self.zone, self.origin = inner, zone, dict(origin)
-        self.service = service or self.origin.get("container", "")
-        self.failed = 0
-        self._parts: dict[str, tuple[int, int, list[str]]] = {}
-
-    def feed(self, line: str) -> list[Entry]:
-        found = _CRI.fullmatch(line.rstrip("\n"))
-        epoch = parse_time(found.group(1), self.zone) if found else None
-        if found is None or epoch is None:
-            self.failed += bool(line.strip())
-            return []
-        stream, tag, content = found.group(2), found.group(3), found.group(4)
-        start, size, parts = self._parts.pop(stream, (epoch, 0, []))
-        parts.append(content)
-        size += len(content)  # kept as it grows: summing the parts per line was quadratic
-        if tag == "P" and size < 1024 * 1024:
-            self._parts[stream] = (start, size, parts)
-            return []
-        return [self._entry(start, stream, "".join(parts))]
-
-    def _entry(self, epoch: int, stream: str, text: str) -> Entry:
-        if text.startswith("{"):
-            inner = self.inner.feed(text)
-            if inner:
-                for key, value in {"stream": stream, **self.origin}.items():
-                    inner[0].fields.setdefault(key, value)
-                if not inner[0].service:
-                    inner[0].service = self.service
-                return inner[0]
-            self.inner.failed -= 1
-        fields: dict[str, JsonScalar] = {"stream": stream, **self.origin}
-        return Entry(epoch, "", self.service, text, fields)  # no level is guessed
-
-    def flush(self) -> list[Entry]:
-        out = [self._entry(start, s, "".join(p)) for s, (start, _, p) in self._parts.items()]
-        self._parts.clear()
-        return out
-
-
 _PRI: Final = re.compile(r"<(\d{1,3})>")
 _RFC5424: Final = re.compile(r"1 (\S+) (\S+) (\S+) (\S+) (\S+) (-|\[.*?\](?:\[.*?\])*) ?(.*)", re.S)
 # The tag (`app[pid]:`) is optional: a line without one (`syslogd 1.4.1: restart.`,
@@ -395,6 +335,8 @@ def make_parser(
     if fmt == "logfmt":
         return Logfmt(fields, zone, service, unit)
     if fmt == "cri":
+        from workers.sources.logs.cri import Cri, kubelet_fields
+
         return Cri(JsonLines(fields, zone, "", unit), zone, service, kubelet_fields(real_path))
     if fmt == "syslog":
         return Syslog(zone, service, now_ms)

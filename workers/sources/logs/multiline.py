@@ -26,7 +26,10 @@ from typing import Final, NamedTuple
 from workers.sources.logs.levels import canonical_level, keep_level_name
 from workers.sources.logs.records import Entry
 
-__all__ = ["MAX_JOINED_CHARS", "MAX_JOINED_LINES", "Continued", "HeadParser", "Pending"]
+__all__ = [
+    "MAX_JOINED_CHARS", "MAX_JOINED_LINES", "Continued", "Crash", "HeadParser", "Pending",
+    "continues", "crash_of",
+]  # fmt: skip
 
 MAX_JOINED_LINES: Final = 1000
 MAX_JOINED_CHARS: Final = 64 * 1024
@@ -60,13 +63,35 @@ _EXCEPTION: Final = re.compile(
 )
 
 
-def _crash(found: re.Match[str], text: str, when: Callable[[], int | None]) -> Pending:
-    """A crash line's record, timed by the head before it."""
+class Crash(NamedTuple):
+    """A crash line's level, its `exception` field, and whether a goroutine dump follows."""
+
+    level: str
+    exception: str
+    go: bool
+
+
+def crash_of(text: str) -> Crash | None:
+    """The crash a line starts (module docstring), or None."""
+    found = _CRASH.match(text)
+    if found is None:
+        return None
     go = found.group("go")
-    level, thrown = ("FATAL", go) if go is not None else ("ERROR", found.group("java"))
+    if go is not None:
+        return Crash("FATAL", go, True)
+    return Crash("ERROR", found.group("java"), False)
+
+
+def continues(text: str, go: bool = False) -> bool:
+    """Whether a line that is no head continues the record before it (`go`: a Go crash's)."""
+    return bool(_CONTINUATION.match(text) or (go and _GO_DUMP.match(text)))
+
+
+def _crash(crash: Crash, text: str, when: Callable[[], int | None]) -> Pending:
+    """A crash line's record, timed by the head before it."""
 
     def build(epoch: int) -> Entry:
-        return Entry(epoch, level, "", text, {"exception": thrown})
+        return Entry(epoch, crash.level, "", text, {"exception": crash.exception})
 
     return when, build
 
@@ -104,16 +129,13 @@ class HeadParser:
             self._open, self._text, self._last, self._crash = found, text, found[0], False
             return out
         if self._open is not None and (
-            _CONTINUATION.match(text)
-            or (self._crash and _GO_DUMP.match(text))
-            or (not self._more and _JUL_LEVEL.match(text))
+            continues(text, self._crash) or (not self._more and _JUL_LEVEL.match(text))
         ):
             self._join(text)
             return []
-        if self._last is not None and (crash := _CRASH.match(text)):
+        if self._last is not None and (crash := crash_of(text)):
             out = self.flush()
-            self._open, self._text = _crash(crash, text, self._last), text
-            self._crash = crash.group("go") is not None
+            self._open, self._text, self._crash = _crash(crash, text, self._last), text, crash.go
             return out
         self.failed += 1
         self.rejected.append(text)

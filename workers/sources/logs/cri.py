@@ -1,0 +1,118 @@
+"""Kubernetes container logs (the CRI format the kubelet writes): `<RFC3339Nano> <stream>
+<P|F> <content>`, partial lines joined, JSON content read as `jsonl`, names from the kubelet's
+path layout, and a crash on a stream as one record (docs/logs.md, "cri")."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from datetime import tzinfo
+from typing import Final
+
+from contracts.results import JsonScalar
+from workers.sources.logs.formats import JsonLines, parse_time
+from workers.sources.logs.multiline import (
+    MAX_JOINED_CHARS,
+    MAX_JOINED_LINES,
+    Crash,
+    continues,
+    crash_of,
+)
+from workers.sources.logs.records import Entry
+
+__all__ = ["Cri", "kubelet_fields"]
+
+_CRI: Final = re.compile(r"(\S+) (stdout|stderr) ([PF]) ?(.*)", re.S)
+
+
+_KUBELET_PATH: Final = re.compile(r"/pods/([^/_]+)_([^/_]+)_[^/]+/([^/]+)/\d+\.log(?:\.[^/]*)?$")
+
+
+def kubelet_fields(real_path: str) -> dict[str, str]:
+    """`namespace`, `pod`, `container` from the kubelet's `pods/<ns>_<pod>_<uid>/<ctr>/N.log`
+    (the names the cluster gave, not a location), or nothing for another layout."""
+    found = _KUBELET_PATH.search(real_path)
+    if found is None:
+        return {}
+    return {"namespace": found.group(1), "pod": found.group(2), "container": found.group(3)}
+
+
+class _Held:
+    """A crash on a stream (`multiline.crash_of`), its later lines joined until another line."""
+
+    __slots__ = ("crash", "entry", "size")
+
+    def __init__(self, entry: Entry, crash: Crash) -> None:
+        self.entry, self.crash, self.size = entry, crash, 0
+
+    def join(self, text: str) -> None:
+        if self.size < MAX_JOINED_CHARS and self.entry.message.count("\n") < MAX_JOINED_LINES:
+            self.entry.message += "\n" + text
+            self.size += len(text) + 1
+
+
+class Cri:
+    """`<RFC3339Nano> <stream> <P|F> <content>`; P parts joined until the F line. A crash
+    written to a stream (Go's `panic:` and its goroutine dump, Java's uncaught exception and
+    its stack) is one record, as in the text formats (`multiline`)."""
+
+    def __init__(
+        self, inner: JsonLines, zone: tzinfo, service: str, origin: Mapping[str, str]
+    ) -> None:
+        self.inner, self.zone, self.origin = inner, zone, dict(origin)
+        self.service = service or self.origin.get("container", "")
+        self.failed = 0
+        self._parts: dict[str, tuple[int, int, list[str]]] = {}
+        self._held: dict[str, _Held] = {}
+
+    def feed(self, line: str) -> list[Entry]:
+        found = _CRI.fullmatch(line.rstrip("\n"))
+        epoch = parse_time(found.group(1), self.zone) if found else None
+        if found is None or epoch is None:
+            self.failed += bool(line.strip())
+            return []
+        stream, tag, content = found.group(2), found.group(3), found.group(4)
+        start, size, parts = self._parts.pop(stream, (epoch, 0, []))
+        parts.append(content)
+        size += len(content)  # kept as it grows: summing the parts per line was quadratic
+        if tag == "P" and size < 1024 * 1024:
+            self._parts[stream] = (start, size, parts)
+            return []
+        return self._deliver(start, stream, "".join(parts))
+
+    def _deliver(self, epoch: int, stream: str, text: str) -> list[Entry]:
+        held = self._held.get(stream)
+        if held is not None:
+            if not text.strip() or continues(text, held.crash.go):
+                if text.strip():
+                    held.join(text)
+                return []
+            del self._held[stream]
+        out = [] if held is None else [held.entry]
+        crash = None if text.startswith("{") else crash_of(text)
+        entry = self._entry(epoch, stream, text)
+        if crash is None:
+            return [*out, entry]
+        entry.level, entry.fields["exception"] = crash.level, crash.exception
+        self._held[stream] = _Held(entry, crash)
+        return out
+
+    def _entry(self, epoch: int, stream: str, text: str) -> Entry:
+        if text.startswith("{"):
+            inner = self.inner.feed(text)
+            if inner:
+                for key, value in {"stream": stream, **self.origin}.items():
+                    inner[0].fields.setdefault(key, value)
+                if not inner[0].service:
+                    inner[0].service = self.service
+                return inner[0]
+            self.inner.failed -= 1
+        fields: dict[str, JsonScalar] = {"stream": stream, **self.origin}
+        return Entry(epoch, "", self.service, text, fields)  # no level is guessed
+
+    def flush(self) -> list[Entry]:
+        out = [e for s, (at, _, p) in self._parts.items() for e in self._deliver(at, s, "".join(p))]
+        out += [held.entry for held in self._held.values()]
+        self._parts.clear()
+        self._held.clear()
+        return out
