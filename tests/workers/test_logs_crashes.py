@@ -12,6 +12,7 @@ import shutil
 from datetime import UTC, datetime
 from pathlib import Path
 
+import msgspec
 import pytest
 from logs_helpers import file_source, search
 
@@ -161,3 +162,37 @@ def test_a_go_panic_in_a_container_log_is_one_fatal_record(tmp_path: Path) -> No
     }  # fmt: skip
     assert panic.timestamp == "2026-12-04T19:46:37.000Z"
     assert search(source, "draining", lookback=1440).match_count == 1
+
+
+def test_docker_json_file_logs_with_a_go_panic_and_a_split_line(tmp_path: Path) -> None:
+    # Docker's json-file driver: the app's zap JSON on stdout, a line longer than 16 KiB that
+    # Docker split in two entries, then the panic and its goroutine dump on stderr.
+    dump = (SAMPLES / "go_panic.log").read_text().splitlines(True)[3:]
+    long = '{"level":"warn","ts":1796413597.5,"msg":"slow query","sql":"' + "x" * 20000 + '"}\n'
+    logs = [("stdout", '{"level":"info","ts":1796413597.0,"msg":"handling request","id":42}\n')]
+    logs += [("stdout", long[:16384]), ("stdout", long[16384:])]
+    logs += [("stderr", text) for text in dump]
+    cid = "4f" * 32
+    folder = tmp_path / "containers" / cid
+    folder.mkdir(parents=True)
+    (folder / f"{cid}-json.log").write_text(
+        "".join(
+            msgspec.json.encode(
+                {"log": text, "stream": stream, "time": f"2026-12-04T19:46:37.{i:06d}123Z"}
+            ).decode()
+            + "\n"
+            for i, (stream, text) in enumerate(logs)
+        )
+        + "not json\n"
+    )
+    source = file_source(tmp_path, "docker", [f"containers/{cid}/*-json.log"], now=NOW)
+    every = search(source, "", lookback=1440)
+    assert every.match_count == 3 and every.unparsed_lines == 1
+    (panic,) = search(source, "level:fatal", lookback=1440).records
+    assert panic.message.splitlines() == [t.rstrip("\n") for t in dump if t.strip()]
+    assert panic.fields == {"stream": "stderr", "exception": "panic", "container_id": cid[:12]}
+    (slow,) = search(source, "level:warn", lookback=1440).records
+    assert slow.message == "slow query" and slow.fields["sql"] == "x" * 20000
+    assert slow.timestamp == "2026-12-04T19:46:37.500Z"  # the app's own time
+    hit = search(source, f"container_id:{cid[:12]} handling", lookback=1440)
+    assert hit.match_count == 1 and hit.records[0].fields["id"] == 42

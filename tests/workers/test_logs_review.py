@@ -324,7 +324,7 @@ def test_the_worker_refuses_a_bad_config_with_one_line_not_a_traceback(tmp_path:
     assert done.returncode == 2, done.stderr
     assert done.stderr.strip().splitlines() == [
         "configuration error: ACI_LOGS_CONFIG: topics.APPLICATION.format: Invalid enum value "
-        "'json' (one of jsonl, logfmt, cri, syslog, mysql_slow, log4j, apache_access, "
+        "'json' (one of jsonl, logfmt, cri, docker, syslog, mysql_slow, log4j, apache_access, "
         "nginx_access, apache_error, nginx_error, klog, oslo, postgresql, redis, plain, regex)"
     ]
 
@@ -338,13 +338,15 @@ _PIECES = st.sampled_from([
     '[a b="c"]', "Feb 29 00:00:00", "Dec 31 23:59:59", "2026-13-40T99:99:99Z", "# Time: ",
     "# Query_time: nan", " Lock_time: inf", "SET timestamp=", ";", "\n", "stdout P ",
     "stderr F ", "ts=", "level=", 'msg="', "\\", "NaN", "0000-00-00", "\x00", "\ufffd",
-    '"level_value":', "1e400", '{"a":' * 40,
+    '"level_value":', "1e400", '{"a":' * 40, "panic: ", "fatal error: ", "goroutine 1 [x]:",
+    '{"log":"', '"stream":"stderr"', '"time":"2026-12-04T00:00:00Z"', "\\n", "\t",
+    'Exception in thread "main" a.B', "1796413608: ", "[12] ",
 ])  # fmt: skip
 
 
 @settings(max_examples=400, deadline=None)
 @given(
-    st.sampled_from(["jsonl", "logfmt", "cri", "syslog", "mysql_slow"]),
+    st.sampled_from(["jsonl", "logfmt", "cri", "docker", "syslog", "mysql_slow", "plain"]),
     st.lists(st.lists(_PIECES, max_size=12).map("".join), max_size=6),
     st.sampled_from([UTC, timezone(timedelta(hours=14)), timezone(timedelta(hours=-12))]),
     st.integers(0, 4 * 10**12),

@@ -1,6 +1,7 @@
-"""Kubernetes container logs (the CRI format the kubelet writes): `<RFC3339Nano> <stream>
-<P|F> <content>`, partial lines joined, JSON content read as `jsonl`, names from the kubelet's
-path layout, and a crash on a stream as one record (docs/logs.md, "cri")."""
+"""Container logs: Kubernetes' (the CRI format the kubelet writes: `<RFC3339Nano> <stream>
+<P|F> <content>`) and Docker's `json-file` driver's; partial lines joined, JSON content read as
+`jsonl`, names from the kubelet's or Docker's path layout, and a crash on a stream as one
+record (docs/logs.md, "cri" and "docker")."""
 
 from __future__ import annotations
 
@@ -8,6 +9,8 @@ import re
 from collections.abc import Mapping
 from datetime import tzinfo
 from typing import Final
+
+import msgspec
 
 from contracts.results import JsonScalar
 from workers.sources.logs.formats import JsonLines, parse_time
@@ -20,7 +23,7 @@ from workers.sources.logs.multiline import (
 )
 from workers.sources.logs.records import Entry
 
-__all__ = ["Cri", "kubelet_fields"]
+__all__ = ["Cri", "DockerJson", "docker_fields", "kubelet_fields"]
 
 _CRI: Final = re.compile(r"(\S+) (stdout|stderr) ([PF]) ?(.*)", re.S)
 
@@ -66,19 +69,26 @@ class Cri:
         self._held: dict[str, _Held] = {}
 
     def feed(self, line: str) -> list[Entry]:
-        found = _CRI.fullmatch(line.rstrip("\n"))
-        epoch = parse_time(found.group(1), self.zone) if found else None
-        if found is None or epoch is None:
+        split = self._split(line)
+        if split is None:
             self.failed += bool(line.strip())
             return []
-        stream, tag, content = found.group(2), found.group(3), found.group(4)
+        epoch, stream, partial, content = split
         start, size, parts = self._parts.pop(stream, (epoch, 0, []))
         parts.append(content)
         size += len(content)  # kept as it grows: summing the parts per line was quadratic
-        if tag == "P" and size < 1024 * 1024:
+        if partial and size < 1024 * 1024:
             self._parts[stream] = (start, size, parts)
             return []
         return self._deliver(start, stream, "".join(parts))
+
+    def _split(self, line: str) -> tuple[int, str, bool, str] | None:
+        """A line's time, stream, whether it is a part only, and its content (None: not one)."""
+        found = _CRI.fullmatch(line.rstrip("\n"))
+        epoch = parse_time(found.group(1), self.zone) if found else None
+        if found is None or epoch is None:
+            return None
+        return epoch, found.group(2), found.group(3) == "P", found.group(4)
 
     def _deliver(self, epoch: int, stream: str, text: str) -> list[Entry]:
         held = self._held.get(stream)
@@ -116,3 +126,39 @@ class Cri:
         self._parts.clear()
         self._held.clear()
         return out
+
+
+class _DockerLine(msgspec.Struct):
+    log: str
+    stream: str
+    time: str
+
+
+_DOCKER: Final = msgspec.json.Decoder(_DockerLine)
+_DOCKER_PATH: Final = re.compile(r"/([0-9a-f]{64})/\1-json\.log(?:\.\d+)?$")
+
+
+def docker_fields(real_path: str) -> dict[str, str]:
+    """`container_id` (12 hex digits, as `docker ps` shows it) from Docker's
+    `containers/<id>/<id>-json.log`, or nothing for another layout."""
+    found = _DOCKER_PATH.search(real_path)
+    return {} if found is None else {"container_id": found.group(1)[:12]}
+
+
+class DockerJson(Cri):
+    """Docker's `json-file` logging driver: `{"log": "<content>\\n", "stream": ..., "time":
+    ...}` a line; a `log` without its newline is a part (Docker splits lines at 16 KiB),
+    joined until the one with it. The content is read as in `cri`."""
+
+    def _split(self, line: str) -> tuple[int, str, bool, str] | None:
+        try:
+            found = _DOCKER.decode(line)
+        except msgspec.DecodeError:
+            return None
+        epoch = parse_time(found.time, self.zone)
+        if epoch is None or found.stream not in ("stdout", "stderr"):
+            return None
+        content = found.log
+        whole = content.endswith("\n")
+        content = content[:-1] if whole else content
+        return epoch, found.stream, not whole, content.removesuffix("\r")

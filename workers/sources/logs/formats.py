@@ -338,6 +338,11 @@ def make_parser(
         from workers.sources.logs.cri import Cri, kubelet_fields
 
         return Cri(JsonLines(fields, zone, "", unit), zone, service, kubelet_fields(real_path))
+    if fmt == "docker":
+        from workers.sources.logs.cri import DockerJson, docker_fields
+
+        inner = JsonLines(fields, zone, "", unit)
+        return DockerJson(inner, zone, service, docker_fields(real_path))
     if fmt == "syslog":
         return Syslog(zone, service, now_ms)
     if fmt == "mysql_slow":
