@@ -26,11 +26,13 @@ SAMPLES = Path(__file__).parent / "logs_samples"
 NOW = datetime(2026, 12, 4, 20, 0, tzinfo=UTC).timestamp()  # the samples were written at 19:4x
 
 
-def read(tmp_path: Path, name: str, query: str = "", fmt: str = "plain") -> LogsUpstream:
+def read(
+    tmp_path: Path, name: str, query: str = "", fmt: str = "plain", now: float = NOW
+) -> LogsUpstream:
     if not (tmp_path / name).exists():
         shutil.copy(SAMPLES / name, tmp_path / name)
-        os.utime(tmp_path / name, (NOW - 60, NOW - 60))
-    return search(file_source(tmp_path, fmt, [name], now=NOW), query, lookback=1440)
+    os.utime(tmp_path / name, (now - 60, now - 60))  # a file written by the test too
+    return search(file_source(tmp_path, fmt, [name], now=now), query, lookback=1440)
 
 
 def test_a_go_panic_is_one_fatal_record_timed_by_the_line_before(tmp_path: Path) -> None:
@@ -151,6 +153,7 @@ def test_a_go_panic_in_a_container_log_is_one_fatal_record(tmp_path: Path) -> No
     (folder / "0.log").write_text(
         "".join(f"2026-12-04T19:46:37.{i:06d}123Z {s} F {t}\n" for i, (s, t) in enumerate(lines))
     )
+    os.utime(folder / "0.log", (NOW - 60, NOW - 60))
     source = file_source(tmp_path, "cri", ["pods/shop_orders-7d9f_0a1b/orders/*.log"], now=NOW)
     every = search(source, "", lookback=1440)
     assert every.match_count == 4 and not every.unparsed_lines
@@ -185,6 +188,7 @@ def test_docker_json_file_logs_with_a_go_panic_and_a_split_line(tmp_path: Path) 
         )
         + "not json\n"
     )
+    os.utime(folder / f"{cid}-json.log", (NOW - 60, NOW - 60))
     source = file_source(tmp_path, "docker", [f"containers/{cid}/*-json.log"], now=NOW)
     every = search(source, "", lookback=1440)
     assert every.match_count == 3 and every.unparsed_lines == 1
@@ -196,3 +200,20 @@ def test_docker_json_file_logs_with_a_go_panic_and_a_split_line(tmp_path: Path) 
     assert slow.timestamp == "2026-12-04T19:46:37.500Z"  # the app's own time
     hit = search(source, f"container_id:{cid[:12]} handling", lookback=1440)
     assert hit.match_count == 1 and hit.records[0].fields["id"] == 42
+
+
+def test_journald_export_read_as_jsonl(tmp_path: Path) -> None:
+    # `journalctl -o json` of systemd-journald 252 (systemd-cat -t order-api / billing -p ...)
+    later = NOW + 3600  # written at 20:02
+    every = read(tmp_path, "journald.json", fmt="jsonl", now=later)
+    assert every.match_count == 8 and not every.unparsed_lines
+    (oom,) = read(tmp_path, "journald.json", "level:fatal", fmt="jsonl", now=later).records
+    assert oom.message == "out of memory: killed worker 3" and oom.service == "order-api"
+    assert oom.fields["level_name"] == "crit" and oom.fields["_COMM"] == "cat"
+    assert oom.timestamp == "2026-12-04T20:02:29.072Z"
+    assert "__CURSOR" not in oom.fields and "__MONOTONIC_TIMESTAMP" not in oom.fields
+    pool = read(tmp_path, "journald.json", '"connection pool" level:err', fmt="jsonl", now=later)
+    assert pool.match_count == 2
+    assert read(tmp_path, "journald.json", "notice", fmt="jsonl", now=later).match_count == 2
+    billing = read(tmp_path, "journald.json", "service:billing", fmt="jsonl", now=later)
+    assert billing.match_count == 3

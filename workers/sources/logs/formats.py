@@ -36,13 +36,23 @@ from workers.sources.logs.stamps import MAX_EPOCH_MS, MIN_EPOCH_MS
 
 __all__ = ["LineParser", "level_of", "make_parser", "parse_time"]
 
-TIME_KEYS: Final = ("timestamp", "@timestamp", "time", "ts", "Timestamp", "t", "date")
-LEVEL_KEYS: Final = ("level", "log.level", "severity", "SeverityText", "levelname", "lvl")
-MESSAGE_KEYS: Final = ("message", "msg", "event", "Body", "@message", "log")
-SERVICE_KEYS: Final = ("service", "service.name", "ServiceName", "app", "application", "name")
+# The last of each: journald's export (`journalctl -o json`): µs, syslog severity 0..7.
+TIME_KEYS: Final = (
+    "timestamp", "@timestamp", "time", "ts", "Timestamp", "t", "date", "__REALTIME_TIMESTAMP",
+)  # fmt: skip
+LEVEL_KEYS: Final = (
+    "level", "log.level", "severity", "SeverityText", "levelname", "lvl", "PRIORITY",
+)  # fmt: skip
+MESSAGE_KEYS: Final = ("message", "msg", "event", "Body", "@message", "log", "MESSAGE")
+SERVICE_KEYS: Final = (
+    "service", "service.name", "ServiceName", "app", "application", "name", "SYSLOG_IDENTIFIER",
+    "_SYSTEMD_UNIT",
+)  # fmt: skip
 # Fields kept per record when parsing (a request body logged as an object has thousands): the
 # rest are dropped and `fields_dropped` says how many.
 MAX_FIELDS: Final = 64
+_JOURNAL_ADDRESS: Final = ("__CURSOR", "__MONOTONIC_TIMESTAMP", "__SEQNUM", "__SEQNUM_ID")
+_PRIORITIES: Final = ("0", "1", "2", "3", "4", "5", "6", "7")
 _SYSLOG_LEVELS: Final = ("FATAL", "FATAL", "FATAL", "ERROR", "WARN", "INFO", "INFO", "DEBUG")
 _FRACTION: Final = re.compile(r"(\.\d{1,6})\d*")
 _DECODER: Final = msgspec.json.Decoder()
@@ -173,11 +183,16 @@ class _Mapped:
             fields["fields_dropped"] = dropped
 
     def entry(self, flat: dict[str, Any]) -> Entry | None:
-        _, when = self._pick(flat, "time", TIME_KEYS)
+        time_key, when = self._pick(flat, "time", TIME_KEYS)
         epoch = parse_time(when, self.zone, self.unit) if when is not None else None
         if epoch is None:
             return None
+        if time_key == "__REALTIME_TIMESTAMP":
+            for key in _JOURNAL_ADDRESS:  # where the entry sits in the journal, not what it says
+                flat.pop(key, None)
         level_key, level = self._pick(flat, "level", LEVEL_KEYS)
+        if level_key == "PRIORITY" and level in _PRIORITIES:
+            level = SYSLOG_NAMES[_PRIORITIES.index(level)]  # "3" is err: ERROR
         if level is None:
             for key in ("SeverityNumber", "level_value"):
                 if key in flat:
