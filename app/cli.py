@@ -76,6 +76,10 @@ def _run(args: argparse.Namespace, settings: list[Settings], ctrl: CtrlC) -> int
 
         print_json(export_tools(args.format, data_sources=data_source_names(os.environ)))
         return EXIT_OK
+    if args.command == "check":
+        from app.commands.check import cmd_check
+
+        return cmd_check(as_json=args.json)
     settings.append(Settings.from_env())
     try:
         code = anyio.run(_armed, ctrl, args, settings[0])

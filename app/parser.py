@@ -365,6 +365,12 @@ def build_parser() -> argparse.ArgumentParser:
         "--format", default="openai", choices=["openai", "responses", "anthropic", "mcp", "schema"],
         help=_say("the host format", "openai"),
     )  # fmt: skip
+    p = _sub(
+        sub, "check",
+        "check the log topics of ACI_LOGS_CONFIG against the files they name (no Redis)",
+        epilog="environment: ACI_LOGS_CONFIG (the logs configuration to check)",
+    )  # fmt: skip
+    p.add_argument("--json", action="store_true", help=_say("print one JSON object", "off"))
     _queue_commands(sub)
     _operator_commands(sub)
     _mcp_command(sub)

@@ -247,7 +247,7 @@ class Reader:
         os.set_blocking(fd, True)
         return os.fdopen(fd, "rb")
 
-    def lines_of(self, file: LogFile) -> Iterator[str]:
+    def lines_of(self, file: LogFile) -> Generator[str, None, None]:
         """The decoded lines of one file (invalid UTF-8 replaced), within the budget."""
         raw = self._open(file)
         if raw is None:  # rotated or replaced since the listing: what it held was not read

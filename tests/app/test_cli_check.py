@@ -1,0 +1,111 @@
+"""`aci-evidence check`: a new user's log configuration checked against their files before
+any worker serves it: what each file reads as, what does not, and the format that would."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from workers.sources.logs.check import check_logs
+from workers.sources.logs.config import parse_logs_config
+
+ROOT = Path(__file__).resolve().parents[2]
+SAMPLES = ROOT / "tests" / "workers" / "logs_samples"
+
+
+def check(config: Path | None, *flags: str) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ACI_")}
+    if config is not None:
+        env["ACI_LOGS_CONFIG"] = str(config)
+    return subprocess.run(
+        [sys.executable, "-m", "app.cli", "check", *flags],
+        cwd=ROOT, env=env, capture_output=True, text=True, timeout=60, check=False,
+    )  # fmt: skip
+
+
+def setup(tmp_path: Path, fmt: str, *names: str, extra: str = "") -> Path:
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    for name in names:
+        shutil.copy(SAMPLES / name, logs / name)
+    config = tmp_path / "logs.toml"
+    config.write_text(
+        f'roots = ["{logs}"]\n[topics.APPLICATION]\nbackend = "file"\nformat = "{fmt}"\n'
+        f'paths = ["{logs}/*.log"]\n{extra}[topics.SYSTEM_EVENTS]\nbackend = "mock"\n'
+    )
+    return config
+
+
+def test_a_wrong_format_is_named_with_the_one_that_reads_the_file(tmp_path: Path) -> None:
+    done = check(setup(tmp_path, "syslog", "nats-server.log"))
+    assert done.returncode == 1, done.stderr
+    logs = tmp_path / "logs"
+    assert f"{logs}/nats-server.log: 22 lines: 0 records, 22 lines not in the format" in done.stdout
+    assert "not in the format: [2986] 2026/12/04 19:33:23.069006 [INF] Starting" in done.stdout
+    assert (
+        f'APPLICATION: {logs}/nats-server.log: format = "plain" reads 22 of 22 lines (syslog: 0)'
+        in done.stdout
+    )
+    assert "SYSTEM_EVENTS (mock)" in done.stdout and not done.stderr
+
+
+def test_a_configuration_that_reads_well_exits_0_and_json_says_the_same(tmp_path: Path) -> None:
+    config = setup(tmp_path, "plain", "nats-server.log", "mosquitto.log")
+    done = check(config)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert done.stdout.endswith("every topic reads well\n")
+    as_json = check(config, "--json")
+    assert as_json.returncode == 0
+    (body,) = [json.loads(line) for line in as_json.stdout.splitlines()]
+    assert body["problems"] == []
+    files = {Path(f["path"]).name: f for f in body["topics"][0]["sources"][0]["files"]}
+    assert files["mosquitto.log"]["records"] == 13
+    assert files["mosquitto.log"]["first"] == "2026-12-04T19:46:48.000Z"
+    assert files["nats-server.log"]["unparsed"] == 0
+
+
+def test_no_configuration_is_said_and_a_broken_one_is_one_line(tmp_path: Path) -> None:
+    unset = check(None)
+    assert unset.returncode == 0 and "ACI_LOGS_CONFIG is not set" in unset.stdout
+    missing = check(tmp_path / "nope.toml")
+    assert missing.returncode == 2 and missing.stdout == ""
+    assert missing.stderr.strip().splitlines() == [
+        "configuration error: ACI_LOGS_CONFIG: cannot read the file (No such file or directory)"
+    ]
+
+
+def test_no_file_a_wrong_timezone_and_a_hostile_line(tmp_path: Path) -> None:
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    soon = time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(time.time() + 3600))
+    (logs / "app.log").write_text(f"{soon} INFO started\n\x1b]0;pwned\x07 not a record\n")
+    config = tmp_path / "logs.toml"
+    config.write_text(
+        f'roots = ["{logs}"]\n[topics.APPLICATION]\nbackend = "file"\nformat = "plain"\n'
+        f'paths = ["{logs}/app.log"]\ntimezone = "UTC"\n'  # written in UTC+2, say: an hour ahead
+        f'[topics.SYSTEM_EVENTS]\nbackend = "file"\nformat = "syslog"\npaths = ["{logs}/x/*"]\n'
+    )
+    done = check(config)
+    assert done.returncode == 1
+    assert f"APPLICATION: {logs}/app.log: 1 records dated in the future" in done.stdout
+    assert f"SYSTEM_EVENTS: {logs}/x/*: no file matches" in done.stdout
+    assert "\x1b" not in done.stdout and "\\x1b]0;pwned\\x07 not a record" in done.stdout
+
+
+def test_check_logs_reads_only_the_newest_files_first_lines(tmp_path: Path) -> None:
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    (logs / "big.log").write_text("2026-12-04 19:00:00 INFO x\n" * 5000)
+    config = parse_logs_config(
+        f'roots = ["{logs}"]\n[topics.APPLICATION]\nbackend = "file"\nformat = "plain"\n'
+        f'paths = ["{logs}/*.log"]\n'
+    )
+    (topic,) = check_logs(config, time.time())
+    (file,) = topic.sources[0].files
+    assert (file.lines, file.records, file.unparsed) == (2000, 2000, 0)
+    assert topic.problems() == []

@@ -1,0 +1,177 @@
+"""What an operator's file log topics read, checked before any worker serves them
+(`aci-evidence check`, docs/logs.md "Checking a configuration").
+
+Per file source: the files its globs match (newest first, at most `MAX_FILES`), and for each
+the first `SAMPLE_LINES` lines read in the source's format, as a call would read them: how many
+records, how many lines are not in the format (and the first of them), the records' first and
+last time, how many are dated in the future, and, when lines are not in the format, the named
+format that reads the most of those same lines, if it reads more. Nothing is written anywhere.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+from datetime import tzinfo
+from typing import Final
+
+import msgspec
+
+from contracts.window import AS_OF_SKEW_MS
+from workers.sources.base import SourceError
+from workers.sources.logs.config import FORMATS, FileSource, FileTopic, LogsConfig, zone_of
+from workers.sources.logs.deadline import StopFlag
+from workers.sources.logs.files import LogFile, Reader, find_files
+from workers.sources.logs.formats import make_parser
+from workers.sources.logs.records import format_ms
+
+__all__ = ["MAX_FILES", "SAMPLE_LINES", "FileCheck", "SourceCheck", "TopicCheck", "check_logs"]
+
+SAMPLE_LINES: Final = 2000
+MAX_FILES: Final = 8
+EXAMPLE_CHARS: Final = 160
+# Formats tried on lines the configured one could not read (`regex` needs the operator's
+# pattern; `mysql_slow` takes any text for a statement's, so only a slow log is offered it).
+_TRIED: Final = tuple(f for f in FORMATS if f not in ("regex", "mysql_slow"))
+
+
+class FileCheck(msgspec.Struct, kw_only=True):
+    """One file's sample read in its source's format."""
+
+    path: str
+    format: str
+    lines: int  # non-blank lines read (at most SAMPLE_LINES)
+    records: int
+    unparsed: int  # lines not in the format
+    first: str | None = None  # the records' earliest and latest time (the topic's zone)
+    last: str | None = None
+    future: int = 0  # records dated after now (beyond the clock skew allowed)
+    example: str = ""  # the first line not in the format, cut to EXAMPLE_CHARS
+    unread: str = ""  # why the file could not be read (a compression, a race with rotation)
+    better: str = ""  # a named format that reads more of these lines ...
+    better_reads: int = 0  # ... and how many
+
+
+class SourceCheck(msgspec.Struct, kw_only=True):
+    """One file source: its globs, format, how many files matched, the newest checked."""
+
+    paths: list[str]
+    format: str
+    matched: int
+    files: list[FileCheck]
+    problem: str = ""  # the source could not be listed (outside roots, a pseudo-filesystem)
+
+
+class TopicCheck(msgspec.Struct, kw_only=True):
+    """One topic of the configuration."""
+
+    topic: str
+    backend: str
+    sources: list[SourceCheck] = []
+
+    def problems(self) -> list[str]:
+        """What an operator should look at, one line each (empty: the topic reads well)."""
+        out: list[str] = []
+        for source in self.sources:
+            globs = ", ".join(source.paths)
+            if source.problem:
+                out.append(f"{self.topic}: {globs}: {source.problem}")
+            elif source.matched == 0:
+                out.append(f"{self.topic}: {globs}: no file matches")
+            for file in source.files:
+                out += _file_problems(self.topic, file)
+        return out
+
+
+def _file_problems(topic: str, file: FileCheck) -> list[str]:
+    out: list[str] = []
+    where = f"{topic}: {file.path}"
+    if file.unread:
+        out.append(f"{where}: not read: {file.unread}")
+    elif file.lines and not file.records:
+        out.append(f"{where}: no line is in format {file.format}")
+    if file.better:
+        out.append(
+            f'{where}: format = "{file.better}" reads {file.better_reads} of {file.lines} '
+            f"lines ({file.format}: {file.lines - file.unparsed})"
+        )
+    if file.future:
+        out.append(f"{where}: {file.future} records dated in the future (check timezone)")
+    return out
+
+
+def check_logs(config: LogsConfig, now: float) -> list[TopicCheck]:
+    """Every topic of the configuration, its file sources checked (`now`: epoch seconds)."""
+    checks: list[TopicCheck] = []
+    for topic, entry in config.topics.items():
+        backend = type(entry).__name__.removesuffix("Topic").lower()
+        check = TopicCheck(topic=topic.value, backend=backend)
+        if isinstance(entry, FileTopic):
+            zone = entry.timezone or config.timezone
+            check.sources = [_source(s, config, zone, now) for s in entry.file_sources()]
+        checks.append(check)
+    return checks
+
+
+def _source(source: FileSource, config: LogsConfig, zone: str, now: float) -> SourceCheck:
+    check = SourceCheck(paths=list(source.paths), format=source.format, matched=0, files=[])
+    try:
+        files, _, check.matched = find_files(source.paths, config.roots, 0, MAX_FILES)
+    except SourceError as exc:
+        check.problem = exc.message
+        return check
+    zone = source.timezone or zone
+    check.files = [_file(file, source, Reader(config.scan, StopFlag(30), config.roots), zone, now)
+                   for file in files]  # fmt: skip
+    return check
+
+
+def _file(file: LogFile, source: FileSource, reader: Reader, zone: str, now: float) -> FileCheck:
+    with contextlib.closing(reader.lines_of(file)) as read:  # the newest part of a large file
+        lines = [line for line in itertools.islice(read, SAMPLE_LINES) if line.strip()]
+    check = FileCheck(path=file.real, format=source.format, lines=len(lines), records=0, unparsed=0)
+    if not lines:
+        if reader.unread:
+            check.unread = f"{reader.unread[0]} compression (install its Python package)"
+        elif reader.stopped:
+            check.unread = "replaced or unreadable since it was listed"
+        return check
+    tz = zone_of(zone)
+    now_ms = int(now * 1000)
+    parser = make_parser(
+        source.format, source.fields, tz, source.service, source.time_unit, now_ms, file.real,
+        source.pattern, source.time_format,
+    )  # fmt: skip
+    times: list[int] = []
+    for line in lines:
+        failed = parser.failed
+        times += (e.epoch_ms for e in parser.feed(line))
+        if parser.failed > failed and not check.example:
+            check.example = line.rstrip("\r\n")[:EXAMPLE_CHARS]
+    times += (e.epoch_ms for e in parser.flush())
+    check.records, check.unparsed = len(times), parser.failed
+    if times:
+        check.first, check.last = format_ms(min(times), tz), format_ms(max(times), tz)
+        check.future = sum(t > now_ms + AS_OF_SKEW_MS for t in times)
+    if check.unparsed:
+        check.better, check.better_reads = _better(lines, source, tz, now_ms, file.real, check)
+    return check
+
+
+def _better(
+    lines: list[str], source: FileSource, zone: tzinfo, now_ms: int, real: str, check: FileCheck
+) -> tuple[str, int]:
+    """The named format that reads the most of the lines, if more than the configured one."""
+    best, best_reads = "", check.lines - check.unparsed
+    for fmt in _TRIED:
+        if fmt == source.format:
+            continue
+        parser = make_parser(fmt, {}, zone, "", "auto", now_ms, real)
+        records = 0
+        for line in lines:
+            records += len(parser.feed(line))
+        records += len(parser.flush())
+        reads = check.lines - parser.failed
+        if records and reads > best_reads:
+            best, best_reads = fmt, reads
+    return best, best_reads if best else 0
