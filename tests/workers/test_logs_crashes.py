@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import time
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -217,3 +218,18 @@ def test_journald_export_read_as_jsonl(tmp_path: Path) -> None:
     assert read(tmp_path, "journald.json", "notice", fmt="jsonl", now=later).match_count == 2
     billing = read(tmp_path, "journald.json", "service:billing", fmt="jsonl", now=later)
     assert billing.match_count == 3
+
+
+@pytest.mark.parametrize("fmt", ["plain", "cri"])
+def test_a_hostile_line_in_a_goroutine_dump_is_read_in_linear_time(fmt: str) -> None:
+    # a frame pattern whose class held `(` took 0.8 s for 16,000 `(` (quadratic: ~1 h a MiB)
+    stamp = "2026-12-04T19:46:37.000000000Z stderr F " if fmt == "cri" else ""
+    head = "2026/12/04 19:46:37 ok\n" if fmt == "plain" else ""
+    parser = make_parser(fmt, {}, UTC, "", "auto", int(NOW * 1000))
+    started = time.perf_counter()
+    hostile = [f"{stamp}{x * 200_000}\n" for x in ("(", "a(*")]
+    for line in [head, f"{stamp}panic: boom\n", *hostile]:
+        if line:
+            parser.feed(line)
+    parser.flush()
+    assert time.perf_counter() - started < 1.5

@@ -43,15 +43,15 @@ def kubelet_fields(real_path: str) -> dict[str, str]:
 class _Held:
     """A crash on a stream (`multiline.crash_of`), its later lines joined until another line."""
 
-    __slots__ = ("crash", "entry", "size")
+    __slots__ = ("crash", "entry", "lines", "size")
 
     def __init__(self, entry: Entry, crash: Crash) -> None:
-        self.entry, self.crash, self.size = entry, crash, 0
+        self.entry, self.crash, self.lines, self.size = entry, crash, 0, 0
 
     def join(self, text: str) -> None:
-        if self.size < MAX_JOINED_CHARS and self.entry.message.count("\n") < MAX_JOINED_LINES:
+        if self.size < MAX_JOINED_CHARS and self.lines < MAX_JOINED_LINES:
             self.entry.message += "\n" + text
-            self.size += len(text) + 1
+            self.size, self.lines = self.size + len(text) + 1, self.lines + 1
 
 
 class Cri:

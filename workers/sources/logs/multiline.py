@@ -55,7 +55,9 @@ _CRASH: Final = re.compile(
 )
 _GO_DUMP: Final = re.compile(
     r"\[signal |goroutine \d+ .*\]:$|created by |exit status \d+$|\.\.\.additional frames elided"
-    r"|[\w./*()\[\]-]+\(.*\)$"  # a frame: `main.(*Server).handle(0x0, 0xc000010000)`
+    # a frame: `main.(*Server).handle(0x0, 0xc000010000)`, `main.Map[...].Get(...)`; no class
+    # holds a parenthesis, so a hostile `((((...` line is read in linear time, not quadratic
+    r"|[\w./\[\]-]+(?:\(\*[\w./\[\],-]+\)[\w./\[\]-]*)?\([^()]*\)$"
 )
 _JUL_LEVEL: Final = re.compile(r"(SEVERE|WARNING|INFO|CONFIG|FINEST|FINER|FINE): ")
 _EXCEPTION: Final = re.compile(
