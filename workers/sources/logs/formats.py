@@ -36,9 +36,11 @@ from workers.sources.logs.stamps import MAX_EPOCH_MS, MIN_EPOCH_MS
 
 __all__ = ["LineParser", "level_of", "make_parser", "parse_time"]
 
-# The last of each: journald's export (`journalctl -o json`): µs, syslog severity 0..7.
+# The last of each: journald's export (`journalctl -o json`): µs, syslog severity 0..7; and
+# MongoDB's (4.4+) `{"t":{"$date":...},"s":"W",...}`, whose `s` is read only beside that `t`.
 TIME_KEYS: Final = (
     "timestamp", "@timestamp", "time", "ts", "Timestamp", "t", "date", "__REALTIME_TIMESTAMP",
+    "t.$date",
 )  # fmt: skip
 LEVEL_KEYS: Final = (
     "level", "log.level", "severity", "SeverityText", "levelname", "lvl", "PRIORITY",
@@ -191,6 +193,9 @@ class _Mapped:
             for key in _JOURNAL_ADDRESS:  # where the entry sits in the journal, not what it says
                 flat.pop(key, None)
         level_key, level = self._pick(flat, "level", LEVEL_KEYS)
+        if level is None and time_key == "t.$date" and isinstance(flat.get("s"), str):
+            level_key, level = "s", flat.pop("s")  # MongoDB: F E W I, D1..D5
+            level = "DEBUG" if level[:1] == "D" and level[1:].isdigit() else level
         if level_key == "PRIORITY" and level in _PRIORITIES:
             level = SYSLOG_NAMES[_PRIORITIES.index(level)]  # "3" is err: ERROR
         if level is None:

@@ -1,9 +1,10 @@
-"""What a program writes beside its log when it dies, and two layouts of real producers that
-`plain` reads: Go's `panic:` / `fatal error:` with their goroutine dump and Java's uncaught
-`Exception in thread` are records of their own, timed by the record before them;
-java.util.logging's two-line default; epoch-second stamps (mosquitto); a pid before the time
-(nats-server). Samples are byte-exact
-outputs of the producers (tests/workers/logs_samples/README.md)."""
+"""Logs of producers a new user has, beyond the named formats' own samples: what a program
+writes beside its log when it dies (Go's `panic:` / `fatal error:` with their goroutine dump
+and Java's uncaught `Exception in thread` are records of their own, timed by the record before
+them; in Kubernetes and Docker container logs too), java.util.logging's two-line default,
+epoch-second stamps (mosquitto), a pid before the time (nats-server), journald's and MongoDB's
+JSON. Samples are byte-exact outputs of the producers (tests/workers/logs_samples/README.md)
+where the producer runs here; MongoDB's lines follow its documented structure."""
 
 from __future__ import annotations
 
@@ -233,3 +234,21 @@ def test_a_hostile_line_in_a_goroutine_dump_is_read_in_linear_time(fmt: str) -> 
             parser.feed(line)
     parser.flush()
     assert time.perf_counter() - started < 1.5
+
+
+def test_mongodb_structured_log_lines(tmp_path: Path) -> None:
+    # MongoDB 4.4+ (documented "Log Messages" structure: t.$date, s, c, id, ctx, msg, attr)
+    (tmp_path / "mongod.log").write_text(
+        '{"t":{"$date":"2026-12-04T19:46:37.027+00:00"},"s":"I",  "c":"NETWORK",  "id":22943,'
+        '   "ctx":"listener","msg":"Connection accepted","attr":{"remote":"127.0.0.1:52314"}}\n'
+        '{"t":{"$date":"2026-12-04T19:46:38.100+00:00"},"s":"W",  "c":"COMMAND",  "id":51803,'
+        '   "ctx":"conn3","msg":"Slow query","attr":{"ns":"shop.orders","durationMillis":2300}}\n'
+        '{"t":{"$date":"2026-12-04T19:46:39.000+00:00"},"s":"D2", "c":"REPL", "id":1,'
+        ' "ctx":"conn3","msg":"heartbeat"}\n'
+    )
+    every = read(tmp_path, "mongod.log", fmt="jsonl")
+    assert every.match_count == 3 and not every.unparsed_lines  # before: no line had a time
+    (slow,) = read(tmp_path, "mongod.log", "level:warn", fmt="jsonl").records
+    assert slow.message == "Slow query" and slow.timestamp == "2026-12-04T19:46:38.100Z"
+    assert slow.fields["c"] == "COMMAND" and slow.fields["attr_durationMillis"] == 2300
+    assert read(tmp_path, "mongod.log", "level:debug", fmt="jsonl").match_count == 1
