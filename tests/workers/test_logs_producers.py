@@ -114,14 +114,23 @@ def test_a_crash_before_any_record_is_a_line_not_in_the_format(tmp_path: Path) -
 
 
 @pytest.mark.parametrize(
-    "name", ["go_panic.log", "go_fatal.log", "jul_default.log", "mosquitto.log", "nats-server.log"]
-)
-def test_the_record_prefilter_never_hides_a_crash(tmp_path: Path, name: str) -> None:
+    ("name", "fmt", "hours"),
+    [
+        ("go_panic.log", "plain", 0), ("go_fatal.log", "plain", 0), ("jul_default.log", "plain", 0),
+        ("mosquitto.log", "plain", 0), ("nats-server.log", "plain", 0),
+        ("logback_level_first.log", "log4j", 1), ("journald.json", "jsonl", 1),
+    ],
+)  # fmt: skip
+def test_the_record_prefilter_never_hides_a_match(
+    tmp_path: Path, name: str, fmt: str, hours: int
+) -> None:
+    now = NOW + 3600 * hours
     text = (SAMPLES / name).read_text()
-    parser = make_parser("plain", {}, UTC, "", "auto", int(NOW * 1000))
+    parser = make_parser(fmt, {}, UTC, "", "auto", int(now * 1000))
     records = [e for line in text.splitlines(True) for e in parser.feed(line)] + parser.flush()
-    words = sorted({w for w in text.split() if '"' not in w and "\\" not in w})
-    for query in [*words, "level:fatal", "level:error", "level:warn", "exception:panic"]:
+    words = sorted({w for w in text.split() if '"' not in w and "\\" not in w})[:300]
+    levels = ["level:fatal", "level:error", "level:warn", "level:info", "level:notice"]
+    for query in [*words, *levels, "exception:panic", "level:error -level:warn"]:
         try:
             parsed = parse_log_query(query)
         except SourceError:
@@ -129,7 +138,7 @@ def test_the_record_prefilter_never_hides_a_crash(tmp_path: Path, name: str) -> 
         if any(c.field not in (None, "level", "exception") for c in parsed.clauses):
             continue
         expected = sum(entry_matches(parsed, r) for r in records)
-        assert read(tmp_path, name, query).match_count == expected, query
+        assert read(tmp_path, name, query, fmt, now).match_count == expected, query
 
 
 def test_nats_server_log_with_its_pid_first(tmp_path: Path) -> None:
@@ -252,3 +261,20 @@ def test_mongodb_structured_log_lines(tmp_path: Path) -> None:
     assert slow.message == "Slow query" and slow.timestamp == "2026-12-04T19:46:38.100Z"
     assert slow.fields["c"] == "COMMAND" and slow.fields["attr_durationMillis"] == 2300
     assert read(tmp_path, "mongod.log", "level:debug", fmt="jsonl").match_count == 1
+
+
+def test_a_level_first_logback_layout_as_cassandra_writes(tmp_path: Path) -> None:
+    # logback 1.2.11 with Cassandra's `%-5level [%thread] %date{ISO8601} %F:%L - %msg%n`
+    later = NOW + 3600  # written at 20:14
+    every = read(tmp_path, "logback_level_first.log", fmt="log4j", now=later)
+    assert every.match_count == 4 and not every.unparsed_lines  # before: every line unparsed
+    (failed,) = read(tmp_path, "logback_level_first.log", "level:error", "log4j", later).records
+    assert failed.fields == {
+        "thread": "CompactionExecutor:3",
+        "logger": "CassandraDaemon.java:14",
+        "exception": "java.lang.IllegalStateException",
+    }
+    assert failed.message.startswith("Exception in thread Thread[CompactionExecutor:3,5,main]\n")
+    assert failed.timestamp == "2026-12-04T20:14:46.662Z"
+    (up,) = read(tmp_path, "logback_level_first.log", "NORMAL", "log4j", later).records
+    assert up.message == "Node /10.0.0.5:7000 state jump to NORMAL"

@@ -62,10 +62,16 @@ _LOG4J: Final = re.compile(
     r"\s*(?:-\s+)?(?P<rest>.*)",
     re.S,
 )
+# The level first (Cassandra's `%-5level [%thread] %date{ISO8601} %F:%L - %msg%n`).
+_LOG4J_LEVEL_FIRST: Final = re.compile(
+    r"(?P<level>" + _LEVEL_WORD + r")\s+(?P<pre>\[[^\]\n]{0,200}\])?\s*\[?" + STAMP + r"\]?"
+    r"\s+(?P<rest>.*)",
+    re.S,
+)
 _LOG4J_REST: Final = re.compile(r"(?P<head>.{0,300}?)(?P<sep> - |: | : )(?P<message>.*)", re.S)
 _THREAD: Final = re.compile(r"\[([^\]\[]*(?:\[[^\]]*\][^\]\[]*)*)\]")
 _LOGGER: Final = re.compile(r"[A-Za-z_$][\w$]*(?:\.[\w$]+)+(?:@\d+)?")
-_NAME: Final = re.compile(r"[\w$.@-]+")
+_NAME: Final = re.compile(r"[\w$.@-]+(?::\d+)?")  # `%F:%L` too: `CassandraDaemon.java:507`
 _PLAIN: Final = re.compile(  # MariaDB: `2024-01-15 10:15:30 0 [Note] ...` (a thread id first)
     r"(?:\[(?P<pid>\d{1,10})\] )?"  # nats-server: `[2986] 2026/12/04 19:33:23.069006 [INF] ...`
     r"\[?" + STAMP + r"\]?:?(?:\s+(?:\d+\s+)?[\[<(]?(?P<level>" + _LEVEL_WORD + r")\b[\]>)]?:?)?"
@@ -117,7 +123,7 @@ def _stamp(found: re.Match[str], zone: tzinfo, now_ms: int) -> int | None:
 
 def _log4j(zone: tzinfo, now_ms: int) -> Head:
     def head(text: str) -> Pending | None:
-        found = _LOG4J.match(text)
+        found = _LOG4J.match(text) or _LOG4J_LEVEL_FIRST.match(text)
         if found is None:
             return None
 
