@@ -119,6 +119,7 @@ def test_a_crash_before_any_record_is_a_line_not_in_the_format(tmp_path: Path) -
         ("go_panic.log", "plain", 0), ("go_fatal.log", "plain", 0), ("jul_default.log", "plain", 0),
         ("mosquitto.log", "plain", 0), ("nats-server.log", "plain", 0),
         ("logback_level_first.log", "log4j", 1), ("journald.json", "jsonl", 1),
+        ("gunicorn.log", "plain", 1), ("celery.log", "plain", 1),
     ],
 )  # fmt: skip
 def test_the_record_prefilter_never_hides_a_match(
@@ -278,3 +279,33 @@ def test_a_level_first_logback_layout_as_cassandra_writes(tmp_path: Path) -> Non
     assert failed.timestamp == "2026-12-04T20:14:46.662Z"
     (up,) = read(tmp_path, "logback_level_first.log", "NORMAL", "log4j", later).records
     assert up.message == "Node /10.0.0.5:7000 state jump to NORMAL"
+
+
+def test_gunicorn_error_log_with_its_zone_pid_and_tracebacks(tmp_path: Path) -> None:
+    # gunicorn 27.0.1: `[2026-12-04 20:16:13 +0000] [7083] [ERROR] ...`, a traceback, a timeout
+    later = NOW + 3600  # written at 20:16
+    every = read(tmp_path, "gunicorn.log", now=later)
+    assert every.match_count == 18 and not every.unparsed_lines
+    timeout = read(tmp_path, "gunicorn.log", "level:fatal", now=later)
+    assert [r.message for r in timeout.records] == ["WORKER TIMEOUT (pid:7084)"]
+    errors = read(tmp_path, "gunicorn.log", "level:error", now=later).records
+    assert {r.fields["exception"] for r in errors} == {"RuntimeError", "SystemExit"}
+    boom = next(r for r in errors if r.fields["exception"] == "RuntimeError")
+    assert boom.fields["pid"] == "7083" and boom.timestamp == "2026-12-04T20:16:13.000Z"
+    assert boom.message.endswith("RuntimeError: charge failed for order o-1042")
+    # the zone written is read: the topic's own zone does not move these times
+    shifted = file_source(tmp_path, "plain", ["gunicorn.log"], now=later, extra='timezone = "+08:00"')
+    (again,) = search(shifted, '"WORKER TIMEOUT"', lookback=1440).records
+    assert again.timestamp.startswith("2026-12-05T04:16:16.000")  # 20:16:16 UTC, shown in +08
+
+
+def test_celery_worker_log(tmp_path: Path) -> None:
+    # celery 5.7.0 worker, `--logfile`: `[2026-12-04 20:16:28,833: ERROR/ForkPoolWorker-1] ...`
+    later = NOW + 3600
+    every = read(tmp_path, "celery.log", now=later)
+    assert every.match_count == 6 and not every.unparsed_lines
+    (failed,) = read(tmp_path, "celery.log", "level:error", now=later).records
+    assert failed.fields == {"process": "ForkPoolWorker-1", "exception": "ValueError"}
+    assert failed.message.startswith("Task tasks.charge[76f13d8c")
+    assert failed.message.endswith("ValueError: card declined for o-1042")
+    assert read(tmp_path, "celery.log", "process:MainProcess", now=later).match_count == 4

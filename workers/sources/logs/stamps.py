@@ -6,6 +6,7 @@ it is used; `stamp_ms` turns a match into epoch milliseconds in the topic's zone
 | shape | example | producers |
 |---|---|---|
 | `iso` | `2024-01-15 10:15:30,123`, `2024-01-15T10:15:30.123Z` | log4j, logback, oslo.log |
+| `iso` | `2024-01-15 10:15:30 +0000` (a space before the zone) | gunicorn |
 | `slash` | `2024/01/15 10:15:30` | nginx error log |
 | `yslash` | `17/06/09 20:10:40` | log4j `%d{yy/MM/dd HH:mm:ss}` (Spark) |
 | `compact` | `081109 203615` | log4j `%d{yyMMdd HHmmss}` (HDFS) |
@@ -39,7 +40,7 @@ _MON: Final = r"(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)"
 _DAY: Final = r"(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun)"
 _FRAC: Final = r"(?:[.,]\d{1,9})?"
 STAMP: Final = (
-    r"(?:(?P<iso>\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d" + _FRAC + r"(?:Z|[+-]\d\d:?\d\d)?)"
+    r"(?:(?P<iso>\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d" + _FRAC + r"(?:Z| ?[+-]\d\d:?\d\d(?!\d))?)"
     r"|(?P<slash>\d{4}/\d\d/\d\d[ T]\d\d:\d\d:\d\d" + _FRAC + r")"
     r"|(?P<yslash>\d\d/\d\d/\d\d \d\d:\d\d:\d\d" + _FRAC + r")"
     r"|(?P<compact>\d{6} \d{6})"
@@ -53,6 +54,7 @@ STAMP: Final = (
     # a line that only starts with a number (`1500000000 bytes sent`) is no time
     r"|(?P<epoch>[12]\d{9}(?:\.\d{1,9}(?=\s)|(?=: |\]))))"
 )
+_ZONE_SPACE: Final = re.compile(r" (?=[+-]\d\d:?\d\d$)")
 _SPLIT_FRACTION: Final = re.compile(r"[.,](\d{1,9})")
 _FORMATS: Final = {
     "slash": "%Y/%m/%d %H:%M:%S",
@@ -100,8 +102,8 @@ def _second_ms(shape: str, text: str, zone: tzinfo, now_bucket: int) -> int | No
     if shape == "epoch":
         return _bounded(int(text) * 1000)
     try:
-        if shape == "iso":
-            moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
+        if shape == "iso":  # gunicorn writes its zone after a space: `... 20:15:28 +0000`
+            moment = datetime.fromisoformat(_ZONE_SPACE.sub("", text.replace("Z", "+00:00")))
         elif shape in ("bsd", "clock"):
             fmt = "%b %d %H:%M:%S" if shape == "bsd" else "%H:%M:%S"
             # 2000 is a leap year: a yearless Feb 29 reads, the year is supplied below

@@ -47,7 +47,7 @@ TEXT_FORMAT_FIELDS: Final[dict[str, tuple[str, ...]]] = {
     "oslo": ("pid", "logger", "request_id", "exception"),
     "postgresql": ("pid", "user", "database"),
     "redis": ("pid", "role"),
-    "plain": ("pid", "exception", "source"),
+    "plain": ("pid", "process", "exception", "source"),
     "regex": ("exception",),
 }  # fmt: skip
 TEXT_FORMAT_FIELDS["nginx_access"] = TEXT_FORMAT_FIELDS["apache_access"]
@@ -74,7 +74,10 @@ _LOGGER: Final = re.compile(r"[A-Za-z_$][\w$]*(?:\.[\w$]+)+(?:@\d+)?")
 _NAME: Final = re.compile(r"[\w$.@-]+(?::\d+)?")  # `%F:%L` too: `CassandraDaemon.java:507`
 _PLAIN: Final = re.compile(  # MariaDB: `2024-01-15 10:15:30 0 [Note] ...` (a thread id first)
     r"(?:\[(?P<pid>\d{1,10})\] )?"  # nats-server: `[2986] 2026/12/04 19:33:23.069006 [INF] ...`
-    r"\[?" + STAMP + r"\]?:?(?:\s+(?:\d+\s+)?[\[<(]?(?P<level>" + _LEVEL_WORD + r")\b[\]>)]?:?)?"
+    # then a thread id (MariaDB) or `[pid]` (gunicorn), the level, its process (Celery's
+    # `[2026-12-04 20:15:28,123: INFO/MainProcess]`)
+    r"\[?" + STAMP + r"\]?:?(?:\s+(?:\d+\s+|\[(?P<pid_after>\d{1,10})\]\s+)?[\[<(]?"
+    r"(?P<level>" + _LEVEL_WORD + r")\b(?:/(?P<process>[\w.:-]{1,80}))?[\]>)]?:?)?"
     r"\s*(?P<message>.*)",
     re.S,
 )
@@ -167,8 +170,11 @@ def _plain(zone: tzinfo, now_ms: int, time_format: str) -> Head:
             return _stamp(found, zone, now_ms)
 
         def build(epoch: int) -> Entry:
-            pid = found.group("pid")
-            fields: dict[str, JsonScalar] = {} if pid is None else {"pid": pid}
+            fields: dict[str, JsonScalar] = {}
+            if pid := found.group("pid") or found.group("pid_after"):
+                fields["pid"] = pid
+            if process := found.group("process"):
+                fields["process"] = process
             return text_entry(epoch, found.group("level"), found.group("message"), fields)
 
         return when, build
