@@ -109,3 +109,27 @@ def test_check_logs_reads_only_the_newest_files_first_lines(tmp_path: Path) -> N
     (file,) = topic.sources[0].files
     assert (file.lines, file.records, file.unparsed) == (2000, 2000, 0)
     assert topic.problems() == []
+
+
+def test_a_format_that_reads_the_lines_but_no_level_is_named_with_one_that_does(
+    tmp_path: Path,
+) -> None:
+    # Python's logging cookbook layout: `plain` reads every line but finds no level in it
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    (logs / "app.log").write_text(
+        "2026-12-04 20:15:28,123 - shop.orders - WARNING - disk almost full\n"
+        "2026-12-04 20:15:29,001 - shop.orders - ERROR - charge failed\n"
+        "Traceback (most recent call last):\n"
+        '  File "x.py", line 1, in <module>\n'
+        "ValueError: bad\n"
+    )
+    config = parse_logs_config(
+        f'roots = ["{logs}"]\n[topics.APPLICATION]\nbackend = "file"\nformat = "plain"\n'
+        f'paths = ["{logs}/*.log"]\n'
+    )
+    (topic,) = check_logs(config, time.time())
+    assert topic.problems() == [
+        f'APPLICATION: {logs}/app.log: format = "log4j" gives 2 of its records a level '
+        "(plain: 0 of 2)"
+    ]

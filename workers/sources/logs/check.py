@@ -23,7 +23,7 @@ from workers.sources.logs.config import FORMATS, FileSource, FileTopic, LogsConf
 from workers.sources.logs.deadline import StopFlag
 from workers.sources.logs.files import LogFile, Reader, find_files
 from workers.sources.logs.formats import make_parser
-from workers.sources.logs.records import format_ms
+from workers.sources.logs.records import Entry, format_ms
 
 __all__ = ["MAX_FILES", "SAMPLE_LINES", "FileCheck", "SourceCheck", "TopicCheck", "check_logs"]
 
@@ -48,8 +48,10 @@ class FileCheck(msgspec.Struct, kw_only=True):
     future: int = 0  # records dated after now (beyond the clock skew allowed)
     example: str = ""  # the first line not in the format, cut to EXAMPLE_CHARS
     unread: str = ""  # why the file could not be read (a compression, a race with rotation)
-    better: str = ""  # a named format that reads more of these lines ...
-    better_reads: int = 0  # ... and how many
+    levelled: int = 0  # records with a level
+    better: str = ""  # a named format that reads more of these lines, or levels ...
+    better_reads: int = 0  # ... and how many lines it reads
+    better_levelled: int = 0  # ... and how many of its records have a level
 
 
 class SourceCheck(msgspec.Struct, kw_only=True):
@@ -90,10 +92,15 @@ def _file_problems(topic: str, file: FileCheck) -> list[str]:
         out.append(f"{where}: not read: {file.unread}")
     elif file.lines and not file.records:
         out.append(f"{where}: no line is in format {file.format}")
-    if file.better:
+    if file.better and file.better_reads > file.lines - file.unparsed:
         out.append(
             f'{where}: format = "{file.better}" reads {file.better_reads} of {file.lines} '
             f"lines ({file.format}: {file.lines - file.unparsed})"
+        )
+    elif file.better:
+        out.append(
+            f'{where}: format = "{file.better}" gives {file.better_levelled} of its records a '
+            f"level ({file.format}: {file.levelled} of {file.records})"
         )
     if file.future:
         out.append(f"{where}: {file.future} records dated in the future (check timezone)")
@@ -142,36 +149,38 @@ def _file(file: LogFile, source: FileSource, reader: Reader, zone: str, now: flo
         source.format, source.fields, tz, source.service, source.time_unit, now_ms, file.real,
         source.pattern, source.time_format,
     )  # fmt: skip
-    times: list[int] = []
+    entries: list[Entry] = []
     for line in lines:
         failed = parser.failed
-        times += (e.epoch_ms for e in parser.feed(line))
+        entries += parser.feed(line)
         if parser.failed > failed and not check.example:
             check.example = line.rstrip("\r\n")[:EXAMPLE_CHARS]
-    times += (e.epoch_ms for e in parser.flush())
-    check.records, check.unparsed = len(times), parser.failed
-    if times:
+    entries += parser.flush()
+    check.records, check.unparsed = len(entries), parser.failed
+    check.levelled = sum(bool(e.level) for e in entries)
+    if entries:
+        times = [e.epoch_ms for e in entries]
         check.first, check.last = format_ms(min(times), tz), format_ms(max(times), tz)
         check.future = sum(t > now_ms + AS_OF_SKEW_MS for t in times)
-    if check.unparsed:
-        check.better, check.better_reads = _better(lines, source, tz, now_ms, file.real, check)
+    if check.unparsed or 2 * check.levelled < check.records:
+        _better(lines, source, tz, now_ms, file.real, check)
     return check
 
 
 def _better(
     lines: list[str], source: FileSource, zone: tzinfo, now_ms: int, real: str, check: FileCheck
-) -> tuple[str, int]:
-    """The named format that reads the most of the lines, if more than the configured one."""
-    best, best_reads = "", check.lines - check.unparsed
+) -> None:
+    """The named format that reads the most of the lines, if more than the configured one,
+    or as many and a level for most of its records where the configured one finds fewer."""
+    best_reads, best_levelled = check.lines - check.unparsed, check.levelled
     for fmt in _TRIED:
         if fmt == source.format:
             continue
         parser = make_parser(fmt, {}, zone, "", "auto", now_ms, real)
-        records = 0
-        for line in lines:
-            records += len(parser.feed(line))
-        records += len(parser.flush())
-        reads = check.lines - parser.failed
-        if records and reads > best_reads:
-            best, best_reads = fmt, reads
-    return best, best_reads if best else 0
+        entries = [e for line in lines for e in parser.feed(line)] + parser.flush()
+        reads, levelled = check.lines - parser.failed, sum(bool(e.level) for e in entries)
+        more = reads > best_reads
+        levels = reads == best_reads and 2 * levelled > len(entries)
+        if entries and (more or (levels and levelled > best_levelled)):
+            check.better, check.better_reads, check.better_levelled = fmt, reads, levelled
+            best_reads, best_levelled = reads, levelled
