@@ -114,12 +114,13 @@ def test_check_logs_reads_only_the_newest_files_first_lines(tmp_path: Path) -> N
 def test_a_format_that_reads_the_lines_but_no_level_is_named_with_one_that_does(
     tmp_path: Path,
 ) -> None:
-    # Python's logging cookbook layout: `plain` reads every line but finds no level in it
+    # Python's `%(asctime)s %(name)s %(levelname)s %(message)s`: `plain` reads every line but
+    # finds no level in it (the logger's name stands between)
     logs = tmp_path / "logs"
     logs.mkdir()
     (logs / "app.log").write_text(
-        "2026-12-04 20:15:28,123 - shop.orders - WARNING - disk almost full\n"
-        "2026-12-04 20:15:29,001 - shop.orders - ERROR - charge failed\n"
+        "2026-12-04 20:15:28,123 shop.orders WARNING disk almost full\n"
+        "2026-12-04 20:15:29,001 shop.orders ERROR charge failed\n"
         "Traceback (most recent call last):\n"
         '  File "x.py", line 1, in <module>\n'
         "ValueError: bad\n"

@@ -120,6 +120,7 @@ def test_a_crash_before_any_record_is_a_line_not_in_the_format(tmp_path: Path) -
         ("mosquitto.log", "plain", 0), ("nats-server.log", "plain", 0),
         ("logback_level_first.log", "log4j", 1), ("journald.json", "jsonl", 1),
         ("gunicorn.log", "plain", 1), ("celery.log", "plain", 1),
+        ("python_logging.log", "plain", 1),
     ],
 )  # fmt: skip
 def test_the_record_prefilter_never_hides_a_match(
@@ -294,7 +295,9 @@ def test_gunicorn_error_log_with_its_zone_pid_and_tracebacks(tmp_path: Path) -> 
     assert boom.fields["pid"] == "7083" and boom.timestamp == "2026-12-04T20:16:13.000Z"
     assert boom.message.endswith("RuntimeError: charge failed for order o-1042")
     # the zone written is read: the topic's own zone does not move these times
-    shifted = file_source(tmp_path, "plain", ["gunicorn.log"], now=later, extra='timezone = "+08:00"')
+    shifted = file_source(
+        tmp_path, "plain", ["gunicorn.log"], now=later, extra='timezone = "+08:00"'
+    )
     (again,) = search(shifted, '"WORKER TIMEOUT"', lookback=1440).records
     assert again.timestamp.startswith("2026-12-05T04:16:16.000")  # 20:16:16 UTC, shown in +08
 
@@ -309,3 +312,16 @@ def test_celery_worker_log(tmp_path: Path) -> None:
     assert failed.message.startswith("Task tasks.charge[76f13d8c")
     assert failed.message.endswith("ValueError: card declined for o-1042")
     assert read(tmp_path, "celery.log", "process:MainProcess", now=later).match_count == 4
+
+
+def test_python_logging_cookbook_layout(tmp_path: Path) -> None:
+    # CPython 3.11 logging, `%(asctime)s - %(name)s - %(levelname)s - %(message)s`
+    later = NOW + 3600  # written at 20:20
+    every = read(tmp_path, "python_logging.log", now=later)
+    assert every.match_count == 4 and not every.unparsed_lines
+    errors = read(tmp_path, "python_logging.log", "level:error", now=later).records
+    assert sorted(r.fields["logger"] for r in errors) == ["shop.orders", "shop.stock"]
+    charge = next(r for r in errors if r.fields["logger"] == "shop.orders")
+    assert charge.message.startswith("charge failed for order o-1042\nTraceback")
+    assert charge.fields["exception"] == "KeyError"
+    assert read(tmp_path, "python_logging.log", "logger:shop.stock", now=later).match_count == 1

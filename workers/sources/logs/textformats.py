@@ -47,7 +47,7 @@ TEXT_FORMAT_FIELDS: Final[dict[str, tuple[str, ...]]] = {
     "oslo": ("pid", "logger", "request_id", "exception"),
     "postgresql": ("pid", "user", "database"),
     "redis": ("pid", "role"),
-    "plain": ("pid", "process", "exception", "source"),
+    "plain": ("pid", "process", "logger", "exception", "source"),
     "regex": ("exception",),
 }  # fmt: skip
 TEXT_FORMAT_FIELDS["nginx_access"] = TEXT_FORMAT_FIELDS["apache_access"]
@@ -76,8 +76,9 @@ _PLAIN: Final = re.compile(  # MariaDB: `2024-01-15 10:15:30 0 [Note] ...` (a th
     r"(?:\[(?P<pid>\d{1,10})\] )?"  # nats-server: `[2986] 2026/12/04 19:33:23.069006 [INF] ...`
     # then a thread id (MariaDB) or `[pid]` (gunicorn), the level, its process (Celery's
     # `[2026-12-04 20:15:28,123: INFO/MainProcess]`)
-    r"\[?" + STAMP + r"\]?:?(?:\s+(?:\d+\s+|\[(?P<pid_after>\d{1,10})\]\s+)?[\[<(]?"
-    r"(?P<level>" + _LEVEL_WORD + r")\b(?:/(?P<process>[\w.:-]{1,80}))?[\]>)]?:?)?"
+    r"\[?" + STAMP + r"\]?:?(?:\s+(?:\d+\s+|\[(?P<pid_after>\d{1,10})\]\s+"
+    r"|-\s+(?P<logger>[\w.$-]{1,120})\s+-\s+)?[\[<(]?"  # Python's `%(asctime)s - %(name)s - `
+    r"(?P<level>" + _LEVEL_WORD + r")\b(?:/(?P<process>[\w.:-]{1,80}))?[\]>)]?:?(?:\s+-(?=\s))?)?"
     r"\s*(?P<message>.*)",
     re.S,
 )
@@ -175,6 +176,8 @@ def _plain(zone: tzinfo, now_ms: int, time_format: str) -> Head:
                 fields["pid"] = pid
             if process := found.group("process"):
                 fields["process"] = process
+            if logger := found.group("logger"):
+                fields["logger"] = logger
             return text_entry(epoch, found.group("level"), found.group("message"), fields)
 
         return when, build
