@@ -187,6 +187,22 @@ def test_a_template_of_placeholders_only_does_not_take_words() -> None:
     }
 
 
+def test_an_argument_of_several_values_is_one_template_whatever_its_length() -> None:
+    # Drain groups by token count: a list of one uuid and of three were two templates. A
+    # span of values only between shared constant words is one argument; a span that holds
+    # words stays apart (another event as often as not).
+    uuids = [f"{i}c4b8e2a-7d1f-4a3b-9e5c-6f8d2a1b3c4e" for i in range(4)]
+    lines = [f"Attempting to build 1 instance(s) uuids: [u'{u}']" for u in uuids[:2]]
+    lines += [f"Attempting to build 3 instance(s) uuids: [u'{uuids[0]}', u'{uuids[1]}']"]
+    lines += ["Error creating node map from file /a/b: Permission denied"]
+    lines += ["Error loading /a/c: invalid or missing program image, Permission denied"]
+    assert set(mine(mask(line) for line in lines).values()) == {
+        "Attempting to build <NUM> instance(s) uuids: <*>",
+        "Error creating node map from file <PATH>: Permission denied",
+        "Error loading <PATH>: invalid or missing program image, Permission denied",
+    }
+
+
 def test_one_template_per_request_statement_not_per_route() -> None:
     def request(method: str, path: str, i: int) -> str:
         return (

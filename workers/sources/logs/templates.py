@@ -24,8 +24,8 @@ then a similarity threshold), drain3's implementation with a similarity over con
 (tokens holding a digit or a placeholder count as values; a differing last word weighs
 double; a context prefix such as
 `[req-<UUID> <HEX> <HEX> - - -] [instance: <UUID>]` is kept out of Drain's sight and shown as
-its lines share it), then templates alike but for three or more words in one place are
-merged.
+its lines share it), then templates alike but for three or more words in one place, and
+templates of another length alike but for a span of values, are merged.
 docs/logs.md states the choices and their accuracy on loghub (`bench/logs_patterns_eval.py`).
 """
 
@@ -269,8 +269,13 @@ def mine(masked: Iterable[str]) -> dict[str, str]:
             cluster, _ = drain.add_log_message(" ".join(tokens[start : start + MINE_TOKENS]))
             cluster_of[line] = cluster.cluster_id
     final = _merge_heads(
-        _merge_words(
-            {cid: drain.id_to_cluster[cid].log_template_tokens for cid in set(cluster_of.values())}
+        _merge_spans(
+            _merge_words(
+                {
+                    cid: drain.id_to_cluster[cid].log_template_tokens
+                    for cid in set(cluster_of.values())
+                }
+            )
         )
     )
     # The context prefix each template shows: what its lines share of theirs.
@@ -315,6 +320,60 @@ def _merge_words(templates: dict[int, tuple[str, ...]]) -> dict[int, tuple[str, 
             out.update(dict.fromkeys(free, gapped))
             merged.update(free)
     return out
+
+
+# Constant words two templates of another length share around a span of values to be one.
+_SPAN_WORDS: Final = 4
+# Templates of one first token compared with each other (the bound of a pairwise pass).
+_SPAN_SCAN: Final = 64
+
+
+def _merge_spans(templates: dict[int, tuple[str, ...]]) -> dict[int, tuple[str, ...]]:
+    # Drain groups lines by their token count, so one argument printed as a varying number of
+    # values (a list of one or of two uuids, `v4(en0-:<IP>) v6(...)` / `<*>`) makes one
+    # template per length. Two templates of another length that share a head and a tail
+    # holding `_SPAN_WORDS` constant words, and differ only in a span of values, are one with
+    # the span `<*>`.
+    merged: dict[int, tuple[str, ...]] = {}  # a group's first template -> the group's template
+    members: dict[int, list[int]] = {}
+    by_head: dict[str, list[int]] = {}
+    for cid in sorted(templates):
+        groups = by_head.setdefault(templates[cid][0] if templates[cid] else "", [])
+        for first in groups[:_SPAN_SCAN]:
+            joined = _span(merged[first], templates[cid])
+            if joined is not None:
+                merged[first] = joined
+                members[first].append(cid)
+                break
+        else:
+            groups.append(cid)
+            merged[cid], members[cid] = templates[cid], [cid]
+    return {cid: merged[first] for first, cids in members.items() for cid in cids}
+
+
+def _span(a: tuple[str, ...], b: tuple[str, ...]) -> tuple[str, ...] | None:
+    if len(a) == len(b):
+        return None
+    shortest = min(len(a), len(b))
+    head = 0
+    while head < shortest and _alike(a[head], b[head]):
+        head += 1
+    tail = 0
+    while tail < shortest - head and _alike(a[-1 - tail], b[-1 - tail]):
+        tail += 1
+    middles = a[head : len(a) - tail], b[head : len(b) - tail]
+    # a span of values only (`[u'<UUID>']` / `[u'<UUID>', u'<UUID>']`): a span that holds
+    # words too is as often another event (`Error creating node map from <PATH>: ...` /
+    # `Error loading <PATH>: invalid ...`) as one argument written in words
+    if not all(middles) or not all(_VALUE.search(t) for m in middles for t in m):
+        return None
+    if _words(a[:head]) + _words(a[len(a) - tail :]) < _SPAN_WORDS:
+        return None
+    return (*a[:head], "<*>", *a[len(a) - tail :])
+
+
+def _words(tokens: Sequence[str]) -> int:
+    return sum(1 for t in tokens if _VALUE.search(t) is None)
 
 
 _MERGE_REST: Final = 3
