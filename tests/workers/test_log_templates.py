@@ -3,6 +3,7 @@ grouping, determinism, the same templates on every backend, and the brute-force 
 
 from __future__ import annotations
 
+import csv
 import random
 import string
 from datetime import UTC, datetime
@@ -426,7 +427,7 @@ def test_many_distinct_messages_are_folded_into_templates_within_the_bound(
 
 
 def test_the_loghub_evaluation_scores_groups_and_skips_without_data(
-    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     import importlib.util
 
@@ -443,6 +444,22 @@ def test_the_loghub_evaluation_scores_groups_and_skips_without_data(
     monkeypatch.delenv("ACI_LOGHUB_DIR", raising=False)
     assert module.main([]) == 0
     assert "skipped: no loghub copy" in capsys.readouterr().out
+    # a labelled set of the same shape (lines written here), with and without its context
+    rows = [
+        ("[-] Connected to AMQP server on 10.0.0.1:5672", "E1"),
+        ("[-] Connected to AMQP server on 10.0.0.2:5672", "E1"),
+        ('[-] 10.0.0.3 "GET /v2/servers HTTP/1.1" status: 200 len: 1 time: 0.1', "E2"),
+        ('[-] 10.0.0.3 "POST /v2/x/action HTTP/1.1" status: 202 len: 0 time: 0.2', "E2"),
+    ]
+    with (tmp_path / "dev.csv").open("w", newline="") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(["LineId", "Content", "EventId", "Message"])
+        for i, (message, event) in enumerate(rows):
+            writer.writerow([i, message.removeprefix("[-] "), event, message])
+    assert module.main(["--oslo", str(tmp_path)]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert [line.split()[-2] for line in out if line.startswith("dev")] == ["1.0000", "1.0000"]
+    assert any(line.startswith("holdout") and "missing" in line for line in out)
 
 
 @settings(max_examples=200, deadline=None)
