@@ -330,10 +330,10 @@ _SPAN_SCAN: Final = 64
 
 def _merge_spans(templates: dict[int, tuple[str, ...]]) -> dict[int, tuple[str, ...]]:
     # Drain groups lines by their token count, so one argument printed as a varying number of
-    # values (a list of one or of two uuids, `v4(en0-:<IP>) v6(...)` / `<*>`) makes one
-    # template per length. Two templates of another length that share a head and a tail
-    # holding `_SPAN_WORDS` constant words, and differ only in a span of values, are one with
-    # the span `<*>`.
+    # tokens (a list of one or of two uuids, an error text) makes one template per length.
+    # Two templates of another length that share a head and a tail holding `_SPAN_WORDS`
+    # constant words, and differ only in a span of values (or of Drain's `<*>` in one of
+    # them), are one with the span `<*>`.
     merged: dict[int, tuple[str, ...]] = {}  # a group's first template -> the group's template
     members: dict[int, list[int]] = {}
     by_head: dict[str, list[int]] = {}
@@ -362,13 +362,24 @@ def _span(a: tuple[str, ...], b: tuple[str, ...]) -> tuple[str, ...] | None:
     while tail < shortest - head and _alike(a[-1 - tail], b[-1 - tail]):
         tail += 1
     middles = a[head : len(a) - tail], b[head : len(b) - tail]
-    # a span of values only (`[u'<UUID>']` / `[u'<UUID>', u'<UUID>']`): a span that holds
-    # words too is as often another event (`Error creating node map from <PATH>: ...` /
+    # a span of values only (`[u'<UUID>']` / `[u'<UUID>', u'<UUID>']`), or any span where the
+    # other template has only words Drain saw vary (`unreachable: <*> <*> Trying` / `...
+    # [Errno <NUM>] <*> Trying`: an error text of two words or three); a span holding words
+    # on both sides is as often another event (`Error creating node map from <PATH>: ...` /
     # `Error loading <PATH>: invalid ...`) as one argument written in words
-    if not all(middles) or not all(_VALUE.search(t) for m in middles for t in m):
+    if not all(middles):
+        return None
+    if not all(_VALUE.search(t) for m in middles for t in m) and not any(
+        all(t == "<*>" for t in m) for m in middles
+    ):
         return None
     if _words(a[:head]) + _words(a[len(a) - tail :]) < _SPAN_WORDS:
         return None
+    # one `<*>` for the span and the variable words beside it, whichever template came first
+    while head and a[head - 1] == "<*>":
+        head -= 1
+    while tail and a[len(a) - tail] == "<*>":
+        tail -= 1
     return (*a[:head], "<*>", *a[len(a) - tail :])
 
 
