@@ -12,8 +12,14 @@ without it the evaluation says so and exits 0.
 Systems: the development set (tune on these) is the default; `--set acceptance` evaluates the
 held-out systems (not for tuning), `--set all` both, each with its own average.
 
+`--oslo DIR` evaluates a labelled oslo.log set instead (or as well): `DIR/dev.csv` (tune on it)
+and `DIR/holdout.csv` (report only), each with loghub's `Content` and `EventId` columns, the
+label being the logging statement that wrote the line (built in a scratch folder from public
+logs, never committed; its README states the rule); beside the miner, logpai's Drain with its
+OpenStack benchmark settings (drain3's Drain, depth 5, similarity 0.5, logparser's masks).
+
 Run: `.venv/bin/python bench/logs_patterns_eval.py [--loghub DIR] [--set dev|acceptance|all]
-[--baseline]` from the repository root. `--baseline` adds the regex mask that FILE and
+[--oslo DIR] [--baseline]` from the repository root. `--baseline` adds the regex mask that FILE and
 CLICKHOUSE used before (`contracts.logs.mask_template`, one pattern per masked text) and the
 MOCK miner as it was (drain3 0.5/4 over a narrower mask); `--cost N` times mining N records.
 """
@@ -90,6 +96,25 @@ def templates_mock_before(messages: Sequence[str]) -> list[str]:
     return [final[cluster_of[line]] for line in masked]
 
 
+# logpai/logparser's Drain benchmark settings for OpenStack (logparser/Drain/benchmark.py).
+_LOGPAI_OPENSTACK_MASKS = tuple(map(re.compile, (r"((\d+\.){3}\d+,?)+", r"/.+?\s", r"\d+")))
+
+
+def templates_drain_openstack(messages: Sequence[str]) -> list[str]:
+    """logpai's Drain as its benchmark runs OpenStack (masks to `<*>`, depth 5, similarity
+    0.5), on drain3's implementation of Drain."""
+    from drain3.drain import Drain
+
+    drain = Drain(depth=5, sim_th=0.5, max_children=100)
+    masked = []
+    for message in messages:
+        for pattern in _LOGPAI_OPENSTACK_MASKS:
+            message = pattern.sub("<*>", message)
+        masked.append(message)
+    cluster_of = {line: drain.add_log_message(line)[0].cluster_id for line in masked}
+    return [str(cluster_of[line]) for line in masked]
+
+
 def grouping_accuracy(truth: Sequence[str], predicted: Sequence[str]) -> float:
     """Share of lines whose predicted group holds exactly the lines of their true group."""
     truth_size = Counter(truth)
@@ -110,6 +135,33 @@ def load(folder: Path, system: str) -> tuple[list[str], list[str]]:
     with path.open(newline="", encoding="utf-8") as handle:
         rows = list(csv.DictReader(handle))
     return [r["Content"] for r in rows], [r["EventId"] for r in rows]
+
+
+def load_labelled(path: Path, column: str = "Content") -> tuple[list[str], list[str]]:
+    """Messages (`column`) and true event ids of a labelled CSV (loghub's structured shape)."""
+    with path.open(newline="", encoding="utf-8") as handle:
+        rows = list(csv.DictReader(handle))
+    return [r[column] for r in rows], [r["EventId"] for r in rows]
+
+
+def evaluate_oslo(folder: Path, parsers: dict[str, Parser]) -> None:
+    """One row per split of the labelled oslo.log set: lines, templates, each parser; then
+    again on the `Message` column when the set has it (the `[req-...]` context left in, as a
+    `regex` or `plain` format reads the line)."""
+    names = list(parsers)
+    print(f"{'split':<22} {'lines':>6} {'templates':>9} " + " ".join(f"{n:>14}" for n in names))
+    for column, label in (("Content", ""), ("Message", ", with context")):
+        for split in ("dev", "holdout"):
+            path = folder / f"{split}.csv"
+            if not path.is_file():
+                print(f"{split:<22} missing: {path.name}")
+                continue
+            with path.open(newline="", encoding="utf-8") as handle:
+                if column not in (csv.DictReader(handle).fieldnames or ()):
+                    continue
+            contents, truth = load_labelled(path, column)
+            cells = [f"{grouping_accuracy(truth, p(contents)):>14.4f}" for p in parsers.values()]
+            print(f"{split + label:<22} {len(truth):>6} {len(set(truth)):>9} " + " ".join(cells))
 
 
 def evaluate(folder: Path, systems: Sequence[str], parsers: dict[str, Parser]) -> None:
@@ -174,7 +226,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--set", choices=("dev", "acceptance", "all"), default="dev")
     parser.add_argument("--baseline", action="store_true")
     parser.add_argument("--cost", type=int, default=0, metavar="N")
+    parser.add_argument("--oslo", default="", metavar="DIR")
     args = parser.parse_args(argv)
+    if args.oslo:
+        print("labelled oslo.log set (one template per logging statement)")
+        evaluate_oslo(
+            Path(args.oslo), {"miner": templates_now, "Drain (logpai)": templates_drain_openstack}
+        )
+        if not args.loghub:
+            return 0
     folder = Path(args.loghub) if args.loghub else None
     # The set asked for decides which files must be there: a copy of the development systems
     # alone (the acceptance ones held out) is enough for `--set dev`.

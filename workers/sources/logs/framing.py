@@ -1,25 +1,19 @@
-"""What frames the event in a log message, for the template miner (`templates`): an HTTP
-request (its method and route name an endpoint) and the context prefixes that open a message
-and name a request or an object by its id (oslo.log's `[req-<UUID> <HEX> <HEX> - - -]
-[instance: <UUID>]`). Both work on masked tokens."""
+"""What frames the event in a log message, for the template miner (`templates`): the methods
+of HTTP (a request, its method and target, is a value of its line) and the context prefixes
+that open a message and name a request or an object by its id (oslo.log's `[req-<UUID> <HEX>
+<HEX> - - -] [instance: <UUID>]`, worked on masked tokens)."""
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from typing import Final
 
-__all__ = ["METHODS", "context_length", "merge_contexts", "merge_routes", "request_index"]
+__all__ = ["METHODS", "context_length", "merge_contexts"]
 
-# The methods of HTTP: the path after one is a request's target (its route), not a file.
+# The methods of HTTP: the path after one is a request's target, not a file.
 METHODS: Final = ("GET", "HEAD", "POST", "PUT", "DELETE", "PATCH", "OPTIONS", "CONNECT", "TRACE")
 
 _CONTEXT_TOKENS: Final = 8
-# Routes of one method in templates alike but for the route: this many or more are one
-# template with the route `<*>` (a scanner probing thousands of paths is one event, not a
-# template per path that pushes the real ones past `templates.MAX_KEYS`); fewer stay
-# endpoints apart.
-MANY_ROUTES: Final = 32
 
 
 def context_length(tokens: Sequence[str]) -> int:
@@ -54,39 +48,3 @@ def merge_contexts(contexts: set[tuple[str, ...]]) -> tuple[str, ...]:
             opens = "[" if all(t.startswith("[") for t in column) else ""
             merged.append(opens + ("<*>]" if all(t.endswith("]") for t in column) else "<*>"))
     return tuple(merged)
-
-
-# A method word (quoted as a request line starts) followed by a route.
-_METHOD: Final = re.compile('"?(?:' + "|".join(METHODS) + ")")
-
-
-def request_index(tokens: Sequence[str]) -> int:
-    """Where a request opens in masked tokens (`"GET /v2/<HEX>/servers/detail`: the method,
-    then the route that names the endpoint with it), or -1."""
-    if " /" not in " ".join(tokens):
-        return -1  # the common case, told at C speed
-    return next(
-        (
-            i
-            for i in range(len(tokens) - 1)
-            if tokens[i + 1].startswith("/") and _METHOD.fullmatch(tokens[i])
-        ),
-        -1,
-    )
-
-
-def merge_routes(templates: dict[int, tuple[str, ...]]) -> dict[int, tuple[str, ...]]:
-    """Templates (masked tokens) alike but for a request's route, `MANY_ROUTES` or more of
-    them, as one with the route `<*>`: a route is never a variable word to the miner, so
-    every path a scanner probes was a template of its own."""
-    by_route: dict[tuple[str, ...], list[int]] = {}
-    for cid in sorted(templates):
-        tokens = templates[cid]
-        at = request_index(tokens) + 1
-        if at > 0:
-            by_route.setdefault((*tokens[:at], "<*>", *tokens[at + 1 :]), []).append(cid)
-    out = dict(templates)
-    for gapped, cids in by_route.items():
-        if len(cids) >= MANY_ROUTES:
-            out.update(dict.fromkeys(cids, gapped))
-    return out

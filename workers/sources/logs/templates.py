@@ -10,21 +10,22 @@ replay relies on.
 
 Masking replaces what varies in a real log by a typed placeholder before Drain sees the line:
 `<UUID>`, `<IP>` (v4 or v6; a port stays apart as `<IP>:<NUM>`), `<HOST>` (a host name before
-a port), `<PATH>` (`/var/log/x.log`, `C:\\Windows\\x`; the target of an HTTP request keeps
-its constant segments: `GET /v2/<HEX>/servers/detail?limit=<*>`), `"<*>"` (a quoted word,
+a port), `<PATH>` (`/var/log/x.log`, `C:\\Windows\\x`), `<*> <*>` (an HTTP request's method
+and target: one logging statement writes every request line, whatever the route, so they
+are its values, as Khan et al., ICSE 2022 count templates), `"<*>"` (a quoted word,
 or the quoted value of a key: `tag="View Lock"`; a quoted phrase elsewhere keeps its words),
 `<HEX>` (`0x1f`, `a3f9c2d1e5`), `<NUM>` (integers and decimals with a sign or a unit:
 `blk_-6952295868487656571`, `250ms`, `250 ms`, `1.5s`, `42%`, `uid=0`; a clock time or
 duration `00:02`; a `-` is a sign only after a space, `=`, `(`, `[`, `:`, `,`, `_` or at the
-start, else a separator: `<IP>-<NUM>`). One combined pattern, one pass.
+start, else a separator: `<IP>-<NUM>`). One combined pattern, one pass after the requests.
 Lines are then grouped by Drain
 (He et al., ICWS 2017: a fixed-depth prefix tree over the token count and the first tokens,
 then a similarity threshold), drain3's implementation with a similarity over constant words
 (tokens holding a digit or a placeholder count as values; a differing last word weighs
-double; another request method or route is never alike; a context prefix such as
+double; a context prefix such as
 `[req-<UUID> <HEX> <HEX> - - -] [instance: <UUID>]` is kept out of Drain's sight and shown as
-its lines share it), then templates alike but for three or more words in one place are
-merged.
+its lines share it), then templates alike but for three or more words in one place, and
+templates of another length alike but for a span of values, are merged.
 docs/logs.md states the choices and their accuracy on loghub (`bench/logs_patterns_eval.py`).
 """
 
@@ -36,13 +37,7 @@ from typing import Any, Final
 
 from drain3.drain import Drain
 
-from workers.sources.logs.framing import (
-    METHODS,
-    context_length,
-    merge_contexts,
-    merge_routes,
-    request_index,
-)
+from workers.sources.logs.framing import METHODS, context_length, merge_contexts
 
 __all__ = ["KEY_CHARS", "MAX_KEYS", "MINE_TOKENS", "mask", "mine"]
 
@@ -65,8 +60,9 @@ _HEXD: Final = r"[0-9a-fA-F]"
 # An abbreviated unit written after a space: the number and it are one quantity (`250 ms`,
 # `<1 sec`, `1.16 KB`); a unit written out stays a word (`over <NUM> seconds`).
 _UNITS: Final = r"(?:ms|us|ns|sec|secs|mins?|hrs?|[KMGT]i?B)"
-# The path after an HTTP method is a request's target (its route), not a file.
-_AFTER_METHOD: Final = "(?:" + "|".join(f"(?<={m} )" for m in METHODS) + ")"
+# An HTTP request, its method and target (a route from `/` or an absolute URL): the values of
+# one logging statement's `%(request_line)s` or `%(method)s %(url)s`, never its event.
+_REQUEST: Final = re.compile(r"(?<![\w/])(?:" + "|".join(METHODS) + r") (?:/|https?://)[^\s\"]*")
 # One pattern, tried once from left to right: at each place the first alternative that
 # matches wins, and `_PLACEHOLDERS` names what it becomes (see `mask`).
 _MASK: Final = re.compile(
@@ -85,8 +81,6 @@ _MASK: Final = re.compile(
     # keeps its words, each masked on its own (`"GET /v2/<HEX> HTTP/<NUM>"`: the method matters).
     r"|(?P<dq>(?<![\w\\])\"(?:(?<=[=:]\")|(?=[^\"\s]{1,200}\"))[^\"\n]{1,200}\"(?!\w))"
     r"|(?P<sq>(?<![\w\\])'(?:(?<=[=:]')|(?=[^'\s]{1,200}'))[^'\n]{1,200}'(?!\w))"
-    # The target of an HTTP request (after its method): a route, masked segment by segment.
-    rf"|(?P<route>(?=/)(?<=[A-Z] ){_AFTER_METHOD}/[^\s\"]*)"
     # Paths: two or more segments after a leading / (or a drive letter).
     r"|(?P<path>(?<![\w/.])(?:[A-Za-z]:\\|/)(?:[\w.@+~-]+[/\\])+[\w.@+~-]*)"
     # A host name with a port (`db-1.shop.internal:3306`; not `Class.method:42`, `a.b:12`).
@@ -121,44 +115,10 @@ _DEPTH: Final = 4
 # 3 of 4), and templates alike but for one word in one place that are one event.
 _SPLIT_WORDS: Final = 5
 _MERGE_WORDS: Final = 3
-# A segment of a route that is an opaque token: 16 or more letters and digits, both present
-# (a JWT's dots, base64's `=`, `%`-escapes and `~` included).
-_TOKEN: Final = re.compile(r"(?=[\w.~%+=-]*\d)(?=[\w.~%+=-]*[A-Za-z])[\w.~%+=-]{16,}")
-
-
-def _segment(segment: str) -> str:
-    if "@" in segment:
-        return "<*>"  # an e-mail address, or credentials (`user:password@`): a value
-    if ";" in segment:  # matrix parameters (`x;jsessionid=...`): the values are values
-        head, _, params = segment.partition(";")
-        return ";".join([_segment(head), *map(_parameter, params.split(";"))])
-    if _CANDIDATE.search(segment) is None:
-        return segment  # no digit: a constant word (`servers`, `os-keypairs`, `detail`)
-    masked = _MASK.sub(_placeholder, segment)
-    return "<*>" if masked == segment and _TOKEN.fullmatch(segment) else masked
-
-
-def _route(target: str) -> str:
-    # A route keeps its constant segments, so one template is one endpoint
-    # (`/v2/<HEX>/servers/detail` apart from `/v2/<HEX>/os-server-external-events`): a
-    # segment is masked as a message is (ids, numbers, UUIDs), an opaque token is `<*>`, and
-    # every value of the query is `<*>` (its keys stay).
-    path, question, query = target.partition("?")
-    segments = [_segment(s) for s in path.split("/")]
-    if not question:
-        return "/".join(segments)
-    return "/".join(segments) + "?" + "&".join(map(_parameter, query.split("&")))
-
-
-def _parameter(part: str) -> str:
-    # A parameter of a query or of a segment: its key stays, its value is `<*>`.
-    return f"{part.partition('=')[0]}=<*>" if "=" in part else _segment(part)
 
 
 def _placeholder(match: re.Match[str]) -> str:
     kind = match.lastgroup or "num"
-    if kind == "route":
-        return _route(match.group())
     if kind == "num" and match.group("restated"):
         return "<NUM>" + (match.group("word") or "")
     return _PLACEHOLDERS[kind]
@@ -169,17 +129,14 @@ def mask(message: str) -> str:
     A pure function of the text: a caller caches it per text if it likes (`records` keeps the
     masks of recent short texts, since a log repeats its lines)."""
     text = " ".join(message[:KEY_CHARS].split())
+    if "/" in text:
+        text = _REQUEST.sub("<*> <*>", text)
     first = _CANDIDATE.search(text)
     if first is None:
         return text  # nothing to mask: the common cheap case
     # Every placeholder starts in a word holding a digit, a quote or a slash: skip the words
-    # before the first one, but for a method before it (a route is told by it: `GET /v2/x`).
-    word = text.rfind(" ", 0, first.start())
-    start = word + 1
-    if word > 0:
-        before = text.rfind(" ", 0, word) + 1
-        if text[before:word] in METHODS:
-            start = before
+    # before the first one.
+    start = text.rfind(" ", 0, first.start()) + 1
     return text[:start] + _MASK.sub(_placeholder, text[start:])
 
 
@@ -200,27 +157,20 @@ class _Drain(Drain):  # type: ignore[misc]
         # A placeholder routes like a number: `<NUM>` and `<HEX>` in one place share a branch.
         return "<" in s or any(char.isdigit() for char in s)
 
-    # Where the line being matched has a request (its method), found once per line: the
-    # similarity reads it for every cluster compared.
-    _request = -1
-
     def fast_match(
         self, cluster_ids: Sequence[int], tokens: list[str], sim_th: float, include_params: bool
     ) -> Any:
-        self._request = request_index(tokens)
         return super().fast_match(cluster_ids[-_LEAF_SCAN:], tokens, sim_th, include_params)
 
     def get_seq_distance(
         self, seq1: Sequence[str], seq2: Sequence[str], include_params: bool
     ) -> tuple[float, int]:
-        constant = same = params = values = 0
+        constant = same = params = values = words = 0
         last = len(seq1) - 1
-        at = self._request
-        if at >= 0 and not (_alike(seq1[at], seq2[at]) and _alike(seq1[at + 1], seq2[at + 1])):
-            return 0.0, 0  # another method or route is another endpoint, never alike
         for i, (template_token, token) in enumerate(zip(seq1, seq2, strict=True)):
             if template_token == self.param_str:
                 params += 1
+                words += _VALUE.search(token) is None
                 continue
             if "<" in token and _alike(template_token, token):
                 continue
@@ -239,8 +189,9 @@ class _Drain(Drain):  # type: ignore[misc]
             constant += params
         if not constant:
             # Nothing constant to weigh: alike if they differ in placeholders only, not when
-            # every word differs (`ready=true,x=<NUM>` / `cancel,index:<NUM>`).
-            return (0.0 if values else 1.0), params
+            # every word differs (`ready=true,x=<NUM>` / `cancel,index:<NUM>`), nor when a
+            # template of placeholders only (`<*> <*>`: a request) meets words.
+            return (0.0 if values or words else 1.0), params
         return same / constant, params
 
     def create_template(self, seq1: Sequence[str], seq2: Sequence[str]) -> list[str]:
@@ -318,7 +269,7 @@ def mine(masked: Iterable[str]) -> dict[str, str]:
             cluster, _ = drain.add_log_message(" ".join(tokens[start : start + MINE_TOKENS]))
             cluster_of[line] = cluster.cluster_id
     final = _merge_heads(
-        merge_routes(
+        _merge_spans(
             _merge_words(
                 {
                     cid: drain.id_to_cluster[cid].log_template_tokens
@@ -356,13 +307,7 @@ def _merge_words(templates: dict[int, tuple[str, ...]]) -> dict[int, tuple[str, 
     by_gap: dict[tuple[int, tuple[str, ...]], list[int]] = {}
     for cid in sorted(templates):
         tokens = templates[cid]
-        # a method or a route is never a variable word
-        request = request_index(tokens)
-        words = [
-            i
-            for i, token in enumerate(tokens)
-            if "<" not in token and (request < 0 or i not in (request, request + 1))
-        ]
+        words = [i for i, token in enumerate(tokens) if "<" not in token]
         if len(words) <= _SPLIT_WORDS:
             for i in words[1:] if words[:1] == [0] else words:
                 by_gap.setdefault((i, (*tokens[:i], "<*>", *tokens[i + 1 :])), []).append(cid)
@@ -375,6 +320,71 @@ def _merge_words(templates: dict[int, tuple[str, ...]]) -> dict[int, tuple[str, 
             out.update(dict.fromkeys(free, gapped))
             merged.update(free)
     return out
+
+
+# Constant words two templates of another length share around a span of values to be one.
+_SPAN_WORDS: Final = 4
+# Templates of one first token compared with each other (the bound of a pairwise pass).
+_SPAN_SCAN: Final = 64
+
+
+def _merge_spans(templates: dict[int, tuple[str, ...]]) -> dict[int, tuple[str, ...]]:
+    # Drain groups lines by their token count, so one argument printed as a varying number of
+    # tokens (a list of one or of two uuids, an error text) makes one template per length.
+    # Two templates of another length that share a head and a tail holding `_SPAN_WORDS`
+    # constant words, and differ only in a span of values (or of Drain's `<*>` in one of
+    # them), are one with the span `<*>`.
+    merged: dict[int, tuple[str, ...]] = {}  # a group's first template -> the group's template
+    members: dict[int, list[int]] = {}
+    by_head: dict[str, list[int]] = {}
+    for cid in sorted(templates):
+        groups = by_head.setdefault(templates[cid][0] if templates[cid] else "", [])
+        for first in groups[:_SPAN_SCAN]:
+            joined = _span(merged[first], templates[cid])
+            if joined is not None:
+                merged[first] = joined
+                members[first].append(cid)
+                break
+        else:
+            groups.append(cid)
+            merged[cid], members[cid] = templates[cid], [cid]
+    return {cid: merged[first] for first, cids in members.items() for cid in cids}
+
+
+def _span(a: tuple[str, ...], b: tuple[str, ...]) -> tuple[str, ...] | None:
+    if len(a) == len(b):
+        return None
+    shortest = min(len(a), len(b))
+    head = 0
+    while head < shortest and _alike(a[head], b[head]):
+        head += 1
+    tail = 0
+    while tail < shortest - head and _alike(a[-1 - tail], b[-1 - tail]):
+        tail += 1
+    middles = a[head : len(a) - tail], b[head : len(b) - tail]
+    # a span of values only (`[u'<UUID>']` / `[u'<UUID>', u'<UUID>']`), or any span where the
+    # other template has only words Drain saw vary (`unreachable: <*> <*> Trying` / `...
+    # [Errno <NUM>] <*> Trying`: an error text of two words or three); a span holding words
+    # on both sides is as often another event (`Error creating node map from <PATH>: ...` /
+    # `Error loading <PATH>: invalid ...`) as one argument written in words
+    if not all(middles):
+        return None
+    if not all(_VALUE.search(t) for m in middles for t in m) and not any(
+        all(t == "<*>" for t in m) for m in middles
+    ):
+        return None
+    if _words(a[:head]) + _words(a[len(a) - tail :]) < _SPAN_WORDS:
+        return None
+    # one `<*>` for the span and the variable words beside it, whichever template came first
+    while head and a[head - 1] == "<*>":
+        head -= 1
+    while tail and a[len(a) - tail] == "<*>":
+        tail -= 1
+    return (*a[:head], "<*>", *a[len(a) - tail :])
+
+
+def _words(tokens: Sequence[str]) -> int:
+    return sum(1 for t in tokens if _VALUE.search(t) is None)
 
 
 _MERGE_REST: Final = 3
