@@ -367,8 +367,8 @@ def build_parser() -> argparse.ArgumentParser:
     )  # fmt: skip
     p = _sub(
         sub, "check",
-        "check the log topics of ACI_LOGS_CONFIG against the files they name (no Redis)",
-        epilog="environment: ACI_LOGS_CONFIG (the logs configuration to check)",
+        "check the log topics and the runbook folder against the files they name (no Redis)",
+        epilog="environment: ACI_LOGS_CONFIG (the log topics), ACI_KNOWLEDGE_DIR (the runbooks)",
     )  # fmt: skip
     p.add_argument("--json", action="store_true", help=_say("print one JSON object", "off"))
     _queue_commands(sub)

@@ -1,8 +1,9 @@
-"""`aci-evidence check`: what the log topics of `ACI_LOGS_CONFIG` read on this machine, before
-a worker serves them (no Redis). Each file source's files, each file's sample read in its
-format (records, lines not in the format, the records' times), and the problems an operator
-should look at, with the named format that reads more of a file's lines where there is one.
-Exit 0 when every topic reads well, 1 with problems, 2 for a configuration that does not load.
+"""`aci-evidence check`: what the log topics of `ACI_LOGS_CONFIG` and the runbook folder read
+on this machine, before a worker serves them (no Redis). Each file source's files, each file's
+sample read in its format (records, lines not in the format, the records' times); each
+runbook's title and sections; and the problems an operator should look at, with the named
+format that reads more of a file's lines where there is one. Exit 0 when everything reads
+well, 1 with problems, 2 for a configuration that does not load.
 """
 
 from __future__ import annotations
@@ -14,6 +15,8 @@ import time
 from app.commands.calls import print_json
 from app.errors import EXIT_ERROR, EXIT_OK
 from app.terminal import safe_text
+from pipeline.settings import SettingsError
+from workers.sources.knowledge.check import KnowledgeCheck, check_knowledge
 from workers.sources.logs.check import SAMPLE_LINES, TopicCheck, check_logs
 from workers.sources.logs.config import ENV_VAR, load_logs_config
 
@@ -21,26 +24,29 @@ __all__ = ["cmd_check"]
 
 
 def cmd_check(*, as_json: bool) -> int:
-    """Check the configuration named by `ACI_LOGS_CONFIG`; the exit code (module docstring)."""
+    """Check the log topics and the knowledge folder; the exit code (module docstring)."""
     config = load_logs_config(os.environ)  # a LogsConfigError is the one line, exit 2
-    if config is None:
-        say = f"{ENV_VAR} is not set: every topic is served by the MOCK world; nothing to check"
-        if as_json:
-            print_json({"topics": [], "problems": [], "note": say})
-        else:
-            print(say)
-        return EXIT_OK
-    checks = check_logs(config, time.time())
-    problems = [p for check in checks for p in check.problems()]
+    try:
+        knowledge = check_knowledge(os.environ)
+    except ValueError as exc:  # a bad ACI_KNOWLEDGE_* value: one line, exit 2 (as a worker)
+        raise SettingsError(f"lookup_knowledge: {exc}") from None
+    checks = [] if config is None else check_logs(config, time.time())
+    problems = [p for check in checks for p in check.problems()] + knowledge.problems()
+    unset = f"{ENV_VAR} is not set: every topic is served by the MOCK world"
     if as_json:
-        print_json({"topics": checks, "problems": problems})
+        body: dict[str, object] = {"topics": checks, "knowledge": knowledge, "problems": problems}
+        if config is None:
+            body["note"] = unset
+        print_json(body)
     else:
-        _print(checks, problems)
+        _print(checks, knowledge, problems, unset if config is None else "")
     return EXIT_ERROR if problems else EXIT_OK
 
 
-def _print(checks: list[TopicCheck], problems: list[str]) -> None:
-    out: list[str] = []
+def _print(
+    checks: list[TopicCheck], knowledge: KnowledgeCheck, problems: list[str], note: str
+) -> None:
+    out: list[str] = [note] if note else []
     for check in checks:
         out.append(f"{check.topic} ({check.backend})")
         if check.backend != "file":
@@ -55,11 +61,23 @@ def _print(checks: list[TopicCheck], problems: list[str]) -> None:
                 out.append(f"    {file.path}: {file.lines} lines: {read}{span}")
                 if file.example:
                     out.append(f"      not in the format: {file.example}")
-    out.append(f"(the first {SAMPLE_LINES} lines of the newest files of each source)")
+    if checks:
+        out.append(f"(the first {SAMPLE_LINES} lines of the newest files of each source)")
+    if knowledge.kind == "rag_http":
+        out.append("knowledge: a RAG service over HTTP (ACI_RAG_URL): checked by a worker")
+    elif not knowledge.problem:
+        out.append(
+            f"knowledge: {knowledge.folder}: {knowledge.runbooks} runbooks, "
+            f"{knowledge.sections} sections"
+        )
+        out += (
+            f"  {r.source}: {r.title!r}, {r.sections} sections" for r in knowledge.listed
+            if not r.problem
+        )  # fmt: skip
     if problems:
         out.append(f"{len(problems)} problems:")
         out += (f"  {p}" for p in problems)
     else:
-        out.append("every topic reads well")
+        out.append("everything reads well")
     sys.stdout.write("".join(safe_text(line) + "\n" for line in out))
     sys.stdout.flush()

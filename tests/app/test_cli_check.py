@@ -18,8 +18,10 @@ ROOT = Path(__file__).resolve().parents[2]
 SAMPLES = ROOT / "tests" / "workers" / "logs_samples"
 
 
-def check(config: Path | None, *flags: str) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("ACI_")}
+def check(
+    config: Path | None, *flags: str, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    env = {**{k: v for k, v in os.environ.items() if not k.startswith("ACI_")}, **(env or {})}
     if config is not None:
         env["ACI_LOGS_CONFIG"] = str(config)
     return subprocess.run(
@@ -58,7 +60,7 @@ def test_a_configuration_that_reads_well_exits_0_and_json_says_the_same(tmp_path
     config = setup(tmp_path, "plain", "nats-server.log", "mosquitto.log")
     done = check(config)
     assert done.returncode == 0, done.stdout + done.stderr
-    assert done.stdout.endswith("every topic reads well\n")
+    assert done.stdout.endswith("everything reads well\n")
     as_json = check(config, "--json")
     assert as_json.returncode == 0
     (body,) = [json.loads(line) for line in as_json.stdout.splitlines()]
@@ -134,3 +136,30 @@ def test_a_format_that_reads_the_lines_but_no_level_is_named_with_one_that_does(
         f'APPLICATION: {logs}/app.log: format = "log4j" gives 2 of its records a level '
         "(plain: 0 of 2)"
     ]
+
+
+def test_the_runbook_folder_is_checked_as_the_index_reads_it(tmp_path: Path) -> None:
+    kb = tmp_path / "kb"
+    (kb / "sub").mkdir(parents=True)
+    (kb / "sub" / "disk.md").write_text("# Disk full\n\nRun `df -h` on the node.\n")
+    (kb / "empty.md").write_text("---\ntitle: draft\n---\n")
+    (kb / "big.md").write_text("a" * 3000)
+    (kb / "export.adoc").write_text("= Old runbook\n")
+    (kb / "page.html").write_text("<h1>x</h1>\n")
+    env = {"ACI_KNOWLEDGE_DIR": str(kb), "ACI_KNOWLEDGE_MAX_FILE_BYTES": "2048"}
+    done = check(None, env=env)
+    assert done.returncode == 1, done.stderr
+    assert f"knowledge: {kb}: 3 runbooks, 1 sections" in done.stdout
+    assert "  sub/disk.md: 'Disk full', 1 sections" in done.stdout
+    assert done.stdout.splitlines()[-3:] == [
+        "  knowledge: big.md: 3000 bytes, over ACI_KNOWLEDGE_MAX_FILE_BYTES (2048): not indexed",
+        "  knowledge: empty.md: holds no text: nothing of it can be found",
+        "  knowledge: 2 files are not runbooks and are not read (1 .adoc, 1 .html)",
+    ]
+    missing = check(None, env={"ACI_KNOWLEDGE_DIR": str(tmp_path / "nope")})
+    assert missing.returncode == 1
+    assert (
+        f"knowledge: ACI_KNOWLEDGE_DIR {tmp_path}/nope is not a readable folder" in missing.stdout
+    )
+    bad = check(None, env={"ACI_KNOWLEDGE_MAX_FILE_BYTES": "12"})
+    assert bad.returncode == 2 and "ACI_KNOWLEDGE_MAX_FILE_BYTES must be between" in bad.stderr

@@ -15,6 +15,7 @@ import os
 import re
 import stat
 from collections import Counter
+from collections.abc import Mapping
 from pathlib import Path, PurePath
 from typing import Final
 
@@ -25,6 +26,7 @@ __all__ = [
     "RUNBOOK_SUFFIXES",
     "TooLarge",
     "files_fingerprint",
+    "max_file_bytes_from_env",
     "read_inside",
     "runbook_files",
 ]
@@ -123,6 +125,15 @@ def _warn_once(message: str) -> None:
 
 DIR_FLAGS: Final = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 _FILE_FLAGS: Final = os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC
+
+
+def max_file_bytes_from_env(env: Mapping[str, str]) -> int:
+    """ACI_KNOWLEDGE_MAX_FILE_BYTES (1 KiB to 64 MiB; `ValueError` otherwise)."""
+    text = env.get("ACI_KNOWLEDGE_MAX_FILE_BYTES", "").strip()
+    value = int(text) if text.isdigit() else DEFAULT_MAX_FILE_BYTES if not text else 0
+    if not 1024 <= value <= 64 * 1024 * 1024:
+        raise ValueError("ACI_KNOWLEDGE_MAX_FILE_BYTES must be between 1024 and 67108864")
+    return value
 
 
 class TooLarge(Exception):

@@ -40,7 +40,11 @@ from workers.sources.base import SourceError
 from workers.sources.kept import cache_dir_from_env
 from workers.sources.knowledge.analysis import Chunk, split_markdown, terms_of
 from workers.sources.knowledge.encoder import Encoder, query_vector, shared_use_encoder
-from workers.sources.knowledge.files import DEFAULT_MAX_FILE_BYTES, files_fingerprint
+from workers.sources.knowledge.files import (
+    DEFAULT_MAX_FILE_BYTES,
+    files_fingerprint,
+    max_file_bytes_from_env,
+)
 from workers.sources.knowledge.ranking import USE_LEVELS, Mode, rank
 from workers.sources.knowledge.search import MIN_COVERAGE, relevance_of, search
 from workers.sources.knowledge.store import ANALYSIS_HASH, INDEX_VERSION, IndexFile, build_index
@@ -132,11 +136,7 @@ class KnowledgeIndexSource:
         max_hits = int(env.get("ACI_KNOWLEDGE_MAX_HITS", "").strip() or 5)
         if not 1 <= max_hits <= 50:
             raise ValueError("ACI_KNOWLEDGE_MAX_HITS must be between 1 and 50")
-        max_file_bytes = int(
-            env.get("ACI_KNOWLEDGE_MAX_FILE_BYTES", "").strip() or DEFAULT_MAX_FILE_BYTES
-        )
-        if not 1024 <= max_file_bytes <= 64 * 1024 * 1024:
-            raise ValueError("ACI_KNOWLEDGE_MAX_FILE_BYTES must be between 1024 and 67108864")
+        max_file_bytes = max_file_bytes_from_env(env)
         retrieval = env.get("ACI_KNOWLEDGE_RETRIEVAL", "").strip() or "fused"
         if retrieval not in _MODES:
             raise ValueError("ACI_KNOWLEDGE_RETRIEVAL must be fused, dense or lexical")

@@ -1,0 +1,122 @@
+"""What the runbook folder gives `lookup_knowledge`, checked before a worker indexes it
+(`aci-evidence check`, docs/knowledge.md "Checking the folder").
+
+The same walk and reads as the index build (`files.runbook_files`, `files.read_inside`,
+`analysis.split_document`), without building it: each runbook's title and how many sections
+it is served in, and the problems: no folder, no runbook, a runbook over the size cap, one
+that cannot be read or holds no text, and files of other kinds the index passes over
+(`.adoc`, `.html`: an export no lookup will ever find). Nothing is written anywhere.
+"""
+
+from __future__ import annotations
+
+import os
+from collections import Counter
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Final
+
+import msgspec
+
+from workers.sources.knowledge.analysis import split_document
+from workers.sources.knowledge.files import (
+    DIR_FLAGS,
+    RUNBOOK_SUFFIXES,
+    TooLarge,
+    max_file_bytes_from_env,
+    read_inside,
+    runbook_files,
+)
+
+__all__ = ["KnowledgeCheck", "RunbookCheck", "check_knowledge"]
+
+# The bundled runbooks (`index.DEFAULT_KNOWLEDGE_DIR`, named here without importing the index).
+_BUNDLED: Final = Path(__file__).with_name("runbooks")
+MAX_LISTED: Final = 200  # runbooks listed one by one; all are counted
+
+
+class RunbookCheck(msgspec.Struct, kw_only=True):
+    """One runbook as the index would serve it."""
+
+    source: str  # its path under the folder
+    title: str = ""
+    sections: int = 0
+    problem: str = ""
+
+
+class KnowledgeCheck(msgspec.Struct, kw_only=True):
+    """The knowledge source a worker would open."""
+
+    kind: str  # "embedded" (the runbook folder) or "rag_http" (ACI_RAG_URL)
+    folder: str = ""
+    runbooks: int = 0
+    sections: int = 0
+    listed: list[RunbookCheck] = []
+    others: dict[str, int] = {}  # files passed over, by suffix
+    problem: str = ""
+
+    def problems(self) -> list[str]:
+        """What an operator should look at, one line each."""
+        if self.problem:
+            return [f"knowledge: {self.problem}"]
+        out = [f"knowledge: {r.source}: {r.problem}" for r in self.listed if r.problem]
+        if self.kind == "embedded" and not self.sections:
+            suffixes = ", ".join(RUNBOOK_SUFFIXES)
+            out.append(f"knowledge: {self.folder} holds no runbook text ({suffixes})")
+        if self.others:
+            common = sorted(self.others.items(), key=lambda kv: (-kv[1], kv[0]))[:5]
+            kinds = ", ".join(f"{n} {suffix}" for suffix, n in common)
+            out.append(
+                f"knowledge: {sum(self.others.values())} files are not runbooks and are not "
+                f"read ({kinds})"
+            )
+        return out
+
+
+def check_knowledge(env: Mapping[str, str]) -> KnowledgeCheck:
+    """The folder named by ACI_KNOWLEDGE_DIR (else the bundled runbooks), read as the index
+    build reads it; with ACI_RAG_URL, only that the service is what answers."""
+    if env.get("ACI_RAG_URL", "").strip():
+        return KnowledgeCheck(kind="rag_http")
+    folder = Path(env.get("ACI_KNOWLEDGE_DIR", "").strip() or _BUNDLED)
+    max_bytes = max_file_bytes_from_env(env)
+    check = KnowledgeCheck(kind="embedded", folder=str(folder))
+    try:
+        root = folder.resolve(strict=True)
+        root_fd = os.open(root, DIR_FLAGS)
+    except (OSError, RuntimeError):
+        check.problem = f"ACI_KNOWLEDGE_DIR {folder} is not a readable folder: lookups fail"
+        return check
+    others: Counter[str] = Counter()
+    try:
+        for source, path in runbook_files(root, others):
+            runbook = _runbook(root_fd, source, path.relative_to(root), max_bytes)
+            check.runbooks += 1
+            check.sections += runbook.sections
+            if len(check.listed) < MAX_LISTED or runbook.problem:
+                check.listed.append(runbook)
+    finally:
+        os.close(root_fd)
+    check.others = dict(others)
+    return check
+
+
+def _runbook(root_fd: int, source: str, rel: Path, max_bytes: int) -> RunbookCheck:
+    check = RunbookCheck(source=source)
+    try:
+        text = read_inside(root_fd, rel, max_bytes)
+    except TooLarge as big:
+        check.problem = (
+            f"{big.size} bytes, over ACI_KNOWLEDGE_MAX_FILE_BYTES ({max_bytes}): not indexed"
+        )
+        return check
+    if text is None:
+        check.problem = "cannot be read (replaced or unreadable): not indexed"
+        return check
+    chunks = split_document(text, source)
+    check.sections = len(chunks)
+    if chunks:
+        check.title = chunks[0].title
+    else:
+        check.problem = "holds no text: nothing of it can be found"
+    return check
