@@ -109,3 +109,41 @@ def test_check_logs_reads_only_the_newest_files_first_lines(tmp_path: Path) -> N
     (file,) = topic.sources[0].files
     assert (file.lines, file.records, file.unparsed) == (2000, 2000, 0)
     assert topic.problems() == []
+
+
+def test_a_line_over_the_cap_and_a_broken_archive_are_said_as_what_they_are(
+    tmp_path: Path,
+) -> None:
+    # Both were "replaced or unreadable since it was listed" (a line over max_line_bytes, a
+    # truncated gzip) or nothing at all when some lines were read before them.
+    import gzip
+
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    good = "2026-12-04 19:00:00 INFO x\n"
+    (logs / "a-long.log").write_text("y" * 300 + "\n")
+    (logs / "b-long-then-good.log").write_text(good + "y" * 300 + "\n" + good)
+    whole = gzip.compress((good * 200).encode())
+    (logs / "c-cut.log.1").write_bytes(whole[: len(whole) // 2])
+    config = parse_logs_config(
+        f'roots = ["{logs}"]\n[scan]\nmax_line_bytes = 100\n[topics.APPLICATION]\n'
+        f'backend = "file"\nformat = "plain"\npaths = ["{logs}/*"]\n'
+    )
+    (topic,) = check_logs(config, time.time())
+    files = {Path(f.path).name: f for f in topic.sources[0].files}
+    assert files["a-long.log"].unread == "1 lines longer than max_line_bytes (100) skipped"
+    assert files["b-long-then-good.log"].records == 2
+    assert (
+        files["b-long-then-good.log"].unread == "1 lines longer than max_line_bytes (100) skipped"
+    )
+    assert files["c-cut.log.1"].unread.startswith("a corrupt or truncated archive: read up to")
+    problems = topic.problems()
+    assert (
+        f"APPLICATION: {logs}/b-long-then-good.log: partly read: 1 lines longer than "
+        "max_line_bytes (100) skipped" in problems
+    )
+    assert (
+        f"APPLICATION: {logs}/a-long.log: not read: 1 lines longer than max_line_bytes"
+        " (100) skipped" in problems
+    )
+    assert not any("replaced or unreadable" in p for p in problems)

@@ -47,7 +47,7 @@ class FileCheck(msgspec.Struct, kw_only=True):
     last: str | None = None
     future: int = 0  # records dated after now (beyond the clock skew allowed)
     example: str = ""  # the first line not in the format, cut to EXAMPLE_CHARS
-    unread: str = ""  # why the file could not be read (a compression, a race with rotation)
+    unread: str = ""  # why it was not (wholly) read: a compression, a broken archive, long lines
     better: str = ""  # a named format that reads more of these lines ...
     better_reads: int = 0  # ... and how many
 
@@ -87,8 +87,8 @@ def _file_problems(topic: str, file: FileCheck) -> list[str]:
     out: list[str] = []
     where = f"{topic}: {file.path}"
     if file.unread:
-        out.append(f"{where}: not read: {file.unread}")
-    elif file.lines and not file.records:
+        out.append(f"{where}: {'partly read' if file.lines else 'not read'}: {file.unread}")
+    if file.lines and not file.records:
         out.append(f"{where}: no line is in format {file.format}")
     if file.better:
         out.append(
@@ -130,11 +130,8 @@ def _file(file: LogFile, source: FileSource, reader: Reader, zone: str, now: flo
     with contextlib.closing(reader.lines_of(file)) as read:  # the newest part of a large file
         lines = [line for line in itertools.islice(read, SAMPLE_LINES) if line.strip()]
     check = FileCheck(path=file.real, format=source.format, lines=len(lines), records=0, unparsed=0)
+    check.unread = _unread(reader, bool(lines))
     if not lines:
-        if reader.unread:
-            check.unread = f"{reader.unread[0]} compression (install its Python package)"
-        elif reader.stopped:
-            check.unread = "replaced or unreadable since it was listed"
         return check
     tz = zone_of(zone)
     now_ms = int(now * 1000)
@@ -156,6 +153,20 @@ def _file(file: LogFile, source: FileSource, reader: Reader, zone: str, now: flo
     if check.unparsed:
         check.better, check.better_reads = _better(lines, source, tz, now_ms, file.real, check)
     return check
+
+
+def _unread(reader: Reader, some: bool) -> str:
+    """Why the file's sample is not all of its first lines ('' when it is)."""
+    if reader.unread:
+        return f"{reader.unread[0]} compression (install its Python package)"
+    if reader.broken:
+        return "a corrupt or truncated archive: read up to its error"
+    if reader.long_lines:
+        cap = reader.budget.max_line_bytes
+        return f"{reader.long_lines} lines longer than max_line_bytes ({cap}) skipped"
+    if reader.stopped and not some:
+        return "replaced or unreadable since it was listed"
+    return ""
 
 
 def _better(
