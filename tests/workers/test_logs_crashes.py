@@ -233,3 +233,20 @@ def test_a_hostile_line_in_a_goroutine_dump_is_read_in_linear_time(fmt: str) -> 
             parser.feed(line)
     parser.flush()
     assert time.perf_counter() - started < 1.5
+
+
+def test_a_level_line_after_a_head_that_is_not_java_util_logging_stays_its_own_line(
+    tmp_path: Path,
+) -> None:
+    # Go's `log` has no level; a library's bare `WARNING: ...` on stderr after it was read as
+    # java.util.logging's second line: the request's record became WARN "proxy ignored" and
+    # its own text moved to a field `source`.
+    (tmp_path / "app.log").write_text(
+        "2026/12/04 19:46:37.027351 handling request id=42\nWARNING: proxy ignored: no_proxy set\n"
+    )
+    found = read(tmp_path, "app.log")
+    (request,) = found.records
+    assert request.message == "handling request id=42" and request.level == ""
+    assert request.fields == {} and found.unparsed_lines == 1
+    assert read(tmp_path, "app.log", "level:warn").match_count == 0
+    assert read(tmp_path, "app.log", "proxy").match_count == 1  # matched as text, not lost
