@@ -56,6 +56,7 @@ _CRASH: Final = re.compile(
 )
 _GO_DUMP: Final = re.compile(
     r"\[signal |goroutine \d+ .*\]:$|created by |exit status \d+$|\.\.\.additional frames elided"
+    r"|runtime stack:$"  # a fatal error's stack of the runtime itself (stack overflow)
     # a frame: `main.(*Server).handle(0x0, 0xc000010000)`, `main.Map[...].Get(...)`; no class
     # holds a parenthesis, so a hostile `((((...` line is read in linear time, not quadratic
     r"|[\w./\[\]-]+(?:\(\*[\w./\[\],-]+\)[\w./\[\]-]*)?\([^()]*\)$"
