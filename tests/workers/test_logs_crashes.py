@@ -262,3 +262,25 @@ def test_a_go_stack_overflow_keeps_its_runtime_stack(tmp_path: Path) -> None:
     lines = (SAMPLES / "go_stack_overflow.log").read_text().splitlines()
     assert fatal.message.splitlines() == [line for line in lines[3:] if line.strip()]
     assert fatal.fields == {"exception": "fatal error"}
+
+
+@pytest.mark.parametrize("fmt", ["plain", "cri"])
+def test_a_goroutine_dump_past_the_joined_cap_is_lines_not_in_the_format(
+    tmp_path: Path, fmt: str
+) -> None:
+    # A server's panic with 600 goroutines (1,800 lines of dump): the lines past the 1,000 a
+    # record joins were dropped, counted nowhere: a query for the last goroutine's frame found
+    # nothing (NO_EVIDENCE) though the file held it.
+    dump = ["panic: boom", "", "goroutine 1 [running]:", "main.main()", "\t/srv/main.go:5 +0x25"]
+    for n in range(2, 602):
+        dump += ["", f"goroutine {n} [chan receive]:", f"main.worker{n}()", "\t/srv/w.go:9 +0x1"]
+    stamp = "2026-12-04T19:46:37.000000000Z stderr F " if fmt == "cri" else ""
+    head = "2026/12/04 19:46:37.027351 handling request id=42"
+    lines = [head if fmt == "plain" else f"{stamp}{head}", *(f"{stamp}{t}" for t in dump)]
+    (tmp_path / "app.log").write_text("".join(f"{line}\n" for line in lines))
+    every = read(tmp_path, "app.log", fmt=fmt)
+    (panic,) = read(tmp_path, "app.log", "level:fatal", fmt=fmt).records
+    kept = len(panic.message.splitlines())
+    past = sum(1 for t in dump if t.strip()) - kept
+    assert past > 0 and every.match_count == 2 and every.unparsed_lines == past
+    assert read(tmp_path, "app.log", "main.worker601", fmt=fmt).match_count == 1

@@ -155,6 +155,9 @@ class HeadParser:
         if len(self._more) < MAX_JOINED_LINES and self._size < MAX_JOINED_CHARS:
             self._more.append(text)
             self._size += len(text) + 1
+        else:  # past the cap (a goroutine dump of a busy server): no record's, never dropped
+            self.failed += 1
+            self.rejected.append(text)
 
     def flush(self) -> list[Entry]:
         pending, more, text = self._open, self._more, self._text
