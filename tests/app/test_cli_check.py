@@ -147,3 +147,24 @@ def test_a_line_over_the_cap_and_a_broken_archive_are_said_as_what_they_are(
         " (100) skipped" in problems
     )
     assert not any("replaced or unreadable" in p for p in problems)
+
+
+def test_a_password_in_a_dsn_of_the_example_line_is_not_printed(tmp_path: Path) -> None:
+    # The first line not in the format is shown; an app that logs its DSN at start put the
+    # password in check's output (a terminal, a ticket the output is pasted into).
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    (logs / "app.log").write_text(
+        "connecting to postgresql://orders:hunter2@db.internal:5432/orders?sslmode=require\n"
+        "2026-12-04 19:00:00 INFO started\n"
+    )
+    config = tmp_path / "logs.toml"
+    config.write_text(
+        f'roots = ["{logs}"]\n[topics.APPLICATION]\nbackend = "file"\nformat = "plain"\n'
+        f'paths = ["{logs}/app.log"]\n'
+    )
+    for flags in ((), ("--json",)):
+        done = check(config, *flags)
+        assert done.returncode == 0, done.stderr
+        assert "hunter2" not in done.stdout
+        assert "postgresql://orders:***@db.internal:5432/orders" in done.stdout

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import itertools
+import re
 from datetime import tzinfo
 from typing import Final
 
@@ -33,6 +34,14 @@ EXAMPLE_CHARS: Final = 160
 # Formats tried on lines the configured one could not read (`regex` needs the operator's
 # pattern; `mysql_slow` takes any text for a statement's, so only a slow log is offered it).
 _TRIED: Final = tuple(f for f in FORMATS if f not in ("regex", "mysql_slow"))
+# A URL's password (`postgresql://user:secret@host`), as an app logs its DSN at start: anchored
+# at `://` so a long line is read in linear time.
+_PASSWORD: Final = re.compile(r"(://[^/\s:@]*:)[^\s@/]*@")
+
+
+def _without_password(line: str) -> str:
+    """The line with a URL's password shown as `***` (cut first, not past a long password)."""
+    return _PASSWORD.sub(r"\1***@", line[: EXAMPLE_CHARS + 1024])
 
 
 class FileCheck(msgspec.Struct, kw_only=True):
@@ -46,7 +55,7 @@ class FileCheck(msgspec.Struct, kw_only=True):
     first: str | None = None  # the records' earliest and latest time (the topic's zone)
     last: str | None = None
     future: int = 0  # records dated after now (beyond the clock skew allowed)
-    example: str = ""  # the first line not in the format, cut to EXAMPLE_CHARS
+    example: str = ""  # the first line not in the format, cut to EXAMPLE_CHARS, no URL password
     unread: str = ""  # why it was not (wholly) read: a compression, a broken archive, long lines
     better: str = ""  # a named format that reads more of these lines ...
     better_reads: int = 0  # ... and how many
@@ -144,7 +153,7 @@ def _file(file: LogFile, source: FileSource, reader: Reader, zone: str, now: flo
         failed = parser.failed
         times += (e.epoch_ms for e in parser.feed(line))
         if parser.failed > failed and not check.example:
-            check.example = line.rstrip("\r\n")[:EXAMPLE_CHARS]
+            check.example = _without_password(line.rstrip("\r\n"))[:EXAMPLE_CHARS]
     times += (e.epoch_ms for e in parser.flush())
     check.records, check.unparsed = len(times), parser.failed
     if times:
