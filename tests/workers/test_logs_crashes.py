@@ -284,3 +284,18 @@ def test_a_goroutine_dump_past_the_joined_cap_is_lines_not_in_the_format(
     past = sum(1 for t in dump if t.strip()) - kept
     assert past > 0 and every.match_count == 2 and every.unparsed_lines == past
     assert read(tmp_path, "app.log", "main.worker601", fmt=fmt).match_count == 1
+
+
+def test_a_journald_message_exported_as_bytes_is_read_as_its_text(tmp_path: Path) -> None:
+    # journalctl -o json writes a field holding an escape (a coloured line) as an array of its
+    # bytes: the record's message was "[27,91,51,50,...]", so `"order placed"` found nothing
+    # (and the prefilter skipped the line, whose raw text has no such words).
+    later = NOW + 3600  # written at 20:22
+    every = read(tmp_path, "journald_color.json", fmt="jsonl", now=later)
+    assert every.match_count == 2 and not every.unparsed_lines
+    (placed,) = read(
+        tmp_path, "journald_color.json", '"order placed"', fmt="jsonl", now=later
+    ).records
+    assert placed.message == "\x1b[32mINFO\x1b[0m order placed id=42"
+    assert placed.service == "review-color" and placed.level == "INFO"
+    assert read(tmp_path, "journald_color.json", "placed", fmt="jsonl", now=later).match_count == 1
