@@ -299,3 +299,18 @@ def test_a_journald_message_exported_as_bytes_is_read_as_its_text(tmp_path: Path
     assert placed.message == "\x1b[32mINFO\x1b[0m order placed id=42"
     assert placed.service == "review-color" and placed.level == "INFO"
     assert read(tmp_path, "journald_color.json", "placed", fmt="jsonl", now=later).match_count == 1
+
+
+def test_epoch_seconds_read_are_those_of_2001_to_2065_as_documented(tmp_path: Path) -> None:
+    # docs/logs.md and stamps.py said 2001 to 2286; `[12]` and nine digits end in January 2065
+    (tmp_path / "app.log").write_text(
+        "1000000000: first\n2999999999: last\n3000000000: a count, not 2065\n"
+    )
+    parser = make_parser("plain", {}, UTC, "", "auto", int(NOW * 1000))
+    text = (tmp_path / "app.log").read_text().splitlines(True)
+    times = [e.epoch_ms for line in text for e in parser.feed(line)] + [
+        e.epoch_ms for e in parser.flush()
+    ]
+    assert times == [1_000_000_000_000, 2_999_999_999_000] and parser.failed == 1
+    docs = (Path(__file__).parents[2] / "docs" / "logs.md").read_text()
+    assert "epoch seconds of 2001 to 2065" in " ".join(docs.split())
