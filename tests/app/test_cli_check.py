@@ -168,3 +168,30 @@ def test_a_password_in_a_dsn_of_the_example_line_is_not_printed(tmp_path: Path) 
         assert done.returncode == 0, done.stderr
         assert "hunter2" not in done.stdout
         assert "postgresql://orders:***@db.internal:5432/orders" in done.stdout
+
+
+def test_container_runtime_lines_read_in_the_apps_format_are_named(tmp_path: Path) -> None:
+    # Docker's json-file lines configured as jsonl (each line is JSON: a new user's first
+    # choice) and the kubelet's CRI lines as plain (each starts with a time) read "well", every
+    # record level-less with the app's JSON or the stream as its message: check said nothing.
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    app = '{"level":"error","ts":1796413597.0,"msg":"payment failed"}'
+    (logs / "docker-json.log").write_text(
+        '{"log":"' + app.replace('"', '\\"') + '\\n","stream":"stdout",'
+        '"time":"2026-12-04T19:46:37.000000001Z"}\n'
+    )
+    (logs / "cri.log").write_text(f"2026-12-04T19:46:37.000000001Z stdout F {app}\n")
+    text = (
+        f'roots = ["{logs}"]\n[topics.APPLICATION]\nbackend = "file"\nformat = "jsonl"\n'
+        f'paths = ["{logs}/docker-json.log"]\n[topics.SYSTEM_EVENTS]\nbackend = "file"\n'
+        f'format = "plain"\npaths = ["{logs}/cri.log"]\n'
+    )
+    problems = [p for topic in check_logs(parse_logs_config(text), time.time()) for p in
+                topic.problems()]  # fmt: skip
+    assert problems == [
+        f'APPLICATION: {logs}/docker-json.log: format = "docker" reads 1 of 1 lines (jsonl: 1), '
+        "the app's own time, level and message inside a container runtime's line",
+        f'SYSTEM_EVENTS: {logs}/cri.log: format = "cri" reads 1 of 1 lines (plain: 1), '
+        "the app's own time, level and message inside a container runtime's line",
+    ]

@@ -5,7 +5,8 @@ Per file source: the files its globs match (newest first, at most `MAX_FILES`), 
 the first `SAMPLE_LINES` lines read in the source's format, as a call would read them: how many
 records, how many lines are not in the format (and the first of them), the records' first and
 last time, how many are dated in the future, and, when lines are not in the format, the named
-format that reads the most of those same lines, if it reads more. Nothing is written anywhere.
+format that reads the most of those same lines, if it reads more (or `docker` or `cri` reading
+as many: a container runtime's lines read in the app's format). Nothing is written anywhere.
 """
 
 from __future__ import annotations
@@ -34,6 +35,9 @@ EXAMPLE_CHARS: Final = 160
 # Formats tried on lines the configured one could not read (`regex` needs the operator's
 # pattern; `mysql_slow` takes any text for a statement's, so only a slow log is offered it).
 _TRIED: Final = tuple(f for f in FORMATS if f not in ("regex", "mysql_slow"))
+# Formats of a container runtime's lines around the app's own (`cri`).
+_CONTAINERS: Final = ("docker", "cri")
+_ENVELOPE: Final = ", the app's own time, level and message inside a container runtime's line"
 # A URL's password (`postgresql://user:secret@host`), as an app logs its DSN at start: anchored
 # at `://` so a long line is read in linear time.
 _PASSWORD: Final = re.compile(r"(://[^/\s:@]*:)[^\s@/]*@")
@@ -100,9 +104,11 @@ def _file_problems(topic: str, file: FileCheck) -> list[str]:
     if file.lines and not file.records:
         out.append(f"{where}: no line is in format {file.format}")
     if file.better:
+        reads = file.lines - file.unparsed
+        why = _ENVELOPE if file.better in _CONTAINERS and file.better_reads == reads else ""
         out.append(
             f'{where}: format = "{file.better}" reads {file.better_reads} of {file.lines} '
-            f"lines ({file.format}: {file.lines - file.unparsed})"
+            f"lines ({file.format}: {reads}){why}"
         )
     if file.future:
         out.append(f"{where}: {file.future} records dated in the future (check timezone)")
@@ -159,8 +165,9 @@ def _file(file: LogFile, source: FileSource, reader: Reader, zone: str, now: flo
     if times:
         check.first, check.last = format_ms(min(times), tz), format_ms(max(times), tz)
         check.future = sum(t > now_ms + AS_OF_SKEW_MS for t in times)
-    if check.unparsed:
-        check.better, check.better_reads = _better(lines, source, tz, now_ms, file.real, check)
+    if check.unparsed or source.format not in _CONTAINERS:
+        tried = _TRIED if check.unparsed else _CONTAINERS
+        check.better, check.better_reads = _better(lines, source, tz, now_ms, tried, check)
     return check
 
 
@@ -179,19 +186,26 @@ def _unread(reader: Reader, some: bool) -> str:
 
 
 def _better(
-    lines: list[str], source: FileSource, zone: tzinfo, now_ms: int, real: str, check: FileCheck
+    lines: list[str],
+    source: FileSource,
+    zone: tzinfo,
+    now_ms: int,
+    tried: tuple[str, ...],
+    check: FileCheck,
 ) -> tuple[str, int]:
     """The named format that reads the most of the lines, if more than the configured one."""
     best, best_reads = "", check.lines - check.unparsed
-    for fmt in _TRIED:
+    for fmt in tried:
         if fmt == source.format:
             continue
-        parser = make_parser(fmt, {}, zone, "", "auto", now_ms, real)
+        parser = make_parser(fmt, {}, zone, "", "auto", now_ms, check.path)
         records = 0
         for line in lines:
             records += len(parser.feed(line))
         records += len(parser.flush())
         reads = check.lines - parser.failed
-        if records and reads > best_reads:
+        # a container runtime's line read as the app's format (Docker's JSON as jsonl, CRI as
+        # plain) reads "well", each record level-less: its own format wins a tie
+        if records and (reads > best_reads or (fmt in _CONTAINERS and reads == best_reads)):
             best, best_reads = fmt, reads
     return best, best_reads if best else 0
