@@ -14,7 +14,7 @@ import time
 from app.commands.calls import print_json
 from app.errors import EXIT_ERROR, EXIT_OK
 from app.terminal import safe_text
-from workers.sources.logs.check import SAMPLE_LINES, TopicCheck, check_logs
+from workers.sources.logs.check import SAMPLE_BYTES, SAMPLE_LINES, TopicCheck, check_logs
 from workers.sources.logs.config import ENV_VAR, load_logs_config
 
 __all__ = ["cmd_check"]
@@ -55,7 +55,10 @@ def _print(checks: list[TopicCheck], problems: list[str]) -> None:
                 out.append(f"    {file.path}: {file.lines} lines: {read}{span}")
                 if file.example:
                     out.append(f"      not in the format: {file.example}")
-    out.append(f"(the first {SAMPLE_LINES} lines of the newest files of each source)")
+    most = f"{SAMPLE_BYTES // 1024 // 1024} MiB"
+    out.append(
+        f"(the first {SAMPLE_LINES} lines, {most} at most, of the newest files of each source)"
+    )
     if problems:
         out.append(f"{len(problems)} problems:")
         out += (f"  {p}" for p in problems)

@@ -2,11 +2,12 @@
 (`aci-evidence check`, docs/logs.md "Checking a configuration").
 
 Per file source: the files its globs match (newest first, at most `MAX_FILES`), and for each
-the first `SAMPLE_LINES` lines read in the source's format, as a call would read them: how many
-records, how many lines are not in the format (and the first of them), the records' first and
-last time, how many are dated in the future, and, when lines are not in the format, the named
-format that reads the most of those same lines, if it reads more (or `docker` or `cri` reading
-as many: a container runtime's lines read in the app's format). Nothing is written anywhere.
+the first `SAMPLE_LINES` lines (at most `SAMPLE_BYTES`) read in the source's format, as a call
+would read them: how many records, how many lines are not in the format (and the first of
+them), the records' first and last time, how many are dated in the future, and, when lines are
+not in the format, the named format that reads the most of those same lines, if it reads more
+(or `docker` or `cri` reading as many: a container runtime's lines read in the app's format).
+Nothing is written anywhere.
 """
 
 from __future__ import annotations
@@ -27,9 +28,18 @@ from workers.sources.logs.files import LogFile, Reader, find_files
 from workers.sources.logs.formats import make_parser
 from workers.sources.logs.records import format_ms
 
-__all__ = ["MAX_FILES", "SAMPLE_LINES", "FileCheck", "SourceCheck", "TopicCheck", "check_logs"]
+__all__ = [
+    "MAX_FILES",
+    "SAMPLE_BYTES",
+    "SAMPLE_LINES",
+    "FileCheck",
+    "SourceCheck",
+    "TopicCheck",
+    "check_logs",
+]
 
 SAMPLE_LINES: Final = 2000
+SAMPLE_BYTES: Final = 16 * 1024 * 1024  # and no more text: 17 formats parse the sample
 MAX_FILES: Final = 8
 EXAMPLE_CHARS: Final = 160
 # Formats tried on lines the configured one could not read (`regex` needs the operator's
@@ -142,8 +152,15 @@ def _source(source: FileSource, config: LogsConfig, zone: str, now: float) -> So
 
 
 def _file(file: LogFile, source: FileSource, reader: Reader, zone: str, now: float) -> FileCheck:
+    lines: list[str] = []
+    size = 0
     with contextlib.closing(reader.lines_of(file)) as read:  # the newest part of a large file
-        lines = [line for line in itertools.islice(read, SAMPLE_LINES) if line.strip()]
+        for line in itertools.islice(read, SAMPLE_LINES):
+            if line.strip():
+                lines.append(line)
+            size += len(line)
+            if size >= SAMPLE_BYTES:
+                break
     check = FileCheck(path=file.real, format=source.format, lines=len(lines), records=0, unparsed=0)
     check.unread = _unread(reader, bool(lines))
     if not lines:
