@@ -213,3 +213,22 @@ def test_a_sample_of_long_lines_stops_at_its_byte_cap(tmp_path: Path) -> None:
     (topic,) = check_logs(config, time.time())
     (file,) = topic.sources[0].files
     assert file.lines == file.records == -(-SAMPLE_BYTES // len(line)) < 400
+
+
+def test_the_example_is_the_line_not_in_the_format_not_the_one_after_it(tmp_path: Path) -> None:
+    # A multi-line format says a record's lines failed when the next head arrives (a month
+    # 13, lines past the joined cap): the example shown was that next, good line.
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    (logs / "app.log").write_text(
+        "2026-12-04 10:00:00 INFO first\n2026-13-04 10:00:01 INFO month 13\n"
+        "2026-12-04 10:00:02 INFO good\n"
+    )
+    config = parse_logs_config(
+        f'roots = ["{logs}"]\n[topics.APPLICATION]\nbackend = "file"\nformat = "plain"\n'
+        f'paths = ["{logs}/*.log"]\n'
+    )
+    (topic,) = check_logs(config, time.time())
+    (file,) = topic.sources[0].files
+    assert (file.records, file.unparsed) == (2, 1)
+    assert file.example == "2026-13-04 10:00:01 INFO month 13"

@@ -27,6 +27,7 @@ from workers.sources.logs.deadline import StopFlag
 from workers.sources.logs.files import LogFile, Reader, find_files
 from workers.sources.logs.formats import make_parser
 from workers.sources.logs.records import format_ms
+from workers.sources.logs.textformats import HeadParser
 
 __all__ = [
     "MAX_FILES",
@@ -172,12 +173,17 @@ def _file(file: LogFile, source: FileSource, reader: Reader, zone: str, now: flo
         source.pattern, source.time_format,
     )  # fmt: skip
     times: list[int] = []
+    rejected = parser.rejected if isinstance(parser, HeadParser) else None
     for line in lines:
         failed = parser.failed
         times += (e.epoch_ms for e in parser.feed(line))
         if parser.failed > failed and not check.example:
-            check.example = _without_password(line.rstrip("\r\n"))[:EXAMPLE_CHARS]
+            # a multi-line format fails a record's lines when the next head comes: those lines
+            check.example = _without_password(rejected[0] if rejected else line.rstrip("\r\n"))
+            check.example = check.example[:EXAMPLE_CHARS]
     times += (e.epoch_ms for e in parser.flush())
+    if rejected and not check.example:
+        check.example = _without_password(rejected[0])[:EXAMPLE_CHARS]
     check.records, check.unparsed = len(times), parser.failed
     if times:
         check.first, check.last = format_ms(min(times), tz), format_ms(max(times), tz)
