@@ -334,3 +334,19 @@ def test_a_quiet_services_crash_is_found_in_the_last_hour(tmp_path: Path) -> Non
     os.utime(tmp_path / "app.log", (NOW - 60, NOW - 60))
     found = search(file_source(tmp_path, "plain", ["app.log"], now=NOW), "level:fatal", 60)
     assert found.match_count == 1
+
+
+def test_a_docker_rotation_compressed_by_the_daemon_keeps_its_container_id(tmp_path: Path) -> None:
+    # `--log-opt compress=true` rotates to `<id>-json.log.1.gz`: its records had no
+    # container_id, so `container_id:<id>` missed every record of the compressed rotations.
+    import gzip
+
+    cid = "4f" * 32
+    folder = tmp_path / "containers" / cid
+    folder.mkdir(parents=True)
+    line = '{"log":"rotated away\\n","stream":"stdout","time":"2026-12-04T19:46:37.000000001Z"}\n'
+    (folder / f"{cid}-json.log.1.gz").write_bytes(gzip.compress(line.encode()))
+    os.utime(folder / f"{cid}-json.log.1.gz", (NOW - 60, NOW - 60))
+    source = file_source(tmp_path, "docker", [f"containers/{cid}/*-json.log*"], now=NOW)
+    found = search(source, f"container_id:{cid[:12]}", lookback=1440)
+    assert found.match_count == 1 and found.records[0].message == "rotated away"

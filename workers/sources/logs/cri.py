@@ -138,7 +138,8 @@ class _DockerLine(msgspec.Struct):
 
 
 _DOCKER: Final = msgspec.json.Decoder(_DockerLine)
-_DOCKER_PATH: Final = re.compile(r"/([0-9a-f]{64})/\1-json\.log(?:\.\d+)?$")
+# rotations: `<id>-json.log.1`, and `<id>-json.log.1.gz` with `--log-opt compress=true`
+_DOCKER_PATH: Final = re.compile(r"/([0-9a-f]{64})/\1-json\.log(?:\.\d+(?:\.gz)?)?$")
 
 
 def docker_fields(real_path: str) -> dict[str, str]:
