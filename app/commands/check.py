@@ -17,7 +17,7 @@ from app.errors import EXIT_ERROR, EXIT_OK
 from app.terminal import safe_text
 from pipeline.settings import SettingsError
 from workers.sources.knowledge.check import KnowledgeCheck, check_knowledge
-from workers.sources.logs.check import SAMPLE_LINES, TopicCheck, check_logs
+from workers.sources.logs.check import SAMPLE_BYTES, SAMPLE_LINES, TopicCheck, check_logs
 from workers.sources.logs.config import ENV_VAR, load_logs_config
 
 __all__ = ["cmd_check"]
@@ -62,7 +62,10 @@ def _print(
                 if file.example:
                     out.append(f"      not in the format: {file.example}")
     if checks:
-        out.append(f"(the first {SAMPLE_LINES} lines of the newest files of each source)")
+        most = f"{SAMPLE_BYTES // 1024 // 1024} MiB"
+        out.append(
+            f"(the first {SAMPLE_LINES} lines, {most} at most, of the newest files of each source)"
+        )
     if knowledge.kind == "rag_http":
         out.append("knowledge: a RAG service over HTTP (ACI_RAG_URL): checked by a worker")
     elif not knowledge.problem:

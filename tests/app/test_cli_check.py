@@ -113,6 +113,129 @@ def test_check_logs_reads_only_the_newest_files_first_lines(tmp_path: Path) -> N
     assert topic.problems() == []
 
 
+def test_a_line_over_the_cap_and_a_broken_archive_are_said_as_what_they_are(
+    tmp_path: Path,
+) -> None:
+    # Both were "replaced or unreadable since it was listed" (a line over max_line_bytes, a
+    # truncated gzip) or nothing at all when some lines were read before them.
+    import gzip
+
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    good = "2026-12-04 19:00:00 INFO x\n"
+    (logs / "a-long.log").write_text("y" * 300 + "\n")
+    (logs / "b-long-then-good.log").write_text(good + "y" * 300 + "\n" + good)
+    whole = gzip.compress((good * 200).encode())
+    (logs / "c-cut.log.1").write_bytes(whole[: len(whole) // 2])
+    config = parse_logs_config(
+        f'roots = ["{logs}"]\n[scan]\nmax_line_bytes = 100\n[topics.APPLICATION]\n'
+        f'backend = "file"\nformat = "plain"\npaths = ["{logs}/*"]\n'
+    )
+    (topic,) = check_logs(config, time.time())
+    files = {Path(f.path).name: f for f in topic.sources[0].files}
+    assert files["a-long.log"].unread == "1 lines longer than max_line_bytes (100) skipped"
+    assert files["b-long-then-good.log"].records == 2
+    assert (
+        files["b-long-then-good.log"].unread == "1 lines longer than max_line_bytes (100) skipped"
+    )
+    assert files["c-cut.log.1"].unread.startswith("a corrupt or truncated archive: read up to")
+    problems = topic.problems()
+    assert (
+        f"APPLICATION: {logs}/b-long-then-good.log: partly read: 1 lines longer than "
+        "max_line_bytes (100) skipped" in problems
+    )
+    assert (
+        f"APPLICATION: {logs}/a-long.log: not read: 1 lines longer than max_line_bytes"
+        " (100) skipped" in problems
+    )
+    assert not any("replaced or unreadable" in p for p in problems)
+
+
+def test_a_password_in_a_dsn_of_the_example_line_is_not_printed(tmp_path: Path) -> None:
+    # The first line not in the format is shown; an app that logs its DSN at start put the
+    # password in check's output (a terminal, a ticket the output is pasted into).
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    (logs / "app.log").write_text(
+        "connecting to postgresql://orders:hunter2@db.internal:5432/orders?sslmode=require\n"
+        "2026-12-04 19:00:00 INFO started\n"
+    )
+    config = tmp_path / "logs.toml"
+    config.write_text(
+        f'roots = ["{logs}"]\n[topics.APPLICATION]\nbackend = "file"\nformat = "plain"\n'
+        f'paths = ["{logs}/app.log"]\n'
+    )
+    for flags in ((), ("--json",)):
+        done = check(config, *flags)
+        assert done.returncode == 0, done.stderr
+        assert "hunter2" not in done.stdout
+        assert "postgresql://orders:***@db.internal:5432/orders" in done.stdout
+
+
+def test_container_runtime_lines_read_in_the_apps_format_are_named(tmp_path: Path) -> None:
+    # Docker's json-file lines configured as jsonl (each line is JSON: a new user's first
+    # choice) and the kubelet's CRI lines as plain (each starts with a time) read "well", every
+    # record level-less with the app's JSON or the stream as its message: check said nothing.
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    app = '{"level":"error","ts":1796413597.0,"msg":"payment failed"}'
+    (logs / "docker-json.log").write_text(
+        '{"log":"' + app.replace('"', '\\"') + '\\n","stream":"stdout",'
+        '"time":"2026-12-04T19:46:37.000000001Z"}\n'
+    )
+    (logs / "cri.log").write_text(f"2026-12-04T19:46:37.000000001Z stdout F {app}\n")
+    text = (
+        f'roots = ["{logs}"]\n[topics.APPLICATION]\nbackend = "file"\nformat = "jsonl"\n'
+        f'paths = ["{logs}/docker-json.log"]\n[topics.SYSTEM_EVENTS]\nbackend = "file"\n'
+        f'format = "plain"\npaths = ["{logs}/cri.log"]\n'
+    )
+    problems = [p for topic in check_logs(parse_logs_config(text), time.time()) for p in
+                topic.problems()]  # fmt: skip
+    assert problems == [
+        f'APPLICATION: {logs}/docker-json.log: format = "docker" reads 1 of 1 lines (jsonl: 1), '
+        "the app's own time, level and message inside a container runtime's line",
+        f'SYSTEM_EVENTS: {logs}/cri.log: format = "cri" reads 1 of 1 lines (plain: 1), '
+        "the app's own time, level and message inside a container runtime's line",
+    ]
+
+
+def test_a_sample_of_long_lines_stops_at_its_byte_cap(tmp_path: Path) -> None:
+    # 2,000 lines of 120 KB were all held and parsed by 17 formats: a 240 MB file took 5 s
+    # and 500 MB of memory for one file, eight per source
+    from workers.sources.logs.check import SAMPLE_BYTES
+
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    line = "2026-12-04 19:00:00 INFO " + "x" * 100_000 + "\n"
+    (logs / "wide.log").write_text(line * 400)
+    config = parse_logs_config(
+        f'roots = ["{logs}"]\n[topics.APPLICATION]\nbackend = "file"\nformat = "plain"\n'
+        f'paths = ["{logs}/*.log"]\n'
+    )
+    (topic,) = check_logs(config, time.time())
+    (file,) = topic.sources[0].files
+    assert file.lines == file.records == -(-SAMPLE_BYTES // len(line)) < 400
+
+
+def test_the_example_is_the_line_not_in_the_format_not_the_one_after_it(tmp_path: Path) -> None:
+    # A multi-line format says a record's lines failed when the next head arrives (a month
+    # 13, lines past the joined cap): the example shown was that next, good line.
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    (logs / "app.log").write_text(
+        "2026-12-04 10:00:00 INFO first\n2026-13-04 10:00:01 INFO month 13\n"
+        "2026-12-04 10:00:02 INFO good\n"
+    )
+    config = parse_logs_config(
+        f'roots = ["{logs}"]\n[topics.APPLICATION]\nbackend = "file"\nformat = "plain"\n'
+        f'paths = ["{logs}/*.log"]\n'
+    )
+    (topic,) = check_logs(config, time.time())
+    (file,) = topic.sources[0].files
+    assert (file.records, file.unparsed) == (2, 1)
+    assert file.example == "2026-13-04 10:00:01 INFO month 13"
+
+
 def test_a_format_that_reads_the_lines_but_no_level_is_named_with_one_that_does(
     tmp_path: Path,
 ) -> None:

@@ -2,16 +2,19 @@
 (`aci-evidence check`, docs/logs.md "Checking a configuration").
 
 Per file source: the files its globs match (newest first, at most `MAX_FILES`), and for each
-the first `SAMPLE_LINES` lines read in the source's format, as a call would read them: how many
-records, how many lines are not in the format (and the first of them), the records' first and
-last time, how many are dated in the future, and, when lines are not in the format, the named
-format that reads the most of those same lines, if it reads more. Nothing is written anywhere.
+the first `SAMPLE_LINES` lines (at most `SAMPLE_BYTES`) read in the source's format, as a call
+would read them: how many records, how many lines are not in the format (and the first of
+them), the records' first and last time, how many are dated in the future, and, when lines are
+not in the format, the named format that reads the most of those same lines, if it reads more
+(or `docker` or `cri` reading as many: a container runtime's lines read in the app's format).
+Nothing is written anywhere.
 """
 
 from __future__ import annotations
 
 import contextlib
 import itertools
+import re
 from datetime import tzinfo
 from typing import Final
 
@@ -24,15 +27,36 @@ from workers.sources.logs.deadline import StopFlag
 from workers.sources.logs.files import LogFile, Reader, find_files
 from workers.sources.logs.formats import make_parser
 from workers.sources.logs.records import Entry, format_ms
+from workers.sources.logs.textformats import HeadParser
 
-__all__ = ["MAX_FILES", "SAMPLE_LINES", "FileCheck", "SourceCheck", "TopicCheck", "check_logs"]
+__all__ = [
+    "MAX_FILES",
+    "SAMPLE_BYTES",
+    "SAMPLE_LINES",
+    "FileCheck",
+    "SourceCheck",
+    "TopicCheck",
+    "check_logs",
+]
 
 SAMPLE_LINES: Final = 2000
+SAMPLE_BYTES: Final = 16 * 1024 * 1024  # and no more text: 17 formats parse the sample
 MAX_FILES: Final = 8
 EXAMPLE_CHARS: Final = 160
 # Formats tried on lines the configured one could not read (`regex` needs the operator's
 # pattern; `mysql_slow` takes any text for a statement's, so only a slow log is offered it).
 _TRIED: Final = tuple(f for f in FORMATS if f not in ("regex", "mysql_slow"))
+# Formats of a container runtime's lines around the app's own (`cri`).
+_CONTAINERS: Final = ("docker", "cri")
+_ENVELOPE: Final = ", the app's own time, level and message inside a container runtime's line"
+# A URL's password (`postgresql://user:secret@host`), as an app logs its DSN at start: anchored
+# at `://` so a long line is read in linear time.
+_PASSWORD: Final = re.compile(r"(://[^/\s:@]*:)[^\s@/]*@")
+
+
+def _without_password(line: str) -> str:
+    """The line with a URL's password shown as `***` (cut first, not past a long password)."""
+    return _PASSWORD.sub(r"\1***@", line[: EXAMPLE_CHARS + 1024])
 
 
 class FileCheck(msgspec.Struct, kw_only=True):
@@ -46,8 +70,8 @@ class FileCheck(msgspec.Struct, kw_only=True):
     first: str | None = None  # the records' earliest and latest time (the topic's zone)
     last: str | None = None
     future: int = 0  # records dated after now (beyond the clock skew allowed)
-    example: str = ""  # the first line not in the format, cut to EXAMPLE_CHARS
-    unread: str = ""  # why the file could not be read (a compression, a race with rotation)
+    example: str = ""  # the first line not in the format, cut to EXAMPLE_CHARS, no URL password
+    unread: str = ""  # why it was not (wholly) read: a compression, a broken archive, long lines
     levelled: int = 0  # records with a level
     better: str = ""  # a named format that reads more of these lines, or levels ...
     better_reads: int = 0  # ... and how many lines it reads
@@ -89,13 +113,15 @@ def _file_problems(topic: str, file: FileCheck) -> list[str]:
     out: list[str] = []
     where = f"{topic}: {file.path}"
     if file.unread:
-        out.append(f"{where}: not read: {file.unread}")
-    elif file.lines and not file.records:
+        out.append(f"{where}: {'partly read' if file.lines else 'not read'}: {file.unread}")
+    if file.lines and not file.records:
         out.append(f"{where}: no line is in format {file.format}")
-    if file.better and file.better_reads > file.lines - file.unparsed:
+    reads = file.lines - file.unparsed
+    if file.better and (file.better_reads > reads or file.better in _CONTAINERS):
+        why = _ENVELOPE if file.better in _CONTAINERS and file.better_reads == reads else ""
         out.append(
             f'{where}: format = "{file.better}" reads {file.better_reads} of {file.lines} '
-            f"lines ({file.format}: {file.lines - file.unparsed})"
+            f"lines ({file.format}: {reads}){why}"
         )
     elif file.better:
         out.append(
@@ -134,14 +160,18 @@ def _source(source: FileSource, config: LogsConfig, zone: str, now: float) -> So
 
 
 def _file(file: LogFile, source: FileSource, reader: Reader, zone: str, now: float) -> FileCheck:
+    lines: list[str] = []
+    size = 0
     with contextlib.closing(reader.lines_of(file)) as read:  # the newest part of a large file
-        lines = [line for line in itertools.islice(read, SAMPLE_LINES) if line.strip()]
+        for line in itertools.islice(read, SAMPLE_LINES):
+            if line.strip():
+                lines.append(line)
+            size += len(line)
+            if size >= SAMPLE_BYTES:
+                break
     check = FileCheck(path=file.real, format=source.format, lines=len(lines), records=0, unparsed=0)
+    check.unread = _unread(reader, bool(lines))
     if not lines:
-        if reader.unread:
-            check.unread = f"{reader.unread[0]} compression (install its Python package)"
-        elif reader.stopped:
-            check.unread = "replaced or unreadable since it was listed"
         return check
     tz = zone_of(zone)
     now_ms = int(now * 1000)
@@ -150,12 +180,17 @@ def _file(file: LogFile, source: FileSource, reader: Reader, zone: str, now: flo
         source.pattern, source.time_format,
     )  # fmt: skip
     entries: list[Entry] = []
+    rejected = parser.rejected if isinstance(parser, HeadParser) else None
     for line in lines:
         failed = parser.failed
         entries += parser.feed(line)
         if parser.failed > failed and not check.example:
-            check.example = line.rstrip("\r\n")[:EXAMPLE_CHARS]
+            # a multi-line format fails a record's lines when the next head comes: those lines
+            check.example = _without_password(rejected[0] if rejected else line.rstrip("\r\n"))
+            check.example = check.example[:EXAMPLE_CHARS]
     entries += parser.flush()
+    if rejected and not check.example:
+        check.example = _without_password(rejected[0])[:EXAMPLE_CHARS]
     check.records, check.unparsed = len(entries), parser.failed
     check.levelled = sum(bool(e.level) for e in entries)
     if entries:
@@ -163,24 +198,48 @@ def _file(file: LogFile, source: FileSource, reader: Reader, zone: str, now: flo
         check.first, check.last = format_ms(min(times), tz), format_ms(max(times), tz)
         check.future = sum(t > now_ms + AS_OF_SKEW_MS for t in times)
     if check.unparsed or 2 * check.levelled < check.records:
-        _better(lines, source, tz, now_ms, file.real, check)
+        _better(lines, source, tz, now_ms, _TRIED, check)
+    elif source.format not in _CONTAINERS:
+        _better(lines, source, tz, now_ms, _CONTAINERS, check)
     return check
 
 
+def _unread(reader: Reader, some: bool) -> str:
+    """Why the file's sample is not all of its first lines ('' when it is)."""
+    if reader.unread:
+        return f"{reader.unread[0]} compression (install its Python package)"
+    if reader.broken:
+        return "a corrupt or truncated archive: read up to its error"
+    if reader.long_lines:
+        cap = reader.budget.max_line_bytes
+        return f"{reader.long_lines} lines longer than max_line_bytes ({cap}) skipped"
+    if reader.stopped and not some:
+        return "replaced or unreadable since it was listed"
+    return ""
+
+
 def _better(
-    lines: list[str], source: FileSource, zone: tzinfo, now_ms: int, real: str, check: FileCheck
+    lines: list[str],
+    source: FileSource,
+    zone: tzinfo,
+    now_ms: int,
+    tried: tuple[str, ...],
+    check: FileCheck,
 ) -> None:
-    """The named format that reads the most of the lines, if more than the configured one,
-    or as many and a level for most of its records where the configured one finds fewer."""
+    """The named format that reads the most of the lines, if more than the configured one, or
+    as many and a level for most of its records where the configured one finds fewer."""
     best_reads, best_levelled = check.lines - check.unparsed, check.levelled
-    for fmt in _TRIED:
+    for fmt in tried:
         if fmt == source.format:
             continue
-        parser = make_parser(fmt, {}, zone, "", "auto", now_ms, real)
+        parser = make_parser(fmt, {}, zone, "", "auto", now_ms, check.path)
         entries = [e for line in lines for e in parser.feed(line)] + parser.flush()
         reads, levelled = check.lines - parser.failed, sum(bool(e.level) for e in entries)
-        more = reads > best_reads
-        levels = reads == best_reads and 2 * levelled > len(entries)
-        if entries and (more or (levels and levelled > best_levelled)):
+        # a container runtime's line read as the app's format (Docker's JSON as jsonl, CRI as
+        # plain) reads "well", each record level-less: its own format wins a tie
+        tie = reads == best_reads
+        container = fmt in _CONTAINERS and tie
+        levels = tie and 2 * levelled > len(entries) and levelled > best_levelled
+        if entries and (reads > best_reads or container or levels):
             check.better, check.better_reads, check.better_levelled = fmt, reads, levelled
             best_reads, best_levelled = reads, levelled

@@ -48,10 +48,13 @@ class _Held:
     def __init__(self, entry: Entry, crash: Crash) -> None:
         self.entry, self.crash, self.lines, self.size = entry, crash, 0, 0
 
-    def join(self, text: str) -> None:
+    def join(self, text: str) -> bool:
+        """Join a line; False past the cap (the line is then no record's)."""
         if self.size < MAX_JOINED_CHARS and self.lines < MAX_JOINED_LINES:
             self.entry.message += "\n" + text
             self.size, self.lines = self.size + len(text) + 1, self.lines + 1
+            return True
+        return False
 
 
 class Cri:
@@ -94,8 +97,8 @@ class Cri:
         held = self._held.get(stream)
         if held is not None:
             if not text.strip() or continues(text, held.crash.go):
-                if text.strip():
-                    held.join(text)
+                if text.strip() and not held.join(text):
+                    self.failed += 1  # past the cap: a line not in the format, matched as text
                 return []
             del self._held[stream]
         out = [] if held is None else [held.entry]
@@ -135,7 +138,8 @@ class _DockerLine(msgspec.Struct):
 
 
 _DOCKER: Final = msgspec.json.Decoder(_DockerLine)
-_DOCKER_PATH: Final = re.compile(r"/([0-9a-f]{64})/\1-json\.log(?:\.\d+)?$")
+# rotations: `<id>-json.log.1`, and `<id>-json.log.1.gz` with `--log-opt compress=true`
+_DOCKER_PATH: Final = re.compile(r"/([0-9a-f]{64})/\1-json\.log(?:\.\d+(?:\.gz)?)?$")
 
 
 def docker_fields(real_path: str) -> dict[str, str]:

@@ -231,6 +231,7 @@ class Reader:
         self.out_of_budget = False
         self.unread: list[str] = []  # compressions of matched files it could not read
         self.broken = 0  # archives that ended in an error part way
+        self.long_lines = 0  # lines over `max_line_bytes`, skipped
 
     def _open(self, file: LogFile) -> BinaryIO | None:
         try:
@@ -310,6 +311,7 @@ class Reader:
             self.bytes_read += len(line)
             if len(line) > cap and not line.endswith(b"\n"):
                 self.stopped = True  # a line longer than the cap may hold a match: not exact
+                self.long_lines += 1
                 self._skip_rest(stream)
             else:
                 if b"\r" in line:  # CRLF files: no \r in any message or template

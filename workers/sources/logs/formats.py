@@ -158,6 +158,18 @@ def _field_name(key: str) -> str:
     return _cached_name(key) if len(key) <= 128 else _NOT_NAME.sub("_", key)
 
 
+_BYTES: Final = msgspec.json.Decoder(list[int])
+
+
+def _journal_text(value: str) -> str:
+    """A journald field exported as an array of its bytes (`journalctl -o json` does so for a
+    value holding an escape, a coloured line, or invalid UTF-8) as its text."""
+    try:
+        return bytes(_BYTES.decode(value)).decode("utf-8", "replace")
+    except (msgspec.DecodeError, ValueError):  # another list, or a number past 255
+        return value
+
+
 class _Mapped:
     """Shared by jsonl and logfmt: a flat key → value map to an entry."""
 
@@ -192,6 +204,9 @@ class _Mapped:
         if time_key == "__REALTIME_TIMESTAMP":
             for key in _JOURNAL_ADDRESS:  # where the entry sits in the journal, not what it says
                 flat.pop(key, None)
+            for key, value in flat.items():
+                if isinstance(value, str) and value.startswith("["):
+                    flat[key] = _journal_text(value)
         level_key, level = self._pick(flat, "level", LEVEL_KEYS)
         if level is None and time_key == "t.$date" and isinstance(flat.get("s"), str):
             level_key, level = "s", flat.pop("s")  # MongoDB: F E W I, D1..D5

@@ -14,7 +14,8 @@ record, such a line is no record (above).
 
 java.util.logging's default layout writes a record on two lines: a head without a level
 (`Dec 04, 2026 7:48:09 PM Main charge`, the class and method) and `WARNING: message`. That
-second line is the record's level and message; the head's text is the field `source`.
+second line is the record's level and message; the head's text is the field `source`. After
+any other head, such a line is no part of the record (another program's, on the same stderr).
 """
 
 from __future__ import annotations
@@ -55,11 +56,15 @@ _CRASH: Final = re.compile(
 )
 _GO_DUMP: Final = re.compile(
     r"\[signal |goroutine \d+ .*\]:$|created by |exit status \d+$|\.\.\.additional frames elided"
+    r"|runtime stack:$"  # a fatal error's stack of the runtime itself (stack overflow)
     # a frame: `main.(*Server).handle(0x0, 0xc000010000)`, `main.Map[...].Get(...)`; no class
     # holds a parenthesis, so a hostile `((((...` line is read in linear time, not quadratic
     r"|[\w./\[\]-]+(?:\(\*[\w./\[\],-]+\)[\w./\[\]-]*)?\([^()]*\)$"
 )
 _JUL_LEVEL: Final = re.compile(r"(SEVERE|WARNING|INFO|CONFIG|FINEST|FINER|FINE): ")
+# Its head: only after one is a `WARNING: ...` line that record's level and message (after
+# another head, Go's `log` say, such a line is another program's, not a part of the record).
+_JUL_HEAD: Final = re.compile(r"[A-Z][a-z]{2} \d\d?, \d{4} \d\d?:\d\d:\d\d [AP]M ")
 _EXCEPTION: Final = re.compile(
     r"\s*(?:Caused by: )?([\w$]+(?:\.[\w$]+)*(?:Exception|Error|Throwable|Exit|Interrupt))\b"
 )
@@ -131,7 +136,7 @@ class HeadParser:
             self._open, self._text, self._last, self._crash = found, text, found[0], False
             return out
         if self._open is not None and (
-            continues(text, self._crash) or (not self._more and _JUL_LEVEL.match(text))
+            continues(text, self._crash) or (not self._more and self._jul_level(text))
         ):
             self._join(text)
             return []
@@ -143,10 +148,16 @@ class HeadParser:
         self.rejected.append(text)
         return []
 
+    def _jul_level(self, text: str) -> bool:
+        return bool(_JUL_LEVEL.match(text) and _JUL_HEAD.match(self._text))
+
     def _join(self, text: str) -> None:
         if len(self._more) < MAX_JOINED_LINES and self._size < MAX_JOINED_CHARS:
             self._more.append(text)
             self._size += len(text) + 1
+        else:  # past the cap (a goroutine dump of a busy server): no record's, never dropped
+            self.failed += 1
+            self.rejected.append(text)
 
     def flush(self) -> list[Entry]:
         pending, more, text = self._open, self._more, self._text
@@ -164,7 +175,12 @@ class HeadParser:
         entry = pending[1](epoch)
         if not entry.service:
             entry.service = self.service
-        if more and not entry.level and (jul := _JUL_LEVEL.match(more[0])):
+        if (
+            more
+            and not entry.level
+            and _JUL_HEAD.match(text)
+            and (jul := _JUL_LEVEL.match(more[0]))
+        ):
             entry.fields["source"], entry.message = entry.message, more[0][jul.end() :]
             entry.level = canonical_level(jul.group(1)) or ""
             keep_level_name(entry.fields, jul.group(1), entry.level)

@@ -16,7 +16,7 @@ it is used; `stamp_ms` turns a match into epoch milliseconds in the topic's zone
 | `jul` | `Dec 04, 2026 7:48:09 PM` | java.util.logging's default `SimpleFormatter` |
 | `bsd` | `Jan  5 10:15:30` | syslog-like lines (the year supplied) |
 | `clock` | `10:15:30.123` | logback's default `%d{HH:mm:ss.SSS}` (the date supplied) |
-| `epoch` | `1796413608:`, `1286536308.779 ` | mosquitto, squid (seconds since 1970, 2001 to 2286) |
+| `epoch` | `1796413608:`, `1286536308.779 ` | mosquitto, squid (seconds since 1970, 2001 to 2065) |
 
 A time without a date or year gets the latest one not more than a day ahead of "now" (as
 syslog's yearless dates); a time without a zone is read in the topic's zone. Conversions are
@@ -50,7 +50,7 @@ STAMP: Final = (
     r"|(?P<jul>" + _MON + r" \d\d?, \d{4} \d\d?:\d\d:\d\d [AP]M)"
     r"|(?P<bsd>" + _MON + r" [ \d]\d \d\d:\d\d:\d\d" + _FRAC + r")"
     r"|(?P<clock>\d\d:\d\d:\d\d" + _FRAC + r")"
-    # seconds since 1970 (2001..2286) before `: ` or `]`, or with a fraction before a space:
+    # seconds since 1970 (2001..2065) before `: ` or `]`, or with a fraction before a space:
     # a line that only starts with a number (`1500000000 bytes sent`) is no time
     r"|(?P<epoch>[12]\d{9}(?:\.\d{1,9}(?=\s)|(?=: |\]))))"
 )
