@@ -29,25 +29,34 @@ NOW = datetime(2026, 12, 4, 20, 0, tzinfo=UTC).timestamp()  # the samples were w
 
 
 def read(
-    tmp_path: Path, name: str, query: str = "", fmt: str = "plain", now: float = NOW
+    tmp_path: Path,
+    name: str,
+    query: str = "",
+    fmt: str = "plain",
+    now: float = NOW,
+    written: float | None = None,
 ) -> LogsUpstream:
     if not (tmp_path / name).exists():
         shutil.copy(SAMPLES / name, tmp_path / name)
-    os.utime(tmp_path / name, (now - 60, now - 60))  # a file written by the test too
+    mtime = now - 60 if written is None else written  # when its producer last wrote it
+    os.utime(tmp_path / name, (mtime, mtime))  # a file written by the test too
     return search(file_source(tmp_path, fmt, [name], now=now), query, lookback=1440)
 
 
-def test_a_go_panic_is_one_fatal_record_timed_by_the_line_before(tmp_path: Path) -> None:
+PANICKED = datetime(2026, 12, 4, 19, 46, 37, 100000, tzinfo=UTC).timestamp()  # go_panic.log
+
+
+def test_a_go_panic_is_one_fatal_record_timed_by_its_files_last_write(tmp_path: Path) -> None:
     every = read(tmp_path, "go_panic.log")
     assert every.match_count == 4 and not every.unparsed_lines  # 3 log lines and the panic
-    (panic,) = read(tmp_path, "go_panic.log", "level:fatal").records
+    (panic,) = read(tmp_path, "go_panic.log", "level:fatal", written=PANICKED).records
     assert panic.message.startswith("panic: runtime error: invalid memory address")
     assert (
         "goroutine 6 [running]:" in panic.message and "main.(*Server).handle(...)" in panic.message
     )
     assert panic.message.endswith("/srv/orderapi/main.go:22 +0x12a")
     assert panic.fields == {"exception": "panic"}
-    assert panic.timestamp == "2026-12-04T19:46:37.027Z"  # the request it died in
+    assert panic.timestamp == "2026-12-04T19:46:37.100Z"  # its process's last write
     # the dump no longer sticks to the record before it
     (request,) = read(tmp_path, "go_panic.log", '"handling request"').records
     assert request.message == "handling request id=42" and request.level == ""
@@ -71,11 +80,12 @@ def test_java_util_logging_default_and_an_uncaught_exception(tmp_path: Path) -> 
     assert slow.message == "payment gateway slow: 2300 ms for o-1042"
     assert slow.fields == {"source": "Main charge", "level_name": "WARNING"}
     assert slow.timestamp == "2026-12-04T19:48:09.000Z"
-    (thrown,) = read(tmp_path, "jul_default.log", "level:error").records
+    exited = datetime(2026, 12, 4, 19, 48, 9, 400000, tzinfo=UTC).timestamp()
+    (thrown,) = read(tmp_path, "jul_default.log", "level:error", written=exited).records
     assert thrown.message.startswith('Exception in thread "main" java.lang.IllegalStateException')
     assert "Caused by: java.io.IOException: connection reset by peer" in thrown.message
     assert thrown.fields == {"exception": "java.lang.IllegalStateException"}
-    assert thrown.timestamp == slow.timestamp
+    assert thrown.timestamp == "2026-12-04T19:48:09.400Z"  # the JVM's last write
     info = read(tmp_path, "jul_default.log", "level:info")
     assert sorted(r.message for r in info.records) == [
         "charging order o-1042",
@@ -408,13 +418,6 @@ def test_epoch_seconds_read_are_those_of_2001_to_2065_as_documented(tmp_path: Pa
     assert "epoch seconds of 2001 to 2065" in " ".join(docs.split())
 
 
-@pytest.mark.xfail(
-    reason="open: a crash is timed by the record before it, hours before in a quiet service's "
-    "log; the file's mtime (a crash is its process's last write) or the next record (the "
-    "restart) bound it far closer. A design choice for the lead: see the review report.",
-    strict=True,
-    raises=AssertionError,
-)
 def test_a_quiet_services_crash_is_found_in_the_last_hour(tmp_path: Path) -> None:
     # Logged once at 09:00, panicked at 19:59 (the file's mtime): "did it panic in the last
     # hour?" answers nothing, the panic dated 09:00.
@@ -425,7 +428,33 @@ def test_a_quiet_services_crash_is_found_in_the_last_hour(tmp_path: Path) -> Non
     )
     os.utime(tmp_path / "app.log", (NOW - 60, NOW - 60))
     found = search(file_source(tmp_path, "plain", ["app.log"], now=NOW), "level:fatal", 60)
-    assert found.match_count == 1
+    assert found.match_count == 1  # was 0: the panic dated 09:00, the record before it
+    assert found.records[0].timestamp == "2026-12-04T19:59:00.000Z"
+
+
+def test_a_crash_before_a_restart_is_timed_by_the_restart(tmp_path: Path) -> None:
+    (tmp_path / "app.log").write_text(
+        "2026/12/04 09:00:00.000001 starting order-api on :8080\n"
+        "panic: runtime error: index out of range [3] with length 3\n\n"
+        "goroutine 1 [running]:\nmain.main()\n\t/srv/main.go:9 +0x1d\n"
+        "2026/12/04 19:30:02.000001 starting order-api on :8080\n"
+    )
+    os.utime(tmp_path / "app.log", (NOW - 60, NOW - 60))
+    found = search(file_source(tmp_path, "plain", ["app.log"], now=NOW), "level:fatal", 60)
+    assert [r.timestamp for r in found.records] == ["2026-12-04T19:30:02.000Z"]
+
+
+def test_a_copied_file_s_crash_keeps_the_time_of_the_record_before_it(tmp_path: Path) -> None:
+    # A post-mortem of yesterday's log copied today: its mtime is no time of the crash, which
+    # is then dated by the record before it (a lower bound), inside the incident's window.
+    (tmp_path / "app.log").write_text(
+        "2026/12/03 03:00:00.000001 handling request id=42\n"
+        "panic: runtime error: invalid memory address or nil pointer dereference\n"
+    )
+    os.utime(tmp_path / "app.log", (NOW - 60, NOW - 60))
+    as_of = datetime(2026, 12, 3, 3, 30, tzinfo=UTC).timestamp()
+    found = search(file_source(tmp_path, "plain", ["app.log"], now=as_of), "level:fatal", 60)
+    assert [r.timestamp for r in found.records] == ["2026-12-03T03:00:00.000Z"]
 
 
 def test_a_docker_rotation_compressed_by_the_daemon_keeps_its_container_id(tmp_path: Path) -> None:

@@ -202,6 +202,8 @@ class FileLogSource:
             file.real, source.pattern, source.time_format,
         )  # fmt: skip
         may_match = prefilter.may_match if prefilter.active else None
+        if isinstance(parser, HeadParser) and file.mtime_ms <= watch.end:
+            parser.eof_ms = file.mtime_ms  # a crash at the end is its process's last write
         if may_match is not None and isinstance(parser, HeadParser):
             parser.keep, may_match = may_match, None  # over whole records, not lines
         start_ms, end_ms = watch.start, watch.end

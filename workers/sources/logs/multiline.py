@@ -8,9 +8,11 @@ record when it looks like a continuation (an indented line, `Caused by:`, `... 3
 
 A program's crash written to stderr beside its log has no time of its own: Go's `panic: ...` and
 `fatal error: ...` (then its goroutine dump) and Java's `Exception in thread "main" ...` (then
-its stack) each start a record of their own, timed by the record before it in the file (level
-FATAL for Go, ERROR for Java; `exception` is `panic`, `fatal error` or the class). Before any
-record, such a line is no record (above).
+its stack) each start a record of their own (level FATAL for Go, ERROR for Java; `exception`
+is `panic`, `fatal error` or the class), timed by what follows it: the next record (the
+restart's first line), or at the end of the file its last write (`eof_ms`, the mtime, when the
+source gives it), never earlier than the record before it, whose time it takes otherwise.
+Before any record, such a line is no record (above).
 
 java.util.logging's default layout writes a record on two lines: a head without a level
 (`Dec 04, 2026 7:48:09 PM Main charge`, the class and method) and `WARNING: message`. That
@@ -94,8 +96,17 @@ def continues(text: str, go: bool = False) -> bool:
     return bool(_CONTINUATION.match(text) or (go and _GO_DUMP.match(text)))
 
 
-def _crash(crash: Crash, text: str, when: Callable[[], int | None]) -> Pending:
-    """A crash line's record, timed by the head before it."""
+Clock = Callable[[], int | None]
+
+
+def _crash(crash: Crash, text: str, since: Clock, until: list[Clock | None]) -> Pending:
+    """A crash line's record: timed by what came after it (`until[0]`: the next head, or the
+    file's last write at its end), never before the head before it (`since`)."""
+
+    def when() -> int | None:
+        lower = since()
+        upper = until[0]() if until[0] is not None else None
+        return lower if lower is None or upper is None else max(lower, upper)
 
     def build(epoch: int) -> Entry:
         return Entry(epoch, crash.level, "", text, {"exception": crash.exception})
@@ -117,6 +128,10 @@ class HeadParser:
         self._open: Pending | None = None
         self._last: Callable[[], int | None] | None = None  # the time of the latest head
         self._crash = False  # the open record is a Go crash: its goroutine dump continues it
+        self._until: list[Clock | None] | None = None  # the open crash's time, once known
+        # The file's last write (its mtime), when a crash at its very end may take it as its
+        # time: the source sets it, unless that write is after the window a call reads (a copy).
+        self.eof_ms: int | None = None
         self._text = ""
         self._more: list[str] = []
         self._size = 0
@@ -132,7 +147,9 @@ class HeadParser:
                 return []
             found = found.alone
         if found is not None:
-            out = self.flush()
+            if self._until is not None:
+                self._until[0] = found[0]  # the crash was before this head: the restart's
+            out = self._emit()
             self._open, self._text, self._last, self._crash = found, text, found[0], False
             return out
         if self._open is not None and (
@@ -141,8 +158,10 @@ class HeadParser:
             self._join(text)
             return []
         if self._last is not None and (crash := crash_of(text)):
-            out = self.flush()
-            self._open, self._text, self._crash = _crash(crash, text, self._last), text, crash.go
+            out = self._emit()
+            self._until = [None]
+            self._open, self._text = _crash(crash, text, self._last, self._until), text
+            self._crash = crash.go
             return out
         self.failed += 1
         self.rejected.append(text)
@@ -160,8 +179,16 @@ class HeadParser:
             self.rejected.append(text)
 
     def flush(self) -> list[Entry]:
+        """The last record, at the end of the file."""
+        if self._until is not None and self.eof_ms is not None:
+            eof = self.eof_ms
+            self._until[0] = lambda: eof  # a crash at the end: its process's last write
+        return self._emit()
+
+    def _emit(self) -> list[Entry]:
         pending, more, text = self._open, self._more, self._text
         self._open, self._more, self._size, self._text = None, [], 0, ""
+        self._until = None
         if pending is None:
             return []
         if self.keep is not None and not self.keep("\n".join([text, *more]) if more else text):
