@@ -96,6 +96,8 @@ class AdmitHere:
         self._told: set[Any] = set()  # what was said (once)
         # Per partition: another ACI_PARTITIONS than the workers' use, as last read.
         self._mismatch: dict[int, str] = {}
+        # Per partition: the last reply `learn` found agreeing (every admit reads it again).
+        self._agreeing: dict[int, tuple[Any, ...]] = {}
 
     async def agrees(self, part: Partition) -> bool:
         """Whether this client's `SHARED` settings are those of the workers of `part`, as last
@@ -132,6 +134,10 @@ class AdmitHere:
     def learn(self, part: Partition, found: Sequence[Any]) -> None:
         """Take in the workers' `SHARED` settings of `part` (an HMGET reply of them); never
         raises (the calls of the round trip that read them were admitted)."""
+        if self._agreeing.get(part.index) == tuple(found) and self._agreed.get(part.index):
+            self._read_at[part.index] = time.monotonic()  # as last time: agreeing still
+            return
+        self._agreeing.pop(part.index, None)
         theirs = {
             n: v.decode("utf-8", "replace") if isinstance(v, bytes) else str(v)
             for n, v in zip(SHARED, found, strict=True)
@@ -153,6 +159,8 @@ class AdmitHere:
                 " client's", ", ".join(told),
             )  # fmt: skip
         self._agreed[part.index] = not differ
+        if not differ and part.index not in self._mismatch:
+            self._agreeing[part.index] = tuple(found)
 
     def commands(
         self, part: Partition, session_id: str, envelopes: Sequence[bytes]

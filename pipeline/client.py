@@ -356,12 +356,14 @@ class EvidenceClient(CancelAndProgress, AsOfPins):
                 raise
             finally:
                 joining.set()
-        else:
+        elif not listener.joined.is_set():
             await listener.joined.wait()  # a concurrent wait is taking the cursors
             if self._listeners.get(session_id) is not listener:  # that failed: try again
                 return await self._register(session_id, ids)
-        expects = {i: e for i in ids if (e := self._expect(session_id, i)) is not None}
-        return listener.add(ids, expects)
+        return listener.add(ids, self._expects(session_id, ids))
+
+    def _expects(self, session_id: str, ids: Sequence[str]) -> dict[str, bytes]:
+        return {i: e for i in ids if (e := self._expect(session_id, i)) is not None}
 
     def _unregister(self, session_id: str, mine: dict[str, _Waiter]) -> None:
         listener = self._listeners.get(session_id)
@@ -390,6 +392,10 @@ class EvidenceClient(CancelAndProgress, AsOfPins):
         listening slot, and that wait counts against the caller's timeout."""
         if not ids:
             return {}
+        listener = self._listeners.get(session_id)
+        if self._tg is not None and listener is not None and listener.joined.is_set():
+            # Followed already (its cursors taken): no wait, so no scope and no checkpoint.
+            return listener.add(ids, self._expects(session_id, ids))
         with anyio.move_on_after(timeout):
             return await self._register(session_id, ids)
         return {}
@@ -460,7 +466,11 @@ class EvidenceClient(CancelAndProgress, AsOfPins):
         # Listen before submitting, so no view published in between can be missed.
         waiters = await self._register_within(session_id, ids, timeout)
         try:
-            async with self._around_wait(session_id, ids, cancel_on_exit, on_progress):
+            async with (
+                self._cancelling(session_id, ids, cancel_on_exit)
+                if on_progress is None  # the common case: one context manager, not three
+                else self._around_wait(session_id, ids, cancel_on_exit, on_progress)
+            ):
                 prepared, found = await self._submit(session_id, calls, prepared=prepared)
                 # A call refused at submit (e.g. a conflicting reuse of its id) is not waited for.
                 ids = [
