@@ -39,8 +39,10 @@ import time
 from collections.abc import Sequence
 from typing import Any, Final
 
+from contracts import ErrorResult, Request
 from pipeline.admission import ADMIT_CONFLICT, ADMIT_KNOWN, Admission, admit_call, judge
 from pipeline.cancel import is_cancel
+from pipeline.envelope import Invocation
 from pipeline.keys import Keys, Partition
 from pipeline.redis_io import Redis, RedisProtocolError, call_redis
 from pipeline.scripts import ADMIT_LUA
@@ -163,18 +165,25 @@ class AdmitHere:
             self._agreeing[part.index] = tuple(found)
 
     def commands(
-        self, part: Partition, session_id: str, envelopes: Sequence[bytes]
+        self,
+        part: Partition,
+        session_id: str,
+        envelopes: Sequence[bytes],
+        decoded: Sequence[tuple[Invocation, Request | ErrorResult]] | None = None,
     ) -> list[tuple[Any, ...]] | None:
         """The admit script calls for `envelopes` (this client's, of one session; `CHUNK`
         calls each), then a read of the workers' settings (its reply goes to `learn`), or
-        None when one of them must go through the workers' admission (module docstring)."""
+        None when one of them must go through the workers' admission (module docstring).
+        `decoded`: per envelope, the invocation it encodes and its decoded request
+        (`pipeline.submitter.Prepared.decoded`), judged without decoding them again."""
         settings = self.settings
         admitted: list[Admission] = []
-        for envelope in envelopes:
+        for n, envelope in enumerate(envelopes):
             verdict = judge(
                 self.keys, part, "", envelope,
                 argument_max_bytes=settings.argument_max_bytes,
                 default_lookback=settings.default_lookback,
+                mine=decoded[n] if decoded is not None else None,
             )  # fmt: skip
             if not isinstance(verdict, Admission) or is_cancel(verdict.invocation):
                 return None

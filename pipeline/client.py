@@ -284,7 +284,12 @@ class EvidenceClient(CancelAndProgress, AsOfPins):
         if not await self._here.agrees(part):  # the workers' settings are not this client's
             return None
         sent = [(n, at) for n, at in enumerate(prepared.positions) if prepared.out[at] is None]
-        commands = self._here.commands(part, session_id, [prepared.envelopes[n] for n, _ in sent])
+        commands = self._here.commands(
+            part,
+            session_id,
+            [prepared.envelopes[n] for n, _ in sent],
+            [prepared.decoded[n] for n, _ in sent],
+        )
         if commands is None:
             return None
         for attempt in (1, 2):
