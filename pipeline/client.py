@@ -85,10 +85,14 @@ class EvidenceClient(CancelAndProgress, AsOfPins):
         self._idle_lanes: list[Lane] = []
         # One hub per partition: one blocking read over all its waiting sessions.
         self._hubs = [_Hub(redis, self._idle_lanes, self._listeners) for _ in self.keys.parts]
-        # (session, id) → (scope key, tool), oldest first: an OrderedDict, whose popitem(last=
-        # False) is O(1) (deleting a dict's first key again and again makes each next(iter())
-        # walk the holes left: 17 µs a call at 65,536 entries).
-        self._asked: OrderedDict[tuple[str, str], tuple[str, str]] = OrderedDict()
+        # "session id" → "scope key tool", oldest first (a space never is in a session id,
+        # a tool call id or a scope key): an OrderedDict, whose popitem(last=False) is O(1)
+        # (deleting a dict's first key again and again makes each next(iter()) walk the holes
+        # left: 17 µs a call at 65,536 entries). Strings, not tuples: the collector tracks
+        # neither, so remembering a call does not count towards its next pass (tuples made
+        # the client collect 4-5 times as often, and a full pass, 8-25 ms here, fell into
+        # the paced benchmark's run every time).
+        self._asked: OrderedDict[str, str] = OrderedDict()
         self.unadmitted = Unadmitted(self.keys, settings.admit_resend_s, settings.bounds)
         self._here = AdmitHere(redis, settings, self.keys)  # a trusted client admits itself
 
@@ -146,27 +150,37 @@ class EvidenceClient(CancelAndProgress, AsOfPins):
                 waiter.wake.event.set()
 
     def _remember(self, session_id: str, tool_call_id: str, scope: str, tool: str) -> None:
-        asked = self._asked
-        asked[(session_id, tool_call_id)] = (scope, tool)
-        asked.move_to_end((session_id, tool_call_id))
+        asked, key = self._asked, f"{session_id} {tool_call_id}"
+        asked[key] = f"{scope} {tool}"
+        asked.move_to_end(key)
         if len(asked) > _ASKED_MAX:
             asked.popitem(last=False)
 
+    def _asked_of(self, session_id: str, tool_call_id: str) -> tuple[str, str] | None:
+        # (scope key, tool) this client submitted the call with, if it did.
+        asked = self._asked.get(f"{session_id} {tool_call_id}")
+        if asked is None:
+            return None
+        scope, _, tool = asked.partition(" ")
+        return scope, tool
+
     def _expect(self, session_id: str, tool_call_id: str) -> bytes | None:
         """What a reader of this id checks: the scope key this client submitted it with."""
-        asked = self._asked.get((session_id, tool_call_id))
-        return None if asked is None else asked[0].encode()
+        asked = self._asked.get(f"{session_id} {tool_call_id}")
+        return None if asked is None else asked.partition(" ")[0].encode()
 
     def _conflict(self, session_id: str, tool_call_id: str) -> CallResult:
         """The answer to a call this client submitted whose id holds another scope's call."""
-        asked = self._asked.get((session_id, tool_call_id))
+        asked = self._asked_of(session_id, tool_call_id)
         call = ToolCall(tool=asked[1] if asked else "", tool_call_id=tool_call_id, arguments="")
         return rejected_locally(call, session_id, self.settings.bounds, _conflict(call))
 
     def scope_keys(self, session_id: str) -> dict[str, str]:
         """Tool call id → scope key of the calls this client submitted in `session_id` (what a
         reader of the view streams checks, `pipeline.views.read_views(expect=...)`)."""
-        return {i: v[0] for (s, i), v in self._asked.items() if s == session_id}
+        head = f"{session_id} "
+        mine = [(k, v) for k, v in self._asked.items() if k.startswith(head)]
+        return {k[len(head) :]: v.partition(" ")[0] for k, v in mine}
 
     async def submit_many(
         self, session_id: str, calls: Sequence[ToolCall], *, traceparent: str | None = None,
