@@ -31,6 +31,7 @@ from typing import Any, Final, NamedTuple
 
 from contracts import (
     ErrorResult,
+    Request,
     decode_invocation,
     fingerprint_scope,
     is_valid_tool_call_id,
@@ -146,13 +147,20 @@ def judge(
     argument_max_bytes: int,
     default_lookback: int,
     now_ms: int | None = None,
+    mine: tuple[Invocation, Request | ErrorResult] | None = None,
 ) -> Admission | Refusal:
     """Validate one request (pure but for the clock a log call's window ends at, `now_ms`
-    when given); see the module docstring."""
-    try:
-        inv = decode_envelope(envelope)  # contract version, shape, a valid session id
-    except EnvelopeError:
-        return Refusal(entry_id, "not an invocation envelope of this contract version")
+    when given); see the module docstring. `mine`: the invocation `envelope` was encoded from
+    and its request as `decode_invocation` decoded it, given by a client that judges its own
+    calls (`pipeline.admit_here`): they are what decoding would give, so they are not decoded
+    again; every check after decoding runs as for any request."""
+    if mine is not None:
+        inv = mine[0]
+    else:
+        try:
+            inv = decode_envelope(envelope)  # contract version, shape, a valid session id
+        except EnvelopeError:
+            return Refusal(entry_id, "not an invocation envelope of this contract version")
     session = inv.session_id
     if keys.partition_of(session) != part.index:
         return Refusal(entry_id, "not in its session's partition", session)
@@ -166,7 +174,11 @@ def judge(
     if inv.traceparent and len(inv.traceparent) > TRACEPARENT_MAX:
         return Refusal(entry_id, "traceparent over its bound", session, tool_call_id)
     inv, envelope = _with_window(inv, envelope, now_ms)
-    decoded = decode_invocation(inv.tool, tool_call_id, inv.arguments)
+    # The window changes neither tool nor arguments: what `mine` decoded still holds.
+    if mine is not None:
+        decoded = mine[1]
+    else:
+        decoded = decode_invocation(inv.tool, tool_call_id, inv.arguments)
     sk = scope_key_of(inv.tool, decoded, inv.arguments, inv.as_of_ms)
     scope = (
         None

@@ -39,8 +39,10 @@ import time
 from collections.abc import Sequence
 from typing import Any, Final
 
+from contracts import ErrorResult, Request
 from pipeline.admission import ADMIT_CONFLICT, ADMIT_KNOWN, Admission, admit_call, judge
 from pipeline.cancel import is_cancel
+from pipeline.envelope import Invocation
 from pipeline.keys import Keys, Partition
 from pipeline.redis_io import Redis, RedisProtocolError, call_redis
 from pipeline.scripts import ADMIT_LUA
@@ -96,6 +98,8 @@ class AdmitHere:
         self._told: set[Any] = set()  # what was said (once)
         # Per partition: another ACI_PARTITIONS than the workers' use, as last read.
         self._mismatch: dict[int, str] = {}
+        # Per partition: the last reply `learn` found agreeing (every admit reads it again).
+        self._agreeing: dict[int, tuple[Any, ...]] = {}
 
     async def agrees(self, part: Partition) -> bool:
         """Whether this client's `SHARED` settings are those of the workers of `part`, as last
@@ -132,6 +136,10 @@ class AdmitHere:
     def learn(self, part: Partition, found: Sequence[Any]) -> None:
         """Take in the workers' `SHARED` settings of `part` (an HMGET reply of them); never
         raises (the calls of the round trip that read them were admitted)."""
+        if self._agreeing.get(part.index) == tuple(found) and self._agreed.get(part.index):
+            self._read_at[part.index] = time.monotonic()  # as last time: agreeing still
+            return
+        self._agreeing.pop(part.index, None)
         theirs = {
             n: v.decode("utf-8", "replace") if isinstance(v, bytes) else str(v)
             for n, v in zip(SHARED, found, strict=True)
@@ -153,20 +161,29 @@ class AdmitHere:
                 " client's", ", ".join(told),
             )  # fmt: skip
         self._agreed[part.index] = not differ
+        if not differ and part.index not in self._mismatch:
+            self._agreeing[part.index] = tuple(found)
 
     def commands(
-        self, part: Partition, session_id: str, envelopes: Sequence[bytes]
+        self,
+        part: Partition,
+        session_id: str,
+        envelopes: Sequence[bytes],
+        decoded: Sequence[tuple[Invocation, Request | ErrorResult]] | None = None,
     ) -> list[tuple[Any, ...]] | None:
         """The admit script calls for `envelopes` (this client's, of one session; `CHUNK`
         calls each), then a read of the workers' settings (its reply goes to `learn`), or
-        None when one of them must go through the workers' admission (module docstring)."""
+        None when one of them must go through the workers' admission (module docstring).
+        `decoded`: per envelope, the invocation it encodes and its decoded request
+        (`pipeline.submitter.Prepared.decoded`), judged without decoding them again."""
         settings = self.settings
         admitted: list[Admission] = []
-        for envelope in envelopes:
+        for n, envelope in enumerate(envelopes):
             verdict = judge(
                 self.keys, part, "", envelope,
                 argument_max_bytes=settings.argument_max_bytes,
                 default_lookback=settings.default_lookback,
+                mine=decoded[n] if decoded is not None else None,
             )  # fmt: skip
             if not isinstance(verdict, Admission) or is_cancel(verdict.invocation):
                 return None

@@ -8,6 +8,7 @@ connection pool, and a hiccup does not cascade into more connections and more ro
 
 from __future__ import annotations
 
+import asyncio
 import collections
 from collections.abc import Sequence
 from typing import Any, Final
@@ -29,7 +30,9 @@ class _Pending:
 
     def __init__(self, calls: Sequence[Sequence[Any]]) -> None:
         self.calls = calls
-        self.done = anyio.Event()
+        # asyncio's own Event (a lane is asyncio-only): anyio.Event looks up the running
+        # async library each time it is made, for every submit.
+        self.done = asyncio.Event()
         self.replies: list[Any] = []
         self.error: PipelineError | None = None
 

@@ -85,10 +85,14 @@ class EvidenceClient(CancelAndProgress, AsOfPins):
         self._idle_lanes: list[Lane] = []
         # One hub per partition: one blocking read over all its waiting sessions.
         self._hubs = [_Hub(redis, self._idle_lanes, self._listeners) for _ in self.keys.parts]
-        # (session, id) → (scope key, tool), oldest first: an OrderedDict, whose popitem(last=
-        # False) is O(1) (deleting a dict's first key again and again makes each next(iter())
-        # walk the holes left: 17 µs a call at 65,536 entries).
-        self._asked: OrderedDict[tuple[str, str], tuple[str, str]] = OrderedDict()
+        # "session id" → "scope key tool", oldest first (a space never is in a session id,
+        # a tool call id or a scope key): an OrderedDict, whose popitem(last=False) is O(1)
+        # (deleting a dict's first key again and again makes each next(iter()) walk the holes
+        # left: 17 µs a call at 65,536 entries). Strings, not tuples: the collector tracks
+        # neither, so remembering a call does not count towards its next pass (tuples made
+        # the client collect 4-5 times as often, and a full pass, 8-25 ms here, fell into
+        # the paced benchmark's run every time).
+        self._asked: OrderedDict[str, str] = OrderedDict()
         self.unadmitted = Unadmitted(self.keys, settings.admit_resend_s, settings.bounds)
         self._here = AdmitHere(redis, settings, self.keys)  # a trusted client admits itself
 
@@ -146,27 +150,37 @@ class EvidenceClient(CancelAndProgress, AsOfPins):
                 waiter.wake.event.set()
 
     def _remember(self, session_id: str, tool_call_id: str, scope: str, tool: str) -> None:
-        asked = self._asked
-        asked[(session_id, tool_call_id)] = (scope, tool)
-        asked.move_to_end((session_id, tool_call_id))
+        asked, key = self._asked, f"{session_id} {tool_call_id}"
+        asked[key] = f"{scope} {tool}"
+        asked.move_to_end(key)
         if len(asked) > _ASKED_MAX:
             asked.popitem(last=False)
 
+    def _asked_of(self, session_id: str, tool_call_id: str) -> tuple[str, str] | None:
+        # (scope key, tool) this client submitted the call with, if it did.
+        asked = self._asked.get(f"{session_id} {tool_call_id}")
+        if asked is None:
+            return None
+        scope, _, tool = asked.partition(" ")
+        return scope, tool
+
     def _expect(self, session_id: str, tool_call_id: str) -> bytes | None:
         """What a reader of this id checks: the scope key this client submitted it with."""
-        asked = self._asked.get((session_id, tool_call_id))
-        return None if asked is None else asked[0].encode()
+        asked = self._asked.get(f"{session_id} {tool_call_id}")
+        return None if asked is None else asked.partition(" ")[0].encode()
 
     def _conflict(self, session_id: str, tool_call_id: str) -> CallResult:
         """The answer to a call this client submitted whose id holds another scope's call."""
-        asked = self._asked.get((session_id, tool_call_id))
+        asked = self._asked_of(session_id, tool_call_id)
         call = ToolCall(tool=asked[1] if asked else "", tool_call_id=tool_call_id, arguments="")
         return rejected_locally(call, session_id, self.settings.bounds, _conflict(call))
 
     def scope_keys(self, session_id: str) -> dict[str, str]:
         """Tool call id → scope key of the calls this client submitted in `session_id` (what a
         reader of the view streams checks, `pipeline.views.read_views(expect=...)`)."""
-        return {i: v[0] for (s, i), v in self._asked.items() if s == session_id}
+        head = f"{session_id} "
+        mine = [(k, v) for k, v in self._asked.items() if k.startswith(head)]
+        return {k[len(head) :]: v.partition(" ")[0] for k, v in mine}
 
     async def submit_many(
         self, session_id: str, calls: Sequence[ToolCall], *, traceparent: str | None = None,
@@ -284,7 +298,12 @@ class EvidenceClient(CancelAndProgress, AsOfPins):
         if not await self._here.agrees(part):  # the workers' settings are not this client's
             return None
         sent = [(n, at) for n, at in enumerate(prepared.positions) if prepared.out[at] is None]
-        commands = self._here.commands(part, session_id, [prepared.envelopes[n] for n, _ in sent])
+        commands = self._here.commands(
+            part,
+            session_id,
+            [prepared.envelopes[n] for n, _ in sent],
+            [prepared.decoded[n] for n, _ in sent],
+        )
         if commands is None:
             return None
         for attempt in (1, 2):
@@ -356,12 +375,14 @@ class EvidenceClient(CancelAndProgress, AsOfPins):
                 raise
             finally:
                 joining.set()
-        else:
+        elif not listener.joined.is_set():
             await listener.joined.wait()  # a concurrent wait is taking the cursors
             if self._listeners.get(session_id) is not listener:  # that failed: try again
                 return await self._register(session_id, ids)
-        expects = {i: e for i in ids if (e := self._expect(session_id, i)) is not None}
-        return listener.add(ids, expects)
+        return listener.add(ids, self._expects(session_id, ids))
+
+    def _expects(self, session_id: str, ids: Sequence[str]) -> dict[str, bytes]:
+        return {i: e for i in ids if (e := self._expect(session_id, i)) is not None}
 
     def _unregister(self, session_id: str, mine: dict[str, _Waiter]) -> None:
         listener = self._listeners.get(session_id)
@@ -390,6 +411,10 @@ class EvidenceClient(CancelAndProgress, AsOfPins):
         listening slot, and that wait counts against the caller's timeout."""
         if not ids:
             return {}
+        listener = self._listeners.get(session_id)
+        if self._tg is not None and listener is not None and listener.joined.is_set():
+            # Followed already (its cursors taken): no wait, so no scope and no checkpoint.
+            return listener.add(ids, self._expects(session_id, ids))
         with anyio.move_on_after(timeout):
             return await self._register(session_id, ids)
         return {}
@@ -460,7 +485,11 @@ class EvidenceClient(CancelAndProgress, AsOfPins):
         # Listen before submitting, so no view published in between can be missed.
         waiters = await self._register_within(session_id, ids, timeout)
         try:
-            async with self._around_wait(session_id, ids, cancel_on_exit, on_progress):
+            async with (
+                self._cancelling(session_id, ids, cancel_on_exit)
+                if on_progress is None  # the common case: one context manager, not three
+                else self._around_wait(session_id, ids, cancel_on_exit, on_progress)
+            ):
                 prepared, found = await self._submit(session_id, calls, prepared=prepared)
                 # A call refused at submit (e.g. a conflicting reuse of its id) is not waited for.
                 ids = [

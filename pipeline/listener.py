@@ -1,14 +1,21 @@
 """How results are awaited: one hub per partition follows the view streams of every session
 being waited on, in one blocking read.
 
-A hub makes one blocking `XREAD` over the model and control streams of all its partition's
-waiting sessions (they share the partition's hash tag, so one read is one slot, also on a
-Redis Cluster), on a connection of its own, and hands each awaited tool call id its two views as
-they are published; every wait registers a waiter per id, and the waiters of one wait share one
-wake-up. A session joining while the read blocks does not wait for it to end: a second read
-including it starts at once (at most `_READS` per hub at a time; the older one ends when it
-returns), and entries two reads both return are handed over once (each stream's cursor). So one
-client serves any number of waiting sessions on a few connections, with no slot cap.
+A hub makes one blocking `XREAD` over the control streams of all its partition's waiting
+sessions, and in the same round trip a non-blocking `XREAD` of their model streams, which Redis
+runs once the blocking one returns (a command pipelined behind a blocked one waits for it).
+Every writer of views (the finish and cancel scripts, replay's transaction) appends a call's
+model view before its control view in one atomic step, so a control view read means its model
+view is there for the second read: one round trip per wake-up. (One blocking read over both
+streams would return on Redis 7.0 with the first stream written alone, the model view, and
+take a second round trip for the control view.) They share the partition's hash tag, so both
+reads are one slot, also on a Redis Cluster; they run on a connection of the hub's own, and
+each awaited tool call id is handed its two views as they are published; every wait registers
+a waiter per id, and the waiters of one wait share one wake-up. A session joining while the
+read blocks does not wait for it to end: a second read including it starts at once (at most
+`_READS` per hub at a time; the older one ends when it returns), and entries two reads both
+return are handed over once (each stream's cursor). So one client serves any number of
+waiting sessions on a few connections, with no slot cap.
 """
 
 from __future__ import annotations
@@ -225,6 +232,7 @@ class _Hub:
 
     async def _read(self) -> None:
         lane = self.idle.pop() if self.idle else Lane(self.redis)
+        full = False  # the last read returned a full page of some stream
         try:
             while True:
                 self._forget_idle()
@@ -232,14 +240,21 @@ class _Hub:
                 if not followed:
                     return
                 epoch = self.covering = self.epoch
-                streams = [k for s in followed for k in (s.model, s.control)]
-                cursors = [s.cursors[k] for s in followed for k in (s.model, s.control)]
-                [reply] = await lane.call(
-                    [("XREAD", "COUNT", _COUNT, "BLOCK", _LISTEN_BLOCK_MS, "STREAMS",
-                      *streams, *cursors)],
+                controls = [s.control for s in followed]
+                models = [s.model for s in followed]
+                # Blocks on the control streams; the model streams are read in the same round
+                # trip, by a command Redis runs once the blocking one returns (module
+                # docstring). A full page means more waits: the next read does not block.
+                block = ("BLOCK", _LISTEN_BLOCK_MS) if not full else ()
+                replies = await lane.call(
+                    [("XREAD", "COUNT", _COUNT, *block, "STREAMS",
+                      *controls, *[s.cursors[s.control] for s in followed]),
+                     ("XREAD", "COUNT", _COUNT, "STREAMS",
+                      *models, *[s.cursors[s.model] for s in followed])],
                     timeout=_LISTEN_BLOCK_MS / 1000 + _CALL_TIMEOUT_S,
                 )  # fmt: skip
-                if self._hand_over(followed, reply):
+                offered, full = self._hand_over(followed, replies)
+                if offered:
                     # The calls answered return before the next read is sent (its send wakes
                     # Redis: on a busy host that costs them tens of microseconds).
                     await anyio.lowlevel.checkpoint()
@@ -257,29 +272,34 @@ class _Hub:
             with anyio.CancelScope(shield=True):
                 await self._give_back(lane)
 
-    def _hand_over(self, followed: list[_Listener], reply: Any) -> bool:
-        # Offers each view read to its waiters; True when any was offered.
+    def _hand_over(self, followed: list[_Listener], replies: list[Any]) -> tuple[bool, bool]:
+        # Offers each view read to its waiters: (whether any was offered, whether a stream
+        # returned a full page).
         by_stream: dict[bytes, tuple[_Listener, str, str]] = {}
         for s in followed:
             by_stream[s.model.encode()] = (s, s.model, "model")
             by_stream[s.control.encode()] = (s, s.control, "control")
         floors: dict[bytes, tuple[int, int]] = {}  # stream → order of its cursor
-        offered = False
-        for stream, entry_id, fields in stream_entries(reply):
-            found = by_stream.get(stream)
-            if found is None:
-                continue
-            listener, key, view = found
-            floor = floors.get(stream)
-            if floor is None:
-                floor = _order(listener.cursors[key])
-            order = _order(entry_id)
-            if order <= floor:
-                continue  # handed over already (by another read)
-            floors[stream] = order
-            listener.cursors[key] = entry_id
-            entry = view_entry(fields)
-            for waiter in listener.waiters.get(entry.tool_call_id, ()):
-                waiter.offer(view, entry.data, entry.scope_key)
-                offered = True
-        return offered
+        offered = full = False
+        for reply in replies:
+            read: dict[bytes, int] = {}
+            for stream, entry_id, fields in stream_entries(reply):
+                read[stream] = read.get(stream, 0) + 1
+                found = by_stream.get(stream)
+                if found is None:
+                    continue
+                listener, key, view = found
+                floor = floors.get(stream)
+                if floor is None:
+                    floor = _order(listener.cursors[key])
+                order = _order(entry_id)
+                if order <= floor:
+                    continue  # handed over already (by another read)
+                floors[stream] = order
+                listener.cursors[key] = entry_id
+                entry = view_entry(fields)
+                for waiter in listener.waiters.get(entry.tool_call_id, ()):
+                    waiter.offer(view, entry.data, entry.scope_key)
+                    offered = True
+            full = full or any(n >= _COUNT for n in read.values())
+        return offered, full

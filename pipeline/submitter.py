@@ -28,7 +28,16 @@ from typing import Any, Final, NamedTuple
 import msgspec
 from msgspec import UNSET
 
-from contracts import Bounds, ErrorCode, LifecycleStatus, error_result, is_valid_tool_call_id
+from contracts import (
+    Bounds,
+    ErrorCode,
+    ErrorResult,
+    LifecycleStatus,
+    Request,
+    decode_invocation,
+    error_result,
+    is_valid_tool_call_id,
+)
 from pipeline.admission import request_max_bytes
 from pipeline.call import (
     CallResult,
@@ -37,7 +46,7 @@ from pipeline.call import (
     _oversized,
     rejected_locally,
 )
-from pipeline.envelope import Invocation, encode_envelope, scope_key
+from pipeline.envelope import Invocation, encode_envelope, scope_key_of
 from pipeline.keys import Keys, Partition
 from pipeline.record import ENTRY_DATA, SCOPE_KEY, final_row
 from pipeline.redis_io import Redis, execute
@@ -59,6 +68,10 @@ class Prepared(NamedTuple):
     positions: list[int]  # the calls sent, in command order (2 commands each)
     envelopes: list[bytes]
     commands: list[tuple[Any, ...]]
+    # Per call sent: the invocation its envelope encodes and its request as decoded (or the
+    # ERROR of arguments that do not decode), for a client that judges its own calls
+    # (`pipeline.admit_here`), so they are not decoded again.
+    decoded: list[tuple[Invocation, Request | ErrorResult]]
 
 
 def prepare(
@@ -77,7 +90,7 @@ def prepare(
     them to an incident time (part of their scope; `pipeline.window`)."""
     now = int(time.time() * 1000)
     limit = request_max_bytes(argument_max_bytes)
-    prepared = Prepared([], [], [], [], [])
+    prepared = Prepared([], [], [], [], [], [])
     for call in calls:
         prepared.scope_keys.append("")
         if not is_valid_tool_call_id(call.tool_call_id):
@@ -89,17 +102,16 @@ def prepare(
         as_of = as_of_ms if as_of_ms is not None and tool == LOG_TOOL else UNSET
         envelope = b""
         if refused is None:
-            envelope = encode_envelope(
-                Invocation(
-                    session_id=session_id,
-                    tool=tool,
-                    tool_call_id=call.tool_call_id,
-                    arguments=arguments,
-                    submitted_at_ms=now,
-                    traceparent=traceparent if traceparent else UNSET,
-                    as_of_ms=as_of,
-                )
+            invocation = Invocation(
+                session_id=session_id,
+                tool=tool,
+                tool_call_id=call.tool_call_id,
+                arguments=arguments,
+                submitted_at_ms=now,
+                traceparent=traceparent if traceparent else UNSET,
+                as_of_ms=as_of,
             )
+            envelope = encode_envelope(invocation)
             if len(envelope) > limit:  # arguments that escape to more than admission reads
                 refused = error_result(
                     ErrorCode.SCHEMA,
@@ -111,8 +123,10 @@ def prepare(
             continue
         prepared.positions.append(len(prepared.out))
         prepared.out.append(None)
-        prepared.scope_keys[-1] = scope_key(tool, call.tool_call_id, arguments, as_of)
+        decoded = decode_invocation(tool, call.tool_call_id, arguments)
+        prepared.scope_keys[-1] = scope_key_of(tool, decoded, arguments, as_of)
         prepared.envelopes.append(envelope)
+        prepared.decoded.append((invocation, decoded))
         prepared.commands.extend(
             [
                 ("XADD", part.requests, "*", ENTRY_DATA, envelope),

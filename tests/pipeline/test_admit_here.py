@@ -37,6 +37,45 @@ def settings_for(prefix: str, **kw: Any) -> Settings:
     return Settings(prefix=prefix, visibility_timeout_s=2.0, deadline_s=1.0, **kw)
 
 
+@pytest.mark.parametrize(
+    ("tool", "arguments"),
+    [
+        ("lookup_knowledge", {"query": "pool exhausted"}),
+        ("query_logs", {"topic": "APPLICATION", "query": "timeout", "lookback_minutes": 30}),
+        ("query_mysql", {"data_source": "shop", "sql": "SELECT ?", "params": [1]}),
+        ("query_logs", {"topic": "NOT_A_TOPIC", "query": "x"}),  # a schema error
+        ("lookup_knowledge", {"query": "q", "tool_call_id": "forged"}),  # an unknown field
+        ("no_such_tool", {"query": "q"}),
+    ],
+)
+def test_the_judge_given_what_the_client_decoded_decides_as_from_the_envelope(
+    tool: str, arguments: dict[str, Any]
+) -> None:
+    # A client that judges its own calls hands the judge the invocation and request it
+    # decoded (`Prepared.decoded`) instead of decoding the envelope again: the same verdict.
+    from pipeline.admission import judge
+    from pipeline.submitter import prepare
+
+    settings = Settings(prefix="judge")
+    keys = settings.keys()
+    part = keys.for_session("s1")
+    call = ToolCall(tool=tool, tool_call_id="c1", arguments=arguments)
+    prepared = prepare(
+        part, "s1", [call], bounds=settings.bounds,
+        argument_max_bytes=settings.argument_max_bytes, traceparent=None, as_of_ms=None,
+    )  # fmt: skip
+    kwargs: dict[str, Any] = {
+        "argument_max_bytes": settings.argument_max_bytes,
+        "default_lookback": settings.default_lookback,
+        "now_ms": 1_700_000_000_000,
+    }
+    envelope = prepared.envelopes[0]
+    given = judge(keys, part, "", envelope, mine=prepared.decoded[0], **kwargs)
+    decoded = judge(keys, part, "", envelope, **kwargs)
+    assert given == decoded
+    assert given.scope_key == prepared.scope_keys[0]  # type: ignore[union-attr]
+
+
 async def test_a_default_user_client_admits_its_calls_in_its_submit(
     redis: Any, prefix: str
 ) -> None:

@@ -91,6 +91,42 @@ async def test_a_lane_call_that_overruns_its_timeout_is_unavailable_and_the_lane
 
 
 @pytest.mark.redis
+async def test_a_command_pipelined_behind_a_blocking_read_runs_when_that_read_returns(
+    redis: Any, prefix: str
+) -> None:
+    # What the listener's one round trip per wake-up rests on (`pipeline.listener`): the
+    # model streams' read, sent behind the blocking read of the control streams, sees what
+    # was written before the blocking read returned.
+    control, model = f"{Keys(prefix).sessions}:c", f"{Keys(prefix).sessions}:m"
+    await redis.xadd(control, {"id": "old"}, id="1-0")
+    lane = Lane(redis)
+
+    async def publish() -> None:
+        await anyio.sleep(0.2)
+        async with redis.pipeline(transaction=True) as pipe:  # model first, as every writer
+            pipe.xadd(model, {"id": "a"}, id="2-0")
+            pipe.xadd(control, {"id": "a"}, id="2-0")
+            await pipe.execute()
+
+    try:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(publish)
+            started = anyio.current_time()
+            blocked, after = await lane.call(
+                [("XREAD", "BLOCK", 5000, "STREAMS", control, "1-0"),
+                 ("XREAD", "STREAMS", model, "0-0")],
+                5.0,
+            )  # fmt: skip
+            waited = anyio.current_time() - started
+        assert 0.15 < waited < 4.0, waited  # returned when the control entry came
+        assert [(s, e) for s, e, _f in stream_entries(blocked)] == [(control.encode(), b"2-0")]
+        assert [(s, e) for s, e, _f in stream_entries(after)] == [(model.encode(), b"2-0")]
+    finally:
+        await lane.aclose()
+        await redis.delete(control, model)
+
+
+@pytest.mark.redis
 async def test_a_lane_to_a_closed_port_is_unavailable() -> None:
     from pipeline.redis_io import open_redis
     from tests.pipeline.test_recovery import free_port
@@ -180,6 +216,37 @@ async def test_more_sessions_than_listener_connections_all_get_their_results(
         assert len(client._idle_lanes) <= 8
     assert sorted(found) == sorted(f"s{k}" for k in range(100))
     assert all(r is not None for r in found.values())
+
+
+@pytest.mark.redis
+async def test_a_wait_costs_the_listener_one_read_per_result(
+    redis: Any, prefix: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Blocked on both view streams at once, Redis 7.0 answered with the model view alone (the
+    # first stream a finish writes) and the control view took a second round trip.
+    settings = Settings(prefix=prefix, visibility_timeout_s=5.0, deadline_s=2.0)
+    reads: list[int] = []
+    call_lane = Lane.call
+
+    async def counted(self: Lane, commands: Any, *args: Any, **kwargs: Any) -> Any:
+        if commands and commands[0][0] == "XREAD":
+            reads.append(len(commands))
+        return await call_lane(self, commands, *args, **kwargs)
+
+    monkeypatch.setattr(Lane, "call", counted)
+    async with (
+        EvidenceClient(redis, settings) as client,
+        running_worker(redis, settings, {"lookup_knowledge": InstantSource()}),
+    ):
+        first = ToolCall(tool="lookup_knowledge", tool_call_id="c0", arguments={"query": "q"})
+        assert await client.call("one", first, timeout=10) is not None  # the session joins
+        reads.clear()
+        for i in range(1, 11):
+            call = ToolCall(tool="lookup_knowledge", tool_call_id=f"c{i}", arguments={"query": "q"})
+            result = await client.call("one", call, timeout=10)
+            assert result is not None and result.model and result.control
+    assert 10 <= len(reads) <= 12, reads  # one read a result (and the one then pending)
+    assert set(reads) == {2}  # the control streams blocking, the model streams behind
 
 
 @pytest.mark.redis

@@ -352,6 +352,31 @@ async def test_concurrent_waits_on_one_id_are_independent(redis: Any, prefix: st
         assert long_wait["call_1"].lifecycle is LifecycleStatus.READY
 
 
+async def test_what_a_client_remembers_of_its_calls_is_no_work_for_the_collector(
+    redis: Any, prefix: str
+) -> None:
+    # The scope key of every call a client submitted is kept (up to 65,536) for its readers'
+    # checks: as tuples, each call counted towards the collector's next pass, and a full pass
+    # fell into every paced benchmark run. Strings are not tracked.
+    import gc
+
+    settings = Settings(prefix=prefix, admit_here="0")
+    async with EvidenceClient(redis, settings) as client:
+        for session in ("s", "s-2", "s.x"):
+            calls = [
+                ToolCall(tool="lookup_knowledge", tool_call_id=f"{session}_{i}",
+                         arguments={"query": f"q {i}"})
+                for i in range(3)
+            ]  # fmt: skip
+            assert await client.submit_many(session, calls) == [None] * 3
+        assert not any(gc.is_tracked(k) or gc.is_tracked(v) for k, v in client._asked.items())
+        keys = client.scope_keys("s")
+        assert sorted(keys) == ["s_0", "s_1", "s_2"]  # not s-2's, not s.x's
+        assert all(len(v) == 32 for v in keys.values())
+        assert client._expect("s-2", "s-2_1") == client.scope_keys("s-2")["s-2_1"].encode()
+        assert client._expect("s", "s-2_1") is None
+
+
 async def test_a_cancelled_wait_leaves_no_waiter_and_no_listener(redis: Any, prefix: str) -> None:
     async with EvidenceClient(redis, settings_for(prefix)) as client:
         with anyio.move_on_after(0):
