@@ -4,8 +4,6 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 PYTEST_ARGS ?=
-PYTEST_WORKERS ?= 2
-SERIAL_TESTS := tests/chaos tests/hosts/test_inspector.py
 # The official MCP Inspector CLI, pinned by tests/inspector/package-lock.json (npm registry).
 INSPECTOR := tests/inspector
 INSPECTOR_STAMP := $(INSPECTOR)/node_modules/.installed-stamp
@@ -55,18 +53,12 @@ lint: $(STAMP)
 	$(PY) -m ruff check contracts pipeline workers hosts app chaos tests bench
 	$(PY) -m mypy
 
-# The contracts' own tests, traced, must cover every line of contracts/ on their own; then the
-# rest of the suite, untraced (tracing it, for lines those tests cover anyway, cost about a
-# third more CPU in every in-process test): in PYTEST_WORKERS processes (pytest-xdist; a file's
-# tests stay in one process, so its module fixtures start once), as most of it waits on
-# subprocesses (workers, servers, node, Chromium) and one process used about half of the 2
-# cores; then, alone, the tests whose faults and bursts of processes are timed (SERIAL_TESTS:
-# the chaos rows, the Inspector's eight processes at once). PYTEST_WORKERS=0 runs the first
-# part in one process. PYTEST_ARGS go to every run.
+# Two runs: the contracts' own tests, traced, must cover every line of contracts/ on their
+# own; then the rest of the suite, untraced (tracing it, for lines those tests cover anyway,
+# cost about a third more CPU in every in-process test). PYTEST_ARGS go to both runs.
 test: $(STAMP) $(INSPECTOR_STAMP) $(CONFORMANCE_STAMP) services chromium lint
 	bash scripts/pytest.sh tests/contracts --cov=contracts --cov-report=term-missing --cov-fail-under=100 $(PYTEST_ARGS)
-	bash scripts/pytest.sh --ignore=tests/contracts $(addprefix --ignore=,$(SERIAL_TESTS)) -n $(PYTEST_WORKERS) --dist loadfile $(PYTEST_ARGS)
-	bash scripts/pytest.sh $(SERIAL_TESTS) $(PYTEST_ARGS)
+	bash scripts/pytest.sh --ignore=tests/contracts $(PYTEST_ARGS)
 
 # langchain-mcp-adapters, the OpenAI Agents SDK and Pydantic AI against `aci-evidence mcp`
 # over stdio and HTTP (docs/adapters.md, "Per-client configuration"); the servers run in
