@@ -16,7 +16,7 @@ import json
 import re
 from collections import Counter
 from collections.abc import Iterable, Sequence
-from typing import Any
+from typing import Any, Final
 
 import msgspec
 
@@ -62,6 +62,10 @@ class Books(msgspec.Struct, kw_only=True):
         return not any(bad) and not self.pending_left and not self.leaked
 
 
+# What makes a number an address's port (`db-1:PORT`, `[::1]:PORT`, "port PORT", "port=PORT").
+_BEFORE_PORT: Final = (r"[A-Za-z0-9\]]:", "port ", "port=", "port: ")
+
+
 def leak_pattern(needles: Iterable[str]) -> re.Pattern[str] | None:
     """One regex for secrets, hosts and ports (a port only as a whole number)."""
     parts = []
@@ -72,10 +76,12 @@ def leak_pattern(needles: Iterable[str]) -> re.Pattern[str] | None:
             # A port leaks as part of an address (`host:PORT`, "port PORT"), not as a bare
             # number: evidence itself holds numbers (rows_examined, cost_ms, order ids in URIs,
             # hex fingerprints) that can equal a random free port.
-            # JSON's `"cost_ms":41234` is a value, `db-1:41234` an address.
-            parts.append(
-                rf"(?:(?<=[A-Za-z0-9\]]:)|(?<=port )|(?<=port=)|(?<=port: )){needle}(?![\d])"
-            )
+            # JSON's `"cost_ms":41234` is a value, `db-1:41234` an address. The number comes
+            # first and each look-behind covers it: a pattern that starts with look-behinds is
+            # tried at every position of every text (0.9 s of a CI-scale row's 1.5 s of books;
+            # this form matches the same spans about 35x faster).
+            behind = "|".join(rf"(?<={before}{needle})" for before in _BEFORE_PORT)
+            parts.append(rf"{needle}(?:{behind})(?![\d])")
         else:
             parts.append(re.escape(needle))
     return re.compile("|".join(parts)) if parts else None

@@ -192,7 +192,9 @@ def test_search_a_call_id_and_read_both_views(page: Any, base: str) -> None:
 
 def test_watch_a_call_arrive_live_then_pause(page: Any, base: str, deployment: Settings) -> None:
     page.goto(f"{base}/session?id={LIVE}")
-    page.wait_for_function("document.body.getAttribute('data-live') === 'live'")
+    # A selector, not wait_for_function: its string predicate can run through eval, which
+    # the console's CSP (script-src 'self') refuses (EvalError, seen in a full run).
+    page.locator("body[data-live='live']").wait_for(state="attached")
     page.evaluate("window.__samePage = true")
     _run(run_calls, REDIS_URL, deployment, LIVE, _calls(2, "live"))
     page.locator('[data-call="live0"]').wait_for()
