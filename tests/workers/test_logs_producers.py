@@ -471,3 +471,25 @@ def test_a_docker_rotation_compressed_by_the_daemon_keeps_its_container_id(tmp_p
     source = file_source(tmp_path, "docker", [f"containers/{cid}/*-json.log*"], now=NOW)
     found = search(source, f"container_id:{cid[:12]}", lookback=1440)
     assert found.match_count == 1 and found.records[0].message == "rotated away"
+
+
+@pytest.mark.parametrize("fmt", ["cri", "docker"])
+def test_an_empty_line_in_a_container_log_is_no_record(tmp_path: Path, fmt: str) -> None:
+    # an app's blank line was a record with an empty message (an empty query counted it)
+    lines = [("stdout", "starting"), ("stdout", ""), ("stderr", "   "), ("stdout", "ready")]
+    if fmt == "cri":
+        text = "".join(f"2026-12-04T19:46:3{i}.000000000Z {s} F {t}\n" for i, (s, t) in
+                       enumerate(lines))  # fmt: skip
+    else:
+        text = "".join(
+            msgspec.json.encode(
+                {"log": t + "\n", "stream": s, "time": f"2026-12-04T19:46:3{i}.000000000Z"}
+            ).decode()
+            + "\n"
+            for i, (s, t) in enumerate(lines)
+        )
+    (tmp_path / "c.log").write_text(text)
+    os.utime(tmp_path / "c.log", (NOW - 60, NOW - 60))
+    found = search(file_source(tmp_path, fmt, ["c.log"], now=NOW), "", lookback=1440)
+    assert sorted(r.message for r in found.records) == ["ready", "starting"]
+    assert not found.unparsed_lines

@@ -102,6 +102,8 @@ class Cri:
                 return []
             del self._held[stream]
         out = [] if held is None else [held.entry]
+        if not text.strip():
+            return out  # an empty line the app wrote: no record, as in the text formats
         crash = None if text.startswith("{") else crash_of(text)
         entry = self._entry(epoch, stream, text)
         if crash is None:
