@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 
 from workers.sources.logs.check import check_logs
-from workers.sources.logs.config import parse_logs_config
+from workers.sources.logs.config import LogsConfig, parse_logs_config
 
 ROOT = Path(__file__).resolve().parents[2]
 SAMPLES = ROOT / "tests" / "workers" / "logs_samples"
@@ -28,6 +28,14 @@ def check(
         [sys.executable, "-m", "app.cli", "check", *flags],
         cwd=ROOT, env=env, capture_output=True, text=True, timeout=60, check=False,
     )  # fmt: skip
+
+
+def plain_config(logs: Path) -> LogsConfig:
+    """One file topic, APPLICATION: every `*.log` of `logs` in format plain."""
+    return parse_logs_config(
+        f'roots = ["{logs}"]\n[topics.APPLICATION]\nbackend = "file"\nformat = "plain"\n'
+        f'paths = ["{logs}/*.log"]\n'
+    )
 
 
 def setup(tmp_path: Path, fmt: str, *names: str, extra: str = "") -> Path:
@@ -103,10 +111,7 @@ def test_check_logs_reads_only_the_newest_files_first_lines(tmp_path: Path) -> N
     logs = tmp_path / "logs"
     logs.mkdir()
     (logs / "big.log").write_text("2026-12-04 19:00:00 INFO x\n" * 5000)
-    config = parse_logs_config(
-        f'roots = ["{logs}"]\n[topics.APPLICATION]\nbackend = "file"\nformat = "plain"\n'
-        f'paths = ["{logs}/*.log"]\n'
-    )
+    config = plain_config(logs)
     (topic,) = check_logs(config, time.time())
     (file,) = topic.sources[0].files
     assert (file.lines, file.records, file.unparsed) == (2000, 2000, 0)
@@ -208,10 +213,7 @@ def test_a_sample_of_long_lines_stops_at_its_byte_cap(tmp_path: Path) -> None:
     logs.mkdir()
     line = "2026-12-04 19:00:00 INFO " + "x" * 100_000 + "\n"
     (logs / "wide.log").write_text(line * 400)
-    config = parse_logs_config(
-        f'roots = ["{logs}"]\n[topics.APPLICATION]\nbackend = "file"\nformat = "plain"\n'
-        f'paths = ["{logs}/*.log"]\n'
-    )
+    config = plain_config(logs)
     (topic,) = check_logs(config, time.time())
     (file,) = topic.sources[0].files
     assert file.lines == file.records == -(-SAMPLE_BYTES // len(line)) < 400
@@ -226,10 +228,7 @@ def test_the_example_is_the_line_not_in_the_format_not_the_one_after_it(tmp_path
         "2026-12-04 10:00:00 INFO first\n2026-13-04 10:00:01 INFO month 13\n"
         "2026-12-04 10:00:02 INFO good\n"
     )
-    config = parse_logs_config(
-        f'roots = ["{logs}"]\n[topics.APPLICATION]\nbackend = "file"\nformat = "plain"\n'
-        f'paths = ["{logs}/*.log"]\n'
-    )
+    config = plain_config(logs)
     (topic,) = check_logs(config, time.time())
     (file,) = topic.sources[0].files
     assert (file.records, file.unparsed) == (2, 1)
@@ -250,10 +249,7 @@ def test_a_format_that_reads_the_lines_but_no_level_is_named_with_one_that_does(
         '  File "x.py", line 1, in <module>\n'
         "ValueError: bad\n"
     )
-    config = parse_logs_config(
-        f'roots = ["{logs}"]\n[topics.APPLICATION]\nbackend = "file"\nformat = "plain"\n'
-        f'paths = ["{logs}/*.log"]\n'
-    )
+    config = plain_config(logs)
     (topic,) = check_logs(config, time.time())
     assert topic.problems() == [
         f'APPLICATION: {logs}/app.log: format = "log4j" gives 2 of its records a level '

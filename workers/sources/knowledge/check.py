@@ -24,6 +24,7 @@ from workers.sources.knowledge.files import (
     RUNBOOK_SUFFIXES,
     TooLarge,
     max_file_bytes_from_env,
+    other_kinds,
     read_inside,
     runbook_files,
 )
@@ -64,11 +65,9 @@ class KnowledgeCheck(msgspec.Struct, kw_only=True):
             suffixes = ", ".join(RUNBOOK_SUFFIXES)
             out.append(f"knowledge: {self.folder} holds no runbook text ({suffixes})")
         if self.others:
-            common = sorted(self.others.items(), key=lambda kv: (-kv[1], kv[0]))[:5]
-            kinds = ", ".join(f"{n} {suffix}" for suffix, n in common)
             out.append(
                 f"knowledge: {sum(self.others.values())} files are not runbooks and are not "
-                f"read ({kinds})"
+                f"read ({other_kinds(self.others)})"
             )
         return out
 

@@ -36,6 +36,7 @@ from workers.sources.knowledge.files import (
     DIR_FLAGS,
     RUNBOOK_SUFFIXES,
     TooLarge,
+    other_kinds,
     read_inside,
     runbook_files,
 )
@@ -117,11 +118,9 @@ def _read_folder(folder: Path, max_file_bytes: int) -> tuple[list[_Row], list[st
     finally:
         os.close(root_fd)
     if others:  # an export of another kind (AsciiDoc, HTML, PDF) is not silently absent
-        common = sorted(others.items(), key=lambda kv: (-kv[1], kv[0]))[:5]
-        kinds = ", ".join(f"{n} {suffix}" for suffix, n in common)
         log.warning(
             "knowledge: %d files in the folder are not read (runbooks are %s): %s",
-            others.total(), ", ".join(RUNBOOK_SUFFIXES), kinds,
+            others.total(), ", ".join(RUNBOOK_SUFFIXES), other_kinds(others),
         )  # fmt: skip
     return rows, skipped
 
