@@ -208,8 +208,10 @@ def _unread(reader: Reader, some: bool) -> str:
     """Why the file's sample is not all of its first lines ('' when it is)."""
     if reader.unread:
         return f"{reader.unread[0]} compression (install its Python package)"
+    if reader.cut:
+        return "a compressed file cut short (its end is missing): read up to the cut"
     if reader.broken:
-        return "a corrupt or truncated archive: read up to its error"
+        return "a compressed file corrupt part way: read up to the damage"
     if reader.long_lines:
         cap = reader.budget.max_line_bytes
         return f"{reader.long_lines} lines longer than max_line_bytes ({cap}) skipped"

@@ -179,6 +179,7 @@ class FileLogSource:
             upstream,
             unparsed_lines=tally.failed or UNSET,
             unread_files=len(reader.unread) or UNSET,
+            broken_files=reader.broken or UNSET,
             notes=notes or UNSET,
             record_times=watch.times(self.zone),
         )
@@ -308,10 +309,16 @@ class FileLogSource:
                 f"{len(reader.unread)} matched log files are compressed with {kinds}, which this "
                 "worker cannot read: the count is a lower bound"
             )
-        if reader.broken:
+        if reader.cut:
             notes.append(
-                f"{reader.broken} compressed log files end in an error part way: the count is "
-                "a lower bound"
+                f"{reader.cut} compressed log files are cut short (their end is missing: a "
+                "rotation interrupted, a disk full); the lines before the cut were read: the "
+                "count is a lower bound"
+            )
+        if reader.broken > reader.cut:
+            notes.append(
+                f"{reader.broken - reader.cut} compressed log files are corrupt part way; the "
+                "lines before the damage were read: the count is a lower bound"
             )
         if tally.sources_empty and len(self.sources) > 1:
             notes.append(f"{tally.sources_empty} of this topic's {len(self.sources)} log "
@@ -336,6 +343,18 @@ class FileLogSource:
                 f"{len(reader.unread)} log files of topic {name} are compressed with {kinds}, "
                 "which this worker cannot read; nothing else matched",
             )
+        if (
+            reader.broken
+            and digest.match_count == 0
+            and not (reader.out_of_budget or flag.timed_out)
+        ):
+            how = _damage(reader)
+            raise SourceError(
+                ErrorCode.EXECUTION,
+                f"{reader.broken} compressed log files of topic {name} are {how}, and nothing "
+                "read before the damage matched: the count is unknown; the operator must "
+                "check these files",
+            )
         if lower_bound and digest.match_count == 0:
             code = ErrorCode.TIMEOUT if flag.timed_out else ErrorCode.EXECUTION
             raise SourceError(
@@ -346,3 +365,9 @@ class FileLogSource:
 
     async def aclose(self) -> None:
         """Nothing held open between calls: each call opens and closes its files."""
+
+
+def _damage(reader: Reader) -> str:
+    if reader.cut == reader.broken:
+        return "cut short (their end is missing)"
+    return "cut short or corrupt part way" if reader.cut else "corrupt part way"
