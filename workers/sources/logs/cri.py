@@ -15,11 +15,13 @@ import msgspec
 from contracts.results import JsonScalar
 from workers.sources.logs.formats import JsonLines, parse_time
 from workers.sources.logs.multiline import (
+    MAX_HELD_RUNTIME,
     MAX_JOINED_CHARS,
     MAX_JOINED_LINES,
     Crash,
     continues,
     crash_of,
+    go_runtime,
 )
 from workers.sources.logs.records import Entry
 
@@ -70,6 +72,8 @@ class Cri:
         self.failed = 0
         self._parts: dict[str, tuple[int, int, list[str]]] = {}
         self._held: dict[str, _Held] = {}
+        # Go's `runtime: ` lines on a stream, held for the line after them (`multiline`)
+        self._runtime: dict[str, list[tuple[int, str]]] = {}
 
     def feed(self, line: str) -> list[Entry]:
         split = self._split(line)
@@ -94,20 +98,36 @@ class Cri:
         return epoch, found.group(2), found.group(3) == "P", found.group(4)
 
     def _deliver(self, epoch: int, stream: str, text: str) -> list[Entry]:
+        if go_runtime(text):
+            runtime = self._runtime.setdefault(stream, [])
+            runtime.append((epoch, text))
+            if len(runtime) <= MAX_HELD_RUNTIME:
+                return []
+            epoch, text = runtime.pop(0)  # the oldest held: a record of its own
+            return self._deliver_now(epoch, stream, text, [])
+        return self._deliver_now(epoch, stream, text, self._runtime.pop(stream, []))
+
+    def _deliver_now(
+        self, epoch: int, stream: str, text: str, runtime: list[tuple[int, str]]
+    ) -> list[Entry]:
         held = self._held.get(stream)
         if held is not None:
             if not text.strip() or continues(text, held.crash.go):
-                if text.strip() and not held.join(text):
-                    self.failed += 1  # past the cap: a line not in the format, matched as text
+                for line in [t for _, t in runtime] + ([text] if text.strip() else []):
+                    if not held.join(line):
+                        self.failed += 1  # past the cap: a line not in the format, as text
                 return []
             del self._held[stream]
         out = [] if held is None else [held.entry]
+        crash = None if text.startswith("{") else crash_of(text)
+        if crash is None:  # the runtime's lines explain no crash: records of their own
+            out += [self._entry(at, stream, line) for at, line in runtime]
         if not text.strip():
             return out  # an empty line the app wrote: no record, as in the text formats
-        crash = None if text.startswith("{") else crash_of(text)
-        entry = self._entry(epoch, stream, text)
         if crash is None:
-            return [*out, entry]
+            return [*out, self._entry(epoch, stream, text)]
+        lines = [t for _, t in runtime] + [text]  # the runtime's explanation starts the crash
+        entry = self._entry(runtime[0][0] if runtime else epoch, stream, "\n".join(lines))
         entry.level, entry.fields["exception"] = crash.level, crash.exception
         self._held[stream] = _Held(entry, crash)
         return out
@@ -128,8 +148,10 @@ class Cri:
     def flush(self) -> list[Entry]:
         out = [e for s, (at, _, p) in self._parts.items() for e in self._deliver(at, s, "".join(p))]
         out += [held.entry for held in self._held.values()]
+        out += [self._entry(at, s, t) for s, lines in self._runtime.items() for at, t in lines]
         self._parts.clear()
         self._held.clear()
+        self._runtime.clear()
         return out
 
 
