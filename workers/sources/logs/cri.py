@@ -8,12 +8,13 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from datetime import tzinfo
-from typing import Final
+from typing import Any, Final
 
 import msgspec
 
 from contracts.results import JsonScalar
-from workers.sources.logs.formats import JsonLines, parse_time
+from workers.sources.logs.formats import MAX_FIELDS, JsonLines, field_name, parse_time
+from workers.sources.logs.masking import MASK, secret_name, without_url_password
 from workers.sources.logs.multiline import (
     MAX_HELD_RUNTIME,
     MAX_JOINED_CHARS,
@@ -159,11 +160,24 @@ class _DockerLine(msgspec.Struct):
     log: str
     stream: str
     time: str
+    attrs: dict[str, Any] = msgspec.field(default_factory=dict)
 
 
 _DOCKER: Final = msgspec.json.Decoder(_DockerLine)
 # rotations: `<id>-json.log.1`, and `<id>-json.log.1.gz` with `--log-opt compress=true`
 _DOCKER_PATH: Final = re.compile(r"/([0-9a-f]{64})/\1-json\.log(?:\.\d+(?:\.gz)?)?$")
+
+
+def _attr_fields(attrs: Mapping[str, Any]) -> dict[str, JsonScalar]:
+    """Docker's `attrs` as fields: a secret's name masks its value, a URL loses its password
+    (`env=` copies the container's environment, which the app never chose to log)."""
+    fields: dict[str, JsonScalar] = {}
+    for key, value in attrs.items():
+        if len(fields) > MAX_FIELDS:
+            break  # the rest are counted as dropped when merged
+        text = value if isinstance(value, str) else msgspec.json.encode(value).decode()
+        fields[field_name(key)] = MASK if secret_name(key) else without_url_password(text)
+    return fields
 
 
 def docker_fields(real_path: str) -> dict[str, str]:
@@ -176,7 +190,15 @@ def docker_fields(real_path: str) -> dict[str, str]:
 class DockerJson(Cri):
     """Docker's `json-file` logging driver: `{"log": "<content>\\n", "stream": ..., "time":
     ...}` a line; a `log` without its newline is a part (Docker splits lines at 16 KiB),
-    joined until the one with it. The content is read as in `cri`."""
+    joined until the one with it. The content is read as in `cri`. The `attrs` the daemon adds
+    with `--log-opt labels=`, `env=` or `tag=` are fields (after the app's own, at most
+    `MAX_FIELDS` in all; secrets masked: `_attr_fields`)."""
+
+    def __init__(
+        self, inner: JsonLines, zone: tzinfo, service: str, origin: Mapping[str, str]
+    ) -> None:
+        super().__init__(inner, zone, service, origin)
+        self._attrs: dict[str, tuple[dict[str, Any], dict[str, JsonScalar]]] = {}
 
     def _split(self, line: str) -> tuple[int, str, bool, str] | None:
         try:
@@ -186,7 +208,32 @@ class DockerJson(Cri):
         epoch = parse_time(found.time, self.zone)
         if epoch is None or found.stream not in ("stdout", "stderr"):
             return None
+        if found.attrs:  # the same on every line of a container: converted once
+            known = self._attrs.get(found.stream)
+            if known is None or known[0] != found.attrs:
+                self._attrs[found.stream] = (found.attrs, _attr_fields(found.attrs))
+        else:
+            self._attrs.pop(found.stream, None)
         content = found.log
         whole = content.endswith("\n")
         content = content[:-1] if whole else content
         return epoch, found.stream, not whole, content.removesuffix("\r")
+
+    def _entry(self, epoch: int, stream: str, text: str) -> Entry:
+        entry = super()._entry(epoch, stream, text)
+        attrs = self._attrs.get(stream)
+        if attrs is None:
+            return entry
+        fields, dropped = entry.fields, 0
+        for key, value in attrs[1].items():
+            if key in fields:
+                continue  # the app's own field of that name, or ours (stream, container_id)
+            if len(fields) >= MAX_FIELDS:
+                dropped += 1
+                continue
+            fields[key] = value
+        dropped += max(0, len(attrs[0]) - len(attrs[1]))
+        if dropped:
+            before = fields.get("fields_dropped", 0)
+            fields["fields_dropped"] = (before if isinstance(before, int) else 0) + dropped
+        return entry
