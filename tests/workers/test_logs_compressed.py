@@ -168,3 +168,17 @@ def test_the_prefilter_sees_decompressed_text_of_a_cut_file(tmp_path: Path) -> N
     source = file_source(tmp_path, "jsonl", ["app.log*"], now=NOW)
     found = search(source, '"needle in a cut"')
     assert found.match_count > 0 and found.match_count_lower_bound and found.broken_files == 1
+
+
+@pytest.mark.parametrize("suffix", list(TOOLS))
+def test_a_rotation_copied_with_an_old_mtime_is_chosen_by_its_records_time(
+    tmp_path: Path, suffix: str
+) -> None:
+    # A `cp -p` copy or a tarball keeps an old mtime over recent records: the file is chosen
+    # by its first record's time, read through its codec (found by its magic bytes, not by a
+    # `.gz` name: a zstd rotation was pruned by mtime, its records missing from the count).
+    path = tmp_path / f"app.log.2.{suffix}"
+    path.write_bytes(compressed(suffix, jsonl(100)))
+    os.utime(path, (NOW - 7200, NOW - 7200))
+    found = search(file_source(tmp_path, "jsonl", ["app.log*"], now=NOW), "")
+    assert found.match_count == 100 and not found.match_count_lower_bound
