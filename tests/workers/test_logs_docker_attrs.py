@@ -18,6 +18,8 @@ import pytest
 from logs_helpers import file_source, project, search
 
 from contracts.views import encode_view
+from workers.sources.logs.check import check_logs
+from workers.sources.logs.config import parse_logs_config
 from workers.sources.logs.file_source import FileLogSource
 from workers.sources.logs.formats import MAX_FIELDS
 from workers.sources.logs.masking import secret_name
@@ -124,3 +126,27 @@ def test_a_line_without_attrs_is_read_as_before(tmp_path: Path) -> None:
 )  # fmt: skip
 def test_which_names_are_secrets(name: str, secret: bool) -> None:
     assert secret_name(name) is secret
+
+
+def test_a_line_cut_short_shows_no_secret_as_text(tmp_path: Path) -> None:
+    # A full disk cuts the last line inside its attrs: a line not in the format, matched as
+    # text by a query of words, shown without the secret; `check` shows it so too.
+    whole = docker_line("order o-1042 placed\n", ATTRS, 1)
+    cut = whole[: whole.index("sk_live") + 4]
+    assert "hunter2" in cut
+    write(tmp_path, [docker_line("hello\n", ATTRS, 0), cut])
+    src = source(tmp_path)
+    found = search(src, "o-1042", lookback=1440)
+    assert found.match_count == 1 and found.unparsed_lines == 1
+    (line,) = found.records
+    assert '"DB_PASSWORD":"***"' in line.message and '"STRIPE_API_KEY":"***' in line.message
+    assert "hunter2" not in line.message and "sk_l" not in line.message
+    assert "postgres://orders:***@db" in line.message
+    assert search(src, "hunter2", lookback=1440).match_count == 0
+    config = parse_logs_config(
+        f'roots = ["{tmp_path}"]\n[topics.APPLICATION]\nbackend = "file"\nformat = "docker"\n'
+        f'paths = ["{tmp_path}/containers/{CID}/*-json.log"]\n'
+    )
+    (topic,) = check_logs(config, NOW)
+    (file,) = topic.sources[0].files
+    assert file.unparsed == 1 and file.example and "hunter2" not in file.example

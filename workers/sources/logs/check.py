@@ -25,7 +25,7 @@ from workers.sources.logs.config import FORMATS, FileSource, FileTopic, LogsConf
 from workers.sources.logs.deadline import StopFlag
 from workers.sources.logs.files import LogFile, Reader, find_files
 from workers.sources.logs.formats import make_parser
-from workers.sources.logs.masking import without_url_password
+from workers.sources.logs.masking import without_secrets
 from workers.sources.logs.records import Entry, format_ms
 from workers.sources.logs.textformats import HeadParser
 
@@ -52,9 +52,9 @@ _ENVELOPE: Final = ", the app's own time, level and message inside a container r
 
 
 def _without_password(line: str) -> str:
-    """The line with a URL's password shown as `***` (an app logs its DSN at start; cut first,
-    not past a long password)."""
-    return without_url_password(line[: EXAMPLE_CHARS + 1024])
+    """The line with a URL's password and a secret's JSON value shown as `***` (an app logs
+    its DSN at start, Docker its container's environment; cut first, not past a long one)."""
+    return without_secrets(line[: EXAMPLE_CHARS + 1024])
 
 
 class FileCheck(msgspec.Struct, kw_only=True):

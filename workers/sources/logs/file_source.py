@@ -40,6 +40,7 @@ from workers.sources.logs.deadline import StopFlag, run_stoppable
 from workers.sources.logs.files import LogFile, Reader, find_files
 from workers.sources.logs.filetime import FileTimes, WindowWatch, future_warning
 from workers.sources.logs.formats import LineParser, make_parser
+from workers.sources.logs.masking import without_secrets
 from workers.sources.logs.prefilter import Prefilter
 from workers.sources.logs.records import Digest, Entry, entry_matches, format_ms
 from workers.sources.logs.source import ParsedQuery, check_fields, parse_log_query
@@ -219,6 +220,9 @@ class FileLogSource:
                     tally.text_matches += 1
 
         text_ok = text_ok and source.format != "mysql_slow"
+        # a Docker line that is no record (cut short by a full disk) may hold the `attrs` of
+        # the container's environment: shown without its secrets, as the records' fields are
+        shown = without_secrets if source.format == "docker" else None
         for line in reader.lines_of(file):
             if may_match is not None and not may_match(line):
                 continue  # cannot match: skip the parse
@@ -232,7 +236,7 @@ class FileLogSource:
                     as_text(rejected)
                 rejected.clear()
             elif text_ok and parser.failed != failed and rejected is None:
-                as_text([line])
+                as_text([line if shown is None else shown(line)])
         for found in parser.flush():
             parsed += 1
             if watch.inside_window(found.epoch_ms) and entry_matches(query, found):

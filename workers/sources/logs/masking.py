@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from typing import Final
 
-__all__ = ["MASK", "secret_name", "without_url_password"]
+__all__ = ["MASK", "secret_name", "without_secrets", "without_url_password"]
 
 MASK: Final = "***"
 # `scheme://user:password@host`: anchored on `://`, the user without `/`, `:` or `@`, the
@@ -27,6 +27,22 @@ _SECRET_NAME: Final = re.compile(
     r"|(?<![a-z])auth(?![a-z])",
     re.IGNORECASE,
 )
+
+
+# A JSON string member (`"DB_PASSWORD":"hunter2"`), its value up to its closing quote or the
+# end of a line cut short; the key bounded, so a hostile line is read in linear time.
+_JSON_MEMBER: Final = re.compile(r'"([^"\\]{1,200})"\s*:\s*"((?:[^"\\]|\\.)*)')
+
+
+def without_secrets(text: str) -> str:
+    """Raw text that is no record (a Docker line cut short by a full disk, its `attrs` with
+    the container's environment) with a secret's JSON value and a URL's password as `***`."""
+
+    def member(found: re.Match[str]) -> str:
+        key = found.group(1)
+        return f'"{key}":"{MASK}' if secret_name(key) else found.group()
+
+    return without_url_password(_JSON_MEMBER.sub(member, text) if '"' in text else text)
 
 
 def without_url_password(text: str) -> str:
