@@ -76,6 +76,9 @@ class LogsUpstream(msgspec.Struct, frozen=True, kw_only=True):
     # compression it lacks): counted, never dropped silently. Omitted when there are none.
     unparsed_lines: int | UnsetType = UNSET
     unread_files: int | UnsetType = UNSET
+    # FILE: matched compressed files that end in an error part way (cut short, as by a
+    # rotation interrupted or a full disk, or corrupt): read up to it, the count a lower bound.
+    broken_files: int | UnsetType = UNSET
     # Short sentences the model must hear about how the answer was read (at most
     # `MAX_NOTES`, each cut to `logs_field_chars`).
     notes: list[str] | UnsetType = UNSET
@@ -267,6 +270,7 @@ def project_logs(tool_call_id: str, upstream: LogsUpstream, bounds: Bounds) -> L
         match_count_lower_bound=True if lower_bound else UNSET,
         unparsed_lines=upstream.unparsed_lines or UNSET,
         unread_files=upstream.unread_files or UNSET,
+        broken_files=upstream.broken_files or UNSET,
         notes=notes,
         record_times=upstream.record_times,
     )

@@ -27,6 +27,8 @@ __all__ = [
 #   (`RecordTimes`: nearest records of an empty window, future-dated records); a log call's
 #   Control View `scope` gains `start_time`, `end_time` and, when pinned, `as_of` (which its
 #   fingerprint covers).
+# - LogsUpstream / LogsResult / ControlView `broken_files` (compressed log files cut short or
+#   corrupt part way, read up to the damage).
 CONTRACT_VERSION = 1
 # Additions within version 1 (msgspec schema evolution: nothing renamed or removed, so a
 # record written before decodes as it did):

@@ -287,9 +287,11 @@ class ControlView(msgspec.Struct, frozen=True, kw_only=True):
     match_count: int | UnsetType = UNSET
     # True when `match_count` is a lower bound (a log scan stopped early); omitted when exact.
     match_count_lower_bound: bool | UnsetType = UNSET
-    # FILE: lines not in their configured format, and matched files it could not read.
+    # FILE: lines not in their configured format, matched files it could not read, and
+    # compressed files cut short or corrupt part way (read up to the damage).
     unparsed_lines: int | UnsetType = UNSET
     unread_files: int | UnsetType = UNSET
+    broken_files: int | UnsetType = UNSET
     relevance_level: RelevanceLevel | UnsetType = UNSET
     truncated: bool | UnsetType = UNSET
     source_kind: str | UnsetType = UNSET
@@ -320,7 +322,7 @@ def control_view(
     returned: int | UnsetType = UNSET
     match_count: int | UnsetType = UNSET
     lower_bound: bool | UnsetType = UNSET
-    unparsed: tuple[int | UnsetType, int | UnsetType] = (UNSET, UNSET)
+    unparsed: tuple[int | UnsetType, int | UnsetType, int | UnsetType] = (UNSET, UNSET, UNSET)
     relevance: RelevanceLevel | UnsetType = UNSET
     source_kind: str | UnsetType = UNSET
     error_code: ErrorCode | UnsetType = UNSET
@@ -336,7 +338,7 @@ def control_view(
             returned, match_count = result.returned_count, result.match_count
             source_kind, truncated = result.source_kind, result.truncated
             lower_bound = result.match_count_lower_bound
-            unparsed = (result.unparsed_lines, result.unread_files)
+            unparsed = (result.unparsed_lines, result.unread_files, result.broken_files)
         case MysqlResult():
             returned, truncated = result.returned_count, result.truncated
             warnings = result.warnings
@@ -356,6 +358,7 @@ def control_view(
         match_count_lower_bound=lower_bound,
         unparsed_lines=unparsed[0],
         unread_files=unparsed[1],
+        broken_files=unparsed[2],
         relevance_level=relevance,
         truncated=truncated,
         source_kind=source_kind,

@@ -11,6 +11,8 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from workers.sources.logs.check import check_logs
 from workers.sources.logs.config import LogsConfig, parse_logs_config
 
@@ -132,6 +134,9 @@ def test_a_line_over_the_cap_and_a_broken_archive_are_said_as_what_they_are(
     (logs / "b-long-then-good.log").write_text(good + "y" * 300 + "\n" + good)
     whole = gzip.compress((good * 200).encode())
     (logs / "c-cut.log.1").write_bytes(whole[: len(whole) // 2])
+    zstandard = pytest.importorskip("zstandard")
+    whole = zstandard.ZstdCompressor().compress((good * 200).encode())
+    (logs / "d-cut.log.2").write_bytes(whole[: len(whole) // 2])  # zstd: no error of its own
     config = parse_logs_config(
         f'roots = ["{logs}"]\n[scan]\nmax_line_bytes = 100\n[topics.APPLICATION]\n'
         f'backend = "file"\nformat = "plain"\npaths = ["{logs}/*"]\n'
@@ -143,7 +148,8 @@ def test_a_line_over_the_cap_and_a_broken_archive_are_said_as_what_they_are(
     assert (
         files["b-long-then-good.log"].unread == "1 lines longer than max_line_bytes (100) skipped"
     )
-    assert files["c-cut.log.1"].unread.startswith("a corrupt or truncated archive: read up to")
+    cut = "a compressed file cut short (its end is missing): read up to the cut"
+    assert files["c-cut.log.1"].unread == files["d-cut.log.2"].unread == cut
     problems = topic.problems()
     assert (
         f"APPLICATION: {logs}/b-long-then-good.log: partly read: 1 lines longer than "

@@ -91,7 +91,7 @@ def test_a_broken_archive_is_a_lower_bound_with_a_note(tmp_path: Path) -> None:
     source = file_source(tmp_path, "jsonl", ["app.log*"], now=NOW)
     found = search(source, "")
     assert found.match_count == 5 and found.match_count_lower_bound
-    assert found.notes and "error part way" in found.notes[-1]
+    assert found.notes and "corrupt part way" in found.notes[-1] and found.broken_files == 1
 
 
 SLOW = """# Time: 2026-11-29T08:00:00.000000Z

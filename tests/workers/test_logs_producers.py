@@ -115,6 +115,34 @@ def test_a_number_that_only_starts_a_line_is_no_time(tmp_path: Path) -> None:
     assert hello.timestamp == "2026-12-04T19:46:48.000Z"
 
 
+def test_an_epoch_far_from_the_record_before_it_is_no_time(tmp_path: Path) -> None:
+    # `1234567890: ` amid ISO-stamped records (a numbered list, an id and a colon) was a
+    # record of 2009-02-13: outside any recent window, so `"order ids"` found nothing.
+    (tmp_path / "app.log").write_text(
+        "2026-12-04 19:40:00 INFO batch of order ids follows\n"
+        "1234567890: o-1042\n"  # an id, 17 years before the record above
+        "2026-12-04 19:41:00 INFO batch done\n"
+        "1796413608: mosquitto says hello\n"  # 19:46:48: within a day of the record above
+    )
+    found = read(tmp_path, "app.log")
+    assert found.match_count == 3 and found.unparsed_lines == 1
+    (line,) = read(tmp_path, "app.log", "o-1042").records  # matched as text, in the window
+    assert line.message == "1234567890: o-1042" and line.timestamp.startswith("2026-12-04T19:")
+    (hello,) = read(tmp_path, "app.log", "hello").records
+    assert hello.timestamp == "2026-12-04T19:46:48.000Z"
+    # epoch after epoch is always a time (a quiet broker: days between its lines), and so is
+    # the first record of a file
+    parser = make_parser("plain", {}, UTC, "", "auto", int(NOW * 1000))
+    lines = ["1000000000: first\n", "1796413608: years later\n", "2026-12-04 19:40:00 x\n"]
+    entries = [e for line in lines for e in parser.feed(line)] + parser.flush()
+    assert [e.epoch_ms for e in entries] == [
+        1_000_000_000_000,
+        1_796_413_608_000,
+        1_796_413_200_000,
+    ]
+    assert parser.failed == 0
+
+
 def test_a_crash_before_any_record_is_a_line_not_in_the_format(tmp_path: Path) -> None:
     (tmp_path / "crash.log").write_text(
         "panic: boom\n\ngoroutine 1 [running]:\nmain.main()\n\t/srv/app/main.go:5 +0x25\n"
@@ -357,12 +385,13 @@ def test_a_level_line_after_a_head_that_is_not_java_util_logging_stays_its_own_l
 def test_a_go_stack_overflow_keeps_its_runtime_stack(tmp_path: Path) -> None:
     # Go 1.19's `fatal error: stack overflow`: its `runtime stack:` line was a line not in the
     # format (counted, matched as text apart from its crash). The two `runtime:` lines before
-    # the `fatal error` have no crash to join yet: they stay lines not in the format.
+    # the `fatal error` were lines not in the format too: they start its record
+    # (test_logs_go_runtime.py).
     every = read(tmp_path, "go_stack_overflow.log", now=NOW + 3600)
-    assert every.match_count == 2 and every.unparsed_lines == 2
+    assert every.match_count == 2 and not every.unparsed_lines
     (fatal,) = read(tmp_path, "go_stack_overflow.log", "level:fatal", now=NOW + 3600).records
     lines = (SAMPLES / "go_stack_overflow.log").read_text().splitlines()
-    assert fatal.message.splitlines() == [line for line in lines[3:] if line.strip()]
+    assert fatal.message.splitlines() == [line for line in lines[1:] if line.strip()]
     assert fatal.fields == {"exception": "fatal error"}
 
 

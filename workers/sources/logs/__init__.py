@@ -6,7 +6,7 @@
 - `router` — `logs_source_from_env`, the registry's factory: MOCK by default, else one
   backend per configured topic;
 - `records` — what real backends share: `Entry`, matching by the one language, `Digest`;
-- `files`, `formats`, `slowlog`, `prefilter`, `file_source` — the FILE backend;
+- `files`, `compression`, `formats`, `slowlog`, `prefilter`, `file_source` — the FILE backend;
 - `clickhouse` — the CLICKHOUSE backend on the OpenTelemetry `otel_logs` schema;
 - `deadline` — the call's deadline carried into the thread that does the work;
 - `scenario_files` — a small incident written to real files by real producers.

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import contextlib
 import itertools
-import re
 from datetime import tzinfo
 from typing import Final
 
@@ -26,6 +25,7 @@ from workers.sources.logs.config import FORMATS, FileSource, FileTopic, LogsConf
 from workers.sources.logs.deadline import StopFlag
 from workers.sources.logs.files import LogFile, Reader, find_files
 from workers.sources.logs.formats import make_parser
+from workers.sources.logs.masking import without_secrets
 from workers.sources.logs.records import Entry, format_ms
 from workers.sources.logs.textformats import HeadParser
 
@@ -49,14 +49,12 @@ _TRIED: Final = tuple(f for f in FORMATS if f not in ("regex", "mysql_slow"))
 # Formats of a container runtime's lines around the app's own (`cri`).
 _CONTAINERS: Final = ("docker", "cri")
 _ENVELOPE: Final = ", the app's own time, level and message inside a container runtime's line"
-# A URL's password (`postgresql://user:secret@host`), as an app logs its DSN at start: anchored
-# at `://` so a long line is read in linear time.
-_PASSWORD: Final = re.compile(r"(://[^/\s:@]*:)[^\s@/]*@")
 
 
 def _without_password(line: str) -> str:
-    """The line with a URL's password shown as `***` (cut first, not past a long password)."""
-    return _PASSWORD.sub(r"\1***@", line[: EXAMPLE_CHARS + 1024])
+    """The line with a URL's password and a secret's JSON value shown as `***` (an app logs
+    its DSN at start, Docker its container's environment; cut first, not past a long one)."""
+    return without_secrets(line[: EXAMPLE_CHARS + 1024])
 
 
 class FileCheck(msgspec.Struct, kw_only=True):
@@ -208,8 +206,10 @@ def _unread(reader: Reader, some: bool) -> str:
     """Why the file's sample is not all of its first lines ('' when it is)."""
     if reader.unread:
         return f"{reader.unread[0]} compression (install its Python package)"
+    if reader.cut:
+        return "a compressed file cut short (its end is missing): read up to the cut"
     if reader.broken:
-        return "a corrupt or truncated archive: read up to its error"
+        return "a compressed file corrupt part way: read up to the damage"
     if reader.long_lines:
         cap = reader.budget.max_line_bytes
         return f"{reader.long_lines} lines longer than max_line_bytes ({cap}) skipped"

@@ -8,18 +8,21 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from datetime import tzinfo
-from typing import Final
+from typing import Any, Final
 
 import msgspec
 
 from contracts.results import JsonScalar
-from workers.sources.logs.formats import JsonLines, parse_time
+from workers.sources.logs.formats import MAX_FIELDS, JsonLines, field_name, parse_time
+from workers.sources.logs.masking import MASK, secret_name, without_url_password
 from workers.sources.logs.multiline import (
+    MAX_HELD_RUNTIME,
     MAX_JOINED_CHARS,
     MAX_JOINED_LINES,
     Crash,
     continues,
     crash_of,
+    go_runtime,
 )
 from workers.sources.logs.records import Entry
 
@@ -70,6 +73,8 @@ class Cri:
         self.failed = 0
         self._parts: dict[str, tuple[int, int, list[str]]] = {}
         self._held: dict[str, _Held] = {}
+        # Go's `runtime: ` lines on a stream, held for the line after them (`multiline`)
+        self._runtime: dict[str, list[tuple[int, str]]] = {}
 
     def feed(self, line: str) -> list[Entry]:
         split = self._split(line)
@@ -94,20 +99,36 @@ class Cri:
         return epoch, found.group(2), found.group(3) == "P", found.group(4)
 
     def _deliver(self, epoch: int, stream: str, text: str) -> list[Entry]:
+        if go_runtime(text):
+            runtime = self._runtime.setdefault(stream, [])
+            runtime.append((epoch, text))
+            if len(runtime) <= MAX_HELD_RUNTIME:
+                return []
+            epoch, text = runtime.pop(0)  # the oldest held: a record of its own
+            return self._deliver_now(epoch, stream, text, [])
+        return self._deliver_now(epoch, stream, text, self._runtime.pop(stream, []))
+
+    def _deliver_now(
+        self, epoch: int, stream: str, text: str, runtime: list[tuple[int, str]]
+    ) -> list[Entry]:
         held = self._held.get(stream)
         if held is not None:
             if not text.strip() or continues(text, held.crash.go):
-                if text.strip() and not held.join(text):
-                    self.failed += 1  # past the cap: a line not in the format, matched as text
+                for line in [t for _, t in runtime] + ([text] if text.strip() else []):
+                    if not held.join(line):
+                        self.failed += 1  # past the cap: a line not in the format, as text
                 return []
             del self._held[stream]
         out = [] if held is None else [held.entry]
+        crash = None if text.startswith("{") else crash_of(text)
+        if crash is None:  # the runtime's lines explain no crash: records of their own
+            out += [self._entry(at, stream, line) for at, line in runtime]
         if not text.strip():
             return out  # an empty line the app wrote: no record, as in the text formats
-        crash = None if text.startswith("{") else crash_of(text)
-        entry = self._entry(epoch, stream, text)
         if crash is None:
-            return [*out, entry]
+            return [*out, self._entry(epoch, stream, text)]
+        lines = [t for _, t in runtime] + [text]  # the runtime's explanation starts the crash
+        entry = self._entry(runtime[0][0] if runtime else epoch, stream, "\n".join(lines))
         entry.level, entry.fields["exception"] = crash.level, crash.exception
         self._held[stream] = _Held(entry, crash)
         return out
@@ -128,8 +149,10 @@ class Cri:
     def flush(self) -> list[Entry]:
         out = [e for s, (at, _, p) in self._parts.items() for e in self._deliver(at, s, "".join(p))]
         out += [held.entry for held in self._held.values()]
+        out += [self._entry(at, s, t) for s, lines in self._runtime.items() for at, t in lines]
         self._parts.clear()
         self._held.clear()
+        self._runtime.clear()
         return out
 
 
@@ -137,11 +160,24 @@ class _DockerLine(msgspec.Struct):
     log: str
     stream: str
     time: str
+    attrs: dict[str, Any] = msgspec.field(default_factory=dict)
 
 
 _DOCKER: Final = msgspec.json.Decoder(_DockerLine)
 # rotations: `<id>-json.log.1`, and `<id>-json.log.1.gz` with `--log-opt compress=true`
 _DOCKER_PATH: Final = re.compile(r"/([0-9a-f]{64})/\1-json\.log(?:\.\d+(?:\.gz)?)?$")
+
+
+def _attr_fields(attrs: Mapping[str, Any]) -> dict[str, JsonScalar]:
+    """Docker's `attrs` as fields: a secret's name masks its value, a URL loses its password
+    (`env=` copies the container's environment, which the app never chose to log)."""
+    fields: dict[str, JsonScalar] = {}
+    for key, value in attrs.items():
+        if len(fields) > MAX_FIELDS:
+            break  # the rest are counted as dropped when merged
+        text = value if isinstance(value, str) else msgspec.json.encode(value).decode()
+        fields[field_name(key)] = MASK if secret_name(key) else without_url_password(text)
+    return fields
 
 
 def docker_fields(real_path: str) -> dict[str, str]:
@@ -154,7 +190,15 @@ def docker_fields(real_path: str) -> dict[str, str]:
 class DockerJson(Cri):
     """Docker's `json-file` logging driver: `{"log": "<content>\\n", "stream": ..., "time":
     ...}` a line; a `log` without its newline is a part (Docker splits lines at 16 KiB),
-    joined until the one with it. The content is read as in `cri`."""
+    joined until the one with it. The content is read as in `cri`. The `attrs` the daemon adds
+    with `--log-opt labels=`, `env=` or `tag=` are fields (after the app's own, at most
+    `MAX_FIELDS` in all; secrets masked: `_attr_fields`)."""
+
+    def __init__(
+        self, inner: JsonLines, zone: tzinfo, service: str, origin: Mapping[str, str]
+    ) -> None:
+        super().__init__(inner, zone, service, origin)
+        self._attrs: dict[str, tuple[dict[str, Any], dict[str, JsonScalar]]] = {}
 
     def _split(self, line: str) -> tuple[int, str, bool, str] | None:
         try:
@@ -164,7 +208,32 @@ class DockerJson(Cri):
         epoch = parse_time(found.time, self.zone)
         if epoch is None or found.stream not in ("stdout", "stderr"):
             return None
+        if found.attrs:  # the same on every line of a container: converted once
+            known = self._attrs.get(found.stream)
+            if known is None or known[0] != found.attrs:
+                self._attrs[found.stream] = (found.attrs, _attr_fields(found.attrs))
+        else:
+            self._attrs.pop(found.stream, None)
         content = found.log
         whole = content.endswith("\n")
         content = content[:-1] if whole else content
         return epoch, found.stream, not whole, content.removesuffix("\r")
+
+    def _entry(self, epoch: int, stream: str, text: str) -> Entry:
+        entry = super()._entry(epoch, stream, text)
+        attrs = self._attrs.get(stream)
+        if attrs is None:
+            return entry
+        fields, dropped = entry.fields, 0
+        for key, value in attrs[1].items():
+            if key in fields:
+                continue  # the app's own field of that name, or ours (stream, container_id)
+            if len(fields) >= MAX_FIELDS:
+                dropped += 1
+                continue
+            fields[key] = value
+        dropped += max(0, len(attrs[0]) - len(attrs[1]))
+        if dropped:
+            before = fields.get("fields_dropped", 0)
+            fields["fields_dropped"] = (before if isinstance(before, int) else 0) + dropped
+        return entry

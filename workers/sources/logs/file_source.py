@@ -40,6 +40,7 @@ from workers.sources.logs.deadline import StopFlag, run_stoppable
 from workers.sources.logs.files import LogFile, Reader, find_files
 from workers.sources.logs.filetime import FileTimes, WindowWatch, future_warning
 from workers.sources.logs.formats import LineParser, make_parser
+from workers.sources.logs.masking import without_secrets
 from workers.sources.logs.prefilter import Prefilter
 from workers.sources.logs.records import Digest, Entry, entry_matches, format_ms
 from workers.sources.logs.source import ParsedQuery, check_fields, parse_log_query
@@ -52,7 +53,7 @@ FORMAT_FIELDS: Final[dict[str, tuple[str, ...]]] = {
     "jsonl": ("level_name", "fields_dropped"),
     "logfmt": ("level_name", "fields_dropped"),
     "cri": ("stream", "namespace", "pod", "container", "exception", "level_name"),
-    "docker": ("stream", "container_id", "exception", "level_name"),
+    "docker": ("stream", "container_id", "exception", "level_name", "tag", "fields_dropped"),
     "syslog": ("host", "app", "pid", "facility", "level_name"),
     "mysql_slow": ("db_instance", "thread_id", "rows_affected", "schema", "db_user"),
     **{name: (*fields, "level_name") for name, fields in TEXT_FORMAT_FIELDS.items()},
@@ -179,6 +180,7 @@ class FileLogSource:
             upstream,
             unparsed_lines=tally.failed or UNSET,
             unread_files=len(reader.unread) or UNSET,
+            broken_files=reader.broken or UNSET,
             notes=notes or UNSET,
             record_times=watch.times(self.zone),
         )
@@ -218,6 +220,9 @@ class FileLogSource:
                     tally.text_matches += 1
 
         text_ok = text_ok and source.format != "mysql_slow"
+        # a Docker line that is no record (cut short by a full disk) may hold the `attrs` of
+        # the container's environment: shown without its secrets, as the records' fields are
+        shown = without_secrets if source.format == "docker" else None
         for line in reader.lines_of(file):
             if may_match is not None and not may_match(line):
                 continue  # cannot match: skip the parse
@@ -231,7 +236,7 @@ class FileLogSource:
                     as_text(rejected)
                 rejected.clear()
             elif text_ok and parser.failed != failed and rejected is None:
-                as_text([line])
+                as_text([line if shown is None else shown(line)])
         for found in parser.flush():
             parsed += 1
             if watch.inside_window(found.epoch_ms) and entry_matches(query, found):
@@ -308,10 +313,16 @@ class FileLogSource:
                 f"{len(reader.unread)} matched log files are compressed with {kinds}, which this "
                 "worker cannot read: the count is a lower bound"
             )
-        if reader.broken:
+        if reader.cut:
             notes.append(
-                f"{reader.broken} compressed log files end in an error part way: the count is "
-                "a lower bound"
+                f"{reader.cut} compressed log files are cut short (their end is missing: a "
+                "rotation interrupted, a disk full); the lines before the cut were read: the "
+                "count is a lower bound"
+            )
+        if reader.broken > reader.cut:
+            notes.append(
+                f"{reader.broken - reader.cut} compressed log files are corrupt part way; the "
+                "lines before the damage were read: the count is a lower bound"
             )
         if tally.sources_empty and len(self.sources) > 1:
             notes.append(f"{tally.sources_empty} of this topic's {len(self.sources)} log "
@@ -336,6 +347,18 @@ class FileLogSource:
                 f"{len(reader.unread)} log files of topic {name} are compressed with {kinds}, "
                 "which this worker cannot read; nothing else matched",
             )
+        if (
+            reader.broken
+            and digest.match_count == 0
+            and not (reader.out_of_budget or flag.timed_out)
+        ):
+            how = _damage(reader)
+            raise SourceError(
+                ErrorCode.EXECUTION,
+                f"{reader.broken} compressed log files of topic {name} are {how}, and nothing "
+                "read before the damage matched: the count is unknown; the operator must "
+                "check these files",
+            )
         if lower_bound and digest.match_count == 0:
             code = ErrorCode.TIMEOUT if flag.timed_out else ErrorCode.EXECUTION
             raise SourceError(
@@ -346,3 +369,9 @@ class FileLogSource:
 
     async def aclose(self) -> None:
         """Nothing held open between calls: each call opens and closes its files."""
+
+
+def _damage(reader: Reader) -> str:
+    if reader.cut == reader.broken:
+        return "cut short (their end is missing)"
+    return "cut short or corrupt part way" if reader.cut else "corrupt part way"

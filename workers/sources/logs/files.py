@@ -12,31 +12,29 @@ Listing: the folder is read lazily, every name looked at counts against `MAX_NAM
 
 Reading: files in descending mtime, those last written before the window are pruned (a
 rotated `app.log.1`, `app.log.2.gz` is older than what it was rotated into). A `Reader`
-meters every byte against the call's `ScanBudget` (decompressed bytes for `.gz`) and checks
-the `StopFlag` every few thousand lines; a plain file larger than the remaining budget is
-read from its tail (the newest part). A line over `max_line_bytes` is skipped in bounded
-chunks. Anything that stops the reading early marks the count as a lower bound.
+meters every byte against the call's `ScanBudget` (decompressed bytes for a compressed file,
+whose codec is read from its magic bytes: `compression`) and checks the `StopFlag` every few
+thousand lines; a plain file larger than the remaining budget is read from its tail (the
+newest part). A line over `max_line_bytes` is skipped in bounded chunks. Anything that stops
+the reading early marks the count as a lower bound; a compressed file cut short or corrupt
+part way keeps the lines read before the damage and is counted (`broken`, `cut`).
 """
 
 from __future__ import annotations
 
-import bz2
 import contextlib
 import fnmatch
 import glob
-import gzip
-import io
-import lzma
 import os
 import re
 import stat
-import zlib
 from collections.abc import Callable, Generator, Iterator
 from pathlib import Path
 from typing import BinaryIO, Final
 
 from contracts.status import ErrorCode
 from workers.sources.base import SourceError
+from workers.sources.logs.compression import UNREADABLE, compression_of, damage_of, decompressed
 from workers.sources.logs.config import ScanBudget
 from workers.sources.logs.deadline import StopFlag
 
@@ -165,60 +163,6 @@ def _opened_inside(fd: int, roots: list[Path]) -> bool:
     return any(where.is_relative_to(r) for r in roots) and not _pseudo(str(where))
 
 
-_MAGIC_BYTES: Final = (
-    (b"\x1f\x8b", "gzip"),
-    (b"\xfd7zXZ\x00", "xz"),
-    (b"BZh", "bzip2"),
-    (b"\x28\xb5\x2f\xfd", "zstd"),
-    (b"\x04\x22\x4d\x18", "lz4"),
-)
-
-
-def _optional_codecs() -> frozenset[str]:
-    readable = set()
-    for codec, module in (("zstd", "zstandard"), ("lz4", "lz4.frame")):
-        try:
-            __import__(module)
-        except ImportError:
-            continue
-        readable.add(codec)
-    return frozenset(readable)
-
-
-# Compressions recognised by their magic bytes that this worker cannot decompress (zstd and
-# lz4 need the `zstandard` and `lz4` packages): such a file is counted, never read as text.
-UNREADABLE: Final = frozenset({"zstd", "lz4"}) - _optional_codecs()
-
-
-def compression_of(raw: BinaryIO) -> str:
-    """The compression of an opened file by its magic bytes ("" for none); the file is left at
-    its start. Names do not decide: a rotated `app.log.1` may be compressed, `x.gz` plain."""
-    head = raw.read(6)
-    raw.seek(0)
-    for magic, codec in _MAGIC_BYTES:
-        if head.startswith(magic):
-            return codec
-    return ""
-
-
-def _decompressed(raw: BinaryIO, codec: str) -> BinaryIO:
-    if codec == "gzip":
-        return gzip.GzipFile(fileobj=raw)  # type: ignore[return-value]
-    if codec == "xz":
-        return lzma.LZMAFile(raw)  # type: ignore[return-value]
-    if codec == "bzip2":
-        return bz2.BZ2File(raw)  # type: ignore[return-value]
-    if codec == "zstd":
-        import zstandard
-
-        return io.BufferedReader(zstandard.ZstdDecompressor().stream_reader(raw))
-    if codec == "lz4":
-        import lz4.frame  # type: ignore[import-untyped]
-
-        return lz4.frame.LZ4FrameFile(raw)  # type: ignore[no-any-return]
-    return raw
-
-
 class Reader:
     """Meters the bytes and lines of one call over all its files."""
 
@@ -230,7 +174,8 @@ class Reader:
         self.stopped = False  # stopped early: budget, deadline, a long line, a broken file
         self.out_of_budget = False
         self.unread: list[str] = []  # compressions of matched files it could not read
-        self.broken = 0  # archives that ended in an error part way
+        self.broken = 0  # archives that ended in an error part way (cut short or corrupt)
+        self.cut = 0  # ... of them, cut short: their end is missing
         self.long_lines = 0  # lines over `max_line_bytes`, skipped
 
     def _open(self, file: LogFile) -> BinaryIO | None:
@@ -264,21 +209,20 @@ class Reader:
                 self.unread.append(codec)  # counted and named: never a silent exact 0
                 self.stopped = True
                 return
-            stream = _decompressed(raw, codec)
+            stream = decompressed(raw, codec, self.flag.expired)
             if codec == "" and file.size > left:
                 raw.seek(file.size - left)  # the newest part; the first partial line dropped
                 self.stopped = True
                 self._skip_rest(stream)
             try:
                 yield from self._read(stream)
-            except (OSError, EOFError, zlib.error, lzma.LZMAError, ValueError):
-                self.stopped = True  # a corrupt or truncated archive: what was read stands
-                self.broken += 1
-            except Exception as exc:  # zstandard.ZstdError, lz4's RuntimeError: the same
-                if type(exc).__module__.split(".")[0] not in ("zstandard", "lz4"):
+            except Exception as exc:  # the codec's own errors (`damage_of`); others raise
+                damage = damage_of(exc, codec)
+                if not damage:
                     raise
-                self.stopped = True
+                self.stopped = True  # a cut or corrupt archive: what was read before stands
                 self.broken += 1
+                self.cut += damage == "cut"
 
     def _skip_rest(self, stream: BinaryIO) -> None:
         while not self.flag.expired():

@@ -15,10 +15,8 @@ of the records outside its window; records dated in the future (a wrong topic ti
 
 from __future__ import annotations
 
-import gzip
 import threading
 import time
-import zlib
 from collections import OrderedDict
 from collections.abc import Callable
 from datetime import tzinfo
@@ -28,6 +26,12 @@ from msgspec import UNSET, UnsetType
 
 from contracts.results import RecordTimes
 from contracts.window import AS_OF_SKEW_MS
+from workers.sources.logs.compression import (
+    UNREADABLE,
+    compression_of,
+    damage_of,
+    decompressed,
+)
 from workers.sources.logs.files import LogFile, Reader
 from workers.sources.logs.formats import LineParser
 from workers.sources.logs.records import format_ms
@@ -105,7 +109,8 @@ class FileTimes:
         self, file: LogFile, reader: Reader, parser: Callable[[], LineParser], *, last: bool
     ) -> int | None:
         """The time of the file's first record (`last=False`) or its latest in its last 16
-        KiB (`last=True`, plain files only); None when it cannot be read or nothing parses."""
+        KiB (`last=True`, uncompressed files only: the codec is read from the magic bytes);
+        None when it cannot be read or nothing parses."""
         key = (file.dev, file.ino, file.size, file.mtime_ms, last)
         with self._lock:
             if key in self._cache:
@@ -122,22 +127,24 @@ class FileTimes:
     def _read(
         file: LogFile, reader: Reader, parser: Callable[[], LineParser], last: bool
     ) -> int | None:
-        compressed = file.real.endswith(".gz")
-        if last and compressed:
-            return None  # its end is not reachable without reading it all
         raw = reader._open(file)  # confined exactly as the scan opens it
         if raw is None:
             return None
-        try:
-            with raw:
-                if compressed:
-                    data = gzip.GzipFile(fileobj=raw).read(_PEEK)
+        with raw:
+            codec = compression_of(raw)  # by its magic bytes, as the scan reads it
+            if codec and (last or codec in UNREADABLE):
+                return None  # its end is not reachable without reading it all
+            try:
+                if codec:
+                    data = decompressed(raw, codec, reader.flag.expired).read(_PEEK)
                 else:
                     if last and file.size > _PEEK:
                         raw.seek(file.size - _PEEK)
                     data = raw.read(_PEEK)
-        except (OSError, EOFError, zlib.error):
-            return None
+            except Exception as exc:  # a cut or corrupt archive: no time read from it
+                if not damage_of(exc, codec):
+                    raise
+                return None
         lines = data.decode("utf-8", "replace").splitlines(keepends=True)
         if last and file.size > _PEEK:
             lines = lines[1:]  # the first is cut

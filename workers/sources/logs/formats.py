@@ -34,7 +34,7 @@ from workers.sources.logs.levels import (
 from workers.sources.logs.records import Entry, as_number
 from workers.sources.logs.stamps import MAX_EPOCH_MS, MIN_EPOCH_MS
 
-__all__ = ["LineParser", "level_of", "make_parser", "parse_time"]
+__all__ = ["LineParser", "field_name", "level_of", "make_parser", "parse_time"]
 
 # The last of each: journald's export (`journalctl -o json`): µs, syslog severity 0..7; and
 # MongoDB's (4.4+) `{"t":{"$date":...},"s":"W",...}`, whose `s` is read only beside that `t`.
@@ -153,7 +153,8 @@ def _cached_name(key: str) -> str:
     return _NOT_NAME.sub("_", key)
 
 
-def _field_name(key: str) -> str:
+def field_name(key: str) -> str:
+    """A record's key as a field name (`log.level` -> `log_level`)."""
     # Only short keys are cached: the cache outlives the call (hostile 1 MiB keys would not).
     return _cached_name(key) if len(key) <= 128 else _NOT_NAME.sub("_", key)
 
@@ -192,7 +193,7 @@ class _Mapped:
             if len(fields) >= MAX_FIELDS:
                 dropped += 1
                 continue
-            fields.setdefault(_field_name(key), value)
+            fields.setdefault(field_name(key), value)
         if dropped:
             fields["fields_dropped"] = dropped
 
@@ -229,7 +230,7 @@ class _Mapped:
                 fields[ours] = flat.pop(theirs)
         if len(flat) + len(fields) <= MAX_FIELDS:
             for key, value in flat.items():
-                fields.setdefault(_field_name(key), value)
+                fields.setdefault(field_name(key), value)
         else:
             self._capped(flat, fields)
         normal = level_of(level, level_key) if level is not None else ""

@@ -12,7 +12,12 @@ its stack) each start a record of their own (level FATAL for Go, ERROR for Java;
 is `panic`, `fatal error` or the class), timed by what follows it: the next record (the
 restart's first line), or at the end of the file its last write (`eof_ms`, the mtime, when the
 source gives it), never earlier than the record before it, whose time it takes otherwise.
-Before any record, such a line is no record (above).
+Before any record, such a line is no record (above). Go's runtime explains some of its fatal
+errors first, on lines of its own (`runtime: out of memory: cannot allocate 8192-byte block
+(...)` before `fatal error: out of memory`, `runtime: goroutine stack exceeds ...-byte limit`
+and `runtime: sp=...` before `fatal error: stack overflow`): such lines are held, and start the
+crash record that follows them (or, inside a goroutine dump that goes on, join it); followed by
+anything else they are no record.
 
 java.util.logging's default layout writes a record on two lines: a head without a level
 (`Dec 04, 2026 7:48:09 PM Main charge`, the class and method) and `WARNING: message`. That
@@ -30,12 +35,15 @@ from workers.sources.logs.levels import canonical_level, keep_level_name
 from workers.sources.logs.records import Entry
 
 __all__ = [
-    "MAX_JOINED_CHARS", "MAX_JOINED_LINES", "Continued", "Crash", "HeadParser", "Pending",
-    "continues", "crash_of",
+    "MAX_HELD_RUNTIME", "MAX_JOINED_CHARS", "MAX_JOINED_LINES", "Continued", "Crash",
+    "HeadParser", "Pending", "continues", "crash_of", "go_runtime",
 ]  # fmt: skip
 
 MAX_JOINED_LINES: Final = 1000
 MAX_JOINED_CHARS: Final = 64 * 1024
+# Go's runtime writes one to three such lines before a throw; past this, the oldest held is
+# released as no record's (a program that writes `runtime: ` lines by the thousand).
+MAX_HELD_RUNTIME: Final = 16
 # A head: how to read its time (None: not a time), and how to build its entry at that time.
 Pending = tuple[Callable[[], int | None], Callable[[int], Entry]]
 
@@ -91,6 +99,11 @@ def crash_of(text: str) -> Crash | None:
     return Crash("ERROR", found.group("java"), False)
 
 
+def go_runtime(text: str) -> bool:
+    """Whether a line is Go's runtime explaining a fatal error it is about to throw."""
+    return text.startswith("runtime: ")
+
+
 def continues(text: str, go: bool = False) -> bool:
     """Whether a line that is no head continues the record before it (`go`: a Go crash's)."""
     return bool(_CONTINUATION.match(text) or (go and _GO_DUMP.match(text)))
@@ -135,37 +148,59 @@ class HeadParser:
         self._text = ""
         self._more: list[str] = []
         self._size = 0
+        self._runtime: list[str] = []  # Go's `runtime: ` lines, held for the line after them
 
     def feed(self, line: str) -> list[Entry]:
         text = line.rstrip("\r\n")
         if not text.strip():
             return []
+        if self._last is not None and go_runtime(text) and self.head(text) is None:
+            self._hold(text)
+            return []
+        held, self._runtime = self._runtime, []
         found = self.head(text)
         if isinstance(found, Continued):
             if self._open is not None:
+                self._reject(held)
                 self._join(found.text)
                 return []
             found = found.alone
         if found is not None:
+            self._reject(held)
             if self._until is not None:
                 self._until[0] = found[0]  # the crash was before this head: the restart's
             out = self._emit()
             self._open, self._text, self._last, self._crash = found, text, found[0], False
             return out
         if self._open is not None and (
-            continues(text, self._crash) or (not self._more and self._jul_level(text))
+            continues(text, self._crash) or (not held and not self._more and self._jul_level(text))
         ):
+            for runtime in held if self._crash else ():  # inside a goroutine dump: its own
+                self._join(runtime)
+            self._reject([] if self._crash else held)
             self._join(text)
             return []
         if self._last is not None and (crash := crash_of(text)):
             out = self._emit()
             self._until = [None]
-            self._open, self._text = _crash(crash, text, self._last, self._until), text
+            first, *rest = [*held, text]  # the runtime's explanation starts the crash's record
+            self._open, self._text = _crash(crash, first, self._last, self._until), first
+            for later in rest:
+                self._join(later)
             self._crash = crash.go
             return out
-        self.failed += 1
-        self.rejected.append(text)
+        self._reject([*held, text])
         return []
+
+    def _hold(self, text: str) -> None:
+        if len(self._runtime) >= MAX_HELD_RUNTIME:
+            self._reject(self._runtime[:1])
+            del self._runtime[0]
+        self._runtime.append(text)
+
+    def _reject(self, lines: list[str]) -> None:
+        self.failed += len(lines)
+        self.rejected += lines
 
     def _jul_level(self, text: str) -> bool:
         return bool(_JUL_LEVEL.match(text) and _JUL_HEAD.match(self._text))
@@ -180,6 +215,8 @@ class HeadParser:
 
     def flush(self) -> list[Entry]:
         """The last record, at the end of the file."""
+        self._reject(self._runtime)  # no crash came after them
+        self._runtime = []
         if self._until is not None and self.eof_ms is not None:
             eof = self.eof_ms
             self._until[0] = lambda: eof  # a crash at the end: its process's last write

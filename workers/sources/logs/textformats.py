@@ -161,11 +161,25 @@ def _log4j(zone: tzinfo, now_ms: int) -> Head:
     return head
 
 
+# An epoch-seconds stamp after a record stamped another way is a time only this close to that
+# record's: `1234567890: o-1042` amid ISO lines is an id and a colon, not 2009-02-13. (After an
+# epoch-stamped record, or first in its file, it is a time: a quiet broker's lines may lie days
+# apart, and the file's mtime says nothing of its first line.)
+_EPOCH_NEAR_MS: Final = 86_400_000
+
+
 def _plain(zone: tzinfo, now_ms: int, time_format: str) -> Head:
+    last: list[Pending | None] = [None]  # the latest head, unless its stamp was epoch seconds
+
     def head(text: str) -> Pending | None:
         found = _PLAIN.match(text)
         if found is None:
             return None
+        epoch = found.group("epoch")
+        if epoch is not None and last[0] is not None:
+            before = last[0][0]()
+            if before is not None and abs(int(epoch[:10]) * 1000 - before) > _EPOCH_NEAR_MS:
+                return None  # a number that starts the line: no head
 
         def when() -> int | None:
             return _stamp(found, zone, now_ms)
@@ -180,6 +194,7 @@ def _plain(zone: tzinfo, now_ms: int, time_format: str) -> Head:
                 fields["logger"] = logger
             return text_entry(epoch, found.group("level"), found.group("message"), fields)
 
+        last[0] = None if epoch is not None else (when, build)
         return when, build
 
     if not time_format:

@@ -1,0 +1,184 @@
+"""Compressed rotations cut short, corrupt or built to explode: never silent, always bounded.
+
+A rotation interrupted or a full disk leaves a compressed file without its end: the lines
+decoded before the cut are read and counted, the cut is said (the count a lower bound, the
+file counted in `broken_files`, a note), whatever the codec. Files are written by the real
+command-line tools (skipped where one is missing) and cut by the test.
+"""
+
+from __future__ import annotations
+
+import bz2
+import contextlib
+import gzip
+import json
+import lzma
+import os
+import shutil
+import subprocess
+import tracemalloc
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from logs_helpers import file_source, project, search
+
+from contracts import LifecycleStatus
+from contracts.views import InvocationMeta, control_view
+from workers.sources.base import SourceError
+from workers.sources.logs.config import ScanBudget
+from workers.sources.logs.deadline import StopFlag
+from workers.sources.logs.files import LogFile, Reader
+
+NOW = 1_796_000_000.0
+LINES = 10_000
+
+# Small blocks, as a rotation of a busy log has many: the blocks before a cut decode.
+TOOLS = {
+    "gz": ["gzip", "-c"],
+    "xz": ["xz", "-c", "--block-size=65536"],
+    "bz2": ["bzip2", "-c", "-1"],
+    "zst": ["zstd", "-q", "-c"],
+    "lz4": ["lz4", "-q", "-c", "-B4"],
+}
+
+
+def jsonl(count: int, message: str = "upstream timed out") -> bytes:
+    lines = (
+        json.dumps({"ts": NOW - 3000 + i * 0.25, "level": "error", "msg": f"{message} {i}"}) + "\n"
+        for i in range(count)
+    )
+    return "".join(lines).encode()
+
+
+def compressed(suffix: str, data: bytes) -> bytes:
+    command = TOOLS[suffix]
+    if shutil.which(command[0]) is None:
+        pytest.skip(f"{command[0]} is not installed")
+    return subprocess.run(command, input=data, capture_output=True, check=True).stdout
+
+
+def put(path: Path, data: bytes) -> None:
+    path.write_bytes(data)
+    os.utime(path, (NOW - 60, NOW - 60))
+
+
+@pytest.mark.parametrize("suffix", list(TOOLS))
+def test_a_rotation_cut_short_keeps_its_lines_and_says_it_was_cut(
+    tmp_path: Path, suffix: str
+) -> None:
+    whole = compressed(suffix, jsonl(LINES))
+    put(tmp_path / f"app.log.1.{suffix}", whole[: len(whole) * 6 // 10])
+    source = file_source(tmp_path, "jsonl", ["app.log*"], now=NOW)
+    for query in ("", '"timed out"'):  # the text prefilter does not hide the cut
+        found = search(source, query)
+        assert 0 < found.match_count < LINES and found.match_count_lower_bound
+        assert found.broken_files == 1
+        assert found.notes and any("cut short" in note for note in found.notes)
+    result = project(found)
+    assert result.truncated and result.broken_files == 1
+    meta = InvocationMeta(tool="query_logs", session_id="s", status=LifecycleStatus.READY)
+    assert control_view(result, meta).broken_files == 1
+
+
+@pytest.mark.parametrize("suffix", list(TOOLS))
+def test_a_cut_before_any_whole_block_is_an_error_that_says_so(tmp_path: Path, suffix: str) -> None:
+    whole = compressed(suffix, jsonl(40))
+    put(tmp_path / f"app.log.1.{suffix}", whole[:24])  # its headers: not one line decodes
+    source = file_source(tmp_path, "jsonl", ["app.log*"], now=NOW)
+    with pytest.raises(SourceError, match="cut short") as caught:
+        search(source, "")
+    assert "size or time limit" not in caught.value.message
+    # beside a whole file: its records, and the count a lower bound
+    put(tmp_path / "app.log", jsonl(7))
+    found = search(source, "")
+    assert found.match_count == 7 and found.match_count_lower_bound and found.broken_files == 1
+
+
+@pytest.mark.parametrize("suffix", list(TOOLS))
+def test_a_whole_rotation_is_exact(tmp_path: Path, suffix: str) -> None:
+    # two frames or members back to back (`cat a.gz b.gz`, pzstd, lz4 --content-size): whole
+    put(tmp_path / f"app.log.1.{suffix}", compressed(suffix, jsonl(30)) * 2)
+    found = search(file_source(tmp_path, "jsonl", ["app.log*"], now=NOW), "")
+    assert found.match_count == 60 and not found.match_count_lower_bound
+    assert not found.broken_files and not found.notes
+
+
+@pytest.mark.parametrize("suffix", list(TOOLS))
+def test_a_corrupt_rotation_keeps_what_it_read_and_says_corrupt(
+    tmp_path: Path, suffix: str
+) -> None:
+    whole = bytearray(compressed(suffix, jsonl(LINES)))
+    middle = len(whole) * 6 // 10
+    whole[middle : middle + 64] = bytes(64)  # a disk's bad sector: zeros amid the data
+    put(tmp_path / f"app.log.1.{suffix}", bytes(whole))
+    found = search(file_source(tmp_path, "jsonl", ["app.log*"], now=NOW), "")
+    assert found.match_count < LINES and found.match_count_lower_bound
+    assert found.broken_files == 1
+    assert found.notes and any("corrupt" in note for note in found.notes)
+
+
+def _zstd(data: bytes) -> bytes:
+    zstandard = pytest.importorskip("zstandard")
+    return bytes(zstandard.ZstdCompressor().compress(data))
+
+
+def _lz4(data: bytes) -> bytes:
+    frame = pytest.importorskip("lz4.frame")
+    return bytes(frame.compress(data))
+
+
+BOMBS: dict[str, Callable[[bytes], bytes]] = {
+    "gz": gzip.compress,
+    "xz": lzma.compress,
+    "bz2": bz2.compress,
+    "zst": _zstd,
+    "lz4": _lz4,
+}
+
+
+@pytest.mark.parametrize("kind", ["zeros", "lines"])
+@pytest.mark.parametrize("suffix", list(BOMBS))
+def test_a_decompression_bomb_stops_at_the_byte_budget(
+    tmp_path: Path, suffix: str, kind: str
+) -> None:
+    # 1 GiB decompressed from a file of a few MiB at most: one long line of zeros, or log lines
+    unit = b"\0" * (1 << 20) if kind == "zeros" else jsonl(1)[:-1].ljust(1023) + b"\n"
+    one = BOMBS[suffix](unit * (1 if kind == "zeros" else 1024))
+    path = tmp_path / f"bomb.{suffix}"
+    put(path, one * 1024)
+    budget = ScanBudget(max_bytes=8 << 20, max_line_bytes=1 << 20)
+    reader = Reader(budget, StopFlag(30), [str(tmp_path)])
+    tracemalloc.start()
+    try:
+        with contextlib.closing(reader.lines_of(LogFile(str(path), path.stat()))) as lines:
+            count = sum(1 for _ in lines)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert reader.out_of_budget and reader.stopped and not reader.broken
+    assert reader.bytes_read <= budget.max_bytes + budget.max_line_bytes + 1
+    assert count <= budget.max_bytes // 1024 + 1
+    assert peak < 48 << 20  # the 1 GiB never sits in memory
+
+
+def test_the_prefilter_sees_decompressed_text_of_a_cut_file(tmp_path: Path) -> None:
+    whole = compressed("gz", jsonl(LINES, "needle in a cut file"))
+    put(tmp_path / "app.log.1.gz", whole[: len(whole) // 2])
+    source = file_source(tmp_path, "jsonl", ["app.log*"], now=NOW)
+    found = search(source, '"needle in a cut"')
+    assert found.match_count > 0 and found.match_count_lower_bound and found.broken_files == 1
+
+
+@pytest.mark.parametrize("suffix", list(TOOLS))
+def test_a_rotation_copied_with_an_old_mtime_is_chosen_by_its_records_time(
+    tmp_path: Path, suffix: str
+) -> None:
+    # A `cp -p` copy or a tarball keeps an old mtime over recent records: the file is chosen
+    # by its first record's time, read through its codec (found by its magic bytes, not by a
+    # `.gz` name: a zstd rotation was pruned by mtime, its records missing from the count).
+    path = tmp_path / f"app.log.2.{suffix}"
+    path.write_bytes(compressed(suffix, jsonl(100)))
+    os.utime(path, (NOW - 7200, NOW - 7200))
+    found = search(file_source(tmp_path, "jsonl", ["app.log*"], now=NOW), "")
+    assert found.match_count == 100 and not found.match_count_lower_bound

@@ -1,0 +1,160 @@
+"""Compressed log files: the codec by magic bytes, a bounded decompressing stream, and what
+an error part way means (the file cut short, or corrupt).
+
+Every stream reads at most what its caller asks (`readline(n)`, `read(n)`): the standard
+library's gzip, xz and bzip2 readers and lz4's pass a `max_length` to their decompressor,
+zstandard's stream reader fills the buffer it is given; so a decompression bomb is stopped by
+the caller's byte budget, never held in memory. A zstd stream cut short gives no error of its
+own (zstandard's reader ends quietly where its input ends, and a block cut in half decodes to
+nothing), so the frames are walked at its end (`zstd_end`): a file that ends inside a frame
+raises `EOFError`, as the other codecs do when cut.
+"""
+
+from __future__ import annotations
+
+import bz2
+import gzip
+import io
+import lzma
+import os
+import zlib
+from collections.abc import Callable
+from typing import BinaryIO, Final
+
+__all__ = ["UNREADABLE", "compression_of", "damage_of", "decompressed", "zstd_end"]
+
+_MAGIC_BYTES: Final = (
+    (b"\x1f\x8b", "gzip"),
+    (b"\xfd7zXZ\x00", "xz"),
+    (b"BZh", "bzip2"),
+    (b"\x28\xb5\x2f\xfd", "zstd"),
+    (b"\x04\x22\x4d\x18", "lz4"),
+)
+
+
+def _optional_codecs() -> frozenset[str]:
+    readable = set()
+    for codec, module in (("zstd", "zstandard"), ("lz4", "lz4.frame")):
+        try:
+            __import__(module)
+        except ImportError:
+            continue
+        readable.add(codec)
+    return frozenset(readable)
+
+
+# Compressions recognised by their magic bytes that this worker cannot decompress (zstd and
+# lz4 need the `zstandard` and `lz4` packages): such a file is counted, never read as text.
+UNREADABLE: Final = frozenset({"zstd", "lz4"}) - _optional_codecs()
+
+
+def compression_of(raw: BinaryIO) -> str:
+    """The compression of an opened file by its magic bytes ("" for none); the file is left at
+    its start. Names do not decide: a rotated `app.log.1` may be compressed, `x.gz` plain."""
+    head = raw.read(6)
+    raw.seek(0)
+    for magic, codec in _MAGIC_BYTES:
+        if head.startswith(magic):
+            return codec
+    return ""
+
+
+def decompressed(raw: BinaryIO, codec: str, expired: Callable[[], bool]) -> BinaryIO:
+    """A reader of the decompressed bytes of `raw` (itself when `codec` is ""); `expired` stops
+    the walk of a zstd file's frames at its end (then taken as whole: the caller's own check
+    of its deadline marks the count)."""
+    if codec == "gzip":
+        return gzip.GzipFile(fileobj=raw)  # type: ignore[return-value]
+    if codec == "xz":
+        return lzma.LZMAFile(raw)  # type: ignore[return-value]
+    if codec == "bzip2":
+        return bz2.BZ2File(raw)  # type: ignore[return-value]
+    if codec == "zstd":
+        return io.BufferedReader(_Zstd(raw, expired))
+    if codec == "lz4":
+        import lz4.frame  # type: ignore[import-untyped]
+
+        return lz4.frame.LZ4FrameFile(raw)  # type: ignore[no-any-return]
+    return raw
+
+
+class _Zstd(io.RawIOBase):
+    """zstandard's stream reader, across frames, that raises `EOFError` at an end cut short."""
+
+    def __init__(self, raw: BinaryIO, expired: Callable[[], bool]) -> None:
+        import zstandard
+
+        self._raw, self._expired = raw, expired
+        self._end: str | None = None
+        self._reader = zstandard.ZstdDecompressor().stream_reader(raw, read_across_frames=True)
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: memoryview) -> int:  # type: ignore[override]
+        count: int = self._reader.readinto(buffer)
+        if count == 0 and len(buffer):
+            if self._end is None:  # once: a reader may ask again at its end
+                self._end = zstd_end(self._raw.fileno(), self._expired)
+            end = self._end
+            if end == "cut":
+                raise EOFError("zstd file ends inside a frame")
+            if end == "corrupt":
+                raise ValueError("zstd file holds bytes that are not a frame")
+        return count
+
+
+_ZSTD_MAGIC: Final = 0xFD2FB528
+_SKIPPABLE: Final = 0x184D2A50  # the top 28 bits of a skippable frame's magic
+_WALK_CHECK_EVERY: Final = 4096
+
+
+def zstd_end(fd: int, expired: Callable[[], bool] = lambda: False) -> str:
+    """How a zstd file ends, by the sizes its frame and block headers declare (RFC 8878):
+    "" whole frames, "cut" inside a frame, "corrupt" bytes that are no frame. It reads a few
+    bytes per block (`pread`, the file's offset untouched); past `expired`, ""."""
+    size, pos, blocks = os.fstat(fd).st_size, 0, 0
+    while pos < size:
+        head = os.pread(fd, 18, pos)  # magic, descriptor, window, dictionary id, content size
+        magic = int.from_bytes(head[:4], "little")
+        if len(head) < 5 or (magic & 0xFFFFFFF0 == _SKIPPABLE and len(head) < 8):
+            return "cut"
+        if magic & 0xFFFFFFF0 == _SKIPPABLE:
+            pos += 8 + int.from_bytes(head[4:8], "little")
+            continue
+        if magic != _ZSTD_MAGIC:
+            return "corrupt"
+        descriptor = head[4]
+        single = descriptor >> 5 & 1
+        content_size = (single, 2, 4, 8)[descriptor >> 6]
+        pos += 5 + (1 - single) + (0, 1, 2, 4)[descriptor & 3] + content_size
+        last = 0
+        while not last:
+            blocks += 1
+            if blocks % _WALK_CHECK_EVERY == 0 and expired():
+                return ""
+            header = os.pread(fd, 3, pos)
+            if len(header) < 3:
+                return "cut"
+            value = int.from_bytes(header, "little")
+            last, kind = value & 1, value >> 1 & 3
+            if kind == 3:
+                return "corrupt"
+            pos += 3 + (1 if kind == 1 else value >> 3)  # an RLE block holds one byte
+        pos += 4 * (descriptor >> 2 & 1)  # the content checksum
+    return "cut" if pos > size else ""
+
+
+def damage_of(exc: BaseException, codec: str) -> str:
+    """What an error raised while decompressing says of the file: "cut" (it ends before the
+    end of its stream: a rotation interrupted, a disk full), "corrupt" (bytes that do not
+    decode, a checksum that does not match), or "" (not the file's fault: raise it)."""
+    if isinstance(exc, EOFError):
+        return "cut"
+    if isinstance(exc, OSError | zlib.error | lzma.LZMAError | ValueError):
+        return "corrupt"
+    module = type(exc).__module__.split(".")[0]
+    # zstandard.ZstdError; lz4 raises a bare RuntimeError ("LZ4F_decompress failed ...")
+    if module == "zstandard" or (codec == "lz4" and isinstance(exc, RuntimeError)):
+        return "corrupt"
+    return ""
