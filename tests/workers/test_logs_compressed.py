@@ -11,6 +11,7 @@ from __future__ import annotations
 import bz2
 import contextlib
 import gzip
+import io
 import json
 import lzma
 import os
@@ -182,3 +183,40 @@ def test_a_rotation_copied_with_an_old_mtime_is_chosen_by_its_records_time(
     os.utime(path, (NOW - 7200, NOW - 7200))
     found = search(file_source(tmp_path, "jsonl", ["app.log*"], now=NOW), "")
     assert found.match_count == 100 and not found.match_count_lower_bound
+
+
+def _empty_blocks(count: int) -> bytes:
+    """A zstd frame of `count` empty raw blocks and a last one: legal, tiny, slow to walk."""
+    header = (0xFD2FB528).to_bytes(4, "little") + bytes([0x00, 0x50])  # no size, a window
+    return header + b"\0\0\0" * count + b"\1\0\0"
+
+
+def test_a_walk_of_a_zstd_file_stopped_by_the_deadline_is_no_exact_count(tmp_path: Path) -> None:
+    # 200,000 empty blocks (600 kB) after the lines, the file cut before its last block: the
+    # walk at its end stopped at the deadline and called the file whole (5 lines, exact).
+    path = tmp_path / "app.log.1.zst"
+    put(path, compressed("zst", jsonl(5)) + _empty_blocks(200_000)[:-3])
+    reader = Reader(ScanBudget(), StopFlag(0), [str(tmp_path)])
+    assert len(list(reader.lines_of(LogFile(str(path), path.stat())))) == 5
+    assert reader.stopped  # not read to its end: the count is a lower bound
+
+
+def test_a_zstd_file_written_while_read_is_judged_by_the_bytes_decoded(tmp_path: Path) -> None:
+    # logrotate compressing as a call reads: the decoder saw the file up to a cut, the rest
+    # written before the walk; the walk judged the longer file whole and the cut was silent.
+    from workers.sources.logs.compression import decompressed
+
+    whole = compressed("zst", jsonl(LINES))
+    path = tmp_path / "app.log.1.zst"
+    put(path, whole[: len(whole) // 2])
+
+    class Growing(io.FileIO):
+        def read(self, size: int = -1) -> bytes:
+            data = super().read(size)
+            if not data and path.stat().st_size < len(whole):
+                with path.open("ab") as out:
+                    out.write(whole[len(whole) // 2 :])
+            return data
+
+    with Growing(path) as raw, pytest.raises(EOFError):
+        decompressed(raw, "zstd", lambda: False).read()

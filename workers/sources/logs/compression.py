@@ -61,8 +61,8 @@ def compression_of(raw: BinaryIO) -> str:
 
 def decompressed(raw: BinaryIO, codec: str, expired: Callable[[], bool]) -> BinaryIO:
     """A reader of the decompressed bytes of `raw` (itself when `codec` is ""); `expired` stops
-    the walk of a zstd file's frames at its end (then taken as whole: the caller's own check
-    of its deadline marks the count)."""
+    the walk of a zstd file's frames at its end (then its end reads as an end: the caller's
+    own check of its deadline at the end of the stream marks the count, as `Reader` does)."""
     if codec == "gzip":
         return gzip.GzipFile(fileobj=raw)  # type: ignore[return-value]
     if codec == "xz":
@@ -95,7 +95,8 @@ class _Zstd(io.RawIOBase):
         count: int = self._reader.readinto(buffer)
         if count == 0 and len(buffer):
             if self._end is None:  # once: a reader may ask again at its end
-                self._end = zstd_end(self._raw.fileno(), self._expired)
+                # the bytes the decoder read, not the file's size now (written as it is read)
+                self._end = zstd_end(self._raw.fileno(), self._expired, self._raw.tell())
             end = self._end
             if end == "cut":
                 raise EOFError("zstd file ends inside a frame")
@@ -107,15 +108,36 @@ class _Zstd(io.RawIOBase):
 _ZSTD_MAGIC: Final = 0xFD2FB528
 _SKIPPABLE: Final = 0x184D2A50  # the top 28 bits of a skippable frame's magic
 _WALK_CHECK_EVERY: Final = 4096
+_WALK_CHUNK: Final = 64 * 1024
 
 
-def zstd_end(fd: int, expired: Callable[[], bool] = lambda: False) -> str:
+class _Bytes:
+    """The bytes of a file up to `size`, read by `pread` a chunk at a time (the file's offset
+    untouched): a walk of many tiny blocks costs no system call per block."""
+
+    def __init__(self, fd: int, size: int) -> None:
+        self.fd, self.size = fd, size
+        self._at, self._chunk = 0, b""
+
+    def get(self, pos: int, count: int) -> bytes:
+        """At most `count` bytes at `pos` (fewer at the end)."""
+        offset = pos - self._at
+        if offset < 0 or offset + count > len(self._chunk):
+            want = max(count, _WALK_CHUNK)
+            self._at, self._chunk = pos, os.pread(self.fd, min(want, max(0, self.size - pos)), pos)
+            offset = 0
+        return self._chunk[offset : offset + count]
+
+
+def zstd_end(fd: int, expired: Callable[[], bool] = lambda: False, size: int = -1) -> str:
     """How a zstd file ends, by the sizes its frame and block headers declare (RFC 8878):
-    "" whole frames, "cut" inside a frame, "corrupt" bytes that are no frame. It reads a few
-    bytes per block (`pread`, the file's offset untouched); past `expired`, ""."""
-    size, pos, blocks = os.fstat(fd).st_size, 0, 0
+    "" whole frames, "cut" inside a frame, "corrupt" bytes that are no frame, "stopped" past
+    `expired` (not known). It judges the first `size` bytes (the ones a decoder read; default
+    the file's size now) and reads a few bytes per block, its offset untouched."""
+    size = os.fstat(fd).st_size if size < 0 else size
+    data, pos, blocks = _Bytes(fd, size), 0, 0
     while pos < size:
-        head = os.pread(fd, 18, pos)  # magic, descriptor, window, dictionary id, content size
+        head = data.get(pos, 18)  # magic, descriptor, window, dictionary id, content size
         magic = int.from_bytes(head[:4], "little")
         if len(head) < 5 or (magic & 0xFFFFFFF0 == _SKIPPABLE and len(head) < 8):
             return "cut"
@@ -132,8 +154,8 @@ def zstd_end(fd: int, expired: Callable[[], bool] = lambda: False) -> str:
         while not last:
             blocks += 1
             if blocks % _WALK_CHECK_EVERY == 0 and expired():
-                return ""
-            header = os.pread(fd, 3, pos)
+                return "stopped"
+            header = data.get(pos, 3)
             if len(header) < 3:
                 return "cut"
             value = int.from_bytes(header, "little")
