@@ -14,7 +14,12 @@ import msgspec
 
 from contracts.results import JsonScalar
 from workers.sources.logs.formats import MAX_FIELDS, JsonLines, field_name, parse_time
-from workers.sources.logs.masking import MASK, secret_name, without_url_password
+from workers.sources.logs.masking import (
+    MASK,
+    secret_name,
+    without_secret_values,
+    without_secrets,
+)
 from workers.sources.logs.multiline import (
     MAX_HELD_RUNTIME,
     MAX_JOINED_CHARS,
@@ -169,14 +174,19 @@ _DOCKER_PATH: Final = re.compile(r"/([0-9a-f]{64})/\1-json\.log(?:\.\d+(?:\.gz)?
 
 
 def _attr_fields(attrs: Mapping[str, Any]) -> dict[str, JsonScalar]:
-    """Docker's `attrs` as fields: a secret's name masks its value, a URL loses its password
-    (`env=` copies the container's environment, which the app never chose to log)."""
+    """Docker's `attrs` as fields: a secret's name masks its value, and inside any value a URL's
+    password, a secret's `name=value` and an HTTP credential (`env=` copies the container's
+    environment, which the app never chose to log; `masking`)."""
     fields: dict[str, JsonScalar] = {}
     for key, value in attrs.items():
         if len(fields) > MAX_FIELDS:
             break  # the rest are counted as dropped when merged
-        text = value if isinstance(value, str) else msgspec.json.encode(value).decode()
-        fields[field_name(key)] = MASK if secret_name(key) else without_url_password(text)
+        if secret_name(key):
+            fields[field_name(key)] = MASK
+        elif isinstance(value, str):
+            fields[field_name(key)] = without_secret_values(value)
+        else:  # not Docker's own (a map of strings): its JSON, a secret member's value masked
+            fields[field_name(key)] = without_secrets(msgspec.json.encode(value).decode())
     return fields
 
 
