@@ -131,13 +131,15 @@ class HeadParser:
     """Lines to entries: a head starts a record, continuation lines join it. A record is read
     (its time, its fields) only when it is complete and `keep` (the source's prefilter over its
     raw text) allows; lines that are no record are counted in `failed` and listed in
-    `rejected` (the source takes them, to match them as text)."""
+    `rejected` with the time of the head before them (None before any), the source takes them
+    to match them as text: a record is emitted only when the next head arrives, so the last
+    record emitted is not the one before such a line."""
 
     def __init__(self, head: Callable[[str], Pending | Continued | None], service: str) -> None:
         self.head, self.service, self.failed = head, service, 0
         self.keep: Callable[[str], bool] | None = None
         self.skipped = 0  # records the prefilter said cannot match: read, not built
-        self.rejected: list[str] = []  # lines that are no record, for the source to take
+        self.rejected: list[tuple[int | None, str]] = []  # lines that are no record, timed
         self._open: Pending | None = None
         self._last: Callable[[], int | None] | None = None  # the time of the latest head
         self._crash = False  # the open record is a Go crash: its goroutine dump continues it
@@ -199,8 +201,10 @@ class HeadParser:
         self._runtime.append(text)
 
     def _reject(self, lines: list[str]) -> None:
-        self.failed += len(lines)
-        self.rejected += lines
+        if lines:
+            self.failed += len(lines)
+            at = self._last() if self._last is not None else None  # the head before them
+            self.rejected += [(at, line) for line in lines]
 
     def _jul_level(self, text: str) -> bool:
         return bool(_JUL_LEVEL.match(text) and _JUL_HEAD.match(self._text))
@@ -210,8 +214,7 @@ class HeadParser:
             self._more.append(text)
             self._size += len(text) + 1
         else:  # past the cap (a goroutine dump of a busy server): no record's, never dropped
-            self.failed += 1
-            self.rejected.append(text)
+            self._reject([text])
 
     def flush(self) -> list[Entry]:
         """The last record, at the end of the file."""
@@ -234,7 +237,7 @@ class HeadParser:
         epoch = pending[0]()
         if epoch is None:  # the head's time is impossible (month 13): its lines are not a record
             self.failed += 1 + len(more)
-            self.rejected += [text, *more]
+            self.rejected += [(None, line) for line in (text, *more)]
             return []
         entry = pending[1](epoch)
         if not entry.service:
