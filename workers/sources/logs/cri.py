@@ -32,6 +32,8 @@ from workers.sources.logs.multiline import (
 from workers.sources.logs.records import Entry
 
 __all__ = ["Cri", "DockerJson", "docker_fields", "kubelet_fields"]
+# How long before a crash its `runtime: ` lines may be written to be its (Go: the same moment).
+_RUNTIME_NEAR_MS: Final = 1000
 
 _CRI: Final = re.compile(r"(\S+) (stdout|stderr) ([PF]) ?(.*)", re.S)
 
@@ -111,7 +113,14 @@ class Cri:
                 return []
             epoch, text = runtime.pop(0)  # the oldest held: a record of its own
             return self._deliver_now(epoch, stream, text, [])
-        return self._deliver_now(epoch, stream, text, self._runtime.pop(stream, []))
+        runtime = self._runtime.pop(stream, [])
+        # Go writes its explanation and throws in one moment: a `runtime: ` line written long
+        # before (an app's own, on a stream quiet since) is a record of its own, at its time
+        near = [held for held in runtime if epoch - held[0] <= _RUNTIME_NEAR_MS]
+        far = [
+            self._entry(at, stream, line) for at, line in runtime if epoch - at > _RUNTIME_NEAR_MS
+        ]
+        return far + self._deliver_now(epoch, stream, text, near)
 
     def _deliver_now(
         self, epoch: int, stream: str, text: str, runtime: list[tuple[int, str]]
