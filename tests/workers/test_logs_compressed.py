@@ -220,3 +220,22 @@ def test_a_zstd_file_written_while_read_is_judged_by_the_bytes_decoded(tmp_path:
 
     with Growing(path) as raw, pytest.raises(EOFError):
         decompressed(raw, "zstd", lambda: False).read()
+
+
+def test_a_pzstd_rotation_that_starts_with_a_skippable_frame_is_read(tmp_path: Path) -> None:
+    # pzstd (logrotate's `compresscmd pzstd`) starts its file with a skippable frame (each
+    # frame's size), not zstd's magic: the file was read as text, 100 records answered "not in
+    # the configured format".
+    if shutil.which("pzstd") is None:
+        pytest.skip("pzstd is not installed")
+    data = subprocess.run(
+        ["pzstd", "-q", "-c", "-p", "2"], input=jsonl(100), capture_output=True, check=True
+    ).stdout
+    assert data[:4] == b"\x50\x2a\x4d\x18"
+    put(tmp_path / "app.log.1.zst", data)
+    found = search(file_source(tmp_path, "jsonl", ["app.log*"], now=NOW), "")
+    assert found.match_count == 100 and not found.match_count_lower_bound
+    # lz4 frames may follow skippable ones too: the codec is the first real frame's
+    put(tmp_path / "app.log.1.zst", data[:12] + compressed("lz4", jsonl(7)))
+    found = search(file_source(tmp_path, "jsonl", ["app.log*"], now=NOW), "")
+    assert found.match_count == 7 and not found.match_count_lower_bound

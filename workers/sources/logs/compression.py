@@ -32,6 +32,9 @@ _MAGIC_BYTES: Final = (
 )
 
 
+_SKIPPABLE: Final = 0x184D2A50  # the top 28 bits of a skippable frame's magic
+
+
 def _optional_codecs() -> frozenset[str]:
     readable = set()
     for codec, module in (("zstd", "zstandard"), ("lz4", "lz4.frame")):
@@ -48,10 +51,25 @@ def _optional_codecs() -> frozenset[str]:
 UNREADABLE: Final = frozenset({"zstd", "lz4"}) - _optional_codecs()
 
 
+# Skippable frames (zstd's and lz4's alike) read past to find the first real frame's magic.
+_MAX_SKIPPED: Final = 16
+
+
 def compression_of(raw: BinaryIO) -> str:
     """The compression of an opened file by its magic bytes ("" for none); the file is left at
-    its start. Names do not decide: a rotated `app.log.1` may be compressed, `x.gz` plain."""
-    head = raw.read(6)
+    its start. Names do not decide: a rotated `app.log.1` may be compressed, `x.gz` plain. A
+    file that starts with skippable frames (pzstd writes one first, each frame's size) is in
+    the codec of the frame after them (zstd when there is none)."""
+    at, head = 0, raw.read(8)
+    for _ in range(_MAX_SKIPPED):
+        if len(head) < 8 or int.from_bytes(head[:4], "little") & 0xFFFFFFF0 != _SKIPPABLE:
+            break
+        at += 8 + int.from_bytes(head[4:8], "little")
+        raw.seek(at)
+        head = raw.read(8)
+        if len(head) < 4:  # skippable frames and nothing else (or cut): zstd's reader says
+            raw.seek(0)
+            return "zstd"
     raw.seek(0)
     for magic, codec in _MAGIC_BYTES:
         if head.startswith(magic):
@@ -106,7 +124,6 @@ class _Zstd(io.RawIOBase):
 
 
 _ZSTD_MAGIC: Final = 0xFD2FB528
-_SKIPPABLE: Final = 0x184D2A50  # the top 28 bits of a skippable frame's magic
 _WALK_CHECK_EVERY: Final = 4096
 _WALK_CHUNK: Final = 64 * 1024
 
