@@ -17,6 +17,7 @@ import lzma
 import os
 import shutil
 import subprocess
+import time
 import tracemalloc
 from collections.abc import Callable
 from pathlib import Path
@@ -239,3 +240,29 @@ def test_a_pzstd_rotation_that_starts_with_a_skippable_frame_is_read(tmp_path: P
     put(tmp_path / "app.log.1.zst", data[:12] + compressed("lz4", jsonl(7)))
     found = search(file_source(tmp_path, "jsonl", ["app.log*"], now=NOW), "")
     assert found.match_count == 7 and not found.match_count_lower_bound
+
+
+@pytest.mark.parametrize("count", [100, LINES])
+@pytest.mark.parametrize("tail", [b"\0" * 4096, b"garbage!"])
+def test_bytes_after_the_last_zstd_frame_lose_none_of_its_lines(
+    tmp_path: Path, count: int, tail: bytes
+) -> None:
+    # A rotation followed by zeros (a crash after the file grew) or stray bytes: zstandard's
+    # reader raised on them inside the read that held the last frame's end, and the newest
+    # lines were lost: 100 of 100 (an error, nothing read), 66 of 10,000.
+    put(tmp_path / "app.log.1.zst", compressed("zst", jsonl(count)) + tail)
+    found = search(file_source(tmp_path, "jsonl", ["app.log*"], now=NOW), "")
+    assert found.match_count == count and found.match_count_lower_bound
+    assert found.broken_files == 1 and found.notes and "corrupt" in found.notes[0]
+
+
+def test_a_zstd_file_of_many_empty_frames_stops_at_the_deadline(tmp_path: Path) -> None:
+    # 200,000 empty frames (1.8 MB), each with its own header: read a frame at a time, the
+    # deadline was never asked (a million took 18 s, whatever the call's time limit).
+    frame = (0xFD2FB528).to_bytes(4, "little") + b"\x20\x00\x01\x00\x00"
+    path = tmp_path / "app.log.1.zst"
+    put(path, compressed("zst", jsonl(5)) + frame * 200_000)
+    reader = Reader(ScanBudget(), StopFlag(0), [str(tmp_path)])
+    started = time.monotonic()
+    assert len(list(reader.lines_of(LogFile(str(path), path.stat())))) == 5
+    assert reader.stopped and time.monotonic() - started < 1.0

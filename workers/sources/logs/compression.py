@@ -6,8 +6,11 @@ library's gzip, xz and bzip2 readers and lz4's pass a `max_length` to their deco
 zstandard's stream reader fills the buffer it is given; so a decompression bomb is stopped by
 the caller's byte budget, never held in memory. A zstd stream cut short gives no error of its
 own (zstandard's reader ends quietly where its input ends, and a block cut in half decodes to
-nothing), so the frames are walked at its end (`zstd_end`): a file that ends inside a frame
-raises `EOFError`, as the other codecs do when cut.
+nothing), and read across frames it raises on bytes after the last frame inside the read that
+held that frame's end (losing it), so a zstd file is read a frame at a time, each frame's end
+found by walking its block headers (`_frame`): a file that ends inside a frame raises
+`EOFError` after its lines, as the other codecs do when cut, and bytes that are no frame
+raise `ValueError` after every line before them.
 """
 
 from __future__ import annotations
@@ -97,34 +100,78 @@ def decompressed(raw: BinaryIO, codec: str, expired: Callable[[], bool]) -> Bina
 
 
 class _Zstd(io.RawIOBase):
-    """zstandard's stream reader, across frames, that raises `EOFError` at an end cut short."""
+    """A zstd file decoded a frame at a time: each frame's end found by walking its block
+    headers (`_frame`), its bytes alone given to zstandard's stream reader. So bytes after the
+    last frame (zeros, garbage) raise only once every line before them was given (read
+    across frames, zstandard raised inside the read that held the last frame's end, and lost
+    it), and a file that ends inside a frame raises `EOFError` after its lines, as the other
+    codecs do when cut. The file is judged up to its size when opened (written as it is read,
+    the rest is the next call's); past `expired` inside a frame's walk the rest is read as one
+    stream, its end unjudged, and between frames it ends there (the caller's check of its
+    deadline at the end marks the count)."""
 
     def __init__(self, raw: BinaryIO, expired: Callable[[], bool]) -> None:
         import zstandard
 
-        self._raw, self._expired = raw, expired
-        self._end: str | None = None
-        self._reader = zstandard.ZstdDecompressor().stream_reader(raw, read_across_frames=True)
+        self._fd, self._expired = raw.fileno(), expired
+        self._pos = raw.tell()
+        self._data = _Bytes(self._fd, os.fstat(self._fd).st_size)
+        self._decompressor = zstandard.ZstdDecompressor()
+        self._reader: BinaryIO | None = None
+        self._next = 0  # where the frame being read ends
+        self._then: Exception | None = None  # raised once the frame being read is read
+        self._frames = 0
 
     def readable(self) -> bool:
         return True
 
     def readinto(self, buffer: memoryview) -> int:  # type: ignore[override]
-        count: int = self._reader.readinto(buffer)
-        if count == 0 and len(buffer):
-            if self._end is None:  # once: a reader may ask again at its end
-                # the bytes the decoder read, not the file's size now (written as it is read)
-                self._end = zstd_end(self._raw.fileno(), self._expired, self._raw.tell())
-            end = self._end
-            if end == "cut":
-                raise EOFError("zstd file ends inside a frame")
-            if end == "corrupt":
+        while True:
+            if self._reader is not None:
+                count: int = self._reader.readinto(buffer)  # type: ignore[attr-defined]
+                if count or not len(buffer):
+                    return count
+                self._reader, self._pos = None, self._next
+                if self._then is not None:
+                    raise self._then
+            self._frames += 1
+            if self._pos >= self._data.size or (
+                self._frames % _FRAMES_CHECK_EVERY == 0 and self._expired()
+            ):
+                return 0  # the end, or the deadline (a million empty frames take 18 s)
+            kind, end = _frame(self._data, self._pos, self._expired)
+            if kind == "skip":
+                self._pos = end
+                continue
+            if kind == "corrupt":
                 raise ValueError("zstd file holds bytes that are not a frame")
-        return count
+            if kind == "stopped":
+                end = self._data.size  # the rest as one stream, its end not judged
+            span = _Span(self._fd, self._pos, min(end, self._data.size))
+            self._reader = self._decompressor.stream_reader(  # it asks only for `read`
+                span,  # type: ignore[arg-type]
+                read_across_frames=kind == "stopped",
+            )
+            self._next = max(end, self._data.size) if kind != "frame" else end
+            self._then = EOFError("zstd file ends inside a frame") if kind == "cut" else None
+
+
+class _Span:
+    """The bytes of a file from `start` to `end`, read by `pread` (its offset untouched)."""
+
+    def __init__(self, fd: int, start: int, end: int) -> None:
+        self._fd, self._at, self._end = fd, start, end
+
+    def read(self, size: int = -1) -> bytes:
+        left = self._end - self._at
+        data = os.pread(self._fd, left if size < 0 else min(size, left), self._at)
+        self._at += len(data)
+        return data
 
 
 _ZSTD_MAGIC: Final = 0xFD2FB528
 _WALK_CHECK_EVERY: Final = 4096
+_FRAMES_CHECK_EVERY: Final = 256
 _WALK_CHUNK: Final = 64 * 1024
 
 
@@ -146,42 +193,50 @@ class _Bytes:
         return self._chunk[offset : offset + count]
 
 
+def _frame(data: _Bytes, pos: int, expired: Callable[[], bool]) -> tuple[str, int]:
+    """The frame at `pos`, by the sizes its frame and block headers declare (RFC 8878): what
+    it is ("frame", "skip" a skippable frame, "cut" it ends past the file's end, "corrupt" no
+    frame, "stopped" past `expired`) and where it ends."""
+    head = data.get(pos, 18)  # magic, descriptor, window, dictionary id, content size
+    magic = int.from_bytes(head[:4], "little")
+    if len(head) < 5 or (magic & 0xFFFFFFF0 == _SKIPPABLE and len(head) < 8):
+        return "cut", data.size + 1
+    if magic & 0xFFFFFFF0 == _SKIPPABLE:
+        end = pos + 8 + int.from_bytes(head[4:8], "little")
+        return ("skip" if end <= data.size else "cut"), end
+    if magic != _ZSTD_MAGIC:
+        return "corrupt", pos
+    descriptor = head[4]
+    single = descriptor >> 5 & 1
+    content_size = (single, 2, 4, 8)[descriptor >> 6]
+    pos += 5 + (1 - single) + (0, 1, 2, 4)[descriptor & 3] + content_size
+    last, blocks = 0, 0
+    while not last:
+        blocks += 1
+        if blocks % _WALK_CHECK_EVERY == 0 and expired():
+            return "stopped", data.size
+        header = data.get(pos, 3)
+        if len(header) < 3:
+            return "cut", data.size + 1
+        value = int.from_bytes(header, "little")
+        last, kind = value & 1, value >> 1 & 3
+        if kind == 3:
+            return "corrupt", pos
+        pos += 3 + (1 if kind == 1 else value >> 3)  # an RLE block holds one byte
+    pos += 4 * (descriptor >> 2 & 1)  # the content checksum
+    return ("frame" if pos <= data.size else "cut"), pos
+
+
 def zstd_end(fd: int, expired: Callable[[], bool] = lambda: False, size: int = -1) -> str:
-    """How a zstd file ends, by the sizes its frame and block headers declare (RFC 8878):
-    "" whole frames, "cut" inside a frame, "corrupt" bytes that are no frame, "stopped" past
-    `expired` (not known). It judges the first `size` bytes (the ones a decoder read; default
-    the file's size now) and reads a few bytes per block, its offset untouched."""
-    size = os.fstat(fd).st_size if size < 0 else size
-    data, pos, blocks = _Bytes(fd, size), 0, 0
-    while pos < size:
-        head = data.get(pos, 18)  # magic, descriptor, window, dictionary id, content size
-        magic = int.from_bytes(head[:4], "little")
-        if len(head) < 5 or (magic & 0xFFFFFFF0 == _SKIPPABLE and len(head) < 8):
-            return "cut"
-        if magic & 0xFFFFFFF0 == _SKIPPABLE:
-            pos += 8 + int.from_bytes(head[4:8], "little")
-            continue
-        if magic != _ZSTD_MAGIC:
-            return "corrupt"
-        descriptor = head[4]
-        single = descriptor >> 5 & 1
-        content_size = (single, 2, 4, 8)[descriptor >> 6]
-        pos += 5 + (1 - single) + (0, 1, 2, 4)[descriptor & 3] + content_size
-        last = 0
-        while not last:
-            blocks += 1
-            if blocks % _WALK_CHECK_EVERY == 0 and expired():
-                return "stopped"
-            header = data.get(pos, 3)
-            if len(header) < 3:
-                return "cut"
-            value = int.from_bytes(header, "little")
-            last, kind = value & 1, value >> 1 & 3
-            if kind == 3:
-                return "corrupt"
-            pos += 3 + (1 if kind == 1 else value >> 3)  # an RLE block holds one byte
-        pos += 4 * (descriptor >> 2 & 1)  # the content checksum
-    return "cut" if pos > size else ""
+    """How a zstd file ends: "" whole frames, "cut" inside a frame, "corrupt" bytes that are no
+    frame, "stopped" past `expired` (not known); judged on its first `size` bytes (default:
+    its size now), a few bytes per block read, its offset untouched."""
+    data, pos = _Bytes(fd, os.fstat(fd).st_size if size < 0 else size), 0
+    while pos < data.size:
+        kind, pos = _frame(data, pos, expired)
+        if kind not in ("frame", "skip"):
+            return kind
+    return ""
 
 
 def damage_of(exc: BaseException, codec: str) -> str:
