@@ -142,6 +142,7 @@ class HeadParser:
         self.rejected: list[tuple[int | None, str]] = []  # lines that are no record, timed
         self._open: Pending | None = None
         self._last: Callable[[], int | None] | None = None  # the time of the latest head
+        self._last_read: tuple[object, int | None] = (None, None)  # and its value, once read
         self._crash = False  # the open record is a Go crash: its goroutine dump continues it
         self._until: list[Clock | None] | None = None  # the open crash's time, once known
         # The file's last write (its mtime), when a crash at its very end may take it as its
@@ -203,8 +204,16 @@ class HeadParser:
     def _reject(self, lines: list[str]) -> None:
         if lines:
             self.failed += len(lines)
-            at = self._last() if self._last is not None else None  # the head before them
-            self.rejected += [(at, line) for line in lines]
+            self.rejected += [(self._last_time(), line) for line in lines]
+
+    def _last_time(self) -> int | None:
+        """The time of the head before a line that is no record (None before any), read once
+        per head (a file of lines not in the format after one head)."""
+        if self._last is None:
+            return None
+        if self._last_read[0] is not self._last:
+            self._last_read = (self._last, self._last())
+        return self._last_read[1]
 
     def _jul_level(self, text: str) -> bool:
         return bool(_JUL_LEVEL.match(text) and _JUL_HEAD.match(self._text))
