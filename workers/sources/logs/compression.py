@@ -24,7 +24,9 @@ import zlib
 from collections.abc import Callable
 from typing import BinaryIO, Final
 
-__all__ = ["UNREADABLE", "compression_of", "damage_of", "decompressed", "zstd_end"]
+__all__ = [
+    "UNREADABLE", "compression_of", "damage_of", "decompressed", "read_before_damage", "zstd_end",
+]  # fmt: skip
 
 _MAGIC_BYTES: Final = (
     (b"\x1f\x8b", "gzip"),
@@ -237,6 +239,26 @@ def zstd_end(fd: int, expired: Callable[[], bool] = lambda: False, size: int = -
         if kind not in ("frame", "skip"):
             return kind
     return ""
+
+
+def read_before_damage(stream: BinaryIO, size: int, codec: str) -> bytes:
+    """At most `size` decompressed bytes, and those decoded before damage when an error comes
+    after some (a file with zeros after its end still shows its first records); an error
+    before any, or one not the file's (`damage_of`), is raised."""
+    parts: list[bytes] = []
+    total = 0
+    read = getattr(stream, "read1", stream.read)
+    try:
+        while total < size:
+            chunk = read(size - total)
+            if not chunk:
+                break
+            parts.append(chunk)
+            total += len(chunk)
+    except Exception as exc:
+        if not parts or not damage_of(exc, codec):
+            raise
+    return b"".join(parts)
 
 
 def damage_of(exc: BaseException, codec: str) -> str:
