@@ -150,3 +150,67 @@ def test_a_line_cut_short_shows_no_secret_as_text(tmp_path: Path) -> None:
     (topic,) = check_logs(config, NOW)
     (file,) = topic.sources[0].files
     assert file.unparsed == 1 and file.example and "hunter2" not in file.example
+
+
+# Secrets an `env=` copy carries that a name or a URL alone did not catch (each value holds
+# `tokN`, none of which may reach any output).
+MORE_ATTRS = {
+    "Authorization": "Bearer eyJhbGciOi.tok1",
+    "DB_PWD": "tok2",
+    "SESSION_COOKIE": "tok3",
+    "JWT": "eyJ.tok4",
+    "SENTRY_DSN": "https://tok5@o1.ingest.sentry.io/1",
+    "JAVA_OPTS": "-Xmx1g -Dspring.datasource.password=tok6 -Duser.timezone=UTC",
+    "MSSQL_CONNECTION": "Server=db;User Id=sa;Password=tok7;Encrypt=true",
+    "EXTRA_HEADERS": "X-Api-Key: tok8",
+    "REDIS_URL": "redis://:tok9@cache:6379/0",
+    "DATABASE_URL": "postgres://orders:p@ss-tok10@db:5432/orders",
+    "UPSTREAM": "Bearer tok11",
+    "CREDS": "tok12",
+}
+
+
+def test_secrets_inside_values_and_under_more_names_are_masked(tmp_path: Path) -> None:
+    attrs = {**MORE_ATTRS, "LOG_LEVEL": "info", "TIMEOUT": "30s", "com.example.team": "payments"}
+    whole = docker_line("order o-1042 placed\n", attrs, 1)
+    write(tmp_path, [whole, whole[: whole.index('"time"') - 2]])  # and one cut short, as text
+    src = source(tmp_path)
+    found = search(src, "o-1042", lookback=1440)
+    assert found.match_count == 2 and found.unparsed_lines == 1
+    record = next(r for r in found.records if r.fields)
+    assert record.fields["LOG_LEVEL"] == "info" and record.fields["TIMEOUT"] == "30s"
+    assert record.fields["com_example_team"] == "payments"
+    assert (
+        record.fields["JAVA_OPTS"] == "-Xmx1g -Dspring.datasource.password=*** -Duser.timezone=UTC"
+    )
+    assert record.fields["DATABASE_URL"] == "postgres://orders:***@db:5432/orders"
+    shown = encode_view(project(found)) + msgspec.json.encode(found)
+    leaked = [f"tok{n}" for n in range(1, 13) if f"tok{n}".encode() in shown]
+    assert leaked == []
+    for n in range(1, 13):
+        assert search(src, f"tok{n}", lookback=1440).match_count == 0
+    config = parse_logs_config(
+        f'roots = ["{tmp_path}"]\n[topics.APPLICATION]\nbackend = "file"\nformat = "docker"\n'
+        f'paths = ["{tmp_path}/containers/{CID}/*-json.log"]\n'
+    )
+    (topic,) = check_logs(config, NOW)
+    example = topic.sources[0].files[0].example
+    assert example and not [n for n in range(1, 13) if f"tok{n}" in example]
+
+
+def test_an_attr_value_that_is_no_string_is_masked_inside(tmp_path: Path) -> None:
+    line = docker_line("hello\n", {}).replace(
+        '"attrs":{}', '"attrs":{"cfg":{"db_password":"tok1"}}'
+    )
+    write(tmp_path, [line])
+    (record,) = search(source(tmp_path), "hello", lookback=1440).records
+    assert "tok1" not in str(record.fields["cfg"])
+
+
+def test_a_json_escaped_url_in_an_example_line_loses_its_password() -> None:
+    from workers.sources.logs.masking import without_secrets
+
+    line = '{"msg":"connecting","dsn":"mysql:\\/\\/root:tok1@db\\/app"}'
+    assert "tok1" not in without_secrets(line)
+    # a header's name and its scheme both say secret: the credential after them is masked too
+    assert "dXNlcjpwYXNz" not in without_secrets("Authorization: Basic dXNlcjpwYXNz")

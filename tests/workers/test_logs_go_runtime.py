@@ -134,3 +134,35 @@ def test_runtime_lines_in_a_container_log_join_the_crash_on_their_stream(
     assert fatal.fields["exception"] == "fatal error" and fatal.fields["stream"] == "stderr"
     assert search(source, "draining", lookback=1440).match_count == 1
     assert search(source, '"runtime: alone"', lookback=1440).records[0].level == ""
+
+
+@pytest.mark.parametrize("fmt", ["cri", "docker"])
+def test_a_runtime_line_hours_before_a_crash_neither_joins_nor_times_it(
+    tmp_path: Path, fmt: str
+) -> None:
+    # An app that writes a `runtime: ` line of its own to stderr at 09:00, its log on stdout,
+    # and panics at 19:59: the crash took the 09:00 line and its time (outside the last
+    # hour: `level:fatal` found 0). Go writes its explanation within the same moment.
+    lines = [
+        ("2026-12-04T09:00:00.000000000Z", "stderr", "runtime: GOMAXPROCS=4 set by config"),
+        ("2026-12-04T19:30:00.000000000Z", "stdout", "handling request id=42"),
+        ("2026-12-04T19:59:00.000000000Z", "stderr", "fatal error: out of memory"),
+        ("2026-12-04T19:59:00.000100000Z", "stderr", ""),
+        ("2026-12-04T19:59:00.000200000Z", "stderr", "goroutine 1 [running]:"),
+    ]
+    if fmt == "cri":
+        text = "".join(f"{at} {s} F {t}\n" for at, s, t in lines)
+    else:
+        text = "".join(
+            msgspec.json.encode({"log": t + "\n", "stream": s, "time": at}).decode() + "\n"
+            for at, s, t in lines
+        )
+    path = tmp_path / "0.log"
+    path.write_text(text)
+    os.utime(path, (NOW - 30, NOW - 30))
+    source = file_source(tmp_path, fmt, ["0.log"], now=NOW)
+    (fatal,) = search(source, "level:fatal", lookback=60).records
+    assert fatal.timestamp == "2026-12-04T19:59:00.000Z"
+    assert "GOMAXPROCS" not in fatal.message
+    (alone,) = search(source, "GOMAXPROCS", lookback=1440).records  # a record of its own
+    assert alone.timestamp == "2026-12-04T09:00:00.000Z" and alone.level == ""

@@ -522,3 +522,24 @@ def test_an_empty_line_in_a_container_log_is_no_record(tmp_path: Path, fmt: str)
     found = search(file_source(tmp_path, fmt, ["c.log"], now=NOW), "", lookback=1440)
     assert sorted(r.message for r in found.records) == ["ready", "starting"]
     assert not found.unparsed_lines
+
+
+def test_epoch_records_days_after_a_record_stamped_another_way_are_records(
+    tmp_path: Path,
+) -> None:
+    # A container's entrypoint stamps its banner in ISO, mosquitto its lines in epoch seconds:
+    # restarted days later (or quiet for days), every line of its was a line not in the format
+    # (more than a day after the banner), and the last hour had no record (0 of 3).
+    (tmp_path / "app.log").write_text(
+        "2026-12-01 10:00:00 INFO entrypoint: starting mosquitto\n"
+        "1796413600: mosquitto version 2.0.18 starting\n"  # 19:46:40, 3 days later
+        "1796413601: Opening ipv4 listen socket on port 1883.\n"
+        "1796413608: New connection from 10.0.0.7 on port 1883.\n"
+    )
+    found = read(tmp_path, "app.log")
+    assert found.match_count == 3 and not found.unparsed_lines
+    # still no time: a number before the record it follows, by more than a day (an id)
+    parser = make_parser("plain", {}, UTC, "", "auto", int(NOW * 1000))
+    lines = ["2026-12-04 19:40:00 x\n", "1234567890: o-1042\n", "1999999999: o-1043\n"]
+    entries = [e for line in lines for e in parser.feed(line)] + parser.flush()
+    assert len(entries) == 1 and parser.failed == 2  # 2009, and 2033: after now by years

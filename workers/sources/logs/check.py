@@ -184,11 +184,11 @@ def _file(file: LogFile, source: FileSource, reader: Reader, zone: str, now: flo
         entries += parser.feed(line)
         if parser.failed > failed and not check.example:
             # a multi-line format fails a record's lines when the next head comes: those lines
-            check.example = _without_password(rejected[0] if rejected else line.rstrip("\r\n"))
+            check.example = _without_password(rejected[0][1] if rejected else line.rstrip("\r\n"))
             check.example = check.example[:EXAMPLE_CHARS]
     entries += parser.flush()
     if rejected and not check.example:
-        check.example = _without_password(rejected[0])[:EXAMPLE_CHARS]
+        check.example = _without_password(rejected[0][1])[:EXAMPLE_CHARS]
     check.records, check.unparsed = len(entries), parser.failed
     check.levelled = sum(bool(e.level) for e in entries)
     if entries:

@@ -6,8 +6,11 @@ library's gzip, xz and bzip2 readers and lz4's pass a `max_length` to their deco
 zstandard's stream reader fills the buffer it is given; so a decompression bomb is stopped by
 the caller's byte budget, never held in memory. A zstd stream cut short gives no error of its
 own (zstandard's reader ends quietly where its input ends, and a block cut in half decodes to
-nothing), so the frames are walked at its end (`zstd_end`): a file that ends inside a frame
-raises `EOFError`, as the other codecs do when cut.
+nothing), and read across frames it raises on bytes after the last frame inside the read that
+held that frame's end (losing it), so a zstd file is read a frame at a time, each frame's end
+found by walking its block headers (`_frame`): a file that ends inside a frame raises
+`EOFError` after its lines, as the other codecs do when cut, and bytes that are no frame
+raise `ValueError` after every line before them.
 """
 
 from __future__ import annotations
@@ -21,7 +24,9 @@ import zlib
 from collections.abc import Callable
 from typing import BinaryIO, Final
 
-__all__ = ["UNREADABLE", "compression_of", "damage_of", "decompressed", "zstd_end"]
+__all__ = [
+    "UNREADABLE", "compression_of", "damage_of", "decompressed", "read_before_damage", "zstd_end",
+]  # fmt: skip
 
 _MAGIC_BYTES: Final = (
     (b"\x1f\x8b", "gzip"),
@@ -30,6 +35,9 @@ _MAGIC_BYTES: Final = (
     (b"\x28\xb5\x2f\xfd", "zstd"),
     (b"\x04\x22\x4d\x18", "lz4"),
 )
+
+
+_SKIPPABLE: Final = 0x184D2A50  # the top 28 bits of a skippable frame's magic
 
 
 def _optional_codecs() -> frozenset[str]:
@@ -48,10 +56,25 @@ def _optional_codecs() -> frozenset[str]:
 UNREADABLE: Final = frozenset({"zstd", "lz4"}) - _optional_codecs()
 
 
+# Skippable frames (zstd's and lz4's alike) read past to find the first real frame's magic.
+_MAX_SKIPPED: Final = 16
+
+
 def compression_of(raw: BinaryIO) -> str:
     """The compression of an opened file by its magic bytes ("" for none); the file is left at
-    its start. Names do not decide: a rotated `app.log.1` may be compressed, `x.gz` plain."""
-    head = raw.read(6)
+    its start. Names do not decide: a rotated `app.log.1` may be compressed, `x.gz` plain. A
+    file that starts with skippable frames (pzstd writes one first, each frame's size) is in
+    the codec of the frame after them (zstd when there is none)."""
+    at, head = 0, raw.read(8)
+    for _ in range(_MAX_SKIPPED):
+        if len(head) < 8 or int.from_bytes(head[:4], "little") & 0xFFFFFFF0 != _SKIPPABLE:
+            break
+        at += 8 + int.from_bytes(head[4:8], "little")
+        raw.seek(at)
+        head = raw.read(8)
+        if len(head) < 4:  # skippable frames and nothing else (or cut): zstd's reader says
+            raw.seek(0)
+            return "zstd"
     raw.seek(0)
     for magic, codec in _MAGIC_BYTES:
         if head.startswith(magic):
@@ -61,8 +84,8 @@ def compression_of(raw: BinaryIO) -> str:
 
 def decompressed(raw: BinaryIO, codec: str, expired: Callable[[], bool]) -> BinaryIO:
     """A reader of the decompressed bytes of `raw` (itself when `codec` is ""); `expired` stops
-    the walk of a zstd file's frames at its end (then taken as whole: the caller's own check
-    of its deadline marks the count)."""
+    the walk of a zstd file's frames at its end (then its end reads as an end: the caller's
+    own check of its deadline at the end of the stream marks the count, as `Reader` does)."""
     if codec == "gzip":
         return gzip.GzipFile(fileobj=raw)  # type: ignore[return-value]
     if codec == "xz":
@@ -79,70 +102,163 @@ def decompressed(raw: BinaryIO, codec: str, expired: Callable[[], bool]) -> Bina
 
 
 class _Zstd(io.RawIOBase):
-    """zstandard's stream reader, across frames, that raises `EOFError` at an end cut short."""
+    """A zstd file decoded a frame at a time: each frame's end found by walking its block
+    headers (`_frame`), its bytes alone given to zstandard's stream reader. So bytes after the
+    last frame (zeros, garbage) raise only once every line before them was given (read
+    across frames, zstandard raised inside the read that held the last frame's end, and lost
+    it), and a file that ends inside a frame raises `EOFError` after its lines, as the other
+    codecs do when cut. The file is judged up to its size when opened (written as it is read,
+    the rest is the next call's); past `expired` inside a frame's walk the rest is read as one
+    stream, its end unjudged, and between frames it ends there (the caller's check of its
+    deadline at the end marks the count)."""
 
     def __init__(self, raw: BinaryIO, expired: Callable[[], bool]) -> None:
         import zstandard
 
-        self._raw, self._expired = raw, expired
-        self._end: str | None = None
-        self._reader = zstandard.ZstdDecompressor().stream_reader(raw, read_across_frames=True)
+        self._fd, self._expired = raw.fileno(), expired
+        self._pos = raw.tell()
+        self._data = _Bytes(self._fd, os.fstat(self._fd).st_size)
+        self._decompressor = zstandard.ZstdDecompressor()
+        self._reader: BinaryIO | None = None
+        self._next = 0  # where the frame being read ends
+        self._then: Exception | None = None  # raised once the frame being read is read
+        self._frames = 0
 
     def readable(self) -> bool:
         return True
 
     def readinto(self, buffer: memoryview) -> int:  # type: ignore[override]
-        count: int = self._reader.readinto(buffer)
-        if count == 0 and len(buffer):
-            if self._end is None:  # once: a reader may ask again at its end
-                self._end = zstd_end(self._raw.fileno(), self._expired)
-            end = self._end
-            if end == "cut":
-                raise EOFError("zstd file ends inside a frame")
-            if end == "corrupt":
+        while True:
+            if self._reader is not None:
+                count: int = self._reader.readinto(buffer)  # type: ignore[attr-defined]
+                if count or not len(buffer):
+                    return count
+                self._reader, self._pos = None, self._next
+                if self._then is not None:
+                    raise self._then
+            self._frames += 1
+            if self._pos >= self._data.size or (
+                self._frames % _FRAMES_CHECK_EVERY == 0 and self._expired()
+            ):
+                return 0  # the end, or the deadline (a million empty frames take 18 s)
+            kind, end = _frame(self._data, self._pos, self._expired)
+            if kind == "skip":
+                self._pos = end
+                continue
+            if kind == "corrupt":
                 raise ValueError("zstd file holds bytes that are not a frame")
-        return count
+            if kind == "stopped":
+                end = self._data.size  # the rest as one stream, its end not judged
+            span = _Span(self._fd, self._pos, min(end, self._data.size))
+            self._reader = self._decompressor.stream_reader(  # it asks only for `read`
+                span,  # type: ignore[arg-type]
+                read_across_frames=kind == "stopped",
+            )
+            self._next = max(end, self._data.size) if kind != "frame" else end
+            self._then = EOFError("zstd file ends inside a frame") if kind == "cut" else None
+
+
+class _Span:
+    """The bytes of a file from `start` to `end`, read by `pread` (its offset untouched)."""
+
+    def __init__(self, fd: int, start: int, end: int) -> None:
+        self._fd, self._at, self._end = fd, start, end
+
+    def read(self, size: int = -1) -> bytes:
+        left = self._end - self._at
+        data = os.pread(self._fd, left if size < 0 else min(size, left), self._at)
+        self._at += len(data)
+        return data
 
 
 _ZSTD_MAGIC: Final = 0xFD2FB528
-_SKIPPABLE: Final = 0x184D2A50  # the top 28 bits of a skippable frame's magic
 _WALK_CHECK_EVERY: Final = 4096
+_FRAMES_CHECK_EVERY: Final = 256
+_WALK_CHUNK: Final = 64 * 1024
 
 
-def zstd_end(fd: int, expired: Callable[[], bool] = lambda: False) -> str:
-    """How a zstd file ends, by the sizes its frame and block headers declare (RFC 8878):
-    "" whole frames, "cut" inside a frame, "corrupt" bytes that are no frame. It reads a few
-    bytes per block (`pread`, the file's offset untouched); past `expired`, ""."""
-    size, pos, blocks = os.fstat(fd).st_size, 0, 0
-    while pos < size:
-        head = os.pread(fd, 18, pos)  # magic, descriptor, window, dictionary id, content size
-        magic = int.from_bytes(head[:4], "little")
-        if len(head) < 5 or (magic & 0xFFFFFFF0 == _SKIPPABLE and len(head) < 8):
-            return "cut"
-        if magic & 0xFFFFFFF0 == _SKIPPABLE:
-            pos += 8 + int.from_bytes(head[4:8], "little")
-            continue
-        if magic != _ZSTD_MAGIC:
-            return "corrupt"
-        descriptor = head[4]
-        single = descriptor >> 5 & 1
-        content_size = (single, 2, 4, 8)[descriptor >> 6]
-        pos += 5 + (1 - single) + (0, 1, 2, 4)[descriptor & 3] + content_size
-        last = 0
-        while not last:
-            blocks += 1
-            if blocks % _WALK_CHECK_EVERY == 0 and expired():
-                return ""
-            header = os.pread(fd, 3, pos)
-            if len(header) < 3:
-                return "cut"
-            value = int.from_bytes(header, "little")
-            last, kind = value & 1, value >> 1 & 3
-            if kind == 3:
-                return "corrupt"
-            pos += 3 + (1 if kind == 1 else value >> 3)  # an RLE block holds one byte
-        pos += 4 * (descriptor >> 2 & 1)  # the content checksum
-    return "cut" if pos > size else ""
+class _Bytes:
+    """The bytes of a file up to `size`, read by `pread` a chunk at a time (the file's offset
+    untouched): a walk of many tiny blocks costs no system call per block."""
+
+    def __init__(self, fd: int, size: int) -> None:
+        self.fd, self.size = fd, size
+        self._at, self._chunk = 0, b""
+
+    def get(self, pos: int, count: int) -> bytes:
+        """At most `count` bytes at `pos` (fewer at the end)."""
+        offset = pos - self._at
+        if offset < 0 or offset + count > len(self._chunk):
+            want = max(count, _WALK_CHUNK)
+            self._at, self._chunk = pos, os.pread(self.fd, min(want, max(0, self.size - pos)), pos)
+            offset = 0
+        return self._chunk[offset : offset + count]
+
+
+def _frame(data: _Bytes, pos: int, expired: Callable[[], bool]) -> tuple[str, int]:
+    """The frame at `pos`, by the sizes its frame and block headers declare (RFC 8878): what
+    it is ("frame", "skip" a skippable frame, "cut" it ends past the file's end, "corrupt" no
+    frame, "stopped" past `expired`) and where it ends."""
+    head = data.get(pos, 18)  # magic, descriptor, window, dictionary id, content size
+    magic = int.from_bytes(head[:4], "little")
+    if len(head) < 5 or (magic & 0xFFFFFFF0 == _SKIPPABLE and len(head) < 8):
+        return "cut", data.size + 1
+    if magic & 0xFFFFFFF0 == _SKIPPABLE:
+        end = pos + 8 + int.from_bytes(head[4:8], "little")
+        return ("skip" if end <= data.size else "cut"), end
+    if magic != _ZSTD_MAGIC:
+        return "corrupt", pos
+    descriptor = head[4]
+    single = descriptor >> 5 & 1
+    content_size = (single, 2, 4, 8)[descriptor >> 6]
+    pos += 5 + (1 - single) + (0, 1, 2, 4)[descriptor & 3] + content_size
+    last, blocks = 0, 0
+    while not last:
+        blocks += 1
+        if blocks % _WALK_CHECK_EVERY == 0 and expired():
+            return "stopped", data.size
+        header = data.get(pos, 3)
+        if len(header) < 3:
+            return "cut", data.size + 1
+        value = int.from_bytes(header, "little")
+        last, kind = value & 1, value >> 1 & 3
+        if kind == 3:
+            return "corrupt", pos
+        pos += 3 + (1 if kind == 1 else value >> 3)  # an RLE block holds one byte
+    pos += 4 * (descriptor >> 2 & 1)  # the content checksum
+    return ("frame" if pos <= data.size else "cut"), pos
+
+
+def zstd_end(fd: int, expired: Callable[[], bool] = lambda: False, size: int = -1) -> str:
+    """How a zstd file ends: "" whole frames, "cut" inside a frame, "corrupt" bytes that are no
+    frame, "stopped" past `expired` (not known); judged on its first `size` bytes (default:
+    its size now), a few bytes per block read, its offset untouched."""
+    data, pos = _Bytes(fd, os.fstat(fd).st_size if size < 0 else size), 0
+    while pos < data.size:
+        kind, pos = _frame(data, pos, expired)
+        if kind not in ("frame", "skip"):
+            return kind
+    return ""
+
+
+def read_before_damage(stream: BinaryIO, size: int, codec: str) -> bytes:
+    """At most `size` decompressed bytes, and those decoded before damage when an error comes
+    after some (a file with zeros after its end still shows its first records); an error
+    before any, or one not the file's (`damage_of`), is raised."""
+    parts: list[bytes] = []
+    total = 0
+    read = getattr(stream, "read1", stream.read)
+    try:
+        while total < size:
+            chunk = read(size - total)
+            if not chunk:
+                break
+            parts.append(chunk)
+            total += len(chunk)
+    except Exception as exc:
+        if not parts or not damage_of(exc, codec):
+            raise
+    return b"".join(parts)
 
 
 def damage_of(exc: BaseException, codec: str) -> str:

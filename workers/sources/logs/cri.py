@@ -14,7 +14,12 @@ import msgspec
 
 from contracts.results import JsonScalar
 from workers.sources.logs.formats import MAX_FIELDS, JsonLines, field_name, parse_time
-from workers.sources.logs.masking import MASK, secret_name, without_url_password
+from workers.sources.logs.masking import (
+    MASK,
+    secret_name,
+    without_secret_values,
+    without_secrets,
+)
 from workers.sources.logs.multiline import (
     MAX_HELD_RUNTIME,
     MAX_JOINED_CHARS,
@@ -27,6 +32,8 @@ from workers.sources.logs.multiline import (
 from workers.sources.logs.records import Entry
 
 __all__ = ["Cri", "DockerJson", "docker_fields", "kubelet_fields"]
+# How long before a crash its `runtime: ` lines may be written to be its (Go: the same moment).
+_RUNTIME_NEAR_MS: Final = 1000
 
 _CRI: Final = re.compile(r"(\S+) (stdout|stderr) ([PF]) ?(.*)", re.S)
 
@@ -106,7 +113,14 @@ class Cri:
                 return []
             epoch, text = runtime.pop(0)  # the oldest held: a record of its own
             return self._deliver_now(epoch, stream, text, [])
-        return self._deliver_now(epoch, stream, text, self._runtime.pop(stream, []))
+        runtime = self._runtime.pop(stream, [])
+        # Go writes its explanation and throws in one moment: a `runtime: ` line written long
+        # before (an app's own, on a stream quiet since) is a record of its own, at its time
+        near = [held for held in runtime if epoch - held[0] <= _RUNTIME_NEAR_MS]
+        far = [
+            self._entry(at, stream, line) for at, line in runtime if epoch - at > _RUNTIME_NEAR_MS
+        ]
+        return far + self._deliver_now(epoch, stream, text, near)
 
     def _deliver_now(
         self, epoch: int, stream: str, text: str, runtime: list[tuple[int, str]]
@@ -169,14 +183,19 @@ _DOCKER_PATH: Final = re.compile(r"/([0-9a-f]{64})/\1-json\.log(?:\.\d+(?:\.gz)?
 
 
 def _attr_fields(attrs: Mapping[str, Any]) -> dict[str, JsonScalar]:
-    """Docker's `attrs` as fields: a secret's name masks its value, a URL loses its password
-    (`env=` copies the container's environment, which the app never chose to log)."""
+    """Docker's `attrs` as fields: a secret's name masks its value, and inside any value a URL's
+    password, a secret's `name=value` and an HTTP credential (`env=` copies the container's
+    environment, which the app never chose to log; `masking`)."""
     fields: dict[str, JsonScalar] = {}
     for key, value in attrs.items():
         if len(fields) > MAX_FIELDS:
             break  # the rest are counted as dropped when merged
-        text = value if isinstance(value, str) else msgspec.json.encode(value).decode()
-        fields[field_name(key)] = MASK if secret_name(key) else without_url_password(text)
+        if secret_name(key):
+            fields[field_name(key)] = MASK
+        elif isinstance(value, str):
+            fields[field_name(key)] = without_secret_values(value)
+        else:  # not Docker's own (a map of strings): its JSON, a secret member's value masked
+            fields[field_name(key)] = without_secrets(msgspec.json.encode(value).decode())
     return fields
 
 

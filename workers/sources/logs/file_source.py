@@ -212,10 +212,12 @@ class FileLogSource:
         parsed, last_ms = 0, file.mtime_ms
         rejected = parser.rejected if isinstance(parser, HeadParser) else None
 
-        def as_text(lines: list[str]) -> None:
-            for line in lines:
-                text = Entry(last_ms, "", source.service, line.strip())
-                if start_ms <= last_ms <= end_ms and entry_matches(query, text):
+        def as_text(lines: list[tuple[int | None, str]]) -> None:
+            for at, line in lines:
+                # the record before it (a multi-line parser's head), else the file's mtime
+                at = at if at is not None else last_ms if rejected is None else file.mtime_ms
+                text = Entry(at, "", source.service, line.strip())
+                if start_ms <= at <= end_ms and entry_matches(query, text):
                     digest.add(text)
                     tally.text_matches += 1
 
@@ -236,7 +238,7 @@ class FileLogSource:
                     as_text(rejected)
                 rejected.clear()
             elif text_ok and parser.failed != failed and rejected is None:
-                as_text([line if shown is None else shown(line)])
+                as_text([(None, line if shown is None else shown(line))])
         for found in parser.flush():
             parsed += 1
             if watch.inside_window(found.epoch_ms) and entry_matches(query, found):

@@ -251,6 +251,9 @@ class Reader:
                     return
             line = stream.readline(cap + 1)
             if not line:
+                # a zstd file's end is judged by a walk of its frames, stopped at the deadline
+                # (`compression.zstd_end`): past it, the end read may not be the file's
+                self.stopped = self.stopped or self.flag.expired()
                 return
             self.bytes_read += len(line)
             if len(line) > cap and not line.endswith(b"\n"):

@@ -31,6 +31,7 @@ from workers.sources.logs.compression import (
     compression_of,
     damage_of,
     decompressed,
+    read_before_damage,
 )
 from workers.sources.logs.files import LogFile, Reader
 from workers.sources.logs.formats import LineParser
@@ -136,7 +137,8 @@ class FileTimes:
                 return None  # its end is not reachable without reading it all
             try:
                 if codec:
-                    data = decompressed(raw, codec, reader.flag.expired).read(_PEEK)
+                    stream = decompressed(raw, codec, reader.flag.expired)
+                    data = read_before_damage(stream, _PEEK, codec)
                 else:
                     if last and file.size > _PEEK:
                         raw.seek(file.size - _PEEK)

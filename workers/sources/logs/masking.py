@@ -11,22 +11,32 @@ from __future__ import annotations
 import re
 from typing import Final
 
-__all__ = ["MASK", "secret_name", "without_secrets", "without_url_password"]
+__all__ = [
+    "MASK", "secret_name", "without_secret_values", "without_secrets", "without_url_password",
+]  # fmt: skip
 
 MASK: Final = "***"
-# `scheme://user:password@host`: anchored on `://`, the user without `/`, `:` or `@`, the
-# password up to the `@` (no space or `/`: `http://host:8080/a@b` keeps its port).
-_URL_PASSWORD: Final = re.compile(r"(://[^/\s:@]*:)[^\s@/]*@")
-# A name that says its value is a secret: a password (`DB_PASSWORD`, `PGPASS`, `passwd`), a
-# secret, a token, a credential, a private or API key (`STRIPE_API_KEY`, `ssh_key`, `key`),
-# `auth`; a word only where it stands alone, so `MONKEY`, `KEYSPACE`, `passenger`, `author` are
-# not secrets.
+# `scheme://user:password@host`: anchored on `://` (or `:\/\/`, a URL inside JSON that escapes
+# its slashes), the user without `/`, `:` or `@`, the password up to the last `@` before a
+# space, `/` or `"` (`p@ss` unescaped stays whole; `http://host:8080/a@b` keeps its port).
+_URL_PASSWORD: Final = re.compile(r"(:(?:\\?/){2}[^/\\\s:@]*:)[^\s/\"]*@")
+# A name that says its value is a secret: a password (`DB_PASSWORD`, `PGPASS`, `passwd`,
+# `DB_PWD`), a secret, a token, a credential (`CREDS`), a private or API key
+# (`STRIPE_API_KEY`, `ssh_key`, `key`), `auth` and `Authorization`, a cookie, a session's id or
+# key, a JWT, a DSN (Sentry's holds its key as the URL's user); a word only where it stands
+# alone, so `MONKEY`, `KEYSPACE`, `passenger`, `author` are not secrets.
 _SECRET_NAME: Final = re.compile(
-    r"pass(?:wd|word|phrase)?(?![a-z])|secret|token|credential|private"
-    r"|(?<![a-z])(?:api|access|ssh|signing|encryption|master)?[_.-]?key(?![a-z])"
-    r"|(?<![a-z])auth(?![a-z])",
+    r"pass(?:wd|word|phrase)?(?![a-z])|secret|token|credential|private|cookie"
+    r"|(?<![a-z])(?:api|access|ssh|signing|encryption|master|session)?[_.-]?key(?![a-z])"
+    r"|(?<![a-z])(?:auth|authori[sz]ation|authentication|pwd|creds?|jwt|dsn|bearer)(?![a-z])"
+    r"|(?<![a-z])session[_.-]?id(?![a-z])",
     re.IGNORECASE,
 )
+# Inside a value: `name=value` or `name: value` under a secret's name (`-Dx.password=...`, a
+# connection string's `Password=...;`, a header `X-Api-Key: ...`), and an HTTP credential
+# (`Bearer ...`, `Basic ...`); the name bounded, so a long value is read in linear time.
+_NAMED_VALUE: Final = re.compile(r"(?<![\w.-])([\w.-]{1,100})(\s*[=:]\s*)([^\s;&,\"']+)")
+_HTTP_CREDENTIAL: Final = re.compile(r"(?i)\b(bearer|basic)(\s+)[\w.~+/=-]+")
 
 
 # A JSON string member (`"DB_PASSWORD":"hunter2"`), its value up to its closing quote or the
@@ -36,18 +46,32 @@ _JSON_MEMBER: Final = re.compile(r'"([^"\\]{1,200})"\s*:\s*"((?:[^"\\]|\\.)*)')
 
 def without_secrets(text: str) -> str:
     """Raw text that is no record (a Docker line cut short by a full disk, its `attrs` with
-    the container's environment) with a secret's JSON value and a URL's password as `***`."""
+    the container's environment) with a secret's JSON value, a URL's password, a secret's
+    `name=value` and an HTTP credential as `***`."""
 
     def member(found: re.Match[str]) -> str:
         key = found.group(1)
         return f'"{key}":"{MASK}' if secret_name(key) else found.group()
 
-    return without_url_password(_JSON_MEMBER.sub(member, text) if '"' in text else text)
+    return without_secret_values(_JSON_MEMBER.sub(member, text) if '"' in text else text)
+
+
+def without_secret_values(text: str) -> str:
+    """A value (an environment variable's, a label's) with every URL's password, every
+    `name=value` or `name: value` under a secret's name and every HTTP credential as `***`."""
+
+    def named(found: re.Match[str]) -> str:
+        name, sep, _ = found.groups()
+        return f"{name}{sep}{MASK}" if secret_name(name) else found.group()
+
+    # the credential first: `Authorization: Basic dXNl...` would lose only `Basic` to its name
+    text = _HTTP_CREDENTIAL.sub(rf"\1\2{MASK}", without_url_password(text))
+    return _NAMED_VALUE.sub(named, text) if "=" in text or ":" in text else text
 
 
 def without_url_password(text: str) -> str:
     """The text with every URL's password shown as `***`."""
-    return _URL_PASSWORD.sub(rf"\1{MASK}@", text) if "://" in text else text
+    return _URL_PASSWORD.sub(rf"\1{MASK}@", text) if ":" in text else text
 
 
 def secret_name(name: str) -> bool:

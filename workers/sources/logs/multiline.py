@@ -131,15 +131,18 @@ class HeadParser:
     """Lines to entries: a head starts a record, continuation lines join it. A record is read
     (its time, its fields) only when it is complete and `keep` (the source's prefilter over its
     raw text) allows; lines that are no record are counted in `failed` and listed in
-    `rejected` (the source takes them, to match them as text)."""
+    `rejected` with the time of the head before them (None before any), the source takes them
+    to match them as text: a record is emitted only when the next head arrives, so the last
+    record emitted is not the one before such a line."""
 
     def __init__(self, head: Callable[[str], Pending | Continued | None], service: str) -> None:
         self.head, self.service, self.failed = head, service, 0
         self.keep: Callable[[str], bool] | None = None
         self.skipped = 0  # records the prefilter said cannot match: read, not built
-        self.rejected: list[str] = []  # lines that are no record, for the source to take
+        self.rejected: list[tuple[int | None, str]] = []  # lines that are no record, timed
         self._open: Pending | None = None
         self._last: Callable[[], int | None] | None = None  # the time of the latest head
+        self._last_read: tuple[object, int | None] = (None, None)  # and its value, once read
         self._crash = False  # the open record is a Go crash: its goroutine dump continues it
         self._until: list[Clock | None] | None = None  # the open crash's time, once known
         # The file's last write (its mtime), when a crash at its very end may take it as its
@@ -199,8 +202,18 @@ class HeadParser:
         self._runtime.append(text)
 
     def _reject(self, lines: list[str]) -> None:
-        self.failed += len(lines)
-        self.rejected += lines
+        if lines:
+            self.failed += len(lines)
+            self.rejected += [(self._last_time(), line) for line in lines]
+
+    def _last_time(self) -> int | None:
+        """The time of the head before a line that is no record (None before any), read once
+        per head (a file of lines not in the format after one head)."""
+        if self._last is None:
+            return None
+        if self._last_read[0] is not self._last:
+            self._last_read = (self._last, self._last())
+        return self._last_read[1]
 
     def _jul_level(self, text: str) -> bool:
         return bool(_JUL_LEVEL.match(text) and _JUL_HEAD.match(self._text))
@@ -210,8 +223,7 @@ class HeadParser:
             self._more.append(text)
             self._size += len(text) + 1
         else:  # past the cap (a goroutine dump of a busy server): no record's, never dropped
-            self.failed += 1
-            self.rejected.append(text)
+            self._reject([text])
 
     def flush(self) -> list[Entry]:
         """The last record, at the end of the file."""
@@ -234,7 +246,7 @@ class HeadParser:
         epoch = pending[0]()
         if epoch is None:  # the head's time is impossible (month 13): its lines are not a record
             self.failed += 1 + len(more)
-            self.rejected += [text, *more]
+            self.rejected += [(None, line) for line in (text, *more)]
             return []
         entry = pending[1](epoch)
         if not entry.service:

@@ -161,10 +161,12 @@ def _log4j(zone: tzinfo, now_ms: int) -> Head:
     return head
 
 
-# An epoch-seconds stamp after a record stamped another way is a time only this close to that
-# record's: `1234567890: o-1042` amid ISO lines is an id and a colon, not 2009-02-13. (After an
-# epoch-stamped record, or first in its file, it is a time: a quiet broker's lines may lie days
-# apart, and the file's mtime says nothing of its first line.)
+# An epoch-seconds stamp after a record stamped another way is a time only from this much
+# before that record's to this much after now: `1234567890: o-1042` amid ISO lines is an id
+# and a colon, not 2009-02-13; a broker's epoch lines days after a wrapper's ISO banner are
+# records (a log goes forward). (After an epoch-stamped record, or first in its file, it is a
+# time: a quiet broker's lines may lie days apart, and the file's mtime says nothing of its
+# first line.)
 _EPOCH_NEAR_MS: Final = 86_400_000
 
 
@@ -177,8 +179,8 @@ def _plain(zone: tzinfo, now_ms: int, time_format: str) -> Head:
             return None
         epoch = found.group("epoch")
         if epoch is not None and last[0] is not None:
-            before = last[0][0]()
-            if before is not None and abs(int(epoch[:10]) * 1000 - before) > _EPOCH_NEAR_MS:
+            before, at = last[0][0](), int(epoch[:10]) * 1000
+            if before is not None and not before - _EPOCH_NEAR_MS <= at <= now_ms + _EPOCH_NEAR_MS:
                 return None  # a number that starts the line: no head
 
         def when() -> int | None:
