@@ -111,22 +111,23 @@ def encode_view(view: msgspec.Struct) -> bytes:
 
 def _first_view(result: CanonicalResult) -> ModelObservation:
     """The whole observation of a result, its strings made visible (`_visible`)."""
-    return _visible(_whole_view(result))
+    return _visible(_whole_view(result))[0]
 
 
-def _visible(view: ModelObservation) -> ModelObservation:
+def _visible(view: ModelObservation) -> tuple[ModelObservation, int]:
     """`view` with every string as `contracts.text.visible_text` shows it: evidence is data
     written by others, and hidden code points (tag characters spelling instructions, zero-width
     and bidi marks) must not reach the model unseen. One pass over the encoded view; a view
-    without such code points (nearly all) is returned as is."""
+    without such code points (nearly all) is returned as is. With its encoded size."""
     raw = _ENCODER.encode(view)
     if raw.isascii():
-        return view
+        return view, len(raw)
     text = raw.decode("utf-8")
     shown = visible_text(text, newline="\\n")
     if shown is text:
-        return view
-    return msgspec.json.decode(shown, type=type(view))
+        return view, len(raw)
+    view = msgspec.json.decode(shown, type=type(view))
+    return view, len(_ENCODER.encode(view))
 
 
 def _whole_view(result: CanonicalResult) -> ModelObservation:
@@ -217,8 +218,8 @@ def _with_texts(view: ModelObservation, texts: dict[str, str]) -> ModelObservati
     return view  # pragma: no cover  # MySQL has no free text beside its columns
 
 
-def _fit(view: ModelObservation, budget: int) -> ModelObservation:
-    size = len(_ENCODER.encode(view))
+def _fit(view: ModelObservation, size: int, budget: int) -> ModelObservation:
+    # `size`: the view's encoded size.
     if size <= budget:
         return view
     if not isinstance(view, ErrorObservation):
@@ -243,7 +244,7 @@ def _fit(view: ModelObservation, budget: int) -> ModelObservation:
 
 def observe(result: CanonicalResult, bounds: Bounds) -> ModelObservation:
     """The Model Observation of a canonical result, within the byte budget."""
-    return _fit(_first_view(result), bounds.observation_max_bytes)
+    return _fit(*_visible(_whole_view(result)), bounds.observation_max_bytes)
 
 
 class Timings(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
@@ -326,17 +327,25 @@ def control_view(
     error_code: ErrorCode | UnsetType = UNSET
     truncated: bool | UnsetType = UNSET
     warnings: list[str] | UnsetType = UNSET
+    # What only a RAG result's view carries (the index's notes), and only a log result's.
+    indexed: int | UnsetType = UNSET
+    rebuilding: bool | UnsetType = UNSET
+    skipped: list[str] | UnsetType = UNSET
+    record_times: RecordTimes | UnsetType = UNSET
     match result:
         case ErrorResult():
             error_code = result.error.code
         case RagResult():
             returned, relevance = result.returned_count, result.relevance_level
             truncated = result.truncated
+            indexed, rebuilding = meta.indexed_chunks, meta.index_rebuilding
+            skipped = meta.skipped_runbooks
         case LogsResult():
             returned, match_count = result.returned_count, result.match_count
             source_kind, truncated = result.source_kind, result.truncated
             lower_bound = result.match_count_lower_bound
             unparsed = (result.unparsed_lines, result.unread_files)
+            record_times = result.record_times
         case MysqlResult():
             returned, truncated = result.returned_count, result.truncated
             warnings = result.warnings
@@ -362,10 +371,10 @@ def control_view(
         error_code=error_code,
         attempts=meta.attempts,
         timings=meta.timings,
-        indexed_chunks=meta.indexed_chunks if isinstance(result, RagResult) else UNSET,
-        record_times=result.record_times if isinstance(result, LogsResult) else UNSET,
+        indexed_chunks=indexed,
+        record_times=record_times,
         source=meta.source,
         warnings=warnings,
-        index_rebuilding=meta.index_rebuilding if isinstance(result, RagResult) else UNSET,
-        skipped_runbooks=meta.skipped_runbooks if isinstance(result, RagResult) else UNSET,
+        index_rebuilding=rebuilding,
+        skipped_runbooks=skipped,
     )
