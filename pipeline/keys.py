@@ -137,6 +137,18 @@ class Partition:
         """The session's Harness Control View stream."""
         return f"{self.tag}:control:{session_id}"
 
+    def finished(self, session_id: str, tool_call_id: str) -> list[str]:
+        """The keys a finish writes of one call, in the finish script's order: `call`,
+        `model`, `control`, `result`, `raw` (one call for the five: the finisher's hot path)."""
+        tag = self.tag
+        return [
+            f"{tag}:call:{session_id}:{tool_call_id}",
+            f"{tag}:model:{session_id}",
+            f"{tag}:control:{session_id}",
+            f"{tag}:res:{session_id}:{tool_call_id}",
+            f"{tag}:raw:{session_id}:{tool_call_id}",
+        ]
+
 
 class Keys:
     """Key names for one prefix (`ACI_PREFIX`, default `aci`) over `partitions` partitions

@@ -327,24 +327,19 @@ def build_outcome(
     for replay: not encoded, `Outcome.raw` is b"null"). A result whose views cannot be built
     (e.g. a string no encoder takes) becomes that call's ERROR/PROJECTION."""
 
-    def views(final: CanonicalResult) -> tuple[ModelObservation, ControlView]:
-        return build_views(
-            final,
-            settings.bounds,
-            tool=tool,
-            session_id=session_id,
-            scope=scope,
-            fingerprint=fingerprint,
-            duplicate_of=duplicate_of,
-            attempts=attempts,
-            timings=timings or Timings(),
-            indexed_chunks=_indexed_chunks(raw),
-            source=UNSET if source is None else source,
-            **_index_state(raw),
-        )
-
+    meta: dict[str, Any] = {
+        "tool": tool,
+        "session_id": session_id,
+        "scope": scope,
+        "fingerprint": fingerprint,
+        "duplicate_of": duplicate_of,
+        "attempts": attempts,
+        "timings": timings or Timings(),
+        "source": UNSET if source is None else source,
+        **_index_notes(raw),
+    }
     try:
-        observation, control = views(result)
+        observation, control = build_views(result, settings.bounds, **meta)
     except Exception as exc:
         # `observe` encodes every string of the result once (its first, uncut view), so a
         # result it takes is one the finisher can encode too.
@@ -352,7 +347,7 @@ def build_outcome(
         result = error_result(
             ErrorCode.PROJECTION, "the source's answer could not be projected", result.tool_call_id
         )
-        observation, control = views(result)
+        observation, control = build_views(result, settings.bounds, **meta)
     return Outcome(
         result=result,
         raw=_encode_raw(raw, settings.raw_max_bytes) if keep_raw else b"null",
@@ -361,28 +356,23 @@ def build_outcome(
     )
 
 
-def _index_state(raw: Any) -> dict[str, Any]:
-    """The embedded index's own notes for the Control View: answered by the previous index
-    while a rebuild runs (`indexRebuilding`), runbooks left out as too large
-    (`skippedSources`, at most 20 names of at most 256 characters)."""
+def _index_notes(raw: Any) -> dict[str, Any]:
+    """The embedded index's own notes for the Control View: its size beside the hits
+    (`indexedChunks`), answered by the previous index while a rebuild runs
+    (`indexRebuilding`), runbooks left out as too large (`skippedSources`, at most 20 names
+    of at most 256 characters)."""
     pack = raw.get("contextPack") if isinstance(raw, dict) else None
     if not isinstance(pack, dict):
         return {}
-    state: dict[str, Any] = {}
+    notes: dict[str, Any] = {}
+    count = pack.get("indexedChunks")
+    if isinstance(count, int) and not isinstance(count, bool) and count >= 0:
+        notes["indexed_chunks"] = count
     if pack.get("indexRebuilding") is True:
-        state["index_rebuilding"] = True
+        notes["index_rebuilding"] = True
     skipped = pack.get("skippedSources")
     if isinstance(skipped, list):
         names = [s[:256] for s in skipped[:20] if isinstance(s, str)]
         if names:
-            state["skipped_runbooks"] = names
-    return state
-
-
-def _indexed_chunks(raw: Any) -> int | UnsetType:
-    # The embedded index reports its size beside the hits; only the Control View carries it.
-    pack = raw.get("contextPack") if isinstance(raw, dict) else None
-    count = pack.get("indexedChunks") if isinstance(pack, dict) else None
-    if isinstance(count, int) and not isinstance(count, bool) and count >= 0:
-        return count
-    return UNSET
+            notes["skipped_runbooks"] = names
+    return notes
