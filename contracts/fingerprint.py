@@ -28,9 +28,6 @@ _PARSE_MAX_TOKENS: Final = 256
 _PARSE_MAX_DEPTH: Final = 16
 _TOKEN: Final = re.compile(r"\w+|[^\w\s]")
 _ENCODER: Final = msgspec.json.Encoder(order="sorted")
-# Copied for each fingerprint: a new `hashlib.sha256()` looks its digest up in OpenSSL's
-# provider store every time (a lock and a table lookup: several times the hashing itself).
-_SHA256: Final = hashlib.sha256()
 
 
 def _fold(text: str) -> str:
@@ -100,6 +97,4 @@ def normalise_scope(
 
 def fingerprint_scope(scope: dict[str, Any]) -> str:
     """Stable hex fingerprint of a normalised scope."""
-    digest = _SHA256.copy()
-    digest.update(_ENCODER.encode(scope))
-    return digest.hexdigest()[:32]
+    return hashlib.sha256(_ENCODER.encode(scope)).hexdigest()[:32]

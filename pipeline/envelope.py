@@ -54,7 +54,6 @@ class EnvelopeError(Exception):
 
 
 _ENCODER: Final = msgspec.json.Encoder()
-_SHA256: Final = hashlib.sha256()  # copied per key: a new one looks its digest up in OpenSSL
 _DECODER: Final = msgspec.json.Decoder(Invocation)
 # What a hostile envelope can make the decoder raise: a request only a few KB long but nested
 # deeper than the decoder recurses (in a field it skips) raises RecursionError.
@@ -130,12 +129,11 @@ def scope_key_of(
 ) -> str:
     """`scope_key` of a call already decoded (its request, or the ERROR of arguments that do
     not decode), so a caller that decoded it once does not decode it again."""
-    digest = _SHA256.copy()
     if isinstance(decoded, ErrorResult):
         text = arguments if isinstance(arguments, str) else _ENCODER.encode(arguments).decode()
-        digest.update(f"u\0{tool}\0{text}".encode("utf-8", "surrogatepass"))
+        digest = hashlib.sha256(f"u\0{tool}\0{text}".encode("utf-8", "surrogatepass"))
     else:
-        digest.update(f"r\0{tool}\0".encode() + _ENCODER.encode(decoded))
+        digest = hashlib.sha256(f"r\0{tool}\0".encode() + _ENCODER.encode(decoded))
     if isinstance(as_of_ms, int):
         digest.update(f"\0as_of\0{as_of_ms}".encode())
     return digest.hexdigest()[:32]
