@@ -48,6 +48,10 @@ __all__ = [
 
 log = logging.getLogger("aci.stage")
 _ENCODER: Final = msgspec.json.Encoder()
+# `_ms3`: far above the rounding error of `ms * 1000` (half an ulp: a relative 2**-53), and
+# where every float is an integer.
+_TIE_BAND: Final = 2.0**-50
+_EXACT_BELOW: Final = 2.0**52
 
 
 class Outcome(msgspec.Struct, kw_only=True):
@@ -112,6 +116,16 @@ def _execute_now(
         return cast(ImmediateSource, source).fetch_now(request), None
     except Exception as exc:
         return None, _failed(tool, exc, tool_call_id)
+
+
+def _ms3(ms: float) -> float:
+    """`round(ms, 3)`, at half its cost where the scaled value is not near a tie (rounding
+    an integer is cheaper than rounding to decimals); near one, or out of range, the same
+    `round(ms, 3)` decides."""
+    scaled = ms * 1000
+    if 0.0 <= scaled < _EXACT_BELOW and abs(scaled % 1.0 - 0.5) > scaled * _TIE_BAND:
+        return round(scaled) / 1000
+    return round(ms, 3)
 
 
 def _encode_raw(raw: Any, limit: int) -> bytes:
@@ -254,10 +268,10 @@ class StageRun(msgspec.Struct, kw_only=True):
             duplicate_of=self.duplicate_of,
             attempts=self.attempts,
             timings=Timings(
-                queue_ms=round(self.queued_ms, 3),
-                execute_ms=round(execute_ms, 3),
-                project_ms=round(project_ms, 3),
-                total_ms=round(self.queued_ms + (time.perf_counter() - self.started) * 1000, 3),
+                queue_ms=_ms3(self.queued_ms),
+                execute_ms=_ms3(execute_ms),
+                project_ms=_ms3(project_ms),
+                total_ms=_ms3(self.queued_ms + (time.perf_counter() - self.started) * 1000),
             ),
             source=self.source,
         )

@@ -11,7 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from pipeline.keys import Keys, is_valid_session_id
-from workers.stage import _index_notes
+from workers.stage import _index_notes, _ms3
 
 _SESSION_RE = re.compile(r"[A-Za-z0-9._-]{1,128}")
 _SESSION_TEXT = st.text(st.sampled_from("aZ09._-") | st.characters(), max_size=6) | st.integers(
@@ -74,3 +74,11 @@ _PACKS = st.dictionaries(
 @given(st.dictionaries(st.sampled_from(["contextPack", "hits"]), _PACKS | _VALUES) | _VALUES)
 def test_index_notes_are_what_the_two_helpers_said(raw: Any) -> None:
     assert _index_notes(raw) == _reference_notes(raw)
+
+
+_TIES = st.integers(0, 10**9).map(lambda n: n / 1000 + 0.0005)
+
+
+@given(st.floats(allow_nan=False) | _TIES | st.floats(0, 1e6) | st.integers(0, 10**12).map(float))
+def test_timings_are_rounded_as_round_rounds(ms: float) -> None:
+    assert _ms3(ms) == round(ms, 3)
