@@ -318,63 +318,57 @@ def control_view(
     result: CanonicalResult, meta: InvocationMeta, observation: ModelObservation | None = None
 ) -> ControlView:
     """The Harness Control View of a result; `truncated` also reports the model's cut."""
-    returned: int | UnsetType = UNSET
-    match_count: int | UnsetType = UNSET
-    lower_bound: bool | UnsetType = UNSET
-    unparsed: tuple[int | UnsetType, int | UnsetType] = (UNSET, UNSET)
-    relevance: RelevanceLevel | UnsetType = UNSET
-    source_kind: str | UnsetType = UNSET
-    error_code: ErrorCode | UnsetType = UNSET
-    truncated: bool | UnsetType = UNSET
-    warnings: list[str] | UnsetType = UNSET
-    # What only a RAG result's view carries (the index's notes), and only a log result's.
-    indexed: int | UnsetType = UNSET
-    rebuilding: bool | UnsetType = UNSET
-    skipped: list[str] | UnsetType = UNSET
-    record_times: RecordTimes | UnsetType = UNSET
+    # Built from the fields that are set only: the same view (every field left out is UNSET
+    # by default), and a keyword passed as UNSET costs the struct as much as a value (all 26:
+    # ~3.8 µs here, the dozen a RAG view has set: ~1.3 µs).
+    shown: dict[str, Any] = {
+        "tool": meta.tool,
+        "session_id": meta.session_id,
+        "status": meta.status,
+        "evidence_status": result.evidence_status,
+        "attempts": meta.attempts,
+        "timings": meta.timings,
+    }
+    value: object
+    if (value := result.tool_call_id) is not UNSET:
+        shown["tool_call_id"] = value
+    if (value := meta.scope) is not UNSET:
+        shown["scope"] = value
+    if (value := meta.scope_fingerprint) is not UNSET:
+        shown["scope_fingerprint"] = value
+    if (value := meta.duplicate_of) is not UNSET:
+        shown["duplicate_of"] = value
+    if (value := meta.source) is not UNSET:
+        shown["source"] = value
     match result:
         case ErrorResult():
-            error_code = result.error.code
+            shown["error_code"] = result.error.code
         case RagResult():
-            returned, relevance = result.returned_count, result.relevance_level
-            truncated = result.truncated
-            indexed, rebuilding = meta.indexed_chunks, meta.index_rebuilding
-            skipped = meta.skipped_runbooks
+            shown["returned_count"], shown["truncated"] = result.returned_count, result.truncated
+            if (value := result.relevance_level) is not UNSET:
+                shown["relevance_level"] = value
+            # What only a RAG result's view carries: the index's notes.
+            if (value := meta.indexed_chunks) is not UNSET:
+                shown["indexed_chunks"] = value
+            if (value := meta.index_rebuilding) is not UNSET:
+                shown["index_rebuilding"] = value
+            if (value := meta.skipped_runbooks) is not UNSET:
+                shown["skipped_runbooks"] = value
         case LogsResult():
-            returned, match_count = result.returned_count, result.match_count
-            source_kind, truncated = result.source_kind, result.truncated
-            lower_bound = result.match_count_lower_bound
-            unparsed = (result.unparsed_lines, result.unread_files)
-            record_times = result.record_times
+            shown["returned_count"], shown["truncated"] = result.returned_count, result.truncated
+            shown["match_count"], shown["source_kind"] = result.match_count, result.source_kind
+            if (value := result.match_count_lower_bound) is not UNSET:
+                shown["match_count_lower_bound"] = value
+            if (value := result.unparsed_lines) is not UNSET:
+                shown["unparsed_lines"] = value
+            if (value := result.unread_files) is not UNSET:
+                shown["unread_files"] = value
+            if (value := result.record_times) is not UNSET:
+                shown["record_times"] = value
         case MysqlResult():
-            returned, truncated = result.returned_count, result.truncated
-            warnings = result.warnings
+            shown["returned_count"], shown["truncated"] = result.returned_count, result.truncated
+            if (value := result.warnings) is not UNSET:
+                shown["warnings"] = value
     if observation is not None and getattr(observation, "truncated", False):
-        truncated = True
-    return ControlView(
-        tool=meta.tool,
-        tool_call_id=result.tool_call_id,
-        session_id=meta.session_id,
-        status=meta.status,
-        evidence_status=result.evidence_status,
-        scope=meta.scope,
-        scope_fingerprint=meta.scope_fingerprint,
-        duplicate_of=meta.duplicate_of,
-        returned_count=returned,
-        match_count=match_count,
-        match_count_lower_bound=lower_bound,
-        unparsed_lines=unparsed[0],
-        unread_files=unparsed[1],
-        relevance_level=relevance,
-        truncated=truncated,
-        source_kind=source_kind,
-        error_code=error_code,
-        attempts=meta.attempts,
-        timings=meta.timings,
-        indexed_chunks=indexed,
-        record_times=record_times,
-        source=meta.source,
-        warnings=warnings,
-        index_rebuilding=rebuilding,
-        skipped_runbooks=skipped,
-    )
+        shown["truncated"] = True
+    return ControlView(**shown)
