@@ -49,7 +49,7 @@ from contracts import (
 )
 from contracts.fingerprint import normalise_sql
 from contracts.logs import _patterns_from_records, _select_events, _shown, pattern_priority
-from contracts.rag import _describe, _excerpt_text, _find_relevance, _places, find_hits
+from contracts.rag import _describe, _excerpt_text, _hits_and_level, _places
 from contracts.requests import is_valid_tool_call_id
 from contracts.text import cut
 
@@ -150,7 +150,8 @@ def _b_decode(tool: str, call_id: str, args: str) -> dict[str, Any]:
 def _b_rag(call_id: str, request: dict[str, Any], upstream: object) -> BRag:
     evidence: list[BEvidence] = []
     truncated = False
-    for hit in find_hits(upstream) or []:
+    hits, level = _hits_and_level(upstream)
+    for hit in hits or []:
         text = _excerpt_text(hit) if isinstance(hit, dict) else ""
         if not text:
             continue
@@ -169,7 +170,6 @@ def _b_rag(call_id: str, request: dict[str, Any], upstream: object) -> BRag:
                 excerpt=excerpt,
             )
         )
-    level = _find_relevance(upstream)
     return BRag(
         evidence_status="EVIDENCE_FOUND" if evidence else "NO_EVIDENCE", tool_call_id=call_id,
         query=request["query"], evidence=evidence, returned_count=len(evidence),

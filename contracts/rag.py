@@ -37,6 +37,7 @@ _SOURCE_KEYS: Final = ("source", "path", "uri", "url", "file")
 _TITLE_KEYS: Final = ("title", "doc_title", "docTitle", "name")
 _BREADCRUMB_KEYS: Final = ("breadcrumb", "heading_path", "headingPath", "section", "headings")
 _RELEVANCE_KEYS: Final = ("relevanceLevel", "relevance_level")
+_NESTED_KEYS: Final = ("metadata", "document", "doc")  # where a hit nests its fields
 _MAX_DEPTH: Final = 4
 # How an upstream says, with HTTP 200, that it failed: never read as "nothing found".
 _FAILED_STATUSES: Final = frozenset({"error", "failed", "fail", "failure"})
@@ -45,16 +46,14 @@ _SCHEME: Final = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*:")
 _DRIVE: Final = re.compile(r"[A-Za-z]:[\\/]")
 _REMOTE_PATH: Final = re.compile(r"[^/\\\s:]+:[/\\~]")  # host:/srv/x.md, file:/x
 _SCP_USERINFO: Final = re.compile(r"[^/\\@\s]+@(?=[^/\\@\s]+:)")  # user:pw@host:path
+_LEVELS: Final[dict[str, RelevanceLevel]] = {level.value: level for level in RelevanceLevel}
 
 
 def normalise_relevance(value: object) -> RelevanceLevel | None:
     """`high`, `HIGH`, ` Medium ` → the level; anything unrecognised → None (never guessed)."""
     if not isinstance(value, str):
         return None
-    try:
-        return RelevanceLevel(value.strip().upper())
-    except ValueError:
-        return None
+    return _LEVELS.get(value.strip().upper())  # the enum's own lookup, without its call
 
 
 def _is_mapping(value: object) -> TypeGuard[Mapping[str, Any]]:
@@ -62,39 +61,58 @@ def _is_mapping(value: object) -> TypeGuard[Mapping[str, Any]]:
     return type(value) is dict or isinstance(value, Mapping)
 
 
-def find_hits(upstream: object, depth: int = 0) -> list[Any] | None:
-    """The upstream's hit list, or None when it has no recognisable one (garbage)."""
+def find_hits(upstream: object) -> list[Any] | None:
+    """The upstream's hit list, or None when it has no recognisable one (garbage): the list
+    itself, else under a hit list key (`_HIT_LIST_KEYS`, in preference order), else the first
+    found under a container key (`_CONTAINER_KEYS`, in order, at most `_MAX_DEPTH` deep)."""
+    return _hits_and_level(upstream, level_wanted=False)[0]
+
+
+def _hits_and_level(
+    upstream: object, depth: int = 0, hits_wanted: bool = True, level_wanted: bool = True
+) -> tuple[list[Any] | None, RelevanceLevel | None]:
+    """`find_hits` and the relevance level in one walk over the containers (each of the two
+    searches alone: the first in the same order; `None` where not wanted or not found).
+
+    The level is that of the first mapping, in the order `find_hits` looks, that names a
+    relevance key (`_RELEVANCE_KEYS`, in preference order), if it is a level: a mapping
+    that names one that is not does not look further down for the level."""
     if isinstance(upstream, list):
-        return upstream
+        return (upstream if hits_wanted else None), None
     if depth > _MAX_DEPTH or not _is_mapping(upstream):
-        return None
-    for key in _HIT_LIST_KEYS:
-        if isinstance(upstream.get(key), list):
-            return list(upstream[key])
+        return None, None
+    hits: list[Any] | None = None
+    level: RelevanceLevel | None = None
+    if hits_wanted:
+        for key in _HIT_LIST_KEYS:
+            value = upstream.get(key)
+            if isinstance(value, list):
+                hits, hits_wanted = list(value), False
+                break
+    if level_wanted:
+        for key in _RELEVANCE_KEYS:
+            if key in upstream:
+                level, level_wanted = normalise_relevance(upstream[key]), False
+                break
     for key in _CONTAINER_KEYS:
-        hits = find_hits(upstream.get(key), depth + 1)
-        if hits is not None:
-            return hits
-    return None
-
-
-def _find_relevance(upstream: object, depth: int = 0) -> RelevanceLevel | None:
-    if depth > _MAX_DEPTH or not _is_mapping(upstream):
-        return None
-    for key in _RELEVANCE_KEYS:
-        if key in upstream:
-            return normalise_relevance(upstream[key])
-    for key in _CONTAINER_KEYS:
-        level = _find_relevance(upstream.get(key), depth + 1)
-        if level is not None:
-            return level
-    return None
+        if not (hits_wanted or level_wanted):
+            break
+        found, named = _hits_and_level(upstream.get(key), depth + 1, hits_wanted, level_wanted)
+        if found is not None:
+            hits, hits_wanted = found, False
+        if named is not None:
+            level, level_wanted = named, False
+    return hits, level
 
 
 def _places(hit: Mapping[str, Any]) -> list[Mapping[str, Any]]:
     # Where a hit keeps its descriptive fields, in preference order.
-    nested = (hit.get("metadata"), hit.get("document"), hit.get("doc"))
-    return [hit, *(where for where in nested if where is not None and _is_mapping(where))]
+    places = [hit]
+    for key in _NESTED_KEYS:
+        where = hit.get(key)
+        if where is not None and _is_mapping(where):
+            places.append(where)
+    return places
 
 
 # key -> (which evidence field it names, its preference among that field's keys)
@@ -103,6 +121,7 @@ _FIELD_SLOTS: Final = {
     for field, keys in enumerate((_ID_KEYS, _SOURCE_KEYS, _TITLE_KEYS, _BREADCRUMB_KEYS))
     for rank, key in enumerate(keys)
 }
+_NO_RANK: Final = len(_FIELD_SLOTS)  # above every rank: no key of the field seen yet
 
 
 def _usable_text(value: object) -> str:
@@ -122,14 +141,14 @@ def _describe(places: list[Mapping[str, Any]]) -> list[str]:
     place order, then key preference order; "" when none."""
     found = ["", "", "", ""]
     for where in places:
-        best = [len(_FIELD_SLOTS)] * 4
+        best = [_NO_RANK] * 4
         for key, value in where.items():
             slot = _FIELD_SLOTS.get(key)
             if slot is None:
                 continue
             field, rank = slot
             # A field settled at an earlier place stays; within a place, the preferred key wins.
-            if (found[field] and best[field] == len(_FIELD_SLOTS)) or rank >= best[field]:
+            if rank >= best[field] or (best[field] == _NO_RANK and found[field]):
                 continue
             text = value.strip() if type(value) is str else _usable_text(value)
             if text:
@@ -194,8 +213,10 @@ def _safe_source(value: str) -> str:
 def _excerpt_text(hit: Mapping[str, Any]) -> str:
     for key in _TEXT_KEYS:
         value = hit.get(key)
-        if isinstance(value, str) and value.strip():
-            return value.strip()
+        if isinstance(value, str):
+            text = value.strip()
+            if text:
+                return text
     return ""
 
 
@@ -221,7 +242,7 @@ def project_rag(
     if _reports_failure(upstream):
         # The upstream's own words (hosts, paths, stack text) are not passed on.
         return error_result(ErrorCode.EXECUTION, _FAILURE_MESSAGE, tool_call_id)
-    hits = find_hits(upstream)
+    hits, level = _hits_and_level(upstream)
     if hits is None:
         return error_result(
             ErrorCode.PROJECTION,
@@ -239,11 +260,16 @@ def project_rag(
             continue
         excerpt, was_cut = cut(text, bounds.rag_excerpt_chars)
         limit = bounds.rag_field_chars
-        fields = _describe(_places(hit))
-        fields[1] = safe_source(fields[1])
-        if max(map(len, fields)) > limit:
-            fields, was_cut = [f[:limit] for f in fields], True
-        document_id, source, title, breadcrumb = fields
+        document_id, source, title, breadcrumb = _describe(_places(hit))
+        source = safe_source(source)
+        if (
+            len(document_id) > limit
+            or len(source) > limit
+            or len(title) > limit
+            or len(breadcrumb) > limit
+        ):
+            document_id, source = document_id[:limit], source[:limit]
+            title, breadcrumb, was_cut = title[:limit], breadcrumb[:limit], True
         if (document_id, excerpt) in seen:
             continue  # a repeated passage is not lost evidence
         if len(evidence) == bounds.rag_max_evidence:
@@ -260,7 +286,6 @@ def project_rag(
                 excerpt=excerpt,
             )
         )
-    level = _find_relevance(upstream)
     status = EvidenceStatus.EVIDENCE_FOUND if evidence else EvidenceStatus.NO_EVIDENCE
     return RagResult(
         evidence_status=status,

@@ -111,22 +111,23 @@ def encode_view(view: msgspec.Struct) -> bytes:
 
 def _first_view(result: CanonicalResult) -> ModelObservation:
     """The whole observation of a result, its strings made visible (`_visible`)."""
-    return _visible(_whole_view(result))
+    return _visible(_whole_view(result))[0]
 
 
-def _visible(view: ModelObservation) -> ModelObservation:
+def _visible(view: ModelObservation) -> tuple[ModelObservation, int]:
     """`view` with every string as `contracts.text.visible_text` shows it: evidence is data
     written by others, and hidden code points (tag characters spelling instructions, zero-width
     and bidi marks) must not reach the model unseen. One pass over the encoded view; a view
-    without such code points (nearly all) is returned as is."""
+    without such code points (nearly all) is returned as is. With its encoded size."""
     raw = _ENCODER.encode(view)
     if raw.isascii():
-        return view
+        return view, len(raw)
     text = raw.decode("utf-8")
     shown = visible_text(text, newline="\\n")
     if shown is text:
-        return view
-    return msgspec.json.decode(shown, type=type(view))
+        return view, len(raw)
+    view = msgspec.json.decode(shown, type=type(view))
+    return view, len(_ENCODER.encode(view))
 
 
 def _whole_view(result: CanonicalResult) -> ModelObservation:
@@ -217,8 +218,8 @@ def _with_texts(view: ModelObservation, texts: dict[str, str]) -> ModelObservati
     return view  # pragma: no cover  # MySQL has no free text beside its columns
 
 
-def _fit(view: ModelObservation, budget: int) -> ModelObservation:
-    size = len(_ENCODER.encode(view))
+def _fit(view: ModelObservation, size: int, budget: int) -> ModelObservation:
+    # `size`: the view's encoded size.
     if size <= budget:
         return view
     if not isinstance(view, ErrorObservation):
@@ -243,7 +244,7 @@ def _fit(view: ModelObservation, budget: int) -> ModelObservation:
 
 def observe(result: CanonicalResult, bounds: Bounds) -> ModelObservation:
     """The Model Observation of a canonical result, within the byte budget."""
-    return _fit(_first_view(result), bounds.observation_max_bytes)
+    return _fit(*_visible(_whole_view(result)), bounds.observation_max_bytes)
 
 
 class Timings(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
@@ -319,56 +320,59 @@ def control_view(
     result: CanonicalResult, meta: InvocationMeta, observation: ModelObservation | None = None
 ) -> ControlView:
     """The Harness Control View of a result; `truncated` also reports the model's cut."""
-    returned: int | UnsetType = UNSET
-    match_count: int | UnsetType = UNSET
-    lower_bound: bool | UnsetType = UNSET
-    unparsed: tuple[int | UnsetType, int | UnsetType, int | UnsetType] = (UNSET, UNSET, UNSET)
-    relevance: RelevanceLevel | UnsetType = UNSET
-    source_kind: str | UnsetType = UNSET
-    error_code: ErrorCode | UnsetType = UNSET
-    truncated: bool | UnsetType = UNSET
-    warnings: list[str] | UnsetType = UNSET
+    # Built from the fields that are set only: the same view (every field left out is UNSET
+    # by default), and a keyword passed as UNSET costs the struct as much as a value (all 26:
+    # ~3.8 µs here, the dozen a RAG view has set: ~1.3 µs).
+    shown: dict[str, Any] = {
+        "tool": meta.tool,
+        "session_id": meta.session_id,
+        "status": meta.status,
+        "evidence_status": result.evidence_status,
+        "attempts": meta.attempts,
+        "timings": meta.timings,
+    }
+    value: object
+    if (value := result.tool_call_id) is not UNSET:
+        shown["tool_call_id"] = value
+    if (value := meta.scope) is not UNSET:
+        shown["scope"] = value
+    if (value := meta.scope_fingerprint) is not UNSET:
+        shown["scope_fingerprint"] = value
+    if (value := meta.duplicate_of) is not UNSET:
+        shown["duplicate_of"] = value
+    if (value := meta.source) is not UNSET:
+        shown["source"] = value
     match result:
         case ErrorResult():
-            error_code = result.error.code
+            shown["error_code"] = result.error.code
         case RagResult():
-            returned, relevance = result.returned_count, result.relevance_level
-            truncated = result.truncated
+            shown["returned_count"], shown["truncated"] = result.returned_count, result.truncated
+            if (value := result.relevance_level) is not UNSET:
+                shown["relevance_level"] = value
+            # What only a RAG result's view carries: the index's notes.
+            if (value := meta.indexed_chunks) is not UNSET:
+                shown["indexed_chunks"] = value
+            if (value := meta.index_rebuilding) is not UNSET:
+                shown["index_rebuilding"] = value
+            if (value := meta.skipped_runbooks) is not UNSET:
+                shown["skipped_runbooks"] = value
         case LogsResult():
-            returned, match_count = result.returned_count, result.match_count
-            source_kind, truncated = result.source_kind, result.truncated
-            lower_bound = result.match_count_lower_bound
-            unparsed = (result.unparsed_lines, result.unread_files, result.broken_files)
+            shown["returned_count"], shown["truncated"] = result.returned_count, result.truncated
+            shown["match_count"], shown["source_kind"] = result.match_count, result.source_kind
+            if (value := result.match_count_lower_bound) is not UNSET:
+                shown["match_count_lower_bound"] = value
+            if (value := result.unparsed_lines) is not UNSET:
+                shown["unparsed_lines"] = value
+            if (value := result.unread_files) is not UNSET:
+                shown["unread_files"] = value
+            if (value := result.broken_files) is not UNSET:
+                shown["broken_files"] = value
+            if (value := result.record_times) is not UNSET:
+                shown["record_times"] = value
         case MysqlResult():
-            returned, truncated = result.returned_count, result.truncated
-            warnings = result.warnings
+            shown["returned_count"], shown["truncated"] = result.returned_count, result.truncated
+            if (value := result.warnings) is not UNSET:
+                shown["warnings"] = value
     if observation is not None and getattr(observation, "truncated", False):
-        truncated = True
-    return ControlView(
-        tool=meta.tool,
-        tool_call_id=result.tool_call_id,
-        session_id=meta.session_id,
-        status=meta.status,
-        evidence_status=result.evidence_status,
-        scope=meta.scope,
-        scope_fingerprint=meta.scope_fingerprint,
-        duplicate_of=meta.duplicate_of,
-        returned_count=returned,
-        match_count=match_count,
-        match_count_lower_bound=lower_bound,
-        unparsed_lines=unparsed[0],
-        unread_files=unparsed[1],
-        broken_files=unparsed[2],
-        relevance_level=relevance,
-        truncated=truncated,
-        source_kind=source_kind,
-        error_code=error_code,
-        attempts=meta.attempts,
-        timings=meta.timings,
-        indexed_chunks=meta.indexed_chunks if isinstance(result, RagResult) else UNSET,
-        record_times=result.record_times if isinstance(result, LogsResult) else UNSET,
-        source=meta.source,
-        warnings=warnings,
-        index_rebuilding=meta.index_rebuilding if isinstance(result, RagResult) else UNSET,
-        skipped_runbooks=meta.skipped_runbooks if isinstance(result, RagResult) else UNSET,
-    )
+        shown["truncated"] = True
+    return ControlView(**shown)

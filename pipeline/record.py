@@ -199,11 +199,13 @@ def finish_calls(
     keys = [part.invocations, part.lifecycle, part.dead]
     args: Args = [GROUP, now_ms, retention_ms, maxlen, len(finishes)]
     for f in finishes:
-        session, call = f.session_id, f.tool_call_id
-        keys += [part.call(session, call), part.model(session), part.control(session),
-                 part.result(session, call), part.raw(session, call)]  # fmt: skip
-        args += [f.entry_id, f.status, f.evidence_status, pack(f.result), pack(f.raw), f.model,
-                 f.control, session, call, f.tool, f.scope_key]  # fmt: skip
+        session, call, result, raw = f.session_id, f.tool_call_id, f.result, f.raw
+        keys += part.finished(session, call)
+        # `pack` leaves a body of at most `_PACK_ABOVE` bytes as it is: not called for one.
+        args += [f.entry_id, f.status, f.evidence_status,
+                 result if len(result) <= _PACK_ABOVE else pack(result),
+                 raw if len(raw) <= _PACK_ABOVE else pack(raw), f.model, f.control, session,
+                 call, f.tool, f.scope_key]  # fmt: skip
     return keys, args
 
 

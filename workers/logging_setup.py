@@ -81,11 +81,8 @@ class invocation_context:
 
     def __enter__(self) -> None:
         outer = _CONTEXT.get()
-        current = dict(outer) if outer else {}
-        for key, value in self.fields.items():
-            if value:
-                current[key] = value
-        self.token = _CONTEXT.set(current)
+        inner = {key: value for key, value in self.fields.items() if value}
+        self.token = _CONTEXT.set({**outer, **inner} if outer else inner)
 
     def __exit__(self, *exc: object) -> None:
         _CONTEXT.reset(self.token)

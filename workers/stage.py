@@ -48,6 +48,10 @@ __all__ = [
 
 log = logging.getLogger("aci.stage")
 _ENCODER: Final = msgspec.json.Encoder()
+# `_ms3`: far above the rounding error of `ms * 1000` (half an ulp: a relative 2**-53), and
+# where every float is an integer.
+_TIE_BAND: Final = 2.0**-50
+_EXACT_BELOW: Final = 2.0**52
 
 
 class Outcome(msgspec.Struct, kw_only=True):
@@ -112,6 +116,16 @@ def _execute_now(
         return cast(ImmediateSource, source).fetch_now(request), None
     except Exception as exc:
         return None, _failed(tool, exc, tool_call_id)
+
+
+def _ms3(ms: float) -> float:
+    """`round(ms, 3)`, at half its cost where the scaled value is not near a tie (rounding
+    an integer is cheaper than rounding to decimals); near one, or out of range, the same
+    `round(ms, 3)` decides."""
+    scaled = ms * 1000
+    if 0.0 <= scaled < _EXACT_BELOW and abs(scaled % 1.0 - 0.5) > scaled * _TIE_BAND:
+        return round(scaled) / 1000
+    return round(ms, 3)
 
 
 def _encode_raw(raw: Any, limit: int) -> bytes:
@@ -254,10 +268,10 @@ class StageRun(msgspec.Struct, kw_only=True):
             duplicate_of=self.duplicate_of,
             attempts=self.attempts,
             timings=Timings(
-                queue_ms=round(self.queued_ms, 3),
-                execute_ms=round(execute_ms, 3),
-                project_ms=round(project_ms, 3),
-                total_ms=round(self.queued_ms + (time.perf_counter() - self.started) * 1000, 3),
+                queue_ms=_ms3(self.queued_ms),
+                execute_ms=_ms3(execute_ms),
+                project_ms=_ms3(project_ms),
+                total_ms=_ms3(self.queued_ms + (time.perf_counter() - self.started) * 1000),
             ),
             source=self.source,
         )
@@ -327,24 +341,19 @@ def build_outcome(
     for replay: not encoded, `Outcome.raw` is b"null"). A result whose views cannot be built
     (e.g. a string no encoder takes) becomes that call's ERROR/PROJECTION."""
 
-    def views(final: CanonicalResult) -> tuple[ModelObservation, ControlView]:
-        return build_views(
-            final,
-            settings.bounds,
-            tool=tool,
-            session_id=session_id,
-            scope=scope,
-            fingerprint=fingerprint,
-            duplicate_of=duplicate_of,
-            attempts=attempts,
-            timings=timings or Timings(),
-            indexed_chunks=_indexed_chunks(raw),
-            source=UNSET if source is None else source,
-            **_index_state(raw),
-        )
-
+    meta: dict[str, Any] = {
+        "tool": tool,
+        "session_id": session_id,
+        "scope": scope,
+        "fingerprint": fingerprint,
+        "duplicate_of": duplicate_of,
+        "attempts": attempts,
+        "timings": timings or Timings(),
+        "source": UNSET if source is None else source,
+        **_index_notes(raw),
+    }
     try:
-        observation, control = views(result)
+        observation, control = build_views(result, settings.bounds, **meta)
     except Exception as exc:
         # `observe` encodes every string of the result once (its first, uncut view), so a
         # result it takes is one the finisher can encode too.
@@ -352,7 +361,7 @@ def build_outcome(
         result = error_result(
             ErrorCode.PROJECTION, "the source's answer could not be projected", result.tool_call_id
         )
-        observation, control = views(result)
+        observation, control = build_views(result, settings.bounds, **meta)
     return Outcome(
         result=result,
         raw=_encode_raw(raw, settings.raw_max_bytes) if keep_raw else b"null",
@@ -361,28 +370,23 @@ def build_outcome(
     )
 
 
-def _index_state(raw: Any) -> dict[str, Any]:
-    """The embedded index's own notes for the Control View: answered by the previous index
-    while a rebuild runs (`indexRebuilding`), runbooks left out as too large
-    (`skippedSources`, at most 20 names of at most 256 characters)."""
+def _index_notes(raw: Any) -> dict[str, Any]:
+    """The embedded index's own notes for the Control View: its size beside the hits
+    (`indexedChunks`), answered by the previous index while a rebuild runs
+    (`indexRebuilding`), runbooks left out as too large (`skippedSources`, at most 20 names
+    of at most 256 characters)."""
     pack = raw.get("contextPack") if isinstance(raw, dict) else None
     if not isinstance(pack, dict):
         return {}
-    state: dict[str, Any] = {}
+    notes: dict[str, Any] = {}
+    count = pack.get("indexedChunks")
+    if isinstance(count, int) and not isinstance(count, bool) and count >= 0:
+        notes["indexed_chunks"] = count
     if pack.get("indexRebuilding") is True:
-        state["index_rebuilding"] = True
+        notes["index_rebuilding"] = True
     skipped = pack.get("skippedSources")
     if isinstance(skipped, list):
         names = [s[:256] for s in skipped[:20] if isinstance(s, str)]
         if names:
-            state["skipped_runbooks"] = names
-    return state
-
-
-def _indexed_chunks(raw: Any) -> int | UnsetType:
-    # The embedded index reports its size beside the hits; only the Control View carries it.
-    pack = raw.get("contextPack") if isinstance(raw, dict) else None
-    count = pack.get("indexedChunks") if isinstance(pack, dict) else None
-    if isinstance(count, int) and not isinstance(count, bool) and count >= 0:
-        return count
-    return UNSET
+            notes["skipped_runbooks"] = names
+    return notes

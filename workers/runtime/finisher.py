@@ -155,22 +155,27 @@ def _log_foreign(state: WorkerState, item: Finish) -> None:
 
 def _finish_calls(state: WorkerState, group: list[Finish]) -> tuple[list[str], list[Any]]:
     settings = state.settings
-    finishes = [
-        ToFinish(
-            session_id=item.invocation.session_id,
-            tool_call_id=item.invocation.tool_call_id,
-            tool=item.invocation.tool,
-            entry_id=item.entry_id,
-            status=item.outcome.control.status.value,
-            evidence_status=item.outcome.result.evidence_status.value,
-            result=_ENCODER.encode(item.outcome.result),
-            raw=item.outcome.raw,
-            model=_ENCODER.encode(item.outcome.observation),
-            control=_ENCODER.encode(item.outcome.control),
-            scope_key=item.scope_key,  # computed where the call was decoded
+    encode = _ENCODER.encode
+    finishes = []
+    for item in group:
+        inv, outcome = item.invocation, item.outcome
+        result, control = outcome.result, outcome.control
+        finishes.append(
+            ToFinish(
+                inv.session_id,  # session_id
+                inv.tool_call_id,  # tool_call_id
+                inv.tool,  # tool
+                item.entry_id,  # entry_id
+                # An enum's `_value_` is its value without `.value`'s descriptor (~0.5 µs).
+                control.status._value_,  # status
+                result.evidence_status._value_,  # evidence_status
+                encode(result),  # result
+                outcome.raw,  # raw
+                encode(outcome.observation),  # model
+                encode(control),  # control
+                item.scope_key,  # scope_key: computed where the call was decoded
+            )
         )
-        for item in group
-    ]
     return finish_calls(
         group[0].part,
         finishes,

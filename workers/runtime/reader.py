@@ -128,12 +128,14 @@ def _start(state: WorkerState, entries: list[ReadEntry], work: TaskGroup, full: 
     it asked for). True when every entry went back."""
     done: list[Finish] = []
     later: list[tuple[Partition, str, dict[str, bytes], Entry | None]] = []
+    # Asked once a batch (its answer is looked up at most once a second anyway).
+    inline = not records_spans()
     for part, raw_id, fields in entries:
         entry_id = raw_id.decode()
         entry = item = None
         try:
             entry = read_entry(fields, state.handoff.pop((part.index, entry_id), None))
-            item = _run_now(state, part, entry_id, entry)
+            item = _run_now(state, part, entry_id, entry) if inline else None
         except Exception:  # a bug on odd input: the guarded path below handles it
             item = None
         if item is None:
@@ -217,14 +219,14 @@ async def _alone(state: WorkerState, back: list[_Back]) -> set[tuple[int, str]]:
 
 
 def _run_now(state: WorkerState, part: Partition, entry_id: str, entry: Entry) -> Finish | None:
-    # A first delivery of a call that needs no I/O and records no span; else None.
+    # A first delivery of a call that needs no I/O (and records no span: `_start` asks);
+    # else None.
     invocation = entry.invocation
     if (
         invocation is None
         or invocation.cancel is True  # a cancel admitted as its call: `work` ends it
         or invocation.traceparent
         or state.keys.partition_of(invocation.session_id) != part.index
-        or records_spans()
         or not is_immediate(invocation.tool, state.sources)
     ):
         return None

@@ -8,8 +8,6 @@ a test calling a backend directly) a backend reads its own clock, as before.
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import Iterator
 from contextvars import ContextVar
 from typing import NamedTuple
 
@@ -40,11 +38,18 @@ def pinned_end() -> int | None:
     return when.end_ms if when is not None and when.pinned else None
 
 
-@contextlib.contextmanager
-def at_call_time(when: CallTime | None) -> Iterator[None]:
-    """Run a call's fetch at `when` (None: no window recorded)."""
-    token = _CURRENT.set(when)
-    try:
-        yield
-    finally:
-        _CURRENT.reset(token)
+class at_call_time:
+    """Run a call's fetch at `when` (None: no window recorded).
+
+    A plain class, not a generator: it is entered once per call."""
+
+    __slots__ = ("token", "when")
+
+    def __init__(self, when: CallTime | None) -> None:
+        self.when = when
+
+    def __enter__(self) -> None:
+        self.token = _CURRENT.set(self.when)
+
+    def __exit__(self, *exc: object) -> None:
+        _CURRENT.reset(self.token)
