@@ -53,12 +53,17 @@ lint: $(STAMP)
 	$(PY) -m ruff check contracts pipeline workers hosts app chaos tests bench
 	$(PY) -m mypy
 
-# Two runs: the contracts' own tests, traced, must cover every line of contracts/ on their
-# own; then the rest of the suite, untraced (tracing it, for lines those tests cover anyway,
-# cost about a third more CPU in every in-process test). PYTEST_ARGS go to both runs.
+# The contracts' own tests, traced, must cover every line of contracts/ on their own; then
+# the rest of the suite, untraced (tracing it, for lines those tests cover anyway, cost about
+# a third more CPU in every in-process test), in TEST_JOBS processes (pytest-xdist, a file's
+# tests in one process): most of its time is spent waiting on servers, workers and deadlines
+# (one process used half a core here), so two halve it. The tests marked `serial` assert a
+# wall-clock bound and run last, alone. PYTEST_ARGS go to every run.
+TEST_JOBS ?= 2
 test: $(STAMP) $(INSPECTOR_STAMP) $(CONFORMANCE_STAMP) services chromium lint
 	bash scripts/pytest.sh tests/contracts --cov=contracts --cov-report=term-missing --cov-fail-under=100 $(PYTEST_ARGS)
-	bash scripts/pytest.sh --ignore=tests/contracts $(PYTEST_ARGS)
+	bash scripts/pytest.sh --ignore=tests/contracts -m 'not serial' -n $(TEST_JOBS) --dist loadfile $(PYTEST_ARGS)
+	bash scripts/pytest.sh --ignore=tests/contracts -m serial $(PYTEST_ARGS)
 
 # langchain-mcp-adapters, the OpenAI Agents SDK and Pydantic AI against `aci-evidence mcp`
 # over stdio and HTTP (docs/adapters.md, "Per-client configuration"); the servers run in

@@ -241,12 +241,14 @@ def test_a_bomb_does_not_raise_peak_memory(kind: str) -> None:
 # -- slow drip and warm-up ----------------------------------------------------------------
 
 
+@pytest.mark.serial
 async def test_a_slow_drip_ends_at_the_sources_own_time_limit(upstream: HostileServer) -> None:
     started = time.monotonic()
     assert await fetch_code(upstream, "drip", timeout_s=1.0) is ErrorCode.TIMEOUT
     assert time.monotonic() - started < 2.0
 
 
+@pytest.mark.serial
 async def test_warm_up_has_a_deadline_and_the_worker_starts_anyway(
     upstream: HostileServer, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -264,6 +266,7 @@ async def test_warm_up_has_a_deadline_and_the_worker_starts_anyway(
     assert "warm-up" in caplog.text
 
 
+@pytest.mark.serial
 async def test_open_sources_warm_up_is_bounded_by_its_setting() -> None:
     # The warm-up query is fixed: a server that drips every answer.
     with hostile_server(drip_interval_s=0.5) as drip:
@@ -307,6 +310,7 @@ def silent_port() -> Iterator[int]:
         listener.close()
 
 
+@pytest.mark.serial
 async def test_a_silent_mysql_ends_as_timeout_within_the_deadline(silent_port: int) -> None:
     params = ConnectParams(host="127.0.0.1", port=silent_port, user="u", database="shop")
     source = MysqlSource({"shop": params}, deadline_s=2.0)
@@ -328,6 +332,7 @@ async def test_a_silent_mysql_ends_as_timeout_within_the_deadline(silent_port: i
     assert took < 2.6, f"took {took:.2f}s with a 2s deadline"
 
 
+@pytest.mark.serial
 async def test_the_mysql_source_bounds_itself_without_the_stage(silent_port: int) -> None:
     params = ConnectParams(host="127.0.0.1", port=silent_port, user="u", database="shop")
     source = MysqlSource({"shop": params}, deadline_s=1.0)
@@ -341,6 +346,7 @@ async def test_the_mysql_source_bounds_itself_without_the_stage(silent_port: int
     assert time.monotonic() - started < 2.6
 
 
+@pytest.mark.serial
 @pytest.mark.redis
 async def test_a_silent_mysql_is_finished_once_not_taken_over(
     redis: Any, prefix: str, silent_port: int

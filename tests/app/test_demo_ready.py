@@ -16,6 +16,7 @@ from tests.conftest import REDIS_URL
 pytestmark = pytest.mark.redis
 
 
+@pytest.mark.serial
 @pytest.mark.parametrize("partitions", [1, 3])
 async def test_the_wait_counts_the_workers_that_beat_and_is_bounded(
     redis: Any, prefix: str, partitions: int, monkeypatch: pytest.MonkeyPatch

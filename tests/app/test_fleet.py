@@ -28,6 +28,7 @@ def test_a_users_own_app_package_does_not_shadow_ours(tmp_path: Path) -> None:
     assert "lookup_knowledge" in done.stdout
 
 
+@pytest.mark.serial
 def test_workers_that_do_not_stop_are_killed_on_one_deadline(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:

@@ -384,6 +384,7 @@ async def run_turn(runtime: str, client: EvidenceClient, session: str) -> Any:
     ]
 
 
+@pytest.mark.serial
 @pytest.mark.redis
 @pytest.mark.parametrize("runtime", ["openai_chat", "openai_responses", "anthropic", "langchain"])
 async def test_adapter_end_to_end_with_a_mix_and_a_timeout(

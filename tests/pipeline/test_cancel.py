@@ -115,6 +115,7 @@ async def test_a_cancel_that_overtook_its_request_admits_the_call_cancelled(
     assert_exactly_once(await books(redis, prefix, "s1"), ["call_2"])
 
 
+@pytest.mark.serial
 async def test_a_running_call_is_stopped_in_its_source(redis: Any, prefix: str) -> None:
     settings = settings_for(prefix)
     source = RecordingSource(delay=8.0)

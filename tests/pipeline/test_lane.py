@@ -249,6 +249,7 @@ async def test_a_wait_costs_the_listener_one_read_per_result(
     assert set(reads) == {2}  # the control streams blocking, the model streams behind
 
 
+@pytest.mark.serial
 @pytest.mark.redis
 async def test_sessions_waiting_on_slow_calls_never_delay_another_sessions_fast_call(
     redis: Any, prefix: str

@@ -70,6 +70,7 @@ async def wait_running(monitor: Any, want: int, within: float) -> float | None:
     return None
 
 
+@pytest.mark.serial
 async def test_a_cancelled_scan_stops_in_the_engine_long_before_its_deadline(
     redis: Any, prefix: str
 ) -> None:
@@ -106,6 +107,7 @@ async def test_a_cancelled_scan_stops_in_the_engine_long_before_its_deadline(
     assert_exactly_once(await books(redis, prefix, "s-ch"), ["call_ch_1"])
 
 
+@pytest.mark.serial
 async def test_a_cancelled_fetch_returns_at_once_and_kills_its_statement() -> None:
     """The source alone: cancelling `fetch` frees the caller at once (the thread is
     abandoned) and the engine no longer runs the statement."""

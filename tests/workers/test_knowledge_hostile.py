@@ -97,6 +97,7 @@ def test_a_value_finite_in_json_but_beyond_float32_is_refused(server: str) -> No
         encoder.close()
 
 
+@pytest.mark.serial
 def test_one_wall_clock_deadline_over_headers_that_drip(server: str) -> None:
     _Handler.mode = "drip"
     encoder = _encoder(server, timeout_s=1.0)

@@ -29,6 +29,7 @@ def _big_runbook(sections: int) -> str:
     )
 
 
+@pytest.mark.serial
 async def test_lookups_answer_while_a_rebuild_embeds_many_chunks(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -252,6 +252,7 @@ def test_bytes_after_the_last_zstd_frame_lose_none_of_its_lines(
     assert found.broken_files == 1 and found.notes and "corrupt" in found.notes[0]
 
 
+@pytest.mark.serial
 def test_a_zstd_file_of_many_empty_frames_stops_at_the_deadline(tmp_path: Path) -> None:
     # 200,000 empty frames (1.8 MB), each with its own header: read a frame at a time, the
     # deadline was never asked (a million took 18 s, whatever the call's time limit).

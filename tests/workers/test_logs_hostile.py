@@ -131,6 +131,7 @@ def test_a_symlinked_root_to_proc_is_refused_at_scan(tmp_path: Path) -> None:
     assert caught.value.code is ErrorCode.AUTHORIZATION
 
 
+@pytest.mark.serial
 def test_the_scan_stops_when_the_call_is_cancelled(tmp_path: Path) -> None:
     (tmp_path / "a.jsonl").write_text("".join(line(i) for i in range(200_000)))
     source = file_source(tmp_path, "jsonl", ["a.jsonl"], now=NOW)
@@ -142,6 +143,7 @@ def test_the_scan_stops_when_the_call_is_cancelled(tmp_path: Path) -> None:
     assert time.monotonic() - started < 0.5
 
 
+@pytest.mark.serial
 async def test_a_deadline_stops_the_thread_not_only_the_caller(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -26,6 +26,7 @@ def fill(folder: Path, count: int, suffix: str = ".log") -> None:
         os.close(os.open(folder / f"f{i:06d}{suffix}", os.O_CREAT | os.O_WRONLY, 0o644))
 
 
+@pytest.mark.serial
 def test_a_huge_folder_is_listed_within_the_deadline(tmp_path: Path) -> None:
     fill(tmp_path, 65_536)
     source = file_source(tmp_path, "jsonl", ["*.log"], now=NOW)

@@ -65,6 +65,7 @@ async def test_double_dash_no_longer_returns_everything() -> None:
     assert project_logs("c", found, DEFAULT_BOUNDS).evidence_status is EvidenceStatus.EVIDENCE_FOUND
 
 
+@pytest.mark.serial
 async def test_an_abandoned_mock_search_stops_its_thread() -> None:
     # Before: the thread of a call past its deadline went on matching (40 long queries held
     # the CPU for seconds after their callers had given up).

@@ -52,6 +52,7 @@ def _elapsed(work: Any) -> float:
 # --- quadratic parsing on hostile lines (each was seconds to hours before) ---------------
 
 
+@pytest.mark.serial
 def test_a_logfmt_line_without_equals_is_parsed_in_linear_time() -> None:
     parser = make_parser("logfmt", {}, UTC, "", "auto", 0)
     # 60 kB took ~20 s (the key pattern re-scanned the rest from every position); 1 MiB, hours
@@ -63,6 +64,7 @@ def test_a_logfmt_line_without_equals_is_parsed_in_linear_time() -> None:
     assert found[0].message == 'a "quoted" text' and found[0].fields == {"user_id": "7"}
 
 
+@pytest.mark.serial
 def test_many_partial_cri_lines_are_joined_in_linear_time() -> None:
     parser = make_parser("cri", {}, UTC, "", "auto", 0)
     lines = ["2026-01-01T00:00:00Z stdout P x\n"] * 50_000
@@ -72,6 +74,7 @@ def test_many_partial_cri_lines_are_joined_in_linear_time() -> None:
     assert entry.message == "x" * 50_000 + "y"
 
 
+@pytest.mark.serial
 def test_an_unclosed_quote_in_a_slow_statement_is_masked_in_linear_time() -> None:
     hostile = "select '" + "\\'" * 32_000  # 64 kB, the statement cap: ~13 s before
     assert _elapsed(lambda: sql_template(hostile)) < 1.0

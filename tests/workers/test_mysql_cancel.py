@@ -26,6 +26,7 @@ SLOW_SQL = (
 )
 
 
+@pytest.mark.serial
 async def test_a_cancelled_query_frees_its_mariadb_thread_within_a_second(
     redis: Any,
     prefix: str,

@@ -156,6 +156,7 @@ async def test_failures_raise_safe_source_errors(
     assert caught.value.code == code and caught.value.retryable is retryable
 
 
+@pytest.mark.serial
 async def test_timeout_is_a_timeout_error(server: str) -> None:
     source = _source(f"{server}/slow", ACI_RAG_TIMEOUT_S="0.3")
     started = time.monotonic()

@@ -30,6 +30,7 @@ def test_the_cap_is_a_share_of_the_slots_and_only_binds_when_contested() -> None
     assert share.running == {"b": 1}
 
 
+@pytest.mark.serial
 async def test_48_calls_to_the_deadline_do_not_delay_another_sessions_fast_call(
     redis: Any, prefix: str
 ) -> None:
@@ -61,6 +62,7 @@ async def test_48_calls_to_the_deadline_do_not_delay_another_sessions_fast_call(
     assert {loads(r.model)["error"]["code"] for r in done.values()} == {"TIMEOUT"}
 
 
+@pytest.mark.serial
 async def test_a_session_alone_uses_every_slot(redis: Any, prefix: str) -> None:
     # 12 calls that run to the deadline (0.5 s) from one session and nobody else's: alone, it
     # holds 3 of the 4 slots (every slot but one share's worth), four rounds (~2 s). Held to
