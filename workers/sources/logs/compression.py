@@ -1,5 +1,5 @@
 """Compressed log files: the codec by magic bytes, a bounded decompressing stream, and what
-an error part way means (the file cut short, or corrupt).
+an error part way means (the file cut short, or corrupt; or a read the system failed).
 
 Every stream reads at most what its caller asks (`readline(n)`, `read(n)`): the standard
 library's gzip, xz and bzip2 readers and lz4's pass a `max_length` to their decompressor,
@@ -262,9 +262,12 @@ def read_before_damage(stream: BinaryIO, size: int, codec: str) -> bytes:
 
 
 def damage_of(exc: BaseException, codec: str) -> str:
-    """What an error raised while decompressing says of the file: "cut" (it ends before the
-    end of its stream: a rotation interrupted, a disk full), "corrupt" (bytes that do not
-    decode, a checksum that does not match), or "" (not the file's fault: raise it)."""
+    """What an error raised while reading a file (`codec` "" plain) says of it: "cut" (it
+    ends before the end of its stream: a rotation interrupted, a disk full), "corrupt" (bytes
+    that do not decode, a checksum that does not match), "unreadable" (the system failed a
+    read: EIO, a disk's bad sector; a plain file's too), or "" (not the file's: raise it)."""
+    if isinstance(exc, OSError) and exc.errno is not None:
+        return "unreadable"  # the codecs' own OSErrors (BadGzipFile, bz2's) carry no errno
     if isinstance(exc, EOFError):
         return "cut"
     if isinstance(exc, OSError | zlib.error | lzma.LZMAError | ValueError):
