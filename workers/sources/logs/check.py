@@ -208,6 +208,8 @@ def _unread(reader: Reader, some: bool) -> str:
         return f"{reader.unread[0]} compression (install its Python package)"
     if reader.cut:
         return "a compressed file cut short (its end is missing): read up to the cut"
+    if reader.dictionary:
+        return "compressed with a zstd dictionary this worker does not have: read up to it"
     if reader.unreadable:
         return f"could not be read to its end: the system failed a read ({reader.read_error})"
     if reader.broken:

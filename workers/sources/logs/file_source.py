@@ -326,6 +326,11 @@ class FileLogSource:
                 f"{reader.corrupt} compressed log files are corrupt part way; the "
                 "lines before the damage were read: the count is a lower bound"
             )
+        if reader.dictionary:
+            notes.append(
+                f"{reader.dictionary} log files are compressed with a zstd dictionary this "
+                "worker does not have; the lines before it were read: the count is a lower bound"
+            )
         if reader.unreadable:
             notes.append(
                 f"{reader.unreadable} log files could not be read to their end (the system "
@@ -382,6 +387,7 @@ def _damage(reader: Reader) -> str:
     kinds = (
         (reader.cut, "compressed and cut short (their end is missing)"),
         (reader.corrupt, "compressed and corrupt part way"),
+        (reader.dictionary, "compressed with a zstd dictionary this worker does not have"),
         (reader.unreadable, f"could not be read: the system failed a read, {reader.read_error}"),
     )
     return ", ".join(f"{count} {how}" for count, how in kinds if count)
