@@ -228,9 +228,9 @@ def _frame(data: _Bytes, pos: int, expired: Callable[[], bool]) -> tuple[str, in
     # (and zstd's own decoder says "Dictionary mismatch" of them too): said only of a header
     # that is sound (its reserved bit clear, a window of at most 2 GiB), of blocks of at most
     # 128 KiB, and of a frame that ends where the file does or another frame starts.
-    dict_id = int.from_bytes(head[dict_at : dict_at + id_size], "little")
-    window_ok = single == 1 or (len(head) > 5 and head[5] >> 3 <= 21)
-    sound = not descriptor & 0x08 and window_ok
+    dict_id = int.from_bytes(head[dict_at : dict_at + id_size], "little") if id_size else 0
+    if dict_id and (descriptor & 0x08 or (not single and (len(head) < 6 or head[5] >> 3 > 21))):
+        dict_id = 0  # no sound header: the decoder says what it is
     pos += 5 + (1 - single) + id_size + content_size
     last, blocks = 0, 0
     while not last:
@@ -244,12 +244,13 @@ def _frame(data: _Bytes, pos: int, expired: Callable[[], bool]) -> tuple[str, in
         last, kind = value & 1, value >> 1 & 3
         if kind == 3:
             return "corrupt", pos
-        sound = sound and value >> 3 <= _BLOCK_MAX
+        if dict_id and value >> 3 > _BLOCK_MAX:
+            dict_id = 0
         pos += 3 + (1 if kind == 1 else value >> 3)  # an RLE block holds one byte
     pos += 4 * (descriptor >> 2 & 1)  # the content checksum
     if pos > data.size:
         return "cut", pos
-    if dict_id and sound and _frame_at(data, pos):
+    if dict_id and _frame_at(data, pos):
         return "dictionary", pos
     return "frame", pos
 
