@@ -76,8 +76,9 @@ class LogsUpstream(msgspec.Struct, frozen=True, kw_only=True):
     # compression it lacks): counted, never dropped silently. Omitted when there are none.
     unparsed_lines: int | UnsetType = UNSET
     unread_files: int | UnsetType = UNSET
-    # FILE: matched compressed files that end in an error part way (cut short, as by a
-    # rotation interrupted or a full disk, or corrupt): read up to it, the count a lower bound.
+    # FILE: matched files that end in an error part way (compressed ones cut short, as by a
+    # rotation interrupted or a full disk, or corrupt; any of which the system failed a read):
+    # read up to it, the count a lower bound.
     broken_files: int | UnsetType = UNSET
     # Short sentences the model must hear about how the answer was read (at most
     # `MAX_NOTES`, each cut to `logs_field_chars`).

@@ -122,7 +122,7 @@ class LogsResult(msgspec.Struct, frozen=True, kw_only=True):
     # compression it lacks), and short notes for the model on both. Omitted when none.
     unparsed_lines: int | UnsetType = UNSET
     unread_files: int | UnsetType = UNSET
-    # Compressed files cut short or corrupt part way, read up to the damage (`LogsUpstream`).
+    # Files that end in an error part way, read up to the damage (`LogsUpstream`).
     broken_files: int | UnsetType = UNSET
     notes: list[str] | UnsetType = UNSET
     # Present only when the search saw records outside its window worth saying (above).

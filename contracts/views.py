@@ -289,7 +289,7 @@ class ControlView(msgspec.Struct, frozen=True, kw_only=True):
     # True when `match_count` is a lower bound (a log scan stopped early); omitted when exact.
     match_count_lower_bound: bool | UnsetType = UNSET
     # FILE: lines not in their configured format, matched files it could not read, and
-    # compressed files cut short or corrupt part way (read up to the damage).
+    # files that end in an error part way (read up to the damage).
     unparsed_lines: int | UnsetType = UNSET
     unread_files: int | UnsetType = UNSET
     broken_files: int | UnsetType = UNSET

@@ -4,7 +4,8 @@
   (`--log-json`). Every record carries the invocation context set with `invocation_context`
   (session, tool, tool_call_id, stream entry id, trace id), so lines logged anywhere inside
   an invocation's task are attributable. Messages never carry evidence bodies at INFO, and
-  credentials in URLs (`scheme://user:password@host`) are masked in every line.
+  credentials in URLs (`scheme://user:password@host`) are masked in every line
+  (`workers.masking`, the rule the log records served as evidence use too).
 - `parse_traceparent` validates a `traceparent` header value (W3C Trace Context level 1).
 - `span(name, traceparent)`: an OpenTelemetry span parented on the invocation's traceparent
   when `opentelemetry` is importable; a no-op otherwise (no hard dependency), and also when
@@ -24,6 +25,8 @@ from collections.abc import Iterator
 from contextlib import AbstractContextManager
 from typing import IO, Any, Final
 
+from workers.masking import without_url_password
+
 __all__ = [
     "CONTEXT_FIELDS",
     "JsonFormatter",
@@ -41,7 +44,6 @@ _CONTEXT: contextvars.ContextVar[dict[str, str] | None] = contextvars.ContextVar
     "aci_log_context", default=None
 )
 _TRACEPARENT_RE: Final = re.compile(r"^([0-9a-f]{2})-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})$")
-_URL_SECRET_RE: Final = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*://[^:/@\s]*):[^@\s]*@")
 
 
 class TraceParent:
@@ -96,10 +98,6 @@ class _ContextFilter(logging.Filter):
         return True
 
 
-def _mask(text: str) -> str:
-    return _URL_SECRET_RE.sub(r"\1:***@", text)
-
-
 # Third-party messages (redis-py, asyncio, httpx) may name the server they failed to reach.
 _ADDRESS_RE: Final = re.compile(r"\[?[A-Za-z0-9_.:-]*[A-Za-z0-9\]]:\d{2,5}\b")
 # urllib3 (clickhouse-connect's HTTP) names it as keywords: `HTTPConnection(host='ch', port=8123)`.
@@ -136,7 +134,7 @@ def _safe_message(record: logging.LogRecord) -> str:
         text = _ADDRESS_RE.sub("<address>", text)
         text = _KEYWORD_ADDRESS_RE.sub(r"\1=<address>", text)
         text = _QUERY_STRING_RE.sub("?<query>", text)
-    return _escape(_mask(text))
+    return _escape(without_url_password(text))
 
 
 def _exception_type(record: logging.LogRecord) -> str | None:

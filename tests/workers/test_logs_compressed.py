@@ -277,3 +277,88 @@ def test_a_copied_rotation_with_bytes_after_its_end_is_chosen_by_its_records(
     os.utime(path, (NOW - 7200, NOW - 7200))
     found = search(file_source(tmp_path, "jsonl", ["app.log*"], now=NOW), "")
     assert found.match_count == 100
+
+
+def with_dictionary(folder: Path, data: bytes, *, dict_id: bool = True) -> bytes:
+    """`data` compressed by the zstd CLI with a dictionary it trained (`zstd --train`), its
+    frame header naming the dictionary (`Dictionary_ID`) unless `dict_id` is False."""
+    if shutil.which("zstd") is None:
+        pytest.skip("zstd is not installed")
+    samples = folder / "train"
+    samples.mkdir(exist_ok=True)
+    for k in range(200):
+        (samples / f"{k}.log").write_bytes(jsonl(20, f"sample {k} upstream timed out"))
+    dictionary = folder / "dictionary"
+    subprocess.run(
+        ["zstd", "--train", "-q", "--maxdict=4096", "-o", str(dictionary),
+         *map(str, samples.iterdir())],
+        check=True, capture_output=True,
+    )  # fmt: skip
+    command = ["zstd", "-q", "-c", "-D", str(dictionary), *([] if dict_id else ["--no-dictID"])]
+    out = subprocess.run(command, input=data, capture_output=True, check=True).stdout
+    assert (out[4] & 3 != 0) == dict_id  # the frame header's Dictionary_ID_flag
+    return out
+
+
+def test_a_zstd_rotation_compressed_with_a_dictionary_says_so(tmp_path: Path) -> None:
+    # said "corrupt part way": the frame is whole, its header names a dictionary we lack
+    put(tmp_path / "app.log.1.zst", with_dictionary(tmp_path, jsonl(100)))
+    source = file_source(tmp_path, "jsonl", ["app.log*"], now=NOW)
+    with pytest.raises(SourceError, match="dictionary this worker does not have") as caught:
+        search(source, "")
+    message = caught.value.message
+    assert "corrupt" not in message and "size or time limit" not in message
+    # beside a whole file: its records, the count a lower bound, the file counted and said
+    put(tmp_path / "app.log", jsonl(7))
+    found = search(source, "")
+    assert found.match_count == 7 and found.match_count_lower_bound and found.broken_files == 1
+    assert found.notes and any("dictionary this worker does not have" in n for n in found.notes)
+    assert not any("corrupt" in note for note in found.notes)
+
+
+def test_zstd_frames_before_one_with_a_dictionary_are_read(tmp_path: Path) -> None:
+    data = compressed("zst", jsonl(30)) + with_dictionary(tmp_path, jsonl(100))
+    put(tmp_path / "app.log.1.zst", data)
+    found = search(file_source(tmp_path, "jsonl", ["app.log*"], now=NOW), "")
+    assert found.match_count == 30 and found.match_count_lower_bound and found.broken_files == 1
+    assert found.notes and "dictionary" in found.notes[0] and "corrupt" not in found.notes[0]
+
+
+def test_the_check_says_a_zstd_file_needs_a_dictionary(tmp_path: Path) -> None:
+    from workers.sources.logs.check import check_logs
+    from workers.sources.logs.config import parse_logs_config
+
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    (logs / "app.log.1").write_bytes(with_dictionary(tmp_path, jsonl(100)))
+    config = parse_logs_config(
+        f'roots = ["{logs}"]\n[topics.APPLICATION]\nbackend = "file"\n'
+        f'format = "jsonl"\npaths = ["{logs}/*"]\n'
+    )
+    (topic,) = check_logs(config, NOW)
+    (file,) = topic.sources[0].files
+    assert "dictionary this worker does not have" in file.unread and "corrupt" not in file.unread
+    assert any("not read" in p and "dictionary" in p for p in topic.problems())
+
+
+def test_a_zstd_frame_compressed_with_a_dictionary_it_does_not_name_is_corrupt(
+    tmp_path: Path,
+) -> None:
+    # `zstd --no-dictID`: nothing in the frame says a dictionary is needed; it does not decode
+    put(tmp_path / "app.log.1.zst", with_dictionary(tmp_path, jsonl(100), dict_id=False))
+    with pytest.raises(SourceError, match="corrupt part way"):
+        search(file_source(tmp_path, "jsonl", ["app.log*"], now=NOW), "")
+
+
+@pytest.mark.parametrize("seed", range(32))
+def test_bytes_after_a_zstd_magic_are_corrupt_whatever_dictionary_they_seem_to_name(
+    tmp_path: Path, seed: int
+) -> None:
+    # random bytes after the magic name a dictionary 3 times in 4: no frame, whole by its
+    # blocks, holds them, so they are corrupt, not a frame that needs a dictionary
+    import random
+
+    tail = random.Random(seed).randbytes(200)
+    put(tmp_path / "app.log.1.zst", b"\x28\xb5\x2f\xfd" + bytes([seed & 3 | 0x40]) + tail)
+    with pytest.raises(SourceError, match="corrupt part way"):
+        search(file_source(tmp_path, "jsonl", ["app.log*"], now=NOW), "")

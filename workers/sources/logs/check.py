@@ -69,7 +69,7 @@ class FileCheck(msgspec.Struct, kw_only=True):
     last: str | None = None
     future: int = 0  # records dated after now (beyond the clock skew allowed)
     example: str = ""  # the first line not in the format, cut to EXAMPLE_CHARS, no URL password
-    unread: str = ""  # why it was not (wholly) read: a compression, a broken archive, long lines
+    unread: str = ""  # why it was not (wholly) read: a compression, a broken file, long lines
     levelled: int = 0  # records with a level
     better: str = ""  # a named format that reads more of these lines, or levels ...
     better_reads: int = 0  # ... and how many lines it reads
@@ -208,6 +208,10 @@ def _unread(reader: Reader, some: bool) -> str:
         return f"{reader.unread[0]} compression (install its Python package)"
     if reader.cut:
         return "a compressed file cut short (its end is missing): read up to the cut"
+    if reader.dictionary:
+        return "compressed with a zstd dictionary this worker does not have: read up to it"
+    if reader.unreadable:
+        return f"could not be read to its end: the system failed a read ({reader.read_error})"
     if reader.broken:
         return "a compressed file corrupt part way: read up to the damage"
     if reader.long_lines:

@@ -1,5 +1,5 @@
 """Compressed log files: the codec by magic bytes, a bounded decompressing stream, and what
-an error part way means (the file cut short, or corrupt).
+an error part way means (the file cut short, or corrupt; or a read the system failed).
 
 Every stream reads at most what its caller asks (`readline(n)`, `read(n)`): the standard
 library's gzip, xz and bzip2 readers and lz4's pass a `max_length` to their decompressor,
@@ -9,8 +9,10 @@ own (zstandard's reader ends quietly where its input ends, and a block cut in ha
 nothing), and read across frames it raises on bytes after the last frame inside the read that
 held that frame's end (losing it), so a zstd file is read a frame at a time, each frame's end
 found by walking its block headers (`_frame`): a file that ends inside a frame raises
-`EOFError` after its lines, as the other codecs do when cut, and bytes that are no frame
-raise `ValueError` after every line before them.
+`EOFError` after its lines, as the other codecs do when cut, bytes that are no frame raise
+`ValueError` after every line before them, and a frame whose header names a dictionary
+(compressed with `zstd -D`: no reader decodes it without that dictionary) raises
+`NeedsDictionary` after every line before it.
 """
 
 from __future__ import annotations
@@ -25,7 +27,8 @@ from collections.abc import Callable
 from typing import BinaryIO, Final
 
 __all__ = [
-    "UNREADABLE", "compression_of", "damage_of", "decompressed", "read_before_damage", "zstd_end",
+    "UNREADABLE", "NeedsDictionary", "compression_of", "damage_of", "decompressed",
+    "read_before_damage", "zstd_end",
 ]  # fmt: skip
 
 _MAGIC_BYTES: Final = (
@@ -54,6 +57,11 @@ def _optional_codecs() -> frozenset[str]:
 # Compressions recognised by their magic bytes that this worker cannot decompress (zstd and
 # lz4 need the `zstandard` and `lz4` packages): such a file is counted, never read as text.
 UNREADABLE: Final = frozenset({"zstd", "lz4"}) - _optional_codecs()
+
+
+class NeedsDictionary(ValueError):
+    """A zstd frame whose header names the dictionary it was compressed with (`zstd -D`):
+    whole, but not decodable without that dictionary, which the worker does not have."""
 
 
 # Skippable frames (zstd's and lz4's alike) read past to find the first real frame's magic.
@@ -147,6 +155,8 @@ class _Zstd(io.RawIOBase):
                 continue
             if kind == "corrupt":
                 raise ValueError("zstd file holds bytes that are not a frame")
+            if kind == "dictionary":
+                raise NeedsDictionary("zstd frame compressed with a dictionary")
             if kind == "stopped":
                 end = self._data.size  # the rest as one stream, its end not judged
             span = _Span(self._fd, self._pos, min(end, self._data.size))
@@ -175,6 +185,7 @@ _ZSTD_MAGIC: Final = 0xFD2FB528
 _WALK_CHECK_EVERY: Final = 4096
 _FRAMES_CHECK_EVERY: Final = 256
 _WALK_CHUNK: Final = 64 * 1024
+_BLOCK_MAX: Final = 128 * 1024  # a block's size, at most (RFC 8878 Block_Maximum_Size)
 
 
 class _Bytes:
@@ -198,7 +209,7 @@ class _Bytes:
 def _frame(data: _Bytes, pos: int, expired: Callable[[], bool]) -> tuple[str, int]:
     """The frame at `pos`, by the sizes its frame and block headers declare (RFC 8878): what
     it is ("frame", "skip" a skippable frame, "cut" it ends past the file's end, "corrupt" no
-    frame, "stopped" past `expired`) and where it ends."""
+    frame, "dictionary" a frame that needs one, "stopped" past `expired`) and where it ends."""
     head = data.get(pos, 18)  # magic, descriptor, window, dictionary id, content size
     magic = int.from_bytes(head[:4], "little")
     if len(head) < 5 or (magic & 0xFFFFFFF0 == _SKIPPABLE and len(head) < 8):
@@ -211,7 +222,16 @@ def _frame(data: _Bytes, pos: int, expired: Callable[[], bool]) -> tuple[str, in
     descriptor = head[4]
     single = descriptor >> 5 & 1
     content_size = (single, 2, 4, 8)[descriptor >> 6]
-    pos += 5 + (1 - single) + (0, 1, 2, 4)[descriptor & 3] + content_size
+    id_size = (0, 1, 2, 4)[descriptor & 3]
+    dict_at = 6 - single  # after the magic, the descriptor and the window descriptor if any
+    # A dictionary's id (0: none, RFC 8878). Random bytes after a magic name one 3 times in 4
+    # (and zstd's own decoder says "Dictionary mismatch" of them too): said only of a header
+    # that is sound (its reserved bit clear, a window of at most 2 GiB), of blocks of at most
+    # 128 KiB, and of a frame that ends where the file does or another frame starts.
+    dict_id = int.from_bytes(head[dict_at : dict_at + id_size], "little") if id_size else 0
+    if dict_id and (descriptor & 0x08 or (not single and (len(head) < 6 or head[5] >> 3 > 21))):
+        dict_id = 0  # no sound header: the decoder says what it is
+    pos += 5 + (1 - single) + id_size + content_size
     last, blocks = 0, 0
     while not last:
         blocks += 1
@@ -224,15 +244,28 @@ def _frame(data: _Bytes, pos: int, expired: Callable[[], bool]) -> tuple[str, in
         last, kind = value & 1, value >> 1 & 3
         if kind == 3:
             return "corrupt", pos
+        if dict_id and value >> 3 > _BLOCK_MAX:
+            dict_id = 0
         pos += 3 + (1 if kind == 1 else value >> 3)  # an RLE block holds one byte
     pos += 4 * (descriptor >> 2 & 1)  # the content checksum
-    return ("frame" if pos <= data.size else "cut"), pos
+    if pos > data.size:
+        return "cut", pos
+    if dict_id and _frame_at(data, pos):
+        return "dictionary", pos
+    return "frame", pos
+
+
+def _frame_at(data: _Bytes, pos: int) -> bool:
+    """Whether the file ends at `pos` or a frame (zstd's, a skippable one) starts there."""
+    magic = int.from_bytes(data.get(pos, 4), "little") if pos < data.size else _ZSTD_MAGIC
+    return magic == _ZSTD_MAGIC or magic & 0xFFFFFFF0 == _SKIPPABLE
 
 
 def zstd_end(fd: int, expired: Callable[[], bool] = lambda: False, size: int = -1) -> str:
     """How a zstd file ends: "" whole frames, "cut" inside a frame, "corrupt" bytes that are no
-    frame, "stopped" past `expired` (not known); judged on its first `size` bytes (default:
-    its size now), a few bytes per block read, its offset untouched."""
+    frame, "dictionary" a frame that needs one, "stopped" past `expired` (not known); judged
+    on its first `size` bytes (default: its size now), a few bytes per block read, its offset
+    untouched."""
     data, pos = _Bytes(fd, os.fstat(fd).st_size if size < 0 else size), 0
     while pos < data.size:
         kind, pos = _frame(data, pos, expired)
@@ -262,9 +295,15 @@ def read_before_damage(stream: BinaryIO, size: int, codec: str) -> bytes:
 
 
 def damage_of(exc: BaseException, codec: str) -> str:
-    """What an error raised while decompressing says of the file: "cut" (it ends before the
-    end of its stream: a rotation interrupted, a disk full), "corrupt" (bytes that do not
-    decode, a checksum that does not match), or "" (not the file's fault: raise it)."""
+    """What an error raised while reading a file (`codec` "" plain) says of it: "cut" (it
+    ends before the end of its stream: a rotation interrupted, a disk full), "corrupt" (bytes
+    that do not decode, a checksum that does not match), "dictionary" (a zstd frame that
+    needs a dictionary), "unreadable" (the system failed a read: EIO, a disk's bad sector; a
+    plain file's too), or "" (not the file's: raise it)."""
+    if isinstance(exc, OSError) and exc.errno is not None:
+        return "unreadable"  # the codecs' own OSErrors (BadGzipFile, bz2's) carry no errno
+    if isinstance(exc, NeedsDictionary):
+        return "dictionary"
     if isinstance(exc, EOFError):
         return "cut"
     if isinstance(exc, OSError | zlib.error | lzma.LZMAError | ValueError):

@@ -8,7 +8,7 @@ the window in a bounded `Digest` (`records`).
 A topic has one or more sources (`FileTopic.file_sources`), each its own globs and format;
 their files are read newest first together.
 
-Honest outcomes: a scan stopped early (budget, deadline, an over-long line, a broken archive)
+Honest outcomes: a scan stopped early (budget, deadline, an over-long line, a broken file)
 answers with what it found, `truncated`, and its count marked as a lower bound; stopped early
 with nothing found it is an ERROR (a cut-short search is not "no evidence"). A line that does
 not parse in its source's format is counted (`unparsed_lines`) and, for a query made only of
@@ -321,10 +321,21 @@ class FileLogSource:
                 "rotation interrupted, a disk full); the lines before the cut were read: the "
                 "count is a lower bound"
             )
-        if reader.broken > reader.cut:
+        if reader.corrupt:
             notes.append(
-                f"{reader.broken - reader.cut} compressed log files are corrupt part way; the "
+                f"{reader.corrupt} compressed log files are corrupt part way; the "
                 "lines before the damage were read: the count is a lower bound"
+            )
+        if reader.dictionary:
+            notes.append(
+                f"{reader.dictionary} log files are compressed with a zstd dictionary this "
+                "worker does not have; the lines before it were read: the count is a lower bound"
+            )
+        if reader.unreadable:
+            notes.append(
+                f"{reader.unreadable} log files could not be read to their end (the system "
+                f"failed a read: {reader.read_error}); the lines before the failure were read: "
+                "the count is a lower bound"
             )
         if tally.sources_empty and len(self.sources) > 1:
             notes.append(f"{tally.sources_empty} of this topic's {len(self.sources)} log "
@@ -354,12 +365,11 @@ class FileLogSource:
             and digest.match_count == 0
             and not (reader.out_of_budget or flag.timed_out)
         ):
-            how = _damage(reader)
             raise SourceError(
                 ErrorCode.EXECUTION,
-                f"{reader.broken} compressed log files of topic {name} are {how}, and nothing "
-                "read before the damage matched: the count is unknown; the operator must "
-                "check these files",
+                f"{reader.broken} log files of topic {name} ended in an error part way "
+                f"({_damage(reader)}) and nothing read before it matched: the count is "
+                "unknown; the operator must check these files",
             )
         if lower_bound and digest.match_count == 0:
             code = ErrorCode.TIMEOUT if flag.timed_out else ErrorCode.EXECUTION
@@ -374,6 +384,10 @@ class FileLogSource:
 
 
 def _damage(reader: Reader) -> str:
-    if reader.cut == reader.broken:
-        return "cut short (their end is missing)"
-    return "cut short or corrupt part way" if reader.cut else "corrupt part way"
+    kinds = (
+        (reader.cut, "compressed and cut short (their end is missing)"),
+        (reader.corrupt, "compressed and corrupt part way"),
+        (reader.dictionary, "compressed with a zstd dictionary this worker does not have"),
+        (reader.unreadable, f"could not be read: the system failed a read, {reader.read_error}"),
+    )
+    return ", ".join(f"{count} {how}" for count, how in kinds if count)

@@ -17,12 +17,15 @@ whose codec is read from its magic bytes: `compression`) and checks the `StopFla
 thousand lines; a plain file larger than the remaining budget is read from its tail (the
 newest part). A line over `max_line_bytes` is skipped in bounded chunks. Anything that stops
 the reading early marks the count as a lower bound; a compressed file cut short or corrupt
-part way keeps the lines read before the damage and is counted (`broken`, `cut`).
+part way (or a zstd frame that needs a dictionary), and any file of which the system failed a
+read (EIO), keeps the lines read before the damage and is counted (`broken`, and of them
+`cut`, `dictionary`, `unreadable`).
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import fnmatch
 import glob
 import os
@@ -174,8 +177,11 @@ class Reader:
         self.stopped = False  # stopped early: budget, deadline, a long line, a broken file
         self.out_of_budget = False
         self.unread: list[str] = []  # compressions of matched files it could not read
-        self.broken = 0  # archives that ended in an error part way (cut short or corrupt)
-        self.cut = 0  # ... of them, cut short: their end is missing
+        self.broken = 0  # files that ended in an error part way (corrupt, or one below)
+        self.cut = 0  # ... of them, compressed and cut short: their end is missing
+        self.dictionary = 0  # ... a zstd frame that needs a dictionary
+        self.unreadable = 0  # ... a read the system failed (EIO), compressed or plain
+        self.read_error = ""  # ... the last such failure's errno name ("EIO")
         self.long_lines = 0  # lines over `max_line_bytes`, skipped
 
     def _open(self, file: LogFile) -> BinaryIO | None:
@@ -204,25 +210,35 @@ class Reader:
             if left <= 0:
                 self.stopped = self.out_of_budget = True
                 return
-            codec = compression_of(raw)
-            if codec in UNREADABLE:
-                self.unread.append(codec)  # counted and named: never a silent exact 0
-                self.stopped = True
-                return
-            stream = decompressed(raw, codec, self.flag.expired)
-            if codec == "" and file.size > left:
-                raw.seek(file.size - left)  # the newest part; the first partial line dropped
-                self.stopped = True
-                self._skip_rest(stream)
+            codec = ""
             try:
+                codec = compression_of(raw)
+                if codec in UNREADABLE:
+                    self.unread.append(codec)  # counted and named: never a silent exact 0
+                    self.stopped = True
+                    return
+                stream = decompressed(raw, codec, self.flag.expired)
+                if codec == "" and file.size > left:
+                    raw.seek(file.size - left)  # the newest part; the first partial line dropped
+                    self.stopped = True
+                    self._skip_rest(stream)
                 yield from self._read(stream)
-            except Exception as exc:  # the codec's own errors (`damage_of`); others raise
+            except Exception as exc:  # the codec's, the system's (`damage_of`); others raise
                 damage = damage_of(exc, codec)
                 if not damage:
                     raise
-                self.stopped = True  # a cut or corrupt archive: what was read before stands
+                self.stopped = True  # what was read before the damage stands
                 self.broken += 1
                 self.cut += damage == "cut"
+                self.dictionary += damage == "dictionary"
+                if damage == "unreadable" and isinstance(exc, OSError):
+                    self.unreadable += 1
+                    self.read_error = errno.errorcode.get(exc.errno or 0, str(exc.errno))
+
+    @property
+    def corrupt(self) -> int:
+        """The broken files none of the others: bytes that do not decode."""
+        return self.broken - self.cut - self.dictionary - self.unreadable
 
     def _skip_rest(self, stream: BinaryIO) -> None:
         while not self.flag.expired():

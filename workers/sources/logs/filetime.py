@@ -132,10 +132,11 @@ class FileTimes:
         if raw is None:
             return None
         with raw:
-            codec = compression_of(raw)  # by its magic bytes, as the scan reads it
-            if codec and (last or codec in UNREADABLE):
-                return None  # its end is not reachable without reading it all
+            codec = ""
             try:
+                codec = compression_of(raw)  # by its magic bytes, as the scan reads it
+                if codec and (last or codec in UNREADABLE):
+                    return None  # its end is not reachable without reading it all
                 if codec:
                     stream = decompressed(raw, codec, reader.flag.expired)
                     data = read_before_damage(stream, _PEEK, codec)
@@ -143,7 +144,7 @@ class FileTimes:
                     if last and file.size > _PEEK:
                         raw.seek(file.size - _PEEK)
                     data = raw.read(_PEEK)
-            except Exception as exc:  # a cut or corrupt archive: no time read from it
+            except Exception as exc:  # a cut or corrupt archive, a failed read: no time read
                 if not damage_of(exc, codec):
                     raise
                 return None

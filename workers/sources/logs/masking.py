@@ -3,7 +3,8 @@
 One rule for the FILE backend's outputs that carry text the app did not choose to log:
 `aci-evidence check`'s example lines (an app logs its DSN at start) and Docker's `attrs` (the
 daemon copies the container's environment into every line with `--log-opt env=...`). Masked
-text is `***`, as `workers.logging_setup` masks a URL's password in the worker's own log.
+text is `***`; a URL's password is masked by the rule the worker's own log lines use too
+(`workers.masking`).
 """
 
 from __future__ import annotations
@@ -11,15 +12,12 @@ from __future__ import annotations
 import re
 from typing import Final
 
+from workers.masking import MASK, without_url_password
+
 __all__ = [
     "MASK", "secret_name", "without_secret_values", "without_secrets", "without_url_password",
 ]  # fmt: skip
 
-MASK: Final = "***"
-# `scheme://user:password@host`: anchored on `://` (or `:\/\/`, a URL inside JSON that escapes
-# its slashes), the user without `/`, `:` or `@`, the password up to the last `@` before a
-# space, `/` or `"` (`p@ss` unescaped stays whole; `http://host:8080/a@b` keeps its port).
-_URL_PASSWORD: Final = re.compile(r"(:(?:\\?/){2}[^/\\\s:@]*:)[^\s/\"]*@")
 # A name that says its value is a secret: a password (`DB_PASSWORD`, `PGPASS`, `passwd`,
 # `DB_PWD`), a secret, a token, a credential (`CREDS`), a private or API key
 # (`STRIPE_API_KEY`, `ssh_key`, `key`), `auth` and `Authorization`, a cookie, a session's id or
@@ -67,11 +65,6 @@ def without_secret_values(text: str) -> str:
     # the credential first: `Authorization: Basic dXNl...` would lose only `Basic` to its name
     text = _HTTP_CREDENTIAL.sub(rf"\1\2{MASK}", without_url_password(text))
     return _NAMED_VALUE.sub(named, text) if "=" in text or ":" in text else text
-
-
-def without_url_password(text: str) -> str:
-    """The text with every URL's password shown as `***`."""
-    return _URL_PASSWORD.sub(rf"\1{MASK}@", text) if ":" in text else text
 
 
 def secret_name(name: str) -> bool:

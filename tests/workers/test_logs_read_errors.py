@@ -1,0 +1,134 @@
+"""A plain log file the system cannot read to its end is said as unreadable, never as a
+compressed file, never as corrupt, and never as "no evidence".
+
+A disk's bad sector reads as EIO; the tests need a read(2) that fails for real, on a file the
+reader has opened and checked. After the file is opened (its first read to come, or some of
+its lines read), its descriptor is made a directory's (`dup2`): every read(2) of it from then
+on fails with the kernel's EISDIR, an `OSError` with its errno as EIO's would be. (The path
+swapped for a directory is refused before the open: the inode is checked.)
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Generator
+from pathlib import Path
+
+import pytest
+from logs_helpers import file_source, search
+
+from workers.sources.base import SourceError
+from workers.sources.logs.check import check_logs
+from workers.sources.logs.config import parse_logs_config
+from workers.sources.logs.files import LogFile, Reader
+
+NOW = 1_796_000_000.0
+LINES = 3000
+
+
+def jsonl(count: int) -> bytes:
+    lines = (
+        json.dumps({"ts": NOW - 3000 + i * 0.25, "level": "error", "msg": f"timed out {i}"}) + "\n"
+        for i in range(count)
+    )
+    return "".join(lines).encode()
+
+
+def put(path: Path, data: bytes) -> None:
+    path.write_bytes(data)
+    os.utime(path, (NOW - 60, NOW - 60))
+
+
+def reads_fail(monkeypatch: pytest.MonkeyPatch, name: str, after: int, folder: Path) -> None:
+    """Every read(2) of the file `name` fails once `after` of its lines were given (0: its
+    first read, the magic bytes'), its descriptor then a directory's."""
+    opened: dict[str, int] = {}
+    real_open, real_lines = Reader._open, Reader.lines_of
+
+    def fail(fd: int) -> None:
+        directory = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
+        os.dup2(directory, fd)
+        os.close(directory)
+
+    def _open(self: Reader, file: LogFile) -> object:
+        raw = real_open(self, file)
+        if raw is not None and file.real.endswith(name):
+            opened[file.real] = raw.fileno()
+            if after == 0:
+                fail(raw.fileno())
+        return raw
+
+    def lines_of(self: Reader, file: LogFile) -> Generator[str, None, None]:
+        for count, line in enumerate(real_lines(self, file), 1):
+            yield line
+            if count == after and file.real in opened:
+                fail(opened[file.real])
+
+    monkeypatch.setattr(Reader, "_open", _open)
+    monkeypatch.setattr(Reader, "lines_of", lines_of)
+
+
+def said_as_unreadable(texts: list[str]) -> bool:
+    return any("could not be read" in t for t in texts) and not any(
+        "compress" in t or "corrupt" in t for t in texts
+    )
+
+
+def test_a_plain_file_unreadable_part_way_keeps_its_lines_and_says_unreadable(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    put(tmp_path / "app.log", jsonl(LINES))
+    reads_fail(monkeypatch, "app.log", 10, tmp_path)
+    found = search(file_source(tmp_path, "jsonl", ["app.log*"], now=NOW), "")
+    assert 10 <= found.match_count < LINES and found.match_count_lower_bound
+    assert found.broken_files == 1
+    assert found.notes and said_as_unreadable(found.notes), found.notes
+
+
+def test_a_plain_file_unreadable_from_its_start_is_an_error_that_says_so(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    put(tmp_path / "app.log.1", jsonl(40))
+    reads_fail(monkeypatch, "app.log.1", 0, tmp_path)
+    source = file_source(tmp_path, "jsonl", ["app.log*"], now=NOW)
+    with pytest.raises(SourceError, match="could not be read") as caught:
+        search(source, "")
+    assert said_as_unreadable([caught.value.message]), caught.value.message
+    assert "size or time limit" not in caught.value.message
+    # beside a whole file: its records, and the count a lower bound
+    put(tmp_path / "app.log", jsonl(7))
+    found = search(source, "")
+    assert found.match_count == 7 and found.match_count_lower_bound and found.broken_files == 1
+    assert found.notes and said_as_unreadable(found.notes), found.notes
+
+
+@pytest.mark.parametrize("after", [0, 10])
+def test_the_check_says_a_plain_file_is_unreadable(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, after: int
+) -> None:
+    (tmp_path / "app.log").write_text("2026-12-04 19:00:00 INFO x\n" * 2000)
+    reads_fail(monkeypatch, "app.log", after, tmp_path)
+    config = parse_logs_config(
+        f'roots = ["{tmp_path}"]\n[topics.APPLICATION]\nbackend = "file"\n'
+        f'format = "plain"\npaths = ["{tmp_path}/*"]\n'
+    )
+    (topic,) = check_logs(config, NOW)
+    (file,) = topic.sources[0].files
+    assert 0 < file.lines < 2000 if after else file.lines == 0
+    assert file.unread.startswith("could not be read"), file.unread
+    assert said_as_unreadable(topic.problems()), topic.problems()
+
+
+def test_a_file_peeked_for_its_records_time_that_cannot_be_read_is_said(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # written after the window's end: its first record's time is read to choose it
+    (tmp_path / "app.log").write_bytes(jsonl(40))
+    os.utime(tmp_path / "app.log", (NOW + 3600, NOW + 3600))
+    reads_fail(monkeypatch, "app.log", 0, tmp_path)
+    source = file_source(tmp_path, "jsonl", ["app.log*"], now=NOW)
+    assert source.clock_warning() == ""
+    with pytest.raises(SourceError, match="could not be read") as caught:
+        search(source, "")
+    assert said_as_unreadable([caught.value.message]), caught.value.message

@@ -1,0 +1,112 @@
+"""One rule masks a URL's password wherever text leaves the worker: its own log lines
+(`workers.logging_setup`) and the log records it serves as evidence (`workers.sources.logs`).
+
+Each case is a password one of the two former rules let through, or both did; every one of them
+must be masked on both paths. The rule cannot tell `host:8080/a@b` (a port, then a path holding
+`@`) from a password holding `/`: it masks both (a lost port over a shown password).
+"""
+
+from __future__ import annotations
+
+import io
+import logging
+import time
+
+import pytest
+
+from workers.logging_setup import configure_logging
+from workers.masking import without_url_password
+from workers.sources.logs.masking import without_secret_values, without_secrets
+
+# (text, its password, the text masked)
+CASES = [
+    # an `@` in the password (the worker's log rule stopped at the first `@` and showed `ss`)
+    ("redis://user:p@ss-1@host:6379/0", "p@ss-1", "redis://user:***@host:6379/0"),
+    # a URL in JSON that escapes its slashes (the worker's log rule wanted `://`)
+    (
+        '{"dsn":"https:\\/\\/u:pw-json-2@h.example\\/x"}',
+        "pw-json-2",
+        '{"dsn":"https:\\/\\/u:***@h.example\\/x"}',
+    ),
+    ("redis://:tok-nouser-3@cache:6379/0", "tok-nouser-3", "redis://:***@cache:6379/0"),
+    # a `/` in the password (SQLAlchemy's URLs allow it; the records' rule stopped at it)
+    ("postgresql://app:pa/ss-4@db:5432/x", "pa/ss-4", "postgresql://app:***@db:5432/x"),
+    ("mysql://app:pa:ss-5@db/x", "pa:ss-5", "mysql://app:***@db/x"),
+    # a user that is a mail address (both rules wanted a user without `@`)
+    (
+        "smtp://alerts@example.com:mail-pw-6@smtp.example.com:587",
+        "mail-pw-6",
+        "smtp://alerts@example.com:***@smtp.example.com:587",
+    ),
+    # a Windows domain user (the records' rule wanted a user without `\`)
+    ("smb://CORP\\svc:win-pw-7@files/share", "win-pw-7", "smb://CORP\\svc:***@files/share"),
+    # a quote in the password (the records' rule stopped at it)
+    ('redis://u:quo"te-8@h:6379', 'quo"te-8', "redis://u:***@h:6379"),
+    # a JSON-escaped URL whose password holds `@`
+    ("https:\\/\\/u:p@ss-9@h\\/x", "p@ss-9", "https:\\/\\/u:***@h\\/x"),
+    (
+        "from redis://a:pw-10@h1/0 to redis://b:pw-11@h2/0",
+        "pw-1",
+        "from redis://a:***@h1/0 to redis://b:***@h2/0",
+    ),
+]
+
+UNTOUCHED = [
+    "GET http://api.internal:8080/orders/12345 200",
+    "mail to bob@example.com bounced, see https://status.example.com/mail",
+    "conn@5a1c3e2f from 10.42.3.7:8080",
+    "ratio 3:2 at 09:00:00 by ops@example.com",
+]
+
+
+@pytest.mark.parametrize(("text", "secret", "masked"), CASES)
+def test_every_url_password_is_masked_for_records(text: str, secret: str, masked: str) -> None:
+    assert without_url_password(text) == masked
+    for shown in (without_secret_values(text), without_secrets(text)):
+        assert secret not in shown
+
+
+@pytest.mark.parametrize("text", UNTOUCHED)
+def test_text_without_a_url_password_is_untouched(text: str) -> None:
+    assert without_url_password(text) == text
+
+
+def test_a_port_before_an_at_sign_in_the_path_is_masked_too() -> None:
+    # the rule's known cost: `4873/` could be a password holding `/`
+    assert without_url_password("GET http://npm:4873/@scope/pkg") == "GET http://npm:***@scope/pkg"
+
+
+def test_the_workers_own_log_lines_mask_every_url_password() -> None:
+    buffer = io.StringIO()
+    root = logging.getLogger()
+    handlers, level = list(root.handlers), root.level
+    try:
+        for json_lines in (True, False):
+            configure_logging("INFO", json_lines=json_lines, stream=buffer)
+            for text, _, _ in CASES:
+                logging.getLogger("aci.test").warning("cannot reach %s", text)
+                logging.getLogger("redis.test").warning("cannot reach %s", text)
+    finally:
+        for handler in list(root.handlers):
+            root.removeHandler(handler)
+        for handler in handlers:
+            root.addHandler(handler)
+        root.setLevel(level)
+    out = buffer.getvalue()
+    assert out.count("***") >= 4 * len(CASES)
+    for _, secret, _ in CASES:
+        # JSON lines escape a quote; the text format shows it as is
+        assert secret not in out and secret.replace('"', '\\"') not in out
+
+
+@pytest.mark.parametrize("piece", ["x://a:", "redis://u:", ":\\/\\/u:"])
+def test_a_hostile_line_is_masked_in_linear_time(piece: str) -> None:
+    # every `scheme://user:` opens a password that no `@` ends: a rule that scans to the end
+    # of the line from each of them is quadratic (the worker's log rule took 2 s for 10 k)
+    line = "from a@b " + piece * 20_000 + " tail"
+    started = time.perf_counter()
+    assert without_url_password(line) == line
+    assert time.perf_counter() - started < 1.0
+    # with an `@` at its end, the first opening's password runs to it
+    masked = without_url_password(line.replace(" tail", "@h tail"))
+    assert masked == f"from a@b {piece}***@h tail"
