@@ -129,12 +129,14 @@ def _context_value(value: object) -> str:
 
 
 def _safe_message(record: logging.LogRecord) -> str:
-    text = record.getMessage()
+    # the password first: `user:2024!pw` reads as an address, `pa?ss` as a query string, and
+    # their rewrites would take the `user:` the rule opens on and show the rest
+    text = without_url_password(record.getMessage())
     if not record.name.startswith("aci"):
         text = _ADDRESS_RE.sub("<address>", text)
         text = _KEYWORD_ADDRESS_RE.sub(r"\1=<address>", text)
         text = _QUERY_STRING_RE.sub("?<query>", text)
-    return _escape(without_url_password(text))
+    return _escape(text)
 
 
 def _exception_type(record: logging.LogRecord) -> str | None:

@@ -110,3 +110,35 @@ def test_a_hostile_line_is_masked_in_linear_time(piece: str) -> None:
     # with an `@` at its end, the first opening's password runs to it
     masked = without_url_password(line.replace(" tail", "@h tail"))
     assert masked == f"from a@b {piece}***@h tail"
+
+
+# A third-party logger's message loses its addresses and query strings (`logging_setup`); a
+# password that looks like one (`2024!Spring` holds `app:2024`, `pa?ss` a `?`) must be masked
+# before that, or the rewrite takes the `user:` the rule opens on and shows the rest.
+THIRD_PARTY = [
+    ("redis://app:2024!Spring-13@cache:6379/0", "!Spring-13"),
+    ("redis://app:12-secret-14@cache/0", "-secret-14"),
+    ("postgres://u:99.bottles-15@db/x", ".bottles-15"),
+    ("http://u:pa?ss-16@h/x", "ss-16"),
+]
+
+
+def test_a_third_party_log_line_masks_a_password_that_looks_like_an_address() -> None:
+    buffer = io.StringIO()
+    root = logging.getLogger()
+    handlers, level = list(root.handlers), root.level
+    try:
+        configure_logging("INFO", stream=buffer)
+        for text, _ in THIRD_PARTY:
+            logging.getLogger("httpx").warning("HTTP Request: GET %s", text)
+    finally:
+        for handler in list(root.handlers):
+            root.removeHandler(handler)
+        for handler in handlers:
+            root.addHandler(handler)
+        root.setLevel(level)
+    out = buffer.getvalue()
+    assert out.count("***") == len(THIRD_PARTY)
+    for _, part in THIRD_PARTY:
+        assert part not in out
+
