@@ -99,7 +99,7 @@ def test_the_workers_own_log_lines_mask_every_url_password() -> None:
         assert secret not in out and secret.replace('"', '\\"') not in out
 
 
-@pytest.mark.parametrize("piece", ["x://a:", "redis://u:", ":\\/\\/u:"])
+@pytest.mark.parametrize("piece", ["x://a:", "redis://u:", ":\\/\\/u:", '"redis://u:'])
 def test_a_hostile_line_is_masked_in_linear_time(piece: str) -> None:
     # every `scheme://user:` opens a password that no `@` ends: a rule that scans to the end
     # of the line from each of them is quadratic (the worker's log rule took 2 s for 10 k)
@@ -142,3 +142,47 @@ def test_a_third_party_log_line_masks_a_password_that_looks_like_an_address() ->
     for _, part in THIRD_PARTY:
         assert part not in out
 
+
+def test_a_url_in_json_inside_json_is_masked() -> None:
+    # Docker's json-file line of an app line that escapes its slashes: `:\\/\\/` (PHP's
+    # json_encode, Jackson's option); one rule for every depth of escaping
+    line = '{"log":"{\\"dsn\\":\\"postgres:\\\\/\\\\/app:dbl-esc-17@db\\\\/app\\"}\\n"}'
+    masked = '{"log":"{\\"dsn\\":\\"postgres:\\\\/\\\\/app:***@db\\\\/app\\"}\\n"}'
+    assert without_url_password(line) == masked
+    assert "dbl-esc-17" not in without_secrets(line)
+
+
+# Compact JSON (Go's, Node's loggers; Docker's own lines) has no space to end a password at: a
+# URL inside a JSON string ends at the string's closing quote (a quote inside it is `\"`), so
+# the members after it stay, and the URL is not shown with a later member's mail domain as host.
+COMPACT = [
+    (
+        '{"dsn":"postgres://app:s3cret-18@db:5432/app","user":"alice@example.com","n":1}',
+        '{"dsn":"postgres://app:***@db:5432/app","user":"alice@example.com","n":1}',
+    ),
+    (
+        '{"msg":"dsn=postgres:\\/\\/app:s3cret-19@db\\/app","user":"alice@example.com"}',
+        '{"msg":"dsn=postgres:\\/\\/app:***@db\\/app","user":"alice@example.com"}',
+    ),
+    (  # a password holding `@` and `"` (escaped in JSON) is masked whole
+        '["redis://u:p@\\"ss-20@h1:6379","bob@example.com"]',
+        '["redis://u:***@h1:6379","bob@example.com"]',
+    ),
+    (  # not JSON: a bare quote then `,` inside the password is no string's end
+        'dsn="redis://u:quo",te-21@h:6379" next',
+        'dsn="redis://u:***@h:6379" next',
+    ),
+]
+
+
+@pytest.mark.parametrize(("line", "masked"), COMPACT)
+def test_a_url_in_a_compact_json_string_ends_at_its_closing_quote(line: str, masked: str) -> None:
+    assert without_url_password(line) == masked
+
+
+def test_many_urls_in_one_compact_json_line_are_masked_in_linear_time() -> None:
+    line = '{"a":[' + '"redis://u:pw@h",' * 50_000 + '"end"]}'
+    started = time.perf_counter()
+    masked = without_url_password(line)
+    assert time.perf_counter() - started < 1.0
+    assert masked == line.replace(":pw@", ":***@")
