@@ -14,6 +14,8 @@ A URL inside a JSON string (right after its opening quote, or with its slashes e
 the string's closing quote (`"` then `,`, `}` or `]`; a quote inside it is `\\"`) when an `@`
 comes before it: compact JSON has no space, and the password would otherwise run to a later
 member's mail address, which would be shown as the URL's host. No `@` before it: the rule above.
+Its cost: a quoted URL that is no JSON, its password holding `@` and later a bare `",` (`"}`,
+`"]`), shows the part of it after that quote (JSON escapes it: `\\",`).
 """
 
 from __future__ import annotations

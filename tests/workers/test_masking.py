@@ -186,3 +186,8 @@ def test_many_urls_in_one_compact_json_line_are_masked_in_linear_time() -> None:
     masked = without_url_password(line)
     assert time.perf_counter() - started < 1.0
     assert masked == line.replace(":pw@", ":***@")
+
+
+def test_a_quoted_url_that_is_no_json_may_show_a_password_part_after_a_bare_quote() -> None:
+    # the JSON rule's known cost: `a@b",c` unescaped reads as a string's end after `a`
+    assert without_url_password('"redis://u:a@b",c@h"') == '"redis://u:***@b",c@h"'
