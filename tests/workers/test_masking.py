@@ -191,3 +191,25 @@ def test_many_urls_in_one_compact_json_line_are_masked_in_linear_time() -> None:
 def test_a_quoted_url_that_is_no_json_may_show_a_password_part_after_a_bare_quote() -> None:
     # the JSON rule's known cost: `a@b",c` unescaped reads as a string's end after `a`
     assert without_url_password('"redis://u:a@b",c@h"') == '"redis://u:***@b",c@h"'
+
+
+def test_a_third_party_log_line_of_one_long_word_is_written_in_linear_time() -> None:
+    # its addresses are rewritten (`host:6379`): a rule that tries every letter of a word as
+    # an address's start reads the word again from each (50 000 letters: 10 s)
+    buffer = io.StringIO()
+    root = logging.getLogger()
+    handlers, level = list(root.handlers), root.level
+    word = "a" * 50_000
+    try:
+        configure_logging("INFO", stream=buffer)
+        started = time.perf_counter()
+        logging.getLogger("httpx").warning("bad response %s from cache:6379", word)
+        elapsed = time.perf_counter() - started
+    finally:
+        for handler in list(root.handlers):
+            root.removeHandler(handler)
+        for handler in handlers:
+            root.addHandler(handler)
+        root.setLevel(level)
+    assert word in buffer.getvalue() and "<address>" in buffer.getvalue()
+    assert elapsed < 1.0, elapsed
