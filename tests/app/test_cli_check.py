@@ -288,3 +288,26 @@ def test_the_runbook_folder_is_checked_as_the_index_reads_it(tmp_path: Path) -> 
     )
     bad = check(None, env={"ACI_KNOWLEDGE_MAX_FILE_BYTES": "12"})
     assert bad.returncode == 2 and "ACI_KNOWLEDGE_MAX_FILE_BYTES must be between" in bad.stderr
+
+
+def test_a_dsn_in_a_compact_json_example_line_keeps_its_host_and_the_members_after_it(
+    tmp_path: Path,
+) -> None:
+    # Go's and Node's JSON loggers write no space: the password ran to the mail address of a
+    # later member, shown as the DSN's host (`postgres://app:***@example.com`)
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    (logs / "app.log").write_text(
+        '{"db_url":"postgres://app:hunter2@db.internal:5432/app","user":"alice@example.com"}\n'
+        "2026-12-04 19:00:00 INFO started\n"
+    )
+    config = tmp_path / "logs.toml"
+    config.write_text(
+        f'roots = ["{logs}"]\n[topics.APPLICATION]\nbackend = "file"\nformat = "plain"\n'
+        f'paths = ["{logs}/app.log"]\n'
+    )
+    done = check(config, "--json")
+    assert done.returncode == 0, done.stderr
+    assert "hunter2" not in done.stdout
+    shown = '{"db_url":"postgres://app:***@db.internal:5432/app","user":"alice@example.com"}'
+    assert json.dumps(shown)[1:-1] in done.stdout

@@ -362,3 +362,16 @@ def test_bytes_after_a_zstd_magic_are_corrupt_whatever_dictionary_they_seem_to_n
     put(tmp_path / "app.log.1.zst", b"\x28\xb5\x2f\xfd" + bytes([seed & 3 | 0x40]) + tail)
     with pytest.raises(SourceError, match="corrupt part way"):
         search(file_source(tmp_path, "jsonl", ["app.log*"], now=NOW), "")
+
+
+def test_a_zstd_rotation_with_a_dictionary_cut_short_says_it_needs_the_dictionary(
+    tmp_path: Path,
+) -> None:
+    # said "corrupt part way": its header names a dictionary and its first blocks are whole
+    # (a real one's, at most 128 KiB each); the cut after them changes nothing of what it needs
+    whole = with_dictionary(tmp_path, jsonl(6000))
+    put(tmp_path / "app.log.1.zst", whole[: len(whole) * 2 // 3])
+    source = file_source(tmp_path, "jsonl", ["app.log*"], now=NOW)
+    with pytest.raises(SourceError, match="dictionary this worker does not have") as caught:
+        search(source, "")
+    assert "corrupt" not in caught.value.message

@@ -10,8 +10,11 @@ swapped for a directory is refused before the open: the inode is checked.)
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import shutil
+import tempfile
 from collections.abc import Generator
 from pathlib import Path
 
@@ -132,3 +135,81 @@ def test_a_file_peeked_for_its_records_time_that_cannot_be_read_is_said(
     with pytest.raises(SourceError, match="could not be read") as caught:
         search(source, "")
     assert said_as_unreadable([caught.value.message]), caught.value.message
+
+
+# A file in the glob the worker may not open (a log `root:adm 0640`, the worker not in `adm`):
+# a real EACCES from open(2). The tests run as root, whom no mode refuses: the search runs
+# with the effective user `nobody` (root's saved user id takes it back), over a folder outside
+# pytest's own (those are 0700).
+@pytest.fixture
+def public_folder() -> Generator[Path, None, None]:
+    folder = Path(tempfile.mkdtemp(prefix="aci-eacces-"))
+    folder.chmod(0o755)
+    try:
+        yield folder
+    finally:
+        shutil.rmtree(folder)
+
+
+@contextlib.contextmanager
+def as_nobody() -> Generator[None, None, None]:
+    if os.geteuid() != 0:
+        yield  # not root: the file's mode refuses this user already
+        return
+    os.setegid(65534)
+    os.seteuid(65534)
+    try:
+        yield
+    finally:
+        os.seteuid(0)
+        os.setegid(0)
+
+
+def refused(path: Path, data: bytes) -> None:
+    put(path, data)
+    path.chmod(0o000)
+
+
+def said_as_refused(texts: list[str]) -> bool:
+    return said_as_unreadable(texts) and any("EACCES" in t for t in texts)
+
+
+def test_a_file_the_worker_may_not_open_is_said_as_unreadable_beside_whole_ones(
+    public_folder: Path,
+) -> None:
+    refused(public_folder / "app.log", jsonl(40))
+    put(public_folder / "app.log.1", jsonl(7))
+    (public_folder / "app.log.1").chmod(0o644)
+    source = file_source(public_folder, "jsonl", ["app.log*"], now=NOW)
+    with as_nobody():
+        found = search(source, "")
+    assert found.match_count == 7 and found.match_count_lower_bound
+    assert found.broken_files == 1
+    assert found.notes and said_as_refused(found.notes), found.notes
+
+
+def test_a_file_the_worker_may_not_open_alone_is_an_error_that_says_so(
+    public_folder: Path,
+) -> None:
+    refused(public_folder / "app.log", jsonl(40))
+    source = file_source(public_folder, "jsonl", ["app.log*"], now=NOW)
+    with as_nobody(), pytest.raises(SourceError, match="could not be read") as caught:
+        search(source, "")
+    assert said_as_refused([caught.value.message]), caught.value.message
+    assert "size or time limit" not in caught.value.message
+
+
+def test_the_check_says_a_file_the_worker_may_not_open_is_unreadable(
+    public_folder: Path,
+) -> None:
+    refused(public_folder / "app.log", b"2026-12-04 19:00:00 INFO x\n" * 20)
+    config = parse_logs_config(
+        f'roots = ["{public_folder}"]\n[topics.APPLICATION]\nbackend = "file"\n'
+        f'format = "plain"\npaths = ["{public_folder}/*"]\n'
+    )
+    with as_nobody():
+        (topic,) = check_logs(config, NOW)
+    (file,) = topic.sources[0].files
+    assert file.lines == 0
+    assert file.unread.startswith("could not be read") and "EACCES" in file.unread, file.unread
+    assert said_as_refused(topic.problems()), topic.problems()

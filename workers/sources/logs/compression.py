@@ -227,7 +227,8 @@ def _frame(data: _Bytes, pos: int, expired: Callable[[], bool]) -> tuple[str, in
     # A dictionary's id (0: none, RFC 8878). Random bytes after a magic name one 3 times in 4
     # (and zstd's own decoder says "Dictionary mismatch" of them too): said only of a header
     # that is sound (its reserved bit clear, a window of at most 2 GiB), of blocks of at most
-    # 128 KiB, and of a frame that ends where the file does or another frame starts.
+    # 128 KiB, and of a frame that ends where the file does or another frame starts - or, cut
+    # short, of one with a whole block before the cut (a rotation with `-D` interrupted).
     dict_id = int.from_bytes(head[dict_at : dict_at + id_size], "little") if id_size else 0
     if dict_id and (descriptor & 0x08 or (not single and (len(head) < 6 or head[5] >> 3 > 21))):
         dict_id = 0  # no sound header: the decoder says what it is
@@ -239,7 +240,7 @@ def _frame(data: _Bytes, pos: int, expired: Callable[[], bool]) -> tuple[str, in
             return "stopped", data.size
         header = data.get(pos, 3)
         if len(header) < 3:
-            return "cut", data.size + 1
+            return _cut(dict_id and blocks > 1), data.size + 1
         value = int.from_bytes(header, "little")
         last, kind = value & 1, value >> 1 & 3
         if kind == 3:
@@ -247,12 +248,20 @@ def _frame(data: _Bytes, pos: int, expired: Callable[[], bool]) -> tuple[str, in
         if dict_id and value >> 3 > _BLOCK_MAX:
             dict_id = 0
         pos += 3 + (1 if kind == 1 else value >> 3)  # an RLE block holds one byte
+        if pos > data.size:
+            return _cut(dict_id and blocks > 1), pos
     pos += 4 * (descriptor >> 2 & 1)  # the content checksum
     if pos > data.size:
-        return "cut", pos
+        return _cut(dict_id), pos
     if dict_id and _frame_at(data, pos):
         return "dictionary", pos
     return "frame", pos
+
+
+def _cut(needs_dictionary: object) -> str:
+    """A frame cut short: one that needs a dictionary is said as that (whole, it would not
+    decode either), else "cut"."""
+    return "dictionary" if needs_dictionary else "cut"
 
 
 def _frame_at(data: _Bytes, pos: int) -> bool:

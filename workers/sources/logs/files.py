@@ -44,6 +44,8 @@ from workers.sources.logs.deadline import StopFlag
 __all__ = ["UNREADABLE", "LogFile", "Reader", "compression_of", "find_files"]
 
 _FLAGS: Final = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+# open(2)'s errors of a file removed (rotated away) or replaced by a symlink since the listing
+_GONE: Final = frozenset({errno.ENOENT, errno.ELOOP, errno.ENOTDIR})
 _CHECK_EVERY: Final = 2048
 _CHUNK: Final = 1024 * 1024
 
@@ -185,10 +187,14 @@ class Reader:
         self.long_lines = 0  # lines over `max_line_bytes`, skipped
 
     def _open(self, file: LogFile) -> BinaryIO | None:
+        """The file opened and checked, or None when it was removed or replaced since the
+        listing; an `OSError` when the system refuses it (EACCES: the worker may not read it)."""
         try:
             fd = os.open(file.real, _FLAGS)
-        except OSError:
-            return None  # removed or replaced by a symlink since the listing
+        except OSError as exc:
+            if exc.errno in _GONE:
+                return None  # removed or replaced by a symlink since the listing
+            raise
         st = os.fstat(fd)
         if (st.st_dev, st.st_ino) != (file.dev, file.ino) or not stat.S_ISREG(st.st_mode):
             os.close(fd)
@@ -201,7 +207,11 @@ class Reader:
 
     def lines_of(self, file: LogFile) -> Generator[str, None, None]:
         """The decoded lines of one file (invalid UTF-8 replaced), within the budget."""
-        raw = self._open(file)
+        try:
+            raw = self._open(file)
+        except OSError as exc:  # a file it may not open is unreadable, as one failing a read
+            self._unreadable(exc)
+            return
         if raw is None:  # rotated or replaced since the listing: what it held was not read
             self.stopped = True
             return
@@ -227,13 +237,21 @@ class Reader:
                 damage = damage_of(exc, codec)
                 if not damage:
                     raise
+                if damage == "unreadable" and isinstance(exc, OSError):
+                    self._unreadable(exc)  # what was read before the failure stands
+                    return
                 self.stopped = True  # what was read before the damage stands
                 self.broken += 1
                 self.cut += damage == "cut"
                 self.dictionary += damage == "dictionary"
-                if damage == "unreadable" and isinstance(exc, OSError):
-                    self.unreadable += 1
-                    self.read_error = errno.errorcode.get(exc.errno or 0, str(exc.errno))
+
+    def _unreadable(self, exc: OSError) -> None:
+        self.stopped = True
+        self.broken += 1
+        self.unreadable += 1
+        code = exc.errno or 0
+        # its name and what it means: `EACCES, permission denied` (the worker's user or group)
+        self.read_error = f"{errno.errorcode.get(code, str(code))}, {os.strerror(code).lower()}"
 
     @property
     def corrupt(self) -> int:

@@ -128,7 +128,10 @@ class FileTimes:
     def _read(
         file: LogFile, reader: Reader, parser: Callable[[], LineParser], last: bool
     ) -> int | None:
-        raw = reader._open(file)  # confined exactly as the scan opens it
+        try:
+            raw = reader._open(file)  # confined exactly as the scan opens it
+        except OSError:
+            return None  # refused (EACCES): the scan says so
         if raw is None:
             return None
         with raw:
