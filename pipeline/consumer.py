@@ -8,7 +8,8 @@ finish script aside, which `pipeline.lane.run_scripts` sends), each a small type
 - `dead_letter_entry` (XADD to the dead letters and XACK, in one MULTI/EXEC) and `ack`;
 - `claim_idle` (`XAUTOCLAIM`) and `delivery_counts` (`XPENDING` per entry): takeover;
 - `requeue`: entries put back at the end of their stream (`pipeline/lua/requeue.lua`), for
-  a session over its share of a worker's slots, when `others_waiting` says someone may wait.
+  a session over its share of a worker's slots, when `others_waiting` says someone may wait
+  (`waiting_sessions`: whose entries wait, not delivered yet).
 
 Logs go to the worker's logger (`aci.worker`): these are a worker's steps.
 """
@@ -52,6 +53,7 @@ __all__ = [
     "recreate_group",
     "requeue",
     "wait_for_groups",
+    "waiting_sessions",
 ]
 
 log = logging.getLogger("aci.worker")
@@ -200,20 +202,30 @@ async def others_waiting(redis: Redis, part: Partition, session_id: str, peek: i
     """Whether an entry of another session than `session_id` waits in the partition's stream,
     not delivered to any worker yet: the first `peek` undelivered entries are looked at, and
     more than that (or an entry whose session cannot be read) counts as someone waiting."""
+    found = await waiting_sessions(redis, part, peek)
+    return found is None or bool(found - {session_id})
+
+
+async def waiting_sessions(redis: Redis, part: Partition, peek: int) -> frozenset[str] | None:
+    """The sessions of the entries waiting in the partition's stream, not delivered to any
+    worker yet; None when it cannot be told from the first `peek` of them (more wait, an
+    entry's session cannot be read, or the group is gone)."""
     groups = await call_redis(redis.xinfo_groups(part.invocations))
     last = next(
         (_text(g.get("last-delivered-id")) for g in groups if _text(g.get("name")) == GROUP), ""
     )
     if not last:
-        return True
+        return None
     after = await call_redis(redis.xrange(part.invocations, f"({last}", "+", count=peek + 1))
     if len(after) > peek:
-        return True
+        return None
+    sessions: set[str] = set()
     for _entry_id, fields in after:
         identity = peek_identity(invocation_entry(fields)[0])
-        if identity is None or identity.session_id != session_id:
-            return True
-    return False
+        if identity is None:
+            return None
+        sessions.add(identity.session_id)
+    return frozenset(sessions)
 
 
 def _text(value: Any) -> str:

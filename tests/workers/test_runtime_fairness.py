@@ -63,6 +63,40 @@ async def test_48_calls_to_the_deadline_do_not_delay_another_sessions_fast_call(
 
 
 @pytest.mark.serial
+async def test_a_hogs_long_backlog_in_front_of_a_fast_call_is_passed_at_once(
+    redis: Any, prefix: str
+) -> None:
+    # 160 slow calls of one session queued in front of another's fast call: the reader reads
+    # 4 entries a time (the slots the hog leaves free), each over the hog's share and put
+    # back. It paused 50 ms after every such read, so the fast call waited for the whole
+    # backlog to be read past (~0.23 s behind 48 calls, ~0.9 s behind 160, 0.56 s under
+    # load); now it reads on at once while a session under its share waits behind them.
+    settings = Settings(prefix=prefix, visibility_timeout_s=3.0, deadline_s=0.5)
+    slow = [
+        ToolCall(tool="query_mysql", tool_call_id=f"s{i}",
+                 arguments={"data_source": "shop", "sql": "SELECT SLEEP(10)"})
+        for i in range(160)
+    ]  # fmt: skip
+    fast = ToolCall(tool="lookup_knowledge", tool_call_id="f", arguments={"query": "pool"})
+    sources = {"query_mysql": HangingSource(), "lookup_knowledge": InstantSource()}
+    async with (
+        EvidenceClient(redis, settings) as client,
+        running_worker(redis, settings, sources, concurrency=16),
+    ):
+        with anyio.fail_after(60):
+            assert await client.submit_many("hog", slow) == [None] * 160
+            await anyio.sleep(0.1)  # the hog's first calls are admitted and running
+            started = time.monotonic()
+            [result] = await client.call_many("other", [fast], timeout=10)
+            waited = time.monotonic() - started
+            done = await client.wait("hog", [c.tool_call_id for c in slow], 40)
+    assert result is not None and loads(result.model)["evidence_status"] == "EVIDENCE_FOUND"
+    assert waited < 0.45, waited
+    assert len(done) == 160  # every hog call ends, once
+    assert {loads(r.model)["error"]["code"] for r in done.values()} == {"TIMEOUT"}
+
+
+@pytest.mark.serial
 async def test_a_session_alone_uses_every_slot(redis: Any, prefix: str) -> None:
     # 12 calls that run to the deadline (0.5 s) from one session and nobody else's: alone, it
     # holds 3 of the 4 slots (every slot but one share's worth), four rounds (~2 s). Held to
