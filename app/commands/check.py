@@ -54,6 +54,8 @@ def _print(
         for source in check.sources:
             globs = ", ".join(source.paths)
             match = "1 file matches" if source.matched == 1 else f"{source.matched} files match"
+            if source.problem:
+                match = f"not listed: {source.problem}"
             out.append(f"  {globs}  format {source.format}: {match}")
             for file in source.files:
                 read = f"{file.records} records, {file.unparsed} lines not in the format"

@@ -311,3 +311,30 @@ def test_a_dsn_in_a_compact_json_example_line_keeps_its_host_and_the_members_aft
     assert "hunter2" not in done.stdout
     shown = '{"db_url":"postgres://app:***@db.internal:5432/app","user":"alice@example.com"}'
     assert json.dumps(shown)[1:-1] in done.stdout
+
+
+@pytest.mark.parametrize("kind", ["fifo", "symlink out"])
+def test_a_refused_source_names_its_path_and_why_not_zero_files(tmp_path: Path, kind: str) -> None:
+    # A fifo beside a readable log (a shipper's named pipe matched by `app.log*`), or a symlink
+    # out of the roots: the source is refused (AUTHORIZATION, as a call would be). The check
+    # said "0 files match" and a problem that named no path; the operator now reads which one.
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    (logs / "app.log").write_text("2026-12-04 19:00:00 INFO started\n")
+    odd = logs / "app.log.pipe"
+    if kind == "fifo":
+        os.mkfifo(odd)
+    else:
+        (tmp_path / "elsewhere.log").write_text("x\n")
+        odd.symlink_to(tmp_path / "elsewhere.log")
+    config = tmp_path / "logs.toml"
+    config.write_text(
+        f'roots = ["{logs}"]\n[topics.APPLICATION]\nbackend = "file"\nformat = "plain"\n'
+        f'paths = ["{logs}/app.log*"]\n'
+    )
+    done = check(config)
+    assert done.returncode == 1, done.stdout + done.stderr
+    why = "a fifo" if kind == "fifo" else f"{odd} resolves outside the log roots"
+    target = odd if kind == "fifo" else tmp_path / "elsewhere.log"
+    assert f"not listed: {target}: {why}: the source is refused" in done.stdout, done.stdout
+    assert "0 files match" not in done.stdout

@@ -23,7 +23,7 @@ from contracts.window import AS_OF_SKEW_MS
 from workers.sources.base import SourceError
 from workers.sources.logs.config import FORMATS, FileSource, FileTopic, LogsConfig, zone_of
 from workers.sources.logs.deadline import StopFlag
-from workers.sources.logs.files import LogFile, Reader, find_files
+from workers.sources.logs.files import LogFile, Reader, RefusedFile, find_files
 from workers.sources.logs.formats import make_parser
 from workers.sources.logs.masking import without_secrets
 from workers.sources.logs.records import Entry, format_ms
@@ -148,6 +148,9 @@ def _source(source: FileSource, config: LogsConfig, zone: str, now: float) -> So
     check = SourceCheck(paths=list(source.paths), format=source.format, matched=0, files=[])
     try:
         files, _, check.matched = find_files(source.paths, config.roots, 0, MAX_FILES)
+    except RefusedFile as exc:  # the operator's: which path, and why
+        check.problem = f"{exc.path}: {exc.why}: the source is refused (AUTHORIZATION)"
+        return check
     except SourceError as exc:
         check.problem = exc.message
         return check

@@ -41,7 +41,7 @@ from workers.sources.logs.compression import UNREADABLE, compression_of, damage_
 from workers.sources.logs.config import ScanBudget
 from workers.sources.logs.deadline import StopFlag
 
-__all__ = ["UNREADABLE", "LogFile", "Reader", "compression_of", "find_files"]
+__all__ = ["UNREADABLE", "LogFile", "Reader", "RefusedFile", "compression_of", "find_files"]
 
 _FLAGS: Final = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
 # open(2)'s errors of a file removed (rotated away) or replaced by a symlink since the listing
@@ -73,12 +73,26 @@ def _pseudo(real: str) -> bool:
     return any(real == p or real.startswith(p + "/") for p in _PSEUDO)
 
 
-def _refused() -> SourceError:
-    return SourceError(
-        ErrorCode.AUTHORIZATION,
-        "a log file of this topic is outside the configured log roots or is not a "
-        "regular file; the operator must fix the configuration",
-    )
+class RefusedFile(SourceError):
+    """A matched path outside the log roots or no regular file: the whole source is refused.
+    Its message (the agent's) names no path; `path` and `why` are the operator's
+    (`aci-evidence check` prints them)."""
+
+    def __init__(self, path: str, why: str) -> None:
+        super().__init__(
+            ErrorCode.AUTHORIZATION,
+            "a log file of this topic is outside the configured log roots or is not a "
+            "regular file; the operator must fix the configuration",
+        )
+        self.path, self.why = path, why
+
+
+def _kind(mode: int) -> str:
+    for test, name in ((stat.S_ISFIFO, "a fifo"), (stat.S_ISSOCK, "a socket"),
+                       (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device")):
+        if test(mode):
+            return name
+    return "not a regular file"  # fmt: skip
 
 
 def _listing(pattern: str) -> Generator[str | None, None, None]:
@@ -119,7 +133,9 @@ def find_files(
     with `False`: the globs match nothing at all)."""
     real_roots = [Path(os.path.realpath(r)) for r in roots]
     if any(_pseudo(str(r)) for r in real_roots):
-        raise _refused()  # a root that is a symlink into /proc: nothing under it is a log
+        # a root that is a symlink into /proc: nothing under it is a log
+        raise RefusedFile(str(next(r for r in real_roots if _pseudo(str(r)))),
+                          "a log root on a kernel pseudo-filesystem")  # fmt: skip
     seen: dict[tuple[int, int], LogFile] = {}
     names, cut = 0, False
     for pattern in globs:
@@ -149,9 +165,12 @@ def _add(name: str, real_roots: list[Path], seen: dict[tuple[int, int], LogFile]
         return  # rotated away since the listing: nothing to read
     if stat.S_ISDIR(st.st_mode):
         return
-    inside = any(Path(real).is_relative_to(r) for r in real_roots)
-    if not inside or not stat.S_ISREG(st.st_mode) or _pseudo(real):
-        raise _refused()
+    if not any(Path(real).is_relative_to(r) for r in real_roots):
+        raise RefusedFile(real, f"{name} resolves outside the log roots")
+    if not stat.S_ISREG(st.st_mode):
+        raise RefusedFile(real, _kind(st.st_mode))
+    if _pseudo(real):
+        raise RefusedFile(real, "on a kernel pseudo-filesystem")
     seen.setdefault((st.st_dev, st.st_ino), LogFile(real, st))
 
 
