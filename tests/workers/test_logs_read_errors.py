@@ -213,3 +213,20 @@ def test_the_check_says_a_file_the_worker_may_not_open_is_unreadable(
     assert file.lines == 0
     assert file.unread.startswith("could not be read") and "EACCES" in file.unread, file.unread
     assert said_as_refused(topic.problems()), topic.problems()
+
+
+def test_two_files_failing_differently_are_both_named(
+    public_folder: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # One refused at its open (EACCES), one failing part way (EISDIR): the note named only the
+    # last failure met, as if both files had failed alike.
+    refused(public_folder / "app.log", jsonl(40))
+    put(public_folder / "app.log.1", jsonl(LINES))
+    (public_folder / "app.log.1").chmod(0o644)
+    reads_fail(monkeypatch, "app.log.1", 10, public_folder)
+    source = file_source(public_folder, "jsonl", ["app.log*"], now=NOW)
+    with as_nobody():
+        found = search(source, "")
+    assert found.broken_files == 2 and found.match_count_lower_bound
+    text = " ".join(found.notes)
+    assert "EACCES, permission denied" in text and "EISDIR, is a directory" in text, text

@@ -202,7 +202,7 @@ class Reader:
         self.cut = 0  # ... of them, compressed and cut short: their end is missing
         self.dictionary = 0  # ... a zstd frame that needs a dictionary
         self.unreadable = 0  # ... a read the system failed (EIO), compressed or plain
-        self.read_error = ""  # ... the last such failure's errno name ("EIO")
+        self.read_error = ""  # ... their failures, each kind once ("EIO, input/output error")
         self.long_lines = 0  # lines over `max_line_bytes`, skipped
 
     def _open(self, file: LogFile) -> BinaryIO | None:
@@ -270,7 +270,9 @@ class Reader:
         self.unreadable += 1
         code = exc.errno or 0
         # its name and what it means: `EACCES, permission denied` (the worker's user or group)
-        self.read_error = f"{errno.errorcode.get(code, str(code))}, {os.strerror(code).lower()}"
+        failure = f"{errno.errorcode.get(code, str(code))}, {os.strerror(code).lower()}"
+        if failure not in self.read_error.split("; "):  # each kind once, in the order met
+            self.read_error = f"{self.read_error}; {failure}" if self.read_error else failure
 
     @property
     def corrupt(self) -> int:
