@@ -8,8 +8,8 @@ finish script aside, which `pipeline.lane.run_scripts` sends), each a small type
 - `dead_letter_entry` (XADD to the dead letters and XACK, in one MULTI/EXEC) and `ack`;
 - `claim_idle` (`XAUTOCLAIM`) and `delivery_counts` (`XPENDING` per entry): takeover;
 - `requeue`: entries put back at the end of their stream (`pipeline/lua/requeue.lua`), for
-  a session over its share of a worker's slots, when `others_waiting` says someone may wait
-  (`waiting_sessions`: whose entries wait, not delivered yet).
+  a session over its share of a worker's slots, when `waiting_sessions` (whose entries wait,
+  not delivered yet) says someone else may wait.
 
 Logs go to the worker's logger (`aci.worker`): these are a worker's steps.
 """
@@ -48,7 +48,6 @@ __all__ = [
     "dead_letter_entry",
     "delivery_counts",
     "is_group_lost",
-    "others_waiting",
     "read_group",
     "recreate_group",
     "requeue",
@@ -196,14 +195,6 @@ async def delivery_counts(redis: Redis, part: Partition, ids: Sequence[str]) -> 
             mid = info["message_id"]
             out[mid.decode() if isinstance(mid, bytes) else mid] = int(info["times_delivered"])
     return out
-
-
-async def others_waiting(redis: Redis, part: Partition, session_id: str, peek: int) -> bool:
-    """Whether an entry of another session than `session_id` waits in the partition's stream,
-    not delivered to any worker yet: the first `peek` undelivered entries are looked at, and
-    more than that (or an entry whose session cannot be read) counts as someone waiting."""
-    found = await waiting_sessions(redis, part, peek)
-    return found is None or bool(found - {session_id})
 
 
 async def waiting_sessions(redis: Redis, part: Partition, peek: int) -> frozenset[str] | None:
