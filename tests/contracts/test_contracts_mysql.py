@@ -159,6 +159,16 @@ def test_nested_json_too_long_becomes_a_prefix_of_its_json() -> None:
     assert len(cell) == DEFAULT_BOUNDS.mysql_cell_chars and result.truncated
 
 
+def test_a_bound_too_small_for_the_mark_cuts_bare() -> None:
+    # A cell bound no longer than the mark: a bare prefix of the bound's length (only some
+    # of the property tests' random bounds reached it, so line coverage came and went).
+    bounds = msgspec.structs.replace(DEFAULT_BOUNDS, mysql_cell_chars=len(CUT_MARK))
+    upstream = MysqlUpstream(columns=["b", "j"], rows=[[b"\x00" * 100, {"k": "v" * 100}]])
+    result = project_mysql("c", upstream, bounds)
+    assert result.rows[0] == ["base64:"[: len(CUT_MARK)], '{"k":"v'[: len(CUT_MARK)]]
+    assert result.truncated
+
+
 def test_cut_bytes_are_marked_and_dropped_columns_named() -> None:
     bounds = DEFAULT_BOUNDS
     columns = [f"c{i}" for i in range(bounds.mysql_max_columns + 2)]
