@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import io
 import json
-import logging
 from collections.abc import Iterator
 from typing import Any
 
@@ -16,6 +15,7 @@ from contracts import LifecycleStatus
 from pipeline.client import EvidenceClient, ToolCall
 from pipeline.keys import GROUP, Keys
 from pipeline.settings import Settings
+from tests.logging_capture import root_restored
 from tests.pipeline.helpers import assert_exactly_once, books, loads, running_worker
 from tests.pipeline.sources import EmptyLogSource, ImmediateKnowledge
 from workers.logging_setup import configure_logging
@@ -40,16 +40,9 @@ EXPECTED = {  # kind: (lifecycle, evidence status, error code)
 
 @pytest.fixture
 def log_lines() -> Iterator[io.StringIO]:
-    buffer = io.StringIO()
-    root = logging.getLogger()
-    handlers, level = list(root.handlers), root.level
-    configure_logging("INFO", json_lines=True, stream=buffer)
-    yield buffer
-    for handler in list(root.handlers):
-        root.removeHandler(handler)
-    for handler in handlers:
-        root.addHandler(handler)
-    root.setLevel(level)
+    with root_restored() as buffer:
+        configure_logging("INFO", json_lines=True, stream=buffer)
+        yield buffer
 
 
 def call_of(kind: str, i: int) -> ToolCall:

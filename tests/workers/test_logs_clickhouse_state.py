@@ -19,6 +19,7 @@ import pytest
 from logs_helpers import chdb_client
 
 from contracts import ErrorCode, LogsUpstream, QueryLogsRequest, Topic
+from tests.logging_capture import root_restored
 from workers.logging_setup import configure_logging
 from workers.sources import SourceError
 from workers.sources.logs.clickhouse import OTEL_LOGS_DDL, ClickhouseLogSource
@@ -35,17 +36,9 @@ REQUEST = QueryLogsRequest(topic=Topic.APPLICATION, query="timeout", lookback_mi
 @contextlib.contextmanager
 def captured(level: str) -> Iterator[io.StringIO]:
     """The worker's own logging setup at `level`, into a buffer; the root logger restored."""
-    buffer, root = io.StringIO(), logging.getLogger()
-    handlers, old = list(root.handlers), root.level
-    try:
+    with root_restored() as buffer:
         configure_logging(level, stream=buffer)
         yield buffer
-    finally:
-        for handler in list(root.handlers):
-            root.removeHandler(handler)
-        for handler in handlers:
-            root.addHandler(handler)
-        root.setLevel(old)
 
 
 def _closed_port() -> int:

@@ -8,12 +8,12 @@ must be masked on both paths. The rule cannot tell `host:8080/a@b` (a port, then
 
 from __future__ import annotations
 
-import io
 import logging
 import time
 
 import pytest
 
+from tests.logging_capture import root_restored
 from workers.logging_setup import configure_logging
 from workers.masking import without_url_password
 from workers.sources.logs.masking import without_secret_values, without_secrets
@@ -77,21 +77,12 @@ def test_a_port_before_an_at_sign_in_the_path_is_masked_too() -> None:
 
 
 def test_the_workers_own_log_lines_mask_every_url_password() -> None:
-    buffer = io.StringIO()
-    root = logging.getLogger()
-    handlers, level = list(root.handlers), root.level
-    try:
+    with root_restored() as buffer:
         for json_lines in (True, False):
             configure_logging("INFO", json_lines=json_lines, stream=buffer)
             for text, _, _ in CASES:
                 logging.getLogger("aci.test").warning("cannot reach %s", text)
                 logging.getLogger("redis.test").warning("cannot reach %s", text)
-    finally:
-        for handler in list(root.handlers):
-            root.removeHandler(handler)
-        for handler in handlers:
-            root.addHandler(handler)
-        root.setLevel(level)
     out = buffer.getvalue()
     assert out.count("***") >= 4 * len(CASES)
     for _, secret, _ in CASES:
@@ -124,19 +115,10 @@ THIRD_PARTY = [
 
 
 def test_a_third_party_log_line_masks_a_password_that_looks_like_an_address() -> None:
-    buffer = io.StringIO()
-    root = logging.getLogger()
-    handlers, level = list(root.handlers), root.level
-    try:
+    with root_restored() as buffer:
         configure_logging("INFO", stream=buffer)
         for text, _ in THIRD_PARTY:
             logging.getLogger("httpx").warning("HTTP Request: GET %s", text)
-    finally:
-        for handler in list(root.handlers):
-            root.removeHandler(handler)
-        for handler in handlers:
-            root.addHandler(handler)
-        root.setLevel(level)
     out = buffer.getvalue()
     assert out.count("***") == len(THIRD_PARTY)
     for _, part in THIRD_PARTY:
@@ -196,20 +178,11 @@ def test_a_quoted_url_that_is_no_json_may_show_a_password_part_after_a_bare_quot
 def test_a_third_party_log_line_of_one_long_word_is_written_in_linear_time() -> None:
     # its addresses are rewritten (`host:6379`): a rule that tries every letter of a word as
     # an address's start reads the word again from each (50 000 letters: 10 s)
-    buffer = io.StringIO()
-    root = logging.getLogger()
-    handlers, level = list(root.handlers), root.level
     word = "a" * 50_000
-    try:
+    with root_restored() as buffer:
         configure_logging("INFO", stream=buffer)
         started = time.perf_counter()
         logging.getLogger("httpx").warning("bad response %s from cache:6379", word)
         elapsed = time.perf_counter() - started
-    finally:
-        for handler in list(root.handlers):
-            root.removeHandler(handler)
-        for handler in handlers:
-            root.addHandler(handler)
-        root.setLevel(level)
     assert word in buffer.getvalue() and "<address>" in buffer.getvalue()
     assert elapsed < 1.0, elapsed

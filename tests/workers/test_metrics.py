@@ -16,6 +16,7 @@ from pipeline.client import EvidenceClient, ToolCall
 from pipeline.keys import GROUP, Keys
 from pipeline.redis_io import ensure_group
 from pipeline.settings import Settings
+from tests.logging_capture import root_restored
 from tests.pipeline.helpers import admit
 from tests.pipeline.sources import FailingSource, HangingSource, InstantSource
 from workers.logging_setup import configure_logging, parse_traceparent, span
@@ -30,18 +31,9 @@ SECRET = "s3cr3t-pass"
 
 @pytest.fixture
 def log_lines() -> Iterator[io.StringIO]:
-    root = logging.getLogger()
-    handlers, level = list(root.handlers), root.level
-    buffer = io.StringIO()
-    configure_logging("INFO", json_lines=True, stream=buffer)
-    try:
+    with root_restored() as buffer:
+        configure_logging("INFO", json_lines=True, stream=buffer)
         yield buffer
-    finally:
-        for handler in list(root.handlers):
-            root.removeHandler(handler)
-        for handler in handlers:
-            root.addHandler(handler)
-        root.setLevel(level)
 
 
 def call(tool: str, i: int, **arguments: Any) -> ToolCall:
@@ -125,10 +117,7 @@ async def test_metrics_reflect_a_known_workload_exactly(
 
 
 def test_log_lines_mask_credentials_in_urls() -> None:
-    buffer = io.StringIO()
-    root = logging.getLogger()
-    handlers, level = list(root.handlers), root.level
-    try:
+    with root_restored() as buffer:
         configure_logging("INFO", json_lines=True, stream=buffer)
         logging.getLogger("aci.test").warning("cannot reach redis://user:%s@db:6379/0", SECRET)
         configure_logging("INFO", stream=buffer)
@@ -138,12 +127,6 @@ def test_log_lines_mask_credentials_in_urls() -> None:
             "Retrying after connection broken by 'NewConnectionError(\"HTTPConnection("
             "host='ch.internal', port=8124): Failed to establish a new connection\")'"
         )
-    finally:
-        for handler in list(root.handlers):
-            root.removeHandler(handler)
-        for handler in handlers:
-            root.addHandler(handler)
-        root.setLevel(level)
     out = buffer.getvalue()
     assert SECRET not in out and "redis://user:***@db:6379/0" in out and "root:***@db" in out
     assert "ch.internal" not in out and "8124" not in out and "host=<address>" in out
