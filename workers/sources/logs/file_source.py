@@ -15,7 +15,9 @@ not parse in its source's format is counted (`unparsed_lines`) and, for a query 
 words and phrases, matched as plain text (timed by the record before it in its file, else by
 the file's mtime); files of which no line parses and nothing matched are an ERROR. A matched
 file in a compression the worker cannot read is counted (`unread_files`) and makes the count
-a lower bound. The model hears of both in `notes`. No path reaches an answer or an error: the
+a lower bound. A matched path that is no regular file (a shipper's fifo beside `app.log`) is
+skipped unopened and counted (`skipped_files`); only such paths matched is an AUTHORIZATION
+error. The model hears of all of these in `notes`. No path reaches an answer or an error: the
 topic is named, the files never are.
 """
 
