@@ -80,6 +80,9 @@ class LogsUpstream(msgspec.Struct, frozen=True, kw_only=True):
     # rotation interrupted or a full disk, or corrupt; any of which the system failed a read):
     # read up to it, the count a lower bound.
     broken_files: int | UnsetType = UNSET
+    # FILE: matched paths inside the log roots that are no regular file (a shipper's fifo, a
+    # socket, a device): skipped, never opened; the notes say so. Omitted when none.
+    skipped_files: int | UnsetType = UNSET
     # Short sentences the model must hear about how the answer was read (at most
     # `MAX_NOTES`, each cut to `logs_field_chars`).
     notes: list[str] | UnsetType = UNSET
@@ -272,6 +275,7 @@ def project_logs(tool_call_id: str, upstream: LogsUpstream, bounds: Bounds) -> L
         unparsed_lines=upstream.unparsed_lines or UNSET,
         unread_files=upstream.unread_files or UNSET,
         broken_files=upstream.broken_files or UNSET,
+        skipped_files=upstream.skipped_files or UNSET,
         notes=notes,
         record_times=upstream.record_times,
     )

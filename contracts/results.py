@@ -124,6 +124,8 @@ class LogsResult(msgspec.Struct, frozen=True, kw_only=True):
     unread_files: int | UnsetType = UNSET
     # Files that end in an error part way, read up to the damage (`LogsUpstream`).
     broken_files: int | UnsetType = UNSET
+    # Matched paths that are no regular file, skipped unopened (`LogsUpstream`).
+    skipped_files: int | UnsetType = UNSET
     notes: list[str] | UnsetType = UNSET
     # Present only when the search saw records outside its window worth saying (above).
     record_times: RecordTimes | UnsetType = UNSET

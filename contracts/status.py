@@ -29,6 +29,8 @@ __all__ = [
 #   fingerprint covers).
 # - LogsUpstream / LogsResult / ControlView `broken_files` (compressed log files cut short or
 #   corrupt part way, read up to the damage).
+# - LogsUpstream / LogsResult / ControlView `skipped_files` (matched paths inside the log
+#   roots that are no regular file: a fifo, a socket, a device; skipped, never opened).
 CONTRACT_VERSION = 1
 # Additions within version 1 (msgspec schema evolution: nothing renamed or removed, so a
 # record written before decodes as it did):

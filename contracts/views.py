@@ -293,6 +293,8 @@ class ControlView(msgspec.Struct, frozen=True, kw_only=True):
     unparsed_lines: int | UnsetType = UNSET
     unread_files: int | UnsetType = UNSET
     broken_files: int | UnsetType = UNSET
+    # FILE: matched paths that are no regular file (a fifo, a socket, a device), skipped.
+    skipped_files: int | UnsetType = UNSET
     relevance_level: RelevanceLevel | UnsetType = UNSET
     truncated: bool | UnsetType = UNSET
     source_kind: str | UnsetType = UNSET
@@ -367,6 +369,8 @@ def control_view(
                 shown["unread_files"] = value
             if (value := result.broken_files) is not UNSET:
                 shown["broken_files"] = value
+            if (value := result.skipped_files) is not UNSET:
+                shown["skipped_files"] = value
             if (value := result.record_times) is not UNSET:
                 shown["record_times"] = value
         case MysqlResult():

@@ -4,8 +4,9 @@
   (`--log-json`). Every record carries the invocation context set with `invocation_context`
   (session, tool, tool_call_id, stream entry id, trace id), so lines logged anywhere inside
   an invocation's task are attributable. Messages never carry evidence bodies at INFO, and
-  credentials in URLs (`scheme://user:password@host`) are masked in every line
-  (`workers.masking`, the rule the log records served as evidence use too).
+  credentials in URLs (`scheme://user:password@host`) and values under a password's name
+  (`password=...`, `PGPASSWORD=...`, `"password": "..."`) are masked in every line
+  (`workers.masking.without_passwords`, the rules the log records served as evidence use too).
 - `parse_traceparent` validates a `traceparent` header value (W3C Trace Context level 1).
 - `span(name, traceparent)`: an OpenTelemetry span parented on the invocation's traceparent
   when `opentelemetry` is importable; a no-op otherwise (no hard dependency), and also when
@@ -25,7 +26,7 @@ from collections.abc import Iterator
 from contextlib import AbstractContextManager
 from typing import IO, Any, Final
 
-from workers.masking import without_url_password
+from workers.masking import without_passwords
 
 __all__ = [
     "CONTEXT_FIELDS",
@@ -135,7 +136,7 @@ def _context_value(value: object) -> str:
 def _safe_message(record: logging.LogRecord) -> str:
     # the password first: `user:2024!pw` reads as an address, `pa?ss` as a query string, and
     # their rewrites would take the `user:` the rule opens on and show the rest
-    text = without_url_password(record.getMessage())
+    text = without_passwords(record.getMessage())
     if not record.name.startswith("aci"):
         text = _ADDRESS_RE.sub("<address>", text)
         text = _KEYWORD_ADDRESS_RE.sub(r"\1=<address>", text)

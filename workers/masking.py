@@ -16,14 +16,31 @@ comes before it: compact JSON has no space, and the password would otherwise run
 member's mail address, which would be shown as the URL's host. No `@` before it: the rule above.
 Its cost: a quoted URL that is no JSON, its password holding `@` and later a bare `",` (`"}`,
 `"]`), shows the part of it after that quote (JSON escapes it: `\\",`).
+
+A password holding a literal space is no well-formed URL (RFC 3986 wants `%20`), but people
+type one: when no `@` comes before the whitespace, the password runs over whitespace to an
+`@` at most `SPACED_MAX` characters from its start, if what precedes the whitespace is no port
+(`cache:6379 as alice@example.com` stays), and the span holds no `/`, quote or line break and
+the `@` is followed by a host's first character. Percent-encoded passwords (`p%40ss`) are
+ordinary characters to the rule.
+
+A password under its name (`password=...`, `PGPASSWORD=...`, `passwd: ...`, `"password":
+"..."`, Python's `{'password': '...'}`, a quoted value holding spaces) is masked by
+`without_named_values`, given which names are secrets: the worker's own log lines
+(`without_passwords`) take a password's names only; the log sources take more
+(`workers.sources.logs.masking.secret_name`).
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from typing import Final
 
-__all__ = ["MASK", "without_url_password"]
+__all__ = [
+    "MASK", "SPACED_MAX", "password_name", "without_named_values", "without_passwords",
+    "without_url_password",
+]  # fmt: skip
 
 MASK: Final = "***"
 # `://`, `:\/\/` or deeper escaped, then the user: anything up to the next `/`, `:` or
@@ -33,6 +50,10 @@ _SPACE: Final = re.compile(r"\s")
 # a JSON string's closing quote: not escaped, then the next member or the container's end
 _JSON_END: Final = re.compile(r'(?<!\\)"[,}\]]')
 _SCHEME: Final = re.compile(r'"[A-Za-z][A-Za-z0-9+.-]{0,30}\Z')
+SPACED_MAX: Final = 64  # characters of a password holding whitespace, at most
+# a port (`6379`, `6379,`): what a URL without a password has before whitespace
+_PORT: Final = re.compile(r"\d*[,;.)\]]*")
+_HOST_START: Final = re.compile(r"[A-Za-z0-9\[]")
 
 
 def without_url_password(text: str) -> str:
@@ -59,7 +80,99 @@ def without_url_password(text: str) -> str:
         if at < 0:
             # no `@` before the whitespace: no opening up to it has a password either
             at = text.rfind("@", start, space)
+        if at < 0 and not escaped and space < len(text):
+            at = _spaced_at(text, start, space)
+            pos = max(pos, at)
         if at >= 0:
             parts += (text[done:start], MASK)
             done = at
     return "".join(parts) + text[done:] if parts else text
+
+
+def _spaced_at(text: str, start: int, space: int) -> int:
+    """The `@` ending a password that holds whitespace (module docstring), or -1."""
+    if _PORT.fullmatch(text, start, space) or _stops(text, start, space):
+        return -1
+    at = text.find("@", space, min(len(text), start + SPACED_MAX))
+    if at < 0 or _stops(text, space, at) or not _HOST_START.match(text, at + 1):
+        return -1
+    return at
+
+
+def _stops(text: str, start: int, end: int) -> bool:
+    """Whether a path, a quote or a line break lies between: no password runs over it."""
+    span = text[start:end]
+    return any(c in span for c in "/\"'\n\r")
+
+
+# A name, bare or quoted (`"password"`, `'password'`, JSON inside JSON's `\"password\"`), then
+# `=` or `:`; the name bounded, so each position is tried in bounded time.
+_NAMED: Final = re.compile(r"""(?<![\w.-])(\\*["']|)([\w.-]{1,100})\1(\s*[=:]\s*)""")
+# a bare value: up to whitespace, `;`, `&`, `,` or a quote
+_BARE: Final = re.compile(r"[^\s;&,\"']+")
+# A password's names: `password`, `passwd`, `passphrase` anywhere (`PGPASSWORD`, `dbPassword`),
+# `pass` and `pwd` as words (`DB_PASS`, `MYSQL_PWD`), `secret` (`client_secret`); not
+# `passwords`, `passenger`, `bypass`, `compass`.
+_PASSWORD_NAME: Final = re.compile(
+    r"(?:pass(?:wd|word|phrase)|(?<![a-z])pass|(?<![a-z])pwd)(?![a-z])|secret(?!ar)",
+    re.IGNORECASE,
+)
+
+
+def password_name(name: str) -> bool:
+    """Whether a name is a password's (the worker's own log lines mask its value)."""
+    return _PASSWORD_NAME.search(name) is not None
+
+
+def without_named_values(text: str, secret: Callable[[str], bool]) -> str:
+    """The text with the value under every name `secret` accepts as `***`: `name=value`,
+    `name: value`, `"name": "value"`, `'name': 'value'`; a quoted value to its closing quote
+    (spaces and all; to the end when it has none), a bare one to whitespace, `;`, `&`, `,` or
+    a quote. Linear: each name is looked at once, a value only under a secret's name."""
+    if "=" not in text and ":" not in text:
+        return text
+    parts: list[str] = []
+    done = pos = 0
+    while (found := _NAMED.search(text, pos)) is not None:
+        pos = found.end()
+        if not secret(found.group(2)):
+            continue  # a value under another name may hold `password=...`: look inside it
+        value_start, value_end = _value(text, pos)
+        if value_end > value_start:
+            parts += (text[done:value_start], MASK)
+            done = pos = value_end
+    return "".join(parts) + text[done:] if parts else text
+
+
+def _value(text: str, start: int) -> tuple[int, int]:
+    """Where the value at `start` lies, its quotes left out (empty: none)."""
+    quote = start
+    while quote < len(text) and text[quote] == "\\":
+        quote += 1
+    if quote < len(text) and text[quote] in "\"'":
+        opener = text[start : quote + 1]  # `"`, `'` or escaped as the JSON around it: `\"`
+        begin = quote + 1
+        if opener in "\"'":  # unescaped: a backslash escapes the next character
+            end = _closing(text, begin, opener)
+        else:
+            end = text.find(opener, begin)
+            end = len(text) if end < 0 else end
+        return begin, end
+    bare = _BARE.match(text, start)
+    return (start, bare.end()) if bare is not None else (start, start)
+
+
+def _closing(text: str, begin: int, quote: str) -> int:
+    pattern = _DOUBLE_END if quote == '"' else _SINGLE_END
+    found = pattern.match(text, begin)
+    return found.end() if found is not None else len(text)
+
+
+_DOUBLE_END: Final = re.compile(r'(?:[^"\\]|\\.)*')
+_SINGLE_END: Final = re.compile(r"(?:[^'\\]|\\.)*")
+
+
+def without_passwords(text: str) -> str:
+    """The worker's own log line with every URL's password and every value under a
+    password's name (`password=`, `PGPASSWORD=`, `"password": "..."`) as `***`."""
+    return without_named_values(without_url_password(text), password_name)

@@ -57,6 +57,7 @@ def _print(
             if source.problem:
                 match = f"not listed: {source.problem}"
             out.append(f"  {globs}  format {source.format}: {match}")
+            out += (f"    {skipped}: skipped, not a regular file" for skipped in source.skipped)
             for file in source.files:
                 read = f"{file.records} records, {file.unparsed} lines not in the format"
                 span = f", {file.first} .. {file.last}" if file.first else ""

@@ -313,11 +313,11 @@ def test_a_dsn_in_a_compact_json_example_line_keeps_its_host_and_the_members_aft
     assert json.dumps(shown)[1:-1] in done.stdout
 
 
-@pytest.mark.parametrize("kind", ["fifo", "symlink out"])
+@pytest.mark.parametrize("kind", ["symlink out"])
 def test_a_refused_source_names_its_path_and_why_not_zero_files(tmp_path: Path, kind: str) -> None:
-    # A fifo beside a readable log (a shipper's named pipe matched by `app.log*`), or a symlink
-    # out of the roots: the source is refused (AUTHORIZATION, as a call would be). The check
-    # said "0 files match" and a problem that named no path; the operator now reads which one.
+    # A symlink out of the roots: the source is refused (AUTHORIZATION, as a call would be).
+    # The check said "0 files match" and a problem that named no path; the operator now reads
+    # which one. (A fifo was refused the same way: it is now skipped, the test below.)
     logs = tmp_path / "logs"
     logs.mkdir()
     (logs / "app.log").write_text("2026-12-04 19:00:00 INFO started\n")
@@ -338,3 +338,23 @@ def test_a_refused_source_names_its_path_and_why_not_zero_files(tmp_path: Path, 
     target = odd if kind == "fifo" else tmp_path / "elsewhere.log"
     assert f"not listed: {target}: {why}: the source is refused" in done.stdout, done.stdout
     assert "0 files match" not in done.stdout
+
+
+def test_a_fifo_beside_a_log_is_named_as_skipped_and_the_log_is_read(tmp_path: Path) -> None:
+    # A shipper's named pipe matched by `app.log*` beside a readable log: a call skips it
+    # unopened and reads `app.log`; the check says the same, naming the pipe for the operator.
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    (logs / "app.log").write_text("2026-12-04 19:00:00 INFO started\n")
+    os.mkfifo(logs / "app.log.pipe")
+    config = tmp_path / "logs.toml"
+    config.write_text(
+        f'roots = ["{logs}"]\n[topics.APPLICATION]\nbackend = "file"\nformat = "plain"\n'
+        f'paths = ["{logs}/app.log*"]\n'
+    )
+    done = check(config)
+    assert done.returncode == 1, done.stdout + done.stderr  # a problem: narrow the glob
+    assert "1 file matches" in done.stdout, done.stdout
+    assert f"{logs / 'app.log'}: 1 lines: 1 records" in done.stdout, done.stdout
+    assert f"{logs / 'app.log.pipe'}: a fifo: skipped" in done.stdout, done.stdout
+    assert "the source is refused" not in done.stdout

@@ -34,7 +34,7 @@ def _reference(
     returned: Any = UNSET
     match_count: Any = UNSET
     lower_bound: Any = UNSET
-    unparsed: tuple[Any, Any, Any] = (UNSET, UNSET, UNSET)
+    unparsed: tuple[Any, Any, Any, Any] = (UNSET, UNSET, UNSET, UNSET)
     relevance: Any = UNSET
     source_kind: Any = UNSET
     error_code: Any = UNSET
@@ -50,7 +50,10 @@ def _reference(
             returned, match_count = result.returned_count, result.match_count
             source_kind, truncated = result.source_kind, result.truncated
             lower_bound = result.match_count_lower_bound
-            unparsed = (result.unparsed_lines, result.unread_files, result.broken_files)
+            unparsed = (
+                result.unparsed_lines, result.unread_files, result.broken_files,
+                result.skipped_files,
+            )  # fmt: skip
         case MysqlResult():
             returned, truncated = result.returned_count, result.truncated
             warnings = result.warnings
@@ -63,6 +66,7 @@ def _reference(
         scope_fingerprint=meta.scope_fingerprint, duplicate_of=meta.duplicate_of,
         returned_count=returned, match_count=match_count, match_count_lower_bound=lower_bound,
         unparsed_lines=unparsed[0], unread_files=unparsed[1], broken_files=unparsed[2],
+        skipped_files=unparsed[3],
         relevance_level=relevance,
         truncated=truncated, source_kind=source_kind, error_code=error_code,
         attempts=meta.attempts, timings=meta.timings,
@@ -93,7 +97,7 @@ def _results() -> list[CanonicalResult]:
     found.append(
         msgspec.structs.replace(
             first, match_count_lower_bound=True, unparsed_lines=3, unread_files=1, broken_files=1,
-            record_times=RecordTimes(future_records=2),
+            skipped_files=1, record_times=RecordTimes(future_records=2),
         )
     )  # fmt: skip
     mysql_result = found[5]

@@ -47,11 +47,11 @@ def test_unparsed_lines_unread_files_and_notes_reach_the_views() -> None:
     notes = ["3 lines read are not in their log format", "x" * 1000, "c", "d", "e"]
     upstream = msgspec.structs.replace(
         logs_upstream(), source_kind=SourceKind.FILE, unparsed_lines=3, unread_files=1,
-        broken_files=2, notes=notes,
+        broken_files=2, skipped_files=1, notes=notes,
     )  # fmt: skip
     result = project_logs("c1", upstream, DEFAULT_BOUNDS)
     assert result.unparsed_lines == 3 and result.unread_files == 1 and result.truncated
-    assert result.broken_files == 2
+    assert result.broken_files == 2 and result.skipped_files == 1
     assert isinstance(result.notes, list) and len(result.notes) == 4
     assert (
         result.notes[0] == notes[0] and len(result.notes[1]) <= 2 * DEFAULT_BOUNDS.logs_field_chars
@@ -59,13 +59,13 @@ def test_unparsed_lines_unread_files_and_notes_reach_the_views() -> None:
     meta = InvocationMeta(tool="query_logs", session_id="s", status=LifecycleStatus.READY)
     control = control_view(result, meta)
     assert control.unparsed_lines == 3 and control.unread_files == 1
-    assert control.broken_files == 2
+    assert control.broken_files == 2 and control.skipped_files == 1
     observation = observe(result, DEFAULT_BOUNDS)
     assert getattr(observation, "notes", None) == result.notes
     # none: the wire is unchanged
     plain = project_logs("c1", logs_upstream(), DEFAULT_BOUNDS)
     assert b"unparsed" not in encode_result(plain) and b"notes" not in encode_result(plain)
-    assert b"broken" not in encode_result(plain)
+    assert b"broken" not in encode_result(plain) and b"skipped" not in encode_result(plain)
 
 
 def test_events_keep_a_bounded_field_count_and_the_result_a_byte_bound() -> None:

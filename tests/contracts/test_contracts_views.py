@@ -85,7 +85,7 @@ CONTROL_KEYS = {
     "scope_fingerprint", "duplicate_of", "returned_count", "match_count", "relevance_level",
     "truncated", "source_kind", "error_code", "attempts", "timings", "match_count_lower_bound",
     "indexed_chunks", "source", "warnings", "index_rebuilding", "skipped_runbooks",
-    "unparsed_lines", "unread_files", "broken_files", "record_times",
+    "unparsed_lines", "unread_files", "broken_files", "skipped_files", "record_times",
 }  # fmt: skip
 FORBIDDEN_IN_OBSERVATION = (
     "fingerprint", "match_count", "returned_count", "score", "trace", "attempt", "timing",

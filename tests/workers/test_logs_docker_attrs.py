@@ -214,3 +214,21 @@ def test_a_json_escaped_url_in_an_example_line_loses_its_password() -> None:
     assert "tok1" not in without_secrets(line)
     # a header's name and its scheme both say secret: the credential after them is masked too
     assert "dXNlcjpwYXNz" not in without_secrets("Authorization: Basic dXNlcjpwYXNz")
+
+
+def test_a_quoted_password_inside_an_attr_value_is_masked(tmp_path: Path) -> None:
+    # a value holding a config dump or a libpq conninfo: the password under its name quoted
+    # (Python's dict, JSON with spaces, a value with a space) was shown whole
+    attrs = {
+        "APP_CONFIG": "{'host': 'db', 'password': 'tok13'}",
+        "APP_JSON": '{"user": "app", "password": "tok14"}',
+        "PGOPTS": 'host=db password="tok 15" sslmode=require',
+        "DB_URL": "postgres://app:tok16 x@db/app",
+    }
+    write(tmp_path, [docker_line("hello\n", attrs)])
+    found = search(source(tmp_path), "hello", lookback=1440)
+    (record,) = found.records
+    assert record.fields["APP_CONFIG"] == "{'host': 'db', 'password': '***'}"
+    assert record.fields["PGOPTS"] == 'host=db password="***" sslmode=require'
+    shown = encode_view(project(found)) + msgspec.json.encode(found)
+    assert [n for n in (13, 14, 15, 16) if f"tok{n}".encode() in shown] == []

@@ -183,8 +183,8 @@ def test_a_file_rotated_between_listing_and_reading(
     (tmp_path / "b.jsonl").write_text(line(3, "third"))
     listed = file_source_module.find_files
 
-    def rotate_after_listing(*args: Any) -> Any:
-        found = listed(*args)
+    def rotate_after_listing(*args: Any, **kwargs: Any) -> Any:
+        found = listed(*args, **kwargs)
         (tmp_path / "a.jsonl").rename(tmp_path / "a.jsonl.1")  # logrotate's rename
         (tmp_path / "a.jsonl").write_text("")
         return found

@@ -84,6 +84,8 @@ class SourceCheck(msgspec.Struct, kw_only=True):
     matched: int
     files: list[FileCheck]
     problem: str = ""  # the source could not be listed (outside roots, a pseudo-filesystem)
+    # matched paths that are no regular file, skipped unopened as a call skips them: "path: a fifo"
+    skipped: list[str] = []
 
 
 class TopicCheck(msgspec.Struct, kw_only=True):
@@ -100,8 +102,13 @@ class TopicCheck(msgspec.Struct, kw_only=True):
             globs = ", ".join(source.paths)
             if source.problem:
                 out.append(f"{self.topic}: {globs}: {source.problem}")
-            elif source.matched == 0:
+            elif source.matched == 0 and not source.skipped:
                 out.append(f"{self.topic}: {globs}: no file matches")
+            out += (
+                f"{self.topic}: {skipped}: skipped, never opened (not a regular file; a call "
+                "reads the regular files beside it, or is refused when there are none)"
+                for skipped in source.skipped
+            )
             for file in source.files:
                 out += _file_problems(self.topic, file)
         return out
@@ -146,14 +153,18 @@ def check_logs(config: LogsConfig, now: float) -> list[TopicCheck]:
 
 def _source(source: FileSource, config: LogsConfig, zone: str, now: float) -> SourceCheck:
     check = SourceCheck(paths=list(source.paths), format=source.format, matched=0, files=[])
+    skipped: dict[str, str] = {}
     try:
-        files, _, check.matched = find_files(source.paths, config.roots, 0, MAX_FILES)
+        files, _, check.matched = find_files(
+            source.paths, config.roots, 0, MAX_FILES, skipped=skipped
+        )
     except RefusedFile as exc:  # the operator's: which path, and why
         check.problem = f"{exc.path}: {exc.why}: the source is refused (AUTHORIZATION)"
         return check
     except SourceError as exc:
         check.problem = exc.message
         return check
+    check.skipped = [f"{path}: {why}" for path, why in sorted(skipped.items())]
     zone = source.timezone or zone
     check.files = [_file(file, source, Reader(config.scan, StopFlag(30), config.roots), zone, now)
                    for file in files]  # fmt: skip

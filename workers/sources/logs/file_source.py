@@ -15,7 +15,9 @@ not parse in its source's format is counted (`unparsed_lines`) and, for a query 
 words and phrases, matched as plain text (timed by the record before it in its file, else by
 the file's mtime); files of which no line parses and nothing matched are an ERROR. A matched
 file in a compression the worker cannot read is counted (`unread_files`) and makes the count
-a lower bound. The model hears of both in `notes`. No path reaches an answer or an error: the
+a lower bound. A matched path that is no regular file (a shipper's fifo beside `app.log`) is
+skipped unopened and counted (`skipped_files`); only such paths matched is an AUTHORIZATION
+error. The model hears of all of these in `notes`. No path reaches an answer or an error: the
 topic is named, the files never are.
 """
 
@@ -70,6 +72,7 @@ class _Tally:
     files_unparsed: int = 0
     sources_empty: int = 0
     formats: set[str] = field(default_factory=set)
+    skipped: dict[str, str] = field(default_factory=dict)  # real path: "a fifo" (never shown)
 
 
 def _text_only(query: ParsedQuery) -> bool:
@@ -119,14 +122,22 @@ class FileLogSource:
         chosen: dict[tuple[int, int], tuple[LogFile, FileSource]] = {}
         too_many, matched = False, 0
         for source in self.sources:
+            specials = len(tally.skipped)
             files, cut, count = find_files(
                 source.paths, self.config.roots, window[0], budget.max_files, flag,
-                self._needed(window, flag, watch, source),
+                self._needed(window, flag, watch, source), skipped=tally.skipped,
             )  # fmt: skip
             too_many, matched = too_many or cut, matched + count
-            tally.sources_empty += count == 0 and not cut
+            tally.sources_empty += count == 0 and not cut and len(tally.skipped) == specials
             for file in files:
                 chosen.setdefault((file.dev, file.ino), (file, source))
+        if matched == 0 and not too_many and tally.skipped:  # nothing to read: not "no evidence"
+            raise SourceError(
+                ErrorCode.AUTHORIZATION,
+                f"the {len(tally.skipped)} paths the log globs of topic {self.topic.value} "
+                f"match are not regular files ({_kinds(tally.skipped)}) and are never read; "
+                "the operator must fix the configured paths",
+            )
         if matched == 0 and not too_many:  # a wrong path or a missing folder: not "no evidence"
             raise SourceError(
                 ErrorCode.UNAVAILABLE,
@@ -181,6 +192,7 @@ class FileLogSource:
             unparsed_lines=tally.failed or UNSET,
             unread_files=len(reader.unread) or UNSET,
             broken_files=reader.broken or UNSET,
+            skipped_files=len(tally.skipped) or UNSET,
             notes=notes or UNSET,
             record_times=watch.times(self.zone),
         )
@@ -337,6 +349,11 @@ class FileLogSource:
                 f"failed a read: {reader.read_error}); the lines before the failure were read: "
                 "the count is a lower bound"
             )
+        if tally.skipped:  # what and how many, never where
+            notes.append(
+                f"{len(tally.skipped)} matched paths skipped: not a regular file "
+                f"({_kinds(tally.skipped)}), never opened; the count is over the log files read"
+            )
         if tally.sources_empty and len(self.sources) > 1:
             notes.append(f"{tally.sources_empty} of this topic's {len(self.sources)} log "
                          "sources match no file")  # fmt: skip
@@ -381,6 +398,11 @@ class FileLogSource:
 
     async def aclose(self) -> None:
         """Nothing held open between calls: each call opens and closes its files."""
+
+
+def _kinds(skipped: dict[str, str]) -> str:
+    """What the skipped paths are, each kind once: "a fifo, a socket"."""
+    return ", ".join(sorted(set(skipped.values())))
 
 
 def _damage(reader: Reader) -> str:

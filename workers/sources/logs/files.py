@@ -4,8 +4,11 @@ Confinement copies the knowledge folder's rule (workers/sources/knowledge/index.
 is read only when its real path lies inside a real root and it is a regular file; it is then
 opened by that real path with `O_NOFOLLOW` and checked to be the same inode, so a name
 swapped for a symlink between the listing and the open is refused, not followed. A match
-outside the roots (a symlink to /etc/passwd, a fifo, a device) is an AUTHORIZATION error
-whose text names no path.
+outside the roots (a symlink to /etc/passwd, even to a fifo) or on a kernel pseudo-filesystem
+refuses the whole source: an AUTHORIZATION error whose text names no path. A match inside the
+roots that is no regular file (a log shipper's fifo `app.log.pipe` beside `app.log`, a socket,
+a device) is skipped, never opened (opening a fifo can block), and handed to the caller by
+real path and kind (`skipped`), so the regular files beside it still answer.
 
 Listing: the folder is read lazily, every name looked at counts against `MAX_NAMES` and the
 `StopFlag` is checked every few hundred names; a cut listing marks the count as a lower bound.
@@ -74,15 +77,16 @@ def _pseudo(real: str) -> bool:
 
 
 class RefusedFile(SourceError):
-    """A matched path outside the log roots or no regular file: the whole source is refused.
+    """A matched path resolving outside the log roots, or a root or match on a kernel
+    pseudo-filesystem: the whole source is refused (a security signal, not a file to skip).
     Its message (the agent's) names no path; `path` and `why` are the operator's
     (`aci-evidence check` prints them)."""
 
     def __init__(self, path: str, why: str) -> None:
         super().__init__(
             ErrorCode.AUTHORIZATION,
-            "a log file of this topic is outside the configured log roots or is not a "
-            "regular file; the operator must fix the configuration",
+            "a log file of this topic resolves outside the configured log roots; the "
+            "operator must fix the configuration",
         )
         self.path, self.why = path, why
 
@@ -125,12 +129,16 @@ def find_files(
     max_files: int,
     flag: StopFlag | None = None,
     needed: Callable[[LogFile], bool] | None = None,
+    *,
+    skipped: dict[str, str] | None = None,
 ) -> tuple[list[LogFile], bool, int]:
     """The files the globs match, newest first, pruned to the window (by mtime, or by
     `needed`: `filetime.FileTimes.needed` reads the records' own time); `True` when more than
     `max_files` matched (the oldest were left out) or the listing was cut (more than
-    `MAX_NAMES` names, or `flag` expired); and how many files matched before the pruning (0
-    with `False`: the globs match nothing at all)."""
+    `MAX_NAMES` names, or `flag` expired); and how many regular files matched before the
+    pruning (0 with `False`: the globs match no regular file at all). Matches inside the roots
+    that are no regular file are never opened; each is put in `skipped` (its real path: what
+    it is, "a fifo"), once however many globs match it."""
     real_roots = [Path(os.path.realpath(r)) for r in roots]
     if any(_pseudo(str(r)) for r in real_roots):
         # a root that is a symlink into /proc: nothing under it is a log
@@ -148,7 +156,7 @@ def find_files(
                     cut = True
                     break
                 if name is not None:
-                    _add(name, real_roots, seen)
+                    _add(name, real_roots, seen, skipped)
         if cut:
             break
     files = sorted(seen.values(), key=lambda f: (-f.mtime_ms, f.real))
@@ -157,20 +165,29 @@ def find_files(
     return files[:max_files], cut or len(files) > max_files, matched
 
 
-def _add(name: str, real_roots: list[Path], seen: dict[tuple[int, int], LogFile]) -> None:
+def _add(
+    name: str,
+    real_roots: list[Path],
+    seen: dict[tuple[int, int], LogFile],
+    skipped: dict[str, str] | None,
+) -> None:
     real = os.path.realpath(name)
     try:
-        st = os.stat(real)
+        st = os.stat(real)  # stat(2) opens nothing: a fifo cannot block it
     except OSError:
         return  # rotated away since the listing: nothing to read
     if stat.S_ISDIR(st.st_mode):
         return
+    # Outside the roots or on a pseudo-filesystem, whatever it is, the source is refused: a
+    # symlink pointing out of the roots is how a hostile name would reach another file.
     if not any(Path(real).is_relative_to(r) for r in real_roots):
         raise RefusedFile(real, f"{name} resolves outside the log roots")
-    if not stat.S_ISREG(st.st_mode):
-        raise RefusedFile(real, _kind(st.st_mode))
     if _pseudo(real):
         raise RefusedFile(real, "on a kernel pseudo-filesystem")
+    if not stat.S_ISREG(st.st_mode):
+        if skipped is not None:  # inside the roots: no log to read, never opened
+            skipped.setdefault(real, _kind(st.st_mode))
+        return
     seen.setdefault((st.st_dev, st.st_ino), LogFile(real, st))
 
 

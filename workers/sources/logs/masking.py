@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from typing import Final
 
-from workers.masking import MASK, without_url_password
+from workers.masking import MASK, without_named_values, without_url_password
 
 __all__ = [
     "MASK", "secret_name", "without_secret_values", "without_secrets", "without_url_password",
@@ -31,9 +31,8 @@ _SECRET_NAME: Final = re.compile(
     re.IGNORECASE,
 )
 # Inside a value: `name=value` or `name: value` under a secret's name (`-Dx.password=...`, a
-# connection string's `Password=...;`, a header `X-Api-Key: ...`), and an HTTP credential
-# (`Bearer ...`, `Basic ...`); the name bounded, so a long value is read in linear time.
-_NAMED_VALUE: Final = re.compile(r"(?<![\w.-])([\w.-]{1,100})(\s*[=:]\s*)([^\s;&,\"']+)")
+# connection string's `Password=...;`, a header `X-Api-Key: ...`, quoted names and values:
+# `workers.masking.without_named_values`), and an HTTP credential (`Bearer ...`, `Basic ...`).
 _HTTP_CREDENTIAL: Final = re.compile(r"(?i)\b(bearer|basic)(\s+)[\w.~+/=-]+")
 
 
@@ -58,13 +57,9 @@ def without_secret_values(text: str) -> str:
     """A value (an environment variable's, a label's) with every URL's password, every
     `name=value` or `name: value` under a secret's name and every HTTP credential as `***`."""
 
-    def named(found: re.Match[str]) -> str:
-        name, sep, _ = found.groups()
-        return f"{name}{sep}{MASK}" if secret_name(name) else found.group()
-
     # the credential first: `Authorization: Basic dXNl...` would lose only `Basic` to its name
     text = _HTTP_CREDENTIAL.sub(rf"\1\2{MASK}", without_url_password(text))
-    return _NAMED_VALUE.sub(named, text) if "=" in text or ":" in text else text
+    return without_named_values(text, secret_name)
 
 
 def secret_name(name: str) -> bool:
