@@ -17,6 +17,8 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+from pipeline.embedded import HASH_VALUE_BYTES
+
 
 class ServiceError(RuntimeError):
     """A local cluster node did not start, stop or agree in time."""
@@ -93,7 +95,8 @@ class LocalCluster:
              "--cluster-enabled", "yes", "--cluster-config-file", f"nodes-{port}.conf",
              "--cluster-node-timeout", str(self.node_timeout_ms), "--dir", str(data),
              "--save", "", "--appendonly", "no", "--logfile", str(data / "redis.log"),
-             "--cluster-require-full-coverage", "no", "--repl-diskless-sync-delay", "0"],
+             "--cluster-require-full-coverage", "no", "--repl-diskless-sync-delay", "0",
+             "--hash-max-ziplist-value", str(HASH_VALUE_BYTES)],  # as the embedded Redis
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
         )  # fmt: skip
         wait_port(port, up=True)

@@ -32,6 +32,8 @@ def test_services_images_and_health_checks() -> None:
     assert services["redis"]["image"].startswith("redis:7")
     assert "--appendonly" in services["redis"]["command"]
     assert "--aclfile" in services["redis"]["command"]
+    # a call's record and result hash stay compact (the embedded Redis's setting too)
+    assert _flag(services["redis"]["command"], "--hash-max-listpack-value") == "2048"
     assert services["mariadb"]["image"].startswith("mariadb:")
     for name in ("redis", "mariadb", "worker"):
         assert services[name]["healthcheck"]["test"], name
@@ -210,6 +212,7 @@ def test_the_cluster_profile_has_six_nodes_with_the_users_and_aof() -> None:
         assert _flag(command, "--cluster-enabled") == "yes"
         assert _flag(command, "--aclfile") == "/tmp/aci-redis/users.acl"
         assert _flag(command, "--appendonly") == "yes"
+        assert _flag(command, "--hash-max-listpack-value") == "2048"
         # MOVED and ASK name the node by its service name, which the workers resolve.
         assert _flag(command, "--cluster-announce-hostname") == name
         assert _flag(command, "--cluster-preferred-endpoint-type") == "hostname"
