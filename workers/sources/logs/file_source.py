@@ -251,11 +251,14 @@ class FileLogSource:
             tally.files_unparsed += 1
             tally.formats.add(source.format)
 
-    def _parser(self, source: FileSource) -> LineParser:
+    def _parser(self, source: FileSource, now_ms: int | None = None) -> LineParser:
+        """A parser of `source` that supplies a missing year or date from `now_ms` (the
+        window's end, as the scan's; default this clock)."""
         zone = zone_of(source.timezone) if source.timezone else self.zone
+        now_ms = int(self.clock() * 1000) if now_ms is None else now_ms
         return make_parser(
             source.format, source.fields, zone, source.service, source.time_unit,
-            int(self.clock() * 1000), "", source.pattern, source.time_format,
+            now_ms, "", source.pattern, source.time_format,
         )  # fmt: skip
 
     def _needed(
@@ -271,10 +274,13 @@ class FileLogSource:
         chosen = self.sources[0] if source is None else source
         seen = watch.inside_window if watch is not None else (lambda _: None)
 
+        def parser() -> LineParser:  # a missing year or date supplied as the scan does
+            return self._parser(chosen, window[1])
+
         def needed(file: LogFile) -> bool:
             if flag.expired():
                 return file.mtime_ms >= window[0]
-            return self.times.needed(file, window, peeks, lambda: self._parser(chosen), seen)
+            return self.times.needed(file, window, peeks, parser, seen)
 
         return needed
 

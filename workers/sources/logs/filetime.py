@@ -103,16 +103,24 @@ class FileTimes:
     """First and last record times of files, peeked and cached (thread-safe, bounded)."""
 
     def __init__(self) -> None:
-        self._cache: OrderedDict[tuple[int, int, int, int, bool], int | None] = OrderedDict()
+        self._cache: OrderedDict[tuple[int, int, int, int, bool, int], int | None] = OrderedDict()
         self._lock = threading.Lock()
 
     def peek(
-        self, file: LogFile, reader: Reader, parser: Callable[[], LineParser], *, last: bool
+        self,
+        file: LogFile,
+        reader: Reader,
+        parser: Callable[[], LineParser],
+        *,
+        last: bool,
+        dated_ms: int = 0,
     ) -> int | None:
         """The time of the file's first record (`last=False`) or its latest in its last 16
         KiB (`last=True`, uncompressed files only: the codec is read from the magic bytes);
-        None when it cannot be read or nothing parses."""
-        key = (file.dev, file.ino, file.size, file.mtime_ms, last)
+        None when it cannot be read or nothing parses. `dated_ms` is the "now" the parser
+        supplies a missing year or date from (the window's end): part of the cache key, by
+        the hour, as `stamps` caches it."""
+        key = (file.dev, file.ino, file.size, file.mtime_ms, last, dated_ms // 3_600_000)
         with self._lock:
             if key in self._cache:
                 self._cache.move_to_end(key)
@@ -170,22 +178,24 @@ class FileTimes:
         mtime would decide wrongly: last written before the window but its last record inside
         (or its mtime earlier than its first record: a copy), or written after the window but
         its first record later than the window's end. `seen` hears the time of the record
-        that ruled a file out (it was read, and lies outside the window)."""
+        that ruled a file out (it was read, and lies outside the window). `parser` supplies a
+        missing year or date from the window's end, as the scan does: a peek on the wall
+        clock dated last year's syslog this year and ruled the file out."""
         start, end = window
         if file.mtime_ms >= start:
             if file.mtime_ms <= end:
                 return True
-            first = self.peek(file, reader, parser, last=False)
+            first = self.peek(file, reader, parser, last=False, dated_ms=end)
             if first is None or first <= end:
                 return True
             seen(first)
             return False
-        last = self.peek(file, reader, parser, last=True)
+        last = self.peek(file, reader, parser, last=True, dated_ms=end)
         if last is not None:
             if last < start:
                 seen(last)
             return last >= start
-        first = self.peek(file, reader, parser, last=False)  # a compressed file
+        first = self.peek(file, reader, parser, last=False, dated_ms=end)  # a compressed file
         return first is not None and first > file.mtime_ms and first <= end
 
 
