@@ -7,6 +7,7 @@ import os
 import shutil
 from datetime import UTC, datetime
 from pathlib import Path
+from zoneinfo import ZoneInfo
 
 import pytest
 from logs_helpers import file_source, project, search
@@ -515,3 +516,37 @@ def test_postgresql_parts_of_another_backends_report_join_no_other_report(tmp_pa
         "checkpoint starting: time",
         "division by zero",
     ]
+
+
+@pytest.mark.parametrize(
+    ("written", "topic_zone", "expected"),
+    [
+        # an abbreviation of one offset (in tzdata) is read as that offset, whatever the
+        # topic's `timezone` (here the default UTC): before, as the topic's zone, 7 h off
+        ("PDT", "UTC", "2026-08-13T08:46:12.212Z"),
+        ("EDT", "UTC", "2026-08-13T05:46:12.212Z"),
+        ("CEST", "UTC", "2026-08-12T23:46:12.212Z"),
+        ("JST", "Europe/Berlin", "2026-08-12T16:46:12.212Z"),
+        # one that names several offsets (CST: US Central, China) is the topic's zone's
+        ("CST", "Asia/Shanghai", "2026-08-12T17:46:12.212Z"),
+        ("CST", "America/Chicago", "2026-08-13T06:46:12.212Z"),
+    ],
+)
+def test_postgresql_zone_abbreviations(
+    tmp_path: Path, written: str, topic_zone: str, expected: str
+) -> None:
+    (tmp_path / "pg.log").write_text(
+        f'2026-08-13 01:46:12.212 {written} [12389] ERROR:  relation "t" does not exist\n'
+    )
+    later = datetime(2026, 8, 14, tzinfo=UTC).timestamp()
+    os.utime(tmp_path / "pg.log", (later, later))
+    source = file_source(
+        tmp_path, "postgresql", ["pg.log"], now=later, top=f'timezone = "{topic_zone}"'
+    )
+    (record,) = search(source, "relation", lookback=1440 * 2).records
+    zone = ZoneInfo(topic_zone)
+    assert datetime.fromisoformat(record.timestamp) == datetime.fromisoformat(expected)
+    assert (
+        datetime.fromisoformat(record.timestamp).utcoffset()
+        == datetime.fromisoformat(expected).astimezone(zone).utcoffset()
+    )

@@ -3,8 +3,9 @@
 - `postgresql`: PostgreSQL's server log with a `log_line_prefix` holding `%m` or `%t` and
   `[%p]` (Debian's and the default `%m [%p] `; `%u@%d` or `user=%u,db=%d` read as fields);
   its `DETAIL:`, `HINT:`, `STATEMENT:`, `CONTEXT:`, `QUERY:` and `LOCATION:` lines join the
-  report before them (`multiline.Continued`); the zone it writes (`UTC`, `+08`) is read,
-  another abbreviation is the topic's `timezone`;
+  report before them (`multiline.Continued`); the zone it writes (`UTC`, `+08`, an
+  abbreviation of one offset: `PDT`, `CEST`, `JST`, `stamps.ZONE_ABBREVIATIONS`) is read,
+  another abbreviation (`CST`, `IST`: several offsets) is the topic's `timezone`;
 - `redis`: the Redis server's log (`pid:role dd Mon yyyy hh:mm:ss.mmm <level> message`; `.`
   debug, `-` verbose, `*` notice, `#` warning).
 """
@@ -20,7 +21,7 @@ from contracts.results import JsonScalar
 from workers.sources.logs.formats import text_entry
 from workers.sources.logs.multiline import Continued, Pending
 from workers.sources.logs.records import Entry
-from workers.sources.logs.stamps import stamp_ms, strptime_ms
+from workers.sources.logs.stamps import ZONE_ABBREVIATIONS, stamp_ms, strptime_ms
 
 __all__ = ["postgresql_head", "redis_head"]
 
@@ -62,8 +63,8 @@ def postgresql_head(zone: tzinfo, now_ms: int) -> Head:
 
         def when() -> int | None:
             stamp = found.group("iso")
-            if written.upper() in ("UTC", "GMT", "Z"):
-                stamp += "Z"
+            if offset := ZONE_ABBREVIATIONS.get(written) or ZONE_ABBREVIATIONS.get(written.upper()):
+                stamp += offset  # before, any but UTC/GMT was the topic's zone: PDT 7 h off
             elif written[:1] in "+-" and written:
                 digits = written[1:].replace(":", "")
                 stamp += written[0] + (digits + "00")[:4]
