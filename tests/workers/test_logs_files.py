@@ -173,6 +173,47 @@ def iso_at(epoch_s: float) -> str:
         ),
         # logback level_value alone
         ({"@timestamp": iso(60), "level_value": 40000, "message": "m"}, "ERROR", "m", ""),
+        # Monolog's JsonFormatter (Laravel, Symfony): `datetime`, a number and its name;
+        # before: no time read (no record), and with `time` mapped every record FATAL
+        (
+            {
+                "message": "m",
+                "context": {"order": "o-1"},
+                "level": 400,
+                "level_name": "ERROR",
+                "channel": "app",
+                "datetime": iso(60),
+                "extra": {},
+            },
+            "ERROR",
+            "m",
+            "",
+        ),
+        ({"message": "m", "level": 200, "datetime": iso(60)}, "INFO", "m", ""),
+        ({"message": "m", "level": 250, "datetime": iso(60)}, "INFO", "m", ""),
+        ({"message": "m", "level": 300, "datetime": iso(60)}, "WARN", "m", ""),
+        ({"message": "m", "level": 550, "datetime": iso(60)}, "FATAL", "m", ""),
+        # Nextcloud's and ownCloud's `nextcloud.log`: 0 DEBUG .. 3 ERROR, 4 FATAL; before
+        # every record was TRACE and `level:ERROR` found none
+        (
+            {
+                "reqId": "twvbRFk1OwgHo2bqggnx",
+                "level": 3,
+                "time": iso(60),
+                "remoteAddr": "10.0.0.1",
+                "user": "admin",
+                "app": "files",
+                "method": "GET",
+                "url": "/",
+                "message": "m",
+                "userAgent": "--",
+                "version": "29.1.1.0",
+            },
+            "ERROR",
+            "m",
+            "files",
+        ),
+        ({"reqId": "r", "level": 1, "time": iso(60), "message": "m"}, "INFO", "m", ""),
     ],
 )
 def test_json_field_names_of_common_producers(

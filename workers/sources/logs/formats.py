@@ -20,7 +20,7 @@ import functools
 import re
 from collections.abc import Mapping
 from datetime import datetime, tzinfo
-from typing import Any, Final, Protocol
+from typing import Any, Final, Protocol, TypeGuard
 
 import msgspec
 
@@ -40,7 +40,7 @@ __all__ = ["LineParser", "field_name", "level_of", "make_parser", "parse_time"]
 # MongoDB's (4.4+) `{"t":{"$date":...},"s":"W",...}`, whose `s` is read only beside that `t`.
 TIME_KEYS: Final = (
     "timestamp", "@timestamp", "time", "ts", "Timestamp", "t", "date", "__REALTIME_TIMESTAMP",
-    "t.$date",
+    "t.$date", "datetime",
 )  # fmt: skip
 LEVEL_KEYS: Final = (
     "level", "log.level", "severity", "SeverityText", "levelname", "lvl", "PRIORITY",
@@ -55,6 +55,7 @@ SERVICE_KEYS: Final = (
 MAX_FIELDS: Final = 64
 _JOURNAL_ADDRESS: Final = ("__CURSOR", "__MONOTONIC_TIMESTAMP", "__SEQNUM", "__SEQNUM_ID")
 _PRIORITIES: Final = ("0", "1", "2", "3", "4", "5", "6", "7")
+_NEXTCLOUD: Final = ("DEBUG", "INFO", "WARN", "ERROR", "FATAL")  # nextcloud.log's 0..4
 _SYSLOG_LEVELS: Final = ("FATAL", "FATAL", "FATAL", "ERROR", "WARN", "INFO", "INFO", "DEBUG")
 _FRACTION: Final = re.compile(r"(\.\d{1,6})\d*")
 _DECODER: Final = msgspec.json.Decoder()
@@ -71,6 +72,8 @@ def level_of(value: object, key: str = "level") -> str:
         return ("TRACE", "DEBUG", "INFO", "WARN", "ERROR", "FATAL")[min(max(n - 1, 0) // 4, 5)]
     if n >= 1000:  # logback level_value: 5000 TRACE .. 40000 ERROR
         return {5000: "TRACE", 10000: "DEBUG", 20000: "INFO", 30000: "WARN"}.get(n, "ERROR")
+    if n >= 100:  # Monolog: 100 DEBUG, 200 INFO, 250 NOTICE, 300 WARNING, 400 ERROR, 500+
+        return ("DEBUG", "INFO", "WARN", "ERROR", "FATAL")[min(n // 100 - 1, 4)]
     # bunyan / pino: 10 trace, 20 debug, 30 info, 40 warn, 50 error, 60 fatal
     return ("TRACE", "TRACE", "DEBUG", "INFO", "WARN", "ERROR", "FATAL")[min(max(n // 10, 0), 6)]
 
@@ -171,6 +174,10 @@ def _journal_text(value: str) -> str:
         return value
 
 
+def _is_int(value: object) -> TypeGuard[int]:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
 class _Mapped:
     """Shared by jsonl and logfmt: a flat key → value map to an entry."""
 
@@ -214,6 +221,10 @@ class _Mapped:
             level = "DEBUG" if level[:1] == "D" and level[1:].isdigit() else level
         if level_key == "PRIORITY" and level in _PRIORITIES:
             level = SYSLOG_NAMES[_PRIORITIES.index(level)]  # "3" is err: ERROR
+        elif _is_int(level) and isinstance(flat.get("level_name"), str):
+            level_key, level = "level_name", flat.pop("level_name")  # Monolog: 400, "ERROR"
+        elif _is_int(level) and 0 <= level <= 4 and "reqId" in flat:
+            level = _NEXTCLOUD[level]  # Nextcloud's and ownCloud's 0..4 (bunyan's start at 10)
         if level is None:
             for key in ("SeverityNumber", "level_value"):
                 if key in flat:
