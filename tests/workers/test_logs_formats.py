@@ -550,3 +550,45 @@ def test_postgresql_zone_abbreviations(
         datetime.fromisoformat(record.timestamp).utcoffset()
         == datetime.fromisoformat(expected).astimezone(zone).utcoffset()
     )
+
+
+MONOLOG = (  # Monolog's LineFormatter as Laravel writes storage/logs/laravel.log (the shape)
+    '[2026-12-04 11:19:06] local.INFO: Page Access {"path":"/","method":"GET"} \n'
+    "[2026-12-04 11:19:07] production.ERROR: Target class [Cors] does not exist. "
+    '{"exception":"[object] (Illuminate\\\\Contracts\\\\Container\\\\BindingResolutionException'
+    "(code: 0): Target class [Cors] does not exist. at /var/www/app/Container.php:914)\n"
+    "[stacktrace]\n"
+    "#0 /var/www/app/Container.php(795): Illuminate\\\\Container\\\\Container->build('Cors')\n"
+    "#1 [internal function]: Illuminate\\\\Pipeline\\\\Pipeline->then(Object(Closure))\n"
+    "#2 {main}\n"
+    "\n"
+    '[previous exception] [object] (ReflectionException(code: -1): Class \\"Cors\\" does '
+    "not exist at /var/www/app/Container.php:912)\n"
+    "[stacktrace]\n"
+    "#0 {main}\n"
+    '"} \n'
+    "[2026-12-04 11:19:08] local.EMERGENCY: Unable to create configured logger. [] []\n"
+    "[2026-12-04 11:19:09] local.WARNING: Disk almost full [] []\n"
+)
+
+
+def test_monolog_lines_have_their_level_and_channel_and_a_trace_joins_its_record(
+    tmp_path: Path,
+) -> None:
+    # Laravel's and Symfony's default: `[%datetime%] %channel%.%level_name%: %message% ...`;
+    # before, under `plain`, no record had a level (`level:ERROR` found nothing) and every
+    # line of a stack trace was a line not in the format
+    (tmp_path / "laravel.log").write_text(MONOLOG)
+    os.utime(tmp_path / "laravel.log", (NOW - 60, NOW - 60))
+    source = file_source(tmp_path, "plain", ["laravel.log"], now=NOW)
+    every = search(source, "", lookback=1440)
+    assert every.match_count == 4 and not every.unparsed_lines
+    levels = [(r.level, r.fields.get("logger"), r.fields.get("level_name")) for r in every.records]
+    assert sorted(levels, key=str) == sorted(
+        [("INFO", "local", None), ("ERROR", "production", None), ("FATAL", "local", "EMERGENCY"),
+         ("WARN", "local", "WARNING")], key=str,
+    )  # fmt: skip
+    (error,) = search(source, "level:ERROR", lookback=1440).records
+    assert error.message.startswith("Target class [Cors] does not exist.")
+    assert "#2 {main}" in error.message and error.message.rstrip().endswith('"}')
+    assert search(source, "level:FATAL", lookback=1440).match_count == 1

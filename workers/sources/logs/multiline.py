@@ -59,6 +59,11 @@ class Continued(NamedTuple):
 _CONTINUATION: Final = re.compile(
     r"\s|Caused by:|Suppressed:|Traceback \(|\.\.\. \d+ (?:more|common frames omitted)"
     r"|[\w$]+(?:\.[\w$]+)+(?::|$)|[A-Z]\w*(?:Error|Exception|Warning|Exit|Interrupt)\b(?::|$)"
+    # PHP's trace (`Throwable::getTraceAsString`) as Monolog writes it in a record's context:
+    # `[stacktrace]`, `#0 /app/X.php(795): f()`, `#1 [internal function]: g()`, `#2 {main}`,
+    # `[previous exception] [object] (...)`, the context's closing `"} `; PHP's `Stack trace:`
+    r"|\[stacktrace\]$|\[previous exception\] |Stack trace:$|\"\} ?$"
+    r"|#\d+ (?:\{main\}$|\[internal function\]: |[^(]{1,500}\(\d+\): )"
 )
 # A crash without a time of its own (module docstring) and the lines of a Go goroutine dump.
 _CRASH: Final = re.compile(

@@ -53,7 +53,7 @@ TEXT_FORMAT_FIELDS: Final[dict[str, tuple[str, ...]]] = {
 TEXT_FORMAT_FIELDS["nginx_access"] = TEXT_FORMAT_FIELDS["apache_access"]
 
 _LEVEL_WORD: Final = (
-    r"TRACE|DEBUG|INFO|NOTICE|WARN(?:ING)?|ERROR|SEVERE|FATAL|CRIT(?:ICAL)?|ALERT|EMERG"
+    r"TRACE|DEBUG|INFO|NOTICE|WARN(?:ING)?|ERROR|SEVERE|FATAL|CRIT(?:ICAL)?|ALERT|EMERG(?:ENCY)?"
     r"|FINE(?:R|ST)?|CONFIG|Note|Warning|trace|debug|info|notice|warn(?:ing)?|error|fatal|critical"
     r"|TRC|DBG|INF|WRN|ERR|FTL|VRB"  # zerolog, Serilog, NATS
 )
@@ -77,7 +77,8 @@ _PLAIN: Final = re.compile(  # MariaDB: `2024-01-15 10:15:30 0 [Note] ...` (a th
     # then a thread id (MariaDB) or `[pid]` (gunicorn), the level, its process (Celery's
     # `[2026-12-04 20:15:28,123: INFO/MainProcess]`)
     r"\[?" + STAMP + r"\]?:?(?:\s+(?:\d+\s+|\[(?P<pid_after>\d{1,10})\]\s+"
-    r"|-\s+(?P<logger>[\w.$-]{1,120})\s+-\s+)?[\[<(]?"  # Python's `%(asctime)s - %(name)s - `
+    r"|-\s+(?P<logger>[\w.$-]{1,120})\s+-\s+"  # Python's `%(asctime)s - %(name)s - `
+    r"|(?P<channel>[\w-]{1,60})\.(?=[A-Z]+: ))?[\[<(]?"  # Monolog's `%channel%.%level_name%: `
     r"(?P<level>" + _LEVEL_WORD + r")\b(?:/(?P<process>[\w.:-]{1,80}))?[\]>)]?:?(?:\s+-(?=\s))?)?"
     r"\s*(?P<message>.*)",
     re.S,
@@ -192,7 +193,7 @@ def _plain(zone: tzinfo, now_ms: int, time_format: str) -> Head:
                 fields["pid"] = pid
             if process := found.group("process"):
                 fields["process"] = process
-            if logger := found.group("logger"):
+            if logger := found.group("logger") or found.group("channel"):
                 fields["logger"] = logger
             return text_entry(epoch, found.group("level"), found.group("message"), fields)
 
