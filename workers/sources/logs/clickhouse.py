@@ -225,7 +225,8 @@ class ClickhouseLogSource:
         """Compile, then run the two statements in a thread under the call's deadline; a
         cancel abandons the thread at once and kills the statements in the engine."""
         query = parse_log_query(request.query)
-        check_fields(query, request.topic, tuple(self.topics[request.topic].fields))
+        fields = tuple(self.topics[request.topic].fields)
+        check_fields(query, request.topic, fields, frozenset(fields))  # attributes: any type
         seconds = remaining_seconds(self.config.scan.max_seconds)
         if seconds <= 0:
             raise SourceError(ErrorCode.TIMEOUT, "no time was left to run the query")

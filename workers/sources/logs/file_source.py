@@ -58,6 +58,8 @@ FORMAT_FIELDS: Final[dict[str, tuple[str, ...]]] = {
     "mysql_slow": ("db_instance", "thread_id", "rows_affected", "schema", "db_user"),
     **{name: (*fields, "level_name") for name, fields in TEXT_FORMAT_FIELDS.items()},
 }
+# Of those, the ones that hold numbers (a query may compare them: `bytes:>100000`).
+FORMAT_NUMBERS: Final = frozenset({"bytes", "rows_affected", "thread_id", "fields_dropped"})
 
 
 @dataclass
@@ -95,15 +97,20 @@ class FileLogSource:
         self.zone = zone_of(entry.timezone or config.timezone)
         self.sources = entry.file_sources()
         names: dict[str, None] = {}
+        comparable: set[str] = set()
         for source in self.sources:
             names.update(dict.fromkeys((*source.fields, *FORMAT_FIELDS[source.format])))
             names.update(dict.fromkeys(source.regex_fields()))
+            # the operator's own fields may hold numbers; a format's, those it writes as such
+            comparable.update(source.fields, source.regex_fields())
+            comparable.update(FORMAT_NUMBERS.intersection(FORMAT_FIELDS[source.format]))
         self.extra_fields = tuple(names)
+        self.comparable = frozenset(comparable)
 
     async def fetch(self, request: QueryLogsRequest) -> LogsUpstream:
         """Parse, check, then scan under the deadline; `SourceError` on any failure."""
         query = parse_log_query(request.query)
-        check_fields(query, request.topic, self.extra_fields)
+        check_fields(query, request.topic, self.extra_fields, self.comparable)
         when = call_time()  # the window admission recorded
         end_ms = None if when is None else when.end_ms
         return await run_stoppable(
