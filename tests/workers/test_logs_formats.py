@@ -592,3 +592,31 @@ def test_monolog_lines_have_their_level_and_channel_and_a_trace_joins_its_record
     assert error.message.startswith("Target class [Cors] does not exist.")
     assert "#2 {main}" in error.message and error.message.rstrip().endswith('"}')
     assert search(source, "level:FATAL", lookback=1440).match_count == 1
+
+
+def test_postgresql_statement_durations_are_duration_ms(tmp_path: Path) -> None:
+    # `log_min_duration_statement` writes a statement's time in the server log (the shape of
+    # Debian's 9.6 with `%m [%p] %q%u@%d `); before, no record had `duration_ms`, so
+    # `duration_ms:>30` over a slow-query topic answered NO_EVIDENCE beside a 37 ms statement
+    (tmp_path / "pg.log").write_text(
+        "2026-12-04 11:36:42.616 UTC [4973] LOG:  database system is ready to accept connections\n"
+        "2026-12-04 11:36:43.557 UTC [4983] postgres@shop LOG:  duration: 37.118 ms  statement: "
+        'SELECT d.datname as "Name",\n'
+        '\t       pg_catalog.pg_get_userbyid(d.datdba) as "Owner"\n'
+        "\tFROM pg_catalog.pg_database d;\n"
+        "2026-12-04 11:39:40.147 UTC [5502] postgres@shop LOG:  duration: 0.765 ms  statement: "
+        "select id from clients;\n"
+        "2026-12-04 11:40:02.001 UTC [5502] postgres@shop LOG:  duration: 1204.5 ms  execute "
+        "<unnamed>: SELECT * FROM orders WHERE id = $1\n"
+        "2026-12-04 11:40:03.001 UTC [5502] postgres@shop LOG:  duration: 3.2 ms\n"
+    )
+    os.utime(tmp_path / "pg.log", (NOW - 60, NOW - 60))
+    source = file_source(
+        tmp_path, "postgresql", ["pg.log"], now=NOW, topic=Topic.DATABASE_SLOW_QUERY
+    )
+    slow = search(source, "duration_ms:>30", lookback=1440)
+    assert sorted(r.fields["duration_ms"] for r in slow.records) == [37.118, 1204.5]
+    assert search(source, "duration_ms:<1", lookback=1440).match_count == 1
+    assert search(source, "duration_ms:*", lookback=1440).match_count == 4
+    app = file_source(tmp_path, "postgresql", ["pg.log"], now=NOW)  # APPLICATION names it too
+    assert search(app, "duration_ms:>=1000", lookback=1440).match_count == 1

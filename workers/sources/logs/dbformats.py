@@ -5,7 +5,8 @@
   its `DETAIL:`, `HINT:`, `STATEMENT:`, `CONTEXT:`, `QUERY:` and `LOCATION:` lines join the
   report before them (`multiline.Continued`); the zone it writes (`UTC`, `+08`, an
   abbreviation of one offset: `PDT`, `CEST`, `JST`, `stamps.ZONE_ABBREVIATIONS`) is read,
-  another abbreviation (`CST`, `IST`: several offsets) is the topic's `timezone`;
+  another abbreviation (`CST`, `IST`: several offsets) is the topic's `timezone`; a
+  statement's time (`duration: 37.118 ms  statement: ...`) is the field `duration_ms`;
 - `redis`: the Redis server's log (`pid:role dd Mon yyyy hh:mm:ss.mmm <level> message`; `.`
   debug, `-` verbose, `*` notice, `#` warning).
 """
@@ -35,6 +36,8 @@ _POSTGRESQL: Final = re.compile(
     r"|(?P<more>DETAIL|HINT|QUERY|CONTEXT|STATEMENT|LOCATION)):  (?P<message>.*)",
     re.S,
 )
+# `log_min_duration_statement` / `log_duration`: `duration: 37.118 ms  statement: ...`
+_PG_DURATION: Final = re.compile(r"duration: (\d{1,12}(?:\.\d{1,6})?) ms\b")
 _PG_USER_DB: Final = re.compile(
     r"(?:user=(?P<u1>[^,\s]*),\s*db=(?P<d1>[^,\s]*))|(?P<u2>[^@\s\[\]]*)@(?P<d2>[^\s\[\]]+)"
 )
@@ -78,6 +81,8 @@ def postgresql_head(zone: tzinfo, now_ms: int) -> Head:
                     fields["user"] = user
                 if database:
                     fields["database"] = database
+            if took := _PG_DURATION.match(found.group("message")):  # a statement's time
+                fields["duration_ms"] = float(took.group(1))
             more = found.group("more")
             if more:  # a report's part with no report before it (the file was cut there)
                 return text_entry(epoch, None, f"{more}:  {found.group('message')}", fields)

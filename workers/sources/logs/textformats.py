@@ -45,7 +45,7 @@ TEXT_FORMAT_FIELDS: Final[dict[str, tuple[str, ...]]] = {
                       "referer", "user_agent"),
     "klog": ("pid", "source", "exception"),
     "oslo": ("pid", "logger", "request_id", "exception"),
-    "postgresql": ("pid", "user", "database"),
+    "postgresql": ("pid", "user", "database", "duration_ms"),
     "redis": ("pid", "role"),
     "plain": ("pid", "process", "logger", "exception", "source"),
     "regex": ("exception",),
