@@ -620,3 +620,35 @@ def test_postgresql_statement_durations_are_duration_ms(tmp_path: Path) -> None:
     assert search(source, "duration_ms:*", lookback=1440).match_count == 4
     app = file_source(tmp_path, "postgresql", ["pg.log"], now=NOW)  # APPLICATION names it too
     assert search(app, "duration_ms:>=1000", lookback=1440).match_count == 1
+
+
+def test_colour_codes_in_a_text_log_are_not_part_of_its_lines(tmp_path: Path) -> None:
+    # A program that colours its lines (SGR escapes) when it writes a file, or whose terminal
+    # output was captured: before, no line was in its format (a syslog line starting with an
+    # escape) and a word split by an escape (`dis<ESC>[41mconnect`) was not found
+    (tmp_path / "colour.log").write_bytes(
+        b"\x1b[0m\x1b[32mDec  4 \x1b[0m\x1b[1m\x1b[33m11:24:04\x1b[0m\x1b[31m mac \x1b[0m"
+        b"\x1b[1m\x1b[31mAMPDeviceDiscoveryAgent\x1b[0m\x1b[1m\x1b[34m[17600]\x1b[0m: Can't "
+        b"handle dis\x1b[0m\x1b[41mconnect\x1b[0m with invalid ecid\x1b[0m\n"
+        b"\x1b[32m2026-12-04 11:25:00\x1b[0m \x1b[31mERROR\x1b[0m payment failed\n"
+    )
+    os.utime(tmp_path / "colour.log", (NOW - 60, NOW - 60))
+    syslog = search(file_source(tmp_path, "syslog", ["colour.log"], now=NOW), "disconnect")
+    (found,) = syslog.records
+    assert found.message == "Can't handle disconnect with invalid ecid"
+    assert found.fields["app"] == "AMPDeviceDiscoveryAgent" and found.fields["pid"] == "17600"
+    plain = search(file_source(tmp_path, "plain", ["colour.log"], now=NOW), "level:ERROR")
+    assert [r.message for r in plain.records] == ["payment failed"]
+
+
+def test_a_coloured_file_last_written_before_the_window_is_chosen_by_its_records(
+    tmp_path: Path,
+) -> None:
+    # the peek that chooses files reads the records' times as the scan does: a coloured
+    # file copied with an old mtime over records in the window is read
+    (tmp_path / "colour.log").write_bytes(
+        b"\x1b[32m2026-12-04 11:50:00\x1b[0m \x1b[31mERROR\x1b[0m payment failed\n"
+    )
+    os.utime(tmp_path / "colour.log", (NOW - 86_400, NOW - 86_400))
+    source = file_source(tmp_path, "plain", ["colour.log"], now=NOW)
+    assert search(source, "level:ERROR").match_count == 1

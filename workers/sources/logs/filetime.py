@@ -33,7 +33,7 @@ from workers.sources.logs.compression import (
     decompressed,
     read_before_damage,
 )
-from workers.sources.logs.files import LogFile, Reader
+from workers.sources.logs.files import LogFile, Reader, without_colour
 from workers.sources.logs.formats import LineParser
 from workers.sources.logs.records import format_ms
 
@@ -159,10 +159,13 @@ class FileTimes:
                 if not damage_of(exc, codec):
                     raise
                 return None
+        full = len(data) == _PEEK
+        if b"\x1b" in data:  # as the scan reads its lines
+            data = without_colour(data)
         lines = data.decode("utf-8", "replace").splitlines(keepends=True)
         if last and file.size > _PEEK:
             lines = lines[1:]  # the first is cut
-        elif not last and len(data) == _PEEK:
+        elif not last and full:
             lines = lines[:-1]  # the last may be cut
         return _first_time(lines, parser(), last)
 
