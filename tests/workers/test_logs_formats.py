@@ -652,3 +652,21 @@ def test_a_coloured_file_last_written_before_the_window_is_chosen_by_its_records
     os.utime(tmp_path / "colour.log", (NOW - 86_400, NOW - 86_400))
     source = file_source(tmp_path, "plain", ["colour.log"], now=NOW)
     assert search(source, "level:ERROR").match_count == 1
+
+
+def test_plain_reads_a_level_written_after_the_time_and_a_colon(tmp_path: Path) -> None:
+    # Python's `%(asctime)s:%(levelname)s:%(name)s:%(message)s` and its kin; before, no level
+    # (`level:WARN` found nothing beside the WARN line)
+    (tmp_path / "app.log").write_text(
+        "2026-12-04 11:22:40,672:DEBUG:foo bar baz\n"
+        "2026-12-04 11:56:38,344:WARN:shop.orders:pool at 90%\n"
+        "2026-12-04T11:57:52.071:ERROR:com.root:Response refused\n"
+    )
+    os.utime(tmp_path / "app.log", (NOW - 60, NOW - 60))
+    source = file_source(tmp_path, "plain", ["app.log"], now=NOW)
+    levels = [(r.level, r.message) for r in search(source, "").records]
+    assert sorted(levels) == [
+        ("DEBUG", "foo bar baz"),
+        ("ERROR", "com.root:Response refused"),
+        ("WARN", "shop.orders:pool at 90%"),
+    ]

@@ -76,7 +76,10 @@ _PLAIN: Final = re.compile(  # MariaDB: `2024-01-15 10:15:30 0 [Note] ...` (a th
     r"(?:\[(?P<pid>\d{1,10})\] )?"  # nats-server: `[2986] 2026/12/04 19:33:23.069006 [INF] ...`
     # then a thread id (MariaDB) or `[pid]` (gunicorn), the level, its process (Celery's
     # `[2026-12-04 20:15:28,123: INFO/MainProcess]`)
-    r"\[?" + STAMP + r"\]?:?(?:\s+(?:\d+\s+|\[(?P<pid_after>\d{1,10})\]\s+"
+    # `time:LEVEL:` too (Python's `%(asctime)s:%(levelname)s:...`): the colon is the space
+    r"\[?"
+    + STAMP
+    + r"\]?:?(?:(?:\s+|(?<=\d:)(?=[A-Za-z]+:))(?:\d+\s+|\[(?P<pid_after>\d{1,10})\]\s+"
     r"|-\s+(?P<logger>[\w.$-]{1,120})\s+-\s+"  # Python's `%(asctime)s - %(name)s - `
     r"|(?P<channel>[\w-]{1,60})\.(?=[A-Z]+: ))?[\[<(]?"  # Monolog's `%channel%.%level_name%: `
     r"(?P<level>" + _LEVEL_WORD + r")\b(?:/(?P<process>[\w.:-]{1,80}))?[\]>)]?:?(?:\s+-(?=\s))?)?"
