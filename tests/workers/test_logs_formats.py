@@ -670,3 +670,31 @@ def test_plain_reads_a_level_written_after_the_time_and_a_colon(tmp_path: Path) 
         ("ERROR", "com.root:Response refused"),
         ("WARN", "shop.orders:pool at 90%"),
     ]
+
+
+def test_an_access_lines_fields_beyond_combined_are_kept_as_text(tmp_path: Path) -> None:
+    # Common variants of the combined format (the shapes): Apache's `%D` between the size and
+    # the referer, lighttpd's extra byte counts, nginx's `"$http_x_forwarded_for"
+    # $request_time $upstream_response_time` after the user agent. Before, the referer and
+    # user agent were lost when anything stood before them and everything after the combined
+    # part was dropped uncounted: a query for the agent answered NO_EVIDENCE
+    (tmp_path / "access.log").write_text(
+        '192.0.2.9 - - [04/Dec/2026:11:28:24 +0000] "GET /prefix HTTP/1.1" 304 - 3551 "-" '
+        '"Mozilla/5.0"\n'
+        '198.51.100.71 192.0.2.5 - [04/Dec/2026:11:43:02 +0000] "GET /group.cache.asc '
+        'HTTP/1.0" 200 191 367 464 1 "-" "nsscache_0.12"\n'
+        '203.0.113.7 - - [04/Dec/2026:11:50:00 +0000] "POST /api/pay HTTP/1.1" 504 167 "-" '
+        '"okhttp/4.9" "10.1.2.3" 60.001 60.000\n'
+        '203.0.113.8 - - [04/Dec/2026:11:51:00 +0000] "GET / HTTP/1.1" 200 5 "-" "curl/8"\n'
+    )
+    os.utime(tmp_path / "access.log", (NOW - 60, NOW - 60))
+    source = file_source(tmp_path, "nginx_access", ["access.log"], now=NOW)
+    assert search(source, "Mozilla").match_count == 1
+    (lighttpd,) = search(source, "nsscache").records
+    assert lighttpd.fields["user_agent"] == "nsscache_0.12"
+    assert lighttpd.fields["extra"] == "367 464 1"
+    (slow,) = search(source, '"60.001"').records
+    assert slow.fields["user_agent"] == "okhttp/4.9" and slow.fields["http_status"] == 504
+    assert slow.fields["extra"] == '"10.1.2.3" 60.001 60.000'
+    (plain,) = search(source, "curl").records
+    assert "extra" not in plain.fields

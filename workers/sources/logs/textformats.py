@@ -42,7 +42,7 @@ TEXT_FORMAT_FIELDS: Final[dict[str, tuple[str, ...]]] = {
     "apache_error": ("module", "pid", "client", "exception"),
     "nginx_error": ("pid", "connection", "client", "exception"),
     "apache_access": ("client", "user", "method", "uri", "protocol", "http_status", "bytes",
-                      "referer", "user_agent"),
+                      "referer", "user_agent", "extra"),
     "klog": ("pid", "source", "exception"),
     "oslo": ("pid", "logger", "request_id", "exception"),
     "postgresql": ("pid", "user", "database", "duration_ms"),
@@ -99,7 +99,11 @@ _NGINX_CLIENT: Final = re.compile(r", client: ([^,\s]+)")
 _ACCESS: Final = re.compile(
     r"(?P<client>\S+) \S+ (?P<user>\S+) \[" + STAMP + r'\] "(?P<request>(?:[^"\\]|\\.)*)"'
     r" (?P<status>\d{3}|-) (?P<bytes>\d+|-)"
-    r'(?: "(?P<referer>(?:[^"\\]|\\.)*)" "(?P<agent>(?:[^"\\]|\\.)*)")?',
+    # what a custom LogFormat adds: before the referer (Apache's `%D`, lighttpd's byte
+    # counts) and after the user agent (nginx's `"$http_x_forwarded_for" $request_time`)
+    r'(?P<between>(?: [^\s"]+){0,16})'
+    r'(?: "(?P<referer>(?:[^"\\]|\\.)*)" "(?P<agent>(?:[^"\\]|\\.)*)")?'
+    r"(?P<after>.*)",
     re.S,
 )
 _REQUEST: Final = re.compile(r"(\S+) (\S+)(?: (\S+))?")
@@ -279,6 +283,8 @@ def _access(zone: tzinfo, now_ms: int) -> Head:
                 fields["referer"] = referer
             if agent not in (None, "-"):
                 fields["user_agent"] = agent
+            if extra := f"{found.group('between')}{found.group('after')}".strip():
+                fields["extra"] = extra  # kept as written: searchable, never dropped
             level = (
                 ""
                 if code is None
