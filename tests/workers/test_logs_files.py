@@ -214,6 +214,22 @@ def iso_at(epoch_s: float) -> str:
             "files",
         ),
         ({"reqId": "r", "level": 1, "time": iso(60), "message": "m"}, "INFO", "m", ""),
+        # log4j2's JsonLayout: `instant` in epoch seconds and nanoseconds; before, no time
+        # read, every line "not in the format" (an EXECUTION error)
+        (
+            {
+                "instant": {"epochSecond": int(NOW - 60), "nanoOfSecond": 484000000},
+                "thread": "main",
+                "level": "WARN",
+                "loggerName": "com.shop.Orders",
+                "message": "m",
+                "endOfBatch": False,
+                "loggerFqcn": "org.apache.logging.log4j.spi.AbstractLogger",
+            },
+            "WARN",
+            "m",
+            "",
+        ),
     ],
 )
 def test_json_field_names_of_common_producers(

@@ -40,7 +40,7 @@ __all__ = ["LineParser", "field_name", "level_of", "make_parser", "parse_time"]
 # MongoDB's (4.4+) `{"t":{"$date":...},"s":"W",...}`, whose `s` is read only beside that `t`.
 TIME_KEYS: Final = (
     "timestamp", "@timestamp", "time", "ts", "Timestamp", "t", "date", "__REALTIME_TIMESTAMP",
-    "t.$date", "datetime",
+    "t.$date", "datetime", "instant.epochSecond",
 )  # fmt: skip
 LEVEL_KEYS: Final = (
     "level", "log.level", "severity", "SeverityText", "levelname", "lvl", "PRIORITY",
@@ -206,6 +206,9 @@ class _Mapped:
 
     def entry(self, flat: dict[str, Any]) -> Entry | None:
         time_key, when = self._pick(flat, "time", TIME_KEYS)
+        if time_key == "instant.epochSecond" and _is_int(when):  # log4j2's JsonLayout
+            nanos = flat.pop("instant.nanoOfSecond", 0)
+            when = when + nanos / 1e9 if _is_int(nanos) else when
         epoch = parse_time(when, self.zone, self.unit) if when is not None else None
         if epoch is None:
             return None
