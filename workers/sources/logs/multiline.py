@@ -68,7 +68,11 @@ _CONTINUATION: Final = re.compile(
 # A crash without a time of its own (module docstring) and the lines of a Go goroutine dump.
 _CRASH: Final = re.compile(
     r"(?P<go>panic|fatal error): |Exception in thread \"[^\"]*\" (?P<java>[\w$]+(?:\.[\w$]+)*)"
+    r"|(?P<python>Traceback \(most recent call last\):$)"  # Python's uncaught exception
 )
+# The line that ends a Python traceback and names its exception (`ConnectionError: ...`,
+# `requests.exceptions.ConnectTimeout: ...`, `KeyboardInterrupt`), not indented.
+_PYTHON_RAISED: Final = re.compile(r"([A-Za-z_][\w]*(?:\.[A-Za-z_][\w]*)*)(?::|$)")
 _GO_DUMP: Final = re.compile(
     r"\[signal |goroutine \d+ .*\]:$|created by |exit status \d+$|\.\.\.additional frames elided"
     r"|runtime stack:$"  # a fatal error's stack of the runtime itself (stack overflow)
@@ -91,6 +95,7 @@ class Crash(NamedTuple):
     level: str
     exception: str
     go: bool
+    last: bool = False  # the exception is named on its last line (Python): `python_raised`
 
 
 def crash_of(text: str) -> Crash | None:
@@ -101,7 +106,15 @@ def crash_of(text: str) -> Crash | None:
     go = found.group("go")
     if go is not None:
         return Crash("FATAL", go, True)
+    if found.group("python") is not None:
+        return Crash("ERROR", "Traceback", False, True)
     return Crash("ERROR", found.group("java"), False)
+
+
+def python_raised(text: str) -> str | None:
+    """The exception a line of a Python traceback names when it is its last line, or None."""
+    found = _PYTHON_RAISED.match(text)
+    return found.group(1) if found is not None and found.group(1) != "Traceback" else None
 
 
 def go_runtime(text: str) -> bool:
