@@ -214,6 +214,15 @@ def iso_at(epoch_s: float) -> str:
             "files",
         ),
         ({"reqId": "r", "level": 1, "time": iso(60), "message": "m"}, "INFO", "m", ""),
+        # Serilog's compact JSON (CLEF, .NET): `@t`, `@l` (absent: Information), the
+        # rendered `@m` or the template `@mt`; before, no time read (an EXECUTION error)
+        (
+            {"@t": iso(60), "@mt": "Order {OrderId} failed", "@l": "Error", "OrderId": 42},
+            "ERROR",
+            "Order {OrderId} failed",
+            "",
+        ),
+        ({"@t": iso(60), "@m": "Started", "@mt": "Started"}, "INFO", "Started", ""),
         # log4j2's JsonLayout: `instant` in epoch seconds and nanoseconds; before, no time
         # read, every line "not in the format" (an EXECUTION error)
         (
@@ -371,3 +380,17 @@ def test_gzip_archives_are_read(tmp_path: Path) -> None:
     logging.getLogger(__name__).debug("archive written")
     found = search(file_source(tmp_path, "jsonl", ["a.jsonl*"], now=NOW), "archive")
     assert found.match_count == 1
+
+
+def test_serilog_clef_exception_is_the_exception_field(tmp_path: Path) -> None:
+    line = {
+        "@t": iso(60),
+        "@mt": "Payment for {OrderId} failed",
+        "@l": "Error",
+        "@x": "System.InvalidOperationException: gateway refused\n   at Shop.Pay() in Pay.cs:31",
+        "OrderId": "o-1042",
+    }
+    (tmp_path / "app.clef").write_text(json.dumps(line) + "\n")
+    source = file_source(tmp_path, "jsonl", ["app.clef"], now=NOW)
+    (found,) = search(source, "exception:InvalidOperationException").records
+    assert found.level == "ERROR" and found.fields["OrderId"] == "o-1042"

@@ -40,12 +40,14 @@ __all__ = ["LineParser", "field_name", "level_of", "make_parser", "parse_time"]
 # MongoDB's (4.4+) `{"t":{"$date":...},"s":"W",...}`, whose `s` is read only beside that `t`.
 TIME_KEYS: Final = (
     "timestamp", "@timestamp", "time", "ts", "Timestamp", "t", "date", "__REALTIME_TIMESTAMP",
-    "t.$date", "datetime", "instant.epochSecond",
+    "t.$date", "datetime", "instant.epochSecond", "@t",
 )  # fmt: skip
 LEVEL_KEYS: Final = (
-    "level", "log.level", "severity", "SeverityText", "levelname", "lvl", "PRIORITY",
+    "level", "log.level", "severity", "SeverityText", "levelname", "lvl", "PRIORITY", "@l",
 )  # fmt: skip
-MESSAGE_KEYS: Final = ("message", "msg", "event", "Body", "@message", "log", "MESSAGE")
+MESSAGE_KEYS: Final = (
+    "message", "msg", "event", "Body", "@message", "log", "MESSAGE", "@m", "@mt",
+)  # fmt: skip
 SERVICE_KEYS: Final = (
     "service", "service.name", "ServiceName", "app", "application", "name", "SYSLOG_IDENTIFIER",
     "_SYSTEMD_UNIT",
@@ -228,6 +230,10 @@ class _Mapped:
             level_key, level = "level_name", flat.pop("level_name")  # Monolog: 400, "ERROR"
         elif _is_int(level) and 0 <= level <= 4 and "reqId" in flat:
             level = _NEXTCLOUD[level]  # Nextcloud's and ownCloud's 0..4 (bunyan's start at 10)
+        if level is None and time_key == "@t":  # Serilog's CLEF: no `@l` is Information
+            level_key, level = "@l", "INFO"
+        if time_key == "@t" and "@x" in flat:  # CLEF's exception, its type and stack
+            flat.setdefault("exception", flat.pop("@x"))
         if level is None:
             for key in ("SeverityNumber", "level_value"):
                 if key in flat:
