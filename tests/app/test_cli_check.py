@@ -3,6 +3,7 @@ any worker serves it: what each file reads as, what does not, and the format tha
 
 from __future__ import annotations
 
+import calendar
 import json
 import os
 import shutil
@@ -338,3 +339,36 @@ def test_a_refused_source_names_its_path_and_why_not_zero_files(tmp_path: Path, 
     target = odd if kind == "fifo" else tmp_path / "elsewhere.log"
     assert f"not listed: {target}: {why}: the source is refused" in done.stdout, done.stdout
     assert "0 files match" not in done.stdout
+
+
+def test_a_yearless_file_is_dated_by_its_last_write_and_records_after_it_are_said(
+    tmp_path: Path,
+) -> None:
+    # An old syslog (mtime a year back): its records cannot be later than its last write, so
+    # `Nov  3` is that year's, not this year's (before: shown as this year's, "reads well").
+    # A file whose records lie hours after its own last write is read in a wrong zone (local
+    # time written without one): said, where only records after *now* were before.
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    now = calendar.timegm((2026, 12, 5, 3, 0, 0))  # 2026-12-05T03:00Z
+    (logs / "messages").write_text(
+        "Nov  3 09:23:38 veridian automount[7998]: lookup(file): lookup for foobar failed\n"
+    )
+    last_year = calendar.timegm((2025, 11, 4, 0, 0, 0))  # its last write, the next day
+    os.utime(logs / "messages", (last_year, last_year))
+    (logs / "app.log").write_text("2026-12-04 18:00:00 ERROR written in +08:00\n")
+    written = now - 17 * 3600  # 2026-12-04T10:00Z, when the line (18:00 at +08:00) was written
+    os.utime(logs / "app.log", (written, written))
+    config = parse_logs_config(
+        f'roots = ["{logs}"]\n[topics.SYSTEM_EVENTS]\nbackend = "file"\nformat = "syslog"\n'
+        f'paths = ["{logs}/messages"]\n[topics.APPLICATION]\nbackend = "file"\n'
+        f'format = "plain"\npaths = ["{logs}/app.log"]\n'
+    )
+    system, app = sorted(check_logs(config, now), key=lambda t: t.topic, reverse=True)
+    (messages,) = system.sources[0].files
+    assert messages.first == "2025-11-03T09:23:38.000Z"
+    assert system.problems() == []
+    assert app.problems() == [
+        f"APPLICATION: {logs}/app.log: 1 records dated after the file was last written "
+        "(8.0 h after its mtime 2026-12-04T10:00:00.000Z: check timezone)"
+    ]
