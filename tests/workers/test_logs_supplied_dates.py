@@ -1,6 +1,6 @@
-"""A post-mortem over logs whose stamps lack a year or a date (RFC 3164 syslog, log4j2's
-`HH:mm:ss.SSS`): the year or date is supplied from the window's end, in the scan *and* in the
-peek that chooses the files, so the same file is read the same way whatever its mtime.
+"""Logs whose stamps lack a year or a date (RFC 3164 syslog, log4j2's `HH:mm:ss.SSS`): the
+year or date is supplied from the window's end, or the file's last write when earlier (its
+records are not later than it), in the scan *and* in the peek that chooses the files.
 
 Before, the peek supplied them from the wall clock: a syslog file of last year, last written
 after the incident (as a log goes on being written), was dated this year by the peek, ruled
@@ -78,5 +78,35 @@ def test_a_peek_cached_for_one_end_is_not_used_for_another(tmp_path: Path) -> No
     when = at("2025-11-04T00:00:00+00:00") / 1000
     os.utime(path, (when, when))
     assert search(source, "failed", lookback=60).match_count == 0  # now: 2026-12-05
-    assert pinned(source, "failed", at("2026-11-03T10:00:00+00:00")) == 1
+    # last written 2025-11-04: it holds no record of 2026-11-03
+    assert pinned(source, "failed", at("2026-11-03T10:00:00+00:00")) == 0
     assert pinned(source, "failed", at("2025-11-03T10:00:00+00:00")) == 1
+
+
+@pytest.mark.parametrize(
+    ("fmt", "line", "mtime"),
+    [
+        # a rotation kept a year (`rotate 52`): its `Dec  5 02:30:00` is last year's
+        ("syslog", "Dec  5 02:30:00 oldhost kernel: EXT4-fs error: disk failure on sda1\n",
+         "2025-12-06T00:00:00+00:00"),
+        # a clock-only log4j2 file last written three days ago: its 02:30 is that day's
+        ("log4j", "02:30:00.101 [main] ERROR com.shop.Disk - disk failure on sda1\n",
+         "2026-12-02T03:00:00+00:00"),
+    ],
+)  # fmt: skip
+def test_an_old_files_stamps_are_not_dated_into_todays_window(
+    tmp_path: Path, fmt: str, line: str, mtime: str
+) -> None:
+    """A stamp without a year or a date is dated no later than its file's last write: before,
+    from the wall clock, a year-old rotated syslog line was answered as evidence of the last
+    hour ("disk failure" 30 minutes ago)."""
+    path = tmp_path / "old.log"
+    path.write_text(line)
+    when = at(mtime) / 1000
+    os.utime(path, (when, when))
+    source = file_source(tmp_path, fmt, ["old.log"], now=NOW)  # 2026-12-05T03:00Z
+    assert search(source, '"disk failure"', lookback=60).match_count == 0
+    written = datetime.fromtimestamp(when, UTC)
+    day_of = written.replace(hour=3, minute=0) if fmt == "log4j" else written.replace(day=5)
+    end = int(day_of.replace(hour=3, minute=0, second=0).timestamp() * 1000)
+    assert pinned(source, '"disk failure"', end) == 1  # its own day, pinned, finds it

@@ -206,8 +206,11 @@ class FileLogSource:
     ) -> None:
         """One file: its records, and its unparsed lines as text when the query allows."""
         zone = zone_of(source.timezone) if source.timezone else self.zone
+        # a year or a date a stamp lacks: the latest not after the window's end nor after the
+        # file's last write (a year-old rotation's `Dec  5 02:30` is not this morning's)
+        dated = min(watch.end, file.mtime_ms)
         parser = make_parser(
-            source.format, source.fields, zone, source.service, source.time_unit, watch.end,
+            source.format, source.fields, zone, source.service, source.time_unit, dated,
             file.real, source.pattern, source.time_format,
         )  # fmt: skip
         may_match = prefilter.may_match if prefilter.active else None
@@ -281,8 +284,8 @@ class FileLogSource:
         chosen = self.sources[0] if source is None else source
         seen = watch.inside_window if watch is not None else (lambda _: None)
 
-        def parser() -> LineParser:  # a missing year or date supplied as the scan does
-            return self._parser(chosen, window[1])
+        def parser(dated_ms: int) -> LineParser:  # a missing year or date: as the scan's
+            return self._parser(chosen, dated_ms)
 
         def needed(file: LogFile) -> bool:
             if flag.expired():

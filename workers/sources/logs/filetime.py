@@ -174,31 +174,37 @@ class FileTimes:
         file: LogFile,
         window: tuple[int, int],
         reader: Reader,
-        parser: Callable[[], LineParser],
+        parser: Callable[[int], LineParser],
         seen: Callable[[int], object] = lambda _: None,
     ) -> bool:
         """Whether a file may hold records of the window, by its records' own time where its
         mtime would decide wrongly: last written before the window but its last record inside
         (or its mtime earlier than its first record: a copy), or written after the window but
         its first record later than the window's end. `seen` hears the time of the record
-        that ruled a file out (it was read, and lies outside the window). `parser` supplies a
-        missing year or date from the window's end, as the scan does: a peek on the wall
-        clock dated last year's syslog this year and ruled the file out."""
+        that ruled a file out (it was read, and lies outside the window). `parser(dated_ms)`
+        supplies a missing year or date from `dated_ms`, the window's end or the file's last
+        write if earlier, as the scan does: a peek on the wall clock dated last year's syslog
+        this year and ruled the file out, or read a year-old rotation into today's window."""
         start, end = window
+        dated = min(end, file.mtime_ms)
+
+        def dated_parser() -> LineParser:
+            return parser(dated)
+
         if file.mtime_ms >= start:
             if file.mtime_ms <= end:
                 return True
-            first = self.peek(file, reader, parser, last=False, dated_ms=end)
+            first = self.peek(file, reader, dated_parser, last=False, dated_ms=dated)
             if first is None or first <= end:
                 return True
             seen(first)
             return False
-        last = self.peek(file, reader, parser, last=True, dated_ms=end)
+        last = self.peek(file, reader, dated_parser, last=True, dated_ms=dated)
         if last is not None:
             if last < start:
                 seen(last)
             return last >= start
-        first = self.peek(file, reader, parser, last=False, dated_ms=end)  # a compressed file
+        first = self.peek(file, reader, dated_parser, last=False, dated_ms=dated)  # compressed
         return first is not None and first > file.mtime_ms and first <= end
 
 
