@@ -225,8 +225,7 @@ class ClickhouseLogSource:
         """Compile, then run the two statements in a thread under the call's deadline; a
         cancel abandons the thread at once and kills the statements in the engine."""
         query = parse_log_query(request.query)
-        fields = tuple(self.topics[request.topic].fields)
-        check_fields(query, request.topic, fields, frozenset(fields))  # attributes: any type
+        check_fields(query, request.topic, tuple(self.topics[request.topic].fields))
         seconds = remaining_seconds(self.config.scan.max_seconds)
         if seconds <= 0:
             raise SourceError(ErrorCode.TIMEOUT, "no time was left to run the query")

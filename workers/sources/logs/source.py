@@ -176,11 +176,13 @@ def check_fields(
     query: ParsedQuery,
     topic: Topic,
     extra: tuple[str, ...] = (),
-    comparable: frozenset[str] = frozenset(),
+    comparable: frozenset[str] | None = None,
 ) -> None:
     """Reject fields the topic does not have and comparisons the field cannot take (`extra`:
     more field names a configured backend declares; `comparable`: those of them that may
-    hold numbers, compared as numbers when their value reads as one, text otherwise)."""
+    hold numbers, compared as numbers when their value reads as one, text otherwise; None:
+    all of them, as a ClickHouse topic's attributes)."""
+    comparable = frozenset(extra) if comparable is None else comparable
     known = TOPIC_FIELDS[topic] + tuple(n for n in extra if n not in TOPIC_FIELDS[topic])
     for clause in query.clauses:
         name = clause.field
