@@ -372,3 +372,21 @@ def test_a_yearless_file_is_dated_by_its_last_write_and_records_after_it_are_sai
         f"APPLICATION: {logs}/app.log: 1 records dated after the file was last written "
         "(8.0 h after its mtime 2026-12-04T10:00:00.000Z: check timezone)"
     ]
+
+
+def test_a_file_mostly_not_in_its_format_is_a_problem_though_no_format_reads_it(
+    tmp_path: Path,
+) -> None:
+    # Before, "everything reads well" when 60 of 64 lines were not in the format (a Laravel
+    # log's stack traces under `plain`, before that format read them): only a file with no
+    # line in its format, or one another format reads better, was said
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    (logs / "app.log").write_text(
+        "2026-12-04 11:00:00 INFO started\n" + "~~ frame of something unknown ~~\n" * 9
+    )
+    (topic,) = check_logs(plain_config(logs), time.time())
+    assert topic.problems() == [
+        f"APPLICATION: {logs}/app.log: 9 of 10 lines are not in format plain (the first: "
+        "~~ frame of something unknown ~~); they are matched as text only, by words and phrases"
+    ]

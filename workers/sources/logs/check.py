@@ -130,6 +130,11 @@ def _file_problems(topic: str, file: FileCheck) -> list[str]:
             f'{where}: format = "{file.better}" gives {file.better_levelled} of its records a '
             f"level ({file.format}: {file.levelled} of {file.records})"
         )
+    elif file.records and 2 * file.unparsed > file.lines:  # most of it read as text only
+        out.append(
+            f"{where}: {file.unparsed} of {file.lines} lines are not in format {file.format} "
+            f"(the first: {file.example}); they are matched as text only, by words and phrases"
+        )
     if file.future:
         out.append(f"{where}: {file.future} records dated in the future (check timezone)")
     if file.after_write:
