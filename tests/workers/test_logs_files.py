@@ -394,3 +394,34 @@ def test_serilog_clef_exception_is_the_exception_field(tmp_path: Path) -> None:
     source = file_source(tmp_path, "jsonl", ["app.clef"], now=NOW)
     (found,) = search(source, "exception:InvalidOperationException").records
     assert found.level == "ERROR" and found.fields["OrderId"] == "o-1042"
+
+
+def test_a_slow_logs_use_names_the_schema_of_the_statements_after_it(tmp_path: Path) -> None:
+    # MySQL writes `use db;` only when the database differs from the last one it logged (the
+    # shape of a 5.0 server's log): before, only the first statement had `schema`, and
+    # `schema:shop` counted 1 of 3. A statement's own `# Schema:` header wins.
+    at = int(NOW) - 60
+    (tmp_path / "slow.log").write_text(
+        "# Time: 261129 00:00:00\n"
+        "# User@Host: app[app] @ h1 [192.0.2.87]\n"
+        "# Query_time: 30  Lock_time: 0  Rows_sent: 0  Rows_examined: 0\n"
+        f"use shop;\nSET timestamp={at};\nUPDATE orders SET s = 1;\n"
+        "# User@Host: app[app] @ h2 [192.0.2.80]\n"
+        "# Query_time: 29  Lock_time: 0  Rows_sent: 0  Rows_examined: 0\n"
+        f"SET timestamp={at};\nUPDATE orders SET s = 2;\n"
+        "# User@Host: app[app] @ h3 [192.0.2.81]\n"
+        "# Schema: billing  Last_errno: 0  Killed: 0\n"
+        "# Query_time: 29  Lock_time: 0  Rows_sent: 0  Rows_examined: 0\n"
+        f"SET timestamp={at};\nUPDATE invoices SET s = 3;\n"
+        "# User@Host: app[app] @ h4 [192.0.2.82]\n"
+        "# Query_time: 28  Lock_time: 0  Rows_sent: 0  Rows_examined: 0\n"
+        f"SET timestamp={at};\nUPDATE orders SET s = 4;\n"
+    )
+    os.utime(tmp_path / "slow.log", (NOW - 60, NOW - 60))
+    source = file_source(
+        tmp_path, "mysql_slow", ["slow.log"], now=NOW, topic=Topic.DATABASE_SLOW_QUERY
+    )
+    found = search(source, "", lookback=1440).records
+    assert sorted(str(r.fields.get("schema")) + r.message[-3:] for r in found) == [
+        "billing 3;", "shop 1;", "shop 2;", "shop 4;",
+    ]  # fmt: skip
