@@ -308,7 +308,7 @@ def test_cri_partial_lines_are_joined(tmp_path: Path) -> None:
 
 @pytest.mark.skipif(shutil.which("logger") is None, reason="util-linux logger not installed")
 def test_syslog_lines_written_by_logger(tmp_path: Path) -> None:
-    lines = []
+    lines = []  # util-linux's logger (RFC 5424 with its structured data, and RFC 3164)
     for flag, prio, text in (
         ("--rfc5424", "user.err", "payment declined"),
         ("--rfc3164", "daemon.warning", "disk almost full"),
@@ -324,6 +324,8 @@ def test_syslog_lines_written_by_logger(tmp_path: Path) -> None:
     )
     err = search(source, "level:ERROR declined")
     assert err.match_count == 1 and err.records[0].service == "shopd"
+    # logger's `[timeQuality tzKnown="1" ...]` is kept: before, structured data was dropped
+    assert "tzKnown" in str(err.records[0].fields.get("structured_data"))
     warn = search(source, "level:WARN app:shopd")
     assert warn.match_count == 1 and warn.records[0].message == "disk almost full"
 
@@ -425,3 +427,31 @@ def test_a_slow_logs_use_names_the_schema_of_the_statements_after_it(tmp_path: P
     assert sorted(str(r.fields.get("schema")) + r.message[-3:] for r in found) == [
         "billing 3;", "shop 1;", "shop 2;", "shop 4;",
     ]  # fmt: skip
+
+
+def test_rfc5424_lines_a_file_writes_without_their_pri_and_version(tmp_path: Path) -> None:
+    # VMware's (ESXi, NSX, vCenter) and rsyslog's RSYSLOG_SyslogProtocol23Format file lines
+    # without `<PRI>1 ` (the shape): TIMESTAMP HOST APP PROCID MSGID SD MSG. Before, read as
+    # a tag-less line: the app, pid and structured data stayed in the message, no service,
+    # `app:NSX` unknown to every record.
+    (tmp_path / "syslog").write_text(
+        f'{iso(120)} edge01.example NSX 3106 - [nsx@6876 comp="nsx-edge" level="INFO"] '
+        "keep-alive check received\n"
+        f"{iso(60)} edge01.example CRON 20856 - -  (root) CMD (/usr/bin/monitor.py)\n"
+    )
+    source = file_source(tmp_path, "syslog", ["syslog"], now=NOW, topic=Topic.SYSTEM_EVENTS)
+    (nsx,) = search(source, "app:NSX").records
+    assert nsx.service == "NSX" and nsx.fields["pid"] == "3106"
+    assert nsx.message == "keep-alive check received"
+    # its structured data is kept, searchable (before, a true RFC 5424 line's was dropped)
+    assert nsx.fields["structured_data"] == '[nsx@6876 comp="nsx-edge" level="INFO"]'
+    assert search(source, "nsx-edge").match_count == 1
+    (cron,) = search(source, "app:CRON").records
+    assert cron.message == " (root) CMD (/usr/bin/monitor.py)" and cron.fields["pid"] == "20856"
+
+
+def test_a_tagged_iso_syslog_line_is_not_read_as_bare_rfc5424(tmp_path: Path) -> None:
+    (tmp_path / "syslog").write_text(f"{iso(60)} web01 nginx: GET / - 200\n")
+    source = file_source(tmp_path, "syslog", ["syslog"], now=NOW, topic=Topic.SYSTEM_EVENTS)
+    (line,) = search(source, "").records
+    assert (line.service, line.message) == ("nginx", "GET / - 200")

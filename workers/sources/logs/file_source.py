@@ -54,7 +54,7 @@ FORMAT_FIELDS: Final[dict[str, tuple[str, ...]]] = {
     "logfmt": ("level_name", "fields_dropped"),
     "cri": ("stream", "namespace", "pod", "container", "exception", "level_name"),
     "docker": ("stream", "container_id", "exception", "level_name", "tag", "fields_dropped"),
-    "syslog": ("host", "app", "pid", "facility", "level_name"),
+    "syslog": ("host", "app", "pid", "facility", "level_name", "structured_data"),
     "mysql_slow": ("db_instance", "thread_id", "rows_affected", "schema", "db_user"),
     **{name: (*fields, "level_name") for name, fields in TEXT_FORMAT_FIELDS.items()},
 }

@@ -309,6 +309,8 @@ class Logfmt(_Mapped):
 
 _PRI: Final = re.compile(r"<(\d{1,3})>")
 _RFC5424: Final = re.compile(r"1 (\S+) (\S+) (\S+) (\S+) (\S+) (-|\[.*?\](?:\[.*?\])*) ?(.*)", re.S)
+# The same without `<PRI>1 ` (tried after an ISO time, no tag), as VMware (ESXi, NSX) writes
+_RFC5424_BARE: Final = re.compile(_RFC5424.pattern.removeprefix("1 "), re.S)
 # The tag (`app[pid]:`) is optional: a line without one (`syslogd 1.4.1: restart.`,
 # `-- root[2421]: ROOT LOGIN ON tty2`, `-- MARK --`) is a record whose message is the rest.
 _TAG: Final = r" +(?:([^:\[\s]+(?: \d[\d.]*)?)(?:\[(\d+)\])?: ?)?(.*)"
@@ -349,10 +351,14 @@ class Syslog:
             level, fields = _SYSLOG_LEVELS[value % 8], {"facility": value // 8}
             keep_level_name(fields, SYSLOG_NAMES[value % 8], level)
             text = text[pri.end() :]
-        if found := _RFC5424.fullmatch(text):
+        structured = "-"
+        iso = _ISO_SYSLOG.fullmatch(text)
+        if found := _RFC5424.fullmatch(text) or (
+            iso is not None and iso.group(3) is None and _RFC5424_BARE.fullmatch(text)
+        ):  # without `<PRI>1 `: only a line with no `app[pid]:` tag
             epoch = parse_time(found.group(1), self.zone)
-            host, app, proc, message = (found.group(i) for i in (2, 3, 4, 7))
-        elif found := _RFC3164.fullmatch(text) or _ISO_SYSLOG.fullmatch(text):
+            host, app, proc, structured, message = (found.group(i) for i in (2, 3, 4, 6, 7))
+        elif found := _RFC3164.fullmatch(text) or iso:
             when = found.group(1)
             epoch = parse_time(when, self.zone) if when[0].isdigit() else self._yearless(when)
             host, app, proc, message = (found.group(i) for i in (2, 3, 4, 5))
@@ -367,6 +373,8 @@ class Syslog:
             fields["app"] = app
         if proc and proc != "-":
             fields["pid"] = proc
+        if structured != "-":  # RFC 5424's structured data, kept as written (searchable)
+            fields["structured_data"] = structured
         service = self.service or (app if app and app != "-" else "")
         return [Entry(epoch, level, service, message.removeprefix("\ufeff"), fields)]
 
