@@ -390,3 +390,27 @@ def test_a_file_mostly_not_in_its_format_is_a_problem_though_no_format_reads_it(
         f"APPLICATION: {logs}/app.log: 9 of 10 lines are not in format plain (the first: "
         "~~ frame of something unknown ~~); they are matched as text only, by words and phrases"
     ]
+
+
+@pytest.mark.parametrize(("zone", "said"), [("UTC", True), ("America/Chicago", False)])
+def test_a_postgresql_zone_of_several_offsets_not_the_topics_is_said(
+    tmp_path: Path, zone: str, said: bool
+) -> None:
+    # `CST` is US Central, China or Cuba: read in the topic's timezone, silently hours off
+    # when that is not the server's `log_timezone` (before: "everything reads well")
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    (logs / "pg.log").write_text(
+        '2026-12-04 01:46:12.212 CST [12389] ERROR:  relation "t" does not exist\n'
+    )
+    config = parse_logs_config(
+        f'roots = ["{logs}"]\ntimezone = "{zone}"\n[topics.DATABASE_SLOW_QUERY]\n'
+        f'backend = "file"\nformat = "postgresql"\npaths = ["{logs}/pg.log"]\n'
+    )
+    (topic,) = check_logs(config, time.time())
+    expected = [
+        f"DATABASE_SLOW_QUERY: {logs}/pg.log: times written in zone CST are read in the "
+        f"topic's timezone ({zone}), which does not call itself CST: set timezone to the "
+        "server's log_timezone (CST names several offsets)"
+    ]
+    assert topic.problems() == (expected if said else [])

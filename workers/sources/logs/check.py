@@ -22,6 +22,7 @@ import msgspec
 from contracts.window import AS_OF_SKEW_MS
 from workers.sources.base import SourceError
 from workers.sources.logs.config import FORMATS, FileSource, FileTopic, LogsConfig, zone_of
+from workers.sources.logs.dbformats import foreign_zone
 from workers.sources.logs.deadline import StopFlag
 from workers.sources.logs.files import LogFile, Reader, RefusedFile, find_files
 from workers.sources.logs.formats import make_parser
@@ -72,6 +73,8 @@ class FileCheck(msgspec.Struct, kw_only=True):
     after_write: int = 0
     after_write_hours: float = 0.0  # the latest of them, hours after the mtime
     written: str = ""  # the file's mtime (the topic's zone)
+    foreign_zone: str = ""  # a zone its lines name (several offsets) that is not the topic's
+    timezone: str = ""  # the topic's (or source's) timezone, as configured
     example: str = ""  # the first line not in the format, cut to EXAMPLE_CHARS, no URL password
     unread: str = ""  # why it was not (wholly) read: a compression, a broken file, long lines
     levelled: int = 0  # records with a level
@@ -137,6 +140,12 @@ def _file_problems(topic: str, file: FileCheck) -> list[str]:
         )
     if file.future:
         out.append(f"{where}: {file.future} records dated in the future (check timezone)")
+    if file.foreign_zone:
+        out.append(
+            f"{where}: times written in zone {file.foreign_zone} are read in the topic's "
+            f"timezone ({file.timezone}), which does not call itself {file.foreign_zone}: set "
+            f"timezone to the server's log_timezone ({file.foreign_zone} names several offsets)"
+        )
     if file.after_write:
         out.append(
             f"{where}: {file.after_write} records dated after the file was last written "
@@ -219,6 +228,9 @@ def _file(file: LogFile, source: FileSource, reader: Reader, zone: str, now: flo
         if late:
             check.after_write, check.written = len(late), format_ms(file.mtime_ms, tz)
             check.after_write_hours = round((max(late) - file.mtime_ms) / 3_600_000, 1)
+    if source.format == "postgresql":  # `CST`, `IST`: read in the topic's zone
+        foreign = sorted({z for line in lines if (z := foreign_zone(line, tz))})
+        check.foreign_zone, check.timezone = ", ".join(foreign), zone
     if check.unparsed or 2 * check.levelled < check.records:
         _better(lines, source, tz, now_ms, _TRIED, check)
     elif source.format not in _CONTAINERS:

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from datetime import tzinfo
+from datetime import datetime, tzinfo
 from typing import Final
 
 from contracts.results import JsonScalar
@@ -24,7 +24,7 @@ from workers.sources.logs.multiline import Continued, Pending
 from workers.sources.logs.records import Entry
 from workers.sources.logs.stamps import ZONE_ABBREVIATIONS, stamp_ms, strptime_ms
 
-__all__ = ["postgresql_head", "redis_head"]
+__all__ = ["foreign_zone", "postgresql_head", "redis_head"]
 
 Head = Callable[[str], Pending | Continued | None]
 
@@ -94,6 +94,18 @@ def postgresql_head(zone: tzinfo, now_ms: int) -> Head:
         return when, build
 
     return head
+
+
+def foreign_zone(text: str, zone: tzinfo) -> str:
+    """The zone abbreviation a `postgresql` line is written in when it names several offsets
+    and is not what `zone` (the topic's) calls itself then: read in `zone`, wrongly; else ''."""
+    found = _POSTGRESQL.match(text)
+    written = (found.group("zone") or "") if found is not None else ""
+    one = ZONE_ABBREVIATIONS.get(written) or ZONE_ABBREVIATIONS.get(written.upper())
+    if found is None or not written.isalpha() or one:
+        return ""  # none, an offset (`+08`), or one of one offset: read as written
+    moment = datetime.fromisoformat(found.group("iso")).replace(tzinfo=zone)
+    return "" if moment.tzname() == written else written
 
 
 def redis_head(zone: tzinfo, now_ms: int) -> Head:
