@@ -3,6 +3,7 @@ any worker serves it: what each file reads as, what does not, and the format tha
 
 from __future__ import annotations
 
+import calendar
 import json
 import os
 import shutil
@@ -354,3 +355,78 @@ def test_a_fifo_beside_a_log_is_named_as_skipped_and_the_log_is_read(tmp_path: P
     assert f"{logs / 'app.log'}: 1 lines: 1 records" in done.stdout, done.stdout
     assert f"{logs / 'app.log.pipe'}: a fifo: skipped" in done.stdout, done.stdout
     assert "the source is refused" not in done.stdout
+
+
+def test_a_yearless_file_is_dated_by_its_last_write_and_records_after_it_are_said(
+    tmp_path: Path,
+) -> None:
+    # An old syslog (mtime a year back): its records cannot be later than its last write, so
+    # `Nov  3` is that year's, not this year's (before: shown as this year's, "reads well").
+    # A file whose records lie hours after its own last write is read in a wrong zone (local
+    # time written without one): said, where only records after *now* were before.
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    now = calendar.timegm((2026, 12, 5, 3, 0, 0))  # 2026-12-05T03:00Z
+    (logs / "messages").write_text(
+        "Nov  3 09:23:38 veridian automount[7998]: lookup(file): lookup for foobar failed\n"
+    )
+    last_year = calendar.timegm((2025, 11, 4, 0, 0, 0))  # its last write, the next day
+    os.utime(logs / "messages", (last_year, last_year))
+    (logs / "app.log").write_text("2026-12-04 18:00:00 ERROR written in +08:00\n")
+    written = now - 17 * 3600  # 2026-12-04T10:00Z, when the line (18:00 at +08:00) was written
+    os.utime(logs / "app.log", (written, written))
+    config = parse_logs_config(
+        f'roots = ["{logs}"]\n[topics.SYSTEM_EVENTS]\nbackend = "file"\nformat = "syslog"\n'
+        f'paths = ["{logs}/messages"]\n[topics.APPLICATION]\nbackend = "file"\n'
+        f'format = "plain"\npaths = ["{logs}/app.log"]\n'
+    )
+    system, app = sorted(check_logs(config, now), key=lambda t: t.topic, reverse=True)
+    (messages,) = system.sources[0].files
+    assert messages.first == "2025-11-03T09:23:38.000Z"
+    assert system.problems() == []
+    assert app.problems() == [
+        f"APPLICATION: {logs}/app.log: 1 records dated after the file was last written "
+        "(8.0 h after its mtime 2026-12-04T10:00:00.000Z: check timezone)"
+    ]
+
+
+def test_a_file_mostly_not_in_its_format_is_a_problem_though_no_format_reads_it(
+    tmp_path: Path,
+) -> None:
+    # Before, "everything reads well" when 60 of 64 lines were not in the format (a Laravel
+    # log's stack traces under `plain`, before that format read them): only a file with no
+    # line in its format, or one another format reads better, was said
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    (logs / "app.log").write_text(
+        "2026-12-04 11:00:00 INFO started\n" + "~~ frame of something unknown ~~\n" * 9
+    )
+    (topic,) = check_logs(plain_config(logs), time.time())
+    assert topic.problems() == [
+        f"APPLICATION: {logs}/app.log: 9 of 10 lines are not in format plain (the first: "
+        "~~ frame of something unknown ~~); they are matched as text only, by words and phrases"
+    ]
+
+
+@pytest.mark.parametrize(("zone", "said"), [("UTC", True), ("America/Chicago", False)])
+def test_a_postgresql_zone_of_several_offsets_not_the_topics_is_said(
+    tmp_path: Path, zone: str, said: bool
+) -> None:
+    # `CST` is US Central, China or Cuba: read in the topic's timezone, silently hours off
+    # when that is not the server's `log_timezone` (before: "everything reads well")
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    (logs / "pg.log").write_text(
+        '2026-12-04 01:46:12.212 CST [12389] ERROR:  relation "t" does not exist\n'
+    )
+    config = parse_logs_config(
+        f'roots = ["{logs}"]\ntimezone = "{zone}"\n[topics.DATABASE_SLOW_QUERY]\n'
+        f'backend = "file"\nformat = "postgresql"\npaths = ["{logs}/pg.log"]\n'
+    )
+    (topic,) = check_logs(config, time.time())
+    expected = [
+        f"DATABASE_SLOW_QUERY: {logs}/pg.log: times written in zone CST are read in the "
+        f"topic's timezone ({zone}), which does not call itself CST: set timezone to the "
+        "server's log_timezone (CST names several offsets)"
+    ]
+    assert topic.problems() == (expected if said else [])

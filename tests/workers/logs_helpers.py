@@ -32,7 +32,7 @@ def search(
 ) -> LogsUpstream:
     request = QueryLogsRequest(topic=source.topic, query=query, lookback_minutes=lookback)
     parsed = parse_log_query(query)
-    check_fields(parsed, source.topic, source.extra_fields)
+    check_fields(parsed, source.topic, source.extra_fields, source.comparable)
     return source.search(request, parsed, flag or StopFlag(60))
 
 

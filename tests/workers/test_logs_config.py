@@ -81,6 +81,19 @@ FILE_TOPIC = '[topics.APPLICATION]\nbackend = "file"\npaths = ["/var/log/shop/*.
             'default_lookback = 30\n[topics.APPLICATION]\nbackend = "mock"\n',
             "default_lookback: set ACI_LOGS_DEFAULT_LOOKBACK instead",
         ),
+        # a query reads field names lowercase: `durationMillis` could never be named (before:
+        # accepted, listed among the valid fields, and every query for it "unknown field")
+        (
+            'roots = ["/var/log"]\n' + FILE_TOPIC + 'format = "jsonl"\n'
+            '[topics.APPLICATION.fields]\ndurationMillis = "attr.durationMillis"\n',
+            "topics.APPLICATION.fields.durationMillis: a field name is lowercase letters, digits "
+            "and _ (a query reads field names lowercase: durationmillis)",
+        ),
+        (
+            'roots = ["/var/log"]\n' + FILE_TOPIC + 'format = "regex"\n'
+            "pattern = '(?P<time>\\S+) (?P<reqTime>\\d+) (?P<message>.*)'\n",
+            "topics.APPLICATION.pattern: group 'reqTime' is not a field name (lowercase letters",
+        ),
     ],
 )
 def test_every_mistake_is_one_line_naming_the_key(text: str, says: str) -> None:

@@ -173,6 +173,72 @@ def iso_at(epoch_s: float) -> str:
         ),
         # logback level_value alone
         ({"@timestamp": iso(60), "level_value": 40000, "message": "m"}, "ERROR", "m", ""),
+        # Monolog's JsonFormatter (Laravel, Symfony): `datetime`, a number and its name;
+        # before: no time read (no record), and with `time` mapped every record FATAL
+        (
+            {
+                "message": "m",
+                "context": {"order": "o-1"},
+                "level": 400,
+                "level_name": "ERROR",
+                "channel": "app",
+                "datetime": iso(60),
+                "extra": {},
+            },
+            "ERROR",
+            "m",
+            "",
+        ),
+        ({"message": "m", "level": 200, "datetime": iso(60)}, "INFO", "m", ""),
+        ({"message": "m", "level": 250, "datetime": iso(60)}, "INFO", "m", ""),
+        ({"message": "m", "level": 300, "datetime": iso(60)}, "WARN", "m", ""),
+        ({"message": "m", "level": 550, "datetime": iso(60)}, "FATAL", "m", ""),
+        # Nextcloud's and ownCloud's `nextcloud.log`: 0 DEBUG .. 3 ERROR, 4 FATAL; before
+        # every record was TRACE and `level:ERROR` found none
+        (
+            {
+                "reqId": "twvbRFk1OwgHo2bqggnx",
+                "level": 3,
+                "time": iso(60),
+                "remoteAddr": "10.0.0.1",
+                "user": "admin",
+                "app": "files",
+                "method": "GET",
+                "url": "/",
+                "message": "m",
+                "userAgent": "--",
+                "version": "29.1.1.0",
+            },
+            "ERROR",
+            "m",
+            "files",
+        ),
+        ({"reqId": "r", "level": 1, "time": iso(60), "message": "m"}, "INFO", "m", ""),
+        # Serilog's compact JSON (CLEF, .NET): `@t`, `@l` (absent: Information), the
+        # rendered `@m` or the template `@mt`; before, no time read (an EXECUTION error)
+        (
+            {"@t": iso(60), "@mt": "Order {OrderId} failed", "@l": "Error", "OrderId": 42},
+            "ERROR",
+            "Order {OrderId} failed",
+            "",
+        ),
+        ({"@t": iso(60), "@m": "Started", "@mt": "Started"}, "INFO", "Started", ""),
+        # log4j2's JsonLayout: `instant` in epoch seconds and nanoseconds; before, no time
+        # read, every line "not in the format" (an EXECUTION error)
+        (
+            {
+                "instant": {"epochSecond": int(NOW - 60), "nanoOfSecond": 484000000},
+                "thread": "main",
+                "level": "WARN",
+                "loggerName": "com.shop.Orders",
+                "message": "m",
+                "endOfBatch": False,
+                "loggerFqcn": "org.apache.logging.log4j.spi.AbstractLogger",
+            },
+            "WARN",
+            "m",
+            "",
+        ),
     ],
 )
 def test_json_field_names_of_common_producers(
@@ -242,7 +308,7 @@ def test_cri_partial_lines_are_joined(tmp_path: Path) -> None:
 
 @pytest.mark.skipif(shutil.which("logger") is None, reason="util-linux logger not installed")
 def test_syslog_lines_written_by_logger(tmp_path: Path) -> None:
-    lines = []
+    lines = []  # util-linux's logger (RFC 5424 with its structured data, and RFC 3164)
     for flag, prio, text in (
         ("--rfc5424", "user.err", "payment declined"),
         ("--rfc3164", "daemon.warning", "disk almost full"),
@@ -258,6 +324,8 @@ def test_syslog_lines_written_by_logger(tmp_path: Path) -> None:
     )
     err = search(source, "level:ERROR declined")
     assert err.match_count == 1 and err.records[0].service == "shopd"
+    # logger's `[timeQuality tzKnown="1" ...]` is kept: before, structured data was dropped
+    assert "tzKnown" in str(err.records[0].fields.get("structured_data"))
     warn = search(source, "level:WARN app:shopd")
     assert warn.match_count == 1 and warn.records[0].message == "disk almost full"
 
@@ -314,3 +382,76 @@ def test_gzip_archives_are_read(tmp_path: Path) -> None:
     logging.getLogger(__name__).debug("archive written")
     found = search(file_source(tmp_path, "jsonl", ["a.jsonl*"], now=NOW), "archive")
     assert found.match_count == 1
+
+
+def test_serilog_clef_exception_is_the_exception_field(tmp_path: Path) -> None:
+    line = {
+        "@t": iso(60),
+        "@mt": "Payment for {OrderId} failed",
+        "@l": "Error",
+        "@x": "System.InvalidOperationException: gateway refused\n   at Shop.Pay() in Pay.cs:31",
+        "OrderId": "o-1042",
+    }
+    (tmp_path / "app.clef").write_text(json.dumps(line) + "\n")
+    source = file_source(tmp_path, "jsonl", ["app.clef"], now=NOW)
+    (found,) = search(source, "exception:InvalidOperationException").records
+    assert found.level == "ERROR" and found.fields["OrderId"] == "o-1042"
+
+
+def test_a_slow_logs_use_names_the_schema_of_the_statements_after_it(tmp_path: Path) -> None:
+    # MySQL writes `use db;` only when the database differs from the last one it logged (the
+    # shape of a 5.0 server's log): before, only the first statement had `schema`, and
+    # `schema:shop` counted 1 of 3. A statement's own `# Schema:` header wins.
+    at = int(NOW) - 60
+    (tmp_path / "slow.log").write_text(
+        "# Time: 261129 00:00:00\n"
+        "# User@Host: app[app] @ h1 [192.0.2.87]\n"
+        "# Query_time: 30  Lock_time: 0  Rows_sent: 0  Rows_examined: 0\n"
+        f"use shop;\nSET timestamp={at};\nUPDATE orders SET s = 1;\n"
+        "# User@Host: app[app] @ h2 [192.0.2.80]\n"
+        "# Query_time: 29  Lock_time: 0  Rows_sent: 0  Rows_examined: 0\n"
+        f"SET timestamp={at};\nUPDATE orders SET s = 2;\n"
+        "# User@Host: app[app] @ h3 [192.0.2.81]\n"
+        "# Schema: billing  Last_errno: 0  Killed: 0\n"
+        "# Query_time: 29  Lock_time: 0  Rows_sent: 0  Rows_examined: 0\n"
+        f"SET timestamp={at};\nUPDATE invoices SET s = 3;\n"
+        "# User@Host: app[app] @ h4 [192.0.2.82]\n"
+        "# Query_time: 28  Lock_time: 0  Rows_sent: 0  Rows_examined: 0\n"
+        f"SET timestamp={at};\nUPDATE orders SET s = 4;\n"
+    )
+    os.utime(tmp_path / "slow.log", (NOW - 60, NOW - 60))
+    source = file_source(
+        tmp_path, "mysql_slow", ["slow.log"], now=NOW, topic=Topic.DATABASE_SLOW_QUERY
+    )
+    found = search(source, "", lookback=1440).records
+    assert sorted(str(r.fields.get("schema")) + r.message[-3:] for r in found) == [
+        "billing 3;", "shop 1;", "shop 2;", "shop 4;",
+    ]  # fmt: skip
+
+
+def test_rfc5424_lines_a_file_writes_without_their_pri_and_version(tmp_path: Path) -> None:
+    # VMware's (ESXi, NSX, vCenter) and rsyslog's RSYSLOG_SyslogProtocol23Format file lines
+    # without `<PRI>1 ` (the shape): TIMESTAMP HOST APP PROCID MSGID SD MSG. Before, read as
+    # a tag-less line: the app, pid and structured data stayed in the message, no service,
+    # `app:NSX` unknown to every record.
+    (tmp_path / "syslog").write_text(
+        f'{iso(120)} edge01.example NSX 3106 - [nsx@6876 comp="nsx-edge" level="INFO"] '
+        "keep-alive check received\n"
+        f"{iso(60)} edge01.example CRON 20856 - -  (root) CMD (/usr/bin/monitor.py)\n"
+    )
+    source = file_source(tmp_path, "syslog", ["syslog"], now=NOW, topic=Topic.SYSTEM_EVENTS)
+    (nsx,) = search(source, "app:NSX").records
+    assert nsx.service == "NSX" and nsx.fields["pid"] == "3106"
+    assert nsx.message == "keep-alive check received"
+    # its structured data is kept, searchable (before, a true RFC 5424 line's was dropped)
+    assert nsx.fields["structured_data"] == '[nsx@6876 comp="nsx-edge" level="INFO"]'
+    assert search(source, "nsx-edge").match_count == 1
+    (cron,) = search(source, "app:CRON").records
+    assert cron.message == " (root) CMD (/usr/bin/monitor.py)" and cron.fields["pid"] == "20856"
+
+
+def test_a_tagged_iso_syslog_line_is_not_read_as_bare_rfc5424(tmp_path: Path) -> None:
+    (tmp_path / "syslog").write_text(f"{iso(60)} web01 nginx: GET / - 200\n")
+    source = file_source(tmp_path, "syslog", ["syslog"], now=NOW, topic=Topic.SYSTEM_EVENTS)
+    (line,) = search(source, "").records
+    assert (line.service, line.message) == ("nginx", "GET / - 200")

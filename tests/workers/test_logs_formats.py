@@ -7,6 +7,7 @@ import os
 import shutil
 from datetime import UTC, datetime
 from pathlib import Path
+from zoneinfo import ZoneInfo
 
 import pytest
 from logs_helpers import file_source, project, search
@@ -515,3 +516,185 @@ def test_postgresql_parts_of_another_backends_report_join_no_other_report(tmp_pa
         "checkpoint starting: time",
         "division by zero",
     ]
+
+
+@pytest.mark.parametrize(
+    ("written", "topic_zone", "expected"),
+    [
+        # an abbreviation of one offset (in tzdata) is read as that offset, whatever the
+        # topic's `timezone` (here the default UTC): before, as the topic's zone, 7 h off
+        ("PDT", "UTC", "2026-08-13T08:46:12.212Z"),
+        ("EDT", "UTC", "2026-08-13T05:46:12.212Z"),
+        ("CEST", "UTC", "2026-08-12T23:46:12.212Z"),
+        ("JST", "Europe/Berlin", "2026-08-12T16:46:12.212Z"),
+        # one that names several offsets (CST: US Central, China) is the topic's zone's
+        ("CST", "Asia/Shanghai", "2026-08-12T17:46:12.212Z"),
+        ("CST", "America/Chicago", "2026-08-13T06:46:12.212Z"),
+    ],
+)
+def test_postgresql_zone_abbreviations(
+    tmp_path: Path, written: str, topic_zone: str, expected: str
+) -> None:
+    (tmp_path / "pg.log").write_text(
+        f'2026-08-13 01:46:12.212 {written} [12389] ERROR:  relation "t" does not exist\n'
+    )
+    later = datetime(2026, 8, 14, tzinfo=UTC).timestamp()
+    os.utime(tmp_path / "pg.log", (later, later))
+    source = file_source(
+        tmp_path, "postgresql", ["pg.log"], now=later, top=f'timezone = "{topic_zone}"'
+    )
+    (record,) = search(source, "relation", lookback=1440 * 2).records
+    zone = ZoneInfo(topic_zone)
+    assert datetime.fromisoformat(record.timestamp) == datetime.fromisoformat(expected)
+    assert (
+        datetime.fromisoformat(record.timestamp).utcoffset()
+        == datetime.fromisoformat(expected).astimezone(zone).utcoffset()
+    )
+
+
+MONOLOG = (  # Monolog's LineFormatter as Laravel writes storage/logs/laravel.log (the shape)
+    '[2026-12-04 11:19:06] local.INFO: Page Access {"path":"/","method":"GET"} \n'
+    "[2026-12-04 11:19:07] production.ERROR: Target class [Cors] does not exist. "
+    '{"exception":"[object] (Illuminate\\\\Contracts\\\\Container\\\\BindingResolutionException'
+    "(code: 0): Target class [Cors] does not exist. at /var/www/app/Container.php:914)\n"
+    "[stacktrace]\n"
+    "#0 /var/www/app/Container.php(795): Illuminate\\\\Container\\\\Container->build('Cors')\n"
+    "#1 [internal function]: Illuminate\\\\Pipeline\\\\Pipeline->then(Object(Closure))\n"
+    "#2 {main}\n"
+    "\n"
+    '[previous exception] [object] (ReflectionException(code: -1): Class \\"Cors\\" does '
+    "not exist at /var/www/app/Container.php:912)\n"
+    "[stacktrace]\n"
+    "#0 {main}\n"
+    '"} \n'
+    "[2026-12-04 11:19:08] local.EMERGENCY: Unable to create configured logger. [] []\n"
+    "[2026-12-04 11:19:09] local.WARNING: Disk almost full [] []\n"
+)
+
+
+def test_monolog_lines_have_their_level_and_channel_and_a_trace_joins_its_record(
+    tmp_path: Path,
+) -> None:
+    # Laravel's and Symfony's default: `[%datetime%] %channel%.%level_name%: %message% ...`;
+    # before, under `plain`, no record had a level (`level:ERROR` found nothing) and every
+    # line of a stack trace was a line not in the format
+    (tmp_path / "laravel.log").write_text(MONOLOG)
+    os.utime(tmp_path / "laravel.log", (NOW - 60, NOW - 60))
+    source = file_source(tmp_path, "plain", ["laravel.log"], now=NOW)
+    every = search(source, "", lookback=1440)
+    assert every.match_count == 4 and not every.unparsed_lines
+    levels = [(r.level, r.fields.get("logger"), r.fields.get("level_name")) for r in every.records]
+    assert sorted(levels, key=str) == sorted(
+        [("INFO", "local", None), ("ERROR", "production", None), ("FATAL", "local", "EMERGENCY"),
+         ("WARN", "local", "WARNING")], key=str,
+    )  # fmt: skip
+    (error,) = search(source, "level:ERROR", lookback=1440).records
+    assert error.message.startswith("Target class [Cors] does not exist.")
+    assert "#2 {main}" in error.message and error.message.rstrip().endswith('"}')
+    assert search(source, "level:FATAL", lookback=1440).match_count == 1
+
+
+def test_postgresql_statement_durations_are_duration_ms(tmp_path: Path) -> None:
+    # `log_min_duration_statement` writes a statement's time in the server log (the shape of
+    # Debian's 9.6 with `%m [%p] %q%u@%d `); before, no record had `duration_ms`, so
+    # `duration_ms:>30` over a slow-query topic answered NO_EVIDENCE beside a 37 ms statement
+    (tmp_path / "pg.log").write_text(
+        "2026-12-04 11:36:42.616 UTC [4973] LOG:  database system is ready to accept connections\n"
+        "2026-12-04 11:36:43.557 UTC [4983] postgres@shop LOG:  duration: 37.118 ms  statement: "
+        'SELECT d.datname as "Name",\n'
+        '\t       pg_catalog.pg_get_userbyid(d.datdba) as "Owner"\n'
+        "\tFROM pg_catalog.pg_database d;\n"
+        "2026-12-04 11:39:40.147 UTC [5502] postgres@shop LOG:  duration: 0.765 ms  statement: "
+        "select id from clients;\n"
+        "2026-12-04 11:40:02.001 UTC [5502] postgres@shop LOG:  duration: 1204.5 ms  execute "
+        "<unnamed>: SELECT * FROM orders WHERE id = $1\n"
+        "2026-12-04 11:40:03.001 UTC [5502] postgres@shop LOG:  duration: 3.2 ms\n"
+    )
+    os.utime(tmp_path / "pg.log", (NOW - 60, NOW - 60))
+    source = file_source(
+        tmp_path, "postgresql", ["pg.log"], now=NOW, topic=Topic.DATABASE_SLOW_QUERY
+    )
+    slow = search(source, "duration_ms:>30", lookback=1440)
+    assert sorted(r.fields["duration_ms"] for r in slow.records) == [37.118, 1204.5]
+    assert search(source, "duration_ms:<1", lookback=1440).match_count == 1
+    assert search(source, "duration_ms:*", lookback=1440).match_count == 4
+    app = file_source(tmp_path, "postgresql", ["pg.log"], now=NOW)  # APPLICATION names it too
+    assert search(app, "duration_ms:>=1000", lookback=1440).match_count == 1
+
+
+def test_colour_codes_in_a_text_log_are_not_part_of_its_lines(tmp_path: Path) -> None:
+    # A program that colours its lines (SGR escapes) when it writes a file, or whose terminal
+    # output was captured: before, no line was in its format (a syslog line starting with an
+    # escape) and a word split by an escape (`dis<ESC>[41mconnect`) was not found
+    (tmp_path / "colour.log").write_bytes(
+        b"\x1b[0m\x1b[32mDec  4 \x1b[0m\x1b[1m\x1b[33m11:24:04\x1b[0m\x1b[31m mac \x1b[0m"
+        b"\x1b[1m\x1b[31mAMPDeviceDiscoveryAgent\x1b[0m\x1b[1m\x1b[34m[17600]\x1b[0m: Can't "
+        b"handle dis\x1b[0m\x1b[41mconnect\x1b[0m with invalid ecid\x1b[0m\n"
+        b"\x1b[32m2026-12-04 11:25:00\x1b[0m \x1b[31mERROR\x1b[0m payment failed\n"
+    )
+    os.utime(tmp_path / "colour.log", (NOW - 60, NOW - 60))
+    syslog = search(file_source(tmp_path, "syslog", ["colour.log"], now=NOW), "disconnect")
+    (found,) = syslog.records
+    assert found.message == "Can't handle disconnect with invalid ecid"
+    assert found.fields["app"] == "AMPDeviceDiscoveryAgent" and found.fields["pid"] == "17600"
+    plain = search(file_source(tmp_path, "plain", ["colour.log"], now=NOW), "level:ERROR")
+    assert [r.message for r in plain.records] == ["payment failed"]
+
+
+def test_a_coloured_file_last_written_before_the_window_is_chosen_by_its_records(
+    tmp_path: Path,
+) -> None:
+    # the peek that chooses files reads the records' times as the scan does: a coloured
+    # file copied with an old mtime over records in the window is read
+    (tmp_path / "colour.log").write_bytes(
+        b"\x1b[32m2026-12-04 11:50:00\x1b[0m \x1b[31mERROR\x1b[0m payment failed\n"
+    )
+    os.utime(tmp_path / "colour.log", (NOW - 86_400, NOW - 86_400))
+    source = file_source(tmp_path, "plain", ["colour.log"], now=NOW)
+    assert search(source, "level:ERROR").match_count == 1
+
+
+def test_plain_reads_a_level_written_after_the_time_and_a_colon(tmp_path: Path) -> None:
+    # Python's `%(asctime)s:%(levelname)s:%(name)s:%(message)s` and its kin; before, no level
+    # (`level:WARN` found nothing beside the WARN line)
+    (tmp_path / "app.log").write_text(
+        "2026-12-04 11:22:40,672:DEBUG:foo bar baz\n"
+        "2026-12-04 11:56:38,344:WARN:shop.orders:pool at 90%\n"
+        "2026-12-04T11:57:52.071:ERROR:com.root:Response refused\n"
+    )
+    os.utime(tmp_path / "app.log", (NOW - 60, NOW - 60))
+    source = file_source(tmp_path, "plain", ["app.log"], now=NOW)
+    levels = [(r.level, r.message) for r in search(source, "").records]
+    assert sorted(levels) == [
+        ("DEBUG", "foo bar baz"),
+        ("ERROR", "com.root:Response refused"),
+        ("WARN", "shop.orders:pool at 90%"),
+    ]
+
+
+def test_an_access_lines_fields_beyond_combined_are_kept_as_text(tmp_path: Path) -> None:
+    # Common variants of the combined format (the shapes): Apache's `%D` between the size and
+    # the referer, lighttpd's extra byte counts, nginx's `"$http_x_forwarded_for"
+    # $request_time $upstream_response_time` after the user agent. Before, the referer and
+    # user agent were lost when anything stood before them and everything after the combined
+    # part was dropped uncounted: a query for the agent answered NO_EVIDENCE
+    (tmp_path / "access.log").write_text(
+        '192.0.2.9 - - [04/Dec/2026:11:28:24 +0000] "GET /prefix HTTP/1.1" 304 - 3551 "-" '
+        '"Mozilla/5.0"\n'
+        '198.51.100.71 192.0.2.5 - [04/Dec/2026:11:43:02 +0000] "GET /group.cache.asc '
+        'HTTP/1.0" 200 191 367 464 1 "-" "nsscache_0.12"\n'
+        '203.0.113.7 - - [04/Dec/2026:11:50:00 +0000] "POST /api/pay HTTP/1.1" 504 167 "-" '
+        '"okhttp/4.9" "10.1.2.3" 60.001 60.000\n'
+        '203.0.113.8 - - [04/Dec/2026:11:51:00 +0000] "GET / HTTP/1.1" 200 5 "-" "curl/8"\n'
+    )
+    os.utime(tmp_path / "access.log", (NOW - 60, NOW - 60))
+    source = file_source(tmp_path, "nginx_access", ["access.log"], now=NOW)
+    assert search(source, "Mozilla").match_count == 1
+    (lighttpd,) = search(source, "nsscache").records
+    assert lighttpd.fields["user_agent"] == "nsscache_0.12"
+    assert lighttpd.fields["extra"] == "367 464 1"
+    (slow,) = search(source, '"60.001"').records
+    assert slow.fields["user_agent"] == "okhttp/4.9" and slow.fields["http_status"] == 504
+    assert slow.fields["extra"] == '"10.1.2.3" 60.001 60.000'
+    (plain,) = search(source, "curl").records
+    assert "extra" not in plain.fields

@@ -22,6 +22,7 @@ import msgspec
 from contracts.window import AS_OF_SKEW_MS
 from workers.sources.base import SourceError
 from workers.sources.logs.config import FORMATS, FileSource, FileTopic, LogsConfig, zone_of
+from workers.sources.logs.dbformats import foreign_zone
 from workers.sources.logs.deadline import StopFlag
 from workers.sources.logs.files import LogFile, Reader, RefusedFile, find_files
 from workers.sources.logs.formats import make_parser
@@ -68,6 +69,12 @@ class FileCheck(msgspec.Struct, kw_only=True):
     first: str | None = None  # the records' earliest and latest time (the topic's zone)
     last: str | None = None
     future: int = 0  # records dated after now (beyond the clock skew allowed)
+    # records dated after the file's last write (not in the future): a wrong timezone
+    after_write: int = 0
+    after_write_hours: float = 0.0  # the latest of them, hours after the mtime
+    written: str = ""  # the file's mtime (the topic's zone)
+    foreign_zone: str = ""  # a zone its lines name (several offsets) that is not the topic's
+    timezone: str = ""  # the topic's (or source's) timezone, as configured
     example: str = ""  # the first line not in the format, cut to EXAMPLE_CHARS, no URL password
     unread: str = ""  # why it was not (wholly) read: a compression, a broken file, long lines
     levelled: int = 0  # records with a level
@@ -133,8 +140,24 @@ def _file_problems(topic: str, file: FileCheck) -> list[str]:
             f'{where}: format = "{file.better}" gives {file.better_levelled} of its records a '
             f"level ({file.format}: {file.levelled} of {file.records})"
         )
+    elif file.records and 2 * file.unparsed > file.lines:  # most of it read as text only
+        out.append(
+            f"{where}: {file.unparsed} of {file.lines} lines are not in format {file.format} "
+            f"(the first: {file.example}); they are matched as text only, by words and phrases"
+        )
     if file.future:
         out.append(f"{where}: {file.future} records dated in the future (check timezone)")
+    if file.foreign_zone:
+        out.append(
+            f"{where}: times written in zone {file.foreign_zone} are read in the topic's "
+            f"timezone ({file.timezone}), which does not call itself {file.foreign_zone}: set "
+            f"timezone to the server's log_timezone ({file.foreign_zone} names several offsets)"
+        )
+    if file.after_write:
+        out.append(
+            f"{where}: {file.after_write} records dated after the file was last written "
+            f"({file.after_write_hours:.1f} h after its mtime {file.written}: check timezone)"
+        )
     return out
 
 
@@ -187,8 +210,11 @@ def _file(file: LogFile, source: FileSource, reader: Reader, zone: str, now: flo
         return check
     tz = zone_of(zone)
     now_ms = int(now * 1000)
+    # A year or a date a stamp lacks is supplied from the file's last write when it is older
+    # than now: its records are not later than it (an old syslog's `Nov  3` is that year's).
+    dated_ms = min(now_ms, file.mtime_ms)
     parser = make_parser(
-        source.format, source.fields, tz, source.service, source.time_unit, now_ms, file.real,
+        source.format, source.fields, tz, source.service, source.time_unit, dated_ms, file.real,
         source.pattern, source.time_format,
     )  # fmt: skip
     entries: list[Entry] = []
@@ -209,6 +235,13 @@ def _file(file: LogFile, source: FileSource, reader: Reader, zone: str, now: flo
         times = [e.epoch_ms for e in entries]
         check.first, check.last = format_ms(min(times), tz), format_ms(max(times), tz)
         check.future = sum(t > now_ms + AS_OF_SKEW_MS for t in times)
+        late = [t for t in times if file.mtime_ms + AS_OF_SKEW_MS < t <= now_ms + AS_OF_SKEW_MS]
+        if late:
+            check.after_write, check.written = len(late), format_ms(file.mtime_ms, tz)
+            check.after_write_hours = round((max(late) - file.mtime_ms) / 3_600_000, 1)
+    if source.format == "postgresql":  # `CST`, `IST`: read in the topic's zone
+        foreign = sorted({z for line in lines if (z := foreign_zone(line, tz))})
+        check.foreign_zone, check.timezone = ", ".join(foreign), zone
     if check.unparsed or 2 * check.levelled < check.records:
         _better(lines, source, tz, now_ms, _TRIED, check)
     elif source.format not in _CONTAINERS:

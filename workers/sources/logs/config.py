@@ -119,6 +119,11 @@ def _check_source(source: FileSource | FileTopic) -> None:
     for name in source.fields:
         if not _NAME.fullmatch(name):
             raise ValueError(f"fields.{name}: a field name is letters, digits and _")
+        if name != name.lower():  # `durationMillis` would be listed and never found
+            raise ValueError(
+                f"fields.{name}: a field name is lowercase letters, digits and _ (a query "
+                f"reads field names lowercase: {name.lower()})"
+            )
     if source.timezone is not None:
         try:
             zone_of(source.timezone)

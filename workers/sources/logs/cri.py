@@ -28,6 +28,7 @@ from workers.sources.logs.multiline import (
     continues,
     crash_of,
     go_runtime,
+    python_raised,
 )
 from workers.sources.logs.records import Entry
 
@@ -63,6 +64,8 @@ class _Held:
         if self.size < MAX_JOINED_CHARS and self.lines < MAX_JOINED_LINES:
             self.entry.message += "\n" + text
             self.size, self.lines = self.size + len(text) + 1, self.lines + 1
+            if self.crash.last and (raised := python_raised(text)):
+                self.entry.fields["exception"] = raised  # Python names it last
             return True
         return False
 

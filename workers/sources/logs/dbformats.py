@@ -3,8 +3,10 @@
 - `postgresql`: PostgreSQL's server log with a `log_line_prefix` holding `%m` or `%t` and
   `[%p]` (Debian's and the default `%m [%p] `; `%u@%d` or `user=%u,db=%d` read as fields);
   its `DETAIL:`, `HINT:`, `STATEMENT:`, `CONTEXT:`, `QUERY:` and `LOCATION:` lines join the
-  report before them (`multiline.Continued`); the zone it writes (`UTC`, `+08`) is read,
-  another abbreviation is the topic's `timezone`;
+  report before them (`multiline.Continued`); the zone it writes (`UTC`, `+08`, an
+  abbreviation of one offset: `PDT`, `CEST`, `JST`, `stamps.ZONE_ABBREVIATIONS`) is read,
+  another abbreviation (`CST`, `IST`: several offsets) is the topic's `timezone`; a
+  statement's time (`duration: 37.118 ms  statement: ...`) is the field `duration_ms`;
 - `redis`: the Redis server's log (`pid:role dd Mon yyyy hh:mm:ss.mmm <level> message`; `.`
   debug, `-` verbose, `*` notice, `#` warning).
 """
@@ -13,16 +15,16 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from datetime import tzinfo
+from datetime import datetime, tzinfo
 from typing import Final
 
 from contracts.results import JsonScalar
 from workers.sources.logs.formats import text_entry
 from workers.sources.logs.multiline import Continued, Pending
 from workers.sources.logs.records import Entry
-from workers.sources.logs.stamps import stamp_ms, strptime_ms
+from workers.sources.logs.stamps import ZONE_ABBREVIATIONS, stamp_ms, strptime_ms
 
-__all__ = ["postgresql_head", "redis_head"]
+__all__ = ["foreign_zone", "postgresql_head", "redis_head"]
 
 Head = Callable[[str], Pending | Continued | None]
 
@@ -34,6 +36,8 @@ _POSTGRESQL: Final = re.compile(
     r"|(?P<more>DETAIL|HINT|QUERY|CONTEXT|STATEMENT|LOCATION)):  (?P<message>.*)",
     re.S,
 )
+# `log_min_duration_statement` / `log_duration`: `duration: 37.118 ms  statement: ...`
+_PG_DURATION: Final = re.compile(r"duration: (\d{1,12}(?:\.\d{1,6})?) ms\b")
 _PG_USER_DB: Final = re.compile(
     r"(?:user=(?P<u1>[^,\s]*),\s*db=(?P<d1>[^,\s]*))|(?P<u2>[^@\s\[\]]*)@(?P<d2>[^\s\[\]]+)"
 )
@@ -62,8 +66,8 @@ def postgresql_head(zone: tzinfo, now_ms: int) -> Head:
 
         def when() -> int | None:
             stamp = found.group("iso")
-            if written.upper() in ("UTC", "GMT", "Z"):
-                stamp += "Z"
+            if offset := ZONE_ABBREVIATIONS.get(written) or ZONE_ABBREVIATIONS.get(written.upper()):
+                stamp += offset  # before, any but UTC/GMT was the topic's zone: PDT 7 h off
             elif written[:1] in "+-" and written:
                 digits = written[1:].replace(":", "")
                 stamp += written[0] + (digits + "00")[:4]
@@ -77,6 +81,8 @@ def postgresql_head(zone: tzinfo, now_ms: int) -> Head:
                     fields["user"] = user
                 if database:
                     fields["database"] = database
+            if took := _PG_DURATION.match(found.group("message")):  # a statement's time
+                fields["duration_ms"] = float(took.group(1))
             more = found.group("more")
             if more:  # a report's part with no report before it (the file was cut there)
                 return text_entry(epoch, None, f"{more}:  {found.group('message')}", fields)
@@ -88,6 +94,18 @@ def postgresql_head(zone: tzinfo, now_ms: int) -> Head:
         return when, build
 
     return head
+
+
+def foreign_zone(text: str, zone: tzinfo) -> str:
+    """The zone abbreviation a `postgresql` line is written in when it names several offsets
+    and is not what `zone` (the topic's) calls itself then: read in `zone`, wrongly; else ''."""
+    found = _POSTGRESQL.match(text)
+    written = (found.group("zone") or "") if found is not None else ""
+    one = ZONE_ABBREVIATIONS.get(written) or ZONE_ABBREVIATIONS.get(written.upper())
+    if found is None or not written.isalpha() or one:
+        return ""  # none, an offset (`+08`), or one of one offset: read as written
+    moment = datetime.fromisoformat(found.group("iso")).replace(tzinfo=zone)
+    return "" if moment.tzname() == written else written
 
 
 def redis_head(zone: tzinfo, now_ms: int) -> Head:

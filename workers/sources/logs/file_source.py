@@ -56,10 +56,12 @@ FORMAT_FIELDS: Final[dict[str, tuple[str, ...]]] = {
     "logfmt": ("level_name", "fields_dropped"),
     "cri": ("stream", "namespace", "pod", "container", "exception", "level_name"),
     "docker": ("stream", "container_id", "exception", "level_name", "tag", "fields_dropped"),
-    "syslog": ("host", "app", "pid", "facility", "level_name"),
+    "syslog": ("host", "app", "pid", "facility", "level_name", "structured_data"),
     "mysql_slow": ("db_instance", "thread_id", "rows_affected", "schema", "db_user"),
     **{name: (*fields, "level_name") for name, fields in TEXT_FORMAT_FIELDS.items()},
 }
+# Of those, the ones that hold numbers (a query may compare them: `bytes:>100000`).
+FORMAT_NUMBERS: Final = frozenset({"bytes", "rows_affected", "thread_id", "fields_dropped"})
 
 
 @dataclass
@@ -98,15 +100,20 @@ class FileLogSource:
         self.zone = zone_of(entry.timezone or config.timezone)
         self.sources = entry.file_sources()
         names: dict[str, None] = {}
+        comparable: set[str] = set()
         for source in self.sources:
             names.update(dict.fromkeys((*source.fields, *FORMAT_FIELDS[source.format])))
             names.update(dict.fromkeys(source.regex_fields()))
+            # the operator's own fields may hold numbers; a format's, those it writes as such
+            comparable.update(source.fields, source.regex_fields())
+            comparable.update(FORMAT_NUMBERS.intersection(FORMAT_FIELDS[source.format]))
         self.extra_fields = tuple(names)
+        self.comparable = frozenset(comparable)
 
     async def fetch(self, request: QueryLogsRequest) -> LogsUpstream:
         """Parse, check, then scan under the deadline; `SourceError` on any failure."""
         query = parse_log_query(request.query)
-        check_fields(query, request.topic, self.extra_fields)
+        check_fields(query, request.topic, self.extra_fields, self.comparable)
         when = call_time()  # the window admission recorded
         end_ms = None if when is None else when.end_ms
         return await run_stoppable(
@@ -211,8 +218,11 @@ class FileLogSource:
     ) -> None:
         """One file: its records, and its unparsed lines as text when the query allows."""
         zone = zone_of(source.timezone) if source.timezone else self.zone
+        # a year or a date a stamp lacks: the latest not after the window's end nor after the
+        # file's last write (a year-old rotation's `Dec  5 02:30` is not this morning's)
+        dated = min(watch.end, file.mtime_ms)
         parser = make_parser(
-            source.format, source.fields, zone, source.service, source.time_unit, watch.end,
+            source.format, source.fields, zone, source.service, source.time_unit, dated,
             file.real, source.pattern, source.time_format,
         )  # fmt: skip
         may_match = prefilter.may_match if prefilter.active else None
@@ -263,11 +273,14 @@ class FileLogSource:
             tally.files_unparsed += 1
             tally.formats.add(source.format)
 
-    def _parser(self, source: FileSource) -> LineParser:
+    def _parser(self, source: FileSource, now_ms: int | None = None) -> LineParser:
+        """A parser of `source` that supplies a missing year or date from `now_ms` (the
+        window's end, as the scan's; default this clock)."""
         zone = zone_of(source.timezone) if source.timezone else self.zone
+        now_ms = int(self.clock() * 1000) if now_ms is None else now_ms
         return make_parser(
             source.format, source.fields, zone, source.service, source.time_unit,
-            int(self.clock() * 1000), "", source.pattern, source.time_format,
+            now_ms, "", source.pattern, source.time_format,
         )  # fmt: skip
 
     def _needed(
@@ -283,10 +296,13 @@ class FileLogSource:
         chosen = self.sources[0] if source is None else source
         seen = watch.inside_window if watch is not None else (lambda _: None)
 
+        def parser(dated_ms: int) -> LineParser:  # a missing year or date: as the scan's
+            return self._parser(chosen, dated_ms)
+
         def needed(file: LogFile) -> bool:
             if flag.expired():
                 return file.mtime_ms >= window[0]
-            return self.times.needed(file, window, peeks, lambda: self._parser(chosen), seen)
+            return self.times.needed(file, window, peeks, parser, seen)
 
         return needed
 

@@ -44,13 +44,24 @@ from workers.sources.logs.compression import UNREADABLE, compression_of, damage_
 from workers.sources.logs.config import ScanBudget
 from workers.sources.logs.deadline import StopFlag
 
-__all__ = ["UNREADABLE", "LogFile", "Reader", "RefusedFile", "compression_of", "find_files"]
+__all__ = [
+    "UNREADABLE", "LogFile", "Reader", "RefusedFile", "compression_of", "find_files",
+    "without_colour",
+]  # fmt: skip
 
 _FLAGS: Final = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
 # open(2)'s errors of a file removed (rotated away) or replaced by a symlink since the listing
 _GONE: Final = frozenset({errno.ENOENT, errno.ELOOP, errno.ENOTDIR})
 _CHECK_EVERY: Final = 2048
 _CHUNK: Final = 1024 * 1024
+# Terminal colour and style codes (SGR, `ESC [ ... m`) a program wrote into its log file:
+# presentation, not text (a level or a word split by one is not found otherwise).
+_SGR: Final = re.compile(rb"\x1b\[[0-9;:]{0,64}m")
+
+
+def without_colour(data: bytes) -> bytes:
+    """Raw log bytes without their terminal colour codes (the scan's lines, the peeks')."""
+    return _SGR.sub(b"", data)
 
 
 class LogFile:
@@ -92,8 +103,12 @@ class RefusedFile(SourceError):
 
 
 def _kind(mode: int) -> str:
-    for test, name in ((stat.S_ISFIFO, "a fifo"), (stat.S_ISSOCK, "a socket"),
-                       (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device")):
+    for test, name in (
+        (stat.S_ISFIFO, "a fifo"),
+        (stat.S_ISSOCK, "a socket"),
+        (stat.S_ISCHR, "a character device"),
+        (stat.S_ISBLK, "a block device"),
+    ):
         if test(mode):
             return name
     return "not a regular file"  # fmt: skip
@@ -333,6 +348,8 @@ class Reader:
                 self.long_lines += 1
                 self._skip_rest(stream)
             else:
+                if b"\x1b" in line:  # coloured lines read as their text
+                    line = without_colour(line)
                 if b"\r" in line:  # CRLF files: no \r in any message or template
                     if line.endswith(b"\r\n"):
                         line = line[:-2] + b"\n"

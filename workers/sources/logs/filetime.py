@@ -33,7 +33,7 @@ from workers.sources.logs.compression import (
     decompressed,
     read_before_damage,
 )
-from workers.sources.logs.files import LogFile, Reader
+from workers.sources.logs.files import LogFile, Reader, without_colour
 from workers.sources.logs.formats import LineParser
 from workers.sources.logs.records import format_ms
 
@@ -103,16 +103,24 @@ class FileTimes:
     """First and last record times of files, peeked and cached (thread-safe, bounded)."""
 
     def __init__(self) -> None:
-        self._cache: OrderedDict[tuple[int, int, int, int, bool], int | None] = OrderedDict()
+        self._cache: OrderedDict[tuple[int, int, int, int, bool, int], int | None] = OrderedDict()
         self._lock = threading.Lock()
 
     def peek(
-        self, file: LogFile, reader: Reader, parser: Callable[[], LineParser], *, last: bool
+        self,
+        file: LogFile,
+        reader: Reader,
+        parser: Callable[[], LineParser],
+        *,
+        last: bool,
+        dated_ms: int = 0,
     ) -> int | None:
         """The time of the file's first record (`last=False`) or its latest in its last 16
         KiB (`last=True`, uncompressed files only: the codec is read from the magic bytes);
-        None when it cannot be read or nothing parses."""
-        key = (file.dev, file.ino, file.size, file.mtime_ms, last)
+        None when it cannot be read or nothing parses. `dated_ms` is the "now" the parser
+        supplies a missing year or date from (the window's end): part of the cache key, by
+        the hour, as `stamps` caches it."""
+        key = (file.dev, file.ino, file.size, file.mtime_ms, last, dated_ms // 3_600_000)
         with self._lock:
             if key in self._cache:
                 self._cache.move_to_end(key)
@@ -151,10 +159,13 @@ class FileTimes:
                 if not damage_of(exc, codec):
                     raise
                 return None
+        full = len(data) == _PEEK
+        if b"\x1b" in data:  # as the scan reads its lines
+            data = without_colour(data)
         lines = data.decode("utf-8", "replace").splitlines(keepends=True)
         if last and file.size > _PEEK:
             lines = lines[1:]  # the first is cut
-        elif not last and len(data) == _PEEK:
+        elif not last and full:
             lines = lines[:-1]  # the last may be cut
         return _first_time(lines, parser(), last)
 
@@ -163,29 +174,37 @@ class FileTimes:
         file: LogFile,
         window: tuple[int, int],
         reader: Reader,
-        parser: Callable[[], LineParser],
+        parser: Callable[[int], LineParser],
         seen: Callable[[int], object] = lambda _: None,
     ) -> bool:
         """Whether a file may hold records of the window, by its records' own time where its
         mtime would decide wrongly: last written before the window but its last record inside
         (or its mtime earlier than its first record: a copy), or written after the window but
         its first record later than the window's end. `seen` hears the time of the record
-        that ruled a file out (it was read, and lies outside the window)."""
+        that ruled a file out (it was read, and lies outside the window). `parser(dated_ms)`
+        supplies a missing year or date from `dated_ms`, the window's end or the file's last
+        write if earlier, as the scan does: a peek on the wall clock dated last year's syslog
+        this year and ruled the file out, or read a year-old rotation into today's window."""
         start, end = window
+        dated = min(end, file.mtime_ms)
+
+        def dated_parser() -> LineParser:
+            return parser(dated)
+
         if file.mtime_ms >= start:
             if file.mtime_ms <= end:
                 return True
-            first = self.peek(file, reader, parser, last=False)
+            first = self.peek(file, reader, dated_parser, last=False, dated_ms=dated)
             if first is None or first <= end:
                 return True
             seen(first)
             return False
-        last = self.peek(file, reader, parser, last=True)
+        last = self.peek(file, reader, dated_parser, last=True, dated_ms=dated)
         if last is not None:
             if last < start:
                 seen(last)
             return last >= start
-        first = self.peek(file, reader, parser, last=False)  # a compressed file
+        first = self.peek(file, reader, dated_parser, last=False, dated_ms=dated)  # compressed
         return first is not None and first > file.mtime_ms and first <= end
 
 

@@ -20,7 +20,7 @@ import functools
 import re
 from collections.abc import Mapping
 from datetime import datetime, tzinfo
-from typing import Any, Final, Protocol
+from typing import Any, Final, Protocol, TypeGuard
 
 import msgspec
 
@@ -40,12 +40,14 @@ __all__ = ["LineParser", "field_name", "level_of", "make_parser", "parse_time"]
 # MongoDB's (4.4+) `{"t":{"$date":...},"s":"W",...}`, whose `s` is read only beside that `t`.
 TIME_KEYS: Final = (
     "timestamp", "@timestamp", "time", "ts", "Timestamp", "t", "date", "__REALTIME_TIMESTAMP",
-    "t.$date",
+    "t.$date", "datetime", "instant.epochSecond", "@t",
 )  # fmt: skip
 LEVEL_KEYS: Final = (
-    "level", "log.level", "severity", "SeverityText", "levelname", "lvl", "PRIORITY",
+    "level", "log.level", "severity", "SeverityText", "levelname", "lvl", "PRIORITY", "@l",
 )  # fmt: skip
-MESSAGE_KEYS: Final = ("message", "msg", "event", "Body", "@message", "log", "MESSAGE")
+MESSAGE_KEYS: Final = (
+    "message", "msg", "event", "Body", "@message", "log", "MESSAGE", "@m", "@mt",
+)  # fmt: skip
 SERVICE_KEYS: Final = (
     "service", "service.name", "ServiceName", "app", "application", "name", "SYSLOG_IDENTIFIER",
     "_SYSTEMD_UNIT",
@@ -55,6 +57,7 @@ SERVICE_KEYS: Final = (
 MAX_FIELDS: Final = 64
 _JOURNAL_ADDRESS: Final = ("__CURSOR", "__MONOTONIC_TIMESTAMP", "__SEQNUM", "__SEQNUM_ID")
 _PRIORITIES: Final = ("0", "1", "2", "3", "4", "5", "6", "7")
+_NEXTCLOUD: Final = ("DEBUG", "INFO", "WARN", "ERROR", "FATAL")  # nextcloud.log's 0..4
 _SYSLOG_LEVELS: Final = ("FATAL", "FATAL", "FATAL", "ERROR", "WARN", "INFO", "INFO", "DEBUG")
 _FRACTION: Final = re.compile(r"(\.\d{1,6})\d*")
 _DECODER: Final = msgspec.json.Decoder()
@@ -71,6 +74,8 @@ def level_of(value: object, key: str = "level") -> str:
         return ("TRACE", "DEBUG", "INFO", "WARN", "ERROR", "FATAL")[min(max(n - 1, 0) // 4, 5)]
     if n >= 1000:  # logback level_value: 5000 TRACE .. 40000 ERROR
         return {5000: "TRACE", 10000: "DEBUG", 20000: "INFO", 30000: "WARN"}.get(n, "ERROR")
+    if n >= 100:  # Monolog: 100 DEBUG, 200 INFO, 250 NOTICE, 300 WARNING, 400 ERROR, 500+
+        return ("DEBUG", "INFO", "WARN", "ERROR", "FATAL")[min(n // 100 - 1, 4)]
     # bunyan / pino: 10 trace, 20 debug, 30 info, 40 warn, 50 error, 60 fatal
     return ("TRACE", "TRACE", "DEBUG", "INFO", "WARN", "ERROR", "FATAL")[min(max(n // 10, 0), 6)]
 
@@ -171,6 +176,10 @@ def _journal_text(value: str) -> str:
         return value
 
 
+def _is_int(value: object) -> TypeGuard[int]:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
 class _Mapped:
     """Shared by jsonl and logfmt: a flat key → value map to an entry."""
 
@@ -199,6 +208,9 @@ class _Mapped:
 
     def entry(self, flat: dict[str, Any]) -> Entry | None:
         time_key, when = self._pick(flat, "time", TIME_KEYS)
+        if time_key == "instant.epochSecond" and _is_int(when):  # log4j2's JsonLayout
+            nanos = flat.pop("instant.nanoOfSecond", 0)
+            when = when + nanos / 1e9 if _is_int(nanos) else when
         epoch = parse_time(when, self.zone, self.unit) if when is not None else None
         if epoch is None:
             return None
@@ -214,6 +226,14 @@ class _Mapped:
             level = "DEBUG" if level[:1] == "D" and level[1:].isdigit() else level
         if level_key == "PRIORITY" and level in _PRIORITIES:
             level = SYSLOG_NAMES[_PRIORITIES.index(level)]  # "3" is err: ERROR
+        elif _is_int(level) and isinstance(flat.get("level_name"), str):
+            level_key, level = "level_name", flat.pop("level_name")  # Monolog: 400, "ERROR"
+        elif _is_int(level) and 0 <= level <= 4 and "reqId" in flat:
+            level = _NEXTCLOUD[level]  # Nextcloud's and ownCloud's 0..4 (bunyan's start at 10)
+        if level is None and time_key == "@t":  # Serilog's CLEF: no `@l` is Information
+            level_key, level = "@l", "INFO"
+        if time_key == "@t" and "@x" in flat:  # CLEF's exception, its type and stack
+            flat.setdefault("exception", flat.pop("@x"))
         if level is None:
             for key in ("SeverityNumber", "level_value"):
                 if key in flat:
@@ -289,6 +309,8 @@ class Logfmt(_Mapped):
 
 _PRI: Final = re.compile(r"<(\d{1,3})>")
 _RFC5424: Final = re.compile(r"1 (\S+) (\S+) (\S+) (\S+) (\S+) (-|\[.*?\](?:\[.*?\])*) ?(.*)", re.S)
+# The same without `<PRI>1 ` (tried after an ISO time, no tag), as VMware (ESXi, NSX) writes
+_RFC5424_BARE: Final = re.compile(_RFC5424.pattern.removeprefix("1 "), re.S)
 # The tag (`app[pid]:`) is optional: a line without one (`syslogd 1.4.1: restart.`,
 # `-- root[2421]: ROOT LOGIN ON tty2`, `-- MARK --`) is a record whose message is the rest.
 _TAG: Final = r" +(?:([^:\[\s]+(?: \d[\d.]*)?)(?:\[(\d+)\])?: ?)?(.*)"
@@ -329,10 +351,14 @@ class Syslog:
             level, fields = _SYSLOG_LEVELS[value % 8], {"facility": value // 8}
             keep_level_name(fields, SYSLOG_NAMES[value % 8], level)
             text = text[pri.end() :]
-        if found := _RFC5424.fullmatch(text):
+        structured = "-"
+        iso = _ISO_SYSLOG.fullmatch(text)
+        if found := _RFC5424.fullmatch(text) or (
+            iso is not None and iso.group(3) is None and _RFC5424_BARE.fullmatch(text)
+        ):  # without `<PRI>1 `: only a line with no `app[pid]:` tag
             epoch = parse_time(found.group(1), self.zone)
-            host, app, proc, message = (found.group(i) for i in (2, 3, 4, 7))
-        elif found := _RFC3164.fullmatch(text) or _ISO_SYSLOG.fullmatch(text):
+            host, app, proc, structured, message = (found.group(i) for i in (2, 3, 4, 6, 7))
+        elif found := _RFC3164.fullmatch(text) or iso:
             when = found.group(1)
             epoch = parse_time(when, self.zone) if when[0].isdigit() else self._yearless(when)
             host, app, proc, message = (found.group(i) for i in (2, 3, 4, 5))
@@ -347,6 +373,8 @@ class Syslog:
             fields["app"] = app
         if proc and proc != "-":
             fields["pid"] = proc
+        if structured != "-":  # RFC 5424's structured data, kept as written (searchable)
+            fields["structured_data"] = structured
         service = self.service or (app if app and app != "-" else "")
         return [Entry(epoch, level, service, message.removeprefix("\ufeff"), fields)]
 

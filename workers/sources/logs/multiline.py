@@ -59,11 +59,20 @@ class Continued(NamedTuple):
 _CONTINUATION: Final = re.compile(
     r"\s|Caused by:|Suppressed:|Traceback \(|\.\.\. \d+ (?:more|common frames omitted)"
     r"|[\w$]+(?:\.[\w$]+)+(?::|$)|[A-Z]\w*(?:Error|Exception|Warning|Exit|Interrupt)\b(?::|$)"
+    # PHP's trace (`Throwable::getTraceAsString`) as Monolog writes it in a record's context:
+    # `[stacktrace]`, `#0 /app/X.php(795): f()`, `#1 [internal function]: g()`, `#2 {main}`,
+    # `[previous exception] [object] (...)`, the context's closing `"} `; PHP's `Stack trace:`
+    r"|\[stacktrace\]$|\[previous exception\] |Stack trace:$|\"\} ?$"
+    r"|#\d+ (?:\{main\}$|\[internal function\]: |[^(]{1,500}\(\d+\): )"
 )
 # A crash without a time of its own (module docstring) and the lines of a Go goroutine dump.
 _CRASH: Final = re.compile(
     r"(?P<go>panic|fatal error): |Exception in thread \"[^\"]*\" (?P<java>[\w$]+(?:\.[\w$]+)*)"
+    r"|(?P<python>Traceback \(most recent call last\):$)"  # Python's uncaught exception
 )
+# The line that ends a Python traceback and names its exception (`ConnectionError: ...`,
+# `requests.exceptions.ConnectTimeout: ...`, `KeyboardInterrupt`), not indented.
+_PYTHON_RAISED: Final = re.compile(r"([A-Za-z_][\w]*(?:\.[A-Za-z_][\w]*)*)(?::|$)")
 _GO_DUMP: Final = re.compile(
     r"\[signal |goroutine \d+ .*\]:$|created by |exit status \d+$|\.\.\.additional frames elided"
     r"|runtime stack:$"  # a fatal error's stack of the runtime itself (stack overflow)
@@ -86,6 +95,7 @@ class Crash(NamedTuple):
     level: str
     exception: str
     go: bool
+    last: bool = False  # the exception is named on its last line (Python): `python_raised`
 
 
 def crash_of(text: str) -> Crash | None:
@@ -96,7 +106,15 @@ def crash_of(text: str) -> Crash | None:
     go = found.group("go")
     if go is not None:
         return Crash("FATAL", go, True)
+    if found.group("python") is not None:
+        return Crash("ERROR", "Traceback", False, True)
     return Crash("ERROR", found.group("java"), False)
+
+
+def python_raised(text: str) -> str | None:
+    """The exception a line of a Python traceback names when it is its last line, or None."""
+    found = _PYTHON_RAISED.match(text)
+    return found.group(1) if found is not None and found.group(1) != "Traceback" else None
 
 
 def go_runtime(text: str) -> bool:

@@ -32,5 +32,8 @@ def check_pattern(pattern: str, fmt: str, time_format: str) -> None:
     if "time" not in compiled.groupindex:
         raise ValueError("pattern: needs a named group (?P<time>...) for the record's time")
     for name in compiled.groupindex:
-        if not _NAME.fullmatch(name):
-            raise ValueError(f"pattern: group {name!r} is not a field name (letters, digits, _)")
+        if not _NAME.fullmatch(name) or name != name.lower():  # a query reads names lowercase
+            raise ValueError(
+                f"pattern: group {name!r} is not a field name (lowercase letters, digits, _: "
+                "a query reads field names lowercase)"
+            )

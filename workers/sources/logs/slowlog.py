@@ -94,6 +94,9 @@ class SlowLog:
 
     def __init__(self, zone: tzinfo, service: str) -> None:
         self.zone, self.service, self.failed = zone, service or "mysql", 0
+        # The server writes `use db;` only when the database differs from the last one it
+        # logged (MySQL's and MariaDB's slow log writer): the statements after it are in it.
+        self._use = ""
         self._reset()
 
     def _reset(self) -> None:
@@ -158,7 +161,7 @@ class SlowLog:
         if found := _SET_TS.match(text):
             self._time = int(found.group(1)) * 1000
         elif found := _USE.fullmatch(text.strip()):
-            self._fields["schema"] = found.group(1)
+            self._use = self._fields["schema"] = found.group(1)
         else:
             self._add_sql(text)
         return out
@@ -176,6 +179,8 @@ class SlowLog:
         if when is None or not sql:
             self.failed += bool(sql)
             return []
+        if self._use:
+            fields.setdefault("schema", self._use)  # its own `# Schema:` header wins
         template = sql_template(sql)
         fields["sql_template"] = template
         fields["sql_digest"] = hashlib.blake2b(template.encode(), digest_size=8).hexdigest()

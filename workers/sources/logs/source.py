@@ -172,9 +172,17 @@ def parse_log_query(text: str) -> ParsedQuery:
     return ParsedQuery(clauses=tuple(clauses))
 
 
-def check_fields(query: ParsedQuery, topic: Topic, extra: tuple[str, ...] = ()) -> None:
+def check_fields(
+    query: ParsedQuery,
+    topic: Topic,
+    extra: tuple[str, ...] = (),
+    comparable: frozenset[str] | None = None,
+) -> None:
     """Reject fields the topic does not have and comparisons the field cannot take (`extra`:
-    more field names a configured backend declares)."""
+    more field names a configured backend declares; `comparable`: those of them that may
+    hold numbers, compared as numbers when their value reads as one, text otherwise; None:
+    all of them, as a ClickHouse topic's attributes)."""
+    comparable = frozenset(extra) if comparable is None else comparable
     known = TOPIC_FIELDS[topic] + tuple(n for n in extra if n not in TOPIC_FIELDS[topic])
     for clause in query.clauses:
         name = clause.field
@@ -185,7 +193,7 @@ def check_fields(query: ParsedQuery, topic: Topic, extra: tuple[str, ...] = ()) 
                 f"unknown field {name!r} for topic {topic.value}; fields: {', '.join(known)}"
             )
         numeric = name in NUMERIC_FIELDS
-        if clause.op in ("gt", "ge", "lt", "le") and not numeric:
+        if clause.op in ("gt", "ge", "lt", "le") and not (numeric or name in comparable):
             raise _bad(f"{name} is text; compare (>, >=, <, <=) only numeric fields")
         if numeric and clause.op == "contains" and clause.number is None:
             raise _bad(f"{name} takes a number, e.g. {name}:500 or {name}:>=500")

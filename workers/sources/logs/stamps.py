@@ -30,11 +30,29 @@ import re
 from datetime import datetime, timedelta, tzinfo
 from typing import Final
 
-__all__ = ["MAX_EPOCH_MS", "MIN_EPOCH_MS", "STAMP", "stamp_ms", "strptime_ms"]
+__all__ = ["MAX_EPOCH_MS", "MIN_EPOCH_MS", "STAMP", "ZONE_ABBREVIATIONS", "stamp_ms", "strptime_ms"]
 
 # datetime's range: an epoch outside it cannot be shown (and is not a real log time).
 MIN_EPOCH_MS: Final = -62_135_596_800_000  # 0001-01-01T00:00:00Z
 MAX_EPOCH_MS: Final = 253_402_300_799_999  # 9999-12-31T23:59:59.999Z
+
+# Zone abbreviations that name one offset in tzdata (2024-2026), as `+hhmm`: a time written
+# with one of them (PostgreSQL's `%m`/`%t` in its `log_timezone`) is read at that offset,
+# whatever the topic's `timezone`. Those naming several (CST and CDT: US Central or China or
+# Cuba; IST: India, Ireland or Israel; PST: US Pacific or the Philippines) are not here: they
+# are read in the topic's zone.
+ZONE_ABBREVIATIONS: Final = {
+    "GMT": "+0000", "UTC": "+0000", "Z": "+0000", "WET": "+0000", "WEST": "+0100",
+    "BST": "+0100", "CET": "+0100", "CEST": "+0200", "MET": "+0100", "MEST": "+0200",
+    "WAT": "+0100", "EET": "+0200", "EEST": "+0300", "CAT": "+0200", "SAST": "+0200",
+    "IDT": "+0300", "MSK": "+0300", "EAT": "+0300", "PKT": "+0500", "WIB": "+0700",
+    "HKT": "+0800", "AWST": "+0800", "WITA": "+0800", "JST": "+0900", "KST": "+0900",
+    "WIT": "+0900", "ACST": "+0930", "ACDT": "+1030", "AEST": "+1000", "AEDT": "+1100",
+    "ChST": "+1000", "NZST": "+1200", "NZDT": "+1300", "NST": "-0330", "NDT": "-0230",
+    "AST": "-0400", "ADT": "-0300", "EST": "-0500", "EDT": "-0400", "MST": "-0700",
+    "MDT": "-0600", "PDT": "-0700", "AKST": "-0900", "AKDT": "-0800", "HST": "-1000",
+    "HDT": "-0900", "SST": "-1100",
+}  # fmt: skip
 
 _MON: Final = r"(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)"
 _DAY: Final = r"(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun)"

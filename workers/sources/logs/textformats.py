@@ -42,10 +42,10 @@ TEXT_FORMAT_FIELDS: Final[dict[str, tuple[str, ...]]] = {
     "apache_error": ("module", "pid", "client", "exception"),
     "nginx_error": ("pid", "connection", "client", "exception"),
     "apache_access": ("client", "user", "method", "uri", "protocol", "http_status", "bytes",
-                      "referer", "user_agent"),
+                      "referer", "user_agent", "extra"),
     "klog": ("pid", "source", "exception"),
     "oslo": ("pid", "logger", "request_id", "exception"),
-    "postgresql": ("pid", "user", "database"),
+    "postgresql": ("pid", "user", "database", "duration_ms"),
     "redis": ("pid", "role"),
     "plain": ("pid", "process", "logger", "exception", "source"),
     "regex": ("exception",),
@@ -53,7 +53,7 @@ TEXT_FORMAT_FIELDS: Final[dict[str, tuple[str, ...]]] = {
 TEXT_FORMAT_FIELDS["nginx_access"] = TEXT_FORMAT_FIELDS["apache_access"]
 
 _LEVEL_WORD: Final = (
-    r"TRACE|DEBUG|INFO|NOTICE|WARN(?:ING)?|ERROR|SEVERE|FATAL|CRIT(?:ICAL)?|ALERT|EMERG"
+    r"TRACE|DEBUG|INFO|NOTICE|WARN(?:ING)?|ERROR|SEVERE|FATAL|CRIT(?:ICAL)?|ALERT|EMERG(?:ENCY)?"
     r"|FINE(?:R|ST)?|CONFIG|Note|Warning|trace|debug|info|notice|warn(?:ing)?|error|fatal|critical"
     r"|TRC|DBG|INF|WRN|ERR|FTL|VRB"  # zerolog, Serilog, NATS
 )
@@ -76,8 +76,12 @@ _PLAIN: Final = re.compile(  # MariaDB: `2024-01-15 10:15:30 0 [Note] ...` (a th
     r"(?:\[(?P<pid>\d{1,10})\] )?"  # nats-server: `[2986] 2026/12/04 19:33:23.069006 [INF] ...`
     # then a thread id (MariaDB) or `[pid]` (gunicorn), the level, its process (Celery's
     # `[2026-12-04 20:15:28,123: INFO/MainProcess]`)
-    r"\[?" + STAMP + r"\]?:?(?:\s+(?:\d+\s+|\[(?P<pid_after>\d{1,10})\]\s+"
-    r"|-\s+(?P<logger>[\w.$-]{1,120})\s+-\s+)?[\[<(]?"  # Python's `%(asctime)s - %(name)s - `
+    # `time:LEVEL:` too (Python's `%(asctime)s:%(levelname)s:...`): the colon is the space
+    r"\[?"
+    + STAMP
+    + r"\]?:?(?:(?:\s+|(?<=\d:)(?=[A-Za-z]+:))(?:\d+\s+|\[(?P<pid_after>\d{1,10})\]\s+"
+    r"|-\s+(?P<logger>[\w.$-]{1,120})\s+-\s+"  # Python's `%(asctime)s - %(name)s - `
+    r"|(?P<channel>[\w-]{1,60})\.(?=[A-Z]+: ))?[\[<(]?"  # Monolog's `%channel%.%level_name%: `
     r"(?P<level>" + _LEVEL_WORD + r")\b(?:/(?P<process>[\w.:-]{1,80}))?[\]>)]?:?(?:\s+-(?=\s))?)?"
     r"\s*(?P<message>.*)",
     re.S,
@@ -95,7 +99,11 @@ _NGINX_CLIENT: Final = re.compile(r", client: ([^,\s]+)")
 _ACCESS: Final = re.compile(
     r"(?P<client>\S+) \S+ (?P<user>\S+) \[" + STAMP + r'\] "(?P<request>(?:[^"\\]|\\.)*)"'
     r" (?P<status>\d{3}|-) (?P<bytes>\d+|-)"
-    r'(?: "(?P<referer>(?:[^"\\]|\\.)*)" "(?P<agent>(?:[^"\\]|\\.)*)")?',
+    # what a custom LogFormat adds: before the referer (Apache's `%D`, lighttpd's byte
+    # counts) and after the user agent (nginx's `"$http_x_forwarded_for" $request_time`)
+    r'(?P<between>(?: [^\s"]+){0,16})'
+    r'(?: "(?P<referer>(?:[^"\\]|\\.)*)" "(?P<agent>(?:[^"\\]|\\.)*)")?'
+    r"(?P<after>.*)",
     re.S,
 )
 _REQUEST: Final = re.compile(r"(\S+) (\S+)(?: (\S+))?")
@@ -192,7 +200,7 @@ def _plain(zone: tzinfo, now_ms: int, time_format: str) -> Head:
                 fields["pid"] = pid
             if process := found.group("process"):
                 fields["process"] = process
-            if logger := found.group("logger"):
+            if logger := found.group("logger") or found.group("channel"):
                 fields["logger"] = logger
             return text_entry(epoch, found.group("level"), found.group("message"), fields)
 
@@ -275,6 +283,8 @@ def _access(zone: tzinfo, now_ms: int) -> Head:
                 fields["referer"] = referer
             if agent not in (None, "-"):
                 fields["user_agent"] = agent
+            if extra := f"{found.group('between')}{found.group('after')}".strip():
+                fields["extra"] = extra  # kept as written: searchable, never dropped
             level = (
                 ""
                 if code is None

@@ -1,0 +1,81 @@
+"""A Python program's uncaught exception on a container's stderr (`cri`, `docker`): the
+interpreter prints `Traceback (most recent call last):`, its frames (indented) and last the
+exception (`ConnectionError: payment gateway unreachable`). One record, level ERROR,
+`exception` the class on its last line, as Go's panics and Java's uncaught exceptions are.
+Before, each line was a record of its own without a level: `level:ERROR` and `exception:*`
+over the hour of the crash answered NO_EVIDENCE.
+"""
+
+from __future__ import annotations
+
+import os
+from datetime import UTC, datetime
+from pathlib import Path
+
+import msgspec
+import pytest
+from logs_helpers import file_source, search
+
+NOW = datetime(2026, 12, 4, 12, 0, tzinfo=UTC).timestamp()
+TRACEBACK = [
+    "Traceback (most recent call last):",
+    '  File "/app/worker.py", line 31, in <module>',
+    "    charge(order)",
+    '  File "/app/worker.py", line 12, in charge',
+    '    raise ConnectionError("payment gateway unreachable")',
+    "ConnectionError: payment gateway unreachable",
+]
+
+
+def container_log(fmt: str, lines: list[tuple[str, str]]) -> str:
+    stamp = [f"2026-12-04T11:51:00.{i:06d}123Z" for i in range(len(lines))]
+    if fmt == "cri":
+        return "".join(f"{stamp[i]} {s} F {t}\n" for i, (s, t) in enumerate(lines))
+    return "".join(
+        msgspec.json.encode({"log": t + "\n", "stream": s, "time": stamp[i]}).decode() + "\n"
+        for i, (s, t) in enumerate(lines)
+    )
+
+
+@pytest.mark.parametrize("fmt", ["cri", "docker"])
+def test_a_python_traceback_on_a_stream_is_one_error_record(tmp_path: Path, fmt: str) -> None:
+    lines = [("stdout", "Starting worker")]
+    lines += [("stderr", line) for line in TRACEBACK[:3]]
+    lines += [("stdout", "draining")]  # the other stream's line between: its own record
+    lines += [("stderr", line) for line in TRACEBACK[3:]]
+    lines += [("stdout", "Starting worker")]  # the restart
+    path = tmp_path / "0.log"
+    path.write_text(container_log(fmt, lines))
+    os.utime(path, (NOW - 60, NOW - 60))
+    source = file_source(tmp_path, fmt, ["0.log"], now=NOW)
+    assert search(source, "").match_count == 4 and not search(source, "").unparsed_lines
+    (crash,) = search(source, "level:ERROR").records
+    assert crash.message.splitlines() == TRACEBACK
+    assert crash.fields["exception"] == "ConnectionError" and crash.fields["stream"] == "stderr"
+    assert crash.timestamp == "2026-12-04T11:51:00.000Z"  # its first line's
+    assert search(source, "exception:ConnectionError").match_count == 1
+
+
+@pytest.mark.parametrize("fmt", ["cri", "docker"])
+def test_a_chained_traceback_names_the_last_exception(tmp_path: Path, fmt: str) -> None:
+    chained = [
+        "Traceback (most recent call last):",
+        '  File "/app/db.py", line 5, in connect',
+        "socket.timeout: timed out",
+        "",
+        "During handling of the above exception, another exception occurred:",
+        "",
+        "Traceback (most recent call last):",
+        '  File "/app/worker.py", line 9, in <module>',
+        "requests.exceptions.ConnectTimeout: pool timed out",
+    ]
+    path = tmp_path / "0.log"
+    path.write_text(container_log(fmt, [("stderr", line) for line in chained]))
+    os.utime(path, (NOW - 60, NOW - 60))
+    source = file_source(tmp_path, fmt, ["0.log"], now=NOW)
+    errors = search(source, "level:ERROR").records
+    assert [e.fields["exception"] for e in errors] == [
+        "socket.timeout",
+        "requests.exceptions.ConnectTimeout",
+    ]
+    assert search(source, '"During handling"').match_count == 1  # a record between them
