@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Final
 
 import msgspec
@@ -39,6 +38,7 @@ from workers.sources.base import SourceError
 from workers.sources.calltime import call_time
 from workers.sources.logs.config import FileSource, FileTopic, LogsConfig, zone_of
 from workers.sources.logs.deadline import StopFlag, run_stoppable
+from workers.sources.logs.file_outcome import Tally, check_outcome, kinds_of, read_notes
 from workers.sources.logs.files import LogFile, Reader, find_files
 from workers.sources.logs.filetime import FileTimes, WindowWatch, future_warning
 from workers.sources.logs.formats import LineParser, make_parser
@@ -62,19 +62,6 @@ FORMAT_FIELDS: Final[dict[str, tuple[str, ...]]] = {
 }
 # Of those, the ones that hold numbers (a query may compare them: `bytes:>100000`).
 FORMAT_NUMBERS: Final = frozenset({"bytes", "rows_affected", "thread_id", "fields_dropped"})
-
-
-@dataclass
-class _Tally:
-    """What one call read, beyond its matches."""
-
-    parsed: int = 0
-    failed: int = 0
-    text_matches: int = 0
-    files_unparsed: int = 0
-    sources_empty: int = 0
-    formats: set[str] = field(default_factory=set)
-    skipped: dict[str, str] = field(default_factory=dict)  # real path: "a fifo" (never shown)
 
 
 def _text_only(query: ParsedQuery) -> bool:
@@ -121,7 +108,7 @@ class FileLogSource:
         )
 
     def _files(
-        self, window: tuple[int, int], flag: StopFlag, tally: _Tally, watch: WindowWatch
+        self, window: tuple[int, int], flag: StopFlag, tally: Tally, watch: WindowWatch
     ) -> tuple[list[tuple[LogFile, FileSource]], bool]:
         """Every source's files in the window, newest first (a file two sources match is read
         once, by the first); True when the listing was cut or more than `max_files` matched."""
@@ -142,7 +129,7 @@ class FileLogSource:
             raise SourceError(
                 ErrorCode.AUTHORIZATION,
                 f"the {len(tally.skipped)} paths the log globs of topic {self.topic.value} "
-                f"match are not regular files ({_kinds(tally.skipped)}) and are never read; "
+                f"match are not regular files ({kinds_of(tally.skipped)}) and are never read; "
                 "the operator must fix the configured paths",
             )
         if matched == 0 and not too_many:  # a wrong path or a missing folder: not "no evidence"
@@ -169,7 +156,7 @@ class FileLogSource:
         start_ms = end_ms - lookback * 60_000
         flag.narrow(self.config.scan.max_seconds)
         watch = WindowWatch(start_ms, end_ms, now_ms)
-        tally = _Tally()
+        tally = Tally()
         files, too_many = self._files((start_ms, end_ms), flag, tally, watch)
         reader = Reader(self.config.scan, flag, self.config.roots)
         digest = Digest(self.config.sample_limit)
@@ -184,7 +171,7 @@ class FileLogSource:
             )
             self._scan(file, source, reader, prefilter, digest, query, watch, text_ok, tally)
         lower_bound = reader.stopped or too_many or bool(reader.unread)
-        self._check_outcome(digest, tally, reader, lower_bound, flag)
+        check_outcome(self.topic.value, digest, tally, reader, lower_bound, flag)
         scope = LogScope(
             topic=request.topic,
             query=request.query,
@@ -193,7 +180,7 @@ class FileLogSource:
             end_time=format_ms(end_ms, self.zone),
         )
         upstream = digest.upstream(self.source_kind, scope, self.zone, lower_bound=lower_bound)
-        notes = self._notes(tally, reader, text_ok)
+        notes = read_notes(tally, reader, text_ok, len(self.sources))
         return msgspec.structs.replace(
             upstream,
             unparsed_lines=tally.failed or UNSET,
@@ -214,7 +201,7 @@ class FileLogSource:
         query: ParsedQuery,
         watch: WindowWatch,
         text_ok: bool,
-        tally: _Tally,
+        tally: Tally,
     ) -> None:
         """One file: its records, and its unparsed lines as text when the query allows."""
         zone = zone_of(source.timezone) if source.timezone else self.zone
@@ -322,110 +309,5 @@ class FileLogSource:
                 return warning
         return ""
 
-    def _notes(self, tally: _Tally, reader: Reader, text_ok: bool) -> list[str]:
-        notes: list[str] = []
-        if tally.failed and (tally.text_matches or not text_ok or tally.files_unparsed):
-            how = (
-                f"{tally.text_matches} of the matches are such lines, matched as plain text "
-                "and timed by the record before them"
-                if tally.text_matches
-                else "a query of plain words alone also matches them as text"
-            )
-            files = (
-                f" ({tally.files_unparsed} files had no line in their format)"
-                if tally.files_unparsed
-                else ""
-            )
-            notes.append(f"{tally.failed} lines read are not in their log format{files}; {how}")
-        if reader.unread:
-            kinds = ", ".join(sorted(set(reader.unread)))
-            notes.append(
-                f"{len(reader.unread)} matched log files are compressed with {kinds}, which this "
-                "worker cannot read: the count is a lower bound"
-            )
-        if reader.cut:
-            notes.append(
-                f"{reader.cut} compressed log files are cut short (their end is missing: a "
-                "rotation interrupted, a disk full); the lines before the cut were read: the "
-                "count is a lower bound"
-            )
-        if reader.corrupt:
-            notes.append(
-                f"{reader.corrupt} compressed log files are corrupt part way; the "
-                "lines before the damage were read: the count is a lower bound"
-            )
-        if reader.dictionary:
-            notes.append(
-                f"{reader.dictionary} log files are compressed with a zstd dictionary this "
-                "worker does not have; the lines before it were read: the count is a lower bound"
-            )
-        if reader.unreadable:
-            notes.append(
-                f"{reader.unreadable} log files could not be read to their end (the system "
-                f"failed a read: {reader.read_error}); the lines before the failure were read: "
-                "the count is a lower bound"
-            )
-        if tally.skipped:  # what and how many, never where
-            notes.append(
-                f"{len(tally.skipped)} matched paths skipped: not a regular file "
-                f"({_kinds(tally.skipped)}), never opened; the count is over the log files read"
-            )
-        if tally.sources_empty and len(self.sources) > 1:
-            notes.append(f"{tally.sources_empty} of this topic's {len(self.sources)} log "
-                         "sources match no file")  # fmt: skip
-        return notes
-
-    def _check_outcome(
-        self, digest: Digest, tally: _Tally, reader: Reader, lower_bound: bool, flag: StopFlag
-    ) -> None:
-        name = self.topic.value
-        if tally.parsed == 0 and tally.failed > 0 and digest.match_count == 0:
-            formats = ", ".join(sorted(tally.formats)) or "configured"
-            raise SourceError(
-                ErrorCode.EXECUTION,
-                f"the log files of topic {name} are not in the configured format "
-                f"({formats}): no line could be read as a record",
-            )
-        if reader.unread and digest.match_count == 0:
-            kinds = ", ".join(sorted(set(reader.unread)))
-            raise SourceError(
-                ErrorCode.EXECUTION,
-                f"{len(reader.unread)} log files of topic {name} are compressed with {kinds}, "
-                "which this worker cannot read; nothing else matched",
-            )
-        if (
-            reader.broken
-            and digest.match_count == 0
-            and not (reader.out_of_budget or flag.timed_out)
-        ):
-            raise SourceError(
-                ErrorCode.EXECUTION,
-                f"{reader.broken} log files of topic {name} ended in an error part way "
-                f"({_damage(reader)}) and nothing read before it matched: the count is "
-                "unknown; the operator must check these files",
-            )
-        if lower_bound and digest.match_count == 0:
-            code = ErrorCode.TIMEOUT if flag.timed_out else ErrorCode.EXECUTION
-            raise SourceError(
-                code,
-                f"the search of topic {name} stopped at its size or time limit before it found "
-                "a match; try a shorter lookback_minutes or a narrower query",
-            )
-
     async def aclose(self) -> None:
         """Nothing held open between calls: each call opens and closes its files."""
-
-
-def _kinds(skipped: dict[str, str]) -> str:
-    """What the skipped paths are, each kind once: "a fifo, a socket"."""
-    return ", ".join(sorted(set(skipped.values())))
-
-
-def _damage(reader: Reader) -> str:
-    kinds = (
-        (reader.cut, "compressed and cut short (their end is missing)"),
-        (reader.corrupt, "compressed and corrupt part way"),
-        (reader.dictionary, "compressed with a zstd dictionary this worker does not have"),
-        (reader.unreadable, f"could not be read: the system failed a read, {reader.read_error}"),
-    )
-    return ", ".join(f"{count} {how}" for count, how in kinds if count)

@@ -1,0 +1,136 @@
+"""What one FILE call read beyond its matches (`Tally`), the notes the model hears about it,
+and the ERROR a read that found nothing owes the agent (`workers.sources.logs.file_source`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from contracts.status import ErrorCode
+from workers.sources.base import SourceError
+from workers.sources.logs.deadline import StopFlag
+from workers.sources.logs.files import Reader
+from workers.sources.logs.records import Digest
+
+__all__ = ["Tally", "check_outcome", "kinds_of", "read_notes"]
+
+
+@dataclass
+class Tally:
+    """What one call read, beyond its matches."""
+
+    parsed: int = 0
+    failed: int = 0
+    text_matches: int = 0
+    files_unparsed: int = 0
+    sources_empty: int = 0
+    formats: set[str] = field(default_factory=set)
+    skipped: dict[str, str] = field(default_factory=dict)  # real path: "a fifo" (never shown)
+
+
+def read_notes(tally: Tally, reader: Reader, text_ok: bool, sources: int) -> list[str]:
+    """What the model must hear about how the answer was read (no path, ever)."""
+    notes: list[str] = []
+    if tally.failed and (tally.text_matches or not text_ok or tally.files_unparsed):
+        how = (
+            f"{tally.text_matches} of the matches are such lines, matched as plain text "
+            "and timed by the record before them"
+            if tally.text_matches
+            else "a query of plain words alone also matches them as text"
+        )
+        files = (
+            f" ({tally.files_unparsed} files had no line in their format)"
+            if tally.files_unparsed
+            else ""
+        )
+        notes.append(f"{tally.failed} lines read are not in their log format{files}; {how}")
+    if reader.unread:
+        kinds = ", ".join(sorted(set(reader.unread)))
+        notes.append(
+            f"{len(reader.unread)} matched log files are compressed with {kinds}, which this "
+            "worker cannot read: the count is a lower bound"
+        )
+    if reader.cut:
+        notes.append(
+            f"{reader.cut} compressed log files are cut short (their end is missing: a "
+            "rotation interrupted, a disk full); the lines before the cut were read: the "
+            "count is a lower bound"
+        )
+    if reader.corrupt:
+        notes.append(
+            f"{reader.corrupt} compressed log files are corrupt part way; the "
+            "lines before the damage were read: the count is a lower bound"
+        )
+    if reader.dictionary:
+        notes.append(
+            f"{reader.dictionary} log files are compressed with a zstd dictionary this "
+            "worker does not have; the lines before it were read: the count is a lower bound"
+        )
+    if reader.unreadable:
+        notes.append(
+            f"{reader.unreadable} log files could not be read to their end (the system "
+            f"failed a read: {reader.read_error}); the lines before the failure were read: "
+            "the count is a lower bound"
+        )
+    if tally.skipped:  # what and how many, never where
+        notes.append(
+            f"{len(tally.skipped)} matched paths skipped: not a regular file "
+            f"({kinds_of(tally.skipped)}), never opened; the count is over the log files read"
+        )
+    if tally.sources_empty and sources > 1:
+        notes.append(f"{tally.sources_empty} of this topic's {sources} log "
+                     "sources match no file")  # fmt: skip
+    return notes
+
+def check_outcome(
+    name: str, digest: Digest, tally: Tally, reader: Reader, lower_bound: bool, flag: StopFlag
+) -> None:
+    """Raise the ERROR a read that found nothing owes the agent (never "no evidence"): nothing
+    in the format, only unreadable compressions, only broken files, or a cut-short search."""
+    if tally.parsed == 0 and tally.failed > 0 and digest.match_count == 0:
+        formats = ", ".join(sorted(tally.formats)) or "configured"
+        raise SourceError(
+            ErrorCode.EXECUTION,
+            f"the log files of topic {name} are not in the configured format "
+            f"({formats}): no line could be read as a record",
+        )
+    if reader.unread and digest.match_count == 0:
+        kinds = ", ".join(sorted(set(reader.unread)))
+        raise SourceError(
+            ErrorCode.EXECUTION,
+            f"{len(reader.unread)} log files of topic {name} are compressed with {kinds}, "
+            "which this worker cannot read; nothing else matched",
+        )
+    if (
+        reader.broken
+        and digest.match_count == 0
+        and not (reader.out_of_budget or flag.timed_out)
+    ):
+        raise SourceError(
+            ErrorCode.EXECUTION,
+            f"{reader.broken} log files of topic {name} ended in an error part way "
+            f"({_damage(reader)}) and nothing read before it matched: the count is "
+            "unknown; the operator must check these files",
+        )
+    if lower_bound and digest.match_count == 0:
+        code = ErrorCode.TIMEOUT if flag.timed_out else ErrorCode.EXECUTION
+        raise SourceError(
+            code,
+            f"the search of topic {name} stopped at its size or time limit before it found "
+            "a match; try a shorter lookback_minutes or a narrower query",
+        )
+
+
+def kinds_of(skipped: dict[str, str]) -> str:
+    """What the skipped paths are, each kind once: "a fifo, a socket"."""
+    return ", ".join(sorted(set(skipped.values())))
+
+
+def _damage(reader: Reader) -> str:
+    kinds = (
+        (reader.cut, "compressed and cut short (their end is missing)"),
+        (reader.corrupt, "compressed and corrupt part way"),
+        (reader.dictionary, "compressed with a zstd dictionary this worker does not have"),
+        (reader.unreadable, f"could not be read: the system failed a read, {reader.read_error}"),
+    )
+    return ", ".join(f"{count} {how}" for count, how in kinds if count)
