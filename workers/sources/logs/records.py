@@ -26,6 +26,7 @@ from typing import Final
 
 from contracts.logs import LogRecord, LogsUpstream, UpstreamPattern, level_rank, pattern_priority
 from contracts.results import JsonScalar, LogScope
+from workers.sources.logs.masking import mask_fields, without_log_secrets
 from workers.sources.logs.source import Clause, ParsedQuery, _field_hit
 from workers.sources.logs.templates import MAX_KEYS, mask, mine
 
@@ -38,6 +39,7 @@ __all__ = [
     "as_number",
     "entry_matches",
     "format_ms",
+    "masked",
 ]
 
 SEPARATOR: Final = "\x1f"
@@ -107,6 +109,15 @@ class Entry:
             fields=dict(self.fields),
             template=template,
         )
+
+
+def masked(entry: Entry) -> Entry:
+    """The entry, its secrets masked in place (`masking.without_log_secrets`): what every
+    backend does to a record before it is matched, mined or served."""
+    entry.message = without_log_secrets(entry.message)
+    if entry.fields:
+        mask_fields(entry.fields)
+    return entry
 
 
 def _lowered(entry: Entry) -> dict[str, str]:
