@@ -342,3 +342,16 @@ def test_a_private_key_over_lines_read_as_text_shows_no_line_of_its_body(tmp_pat
         "***-----END EC PRIVATE KEY----- MIIE after", "MIIE plain text", "loaded MIIE key",
     ]  # fmt: skip
     assert PEM_BODY not in _shown(found)
+
+
+def test_file_a_term_excluded_only_inside_a_secret_excludes_nothing(tmp_path: Path) -> None:
+    # matched masked: `-"S3cretPw"` excludes no record whose only `S3cretPw` was a secret
+    # (excluding it would confirm the guess as surely as finding it)
+    (tmp_path / "app.jsonl").write_text(
+        '{"ts":"2026-12-04T15:40:00Z","level":"info","msg":"login with password=S3cretPw-1"}\n'
+        '{"ts":"2026-12-04T15:40:01Z","level":"info","msg":"rotated S3cretPw-2 in the vault"}\n'
+    )
+    source = file_source(tmp_path, "jsonl", ["app.jsonl"], now=NOW)
+    found = search(source, '-"S3cretPw"', 60)
+    assert [r.message for r in found.records] == ["login with password=***"]
+    assert search(source, '"S3cretPw"', 60).match_count == 1

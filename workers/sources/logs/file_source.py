@@ -44,7 +44,14 @@ from workers.sources.logs.filetime import FileTimes, WindowWatch, future_warning
 from workers.sources.logs.formats import LineParser, make_parser
 from workers.sources.logs.masking import KeyLines, without_secrets
 from workers.sources.logs.prefilter import Prefilter
-from workers.sources.logs.records import Digest, Entry, entry_matches, format_ms, masked
+from workers.sources.logs.records import (
+    Digest,
+    Entry,
+    entry_matches,
+    format_ms,
+    masked,
+    unmasked_first,
+)
 from workers.sources.logs.source import ParsedQuery, check_fields, parse_log_query
 from workers.sources.logs.textformats import TEXT_FORMAT_FIELDS, HeadParser
 
@@ -227,6 +234,7 @@ class FileLogSource:
         # Lines that are no record are shown as text, masked as records are (`masking`): a
         # private key written over lines is followed from line to line.
         keys = KeyLines()
+        raw_first = unmasked_first(query)  # a record that cannot match is never masked
 
         def as_text(lines: list[tuple[int | None, str]]) -> None:
             for at, line in lines:
@@ -250,7 +258,11 @@ class FileLogSource:
             for found in parser.feed(line):
                 parsed, last_ms = parsed + 1, found.epoch_ms
                 # secrets masked before the match: a term only a secret holds matches nothing
-                if watch.inside_window(found.epoch_ms) and entry_matches(query, masked(found)):
+                if (
+                    watch.inside_window(found.epoch_ms)
+                    and (not raw_first or entry_matches(query, found))
+                    and entry_matches(query, masked(found))
+                ):
                     digest.add(found)
             if rejected:  # a multi-line parser says which lines were no record
                 if text_ok:
@@ -260,7 +272,11 @@ class FileLogSource:
                 as_text([(None, line if shown is None else shown(line))])
         for found in parser.flush():
             parsed += 1
-            if watch.inside_window(found.epoch_ms) and entry_matches(query, masked(found)):
+            if (
+                watch.inside_window(found.epoch_ms)
+                and (not raw_first or entry_matches(query, found))
+                and entry_matches(query, masked(found))
+            ):
                 digest.add(found)
         if rejected and text_ok:
             as_text(rejected)

@@ -19,7 +19,6 @@ too, `workers.masking`):
 
 from __future__ import annotations
 
-import functools
 import re
 from typing import Final
 
@@ -129,9 +128,21 @@ _STORE_KEYS: Final = frozenset(
 _SESSION_ID: Final = re.compile(r"(?i)(?<![a-z])session[_.-]?id(?![a-z])")
 
 
-@functools.lru_cache(maxsize=4096)
+_NAMES: dict[str, bool] = {}  # names seen (fields repeat theirs on every record), bounded
+_NAMES_MAX: Final = 4096
+
+
 def log_secret_name(name: str) -> bool:
     """Whether a name in a log record (a field's, or `name=` in its message) is a secret's."""
+    found = _NAMES.get(name)
+    if found is None:
+        if len(_NAMES) >= _NAMES_MAX:
+            _NAMES.clear()  # (racing threads at worst work a name out twice)
+        found = _NAMES[name] = _secret_in_log(name)
+    return found
+
+
+def _secret_in_log(name: str) -> bool:
     if not secret_name(name):
         return False
     if _SESSION_ID.search(name):
@@ -196,14 +207,19 @@ def without_log_secrets(text: str) -> str:
 def mask_fields(fields: dict[str, JsonScalar]) -> None:
     """Mask a record's field values in place: a value under a secret's name whole (a number
     too: a PIN), unless a prose word or a yes/no; any other text by `without_log_secrets`."""
+    names = _NAMES
     for name, value in fields.items():
-        if value is None or isinstance(value, bool):
-            continue
-        if log_secret_name(name):
-            if not (isinstance(value, str) and len(value) <= SHOWN_MAX and _shown(name, value)):
+        secret = names.get(name)  # (inlined: a call per field costs more than the rest)
+        if secret is None:
+            secret = log_secret_name(name)
+        if not secret:
+            if type(value) is str:
+                fields[name] = without_log_secrets(value)
+        elif type(value) is str:
+            if len(value) > SHOWN_MAX or not _shown(name, value):
                 fields[name] = MASK
-        elif isinstance(value, str):
-            fields[name] = without_log_secrets(value)
+        elif value is not None and type(value) is not bool:
+            fields[name] = MASK
 
 
 class KeyLines:

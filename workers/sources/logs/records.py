@@ -40,6 +40,7 @@ __all__ = [
     "entry_matches",
     "format_ms",
     "masked",
+    "unmasked_first",
 ]
 
 SEPARATOR: Final = "\x1f"
@@ -118,6 +119,14 @@ def masked(entry: Entry) -> Entry:
     if entry.fields:
         mask_fields(entry.fields)
     return entry
+
+
+def unmasked_first(query: ParsedQuery) -> bool:
+    """Whether a record that does not match unmasked cannot match masked either, so a scan may
+    skip it unmasked (cheaper: most records of a narrow query): no clause is negated and no
+    value holds a `*`. Masking takes text away and adds only `***`, so a term without `*` is
+    in the masked text only where it was in the raw text."""
+    return not any(c.negated or "*" in c.value for c in query.clauses)
 
 
 def _lowered(entry: Entry) -> dict[str, str]:
