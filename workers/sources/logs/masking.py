@@ -14,7 +14,7 @@ too, `workers.masking`):
   message is evidence, so the names are narrower (`log_secret_name`: a cache's `key=`, a
   `token_count=` stay), a prose word under a secret's name other than a password's stays
   (`token: expired`), and a text holding none of the names, no `@`, costs one lowering and a
-  scan (`_CANDIDATE`).
+  few substring searches.
 """
 
 from __future__ import annotations
@@ -182,20 +182,20 @@ def _credential(found: re.Match[str]) -> str:
     return found.group(1) + found.group(2) + MASK
 
 
-# Whatever a secret's name or an HTTP credential holds, in lowered text (`@`: a URL's
-# password). Searched in the lowered text: a case-insensitive search costs ten times more.
-_CANDIDATE: Final = re.compile(
-    r"pass|pwd|secret|token|key|auth|cred|cookie|private|jwt|dsn|session|bearer|basic"
-)
-
-
 def without_log_secrets(text: str) -> str:
     """A log record's text (its message, a field's value) with every private key, URL
     password, HTTP credential and value under a secret's name (`log_secret_name`) as `***`."""
+    # What a secret's name, an HTTP credential or a private key holds is looked for in the
+    # lowered text (`@`: a URL's password) with `in`, spelt out: a loop over the words, or one
+    # regular expression of them, costs a third more (its case-insensitive form ten times).
     if "@" in text:
         text = without_url_password(text)
     low = text.lower()
-    if _CANDIDATE.search(low) is None:
+    if not (
+        "pass" in low or "pwd" in low or "secret" in low or "token" in low or "key" in low
+        or "auth" in low or "cred" in low or "cookie" in low or "private" in low or "jwt" in low
+        or "dsn" in low or "session" in low or "bearer" in low or "basic" in low
+    ):  # fmt: skip
         return text
     if "private key-----" in low:
         text = without_private_keys(text)
