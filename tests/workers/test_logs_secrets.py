@@ -175,6 +175,18 @@ FILES = {
         "2026-12-04T15:40:00Z|E|login failed for bob with password=S3cretPw-91\n"
         f"2026-12-04T15:40:01Z|W|sent Bearer {JWT}\n",
     ),
+    "syslog": (
+        "syslog",
+        "Dec  4 15:40:00 web1 app[12]: connecting to redis://:S3cretPw-97@cache:6379/0\n"
+        f"Dec  4 15:40:01 web1 app[12]: upstream said Authorization: Bearer {JWT}\n",
+    ),
+    "docker": (
+        "c-json.log",
+        '{"log":"login with password=S3cretPw-91\\n","stream":"stdout",'
+        '"time":"2026-12-04T15:40:00.000000000Z"}\n'
+        f'{{"log":"sent Authorization: Basic {BASIC}\\n","stream":"stderr",'
+        '"time":"2026-12-04T15:40:01.000000000Z"}\n',
+    ),
 }
 SECRETS = ("S3cretPw", JWT, BASIC, PEM_BODY, "sIg-77")
 REGEX = "pattern = '(?P<time>[^|]+)\\|(?P<level>\\w)\\|(?P<message>.*)'\n"
