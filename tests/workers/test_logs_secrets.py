@@ -45,6 +45,23 @@ MASKED = [
         PEM_BODY,
         "loaded -----BEGIN RSA PRIVATE KEY-----***-----END RSA PRIVATE KEY----- ok",
     ),
+    # SQL in a query log: MySQL's and PostgreSQL's ways to set a password
+    (
+        "CREATE USER 'app'@'%' IDENTIFIED BY 'S3cret Pw'",
+        "S3cret",
+        "CREATE USER 'app'@'%' IDENTIFIED BY '***'",
+    ),
+    (
+        "ALTER USER app IDENTIFIED WITH caching_sha2_password BY 'S3cret' ;",
+        "S3cret",
+        "ALTER USER app IDENTIFIED WITH caching_sha2_password BY '***' ;",
+    ),
+    ("SET PASSWORD FOR 'bob'@'%' = 'S3cret'", "S3cret", "SET PASSWORD FOR 'bob'@'%' = '***'"),
+    (
+        "ALTER ROLE app WITH LOGIN PASSWORD 'S3c\\'ret' VALID UNTIL 'infinity'",
+        "ret",
+        "ALTER ROLE app WITH LOGIN PASSWORD '***' VALID UNTIL 'infinity'",
+    ),
     (  # in JSON, its line breaks escaped, cut short: masked to the end
         f'{{"key":"-----BEGIN PRIVATE KEY-----\\n{PEM_BODY}',
         PEM_BODY,
@@ -64,6 +81,8 @@ KEPT = [
     "auth=failed secret_name=db-creds key_id=AKIAEXAMPLE",
     "bearer token missing",
     "KEYSPACE events, monkey=3",
+    "Failed password for root from 10.0.0.1 port 22 ssh2",
+    "nats: Plaintext passwords detected, clients will be identified by name",
     "12:34:56 INFO GET /api/orders/42 200 in 5ms",
 ]
 
@@ -120,6 +139,9 @@ def test_log_secret_names(name: str, secret: bool) -> None:
         'token="' + "a" * 1_000_000,
         "token=a " * 150_000,
         "key" * 300_000,
+        "password '" * 100_000,
+        "IDENTIFIED BY '" * 70_000,
+        "identified with " * 70_000,
     ],
 )
 def test_log_masking_is_linear_on_a_1mb_line(line: str) -> None:
