@@ -389,3 +389,15 @@ def test_file_a_term_excluded_only_inside_a_secret_excludes_nothing(tmp_path: Pa
     found = search(source, '-"S3cretPw"', 60)
     assert [r.message for r in found.records] == ["login with password=***"]
     assert search(source, '"S3cretPw"', 60).match_count == 1
+
+
+def test_the_names_seen_are_kept_bounded() -> None:
+    from workers.sources.logs import masking
+
+    fields: dict[str, object] = {"x" * 300_000 + "_password": "S3cret", "k" * 300: "v"}
+    for i in range(5_000):
+        fields[f"name_{i}"] = i
+    mask_fields(fields)  # type: ignore[arg-type]
+    assert fields["x" * 300_000 + "_password"] == "***"
+    assert len(masking._NAMES) <= 4096
+    assert all(len(name) <= 200 for name in masking._NAMES)

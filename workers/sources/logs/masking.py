@@ -128,17 +128,22 @@ _STORE_KEYS: Final = frozenset(
 _SESSION_ID: Final = re.compile(r"(?i)(?<![a-z])session[_.-]?id(?![a-z])")
 
 
-_NAMES: dict[str, bool] = {}  # names seen (fields repeat theirs on every record), bounded
+# Names seen (fields repeat theirs on every record): bounded in number and length, so a
+# hostile file of long or ever new keys holds at most 4,096 names of 200 characters.
+_NAMES: dict[str, bool] = {}
 _NAMES_MAX: Final = 4096
+_NAME_CHARS: Final = 200
 
 
 def log_secret_name(name: str) -> bool:
     """Whether a name in a log record (a field's, or `name=` in its message) is a secret's."""
     found = _NAMES.get(name)
     if found is None:
-        if len(_NAMES) >= _NAMES_MAX:
-            _NAMES.clear()  # (racing threads at worst work a name out twice)
-        found = _NAMES[name] = _secret_in_log(name)
+        found = _secret_in_log(name)
+        if len(name) <= _NAME_CHARS:
+            if len(_NAMES) >= _NAMES_MAX:
+                _NAMES.clear()  # (racing threads at worst work a name out twice)
+            _NAMES[name] = found
     return found
 
 
