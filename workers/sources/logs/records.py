@@ -1,12 +1,13 @@
 """Records of real backends, matched by the one query language and digested into an answer.
 
-A backend (files, an in-memory list, ClickHouse rows) turns what it read into `Entry` values
-and feeds the matching ones to a `Digest`, which keeps bounded state whatever the number of
-matches: figures per masked message (`templates.mask`), the first and last record of each and
-the newest records. `Digest.upstream` mines the templates of the masked messages once
-(`templates.mine`, the miner every backend uses, so the same lines get the same templates
-whichever backend read them), merges their figures and builds the `LogsUpstream` the projector
-reads.
+A backend (files, an in-memory list, ClickHouse rows) turns what it read into `Entry` values,
+masks their secrets (`masked`: before the match, so a term only a secret holds matches
+nothing; docs/logs.md "Secrets in log records") and feeds the matching ones to a `Digest`,
+which keeps bounded state whatever the number of matches: figures per masked message
+(`templates.mask`), the first and last record of each and the newest records.
+`Digest.upstream` mines the templates of the masked messages once (`templates.mine`, the miner
+every backend uses, so the same lines get the same templates whichever backend read them),
+merges their figures and builds the `LogsUpstream` the projector reads.
 
 Matching means exactly what it means for the MOCK source (docs/logs.md): a word is a
 substring of the lowered message, level, service or any field value (joined with a separator
