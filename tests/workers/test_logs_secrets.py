@@ -401,3 +401,17 @@ def test_the_names_seen_are_kept_bounded() -> None:
     assert fields["x" * 300_000 + "_password"] == "***"
     assert len(masking._NAMES) <= 4096
     assert all(len(name) <= 200 for name in masking._NAMES)
+
+
+@pytest.mark.parametrize(
+    ("query", "first"),
+    [("", False), ("timeout", True), ("level:ERROR http_status:>=500", True),
+     ("-health", False), ("GET -health", False), ('"password=***"', False)],
+)  # fmt: skip
+def test_a_record_is_tried_unmasked_first_only_where_masking_cannot_add_a_match(
+    query: str, first: bool
+) -> None:
+    from workers.sources.logs.records import unmasked_first
+    from workers.sources.logs.source import parse_log_query
+
+    assert unmasked_first(parse_log_query(query)) is first

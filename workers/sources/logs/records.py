@@ -123,11 +123,12 @@ def masked(entry: Entry) -> Entry:
 
 
 def unmasked_first(query: ParsedQuery) -> bool:
-    """Whether a record that does not match unmasked cannot match masked either, so a scan may
-    skip it unmasked (cheaper: most records of a narrow query): no clause is negated and no
-    value holds a `*`. Masking takes text away and adds only `***`, so a term without `*` is
-    in the masked text only where it was in the raw text."""
-    return not any(c.negated or "*" in c.value for c in query.clauses)
+    """Whether a scan may try a record unmasked first and skip it when it does not match
+    (cheaper: most records of a narrow query): some clause, none negated, no value holding a
+    `*`. Masking takes text away and adds only `***`, so a term without `*` is in the masked
+    text only where it was in the raw text. (No clause: every record matches, nothing to try.)"""
+    clauses = query.clauses
+    return bool(clauses) and not any(c.negated or "*" in c.value for c in clauses)
 
 
 def _lowered(entry: Entry) -> dict[str, str]:
