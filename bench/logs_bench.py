@@ -5,9 +5,13 @@
 - file: 1M JSON-lines records over 60 minutes: MB/s scanned per query shape, what the scan
   budget (bytes, seconds) does, and a 100 MB line;
 - clickhouse: the same 1M records in an `otel_logs` table on the in-process engine (chDB):
-  ms for a 60-minute query (LIMIT n+1 plus an exact count()).
+  ms for a 60-minute query (LIMIT n+1 plus an exact count());
+- masking: what masking secrets costs per record (`records.masked`, every record a scan
+  parses): the file's records (no candidate: the prefilter's cost), and records that each hold
+  a candidate (a secret, or a name that only looks like one).
 
-Run: `.venv/bin/python bench/logs_bench.py [--backend mock|file|clickhouse|all] [--records N]`
+Run: `.venv/bin/python bench/logs_bench.py [--backend mock|file|clickhouse|masking|all]
+[--records N]`
 from the repository root.
 """
 
@@ -293,11 +297,46 @@ def bench_memory(gigabytes: float) -> None:
     path.unlink()
 
 
+_CANDIDATES = (
+    "login for bob with password=S3cret-{i} from 10.0.0.{j}",
+    "GET /api/v1/items?id={i} Authorization: Bearer eyJhbGciOiJIUzI1NiJ9.{i}.sig",
+    "cache miss key=user:{i} ttl=300 token_count={j}",
+    "connecting to postgres://app:pw{i}@db-{j}:5432/orders",
+)
+
+
+def bench_masking(records: int) -> None:
+    """Print the cost of masking per record, over records without and with candidates."""
+    from workers.sources.logs.formats import make_parser
+    from workers.sources.logs.records import masked
+
+    parser = make_parser("jsonl", {}, UTC, "", "auto", int(NOW * 1000))
+    plain = [e for i in range(records) for e in parser.feed(json.dumps(_record(i, records)))]
+    tricky = [
+        e
+        for i in range(records)
+        for e in parser.feed(
+            json.dumps({**_record(i, records), "msg": _CANDIDATES[i % 4].format(i=i, j=i % 97)})
+        )
+    ]
+    for label, entries in (("no candidate", plain), ("a candidate each", tricky)):
+        started = time.perf_counter()
+        for entry in entries:
+            masked(entry)
+        seconds = time.perf_counter() - started
+        print(
+            f"masking, {label}: {seconds * 1e6 / len(entries):.2f} us a record, "
+            f"{seconds * 1e6 / len(entries):.2f} s per 1M records"
+        )
+
+
 def main(argv: list[str] | None = None) -> None:
     """Run the chosen backends' benchmarks and print their figures."""
     parser = argparse.ArgumentParser()
     parser.add_argument(
-        "--backend", choices=["mock", "file", "text", "memory", "clickhouse", "all"], default="all"
+        "--backend",
+        choices=["mock", "file", "text", "memory", "clickhouse", "masking", "all"],
+        default="all",
     )
     parser.add_argument("--memory-gb", type=float, default=1.0)
     parser.add_argument("--records", type=int, default=1_000_000)
@@ -313,6 +352,8 @@ def main(argv: list[str] | None = None) -> None:
         bench_memory(args.memory_gb)
     if args.backend in ("clickhouse", "all"):
         bench_clickhouse(args.records)
+    if args.backend in ("masking", "all"):
+        bench_masking(args.records)
     sys.stdout.flush()
 
 

@@ -51,6 +51,7 @@ _SPACE: Final = re.compile(r"\s")
 _JSON_END: Final = re.compile(r'(?<!\\)"[,}\]]')
 _SCHEME: Final = re.compile(r'"[A-Za-z][A-Za-z0-9+.-]{0,30}\Z')
 SPACED_MAX: Final = 64  # characters of a password holding whitespace, at most
+SHOWN_MAX: Final = 64  # characters of a named value `without_named_values` may keep, at most
 # a port (`6379`, `6379,`): what a URL without a password has before whitespace
 _PORT: Final = re.compile(r"\d*[,;.)\]]*")
 _HOST_START: Final = re.compile(r"[A-Za-z0-9\[]")
@@ -124,11 +125,14 @@ def password_name(name: str) -> bool:
     return _PASSWORD_NAME.search(name) is not None
 
 
-def without_named_values(text: str, secret: Callable[[str], bool]) -> str:
+def without_named_values(
+    text: str, secret: Callable[[str], bool], shown: Callable[[str, str], bool] | None = None
+) -> str:
     """The text with the value under every name `secret` accepts as `***`: `name=value`,
     `name: value`, `"name": "value"`, `'name': 'value'`; a quoted value to its closing quote
     (spaces and all; to the end when it has none), a bare one to whitespace, `;`, `&`, `,` or
-    a quote. Linear: each name is looked at once, a value only under a secret's name."""
+    a quote. `shown(name, value)`: True keeps that value (no secret after all). Linear: each
+    name is looked at once, a value only under a secret's name."""
     if "=" not in text and ":" not in text:
         return text
     parts: list[str] = []
@@ -138,6 +142,12 @@ def without_named_values(text: str, secret: Callable[[str], bool]) -> str:
         if not secret(found.group(2)):
             continue  # a value under another name may hold `password=...`: look inside it
         value_start, value_end = _value(text, pos)
+        if (
+            shown is not None
+            and value_end - value_start <= SHOWN_MAX
+            and shown(found.group(2), text[value_start:value_end])
+        ):
+            continue  # (a long value is never shown: each value is sliced in bounded time)
         if value_end > value_start:
             parts += (text[done:value_start], MASK)
             done = pos = value_end

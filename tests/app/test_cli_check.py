@@ -314,6 +314,26 @@ def test_a_dsn_in_a_compact_json_example_line_keeps_its_host_and_the_members_aft
     assert json.dumps(shown)[1:-1] in done.stdout
 
 
+def test_an_example_line_masks_what_a_record_would(tmp_path: Path) -> None:
+    # the example line is no record: it is masked as a record's text would be (a password in
+    # SQL, GitHub's `Authorization: token ...`), beside the rules of Docker's attrs
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    (logs / "app.log").write_text(
+        "CREATE USER 'app'@'%' IDENTIFIED BY 'hunter2-sql' -- Authorization: token ghp_x9Z\n"
+        "2026-12-04 19:00:00 INFO started\n"
+    )
+    config = tmp_path / "logs.toml"
+    config.write_text(
+        f'roots = ["{logs}"]\n[topics.APPLICATION]\nbackend = "file"\nformat = "plain"\n'
+        f'paths = ["{logs}/app.log"]\n'
+    )
+    done = check(config, "--json")
+    assert done.returncode == 0, done.stderr
+    assert "hunter2-sql" not in done.stdout and "ghp_x9Z" not in done.stdout
+    assert "IDENTIFIED BY '***'" in done.stdout
+
+
 def test_a_refused_source_names_its_path_and_why_not_zero_files(tmp_path: Path) -> None:
     # A symlink out of the roots: the source is refused (AUTHORIZATION, as a call would be).
     # The check said "0 files match" and a problem that named no path; the operator now reads

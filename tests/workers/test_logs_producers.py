@@ -21,7 +21,7 @@ from logs_helpers import file_source, search
 from contracts import LogsUpstream
 from workers.sources.base import SourceError
 from workers.sources.logs.formats import make_parser
-from workers.sources.logs.records import entry_matches
+from workers.sources.logs.records import entry_matches, masked
 from workers.sources.logs.source import parse_log_query
 
 SAMPLES = Path(__file__).parent / "logs_samples"
@@ -168,6 +168,7 @@ def test_the_record_prefilter_never_hides_a_match(
     text = (SAMPLES / name).read_text()
     parser = make_parser(fmt, {}, UTC, "", "auto", int(now * 1000))
     records = [e for line in text.splitlines(True) for e in parser.feed(line)] + parser.flush()
+    records = [masked(r) for r in records]  # as every backend matches them: Celery's `:**@`
     words = sorted({w for w in text.split() if '"' not in w and "\\" not in w})[:300]
     levels = ["level:fatal", "level:error", "level:warn", "level:info", "level:notice"]
     for query in [*words, *levels, "exception:panic", "level:error -level:warn"]:

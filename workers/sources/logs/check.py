@@ -26,7 +26,7 @@ from workers.sources.logs.dbformats import foreign_zone
 from workers.sources.logs.deadline import StopFlag
 from workers.sources.logs.files import LogFile, Reader, RefusedFile, find_files
 from workers.sources.logs.formats import make_parser
-from workers.sources.logs.masking import without_secrets
+from workers.sources.logs.masking import without_log_secrets, without_secrets
 from workers.sources.logs.records import Entry, format_ms
 from workers.sources.logs.textformats import HeadParser
 
@@ -54,8 +54,10 @@ _ENVELOPE: Final = ", the app's own time, level and message inside a container r
 
 def _without_password(line: str) -> str:
     """The line with a URL's password and a secret's JSON value shown as `***` (an app logs
-    its DSN at start, Docker its container's environment; cut first, not past a long one)."""
-    return without_secrets(line[: EXAMPLE_CHARS + 1024])
+    its DSN at start, Docker its container's environment; cut first, not past a long one),
+    and whatever a record's text would have masked (`without_log_secrets`: SQL, a private
+    key, `Authorization: token ...`)."""
+    return without_secrets(without_log_secrets(line[: EXAMPLE_CHARS + 1024]))
 
 
 class FileCheck(msgspec.Struct, kw_only=True):

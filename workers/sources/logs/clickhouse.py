@@ -49,7 +49,7 @@ from workers.sources.logs.config import ClickhouseConnection, ClickhouseTopic, L
 from workers.sources.logs.deadline import remaining_seconds
 from workers.sources.logs.formats import level_of
 from workers.sources.logs.mocklog import NUMERIC_FIELDS
-from workers.sources.logs.records import Digest, Entry, as_number, format_ms
+from workers.sources.logs.records import Digest, Entry, as_number, entry_matches, format_ms, masked
 from workers.sources.logs.source import Clause, ParsedQuery, check_fields, parse_log_query
 
 __all__ = ["OTEL_LOGS_DDL", "ClickhouseLogSource", "compile_query"]
@@ -165,6 +165,17 @@ def _field_value(name: str, value: str) -> JsonScalar:
         if number is not None:
             return int(number) if number.is_integer() and "." not in value else number
     return value
+
+
+def _masked_count(count: int, read: int, kept: int) -> tuple[int, bool]:
+    """The match count over masked text, and whether it is a lower bound: the store counted
+    `count` rows by their raw text, `read` of them were read and `kept` still match once
+    masked. Every row read: exact. Some row read matched only by a secret and some were left
+    unread: those may be such rows too, so only the rows read are counted, as a lower bound
+    (the store's count would confirm a guess at a secret)."""
+    if read >= count or kept == read:
+        return (kept if read >= count else count), False
+    return kept, True
 
 
 class ClickhouseLogSource:
@@ -320,10 +331,15 @@ class ClickhouseLogSource:
             raise error from None
         self._note(reachable=True)
         digest = Digest(self.config.sample_limit)
-        for ms, severity, number, service, body, attributes in rows[: entry.row_limit]:
+        read = rows[: entry.row_limit]
+        for ms, severity, number, service, body, attributes in read:
             level = level_of(severity) if severity else level_of(number, "SeverityNumber")
             fields = {k: _field_value(k, v) for k, v in attributes.items()}
-            digest.add(Entry(int(ms), level if severity or number else "", service, body, fields))
+            found = Entry(int(ms), level if severity or number else "", service, body, fields)
+            # The store matched the raw text: a row that matched only by a secret's text
+            # (masked here, as on every backend) is no match (`_masked_count`).
+            if entry_matches(query, masked(found)):
+                digest.add(found)
         scope = LogScope(
             topic=request.topic,
             query=request.query,
@@ -331,7 +347,16 @@ class ClickhouseLogSource:
             start_time=format_ms(start_ms, self.zone),
             end_time=format_ms(end_ms, self.zone),
         )
-        upstream = digest.upstream(self.source_kind, scope, self.zone, match_count=int(count))
+        total, lower_bound = _masked_count(int(count), len(read), digest.match_count)
+        if lower_bound and digest.match_count == 0:
+            raise SourceError(
+                ErrorCode.EXECUTION,
+                f"the search of topic {request.topic.value} stopped at its row limit before it "
+                "found a match; try a shorter lookback_minutes or a narrower query",
+            )
+        upstream = digest.upstream(
+            self.source_kind, scope, self.zone, match_count=total, lower_bound=lower_bound
+        )
         return msgspec.structs.replace(upstream, record_times=times)
 
     def _nearest(

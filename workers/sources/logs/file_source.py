@@ -42,9 +42,16 @@ from workers.sources.logs.file_outcome import Tally, check_outcome, kinds_of, re
 from workers.sources.logs.files import LogFile, Reader, find_files
 from workers.sources.logs.filetime import FileTimes, WindowWatch, future_warning
 from workers.sources.logs.formats import LineParser, make_parser
-from workers.sources.logs.masking import without_secrets
+from workers.sources.logs.masking import KeyLines, without_secrets
 from workers.sources.logs.prefilter import Prefilter
-from workers.sources.logs.records import Digest, Entry, entry_matches, format_ms
+from workers.sources.logs.records import (
+    Digest,
+    Entry,
+    entry_matches,
+    format_ms,
+    masked,
+    unmasked_first,
+)
 from workers.sources.logs.source import ParsedQuery, check_fields, parse_log_query
 from workers.sources.logs.textformats import TEXT_FORMAT_FIELDS, HeadParser
 
@@ -221,11 +228,16 @@ class FileLogSource:
         parsed, last_ms = 0, file.mtime_ms
         rejected = parser.rejected if isinstance(parser, HeadParser) else None
 
+        # Lines that are no record are shown as text, masked as records are (`masking`): a
+        # private key written over lines is followed from line to line.
+        keys = KeyLines()
+        raw_first = unmasked_first(query)  # a record that cannot match is never masked
+
         def as_text(lines: list[tuple[int | None, str]]) -> None:
             for at, line in lines:
                 # the record before it (a multi-line parser's head), else the file's mtime
                 at = at if at is not None else last_ms if rejected is None else file.mtime_ms
-                text = Entry(at, "", source.service, line.strip())
+                text = Entry(at, "", source.service, keys.masked(line).strip())
                 if start_ms <= at <= end_ms and entry_matches(query, text):
                     digest.add(text)
                     tally.text_matches += 1
@@ -236,11 +248,18 @@ class FileLogSource:
         shown = without_secrets if source.format == "docker" else None
         for line in reader.lines_of(file):
             if may_match is not None and not may_match(line):
+                if text_ok and (keys.inside or "PRIVATE KEY-----" in line):
+                    keys.see(line)  # a private key's opening line holds no term of the query
                 continue  # cannot match: skip the parse
             failed = parser.failed
             for found in parser.feed(line):
                 parsed, last_ms = parsed + 1, found.epoch_ms
-                if watch.inside_window(found.epoch_ms) and entry_matches(query, found):
+                # secrets masked before the match: a term only a secret holds matches nothing
+                if (
+                    watch.inside_window(found.epoch_ms)
+                    and (not raw_first or entry_matches(query, found))
+                    and entry_matches(query, masked(found))
+                ):
                     digest.add(found)
             if rejected:  # a multi-line parser says which lines were no record
                 if text_ok:
@@ -250,7 +269,11 @@ class FileLogSource:
                 as_text([(None, line if shown is None else shown(line))])
         for found in parser.flush():
             parsed += 1
-            if watch.inside_window(found.epoch_ms) and entry_matches(query, found):
+            if (
+                watch.inside_window(found.epoch_ms)
+                and (not raw_first or entry_matches(query, found))
+                and entry_matches(query, masked(found))
+            ):
                 digest.add(found)
         if rejected and text_ok:
             as_text(rejected)

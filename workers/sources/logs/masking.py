@@ -1,10 +1,20 @@
-"""Secrets in text the log sources show: a URL's password, and values under a secret's name.
+"""Secrets in text the log sources show: a URL's password, values under a secret's name, HTTP
+credentials and private keys.
 
-One rule for the FILE backend's outputs that carry text the app did not choose to log:
-`aci-evidence check`'s example lines (an app logs its DSN at start) and Docker's `attrs` (the
-daemon copies the container's environment into every line with `--log-opt env=...`). Masked
-text is `***`; a URL's password is masked by the rule the worker's own log lines use too
-(`workers.masking`).
+Two rules, both masking with `***` (a URL's password by the rule the worker's own log lines use
+too, `workers.masking`):
+
+- `without_secrets` / `without_secret_values`: text the app did not choose to log, masked the
+  most: `aci-evidence check`'s example lines (an app logs its DSN at start) and Docker's
+  `attrs` (the daemon copies the container's environment into every line with
+  `--log-opt env=...`): every name `secret_name` accepts.
+- `without_log_secrets` / `mask_fields`: every record's message and field values on every
+  backend (FILE, CLICKHOUSE, MOCK), before it is matched, mined into patterns or served, so the
+  same line shows the same masked text whichever backend read it (docs/logs.md, "Secrets"). A
+  message is evidence, so the names are narrower (`log_secret_name`: a cache's `key=`, a
+  `token_count=` stay), a prose word under a secret's name other than a password's stays
+  (`token: expired`), and a text holding none of the names, no `@`, costs one lowering and a
+  few substring searches.
 """
 
 from __future__ import annotations
@@ -12,10 +22,18 @@ from __future__ import annotations
 import re
 from typing import Final
 
-from workers.masking import MASK, without_named_values, without_url_password
+from contracts.results import JsonScalar
+from workers.masking import (
+    MASK,
+    SHOWN_MAX,
+    password_name,
+    without_named_values,
+    without_url_password,
+)
 
 __all__ = [
-    "MASK", "secret_name", "without_secret_values", "without_secrets", "without_url_password",
+    "MASK", "KeyLines", "log_secret_name", "mask_fields", "secret_name", "without_log_secrets",
+    "without_private_keys", "without_secret_values", "without_secrets", "without_url_password",
 ]  # fmt: skip
 
 # A name that says its value is a secret: a password (`DB_PASSWORD`, `PGPASS`, `passwd`,
@@ -58,10 +76,205 @@ def without_secret_values(text: str) -> str:
     `name=value` or `name: value` under a secret's name and every HTTP credential as `***`."""
 
     # the credential first: `Authorization: Basic dXNl...` would lose only `Basic` to its name
-    text = _HTTP_CREDENTIAL.sub(rf"\1\2{MASK}", without_url_password(text))
+    text = _HTTP_CREDENTIAL.sub(rf"\1\2{MASK}", without_url_password(without_private_keys(text)))
     return without_named_values(text, secret_name)
 
 
 def secret_name(name: str) -> bool:
     """Whether a key names a secret (its value is then never shown)."""
     return _SECRET_NAME.search(name) is not None
+
+
+# A PEM private key's opening line (`-----BEGIN RSA PRIVATE KEY-----`, `... ENCRYPTED PRIVATE
+# KEY-----`, OpenSSH's); its words bounded, so each opening is read in bounded time.
+_PEM_BEGIN: Final = re.compile(r"-----BEGIN [A-Z0-9 ]{0,40}PRIVATE KEY-----")
+_PEM_END: Final = "-----END "
+
+
+def without_private_keys(text: str) -> str:
+    """The text with the body of every PEM private key as `***`: from its opening line to its
+    closing one (`-----END ... PRIVATE KEY-----`), or to the end of the text when the key is cut
+    short. Linear: each opening is found once, the closing searched from it once."""
+    if "PRIVATE KEY-----" not in text:
+        return text
+    parts: list[str] = []
+    done = pos = 0
+    while (found := _PEM_BEGIN.search(text, pos)) is not None:
+        end = text.find(_PEM_END, found.end())
+        end = len(text) if end < 0 else end
+        parts += (text[done : found.end()], MASK)
+        done = pos = end
+    return "".join(parts) + text[done:] if parts else text
+
+
+# A log message's names of a secret: `secret_name` less the names of what is no secret but
+# figures about one (`token_count`, `max_tokens`, `key_id`, `token_url`: the last word says)
+# and the keys of a store (a cache's `key=user:42`, `partition_key`, `cacheKey`): a
+# `password_file` names where a password is, a `secret_name` which one. A session's id is a
+# credential: it stays a secret.
+_WORDS: Final = re.compile(r"[_.\-\s]+|(?<=[a-z0-9])(?=[A-Z])")
+_FIGURE_WORDS: Final = frozenset(
+    "count counts num number len length size limit limits usage used total type kind ttl "
+    "expiry expires exp expiration in id ids name names index remaining budget version ms "
+    "seconds age enabled present valid missing status source provider method scheme mode "
+    "format file path url uri endpoint tokens keys".split()
+)
+_STORE_KEYS: Final = frozenset(
+    "cache partition sort primary row object routing idempotency dedup dedupe lock redis map "
+    "hash foreign shard bucket cursor group lookup index unique composite message event "
+    "record item rate job task queue topic stream metric label tag config feature flag file "
+    "table column field s3 memcache memcached kv".split()
+)
+_SESSION_ID: Final = re.compile(r"(?i)(?<![a-z])session[_.-]?id(?![a-z])")
+
+
+# Names seen (fields repeat theirs on every record): bounded in number and length, so a
+# hostile file of long or ever new keys holds at most 4,096 names of 200 characters.
+_NAMES: dict[str, bool] = {}
+_NAMES_MAX: Final = 4096
+_NAME_CHARS: Final = 200
+
+
+def log_secret_name(name: str) -> bool:
+    """Whether a name in a log record (a field's, or `name=` in its message) is a secret's."""
+    found = _NAMES.get(name)
+    if found is None:
+        found = _secret_in_log(name)
+        if len(name) <= _NAME_CHARS:
+            if len(_NAMES) >= _NAMES_MAX:
+                _NAMES.clear()  # (racing threads at worst work a name out twice)
+            _NAMES[name] = found
+    return found
+
+
+def _secret_in_log(name: str) -> bool:
+    if not secret_name(name):
+        return False
+    if _SESSION_ID.search(name):
+        return True
+    words = [w.lower() for w in _WORDS.split(name) if w]
+    if not words or words[-1] in _FIGURE_WORDS:
+        return False
+    if words[-1] == "key":  # a bare `key`, or a store's: `cache_key`
+        return len(words) > 1 and words[-2] not in _STORE_KEYS
+    return True
+
+
+# A prose word: letters, the first one maybe a capital (`expired`, `Bearer`, `invalid`); a
+# token, a key or a hash holds a digit, a mark or a capital further in, or is longer.
+_WORD: Final = re.compile(r"[A-Za-z][a-z]{0,15}")
+
+
+def _shown(name: str, value: str) -> bool:
+    """Whether a value under a secret's name is no secret: a prose word, unless the name is a
+    password's (`token: expired`, `Authorization: Bearer ***` stay; `password=hunter` never)."""
+    return _WORD.fullmatch(value) is not None and not password_name(name)
+
+
+# An HTTP credential: `Bearer <token>`, `Basic <base64>` anywhere, and `Authorization: token
+# <token>` (GitHub's), `Negotiate`, `NTLM`; possessive, so a hostile line is read linearly.
+_LOG_CREDENTIAL: Final = re.compile(
+    r"(\b(?:bearer|basic)|\bauthori[sz]ation[\"']?\s*+[:=]\s*+[\"']?(?:token|negotiate|ntlm))"
+    r"(\s++)([\w.~+/=-]++)",
+    re.IGNORECASE,
+)
+
+
+def _credential(found: re.Match[str]) -> str:
+    value = found.group(3)
+    if _WORD.fullmatch(value.rstrip("=")):  # prose: `Basic authentication`, `bearer token`
+        return found.group()
+    return found.group(1) + found.group(2) + MASK
+
+
+# A password in SQL (a slow or general query log, an ORM's statement log): MySQL's `IDENTIFIED
+# [WITH plugin] BY|AS '...'`, `SET PASSWORD [FOR user] = '...'`, PostgreSQL's `PASSWORD '...'`;
+# the quoted literal to its closing quote (to the end when it has none). Possessive: linear.
+_SQL_PASSWORD: Final = re.compile(
+    r"(\b(?:identified\s++(?:with\s++\S++\s++)?(?:by|as)\s++|password(?:\s++for\s++\S++)?"
+    r"(?:\s*+=\s*+|\s++))(?:password\s*+\(\s*+)?)('|\")((?:(?!\2)[^\\]|\\.)*+)",
+    re.IGNORECASE,
+)
+
+
+def _sql_literal(found: re.Match[str]) -> str:
+    return found.group(1) + found.group(2) + MASK
+
+
+def without_log_secrets(text: str) -> str:
+    """A log record's text (its message, a field's value) with every private key, URL
+    password, HTTP credential, password in SQL and value under a secret's name
+    (`log_secret_name`) as `***`."""
+    # What a secret's name, an HTTP credential or a private key holds is looked for in the
+    # lowered text (`@`: a URL's password) with `in`, spelt out: a loop over the words, or one
+    # regular expression of them, costs a third more (its case-insensitive form ten times).
+    if "@" in text:
+        text = without_url_password(text)
+    low = text.lower()
+    if not (
+        "pass" in low or "pwd" in low or "secret" in low or "token" in low or "key" in low
+        or "auth" in low or "cred" in low or "cookie" in low or "private" in low or "jwt" in low
+        or "dsn" in low or "session" in low or "bearer" in low or "basic" in low
+        or "identified" in low
+    ):  # fmt: skip
+        return text
+    if "identified" in low or "password" in low:
+        text = _SQL_PASSWORD.sub(_sql_literal, text)
+    if "private key-----" in low:
+        text = without_private_keys(text)
+    if "bearer" in low or "basic" in low or "auth" in low:
+        text = _LOG_CREDENTIAL.sub(_credential, text)
+    return without_named_values(text, log_secret_name, _shown)
+
+
+def mask_fields(fields: dict[str, JsonScalar]) -> None:
+    """Mask a record's field values in place: a value under a secret's name whole (a number
+    too: a PIN), unless a prose word or a yes/no; any other text by `without_log_secrets`."""
+    names = _NAMES
+    for name, value in fields.items():
+        secret = names.get(name)  # (inlined: a call per field costs more than the rest)
+        if secret is None:
+            secret = log_secret_name(name)
+        if not secret:
+            if type(value) is str:
+                fields[name] = without_log_secrets(value)
+        elif type(value) is str:
+            if len(value) > SHOWN_MAX or not _shown(name, value):
+                fields[name] = MASK
+        elif value is not None and type(value) is not bool:
+            fields[name] = MASK
+
+
+class KeyLines:
+    """The lines of one file read as plain text (no record of its format), in order: a PEM
+    private key written over lines (`-----BEGIN PRIVATE KEY-----`, its body, its end) shows
+    no line of its body, which alone says nothing a rule could see."""
+
+    __slots__ = ("inside",)
+
+    def __init__(self) -> None:
+        self.inside = False
+
+    def see(self, line: str) -> None:
+        """Note a line that is not shown (the prefilter skipped it)."""
+        if self.inside:
+            self.inside = _PEM_END not in line
+        elif "PRIVATE KEY-----" in line:
+            self.inside = _opens_key(line)
+
+    def masked(self, line: str) -> str:
+        """The line as shown: inside a key, `***` up to the key's closing line."""
+        if self.inside:
+            end = line.find(_PEM_END)
+            if end < 0:
+                return MASK
+            self.inside = False
+            return MASK + without_log_secrets(line[end:])
+        self.see(line)
+        return without_log_secrets(line)
+
+
+def _opens_key(line: str) -> bool:
+    """Whether the line's last private key runs past its end (no closing line after it)."""
+    last = max((found.end() for found in _PEM_BEGIN.finditer(line)), default=-1)
+    return last >= 0 and line.find(_PEM_END, last) < 0

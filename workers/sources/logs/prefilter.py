@@ -16,7 +16,9 @@ that rendering:
 - escapes: a line with a backslash is always parsed, and so is journald's export of a field
   as an array of its bytes (`"MESSAGE":[27,91,...]`, read as its text);
 - a level is upper-cased before it is lowered (`ß` becomes `ss`): a line that is not ASCII is
-  also searched upper-cased, then lowered.
+  also searched upper-cased, then lowered;
+- secrets are masked before the match (`masking.without_log_secrets`): masking only takes text
+  away, but adds `***`, so a term with a `*` (`"password=***"`) is not used.
 """
 
 from __future__ import annotations
@@ -107,6 +109,7 @@ class Prefilter:
             and not (fmt == "syslog" and c.value.isdigit()) and SEPARATOR not in c.value
             and not (fmt == "jsonl" and not _STRUCTURE.isdisjoint(c.value))
             and not (fmt in _RECOMPOSED and (" " in c.value or '"' in c.value))
+            and "*" not in c.value
         ] if fmt in LINE_FORMATS or fmt in RECORD_FORMATS else []  # fmt: skip
         self.terms = terms
         letters = _WORD_LEVELS.get(fmt)

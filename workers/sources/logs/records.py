@@ -1,12 +1,13 @@
 """Records of real backends, matched by the one query language and digested into an answer.
 
-A backend (files, an in-memory list, ClickHouse rows) turns what it read into `Entry` values
-and feeds the matching ones to a `Digest`, which keeps bounded state whatever the number of
-matches: figures per masked message (`templates.mask`), the first and last record of each and
-the newest records. `Digest.upstream` mines the templates of the masked messages once
-(`templates.mine`, the miner every backend uses, so the same lines get the same templates
-whichever backend read them), merges their figures and builds the `LogsUpstream` the projector
-reads.
+A backend (files, an in-memory list, ClickHouse rows) turns what it read into `Entry` values,
+masks their secrets (`masked`: before the match, so a term only a secret holds matches
+nothing; docs/logs.md "Secrets in log records") and feeds the matching ones to a `Digest`,
+which keeps bounded state whatever the number of matches: figures per masked message
+(`templates.mask`), the first and last record of each and the newest records.
+`Digest.upstream` mines the templates of the masked messages once (`templates.mine`, the miner
+every backend uses, so the same lines get the same templates whichever backend read them),
+merges their figures and builds the `LogsUpstream` the projector reads.
 
 Matching means exactly what it means for the MOCK source (docs/logs.md): a word is a
 substring of the lowered message, level, service or any field value (joined with a separator
@@ -26,6 +27,7 @@ from typing import Final
 
 from contracts.logs import LogRecord, LogsUpstream, UpstreamPattern, level_rank, pattern_priority
 from contracts.results import JsonScalar, LogScope
+from workers.sources.logs.masking import mask_fields, without_log_secrets
 from workers.sources.logs.source import Clause, ParsedQuery, _field_hit
 from workers.sources.logs.templates import MAX_KEYS, mask, mine
 
@@ -38,6 +40,8 @@ __all__ = [
     "as_number",
     "entry_matches",
     "format_ms",
+    "masked",
+    "unmasked_first",
 ]
 
 SEPARATOR: Final = "\x1f"
@@ -107,6 +111,24 @@ class Entry:
             fields=dict(self.fields),
             template=template,
         )
+
+
+def masked(entry: Entry) -> Entry:
+    """The entry, its secrets masked in place (`masking.without_log_secrets`): what every
+    backend does to a record before it is matched, mined or served."""
+    entry.message = without_log_secrets(entry.message)
+    if entry.fields:
+        mask_fields(entry.fields)
+    return entry
+
+
+def unmasked_first(query: ParsedQuery) -> bool:
+    """Whether a scan may try a record unmasked first and skip it when it does not match
+    (cheaper: most records of a narrow query): some clause, none negated, no value holding a
+    `*`. Masking takes text away and adds only `***`, so a term without `*` is in the masked
+    text only where it was in the raw text. (No clause: every record matches, nothing to try.)"""
+    clauses = query.clauses
+    return bool(clauses) and not any(c.negated or "*" in c.value for c in clauses)
 
 
 def _lowered(entry: Entry) -> dict[str, str]:

@@ -1,14 +1,16 @@
 """The search index of a scenario's world: time lookup, lowered text, and masked messages.
 
-Each record's message is masked once (`workers.sources.logs.templates.mask`); the templates are
+The world's records are the project's own, yet their secrets are masked as every backend's are
+(`workers.sources.logs.masking`: one path, one behaviour; it finds none). Each record's message
+is masked once (`workers.sources.logs.templates.mask`); the templates are
 mined per call over the masked messages of the matches, by the miner every backend uses, so a
 line gets the same template from MOCK as from FILE or CLICKHOUSE. The index is a pure function
 of the immutable world, so caching it in-process is caching derived data: a second worker
 process derives exactly the same index. Given a cache folder, the first process keeps the world
 and its index there (`workers.sources.kept`, 19 MB for the default scenario) and the next ones
 read them (~0.15 s instead of ~0.5 s of CPU at every worker start), under a key that hashes the
-code they derive from (this package, the log templates, `contracts`), Python's and msgspec's
-versions.
+code they derive from (this package, the log templates and masking, `contracts`), Python's and
+msgspec's versions.
 """
 
 from __future__ import annotations
@@ -27,8 +29,9 @@ import msgspec
 import contracts
 from contracts.logs import level_rank
 from contracts.status import Topic
+from workers import masking as url_masking
 from workers.sources.kept import keep, read_kept
-from workers.sources.logs import templates
+from workers.sources.logs import masking, templates
 from workers.sources.logs.mocklog.scenarios import world_of
 from workers.sources.logs.mocklog.world import MockRecord, World
 from workers.sources.logs.templates import mask, mine
@@ -129,6 +132,7 @@ def _code_key() -> str:
     """A hash of everything the world and its index derive from."""
     here = Path(__file__).parent
     sources = [*sorted(here.glob("*.py")), Path(templates.__file__ or "")]
+    sources += [Path(masking.__file__ or ""), Path(url_masking.__file__ or "")]
     sources += sorted(Path(contracts.__file__ or "").parent.glob("*.py"))
     digest = hashlib.sha256(f"{sys.version}\0{msgspec.__version__}".encode())
     for source in sources:
@@ -177,7 +181,18 @@ def _assembled(scenario: str, kept: _Kept) -> ScenarioIndex:
     return ScenarioIndex(world=world, topics=topics)
 
 
+def _masked(record: MockRecord) -> MockRecord:
+    message = masking.without_log_secrets(record.message)
+    fields = dict(record.fields)
+    masking.mask_fields(fields)
+    if message == record.message and fields == record.fields:
+        return record
+    return msgspec.structs.replace(record, message=message, fields=fields)
+
+
 def _built(world: World) -> ScenarioIndex:
+    records = {topic: tuple(map(_masked, found)) for topic, found in world.records.items()}
+    world = msgspec.structs.replace(world, records=records)
     return ScenarioIndex(
         world=world, topics={topic: _topic_index(world.records[topic]) for topic in Topic}
     )
