@@ -76,7 +76,7 @@ from hosts.mcp_tasks import TaskHandles, enable_tasks, task_wait
 from hosts.mcp_time import AS_OF_META_KEY, pinned_run
 from hosts.turn import PENDING_MESSAGE, is_error, model_object, model_text
 from pipeline.client import CallResult, EvidenceClient, ToolCall
-from pipeline.redis_io import PipelineError
+from pipeline.redis_io import PipelineError, is_credentials_refusal, refusal_hint
 from pipeline.settings import Settings, SettingsError
 from pipeline.window import checked_as_of
 from workers.sources import Source
@@ -217,6 +217,14 @@ def local_runner(sources: Mapping[str, Source], settings: Settings) -> Runner:
     return run
 
 
+_UNAVAILABLE_MESSAGE: Final = "the evidence queue is unavailable; try again later"
+# Wrong credentials or rights: the model must not spend its turns calling again.
+_REFUSED_MESSAGE: Final = (
+    "the evidence queue refused this server's access; calling again will not help until an "
+    "operator fixes the server's configuration"
+)
+
+
 def queue_runner(client: EvidenceClient, timeout: float) -> Runner:
     """Submit each call to the queue and await it (None while still running at `timeout`); the
     same call made again while it is pending gets its result (`mcp_pending.PendingCalls`)."""
@@ -231,8 +239,11 @@ def queue_runner(client: EvidenceClient, timeout: float) -> Runner:
                 session_id, call, wait, on_progress=progress_reporter(), as_of=as_of
             )
         except PipelineError as exc:
-            log.warning("the queue failed: %s", type(exc).__name__)
-            message = "the evidence queue is unavailable; try again later"
+            # The typed errors' texts are codes and fixed sentences, never a URL or password.
+            hint = refusal_hint(exc)
+            log.warning("the queue failed: %s: %s%s", type(exc).__name__, exc,
+                        f" from Redis at ACI_REDIS_URL: {hint}" if hint else "")  # fmt: skip
+            message = _REFUSED_MESSAGE if is_credentials_refusal(exc) else _UNAVAILABLE_MESSAGE
             settings = client.settings
             return _as_call_result(call, ErrorCode.UNAVAILABLE, message, session_id, settings)
         except SettingsError as exc:  # this server's settings are not the workers' (one line)

@@ -421,3 +421,28 @@ async def test_queue_mode_says_a_configuration_error_as_the_calls_error(
     assert found.is_error is True and error["code"] == "UNAVAILABLE"
     assert "ACI_PARTITIONS is 1 here, 4 for the workers" in error["message"]
     assert not any(r.exc_info for r in caplog.records)  # one line, no traceback
+
+
+@pytest.mark.redis
+async def test_refused_credentials_are_said_as_such_not_try_again_later(
+    prefix: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    # A stdio host configured with a wrong Redis password: every call said "the evidence queue
+    # is unavailable; try again later" (the model retried, in vain) and the server's log said
+    # only "the queue failed: RedisProtocolError", which names neither the cause nor the fix.
+    from mcp import Client
+
+    caplog.set_level("WARNING", logger="aci.mcp")
+    settings = Settings(prefix=prefix)
+    url = "redis://no-such-user:s3cret-pw@127.0.0.1:6379/0"
+    async with EvidenceClient.connect(settings, url=url) as evidence:
+        server = mcp_server.build_server(mcp_server.queue_runner(evidence, timeout=2.0))
+        async with Client(server) as client:
+            refused = await client.call_tool("lookup_knowledge", {"query": "pool"})
+    error = refused.structured_content["error"]
+    assert refused.is_error is True and error["code"] == "UNAVAILABLE"
+    assert "try again later" not in error["message"] and "operator" in error["message"], error
+    logged = " ".join(r.getMessage() for r in caplog.records)
+    assert "WRONGPASS" in logged and "ACI_REDIS_URL" in logged, logged
+    assert "s3cret" not in logged + error["message"] and "no-such-user" not in logged
+    assert not any(r.exc_info for r in caplog.records)
