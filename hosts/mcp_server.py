@@ -87,6 +87,7 @@ if TYPE_CHECKING:
     from mcp.server.lowlevel import Server
 
 __all__ = [
+    "ANSWER_GRACE_S",
     "AS_OF_META_KEY",
     "DEFAULT_TIMEOUT_S",
     "MCP_PENDING_MESSAGE",
@@ -225,12 +226,25 @@ _REFUSED_MESSAGE: Final = (
 )
 
 
-def queue_runner(client: EvidenceClient, timeout: float) -> Runner:
+# Past the wait (`--timeout`, or a would-be task's), a call whose queue has not answered is
+# answered ERROR/UNAVAILABLE, before hosts give up (the Agents SDK at 5 s, `--timeout` 4).
+ANSWER_GRACE_S: Final = 0.75
+_NO_ANSWER_MESSAGE: Final = "the evidence queue did not answer in time; try again later"
+
+
+def queue_runner(
+    client: EvidenceClient, timeout: float, background: anyio.abc.TaskGroup | None = None
+) -> Runner:
     """Submit each call to the queue and await it (None while still running at `timeout`); the
-    same call made again while it is pending gets its result (`mcp_pending.PendingCalls`)."""
+    same call made again while it is pending gets its result (`mcp_pending.PendingCalls`).
+
+    With `background` (the server's task group) each call runs there, and one whose queue does
+    not answer within its wait and `ANSWER_GRACE_S` (a Redis that accepts connections but does
+    not reply holds a submit for the driver's timeouts, 10 s and more) is answered
+    ERROR/UNAVAILABLE at once and cancelled: a host is never left past its own timeout."""
     pending = PendingCalls(client)
 
-    async def run(call: ToolCall, session_id: str, as_of: str | None = None) -> CallResult | None:
+    async def attempt(call: ToolCall, session_id: str, as_of: str | None) -> CallResult | None:
         try:
             # Cancelled (`notifications/cancelled`, a closed 2026-07-28 response stream): the
             # call is cancelled too (`cancel_on_exit`); progress reported when asked.
@@ -251,6 +265,40 @@ def queue_runner(client: EvidenceClient, timeout: float) -> Runner:
             message = f"the evidence queue is unavailable: configuration error: {exc}"
             settings = client.settings
             return _as_call_result(call, ErrorCode.UNAVAILABLE, message, session_id, settings)
+
+    async def run(call: ToolCall, session_id: str, as_of: str | None = None) -> CallResult | None:
+        if background is None:
+            return await attempt(call, session_id, as_of)
+        answered: list[CallResult | None] = []
+        failed: list[Exception] = []
+        done = anyio.Event()
+        scope = anyio.CancelScope()
+
+        async def body() -> None:
+            # The handler's context goes along (its progress reporter, a would-be task).
+            with scope:
+                try:
+                    answered.append(await attempt(call, session_id, as_of))
+                except Exception as exc:  # a bug fails its request, not the server's group
+                    failed.append(exc)
+            done.set()
+
+        deadline = task_wait(timeout, session_id) + ANSWER_GRACE_S
+        background.start_soon(body)
+        try:
+            with anyio.move_on_after(deadline):
+                await done.wait()
+        finally:
+            if not answered:  # cancelled by the host, or no answer in time: the call goes too
+                scope.cancel()
+        if failed:
+            raise failed[0]
+        if answered:
+            return answered[0]
+        log.warning("the queue did not answer within %.1f s", deadline)
+        settings = client.settings
+        message = _NO_ANSWER_MESSAGE
+        return _as_call_result(call, ErrorCode.UNAVAILABLE, message, session_id, settings)
 
     return run
 
@@ -375,7 +423,9 @@ async def serve(options: ServeOptions, settings: Settings) -> int:
             log.info("stages run in-process")
         else:
             client = await stack.enter_async_context(EvidenceClient.connect(settings))
-            runner = queue_runner(client, options.timeout)
+            background = await stack.enter_async_context(anyio.create_task_group())
+            stack.callback(background.cancel_scope.cancel)  # on the way out: before its exit
+            runner = queue_runner(client, options.timeout, background)
             log.info("calls go through the queue")
         http = options.http_port is not None
         server = build_server(

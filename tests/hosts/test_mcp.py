@@ -6,6 +6,7 @@ Regenerate the golden files with `UPDATE_GOLDEN=1 pytest tests/hosts/test_mcp.py
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -14,10 +15,12 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import anyio
+import anyio.abc
 import msgspec
 import pytest
 
@@ -446,3 +449,49 @@ async def test_refused_credentials_are_said_as_such_not_try_again_later(
     assert "WRONGPASS" in logged and "ACI_REDIS_URL" in logged, logged
     assert "s3cret" not in logged + error["message"] and "no-such-user" not in logged
     assert not any(r.exc_info for r in caplog.records)
+
+
+@contextlib.asynccontextmanager
+async def silent_redis() -> AsyncIterator[tuple[str, anyio.Event]]:
+    """A TCP port that accepts and never answers, as a frozen Redis (SIGSTOP, a blocking
+    command, a network dropping packets) or a TLS URL to a plain Redis does; setting the event
+    closes every connection, so the driver fails at once."""
+    release = anyio.Event()
+
+    async def hold(stream: anyio.abc.SocketStream) -> None:
+        async with stream:
+            await release.wait()
+
+    listener = await anyio.create_tcp_listener(local_host="127.0.0.1")
+    port = listener.extra(anyio.abc.SocketAttribute.local_port)
+    async with listener, anyio.create_task_group() as tg:
+        tg.start_soon(listener.serve, hold)
+        try:
+            yield f"redis://127.0.0.1:{port}/0", release
+        finally:
+            release.set()
+            tg.cancel_scope.cancel()
+
+
+async def test_a_queue_that_never_answers_is_said_before_the_host_gives_up(prefix: str) -> None:
+    # A frozen Redis held every call 14 s (a rediss:// URL to a plain Redis 25 s) before its
+    # ERROR/UNAVAILABLE: the submit waits out the driver's timeouts, beyond --timeout, and the
+    # host had given up at 5 s ("An error occurred while running the tool").
+    from mcp import Client
+
+    async with silent_redis() as (url, release):
+        async with (
+            EvidenceClient.connect(Settings(prefix=prefix), url=url) as evidence,
+            anyio.create_task_group() as background,
+        ):
+            runner = mcp_server.queue_runner(evidence, timeout=0.5, background=background)
+            server = mcp_server.build_server(runner)
+            async with Client(server) as client:
+                started = anyio.current_time()
+                answer = await client.call_tool("lookup_knowledge", {"query": "pool"})
+                waited = anyio.current_time() - started
+            release.set()  # the abandoned submit fails now, instead of in 10 s
+    error = answer.structured_content["error"]
+    assert answer.is_error is True and error["code"] == "UNAVAILABLE", error
+    assert "did not answer in time" in error["message"]
+    assert waited < 0.5 + mcp_server.ANSWER_GRACE_S + 0.5, waited
