@@ -334,12 +334,21 @@ async def serve(options: ServeOptions, settings: Settings) -> int:
         if options.http_port is not None:
             await serve_http(server, options)
             return 0
-        read_stream, write_stream = await stack.enter_async_context(stdio_server())
-        async with anyio.create_task_group() as tg:
+        await _serve_stdio(server, stdio_server)
+    return 0
+
+
+async def _serve_stdio(server: Server[Any], stdio_server: Any) -> None:
+    # Until the host closes the connection, or Ctrl-C / SIGTERM. A host that died with a
+    # request in flight leaves its answer a broken pipe: ended quietly too (it was a traceback
+    # and exit 1 in the host's log).
+    try:
+        async with stdio_server() as (read_stream, write_stream), anyio.create_task_group() as tg:
             await tg.start(_cancel_on_signal, tg.cancel_scope)
             await server.run(read_stream, write_stream, server.create_initialization_options())
             tg.cancel_scope.cancel()
-    return 0
+    except* (BrokenPipeError, ConnectionResetError):
+        log.info("the host closed the connection before an answer was written")
 
 
 async def _cancel_on_signal(

@@ -386,6 +386,27 @@ def test_stdio_server_stops_cleanly_on_a_signal(sig: signal.Signals) -> None:
     assert b"Traceback" not in err
 
 
+def test_stdio_server_ends_quietly_when_its_host_is_gone() -> None:
+    # A host that dies (killed, crashed) with a request in flight leaves the server's answer a
+    # broken pipe: the server exited 1 with a BrokenPipeError traceback in the host's log.
+    server = subprocess.Popen(
+        [sys.executable, "-m", "app.cli", "mcp", "--local"],
+        cwd=REPO, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+    )  # fmt: skip
+    assert server.stdin and server.stdout and server.stderr
+    initialize = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}
+    }}  # fmt: skip
+    with server:
+        server.stdout.close()  # nothing reads the answer any more
+        server.stdin.write(json.dumps(initialize).encode() + b"\n")
+        server.stdin.close()
+        err = server.stderr.read()
+        server.wait(timeout=60)
+    assert server.returncode == 0, err.decode()
+    assert b"Traceback" not in err, err.decode()
+
+
 def test_a_repeat_is_the_same_session_tool_and_arguments() -> None:
     from hosts.mcp_pending import repeat_key
 
