@@ -516,3 +516,36 @@ async def test_a_queue_that_never_answers_is_said_before_the_host_gives_up(prefi
     assert answer.is_error is True and error["code"] == "UNAVAILABLE", error
     assert "did not answer in time" in error["message"]
     assert waited < 0.5 + mcp_server.ANSWER_GRACE_S + 0.5, waited
+
+
+@pytest.mark.redis
+async def test_a_pending_call_whose_record_is_lost_is_run_again_by_its_repeat(
+    redis: Any, prefix: str
+) -> None:
+    # Redis restarted without its data (no AOF) while a call was pending: the pending answer
+    # told the model to call again for its result, and every repeat waited for a call no longer
+    # recorded anywhere and was answered pending again, for ever.
+    from mcp import Client
+
+    settings = Settings(prefix=prefix, visibility_timeout_s=10.0, deadline_s=5.0)
+    knowledge = GatedSource()
+    part = Keys(prefix).for_session("mcp-lost")
+    async with (
+        EvidenceClient(redis, settings) as evidence,
+        running_worker(redis, settings, {"lookup_knowledge": knowledge}),
+    ):
+        server = mcp_server.build_server(
+            mcp_server.queue_runner(evidence, timeout=1.0), session="mcp-lost"
+        )
+        async with Client(server) as client:
+            first = await client.call_tool(
+                "lookup_knowledge", {"query": "later"}, meta={TOOL_CALL_ID_META_KEY: "l1"}
+            )
+            assert first.structured_content["pending"] is True
+            await redis.delete(part.call("mcp-lost", "l1"), part.result("mcp-lost", "l1"))
+            knowledge.gate.set()
+            again = await client.call_tool(
+                "lookup_knowledge", {"query": "later"}, meta={TOOL_CALL_ID_META_KEY: "l2"}
+            )
+    assert again.structured_content.get("evidence_status") == "EVIDENCE_FOUND", again
+    assert again.structured_content["tool_call_id"] == "l2"  # run as itself: l1 is gone
