@@ -56,7 +56,7 @@ _REFUSED_MESSAGE: Final = (
 
 # Past the wait (`--timeout`, or a would-be task's), a call whose queue has not answered is
 # answered ERROR/UNAVAILABLE, before hosts give up (the Agents SDK at 5 s, `--timeout` 4).
-ANSWER_GRACE_S: Final = 0.75
+ANSWER_GRACE_S: Final = 0.5
 _NO_ANSWER_MESSAGE: Final = "the evidence queue did not answer in time; try again later"
 
 
