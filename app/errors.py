@@ -24,7 +24,13 @@ from urllib.parse import urlsplit
 
 from app.terminal import safe_text
 from pipeline.call import InvalidSessionId
-from pipeline.redis_io import PipelineError, RedisConfigError, RedisProtocolError, RedisUnavailable
+from pipeline.redis_io import (
+    PipelineError,
+    RedisConfigError,
+    RedisProtocolError,
+    RedisUnavailable,
+    refusal_hint,
+)
 from pipeline.settings import SettingsError
 
 __all__ = [
@@ -90,16 +96,6 @@ def endpoint_of(url: str | None) -> str:
     return f"{host}:{port}" + (f"/{db}" if db and db != "0" else "")
 
 
-_REFUSAL_HINT: Final = {
-    "NOAUTH": "a password is required: put the user and password in ACI_REDIS_URL",
-    "WRONGPASS": "wrong user or password in ACI_REDIS_URL",
-    "NOPERM": "the Redis user may not do this (see `aci-evidence acl` for each role's rights)",
-    "OOM": "Redis is at its maxmemory and refuses every write (submits, finishes, heartbeats):"
-    " raise maxmemory or free memory; `aci-evidence status` shows each stream's memory",
-    "READONLY": "this Redis is a read-only replica: point ACI_REDIS_URL at the primary",
-}
-
-
 _ADMIN: Final = (
     "an administrator's URL (the Redis `default` user): it writes finished records, which no"
     " role may (docs/operations.md)"
@@ -150,9 +146,8 @@ def _line(
         case RedisUnavailable():
             where = _where(url, terminal)
             return f"pipeline error: RedisUnavailable: no Redis answers {where}", EXIT_ERROR
-        case RedisProtocolError() if str(exc) in _REFUSAL_HINT:
+        case RedisProtocolError() if (hint := refusal_hint(exc)) is not None:
             where = _where(url, terminal)
-            hint = _REFUSAL_HINT[str(exc)]
             if str(exc) == "NOPERM" and role:
                 hint = (
                     f"{role}; the Redis user of ACI_REDIS_URL may not do this"

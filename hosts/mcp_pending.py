@@ -20,6 +20,7 @@ import collections
 import json
 from typing import Any, Final
 
+from pipeline.cancel import Stage
 from pipeline.client import CallResult, EvidenceClient, ToolCall
 
 __all__ = ["DEFAULT_WAIT_S", "MCP_PENDING_MESSAGE", "PendingCalls", "repeat_key"]
@@ -70,6 +71,11 @@ class PendingCalls:
         if options.get("as_of") is not None:
             key = (key[0], key[1], f"{key[2]}@{options['as_of']}")
         earlier = self._pending.get(key)
+        if earlier is not None and await self._lost(session_id, earlier):
+            # No record of it and no request of it waiting (Redis lost its data): waiting for
+            # it would answer pending for ever. This call runs as itself instead.
+            self._pending.pop(key, None)
+            earlier = None
         if earlier is not None:
             found = await self._client.wait(session_id, [earlier], timeout)
             if earlier in found:
@@ -82,3 +88,11 @@ class PendingCalls:
             while len(self._pending) > _MAX_PENDING:
                 self._pending.popitem(last=False)
         return result
+
+    async def _lost(self, session_id: str, tool_call_id: str) -> bool:
+        """Whether a call answered pending is known nowhere any more: Redis holds no record of
+        it, and it is no request this client still sends until admitted."""
+        if (session_id, tool_call_id) in self._client.unadmitted.sent:
+            return False  # not admitted yet (no worker reads): it will be
+        step = await self._client.progress(session_id, tool_call_id)
+        return step.stage is Stage.QUEUED  # QUEUED: no call record

@@ -54,11 +54,7 @@ import anyio
 import anyio.abc
 import msgspec
 
-from contracts import (
-    ErrorCode,
-    build_error_views,
-    export_tools,
-)
+from contracts import export_tools
 from hosts.listen import listen_problem
 from hosts.mcp_options import (
     DEFAULT_TIMEOUT_S,
@@ -68,16 +64,15 @@ from hosts.mcp_options import (
     check_options,
     mode_problem,
 )
-from hosts.mcp_pending import MCP_PENDING_MESSAGE, PendingCalls
-from hosts.mcp_progress import current as progress_reporter
+from hosts.mcp_pending import MCP_PENDING_MESSAGE
 from hosts.mcp_progress import local_step, reporting
+from hosts.mcp_queue import ANSWER_GRACE_S, queue_runner
 from hosts.mcp_serve_http import http_app, serve_http
-from hosts.mcp_tasks import TaskHandles, enable_tasks, task_wait
+from hosts.mcp_tasks import TaskHandles, enable_tasks
 from hosts.mcp_time import AS_OF_META_KEY, pinned_run
 from hosts.turn import PENDING_MESSAGE, is_error, model_object, model_text
 from pipeline.client import CallResult, EvidenceClient, ToolCall
-from pipeline.redis_io import PipelineError
-from pipeline.settings import Settings, SettingsError
+from pipeline.settings import Settings
 from pipeline.window import checked_as_of
 from workers.sources import Source
 
@@ -87,6 +82,7 @@ if TYPE_CHECKING:
     from mcp.server.lowlevel import Server
 
 __all__ = [
+    "ANSWER_GRACE_S",
     "AS_OF_META_KEY",
     "DEFAULT_TIMEOUT_S",
     "MCP_PENDING_MESSAGE",
@@ -181,20 +177,6 @@ def list_tools_result(data_sources: Sequence[str] = ()) -> dict[str, Any]:
     return {"tools": export_tools("mcp", data_sources=data_sources)}
 
 
-def _as_call_result(
-    call: ToolCall, code: ErrorCode, message: str, session_id: str, settings: Settings
-) -> CallResult:
-    _, observation, control = build_error_views(
-        code,
-        message,
-        call.tool_call_id,
-        tool=call.tool,
-        session_id=session_id,
-        bounds=settings.bounds,
-    )
-    return CallResult.from_views(observation, control)
-
-
 def local_runner(sources: Mapping[str, Source], settings: Settings) -> Runner:
     """Run each call's stages in this process (no Redis); progress: `local_step`."""
     from workers.stage import run_stages
@@ -213,33 +195,6 @@ def local_runner(sources: Mapping[str, Source], settings: Settings) -> Runner:
         )
         await local_step(call.tool_call_id, final=True)
         return CallResult.from_views(outcome.observation, outcome.control)
-
-    return run
-
-
-def queue_runner(client: EvidenceClient, timeout: float) -> Runner:
-    """Submit each call to the queue and await it (None while still running at `timeout`); the
-    same call made again while it is pending gets its result (`mcp_pending.PendingCalls`)."""
-    pending = PendingCalls(client)
-
-    async def run(call: ToolCall, session_id: str, as_of: str | None = None) -> CallResult | None:
-        try:
-            # Cancelled (`notifications/cancelled`, a closed 2026-07-28 response stream): the
-            # call is cancelled too (`cancel_on_exit`); progress reported when asked.
-            wait = task_wait(timeout, session_id)  # shorter for a would-be MCP task
-            return await pending.call(
-                session_id, call, wait, on_progress=progress_reporter(), as_of=as_of
-            )
-        except PipelineError as exc:
-            log.warning("the queue failed: %s", type(exc).__name__)
-            message = "the evidence queue is unavailable; try again later"
-            settings = client.settings
-            return _as_call_result(call, ErrorCode.UNAVAILABLE, message, session_id, settings)
-        except SettingsError as exc:  # this server's settings are not the workers' (one line)
-            log.error("configuration error: %s", exc)
-            message = f"the evidence queue is unavailable: configuration error: {exc}"
-            settings = client.settings
-            return _as_call_result(call, ErrorCode.UNAVAILABLE, message, session_id, settings)
 
     return run
 
@@ -364,7 +319,9 @@ async def serve(options: ServeOptions, settings: Settings) -> int:
             log.info("stages run in-process")
         else:
             client = await stack.enter_async_context(EvidenceClient.connect(settings))
-            runner = queue_runner(client, options.timeout)
+            background = await stack.enter_async_context(anyio.create_task_group())
+            stack.callback(background.cancel_scope.cancel)  # on the way out: before its exit
+            runner = queue_runner(client, options.timeout, background)
             log.info("calls go through the queue")
         http = options.http_port is not None
         server = build_server(
@@ -377,12 +334,21 @@ async def serve(options: ServeOptions, settings: Settings) -> int:
         if options.http_port is not None:
             await serve_http(server, options)
             return 0
-        read_stream, write_stream = await stack.enter_async_context(stdio_server())
-        async with anyio.create_task_group() as tg:
+        await _serve_stdio(server, stdio_server)
+    return 0
+
+
+async def _serve_stdio(server: Server[Any], stdio_server: Any) -> None:
+    # Until the host closes the connection, or Ctrl-C / SIGTERM. A host that died with a
+    # request in flight leaves its answer a broken pipe: ended quietly too (it was a traceback
+    # and exit 1 in the host's log).
+    try:
+        async with stdio_server() as (read_stream, write_stream), anyio.create_task_group() as tg:
             await tg.start(_cancel_on_signal, tg.cancel_scope)
             await server.run(read_stream, write_stream, server.create_initialization_options())
             tg.cancel_scope.cancel()
-    return 0
+    except* (BrokenPipeError, ConnectionResetError):
+        log.info("the host closed the connection before an answer was written")
 
 
 async def _cancel_on_signal(

@@ -41,7 +41,7 @@ from typing import Any, Final
 from pydantic import Field
 
 from hosts.turn import is_error, model_object, model_text
-from pipeline.cancel import Stage
+from pipeline.cancel import Progress, Stage
 from pipeline.client import EvidenceClient, ToolCall
 from pipeline.keys import is_valid_session_id
 
@@ -178,13 +178,15 @@ def enable_tasks(
             raise _error(_INVALID_PARAMS, "unknown or expired task")
         return found
 
-    def task(task_id: str, status: str, created_ms: float, **more: Any) -> dict[str, Any]:
-        now = time.time() * 1000
+    def task(task_id: str, status: str, step: Progress, **more: Any) -> dict[str, Any]:
+        # Created when admission recorded the call; last updated when it entered its stage
+        # (taken by a worker, finished): the same on every instance and every poll.
+        created = step.submitted_ms or time.time() * 1000
         return {
             "taskId": task_id,
             "status": status,
-            "createdAt": _iso(created_ms or now),
-            "lastUpdatedAt": _iso(now),
+            "createdAt": _iso(created),
+            "lastUpdatedAt": _iso(max(created, step.since_ms)),
             "ttlMs": ttl_ms,
             "pollIntervalMs": _POLL_MS,
             **more,
@@ -212,29 +214,29 @@ def enable_tasks(
         if not await client.admitted(where, [call.tool_call_id], 10.0):
             return result  # not admitted (no worker): the pending answer, as without tasks
         task_id = handles.encode(where, call.tool_call_id)
-        return {"resultType": "task", **task(task_id, "working", time.time() * 1000)}
+        step = await client.progress(where, call.tool_call_id)
+        return {"resultType": "task", **task(task_id, "working", step)}
 
     async def on_get(ctx: Any, params: TaskParams) -> dict[str, Any]:
         where, tool_call_id = named(ctx, params)
         step = await client.progress(where, tool_call_id)
         if step.stage is Stage.QUEUED:
             raise _error(_INVALID_PARAMS, "unknown or expired task")
-        created = step.submitted_ms
         if step.stage is not Stage.FINAL:
-            return task(params.task_id, "working", created, statusMessage=_said(step))
+            return task(params.task_id, "working", step, statusMessage=_said(step))
         final = await client.result(where, tool_call_id)
         if final is None:
             raise _error(_INVALID_PARAMS, "unknown or expired task")
         call = ToolCall(tool="", tool_call_id=tool_call_id, arguments={})
         observation = model_object(call, final)
         if is_error(final) and _code(observation) == "CANCELLED":  # (with or without `cx`)
-            return task(params.task_id, "cancelled", created, statusMessage="cancelled")
+            return task(params.task_id, "cancelled", step, statusMessage="cancelled")
         inlined = {
             "content": [{"type": "text", "text": model_text(call, final)}],
             "structuredContent": observation,
             "isError": is_error(final),
         }
-        return task(params.task_id, "completed", created, result=inlined)
+        return task(params.task_id, "completed", step, result=inlined)
 
     async def on_cancel(ctx: Any, params: TaskParams) -> dict[str, Any]:
         where, tool_call_id = named(ctx, params)

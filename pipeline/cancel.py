@@ -33,6 +33,7 @@ from pipeline.keys import Partition
 from pipeline.record import (
     CANCELLED_AT,
     ENVELOPE,
+    FINISHED_AT,
     SCOPE_KEY,
     STATUS,
     SUBMITTED_AT,
@@ -151,8 +152,9 @@ class Stage(enum.StrEnum):
 
 class Progress(NamedTuple):
     """One reading of a call's progress: its stage, the attempt a worker runs (0 before),
-    and since when (epoch ms, 0 when unknown); `step` orders readings (it only grows as a call
-    moves on: 1 queued, 2 admitted, 2 + k running attempt k, 1,000 final)."""
+    and since when (epoch ms, 0 when unknown; final: when it finished); `step` orders
+    readings (it only grows as a call moves on: 1 queued, 2 admitted, 2 + k running attempt
+    k, 1,000 final)."""
 
     stage: Stage
     attempt: int = 0
@@ -182,12 +184,12 @@ async def read_progress(
     pipe = redis.pipeline(transaction=False)
     call = part.call(session_id, tool_call_id)
     pipe.hmget(call, SCOPE_KEY, TAKEN, TAKEN_AT, CANCELLED_AT, SUBMITTED_AT)
-    pipe.hget(part.result(session_id, tool_call_id), STATUS)
-    (scope, taken, taken_at, cancelled, t0), status = await execute(pipe)
+    pipe.hmget(part.result(session_id, tool_call_id), STATUS, FINISHED_AT)
+    (scope, taken, taken_at, cancelled, t0), (status, t1) = await execute(pipe)
     recorded = None if scope is None else scope.decode("utf-8", "replace")
     was = cancelled is not None
     if status is not None and status != b"PROJECTING":
-        return Progress(Stage.FINAL, _int(taken), 0, was, _int(t0)), recorded
+        return Progress(Stage.FINAL, _int(taken), _int(t1), was, _int(t0)), recorded
     if scope is None:
         return Progress(Stage.QUEUED), None
     if taken is None:

@@ -367,7 +367,7 @@ class EvidenceClient(CancelAndProgress, AsOfPins):
             joining = anyio.Event()
             listener.joined = joining
             try:
-                await self._hubs[part.index].join(listener, self._tg)
+                await self._hubs[part.index].join(listener)
             except BaseException:
                 if self._listeners.get(session_id) is listener:
                     del self._listeners[session_id]
@@ -379,7 +379,13 @@ class EvidenceClient(CancelAndProgress, AsOfPins):
             await listener.joined.wait()  # a concurrent wait is taking the cursors
             if self._listeners.get(session_id) is not listener:  # that failed: try again
                 return await self._register(session_id, ids)
-        return listener.add(ids, self._expects(session_id, ids))
+        return self._watch(listener, ids)
+
+    def _watch(self, listener: _Listener, ids: Sequence[str]) -> dict[str, _Waiter]:
+        # Waiters for `ids` on a joined listener, and a read that follows it (no checkpoint).
+        mine = listener.add(ids, self._expects(listener.session_id, ids))
+        self._hubs[self.keys.for_session(listener.session_id).index].watch(listener, self._tg)
+        return mine
 
     def _expects(self, session_id: str, ids: Sequence[str]) -> dict[str, bytes]:
         return {i: e for i in ids if (e := self._expect(session_id, i)) is not None}
@@ -414,7 +420,7 @@ class EvidenceClient(CancelAndProgress, AsOfPins):
         listener = self._listeners.get(session_id)
         if self._tg is not None and listener is not None and listener.joined.is_set():
             # Followed already (its cursors taken): no wait, so no scope and no checkpoint.
-            return listener.add(ids, self._expects(session_id, ids))
+            return self._watch(listener, ids)
         with anyio.move_on_after(timeout):
             return await self._register(session_id, ids)
         return {}

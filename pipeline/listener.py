@@ -16,6 +16,12 @@ read blocks does not wait for it to end: a second read including it starts at on
 `_READS` per hub at a time; the older one ends when it returns), and entries two reads both
 return are handed over once (each stream's cursor). So one client serves any number of
 waiting sessions on a few connections, with no slot cap.
+
+A read follows only the sessions someone waits on. A session whose last waiter left keeps its
+cursors for `_LINGER_S` (a next wait there takes no round trip to join) but no read blocks on
+it: a read with nobody left to wait for waits out the linger off Redis, woken at once by a new
+waiter, and ends. (Before, ended reads went on blocking on finished sessions: with a new session
+per call, as a 2026-07-28 MCP request is, every third call waited ~1 s for one to time out.)
 """
 
 from __future__ import annotations
@@ -190,13 +196,15 @@ class _Hub:
         self.idle = idle
         self.sessions: dict[str, _Listener] = {}  # this partition's
         self.all = sessions  # the client's, over every partition
-        self.epoch = 0  # bumped by each session that joins
+        self.epoch = 0  # bumped by each session that needs a read (joined, or waited on again)
         self.covering = 0  # the newest epoch a read has started with
         self.reads = 0
+        self.watched: frozenset[str] = frozenset()  # the sessions the newest read follows
+        self.lingering: asyncio.Event | None = None  # set to wake a read waiting out a linger
 
-    async def join(self, listener: _Listener, tg: Any) -> None:
+    async def join(self, listener: _Listener) -> None:
         """Take the session's cursors (the newest entry of each stream: anything published
-        from now on reaches its waiters) and follow it."""
+        from now on reaches its waiters); a read follows it once it has a waiter (`watch`)."""
         lane = self.idle.pop() if self.idle else Lane(self.redis)
         try:
             newest = await lane.call(
@@ -211,10 +219,19 @@ class _Hub:
                 raise RedisProtocolError(reply_code(last))
             listener.cursors[key] = last[0][0] if last else b"0-0"
         self.sessions[listener.session_id] = listener
+
+    def watch(self, listener: _Listener, tg: Any) -> None:
+        """A waiter was added to `listener` (joined): make sure a read follows it. Called
+        right after `_Listener.add`, with no checkpoint in between."""
+        if listener.session_id in self.watched:
+            return  # the newest read blocks on its streams already
         self.epoch += 1
-        if self.reads < _READS:
+        if self.lingering is not None:
+            self.lingering.set()  # that read takes it at once
+        elif self.reads < _READS:
             self.reads += 1
             tg.start_soon(self._read)
+        # else: the first of the reads to return takes it (`_read`: a newer epoch is pending)
 
     async def _give_back(self, lane: Lane) -> None:
         if lane.open and len(self.idle) < _IDLE_LANES:
@@ -230,16 +247,34 @@ class _Hub:
                 if self.all.get(sid) is listener:
                     del self.all[sid]
 
+    async def _linger(self) -> bool:
+        """No session is waited on: wait (off Redis) until a waiter arrives or the lingering
+        sessions can be forgotten. False when this read should end."""
+        self.watched = frozenset()
+        if not self.sessions or self.lingering is not None:
+            return False  # nothing to forget, or another read waits it out
+        oldest = min(s.idle_since for s in self.sessions.values())
+        wake = self.lingering = asyncio.Event()
+        try:
+            with anyio.move_on_after(max(0.0, oldest + _LINGER_S - time.monotonic())):
+                await wake.wait()
+        finally:
+            self.lingering = None
+        return True
+
     async def _read(self) -> None:
         lane = self.idle.pop() if self.idle else Lane(self.redis)
         full = False  # the last read returned a full page of some stream
         try:
             while True:
                 self._forget_idle()
-                followed = list(self.sessions.values())
+                followed = [s for s in self.sessions.values() if s.waiters]
                 if not followed:
+                    if await self._linger():
+                        continue
                     return
                 epoch = self.covering = self.epoch
+                self.watched = frozenset(s.session_id for s in followed)
                 controls = [s.control for s in followed]
                 models = [s.model for s in followed]
                 # Blocks on the control streams; the model streams are read in the same round
@@ -258,14 +293,16 @@ class _Hub:
                     # The calls answered return before the next read is sent (its send wakes
                     # Redis: on a busy host that costs them tens of microseconds).
                     await anyio.lowlevel.checkpoint()
-                if self.covering > epoch:
+                if self.covering > epoch and self.covering == self.epoch:
                     return  # a newer read covers the sessions that joined meanwhile
+                # (Still the newest, or some joined after every read started: go on.)
         except PipelineError:
             for listener in list(self.sessions.values()):
                 listener.stop()
                 if self.all.get(listener.session_id) is listener:
                     del self.all[listener.session_id]
             self.sessions.clear()
+            self.watched = frozenset()
             await anyio.sleep(0.2)
         finally:
             self.reads -= 1

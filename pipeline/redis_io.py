@@ -57,8 +57,10 @@ __all__ = [
     "ensure_group",
     "execute",
     "is_cluster",
+    "is_credentials_refusal",
     "is_refusal",
     "open_redis",
+    "refusal_hint",
     "reply_code",
 ]
 
@@ -113,6 +115,15 @@ async def call_redis(op: Awaitable[T]) -> T:
 _NEEDS_AUTH: Final = "must be called with the client already authenticated"
 _SCRIPT_NOPERM: Final = "user executing the script can't"
 _REFUSED: Final = frozenset({"WRONGPASS", "NOAUTH", "NOPERM"})  # the credentials' fault
+# What an operator does about each refusal (the CLI's one line, the MCP server's log).
+_REFUSAL_HINTS: Final = {
+    "NOAUTH": "a password is required: put the user and password in ACI_REDIS_URL",
+    "WRONGPASS": "wrong user or password in ACI_REDIS_URL",
+    "NOPERM": "the Redis user may not do this (see `aci-evidence acl` for each role's rights)",
+    "OOM": "Redis is at its maxmemory and refuses every write (submits, finishes, heartbeats):"
+    " raise maxmemory or free memory; `aci-evidence status` shows each stream's memory",
+    "READONLY": "this Redis is a read-only replica: point ACI_REDIS_URL at the primary",
+}
 # Every write refused: at maxmemory (noeviction), or a replica (XGROUP CREATE is refused
 # before Redis looks for the group, so a worker's start would only say it could not create it).
 _FULL_OR_READ_ONLY: Final = frozenset({"OOM", "READONLY"})
@@ -120,6 +131,18 @@ _KNOWN_CODES: Final = (
     "NOSCRIPT", "NOGROUP", "BUSYGROUP", "UNBLOCKED", "WRONGTYPE", "OOM", "READONLY", "NOAUTH",
     "WRONGPASS", "NOPERM",
 )  # fmt: skip
+
+
+def refusal_hint(exc: BaseException) -> str | None:
+    """What the operator should do about a Redis that refuses (wrong credentials, a missing
+    right, a full Redis, a replica), in one sentence; None for any other failure."""
+    return _REFUSAL_HINTS.get(str(exc)) if isinstance(exc, RedisProtocolError) else None
+
+
+def is_credentials_refusal(exc: BaseException) -> bool:
+    """Whether Redis refused the credentials or the user's rights (WRONGPASS, NOAUTH,
+    NOPERM): trying again cannot help until the configuration changes."""
+    return isinstance(exc, RedisProtocolError) and str(exc) in _REFUSED
 
 
 def reply_code(exc: Exception) -> str:

@@ -6,6 +6,7 @@ Regenerate the golden files with `UPDATE_GOLDEN=1 pytest tests/hosts/test_mcp.py
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -14,10 +15,12 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import anyio
+import anyio.abc
 import msgspec
 import pytest
 
@@ -383,6 +386,27 @@ def test_stdio_server_stops_cleanly_on_a_signal(sig: signal.Signals) -> None:
     assert b"Traceback" not in err
 
 
+def test_stdio_server_ends_quietly_when_its_host_is_gone() -> None:
+    # A host that dies (killed, crashed) with a request in flight leaves the server's answer a
+    # broken pipe: the server exited 1 with a BrokenPipeError traceback in the host's log.
+    server = subprocess.Popen(
+        [sys.executable, "-m", "app.cli", "mcp", "--local"],
+        cwd=REPO, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+    )  # fmt: skip
+    assert server.stdin and server.stdout and server.stderr
+    initialize = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}
+    }}  # fmt: skip
+    with server:
+        server.stdout.close()  # nothing reads the answer any more
+        server.stdin.write(json.dumps(initialize).encode() + b"\n")
+        server.stdin.close()
+        err = server.stderr.read()
+        server.wait(timeout=60)
+    assert server.returncode == 0, err.decode()
+    assert b"Traceback" not in err, err.decode()
+
+
 def test_a_repeat_is_the_same_session_tool_and_arguments() -> None:
     from hosts.mcp_pending import repeat_key
 
@@ -421,3 +445,107 @@ async def test_queue_mode_says_a_configuration_error_as_the_calls_error(
     assert found.is_error is True and error["code"] == "UNAVAILABLE"
     assert "ACI_PARTITIONS is 1 here, 4 for the workers" in error["message"]
     assert not any(r.exc_info for r in caplog.records)  # one line, no traceback
+
+
+@pytest.mark.redis
+async def test_refused_credentials_are_said_as_such_not_try_again_later(
+    prefix: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    # A stdio host configured with a wrong Redis password: every call said "the evidence queue
+    # is unavailable; try again later" (the model retried, in vain) and the server's log said
+    # only "the queue failed: RedisProtocolError", which names neither the cause nor the fix.
+    from mcp import Client
+
+    caplog.set_level("WARNING", logger="aci.mcp")
+    settings = Settings(prefix=prefix)
+    url = "redis://no-such-user:s3cret-pw@127.0.0.1:6379/0"
+    async with EvidenceClient.connect(settings, url=url) as evidence:
+        server = mcp_server.build_server(mcp_server.queue_runner(evidence, timeout=2.0))
+        async with Client(server) as client:
+            refused = await client.call_tool("lookup_knowledge", {"query": "pool"})
+    error = refused.structured_content["error"]
+    assert refused.is_error is True and error["code"] == "UNAVAILABLE"
+    assert "try again later" not in error["message"] and "operator" in error["message"], error
+    logged = " ".join(r.getMessage() for r in caplog.records)
+    assert "WRONGPASS" in logged and "ACI_REDIS_URL" in logged, logged
+    assert "s3cret" not in logged + error["message"] and "no-such-user" not in logged
+    assert not any(r.exc_info for r in caplog.records)
+
+
+@contextlib.asynccontextmanager
+async def silent_redis() -> AsyncIterator[tuple[str, anyio.Event]]:
+    """A TCP port that accepts and never answers, as a frozen Redis (SIGSTOP, a blocking
+    command, a network dropping packets) or a TLS URL to a plain Redis does; setting the event
+    closes every connection, so the driver fails at once."""
+    release = anyio.Event()
+
+    async def hold(stream: anyio.abc.SocketStream) -> None:
+        async with stream:
+            await release.wait()
+
+    listener = await anyio.create_tcp_listener(local_host="127.0.0.1")
+    port = listener.extra(anyio.abc.SocketAttribute.local_port)
+    async with listener, anyio.create_task_group() as tg:
+        tg.start_soon(listener.serve, hold)
+        try:
+            yield f"redis://127.0.0.1:{port}/0", release
+        finally:
+            release.set()
+            tg.cancel_scope.cancel()
+
+
+async def test_a_queue_that_never_answers_is_said_before_the_host_gives_up(prefix: str) -> None:
+    # A frozen Redis held every call 14 s (a rediss:// URL to a plain Redis 25 s) before its
+    # ERROR/UNAVAILABLE: the submit waits out the driver's timeouts, beyond --timeout, and the
+    # host had given up at 5 s ("An error occurred while running the tool").
+    from mcp import Client
+
+    async with silent_redis() as (url, release):
+        async with (
+            EvidenceClient.connect(Settings(prefix=prefix), url=url) as evidence,
+            anyio.create_task_group() as background,
+        ):
+            runner = mcp_server.queue_runner(evidence, timeout=0.5, background=background)
+            server = mcp_server.build_server(runner)
+            async with Client(server) as client:
+                started = anyio.current_time()
+                answer = await client.call_tool("lookup_knowledge", {"query": "pool"})
+                waited = anyio.current_time() - started
+            release.set()  # the abandoned submit fails now, instead of in 10 s
+    error = answer.structured_content["error"]
+    assert answer.is_error is True and error["code"] == "UNAVAILABLE", error
+    assert "did not answer in time" in error["message"]
+    assert waited < 0.5 + mcp_server.ANSWER_GRACE_S + 0.5, waited
+
+
+@pytest.mark.redis
+async def test_a_pending_call_whose_record_is_lost_is_run_again_by_its_repeat(
+    redis: Any, prefix: str
+) -> None:
+    # Redis restarted without its data (no AOF) while a call was pending: the pending answer
+    # told the model to call again for its result, and every repeat waited for a call no longer
+    # recorded anywhere and was answered pending again, for ever.
+    from mcp import Client
+
+    settings = Settings(prefix=prefix, visibility_timeout_s=10.0, deadline_s=5.0)
+    knowledge = GatedSource()
+    part = Keys(prefix).for_session("mcp-lost")
+    async with (
+        EvidenceClient(redis, settings) as evidence,
+        running_worker(redis, settings, {"lookup_knowledge": knowledge}),
+    ):
+        server = mcp_server.build_server(
+            mcp_server.queue_runner(evidence, timeout=1.0), session="mcp-lost"
+        )
+        async with Client(server) as client:
+            first = await client.call_tool(
+                "lookup_knowledge", {"query": "later"}, meta={TOOL_CALL_ID_META_KEY: "l1"}
+            )
+            assert first.structured_content["pending"] is True
+            await redis.delete(part.call("mcp-lost", "l1"), part.result("mcp-lost", "l1"))
+            knowledge.gate.set()
+            again = await client.call_tool(
+                "lookup_knowledge", {"query": "later"}, meta={TOOL_CALL_ID_META_KEY: "l2"}
+            )
+    assert again.structured_content.get("evidence_status") == "EVIDENCE_FOUND", again
+    assert again.structured_content["tool_call_id"] == "l2"  # run as itself: l1 is gone

@@ -461,3 +461,29 @@ async def test_a_session_name_shown_anywhere_does_not_open_the_session(
             shown = entry[b"session"].decode()
             assert shown != mcp_id and mcp_id not in shown
             assert await ping(client, url, shown) == 404  # the name opens nothing
+
+
+@pytest.mark.redis
+async def test_a_2026_client_calling_in_a_row_is_answered_at_once_every_time(
+    redis: Any, prefix: str
+) -> None:
+    # Every 2026-07-28 request is an evidence session of its own: with the SDK's default client
+    # (mode "auto") every third call of a held client took ~1.1 s instead of ~10 ms (the
+    # listener's reads parked on finished sessions: tests/pipeline/test_lane.py).
+    from mcp import Client
+
+    settings = Settings(prefix=prefix, visibility_timeout_s=10.0, deadline_s=5.0)
+    async with (
+        EvidenceClient(redis, settings) as evidence,
+        running_worker(redis, settings, {"lookup_knowledge": GatedSource()}),
+    ):
+        server = mcp_server.build_server(mcp_server.queue_runner(evidence, 5.0), http=True)
+        app = mcp_server.http_app(server, ServeOptions(http_port=1))
+        waited: list[float] = []
+        async with serving(app) as url, Client(url, mode=MODERN) as client:
+            for k in range(7):
+                started = time.monotonic()
+                found = await client.call_tool("lookup_knowledge", {"query": f"pool {k}"})
+                waited.append(time.monotonic() - started)
+                assert found.structured_content["evidence_status"] == "EVIDENCE_FOUND"
+    assert max(waited) < 0.5, [round(w, 3) for w in waited]

@@ -153,8 +153,17 @@ async def test_a_completed_task_inlines_its_result(redis: Any, prefix: str) -> N
         params = {"name": "lookup_knowledge", "arguments": {"query": "pool"}, "_meta": meta}
         created = (await rpc(http, url, "tools/call", params, meta))["result"]
         assert created["resultType"] == "task"
+        working = (await rpc(http, url, "tasks/get", {"taskId": created["taskId"]}))["result"]
         got = await settled(http, url, created["taskId"])
+        await anyio.sleep(0.01)
+        again = (await rpc(http, url, "tasks/get", {"taskId": created["taskId"]}))["result"]
     result = got["result"]
+    # One task, one creation time: the CreateTaskResult said the answer's time and every
+    # tasks/get the call's submission, a second earlier. lastUpdatedAt is when its state last
+    # changed (it was each poll's own time): a finished task's no longer moves.
+    assert working["createdAt"] == created["createdAt"] == result["createdAt"], (created, working)
+    assert created["createdAt"] <= created["lastUpdatedAt"] <= working["lastUpdatedAt"]
+    assert working["lastUpdatedAt"] < result["lastUpdatedAt"] == again["lastUpdatedAt"]
     assert result["status"] == "completed" and result["resultType"] == "complete"
     assert result["result"]["isError"] is False
     assert result["result"]["structuredContent"]["tool_call_id"] == "t2"

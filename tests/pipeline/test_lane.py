@@ -219,6 +219,33 @@ async def test_more_sessions_than_listener_connections_all_get_their_results(
 
 
 @pytest.mark.redis
+async def test_calls_in_a_new_session_each_never_wait_for_a_blocking_read_to_expire(
+    redis: Any, prefix: str
+) -> None:
+    # A 2026-07-28 MCP request is a session of its own, and session-per-call hosts open one per
+    # call: every third such call waited ~1.1 s. Each ended read went on blocking on its
+    # finished sessions for their linger, so three reads (the cap) were parked and the next
+    # session's result waited for one of them to time out.
+    settings = Settings(prefix=prefix, visibility_timeout_s=5.0, deadline_s=2.0)
+    waited: list[float] = []
+    async with (
+        EvidenceClient(redis, settings) as client,
+        running_worker(redis, settings, {"lookup_knowledge": InstantSource()}),
+    ):
+        for k in range(8):
+            call = ToolCall(tool="lookup_knowledge", tool_call_id="1", arguments={"query": "q"})
+            started = anyio.current_time()
+            assert await client.call(f"own{k}", call, timeout=10) is not None
+            waited.append(anyio.current_time() - started)
+        # ... and a session whose waiter left is followed again at once, on its cursors.
+        again = ToolCall(tool="lookup_knowledge", tool_call_id="2", arguments={"query": "q"})
+        started = anyio.current_time()
+        assert await client.call("own7", again, timeout=10) is not None
+        waited.append(anyio.current_time() - started)
+    assert max(waited) < 0.5, [round(w, 3) for w in waited]
+
+
+@pytest.mark.redis
 async def test_a_wait_costs_the_listener_one_read_per_result(
     redis: Any, prefix: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
