@@ -45,118 +45,19 @@ from contracts.status import ErrorCode, SourceKind, Topic
 from workers.sources.base import SourceError
 from workers.sources.calltime import call_time
 from workers.sources.logs.clickhouse_cancel import kill, run_stoppable, unless_stopped
+from workers.sources.logs.clickhouse_sql import OTEL_LOGS_DDL, compile_query
 from workers.sources.logs.config import ClickhouseConnection, ClickhouseTopic, LogsConfig, zone_of
 from workers.sources.logs.deadline import remaining_seconds
 from workers.sources.logs.formats import level_of
 from workers.sources.logs.mocklog import NUMERIC_FIELDS
 from workers.sources.logs.records import Digest, Entry, as_number, entry_matches, format_ms, masked
-from workers.sources.logs.source import Clause, ParsedQuery, check_fields, parse_log_query
+from workers.sources.logs.source import ParsedQuery, check_fields, parse_log_query
 
 __all__ = ["OTEL_LOGS_DDL", "ClickhouseLogSource", "compile_query"]
 
 log = logging.getLogger("aci.sources.clickhouse")
 
-# The exporter's table (exporter/clickhouseexporter logs_table.sql), for tests and the bench.
-OTEL_LOGS_DDL: Final = """CREATE TABLE IF NOT EXISTS {table} (
-  Timestamp DateTime64(9) CODEC(Delta(8), ZSTD(1)),
-  TimestampTime DateTime DEFAULT toDateTime(Timestamp),
-  TraceId String CODEC(ZSTD(1)),
-  SpanId String CODEC(ZSTD(1)),
-  TraceFlags UInt8,
-  SeverityText LowCardinality(String) CODEC(ZSTD(1)),
-  SeverityNumber UInt8,
-  ServiceName LowCardinality(String) CODEC(ZSTD(1)),
-  Body String CODEC(ZSTD(1)),
-  ResourceSchemaUrl LowCardinality(String) CODEC(ZSTD(1)),
-  ResourceAttributes Map(LowCardinality(String), String) CODEC(ZSTD(1)),
-  ScopeSchemaUrl LowCardinality(String) CODEC(ZSTD(1)),
-  ScopeName String CODEC(ZSTD(1)),
-  ScopeVersion LowCardinality(String) CODEC(ZSTD(1)),
-  ScopeAttributes Map(LowCardinality(String), String) CODEC(ZSTD(1)),
-  LogAttributes Map(LowCardinality(String), String) CODEC(ZSTD(1)),
-  INDEX idx_trace_id TraceId TYPE bloom_filter(0.001) GRANULARITY 1,
-  INDEX idx_res_attr_key mapKeys(ResourceAttributes) TYPE bloom_filter(0.01) GRANULARITY 1,
-  INDEX idx_res_attr_value mapValues(ResourceAttributes) TYPE bloom_filter(0.01) GRANULARITY 1,
-  INDEX idx_log_attr_key mapKeys(LogAttributes) TYPE bloom_filter(0.01) GRANULARITY 1,
-  INDEX idx_log_attr_value mapValues(LogAttributes) TYPE bloom_filter(0.01) GRANULARITY 1,
-  INDEX idx_body Body TYPE tokenbf_v1(32768, 3, 0) GRANULARITY 8
-) ENGINE = MergeTree()
-PARTITION BY toDate(TimestampTime)
-PRIMARY KEY (ServiceName, TimestampTime)
-ORDER BY (ServiceName, TimestampTime, Timestamp)
-SETTINGS index_granularity = 8192, ttl_only_drop_parts = 1"""
-
-_COLUMNS: Final = {"level": "SeverityText", "service": "ServiceName", "message": "Body"}
-_HAY: Final = (
-    "(positionCaseInsensitiveUTF8(Body, {v}) > 0 OR positionCaseInsensitiveUTF8(SeverityText, {v}) > 0"  # noqa: E501
-    " OR positionCaseInsensitiveUTF8(ServiceName, {v}) > 0"
-    " OR arrayExists(x -> positionCaseInsensitiveUTF8(x, {v}) > 0, mapValues(LogAttributes)))"
-)
-_CMP: Final = {"gt": ">", "ge": ">=", "lt": "<", "le": "<="}
-
-
-class _Params:
-    def __init__(self) -> None:
-        self.values: dict[str, Any] = {}
-
-    def bind(self, value: Any, kind: str) -> str:
-        name = f"p{len(self.values)}"
-        self.values[name] = value
-        return "{" + name + ":" + kind + "}"
-
-
-def _clause_sql(clause: Clause, params: _Params) -> str:
-    if clause.field is None:
-        return _HAY.format(v=params.bind(clause.value, "String"))
-    column = _COLUMNS.get(clause.field)
-    if column is None:
-        column = f"LogAttributes[{params.bind(clause.field, 'String')}]"
-    if clause.op == "exists":
-        if clause.field in _COLUMNS:
-            return "1"
-        return f"mapContains(LogAttributes, {params.bind(clause.field, 'String')})"
-    number = f"toFloat64OrNull({column})"
-    if clause.op == "contains":
-        text = f"positionCaseInsensitiveUTF8({column}, {params.bind(clause.value, 'String')}) > 0"
-        if clause.number is None:
-            return text
-        equal = f"{number} = {params.bind(clause.number, 'Float64')}"
-        return f"if(isNotNull({number}), ifNull({equal}, 0), {text})"
-    return f"ifNull({number} {_CMP[clause.op]} {params.bind(clause.number, 'Float64')}, 0)"
-
-
 _YEAR_2100_MS: Final = 4_102_444_800_000  # the latest end a nearest-record search reads to
-
-
-def compile_query(
-    query: ParsedQuery,
-    entry: ClickhouseTopic,
-    start_ms: int,
-    end_ms: int,
-    *,
-    has_timestamp_time: bool,
-) -> tuple[str, dict[str, Any]]:
-    """The WHERE clause (without `WHERE`) and its bound parameters."""
-    params = _Params()
-    low, high = params.bind(start_ms, "Int64"), params.bind(end_ms, "Int64")
-    parts = [
-        f"Timestamp >= fromUnixTimestamp64Milli({low})",
-        f"Timestamp <= fromUnixTimestamp64Milli({high})",
-    ]
-    if has_timestamp_time:
-        parts += [
-            f"TimestampTime >= toDateTime(intDiv({low}, 1000))",
-            f"TimestampTime <= toDateTime(intDiv({high}, 1000))",
-        ]
-    if entry.service_names:
-        parts.append(f"ServiceName IN {params.bind(list(entry.service_names), 'Array(String)')}")
-    for key, value in entry.attributes.items():
-        k, v = params.bind(key, "String"), params.bind(value, "String")
-        parts.append(f"(LogAttributes[{k}] = {v} OR ResourceAttributes[{k}] = {v})")
-    for clause in query.clauses:
-        sql = _clause_sql(clause, params)
-        parts.append(f"NOT ({sql})" if clause.negated else f"({sql})")
-    return " AND ".join(parts), params.values
 
 
 def _field_value(name: str, value: str) -> JsonScalar:
