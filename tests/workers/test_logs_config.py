@@ -40,8 +40,8 @@ FILE_TOPIC = '[topics.APPLICATION]\nbackend = "file"\npaths = ["/var/log/shop/*.
             'topics.APPLICATION.paths[0]: not under any of roots (none set: add its folder, e.g. roots = ["',
         ),
         (
-            'roots = ["/var/log"]\n[topics.APPLICATION]\nbackend = "file"\nformat = "jsonl"\npaths = ["/var/log/*/a.log"]\n',
-            "wildcards only in the file name",
+            'roots = ["/var/log"]\n[topics.APPLICATION]\nbackend = "file"\nformat = "jsonl"\npaths = ["/var/log/**/a.log"]\n',
+            "topics.APPLICATION.paths[0]: '**' (any depth) is not supported",
         ),
         (
             'roots = ["/var/log"]\n[topics.APPLICATION]\nbackend = "file"\nformat = "jsonl"\npaths = ["/var/log/../etc/passwd"]\n',

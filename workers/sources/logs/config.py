@@ -7,8 +7,8 @@ is one `LogsConfigError` (a `ValueError`) whose one-line text names the key, e.g
 carries the file's own location.
 
 Shapes (a tagged union on `backend`):
-- `file`: `paths` (globs, each under one of the top-level `roots`), `format`, optional `fields`
-  (our name = the record's key), `timezone` (for timestamps without one), `service`;
+- `file`: `paths` (globs under one of the top-level `roots`, wildcards in folders too, no `**`),
+  `format`, optional `fields` (our name = the record's key), `timezone`, `service`;
 - `clickhouse`: `table` (an OpenTelemetry Collector `otel_logs` table), `service_names` and/or
   `attributes` (LogAttributes/ResourceAttributes key = value) narrowing it to the topic;
 - `mock`: the built-in incident world (`scenario`).
@@ -35,20 +35,10 @@ from pipeline.settings import SettingsError
 from workers.sources.logs.regex_config import check_pattern
 
 __all__ = [
-    "FORMATS",
-    "ClickhouseConnection",
-    "ClickhouseTopic",
-    "FileSource",
-    "FileTopic",
-    "LogsConfig",
-    "LogsConfigError",
-    "MockTopic",
-    "ScanBudget",
-    "TopicConfig",
-    "load_logs_config",
-    "parse_logs_config",
-    "zone_of",
-]
+    "FORMATS", "ClickhouseConnection", "ClickhouseTopic", "FileSource", "FileTopic", "LogsConfig",
+    "LogsConfigError", "MockTopic", "ScanBudget", "TopicConfig", "load_logs_config",
+    "parse_logs_config", "zone_of",
+]  # fmt: skip
 
 ENV_VAR: Final = "ACI_LOGS_CONFIG"
 FORMATS: Final = (
@@ -327,8 +317,9 @@ def _check_glob(glob: str, roots: list[PurePosixPath], key: str) -> None:
             else f' (none set: add its folder, e.g. roots = ["{path.parent}"], at the top level)'
         )
         raise LogsConfigError(f"{ENV_VAR}: {key}: not under any of roots{hint}")
-    if any(ch in str(path.parent) for ch in "*?["):
-        raise LogsConfigError(f"{ENV_VAR}: {key}: wildcards only in the file name")
+    if "**" in glob:  # read by `glob` as `*`: one level, where any depth was meant
+        why = "'**' (any depth) is not supported: one wildcard per folder, /var/log/pods/*/*/*.log"
+        raise LogsConfigError(f"{ENV_VAR}: {key}: {why}")
 
 
 def _key_of(message: str) -> tuple[str, str]:
