@@ -88,7 +88,8 @@ def test_no_configuration_is_said_and_a_broken_one_is_one_line(tmp_path: Path) -
     missing = check(tmp_path / "nope.toml")
     assert missing.returncode == 2 and missing.stdout == ""
     assert missing.stderr.strip().splitlines() == [
-        "configuration error: ACI_LOGS_CONFIG: cannot read the file (No such file or directory)"
+        f"configuration error: ACI_LOGS_CONFIG: cannot read the file '{tmp_path}/nope.toml' "
+        "(No such file or directory)"
     ]
 
 

@@ -3,8 +3,8 @@
 `ACI_LOGS_CONFIG` names a TOML file (docs/logs.md is the reference). Without it the MOCK world
 serves every topic. The file is read and validated once, when the worker starts: every mistake
 is one `LogsConfigError` (a `ValueError`) whose one-line text names the key, e.g.
-`ACI_LOGS_CONFIG: topics.APPLICATION.format: must be one of jsonl, logfmt, ...`. The text never
-carries the file's own location.
+`ACI_LOGS_CONFIG: topics.APPLICATION.format: must be one of jsonl, logfmt, ...`. A file it
+cannot read is named (the operator's path); its contents are never quoted.
 
 Shapes (a tagged union on `backend`):
 - `file`: `paths` (globs under one of the top-level `roots`, wildcards in folders too, no `**`),
@@ -384,20 +384,26 @@ def load_logs_config(env: Mapping[str, str]) -> LogsConfig | None:
     location = env.get(ENV_VAR, "").strip()
     if not location:
         return None
+    shown = repr(location)  # the operator's own path, as given; escaped, on one line
     try:  # non-blocking open: a fifo named by mistake must not hang the worker's start
         fd = os.open(location, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
         with open(fd, "rb") as handle:
             if not stat.S_ISREG(os.fstat(fd).st_mode):
-                raise LogsConfigError(f"{ENV_VAR}: not a regular file")
+                raise LogsConfigError(f"{ENV_VAR}: {shown} is not a regular file")
             text = handle.read(1024 * 1024 + 1)
     except OSError as exc:
-        raise LogsConfigError(f"{ENV_VAR}: cannot read the file ({exc.strerror})") from None
+        where = "" if location.startswith("/") else (
+            f"; a relative path is read from the working folder {os.getcwd()}"
+        )  # fmt: skip
+        raise LogsConfigError(
+            f"{ENV_VAR}: cannot read the file {shown} ({exc.strerror}{where})"
+        ) from None
     if len(text) > 1024 * 1024:
-        raise LogsConfigError(f"{ENV_VAR}: the file is over 1 MiB")
+        raise LogsConfigError(f"{ENV_VAR}: the file {shown} is over 1 MiB")
     try:
         decoded = text.decode("utf-8")
     except UnicodeDecodeError:
-        raise LogsConfigError(f"{ENV_VAR}: the file is not UTF-8") from None
+        raise LogsConfigError(f"{ENV_VAR}: the file {shown} is not UTF-8") from None
     config = parse_logs_config(decoded)
     lookback = env.get("ACI_LOGS_DEFAULT_LOOKBACK", "").strip()
     if lookback:
