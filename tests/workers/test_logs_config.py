@@ -90,6 +90,14 @@ FILE_TOPIC = '[topics.APPLICATION]\nbackend = "file"\npaths = ["/var/log/shop/*.
             "topics.APPLICATION.fields.durationMillis: a field name is lowercase letters, digits "
             "and _ (a query reads field names lowercase: durationmillis)",
         ),
+        # the same in a ClickHouse topic: its `fields` are LogAttributes keys, looked up by the
+        # lowercase name the query gives (before: accepted, and every query "unknown field")
+        (
+            '[clickhouse]\ndsn = "chdb://x"\n[topics.APPLICATION]\nbackend = "clickhouse"\n'
+            'fields = ["http_status", "durationMillis"]\n',
+            "topics.APPLICATION.fields: 'durationMillis': a field name is lowercase letters, "
+            "digits and _ (a query reads field names lowercase: durationmillis)",
+        ),
         (
             'roots = ["/var/log"]\n' + FILE_TOPIC + 'format = "regex"\n'
             "pattern = '(?P<time>\\S+) (?P<reqTime>\\d+) (?P<message>.*)'\n",

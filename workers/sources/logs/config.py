@@ -57,6 +57,10 @@ REGEX_OWN_GROUPS: Final = ("time", "level", "message", "service")
 _FORBIDDEN_ROOTS: Final = ("/proc", "/sys", "/dev")
 _NAME: Final = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _IDENT: Final = re.compile(r"[A-Za-z_][A-Za-z0-9_.]*")  # a ClickHouse table, db.table allowed
+# A `fields` name with a capital (FILE and ClickHouse alike): listed, and never found.
+_LOWERCASE: Final = (
+    "a field name is lowercase letters, digits and _ (a query reads field names lowercase: {})"
+)
 
 
 class LogsConfigError(SettingsError):
@@ -110,10 +114,7 @@ def _check_source(source: FileSource | FileTopic) -> None:
         if not _NAME.fullmatch(name):
             raise ValueError(f"fields.{name}: a field name is letters, digits and _")
         if name != name.lower():  # `durationMillis` would be listed and never found
-            raise ValueError(
-                f"fields.{name}: a field name is lowercase letters, digits and _ (a query "
-                f"reads field names lowercase: {name.lower()})"
-            )
+            raise ValueError(f"fields.{name}: {_LOWERCASE.format(name.lower())}")
     if source.timezone is not None:
         try:
             zone_of(source.timezone)
@@ -216,6 +217,8 @@ class ClickhouseTopic(
         for name in self.fields:
             if not _NAME.fullmatch(name):
                 raise ValueError(f"fields: {name!r} is not a field name (letters, digits, _)")
+            if name != name.lower():  # looked up as LogAttributes[the lowercase name]: never
+                raise ValueError(f"fields: {name!r}: {_LOWERCASE.format(name.lower())}")
 
 
 class MockTopic(
