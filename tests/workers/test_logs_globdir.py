@@ -249,3 +249,31 @@ def test_check_says_when_the_listing_stopped(
     (topic,) = check_logs(parsed, NOW)
     (problem,) = topic.problems()
     assert "the listing stopped after 100 names" in problem, problem
+
+
+def test_a_folder_is_refused_at_any_depth_however_it_leaves_the_roots(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A folder's realpath is spared only when its parent lies inside the roots and it is no
+    # symlink: a symlinked second level, and the literal folder a walk starts in symlinked
+    # out, are both refused before anything out there is listed.
+    root, outside = tmp_path / "logs", tmp_path / "elsewhere"
+    (outside / "ctr").mkdir(parents=True)
+    (outside / "ctr" / "0.log").write_text("secret\n")
+    pod(root, "shop_a-1_0a", "a", "fine", NOW - 60)
+    (root / "pods" / "shop_a-1_0a" / "b").symlink_to(outside / "ctr")
+    (root / "away").symlink_to(outside)
+    looked: list[str] = []
+    scandir = os.scandir
+
+    def spy(path: object = ".") -> object:
+        looked.append(os.path.realpath(os.fsdecode(path)))  # type: ignore[arg-type]
+        return scandir(path)  # type: ignore[call-overload]
+
+    monkeypatch.setattr(files_module.os, "scandir", spy)
+    for pattern, real in (("pods/*/*/*.log", outside / "ctr"), ("away/*/*.log", outside)):
+        looked.clear()
+        with pytest.raises(RefusedFile) as refused:
+            find_files([f"{root}/{pattern}"], [str(root)], 0, 256)
+        assert refused.value.path == str(real), pattern
+        assert not any(Path(p).is_relative_to(outside) for p in looked), (pattern, looked)

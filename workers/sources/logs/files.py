@@ -134,7 +134,8 @@ def _folders(pattern: str, roots: list[Path]) -> Generator[str | None, None, Non
     """As `_listing`, of a pattern of folders (`containers/*`): each match is a folder (a
     symlink to one too, as in `glob`) checked to lie inside the roots before it is read."""
     folder, base = os.path.split(pattern)
-    if not _MAGIC.search(folder):
+    if not _MAGIC.search(folder):  # the folder the walk starts in: inside the roots too
+        _confined(folder, roots)
         yield from _names(folder, base, roots, dirs_only=True)
         return
     with contextlib.closing(_folders(folder, roots)) as parents:
@@ -148,7 +149,8 @@ def _names(
     folder: str, base: str, roots: list[Path], *, dirs_only: bool
 ) -> Generator[str | None, None, None]:
     """The names of one folder `base` matches (None for each that does not); `dirs_only`:
-    the folders among them, each `_confined`."""
+    the folders among them, each `_confined` (`folder` is, when `dirs_only`: a folder in it
+    that is no symlink lies inside the roots too, its realpath(3) spared)."""
     if not _MAGIC.search(base):
         path = os.path.join(folder, base)
         found = os.path.isdir(path) if dirs_only else os.path.lexists(path) or not base
@@ -163,31 +165,31 @@ def _names(
             for entry in entries:
                 name = entry.name
                 ok = match(name) is not None and (hidden or not name.startswith("."))
-                if ok and dirs_only:
-                    ok = _is_dir(entry)
+                ok, plain = _folder(entry) if ok and dirs_only else (ok, False)
                 hit = os.path.join(folder, name) if ok else None
-                if hit is not None and dirs_only:
+                if hit is not None and dirs_only and not plain:
                     _confined(hit, roots)
                 yield hit
     except OSError:
         return  # a missing or unreadable folder: nothing matches
 
 
-def _is_dir(entry: os.DirEntry[str]) -> bool:
+def _folder(entry: os.DirEntry[str]) -> tuple[bool, bool]:
+    """Whether the entry is a folder (a symlink's target: stat(2), which opens nothing), and
+    whether it is one by its own name (no symlink)."""
     try:
-        return entry.is_dir()  # a symlink's target: stat(2), which opens nothing
+        return entry.is_dir(), not entry.is_symlink()
     except OSError:
-        return False
+        return False, False
 
 
 def _confined(folder: str, roots: list[Path]) -> None:
     """Refuse the source (`RefusedFile`) when a folder a wildcard matched resolves outside
     the roots (a container's folder symlinked elsewhere), before anything in it is listed."""
     real = os.path.realpath(folder)
-    if not any(Path(real).is_relative_to(r) for r in roots):
-        raise RefusedFile(real, f"{folder} resolves outside the log roots")
-    if _pseudo(real):
-        raise RefusedFile(real, "on a kernel pseudo-filesystem")
+    if _pseudo(real) or not any(Path(real).is_relative_to(r) for r in roots):
+        why = f"{folder} resolves outside the log roots"
+        raise RefusedFile(real, "on a kernel pseudo-filesystem" if _pseudo(real) else why)
 
 
 def find_files(
