@@ -88,7 +88,8 @@ def test_no_configuration_is_said_and_a_broken_one_is_one_line(tmp_path: Path) -
     missing = check(tmp_path / "nope.toml")
     assert missing.returncode == 2 and missing.stdout == ""
     assert missing.stderr.strip().splitlines() == [
-        "configuration error: ACI_LOGS_CONFIG: cannot read the file (No such file or directory)"
+        f"configuration error: ACI_LOGS_CONFIG: cannot read the file '{tmp_path}/nope.toml' "
+        "(No such file or directory)"
     ]
 
 
@@ -450,3 +451,23 @@ def test_a_postgresql_zone_of_several_offsets_not_the_topics_is_said(
         "server's log_timezone (CST names several offsets)"
     ]
     assert topic.problems() == (expected if said else [])
+
+
+def test_a_glob_over_container_folders_lists_every_container(tmp_path: Path) -> None:
+    # Docker's json-file layout, one folder per container id (before: a configuration error,
+    # "wildcards only in the file name", exit 2)
+    ids = ("4f" * 32, "9a" * 32)
+    for cid in ids:
+        (tmp_path / cid).mkdir()
+        line = {"log": f"started {cid[:4]}\n", "stream": "stdout", "time": "2026-12-04T10:00:00Z"}
+        (tmp_path / cid / f"{cid}-json.log").write_text(json.dumps(line) + "\n")
+    config = tmp_path / "logs.toml"
+    config.write_text(
+        f'roots = ["{tmp_path}"]\n[topics.APPLICATION]\nbackend = "file"\nformat = "docker"\n'
+        f'paths = ["{tmp_path}/*/*-json.log*"]\n'
+    )
+    done = check(config)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert f"{tmp_path}/*/*-json.log*  format docker: 2 files match" in done.stdout
+    for cid in ids:
+        assert f"{tmp_path}/{cid}/{cid}-json.log: 1 lines: 1 records" in done.stdout

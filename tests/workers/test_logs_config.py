@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -40,8 +41,8 @@ FILE_TOPIC = '[topics.APPLICATION]\nbackend = "file"\npaths = ["/var/log/shop/*.
             'topics.APPLICATION.paths[0]: not under any of roots (none set: add its folder, e.g. roots = ["',
         ),
         (
-            'roots = ["/var/log"]\n[topics.APPLICATION]\nbackend = "file"\nformat = "jsonl"\npaths = ["/var/log/*/a.log"]\n',
-            "wildcards only in the file name",
+            'roots = ["/var/log"]\n[topics.APPLICATION]\nbackend = "file"\nformat = "jsonl"\npaths = ["/var/log/**/a.log"]\n',
+            "topics.APPLICATION.paths[0]: '**' (any depth) is not supported",
         ),
         (
             'roots = ["/var/log"]\n[topics.APPLICATION]\nbackend = "file"\nformat = "jsonl"\npaths = ["/var/log/../etc/passwd"]\n',
@@ -89,6 +90,14 @@ FILE_TOPIC = '[topics.APPLICATION]\nbackend = "file"\npaths = ["/var/log/shop/*.
             "topics.APPLICATION.fields.durationMillis: a field name is lowercase letters, digits "
             "and _ (a query reads field names lowercase: durationmillis)",
         ),
+        # the same in a ClickHouse topic: its `fields` are LogAttributes keys, looked up by the
+        # lowercase name the query gives (before: accepted, and every query "unknown field")
+        (
+            '[clickhouse]\ndsn = "chdb://x"\n[topics.APPLICATION]\nbackend = "clickhouse"\n'
+            'fields = ["http_status", "durationMillis"]\n',
+            "topics.APPLICATION.fields: 'durationMillis': a field name is lowercase letters, "
+            "digits and _ (a query reads field names lowercase: durationmillis)",
+        ),
         (
             'roots = ["/var/log"]\n' + FILE_TOPIC + 'format = "regex"\n'
             "pattern = '(?P<time>\\S+) (?P<reqTime>\\d+) (?P<message>.*)'\n",
@@ -105,14 +114,47 @@ def test_every_mistake_is_one_line_naming_the_key(text: str, says: str) -> None:
     assert says in message, message
 
 
-def test_the_error_never_names_the_file(tmp_path: Path) -> None:
+def test_a_mistake_in_the_file_names_its_key_not_the_file(tmp_path: Path) -> None:
     secret = tmp_path / "secret-location.toml"
     secret.write_text("x = [")
     with pytest.raises(LogsConfigError) as caught:
         logs_source_from_env({"ACI_LOGS_CONFIG": str(secret)})
     assert "secret-location" not in str(caught.value)
-    with pytest.raises(LogsConfigError, match="cannot read the file"):
-        logs_source_from_env({"ACI_LOGS_CONFIG": str(tmp_path / "missing.toml")})
+
+
+def test_a_file_it_cannot_read_is_named_never_its_contents(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The operator's own path, as given (before: "cannot read the file" named no path,
+    # confusing with a relative one, read from the worker's working folder).
+    missing = tmp_path / "missing.toml"
+    with pytest.raises(LogsConfigError) as caught:
+        logs_source_from_env({"ACI_LOGS_CONFIG": str(missing)})
+    assert str(caught.value) == (
+        f"ACI_LOGS_CONFIG: cannot read the file '{missing}' (No such file or directory)"
+    )
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(LogsConfigError) as caught:
+        logs_source_from_env({"ACI_LOGS_CONFIG": "conf/logs.toml"})
+    assert str(caught.value) == (
+        "ACI_LOGS_CONFIG: cannot read the file 'conf/logs.toml' (No such file or directory; "
+        f"a relative path is read from the working folder {tmp_path})"
+    )
+    os.mkfifo(tmp_path / "fifo")
+    with pytest.raises(LogsConfigError, match=r"^ACI_LOGS_CONFIG: 'fifo' is not a regular file$"):
+        logs_source_from_env({"ACI_LOGS_CONFIG": "fifo"})
+    # a name with a terminal escape is shown escaped, on one line
+    with pytest.raises(LogsConfigError) as caught:
+        logs_source_from_env({"ACI_LOGS_CONFIG": "a\x1b]0;x\x07\nb.toml"})
+    assert "'a\\x1b]0;x\\x07\\nb.toml'" in str(caught.value)
+    assert "\x1b" not in str(caught.value) and "\n" not in str(caught.value)
+    # what the file holds never reaches the message: a password written in it by mistake
+    for name, data in (("latin.toml", b"password = 'hunter2\xe9'\n"),
+                       ("big.toml", b"# hunter2\n" + b" " * (1024 * 1024))):  # fmt: skip
+        (tmp_path / name).write_bytes(data)
+        with pytest.raises(LogsConfigError) as caught:
+            logs_source_from_env({"ACI_LOGS_CONFIG": name})
+        assert f"the file '{name}' " in str(caught.value) and "hunter2" not in str(caught.value)
 
 
 def test_without_the_variable_mock_stays_the_default() -> None:

@@ -21,6 +21,7 @@ import msgspec
 
 from contracts.window import AS_OF_SKEW_MS
 from workers.sources.base import SourceError
+from workers.sources.logs import files as listing  # its MAX_NAMES read when used
 from workers.sources.logs.config import FORMATS, FileSource, FileTopic, LogsConfig, zone_of
 from workers.sources.logs.dbformats import foreign_zone
 from workers.sources.logs.deadline import StopFlag
@@ -95,6 +96,7 @@ class SourceCheck(msgspec.Struct, kw_only=True):
     problem: str = ""  # the source could not be listed (outside roots, a pseudo-filesystem)
     # matched paths that are no regular file, skipped unopened as a call skips them: "path: a fifo"
     skipped: list[str] = []
+    listing_cut: bool = False  # more than MAX_NAMES names looked at: `matched` a lower bound
 
 
 class TopicCheck(msgspec.Struct, kw_only=True):
@@ -111,6 +113,12 @@ class TopicCheck(msgspec.Struct, kw_only=True):
             globs = ", ".join(source.paths)
             if source.problem:
                 out.append(f"{self.topic}: {globs}: {source.problem}")
+            elif source.listing_cut:
+                out.append(
+                    f"{self.topic}: {globs}: the listing stopped after {listing.MAX_NAMES} names "
+                    f"({source.matched} files matched before it): a call's count is a lower "
+                    "bound; narrow the glob"
+                )
             elif source.matched == 0 and not source.skipped:
                 out.append(f"{self.topic}: {globs}: no file matches")
             out += (
@@ -179,9 +187,9 @@ def check_logs(config: LogsConfig, now: float) -> list[TopicCheck]:
 def _source(source: FileSource, config: LogsConfig, zone: str, now: float) -> SourceCheck:
     check = SourceCheck(paths=list(source.paths), format=source.format, matched=0, files=[])
     skipped: dict[str, str] = {}
-    try:
-        files, _, check.matched = find_files(
-            source.paths, config.roots, 0, MAX_FILES, skipped=skipped
+    try:  # every match kept (no more than the names looked at): `cut` is the listing's own
+        files, check.listing_cut, check.matched = find_files(
+            source.paths, config.roots, 0, listing.MAX_NAMES, skipped=skipped
         )
     except RefusedFile as exc:  # the operator's: which path, and why
         check.problem = f"{exc.path}: {exc.why}: the source is refused (AUTHORIZATION)"
@@ -192,7 +200,7 @@ def _source(source: FileSource, config: LogsConfig, zone: str, now: float) -> So
     check.skipped = [f"{path}: {why}" for path, why in sorted(skipped.items())]
     zone = source.timezone or zone
     check.files = [_file(file, source, Reader(config.scan, StopFlag(30), config.roots), zone, now)
-                   for file in files]  # fmt: skip
+                   for file in files[:MAX_FILES]]  # fmt: skip
     return check
 
 

@@ -3,12 +3,12 @@
 `ACI_LOGS_CONFIG` names a TOML file (docs/logs.md is the reference). Without it the MOCK world
 serves every topic. The file is read and validated once, when the worker starts: every mistake
 is one `LogsConfigError` (a `ValueError`) whose one-line text names the key, e.g.
-`ACI_LOGS_CONFIG: topics.APPLICATION.format: must be one of jsonl, logfmt, ...`. The text never
-carries the file's own location.
+`ACI_LOGS_CONFIG: topics.APPLICATION.format: must be one of jsonl, logfmt, ...`. A file it
+cannot read is named (the operator's path); its contents are never quoted.
 
 Shapes (a tagged union on `backend`):
-- `file`: `paths` (globs, each under one of the top-level `roots`), `format`, optional `fields`
-  (our name = the record's key), `timezone` (for timestamps without one), `service`;
+- `file`: `paths` (globs under one of the top-level `roots`, wildcards in folders too, no `**`),
+  `format`, optional `fields` (our name = the record's key), `timezone`, `service`;
 - `clickhouse`: `table` (an OpenTelemetry Collector `otel_logs` table), `service_names` and/or
   `attributes` (LogAttributes/ResourceAttributes key = value) narrowing it to the topic;
 - `mock`: the built-in incident world (`scenario`).
@@ -35,20 +35,10 @@ from pipeline.settings import SettingsError
 from workers.sources.logs.regex_config import check_pattern
 
 __all__ = [
-    "FORMATS",
-    "ClickhouseConnection",
-    "ClickhouseTopic",
-    "FileSource",
-    "FileTopic",
-    "LogsConfig",
-    "LogsConfigError",
-    "MockTopic",
-    "ScanBudget",
-    "TopicConfig",
-    "load_logs_config",
-    "parse_logs_config",
-    "zone_of",
-]
+    "FORMATS", "ClickhouseConnection", "ClickhouseTopic", "FileSource", "FileTopic", "LogsConfig",
+    "LogsConfigError", "MockTopic", "ScanBudget", "TopicConfig", "load_logs_config",
+    "parse_logs_config", "zone_of",
+]  # fmt: skip
 
 ENV_VAR: Final = "ACI_LOGS_CONFIG"
 FORMATS: Final = (
@@ -67,6 +57,10 @@ REGEX_OWN_GROUPS: Final = ("time", "level", "message", "service")
 _FORBIDDEN_ROOTS: Final = ("/proc", "/sys", "/dev")
 _NAME: Final = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _IDENT: Final = re.compile(r"[A-Za-z_][A-Za-z0-9_.]*")  # a ClickHouse table, db.table allowed
+# A `fields` name with a capital (FILE and ClickHouse alike): listed, and never found.
+_LOWERCASE: Final = (
+    "a field name is lowercase letters, digits and _ (a query reads field names lowercase: {})"
+)
 
 
 class LogsConfigError(SettingsError):
@@ -120,10 +114,7 @@ def _check_source(source: FileSource | FileTopic) -> None:
         if not _NAME.fullmatch(name):
             raise ValueError(f"fields.{name}: a field name is letters, digits and _")
         if name != name.lower():  # `durationMillis` would be listed and never found
-            raise ValueError(
-                f"fields.{name}: a field name is lowercase letters, digits and _ (a query "
-                f"reads field names lowercase: {name.lower()})"
-            )
+            raise ValueError(f"fields.{name}: {_LOWERCASE.format(name.lower())}")
     if source.timezone is not None:
         try:
             zone_of(source.timezone)
@@ -226,6 +217,8 @@ class ClickhouseTopic(
         for name in self.fields:
             if not _NAME.fullmatch(name):
                 raise ValueError(f"fields: {name!r} is not a field name (letters, digits, _)")
+            if name != name.lower():  # looked up as LogAttributes[the lowercase name]: never
+                raise ValueError(f"fields: {name!r}: {_LOWERCASE.format(name.lower())}")
 
 
 class MockTopic(
@@ -327,8 +320,9 @@ def _check_glob(glob: str, roots: list[PurePosixPath], key: str) -> None:
             else f' (none set: add its folder, e.g. roots = ["{path.parent}"], at the top level)'
         )
         raise LogsConfigError(f"{ENV_VAR}: {key}: not under any of roots{hint}")
-    if any(ch in str(path.parent) for ch in "*?["):
-        raise LogsConfigError(f"{ENV_VAR}: {key}: wildcards only in the file name")
+    if "**" in glob:  # read by `glob` as `*`: one level, where any depth was meant
+        why = "'**' (any depth) is not supported: one wildcard per folder, /var/log/pods/*/*/*.log"
+        raise LogsConfigError(f"{ENV_VAR}: {key}: {why}")
 
 
 def _key_of(message: str) -> tuple[str, str]:
@@ -393,20 +387,26 @@ def load_logs_config(env: Mapping[str, str]) -> LogsConfig | None:
     location = env.get(ENV_VAR, "").strip()
     if not location:
         return None
+    shown = repr(location)  # the operator's own path, as given; escaped, on one line
     try:  # non-blocking open: a fifo named by mistake must not hang the worker's start
         fd = os.open(location, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
         with open(fd, "rb") as handle:
             if not stat.S_ISREG(os.fstat(fd).st_mode):
-                raise LogsConfigError(f"{ENV_VAR}: not a regular file")
+                raise LogsConfigError(f"{ENV_VAR}: {shown} is not a regular file")
             text = handle.read(1024 * 1024 + 1)
     except OSError as exc:
-        raise LogsConfigError(f"{ENV_VAR}: cannot read the file ({exc.strerror})") from None
+        where = "" if location.startswith("/") else (
+            f"; a relative path is read from the working folder {os.getcwd()}"
+        )  # fmt: skip
+        raise LogsConfigError(
+            f"{ENV_VAR}: cannot read the file {shown} ({exc.strerror}{where})"
+        ) from None
     if len(text) > 1024 * 1024:
-        raise LogsConfigError(f"{ENV_VAR}: the file is over 1 MiB")
+        raise LogsConfigError(f"{ENV_VAR}: the file {shown} is over 1 MiB")
     try:
         decoded = text.decode("utf-8")
     except UnicodeDecodeError:
-        raise LogsConfigError(f"{ENV_VAR}: the file is not UTF-8") from None
+        raise LogsConfigError(f"{ENV_VAR}: the file {shown} is not UTF-8") from None
     config = parse_logs_config(decoded)
     lookback = env.get("ACI_LOGS_DEFAULT_LOOKBACK", "").strip()
     if lookback:

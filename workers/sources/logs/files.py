@@ -10,8 +10,10 @@ roots that is no regular file (a log shipper's fifo `app.log.pipe` beside `app.l
 a device) is skipped, never opened (opening a fifo can block), and handed to the caller by
 real path and kind (`skipped`), so the regular files beside it still answer.
 
-Listing: the folder is read lazily, every name looked at counts against `MAX_NAMES` and the
-`StopFlag` is checked every few hundred names; a cut listing marks the count as a lower bound.
+Listing: each folder is read lazily, every name looked at (a folder a wildcard matches, as
+Docker's `containers/*/`, too) counts against `MAX_NAMES` and the `StopFlag` is checked every
+few hundred names; a cut listing marks the count as a lower bound. A folder a wildcard matches
+is read only when its real path lies inside the roots (else the source is refused, unlisted).
 
 Reading: files in descending mtime, those last written before the window are pruned (a
 rotated `app.log.1`, `app.log.2.gz` is older than what it was rotated into). A `Reader`
@@ -30,7 +32,6 @@ from __future__ import annotations
 import contextlib
 import errno
 import fnmatch
-import glob
 import os
 import re
 import stat
@@ -114,16 +115,48 @@ def _kind(mode: int) -> str:
     return "not a regular file"  # fmt: skip
 
 
-def _listing(pattern: str) -> Generator[str | None, None, None]:
+def _listing(pattern: str, roots: list[Path]) -> Generator[str | None, None, None]:
     """Each name the listing of a glob examines: its path when it matches, else None (so
-    the caller meters every name looked at, not only the matches). The folder is read
-    lazily (`glob` reads it whole, however large, before the first match)."""
+    the caller meters every name looked at, folders too, not only the matches). Each folder
+    is read lazily (`glob` reads one whole, however large, before the first match)."""
     folder, base = os.path.split(pattern)
-    if _MAGIC.search(folder):  # never from the configuration (wildcards only in the name)
-        yield from glob.iglob(pattern)
+    if not _MAGIC.search(folder):
+        yield from _names(folder, base, roots, dirs_only=False)
         return
+    with contextlib.closing(_folders(folder, roots)) as folders:
+        for found in folders:
+            yield None  # a folder looked at, matched or not
+            if found is not None:
+                yield from _names(found, base, roots, dirs_only=False)
+
+
+def _folders(pattern: str, roots: list[Path]) -> Generator[str | None, None, None]:
+    """As `_listing`, of a pattern of folders (`containers/*`): each match is a folder (a
+    symlink to one too, as in `glob`) checked to lie inside the roots before it is read."""
+    folder, base = os.path.split(pattern)
+    if not _MAGIC.search(folder):  # the folder the walk starts in: inside the roots too
+        _confined(folder, roots)
+        yield from _names(folder, base, roots, dirs_only=True)
+        return
+    with contextlib.closing(_folders(folder, roots)) as parents:
+        for parent in parents:
+            yield None
+            if parent is not None:
+                yield from _names(parent, base, roots, dirs_only=True)
+
+
+def _names(
+    folder: str, base: str, roots: list[Path], *, dirs_only: bool
+) -> Generator[str | None, None, None]:
+    """The names of one folder `base` matches (None for each that does not); `dirs_only`:
+    the folders among them, each `_confined` (`folder` is, when `dirs_only`: a folder in it
+    that is no symlink lies inside the roots too, its realpath(3) spared)."""
     if not _MAGIC.search(base):
-        yield pattern if os.path.lexists(pattern) or not base else None
+        path = os.path.join(folder, base)
+        found = os.path.isdir(path) if dirs_only else os.path.lexists(path) or not base
+        if found and dirs_only:
+            _confined(path, roots)
+        yield path if found else None
         return
     match = re.compile(fnmatch.translate(base)).match
     hidden = base.startswith(".")  # as glob: `*` does not match a leading dot
@@ -132,9 +165,31 @@ def _listing(pattern: str) -> Generator[str | None, None, None]:
             for entry in entries:
                 name = entry.name
                 ok = match(name) is not None and (hidden or not name.startswith("."))
-                yield os.path.join(folder, name) if ok else None
+                ok, plain = _folder(entry) if ok and dirs_only else (ok, False)
+                hit = os.path.join(folder, name) if ok else None
+                if hit is not None and dirs_only and not plain:
+                    _confined(hit, roots)
+                yield hit
     except OSError:
         return  # a missing or unreadable folder: nothing matches
+
+
+def _folder(entry: os.DirEntry[str]) -> tuple[bool, bool]:
+    """Whether the entry is a folder (a symlink's target: stat(2), which opens nothing), and
+    whether it is one by its own name (no symlink)."""
+    try:
+        return entry.is_dir(), not entry.is_symlink()
+    except OSError:
+        return False, False
+
+
+def _confined(folder: str, roots: list[Path]) -> None:
+    """Refuse the source (`RefusedFile`) when a folder a wildcard matched resolves outside
+    the roots (a container's folder symlinked elsewhere), before anything in it is listed."""
+    real = os.path.realpath(folder)
+    if _pseudo(real) or not any(Path(real).is_relative_to(r) for r in roots):
+        why = f"{folder} resolves outside the log roots"
+        raise RefusedFile(real, "on a kernel pseudo-filesystem" if _pseudo(real) else why)
 
 
 def find_files(
@@ -162,7 +217,7 @@ def find_files(
     seen: dict[tuple[int, int], LogFile] = {}
     names, cut = 0, False
     for pattern in globs:
-        with contextlib.closing(_listing(pattern)) as listing:
+        with contextlib.closing(_listing(pattern, real_roots)) as listing:
             for name in listing:
                 names += 1
                 if names > MAX_NAMES or (
