@@ -82,6 +82,7 @@ def read_notes(tally: Tally, reader: Reader, text_ok: bool, sources: int) -> lis
                      "sources match no file")  # fmt: skip
     return notes
 
+
 def check_outcome(
     name: str, digest: Digest, tally: Tally, reader: Reader, lower_bound: bool, flag: StopFlag
 ) -> None:
@@ -101,11 +102,7 @@ def check_outcome(
             f"{len(reader.unread)} log files of topic {name} are compressed with {kinds}, "
             "which this worker cannot read; nothing else matched",
         )
-    if (
-        reader.broken
-        and digest.match_count == 0
-        and not (reader.out_of_budget or flag.timed_out)
-    ):
+    if reader.broken and digest.match_count == 0 and not (reader.out_of_budget or flag.timed_out):
         raise SourceError(
             ErrorCode.EXECUTION,
             f"{reader.broken} log files of topic {name} ended in an error part way "
