@@ -67,6 +67,30 @@ MASKED = [
         PEM_BODY,
         '{"key":"-----BEGIN PRIVATE KEY-----***',
     ),
+    # Rails' parameters and Ruby's, PHP's and Perl's hashes: `=>`, not `=` or `:`
+    (
+        'Parameters: {"user"=>{"email"=>"a@b.c", "password"=>"S3cretPw-81"}}',
+        "S3cretPw-81",
+        'Parameters: {"user"=>{"email"=>"a@b.c", "password"=>"***"}}',
+    ),
+    (
+        "{:password => 'S3cretPw-82', :user => 'bob'}",
+        "S3cretPw-82",
+        "{:password => '***', :user => 'bob'}",
+    ),
+    ("    [password] => S3cretPw-83", "S3cretPw-83", "    [password] => ***"),
+    # a form's bracketed names (Rails', PHP's) in a query string or a request body
+    (
+        "POST /login user[email]=a%40b.c&user[password]=S3cretPw-84&x=1",
+        "S3cretPw-84",
+        "POST /login user[email]=a%40b.c&user[password]=***&x=1",
+    ),
+    # an OpenPGP private key block (armoured like PEM, `BLOCK` after `KEY`)
+    (
+        f"-----BEGIN PGP PRIVATE KEY BLOCK-----\n{PEM_BODY}\n-----END PGP PRIVATE KEY BLOCK-----",
+        PEM_BODY,
+        "-----BEGIN PGP PRIVATE KEY BLOCK-----***-----END PGP PRIVATE KEY BLOCK-----",
+    ),
 ]
 
 # Evidence that merely looks like a secret's name: never masked.

@@ -248,7 +248,7 @@ class FileLogSource:
         shown = without_secrets if source.format == "docker" else None
         for line in reader.lines_of(file):
             if may_match is not None and not may_match(line):
-                if text_ok and (keys.inside or "PRIVATE KEY-----" in line):
+                if text_ok and (keys.inside or "PRIVATE KEY" in line):
                     keys.see(line)  # a private key's opening line holds no term of the query
                 continue  # cannot match: skip the parse
             failed = parser.failed

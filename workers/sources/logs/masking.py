@@ -87,7 +87,9 @@ def secret_name(name: str) -> bool:
 
 # A PEM private key's opening line (`-----BEGIN RSA PRIVATE KEY-----`, `... ENCRYPTED PRIVATE
 # KEY-----`, OpenSSH's); its words bounded, so each opening is read in bounded time.
-_PEM_BEGIN: Final = re.compile(r"-----BEGIN [A-Z0-9 ]{0,40}PRIVATE KEY-----")
+# OpenPGP's armoured key too (`-----BEGIN PGP PRIVATE KEY BLOCK-----`): `_KEY` is in each.
+_PEM_BEGIN: Final = re.compile(r"-----BEGIN [A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)?-----")
+_KEY: Final = "PRIVATE KEY"
 _PEM_END: Final = "-----END "
 
 
@@ -95,7 +97,7 @@ def without_private_keys(text: str) -> str:
     """The text with the body of every PEM private key as `***`: from its opening line to its
     closing one (`-----END ... PRIVATE KEY-----`), or to the end of the text when the key is cut
     short. Linear: each opening is found once, the closing searched from it once."""
-    if "PRIVATE KEY-----" not in text:
+    if _KEY not in text:
         return text
     parts: list[str] = []
     done = pos = 0
@@ -220,7 +222,7 @@ def without_log_secrets(text: str) -> str:
         return text
     if "identified" in low or "password" in low:
         text = _SQL_PASSWORD.sub(_sql_literal, text)
-    if "private key-----" in low:
+    if "private key" in low:
         text = without_private_keys(text)
     if "bearer" in low or "basic" in low or "auth" in low:
         text = _LOG_CREDENTIAL.sub(_credential, text)
@@ -259,7 +261,7 @@ class KeyLines:
         """Note a line that is not shown (the prefilter skipped it)."""
         if self.inside:
             self.inside = _PEM_END not in line
-        elif "PRIVATE KEY-----" in line:
+        elif _KEY in line:
             self.inside = _opens_key(line)
 
     def masked(self, line: str) -> str:
