@@ -447,3 +447,13 @@ def test_a_record_is_tried_unmasked_first_only_where_masking_cannot_add_a_match(
     from workers.sources.logs.source import parse_log_query
 
     assert unmasked_first(parse_log_query(query)) is first
+
+
+async def test_clickhouse_a_body_cut_inside_a_url_password_shows_no_head_of_it() -> None:
+    # The server cuts a huge Body to max_line_bytes before masking: a URL cut between its
+    # password and the `@` looked like no password at all, and its head was shown.
+    head = "x" * 60 + " retrying postgres://app:"
+    table = make_table([row(100, "INFO", "api", head + "S3cretPw-77@db/x and more")])
+    found = await fetch(source_for(table, "[scan]\nmax_line_bytes = 90\n"), "retrying")
+    shown = _shown(found)
+    assert found.match_count == 1 and "S3cret" not in shown and "postgres://app:***" in shown

@@ -32,7 +32,8 @@ from workers.masking import (
 )
 
 __all__ = [
-    "MASK", "KeyLines", "log_secret_name", "mask_fields", "secret_name", "without_log_secrets",
+    "MASK", "KeyLines", "log_secret_name", "mask_fields", "secret_name", "without_cut_url_password",
+    "without_log_secrets",
     "without_private_keys", "without_secret_values", "without_secrets", "without_url_password",
 ]  # fmt: skip
 
@@ -227,6 +228,23 @@ def without_log_secrets(text: str) -> str:
     if "bearer" in low or "basic" in low or "auth" in low:
         text = _LOG_CREDENTIAL.sub(_credential, text)
     return without_named_values(text, log_secret_name, _shown)
+
+
+# A URL's opening up to its password (`scheme://user:`), as `workers.masking`'s rule finds it.
+_URL_OPENING: Final = re.compile(r":(?:\\*/){2}[^/\s:]*:")
+
+
+def without_cut_url_password(text: str) -> str:
+    """A text cut short (a store's Body cut to `max_line_bytes` before it is masked): a URL in
+    its last word whose password the cut left without its `@` shows `***` to the end, not the
+    head of its password. Linear: the last word is split off once, searched once."""
+    if not text or text[-1].isspace() or "/" not in text:
+        return text
+    word = text.rsplit(None, 1)[-1]
+    found = _URL_OPENING.search(word)
+    if found is None or "@" in word[found.end() :]:
+        return text  # no URL, or its password ends in the text: masked by the usual rule
+    return text[: len(text) - len(word) + found.end()] + MASK
 
 
 def mask_fields(fields: dict[str, JsonScalar]) -> None:
