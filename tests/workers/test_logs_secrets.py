@@ -457,3 +457,17 @@ async def test_clickhouse_a_body_cut_inside_a_url_password_shows_no_head_of_it()
     found = await fetch(source_for(table, "[scan]\nmax_line_bytes = 90\n"), "retrying")
     shown = _shown(found)
     assert found.match_count == 1 and "S3cret" not in shown and "postgres://app:***" in shown
+
+
+def test_file_a_secret_in_a_records_level_or_service_is_masked(tmp_path: Path) -> None:
+    # Masking took the message and the fields: a level that is no known word is shown as it
+    # is (upper-cased), and the service as the record names it.
+    at = '{"ts":"2026-12-04T15:58:20Z","msg":"hi",'
+    (tmp_path / "app.log").write_text(
+        at + '"level":"password=S3cretPw-61","service":"api"}\n'
+        + at + '"level":"info","service":"postgres://app:S3cretPw-62@db/x"}\n'
+    )  # fmt: skip
+    found = search(file_source(tmp_path, "jsonl", ["app.log"], now=NOW), "hi", 60)
+    shown = _shown(found).lower()
+    assert found.match_count == 2 and "s3cret" not in shown
+    assert "postgres://app:***@db/x" in shown
