@@ -471,3 +471,26 @@ def test_file_a_secret_in_a_records_level_or_service_is_masked(tmp_path: Path) -
     shown = _shown(found).lower()
     assert found.match_count == 2 and "s3cret" not in shown
     assert "postgres://app:***@db/x" in shown
+
+
+def _docker(text: str, second: int) -> str:
+    return msgspec.json.encode(
+        {"log": text + "\n", "stream": "stdout", "time": f"2026-12-04T15:40:{second:02}Z"}
+    ).decode()
+
+
+@pytest.mark.parametrize("query", ["", "MIIEpAIB", "key"])
+def test_a_private_key_printed_line_by_line_shows_no_line_of_its_body(
+    tmp_path: Path, query: str
+) -> None:
+    # An app that prints a generated key to stdout: Docker (as the kubelet, syslog, journald)
+    # makes each of its lines a record of its own, so no record held the key's opening line.
+    lines = ["generated a key:", "-----BEGIN RSA PRIVATE KEY-----", PEM_BODY, PEM_BODY[::-1],
+             "-----END RSA PRIVATE KEY-----", "key done"]  # fmt: skip
+    (tmp_path / "c-json.log").write_text(
+        "".join(_docker(text, n) + "\n" for n, text in enumerate(lines))
+    )
+    found = search(file_source(tmp_path, "docker", ["c-json.log"], now=NOW), query, 60)
+    shown = _shown(found)
+    assert PEM_BODY not in shown and PEM_BODY[::-1] not in shown
+    assert query != "" or found.match_count == 6

@@ -231,6 +231,8 @@ class FileLogSource:
         # Lines that are no record are shown as text, masked as records are (`masking`): a
         # private key written over lines is followed from line to line.
         keys = KeyLines()
+        # ... and where each line is a record of its own, over the records (`KeyLines.body`).
+        own = None if isinstance(parser, HeadParser) else KeyLines()
         raw_first = unmasked_first(query)  # a record that cannot match is never masked
 
         def as_text(lines: list[tuple[int | None, str]]) -> None:
@@ -250,10 +252,14 @@ class FileLogSource:
             if may_match is not None and not may_match(line):
                 if text_ok and (keys.inside or "PRIVATE KEY" in line):
                     keys.see(line)  # a private key's opening line holds no term of the query
+                if own is not None and (own.inside or "PRIVATE KEY" in line):
+                    own.see(line)
                 continue  # cannot match: skip the parse
             failed = parser.failed
             for found in parser.feed(line):
                 parsed, last_ms = parsed + 1, found.epoch_ms
+                if own is not None and (own.inside or "PRIVATE KEY" in found.message):
+                    found.message = own.body(found.message)
                 # secrets masked before the match: a term only a secret holds matches nothing
                 if (
                     watch.inside_window(found.epoch_ms)
@@ -269,6 +275,8 @@ class FileLogSource:
                 as_text([(None, line if shown is None else shown(line))])
         for found in parser.flush():
             parsed += 1
+            if own is not None and (own.inside or "PRIVATE KEY" in found.message):
+                found.message = own.body(found.message)
             if (
                 watch.inside_window(found.epoch_ms)
                 and (not raw_first or entry_matches(query, found))

@@ -282,6 +282,20 @@ class KeyLines:
         elif _KEY in line:
             self.inside = _opens_key(line)
 
+    def body(self, text: str) -> str:
+        """A record's text where each line of the file is a record (Docker's, the kubelet's,
+        syslog's lines of a key an app printed): inside a key, `***` up to its closing line;
+        the rest is masked as every record is (`without_log_secrets`, later)."""
+        if not self.inside:
+            self.see(text)
+            return text
+        end = text.find(_PEM_END)
+        if end < 0:
+            return MASK
+        self.inside = False
+        self.see(text[end:])
+        return MASK + text[end:]
+
     def masked(self, line: str) -> str:
         """The line as shown: inside a key, `***` up to the key's closing line."""
         if self.inside:
