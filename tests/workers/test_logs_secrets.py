@@ -494,3 +494,16 @@ def test_a_private_key_printed_line_by_line_shows_no_line_of_its_body(
     shown = _shown(found)
     assert PEM_BODY not in shown and PEM_BODY[::-1] not in shown
     assert query != "" or found.match_count == 6
+
+
+@pytest.mark.parametrize("guess", ['"S3cretPw-55"', "S3cretPw", "S3cretPx"])
+def test_file_a_guess_at_a_secret_in_a_line_not_in_the_format_tells_nothing(
+    tmp_path: Path, guess: str
+) -> None:
+    # The prefilter passed the one line that is no JSON for a guess its secret holds: that
+    # line alone was parsed, failed, and the file was "not in the configured format" (ERROR)
+    # for a right guess, NO_EVIDENCE for a wrong one: an oracle, one character at a time.
+    record = '{"ts":"2026-12-04T15:58:20Z","level":"info","msg":"hi","service":"api"}\n'
+    (tmp_path / "a.log").write_text(record * 3 + "starting with password=S3cretPw-55 now\n")
+    found = search(file_source(tmp_path, "jsonl", ["a.log"], now=NOW), guess, 60)
+    assert found.match_count == 0 and not found.notes

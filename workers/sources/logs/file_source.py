@@ -42,7 +42,7 @@ from workers.sources.logs.file_outcome import Tally, check_outcome, kinds_of, re
 from workers.sources.logs.files import LogFile, Reader, find_files
 from workers.sources.logs.filetime import FileTimes, WindowWatch, future_warning
 from workers.sources.logs.formats import LineParser, make_parser
-from workers.sources.logs.masking import KeyLines, without_secrets
+from workers.sources.logs.masking import KeyLines, without_log_secrets, without_secrets
 from workers.sources.logs.prefilter import Prefilter
 from workers.sources.logs.records import (
     Digest,
@@ -267,6 +267,17 @@ class FileLogSource:
                     and entry_matches(query, masked(found))
                 ):
                     digest.add(found)
+            if (
+                may_match is not None
+                and parser.failed != failed
+                and not may_match(without_log_secrets(line))
+            ):
+                # No record, and only its secret passed the prefilter: skipped, as the masked
+                # line would have been (counted, it would tell a right guess at the secret).
+                parser.failed = failed
+                if text_ok and (keys.inside or "PRIVATE KEY" in line):
+                    keys.see(line)
+                continue
             if rejected:  # a multi-line parser says which lines were no record
                 if text_ok:
                     as_text(rejected)
