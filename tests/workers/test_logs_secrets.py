@@ -8,6 +8,7 @@ answer never confirms a guess at a secret either.
 
 from __future__ import annotations
 
+import os
 import time
 from pathlib import Path
 
@@ -507,3 +508,18 @@ def test_file_a_guess_at_a_secret_in_a_line_not_in_the_format_tells_nothing(
     (tmp_path / "a.log").write_text(record * 3 + "starting with password=S3cretPw-55 now\n")
     found = search(file_source(tmp_path, "jsonl", ["a.log"], now=NOW), guess, 60)
     assert found.match_count == 0 and not found.notes
+
+
+def test_file_a_word_only_a_line_not_in_the_format_holds_is_no_format_error(
+    tmp_path: Path,
+) -> None:
+    # The prefilter skipped every JSON line and passed the one that is none (timed by the
+    # file, after the window): the file, jsonl three lines out of four, was "not in the
+    # configured format" (ERROR). It is in its format: the window holds no match.
+    record = '{"ts":"2026-12-04T15:58:20Z","level":"info","msg":"hi","service":"api"}\n'
+    (tmp_path / "a.log").write_text(record * 3 + "starting now\n")
+    found = search(file_source(tmp_path, "jsonl", ["a.log"], now=NOW), "starting", 60)
+    assert found.match_count == 0 and project(found).evidence_status is EvidenceStatus.NO_EVIDENCE
+    os.utime(tmp_path / "a.log", (NOW - 60, NOW - 60))  # in the window: the line is found
+    found = search(file_source(tmp_path, "jsonl", ["a.log"], now=NOW), "starting", 60)
+    assert found.match_count == 1

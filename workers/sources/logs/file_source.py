@@ -234,6 +234,7 @@ class FileLogSource:
         # ... and where each line is a record of its own, over the records (`KeyLines.body`).
         own = None if isinstance(parser, HeadParser) else KeyLines()
         raw_first = unmasked_first(query)  # a record that cannot match is never masked
+        probe: str | None = None  # the first line the prefilter skipped, unparsed
 
         def as_text(lines: list[tuple[int | None, str]]) -> None:
             for at, line in lines:
@@ -254,6 +255,7 @@ class FileLogSource:
                     keys.see(line)  # a private key's opening line holds no term of the query
                 if own is not None and (own.inside or "PRIVATE KEY" in line):
                     own.see(line)
+                probe = line if probe is None else probe
                 continue  # cannot match: skip the parse
             failed = parser.failed
             for found in parser.feed(line):
@@ -299,8 +301,19 @@ class FileLogSource:
         tally.parsed += parsed + getattr(parser, "skipped", 0)
         tally.failed += parser.failed
         if parsed == 0 and parser.failed > 0:
-            tally.files_unparsed += 1
-            tally.formats.add(source.format)
+            if self._parses(source, probe):
+                tally.parsed += 1  # the lines the prefilter skipped are records: in its format
+            else:
+                tally.files_unparsed += 1
+                tally.formats.add(source.format)
+
+    def _parses(self, source: FileSource, line: str | None) -> bool:
+        """Whether a line the prefilter skipped is a record: a file whose lines that were read
+        are none is not "in no format" when the skipped ones are."""
+        if line is None:
+            return False
+        parser = self._parser(source)
+        return bool(parser.feed(line) or parser.flush())
 
     def _parser(self, source: FileSource, now_ms: int | None = None) -> LineParser:
         """A parser of `source` that supplies a missing year or date from `now_ms` (the
