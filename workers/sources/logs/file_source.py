@@ -279,6 +279,7 @@ class FileLogSource:
                 parser.failed = failed
                 if text_ok and (keys.inside or "PRIVATE KEY" in line):
                     keys.see(line)
+                probe = line if probe is None else probe  # (as a skipped line would be)
                 continue
             if rejected:  # a multi-line parser says which lines were no record
                 if text_ok:
