@@ -13,8 +13,9 @@ reads are one slot, also on a Redis Cluster; they run on a connection of the hub
 each awaited tool call id is handed its two views as they are published; every wait registers
 a waiter per id, and the waiters of one wait share one wake-up. A session joining while the
 read blocks does not wait for it to end: a second read including it starts at once (at most
-`_READS` per hub at a time; the older one ends when it returns), and entries two reads both
-return are handed over once (each stream's cursor). So one client serves any number of
+`_READS` per hub at a time; the older one ends when it returns, and with every read taken the
+oldest one blocked is given up, its connection dropped), and entries two reads both return are
+handed over once (each stream's cursor). So one client serves any number of
 waiting sessions on a few connections, with no slot cap.
 
 A read follows only the sessions someone waits on. A session whose last waiter left keeps its
@@ -201,6 +202,8 @@ class _Hub:
         self.reads = 0
         self.watched: frozenset[str] = frozenset()  # the sessions the newest read follows
         self.lingering: asyncio.Event | None = None  # set to wake a read waiting out a linger
+        # The reads blocked in Redis now: each one's cancel scope, and the epoch it covers.
+        self.blocked: dict[anyio.CancelScope, int] = {}
 
     async def join(self, listener: _Listener) -> None:
         """Take the session's cursors (the newest entry of each stream: anything published
@@ -229,6 +232,16 @@ class _Hub:
         if self.lingering is not None:
             self.lingering.set()  # that read takes it at once
         elif self.reads < _READS:
+            self.reads += 1
+            tg.start_soon(self._read)
+        elif self.blocked:
+            # Every read is taken: the oldest one blocked in Redis (on sessions that may wait
+            # on slow calls for its whole second) is given up, its connection dropped, and a
+            # new read covers every session. Waiting for one to return cost a new session's
+            # call up to 1 s beside slow sessions. Its cursors were not moved: nothing is lost.
+            oldest = min(self.blocked, key=self.blocked.__getitem__)
+            del self.blocked[oldest]
+            oldest.cancel()
             self.reads += 1
             tg.start_soon(self._read)
         # else: the first of the reads to return takes it (`_read`: a newer epoch is pending)
@@ -264,38 +277,10 @@ class _Hub:
 
     async def _read(self) -> None:
         lane = self.idle.pop() if self.idle else Lane(self.redis)
-        full = False  # the last read returned a full page of some stream
+        scope = anyio.CancelScope()
         try:
-            while True:
-                self._forget_idle()
-                followed = [s for s in self.sessions.values() if s.waiters]
-                if not followed:
-                    if await self._linger():
-                        continue
-                    return
-                epoch = self.covering = self.epoch
-                self.watched = frozenset(s.session_id for s in followed)
-                controls = [s.control for s in followed]
-                models = [s.model for s in followed]
-                # Blocks on the control streams; the model streams are read in the same round
-                # trip, by a command Redis runs once the blocking one returns (module
-                # docstring). A full page means more waits: the next read does not block.
-                block = ("BLOCK", _LISTEN_BLOCK_MS) if not full else ()
-                replies = await lane.call(
-                    [("XREAD", "COUNT", _COUNT, *block, "STREAMS",
-                      *controls, *[s.cursors[s.control] for s in followed]),
-                     ("XREAD", "COUNT", _COUNT, "STREAMS",
-                      *models, *[s.cursors[s.model] for s in followed])],
-                    timeout=_LISTEN_BLOCK_MS / 1000 + _CALL_TIMEOUT_S,
-                )  # fmt: skip
-                offered, full = self._hand_over(followed, replies)
-                if offered:
-                    # The calls answered return before the next read is sent (its send wakes
-                    # Redis: on a busy host that costs them tens of microseconds).
-                    await anyio.lowlevel.checkpoint()
-                if self.covering > epoch and self.covering == self.epoch:
-                    return  # a newer read covers the sessions that joined meanwhile
-                # (Still the newest, or some joined after every read started: go on.)
+            with scope:
+                await self._follow(lane, scope)
         except PipelineError:
             for listener in list(self.sessions.values()):
                 listener.stop()
@@ -305,9 +290,46 @@ class _Hub:
             self.watched = frozenset()
             await anyio.sleep(0.2)
         finally:
+            self.blocked.pop(scope, None)
             self.reads -= 1
             with anyio.CancelScope(shield=True):
                 await self._give_back(lane)
+
+    async def _follow(self, lane: Lane, scope: anyio.CancelScope) -> None:
+        """A read's rounds, until nobody is left to wait for or a newer read covers them."""
+        full = False  # the last read returned a full page of some stream
+        while True:
+            self._forget_idle()
+            followed = [s for s in self.sessions.values() if s.waiters]
+            if not followed:
+                if await self._linger():
+                    continue
+                return
+            epoch = self.covering = self.epoch
+            self.watched = frozenset(s.session_id for s in followed)
+            controls = [s.control for s in followed]
+            models = [s.model for s in followed]
+            # Blocks on the control streams; the model streams are read in the same round
+            # trip, by a command Redis runs once the blocking one returns (module
+            # docstring). A full page means more waits: the next read does not block.
+            block = ("BLOCK", _LISTEN_BLOCK_MS) if not full else ()
+            self.blocked[scope] = epoch
+            replies = await lane.call(
+                [("XREAD", "COUNT", _COUNT, *block, "STREAMS",
+                  *controls, *[s.cursors[s.control] for s in followed]),
+                 ("XREAD", "COUNT", _COUNT, "STREAMS",
+                  *models, *[s.cursors[s.model] for s in followed])],
+                timeout=_LISTEN_BLOCK_MS / 1000 + _CALL_TIMEOUT_S,
+            )  # fmt: skip
+            self.blocked.pop(scope, None)
+            offered, full = self._hand_over(followed, replies)
+            if offered:
+                # The calls answered return before the next read is sent (its send wakes
+                # Redis: on a busy host that costs them tens of microseconds).
+                await anyio.lowlevel.checkpoint()
+            if self.covering > epoch and self.covering == self.epoch:
+                return  # a newer read covers the sessions that joined meanwhile
+            # (Still the newest, or some joined after every read started: go on.)
 
     def _hand_over(self, followed: list[_Listener], replies: list[Any]) -> tuple[bool, bool]:
         # Offers each view read to its waiters: (whether any was offered, whether a stream

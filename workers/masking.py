@@ -106,9 +106,13 @@ def _stops(text: str, start: int, end: int) -> bool:
     return any(c in span for c in "/\"'\n\r")
 
 
-# A name, bare or quoted (`"password"`, `'password'`, JSON inside JSON's `\"password\"`), then
-# `=` or `:`; the name bounded, so each position is tried in bounded time.
-_NAMED: Final = re.compile(r"""(?<![\w.-])(\\*["']|)([\w.-]{1,100})\1(\s*[=:]\s*)""")
+# A name, bare or quoted (`"password"`, `'password'`, JSON inside JSON's `\"password\"`) or
+# in a form's brackets (`user[password]`, PHP's `[password] => ...`), then `=`, `:` or `=>`
+# (Ruby's, Rails' parameters, PHP's and Perl's hashes); the name bounded, so each position is
+# tried in bounded time.
+_NAMED: Final = re.compile(
+    r"""(?:(?<![\w.-])(\\*["']|)([\w.-]{1,100})\1|\[([\w.-]{1,100})\])(\s*(?:=>|[=:])\s*)"""
+)
 # a bare value: up to whitespace, `;`, `&`, `,` or a quote
 _BARE: Final = re.compile(r"[^\s;&,\"']+")
 # A password's names: `password`, `passwd`, `passphrase` anywhere (`PGPASSWORD`, `dbPassword`),
@@ -129,7 +133,8 @@ def without_named_values(
     text: str, secret: Callable[[str], bool], shown: Callable[[str, str], bool] | None = None
 ) -> str:
     """The text with the value under every name `secret` accepts as `***`: `name=value`,
-    `name: value`, `"name": "value"`, `'name': 'value'`; a quoted value to its closing quote
+    `name: value`, `"name": "value"`, `'name': 'value'`, `"name" => "value"`, `user[name]=value`;
+    a quoted value to its closing quote
     (spaces and all; to the end when it has none), a bare one to whitespace, `;`, `&`, `,` or
     a quote. `shown(name, value)`: True keeps that value (no secret after all). Linear: each
     name is looked at once, a value only under a secret's name."""
@@ -139,13 +144,14 @@ def without_named_values(
     done = pos = 0
     while (found := _NAMED.search(text, pos)) is not None:
         pos = found.end()
-        if not secret(found.group(2)):
+        name = found.group(2) or found.group(3)
+        if not secret(name):
             continue  # a value under another name may hold `password=...`: look inside it
         value_start, value_end = _value(text, pos)
         if (
             shown is not None
             and value_end - value_start <= SHOWN_MAX
-            and shown(found.group(2), text[value_start:value_end])
+            and shown(name, text[value_start:value_end])
         ):
             continue  # (a long value is never shown: each value is sliced in bounded time)
         if value_end > value_start:

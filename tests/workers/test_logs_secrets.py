@@ -8,6 +8,7 @@ answer never confirms a guess at a secret either.
 
 from __future__ import annotations
 
+import os
 import time
 from pathlib import Path
 
@@ -66,6 +67,30 @@ MASKED = [
         f'{{"key":"-----BEGIN PRIVATE KEY-----\\n{PEM_BODY}',
         PEM_BODY,
         '{"key":"-----BEGIN PRIVATE KEY-----***',
+    ),
+    # Rails' parameters and Ruby's, PHP's and Perl's hashes: `=>`, not `=` or `:`
+    (
+        'Parameters: {"user"=>{"email"=>"a@b.c", "password"=>"S3cretPw-81"}}',
+        "S3cretPw-81",
+        'Parameters: {"user"=>{"email"=>"a@b.c", "password"=>"***"}}',
+    ),
+    (
+        "{:password => 'S3cretPw-82', :user => 'bob'}",
+        "S3cretPw-82",
+        "{:password => '***', :user => 'bob'}",
+    ),
+    ("    [password] => S3cretPw-83", "S3cretPw-83", "    [password] => ***"),
+    # a form's bracketed names (Rails', PHP's) in a query string or a request body
+    (
+        "POST /login user[email]=a%40b.c&user[password]=S3cretPw-84&x=1",
+        "S3cretPw-84",
+        "POST /login user[email]=a%40b.c&user[password]=***&x=1",
+    ),
+    # an OpenPGP private key block (armoured like PEM, `BLOCK` after `KEY`)
+    (
+        f"-----BEGIN PGP PRIVATE KEY BLOCK-----\n{PEM_BODY}\n-----END PGP PRIVATE KEY BLOCK-----",
+        PEM_BODY,
+        "-----BEGIN PGP PRIVATE KEY BLOCK-----***-----END PGP PRIVATE KEY BLOCK-----",
     ),
 ]
 
@@ -423,3 +448,78 @@ def test_a_record_is_tried_unmasked_first_only_where_masking_cannot_add_a_match(
     from workers.sources.logs.source import parse_log_query
 
     assert unmasked_first(parse_log_query(query)) is first
+
+
+async def test_clickhouse_a_body_cut_inside_a_url_password_shows_no_head_of_it() -> None:
+    # The server cuts a huge Body to max_line_bytes before masking: a URL cut between its
+    # password and the `@` looked like no password at all, and its head was shown.
+    head = "x" * 60 + " retrying postgres://app:"
+    table = make_table([row(100, "INFO", "api", head + "S3cretPw-77@db/x and more")])
+    found = await fetch(source_for(table, "[scan]\nmax_line_bytes = 90\n"), "retrying")
+    shown = _shown(found)
+    assert found.match_count == 1 and "S3cret" not in shown and "postgres://app:***" in shown
+
+
+def test_file_a_secret_in_a_records_level_or_service_is_masked(tmp_path: Path) -> None:
+    # Masking took the message and the fields: a level that is no known word is shown as it
+    # is (upper-cased), and the service as the record names it.
+    at = '{"ts":"2026-12-04T15:58:20Z","msg":"hi",'
+    (tmp_path / "app.log").write_text(
+        at + '"level":"password=S3cretPw-61","service":"api"}\n'
+        + at + '"level":"info","service":"postgres://app:S3cretPw-62@db/x"}\n'
+    )  # fmt: skip
+    found = search(file_source(tmp_path, "jsonl", ["app.log"], now=NOW), "hi", 60)
+    shown = _shown(found).lower()
+    assert found.match_count == 2 and "s3cret" not in shown
+    assert "postgres://app:***@db/x" in shown
+
+
+def _docker(text: str, second: int) -> str:
+    return msgspec.json.encode(
+        {"log": text + "\n", "stream": "stdout", "time": f"2026-12-04T15:40:{second:02}Z"}
+    ).decode()
+
+
+@pytest.mark.parametrize("query", ["", "MIIEpAIB", "key"])
+def test_a_private_key_printed_line_by_line_shows_no_line_of_its_body(
+    tmp_path: Path, query: str
+) -> None:
+    # An app that prints a generated key to stdout: Docker (as the kubelet, syslog, journald)
+    # makes each of its lines a record of its own, so no record held the key's opening line.
+    lines = ["generated a key:", "-----BEGIN RSA PRIVATE KEY-----", PEM_BODY, PEM_BODY[::-1],
+             "-----END RSA PRIVATE KEY-----", "key done"]  # fmt: skip
+    (tmp_path / "c-json.log").write_text(
+        "".join(_docker(text, n) + "\n" for n, text in enumerate(lines))
+    )
+    found = search(file_source(tmp_path, "docker", ["c-json.log"], now=NOW), query, 60)
+    shown = _shown(found)
+    assert PEM_BODY not in shown and PEM_BODY[::-1] not in shown
+    assert query != "" or found.match_count == 6
+
+
+@pytest.mark.parametrize("guess", ['"S3cretPw-55"', "S3cretPw", "S3cretPx"])
+def test_file_a_guess_at_a_secret_in_a_line_not_in_the_format_tells_nothing(
+    tmp_path: Path, guess: str
+) -> None:
+    # The prefilter passed the one line that is no JSON for a guess its secret holds: that
+    # line alone was parsed, failed, and the file was "not in the configured format" (ERROR)
+    # for a right guess, NO_EVIDENCE for a wrong one: an oracle, one character at a time.
+    record = '{"ts":"2026-12-04T15:58:20Z","level":"info","msg":"hi","service":"api"}\n'
+    (tmp_path / "a.log").write_text(record * 3 + "starting with password=S3cretPw-55 now\n")
+    found = search(file_source(tmp_path, "jsonl", ["a.log"], now=NOW), guess, 60)
+    assert found.match_count == 0 and not found.notes
+
+
+def test_file_a_word_only_a_line_not_in_the_format_holds_is_no_format_error(
+    tmp_path: Path,
+) -> None:
+    # The prefilter skipped every JSON line and passed the one that is none (timed by the
+    # file, after the window): the file, jsonl three lines out of four, was "not in the
+    # configured format" (ERROR). It is in its format: the window holds no match.
+    record = '{"ts":"2026-12-04T15:58:20Z","level":"info","msg":"hi","service":"api"}\n'
+    (tmp_path / "a.log").write_text(record * 3 + "starting now\n")
+    found = search(file_source(tmp_path, "jsonl", ["a.log"], now=NOW), "starting", 60)
+    assert found.match_count == 0 and project(found).evidence_status is EvidenceStatus.NO_EVIDENCE
+    os.utime(tmp_path / "a.log", (NOW - 60, NOW - 60))  # in the window: the line is found
+    found = search(file_source(tmp_path, "jsonl", ["a.log"], now=NOW), "starting", 60)
+    assert found.match_count == 1

@@ -42,7 +42,7 @@ from workers.sources.logs.file_outcome import Tally, check_outcome, kinds_of, re
 from workers.sources.logs.files import LogFile, Reader, find_files
 from workers.sources.logs.filetime import FileTimes, WindowWatch, future_warning
 from workers.sources.logs.formats import LineParser, make_parser
-from workers.sources.logs.masking import KeyLines, without_secrets
+from workers.sources.logs.masking import KeyLines, without_log_secrets, without_secrets
 from workers.sources.logs.prefilter import Prefilter
 from workers.sources.logs.records import (
     Digest,
@@ -231,7 +231,10 @@ class FileLogSource:
         # Lines that are no record are shown as text, masked as records are (`masking`): a
         # private key written over lines is followed from line to line.
         keys = KeyLines()
+        # ... and where each line is a record of its own, over the records (`KeyLines.body`).
+        own = None if isinstance(parser, HeadParser) else KeyLines()
         raw_first = unmasked_first(query)  # a record that cannot match is never masked
+        probe: str | None = None  # the first line the prefilter skipped, unparsed
 
         def as_text(lines: list[tuple[int | None, str]]) -> None:
             for at, line in lines:
@@ -248,12 +251,17 @@ class FileLogSource:
         shown = without_secrets if source.format == "docker" else None
         for line in reader.lines_of(file):
             if may_match is not None and not may_match(line):
-                if text_ok and (keys.inside or "PRIVATE KEY-----" in line):
+                if text_ok and (keys.inside or "PRIVATE KEY" in line):
                     keys.see(line)  # a private key's opening line holds no term of the query
+                if own is not None and (own.inside or "PRIVATE KEY" in line):
+                    own.see(line)
+                probe = line if probe is None else probe
                 continue  # cannot match: skip the parse
             failed = parser.failed
             for found in parser.feed(line):
                 parsed, last_ms = parsed + 1, found.epoch_ms
+                if own is not None and (own.inside or "PRIVATE KEY" in found.message):
+                    found.message = own.body(found.message)
                 # secrets masked before the match: a term only a secret holds matches nothing
                 if (
                     watch.inside_window(found.epoch_ms)
@@ -261,6 +269,18 @@ class FileLogSource:
                     and entry_matches(query, masked(found))
                 ):
                     digest.add(found)
+            if (
+                may_match is not None
+                and parser.failed != failed
+                and not may_match(without_log_secrets(line))
+            ):
+                # No record, and only its secret passed the prefilter: skipped, as the masked
+                # line would have been (counted, it would tell a right guess at the secret).
+                parser.failed = failed
+                if text_ok and (keys.inside or "PRIVATE KEY" in line):
+                    keys.see(line)
+                probe = line if probe is None else probe  # (as a skipped line would be)
+                continue
             if rejected:  # a multi-line parser says which lines were no record
                 if text_ok:
                     as_text(rejected)
@@ -269,6 +289,8 @@ class FileLogSource:
                 as_text([(None, line if shown is None else shown(line))])
         for found in parser.flush():
             parsed += 1
+            if own is not None and (own.inside or "PRIVATE KEY" in found.message):
+                found.message = own.body(found.message)
             if (
                 watch.inside_window(found.epoch_ms)
                 and (not raw_first or entry_matches(query, found))
@@ -280,8 +302,19 @@ class FileLogSource:
         tally.parsed += parsed + getattr(parser, "skipped", 0)
         tally.failed += parser.failed
         if parsed == 0 and parser.failed > 0:
-            tally.files_unparsed += 1
-            tally.formats.add(source.format)
+            if self._parses(source, probe):
+                tally.parsed += 1  # the lines the prefilter skipped are records: in its format
+            else:
+                tally.files_unparsed += 1
+                tally.formats.add(source.format)
+
+    def _parses(self, source: FileSource, line: str | None) -> bool:
+        """Whether a line the prefilter skipped is a record: a file whose lines that were read
+        are none is not "in no format" when the skipped ones are."""
+        if line is None:
+            return False
+        parser = self._parser(source)
+        return bool(parser.feed(line) or parser.flush())
 
     def _parser(self, source: FileSource, now_ms: int | None = None) -> LineParser:
         """A parser of `source` that supplies a missing year or date from `now_ms` (the

@@ -32,7 +32,8 @@ from workers.masking import (
 )
 
 __all__ = [
-    "MASK", "KeyLines", "log_secret_name", "mask_fields", "secret_name", "without_log_secrets",
+    "MASK", "KeyLines", "log_secret_name", "mask_fields", "secret_name", "without_cut_url_password",
+    "without_log_secrets",
     "without_private_keys", "without_secret_values", "without_secrets", "without_url_password",
 ]  # fmt: skip
 
@@ -87,7 +88,9 @@ def secret_name(name: str) -> bool:
 
 # A PEM private key's opening line (`-----BEGIN RSA PRIVATE KEY-----`, `... ENCRYPTED PRIVATE
 # KEY-----`, OpenSSH's); its words bounded, so each opening is read in bounded time.
-_PEM_BEGIN: Final = re.compile(r"-----BEGIN [A-Z0-9 ]{0,40}PRIVATE KEY-----")
+# OpenPGP's armoured key too (`-----BEGIN PGP PRIVATE KEY BLOCK-----`): `_KEY` is in each.
+_PEM_BEGIN: Final = re.compile(r"-----BEGIN [A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)?-----")
+_KEY: Final = "PRIVATE KEY"
 _PEM_END: Final = "-----END "
 
 
@@ -95,7 +98,7 @@ def without_private_keys(text: str) -> str:
     """The text with the body of every PEM private key as `***`: from its opening line to its
     closing one (`-----END ... PRIVATE KEY-----`), or to the end of the text when the key is cut
     short. Linear: each opening is found once, the closing searched from it once."""
-    if "PRIVATE KEY-----" not in text:
+    if _KEY not in text:
         return text
     parts: list[str] = []
     done = pos = 0
@@ -220,11 +223,28 @@ def without_log_secrets(text: str) -> str:
         return text
     if "identified" in low or "password" in low:
         text = _SQL_PASSWORD.sub(_sql_literal, text)
-    if "private key-----" in low:
+    if "private key" in low:
         text = without_private_keys(text)
     if "bearer" in low or "basic" in low or "auth" in low:
         text = _LOG_CREDENTIAL.sub(_credential, text)
     return without_named_values(text, log_secret_name, _shown)
+
+
+# A URL's opening up to its password (`scheme://user:`), as `workers.masking`'s rule finds it.
+_URL_OPENING: Final = re.compile(r":(?:\\*/){2}[^/\s:]*:")
+
+
+def without_cut_url_password(text: str) -> str:
+    """A text cut short (a store's Body cut to `max_line_bytes` before it is masked): a URL in
+    its last word whose password the cut left without its `@` shows `***` to the end, not the
+    head of its password. Linear: the last word is split off once, searched once."""
+    if not text or text[-1].isspace() or "/" not in text:
+        return text
+    word = text.rsplit(None, 1)[-1]
+    found = _URL_OPENING.search(word)
+    if found is None or "@" in word[found.end() :]:
+        return text  # no URL, or its password ends in the text: masked by the usual rule
+    return text[: len(text) - len(word) + found.end()] + MASK
 
 
 def mask_fields(fields: dict[str, JsonScalar]) -> None:
@@ -259,8 +279,22 @@ class KeyLines:
         """Note a line that is not shown (the prefilter skipped it)."""
         if self.inside:
             self.inside = _PEM_END not in line
-        elif "PRIVATE KEY-----" in line:
+        elif _KEY in line:
             self.inside = _opens_key(line)
+
+    def body(self, text: str) -> str:
+        """A record's text where each line of the file is a record (Docker's, the kubelet's,
+        syslog's lines of a key an app printed): inside a key, `***` up to its closing line;
+        the rest is masked as every record is (`without_log_secrets`, later)."""
+        if not self.inside:
+            self.see(text)
+            return text
+        end = text.find(_PEM_END)
+        if end < 0:
+            return MASK
+        self.inside = False
+        self.see(text[end:])
+        return MASK + text[end:]
 
     def masked(self, line: str) -> str:
         """The line as shown: inside a key, `***` up to the key's closing line."""

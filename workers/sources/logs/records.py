@@ -119,7 +119,27 @@ def masked(entry: Entry) -> Entry:
     entry.message = without_log_secrets(entry.message)
     if entry.fields:
         mask_fields(entry.fields)
+    # a level that is no known word is shown as written, and the service as the record names
+    # it: masked too (the few values a file holds, each worked out once)
+    entry.level = _masked_name(entry.level)
+    entry.service = _masked_name(entry.service)
     return entry
+
+
+# Levels and services seen, masked (bounded as `masking`'s names: a hostile file of ever new
+# values holds at most 4,096 of 200 characters).
+_NAMED_VALUES: dict[str, str] = {}
+
+
+def _masked_name(value: str) -> str:
+    found = _NAMED_VALUES.get(value)
+    if found is None:
+        found = without_log_secrets(value)
+        if len(value) <= 200:
+            if len(_NAMED_VALUES) >= 4096:
+                _NAMED_VALUES.clear()
+            _NAMED_VALUES[value] = found
+    return found
 
 
 def unmasked_first(query: ParsedQuery) -> bool:
