@@ -41,6 +41,20 @@ def plain_config(logs: Path) -> LogsConfig:
     )
 
 
+def plain_topic(tmp_path: Path, text: str, glob: str = "app.log") -> tuple[Path, Path]:
+    """`logs/app.log` holding `text`, and a config file of one plain topic over `glob` in that
+    folder: (the folder, the config file)."""
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    (logs / "app.log").write_text(text)
+    config = tmp_path / "logs.toml"
+    config.write_text(
+        f'roots = ["{logs}"]\n[topics.APPLICATION]\nbackend = "file"\nformat = "plain"\n'
+        f'paths = ["{logs}/{glob}"]\n'
+    )
+    return logs, config
+
+
 def setup(tmp_path: Path, fmt: str, *names: str, extra: str = "") -> Path:
     logs = tmp_path / "logs"
     logs.mkdir()
@@ -167,16 +181,10 @@ def test_a_line_over_the_cap_and_a_broken_archive_are_said_as_what_they_are(
 def test_a_password_in_a_dsn_of_the_example_line_is_not_printed(tmp_path: Path) -> None:
     # The first line not in the format is shown; an app that logs its DSN at start put the
     # password in check's output (a terminal, a ticket the output is pasted into).
-    logs = tmp_path / "logs"
-    logs.mkdir()
-    (logs / "app.log").write_text(
+    _, config = plain_topic(
+        tmp_path,
         "connecting to postgresql://orders:hunter2@db.internal:5432/orders?sslmode=require\n"
-        "2026-12-04 19:00:00 INFO started\n"
-    )
-    config = tmp_path / "logs.toml"
-    config.write_text(
-        f'roots = ["{logs}"]\n[topics.APPLICATION]\nbackend = "file"\nformat = "plain"\n'
-        f'paths = ["{logs}/app.log"]\n'
+        "2026-12-04 19:00:00 INFO started\n",
     )
     for flags in ((), ("--json",)):
         done = check(config, *flags)
@@ -297,16 +305,10 @@ def test_a_dsn_in_a_compact_json_example_line_keeps_its_host_and_the_members_aft
 ) -> None:
     # Go's and Node's JSON loggers write no space: the password ran to the mail address of a
     # later member, shown as the DSN's host (`postgres://app:***@example.com`)
-    logs = tmp_path / "logs"
-    logs.mkdir()
-    (logs / "app.log").write_text(
+    _, config = plain_topic(
+        tmp_path,
         '{"db_url":"postgres://app:hunter2@db.internal:5432/app","user":"alice@example.com"}\n'
-        "2026-12-04 19:00:00 INFO started\n"
-    )
-    config = tmp_path / "logs.toml"
-    config.write_text(
-        f'roots = ["{logs}"]\n[topics.APPLICATION]\nbackend = "file"\nformat = "plain"\n'
-        f'paths = ["{logs}/app.log"]\n'
+        "2026-12-04 19:00:00 INFO started\n",
     )
     done = check(config, "--json")
     assert done.returncode == 0, done.stderr
@@ -318,16 +320,10 @@ def test_a_dsn_in_a_compact_json_example_line_keeps_its_host_and_the_members_aft
 def test_an_example_line_masks_what_a_record_would(tmp_path: Path) -> None:
     # the example line is no record: it is masked as a record's text would be (a password in
     # SQL, GitHub's `Authorization: token ...`), beside the rules of Docker's attrs
-    logs = tmp_path / "logs"
-    logs.mkdir()
-    (logs / "app.log").write_text(
+    _, config = plain_topic(
+        tmp_path,
         "CREATE USER 'app'@'%' IDENTIFIED BY 'hunter2-sql' -- Authorization: token ghp_x9Z\n"
-        "2026-12-04 19:00:00 INFO started\n"
-    )
-    config = tmp_path / "logs.toml"
-    config.write_text(
-        f'roots = ["{logs}"]\n[topics.APPLICATION]\nbackend = "file"\nformat = "plain"\n'
-        f'paths = ["{logs}/app.log"]\n'
+        "2026-12-04 19:00:00 INFO started\n",
     )
     done = check(config, "--json")
     assert done.returncode == 0, done.stderr
@@ -339,17 +335,10 @@ def test_a_refused_source_names_its_path_and_why_not_zero_files(tmp_path: Path) 
     # A symlink out of the roots: the source is refused (AUTHORIZATION, as a call would be).
     # The check said "0 files match" and a problem that named no path; the operator now reads
     # which one. (A fifo was refused the same way: it is now skipped, the test below.)
-    logs = tmp_path / "logs"
-    logs.mkdir()
-    (logs / "app.log").write_text("2026-12-04 19:00:00 INFO started\n")
+    logs, config = plain_topic(tmp_path, "2026-12-04 19:00:00 INFO started\n", "app.log*")
     odd = logs / "app.log.pipe"
     (tmp_path / "elsewhere.log").write_text("x\n")
     odd.symlink_to(tmp_path / "elsewhere.log")
-    config = tmp_path / "logs.toml"
-    config.write_text(
-        f'roots = ["{logs}"]\n[topics.APPLICATION]\nbackend = "file"\nformat = "plain"\n'
-        f'paths = ["{logs}/app.log*"]\n'
-    )
     done = check(config)
     assert done.returncode == 1, done.stdout + done.stderr
     why = f"{odd} resolves outside the log roots"
@@ -361,15 +350,8 @@ def test_a_refused_source_names_its_path_and_why_not_zero_files(tmp_path: Path) 
 def test_a_fifo_beside_a_log_is_named_as_skipped_and_the_log_is_read(tmp_path: Path) -> None:
     # A shipper's named pipe matched by `app.log*` beside a readable log: a call skips it
     # unopened and reads `app.log`; the check says the same, naming the pipe for the operator.
-    logs = tmp_path / "logs"
-    logs.mkdir()
-    (logs / "app.log").write_text("2026-12-04 19:00:00 INFO started\n")
+    logs, config = plain_topic(tmp_path, "2026-12-04 19:00:00 INFO started\n", "app.log*")
     os.mkfifo(logs / "app.log.pipe")
-    config = tmp_path / "logs.toml"
-    config.write_text(
-        f'roots = ["{logs}"]\n[topics.APPLICATION]\nbackend = "file"\nformat = "plain"\n'
-        f'paths = ["{logs}/app.log*"]\n'
-    )
     done = check(config)
     assert done.returncode == 1, done.stdout + done.stderr  # a problem: narrow the glob
     assert "1 file matches" in done.stdout, done.stdout
