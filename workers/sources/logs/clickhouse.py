@@ -12,7 +12,8 @@ handle read-only). Lookback filters `Timestamp` and, when the table has it, `Tim
 (the partition and primary key column).
 
 What the clauses mean, as for every backend (`records.py`): a word is a case-insensitive
-substring of `Body`, `SeverityText`, `ServiceName` or any `LogAttributes` value;
+substring (with the number boundary of `terms`) of `Body`, `SeverityText`,
+`ServiceName` or any `LogAttributes` value;
 `field:value` reads `level` → `SeverityText`, `service` → `ServiceName`, `message` → `Body`,
 any other name → `LogAttributes[name]`, compared as a number when both sides are numbers.
 
