@@ -31,6 +31,7 @@ from workers.masking import (
     without_url_password,
 )
 from workers.sources.logs.secret_shapes import (
+    may_hold_flag,
     without_cli_secrets,
     without_colour,
     without_flag_secrets,
@@ -240,7 +241,7 @@ def without_log_secrets(text: str) -> str:
         or "identified" in low
     ):  # fmt: skip
         return text
-    if "-" in text:  # `--password S3cret`, `--token=abc`: a flag's value, whatever it is
+    if may_hold_flag(text):  # `--password S3cret`, `--token=abc`: a flag's value, whatever
         text = without_flag_secrets(text, log_secret_name)
     if "identified" in low or "password" in low:
         text = _SQL_PASSWORD.sub(_sql_literal, text)

@@ -30,8 +30,8 @@ from typing import Final
 from workers.masking import MASK
 
 __all__ = [
-    "may_hold_token", "without_cli_secrets", "without_colour", "without_flag_secrets",
-    "without_tokens",
+    "may_hold_flag", "may_hold_token", "without_cli_secrets", "without_colour",
+    "without_flag_secrets", "without_tokens",
 ]  # fmt: skip
 
 # Terminal colour and style codes (SGR, as `files.without_colour` strips them from a file's
@@ -77,12 +77,18 @@ def without_tokens(text: str) -> str:
     return _AWS_SECRET.sub(MASK, text) if aws else text
 
 
-# `--name value`, `--name=value`, `-name value`: a flag after whitespace (or a quote, `(`, `=`),
-# its value bare or quoted (to the closing quote, or the end), never another flag.
+# `--name value`, `--name=value`, `-name value`: a flag at the start or after whitespace
+# (`(?<!\S-)` after its first dash: the expression opens with a literal, searched fast), its
+# value bare or quoted (to the closing quote, or the end), never another flag.
 _FLAG: Final = re.compile(
-    r"(?<![^\s'\"(=])--?+([A-Za-z][\w.-]{0,60}+)(=|\s++)(?=[^\s-])"
+    r"-(?<!\S-)-?+([A-Za-z][\w.-]{0,60}+)(=|\s++)(?=[^\s-])"
     r"('[^']*+'?|\"[^\"]*+\"?|[^\s'\"]++)"
 )
+
+
+def may_hold_flag(text: str) -> bool:
+    """Whether `without_flag_secrets` may change the text: a dash opening a word."""
+    return " -" in text or "\t-" in text or "\n-" in text or text[:1] == "-"
 
 
 def without_flag_secrets(text: str, secret: Callable[[str], bool]) -> str:
