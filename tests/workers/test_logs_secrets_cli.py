@@ -227,3 +227,34 @@ def test_the_shape_rules_are_linear_on_a_1mb_line(unit: str, count: int) -> None
     whole = seconds(unit * count)
     assert whole < 8 * quarter + 0.3, (quarter, whole)
     assert whole < 5.0
+
+
+@pytest.mark.parametrize(
+    ("secret", "opening"),
+    [(GHP, "ghp_"), (JWT, ""), (AWS_ID, "AKIA"), (GLPAT, "glpat-"), (PAT, "github_pat_")],
+)
+async def test_clickhouse_a_body_cut_inside_a_token_shows_no_head_of_it(
+    secret: str, opening: str
+) -> None:
+    # The server cuts a huge Body to max_line_bytes before masking: a token cut short is no
+    # longer the token's shape (too short), and its head was shown.
+    head = "x" * 60 + " pushing with "
+    table = make_table([row(100, "INFO", "api", head + secret + " and more")])
+    found = await fetch(source_for(table, "[scan]\nmax_line_bytes = 86\n"), "pushing")
+    shown = _shown(found)
+    assert found.match_count == 1 and secret[:12] not in shown  # the 12 the cut kept
+    assert head + opening + "***" in shown  # a JWT whole
+
+
+@pytest.mark.parametrize("unit", ["ghp_", "a", "eyJ.", "x AKIA"])
+def test_the_cut_token_rule_is_linear_on_a_1mb_text(unit: str) -> None:
+    from workers.sources.logs.secret_shapes import without_cut_token
+
+    def seconds(text: str) -> float:
+        started = time.perf_counter()
+        without_cut_token(text)
+        return time.perf_counter() - started
+
+    count = 1_000_000 // len(unit)
+    quarter, whole = seconds(unit * (count // 4)), seconds(unit * count)
+    assert whole < 8 * quarter + 0.3 and whole < 5.0, (quarter, whole)

@@ -31,7 +31,7 @@ from workers.masking import MASK
 
 __all__ = [
     "may_hold_flag", "may_hold_token", "without_cli_secrets", "without_colour",
-    "without_flag_secrets", "without_tokens",
+    "without_cut_token", "without_flag_secrets", "without_tokens",
 ]  # fmt: skip
 
 # Terminal colour and style codes (SGR, as `files.without_colour` strips them from a file's
@@ -75,6 +75,29 @@ def without_tokens(text: str) -> str:
 
     text = _TOKEN.sub(token, text)
     return _AWS_SECRET.sub(MASK, text) if aws else text
+
+
+# A token's opening (`_TOKEN`'s prefixes, a JWT's `eyJ`) and the characters a token is made of.
+_OPENING: Final = re.compile(
+    r"(?<![A-Za-z0-9_])(?:gh[pousr]_|github_pat_|glpat-|xox[a-z]-|AKIA|ASIA|eyJ)"
+)
+_NOT_TOKEN: Final = re.compile(r"[^A-Za-z0-9_.-]")
+
+
+def without_cut_token(text: str) -> str:
+    """A text cut short (a store's Body cut to `max_line_bytes` before it is masked): a token
+    the cut left too short for its shape, at the text's end, shows its opening and `***`.
+    Linear: the run of token characters at the end is found once (searched reversed)."""
+    if not text or text[-1].isspace():
+        return text
+    stop = _NOT_TOKEN.search(text[::-1])
+    start = len(text) - (stop.start() if stop is not None else len(text))
+    found = _OPENING.search(text, start)  # (its look-behind sees the character before)
+    if found is None:
+        return text
+    # the opening's prefix kept as `without_tokens` keeps it (a JWT whole)
+    keep = found.start() if text.startswith("eyJ", found.start()) else found.end()
+    return text[:keep] + MASK
 
 
 # `--name value`, `--name=value`, `-name value`: a flag at the start or after whitespace
