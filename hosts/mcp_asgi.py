@@ -1,6 +1,7 @@
 """The plain ASGI pieces of the MCP HTTP gate (`hosts.mcp_http.SessionGate`): JSON-RPC error
-answers (a plain 401 among them), headers, a request body read within a time bound and
-replayed to the app, the client's address, the protocol era of a request."""
+answers (a plain 401 among them, and a 413 for a body over its limit, which the SDK would
+answer as plain text a JSON-RPC client cannot read), headers, a request body read within a time
+bound and replayed to the app, the client's address, the protocol era of a request."""
 
 from __future__ import annotations
 
@@ -10,13 +11,16 @@ import msgspec
 
 __all__ = [
     "BODY_BUFFER_MAX",
+    "TOO_LARGE",
     "UNAUTHORIZED",
     "client_address",
+    "declared_too_large",
     "handshake_era",
     "header",
     "json_error",
     "read_body",
     "replay",
+    "too_large",
     "unauthorized",
 ]
 
@@ -55,12 +59,27 @@ def header(scope: Any, name: bytes) -> bytes | None:
     return None
 
 
-BODY_BUFFER_MAX: Final = 4 * 1024 * 1024  # the SDK's body bound: it answers 413 past it
+BODY_BUFFER_MAX: Final = 4 * 1024 * 1024  # the SDK's body bound (the gate refuses past it)
+TOO_LARGE: Final = (
+    f"Request body too large: the limit is {BODY_BUFFER_MAX // (1024 * 1024)} MiB "
+    f"({BODY_BUFFER_MAX} bytes)"
+)
+
+
+def declared_too_large(scope: Any) -> bool:
+    """Whether the request declares a body over `BODY_BUFFER_MAX` (`content-length`)."""
+    declared = header(scope, b"content-length")
+    return declared is not None and declared.strip().isdigit() and int(declared) > BODY_BUFFER_MAX
+
+
+def too_large(messages: list[Any]) -> bool:
+    """Whether the body messages `read_body` read hold more than `BODY_BUFFER_MAX` bytes."""
+    return sum(len(m.get("body", b"")) for m in messages) > BODY_BUFFER_MAX
 
 
 async def read_body(receive: Any, timeout_s: float) -> list[Any] | None:
     """The request's body messages, read within `timeout_s` (None when it was too slow); past
-    `BODY_BUFFER_MAX` bytes the rest is left to the SDK, which refuses it."""
+    `BODY_BUFFER_MAX` bytes the rest is left unread (`too_large`: the gate refuses it)."""
     import anyio
 
     messages: list[Any] = []

@@ -51,12 +51,15 @@ from typing import Any, Final
 import msgspec
 
 from hosts.mcp_asgi import (
+    TOO_LARGE,
     client_address,
+    declared_too_large,
     handshake_era,
     header,
     json_error,
     read_body,
     replay,
+    too_large,
     unauthorized,
 )
 
@@ -171,9 +174,15 @@ class SessionGate:
             return
         self._requests[client] = self._requests.get(client, 0) + 1
         try:
+            if declared_too_large(scope):
+                await json_error(413, TOO_LARGE)(scope, receive, send)
+                return
             body = await read_body(receive, self._limits.body_timeout_s)
             if body is None:
                 await json_error(408, "Request body not received in time")(scope, receive, send)
+                return
+            if too_large(body):  # streamed without a length
+                await json_error(413, TOO_LARGE)(scope, receive, send)
                 return
             await self._route(client, scope, replay(body, receive), send)
         finally:

@@ -193,7 +193,14 @@ def test_a_term_from_the_matchers_own_text_is_never_prefiltered_away(
         return  # not a record (a level or message of an odd type may still parse)
     hay = SEPARATOR.join(_lowered(found[0]).values())
     start = data.draw(st.integers(0, max(len(hay) - 1, 0)))
-    term = hay[start : start + data.draw(st.integers(1, 12))].strip()
+    end = min(len(hay), start + data.draw(st.integers(1, 12)))
+    # a term that starts or ends inside a number matches at its boundary (`terms`): widened
+    # to the number's edges, so it is still a term the matcher finds
+    while 0 < start < end and hay[start].isdecimal() and hay[start - 1].isdecimal():
+        start -= 1
+    while start < end < len(hay) and hay[end - 1].isdecimal() and hay[end].isdecimal():
+        end += 1
+    term = hay[start:end].strip()
     if not term or '"' in term or SEPARATOR in term:
         return
     query = ParsedQuery(clauses=(Clause(value=term),))

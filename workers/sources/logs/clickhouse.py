@@ -12,7 +12,8 @@ handle read-only). Lookback filters `Timestamp` and, when the table has it, `Tim
 (the partition and primary key column).
 
 What the clauses mean, as for every backend (`records.py`): a word is a case-insensitive
-substring of `Body`, `SeverityText`, `ServiceName` or any `LogAttributes` value;
+substring (with the number boundary of `terms`) of `Body`, `SeverityText`,
+`ServiceName` or any `LogAttributes` value;
 `field:value` reads `level` → `SeverityText`, `service` → `ServiceName`, `message` → `Body`,
 any other name → `LogAttributes[name]`, compared as a number when both sides are numbers.
 
@@ -52,6 +53,7 @@ from workers.sources.logs.formats import level_of
 from workers.sources.logs.masking import without_cut_url_password
 from workers.sources.logs.mocklog import NUMERIC_FIELDS
 from workers.sources.logs.records import Digest, Entry, as_number, entry_matches, format_ms, masked
+from workers.sources.logs.secret_shapes import without_cut_token
 from workers.sources.logs.source import ParsedQuery, check_fields, parse_log_query
 
 __all__ = ["OTEL_LOGS_DDL", "ClickhouseLogSource", "compile_query"]
@@ -239,7 +241,7 @@ class ClickhouseLogSource:
             level = level_of(severity) if severity else level_of(number, "SeverityNumber")
             fields = {k: _field_value(k, v) for k, v in attributes.items()}
             if len(body) >= cap:  # cut on the server: a URL's password may have lost its `@`
-                body = without_cut_url_password(body)
+                body = without_cut_token(without_cut_url_password(body))
             found = Entry(int(ms), level if severity or number else "", service, body, fields)
             # The store matched the raw text: a row that matched only by a secret's text
             # (masked here, as on every backend) is no match (`_masked_count`).

@@ -10,6 +10,7 @@ from typing import Any, Final
 
 from workers.sources.logs.config import ClickhouseTopic
 from workers.sources.logs.source import Clause, ParsedQuery
+from workers.sources.logs.terms import boundary_pattern, bounded
 
 __all__ = ["OTEL_LOGS_DDL", "compile_query"]
 
@@ -44,11 +45,29 @@ ORDER BY (ServiceName, TimestampTime, Timestamp)
 SETTINGS index_granularity = 8192, ttl_only_drop_parts = 1"""
 
 _COLUMNS: Final = {"level": "SeverityText", "service": "ServiceName", "message": "Body"}
-_HAY: Final = (
-    "(positionCaseInsensitiveUTF8(Body, {v}) > 0 OR positionCaseInsensitiveUTF8(SeverityText, {v}) > 0"  # noqa: E501
-    " OR positionCaseInsensitiveUTF8(ServiceName, {v}) > 0"
-    " OR arrayExists(x -> positionCaseInsensitiveUTF8(x, {v}) > 0, mapValues(LogAttributes)))"
-)
+_HAY_COLUMNS: Final = ("Body", "SeverityText", "ServiceName")
+_COLUMN: Final = "\x00column\x00"  # where `_text_hit` names its column
+
+
+def _text_hit(term: str, params: _Params) -> str:
+    """A text term in a column `_COLUMN` (`terms`): a substring, case-insensitive; a term that
+    starts or ends with a digit also by `match()` with its number boundary, the cheap
+    substring search kept in front (each value bound once)."""
+    found = f"positionCaseInsensitiveUTF8({_COLUMN}, {params.bind(term, 'String')}) > 0"
+    if not bounded(term):
+        return found
+    return f"({found} AND match({_COLUMN}, {params.bind(boundary_pattern(term), 'String')}))"
+
+
+def _hay(term: str, params: _Params) -> str:
+    """A term in the message or any field value (each value on its own, as the other
+    backends' separator keeps a phrase inside one field)."""
+    hit = _text_hit(term, params)
+    each = [hit.replace(_COLUMN, column) for column in _HAY_COLUMNS]
+    each.append(f"arrayExists(x -> {hit.replace(_COLUMN, 'x')}, mapValues(LogAttributes))")
+    return "(" + " OR ".join(each) + ")"
+
+
 _CMP: Final = {"gt": ">", "ge": ">=", "lt": "<", "le": "<="}
 
 
@@ -64,7 +83,7 @@ class _Params:
 
 def _clause_sql(clause: Clause, params: _Params) -> str:
     if clause.field is None:
-        return _HAY.format(v=params.bind(clause.value, "String"))
+        return _hay(clause.value, params)
     column = _COLUMNS.get(clause.field)
     if column is None:
         column = f"LogAttributes[{params.bind(clause.field, 'String')}]"
@@ -74,7 +93,7 @@ def _clause_sql(clause: Clause, params: _Params) -> str:
         return f"mapContains(LogAttributes, {params.bind(clause.field, 'String')})"
     number = f"toFloat64OrNull({column})"
     if clause.op == "contains":
-        text = f"positionCaseInsensitiveUTF8({column}, {params.bind(clause.value, 'String')}) > 0"
+        text = _text_hit(clause.value, params).replace(_COLUMN, column)
         if clause.number is None:
             return text
         equal = f"{number} = {params.bind(clause.number, 'Float64')}"

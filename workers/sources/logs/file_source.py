@@ -265,7 +265,7 @@ class FileLogSource:
                 # secrets masked before the match: a term only a secret holds matches nothing
                 if (
                     watch.inside_window(found.epoch_ms)
-                    and (not raw_first or entry_matches(query, found))
+                    and (not raw_first or entry_matches(query, found) or "\x1b" in found.message)
                     and entry_matches(query, masked(found))
                 ):
                     digest.add(found)
@@ -293,7 +293,7 @@ class FileLogSource:
                 found.message = own.body(found.message)
             if (
                 watch.inside_window(found.epoch_ms)
-                and (not raw_first or entry_matches(query, found))
+                and (not raw_first or entry_matches(query, found) or "\x1b" in found.message)
                 and entry_matches(query, masked(found))
             ):
                 digest.add(found)

@@ -30,6 +30,13 @@ from workers.masking import (
     without_named_values,
     without_url_password,
 )
+from workers.sources.logs.secret_shapes import (
+    may_hold_flag,
+    without_cli_secrets,
+    without_colour,
+    without_flag_secrets,
+    without_tokens,
+)
 
 __all__ = [
     "MASK", "KeyLines", "log_secret_name", "mask_fields", "secret_name", "without_cut_url_password",
@@ -211,8 +218,21 @@ def without_log_secrets(text: str) -> str:
     # What a secret's name, an HTTP credential or a private key holds is looked for in the
     # lowered text (`@`: a URL's password) with `in`, spelt out: a loop over the words, or one
     # regular expression of them, costs a third more (its case-insensitive form ten times).
+    # Colour codes first (`password\x1b[0m=...`), then what is known by its shape
+    # (`secret_shapes`): a token's prefix, a client's password option, before the names.
+    if "\x1b" in text:
+        text = without_colour(text)
     if "@" in text:
         text = without_url_password(text)
+    if len(text) >= 15 and (  # `secret_shapes.may_hold_token`, inlined (every record's)
+        "eyJ" in text or "IA" in text or "gh" in text or "xox" in text or "glpat-" in text
+    ):
+        text = without_tokens(text)
+    if (" -" in text or "\t-" in text) and (
+        "mysql" in text or "mariadb" in text or "sshpass" in text or "curl" in text
+        or "redis-cli" in text
+    ):  # fmt: skip
+        text = without_cli_secrets(text)  # (its commands' names are matched lower-case)
     low = text.lower()
     if not (
         "pass" in low or "pwd" in low or "secret" in low or "token" in low or "key" in low
@@ -221,6 +241,8 @@ def without_log_secrets(text: str) -> str:
         or "identified" in low
     ):  # fmt: skip
         return text
+    if may_hold_flag(text):  # `--password S3cret`, `--token=abc`: a flag's value, whatever
+        text = without_flag_secrets(text, log_secret_name)
     if "identified" in low or "password" in low:
         text = _SQL_PASSWORD.sub(_sql_literal, text)
     if "private key" in low:

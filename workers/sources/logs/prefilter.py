@@ -1,10 +1,11 @@
 """The FILE backend's text prefilter: a line is parsed only when it may match.
 
 A line is skipped unparsed only when a term every match must contain (a word, a phrase, a
-`field:text` value) is missing from its lowered text. That is sound, an over-approximation of
-the matcher and never more, only where the text the matcher compares is in the line as is;
-where parsing derives or re-renders it, the term is not used, or the line is also searched in
-that rendering:
+`field:text` value) is missing from its lowered text (the matcher's number boundary, `terms`,
+only narrows a substring match: a line without the substring cannot match). That is sound, an
+over-approximation of the matcher and never more, only where the text the matcher compares is
+in the line as is; where parsing derives or re-renders it, the term is not used, or the line is
+also searched in that rendering:
 
 - derived text (a normalised level, the configured service, syslog's facility number): a
   term that could come from it is not used;

@@ -9,13 +9,12 @@ which keeps bounded state whatever the number of matches: figures per masked mes
 every backend uses, so the same lines get the same templates whichever backend read them),
 merges their figures and builds the `LogsUpstream` the projector reads.
 
-Matching means exactly what it means for the MOCK source (docs/logs.md): a word is a
-substring of the lowered message, level, service or any field value (joined with a separator
-no term can contain); `field:value` is a substring of that field, or numeric equality when
-both sides are numbers; comparisons need a number. A field value that reads as a number (a
-logfmt `duration_ms=120`, a ClickHouse attribute `"120"`) counts as one, so the same query
-gives the same answer whatever the backend stored.
-"""
+Matching means exactly what it means for the MOCK source (docs/logs.md): a word is a substring
+of the lowered message, level, service or any field value (joined with a separator no term can
+contain), with the number boundary of `terms`; `field:value` is a substring of that field, or
+numeric equality when both sides are numbers; comparisons need a number. A field value that
+reads as a number (a logfmt `duration_ms=120`, a ClickHouse attribute `"120"`) counts as one,
+so the same query gives the same answer whatever the backend stored."""
 
 from __future__ import annotations
 
@@ -30,6 +29,7 @@ from contracts.results import JsonScalar, LogScope
 from workers.sources.logs.masking import mask_fields, without_log_secrets
 from workers.sources.logs.source import Clause, ParsedQuery, _field_hit
 from workers.sources.logs.templates import MAX_KEYS, mask, mine
+from workers.sources.logs.terms import bounded, contains
 
 __all__ = [
     "MAX_TEMPLATES",
@@ -179,7 +179,8 @@ def entry_matches(query: ParsedQuery, entry: Entry) -> bool:
         if clause.field is None:
             if hay is None:  # built once, only when a clause needs the whole record
                 hay = SEPARATOR.join(_lowered(entry).values())
-            hit = clause.value in hay
+            value = clause.value  # (`terms.contains`, inlined: every record's)
+            hit = value in hay and (not bounded(value) or contains(hay, value))
         else:
             hit = _fielded_hit(clause, entry)
         if hit == clause.negated:

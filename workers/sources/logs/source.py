@@ -1,12 +1,14 @@
 """The `query_logs` source: the query language, matching, and the MOCK source.
 
-A query is whitespace-separated clauses, all of which must hold (docs/logs.md is the reference):
-`word` and `"quoted phrase"` match case-insensitively as substrings of the message or any field
-value; `field:value` matches a substring of that field (numbers compare equal, `field:>N`,
-`>=`, `<`, `<=` compare); `field:*` asks for the field to be present; a leading `-` excludes.
-An empty query matches every record. A query that cannot be parsed raises
-`SourceError(SCHEMA)` saying what is wrong, so it can never read as "no evidence". Other
-backends (FILE, CLICKHOUSE: `file_source`, `clickhouse`) share `parse_log_query`.
+A query is whitespace-separated clauses, all of which must hold (docs/logs.md is the
+reference): `word` and `"quoted phrase"` match case-insensitively as substrings of the message
+or any field value, with a number boundary where a term starts or ends with a digit (`terms`:
+`10.0.0.1` is not in `10.0.0.12`); `field:value` matches a substring of that field (numbers
+compare equal, `field:>N`, `>=`, `<`, `<=` compare); `field:*` asks for the field to be
+present; a leading `-` excludes. An empty query matches every record. A query that cannot be
+parsed raises `SourceError(SCHEMA)` saying what is wrong, so it can never read as "no
+evidence". Other backends (FILE, CLICKHOUSE: `file_source`, `clickhouse`) share
+`parse_log_query`.
 """
 
 from __future__ import annotations
@@ -42,6 +44,7 @@ from workers.sources.logs.mocklog.summary import summarise
 from workers.sources.logs.query_text import bad_query as _bad
 from workers.sources.logs.query_text import check_unquoted as _check_unquoted
 from workers.sources.logs.query_text import read_quoted as _read_quoted
+from workers.sources.logs.terms import contains
 
 __all__ = [
     "SCENARIOS",
@@ -208,7 +211,7 @@ def _field_hit(clause: Clause, values: Mapping[str, str], raw: Mapping[str, obje
         if clause.number is not None and isinstance(value, int | float):
             return bool(value == clause.number)
         found = values.get(name)
-        return found is not None and clause.value in found
+        return found is not None and contains(found, clause.value)
     if not isinstance(value, int | float) or clause.number is None:
         return False
     limit = clause.number
@@ -239,7 +242,7 @@ def match_positions(
         if stop is not None and not i & 4095 and stop.expired():
             break
         hay = hays[i]
-        if any(t not in hay for t in must) or any(t in hay for t in must_not):
+        if any(not contains(hay, t) for t in must) or any(contains(hay, t) for t in must_not):
             continue
         if fielded and not all(
             _field_hit(c, values[i], records[i].fields) != c.negated for c in fielded

@@ -31,7 +31,7 @@ from contracts.logs import level_rank
 from contracts.status import Topic
 from workers import masking as url_masking
 from workers.sources.kept import keep, read_kept
-from workers.sources.logs import masking, templates
+from workers.sources.logs import masking, secret_shapes, templates
 from workers.sources.logs.mocklog.scenarios import world_of
 from workers.sources.logs.mocklog.world import MockRecord, World
 from workers.sources.logs.templates import mask, mine
@@ -133,6 +133,7 @@ def _code_key() -> str:
     here = Path(__file__).parent
     sources = [*sorted(here.glob("*.py")), Path(templates.__file__ or "")]
     sources += [Path(masking.__file__ or ""), Path(url_masking.__file__ or "")]
+    sources.append(Path(secret_shapes.__file__ or ""))
     sources += sorted(Path(contracts.__file__ or "").parent.glob("*.py"))
     digest = hashlib.sha256(f"{sys.version}\0{msgspec.__version__}".encode())
     for source in sources:

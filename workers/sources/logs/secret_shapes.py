@@ -1,0 +1,189 @@
+"""Secrets known by their shape rather than by a `name=` before them (`masking`'s rules):
+command lines' flags, the password options of a few clients, tokens by their well-known
+prefixes, AWS key pairs and JWTs, and the terminal colour codes that would hide any of them.
+
+- a flag under a secret's name (`log_secret_name`), its value after a space or `=`:
+  `--password S3cret`, `--db-password=S3cret`, `-token 'a b'` (Go's single dash): the value is
+  masked whatever it is (a word too: `--token abc`), unless it is another flag (`-`...);
+- the clients whose short option is a password: MySQL's and MariaDB's (`mysql`,
+  `mysqldump`, `mariadb-dump`, ...: `-pS3cret`, written glued; `-p name` prompts and `name`
+  is the database, kept), `sshpass -p S3cret` (its own options only: a later `ssh -p 2222`
+  is a port), `curl -u user:S3cret` (`--user`, `-U`, `--proxy-user`; `-u user` alone prompts),
+  `redis-cli -a S3cret`; each within its command, up to `|`, `;`, `&`, a line break, the next
+  such command or 1,024 characters;
+- tokens by prefix, the prefix kept (it says what kind leaked): GitHub's `ghp_` `gho_` `ghu_`
+  `ghs_` `ghr_` `github_pat_`, GitLab's `glpat-`, Slack's `xoxb-` (`xox?-`), AWS access key
+  ids `AKIA`/`ASIA` + 16; and in a text holding such an id, every 40-character base64 word (its
+  secret key, `AKIA...:wJalr...`);
+- a JWT anywhere (`eyJ...` with at least one `.`), whole.
+
+Cheap first: each rule runs only when a substring it needs is in the text (`"-"`, a
+command's name, a token's prefix); every expression is possessive or bounded: linear.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from typing import Final
+
+from workers.masking import MASK
+
+__all__ = [
+    "may_hold_flag", "may_hold_token", "without_cli_secrets", "without_colour",
+    "without_cut_token", "without_flag_secrets", "without_tokens",
+]  # fmt: skip
+
+# Terminal colour and style codes (SGR, as `files.without_colour` strips them from a file's
+# bytes): in a ClickHouse Body, a JSON-escaped Docker or jsonl line (`\u001b[0m`).
+_SGR: Final = re.compile(r"\x1b\[[0-9;:]{0,64}m")
+
+
+def without_colour(text: str) -> str:
+    """The text without its terminal colour codes (`password\\x1b[0m=...` is `password=...`)."""
+    return _SGR.sub("", text) if "\x1b" in text else text
+
+
+_TOKEN: Final = re.compile(
+    r"(?<![A-Za-z0-9_])(?:(gh[pousr]_|github_pat_)[A-Za-z0-9_]{30,}+"
+    r"|(glpat-)[A-Za-z0-9_-]{20,}+"
+    r"|(xox[a-z]-)[A-Za-z0-9-]{10,}+"
+    r"|(AKIA|ASIA)[A-Z0-9]{16}(?![A-Za-z0-9])"
+    r"|eyJ[A-Za-z0-9_-]{8,}+\.[A-Za-z0-9_-]{4,}+(?:\.[A-Za-z0-9_-]*+)*+)"
+)
+# an AWS secret access key: 40 characters of base64, a word of its own
+_AWS_SECRET: Final = re.compile(r"(?<![A-Za-z0-9/+=])[A-Za-z0-9/+]{40}(?![A-Za-z0-9/+=])")
+
+
+def may_hold_token(text: str) -> bool:
+    """Whether `without_tokens` may change the text (substring checks, no expression)."""
+    # (the shortest token is 15 characters; `IA` stands for AKIA and ASIA)
+    return len(text) >= 15 and (
+        "eyJ" in text or "IA" in text or "gh" in text or "xox" in text or "glpat-" in text
+    )
+
+
+def without_tokens(text: str) -> str:
+    """The text with every token of a known prefix, AWS key pair and JWT as `***`."""
+    aws = False
+
+    def token(found: re.Match[str]) -> str:
+        nonlocal aws
+        prefix = found.group(1) or found.group(2) or found.group(3) or found.group(4) or ""
+        aws = aws or found.group(4) is not None
+        return prefix + MASK
+
+    text = _TOKEN.sub(token, text)
+    return _AWS_SECRET.sub(MASK, text) if aws else text
+
+
+# A token's opening (`_TOKEN`'s prefixes, a JWT's `eyJ`) and the characters a token is made of.
+_OPENING: Final = re.compile(
+    r"(?<![A-Za-z0-9_])(?:gh[pousr]_|github_pat_|glpat-|xox[a-z]-|AKIA|ASIA|eyJ)"
+)
+_NOT_TOKEN: Final = re.compile(r"[^A-Za-z0-9_.-]")
+
+
+def without_cut_token(text: str) -> str:
+    """A text cut short (a store's Body cut to `max_line_bytes` before it is masked): a token
+    the cut left too short for its shape, at the text's end, shows its opening and `***`.
+    Linear: the run of token characters at the end is found once (searched reversed)."""
+    if not text or text[-1].isspace():
+        return text
+    stop = _NOT_TOKEN.search(text[::-1])
+    start = len(text) - (stop.start() if stop is not None else len(text))
+    found = _OPENING.search(text, start)  # (its look-behind sees the character before)
+    if found is None:
+        return text
+    # the opening's prefix kept as `without_tokens` keeps it (a JWT whole)
+    keep = found.start() if text.startswith("eyJ", found.start()) else found.end()
+    return text[:keep] + MASK
+
+
+# `--name value`, `--name=value`, `-name value`: a flag at the start or after whitespace
+# (`(?<!\S-)` after its first dash: the expression opens with a literal, searched fast), its
+# value bare or quoted (to the closing quote, or the end), never another flag.
+_FLAG: Final = re.compile(
+    r"-(?<!\S-)-?+([A-Za-z][\w.-]{0,60}+)(=|\s++)(?=[^\s-])"
+    r"('[^']*+'?|\"[^\"]*+\"?|[^\s'\"]++)"
+)
+
+
+def may_hold_flag(text: str) -> bool:
+    """Whether `without_flag_secrets` may change the text: a dash opening a word."""
+    return " -" in text or "\t-" in text or "\n-" in text or text[:1] == "-"
+
+
+def without_flag_secrets(text: str, secret: Callable[[str], bool]) -> str:
+    """The text with the value of every flag under a secret's name (`secret`) as `***`."""
+
+    def flag(found: re.Match[str]) -> str:
+        if not secret(found.group(1)):
+            return found.group()
+        value = found.group(3)
+        quote = value[0] if value[0] in "'\"" else ""
+        shown = quote + MASK + (quote if len(value) > 1 and value.endswith(quote) else "")
+        return found.group()[: found.start(3) - found.start()] + shown
+
+    return _FLAG.sub(flag, text)
+
+
+# The clients whose short option holds a password, by the name they are run as.
+_COMMAND: Final = re.compile(
+    r"(?<![\w.-])(?:(mysql(?:dump|admin|import|show|check|slap|binlog)?"
+    r"|mariadb(?:-dump|-admin|-import|-show|-check|-slap|-binlog)?)|(sshpass)|(curl)"
+    r"|(redis-cli))(?:\.exe)?(?=\s)"
+)
+_SEGMENT_MAX: Final = 1024
+_SEGMENT_END: Final = re.compile(r"[\n|;&]")
+_VALUE: Final = r"('[^']*+'?|\"[^\"]*+\"?|[^\s'\"]++)"
+_MYSQL: Final = re.compile(r"(?<=\s)(-p)" + _VALUE)  # glued: `-pS3cret`
+_SSHPASS: Final = re.compile(r"\s++(?:-[fdP]\s*+\S++|-[evh]|(-p\s*+)" + _VALUE + ")")
+_CURL: Final = re.compile(r"(?<=\s)(-[uU]\s*+|--(?:proxy-)?user(?:\s++|=))(['\"]?[^\s:'\"]*+:)"
+                          r"([^\s'\"]++)")  # fmt: skip
+_REDIS: Final = re.compile(r"(?<=\s)(-a\s++)" + _VALUE)
+
+
+def _sshpass(segment: str) -> str:
+    # sshpass's own options come first (`-f file`, `-e`, ...); the first other word is the
+    # command it runs, whose `-p` (ssh's port) is no password
+    pos = 0
+    while (found := _SSHPASS.match(segment, pos)) is not None:
+        if found.group(1) is not None:
+            return segment[: found.start(2)] + MASK + segment[found.end() :]
+        pos = found.end()
+    return segment
+
+
+def _masked_group(pattern: re.Pattern[str], group: int) -> Callable[[str], str]:
+    def sub(segment: str) -> str:
+        def one(found: re.Match[str]) -> str:
+            return found.group()[: found.start(group) - found.start()] + MASK
+
+        return pattern.sub(one, segment)
+
+    return sub
+
+
+_RULES: Final = (_masked_group(_MYSQL, 2), _sshpass, _masked_group(_CURL, 3),
+                 _masked_group(_REDIS, 2))  # fmt: skip
+
+
+def without_cli_secrets(text: str) -> str:
+    """The text with the password options of MySQL/MariaDB clients, sshpass, curl and
+    redis-cli (module docstring) as `***`. Linear: the commands' segments do not overlap."""
+    commands = list(_COMMAND.finditer(text))
+    if not commands:
+        return text
+    parts: list[str] = []
+    done = 0
+    for n, found in enumerate(commands):
+        start = found.end()
+        limit = commands[n + 1].start() if n + 1 < len(commands) else len(text)
+        limit = min(limit, start + _SEGMENT_MAX)
+        stop = _SEGMENT_END.search(text, start, limit)
+        end = limit if stop is None else stop.start()
+        kind = next(i for i in range(1, 5) if found.group(i) is not None)
+        parts += (text[done:start], _RULES[kind - 1](text[start:end]))
+        done = end
+    return "".join(parts) + text[done:]
