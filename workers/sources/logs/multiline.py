@@ -50,10 +50,12 @@ Pending = tuple[Callable[[], int | None], Callable[[int], Entry]]
 
 class Continued(NamedTuple):
     """A line in its format that continues the record before it (PostgreSQL's `DETAIL:` and
-    `STATEMENT:` lines): `text` joins that record; with no record open, `alone` starts one."""
+    `STATEMENT:` lines): `text` joins that record; with no record open, `alone` starts one
+    (None: the line is no record, as a line not in the format: nginx's error log, where any
+    line without its stamp is the rest of the entry before it)."""
 
     text: str
-    alone: Pending
+    alone: Pending | None
 
 
 _CONTINUATION: Final = re.compile(

@@ -233,10 +233,10 @@ def _apache_error(zone: tzinfo, now_ms: int) -> Head:
 
 
 def _nginx_error(zone: tzinfo, now_ms: int) -> Head:
-    def head(text: str) -> Pending | None:
+    def head(text: str) -> Pending | Continued | None:
         found = _NGINX_ERROR.match(text)
-        if found is None:
-            return None
+        if found is None:  # nginx stamps every entry: what a backend sent goes on unstamped
+            return Continued(text, None)
 
         def when() -> int | None:
             return _stamp(found, zone, now_ms)

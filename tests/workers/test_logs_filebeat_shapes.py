@@ -1,0 +1,62 @@
+"""Shapes of real logs that Elastic's Filebeat modules parse and a named format must read too.
+
+The lines are written here in the shapes of the samples Filebeat's modules ship and parse
+(elastic/beats, `filebeat/module/<module>/<fileset>/test/*.log`, Apache-2.0), with our own
+hosts, times and messages; a few are byte-exact and say so beside them. Each test compares
+what `query_logs` reads with what Filebeat's ingest pipeline makes of the same shape: the
+number of records (no line dropped or split), their time in UTC, their level and message."""
+
+from __future__ import annotations
+
+import os
+from datetime import UTC, datetime
+from pathlib import Path
+
+from logs_helpers import file_source, search
+
+from contracts import LogsUpstream
+
+NOW = datetime(2026, 12, 4, 20, 0, tzinfo=UTC).timestamp()
+
+
+def read(tmp_path: Path, fmt: str, text: str, query: str = "", extra: str = "") -> LogsUpstream:
+    path = tmp_path / "sample.log"
+    path.write_text(text, encoding="utf-8")
+    os.utime(path, (NOW - 60, NOW - 60))
+    source = file_source(tmp_path, fmt, ["sample.log"], now=NOW, extra=extra)
+    return search(source, query, lookback=1440)
+
+
+# nginx writes what a FastCGI backend sent on its stderr as it came, newlines included; every
+# line of nginx's error log that does not start with its `yyyy/mm/dd hh:mm:ss [level]` is the
+# rest of the entry before it (Filebeat's nginx error fileset joins them so: `log.flags`
+# `multiline`). Shape of filebeat/module/nginx/error/test/error.log (elastic/beats, Apache-2.0).
+NGINX_FASTCGI = (
+    "2026/12/04 19:26:34 [error] 2058#2058: *1802 FastCGI sent in stderr: \"PHP message: PHP"
+    " Warning:  Undefined variable $order in /var/www/shop/checkout.php on line 12\n"
+    "PHP message: PHP Fatal error:  Uncaught TypeError: charge(): Argument #1 must be of type"
+    " int in /var/www/shop/pay.php:40\n"
+    "PHP message: PHP Warning:  Undefined index tenant in /var/www/shop/pay.php on line 7\" while"
+    " reading response header from upstream, client: 10.0.0.7, server: shop, request: \"POST"
+    ' /checkout HTTP/1.1", upstream: "fastcgi://unix:/run/php/php8.2-fpm.sock:", host: "shop"\n'
+    "2026/12/04 19:27:01 [warn] 2058#2058: *1803 an upstream response is buffered to a temporary"
+    " file /var/cache/nginx/fastcgi_temp/1/00/0000000001 while reading upstream\n"
+)
+
+
+def test_an_nginx_error_entry_spans_the_lines_its_fastcgi_backend_sent(tmp_path: Path) -> None:
+    every = read(tmp_path, "nginx_error", NGINX_FASTCGI)
+    assert every.match_count == 2 and not every.unparsed_lines  # before: 2 lines not read
+    error = next(r for r in every.records if r.level == "ERROR")
+    assert error.timestamp == "2026-12-04T19:26:34.000Z"
+    assert error.message.count("PHP message:") == 3 and error.message.endswith('host: "shop"')
+    found = read(tmp_path, "nginx_error", NGINX_FASTCGI, '"Uncaught TypeError" level:error')
+    assert found.match_count == 1  # before: the line was no record, a level matched none of it
+
+
+def test_a_line_before_any_nginx_error_entry_stays_a_line_not_in_the_format(
+    tmp_path: Path,
+) -> None:
+    found = read(tmp_path, "nginx_error", "PHP message: orphan\n" + NGINX_FASTCGI)
+    assert found.match_count == 2 and found.unparsed_lines == 1  # counted, no record's time
+    assert read(tmp_path, "nginx_error", "PHP message: orphan\n" + NGINX_FASTCGI, "orphan").match_count == 1
