@@ -60,3 +60,47 @@ def test_a_line_before_any_nginx_error_entry_stays_a_line_not_in_the_format(
     found = read(tmp_path, "nginx_error", "PHP message: orphan\n" + NGINX_FASTCGI)
     assert found.match_count == 2 and found.unparsed_lines == 1  # counted, no record's time
     assert read(tmp_path, "nginx_error", "PHP message: orphan\n" + NGINX_FASTCGI, "orphan").match_count == 1
+
+
+# Access logs behind proxies and of virtual hosts: nginx's `$proxy_add_x_forwarded_for` (or a
+# `"$http_x_forwarded_for"` quoted) where `$remote_addr` goes, and Apache's `vhost_combined`
+# (`%v:%p %h %l %u %t ...`: Debian's `other_vhosts_access.log`) or nginx's `$host` first.
+# Shapes of filebeat/module/nginx/access/test/test.log, test-with-host.log and
+# filebeat/module/apache/access/test/test-vhost.log (elastic/beats, Apache-2.0).
+ACCESS_BEHIND_PROXIES = (
+    '10.0.0.2, 10.0.0.1, 203.0.113.9 - - [04/Dec/2026:19:05:07 +0100] "GET /cart HTTP/1.1"'
+    ' 200 571 "-" "curl/8.5.0"\n'
+    '"10.5.102.222, 198.51.100.4, 204.246.1.1" 10.2.1.185 - - [04/Dec/2026:19:18:29 +0000]'
+    ' "GET /assets/app.js HTTP/1.1" 200 25507 "-" "Amazon CloudFront"\n'
+    'shop.example.com:443 203.0.113.7 - - [04/Dec/2026:19:20:46 +0000] "POST /checkout'
+    ' HTTP/1.1" 502 157 "https://shop.example.com/cart" "Mozilla/5.0 (X11; Linux x86_64)"\n'
+    'shop.example.com 10.0.0.2, 203.0.113.8 - alice [04/Dec/2026:19:21:02 +0000] "GET /orders'
+    ' HTTP/1.1" 404 0 "-" "curl/8.5.0"\n'
+    '2001:db8::1 - bob [04/Dec/2026:19:22:13 +0000] "GET /health HTTP/1.1" 200 2 "-" "kube-probe"\n'
+)
+
+
+def test_access_lines_behind_proxies_and_of_virtual_hosts_are_records(tmp_path: Path) -> None:
+    every = read(tmp_path, "nginx_access", ACCESS_BEHIND_PROXIES)
+    assert every.match_count == 5 and not every.unparsed_lines  # before: 4 lines not read
+    times = sorted(r.timestamp for r in every.records)
+    assert times == [
+        "2026-12-04T18:05:07.000Z", "2026-12-04T19:18:29.000Z", "2026-12-04T19:20:46.000Z",
+        "2026-12-04T19:21:02.000Z", "2026-12-04T19:22:13.000Z",
+    ]  # fmt: skip
+    by_uri = {r.fields["uri"]: r for r in every.records}
+    assert by_uri["/cart"].fields["client"] == "10.0.0.2, 10.0.0.1, 203.0.113.9"
+    assert by_uri["/assets/app.js"].fields["client"] == "10.5.102.222, 198.51.100.4, 204.246.1.1, 10.2.1.185"
+    checkout = by_uri["/checkout"]
+    assert checkout.level == "ERROR" and checkout.fields["client"] == "203.0.113.7"
+    assert checkout.fields["vhost"] == "shop.example.com:443"
+    assert checkout.fields["referer"] == "https://shop.example.com/cart"
+    orders = by_uri["/orders"]
+    assert (orders.fields["vhost"], orders.fields["user"]) == ("shop.example.com", "alice")
+    assert orders.fields["client"] == "10.0.0.2, 203.0.113.8"
+    assert by_uri["/health"].fields == {
+        "client": "2001:db8::1", "user": "bob", "method": "GET", "uri": "/health",
+        "protocol": "HTTP/1.1", "http_status": 200, "bytes": 2, "user_agent": "kube-probe",
+    }  # fmt: skip
+    assert read(tmp_path, "apache_access", ACCESS_BEHIND_PROXIES, "client:203.0.113.9").match_count == 1
+    assert read(tmp_path, "apache_access", ACCESS_BEHIND_PROXIES, "vhost:shop").match_count == 2

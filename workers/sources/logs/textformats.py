@@ -42,7 +42,7 @@ TEXT_FORMAT_FIELDS: Final[dict[str, tuple[str, ...]]] = {
     "apache_error": ("module", "pid", "client", "exception"),
     "nginx_error": ("pid", "connection", "client", "exception"),
     "apache_access": ("client", "user", "method", "uri", "protocol", "http_status", "bytes",
-                      "referer", "user_agent", "extra"),
+                      "referer", "user_agent", "extra", "vhost"),
     "klog": ("pid", "source", "exception"),
     "oslo": ("pid", "logger", "request_id", "exception"),
     "postgresql": ("pid", "user", "database", "duration_ms"),
@@ -97,7 +97,11 @@ _NGINX_ERROR: Final = re.compile(
 )
 _NGINX_CLIENT: Final = re.compile(r", client: ([^,\s]+)")
 _ACCESS: Final = re.compile(
-    r"(?P<client>\S+) \S+ (?P<user>\S+) \[" + STAMP + r'\] "(?P<request>(?:[^"\\]|\\.)*)"'
+    # the virtual host first (Apache's `vhost_combined` `%v:%p`, nginx's `$host`), and the
+    # client a proxy chain (`$proxy_add_x_forwarded_for`, or `"$http_x_forwarded_for"` quoted
+    # before `$remote_addr`): before, such lines were lines not in the format
+    r'(?:(?P<vhost>[^\s",]+) )?(?P<client>"[^"]*" [^\s",]+|[^\s",]+(?:, [^\s",]+)*)'
+    r" \S+ (?P<user>\S+) \[" + STAMP + r'\] "(?P<request>(?:[^"\\]|\\.)*)"'
     r" (?P<status>\d{3}|-) (?P<bytes>\d+|-)"
     # what a custom LogFormat adds: before the referer (Apache's `%D`, lighttpd's byte
     # counts) and after the user agent (nginx's `"$http_x_forwarded_for" $request_time`)
@@ -266,7 +270,13 @@ def _access(zone: tzinfo, now_ms: int) -> Head:
 
         def build(epoch: int) -> Entry:
             request, status, size = found.group("request", "status", "bytes")
-            fields: dict[str, JsonScalar] = {"client": found.group("client")}
+            client = found.group("client")
+            if client.startswith('"'):  # `"a, b" c`: one chain, as Filebeat's remote_ip_list
+                chain, _, last = client[1:].rpartition('" ')
+                client = f"{chain}, {last}" if chain.strip() else last
+            fields: dict[str, JsonScalar] = {"client": client}
+            if vhost := found.group("vhost"):
+                fields["vhost"] = vhost
             if found.group("user") != "-":
                 fields["user"] = found.group("user")
             if parts := _REQUEST.fullmatch(request):
