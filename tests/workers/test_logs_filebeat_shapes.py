@@ -32,12 +32,12 @@ def read(tmp_path: Path, fmt: str, text: str, query: str = "", extra: str = "") 
 # rest of the entry before it (Filebeat's nginx error fileset joins them so: `log.flags`
 # `multiline`). Shape of filebeat/module/nginx/error/test/error.log (elastic/beats, Apache-2.0).
 NGINX_FASTCGI = (
-    "2026/12/04 19:26:34 [error] 2058#2058: *1802 FastCGI sent in stderr: \"PHP message: PHP"
+    '2026/12/04 19:26:34 [error] 2058#2058: *1802 FastCGI sent in stderr: "PHP message: PHP'
     " Warning:  Undefined variable $order in /var/www/shop/checkout.php on line 12\n"
     "PHP message: PHP Fatal error:  Uncaught TypeError: charge(): Argument #1 must be of type"
     " int in /var/www/shop/pay.php:40\n"
-    "PHP message: PHP Warning:  Undefined index tenant in /var/www/shop/pay.php on line 7\" while"
-    " reading response header from upstream, client: 10.0.0.7, server: shop, request: \"POST"
+    'PHP message: PHP Warning:  Undefined index tenant in /var/www/shop/pay.php on line 7" while'
+    ' reading response header from upstream, client: 10.0.0.7, server: shop, request: "POST'
     ' /checkout HTTP/1.1", upstream: "fastcgi://unix:/run/php/php8.2-fpm.sock:", host: "shop"\n'
     "2026/12/04 19:27:01 [warn] 2058#2058: *1803 an upstream response is buffered to a temporary"
     " file /var/cache/nginx/fastcgi_temp/1/00/0000000001 while reading upstream\n"
@@ -59,7 +59,10 @@ def test_a_line_before_any_nginx_error_entry_stays_a_line_not_in_the_format(
 ) -> None:
     found = read(tmp_path, "nginx_error", "PHP message: orphan\n" + NGINX_FASTCGI)
     assert found.match_count == 2 and found.unparsed_lines == 1  # counted, no record's time
-    assert read(tmp_path, "nginx_error", "PHP message: orphan\n" + NGINX_FASTCGI, "orphan").match_count == 1
+    assert (
+        read(tmp_path, "nginx_error", "PHP message: orphan\n" + NGINX_FASTCGI, "orphan").match_count
+        == 1
+    )
 
 
 # Access logs behind proxies and of virtual hosts: nginx's `$proxy_add_x_forwarded_for` (or a
@@ -76,25 +79,32 @@ ACCESS_BEHIND_PROXIES = (
     ' HTTP/1.1" 502 157 "https://shop.example.com/cart" "Mozilla/5.0 (X11; Linux x86_64)"\n'
     'shop.example.com 10.0.0.2, 203.0.113.8 - alice [04/Dec/2026:19:21:02 +0000] "GET /orders'
     ' HTTP/1.1" 404 0 "-" "curl/8.5.0"\n'
+    '2001:db8:10ff::8000, 10.225.192.17 10.2.2.121 - - [04/Dec/2026:19:23:09 +0000] "GET'
+    ' /test.html HTTP/1.1" 404 8571 "-" "Facebot"\n'
     '2001:db8::1 - bob [04/Dec/2026:19:22:13 +0000] "GET /health HTTP/1.1" 200 2 "-" "kube-probe"\n'
 )
 
 
 def test_access_lines_behind_proxies_and_of_virtual_hosts_are_records(tmp_path: Path) -> None:
     every = read(tmp_path, "nginx_access", ACCESS_BEHIND_PROXIES)
-    assert every.match_count == 5 and not every.unparsed_lines  # before: 4 lines not read
+    assert every.match_count == 6 and not every.unparsed_lines  # before: 5 lines not read
     times = sorted(r.timestamp for r in every.records)
     assert times == [
         "2026-12-04T18:05:07.000Z", "2026-12-04T19:18:29.000Z", "2026-12-04T19:20:46.000Z",
-        "2026-12-04T19:21:02.000Z", "2026-12-04T19:22:13.000Z",
+        "2026-12-04T19:21:02.000Z", "2026-12-04T19:22:13.000Z", "2026-12-04T19:23:09.000Z",
     ]  # fmt: skip
     by_uri = {r.fields["uri"]: r for r in every.records}
     assert by_uri["/cart"].fields["client"] == "10.0.0.2, 10.0.0.1, 203.0.113.9"
-    assert by_uri["/assets/app.js"].fields["client"] == "10.5.102.222, 198.51.100.4, 204.246.1.1, 10.2.1.185"
+    assert (
+        by_uri["/assets/app.js"].fields["client"]
+        == "10.5.102.222, 198.51.100.4, 204.246.1.1, 10.2.1.185"
+    )
     checkout = by_uri["/checkout"]
     assert checkout.level == "ERROR" and checkout.fields["client"] == "203.0.113.7"
     assert checkout.fields["vhost"] == "shop.example.com:443"
     assert checkout.fields["referer"] == "https://shop.example.com/cart"
+    chain = "2001:db8:10ff::8000, 10.225.192.17, 10.2.2.121"
+    assert by_uri["/test.html"].fields["client"] == chain
     orders = by_uri["/orders"]
     assert (orders.fields["vhost"], orders.fields["user"]) == ("shop.example.com", "alice")
     assert orders.fields["client"] == "10.0.0.2, 203.0.113.8"
@@ -102,5 +112,8 @@ def test_access_lines_behind_proxies_and_of_virtual_hosts_are_records(tmp_path: 
         "client": "2001:db8::1", "user": "bob", "method": "GET", "uri": "/health",
         "protocol": "HTTP/1.1", "http_status": 200, "bytes": 2, "user_agent": "kube-probe",
     }  # fmt: skip
-    assert read(tmp_path, "apache_access", ACCESS_BEHIND_PROXIES, "client:203.0.113.9").match_count == 1
+    assert (
+        read(tmp_path, "apache_access", ACCESS_BEHIND_PROXIES, "client:203.0.113.9").match_count
+        == 1
+    )
     assert read(tmp_path, "apache_access", ACCESS_BEHIND_PROXIES, "vhost:shop").match_count == 2

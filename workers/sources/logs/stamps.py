@@ -30,7 +30,10 @@ import re
 from datetime import datetime, timedelta, tzinfo
 from typing import Final
 
-__all__ = ["MAX_EPOCH_MS", "MIN_EPOCH_MS", "STAMP", "ZONE_ABBREVIATIONS", "stamp_ms", "strptime_ms"]
+__all__ = [
+    "MAX_EPOCH_MS", "MIN_EPOCH_MS", "SHAPES", "STAMP", "ZONE_ABBREVIATIONS", "matched_ms",
+    "stamp_ms", "strptime_ms",
+]  # fmt: skip
 
 # datetime's range: an epoch outside it cannot be shown (and is not a real log time).
 MIN_EPOCH_MS: Final = -62_135_596_800_000  # 0001-01-01T00:00:00Z
@@ -175,3 +178,18 @@ def strptime_ms(text: str, fmt: str, zone: tzinfo, now_ms: int) -> int | None:
         return _bounded(int(moment.timestamp() * 1000))
     except (ValueError, OverflowError, OSError):
         return None
+
+
+# The named groups of `STAMP`, one per shape: a match sets exactly one.
+SHAPES: Final = (
+    "iso", "slash", "yslash", "compact", "dmy", "ctime", "clf", "jul", "bsd", "clock", "epoch",
+)  # fmt: skip
+
+
+def matched_ms(found: re.Match[str], zone: tzinfo, now_ms: int) -> int | None:
+    """The time of a match of a pattern holding `STAMP` (None: no such moment)."""
+    for shape in SHAPES:
+        text = found.group(shape)
+        if text is not None:
+            return stamp_ms(shape, text, zone, now_ms)
+    return None  # pragma: no cover - the pattern always sets one shape

@@ -5,8 +5,8 @@ Named formats (docs/logs.md has an example line of each):
   a level word, then the thread (`[main]`) and logger before ` - ` or `: `; multi-line stack
   traces are joined to their record (`exception` = the first exception class named);
 - `apache_error`, `nginx_error`: the servers' error logs (2.2 and 2.4 for Apache);
-- `apache_access` = `nginx_access`: the common and combined access log formats; level from the
-  status (5xx ERROR, 4xx WARN, else INFO);
+- `apache_access` = `nginx_access`: the common and combined access log formats (`accesslog`);
+  level from the status (5xx ERROR, 4xx WARN, else INFO);
 - `klog`: Kubernetes components (`I0515 10:15:30.123456   12345 file.go:123] msg`);
 - `oslo`: OpenStack's oslo.log default format;
 - `postgresql`, `redis`: the database servers' own logs (`dbformats`);
@@ -28,11 +28,12 @@ from datetime import tzinfo
 from typing import Final
 
 from contracts.results import JsonScalar
+from workers.sources.logs.accesslog import access_head
 from workers.sources.logs.dbformats import postgresql_head, redis_head
 from workers.sources.logs.formats import parse_time, text_entry
 from workers.sources.logs.multiline import Continued, HeadParser, Pending
 from workers.sources.logs.records import Entry
-from workers.sources.logs.stamps import STAMP, stamp_ms, strptime_ms
+from workers.sources.logs.stamps import STAMP, matched_ms, stamp_ms, strptime_ms
 
 __all__ = ["TEXT_FORMAT_FIELDS", "HeadParser", "make_text_parser"]
 
@@ -96,21 +97,6 @@ _NGINX_ERROR: Final = re.compile(
     re.S,
 )
 _NGINX_CLIENT: Final = re.compile(r", client: ([^,\s]+)")
-_ACCESS: Final = re.compile(
-    # the virtual host first (Apache's `vhost_combined` `%v:%p`, nginx's `$host`), and the
-    # client a proxy chain (`$proxy_add_x_forwarded_for`, or `"$http_x_forwarded_for"` quoted
-    # before `$remote_addr`): before, such lines were lines not in the format
-    r'(?:(?P<vhost>[^\s",]+) )?(?P<client>"[^"]*" [^\s",]+|[^\s",]+(?:, [^\s",]+)*)'
-    r" \S+ (?P<user>\S+) \[" + STAMP + r'\] "(?P<request>(?:[^"\\]|\\.)*)"'
-    r" (?P<status>\d{3}|-) (?P<bytes>\d+|-)"
-    # what a custom LogFormat adds: before the referer (Apache's `%D`, lighttpd's byte
-    # counts) and after the user agent (nginx's `"$http_x_forwarded_for" $request_time`)
-    r'(?P<between>(?: [^\s"]+){0,16})'
-    r'(?: "(?P<referer>(?:[^"\\]|\\.)*)" "(?P<agent>(?:[^"\\]|\\.)*)")?'
-    r"(?P<after>.*)",
-    re.S,
-)
-_REQUEST: Final = re.compile(r"(\S+) (\S+)(?: (\S+))?")
 _KLOG: Final = re.compile(
     r"(?P<level>[IWEF])(?P<mmdd>\d\d\d\d) (?P<clock>\d\d:\d\d:\d\d\.\d{1,9})\s+(?P<pid>\d+) "
     r"(?P<source>[^ \]]+)\] ?(?P<message>.*)",
@@ -122,19 +108,7 @@ _OSLO: Final = re.compile(  # after a file name when files were concatenated (`g
     r"(?: \[(?P<context>[^\]]*)\])? ?(?P<message>.*)",
     re.S,
 )
-_SHAPES: Final = (
-    "iso", "slash", "yslash", "compact", "dmy", "ctime", "clf", "jul", "bsd", "clock", "epoch",
-)  # fmt: skip
-
 Head = Callable[[str], Pending | Continued | None]
-
-
-def _stamp(found: re.Match[str], zone: tzinfo, now_ms: int) -> int | None:
-    for shape in _SHAPES:
-        text = found.group(shape)
-        if text is not None:
-            return stamp_ms(shape, text, zone, now_ms)
-    return None  # pragma: no cover - the pattern always sets one shape
 
 
 def _log4j(zone: tzinfo, now_ms: int) -> Head:
@@ -144,7 +118,7 @@ def _log4j(zone: tzinfo, now_ms: int) -> Head:
             return None
 
         def when() -> int | None:
-            return _stamp(found, zone, now_ms)
+            return matched_ms(found, zone, now_ms)
 
         def build(epoch: int) -> Entry:
             fields: dict[str, JsonScalar] = {}
@@ -196,7 +170,7 @@ def _plain(zone: tzinfo, now_ms: int, time_format: str) -> Head:
                 return None  # a number that starts the line: no head
 
         def when() -> int | None:
-            return _stamp(found, zone, now_ms)
+            return matched_ms(found, zone, now_ms)
 
         def build(epoch: int) -> Entry:
             fields: dict[str, JsonScalar] = {}
@@ -223,7 +197,7 @@ def _apache_error(zone: tzinfo, now_ms: int) -> Head:
             return None
 
         def when() -> int | None:
-            return _stamp(found, zone, now_ms)
+            return matched_ms(found, zone, now_ms)
 
         def build(epoch: int) -> Entry:
             fields: dict[str, JsonScalar] = {
@@ -243,7 +217,7 @@ def _nginx_error(zone: tzinfo, now_ms: int) -> Head:
             return Continued(text, None)
 
         def when() -> int | None:
-            return _stamp(found, zone, now_ms)
+            return matched_ms(found, zone, now_ms)
 
         def build(epoch: int) -> Entry:
             message = found.group("message")
@@ -253,58 +227,6 @@ def _nginx_error(zone: tzinfo, now_ms: int) -> Head:
             if client := _NGINX_CLIENT.search(message):
                 fields["client"] = client.group(1)
             return text_entry(epoch, found.group("level"), message, fields)
-
-        return when, build
-
-    return head
-
-
-def _access(zone: tzinfo, now_ms: int) -> Head:
-    def head(text: str) -> Pending | None:
-        found = _ACCESS.match(text)
-        if found is None:
-            return None
-
-        def when() -> int | None:
-            return _stamp(found, zone, now_ms)
-
-        def build(epoch: int) -> Entry:
-            request, status, size = found.group("request", "status", "bytes")
-            client = found.group("client")
-            if client.startswith('"'):  # `"a, b" c`: one chain, as Filebeat's remote_ip_list
-                chain, _, last = client[1:].rpartition('" ')
-                client = f"{chain}, {last}" if chain.strip() else last
-            fields: dict[str, JsonScalar] = {"client": client}
-            if vhost := found.group("vhost"):
-                fields["vhost"] = vhost
-            if found.group("user") != "-":
-                fields["user"] = found.group("user")
-            if parts := _REQUEST.fullmatch(request):
-                fields["method"], fields["uri"] = parts.group(1), parts.group(2)
-                if parts.group(3):
-                    fields["protocol"] = parts.group(3)
-            code = int(status) if status.isdigit() else None
-            if code is not None:
-                fields["http_status"] = code
-            if size.isdigit() and len(size) < 19:
-                fields["bytes"] = int(size)
-            referer, agent = found.group("referer", "agent")
-            if referer not in (None, "-"):
-                fields["referer"] = referer
-            if agent not in (None, "-"):
-                fields["user_agent"] = agent
-            if extra := f"{found.group('between')}{found.group('after')}".strip():
-                fields["extra"] = extra  # kept as written: searchable, never dropped
-            level = (
-                ""
-                if code is None
-                else "ERROR"
-                if code >= 500
-                else "WARN"
-                if code >= 400
-                else "INFO"
-            )
-            return Entry(epoch, level, "", f"{request} {status} {size}", fields)
 
         return when, build
 
@@ -406,8 +328,8 @@ def make_text_parser(
         "log4j": lambda: _log4j(zone, now_ms),
         "apache_error": lambda: _apache_error(zone, now_ms),
         "nginx_error": lambda: _nginx_error(zone, now_ms),
-        "apache_access": lambda: _access(zone, now_ms),
-        "nginx_access": lambda: _access(zone, now_ms),
+        "apache_access": lambda: access_head(zone, now_ms),
+        "nginx_access": lambda: access_head(zone, now_ms),
         "klog": lambda: _klog(zone, now_ms),
         "oslo": lambda: _oslo(zone, now_ms),
         "postgresql": lambda: postgresql_head(zone, now_ms),
