@@ -117,3 +117,45 @@ def test_access_lines_behind_proxies_and_of_virtual_hosts_are_records(tmp_path: 
         == 1
     )
     assert read(tmp_path, "apache_access", ACCESS_BEHIND_PROXIES, "vhost:shop").match_count == 2
+
+
+# MySQL's error log before 5.7 (5.5, 5.6; MariaDB before 10.1: CentOS 7's `mariadb.log`) stamps
+# `yymmdd hh:mm:ss`, the hour padded with a space (`%2d`); MySQL 8's default log sink writes
+# `[System]` for its start and shutdown lines. Shapes of filebeat/module/mysql/error/test/
+# mysql-ubuntu-5.5.53.log, mariadb-10.4.8.log and mysql-ubuntu-8.0.15.log (elastic/beats,
+# Apache-2.0), our own messages.
+MYSQL_55 = (
+    "261204 19:18:50 [Warning] Using unique option prefix myisam-recover instead of"
+    " myisam-recover-options is deprecated\n"
+    "261204 19:18:50  InnoDB: Initializing buffer pool, size = 128.0M\n"
+    "261204 19:18:53 [ERROR] /usr/libexec/mysqld: Table './shop/orders' is marked as crashed"
+    " and should be repaired\n"
+    "261204  9:46:45 [Note] /usr/libexec/mysqld: ready for connections.\n"
+)
+MYSQL_8 = (
+    "2026-12-04T19:44:31.085670Z 0 [System] [MY-010116] [Server] /usr/sbin/mysqld (mysqld"
+    " 8.0.40) starting as process 1688\n"
+    "2026-12-04T19:44:31.533096Z 0 [Warning] [MY-010068] [Server] CA certificate ca.pem is self"
+    " signed.\n"
+    "2026-12-04T19:44:33.236624Z 7 [ERROR] [MY-013183] [InnoDB] Assertion failure: ibuf0ibuf.cc\n"
+)
+
+
+def test_mysql_5_5_error_log_stamps_are_read(tmp_path: Path) -> None:
+    every = read(tmp_path, "plain", MYSQL_55)
+    assert every.match_count == 4 and not every.unparsed_lines  # before: an EXECUTION error
+    assert sorted((r.timestamp, r.level) for r in every.records) == [
+        ("2026-12-04T09:46:45.000Z", "INFO"), ("2026-12-04T19:18:50.000Z", ""),
+        ("2026-12-04T19:18:50.000Z", "WARN"), ("2026-12-04T19:18:53.000Z", "ERROR"),
+    ]  # fmt: skip
+    crashed = read(tmp_path, "plain", MYSQL_55, "crashed level:error")
+    assert crashed.match_count == 1
+
+
+def test_mysql_8_system_lines_are_info(tmp_path: Path) -> None:
+    every = read(tmp_path, "plain", MYSQL_8)
+    assert every.match_count == 3 and not every.unparsed_lines
+    levels = {r.timestamp: (r.level, r.message[:12]) for r in every.records}
+    assert levels["2026-12-04T19:44:31.085Z"] == ("INFO", "[MY-010116] ")  # before: no level
+    assert levels["2026-12-04T19:44:33.236Z"] == ("ERROR", "[MY-013183] ")
+    assert read(tmp_path, "plain", MYSQL_8, "level:info starting").match_count == 1

@@ -24,6 +24,7 @@ LEVEL_WORDS: Final = {
     "EMERGENCY": "FATAL", "INFORMATIONAL": "INFO", "FINE": "DEBUG", "FINER": "TRACE",
     "FINEST": "TRACE", "CONFIG": "INFO", "VERBOSE": "TRACE", "NOTE": "INFO",
     "LOG": "INFO",  # PostgreSQL's (DEBUG1..DEBUG5 below)
+    "SYSTEM": "INFO",  # MySQL 8's start and shutdown lines (`[System]`)
     # three- and four-letter forms: zerolog, Serilog, NATS (TRC DBG INF WRN ERR FTL PNC VRB),
     # log15 and Grafana's logfmt (TRCE DBUG EROR)
     "TRC": "TRACE", "VRB": "TRACE", "INF": "INFO", "WRN": "WARN", "FTL": "FATAL",

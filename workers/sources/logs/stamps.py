@@ -64,7 +64,8 @@ STAMP: Final = (
     r"(?:(?P<iso>\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d" + _FRAC + r"(?:Z| ?[+-]\d\d:?\d\d(?!\d))?)"
     r"|(?P<slash>\d{4}/\d\d/\d\d[ T]\d\d:\d\d:\d\d" + _FRAC + r")"
     r"|(?P<yslash>\d\d/\d\d/\d\d \d\d:\d\d:\d\d" + _FRAC + r")"
-    r"|(?P<compact>\d{6} \d{6})"
+    # `yymmdd hhmmss` (HDFS) and `yymmdd hh:mm:ss`, the hour space-padded (MySQL before 5.7)
+    r"|(?P<compact>\d{6} (?:\d{6}|[ \d]\d:\d\d:\d\d))"
     r"|(?P<dmy>\d\d-" + _MON + r"-\d{4} \d\d:\d\d:\d\d" + _FRAC + r")"
     r"|(?P<ctime>" + _DAY + " " + _MON + r" [ \d]\d \d\d:\d\d:\d\d" + _FRAC + r" \d{4})"
     r"|(?P<clf>\d\d/" + _MON + r"/\d{4}:\d\d:\d\d:\d\d [+-]\d{4})"
@@ -134,6 +135,9 @@ def _second_ms(shape: str, text: str, zone: tzinfo, now_bucket: int) -> int | No
                 return None
             moment = supplied
         else:
+            if shape == "compact" and ":" in text:  # `261204  9:46:45`
+                day, clock = text.split()
+                text = f"{day} {clock.replace(':', '').zfill(6)}"
             moment = datetime.strptime(" ".join(text.split()), _FORMATS[shape])
     except (ValueError, OverflowError):
         return None

@@ -83,7 +83,9 @@ _PLAIN: Final = re.compile(  # MariaDB: `2024-01-15 10:15:30 0 [Note] ...` (a th
     + r"\]?:?(?:(?:\s+|(?<=\d:)(?=[A-Za-z]+:))(?:\d+\s+|\[(?P<pid_after>\d{1,10})\]\s+"
     r"|-\s+(?P<logger>[\w.$-]{1,120})\s+-\s+"  # Python's `%(asctime)s - %(name)s - `
     r"|(?P<channel>[\w-]{1,60})\.(?=[A-Z]+: ))?[\[<(]?"  # Monolog's `%channel%.%level_name%: `
-    r"(?P<level>" + _LEVEL_WORD + r")\b(?:/(?P<process>[\w.:-]{1,80}))?[\]>)]?:?(?:\s+-(?=\s))?)?"
+    r"(?P<level>"
+    + _LEVEL_WORD
+    + r"|(?<=\[)System(?=\]))\b(?:/(?P<process>[\w.:-]{1,80}))?[\]>)]?:?(?:\s+-(?=\s))?)?"
     r"\s*(?P<message>.*)",
     re.S,
 )
