@@ -14,16 +14,18 @@ from pathlib import Path
 
 from logs_helpers import file_source, search
 
-from contracts import LogsUpstream
+from contracts import LogsUpstream, Topic
 
 NOW = datetime(2026, 12, 4, 20, 0, tzinfo=UTC).timestamp()
 
 
-def read(tmp_path: Path, fmt: str, text: str, query: str = "", extra: str = "") -> LogsUpstream:
+def read(
+    tmp_path: Path, fmt: str, text: str, query: str = "", topic: Topic = Topic.APPLICATION
+) -> LogsUpstream:
     path = tmp_path / "sample.log"
     path.write_text(text, encoding="utf-8")
     os.utime(path, (NOW - 60, NOW - 60))
-    source = file_source(tmp_path, fmt, ["sample.log"], now=NOW, extra=extra)
+    source = file_source(tmp_path, fmt, ["sample.log"], now=NOW, topic=topic)
     return search(source, query, lookback=1440)
 
 
@@ -159,3 +161,39 @@ def test_mysql_8_system_lines_are_info(tmp_path: Path) -> None:
     assert levels["2026-12-04T19:44:31.085Z"] == ("INFO", "[MY-010116] ")  # before: no level
     assert levels["2026-12-04T19:44:33.236Z"] == ("ERROR", "[MY-013183] ")
     assert read(tmp_path, "plain", MYSQL_8, "level:info starting").match_count == 1
+
+
+# MariaDB's slow log with `log_slow_verbosity=explain` (or `query_plan,explain`) writes its
+# EXPLAIN between bare `#` lines; every slow log opens with the server's banner. Shape of
+# filebeat/module/mysql/slowlog/test/mariadb-explain.log and mariadb-10.3.13.log
+# (elastic/beats, Apache-2.0), our own statement.
+MARIADB_EXPLAIN = (
+    "/usr/sbin/mariadbd, Version: 10.11.6-MariaDB-log (MariaDB Server). started with:\n"
+    "Tcp port: 3306  Unix socket: /run/mysqld/mysqld.sock\n"
+    "Time\t\t    Id Command\tArgument\n"
+    "# Time: 261204 19:03:32\n"
+    "# User@Host: shop[shop] @ localhost []\n"
+    "# Thread_id: 2  Schema: shop  QC_hit: No\n"
+    "# Query_time: 5.524103  Lock_time: 0.000337  Rows_sent: 1  Rows_examined: 65633\n"
+    "#\n"
+    "# explain: id\tselect_type\ttable\ttype\tpossible_keys\tkey\tkey_len\tref\trows\tExtra\n"
+    "# explain: 1\tSIMPLE\torders\tALL\tNULL\tNULL\tNULL\tNULL\t65633\tUsing where\n"
+    "#\n"
+    "SET timestamp=1796411012;\n"
+    "select count(*) from orders\n"
+    "  where tenant='t-7';\n"
+)
+
+
+SLOW = Topic.DATABASE_SLOW_QUERY
+
+
+def test_a_mariadb_slow_statement_with_its_explain_is_one_record(tmp_path: Path) -> None:
+    every = read(tmp_path, "mysql_slow", MARIADB_EXPLAIN, topic=SLOW)
+    assert every.match_count == 1 and not every.unparsed_lines  # before: 2 records, 1 unparsed
+    (slow,) = every.records
+    assert slow.message == "select count(*) from orders\n  where tenant='t-7';"
+    assert slow.timestamp == "2026-12-04T19:03:32.000Z"  # SET timestamp
+    assert (slow.fields["duration_ms"], slow.fields["schema"]) == (5524.103, "shop")
+    found = read(tmp_path, "mysql_slow", MARIADB_EXPLAIN, "duration_ms:>5000 orders", SLOW)
+    assert found.match_count == 1
