@@ -197,3 +197,50 @@ def test_a_mariadb_slow_statement_with_its_explain_is_one_record(tmp_path: Path)
     assert (slow.fields["duration_ms"], slow.fields["schema"]) == (5524.103, "shop")
     found = read(tmp_path, "mysql_slow", MARIADB_EXPLAIN, "duration_ms:>5000 orders", SLOW)
     assert found.match_count == 1
+
+
+# PostgreSQL on Debian and Ubuntu before 10 logs with `log_line_prefix = '%t [%p-%l] %q%u@%d '`
+# (the session line number after the pid); `log_error_verbosity = verbose` writes the SQLSTATE
+# before each message and a `LOCATION:` line after it. Shapes of filebeat/module/postgresql/
+# log/test/postgresql-9.6-multi-core.log and postgresql-11.4.log (elastic/beats, Apache-2.0).
+POSTGRESQL_96 = (
+    "2026-12-04 19:14:01 CEST [12975-1] [unknown]@[unknown] LOG:  incomplete startup packet\n"
+    '2026-12-04 19:16:03 CEST [5404-1] shop@orders FATAL:  database "orders" does not exist\n'
+    "2026-12-04 19:39:21 CEST [5404-2] shop@shop LOG:  duration: 1237.598 ms  statement: SELECT"
+    " n.nspname\n"
+    "\t  FROM pg_catalog.pg_class c\n"
+    "2026-12-04 19:41:38 CEST [832-1] LOG:  checkpoints are occurring too frequently (25 seconds"
+    " apart)\n"
+    '2026-12-04 19:41:38 CEST [832-2] HINT:  Consider increasing "max_wal_size".\n'
+)
+POSTGRESQL_VERBOSE = (
+    "2026-12-04 19:06:33.732 UTC [44] ERROR:  42704: unrecognized configuration parameter"
+    ' "config_filel"\n'
+    "2026-12-04 19:06:33.732 UTC [44] LOCATION:  GetConfigOptionByName, guc.c:8342\n"
+    "2026-12-04 19:06:33.732 UTC [44] STATEMENT:  show config_filel;\n"
+    "2026-12-04 19:06:34.878 UTC [44] LOG:  00000: duration: 2500.524 ms  statement: select 1\n"
+    "2026-12-04 19:06:34.878 UTC [44] LOCATION:  exec_simple_query, postgres.c:1219\n"
+)
+
+
+def test_postgresql_with_debian_s_old_line_prefix(tmp_path: Path) -> None:
+    every = read(tmp_path, "postgresql", POSTGRESQL_96)
+    assert every.match_count == 4 and not every.unparsed_lines  # before: an EXECUTION error
+    times = sorted((r.timestamp, r.level) for r in every.records)
+    assert times == [
+        ("2026-12-04T17:14:01.000Z", "INFO"), ("2026-12-04T17:16:03.000Z", "FATAL"),
+        ("2026-12-04T17:39:21.000Z", "INFO"), ("2026-12-04T17:41:38.000Z", "INFO"),
+    ]  # fmt: skip
+    slow = read(tmp_path, "postgresql", POSTGRESQL_96, "duration_ms:>1000")
+    assert slow.match_count == 1 and slow.records[0].fields["database"] == "shop"
+    (checkpoint,) = read(tmp_path, "postgresql", POSTGRESQL_96, "checkpoints").records
+    assert checkpoint.message.endswith('HINT:  Consider increasing "max_wal_size".')
+
+
+def test_postgresql_verbose_errors_keep_their_sqlstate_and_duration(tmp_path: Path) -> None:
+    every = read(tmp_path, "postgresql", POSTGRESQL_VERBOSE)
+    assert every.match_count == 2 and not every.unparsed_lines
+    slow = read(tmp_path, "postgresql", POSTGRESQL_VERBOSE, "duration_ms:>1000")
+    assert slow.match_count == 1  # before: no duration_ms after the SQLSTATE
+    (error,) = read(tmp_path, "postgresql", POSTGRESQL_VERBOSE, "sql_state:42704").records
+    assert error.level == "ERROR" and error.message.startswith("unrecognized configuration")

@@ -31,9 +31,11 @@ Head = Callable[[str], Pending | Continued | None]
 _POSTGRESQL: Final = re.compile(
     r"(?P<iso>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d{1,6})?)"
     r"(?: (?P<zone>[A-Za-z]{1,6}|[+-]\d\d(?::?\d\d)?))?"
-    r" \[(?P<pid>\d+)\]:?(?: \[\d+-\d+\])? ?(?P<pre>[^\n]{0,200}?)"
+    # `[%p]`, Debian's `[%p-%l]` before PostgreSQL 10, pgBadger's `[%p]: [%l-1]`
+    r" \[(?P<pid>\d+)(?:-\d+)?\]:?(?: \[\d+-\d+\])? ?(?P<pre>[^\n]{0,200}?)"
     r"(?P<level>DEBUG[1-5]|INFO|NOTICE|WARNING|ERROR|LOG|FATAL|PANIC"
-    r"|(?P<more>DETAIL|HINT|QUERY|CONTEXT|STATEMENT|LOCATION)):  (?P<message>.*)",
+    r"|(?P<more>DETAIL|HINT|QUERY|CONTEXT|STATEMENT|LOCATION)):  "
+    r"(?:(?P<sqlstate>[0-9A-Z]{5}): )?(?P<message>.*)",  # the SQLSTATE: log_error_verbosity
     re.S,
 )
 # `log_min_duration_statement` / `log_duration`: `duration: 37.118 ms  statement: ...`
@@ -63,6 +65,9 @@ def postgresql_head(zone: tzinfo, now_ms: int) -> Head:
             return None
         pid = found.group("pid")
         written = found.group("zone") or ""
+        sqlstate = found.group("sqlstate")
+        said = f"{sqlstate}: {found.group('message')}" if sqlstate else found.group("message")
+        part = f"{found.group('more')}:  {said}"  # a report's part, as written
 
         def when() -> int | None:
             stamp = found.group("iso")
@@ -83,13 +88,15 @@ def postgresql_head(zone: tzinfo, now_ms: int) -> Head:
                     fields["database"] = database
             if took := _PG_DURATION.match(found.group("message")):  # a statement's time
                 fields["duration_ms"] = float(took.group(1))
+            if sqlstate and not found.group("more"):
+                fields["sql_state"] = sqlstate
             more = found.group("more")
             if more:  # a report's part with no report before it (the file was cut there)
-                return text_entry(epoch, None, f"{more}:  {found.group('message')}", fields)
+                return text_entry(epoch, None, part, fields)
             return text_entry(epoch, found.group("level"), found.group("message"), fields)
 
         if found.group("more") and pid == last_pid[0]:  # part of the report before it
-            return Continued(f"{found.group('more')}:  {found.group('message')}", (when, build))
+            return Continued(part, (when, build))
         last_pid[0] = pid  # a report, or a part alone that the next parts of it join
         return when, build
 

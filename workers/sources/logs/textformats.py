@@ -46,7 +46,7 @@ TEXT_FORMAT_FIELDS: Final[dict[str, tuple[str, ...]]] = {
                       "referer", "user_agent", "extra", "vhost"),
     "klog": ("pid", "source", "exception"),
     "oslo": ("pid", "logger", "request_id", "exception"),
-    "postgresql": ("pid", "user", "database", "duration_ms"),
+    "postgresql": ("pid", "user", "database", "duration_ms", "sql_state"),
     "redis": ("pid", "role"),
     "plain": ("pid", "process", "logger", "exception", "source"),
     "regex": ("exception",),
