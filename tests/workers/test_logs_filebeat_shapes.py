@@ -244,3 +244,30 @@ def test_postgresql_verbose_errors_keep_their_sqlstate_and_duration(tmp_path: Pa
     assert slow.match_count == 1  # before: no duration_ms after the SQLSTATE
     (error,) = read(tmp_path, "postgresql", POSTGRESQL_VERBOSE, "sql_state:42704").records
     assert error.level == "ERROR" and error.message.startswith("unrecognized configuration")
+
+
+# Redis before 4.0 (3.0 on Ubuntu 16.04, 3.2 in EPEL for CentOS 7) stamps without a year; every
+# Redis up to 7 writes why it stops from its signal handler, timed in epoch seconds; Redis 2.x
+# writes `[pid]` first. Shapes of filebeat/module/redis/log/test/redis-darwin-3.0.2.log,
+# redis-windows-2.4.6.log and test.log (elastic/beats, Apache-2.0), our own messages.
+REDIS_32 = (
+    "4961:M 04 Dec 19:50:13.463 # Server started, Redis version 3.2.12\n"
+    "4961:M 04 Dec 19:50:13.464 * The server is now ready to accept connections on port 6379\n"
+    "4961:signal-handler (1796413961) Received SIGTERM scheduling shutdown...\n"
+    "4961:M 04 Dec 19:52:41.448 # User requested shutdown...\n"
+    "[2932] 04 Dec 19:53:08.101 * Server started, Redis version 2.8.4\n"
+)
+
+
+def test_redis_before_4_and_its_signal_handler_are_read(tmp_path: Path) -> None:
+    every = read(tmp_path, "redis", REDIS_32)
+    assert every.match_count == 5 and not every.unparsed_lines  # before: an EXECUTION error
+    times = sorted((r.timestamp, r.level) for r in every.records)
+    assert times == [
+        ("2026-12-04T19:50:13.463Z", "WARN"), ("2026-12-04T19:50:13.464Z", "INFO"),
+        ("2026-12-04T19:52:41.000Z", "WARN"), ("2026-12-04T19:52:41.448Z", "WARN"),
+        ("2026-12-04T19:53:08.101Z", "INFO"),
+    ]  # fmt: skip
+    (stop,) = read(tmp_path, "redis", REDIS_32, "SIGTERM").records
+    assert stop.message == "Received SIGTERM scheduling shutdown..."
+    assert stop.fields["pid"] == "4961"
