@@ -271,3 +271,56 @@ def test_redis_before_4_and_its_signal_handler_are_read(tmp_path: Path) -> None:
     (stop,) = read(tmp_path, "redis", REDIS_32, "SIGTERM").records
     assert stop.message == "Received SIGTERM scheduling shutdown..."
     assert stop.fields["pid"] == "4961"
+
+
+# Logstash's plain log (and Elasticsearch's before 7): `[%d{ISO8601}][%-5p][%-25c]` and the
+# pipeline, no space between; MongoDB before 4.4: `<time> <severity letter> <COMPONENT>
+# [<context>] message`. Shapes of filebeat/module/logstash/log/test/logstash-plain-7.4.log and
+# filebeat/module/mongodb/log/test/mongodb-debian-3.2.11.log (elastic/beats, Apache-2.0).
+LOGSTASH = (
+    "[2026-12-04T19:04:48,468][WARN ][org.logstash.dissect.Dissector][main] Dissector mapping,"
+    ' pattern not found {"field"=>"message"}\n'
+    "[2026-12-04T19:04:49,001][ERROR][logstash.outputs.elasticsearch][main] Encountered a"
+    " retryable error. Will Retry with exponential backoff...\n"
+    "[2026-12-04T19:05:02,243][INFO ][logstash.pipeline        ] Starting pipeline"
+    ' {"id"=>"main"}\n'
+)
+MONGODB_42 = (
+    "2026-12-04T20:44:56.744+0100 I NETWORK  [initandlisten] waiting for connections on port"
+    " 27017\n"
+    "2026-12-04T20:49:45.605+0100 W CONTROL  [signalProcessingThread] got signal 15 (Terminated)\n"
+    "2026-12-04T19:19:46.942+0000 E WRITE    [conn12] E11000 duplicate key error index:"
+    " shop.orders.$_id_ dup key: { : 1042 }\n"
+    '2026-12-04T19:19:47.001+0000 D2 QUERY    [conn12] Running query: { find: "orders" }\n'
+    "2026-12-04T19:19:48.420+0000 F -        [main] Fatal assertion 28595\n"
+)
+
+
+def test_logstash_plain_log_levels_and_loggers(tmp_path: Path) -> None:
+    every = read(tmp_path, "log4j", LOGSTASH)
+    assert every.match_count == 3 and not every.unparsed_lines  # before: an EXECUTION error
+    by_level = {r.level: r for r in every.records}
+    assert set(by_level) == {"WARN", "ERROR", "INFO"}
+    error = by_level["ERROR"]
+    assert error.timestamp == "2026-12-04T19:04:49.001Z"
+    assert error.fields["logger"] == "logstash.outputs.elasticsearch"
+    assert (
+        error.message
+        == "[main] Encountered a retryable error. Will Retry with exponential backoff..."
+    )
+    assert by_level["INFO"].fields["logger"] == "logstash.pipeline"
+
+
+def test_mongodb_legacy_log_severity_letters(tmp_path: Path) -> None:
+    every = read(tmp_path, "plain", MONGODB_42)
+    assert every.match_count == 5 and not every.unparsed_lines
+    levels = sorted((r.timestamp, r.level, r.fields.get("logger")) for r in every.records)
+    assert levels == [
+        ("2026-12-04T19:19:46.942Z", "ERROR", "WRITE"), ("2026-12-04T19:19:47.001Z", "DEBUG", "QUERY"),
+        ("2026-12-04T19:19:48.420Z", "FATAL", None), ("2026-12-04T19:44:56.744Z", "INFO", "NETWORK"),
+        ("2026-12-04T19:49:45.605Z", "WARN", "CONTROL"),
+    ]  # fmt: skip
+    (dup,) = read(tmp_path, "plain", MONGODB_42, "level:error E11000").records
+    assert dup.message.startswith("E11000 duplicate key") and dup.fields["thread"] == "conn12"
+    for level, count in (("warn", 1), ("info", 1), ("debug", 1), ("fatal", 1), ("error", 1)):
+        assert read(tmp_path, "plain", MONGODB_42, f"level:{level}").match_count == count

@@ -48,7 +48,7 @@ TEXT_FORMAT_FIELDS: Final[dict[str, tuple[str, ...]]] = {
     "oslo": ("pid", "logger", "request_id", "exception"),
     "postgresql": ("pid", "user", "database", "duration_ms", "sql_state"),
     "redis": ("pid", "role"),
-    "plain": ("pid", "process", "logger", "exception", "source"),
+    "plain": ("pid", "process", "logger", "exception", "source", "thread"),
     "regex": ("exception",),
 }  # fmt: skip
 TEXT_FORMAT_FIELDS["nginx_access"] = TEXT_FORMAT_FIELDS["apache_access"]
@@ -69,6 +69,12 @@ _LOG4J_LEVEL_FIRST: Final = re.compile(
     r"\s+(?P<rest>.*)",
     re.S,
 )
+# Logstash's plain log and Elasticsearch's before 7: `[%d{ISO8601}][%-5p][%-25c] %m`
+_LOG4J_BRACKETS: Final = re.compile(
+    r"\[" + STAMP + r"\]\[(?P<level>" + _LEVEL_WORD + r") *\]\[(?P<logger>[^\]\s]+) *\]"
+    r" ?(?P<message>.*)",
+    re.S,
+)
 _LOG4J_REST: Final = re.compile(r"(?P<head>.{0,300}?)(?P<sep> - |: | : )(?P<message>.*)", re.S)
 _THREAD: Final = re.compile(r"\[([^\]\[]*(?:\[[^\]]*\][^\]\[]*)*)\]")
 _LOGGER: Final = re.compile(r"[A-Za-z_$][\w$]*(?:\.[\w$]+)+(?:@\d+)?")
@@ -87,6 +93,12 @@ _PLAIN: Final = re.compile(  # MariaDB: `2024-01-15 10:15:30 0 [Note] ...` (a th
     + _LEVEL_WORD
     + r"|(?<=\[)System(?=\]))\b(?:/(?P<process>[\w.:-]{1,80}))?[\]>)]?:?(?:\s+-(?=\s))?)?"
     r"\s*(?P<message>.*)",
+    re.S,
+)
+# MongoDB before 4.4: `<time> <severity> <COMPONENT> [<context>] <message>` (`D1`-`D5` debug)
+_MONGODB: Final = re.compile(
+    STAMP + r" (?P<level>[FEWI]|D[1-5]?) (?P<component>[A-Z][A-Z_]*|-) +"
+    r"\[(?P<context>[^\]\n]{1,200})\] (?P<message>.*)",
     re.S,
 )
 _APACHE_ERROR: Final = re.compile(
@@ -115,6 +127,8 @@ Head = Callable[[str], Pending | Continued | None]
 
 def _log4j(zone: tzinfo, now_ms: int) -> Head:
     def head(text: str) -> Pending | None:
+        if bracketed := _LOG4J_BRACKETS.match(text):
+            return _bracketed(bracketed, zone, now_ms)
         found = _LOG4J.match(text) or _LOG4J_LEVEL_FIRST.match(text)
         if found is None:
             return None
@@ -149,6 +163,25 @@ def _log4j(zone: tzinfo, now_ms: int) -> Head:
     return head
 
 
+def _bracketed(found: re.Match[str], zone: tzinfo, now_ms: int) -> Pending:
+    def build(epoch: int) -> Entry:
+        fields: dict[str, JsonScalar] = {"logger": found.group("logger")}
+        return text_entry(epoch, found.group("level"), found.group("message"), fields)
+
+    return lambda: matched_ms(found, zone, now_ms), build
+
+
+def _mongodb(found: re.Match[str], zone: tzinfo, now_ms: int) -> Pending:
+    def build(epoch: int) -> Entry:
+        raw = found.group("level")
+        fields: dict[str, JsonScalar] = {"level_name": raw, "thread": found.group("context")}
+        if found.group("component") != "-":
+            fields["logger"] = found.group("component")
+        return text_entry(epoch, raw[0], found.group("message"), fields)
+
+    return lambda: matched_ms(found, zone, now_ms), build
+
+
 # An epoch-seconds stamp after a record stamped another way is a time only from this much
 # before that record's to this much after now: `1234567890: o-1042` amid ISO lines is an id
 # and a colon, not 2009-02-13; a broker's epoch lines days after a wrapper's ISO banner are
@@ -162,6 +195,9 @@ def _plain(zone: tzinfo, now_ms: int, time_format: str) -> Head:
     last: list[Pending | None] = [None]  # the latest head, unless its stamp was epoch seconds
 
     def head(text: str) -> Pending | None:
+        if mongodb := _MONGODB.match(text):
+            last[0] = _mongodb(mongodb, zone, now_ms)
+            return last[0]
         found = _PLAIN.match(text)
         if found is None:
             return None
