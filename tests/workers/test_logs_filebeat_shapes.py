@@ -324,3 +324,27 @@ def test_mongodb_legacy_log_severity_letters(tmp_path: Path) -> None:
     assert dup.message.startswith("E11000 duplicate key") and dup.fields["thread"] == "conn12"
     for level, count in (("warn", 1), ("info", 1), ("debug", 1), ("fatal", 1), ("error", 1)):
         assert read(tmp_path, "plain", MONGODB_42, f"level:{level}").match_count == count
+
+
+# Icinga 2's main log: `[time zone] severity/Facility: message`, its severities `debug`,
+# `notice`, `information`, `warning`, `critical`. Shape of filebeat/module/icinga/main/test/
+# test.log (elastic/beats, Apache-2.0), our own messages.
+ICINGA = (
+    "[2026-12-04 20:16:34 +0100] information/Notification: Sending 'Problem' notification"
+    " 'shop!http' for user 'on-call'\n"
+    "[2026-12-04 20:16:48 +0100] warning/PluginNotificationTask: Notification command for"
+    " object 'shop!http' terminated with exit code 127\n"
+    "[2026-12-04 20:17:01 +0100] critical/ApiListener: Cannot connect to host 'satellite'\n"
+)
+
+
+def test_icinga_information_is_info(tmp_path: Path) -> None:
+    every = read(tmp_path, "plain", ICINGA)
+    assert every.match_count == 3 and not every.unparsed_lines
+    levels = sorted((r.timestamp, r.level, r.fields.get("process")) for r in every.records)
+    assert levels == [
+        ("2026-12-04T19:16:34.000Z", "INFO", "Notification"),  # before: no level
+        ("2026-12-04T19:16:48.000Z", "WARN", "PluginNotificationTask"),
+        ("2026-12-04T19:17:01.000Z", "FATAL", "ApiListener"),
+    ]
+    assert read(tmp_path, "plain", ICINGA, "level:info notification").match_count == 1

@@ -55,7 +55,8 @@ TEXT_FORMAT_FIELDS["nginx_access"] = TEXT_FORMAT_FIELDS["apache_access"]
 
 _LEVEL_WORD: Final = (
     r"TRACE|DEBUG|INFO|NOTICE|WARN(?:ING)?|ERROR|SEVERE|FATAL|CRIT(?:ICAL)?|ALERT|EMERG(?:ENCY)?"
-    r"|FINE(?:R|ST)?|CONFIG|Note|Warning|trace|debug|info|notice|warn(?:ing)?|error|fatal|critical"
+    r"|FINE(?:R|ST)?|CONFIG|Note|Warning|trace|debug|info(?:rmation)?|notice|warn(?:ing)?|error"
+    r"|fatal|critical"  # Icinga 2's `information/Facility: `
     r"|TRC|DBG|INF|WRN|ERR|FTL|VRB"  # zerolog, Serilog, NATS
 )
 _LOG4J: Final = re.compile(
@@ -215,7 +216,7 @@ def _plain(zone: tzinfo, now_ms: int, time_format: str) -> Head:
             if pid := found.group("pid") or found.group("pid_after"):
                 fields["pid"] = pid
             if process := found.group("process"):
-                fields["process"] = process
+                fields["process"] = process.rstrip(":")  # Icinga's `warning/Facility: `
             if logger := found.group("logger") or found.group("channel"):
                 fields["logger"] = logger
             return text_entry(epoch, found.group("level"), found.group("message"), fields)
