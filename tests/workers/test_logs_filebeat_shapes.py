@@ -348,3 +348,28 @@ def test_icinga_information_is_info(tmp_path: Path) -> None:
         ("2026-12-04T19:17:01.000Z", "FATAL", "ApiListener"),
     ]
     assert read(tmp_path, "plain", ICINGA, "level:info notification").match_count == 1
+
+
+# Kibana's JSON log before 8 (6.x, 7.x) names its level only among its `tags`. Shape of
+# filebeat/module/kibana/log/test/log.624.log (elastic/beats, Apache-2.0), our own messages.
+KIBANA_7 = (
+    '{"type":"log","@timestamp":"2026-12-04T19:57:32Z","tags":["security","warning"],'
+    '"pid":7,"message":"Session cookies will be transmitted over insecure connections."}\n'
+    '{"type":"log","@timestamp":"2026-12-04T19:57:34Z","tags":["listening","info"],"pid":7,'
+    '"message":"Server running at http://localhost:5601"}\n'
+    '{"type":"log","@timestamp":"2026-12-04T19:58:01Z","tags":["error","plugins","taskManager"],'
+    '"pid":7,"message":"Failed to poll for work: [cluster_block_exception] index blocked"}\n'
+    '{"type":"response","@timestamp":"2026-12-04T19:58:02Z","tags":[],"pid":7,"method":"get",'
+    '"statusCode":200,"message":"GET /app/kibana 200 224ms - 9.0B"}\n'
+)
+
+
+def test_kibana_levels_from_its_tags(tmp_path: Path) -> None:
+    every = read(tmp_path, "jsonl", KIBANA_7)
+    assert every.match_count == 4 and not every.unparsed_lines
+    levels = sorted((r.timestamp, r.level) for r in every.records)
+    assert levels == [
+        ("2026-12-04T19:57:32.000Z", "WARN"), ("2026-12-04T19:57:34.000Z", "INFO"),
+        ("2026-12-04T19:58:01.000Z", "ERROR"), ("2026-12-04T19:58:02.000Z", ""),
+    ]  # fmt: skip
+    assert read(tmp_path, "jsonl", KIBANA_7, "level:error poll").match_count == 1
