@@ -373,3 +373,20 @@ def test_kibana_levels_from_its_tags(tmp_path: Path) -> None:
         ("2026-12-04T19:58:01.000Z", "ERROR"), ("2026-12-04T19:58:02.000Z", ""),
     ]  # fmt: skip
     assert read(tmp_path, "jsonl", KIBANA_7, "level:error poll").match_count == 1
+
+
+# A syslog line whose sender did not pad a one-digit day (`Apr 4`, RFC 3164 says `Apr  4`):
+# macOS's syslogd and some network devices write so. Shape of filebeat/module/system/syslog/
+# test/darwin-syslog-sample.log (elastic/beats, Apache-2.0).
+SYSLOG_UNPADDED = (
+    "Dec  4 19:39:57 edge-1 sshd[2211]: Accepted publickey for deploy from 10.0.0.9 port 50122\n"
+    "Dec 4 19:40:02 edge-1 --- last message repeated 1 time ---\n"
+    "Dec 4 19:41:13 edge-1 kernel: eth0: link down\n"
+)
+
+
+def test_a_syslog_day_without_its_padding_is_read(tmp_path: Path) -> None:
+    every = read(tmp_path, "syslog", SYSLOG_UNPADDED)
+    assert every.match_count == 3 and not every.unparsed_lines  # before: 2 lines not read
+    (down,) = read(tmp_path, "syslog", SYSLOG_UNPADDED, '"link down"').records
+    assert down.timestamp == "2026-12-04T19:41:13.000Z" and down.fields["app"] == "kernel"

@@ -315,7 +315,7 @@ _RFC5424_BARE: Final = re.compile(_RFC5424.pattern.removeprefix("1 "), re.S)
 # The tag (`app[pid]:`) is optional: a line without one (`syslogd 1.4.1: restart.`,
 # `-- root[2421]: ROOT LOGIN ON tty2`, `-- MARK --`) is a record whose message is the rest.
 _TAG: Final = r" +(?:([^:\[\s]+(?: \d[\d.]*)?)(?:\[(\d+)\])?: ?)?(.*)"
-_RFC3164: Final = re.compile(r"([A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d) (\S+)" + _TAG, re.S)
+_RFC3164: Final = re.compile(r"([A-Z][a-z]{2} [ \d]?\d \d\d:\d\d:\d\d) (\S+)" + _TAG, re.S)
 _ISO_SYSLOG: Final = re.compile(r"(\d{4}-\d\d-\d\dT\S+) (\S+)" + _TAG, re.S)
 
 
