@@ -390,3 +390,29 @@ def test_a_syslog_day_without_its_padding_is_read(tmp_path: Path) -> None:
     assert every.match_count == 3 and not every.unparsed_lines  # before: 2 lines not read
     (down,) = read(tmp_path, "syslog", SYSLOG_UNPADDED, '"link down"').records
     assert down.timestamp == "2026-12-04T19:41:13.000Z" and down.fields["app"] == "kernel"
+
+
+# Percona Server and MariaDB write `Schema:` with nothing after it when a statement ran in no
+# database. Shapes of filebeat/module/mysql/slowlog/test/percona-ubuntu-5.7.19-innodb.log and
+# mariadb-10.1.21.log (elastic/beats, Apache-2.0), our own statements.
+SLOW_NO_SCHEMA = (
+    "# Time: 2026-12-04T19:36:03.868128Z\n"
+    "# User@Host: exporter[exporter] @ localhost []  Id: 14367293\n"
+    "# Schema:   Last_errno: 1370  Killed: 0\n"
+    "# Query_time: 0.050365  Lock_time: 0.010733  Rows_sent: 16  Rows_examined: 3146\n"
+    "SET timestamp=1796412963;\n"
+    "SELECT table_name FROM information_schema.tables;\n"
+    "# Time: 261204 19:37:36\n"
+    "# User@Host: root[root] @ localhost [127.0.0.1]\n"
+    "# Thread_id: 5  Schema:   QC_hit: No\n"
+    "# Query_time: 2.000652  Lock_time: 0.000000  Rows_sent: 1  Rows_examined: 0\n"
+    "SET timestamp=1796413056;\n"
+    "select sleep(2);\n"
+)
+
+
+def test_an_empty_slow_log_schema_is_no_schema(tmp_path: Path) -> None:
+    every = read(tmp_path, "mysql_slow", SLOW_NO_SCHEMA, topic=SLOW)
+    assert every.match_count == 2
+    assert [r.fields.get("schema") for r in every.records] == [None, None]  # before: the next key
+    assert read(tmp_path, "mysql_slow", SLOW_NO_SCHEMA, "schema:QC_hit", SLOW).match_count == 0

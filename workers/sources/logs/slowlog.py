@@ -27,7 +27,7 @@ from workers.sources.logs.records import Entry
 
 __all__ = ["SlowLog", "sql_template"]
 
-_PAIR: Final = re.compile(r"(\w+): +(\S+)")
+_PAIR: Final = re.compile(r"(\w+): +(?!\w+: )(\S+)")  # `Schema:   Last_errno: 0`: no schema
 _USER: Final = re.compile(r"# User@Host: (\S*?)\[[^\]]*\] @ (\S*) \[([^\]]*)\]")
 # Bounded: int() of 5,000 digits raises; a longer number is no timestamp
 _SET_TS: Final = re.compile(r"SET timestamp=(\d{1,12});", re.I)
