@@ -52,6 +52,7 @@ def test_an_nginx_error_entry_spans_the_lines_its_fastcgi_backend_sent(tmp_path:
     error = next(r for r in every.records if r.level == "ERROR")
     assert error.timestamp == "2026-12-04T19:26:34.000Z"
     assert error.message.count("PHP message:") == 3 and error.message.endswith('host: "shop"')
+    assert error.fields["client"] == "10.0.0.7"  # named on the entry's last line
     found = read(tmp_path, "nginx_error", NGINX_FASTCGI, '"Uncaught TypeError" level:error')
     assert found.match_count == 1  # before: the line was no record, a level matched none of it
 

@@ -158,6 +158,8 @@ class HeadParser:
     def __init__(self, head: Callable[[str], Pending | Continued | None], service: str) -> None:
         self.head, self.service, self.failed = head, service, 0
         self.keep: Callable[[str], bool] | None = None
+        # the format's own fields from a record's joined lines (nginx's `client` on its last)
+        self.joined: Callable[[Entry], None] | None = None
         self.skipped = 0  # records the prefilter said cannot match: read, not built
         self.rejected: list[tuple[int | None, str]] = []  # lines that are no record, timed
         self._open: Pending | None = None
@@ -288,4 +290,6 @@ class HeadParser:
                     if thrown := _EXCEPTION.match(line):
                         entry.fields["exception"] = thrown.group(1)
                         break
+            if self.joined is not None:
+                self.joined(entry)
         return [entry]

@@ -376,4 +376,14 @@ def make_text_parser(
         "plain": lambda: _plain(zone, now_ms, time_format),
         "regex": lambda: _regex(pattern, time_format, zone, now_ms),
     }
-    return HeadParser(heads[fmt](), service)
+    parser = HeadParser(heads[fmt](), service)
+    if fmt == "nginx_error":
+        parser.joined = _nginx_client
+    return parser
+
+
+def _nginx_client(entry: Entry) -> None:
+    """The client an nginx error entry names on a line after its first (a FastCGI backend's
+    stderr before it): nginx's own `, client: ` is the last one."""
+    if "client" not in entry.fields and (clients := _NGINX_CLIENT.findall(entry.message)):
+        entry.fields["client"] = clients[-1]
