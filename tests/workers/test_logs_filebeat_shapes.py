@@ -417,3 +417,28 @@ def test_an_empty_slow_log_schema_is_no_schema(tmp_path: Path) -> None:
     assert every.match_count == 2
     assert [r.fields.get("schema") for r in every.records] == [None, None]  # before: the next key
     assert read(tmp_path, "mysql_slow", SLOW_NO_SCHEMA, "schema:QC_hit", SLOW).match_count == 0
+
+
+# A log4j layout with the level in brackets too, `[%d] [%-5p] [%t] [%c] - %m%n` (Kafka's
+# state-change log as configured in Filebeat's sample). Shape of filebeat/module/kafka/log/
+# test/state-change-2.2.2.log (elastic/beats, Apache-2.0), our own messages.
+LOG4J_BRACKETED_LEVEL = (
+    "[2026-12-04 19:28:21,796] [WARN ] [kafka-request-handler-7] [state.change.logger] -"
+    " [Broker id=1] Ignoring LeaderAndIsr request from controller 1\n"
+    "[2026-12-04 19:32:00,705] [ERROR] [controller-event-thread] [state.change.logger] -"
+    " [Controller id=1 epoch=25] failed to change state for partition orders-0\n"
+    "kafka.common.StateChangeFailedException: Failed to elect leader for partition orders-0\n"
+    "    at kafka.utils.ShutdownableThread.run(ShutdownableThread.scala:82)\n"
+)
+
+
+def test_a_log4j_level_in_brackets_leaves_thread_logger_and_message_clean(tmp_path: Path) -> None:
+    every = read(tmp_path, "log4j", LOG4J_BRACKETED_LEVEL)
+    assert every.match_count == 2 and not every.unparsed_lines
+    error = next(r for r in every.records if r.level == "ERROR")
+    assert error.fields["thread"] == "controller-event-thread"  # before: ""
+    assert error.fields["logger"] == "state.change.logger"  # before: none
+    assert error.message.startswith("[Controller id=1 epoch=25] failed")  # before: "] [contr..."
+    assert error.fields["exception"] == "kafka.common.StateChangeFailedException"
+    found = read(tmp_path, "log4j", LOG4J_BRACKETED_LEVEL, "thread:kafka-request-handler")
+    assert found.match_count == 1

@@ -60,8 +60,9 @@ _LEVEL_WORD: Final = (
     r"|TRC|DBG|INF|WRN|ERR|FTL|VRB"  # zerolog, Serilog, NATS
 )
 _LOG4J: Final = re.compile(
-    r"\[?" + STAMP + r"\]?\s+(?P<pre>.{0,80}?)(?<![\w.$])(?P<level>" + _LEVEL_WORD + r")\b:?"
-    r"\s*(?:-\s+)?(?P<rest>.*)",
+    r"\[?" + STAMP + r"\]?\s+(?P<pre>.{0,80}?)(?<![\w.$])(?P<level>" + _LEVEL_WORD + r")\b"
+    r"(?P<closed>(?<=\[\w{3}) *\]|(?<=\[\w{4}) ?\]|(?<=\[\w{5})\])?"  # `[%-5p]`
+    r":?\s*(?:-\s+)?(?P<rest>.*)",
     re.S,
 )
 # The level first (Cassandra's `%-5level [%thread] %date{ISO8601} %F:%L - %msg%n`).
@@ -139,15 +140,17 @@ def _log4j(zone: tzinfo, now_ms: int) -> Head:
 
         def build(epoch: int) -> Entry:
             fields: dict[str, JsonScalar] = {}
-            rest = found.group("rest")
+            rest, pre = found.group("rest"), found.group("pre")
+            closed = bool(found.groupdict().get("closed"))  # `[%-5p] [%t] [%c] - %m`
             split = _LOG4J_REST.match(rest)
-            before = found.group("pre") + " " + (split.group("head") if split else "")
+            before = (pre[:-1] if closed else pre) + " " + (split.group("head") if split else "")
             if thread := _THREAD.search(before):
                 fields["thread"] = thread.group(1).strip()
                 before = before[: thread.start()] + " " + before[thread.end() :]
             # The logger: the one name left beside a pid and `---` (Spring Boot); text before
             # `: ` that is not such a name belongs to the message ("Failed to reach Redis: ...").
             names = [t for t in before.split() if not t.isdigit() and t.strip("-")]
+            names = [t[1:-1] if closed and t[:1] + t[-1:] == "[]" else t for t in names]
             logger = None
             if split is not None and len(names) == 1:  # `%c - %m`: any name; `: ` a dotted one
                 named = _NAME if split.group("sep") != ": " else _LOGGER
