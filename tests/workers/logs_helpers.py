@@ -65,3 +65,16 @@ def chdb_other_client() -> Any:
 
     chdb_client()
     return clickhouse_connect.get_client(dsn=f"chdb://{_CHDB_FOLDER[0]}")
+
+
+def search_written(
+    root: Path, fmt: str, text: str, query: str = "", *, now: float,
+    topic: Topic = Topic.APPLICATION,
+) -> LogsUpstream:  # fmt: skip
+    """A query over the last day of one file holding `text`, written a minute before `now`."""
+    import os
+
+    path = root / "sample.log"
+    path.write_text(text, encoding="utf-8")
+    os.utime(path, (now - 60, now - 60))
+    return search(file_source(root, fmt, ["sample.log"], now=now, topic=topic), query, 1440)

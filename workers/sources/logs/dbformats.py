@@ -8,7 +8,9 @@
   another abbreviation (`CST`, `IST`: several offsets) is the topic's `timezone`; a
   statement's time (`duration: 37.118 ms  statement: ...`) is the field `duration_ms`;
 - `redis`: the Redis server's log (`pid:role dd Mon yyyy hh:mm:ss.mmm <level> message`; `.`
-  debug, `-` verbose, `*` notice, `#` warning).
+  debug, `-` verbose, `*` notice, `#` warning); before 4.0 without the year (supplied as
+  syslog's), 2.x with `[pid]` first; the signal handler's `pid:signal-handler (epoch) ...`
+  (why the server stops) at its `warning` level.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from contracts.results import JsonScalar
 from workers.sources.logs.formats import text_entry
 from workers.sources.logs.multiline import Continued, Pending
 from workers.sources.logs.records import Entry
-from workers.sources.logs.stamps import ZONE_ABBREVIATIONS, stamp_ms, strptime_ms
+from workers.sources.logs.stamps import ZONE_ABBREVIATIONS, stamp_ms
 
 __all__ = ["foreign_zone", "postgresql_head", "redis_head"]
 
@@ -31,9 +33,11 @@ Head = Callable[[str], Pending | Continued | None]
 _POSTGRESQL: Final = re.compile(
     r"(?P<iso>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d{1,6})?)"
     r"(?: (?P<zone>[A-Za-z]{1,6}|[+-]\d\d(?::?\d\d)?))?"
-    r" \[(?P<pid>\d+)\]:?(?: \[\d+-\d+\])? ?(?P<pre>[^\n]{0,200}?)"
+    # `[%p]`, Debian's `[%p-%l]` before PostgreSQL 10, pgBadger's `[%p]: [%l-1]`
+    r" \[(?P<pid>\d+)(?:-\d+)?\]:?(?: \[\d+-\d+\])? ?(?P<pre>[^\n]{0,200}?)"
     r"(?P<level>DEBUG[1-5]|INFO|NOTICE|WARNING|ERROR|LOG|FATAL|PANIC"
-    r"|(?P<more>DETAIL|HINT|QUERY|CONTEXT|STATEMENT|LOCATION)):  (?P<message>.*)",
+    r"|(?P<more>DETAIL|HINT|QUERY|CONTEXT|STATEMENT|LOCATION)):  "
+    r"(?:(?P<sqlstate>[0-9A-Z]{5}): )?(?P<message>.*)",  # the SQLSTATE: log_error_verbosity
     re.S,
 )
 # `log_min_duration_statement` / `log_duration`: `duration: 37.118 ms  statement: ...`
@@ -41,10 +45,15 @@ _PG_DURATION: Final = re.compile(r"duration: (\d{1,12}(?:\.\d{1,6})?) ms\b")
 _PG_USER_DB: Final = re.compile(
     r"(?:user=(?P<u1>[^,\s]*),\s*db=(?P<d1>[^,\s]*))|(?P<u2>[^@\s\[\]]*)@(?P<d2>[^\s\[\]]+)"
 )
-_REDIS: Final = re.compile(
-    r"(?P<pid>\d+):(?P<role>[XCSM]) (?P<when>\d\d [A-Z][a-z]{2} \d{4} \d\d:\d\d:\d\d\.\d{3})"
+_REDIS: Final = re.compile(  # Redis 2.x `[pid]`; before 4.0 without the year
+    r"(?:(?P<pid>\d+):(?P<role>[XCSM])|\[(?P<old>\d+)\]) (?P<day>\d\d) (?P<mon>[A-Z][a-z]{2})"
+    r"(?: (?P<year>\d{4}))? (?P<clock>\d\d:\d\d:\d\d(?:\.\d{3})?)"
     r" (?P<level>[.*#-]) (?P<message>.*)",
     re.S,
+)
+# Why it stops, from its signal handler (Redis 3 to 7), logged at its `warning` level
+_REDIS_SIGNAL: Final = re.compile(
+    r"(?P<pid>\d+):signal-handler \((?P<epoch>\d{9,11})\) (?P<message>.*)", re.S
 )
 _REDIS_LEVEL: Final = {".": ("DEBUG", "debug"), "-": ("DEBUG", "verbose"),
                        "*": ("INFO", "notice"), "#": ("WARN", "warning")}  # fmt: skip
@@ -63,6 +72,9 @@ def postgresql_head(zone: tzinfo, now_ms: int) -> Head:
             return None
         pid = found.group("pid")
         written = found.group("zone") or ""
+        sqlstate = found.group("sqlstate")
+        said = f"{sqlstate}: {found.group('message')}" if sqlstate else found.group("message")
+        part = f"{found.group('more')}:  {said}"  # a report's part, as written
 
         def when() -> int | None:
             stamp = found.group("iso")
@@ -83,13 +95,15 @@ def postgresql_head(zone: tzinfo, now_ms: int) -> Head:
                     fields["database"] = database
             if took := _PG_DURATION.match(found.group("message")):  # a statement's time
                 fields["duration_ms"] = float(took.group(1))
+            if sqlstate and not found.group("more"):
+                fields["sql_state"] = sqlstate
             more = found.group("more")
             if more:  # a report's part with no report before it (the file was cut there)
-                return text_entry(epoch, None, f"{more}:  {found.group('message')}", fields)
+                return text_entry(epoch, None, part, fields)
             return text_entry(epoch, found.group("level"), found.group("message"), fields)
 
         if found.group("more") and pid == last_pid[0]:  # part of the report before it
-            return Continued(f"{found.group('more')}:  {found.group('message')}", (when, build))
+            return Continued(part, (when, build))
         last_pid[0] = pid  # a report, or a part alone that the next parts of it join
         return when, build
 
@@ -114,20 +128,37 @@ def redis_head(zone: tzinfo, now_ms: int) -> Head:
     def head(text: str) -> Pending | None:
         found = _REDIS.match(text)
         if found is None:
-            return None
+            return _redis_signal(text)
+        day, month, year, clock = found.group("day", "mon", "year", "clock")
 
         def when() -> int | None:
-            return strptime_ms(found.group("when"), "%d %b %Y %H:%M:%S.%f", zone, now_ms)
+            if year is None:  # `30 May 12:50:13.457`: the year supplied as syslog's
+                return stamp_ms("bsd", f"{month} {day} {clock}", zone, now_ms)
+            return stamp_ms("ctime", f"Mon {month} {day} {clock} {year}", zone, now_ms)
 
         def build(epoch: int) -> Entry:
             level, name = _REDIS_LEVEL[found.group("level")]
-            fields: dict[str, JsonScalar] = {
-                "pid": found.group("pid"),
-                "role": _REDIS_ROLE[found.group("role")],
-                "level_name": name,
-            }
+            fields: dict[str, JsonScalar] = {"pid": found.group("pid") or found.group("old")}
+            if role := found.group("role"):
+                fields["role"] = _REDIS_ROLE[role]
+            fields["level_name"] = name
             return Entry(epoch, level, "", found.group("message"), fields)
 
         return when, build
 
     return head
+
+
+def _redis_signal(text: str) -> Pending | None:
+    found = _REDIS_SIGNAL.match(text)
+    if found is None:
+        return None
+
+    def when() -> int | None:
+        return int(found.group("epoch")) * 1000
+
+    def build(epoch: int) -> Entry:
+        fields: dict[str, JsonScalar] = {"pid": found.group("pid"), "level_name": "warning"}
+        return Entry(epoch, "WARN", "", found.group("message"), fields)
+
+    return when, build

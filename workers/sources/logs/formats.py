@@ -29,6 +29,7 @@ from workers.sources.logs.levels import (
     LEVEL_WORDS,
     SYSLOG_NAMES,
     canonical_level,
+    implied_level,
     keep_level_name,
 )
 from workers.sources.logs.records import Entry, as_number
@@ -230,8 +231,8 @@ class _Mapped:
             level_key, level = "level_name", flat.pop("level_name")  # Monolog: 400, "ERROR"
         elif _is_int(level) and 0 <= level <= 4 and "reqId" in flat:
             level = _NEXTCLOUD[level]  # Nextcloud's and ownCloud's 0..4 (bunyan's start at 10)
-        if level is None and time_key == "@t":  # Serilog's CLEF: no `@l` is Information
-            level_key, level = "@l", "INFO"
+        if level is None and (implied := implied_level(flat, time_key)):  # CLEF's, Kibana's
+            level_key, level = implied
         if time_key == "@t" and "@x" in flat:  # CLEF's exception, its type and stack
             flat.setdefault("exception", flat.pop("@x"))
         if level is None:
@@ -314,7 +315,7 @@ _RFC5424_BARE: Final = re.compile(_RFC5424.pattern.removeprefix("1 "), re.S)
 # The tag (`app[pid]:`) is optional: a line without one (`syslogd 1.4.1: restart.`,
 # `-- root[2421]: ROOT LOGIN ON tty2`, `-- MARK --`) is a record whose message is the rest.
 _TAG: Final = r" +(?:([^:\[\s]+(?: \d[\d.]*)?)(?:\[(\d+)\])?: ?)?(.*)"
-_RFC3164: Final = re.compile(r"([A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d) (\S+)" + _TAG, re.S)
+_RFC3164: Final = re.compile(r"([A-Z][a-z]{2} [ \d]?\d \d\d:\d\d:\d\d) (\S+)" + _TAG, re.S)
 _ISO_SYSLOG: Final = re.compile(r"(\d{4}-\d\d-\d\dT\S+) (\S+)" + _TAG, re.S)
 
 

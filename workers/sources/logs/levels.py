@@ -9,11 +9,14 @@ or `level:W`. The word a record was written with, when it is not its level's own
 
 from __future__ import annotations
 
-from typing import Final
+from collections.abc import Mapping
+from typing import Any, Final
 
 from contracts.results import JsonScalar
 
-__all__ = ["LEVELS", "LEVEL_WORDS", "SYSLOG_NAMES", "canonical_level", "keep_level_name"]
+__all__ = [
+    "LEVELS", "LEVEL_WORDS", "SYSLOG_NAMES", "canonical_level", "implied_level", "keep_level_name",
+]  # fmt: skip
 
 LEVELS: Final = ("TRACE", "DEBUG", "INFO", "WARN", "ERROR", "FATAL")
 LEVEL_WORDS: Final = {
@@ -24,6 +27,7 @@ LEVEL_WORDS: Final = {
     "EMERGENCY": "FATAL", "INFORMATIONAL": "INFO", "FINE": "DEBUG", "FINER": "TRACE",
     "FINEST": "TRACE", "CONFIG": "INFO", "VERBOSE": "TRACE", "NOTE": "INFO",
     "LOG": "INFO",  # PostgreSQL's (DEBUG1..DEBUG5 below)
+    "SYSTEM": "INFO",  # MySQL 8's start and shutdown lines (`[System]`)
     # three- and four-letter forms: zerolog, Serilog, NATS (TRC DBG INF WRN ERR FTL PNC VRB),
     # log15 and Grafana's logfmt (TRCE DBUG EROR)
     "TRC": "TRACE", "VRB": "TRACE", "INF": "INFO", "WRN": "WARN", "FTL": "FATAL",
@@ -50,3 +54,24 @@ def keep_level_name(fields: dict[str, JsonScalar], raw: str, level: str) -> None
     """Keep the word a record was written with when it is not its level's own name."""
     if raw and raw.strip().upper() != level:
         fields.setdefault("level_name", raw.strip())
+
+
+# Kibana's JSON log before 8 (`{"type":"log",...,"tags":["error","plugins"],...}`): its level
+# is only one of its tags (flattened as their JSON text), the most severe named.
+_KIBANA_TAGS: Final = ("fatal", "error", "warning", "info", "debug", "trace")
+_KIBANA_TYPES: Final = ("log", "error", "response", "ops")
+
+
+def implied_level(flat: Mapping[str, Any], time_key: str) -> tuple[str, str] | None:
+    """A JSON record's level when no key names it: Serilog's CLEF without `@l` is INFO,
+    Kibana's the most severe level word among its `tags`; else None."""
+    if time_key == "@t":
+        return "@l", "INFO"
+    tags = flat.get("tags")
+    if (
+        time_key != "@timestamp"
+        or not isinstance(tags, str)
+        or flat.get("type") not in _KIBANA_TYPES
+    ):
+        return None
+    return next((("tags", w) for w in _KIBANA_TAGS if f'"{w}"' in tags), None)

@@ -50,10 +50,12 @@ Pending = tuple[Callable[[], int | None], Callable[[int], Entry]]
 
 class Continued(NamedTuple):
     """A line in its format that continues the record before it (PostgreSQL's `DETAIL:` and
-    `STATEMENT:` lines): `text` joins that record; with no record open, `alone` starts one."""
+    `STATEMENT:` lines): `text` joins that record; with no record open, `alone` starts one
+    (None: the line is no record, as a line not in the format: nginx's error log, where any
+    line without its stamp is the rest of the entry before it)."""
 
     text: str
-    alone: Pending
+    alone: Pending | None
 
 
 _CONTINUATION: Final = re.compile(
@@ -156,6 +158,8 @@ class HeadParser:
     def __init__(self, head: Callable[[str], Pending | Continued | None], service: str) -> None:
         self.head, self.service, self.failed = head, service, 0
         self.keep: Callable[[str], bool] | None = None
+        # the format's own fields from a record's joined lines (nginx's `client` on its last)
+        self.joined: Callable[[Entry], None] | None = None
         self.skipped = 0  # records the prefilter said cannot match: read, not built
         self.rejected: list[tuple[int | None, str]] = []  # lines that are no record, timed
         self._open: Pending | None = None
@@ -286,4 +290,6 @@ class HeadParser:
                     if thrown := _EXCEPTION.match(line):
                         entry.fields["exception"] = thrown.group(1)
                         break
+            if self.joined is not None:
+                self.joined(entry)
         return [entry]

@@ -53,10 +53,14 @@ _WORD_LEVELS: Final = {"log4j": False, "plain": False, "apache_error": True,
                        "nginx_error": True, "oslo": True, "postgresql": False}  # fmt: skip
 
 
-def _level_words(value: str, letters: bool) -> tuple[str, ...]:
+def _level_words(value: str, letters: bool, spaced: bool = False) -> tuple[str, ...]:
     """The words a record's text may hold when its level contains `value` (an unknown word is
-    its own level, upper-cased: `value` itself is then in the text)."""
+    its own level, upper-cased: `value` itself is then in the text); `spaced`: a single
+    letter between spaces too (MongoDB's `I`, `D2` before 4.4, in `plain`)."""
     words = {w.lower() for w, level in LEVEL_WORDS.items() if value in level.lower()}
+    if spaced:
+        words |= {f" {w} " for w in words if len(w) == 1}
+        words |= {f" d{n} " for n in range(1, 6) if " d " in words}
     if "trace" in value or value in "trace":
         words.add("trace")  # Apache's trace1..trace8
     if value in "error":
@@ -115,7 +119,7 @@ class Prefilter:
         self.terms = terms
         letters = _WORD_LEVELS.get(fmt)
         self.levels = [
-            _level_words(c.value, letters)
+            _level_words(c.value, letters, fmt == "plain")
             for c in query.clauses
             if letters is not None and c.field == "level" and not c.negated
             and c.op == "contains" and c.value

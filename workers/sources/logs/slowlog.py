@@ -27,7 +27,7 @@ from workers.sources.logs.records import Entry
 
 __all__ = ["SlowLog", "sql_template"]
 
-_PAIR: Final = re.compile(r"(\w+): +(\S+)")
+_PAIR: Final = re.compile(r"(\w+): +(?!\w+: )(\S+)")  # `Schema:   Last_errno: 0`: no schema
 _USER: Final = re.compile(r"# User@Host: (\S*?)\[[^\]]*\] @ (\S*) \[([^\]]*)\]")
 # Bounded: int() of 5,000 digits raises; a longer number is no timestamp
 _SET_TS: Final = re.compile(r"SET timestamp=(\d{1,12});", re.I)
@@ -149,14 +149,15 @@ class SlowLog:
         if self._quote:  # inside a string literal of the statement: `# Time:` there is SQL
             self._add_sql(text)
             return out
-        if text.startswith("# "):
+        if text.startswith("# ") or text.rstrip() == "#":  # MariaDB's EXPLAIN between `#`
             if self._sql:  # a header after a statement: the entry before it is complete
                 out = self.flush()
             self._open = True
             self._header(text)
             return out
-        if not self._open or text.startswith(_BANNER) or " Version: " in text:
-            self.failed += bool(text.strip()) and not self._open and not text.startswith(_BANNER)
+        banner = text.startswith(_BANNER) or (" Version: " in text and "started with:" in text)
+        if not self._open or banner or " Version: " in text:
+            self.failed += bool(text.strip()) and not self._open and not banner
             return out
         if found := _SET_TS.match(text):
             self._time = int(found.group(1)) * 1000

@@ -30,7 +30,10 @@ import re
 from datetime import datetime, timedelta, tzinfo
 from typing import Final
 
-__all__ = ["MAX_EPOCH_MS", "MIN_EPOCH_MS", "STAMP", "ZONE_ABBREVIATIONS", "stamp_ms", "strptime_ms"]
+__all__ = [
+    "MAX_EPOCH_MS", "MIN_EPOCH_MS", "SHAPES", "STAMP", "ZONE_ABBREVIATIONS", "matched_ms",
+    "stamp_ms", "strptime_ms",
+]  # fmt: skip
 
 # datetime's range: an epoch outside it cannot be shown (and is not a real log time).
 MIN_EPOCH_MS: Final = -62_135_596_800_000  # 0001-01-01T00:00:00Z
@@ -61,7 +64,8 @@ STAMP: Final = (
     r"(?:(?P<iso>\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d" + _FRAC + r"(?:Z| ?[+-]\d\d:?\d\d(?!\d))?)"
     r"|(?P<slash>\d{4}/\d\d/\d\d[ T]\d\d:\d\d:\d\d" + _FRAC + r")"
     r"|(?P<yslash>\d\d/\d\d/\d\d \d\d:\d\d:\d\d" + _FRAC + r")"
-    r"|(?P<compact>\d{6} \d{6})"
+    # `yymmdd hhmmss` (HDFS) and `yymmdd hh:mm:ss`, the hour space-padded (MySQL before 5.7)
+    r"|(?P<compact>\d{6} (?:\d{6}|[ \d]\d:\d\d:\d\d))"
     r"|(?P<dmy>\d\d-" + _MON + r"-\d{4} \d\d:\d\d:\d\d" + _FRAC + r")"
     r"|(?P<ctime>" + _DAY + " " + _MON + r" [ \d]\d \d\d:\d\d:\d\d" + _FRAC + r" \d{4})"
     r"|(?P<clf>\d\d/" + _MON + r"/\d{4}:\d\d:\d\d:\d\d [+-]\d{4})"
@@ -131,6 +135,9 @@ def _second_ms(shape: str, text: str, zone: tzinfo, now_bucket: int) -> int | No
                 return None
             moment = supplied
         else:
+            if shape == "compact" and ":" in text:  # `261204  9:46:45`
+                day, clock = text.split()
+                text = f"{day} {clock.replace(':', '').zfill(6)}"
             moment = datetime.strptime(" ".join(text.split()), _FORMATS[shape])
     except (ValueError, OverflowError):
         return None
@@ -175,3 +182,18 @@ def strptime_ms(text: str, fmt: str, zone: tzinfo, now_ms: int) -> int | None:
         return _bounded(int(moment.timestamp() * 1000))
     except (ValueError, OverflowError, OSError):
         return None
+
+
+# The named groups of `STAMP`, one per shape: a match sets exactly one.
+SHAPES: Final = (
+    "iso", "slash", "yslash", "compact", "dmy", "ctime", "clf", "jul", "bsd", "clock", "epoch",
+)  # fmt: skip
+
+
+def matched_ms(found: re.Match[str], zone: tzinfo, now_ms: int) -> int | None:
+    """The time of a match of a pattern holding `STAMP` (None: no such moment)."""
+    for shape in SHAPES:
+        text = found.group(shape)
+        if text is not None:
+            return stamp_ms(shape, text, zone, now_ms)
+    return None  # pragma: no cover - the pattern always sets one shape

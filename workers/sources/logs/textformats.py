@@ -5,8 +5,8 @@ Named formats (docs/logs.md has an example line of each):
   a level word, then the thread (`[main]`) and logger before ` - ` or `: `; multi-line stack
   traces are joined to their record (`exception` = the first exception class named);
 - `apache_error`, `nginx_error`: the servers' error logs (2.2 and 2.4 for Apache);
-- `apache_access` = `nginx_access`: the common and combined access log formats; level from the
-  status (5xx ERROR, 4xx WARN, else INFO);
+- `apache_access` = `nginx_access`: the common and combined access log formats (`accesslog`);
+  level from the status (5xx ERROR, 4xx WARN, else INFO);
 - `klog`: Kubernetes components (`I0515 10:15:30.123456   12345 file.go:123] msg`);
 - `oslo`: OpenStack's oslo.log default format;
 - `postgresql`, `redis`: the database servers' own logs (`dbformats`);
@@ -28,11 +28,12 @@ from datetime import tzinfo
 from typing import Final
 
 from contracts.results import JsonScalar
+from workers.sources.logs.accesslog import access_head
 from workers.sources.logs.dbformats import postgresql_head, redis_head
 from workers.sources.logs.formats import parse_time, text_entry
 from workers.sources.logs.multiline import Continued, HeadParser, Pending
 from workers.sources.logs.records import Entry
-from workers.sources.logs.stamps import STAMP, stamp_ms, strptime_ms
+from workers.sources.logs.stamps import STAMP, matched_ms, stamp_ms, strptime_ms
 
 __all__ = ["TEXT_FORMAT_FIELDS", "HeadParser", "make_text_parser"]
 
@@ -42,30 +43,38 @@ TEXT_FORMAT_FIELDS: Final[dict[str, tuple[str, ...]]] = {
     "apache_error": ("module", "pid", "client", "exception"),
     "nginx_error": ("pid", "connection", "client", "exception"),
     "apache_access": ("client", "user", "method", "uri", "protocol", "http_status", "bytes",
-                      "referer", "user_agent", "extra"),
+                      "referer", "user_agent", "extra", "vhost"),
     "klog": ("pid", "source", "exception"),
     "oslo": ("pid", "logger", "request_id", "exception"),
-    "postgresql": ("pid", "user", "database", "duration_ms"),
+    "postgresql": ("pid", "user", "database", "duration_ms", "sql_state"),
     "redis": ("pid", "role"),
-    "plain": ("pid", "process", "logger", "exception", "source"),
+    "plain": ("pid", "process", "logger", "exception", "source", "thread"),
     "regex": ("exception",),
 }  # fmt: skip
 TEXT_FORMAT_FIELDS["nginx_access"] = TEXT_FORMAT_FIELDS["apache_access"]
 
 _LEVEL_WORD: Final = (
     r"TRACE|DEBUG|INFO|NOTICE|WARN(?:ING)?|ERROR|SEVERE|FATAL|CRIT(?:ICAL)?|ALERT|EMERG(?:ENCY)?"
-    r"|FINE(?:R|ST)?|CONFIG|Note|Warning|trace|debug|info|notice|warn(?:ing)?|error|fatal|critical"
+    r"|FINE(?:R|ST)?|CONFIG|Note|Warning|trace|debug|info(?:rmation)?|notice|warn(?:ing)?|error"
+    r"|fatal|critical"  # Icinga 2's `information/Facility: `
     r"|TRC|DBG|INF|WRN|ERR|FTL|VRB"  # zerolog, Serilog, NATS
 )
 _LOG4J: Final = re.compile(
-    r"\[?" + STAMP + r"\]?\s+(?P<pre>.{0,80}?)(?<![\w.$])(?P<level>" + _LEVEL_WORD + r")\b:?"
-    r"\s*(?:-\s+)?(?P<rest>.*)",
+    r"\[?" + STAMP + r"\]?\s+(?P<pre>.{0,80}?)(?<![\w.$])(?P<level>" + _LEVEL_WORD + r")\b"
+    r"(?P<closed>(?<=\[\w{3}) *\]|(?<=\[\w{4}) ?\]|(?<=\[\w{5})\])?"  # `[%-5p]`
+    r":?\s*(?:-\s+)?(?P<rest>.*)",
     re.S,
 )
 # The level first (Cassandra's `%-5level [%thread] %date{ISO8601} %F:%L - %msg%n`).
 _LOG4J_LEVEL_FIRST: Final = re.compile(
     r"(?P<level>" + _LEVEL_WORD + r")\s+(?P<pre>\[[^\]\n]{0,200}\])?\s*\[?" + STAMP + r"\]?"
     r"\s+(?P<rest>.*)",
+    re.S,
+)
+# Logstash's plain log and Elasticsearch's before 7: `[%d{ISO8601}][%-5p][%-25c] %m`
+_LOG4J_BRACKETS: Final = re.compile(
+    r"\[" + STAMP + r"\]\[(?P<level>" + _LEVEL_WORD + r") *\]\[(?P<logger>[^\]\s]+) *\]"
+    r" ?(?P<message>.*)",
     re.S,
 )
 _LOG4J_REST: Final = re.compile(r"(?P<head>.{0,300}?)(?P<sep> - |: | : )(?P<message>.*)", re.S)
@@ -82,8 +91,16 @@ _PLAIN: Final = re.compile(  # MariaDB: `2024-01-15 10:15:30 0 [Note] ...` (a th
     + r"\]?:?(?:(?:\s+|(?<=\d:)(?=[A-Za-z]+:))(?:\d+\s+|\[(?P<pid_after>\d{1,10})\]\s+"
     r"|-\s+(?P<logger>[\w.$-]{1,120})\s+-\s+"  # Python's `%(asctime)s - %(name)s - `
     r"|(?P<channel>[\w-]{1,60})\.(?=[A-Z]+: ))?[\[<(]?"  # Monolog's `%channel%.%level_name%: `
-    r"(?P<level>" + _LEVEL_WORD + r")\b(?:/(?P<process>[\w.:-]{1,80}))?[\]>)]?:?(?:\s+-(?=\s))?)?"
+    r"(?P<level>"
+    + _LEVEL_WORD
+    + r"|(?<=\[)System(?=\]))\b(?:/(?P<process>[\w.:-]{1,80}))?[\]>)]?:?(?:\s+-(?=\s))?)?"
     r"\s*(?P<message>.*)",
+    re.S,
+)
+# MongoDB before 4.4: `<time> <severity> <COMPONENT> [<context>] <message>` (`D1`-`D5` debug)
+_MONGODB: Final = re.compile(
+    STAMP + r" (?P<level>[FEWI]|D[1-5]?) (?P<component>[A-Z][A-Z_]*|-) +"
+    r"\[(?P<context>[^\]\n]{1,200})\] (?P<message>.*)",
     re.S,
 )
 _APACHE_ERROR: Final = re.compile(
@@ -96,17 +113,6 @@ _NGINX_ERROR: Final = re.compile(
     re.S,
 )
 _NGINX_CLIENT: Final = re.compile(r", client: ([^,\s]+)")
-_ACCESS: Final = re.compile(
-    r"(?P<client>\S+) \S+ (?P<user>\S+) \[" + STAMP + r'\] "(?P<request>(?:[^"\\]|\\.)*)"'
-    r" (?P<status>\d{3}|-) (?P<bytes>\d+|-)"
-    # what a custom LogFormat adds: before the referer (Apache's `%D`, lighttpd's byte
-    # counts) and after the user agent (nginx's `"$http_x_forwarded_for" $request_time`)
-    r'(?P<between>(?: [^\s"]+){0,16})'
-    r'(?: "(?P<referer>(?:[^"\\]|\\.)*)" "(?P<agent>(?:[^"\\]|\\.)*)")?'
-    r"(?P<after>.*)",
-    re.S,
-)
-_REQUEST: Final = re.compile(r"(\S+) (\S+)(?: (\S+))?")
 _KLOG: Final = re.compile(
     r"(?P<level>[IWEF])(?P<mmdd>\d\d\d\d) (?P<clock>\d\d:\d\d:\d\d\.\d{1,9})\s+(?P<pid>\d+) "
     r"(?P<source>[^ \]]+)\] ?(?P<message>.*)",
@@ -118,41 +124,33 @@ _OSLO: Final = re.compile(  # after a file name when files were concatenated (`g
     r"(?: \[(?P<context>[^\]]*)\])? ?(?P<message>.*)",
     re.S,
 )
-_SHAPES: Final = (
-    "iso", "slash", "yslash", "compact", "dmy", "ctime", "clf", "jul", "bsd", "clock", "epoch",
-)  # fmt: skip
-
 Head = Callable[[str], Pending | Continued | None]
-
-
-def _stamp(found: re.Match[str], zone: tzinfo, now_ms: int) -> int | None:
-    for shape in _SHAPES:
-        text = found.group(shape)
-        if text is not None:
-            return stamp_ms(shape, text, zone, now_ms)
-    return None  # pragma: no cover - the pattern always sets one shape
 
 
 def _log4j(zone: tzinfo, now_ms: int) -> Head:
     def head(text: str) -> Pending | None:
+        if bracketed := _LOG4J_BRACKETS.match(text):
+            return _bracketed(bracketed, zone, now_ms)
         found = _LOG4J.match(text) or _LOG4J_LEVEL_FIRST.match(text)
         if found is None:
             return None
 
         def when() -> int | None:
-            return _stamp(found, zone, now_ms)
+            return matched_ms(found, zone, now_ms)
 
         def build(epoch: int) -> Entry:
             fields: dict[str, JsonScalar] = {}
-            rest = found.group("rest")
+            rest, pre = found.group("rest"), found.group("pre")
+            closed = bool(found.groupdict().get("closed"))  # `[%-5p] [%t] [%c] - %m`
             split = _LOG4J_REST.match(rest)
-            before = found.group("pre") + " " + (split.group("head") if split else "")
+            before = (pre[:-1] if closed else pre) + " " + (split.group("head") if split else "")
             if thread := _THREAD.search(before):
                 fields["thread"] = thread.group(1).strip()
                 before = before[: thread.start()] + " " + before[thread.end() :]
             # The logger: the one name left beside a pid and `---` (Spring Boot); text before
             # `: ` that is not such a name belongs to the message ("Failed to reach Redis: ...").
             names = [t for t in before.split() if not t.isdigit() and t.strip("-")]
+            names = [t[1:-1] if closed and t[:1] + t[-1:] == "[]" else t for t in names]
             logger = None
             if split is not None and len(names) == 1:  # `%c - %m`: any name; `: ` a dotted one
                 named = _NAME if split.group("sep") != ": " else _LOGGER
@@ -169,6 +167,25 @@ def _log4j(zone: tzinfo, now_ms: int) -> Head:
     return head
 
 
+def _bracketed(found: re.Match[str], zone: tzinfo, now_ms: int) -> Pending:
+    def build(epoch: int) -> Entry:
+        fields: dict[str, JsonScalar] = {"logger": found.group("logger")}
+        return text_entry(epoch, found.group("level"), found.group("message"), fields)
+
+    return lambda: matched_ms(found, zone, now_ms), build
+
+
+def _mongodb(found: re.Match[str], zone: tzinfo, now_ms: int) -> Pending:
+    def build(epoch: int) -> Entry:
+        raw = found.group("level")
+        fields: dict[str, JsonScalar] = {"level_name": raw, "thread": found.group("context")}
+        if found.group("component") != "-":
+            fields["logger"] = found.group("component")
+        return text_entry(epoch, raw[0], found.group("message"), fields)
+
+    return lambda: matched_ms(found, zone, now_ms), build
+
+
 # An epoch-seconds stamp after a record stamped another way is a time only from this much
 # before that record's to this much after now: `1234567890: o-1042` amid ISO lines is an id
 # and a colon, not 2009-02-13; a broker's epoch lines days after a wrapper's ISO banner are
@@ -182,6 +199,9 @@ def _plain(zone: tzinfo, now_ms: int, time_format: str) -> Head:
     last: list[Pending | None] = [None]  # the latest head, unless its stamp was epoch seconds
 
     def head(text: str) -> Pending | None:
+        if mongodb := _MONGODB.match(text):
+            last[0] = _mongodb(mongodb, zone, now_ms)
+            return last[0]
         found = _PLAIN.match(text)
         if found is None:
             return None
@@ -192,14 +212,14 @@ def _plain(zone: tzinfo, now_ms: int, time_format: str) -> Head:
                 return None  # a number that starts the line: no head
 
         def when() -> int | None:
-            return _stamp(found, zone, now_ms)
+            return matched_ms(found, zone, now_ms)
 
         def build(epoch: int) -> Entry:
             fields: dict[str, JsonScalar] = {}
             if pid := found.group("pid") or found.group("pid_after"):
                 fields["pid"] = pid
             if process := found.group("process"):
-                fields["process"] = process
+                fields["process"] = process.rstrip(":")  # Icinga's `warning/Facility: `
             if logger := found.group("logger") or found.group("channel"):
                 fields["logger"] = logger
             return text_entry(epoch, found.group("level"), found.group("message"), fields)
@@ -219,7 +239,7 @@ def _apache_error(zone: tzinfo, now_ms: int) -> Head:
             return None
 
         def when() -> int | None:
-            return _stamp(found, zone, now_ms)
+            return matched_ms(found, zone, now_ms)
 
         def build(epoch: int) -> Entry:
             fields: dict[str, JsonScalar] = {
@@ -233,13 +253,13 @@ def _apache_error(zone: tzinfo, now_ms: int) -> Head:
 
 
 def _nginx_error(zone: tzinfo, now_ms: int) -> Head:
-    def head(text: str) -> Pending | None:
+    def head(text: str) -> Pending | Continued | None:
         found = _NGINX_ERROR.match(text)
-        if found is None:
-            return None
+        if found is None:  # nginx stamps every entry: what a backend sent goes on unstamped
+            return Continued(text, None)
 
         def when() -> int | None:
-            return _stamp(found, zone, now_ms)
+            return matched_ms(found, zone, now_ms)
 
         def build(epoch: int) -> Entry:
             message = found.group("message")
@@ -249,52 +269,6 @@ def _nginx_error(zone: tzinfo, now_ms: int) -> Head:
             if client := _NGINX_CLIENT.search(message):
                 fields["client"] = client.group(1)
             return text_entry(epoch, found.group("level"), message, fields)
-
-        return when, build
-
-    return head
-
-
-def _access(zone: tzinfo, now_ms: int) -> Head:
-    def head(text: str) -> Pending | None:
-        found = _ACCESS.match(text)
-        if found is None:
-            return None
-
-        def when() -> int | None:
-            return _stamp(found, zone, now_ms)
-
-        def build(epoch: int) -> Entry:
-            request, status, size = found.group("request", "status", "bytes")
-            fields: dict[str, JsonScalar] = {"client": found.group("client")}
-            if found.group("user") != "-":
-                fields["user"] = found.group("user")
-            if parts := _REQUEST.fullmatch(request):
-                fields["method"], fields["uri"] = parts.group(1), parts.group(2)
-                if parts.group(3):
-                    fields["protocol"] = parts.group(3)
-            code = int(status) if status.isdigit() else None
-            if code is not None:
-                fields["http_status"] = code
-            if size.isdigit() and len(size) < 19:
-                fields["bytes"] = int(size)
-            referer, agent = found.group("referer", "agent")
-            if referer not in (None, "-"):
-                fields["referer"] = referer
-            if agent not in (None, "-"):
-                fields["user_agent"] = agent
-            if extra := f"{found.group('between')}{found.group('after')}".strip():
-                fields["extra"] = extra  # kept as written: searchable, never dropped
-            level = (
-                ""
-                if code is None
-                else "ERROR"
-                if code >= 500
-                else "WARN"
-                if code >= 400
-                else "INFO"
-            )
-            return Entry(epoch, level, "", f"{request} {status} {size}", fields)
 
         return when, build
 
@@ -396,8 +370,8 @@ def make_text_parser(
         "log4j": lambda: _log4j(zone, now_ms),
         "apache_error": lambda: _apache_error(zone, now_ms),
         "nginx_error": lambda: _nginx_error(zone, now_ms),
-        "apache_access": lambda: _access(zone, now_ms),
-        "nginx_access": lambda: _access(zone, now_ms),
+        "apache_access": lambda: access_head(zone, now_ms),
+        "nginx_access": lambda: access_head(zone, now_ms),
         "klog": lambda: _klog(zone, now_ms),
         "oslo": lambda: _oslo(zone, now_ms),
         "postgresql": lambda: postgresql_head(zone, now_ms),
@@ -405,4 +379,14 @@ def make_text_parser(
         "plain": lambda: _plain(zone, now_ms, time_format),
         "regex": lambda: _regex(pattern, time_format, zone, now_ms),
     }
-    return HeadParser(heads[fmt](), service)
+    parser = HeadParser(heads[fmt](), service)
+    if fmt == "nginx_error":
+        parser.joined = _nginx_client
+    return parser
+
+
+def _nginx_client(entry: Entry) -> None:
+    """The client an nginx error entry names on a line after its first (a FastCGI backend's
+    stderr before it): nginx's own `, client: ` is the last one."""
+    if "client" not in entry.fields and (clients := _NGINX_CLIENT.findall(entry.message)):
+        entry.fields["client"] = clients[-1]
