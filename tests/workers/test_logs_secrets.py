@@ -109,6 +109,11 @@ KEPT = [
     "Failed password for root from 10.0.0.1 port 22 ssh2",
     "nats: Plaintext passwords detected, clients will be identified by name",
     "12:34:56 INFO GET /api/orders/42 200 in 5ms",
+    # systemd's target and sudo's working directory (Filebeat's system samples)
+    "Stopped target Basic System.",
+    "Reached target Basic System, reached target Sockets.",
+    "sudo: vagrant : TTY=pts/0 ; PWD=/home/vagrant ; USER=root ; COMMAND=/bin/ls",
+    "cd from OLDPWD=/srv/old to PWD=/srv/app",
 ]
 
 
@@ -121,6 +126,19 @@ def test_every_secret_in_a_log_text_is_masked(text: str, secret: str, masked: st
 @pytest.mark.parametrize("text", KEPT)
 def test_evidence_that_looks_like_a_secret_name_is_kept(text: str) -> None:
     assert without_log_secrets(text) == text
+
+
+@pytest.mark.parametrize(
+    ("text", "masked"),
+    [
+        ("Authorization: Basic dXNlcjpwYXNz.", "Authorization: Basic ***."),
+        ("MYSQL_PWD=hunter2 mysql -h db", "MYSQL_PWD=*** mysql -h db"),
+        ("pwd=/hunter2", "pwd=***"),
+        ("PWD=hunter2", "PWD=***"),
+    ],
+)
+def test_a_credential_beside_those_words_is_still_masked(text: str, masked: str) -> None:
+    assert without_log_secrets(text) == masked
 
 
 def test_a_field_under_a_secret_name_is_masked_whole() -> None:

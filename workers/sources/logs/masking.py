@@ -175,9 +175,16 @@ def _secret_in_log(name: str) -> bool:
 _WORD: Final = re.compile(r"[A-Za-z][a-z]{0,15}")
 
 
+# The shell's variables for the working directory (sudo logs `PWD=/home/vagrant`)
+_WORKING_DIRECTORY: Final = frozenset({"PWD", "OLDPWD"})
+
+
 def _shown(name: str, value: str) -> bool:
     """Whether a value under a secret's name is no secret: a prose word, unless the name is a
-    password's (`token: expired`, `Authorization: Bearer ***` stay; `password=hunter` never)."""
+    password's (`token: expired`, `Authorization: Bearer ***` stay; `password=hunter` never), or
+    the shell's working directory (sudo's `PWD=/home/vagrant`; `MYSQL_PWD`, `pwd` stay masked)."""
+    if name in _WORKING_DIRECTORY and value.startswith("/"):
+        return True
     return _WORD.fullmatch(value) is not None and not password_name(name)
 
 
@@ -192,9 +199,10 @@ _LOG_CREDENTIAL: Final = re.compile(
 
 def _credential(found: re.Match[str]) -> str:
     value = found.group(3)
-    if _WORD.fullmatch(value.rstrip("=")):  # prose: `Basic authentication`, `bearer token`
+    word = value.rstrip(".")  # a sentence's full stop: systemd's `Reached target Basic System.`
+    if _WORD.fullmatch(word.rstrip("=")):  # prose: `Basic authentication`, `bearer token`
         return found.group()
-    return found.group(1) + found.group(2) + MASK
+    return found.group(1) + found.group(2) + MASK + value[len(word) :]
 
 
 # A password in SQL (a slow or general query log, an ORM's statement log): MySQL's `IDENTIFIED
