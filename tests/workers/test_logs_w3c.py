@@ -159,3 +159,25 @@ def test_check_suggests_w3c_for_an_iis_log_read_as_plain(tmp_path: Path) -> None
     (file,) = topic.sources[0].files
     assert file.better == "w3c"
     assert any('format = "w3c"' in problem for problem in topic.problems())
+
+
+def test_iis_own_layouts_read_headerless_and_concatenated_lines() -> None:
+    # The layouts Filebeat's IIS module reads without a header: the default with a custom
+    # X-Forwarded-For column last, and a default line after another header (files concatenated)
+    parser = make_parser("w3c", {}, UTC, "", "auto", int(NOW * 1000))
+    (forwarded,) = parser.feed(
+        "2026-12-04 11:29:59 10.0.0.5 POST /api/pay - 443 - 10.0.0.9 curl/8.5.0 - 200 0 0 26 "
+        "192.0.2.44\n"
+    )
+    assert (
+        forwarded.fields["forwarded_for"] == "192.0.2.44"
+        and forwarded.fields["client"] == "10.0.0.9"
+    )
+    for line in (IIS_HEAD + FULL_FIELDS).splitlines():
+        parser.feed(line + "\n")
+    (after,) = parser.feed(
+        "2026-12-04 11:30:00 10.0.0.5 GET / - 443 - 10.0.0.9 curl/8.5.0 - 401 2 5 0\n"
+    )
+    assert after.level == "WARN" and after.fields["substatus"] == "2"
+    assert parser.feed("2026-12-04 11:30:00 a b c\n") == [] and parser.failed == 1
+    assert parser.headless == 0  # after a header: not in the format, but not headless

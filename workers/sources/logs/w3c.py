@@ -17,9 +17,12 @@ milliseconds when `#Software:` names Microsoft (IIS, Exchange), else the spec's 
 it (`GET /orders?q=1 HTTP/1.1 200 1234`); level from the status (`accesslog.status_level`).
 
 A data line before any `#Fields:` (a file cut at rotation, or the tail a file's time is peeked
-from) is read with IIS's default columns when it has their number (15 since IIS 8.5, 14
-before: `_IIS_DEFAULTS`) and its date, time, status and time taken read as such; any other
-such line is not in the format, and counted in `headless` (the call's notes say why).
+from), or of another number of columns than its `#Fields:` says (files concatenated), is read
+with IIS's own columns when it has their number (`_IIS_DEFAULTS`: the default 15 since IIS 8.5,
+14 before; all 22; each with a custom `X-Forwarded-For` last, an address) and its date, time,
+status and time taken read as such: the layouts Filebeat's IIS module reads without a header.
+Any other such line is not in the format; before any `#Fields:` it is counted in `headless`
+(the call's notes say why).
 """
 
 from __future__ import annotations
@@ -62,7 +65,20 @@ _IIS_85: Final = (
     "cs-username", "c-ip", "cs(User-Agent)", "cs(Referer)", "sc-status", "sc-substatus",
     "sc-win32-status", "time-taken",
 )  # fmt: skip
-_IIS_DEFAULTS: Final = {15: _IIS_85, 14: tuple(c for c in _IIS_85 if c != "cs(Referer)")}
+# IIS's "all fields" selection, in the order it writes them
+_IIS_ALL: Final = (
+    "date", "time", "s-sitename", "s-computername", "s-ip", "cs-method", "cs-uri-stem",
+    "cs-uri-query", "s-port", "cs-username", "c-ip", "cs-version", "cs(User-Agent)", "cs(Cookie)",
+    "cs(Referer)", "cs-host", "sc-status", "sc-substatus", "sc-win32-status", "sc-bytes",
+    "cs-bytes", "time-taken",
+)  # fmt: skip
+# By their number of columns, each also with the custom X-Forwarded-For column last (the
+# layouts Filebeat's IIS module reads without a header)
+_IIS_DEFAULTS: Final = {
+    14: tuple(c for c in _IIS_85 if c != "cs(Referer)"), 15: _IIS_85,
+    16: (*_IIS_85, "X-Forwarded-For"), 22: _IIS_ALL, 23: (*_IIS_ALL, "X-Forwarded-For"),
+}  # fmt: skip
+_ADDRESSES: Final = re.compile(r"[0-9A-Fa-f:.%]+(?:, ?[0-9A-Fa-f:.%]+)*")
 _MAX_COLUMNS: Final = 64  # more are dropped (`fields_dropped`): a hostile `#Fields:` line
 _OTHER: Final = re.compile(r"[^a-z0-9]+")
 _DATE: Final = re.compile(r"\d{4}-\d\d-\d\d")
@@ -84,6 +100,10 @@ class W3c:
         self.names: tuple[str, ...] = ()
         self.day = ""  # the `#Date:` directive's, for a file without a `date` column
         self.millis = False  # time-taken in ms: `#Software:` names Microsoft
+        self.defaults = {
+            n: tuple(_field_of(c, self.ours) for c in columns)
+            for n, columns in _IIS_DEFAULTS.items()
+        }
 
     def _directive(self, text: str) -> None:
         name, _, value = text[1:].partition(":")
@@ -107,14 +127,13 @@ class W3c:
             return []
         values = text.split("\t") if "\t" in text else text.split()
         found: Entry | None = None
-        if self.columns is not None:
-            found = (
-                self._entry(values, self.names, self.millis)
-                if len(values) == len(self.columns)
-                else None
-            )
-        elif (default := _IIS_DEFAULTS.get(len(values))) is not None:
-            found = self._entry(values, tuple(_field_of(c, self.ours) for c in default), True)
+        if self.columns is not None and len(values) == len(self.columns):
+            found = self._entry(values, self.names, self.millis)
+        elif (default := self.defaults.get(len(values))) is not None:
+            found = self._entry(values, default, True)  # no header, or not this header's
+            forwarded = found.fields.get("forwarded_for", "") if found is not None else ""
+            if not _ADDRESSES.fullmatch(str(forwarded) or "0"):
+                found = None
         if found is None:
             self.failed += 1
             self.headless += self.columns is None
