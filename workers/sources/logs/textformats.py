@@ -10,6 +10,8 @@ Named formats (docs/logs.md has an example line of each):
 - `klog`: Kubernetes components (`I0515 10:15:30.123456   12345 file.go:123] msg`);
 - `oslo`: OpenStack's oslo.log default format;
 - `postgresql`, `redis`: the database servers' own logs (`dbformats`);
+- `w3c`: the W3C extended log format of IIS and CloudFront (`w3c`, a row a line);
+- `postgresql_csv`: PostgreSQL's csvlog (`csvlog`, a CSV row over one or more lines);
 - `plain`: any text whose lines start with a time (every `stamps` shape), an optional level
   (java.util.logging's two-line default too: `multiline`);
 - `regex`: the operator's Python regex with named groups `time`, `level`, `message`,
