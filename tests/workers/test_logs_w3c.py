@@ -181,3 +181,16 @@ def test_iis_own_layouts_read_headerless_and_concatenated_lines() -> None:
     assert after.level == "WARN" and after.fields["substatus"] == "2"
     assert parser.feed("2026-12-04 11:30:00 a b c\n") == [] and parser.failed == 1
     assert parser.headless == 0  # after a header: not in the format, but not headless
+
+
+def test_a_secret_in_the_query_string_is_masked_in_message_and_field(tmp_path: Path) -> None:
+    text = (
+        IIS_HEAD + "#Fields: date time cs-method cs-uri-stem cs-uri-query c-ip sc-status "
+        "time-taken\n2026-12-04 11:00:00 GET /login user=bob&password=hunter2xyz 10.0.0.1 302 5\n"
+    )
+    found = search_written(tmp_path, "w3c", text, "uri:login", now=NOW)
+    (record,) = found.records
+    assert record.message == "GET /login?user=bob&password=*** 302 -"
+    assert record.fields["uri_query"] == "user=bob&password=***"
+    assert "hunter2xyz" not in repr(found)
+    assert search_written(tmp_path, "w3c", text, "hunter2xyz", now=NOW).match_count == 0
