@@ -127,3 +127,14 @@ def test_check_suggests_postgresql_csv_for_a_csvlog_read_as_postgresql(tmp_path:
     (file,) = topic.sources[0].files
     assert file.better == "postgresql_csv"
     assert any('format = "postgresql_csv"' in problem for problem in topic.problems())
+
+
+def test_check_names_an_ambiguous_zone_the_topic_does_not_call_itself(tmp_path: Path) -> None:
+    (tmp_path / "postgresql.csv").write_text(PG14.replace("UTC,", "CST,"))
+    config = parse_logs_config(
+        f'roots = ["{tmp_path}"]\n[topics.DATABASE_SLOW_QUERY]\nbackend = "file"\n'
+        f'format = "postgresql_csv"\npaths = ["{tmp_path}/*.csv"]\n'
+    )
+    (topic,) = check_logs(config, time.time())
+    assert topic.sources[0].files[0].foreign_zone == "CST"
+    assert any("times written in zone CST" in problem for problem in topic.problems())
