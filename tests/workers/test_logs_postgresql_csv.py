@@ -138,3 +138,11 @@ def test_check_names_an_ambiguous_zone_the_topic_does_not_call_itself(tmp_path: 
     (topic,) = check_logs(config, time.time())
     assert topic.sources[0].files[0].foreign_zone == "CST"
     assert any("times written in zone CST" in problem for problem in topic.problems())
+
+
+def test_a_statement_longer_than_the_csv_modules_default_field_limit_is_read() -> None:
+    statement = "SELECT " + ", ".join(f"c{i}" for i in range(40_000)) + " FROM wide"  # 300 kB
+    line = PG11.splitlines()[0].replace("SELECT * FROM orders WHERE id = 7", statement) + "\n"
+    parser = make_parser("postgresql_csv", {}, UTC, "", "auto", int(NOW * 1000))
+    (entry,) = parser.feed(line)
+    assert entry.message.endswith("c39999 FROM wide") and entry.fields["duration_ms"] == 1837.118

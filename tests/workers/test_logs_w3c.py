@@ -194,3 +194,17 @@ def test_a_secret_in_the_query_string_is_masked_in_message_and_field(tmp_path: P
     assert record.fields["uri_query"] == "user=bob&password=***"
     assert "hunter2xyz" not in repr(found)
     assert search_written(tmp_path, "w3c", text, "hunter2xyz", now=NOW).match_count == 0
+
+
+def test_a_time_without_a_date_column_takes_the_date_directive_s_day() -> None:
+    parser = make_parser("w3c", {}, UTC, "", "auto", int(NOW * 1000))
+    for line in (
+        "#Version: 1.0",
+        "#Date: 2026-12-04 11:00:00",
+        "#Fields: time c-ip cs-method cs-uri-stem sc-status",
+    ):
+        assert parser.feed(line + "\n") == []
+    (entry,) = parser.feed("11:05:09.250 10.0.0.1 GET /a 200\n")
+    assert entry.epoch_ms == int(
+        datetime(2026, 12, 4, 11, 5, 9, 250_000, tzinfo=UTC).timestamp() * 1000
+    )

@@ -54,6 +54,11 @@ _NOT_FIELDS: Final = frozenset(
 CSVLOG_FIELDS: Final = (
     *(_RENAMED.get(c, c) for c in _COLUMNS if c not in _NOT_FIELDS), "duration_ms",
 )  # fmt: skip
+# `csv` refuses a value over 128 KiB (a process-wide limit): a long statement on one line is
+# PostgreSQL's as written, read up to the scan's `max_line_bytes` (only ever raised here).
+_LONGEST: Final = 1 << 30
+if csv.field_size_limit() < _LONGEST:
+    csv.field_size_limit(_LONGEST)
 _HEAD: Final = re.compile(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d")
 _TIME: Final = re.compile(
     r"(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d{1,6})?)(?: ([A-Za-z]{1,6}|[+-]\d\d(?::?\d\d)?))?"
