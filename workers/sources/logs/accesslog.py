@@ -18,7 +18,7 @@ from workers.sources.logs.multiline import Pending
 from workers.sources.logs.records import Entry
 from workers.sources.logs.stamps import STAMP, matched_ms
 
-__all__ = ["access_head"]
+__all__ = ["access_head", "status_level"]
 
 Head = Callable[[str], Pending | None]
 
@@ -39,6 +39,13 @@ _ACCESS: Final = re.compile(
 )
 _CHAIN_GAP: Final = re.compile(r"(?<!,) ")
 _REQUEST: Final = re.compile(r"(\S+) (\S+)(?: (\S+))?")
+
+
+def status_level(code: int | None) -> str:
+    """An access's level from its HTTP status: 5xx ERROR, 4xx WARN, else INFO ('' without)."""
+    if code is None:
+        return ""
+    return "ERROR" if code >= 500 else "WARN" if code >= 400 else "INFO"
 
 
 def access_head(zone: tzinfo, now_ms: int) -> Head:
@@ -81,16 +88,7 @@ def access_head(zone: tzinfo, now_ms: int) -> Head:
                 fields["user_agent"] = agent
             if extra := f"{found.group('between')}{found.group('after')}".strip():
                 fields["extra"] = extra  # kept as written: searchable, never dropped
-            level = (
-                ""
-                if code is None
-                else "ERROR"
-                if code >= 500
-                else "WARN"
-                if code >= 400
-                else "INFO"
-            )
-            return Entry(epoch, level, "", f"{request} {status} {size}", fields)
+            return Entry(epoch, status_level(code), "", f"{request} {status} {size}", fields)
 
         return when, build
 

@@ -249,7 +249,7 @@ def _file(file: LogFile, source: FileSource, reader: Reader, zone: str, now: flo
         if late:
             check.after_write, check.written = len(late), format_ms(file.mtime_ms, tz)
             check.after_write_hours = round((max(late) - file.mtime_ms) / 3_600_000, 1)
-    if source.format == "postgresql":  # `CST`, `IST`: read in the topic's zone
+    if source.format in ("postgresql", "postgresql_csv"):  # `CST`, `IST`: the topic's zone
         foreign = sorted({z for line in lines if (z := foreign_zone(line, tz))})
         check.foreign_zone, check.timezone = ", ".join(foreign), zone
     if check.unparsed or 2 * check.levelled < check.records:

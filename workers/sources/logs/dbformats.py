@@ -26,7 +26,7 @@ from workers.sources.logs.multiline import Continued, Pending
 from workers.sources.logs.records import Entry
 from workers.sources.logs.stamps import ZONE_ABBREVIATIONS, stamp_ms
 
-__all__ = ["foreign_zone", "postgresql_head", "redis_head"]
+__all__ = ["foreign_zone", "postgresql_head", "postgresql_ms", "redis_head", "statement_ms"]
 
 Head = Callable[[str], Pending | Continued | None]
 
@@ -39,6 +39,10 @@ _POSTGRESQL: Final = re.compile(
     r"|(?P<more>DETAIL|HINT|QUERY|CONTEXT|STATEMENT|LOCATION)):  "
     r"(?:(?P<sqlstate>[0-9A-Z]{5}): )?(?P<message>.*)",  # the SQLSTATE: log_error_verbosity
     re.S,
+)
+# A csvlog record's first column (`postgresql_csv`): its time and zone
+_CSV_HEAD: Final = re.compile(
+    r"(?P<iso>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d{1,6})?)(?: (?P<zone>[A-Za-z]{1,6}))?,"
 )
 # `log_min_duration_statement` / `log_duration`: `duration: 37.118 ms  statement: ...`
 _PG_DURATION: Final = re.compile(r"duration: (\d{1,12}(?:\.\d{1,6})?) ms\b")
@@ -60,6 +64,23 @@ _REDIS_LEVEL: Final = {".": ("DEBUG", "debug"), "-": ("DEBUG", "verbose"),
 _REDIS_ROLE: Final = {"X": "sentinel", "C": "child", "S": "replica", "M": "master"}
 
 
+def postgresql_ms(stamp: str, written: str, zone: tzinfo, now_ms: int) -> int | None:
+    """The time of a PostgreSQL `%m`/`%t` stamp (`2026-12-04 11:33:20.123`) in the zone it
+    is `written` with: an abbreviation of one offset or an offset as written, else `zone`."""
+    if offset := ZONE_ABBREVIATIONS.get(written) or ZONE_ABBREVIATIONS.get(written.upper()):
+        stamp += offset  # before, any but UTC/GMT was the topic's zone: PDT 7 h off
+    elif written[:1] in "+-" and written:
+        digits = written[1:].replace(":", "")
+        stamp += written[0] + (digits + "00")[:4]
+    return stamp_ms("iso", stamp, zone, now_ms)
+
+
+def statement_ms(message: str) -> float | None:
+    """A statement's time a message starts with (`duration: 37.118 ms  statement: ...`)."""
+    took = _PG_DURATION.match(message)
+    return float(took.group(1)) if took is not None else None
+
+
 def postgresql_head(zone: tzinfo, now_ms: int) -> Head:
     """A `postgresql` line's head (module docstring). A report's part joins the report before
     it only when both are of one backend (`[%p]`): another backend's part, its lines
@@ -77,13 +98,7 @@ def postgresql_head(zone: tzinfo, now_ms: int) -> Head:
         part = f"{found.group('more')}:  {said}"  # a report's part, as written
 
         def when() -> int | None:
-            stamp = found.group("iso")
-            if offset := ZONE_ABBREVIATIONS.get(written) or ZONE_ABBREVIATIONS.get(written.upper()):
-                stamp += offset  # before, any but UTC/GMT was the topic's zone: PDT 7 h off
-            elif written[:1] in "+-" and written:
-                digits = written[1:].replace(":", "")
-                stamp += written[0] + (digits + "00")[:4]
-            return stamp_ms("iso", stamp, zone, now_ms)
+            return postgresql_ms(found.group("iso"), written, zone, now_ms)
 
         def build(epoch: int) -> Entry:
             fields: dict[str, JsonScalar] = {"pid": found.group("pid")}
@@ -93,8 +108,8 @@ def postgresql_head(zone: tzinfo, now_ms: int) -> Head:
                     fields["user"] = user
                 if database:
                     fields["database"] = database
-            if took := _PG_DURATION.match(found.group("message")):  # a statement's time
-                fields["duration_ms"] = float(took.group(1))
+            if (took := statement_ms(found.group("message"))) is not None:
+                fields["duration_ms"] = took
             if sqlstate and not found.group("more"):
                 fields["sql_state"] = sqlstate
             more = found.group("more")
@@ -111,9 +126,10 @@ def postgresql_head(zone: tzinfo, now_ms: int) -> Head:
 
 
 def foreign_zone(text: str, zone: tzinfo) -> str:
-    """The zone abbreviation a `postgresql` line is written in when it names several offsets
-    and is not what `zone` (the topic's) calls itself then: read in `zone`, wrongly; else ''."""
-    found = _POSTGRESQL.match(text)
+    """The zone abbreviation a `postgresql` (or `postgresql_csv`) line is written in when it
+    names several offsets and is not what `zone` (the topic's) calls itself then: read in
+    `zone`, wrongly; else ''."""
+    found = _POSTGRESQL.match(text) or _CSV_HEAD.match(text)
     written = (found.group("zone") or "") if found is not None else ""
     one = ZONE_ABBREVIATIONS.get(written) or ZONE_ABBREVIATIONS.get(written.upper())
     if found is None or not written.isalpha() or one:

@@ -23,6 +23,7 @@ class Tally:
     failed: int = 0
     text_matches: int = 0
     files_unparsed: int = 0
+    headless: int = 0  # W3C data lines before any `#Fields:` (a file cut at rotation)
     sources_empty: int = 0
     formats: set[str] = field(default_factory=set)
     skipped: dict[str, str] = field(default_factory=dict)  # real path: "a fifo" (never shown)
@@ -44,6 +45,12 @@ def read_notes(tally: Tally, reader: Reader, text_ok: bool, sources: int) -> lis
             else ""
         )
         notes.append(f"{tally.failed} lines read are not in their log format{files}; {how}")
+    if tally.headless:
+        notes.append(
+            f"{tally.headless} W3C log lines come before any #Fields: directive (a file cut at "
+            "rotation: its header is in the file before it) and are not IIS's default columns: "
+            "their columns are unknown, so they are not read as records"
+        )
     if reader.unread:
         kinds = ", ".join(sorted(set(reader.unread)))
         notes.append(

@@ -37,6 +37,7 @@ from contracts.status import ErrorCode, SourceKind, Topic
 from workers.sources.base import SourceError
 from workers.sources.calltime import call_time
 from workers.sources.logs.config import FileSource, FileTopic, LogsConfig, zone_of
+from workers.sources.logs.csvlog import CSVLOG_FIELDS
 from workers.sources.logs.deadline import StopFlag, run_stoppable
 from workers.sources.logs.file_outcome import Tally, check_outcome, kinds_of, read_notes
 from workers.sources.logs.files import LogFile, Reader, find_files
@@ -54,6 +55,7 @@ from workers.sources.logs.records import (
 )
 from workers.sources.logs.source import ParsedQuery, check_fields, parse_log_query
 from workers.sources.logs.textformats import TEXT_FORMAT_FIELDS, HeadParser
+from workers.sources.logs.w3c import W3C_FIELDS
 
 __all__ = ["FORMAT_FIELDS", "FileLogSource"]
 
@@ -66,9 +68,13 @@ FORMAT_FIELDS: Final[dict[str, tuple[str, ...]]] = {
     "syslog": ("host", "app", "pid", "facility", "level_name", "structured_data"),
     "mysql_slow": ("db_instance", "thread_id", "rows_affected", "schema", "db_user"),
     **{name: (*fields, "level_name") for name, fields in TEXT_FORMAT_FIELDS.items()},
+    "w3c": W3C_FIELDS,
+    "postgresql_csv": (*CSVLOG_FIELDS, "level_name"),
 }
 # Of those, the ones that hold numbers (a query may compare them: `bytes:>100000`).
-FORMAT_NUMBERS: Final = frozenset({"bytes", "rows_affected", "thread_id", "fields_dropped"})
+FORMAT_NUMBERS: Final = frozenset(
+    {"bytes", "rows_affected", "thread_id", "fields_dropped", "bytes_received"}
+)
 
 
 def _text_only(query: ParsedQuery) -> bool:
@@ -301,6 +307,7 @@ class FileLogSource:
             as_text(rejected)
         tally.parsed += parsed + getattr(parser, "skipped", 0)
         tally.failed += parser.failed
+        tally.headless += getattr(parser, "headless", 0)  # w3c: lines before any `#Fields:`
         if parsed == 0 and parser.failed > 0:
             if self._parses(source, probe):
                 tally.parsed += 1  # the lines the prefilter skipped are records: in its format

@@ -416,4 +416,4 @@ def make_parser(
         return SlowLog(zone, service)
     from workers.sources.logs.textformats import make_text_parser
 
-    return make_text_parser(fmt, zone, service, now_ms, pattern, time_format)
+    return make_text_parser(fmt, zone, service, now_ms, pattern, time_format, fields)

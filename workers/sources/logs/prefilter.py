@@ -46,6 +46,9 @@ RECORD_FORMATS: Final = (
     "apache_access", "nginx_access",
 )  # fmt: skip
 _RECOMPOSED: Final = ("apache_access", "nginx_access")
+# Not listed, so every line is parsed: `w3c` (a skipped `#Fields:` line would misread the lines
+# after it; its fields are renamed columns) and `postgresql_csv` (a row spans lines, its text
+# unquoted: `""` is `"`).
 # Text formats whose level is a word of the record's text (log4j and plain only take the level
 # words of their pattern, never a single letter): a `level:` clause then needs one of the
 # words naming that level in the raw text.

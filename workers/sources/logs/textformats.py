@@ -10,6 +10,8 @@ Named formats (docs/logs.md has an example line of each):
 - `klog`: Kubernetes components (`I0515 10:15:30.123456   12345 file.go:123] msg`);
 - `oslo`: OpenStack's oslo.log default format;
 - `postgresql`, `redis`: the database servers' own logs (`dbformats`);
+- `w3c`: the W3C extended log format of IIS and CloudFront (`w3c`, a row a line);
+- `postgresql_csv`: PostgreSQL's csvlog (`csvlog`, a CSV row over one or more lines);
 - `plain`: any text whose lines start with a time (every `stamps` shape), an optional level
   (java.util.logging's two-line default too: `multiline`);
 - `regex`: the operator's Python regex with named groups `time`, `level`, `message`,
@@ -23,14 +25,14 @@ head is counted (the FILE source still matches it as text: nothing is dropped si
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from datetime import tzinfo
 from typing import Final
 
 from contracts.results import JsonScalar
 from workers.sources.logs.accesslog import access_head
 from workers.sources.logs.dbformats import postgresql_head, redis_head
-from workers.sources.logs.formats import parse_time, text_entry
+from workers.sources.logs.formats import LineParser, parse_time, text_entry
 from workers.sources.logs.multiline import Continued, HeadParser, Pending
 from workers.sources.logs.records import Entry
 from workers.sources.logs.stamps import STAMP, matched_ms, stamp_ms, strptime_ms
@@ -363,9 +365,19 @@ def _regex(pattern: str, time_format: str, zone: tzinfo, now_ms: int) -> Head:
 
 
 def make_text_parser(
-    fmt: str, zone: tzinfo, service: str, now_ms: int, pattern: str = "", time_format: str = ""
-) -> HeadParser:
-    """A fresh parser of one file in a text format (`TEXT_FORMAT_FIELDS` names them)."""
+    fmt: str, zone: tzinfo, service: str, now_ms: int, pattern: str = "", time_format: str = "",
+    fields: Mapping[str, str] | None = None,
+) -> LineParser:  # fmt: skip
+    """A fresh parser of one file in a text format (`TEXT_FORMAT_FIELDS` names them; `w3c` and
+    `postgresql_csv` are read a row at a time, by a module of their own)."""
+    if fmt == "w3c":
+        from workers.sources.logs.w3c import W3c
+
+        return W3c(fields or {}, service)
+    if fmt == "postgresql_csv":
+        from workers.sources.logs.csvlog import CsvLog
+
+        return CsvLog(zone, service, now_ms)
     heads: dict[str, Callable[[], Head]] = {
         "log4j": lambda: _log4j(zone, now_ms),
         "apache_error": lambda: _apache_error(zone, now_ms),
