@@ -220,10 +220,13 @@ def test_file_a_phrase_split_by_an_escaped_colour_code_is_found_as_shown(tmp_pat
     ],
 )  # fmt: skip
 def test_the_shape_rules_are_linear_on_a_1mb_line(unit: str, count: int) -> None:
-    def seconds(line: str) -> float:
-        started = time.perf_counter()
-        without_log_secrets(line)
-        return time.perf_counter() - started
+    def seconds(line: str) -> float:  # the best of three: a preempted run is not the code's
+        best = float("inf")
+        for _ in range(3):
+            started = time.perf_counter()
+            without_log_secrets(line)
+            best = min(best, time.perf_counter() - started)
+        return best
 
     quarter = seconds(unit * (count // 4))
     whole = seconds(unit * count)
