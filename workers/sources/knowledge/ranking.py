@@ -19,6 +19,10 @@ chunk that shares at least two of the query's concepts (`FALLBACK_MIN_CONCEPTS`)
 at least a tenth of it, but is below the lexical evidence bar, takes the second place of a
 LOW answer (a second one the fourth): a paraphrase the encoder misses often keeps two rare
 words of its runbook. It never raises an answer above LOW (docs/knowledge.md, fourth round).
+
+Named runbooks: a question that names runbooks by their alert name (`names.named_sources`:
+`etcdNoLeader`, `KubePodCrashLooping what to do`) gets them first, each by its best chunk,
+and the answer is HIGH; the other hits are those that reach HIGH on their own.
 """
 
 from __future__ import annotations
@@ -30,6 +34,7 @@ from typing import TYPE_CHECKING, Any, Final, Literal
 import msgspec
 
 from workers.sources.knowledge.encoder import one_blas_thread
+from workers.sources.knowledge.names import named_sources
 from workers.sources.knowledge.search import (
     MEDIUM_COVERAGE,
     MIN_COVERAGE,
@@ -175,9 +180,16 @@ def rank(
         c.final = c.dense + (LEXICAL_WEIGHT * c.lexical / top_lexical if lexical_ok else 0.0)
         kept.append(c)
     kept.sort(key=lambda c: c.final, reverse=True)
+    named = 0
+    if sources := named_sources(query, index.names):
+        kept, named = _named_first(index, kept, sources, query_vector)
     ranked = _per_source(index, kept, _RANKED)
     trace.append({"step": "fuse", "mode": mode, "kept": len(kept)})
-    level, ranked = _answer(ranked, min_coverage, max_hits, levels)
+    if named:
+        trace.append({"step": "named", "runbooks": named})
+        level, ranked = _named_answer(ranked, named, min_coverage, max_hits, levels)
+    else:
+        level, ranked = _answer(ranked, min_coverage, max_hits, levels)
     trace.append({"step": "bar", "level": level, "kept": len(ranked)})
     if level in (None, "low") and lexical:
         before = len(ranked)
@@ -202,6 +214,46 @@ def _answer(
     bar = _LEVELS.index(level)
     hits = [c for c in ranked if hit_level(c.dense or 0.0, c.coverage, min_coverage, levels) >= bar]
     return level, hits[:max_hits]
+
+
+def _named_first(
+    index: IndexFile,
+    kept: list[Candidate],
+    named: list[str],
+    query_vector: npt.NDArray[np.float32],
+) -> tuple[list[Candidate], int]:
+    """`kept` with each named runbook's best chunk first (in `named` order: its best ranked
+    chunk, or, when none was ranked, its chunk nearest the query), and how many lead it."""
+    vectors = index.vectors
+    assert vectors is not None  # rank() checked
+    source_of = _sources(index, kept) if kept else {}
+    first: list[Candidate] = []
+    for source in named:
+        best = next((c for c in kept if source_of.get(c.rowid) == source), None)
+        if best is None:
+            rows = [r for (r,) in index.conn.execute(
+                "SELECT rowid FROM chunks WHERE source = ?", (source,))]  # fmt: skip
+            if not rows:
+                continue
+            cosines = [float(vectors[r - 1] @ query_vector) for r in rows]
+            top = max(range(len(rows)), key=cosines.__getitem__)
+            best = Candidate(rowid=rows[top], dense=cosines[top], final=cosines[top])
+        first.append(best)
+    taken = {c.rowid for c in first}
+    return first + [c for c in kept if c.rowid not in taken], len(first)
+
+
+def _named_answer(
+    ranked: list[Candidate], named: int, min_coverage: float, max_hits: int, levels: Levels
+) -> tuple[str, list[Candidate]]:
+    """HIGH: the named runbooks' chunks (first in `ranked`), then the hits that reach HIGH
+    on their own."""
+    rest = [
+        c
+        for c in ranked[named:]
+        if hit_level(c.dense or 0.0, c.coverage, min_coverage, levels) == 3
+    ]
+    return "high", (ranked[:named] + rest)[:max_hits]
 
 
 def _with_fallback(

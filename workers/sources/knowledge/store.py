@@ -40,6 +40,7 @@ from workers.sources.knowledge.files import (
     read_inside,
     runbook_files,
 )
+from workers.sources.knowledge.names import runbook_names
 
 if TYPE_CHECKING:
     import numpy as np
@@ -254,7 +255,8 @@ def _check_vectors(vectors: npt.NDArray[np.float32], n: int, dim: int) -> None:
 class IndexFile:
     """One open, read-only index file with its term document frequencies, the runbooks its
     build skipped (`skipped`, over the size cap), the synonym groups of its analysis
-    (`synonyms`) and (when built with an encoder) its chunk vectors, row i for rowid i + 1."""
+    (`synonyms`), the runbooks' alert names (`names`, `names.runbook_names`) and (when built
+    with an encoder) its chunk vectors, row i for rowid i + 1."""
 
     def __init__(self, path: Path) -> None:
         self.conn = sqlite3.connect(
@@ -263,6 +265,11 @@ class IndexFile:
         self.df = dict(self.conn.execute("SELECT term, doc FROM vocab").fetchall())
         (self.n,) = self.conn.execute("SELECT count(*) FROM chunks").fetchone()
         self.skipped = [r[0] for r in self.conn.execute("SELECT source FROM skipped ORDER BY 1")]
+        self.names = runbook_names(
+            self.conn.execute(
+                "SELECT source, title FROM chunks GROUP BY source ORDER BY min(rowid)"
+            )
+        )
         row = self.conn.execute("SELECT data FROM synonyms").fetchone()
         if row is None:
             raise sqlite3.DatabaseError("an index without its synonym groups")

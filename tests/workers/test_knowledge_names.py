@@ -1,0 +1,122 @@
+"""A question that names a runbook by its alert name: the on-call engineer pastes the alert.
+
+Runbook collections name each runbook after the alert it answers (openshift/runbooks:
+`alerts/<operator>/etcdNoLeader.md` under `# etcdNoLeader`; prometheus-operator/runbooks:
+`KubePodCrashLooping.md` titled `Kube Pod Crash Looping` in its front matter). A question that
+is that name, or holds it as a camelCase word, or spells it in words, names the runbook: it is
+the first hit and the answer is HIGH. Before, the pasted name `etcdNoLeader` was a LOW answer
+(cosine 0.20) and `cluster version operator down` put ClusterOperatorDown first. The files
+are written here in the collections' shapes, text of our own.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from contracts.requests import LookupKnowledgeRequest
+from workers.sources.knowledge.index import KnowledgeIndexSource, KnowledgeSettings
+
+
+def _openshift(name: str, meaning: str, impact: str) -> str:
+    return (
+        f"# {name}\n\n## Meaning\n\n{meaning}\n\n## Impact\n\n{impact}\n\n## Diagnosis\n\n"
+        "Check the logs of the operator:\n\n```shell\n$ oc -n openshift-etcd logs -l app=etcd\n```\n"
+    )
+
+
+RUNBOOKS = {
+    "alerts/cluster-etcd-operator/etcdNoLeader.md": _openshift(
+        "etcdNoLeader",
+        "The alert fires when the etcd cluster has had no leader for more than a minute.",
+        "Without a leader the API cannot read or write; writes queue until an election.",
+    ),
+    "alerts/cluster-etcd-operator/etcdGRPCRequestsSlow.md": _openshift(
+        "etcdGRPCRequestsSlow",
+        "The alert fires when gRPC requests to etcd are slow at the 99th percentile.",
+        "Slow requests lead to leader election failures, frequent leader elections and a"
+        " cluster with no leader for a while.",
+    ),
+    "alerts/cluster-etcd-operator/etcdHighFsyncDurations.md": _openshift(
+        "etcdHighFsyncDurations",
+        "The alert fires when the WAL fsync of etcd is slow: the disk is too slow.",
+        "Leader election failures and no leader for short periods, slow reads and writes.",
+    ),
+    "alerts/cluster-monitoring-operator/ClusterOperatorDown.md": _openshift(
+        "ClusterOperatorDown",
+        "The alert fires when a cluster operator has not been available for ten minutes.",
+        "The component the operator manages may be down; upgrades are blocked.",
+    ),
+    "alerts/cluster-version-operator/ClusterVersionOperatorDown.md": _openshift(
+        "ClusterVersionOperatorDown",
+        "The alert fires when the cluster-version-operator cannot be scraped by Prometheus.",
+        "Without it the cluster does not reconcile its payload and cannot be updated.",
+    ),
+    "content/runbooks/kubernetes/KubePodCrashLooping.md": (
+        "---\ntitle: Kube Pod Crash Looping\nweight: 20\n---\n\n# KubePodCrashLooping\n\n"
+        "## Meaning\n\nA container of the pod keeps restarting: it is in CrashLoopBackOff.\n\n"
+        "## Mitigation\n\nRead the previous container's logs with `kubectl logs --previous`.\n"
+    ),
+    "content/_index.md": "---\ntitle: Introduction\n---\n\n# Introduction\n\nThese pages hold"
+    " the runbooks of the alerts of the cluster, one page per alert.\n",
+}
+
+
+@pytest.fixture(scope="module")
+def folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("names")
+    for name, text in RUNBOOKS.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text(text, encoding="utf-8")
+    return root
+
+
+async def _ask(folder: Path, cache: Path, query: str) -> dict[str, Any]:
+    source = KnowledgeIndexSource(KnowledgeSettings(folder=str(folder), cache_dir=str(cache)))
+    try:
+        answer: dict[str, Any] = await source.fetch(LookupKnowledgeRequest(query=query))
+    finally:
+        await source.aclose()
+    return answer
+
+
+@pytest.mark.parametrize(
+    ("query", "top"),
+    [
+        ("etcdNoLeader", "alerts/cluster-etcd-operator/etcdNoLeader.md"),
+        ("etcdnoleader", "alerts/cluster-etcd-operator/etcdNoLeader.md"),
+        ("etcdNoLeader firing on the prod cluster", "alerts/cluster-etcd-operator/etcdNoLeader.md"),
+        ("KubePodCrashLooping what to do", "content/runbooks/kubernetes/KubePodCrashLooping.md"),
+        ("Kube Pod Crash Looping", "content/runbooks/kubernetes/KubePodCrashLooping.md"),
+        (
+            "cluster version operator down",
+            "alerts/cluster-version-operator/ClusterVersionOperatorDown.md",
+        ),
+    ],
+)
+async def test_a_question_that_names_a_runbook_gets_it_first_and_high(
+    folder: Path, tmp_path: Path, query: str, top: str
+) -> None:
+    pack = (await _ask(folder, tmp_path / "c", query))["contextPack"]
+    hits = pack["hits"]
+    assert isinstance(hits, list) and hits, query
+    assert hits[0]["source"] == top, (query, [h["source"] for h in hits])
+    assert pack.get("relevanceLevel") == "high", (query, pack.get("relevanceLevel"))
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        "introduction to kafka partitions",  # a plain word that is a title names nothing
+        "Introduction",  # ... nor alone: a one-word title is no alert name
+        "etcd has no leader",  # words of a name, not all of them: ranked as before
+    ],
+)
+async def test_words_that_are_not_an_alert_name_name_nothing(
+    folder: Path, tmp_path: Path, query: str
+) -> None:
+    answer = await _ask(folder, tmp_path / "c", query)
+    assert answer["contextPack"].get("relevanceLevel") != "high", query
+    assert not any(step.get("step") == "named" for step in answer["retrievalTrace"])
