@@ -89,6 +89,15 @@ async def _ask(folder: Path, cache: Path, query: str) -> dict[str, Any]:
         ("etcdnoleader", "alerts/cluster-etcd-operator/etcdNoLeader.md"),
         ("etcdNoLeader firing on the prod cluster", "alerts/cluster-etcd-operator/etcdNoLeader.md"),
         ("KubePodCrashLooping what to do", "content/runbooks/kubernetes/KubePodCrashLooping.md"),
+        (
+            "[FIRING:1] KubePodCrashLooping (openshift-monitoring/alertmanager-main-0)",
+            "content/runbooks/kubernetes/KubePodCrashLooping.md",
+        ),
+        (
+            "alertname=etcdNoLeader severity=critical",
+            "alerts/cluster-etcd-operator/etcdNoLeader.md",
+        ),
+        ("open etcdNoLeader.md", "alerts/cluster-etcd-operator/etcdNoLeader.md"),
         ("Kube Pod Crash Looping", "content/runbooks/kubernetes/KubePodCrashLooping.md"),
         (
             "cluster version operator down",

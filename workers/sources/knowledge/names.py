@@ -22,7 +22,7 @@ __all__ = ["MIN_NAME_CHARS", "name_key", "named_sources", "runbook_names"]
 
 MIN_NAME_CHARS: Final = 6
 _PARTS: Final = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+")
-_WORD: Final = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
+_WORD: Final = re.compile(r"[A-Za-z0-9]+")  # `etcdNoLeader.md`, `alertname=etcdNoLeader`
 _CAMEL: Final = re.compile(r"[a-z0-9][A-Z]")
 _FOLDER_PAGES: Final = frozenset({"readme", "index"})
 
