@@ -129,3 +129,26 @@ async def test_words_that_are_not_an_alert_name_name_nothing(
     answer = await _ask(folder, tmp_path / "c", query)
     assert answer["contextPack"].get("relevanceLevel") != "high", query
     assert not any(step.get("step") == "named" for step in answer["retrievalTrace"])
+
+
+async def test_a_named_runbook_is_served_whole_best_section_first(
+    folder: Path, tmp_path: Path
+) -> None:
+    # One chunk per runbook leaves room for other runbooks; a named answer has none to make
+    # room for, and "KubePodCrashLooping what to do" answered only its Meaning section
+    # ("A container of the pod keeps restarting"), not what to do.
+    pack = (await _ask(folder, tmp_path / "c", "KubePodCrashLooping what to do"))["contextPack"]
+    crumbs = {h["breadcrumb"] for h in pack["hits"]}
+    assert crumbs == {"Kube Pod Crash Looping > Meaning", "Kube Pod Crash Looping > Mitigation"}
+    pack = (await _ask(folder, tmp_path / "c", "etcdNoLeader"))["contextPack"]
+    sources = [h["source"] for h in pack["hits"]]
+    assert sources == ["alerts/cluster-etcd-operator/etcdNoLeader.md"] * 3  # Meaning, Impact,
+    assert len({h["breadcrumb"] for h in pack["hits"]}) == 3  # Diagnosis
+    two = "is etcdNoLeader caused by etcdHighFsyncDurations"
+    pack = (await _ask(folder, tmp_path / "c", two))["contextPack"]
+    sources = [h["source"] for h in pack["hits"]]
+    assert sources[:2] == [  # each named runbook's best section first, then the others
+        "alerts/cluster-etcd-operator/etcdNoLeader.md",
+        "alerts/cluster-etcd-operator/etcdHighFsyncDurations.md",
+    ]
+    assert len(sources) == 5 and set(sources) == set(sources[:2])  # max_hits

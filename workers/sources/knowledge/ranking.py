@@ -22,7 +22,8 @@ words of its runbook. It never raises an answer above LOW (docs/knowledge.md, fo
 
 Named runbooks: a question that names runbooks by their alert name (`names.named_sources`:
 `etcdNoLeader`, `KubePodCrashLooping what to do`) gets them first, each by its best chunk,
-and the answer is HIGH; the other hits are those that reach HIGH on their own.
+and the answer is HIGH; then the other runbooks that reach HIGH on their own, then the named
+runbooks' other sections (`_named_answer`).
 """
 
 from __future__ import annotations
@@ -180,16 +181,13 @@ def rank(
         c.final = c.dense + (LEXICAL_WEIGHT * c.lexical / top_lexical if lexical_ok else 0.0)
         kept.append(c)
     kept.sort(key=lambda c: c.final, reverse=True)
-    named = 0
-    if sources := named_sources(query, index.names):
-        kept, named = _named_first(index, kept, sources, query_vector)
-    ranked = _per_source(index, kept, _RANKED)
     trace.append({"step": "fuse", "mode": mode, "kept": len(kept)})
-    if named:
-        trace.append({"step": "named", "runbooks": named})
-        level, ranked = _named_answer(ranked, named, min_coverage, max_hits, levels)
+    if named := named_sources(query, index.names):
+        ranked = _named_answer(index, kept, named, query_vector, min_coverage, max_hits, levels)
+        level: str | None = "high"
+        trace.append({"step": "named", "runbooks": len(named)})
     else:
-        level, ranked = _answer(ranked, min_coverage, max_hits, levels)
+        level, ranked = _answer(_per_source(index, kept, _RANKED), min_coverage, max_hits, levels)
     trace.append({"step": "bar", "level": level, "kept": len(ranked)})
     if level in (None, "low") and lexical:
         before = len(ranked)
@@ -216,44 +214,58 @@ def _answer(
     return level, hits[:max_hits]
 
 
-def _named_first(
+def _named_chunks(
     index: IndexFile,
     kept: list[Candidate],
     named: list[str],
     query_vector: npt.NDArray[np.float32],
-) -> tuple[list[Candidate], int]:
-    """`kept` with each named runbook's best chunk first (in `named` order: its best ranked
-    chunk, or, when none was ranked, its chunk nearest the query), and how many lead it."""
+) -> tuple[list[Candidate], list[Candidate]]:
+    """Every chunk of the named runbooks, scored as ranked (a chunk `kept` did not rank: its
+    cosine): each runbook's best first (in `named` order), then the rest, best first."""
     vectors = index.vectors
     assert vectors is not None  # rank() checked
-    source_of = _sources(index, kept) if kept else {}
+    scored = {c.rowid: c for c in kept}
     first: list[Candidate] = []
+    more: list[Candidate] = []
     for source in named:
-        best = next((c for c in kept if source_of.get(c.rowid) == source), None)
-        if best is None:
-            rows = [r for (r,) in index.conn.execute(
-                "SELECT rowid FROM chunks WHERE source = ?", (source,))]  # fmt: skip
-            if not rows:
-                continue
-            cosines = [float(vectors[r - 1] @ query_vector) for r in rows]
-            top = max(range(len(rows)), key=cosines.__getitem__)
-            best = Candidate(rowid=rows[top], dense=cosines[top], final=cosines[top])
-        first.append(best)
-    taken = {c.rowid for c in first}
-    return first + [c for c in kept if c.rowid not in taken], len(first)
+        rows = [r for (r,) in index.conn.execute(
+            "SELECT rowid FROM chunks WHERE source = ? ORDER BY rowid", (source,))]  # fmt: skip
+        chunks = [scored.get(r) or _cosine_only(r, vectors, query_vector) for r in rows]
+        chunks.sort(key=lambda c: c.final, reverse=True)
+        first += chunks[:1]
+        more += chunks[1:]
+    more.sort(key=lambda c: c.final, reverse=True)
+    return first, more
+
+
+def _cosine_only(
+    rowid: int, vectors: npt.NDArray[np.float32], query_vector: npt.NDArray[np.float32]
+) -> Candidate:
+    cosine = float(vectors[rowid - 1] @ query_vector)
+    return Candidate(rowid=rowid, dense=cosine, final=cosine)
 
 
 def _named_answer(
-    ranked: list[Candidate], named: int, min_coverage: float, max_hits: int, levels: Levels
-) -> tuple[str, list[Candidate]]:
-    """HIGH: the named runbooks' chunks (first in `ranked`), then the hits that reach HIGH
-    on their own."""
-    rest = [
+    index: IndexFile,
+    kept: list[Candidate],
+    named: list[str],
+    query_vector: npt.NDArray[np.float32],
+    min_coverage: float,
+    max_hits: int,
+    levels: Levels,
+) -> list[Candidate]:
+    """The hits of a HIGH answer to a question that names runbooks: each named runbook's
+    best chunk, the other runbooks that reach HIGH on their own (one chunk each), then the
+    named runbooks' other chunks (no other runbook needs the room), at most `max_hits`."""
+    first, more = _named_chunks(index, kept, named, query_vector)
+    source_of = _sources(index, kept) if kept else {}
+    others = [c for c in kept if source_of[c.rowid] not in named]
+    strong = [
         c
-        for c in ranked[named:]
+        for c in _per_source(index, others, _RANKED)
         if hit_level(c.dense or 0.0, c.coverage, min_coverage, levels) == 3
     ]
-    return "high", (ranked[:named] + rest)[:max_hits]
+    return (first + strong + more)[:max_hits]
 
 
 def _with_fallback(
