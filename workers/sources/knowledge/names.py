@@ -1,14 +1,16 @@
 """Runbooks a question names by their alert name (`named_sources`).
 
-Runbook collections name each runbook after the alert it answers, in its file name and its
-title (openshift/runbooks `etcdNoLeader.md` under `# etcdNoLeader`, prometheus-operator's
-`KubePodCrashLooping.md` titled `Kube Pod Crash Looping`), and the on-call engineer's first
-question is that name, pasted. A question names a runbook when the whole question, or one
-camelCase word of it, spelled without case, spaces and punctuation, is the runbook's file name
-or title spelled the same way, and that name has at least two parts (camelCase humps or
-words: `TargetDown`, `Kube Pod Crash Looping`; a one-word title such as `Introduction` or
-`Watchdog` is too plain to name anything) and at least `MIN_NAME_CHARS` letters. `README` and
-`index` pages name a folder, not a runbook, by their file name.
+Runbook collections name each runbook's file after the alert it answers (openshift/runbooks
+`alerts/cluster-etcd-operator/etcdNoLeader.md`, prometheus-operator's `KubePodCrashLooping.md`,
+gitlab's `ci_pending_builds.md`), and the on-call engineer's first question is that name,
+pasted. A question names a runbook when the whole question, or one camelCase word of it,
+spelled without case, spaces and punctuation, is the runbook's file name spelled the same way,
+and that file name has at least two parts (camelCase humps or words: `TargetDown`,
+`gitlab-com-is-down`; `kubernetes.md` is too plain to name anything) and at least
+`MIN_NAME_CHARS` letters. Titles name nothing: a page titled by the product it is about
+(gitlab's `k8s-operations.md` under `# GitLab`) made "GitLab pages returns 404" name it; an
+alert runbook's title is its file name again (`Kube Pod Crash Looping`). `README` and `index`
+pages name a folder, not a runbook.
 """
 
 from __future__ import annotations
@@ -36,16 +38,14 @@ def _is_name(text: str) -> bool:
     return len(_PARTS.findall(text)) >= 2 and len(name_key(text)) >= MIN_NAME_CHARS
 
 
-def runbook_names(rows: Iterable[tuple[str, str]]) -> dict[str, list[str]]:
-    """Name key -> the runbooks (sources, in order) it names, from (source, title) pairs."""
+def runbook_names(sources: Iterable[str]) -> dict[str, list[str]]:
+    """Name key -> the runbooks (sources, in order) whose file name it is."""
     names: dict[str, list[str]] = {}
-    for source, title in rows:
+    for source in sources:
         stem = PurePosixPath(source).stem
-        spellings = [title] if name_key(stem) in _FOLDER_PAGES else [stem, title]
-        for spelling in spellings:
-            key = name_key(spelling)
-            if _is_name(spelling) and source not in names.get(key, []):
-                names.setdefault(key, []).append(source)
+        key = name_key(stem)
+        if key not in _FOLDER_PAGES and _is_name(stem) and source not in names.get(key, []):
+            names.setdefault(key, []).append(source)
     return names
 
 

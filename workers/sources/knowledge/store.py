@@ -265,11 +265,8 @@ class IndexFile:
         self.df = dict(self.conn.execute("SELECT term, doc FROM vocab").fetchall())
         (self.n,) = self.conn.execute("SELECT count(*) FROM chunks").fetchone()
         self.skipped = [r[0] for r in self.conn.execute("SELECT source FROM skipped ORDER BY 1")]
-        self.names = runbook_names(
-            self.conn.execute(
-                "SELECT source, title FROM chunks GROUP BY source ORDER BY min(rowid)"
-            )
-        )
+        sources = self.conn.execute("SELECT source FROM chunks GROUP BY 1 ORDER BY min(rowid)")
+        self.names = runbook_names(source for (source,) in sources)
         row = self.conn.execute("SELECT data FROM synonyms").fetchone()
         if row is None:
             raise sqlite3.DatabaseError("an index without its synonym groups")
