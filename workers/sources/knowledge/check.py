@@ -20,7 +20,7 @@ from typing import Final
 
 import msgspec
 
-from workers.sources.knowledge.analysis import split_document
+from workers.sources.knowledge.analysis import PLAIN_SUFFIXES, split_document
 from workers.sources.knowledge.files import (
     DIR_FLAGS,
     DOCUMENT_SUFFIXES,
@@ -31,7 +31,7 @@ from workers.sources.knowledge.files import (
     read_inside,
     runbook_files,
 )
-from workers.sources.knowledge.markdown import front_matter
+from workers.sources.knowledge.markdown import front_matter, read_markdown
 
 __all__ = ["KnowledgeCheck", "RunbookCheck", "check_knowledge"]
 
@@ -136,6 +136,9 @@ def _runbook(root_fd: int, source: str, rel: Path, max_bytes: int) -> RunbookChe
         title = meta.get("title")
         check.title = title.strip() if isinstance(title, str) else ""
         check.note = "a section page (front matter only): not indexed"
+    elif not source.endswith(PLAIN_SUFFIXES) and (page := read_markdown(text)).navigation:
+        check.title = page.title
+        check.note = "only links to other pages: not indexed"
     else:
         check.problem = "holds no text: nothing of it can be found"
     return check
