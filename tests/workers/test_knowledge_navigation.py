@@ -51,11 +51,19 @@ def test_a_page_of_links_only_is_said_by_check_not_a_problem(tmp_path: Path) -> 
     (tmp_path / "gitaly").mkdir()
     (tmp_path / "gitaly" / "gitaly-down.md").write_text(GITALY_DOWN, encoding="utf-8")
     (tmp_path / "README.md").write_text(ONLY_LINKS, encoding="utf-8")
+    (tmp_path / "nfs").mkdir()  # gitlab's nfs/README.md: no title, one list of pointers
+    (tmp_path / "nfs" / "README.md").write_text(
+        "## Troubleshooting Pointers\n\n* [inodes](../monitoring/inodes.md)\n", encoding="utf-8"
+    )
     check = check_knowledge({"ACI_KNOWLEDGE_DIR": str(tmp_path)})
     assert check.problems() == []
-    (readme,) = [r for r in check.listed if r.source == "README.md"]
-    assert (readme.title, readme.sections) == ("Runbooks", 0)
-    assert readme.note == "only links to other pages: not indexed"
+    pages = {r.source: r for r in check.listed}
+    assert (pages["README.md"].title, pages["README.md"].sections) == ("Runbooks", 0)
+    assert pages["README.md"].note == "only links to other pages: not indexed"
+    assert (pages["nfs/README.md"].title, pages["nfs/README.md"].note[:10]) == (
+        "README",
+        "only links",
+    )
 
 
 async def test_the_pointers_of_a_service_readme_are_no_answer(tmp_path: Path) -> None:

@@ -137,7 +137,7 @@ def _runbook(root_fd: int, source: str, rel: Path, max_bytes: int) -> RunbookChe
         check.title = title.strip() if isinstance(title, str) else ""
         check.note = "a section page (front matter only): not indexed"
     elif not source.endswith(PLAIN_SUFFIXES) and (page := read_markdown(text)).navigation:
-        check.title = page.title
+        check.title = page.title or rel.stem  # as the index would title it
         check.note = "only links to other pages: not indexed"
     else:
         check.problem = "holds no text: nothing of it can be found"
