@@ -312,9 +312,17 @@ async def serve(options: ServeOptions, settings: Settings) -> int:
     data_sources = data_source_names(os.environ)  # the names query_mysql's schema lists
     async with contextlib.AsyncExitStack() as stack:
         if local:
-            from workers.sources import open_sources
+            from workers.sources import open_sources, warm_up
 
             sources = await stack.enter_async_context(open_sources())
+            if "lookup_knowledge" in sources:
+                # The runbook index is built as the server starts, as a worker's warm-up: its
+                # first build (11-34 s for a few hundred runbooks) would otherwise run inside
+                # the first lookup's deadline and answer TIMEOUT.
+                warming = await stack.enter_async_context(anyio.create_task_group())
+                stack.callback(warming.cancel_scope.cancel)
+                knowledge = {"lookup_knowledge": sources["lookup_knowledge"]}
+                warming.start_soon(warm_up, knowledge)
             runner = local_runner(sources, settings)
             log.info("stages run in-process")
         else:

@@ -103,7 +103,10 @@ async def cmd_call(args: argparse.Namespace, settings: Settings) -> int:
         from workers.sources import open_sources
         from workers.stage import run_stages
 
-        async with open_sources(only=(args.tool,)) as sources:
+        # The runbook index is built by the warm-up, as in a worker: its first build (10 s for
+        # a few hundred runbooks) would otherwise run inside the call's deadline (TIMEOUT).
+        warm = args.tool == "lookup_knowledge"
+        async with open_sources(only=(args.tool,), warm=warm) as sources:
             outcome = await run_stages(
                 tool=args.tool,
                 tool_call_id=args.id,

@@ -77,9 +77,11 @@ def _print(
             f"{knowledge.sections} sections"
         )
         out += (
-            f"  {r.source}: {r.title!r}, {r.sections} sections" for r in knowledge.listed
-            if not r.problem
+            f"  {r.source}: {r.title!r}, " + (r.note or f"{r.sections} sections")
+            for r in knowledge.listed if not r.problem
         )  # fmt: skip
+        if passed_over := knowledge.passed_over():
+            out.append(f"  ({passed_over})")
     if problems:
         out.append(f"{len(problems)} problems:")
         out += (f"  {p}" for p in problems)

@@ -143,3 +143,17 @@ def test_views_without_redis_is_a_typed_error_not_a_traceback() -> None:
     done = cli(env, "views", "--session", "s1", "--view", "model")
     assert done.returncode == 1
     assert "RedisUnavailable" in done.stderr and "Traceback" not in done.stderr
+
+
+def test_call_local_builds_the_runbook_index_before_the_call_deadline(tmp_path: Path) -> None:
+    # The first `call --local` over a folder whose index is not built yet: the build (model
+    # load, chunking, embedding; 10 s for openshift/runbooks' 274 files) is the warm-up's, as
+    # in a worker, not the call's: before, it ran inside the call's deadline and the engineer's
+    # first lookup answered ERROR TIMEOUT although the index was then built.
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ACI_")}
+    env |= {"ACI_CACHE_DIR": str(tmp_path / "cache"), "ACI_DEADLINE_S": "0.2"}
+    done = cli(env, "call", "lookup_knowledge", "--local", "--id", "k1",
+               "--args", '{"query":"disk full: No space left on device"}')  # fmt: skip
+    out = json.loads(done.stdout)
+    assert out["lifecycle"] == "READY", out["model"]
+    assert out["model"]["evidence_status"] == "EVIDENCE_FOUND"

@@ -549,3 +549,35 @@ async def test_a_pending_call_whose_record_is_lost_is_run_again_by_its_repeat(
             )
     assert again.structured_content.get("evidence_status") == "EVIDENCE_FOUND", again
     assert again.structured_content["tool_call_id"] == "l2"  # run as itself: l1 is gone
+
+
+async def test_a_local_server_builds_the_runbook_index_at_start(tmp_path: Path) -> None:
+    # `mcp --local` over a runbook folder whose index is not built: the build (11 s for
+    # openshift/runbooks, 34 s for gitlab's) starts with the server, as a worker's warm-up,
+    # not inside the first lookup's deadline (which answered ERROR TIMEOUT). The index file
+    # appears before any call; then a lookup answers within a short deadline.
+    from mcp import Client
+    from mcp.client.stdio import StdioServerParameters
+
+    cache = tmp_path / "cache"
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "app.cli", "mcp", "--local"],
+        cwd=str(REPO),
+        env={"ACI_CACHE_DIR": str(cache), "ACI_DEADLINE_S": "0.3"},
+    )
+    async with Client(params, read_timeout_seconds=60) as client:
+        await client.list_tools()
+        for _ in range(600):  # a file another process writes: polled, 60 s at most
+            if list(cache.glob("knowledge-*.sqlite3")):
+                break
+            await anyio.sleep(0.1)
+        assert list(cache.glob("knowledge-*.sqlite3")), "no index built before any call"
+        for attempt in range(20):  # the warm-up's own lookup may still hold the index
+            found = await client.call_tool(
+                "lookup_knowledge", {"query": "connection pool exhausted"}, meta=meta(f"k{attempt}")
+            )
+            if found.structured_content["evidence_status"] != "ERROR":
+                break
+            await anyio.sleep(0.5)
+    assert found.structured_content["evidence_status"] == "EVIDENCE_FOUND", found

@@ -20,6 +20,7 @@ from typing import Any, Final
 
 import msgspec
 
+from contracts.bounds import DEFAULT_BOUNDS
 from workers.sources.knowledge.markdown import Block, pack, read_markdown
 
 __all__ = [
@@ -33,7 +34,9 @@ __all__ = [
     "terms_of",
 ]
 
-MAX_CHUNK_CHARS: Final = 1000
+# The excerpt the Model Observation shows of a hit: a longer chunk was cut there, and the
+# words a lookup matched past the cut never reached the model (docs/knowledge.md).
+MAX_CHUNK_CHARS: Final = DEFAULT_BOUNDS.rag_excerpt_chars
 CJK = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
 _RUN = re.compile(r"[A-Za-z0-9]+|[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]+")
 _CAMEL = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|[0-9]+")

@@ -4,8 +4,10 @@
 The same walk and reads as the index build (`files.runbook_files`, `files.read_inside`,
 `analysis.split_document`), without building it: each runbook's title and how many sections
 it is served in, and the problems: no folder, no runbook, a runbook over the size cap, one
-that cannot be read or holds no text, and files of other kinds the index passes over
-(`.adoc`, `.html`: an export no lookup will ever find). Nothing is written anywhere.
+that cannot be read or holds no text, and documents of other kinds the index passes over
+(`.adoc`, `.html`: an export no lookup will ever find). What a checked-out runbook site also
+holds is said, not a problem: a Hugo section page (`_index.md`, front matter only), images,
+scripts, LICENSE and OWNERS files (`KnowledgeCheck.passed_over`). Nothing is written anywhere.
 """
 
 from __future__ import annotations
@@ -18,9 +20,10 @@ from typing import Final
 
 import msgspec
 
-from workers.sources.knowledge.analysis import split_document
+from workers.sources.knowledge.analysis import PLAIN_SUFFIXES, split_document
 from workers.sources.knowledge.files import (
     DIR_FLAGS,
+    DOCUMENT_SUFFIXES,
     RUNBOOK_SUFFIXES,
     TooLarge,
     max_file_bytes_from_env,
@@ -28,12 +31,14 @@ from workers.sources.knowledge.files import (
     read_inside,
     runbook_files,
 )
+from workers.sources.knowledge.markdown import front_matter, read_markdown
 
 __all__ = ["KnowledgeCheck", "RunbookCheck", "check_knowledge"]
 
 # The bundled runbooks (`index.DEFAULT_KNOWLEDGE_DIR`, named here without importing the index).
 _BUNDLED: Final = Path(__file__).with_name("runbooks")
 MAX_LISTED: Final = 200  # runbooks listed one by one; all are counted
+_SECTION_PAGES: Final = ("_index.md", "_index.markdown")  # Hugo's list page of a folder
 
 
 class RunbookCheck(msgspec.Struct, kw_only=True):
@@ -43,6 +48,7 @@ class RunbookCheck(msgspec.Struct, kw_only=True):
     title: str = ""
     sections: int = 0
     problem: str = ""
+    note: str = ""  # said beside it, not a problem (a Hugo section page)
 
 
 class KnowledgeCheck(msgspec.Struct, kw_only=True):
@@ -64,12 +70,21 @@ class KnowledgeCheck(msgspec.Struct, kw_only=True):
         if self.kind == "embedded" and not self.sections:
             suffixes = ", ".join(RUNBOOK_SUFFIXES)
             out.append(f"knowledge: {self.folder} holds no runbook text ({suffixes})")
-        if self.others:
+        documents = {k: n for k, n in self.others.items() if k in DOCUMENT_SUFFIXES}
+        if documents:
             out.append(
-                f"knowledge: {sum(self.others.values())} files are not runbooks and are not "
-                f"read ({other_kinds(self.others)})"
+                f"knowledge: {sum(documents.values())} files are not runbooks and are not "
+                f"read ({other_kinds(documents)})"
             )
         return out
+
+    def passed_over(self) -> str:
+        """The files that are no documents (images, scripts, LICENSE), said, not a problem:
+        `27 other files are not read (19 no suffix, 6 .png, 2 .sh)`, or ""."""
+        rest = {k: n for k, n in self.others.items() if k not in DOCUMENT_SUFFIXES}
+        if not rest:
+            return ""
+        return f"{sum(rest.values())} other files are not read ({other_kinds(rest)})"
 
 
 def check_knowledge(env: Mapping[str, str]) -> KnowledgeCheck:
@@ -116,6 +131,14 @@ def _runbook(root_fd: int, source: str, rel: Path, max_bytes: int) -> RunbookChe
     check.sections = len(chunks)
     if chunks:
         check.title = chunks[0].title
+    elif rel.name in _SECTION_PAGES and text.lstrip("\ufeff")[:3] in ("---", "+++"):
+        meta, _ = front_matter(text)
+        title = meta.get("title")
+        check.title = title.strip() if isinstance(title, str) else ""
+        check.note = "a section page (front matter only): not indexed"
+    elif not source.endswith(PLAIN_SUFFIXES) and (page := read_markdown(text)).navigation:
+        check.title = page.title or rel.stem  # as the index would title it
+        check.note = "only links to other pages: not indexed"
     else:
         check.problem = "holds no text: nothing of it can be found"
     return check

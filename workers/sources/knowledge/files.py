@@ -22,6 +22,7 @@ from typing import Final
 __all__ = [
     "DEFAULT_MAX_FILE_BYTES",
     "DIR_FLAGS",
+    "DOCUMENT_SUFFIXES",
     "MAX_DEPTH",
     "RUNBOOK_SUFFIXES",
     "TooLarge",
@@ -33,6 +34,12 @@ __all__ = [
 ]
 
 RUNBOOK_SUFFIXES: Final = (".md", ".markdown", ".txt", ".rst")
+# Kinds that hold prose the index does not read (an export, another markup): a folder's
+# runbook may be one of them. Images, scripts, LICENSE and OWNERS files are not.
+DOCUMENT_SUFFIXES: Final = frozenset(
+    ".adoc .asciidoc .htm .html .xhtml .mdx .org .wiki .mediawiki .textile .tex .pod .ipynb"
+    " .pdf .doc .docx .odt .rtf".split()
+)
 MAX_DEPTH: Final = 64  # folder levels walked below the knowledge folder
 DEFAULT_MAX_FILE_BYTES: Final = 1024 * 1024  # a runbook larger than this is not indexed
 

@@ -47,7 +47,13 @@ from workers.sources.knowledge.files import (
 )
 from workers.sources.knowledge.ranking import USE_LEVELS, Mode, rank
 from workers.sources.knowledge.search import MIN_COVERAGE, relevance_of, search
-from workers.sources.knowledge.store import ANALYSIS_HASH, INDEX_VERSION, IndexFile, build_index
+from workers.sources.knowledge.store import (
+    ANALYSIS_HASH,
+    INDEX_VERSION,
+    IndexFile,
+    build_index,
+    models_of,
+)
 
 if TYPE_CHECKING:
     from workers.sources.knowledge.rag_http import HttpRagSource
@@ -268,7 +274,8 @@ class KnowledgeIndexSource:
     def _open_or_build(self, fingerprint: str) -> IndexFile:
         folder_key = hashlib.sha256(str(self._folder).encode()).hexdigest()[:12]
         model_key = hashlib.sha256(self._salt.encode()).hexdigest()[:8]
-        prefix = f"knowledge-v{INDEX_VERSION}-{folder_key}-{model_key}-"
+        of_folder = f"knowledge-v{INDEX_VERSION}-{folder_key}-"
+        prefix = f"{of_folder}{model_key}-"
         path = self._cache / f"{prefix}{fingerprint[:16]}.sqlite3"
         try:
             return IndexFile(path)
@@ -277,12 +284,19 @@ class KnowledgeIndexSource:
             # newest index of this folder and model lends its vectors to unchanged chunks.
             self._cache.mkdir(parents=True, exist_ok=True)
             older = [p for p in self._cache.glob(f"{prefix}*.sqlite3") if p != path]
+            # Another version of this code's index of the folder, by the same model, lends
+            # its vectors by their stored digests and goes too (upgrades left them behind).
+            model = self._encoder.model_id if self._encoder is not None else None
+            others = [p for p in self._cache.glob(f"{of_folder}*.sqlite3") if p not in older]
+            older += [p for p, m in models_of(others).items() if m == model and p != path]
+            previous = _newest([p for p in older if p.name.startswith(prefix)])
             build_index(
                 self._folder,
                 path,
                 self._encoder,
-                previous=_newest(older),
+                previous=previous or _newest(older),
                 max_file_bytes=self.settings.max_file_bytes,
+                same_code=previous is not None,
             )
             for stale in older:
                 stale.unlink(missing_ok=True)

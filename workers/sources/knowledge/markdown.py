@@ -13,6 +13,10 @@ bounded chunks.
   fenced and indented code (a `#` line inside is text), HTML comments and link reference
   definitions (invisible to a reader: not indexed), MkDocs admonitions (`!!! note` and
   `??? note` with an indented body: read as text, not as a code block).
+- **Navigation** is not runbook text: a list whose every item is only a link (a service
+  README's "Troubleshooting Pointers"; the pages it links to are indexed themselves) and a
+  table-of-contents marker (`[[_TOC_]]`, `[TOC]`, `{:toc}`) are left out (`Page.navigation`
+  counts them).
 """
 
 from __future__ import annotations
@@ -43,6 +47,8 @@ _COMMENT: Final = re.compile(r"<!--.*?-->", re.DOTALL)
 _ONLY_COMMENTS: Final = re.compile(r"\s*(?:<!--.*?-->\s*)+", re.DOTALL)
 _ADMONITION: Final = re.compile(r"^(?:!!!|\?\?\?\+?)[ \t]+[\w-]+")
 _MD: Final = MarkdownIt("commonmark").enable("table")
+_LINK_ITEM: Final = re.compile(r"\s*(?:[-*+]|\d+[.)])\s+(?:\[[^\]]*\]\([^)]*\)|<[^>\s]+>)\s*")
+_TOC: Final = re.compile(r"\s*(?:\[\[_?toc_?\]\]|\[toc\]|(?:[-*] toc\s*)?\{:toc\})\s*", re.I)
 
 
 @dataclass(slots=True)
@@ -74,6 +80,7 @@ class Page:
     meta: str
     sections: list[Section]
     lines: list[str | None]
+    navigation: int = 0  # link-only lists and TOC markers left out
 
 
 def _strings(value: Any) -> list[str]:
@@ -150,7 +157,9 @@ def _block(tokens: list[Any], i: int, lines: list[str | None]) -> tuple[Block | 
             j += 1
     start, end = token.map
     text = "\n".join(ln or "" for ln in lines[start:end])
-    if token.type == "html_block" and _ONLY_COMMENTS.fullmatch(text):
+    if (token.type == "html_block" and _ONLY_COMMENTS.fullmatch(text)) or _navigation(
+        token, lines[start:end]
+    ):
         lines[start:end] = [None] * (end - start)
         return None, j
     if token.type not in ("fence", "code_block") and "<!--" in text:
@@ -166,6 +175,16 @@ def _block(tokens: list[Any], i: int, lines: list[str | None]) -> tuple[Block | 
     return (Block(start, end, parts) if visible else None), j
 
 
+def _navigation(token: Any, lines: list[str | None]) -> bool:
+    """A list of links only, or a table-of-contents marker (module docstring)."""
+    visible = [ln for ln in lines if ln and ln.strip()]
+    if not visible:
+        return False
+    if token.type in ("bullet_list_open", "ordered_list_open"):
+        return all(_LINK_ITEM.fullmatch(ln) for ln in visible)
+    return token.type == "paragraph_open" and _TOC.fullmatch("\n".join(visible)) is not None
+
+
 def read_markdown(text: str) -> Page:
     """Title, metadata, sections and visible lines of one Markdown file (module docstring)."""
     meta, body = front_matter(text)
@@ -179,6 +198,7 @@ def read_markdown(text: str) -> Page:
             lines[n] = None
     sections = [Section(path=[])]
     stack: list[tuple[int, str]] = []
+    navigation = 0
     i = 0
     while i < len(tokens):
         token = tokens[i]
@@ -202,10 +222,12 @@ def read_markdown(text: str) -> Page:
             heading_block = Block(a, a + 1, [(a, a + 1)], heading=True)
             sections.append(Section([h for _, h in stack], [heading_block]))
             continue
+        a, b = token.map or (0, 0)
+        navigation += _navigation(token, lines[a:b])
         block, i = _block(tokens, i, lines)
         if block is not None:
             sections[-1].blocks.append(block)
-    return Page(title=title, meta=_meta_text(meta), sections=sections, lines=lines)
+    return Page(title, _meta_text(meta), sections, lines, navigation)
 
 
 def pack(lines: list[str | None], blocks: list[Block], limit: int) -> list[str]:

@@ -19,6 +19,11 @@ chunk that shares at least two of the query's concepts (`FALLBACK_MIN_CONCEPTS`)
 at least a tenth of it, but is below the lexical evidence bar, takes the second place of a
 LOW answer (a second one the fourth): a paraphrase the encoder misses often keeps two rare
 words of its runbook. It never raises an answer above LOW (docs/knowledge.md, fourth round).
+
+Named runbooks: a question that names runbooks by their alert name (`names.named_sources`:
+`etcdNoLeader`, `KubePodCrashLooping what to do`) gets them first, each by its best chunk,
+and the answer is HIGH; then the other runbooks that reach HIGH on their own, then the named
+runbooks' other sections (`_named_answer`).
 """
 
 from __future__ import annotations
@@ -30,6 +35,7 @@ from typing import TYPE_CHECKING, Any, Final, Literal
 import msgspec
 
 from workers.sources.knowledge.encoder import one_blas_thread
+from workers.sources.knowledge.names import named_sources
 from workers.sources.knowledge.search import (
     MEDIUM_COVERAGE,
     MIN_COVERAGE,
@@ -175,9 +181,13 @@ def rank(
         c.final = c.dense + (LEXICAL_WEIGHT * c.lexical / top_lexical if lexical_ok else 0.0)
         kept.append(c)
     kept.sort(key=lambda c: c.final, reverse=True)
-    ranked = _per_source(index, kept, _RANKED)
     trace.append({"step": "fuse", "mode": mode, "kept": len(kept)})
-    level, ranked = _answer(ranked, min_coverage, max_hits, levels)
+    if named := named_sources(query, index.names):
+        ranked = _named_answer(index, kept, named, query_vector, min_coverage, max_hits, levels)
+        level: str | None = "high"
+        trace.append({"step": "named", "runbooks": len(named)})
+    else:
+        level, ranked = _answer(_per_source(index, kept, _RANKED), min_coverage, max_hits, levels)
     trace.append({"step": "bar", "level": level, "kept": len(ranked)})
     if level in (None, "low") and lexical:
         before = len(ranked)
@@ -202,6 +212,60 @@ def _answer(
     bar = _LEVELS.index(level)
     hits = [c for c in ranked if hit_level(c.dense or 0.0, c.coverage, min_coverage, levels) >= bar]
     return level, hits[:max_hits]
+
+
+def _named_chunks(
+    index: IndexFile,
+    kept: list[Candidate],
+    named: list[str],
+    query_vector: npt.NDArray[np.float32],
+) -> tuple[list[Candidate], list[Candidate]]:
+    """Every chunk of the named runbooks, scored as ranked (a chunk `kept` did not rank: its
+    cosine): each runbook's best first (in `named` order), then the rest, best first."""
+    vectors = index.vectors
+    assert vectors is not None  # rank() checked
+    scored = {c.rowid: c for c in kept}
+    first: list[Candidate] = []
+    more: list[Candidate] = []
+    for source in named:
+        rows = [r for (r,) in index.conn.execute(
+            "SELECT rowid FROM chunks WHERE source = ? ORDER BY rowid", (source,))]  # fmt: skip
+        chunks = [scored.get(r) or _cosine_only(r, vectors, query_vector) for r in rows]
+        chunks.sort(key=lambda c: c.final, reverse=True)
+        first += chunks[:1]
+        more += chunks[1:]
+    more.sort(key=lambda c: c.final, reverse=True)
+    return first, more
+
+
+def _cosine_only(
+    rowid: int, vectors: npt.NDArray[np.float32], query_vector: npt.NDArray[np.float32]
+) -> Candidate:
+    cosine = float(vectors[rowid - 1] @ query_vector)
+    return Candidate(rowid=rowid, dense=cosine, final=cosine)
+
+
+def _named_answer(
+    index: IndexFile,
+    kept: list[Candidate],
+    named: list[str],
+    query_vector: npt.NDArray[np.float32],
+    min_coverage: float,
+    max_hits: int,
+    levels: Levels,
+) -> list[Candidate]:
+    """The hits of a HIGH answer to a question that names runbooks: each named runbook's
+    best chunk, the other runbooks that reach HIGH on their own (one chunk each), then the
+    named runbooks' other chunks (no other runbook needs the room), at most `max_hits`."""
+    first, more = _named_chunks(index, kept, named, query_vector)
+    source_of = _sources(index, kept) if kept else {}
+    others = [c for c in kept if source_of[c.rowid] not in named]
+    strong = [
+        c
+        for c in _per_source(index, others, _RANKED)
+        if hit_level(c.dense or 0.0, c.coverage, min_coverage, levels) == 3
+    ]
+    return (first + strong + more)[:max_hits]
 
 
 def _with_fallback(

@@ -40,12 +40,13 @@ from workers.sources.knowledge.files import (
     read_inside,
     runbook_files,
 )
+from workers.sources.knowledge.names import runbook_names
 
 if TYPE_CHECKING:
     import numpy as np
     import numpy.typing as npt
 
-__all__ = ["ANALYSIS_HASH", "INDEX_VERSION", "IndexFile", "build_index"]
+__all__ = ["ANALYSIS_HASH", "INDEX_VERSION", "IndexFile", "build_index", "models_of"]
 
 log = logging.getLogger("aci.knowledge")
 
@@ -62,7 +63,7 @@ CREATE VIRTUAL TABLE chunks USING fts5(
     tokenize = 'unicode61 remove_diacritics 0'
 );
 CREATE VIRTUAL TABLE vocab USING fts5vocab(chunks, 'row');
-CREATE TABLE vectors (model TEXT NOT NULL, dim INTEGER NOT NULL, data BLOB NOT NULL);
+CREATE TABLE vectors (model TEXT NOT NULL, dim INTEGER NOT NULL, data BLOB NOT NULL, digests BLOB);
 CREATE TABLE skipped (source TEXT NOT NULL, reason TEXT NOT NULL);
 CREATE TABLE synonyms (data BLOB NOT NULL);
 """
@@ -131,13 +132,16 @@ def build_index(
     encoder: Encoder | None = None,
     previous: Path | None = None,
     max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
+    *,
+    same_code: bool = True,
 ) -> int:
     """Index every runbook under `folder` into `target` atomically; return the chunk count.
 
-    With an `encoder`, each chunk's vector is computed once and stored with the index: taken
-    from the `previous` index file when that holds the same text embedded by the same model,
-    else computed here. Runbooks over `max_file_bytes` are skipped, logged and listed in the
-    index (`IndexFile.skipped`)."""
+    With an `encoder`, each chunk's vector is computed once and stored with the index, with
+    the digest of the text it embeds: taken from the `previous` index file when that holds the
+    same text embedded by the same model (by its stored digests; by its rows' text when it
+    has none and `same_code` built it), else computed here. Runbooks over `max_file_bytes`
+    are skipped, logged and listed in the index (`IndexFile.skipped`)."""
     started = time.perf_counter()
     tmp = target.with_name(f".{target.name}.{os.getpid()}.{uuid.uuid4().hex}.tmp")
     rows, skipped = _read_folder(folder, max_file_bytes)
@@ -145,8 +149,9 @@ def build_index(
     reused = 0
     if encoder is not None:
         texts = [chunk_text(r[5], _body(r[6]), r[8]) for r in rows]
-        vectors, reused = _vectors(encoder, texts, previous)
+        vectors, reused = _vectors(encoder, texts, previous, same_code)
         _check_vectors(vectors, len(rows), encoder.dim)
+        digests = b"".join(_digest(t) for t in texts)
     try:
         conn = sqlite3.connect(tmp)
         try:
@@ -159,8 +164,8 @@ def build_index(
             )
             if encoder is not None and vectors is not None:
                 conn.execute(
-                    "INSERT INTO vectors VALUES (?, ?, ?)",
-                    (encoder.model_id, encoder.dim, vectors.astype("<f4").tobytes()),
+                    "INSERT INTO vectors VALUES (?, ?, ?, ?)",
+                    (encoder.model_id, encoder.dim, vectors.astype("<f4").tobytes(), digests),
                 )
             conn.executemany(
                 "INSERT INTO skipped VALUES (?, 'size')", [(source,) for source in skipped]
@@ -187,12 +192,12 @@ def _digest(text: str) -> bytes:
 
 
 def _vectors(
-    encoder: Encoder, texts: list[str], previous: Path | None
+    encoder: Encoder, texts: list[str], previous: Path | None, same_code: bool
 ) -> tuple[npt.NDArray[np.float32], int]:
     """One vector per text, and how many came from `previous` (the rest are encoded)."""
     import numpy as np
 
-    known = _known_vectors(previous, encoder)
+    known = _known_vectors(previous, encoder, same_code)
     if not known or not texts:
         return encoder.encode(texts), 0
     digests = [_digest(t) for t in texts]
@@ -205,10 +210,13 @@ def _vectors(
     return np.stack([known[d] for d in digests]).astype(np.float32, copy=False), reused
 
 
-def _known_vectors(previous: Path | None, encoder: Encoder) -> dict[bytes, npt.NDArray[np.float32]]:
-    """The vectors of `previous` by the digest of the text they embed; empty when there is no
-    such index, it is unreadable (e.g. removed meanwhile by a worker that built a newer one),
-    or another model made it."""
+def _known_vectors(
+    previous: Path | None, encoder: Encoder, same_code: bool
+) -> dict[bytes, npt.NDArray[np.float32]]:
+    """The vectors of `previous` by the digest of the text they embed (stored with them; for
+    an index without digests, computed from its rows when `same_code` built it); empty when
+    there is no such index, it is unreadable (e.g. removed meanwhile by a worker that built a
+    newer one), or another model made it."""
     if previous is None:
         return {}
     try:
@@ -220,6 +228,11 @@ def _known_vectors(previous: Path | None, encoder: Encoder) -> dict[bytes, npt.N
             return {}
         if index.vectors.shape[1] != encoder.dim or not _unit_rows(index.vectors):
             return {}  # another dimension, or damage SQLite did not see: embed afresh
+        stored = _stored_digests(index)
+        if stored is not None:
+            return {d: index.vectors[i].copy() for i, d in enumerate(stored)}
+        if not same_code:  # its rows' text may not be the text another version embedded
+            return {}
         rows = index.conn.execute("SELECT rowid, breadcrumb, content, meta FROM chunks").fetchall()
         return {
             _digest(chunk_text(crumb, _body(content), meta)): index.vectors[rowid - 1].copy()
@@ -230,6 +243,36 @@ def _known_vectors(previous: Path | None, encoder: Encoder) -> dict[bytes, npt.N
         return {}
     finally:
         index.conn.close()
+
+
+def _stored_digests(index: IndexFile) -> list[bytes] | None:
+    """The digest of each vector's text, as its build stored them (None: an index without)."""
+    try:
+        (blob,) = index.conn.execute("SELECT digests FROM vectors").fetchone()
+    except sqlite3.OperationalError:  # built before digests were stored
+        return None
+    n = 0 if index.vectors is None else len(index.vectors)
+    if not isinstance(blob, bytes) or len(blob) != 32 * n:
+        return None
+    return [blob[i : i + 32] for i in range(0, len(blob), 32)]
+
+
+def models_of(paths: list[Path]) -> dict[Path, str]:
+    """The model that embedded each index file ("" without vectors); unreadable ones left out."""
+    models: dict[Path, str] = {}
+    for path in paths:
+        try:
+            conn = sqlite3.connect(f"{path.as_uri()}?mode=ro&immutable=1", uri=True)
+        except sqlite3.Error:
+            continue
+        try:
+            row = conn.execute("SELECT model FROM vectors").fetchone()
+            models[path] = row[0] if row else ""
+        except sqlite3.Error:
+            pass
+        finally:
+            conn.close()
+    return models
 
 
 def _unit_rows(vectors: npt.NDArray[np.float32]) -> bool:
@@ -254,7 +297,8 @@ def _check_vectors(vectors: npt.NDArray[np.float32], n: int, dim: int) -> None:
 class IndexFile:
     """One open, read-only index file with its term document frequencies, the runbooks its
     build skipped (`skipped`, over the size cap), the synonym groups of its analysis
-    (`synonyms`) and (when built with an encoder) its chunk vectors, row i for rowid i + 1."""
+    (`synonyms`), the runbooks' alert names (`names`, `names.runbook_names`) and (when built
+    with an encoder) its chunk vectors, row i for rowid i + 1."""
 
     def __init__(self, path: Path) -> None:
         self.conn = sqlite3.connect(
@@ -263,6 +307,8 @@ class IndexFile:
         self.df = dict(self.conn.execute("SELECT term, doc FROM vocab").fetchall())
         (self.n,) = self.conn.execute("SELECT count(*) FROM chunks").fetchone()
         self.skipped = [r[0] for r in self.conn.execute("SELECT source FROM skipped ORDER BY 1")]
+        sources = self.conn.execute("SELECT source FROM chunks GROUP BY 1 ORDER BY min(rowid)")
+        self.names = runbook_names(source for (source,) in sources)
         row = self.conn.execute("SELECT data FROM synonyms").fetchone()
         if row is None:
             raise sqlite3.DatabaseError("an index without its synonym groups")

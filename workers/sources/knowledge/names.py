@@ -1,0 +1,61 @@
+"""Runbooks a question names by their alert name (`named_sources`).
+
+Runbook collections name each runbook's file after the alert it answers (openshift/runbooks
+`alerts/cluster-etcd-operator/etcdNoLeader.md`, prometheus-operator's `KubePodCrashLooping.md`,
+gitlab's `ci_pending_builds.md`), and the on-call engineer's first question is that name,
+pasted. A question names a runbook when the whole question, or one camelCase word of it,
+spelled without case, spaces and punctuation, is the runbook's file name spelled the same way,
+and that file name has at least two parts (camelCase humps or words: `TargetDown`,
+`gitlab-com-is-down`; `kubernetes.md` is too plain to name anything) and at least
+`MIN_NAME_CHARS` letters. Titles name nothing: a page titled by the product it is about
+(gitlab's `k8s-operations.md` under `# GitLab`) made "GitLab pages returns 404" name it; an
+alert runbook's title is its file name again (`Kube Pod Crash Looping`). `README` and `index`
+pages name a folder, not a runbook.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from pathlib import PurePosixPath
+from typing import Final
+
+__all__ = ["MIN_NAME_CHARS", "name_key", "named_sources", "runbook_names"]
+
+MIN_NAME_CHARS: Final = 6
+_PARTS: Final = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+")
+_WORD: Final = re.compile(r"[A-Za-z0-9]+")  # `etcdNoLeader.md`, `alertname=etcdNoLeader`
+_CAMEL: Final = re.compile(r"[a-z0-9][A-Z]")
+_FOLDER_PAGES: Final = frozenset({"readme", "index"})
+
+
+def name_key(text: str) -> str:
+    """The name as compared: lower case, no spaces, punctuation or underscores."""
+    return re.sub(r"[\W_]+", "", text).lower()
+
+
+def _is_name(text: str) -> bool:
+    return len(_PARTS.findall(text)) >= 2 and len(name_key(text)) >= MIN_NAME_CHARS
+
+
+def runbook_names(sources: Iterable[str]) -> dict[str, list[str]]:
+    """Name key -> the runbooks (sources, in order) whose file name it is."""
+    names: dict[str, list[str]] = {}
+    for source in sources:
+        stem = PurePosixPath(source).stem
+        key = name_key(stem)
+        if key not in _FOLDER_PAGES and _is_name(stem) and source not in names.get(key, []):
+            names.setdefault(key, []).append(source)
+    return names
+
+
+def named_sources(query: str, names: Mapping[str, list[str]]) -> list[str]:
+    """The runbooks `query` names (module docstring), in the order of `names`; [] if none."""
+    keys = [name_key(query)]
+    keys += [name_key(w) for w in _WORD.findall(query) if _CAMEL.search(w)]
+    found: list[str] = []
+    for key in keys:
+        for source in names.get(key, ()):
+            if source not in found:
+                found.append(source)
+    return found
