@@ -55,13 +55,16 @@ _FLAGS: Final = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
 _GONE: Final = frozenset({errno.ENOENT, errno.ELOOP, errno.ENOTDIR})
 _CHECK_EVERY: Final = 2048
 _CHUNK: Final = 1024 * 1024
-# Terminal colour and style codes (SGR, `ESC [ ... m`) a program wrote into its log file:
+# Terminal colour and style codes (SGR, `ESC [ ... m`) and the other control sequences a
+# program wrote into its log file (`ESC[K`, an OSC title, `ESC(B`: `secret_shapes._SGR`):
 # presentation, not text (a level or a word split by one is not found otherwise).
-_SGR: Final = re.compile(rb"\x1b\[[0-9;:]{0,64}m")
+_SGR: Final = re.compile(
+    rb"\x1b(?:\[[0-?]{0,64}[ -/]{0,4}[@-~]|\][^\x07\x1b]{0,1024}(?:\x07|\x1b\\)|[()*+][0-9A-Za-z])"
+)
 
 
 def without_colour(data: bytes) -> bytes:
-    """Raw log bytes without their terminal colour codes (the scan's lines, the peeks')."""
+    """Raw log bytes without their terminal control sequences (the scan's lines, the peeks')."""
     return _SGR.sub(b"", data)
 
 

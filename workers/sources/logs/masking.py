@@ -127,7 +127,7 @@ _FIGURE_WORDS: Final = frozenset(
     "count counts num number len length size limit limits usage used total type kind ttl "
     "expiry expires exp expiration in id ids name names index remaining budget version ms "
     "seconds age enabled present valid missing status source provider method scheme mode "
-    "format file path url uri endpoint tokens keys".split()
+    "format file path url uri endpoint tokens keys stdin".split()
 )
 _STORE_KEYS: Final = frozenset(
     "cache partition sort primary row object routing idempotency dedup dedupe lock redis map "
@@ -230,7 +230,7 @@ def without_log_secrets(text: str) -> str:
         text = without_tokens(text)
     if (" -" in text or "\t-" in text) and (
         "mysql" in text or "mariadb" in text or "sshpass" in text or "curl" in text
-        or "redis-cli" in text
+        or "redis-cli" in text or "login" in text
     ):  # fmt: skip
         text = without_cli_secrets(text)  # (its commands' names are matched lower-case)
     low = text.lower()

@@ -1,6 +1,6 @@
 """Secrets known by their shape rather than by a `name=` before them (`masking`'s rules):
 command lines' flags, the password options of a few clients, tokens by their well-known
-prefixes, AWS key pairs and JWTs, and the terminal colour codes that would hide any of them.
+prefixes, AWS key pairs and JWTs, and the terminal control sequences that would hide them.
 
 - a flag under a secret's name (`log_secret_name`), its value after a space or `=`:
   `--password S3cret`, `--db-password=S3cret`, `-token 'a b'` (Go's single dash): the value is
@@ -9,8 +9,9 @@ prefixes, AWS key pairs and JWTs, and the terminal colour codes that would hide 
   `mysqldump`, `mariadb-dump`, ...: `-pS3cret`, written glued; `-p name` prompts and `name`
   is the database, kept), `sshpass -p S3cret` (its own options only: a later `ssh -p 2222`
   is a port), `curl -u user:S3cret` (`--user`, `-U`, `--proxy-user`; `-u user` alone prompts),
-  `redis-cli -a S3cret`; each within its command, up to `|`, `;`, `&`, a line break, the next
-  such command or 1,024 characters;
+  `redis-cli -a S3cret`, `docker login -p S3cret` (`podman login`); each within its
+  command, up to `|`, `;`, `&`, a line break, the next such command or 1,024 characters; a
+  value quoted, JSON-escaped (`\\"a b\\"`) or with an escaped space (`a\\ b`) whole;
 - tokens by prefix, the prefix kept (it says what kind leaked): GitHub's `ghp_` `gho_` `ghu_`
   `ghs_` `ghr_` `github_pat_`, GitLab's `glpat-`, Slack's `xoxb-` (`xox?-`), AWS access key
   ids `AKIA`/`ASIA` + 16; and in a text holding such an id, every 40-character base64 word (its
@@ -34,13 +35,19 @@ __all__ = [
     "without_cut_token", "without_flag_secrets", "without_tokens",
 ]  # fmt: skip
 
-# Terminal colour and style codes (SGR, as `files.without_colour` strips them from a file's
-# bytes): in a ClickHouse Body, a JSON-escaped Docker or jsonl line (`\u001b[0m`).
-_SGR: Final = re.compile(r"\x1b\[[0-9;:]{0,64}m")
+# Terminal control sequences, as `files.without_colour` strips them from a file's bytes: in a
+# ClickHouse Body, a JSON-escaped Docker or jsonl line (`\u001b[0m`). Colour and style codes
+# (SGR, `ESC[...m`) and every other CSI (`ESC[K` erases, `ESC[?25l` hides the cursor), an OSC
+# ended by BEL or ST (a window title, a hyperlink), a character set's choice (`ESC(B`: `tput
+# sgr0`): a terminal shows none of them, so `password\x1b[K=...` reads `password=...`.
+_SGR: Final = re.compile(
+    r"\x1b(?:\[[0-?]{0,64}[ -/]{0,4}[@-~]|\][^\x07\x1b]{0,1024}(?:\x07|\x1b\\)|[()*+][0-9A-Za-z])"
+)
 
 
 def without_colour(text: str) -> str:
-    """The text without its terminal colour codes (`password\\x1b[0m=...` is `password=...`)."""
+    """The text without its terminal control sequences (`password\\x1b[0m=...` is
+    `password=...`)."""
     return _SGR.sub("", text) if "\x1b" in text else text
 
 
@@ -52,7 +59,11 @@ _TOKEN: Final = re.compile(
     r"|eyJ[A-Za-z0-9_-]{8,}+\.[A-Za-z0-9_-]{4,}+(?:\.[A-Za-z0-9_-]*+)*+)"
 )
 # an AWS secret access key: 40 characters of base64, a word of its own
-_AWS_SECRET: Final = re.compile(r"(?<![A-Za-z0-9/+=])[A-Za-z0-9/+]{40}(?![A-Za-z0-9/+=])")
+# (not 40 hex digits of one case: a git commit, a SHA-1; a random key is that with odds 2**-80)
+_AWS_SECRET: Final = re.compile(
+    r"(?<![A-Za-z0-9/+=])(?![0-9a-f]{40}(?![A-Za-z0-9/+=])|[0-9A-F]{40}(?![A-Za-z0-9/+=]))"
+    r"[A-Za-z0-9/+]{40}(?![A-Za-z0-9/+=])"
+)
 
 
 def may_hold_token(text: str) -> bool:
@@ -100,13 +111,16 @@ def without_cut_token(text: str) -> str:
     return text[:keep] + MASK
 
 
+# A value as a shell or JSON writes it: quoted as JSON escapes a quote (`\\"a b\\"`, a command
+# in a JSON string) to the next quote, in single quotes, in double quotes (`\\"` inside), or
+# bare to whitespace or a quote (`a\\ b`: an escaped space is no end); to the end when it has
+# no closing quote.
+_VALUE: Final = r"""(\\++"[^"]*+"?|'[^']*+'?|"(?:[^"\\]|\\.)*+"?|(?:[^\s'"\\]|\\.)++)"""
+
 # `--name value`, `--name=value`, `-name value`: a flag at the start or after whitespace
 # (`(?<!\S-)` after its first dash: the expression opens with a literal, searched fast), its
-# value bare or quoted (to the closing quote, or the end), never another flag.
-_FLAG: Final = re.compile(
-    r"-(?<!\S-)-?+([A-Za-z][\w.-]{0,60}+)(=|\s++)(?=[^\s-])"
-    r"('[^']*+'?|\"[^\"]*+\"?|[^\s'\"]++)"
-)
+# value (`_VALUE`), never another flag.
+_FLAG: Final = re.compile(r"-(?<!\S-)-?+([A-Za-z][\w.-]{0,60}+)(=|\s++)(?=[^\s-])" + _VALUE)
 
 
 def may_hold_flag(text: str) -> bool:
@@ -120,28 +134,37 @@ def without_flag_secrets(text: str, secret: Callable[[str], bool]) -> str:
     def flag(found: re.Match[str]) -> str:
         if not secret(found.group(1)):
             return found.group()
-        value = found.group(3)
-        quote = value[0] if value[0] in "'\"" else ""
-        shown = quote + MASK + (quote if len(value) > 1 and value.endswith(quote) else "")
-        return found.group()[: found.start(3) - found.start()] + shown
+        return found.group()[: found.start(3) - found.start()] + _quoted_mask(found.group(3))
 
     return _FLAG.sub(flag, text)
+
+
+def _quoted_mask(value: str) -> str:
+    """`***` in place of a value, its quotes kept (`'***'`, a JSON string's `\\"***\\"`)."""
+    bare = value.lstrip("\\")
+    if bare[:1] not in ("'", '"'):
+        return MASK
+    quote = value[: len(value) - len(bare) + 1]
+    return quote + MASK + (quote if len(value) > len(quote) and value.endswith(quote) else "")
 
 
 # The clients whose short option holds a password, by the name they are run as.
 _COMMAND: Final = re.compile(
     r"(?<![\w.-])(?:(mysql(?:dump|admin|import|show|check|slap|binlog)?"
     r"|mariadb(?:-dump|-admin|-import|-show|-check|-slap|-binlog)?)|(sshpass)|(curl)"
-    r"|(redis-cli))(?:\.exe)?(?=\s)"
+    r"|(redis-cli)|((?:docker|podman)\s++login))(?:\.exe)?(?=\s)"
 )
 _SEGMENT_MAX: Final = 1024
 _SEGMENT_END: Final = re.compile(r"[\n|;&]")
-_VALUE: Final = r"('[^']*+'?|\"[^\"]*+\"?|[^\s'\"]++)"
 _MYSQL: Final = re.compile(r"(?<=\s)(-p)" + _VALUE)  # glued: `-pS3cret`
 _SSHPASS: Final = re.compile(r"\s++(?:-[fdP]\s*+\S++|-[evh]|(-p\s*+)" + _VALUE + ")")
-_CURL: Final = re.compile(r"(?<=\s)(-[uU]\s*+|--(?:proxy-)?user(?:\s++|=))(['\"]?[^\s:'\"]*+:)"
-                          r"([^\s'\"]++)")  # fmt: skip
+# curl's `user:password`, whole quoted (the password to the closing quote) or bare (to the
+# end of a `_VALUE`: `alice:'a b'`)
+_CURL: Final = re.compile(r"(?<=\s)(?:-[uU]\s*+|--(?:proxy-)?user(?:\s++|=))(\\*+['\"]|)"
+                          r"[^\s:'\"\\]*+:")  # fmt: skip
+_BARE_VALUE: Final = re.compile(_VALUE)
 _REDIS: Final = re.compile(r"(?<=\s)(-a\s++)" + _VALUE)
+_LOGIN: Final = re.compile(r"(?<=\s)(-p\s*+)(?!-)" + _VALUE)  # docker's, podman's
 
 
 def _sshpass(segment: str) -> str:
@@ -155,6 +178,25 @@ def _sshpass(segment: str) -> str:
     return segment
 
 
+def _curl(segment: str) -> str:
+    parts: list[str] = []
+    done = 0
+    for found in _CURL.finditer(segment):
+        start = found.end()
+        if start < done:
+            continue  # (inside a password masked already)
+        if quote := found.group(1):
+            end = segment.find(quote, start)
+            end = len(segment) if end < 0 else end
+        else:
+            value = _BARE_VALUE.match(segment, start)
+            end = start if value is None else value.end()
+        if end > start:
+            parts += (segment[done:start], MASK)
+            done = end
+    return "".join(parts) + segment[done:]
+
+
 def _masked_group(pattern: re.Pattern[str], group: int) -> Callable[[str], str]:
     def sub(segment: str) -> str:
         def one(found: re.Match[str]) -> str:
@@ -165,13 +207,14 @@ def _masked_group(pattern: re.Pattern[str], group: int) -> Callable[[str], str]:
     return sub
 
 
-_RULES: Final = (_masked_group(_MYSQL, 2), _sshpass, _masked_group(_CURL, 3),
-                 _masked_group(_REDIS, 2))  # fmt: skip
+_RULES: Final = (_masked_group(_MYSQL, 2), _sshpass, _curl, _masked_group(_REDIS, 2),
+                 _masked_group(_LOGIN, 2))  # fmt: skip
 
 
 def without_cli_secrets(text: str) -> str:
-    """The text with the password options of MySQL/MariaDB clients, sshpass, curl and
-    redis-cli (module docstring) as `***`. Linear: the commands' segments do not overlap."""
+    """The text with the password options of MySQL/MariaDB clients, sshpass, curl,
+    redis-cli and `docker login` (module docstring) as `***`. Linear: the commands' segments
+    do not overlap."""
     commands = list(_COMMAND.finditer(text))
     if not commands:
         return text
@@ -183,7 +226,7 @@ def without_cli_secrets(text: str) -> str:
         limit = min(limit, start + _SEGMENT_MAX)
         stop = _SEGMENT_END.search(text, start, limit)
         end = limit if stop is None else stop.start()
-        kind = next(i for i in range(1, 5) if found.group(i) is not None)
+        kind = next(i for i in range(1, 6) if found.group(i) is not None)
         parts += (text[done:start], _RULES[kind - 1](text[start:end]))
         done = end
     return "".join(parts) + text[done:]
