@@ -41,6 +41,10 @@ LEAKS = [
     # docker's and podman's login: `-p` is the password
     ("docker login -u ci -p S3cret ghcr.io", "docker login -u ci -p *** ghcr.io"),
     ("podman login -pS3cret quay.io", "podman login -p*** quay.io"),
+    # MongoDB's shells and tools, sqlcmd: `-p`, `-P` is the password
+    ("mongosh -u app -p S3cret --port 27017", "mongosh -u app -p *** --port 27017"),
+    ("mongodump -u app -pS3cret --db shop", "mongodump -u app -p*** --db shop"),
+    ("sqlcmd -S db -U sa -P S3cret -Q 'select 1'", "sqlcmd -S db -U sa -P *** -Q 'select 1'"),
     # terminal sequences other than colour
     ("password\x1b[K=S3cret ok", "password=*** ok"),
     ("pass\x1b[?25lword=S3cret ok", "password=*** ok"),
@@ -54,6 +58,8 @@ KEPT = [
     "echo $T | docker login -u ci --password-stdin ghcr.io",
     "docker run -p 8080:80 web",
     "docker login ghcr.io",
+    "mongosh -u app -p --port 27017",  # `-p` alone prompts
+    "sqlcmd -S db -p -Q 'select 1'",  # sqlcmd's `-p` prints statistics
     "a lone ESC \x1b] with no end stays",
 ]
 
@@ -140,3 +146,10 @@ def test_the_new_rules_are_linear_on_a_1mb_line(unit: str, count: int) -> None:
     quarter = min(seconds(unit * (count // 4)) for _ in range(2))
     whole = min(seconds(unit * count) for _ in range(2))
     assert whole < 8 * quarter + 0.3, (quarter, whole)
+
+
+def test_a_prose_word_under_a_secrets_name_shows_up_to_16_letters() -> None:
+    # docs/logs.md, "Its costs": a lowercase token of up to 16 letters under `token=` shows
+    assert without_log_secrets("token=expired") == "token=expired"
+    assert without_log_secrets("token=abcdefghijklmnop") == "token=abcdefghijklmnop"
+    assert without_log_secrets("token=abcdefghijklmnopq") == "token=***"

@@ -230,7 +230,7 @@ def without_log_secrets(text: str) -> str:
         text = without_tokens(text)
     if (" -" in text or "\t-" in text) and (
         "mysql" in text or "mariadb" in text or "sshpass" in text or "curl" in text
-        or "redis-cli" in text or "login" in text
+        or "redis-cli" in text or "login" in text or "mongo" in text or "sqlcmd" in text
     ):  # fmt: skip
         text = without_cli_secrets(text)  # (its commands' names are matched lower-case)
     low = text.lower()

@@ -9,7 +9,8 @@ prefixes, AWS key pairs and JWTs, and the terminal control sequences that would 
   `mysqldump`, `mariadb-dump`, ...: `-pS3cret`, written glued; `-p name` prompts and `name`
   is the database, kept), `sshpass -p S3cret` (its own options only: a later `ssh -p 2222`
   is a port), `curl -u user:S3cret` (`--user`, `-U`, `--proxy-user`; `-u user` alone prompts),
-  `redis-cli -a S3cret`, `docker login -p S3cret` (`podman login`); each within its
+  `redis-cli -a S3cret`, `docker login -p S3cret` (`podman login`), MongoDB's `mongosh -p
+  S3cret` (`mongodump`, ...; `-p` alone prompts), `sqlcmd -P S3cret`; each within its
   command, up to `|`, `;`, `&`, a line break, the next such command or 1,024 characters; a
   value quoted, JSON-escaped (`\\"a b\\"`) or with an escaped space (`a\\ b`) whole;
 - tokens by prefix, the prefix kept (it says what kind leaked): GitHub's `ghp_` `gho_` `ghu_`
@@ -152,7 +153,8 @@ def _quoted_mask(value: str) -> str:
 _COMMAND: Final = re.compile(
     r"(?<![\w.-])(?:(mysql(?:dump|admin|import|show|check|slap|binlog)?"
     r"|mariadb(?:-dump|-admin|-import|-show|-check|-slap|-binlog)?)|(sshpass)|(curl)"
-    r"|(redis-cli)|((?:docker|podman)\s++login))(?:\.exe)?(?=\s)"
+    r"|(redis-cli)|((?:docker|podman)\s++login"
+    r"|mongo(?:sh|dump|restore|export|import|stat|top|files)?)|(sqlcmd))(?:\.exe)?(?=\s)"
 )
 _SEGMENT_MAX: Final = 1024
 _SEGMENT_END: Final = re.compile(r"[\n|;&]")
@@ -164,7 +166,8 @@ _CURL: Final = re.compile(r"(?<=\s)(?:-[uU]\s*+|--(?:proxy-)?user(?:\s++|=))(\\*
                           r"[^\s:'\"\\]*+:")  # fmt: skip
 _BARE_VALUE: Final = re.compile(_VALUE)
 _REDIS: Final = re.compile(r"(?<=\s)(-a\s++)" + _VALUE)
-_LOGIN: Final = re.compile(r"(?<=\s)(-p\s*+)(?!-)" + _VALUE)  # docker's, podman's
+_LOGIN: Final = re.compile(r"(?<=\s)(-p\s*+)(?!-)" + _VALUE)  # docker's, podman's, mongo's
+_SQLCMD: Final = re.compile(r"(?<=\s)(-P\s*+)(?!-)" + _VALUE)
 
 
 def _sshpass(segment: str) -> str:
@@ -208,13 +211,13 @@ def _masked_group(pattern: re.Pattern[str], group: int) -> Callable[[str], str]:
 
 
 _RULES: Final = (_masked_group(_MYSQL, 2), _sshpass, _curl, _masked_group(_REDIS, 2),
-                 _masked_group(_LOGIN, 2))  # fmt: skip
+                 _masked_group(_LOGIN, 2), _masked_group(_SQLCMD, 2))  # fmt: skip
 
 
 def without_cli_secrets(text: str) -> str:
     """The text with the password options of MySQL/MariaDB clients, sshpass, curl,
-    redis-cli and `docker login` (module docstring) as `***`. Linear: the commands' segments
-    do not overlap."""
+    redis-cli, `docker login`, MongoDB's tools and sqlcmd (module docstring) as `***`.
+    Linear: the commands' segments do not overlap."""
     commands = list(_COMMAND.finditer(text))
     if not commands:
         return text
@@ -226,7 +229,7 @@ def without_cli_secrets(text: str) -> str:
         limit = min(limit, start + _SEGMENT_MAX)
         stop = _SEGMENT_END.search(text, start, limit)
         end = limit if stop is None else stop.start()
-        kind = next(i for i in range(1, 6) if found.group(i) is not None)
+        kind = next(i for i in range(1, 7) if found.group(i) is not None)
         parts += (text[done:start], _RULES[kind - 1](text[start:end]))
         done = end
     return "".join(parts) + text[done:]
