@@ -45,6 +45,19 @@ LEAKS = [
     ("mongosh -u app -p S3cret --port 27017", "mongosh -u app -p *** --port 27017"),
     ("mongodump -u app -pS3cret --db shop", "mongodump -u app -p*** --db shop"),
     ("sqlcmd -S db -U sa -P S3cret -Q 'select 1'", "sqlcmd -S db -U sa -P *** -Q 'select 1'"),
+    # a command line logged as a list of its words (Python's CalledProcessError, a JSON argv)
+    (
+        "Command '['mysql', '-uroot', '-pS3cret', 'shop']' returned non-zero exit status 1.",
+        "Command '['mysql', '-uroot', '-p***', 'shop']' returned non-zero exit status 1.",
+    ),
+    (
+        "run ['mysqldump', '--password', 'S3cret', 'shop']",
+        "run ['mysqldump', '--password', '***', 'shop']",
+    ),
+    ('argv=["backup","--token","S3cret","-v"]', 'argv=["backup","--token","***","-v"]'),
+    ("['curl', '-u', 'alice:S3cret', 'https://x']", "['curl', '-u', 'alice:***', 'https://x']"),
+    ('["redis-cli","-a","S3cret","ping"]', '["redis-cli","-a","***","ping"]'),
+    ('ARGS="--password S3cret -v"', 'ARGS="--password *** -v"'),
     # terminal sequences other than colour
     ("password\x1b[K=S3cret ok", "password=*** ok"),
     ("pass\x1b[?25lword=S3cret ok", "password=*** ok"),
@@ -57,6 +70,9 @@ KEPT = [
     # `--password-stdin` reads it from stdin: the word after it is the registry
     "echo $T | docker login -u ci --password-stdin ghcr.io",
     "docker run -p 8080:80 web",
+    "Command '['mysql', '-uroot', '-p', 'shop']' returned non-zero exit status 1.",
+    "['ssh', '-p', '2222', 'web-1']",
+    'opts=["--password-file","/run/pw"]',
     "docker login ghcr.io",
     "mongosh -u app -p --port 27017",  # `-p` alone prompts
     "sqlcmd -S db -p -Q 'select 1'",  # sqlcmd's `-p` prints statistics
@@ -135,6 +151,8 @@ def test_mock_masks_them_as_the_others(text: str, masked: str) -> None:
         ("\x1b]", 300_000), ("\x1b]0;" + "a" * 60, 15_000), ("\x1b[?", 300_000),
         ("--password \\\"", 70_000), ("curl -u \"a:", 90_000), ("curl -u \\\"a:", 80_000),
         ("docker login -p ", 60_000), ("--password a\\ ", 70_000),
+        ("mysql '-p', '", 70_000), ("'--password', '", 60_000), ("curl '-u', '", 80_000),
+        ('redis-cli "-a","', 60_000), ("mongo '-p', '-p', ", 50_000),
     ],
 )  # fmt: skip
 def test_the_new_rules_are_linear_on_a_1mb_line(unit: str, count: int) -> None:

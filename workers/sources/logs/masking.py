@@ -228,7 +228,7 @@ def without_log_secrets(text: str) -> str:
         "eyJ" in text or "IA" in text or "gh" in text or "xox" in text or "glpat-" in text
     ):
         text = without_tokens(text)
-    if (" -" in text or "\t-" in text) and (
+    if (" -" in text or "\t-" in text or "'-" in text or '"-' in text) and (
         "mysql" in text or "mariadb" in text or "sshpass" in text or "curl" in text
         or "redis-cli" in text or "login" in text or "mongo" in text or "sqlcmd" in text
     ):  # fmt: skip

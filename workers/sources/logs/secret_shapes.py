@@ -12,7 +12,8 @@ prefixes, AWS key pairs and JWTs, and the terminal control sequences that would 
   `redis-cli -a S3cret`, `docker login -p S3cret` (`podman login`), MongoDB's `mongosh -p
   S3cret` (`mongodump`, ...; `-p` alone prompts), `sqlcmd -P S3cret`; each within its
   command, up to `|`, `;`, `&`, a line break, the next such command or 1,024 characters; a
-  value quoted, JSON-escaped (`\\"a b\\"`) or with an escaped space (`a\\ b`) whole;
+  value quoted, JSON-escaped (`\\"a b\\"`) or with an escaped space (`a\\ b`) whole; a
+  command line logged as a list of its words too (`['mysql', '-pS3cret']`, `["--token","x"]`);
 - tokens by prefix, the prefix kept (it says what kind leaked): GitHub's `ghp_` `gho_` `ghu_`
   `ghs_` `ghr_` `github_pat_`, GitLab's `glpat-`, Slack's `xoxb-` (`xox?-`), AWS access key
   ids `AKIA`/`ASIA` + 16; and in a text holding such an id, every 40-character base64 word (its
@@ -117,16 +118,24 @@ def without_cut_token(text: str) -> str:
 # bare to whitespace or a quote (`a\\ b`: an escaped space is no end); to the end when it has
 # no closing quote.
 _VALUE: Final = r"""(\\++"[^"]*+"?|'[^']*+'?|"(?:[^"\\]|\\.)*+"?|(?:[^\s'"\\]|\\.)++)"""
+# from one word of a list to the next: `', '`, `","`
+_NEXT_WORD: Final = r"'\s*+,\s*+'|\"\s*+,\s*+\""
 
-# `--name value`, `--name=value`, `-name value`: a flag at the start or after whitespace
-# (`(?<!\S-)` after its first dash: the expression opens with a literal, searched fast), its
-# value (`_VALUE`), never another flag.
-_FLAG: Final = re.compile(r"-(?<!\S-)-?+([A-Za-z][\w.-]{0,60}+)(=|\s++)(?=[^\s-])" + _VALUE)
+# `--name value`, `--name=value`, `-name value`: a flag at the start, after whitespace or a
+# quote (`(?<!...-)` after its first dash: the expression opens with a literal, searched fast),
+# its value (`_VALUE`), never another flag; the words of a command line logged as a list
+# (`['--password', 'S3cret']`, JSON's `["--token","S3cret"]`) too.
+_FLAG: Final = re.compile(
+    r"-(?<![^\s'\"]-)-?+([A-Za-z][\w.-]{0,60}+)(=|\s++|" + _NEXT_WORD + r")(?=[^\s-])" + _VALUE
+)
 
 
 def may_hold_flag(text: str) -> bool:
     """Whether `without_flag_secrets` may change the text: a dash opening a word."""
-    return " -" in text or "\t-" in text or "\n-" in text or text[:1] == "-"
+    return (
+        " -" in text or "\t-" in text or "\n-" in text or "'-" in text or '"-' in text
+        or text[:1] == "-"
+    )  # fmt: skip
 
 
 def without_flag_secrets(text: str, secret: Callable[[str], bool]) -> str:
@@ -154,20 +163,24 @@ _COMMAND: Final = re.compile(
     r"(?<![\w.-])(?:(mysql(?:dump|admin|import|show|check|slap|binlog)?"
     r"|mariadb(?:-dump|-admin|-import|-show|-check|-slap|-binlog)?)|(sshpass)|(curl)"
     r"|(redis-cli)|((?:docker|podman)\s++login"
-    r"|mongo(?:sh|dump|restore|export|import|stat|top|files)?)|(sqlcmd))(?:\.exe)?(?=\s)"
+    r"|mongo(?:sh|dump|restore|export|import|stat|top|files)?)|(sqlcmd))(?:\.exe)?"
+    r"(?=\s|" + _NEXT_WORD + ")"
 )
 _SEGMENT_MAX: Final = 1024
 _SEGMENT_END: Final = re.compile(r"[\n|;&]")
-_MYSQL: Final = re.compile(r"(?<=\s)(-p)" + _VALUE)  # glued: `-pS3cret`
+# glued: `-pS3cret`, `'-pS3cret'` (not `'-p'`: a word alone, which prompts)
+_MYSQL: Final = re.compile(r"""(?:(?<=\s)|(?<=['"])(?!-p['"]))(-p)""" + _VALUE)
 _SSHPASS: Final = re.compile(r"\s++(?:-[fdP]\s*+\S++|-[evh]|(-p\s*+)" + _VALUE + ")")
 # curl's `user:password`, whole quoted (the password to the closing quote) or bare (to the
 # end of a `_VALUE`: `alice:'a b'`)
-_CURL: Final = re.compile(r"(?<=\s)(?:-[uU]\s*+|--(?:proxy-)?user(?:\s++|=))(\\*+['\"]|)"
-                          r"[^\s:'\"\\]*+:")  # fmt: skip
+_CURL: Final = re.compile(r"(?<=[\s'\"])(?:-[uU]|--(?:proxy-)?user(?=[=\s'\"]))(?:" + _NEXT_WORD
+                          + r"|=|\s*+)(\\*+['\"]|)[^\s:'\"\\]*+:")  # fmt: skip
 _BARE_VALUE: Final = re.compile(_VALUE)
-_REDIS: Final = re.compile(r"(?<=\s)(-a\s++)" + _VALUE)
-_LOGIN: Final = re.compile(r"(?<=\s)(-p\s*+)(?!-)" + _VALUE)  # docker's, podman's, mongo's
-_SQLCMD: Final = re.compile(r"(?<=\s)(-P\s*+)(?!-)" + _VALUE)
+_REDIS: Final = re.compile(r"(?<=[\s'\"])(-a(?:\s++|" + _NEXT_WORD + "))" + _VALUE)
+# docker's, podman's, mongo's `-p`, sqlcmd's `-P`: never a flag, nor the end of a word (`'-p']`)
+_ALONE: Final = r"(?!-|['\"][,\]])"
+_LOGIN: Final = re.compile(r"(?<=[\s'\"])(-p(?:" + _NEXT_WORD + r"|\s*+))" + _ALONE + _VALUE)
+_SQLCMD: Final = re.compile(r"(?<=[\s'\"])(-P(?:" + _NEXT_WORD + r"|\s*+))" + _ALONE + _VALUE)
 
 
 def _sshpass(segment: str) -> str:
