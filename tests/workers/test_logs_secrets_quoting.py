@@ -58,6 +58,21 @@ LEAKS = [
     ("['curl', '-u', 'alice:S3cret', 'https://x']", "['curl', '-u', 'alice:***', 'https://x']"),
     ('["redis-cli","-a","S3cret","ping"]', '["redis-cli","-a","***","ping"]'),
     ('ARGS="--password S3cret -v"', 'ARGS="--password *** -v"'),
+    # an HTTP credential under a scheme other than Bearer/Basic, a header as a pair of words
+    ("Authorization: ApiKey k3yS3cret9 sent", "Authorization: *** *** sent"),
+    ("authorization=SSWS 00S3cretOkta", "authorization=*** ***"),
+    (
+        '[["Authorization","Bearer S3cret9"],["Cookie","sid=S3cret9"]]',
+        '[["Authorization","Bearer ***"],["Cookie","***"]]',
+    ),
+    (
+        "scope headers [(b'host', b'x'), (b'cookie', b'sid=S3cret9; theme=dark')]",
+        "scope headers [(b'host', b'x'), (b'cookie', b'***')]",
+    ),
+    (
+        "[('X-Api-Key', 'S3cretK3y'), ('Accept', '*/*')]",
+        "[('X-Api-Key', '***'), ('Accept', '*/*')]",
+    ),
     # terminal sequences other than colour
     ("password\x1b[K=S3cret ok", "password=*** ok"),
     ("pass\x1b[?25lword=S3cret ok", "password=*** ok"),
@@ -73,6 +88,10 @@ KEPT = [
     "Command '['mysql', '-uroot', '-p', 'shop']' returned non-zero exit status 1.",
     "['ssh', '-p', '2222', 'web-1']",
     'opts=["--password-file","/run/pw"]',
+    "authorization: denied user=42 path=/admin",  # prose, then a name's value
+    'Authorization: Digest username="alice", realm="api"',  # Digest: no secret of its own
+    "redacted fields: ['password', 'username']",  # a list of names, no header
+    '[["Cookie-Policy","strict"]]',
     "docker login ghcr.io",
     "mongosh -u app -p --port 27017",  # `-p` alone prompts
     "sqlcmd -S db -p -Q 'select 1'",  # sqlcmd's `-p` prints statistics
@@ -153,6 +172,8 @@ def test_mock_masks_them_as_the_others(text: str, masked: str) -> None:
         ("docker login -p ", 60_000), ("--password a\\ ", 70_000),
         ("mysql '-p', '", 70_000), ("'--password', '", 60_000), ("curl '-u', '", 80_000),
         ('redis-cli "-a","', 60_000), ("mongo '-p', '-p', ", 50_000),
+        ('"Cookie","', 100_000), ("(b'cookie', b'", 70_000), ('"X-Api-Key","x",', 60_000),
+        ("authorization: apikey ", 45_000), ("authorization: x " + "a=" * 30, 15_000),
     ],
 )  # fmt: skip
 def test_the_new_rules_are_linear_on_a_1mb_line(unit: str, count: int) -> None:

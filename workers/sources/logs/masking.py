@@ -35,6 +35,7 @@ from workers.sources.logs.secret_shapes import (
     without_cli_secrets,
     without_colour,
     without_flag_secrets,
+    without_header_pairs,
     without_tokens,
 )
 
@@ -182,10 +183,12 @@ def _shown(name: str, value: str) -> bool:
 
 
 # An HTTP credential: `Bearer <token>`, `Basic <base64>` anywhere, and `Authorization: token
-# <token>` (GitHub's), `Negotiate`, `NTLM`; possessive, so a hostile line is read linearly.
+# <token>` (GitHub's), `Negotiate`, `NTLM`, any scheme (`ApiKey`, Okta's `SSWS`) but Digest's
+# and AWS's signatures (a `name=value` after it is no credential: `authorization: denied
+# user=42`); possessive, so a hostile line is read linearly.
 _LOG_CREDENTIAL: Final = re.compile(
-    r"(\b(?:bearer|basic)|\bauthori[sz]ation[\"']?\s*+[:=]\s*+[\"']?(?:token|negotiate|ntlm))"
-    r"(\s++)([\w.~+/=-]++)",
+    r"(\b(?:bearer|basic)|\bauthori[sz]ation[\"']?\s*+[:=]\s*+[\"']?(?!digest\b|aws4-)"
+    r"[a-z][\w-]{0,30}+(?=\s++[\w.~+/-]++=*+(?![\w.~+/=-])))(\s++)([\w.~+/=-]++)",
     re.IGNORECASE,
 )
 
@@ -249,6 +252,8 @@ def without_log_secrets(text: str) -> str:
         text = without_private_keys(text)
     if "bearer" in low or "basic" in low or "auth" in low:
         text = _LOG_CREDENTIAL.sub(_credential, text)
+    if "'," in text or '",' in text:  # `["Cookie","sid=..."]`: a header as a pair of words
+        text = without_header_pairs(text, log_secret_name, _shown)
     return without_named_values(text, log_secret_name, _shown)
 
 

@@ -34,7 +34,7 @@ from workers.masking import MASK
 
 __all__ = [
     "may_hold_flag", "may_hold_token", "without_cli_secrets", "without_colour",
-    "without_cut_token", "without_flag_secrets", "without_tokens",
+    "without_cut_token", "without_flag_secrets", "without_header_pairs", "without_tokens",
 ]  # fmt: skip
 
 # Terminal control sequences, as `files.without_colour` strips them from a file's bytes: in a
@@ -246,3 +246,35 @@ def without_cli_secrets(text: str) -> str:
         parts += (text[done:start], _RULES[kind - 1](text[start:end]))
         done = end
     return "".join(parts) + text[done:]
+
+
+# An HTTP header written as a pair of quoted words (`["Cookie","sid=..."]`, ASGI's `(b'cookie',
+# b'sid=...')`, `('X-Api-Key', '...')`): the name bounded, the value to its closing quote.
+_HEADER_PAIR: Final = re.compile(r"""(?<![\w.-])b?(['"])([\w-]{1,100})\1\s*+,\s*+b?(['"])""")
+_CREDENTIAL_HEADERS: Final = frozenset(
+    {"authorization", "proxy-authorization", "cookie", "set-cookie"}
+)
+
+
+def without_header_pairs(
+    text: str, secret: Callable[[str], bool], shown: Callable[[str, str], bool]
+) -> str:
+    """The text with the value of every header pair under a credential's header (Cookie,
+    Authorization, a dashed secret's name: `X-Api-Key`) as `***`, unless `shown(name,
+    value)` keeps it (a prose word) or it is masked already (`Bearer ***`)."""
+    parts: list[str] = []
+    done = 0
+    for found in _HEADER_PAIR.finditer(text):
+        name, start = found.group(2), found.end()
+        if start < done or not (
+            name.lower() in _CREDENTIAL_HEADERS or ("-" in name and secret(name))
+        ):
+            continue
+        end = text.find(found.group(3), start)
+        end = len(text) if end < 0 else end
+        value = text[start:end]
+        if MASK in value or (end - start <= 64 and shown(name, value)):
+            continue
+        parts += (text[done:start], MASK)
+        done = end
+    return "".join(parts) + text[done:] if parts else text
