@@ -233,7 +233,8 @@ def without_log_secrets(text: str) -> str:
         text = without_tokens(text)
     if (" -" in text or "\t-" in text or "'-" in text or '"-' in text) and (
         "mysql" in text or "mariadb" in text or "sshpass" in text or "curl" in text
-        or "redis-cli" in text or "login" in text or "mongo" in text or "sqlcmd" in text
+        or "redis-cli" in text or "docker" in text or "podman" in text or "mongo" in text
+        or "sqlcmd" in text
     ):  # fmt: skip
         text = without_cli_secrets(text)  # (its commands' names are matched lower-case)
     low = text.lower()
@@ -252,7 +253,10 @@ def without_log_secrets(text: str) -> str:
         text = without_private_keys(text)
     if "bearer" in low or "basic" in low or "auth" in low:
         text = _LOG_CREDENTIAL.sub(_credential, text)
-    if "'," in text or '",' in text:  # `["Cookie","sid=..."]`: a header as a pair of words
+    if ("'," in text or '",' in text) and (  # `["Cookie","sid=..."]`: a header's two words
+        "cookie" in low or "authori" in low or "-key" in low or "-token" in low
+        or "-auth" in low
+    ):  # fmt: skip
         text = without_header_pairs(text, log_secret_name, _shown)
     return without_named_values(text, log_secret_name, _shown)
 
