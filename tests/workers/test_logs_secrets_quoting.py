@@ -27,6 +27,8 @@ LEAKS = [
     ('{"cmd":"redis-cli -a \\"S3c ret\\" ping"}', '{"cmd":"redis-cli -a *** ping"}'),
     # a shell's escapes
     ("backup --password S3c\\ ret -v", "backup --password *** -v"),
+    ("vault --encryption-key /S3cretAbC+dEf/GhIjKlMnOpQrStUv", "vault --encryption-key ***"),
+    ("run --password /etc/S3cret.txt", "run --password ***"),  # a password's flag: whatever
     ('backup --password "S3c \\" ret" -v', 'backup --password "***" -v'),
     ("mysql -uroot -pS3c\\ ret shop", "mysql -uroot -p*** shop"),
     # curl's user:password quoted with a space, whole or in part
@@ -89,6 +91,9 @@ KEPT = [
     "['ssh', '-p', '2222', 'web-1']",
     'opts=["--password-file","/run/pw"]',
     "authorization: denied user=42 path=/admin",  # prose, then a name's value
+    # a key's flag naming its file: which key, no secret (a key itself holds no `.`)
+    "mysql --ssl-key=/etc/mysql/client-key.pem --ssl-cert=/etc/mysql/client-cert.pem",
+    "server --tls-key ./certs/tls.key --port 8443",
     'Authorization: Digest username="alice", realm="api"',  # Digest: no secret of its own
     "redacted fields: ['password', 'username']",  # a list of names, no header
     '[["Cookie-Policy","strict"]]',
@@ -192,3 +197,14 @@ def test_a_prose_word_under_a_secrets_name_shows_up_to_16_letters() -> None:
     assert without_log_secrets("token=expired") == "token=expired"
     assert without_log_secrets("token=abcdefghijklmnop") == "token=abcdefghijklmnop"
     assert without_log_secrets("token=abcdefghijklmnopq") == "token=***"
+
+
+def test_a_key_file_under_a_keys_name_is_kept_in_a_message_and_a_field() -> None:
+    from workers.sources.logs.masking import mask_fields
+
+    assert without_log_secrets("ssl_key=/etc/ssl/client-key.pem ok") == (
+        "ssl_key=/etc/ssl/client-key.pem ok"
+    )
+    fields: dict[str, object] = {"ssl_key": "/etc/ssl/client-key.pem", "api_key": "/S3cAbC+d/e"}
+    mask_fields(fields)  # type: ignore[arg-type]
+    assert fields == {"ssl_key": "/etc/ssl/client-key.pem", "api_key": "***"}

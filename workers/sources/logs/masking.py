@@ -32,6 +32,7 @@ from workers.masking import (
 )
 from workers.sources.logs.secret_shapes import (
     may_hold_flag,
+    names_key_file,
     without_cli_secrets,
     without_colour,
     without_flag_secrets,
@@ -258,7 +259,12 @@ def without_log_secrets(text: str) -> str:
         or "-auth" in low
     ):  # fmt: skip
         text = without_header_pairs(text, log_secret_name, _shown)
-    return without_named_values(text, log_secret_name, _shown)
+    return without_named_values(text, log_secret_name, _shown_in_log)
+
+
+def _shown_in_log(name: str, value: str) -> bool:
+    """`_shown`, and a key's file under a key's name (`ssl_key=/etc/ssl/client-key.pem`)."""
+    return _shown(name, value) or names_key_file(name, value)
 
 
 # A URL's opening up to its password (`scheme://user:`), as `workers.masking`'s rule finds it.
@@ -290,7 +296,7 @@ def mask_fields(fields: dict[str, JsonScalar]) -> None:
             if type(value) is str:
                 fields[name] = without_log_secrets(value)
         elif type(value) is str:
-            if len(value) > SHOWN_MAX or not _shown(name, value):
+            if len(value) > SHOWN_MAX or not _shown_in_log(name, value):
                 fields[name] = MASK
         elif value is not None and type(value) is not bool:
             fields[name] = MASK

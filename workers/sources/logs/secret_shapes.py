@@ -33,7 +33,7 @@ from typing import Final
 from workers.masking import MASK
 
 __all__ = [
-    "may_hold_flag", "may_hold_token", "without_cli_secrets", "without_colour",
+    "may_hold_flag", "may_hold_token", "names_key_file", "without_cli_secrets", "without_colour",
     "without_cut_token", "without_flag_secrets", "without_header_pairs", "without_tokens",
 ]  # fmt: skip
 
@@ -142,11 +142,24 @@ def without_flag_secrets(text: str, secret: Callable[[str], bool]) -> str:
     """The text with the value of every flag under a secret's name (`secret`) as `***`."""
 
     def flag(found: re.Match[str]) -> str:
-        if not secret(found.group(1)):
+        if not secret(found.group(1)) or names_key_file(found.group(1), found.group(3)):
             return found.group()
         return found.group()[: found.start(3) - found.start()] + _quoted_mask(found.group(3))
 
     return _FLAG.sub(flag, text)
+
+
+def names_key_file(name: str, value: str) -> bool:
+    """Whether a value under a key's name (`--ssl-key`, `tls_key`) is the key's file, no
+    secret: a path whose last part has an extension (a key itself, base64 or hex, holds no
+    `.`): `/etc/mysql/client-key.pem`, `./certs/tls.key`."""
+    path = value.strip("'\"")
+    return (
+        name[-3:].lower() == "key"
+        and path.startswith(("/", "./", "../", "~/"))
+        and "." in path.rpartition("/")[2]
+        and not any(c.isspace() or c in "'\"" for c in path)
+    )
 
 
 def _quoted_mask(value: str) -> str:
