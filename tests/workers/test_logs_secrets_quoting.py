@@ -208,3 +208,19 @@ def test_a_key_file_under_a_keys_name_is_kept_in_a_message_and_a_field() -> None
     fields: dict[str, object] = {"ssl_key": "/etc/ssl/client-key.pem", "api_key": "/S3cAbC+d/e"}
     mask_fields(fields)  # type: ignore[arg-type]
     assert fields == {"ssl_key": "/etc/ssl/client-key.pem", "api_key": "***"}
+
+
+def test_an_unended_osc_takes_no_line_with_it(tmp_path: Path) -> None:
+    # an OSC runs to BEL or ST on its own line only: one left open (a cut title) does not
+    # swallow the lines up to a later BEL
+    (tmp_path / "app.log").write_text(
+        "2026-12-04T15:40:00Z INFO build \x1b]0;title cut\n"
+        "2026-12-04T15:40:01Z ERROR disk full on web-1\n"
+        "2026-12-04T15:40:02Z INFO bell \x07 rang\n"
+    )
+    found = search(file_source(tmp_path, "plain", ["app.log"], now=NOW), "", 60)
+    assert found.match_count == 3 and "disk full on web-1" in _shown(found)
+    assert without_log_secrets("a \x1b]0;t\nline two\x07 x") == "a \x1b]0;t\nline two\x07 x"
+    from workers.sources.logs.files import without_colour  # a chunk of a file's bytes
+
+    assert without_colour(b"a \x1b]0;t\nline two\x07 x\n") == b"a \x1b]0;t\nline two\x07 x\n"

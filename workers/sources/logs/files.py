@@ -59,7 +59,8 @@ _CHUNK: Final = 1024 * 1024
 # program wrote into its log file (`ESC[K`, an OSC title, `ESC(B`: `secret_shapes._SGR`):
 # presentation, not text (a level or a word split by one is not found otherwise).
 _SGR: Final = re.compile(
-    rb"\x1b(?:\[[0-?]{0,64}[ -/]{0,4}[@-~]|\][^\x07\x1b]{0,1024}(?:\x07|\x1b\\)|[()*+][0-9A-Za-z])"
+    rb"\x1b(?:\[[0-?]{0,64}[ -/]{0,4}[@-~]|\][^\x07\x1b\n]{0,1024}(?:\x07|\x1b\\)"
+    rb"|[()*+][0-9A-Za-z])"
 )
 
 

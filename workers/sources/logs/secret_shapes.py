@@ -43,7 +43,7 @@ __all__ = [
 # ended by BEL or ST (a window title, a hyperlink), a character set's choice (`ESC(B`: `tput
 # sgr0`): a terminal shows none of them, so `password\x1b[K=...` reads `password=...`.
 _SGR: Final = re.compile(
-    r"\x1b(?:\[[0-?]{0,64}[ -/]{0,4}[@-~]|\][^\x07\x1b]{0,1024}(?:\x07|\x1b\\)|[()*+][0-9A-Za-z])"
+    r"\x1b(?:\[[0-?]{0,64}[ -/]{0,4}[@-~]|\][^\x07\x1b\n]{0,1024}(?:\x07|\x1b\\)|[()*+][0-9A-Za-z])"
 )
 
 
