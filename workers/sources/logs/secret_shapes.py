@@ -33,18 +33,20 @@ from typing import Final
 from workers.masking import MASK
 
 __all__ = [
-    "may_hold_flag", "may_hold_token", "names_key_file", "without_cli_secrets", "without_colour",
-    "without_cut_token", "without_flag_secrets", "without_header_pairs", "without_tokens",
+    "CONTROL_SEQUENCE", "may_hold_flag", "may_hold_token", "names_key_file",
+    "without_cli_secrets", "without_colour", "without_cut_token", "without_flag_secrets",
+    "without_header_pairs", "without_tokens",
 ]  # fmt: skip
 
 # Terminal control sequences, as `files.without_colour` strips them from a file's bytes: in a
 # ClickHouse Body, a JSON-escaped Docker or jsonl line (`\u001b[0m`). Colour and style codes
 # (SGR, `ESC[...m`) and every other CSI (`ESC[K` erases, `ESC[?25l` hides the cursor), an OSC
-# ended by BEL or ST (a window title, a hyperlink), a character set's choice (`ESC(B`: `tput
+# ended by BEL or ST on its line (a title, a hyperlink), a character set's choice (`ESC(B`: `tput
 # sgr0`): a terminal shows none of them, so `password\x1b[K=...` reads `password=...`.
-_SGR: Final = re.compile(
+CONTROL_SEQUENCE: Final = (
     r"\x1b(?:\[[0-?]{0,64}[ -/]{0,4}[@-~]|\][^\x07\x1b\n]{0,1024}(?:\x07|\x1b\\)|[()*+][0-9A-Za-z])"
 )
+_SGR: Final = re.compile(CONTROL_SEQUENCE)
 
 
 def without_colour(text: str) -> str:
