@@ -75,6 +75,16 @@ LEAKS = [
         "[('X-Api-Key', 'S3cretK3y'), ('Accept', '*/*')]",
         "[('X-Api-Key', '***'), ('Accept', '*/*')]",
     ),
+    # percent-encoded in a URL's parameter (an OAuth redirect): after `%3D`, `%20`
+    (
+        "GET /cb?next=https%3A%2F%2Fapp%2Fx%3Fgh%3Dghp_16C7e42F292c6912E7710c838347Ae17S3c HTTP/1.1",
+        "GET /cb?next=https%3A%2F%2Fapp%2Fx%3Fgh%3Dghp_*** HTTP/1.1",
+    ),
+    (
+        "GET /r?next=%2Freset%3Fpassword%3DS3cret%26u%3D1 HTTP/1.1",
+        "GET /r?next=%2Freset%3Fpassword%3D*** HTTP/1.1",
+    ),
+    ("q=Bearer%20eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxIn0.S3cSig", "q=Bearer%20***"),
     # terminal sequences other than colour
     ("password\x1b[K=S3cret ok", "password=*** ok"),
     ("pass\x1b[?25lword=S3cret ok", "password=*** ok"),
@@ -178,7 +188,8 @@ def test_mock_masks_them_as_the_others(text: str, masked: str) -> None:
         ("mysql '-p', '", 70_000), ("'--password', '", 60_000), ("curl '-u', '", 80_000),
         ('redis-cli "-a","', 60_000), ("mongo '-p', '-p', ", 50_000),
         ('"Cookie","', 100_000), ("(b'cookie', b'", 70_000), ('"X-Api-Key","x",', 60_000),
-        ("authorization: apikey ", 45_000), ("authorization: x " + "a=" * 30, 15_000),
+        ("authorization: apikey ", 45_000), ("password%3D", 90_000), ("%3Dghp_", 140_000),
+        ("x%3DeyJabcdefghij.", 50_000), ("authorization: x " + "a=" * 30, 15_000),
     ],
 )  # fmt: skip
 def test_the_new_rules_are_linear_on_a_1mb_line(unit: str, count: int) -> None:

@@ -55,8 +55,9 @@ def without_colour(text: str) -> str:
     return _SGR.sub("", text) if "\x1b" in text else text
 
 
+# (a token opens a word, or follows a percent-encoded character: `%3Dghp_...` in a redirect URL)
 _TOKEN: Final = re.compile(
-    r"(?<![A-Za-z0-9_])(?:(gh[pousr]_|github_pat_)[A-Za-z0-9_]{30,}+"
+    r"(?:(?<![A-Za-z0-9_])|(?<=%[0-9A-Fa-f]{2}))(?:(gh[pousr]_|github_pat_)[A-Za-z0-9_]{30,}+"
     r"|(glpat-)[A-Za-z0-9_-]{20,}+"
     r"|(xox[a-z]-)[A-Za-z0-9-]{10,}+"
     r"|(AKIA|ASIA)[A-Z0-9]{16}(?![A-Za-z0-9])"
@@ -94,7 +95,8 @@ def without_tokens(text: str) -> str:
 
 # A token's opening (`_TOKEN`'s prefixes, a JWT's `eyJ`) and the characters a token is made of.
 _OPENING: Final = re.compile(
-    r"(?<![A-Za-z0-9_])(?:gh[pousr]_|github_pat_|glpat-|xox[a-z]-|AKIA|ASIA|eyJ)"
+    r"(?:(?<![A-Za-z0-9_])|(?<=%[0-9A-Fa-f]{2}))(?:gh[pousr]_|github_pat_|glpat-|xox[a-z]-|AKIA"
+    r"|ASIA|eyJ)"
 )
 _NOT_TOKEN: Final = re.compile(r"[^A-Za-z0-9_.-]")
 
