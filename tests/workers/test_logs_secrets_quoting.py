@@ -85,6 +85,7 @@ LEAKS = [
         "GET /r?next=%2Freset%3Fpassword%3D*** HTTP/1.1",
     ),
     ("q=Bearer%20eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxIn0.S3cSig", "q=Bearer%20***"),
+    ("GET /r?next=%2Fx%3Fapi_key%3DS3cret HTTP/1.1", "GET /r?next=%2Fx%3Fapi_key%3D*** HTTP/1.1"),
     # terminal sequences other than colour
     ("password\x1b[K=S3cret ok", "password=*** ok"),
     ("pass\x1b[?25lword=S3cret ok", "password=*** ok"),
