@@ -42,6 +42,7 @@ LEAKS = [
     ("curl -u alice:S3c\\ ret https://x", "curl -u alice:*** https://x"),
     # docker's and podman's login: `-p` is the password
     ("docker login -u ci -p S3cret ghcr.io", "docker login -u ci -p *** ghcr.io"),
+    ('sshpass -P "assword:" -p S3cret ssh h', 'sshpass -P "assword:" -p *** ssh h'),
     ("podman login -pS3cret quay.io", "podman login -p*** quay.io"),
     # MongoDB's shells and tools, sqlcmd: `-p`, `-P` is the password
     ("mongosh -u app -p S3cret --port 27017", "mongosh -u app -p *** --port 27017"),
@@ -59,6 +60,10 @@ LEAKS = [
     ('argv=["backup","--token","S3cret","-v"]', 'argv=["backup","--token","***","-v"]'),
     ("['curl', '-u', 'alice:S3cret', 'https://x']", "['curl', '-u', 'alice:***', 'https://x']"),
     ('["redis-cli","-a","S3cret","ping"]', '["redis-cli","-a","***","ping"]'),
+    (
+        "['sshpass', '-p', 'S3cret', 'ssh', '-p', '2222', 'h']",
+        "['sshpass', '-p', '***', 'ssh', '-p', '2222', 'h']",
+    ),
     ('ARGS="--password S3cret -v"', 'ARGS="--password *** -v"'),
     # an HTTP credential under a scheme other than Bearer/Basic, a header as a pair of words
     ("Authorization: ApiKey k3yS3cret9 sent", "Authorization: *** *** sent"),
@@ -100,6 +105,7 @@ KEPT = [
     "docker run -p 8080:80 web",
     "Command '['mysql', '-uroot', '-p', 'shop']' returned non-zero exit status 1.",
     "['ssh', '-p', '2222', 'web-1']",
+    "['sshpass', '-f', '/run/pw', 'ssh', '-p', '2222', 'h']",
     'opts=["--password-file","/run/pw"]',
     "authorization: denied user=42 path=/admin",  # prose, then a name's value
     # a key's flag naming its file: which key, no secret (a key itself holds no `.`)
@@ -189,7 +195,8 @@ def test_mock_masks_them_as_the_others(text: str, masked: str) -> None:
         ("mysql '-p', '", 70_000), ("'--password', '", 60_000), ("curl '-u', '", 80_000),
         ('redis-cli "-a","', 60_000), ("mongo '-p', '-p', ", 50_000),
         ('"Cookie","', 100_000), ("(b'cookie', b'", 70_000), ('"X-Api-Key","x",', 60_000),
-        ("authorization: apikey ", 45_000), ("password%3D", 90_000), ("%3Dghp_", 140_000),
+        ("authorization: apikey ", 45_000), ("password%3D", 90_000),
+        ("sshpass '-f', 'x', ", 60_000), ("%3Dghp_", 140_000),
         ("x%3DeyJabcdefghij.", 50_000), ("authorization: x " + "a=" * 30, 15_000),
     ],
 )  # fmt: skip

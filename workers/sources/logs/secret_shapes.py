@@ -187,7 +187,12 @@ _SEGMENT_MAX: Final = 1024
 _SEGMENT_END: Final = re.compile(r"[\n|;&]")
 # glued: `-pS3cret`, `'-pS3cret'` (not `'-p'`: a word alone, which prompts)
 _MYSQL: Final = re.compile(r"""(?:(?<=\s)|(?<=['"])(?!-p['"]))(-p)""" + _VALUE)
-_SSHPASS: Final = re.compile(r"\s++(?:-[fdP]\s*+\S++|-[evh]|(-p\s*+)" + _VALUE + ")")
+# (its words apart by whitespace, or as a list's: `'sshpass', '-p', '...'`)
+_TO_VALUE: Final = r"(?:" + _NEXT_WORD + r"|\s*+)"
+_SSHPASS: Final = re.compile(
+    r"(?:\s++|" + _NEXT_WORD + r")(?:-[fdP]" + _TO_VALUE + "(?:" + _VALUE[1:]
+    + r"|-[evh]|(-p" + _TO_VALUE + ")" + _VALUE + ")"
+)  # fmt: skip
 # curl's `user:password`, whole quoted (the password to the closing quote) or bare (to the
 # end of a `_VALUE`: `alice:'a b'`)
 _CURL: Final = re.compile(r"(?<=[\s'\"])(?:-[uU]|--(?:proxy-)?user(?=[=\s'\"]))(?:" + _NEXT_WORD
