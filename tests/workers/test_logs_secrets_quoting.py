@@ -108,6 +108,7 @@ KEPT = [
     "['sshpass', '-f', '/run/pw', 'ssh', '-p', '2222', 'h']",
     'opts=["--password-file","/run/pw"]',
     "authorization: denied user=42 path=/admin",  # prose, then a name's value
+    "authorization: policy v2 applied to 3 users",  # a short word: no credential
     # a key's flag naming its file: which key, no secret (a key itself holds no `.`)
     "mysql --ssl-key=/etc/mysql/client-key.pem --ssl-cert=/etc/mysql/client-cert.pem",
     "server --tls-key ./certs/tls.key --port 8443",
