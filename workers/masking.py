@@ -108,10 +108,11 @@ def _stops(text: str, start: int, end: int) -> bool:
 
 # A name, bare or quoted (`"password"`, `'password'`, JSON inside JSON's `\"password\"`) or
 # in a form's brackets (`user[password]`, PHP's `[password] => ...`), then `=`, `:` or `=>`
-# (Ruby's, Rails' parameters, PHP's and Perl's hashes); the name bounded, so each position is
-# tried in bounded time.
+# (Ruby's, Rails' parameters, PHP's and Perl's hashes) or `%3D` (a URL's parameter inside a
+# percent-encoded URL: `next=%2Freset%3Fpassword%3D...`); the name bounded, so each position
+# is tried in bounded time.
 _NAMED: Final = re.compile(
-    r"""(?:(?<![\w.-])(\\*["']|)([\w.-]{1,100})\1|\[([\w.-]{1,100})\])(\s*(?:=>|[=:])\s*)"""
+    r"""(?:(?<![\w.-])(\\*["']|)([\w.-]{1,100})\1|\[([\w.-]{1,100})\])(\s*(?:=>|[=:]|%3[Dd])\s*)"""
 )
 # a bare value: up to whitespace, `;`, `&`, `,` or a quote
 _BARE: Final = re.compile(r"[^\s;&,\"']+")

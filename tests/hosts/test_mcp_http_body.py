@@ -50,3 +50,45 @@ async def test_a_streamed_body_over_the_limit_is_a_json_rpc_error() -> None:
         assert "content-length" not in response.request.headers
         assert response.headers["content-type"].startswith("application/json")
         _assert_json_rpc_413(response.status_code, response.json())
+
+
+def _padded_ping(size: int, request_id: object = 1) -> bytes:
+    """A JSON-RPC ping of exactly `size` bytes (its padding in a param)."""
+    head = (
+        b'{"jsonrpc":"2.0","id":' + str(request_id).encode() + b',"method":"ping","params":{"x":"'
+    )
+    return head + b"a" * (size - len(head) - 3) + b'"}}'
+
+
+async def test_a_body_of_exactly_the_limit_is_served_one_byte_more_refused() -> None:
+    from tests.hosts.test_mcp_http import HANDSHAKE, initialize
+
+    app, _ = local_app(HttpLimits())
+    async with serving(app) as url, client_from("127.0.0.4") as client:
+        session_id = (await initialize(client, url)).headers["mcp-session-id"]
+        headers = {"mcp-session-id": session_id, "mcp-protocol-version": HANDSHAKE}
+
+        async def streamed(body: bytes) -> AsyncIterator[bytes]:
+            for start in range(0, len(body), 1024 * 1024):
+                yield body[start : start + 1024 * 1024]
+
+        for send in (lambda b: b, streamed):  # declared, then streamed without a length
+            exact = await client.post(url, content=send(_padded_ping(BODY_BUFFER_MAX)),
+                                      headers=headers)  # fmt: skip
+            assert exact.status_code == 200, exact.text
+            over = await client.post(url, content=send(_padded_ping(BODY_BUFFER_MAX + 1)),
+                                     headers=headers)  # fmt: skip
+            _assert_json_rpc_413(over.status_code, over.json())
+        # the session is intact: a ping in it is answered
+        ping = await client.post(url, json={"jsonrpc": "2.0", "id": 9, "method": "ping"},
+                                 headers=headers)  # fmt: skip
+        assert ping.status_code == 200, ping.text
+
+
+async def test_a_batch_over_the_limit_is_one_json_rpc_error() -> None:
+    app, _ = local_app(HttpLimits())
+    async with serving(app) as url, client_from("127.0.0.5") as client:
+        one = _padded_ping(BODY_BUFFER_MAX // 2)
+        response = await client.post(url, content=b"[" + one + b"," + one + b"]")
+        _assert_json_rpc_413(response.status_code, response.json())
+        assert (await client.post(url, json=INITIALIZE)).status_code == 200

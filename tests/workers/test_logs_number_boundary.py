@@ -201,3 +201,22 @@ def test_contains_is_the_stated_rule(text: str, term: str) -> None:
 def test_helpers_typed() -> None:
     records: Any = RECORDS
     assert _mock(records, "") == len(RECORDS)
+
+
+def test_contains_is_linear_in_the_term_on_a_record_made_to_match_its_head() -> None:
+    # every second position passes the head's boundary and matches most of the term: an
+    # expression that opens with the boundary tries the whole term at each of them (the
+    # record times the term); searched as a literal first, the record is read once
+    import time
+
+    def seconds(term: str) -> float:
+        text = "1a" * 500_000 + " " + term
+        best = float("inf")
+        for _ in range(3):
+            started = time.perf_counter()
+            assert contains(text, term)
+            best = min(best, time.perf_counter() - started)
+        return best
+
+    short, long = seconds("1a" * 124 + "12"), seconds("1a" * 499 + "12")
+    assert long < 2.5 * short + 0.02, (short, long)

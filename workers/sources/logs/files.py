@@ -44,6 +44,7 @@ from workers.sources.base import SourceError
 from workers.sources.logs.compression import UNREADABLE, compression_of, damage_of, decompressed
 from workers.sources.logs.config import ScanBudget
 from workers.sources.logs.deadline import StopFlag
+from workers.sources.logs.secret_shapes import CONTROL_SEQUENCE
 
 __all__ = [
     "UNREADABLE", "LogFile", "Reader", "RefusedFile", "compression_of", "find_files",
@@ -55,13 +56,14 @@ _FLAGS: Final = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
 _GONE: Final = frozenset({errno.ENOENT, errno.ELOOP, errno.ENOTDIR})
 _CHECK_EVERY: Final = 2048
 _CHUNK: Final = 1024 * 1024
-# Terminal colour and style codes (SGR, `ESC [ ... m`) a program wrote into its log file:
+# Terminal colour and style codes (SGR, `ESC [ ... m`) and the other control sequences a
+# program wrote into its log file (`ESC[K`, an OSC title, `ESC(B`: `secret_shapes`):
 # presentation, not text (a level or a word split by one is not found otherwise).
-_SGR: Final = re.compile(rb"\x1b\[[0-9;:]{0,64}m")
+_SGR: Final = re.compile(CONTROL_SEQUENCE.encode())
 
 
 def without_colour(data: bytes) -> bytes:
-    """Raw log bytes without their terminal colour codes (the scan's lines, the peeks')."""
+    """Raw log bytes without their terminal control sequences (the scan's lines, the peeks')."""
     return _SGR.sub(b"", data)
 
 

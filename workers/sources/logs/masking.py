@@ -32,9 +32,11 @@ from workers.masking import (
 )
 from workers.sources.logs.secret_shapes import (
     may_hold_flag,
+    names_key_file,
     without_cli_secrets,
     without_colour,
     without_flag_secrets,
+    without_header_pairs,
     without_tokens,
 )
 
@@ -127,7 +129,7 @@ _FIGURE_WORDS: Final = frozenset(
     "count counts num number len length size limit limits usage used total type kind ttl "
     "expiry expires exp expiration in id ids name names index remaining budget version ms "
     "seconds age enabled present valid missing status source provider method scheme mode "
-    "format file path url uri endpoint tokens keys".split()
+    "format file path url uri endpoint tokens keys stdin".split()
 )
 _STORE_KEYS: Final = frozenset(
     "cache partition sort primary row object routing idempotency dedup dedupe lock redis map "
@@ -189,10 +191,13 @@ def _shown(name: str, value: str) -> bool:
 
 
 # An HTTP credential: `Bearer <token>`, `Basic <base64>` anywhere, and `Authorization: token
-# <token>` (GitHub's), `Negotiate`, `NTLM`; possessive, so a hostile line is read linearly.
+# <token>` (GitHub's), `Negotiate`, `NTLM`, any scheme (`ApiKey`, Okta's `SSWS`) but Digest's
+# and AWS's signatures (a `name=value` or a word under 8 characters after it is no
+# credential: `authorization: denied user=42`, `policy v2`); possessive, so a hostile line is
+# read linearly.
 _LOG_CREDENTIAL: Final = re.compile(
-    r"(\b(?:bearer|basic)|\bauthori[sz]ation[\"']?\s*+[:=]\s*+[\"']?(?:token|negotiate|ntlm))"
-    r"(\s++)([\w.~+/=-]++)",
+    r"(\b(?:bearer|basic)|\bauthori[sz]ation[\"']?\s*+[:=]\s*+[\"']?(?!digest\b|aws4-)"
+    r"[a-z][\w-]{0,30}+(?=\s++[\w.~+/-]{8,}+=*+(?![\w.~+/=-])))(\s++)([\w.~+/=-]++)",
     re.IGNORECASE,
 )
 
@@ -236,9 +241,10 @@ def without_log_secrets(text: str) -> str:
         "eyJ" in text or "IA" in text or "gh" in text or "xox" in text or "glpat-" in text
     ):
         text = without_tokens(text)
-    if (" -" in text or "\t-" in text) and (
+    if (" -" in text or "\t-" in text or "'-" in text or '"-' in text) and (
         "mysql" in text or "mariadb" in text or "sshpass" in text or "curl" in text
-        or "redis-cli" in text
+        or "redis-cli" in text or "docker" in text or "podman" in text or "mongo" in text
+        or "sqlcmd" in text
     ):  # fmt: skip
         text = without_cli_secrets(text)  # (its commands' names are matched lower-case)
     low = text.lower()
@@ -257,7 +263,17 @@ def without_log_secrets(text: str) -> str:
         text = without_private_keys(text)
     if "bearer" in low or "basic" in low or "auth" in low:
         text = _LOG_CREDENTIAL.sub(_credential, text)
-    return without_named_values(text, log_secret_name, _shown)
+    if ("'," in text or '",' in text) and (  # `["Cookie","sid=..."]`: a header's two words
+        "cookie" in low or "authori" in low or "-key" in low or "-token" in low
+        or "-auth" in low
+    ):  # fmt: skip
+        text = without_header_pairs(text, log_secret_name, _shown)
+    return without_named_values(text, log_secret_name, _shown_in_log)
+
+
+def _shown_in_log(name: str, value: str) -> bool:
+    """`_shown`, and a key's file under a key's name (`ssl_key=/etc/ssl/client-key.pem`)."""
+    return _shown(name, value) or names_key_file(name, value)
 
 
 # A URL's opening up to its password (`scheme://user:`), as `workers.masking`'s rule finds it.
@@ -289,7 +305,7 @@ def mask_fields(fields: dict[str, JsonScalar]) -> None:
             if type(value) is str:
                 fields[name] = without_log_secrets(value)
         elif type(value) is str:
-            if len(value) > SHOWN_MAX or not _shown(name, value):
+            if len(value) > SHOWN_MAX or not _shown_in_log(name, value):
                 fields[name] = MASK
         elif value is not None and type(value) is not bool:
             fields[name] = MASK

@@ -1,6 +1,6 @@
 """Secrets known by their shape rather than by a `name=` before them (`masking`'s rules):
 command lines' flags, the password options of a few clients, tokens by their well-known
-prefixes, AWS key pairs and JWTs, and the terminal colour codes that would hide any of them.
+prefixes, AWS key pairs and JWTs, and the terminal control sequences that would hide them.
 
 - a flag under a secret's name (`log_secret_name`), its value after a space or `=`:
   `--password S3cret`, `--db-password=S3cret`, `-token 'a b'` (Go's single dash): the value is
@@ -9,8 +9,11 @@ prefixes, AWS key pairs and JWTs, and the terminal colour codes that would hide 
   `mysqldump`, `mariadb-dump`, ...: `-pS3cret`, written glued; `-p name` prompts and `name`
   is the database, kept), `sshpass -p S3cret` (its own options only: a later `ssh -p 2222`
   is a port), `curl -u user:S3cret` (`--user`, `-U`, `--proxy-user`; `-u user` alone prompts),
-  `redis-cli -a S3cret`; each within its command, up to `|`, `;`, `&`, a line break, the next
-  such command or 1,024 characters;
+  `redis-cli -a S3cret`, `docker login -p S3cret` (`podman login`), MongoDB's `mongosh -p
+  S3cret` (`mongodump`, ...; `-p` alone prompts), `sqlcmd -P S3cret`; each within its
+  command, up to `|`, `;`, `&`, a line break, the next such command or 1,024 characters; a
+  value quoted, JSON-escaped (`\\"a b\\"`) or with an escaped space (`a\\ b`) whole; a
+  command line logged as a list of its words too (`['mysql', '-pS3cret']`, `["--token","x"]`);
 - tokens by prefix, the prefix kept (it says what kind leaked): GitHub's `ghp_` `gho_` `ghu_`
   `ghs_` `ghr_` `github_pat_`, GitLab's `glpat-`, Slack's `xoxb-` (`xox?-`), AWS access key
   ids `AKIA`/`ASIA` + 16; and in a text holding such an id, every 40-character base64 word (its
@@ -30,29 +33,42 @@ from typing import Final
 from workers.masking import MASK
 
 __all__ = [
-    "may_hold_flag", "may_hold_token", "without_cli_secrets", "without_colour",
-    "without_cut_token", "without_flag_secrets", "without_tokens",
+    "CONTROL_SEQUENCE", "may_hold_flag", "may_hold_token", "names_key_file",
+    "without_cli_secrets", "without_colour", "without_cut_token", "without_flag_secrets",
+    "without_header_pairs", "without_tokens",
 ]  # fmt: skip
 
-# Terminal colour and style codes (SGR, as `files.without_colour` strips them from a file's
-# bytes): in a ClickHouse Body, a JSON-escaped Docker or jsonl line (`\u001b[0m`).
-_SGR: Final = re.compile(r"\x1b\[[0-9;:]{0,64}m")
+# Terminal control sequences, as `files.without_colour` strips them from a file's bytes: in a
+# ClickHouse Body, a JSON-escaped Docker or jsonl line (`\u001b[0m`). Colour and style codes
+# (SGR, `ESC[...m`) and every other CSI (`ESC[K` erases, `ESC[?25l` hides the cursor), an OSC
+# ended by BEL or ST on its line (a title, a hyperlink), a character set's choice (`ESC(B`: `tput
+# sgr0`): a terminal shows none of them, so `password\x1b[K=...` reads `password=...`.
+CONTROL_SEQUENCE: Final = (
+    r"\x1b(?:\[[0-?]{0,64}[ -/]{0,4}[@-~]|\][^\x07\x1b\n]{0,1024}(?:\x07|\x1b\\)|[()*+][0-9A-Za-z])"
+)
+_SGR: Final = re.compile(CONTROL_SEQUENCE)
 
 
 def without_colour(text: str) -> str:
-    """The text without its terminal colour codes (`password\\x1b[0m=...` is `password=...`)."""
+    """The text without its terminal control sequences (`password\\x1b[0m=...` is
+    `password=...`)."""
     return _SGR.sub("", text) if "\x1b" in text else text
 
 
+# (a token opens a word, or follows a percent-encoded character: `%3Dghp_...` in a redirect URL)
 _TOKEN: Final = re.compile(
-    r"(?<![A-Za-z0-9_])(?:(gh[pousr]_|github_pat_)[A-Za-z0-9_]{30,}+"
+    r"(?:(?<![A-Za-z0-9_])|(?<=%[0-9A-Fa-f]{2}))(?:(gh[pousr]_|github_pat_)[A-Za-z0-9_]{30,}+"
     r"|(glpat-)[A-Za-z0-9_-]{20,}+"
     r"|(xox[a-z]-)[A-Za-z0-9-]{10,}+"
     r"|(AKIA|ASIA)[A-Z0-9]{16}(?![A-Za-z0-9])"
     r"|eyJ[A-Za-z0-9_-]{8,}+\.[A-Za-z0-9_-]{4,}+(?:\.[A-Za-z0-9_-]*+)*+)"
 )
 # an AWS secret access key: 40 characters of base64, a word of its own
-_AWS_SECRET: Final = re.compile(r"(?<![A-Za-z0-9/+=])[A-Za-z0-9/+]{40}(?![A-Za-z0-9/+=])")
+# (not 40 hex digits of one case: a git commit, a SHA-1; a random key is that with odds 2**-80)
+_AWS_SECRET: Final = re.compile(
+    r"(?<![A-Za-z0-9/+=])(?![0-9a-f]{40}(?![A-Za-z0-9/+=])|[0-9A-F]{40}(?![A-Za-z0-9/+=]))"
+    r"[A-Za-z0-9/+]{40}(?![A-Za-z0-9/+=])"
+)
 
 
 def may_hold_token(text: str) -> bool:
@@ -79,7 +95,8 @@ def without_tokens(text: str) -> str:
 
 # A token's opening (`_TOKEN`'s prefixes, a JWT's `eyJ`) and the characters a token is made of.
 _OPENING: Final = re.compile(
-    r"(?<![A-Za-z0-9_])(?:gh[pousr]_|github_pat_|glpat-|xox[a-z]-|AKIA|ASIA|eyJ)"
+    r"(?:(?<![A-Za-z0-9_])|(?<=%[0-9A-Fa-f]{2}))(?:gh[pousr]_|github_pat_|glpat-|xox[a-z]-|AKIA"
+    r"|ASIA|eyJ)"
 )
 _NOT_TOKEN: Final = re.compile(r"[^A-Za-z0-9_.-]")
 
@@ -100,48 +117,92 @@ def without_cut_token(text: str) -> str:
     return text[:keep] + MASK
 
 
-# `--name value`, `--name=value`, `-name value`: a flag at the start or after whitespace
-# (`(?<!\S-)` after its first dash: the expression opens with a literal, searched fast), its
-# value bare or quoted (to the closing quote, or the end), never another flag.
+# A value as a shell or JSON writes it: quoted as JSON escapes a quote (`\\"a b\\"`, a command
+# in a JSON string) to the next quote, in single quotes, in double quotes (`\\"` inside), or
+# bare to whitespace or a quote (`a\\ b`: an escaped space is no end); to the end when it has
+# no closing quote.
+_VALUE: Final = r"""(\\++"[^"]*+"?|'[^']*+'?|"(?:[^"\\]|\\.)*+"?|(?:[^\s'"\\]|\\.)++)"""
+# from one word of a list to the next: `', '`, `","`
+_NEXT_WORD: Final = r"'\s*+,\s*+'|\"\s*+,\s*+\""
+
+# `--name value`, `--name=value`, `-name value`: a flag at the start, after whitespace or a
+# quote (`(?<!...-)` after its first dash: the expression opens with a literal, searched fast),
+# its value (`_VALUE`), never another flag; the words of a command line logged as a list
+# (`['--password', 'S3cret']`, JSON's `["--token","S3cret"]`) too.
 _FLAG: Final = re.compile(
-    r"-(?<!\S-)-?+([A-Za-z][\w.-]{0,60}+)(=|\s++)(?=[^\s-])"
-    r"('[^']*+'?|\"[^\"]*+\"?|[^\s'\"]++)"
+    r"-(?<![^\s'\"]-)-?+([A-Za-z][\w.-]{0,60}+)(=|\s++|" + _NEXT_WORD + r")(?=[^\s-])" + _VALUE
 )
 
 
 def may_hold_flag(text: str) -> bool:
     """Whether `without_flag_secrets` may change the text: a dash opening a word."""
-    return " -" in text or "\t-" in text or "\n-" in text or text[:1] == "-"
+    return (
+        " -" in text or "\t-" in text or "\n-" in text or "'-" in text or '"-' in text
+        or text[:1] == "-"
+    )  # fmt: skip
 
 
 def without_flag_secrets(text: str, secret: Callable[[str], bool]) -> str:
     """The text with the value of every flag under a secret's name (`secret`) as `***`."""
 
     def flag(found: re.Match[str]) -> str:
-        if not secret(found.group(1)):
+        if not secret(found.group(1)) or names_key_file(found.group(1), found.group(3)):
             return found.group()
-        value = found.group(3)
-        quote = value[0] if value[0] in "'\"" else ""
-        shown = quote + MASK + (quote if len(value) > 1 and value.endswith(quote) else "")
-        return found.group()[: found.start(3) - found.start()] + shown
+        return found.group()[: found.start(3) - found.start()] + _quoted_mask(found.group(3))
 
     return _FLAG.sub(flag, text)
+
+
+def names_key_file(name: str, value: str) -> bool:
+    """Whether a value under a key's name (`--ssl-key`, `tls_key`) is the key's file, no
+    secret: a path whose last part has an extension (a key itself, base64 or hex, holds no
+    `.`): `/etc/mysql/client-key.pem`, `./certs/tls.key`."""
+    path = value.strip("'\"")
+    return (
+        name[-3:].lower() == "key"
+        and path.startswith(("/", "./", "../", "~/"))
+        and "." in path.rpartition("/")[2]
+        and not any(c.isspace() or c in "'\"" for c in path)
+    )
+
+
+def _quoted_mask(value: str) -> str:
+    """`***` in place of a value, its quotes kept (`'***'`, a JSON string's `\\"***\\"`)."""
+    bare = value.lstrip("\\")
+    if bare[:1] not in ("'", '"'):
+        return MASK
+    quote = value[: len(value) - len(bare) + 1]
+    return quote + MASK + (quote if len(value) > len(quote) and value.endswith(quote) else "")
 
 
 # The clients whose short option holds a password, by the name they are run as.
 _COMMAND: Final = re.compile(
     r"(?<![\w.-])(?:(mysql(?:dump|admin|import|show|check|slap|binlog)?"
     r"|mariadb(?:-dump|-admin|-import|-show|-check|-slap|-binlog)?)|(sshpass)|(curl)"
-    r"|(redis-cli))(?:\.exe)?(?=\s)"
+    r"|(redis-cli)|((?:docker|podman)\s++login"
+    r"|mongo(?:sh|dump|restore|export|import|stat|top|files)?)|(sqlcmd))(?:\.exe)?"
+    r"(?=\s|" + _NEXT_WORD + ")"
 )
 _SEGMENT_MAX: Final = 1024
 _SEGMENT_END: Final = re.compile(r"[\n|;&]")
-_VALUE: Final = r"('[^']*+'?|\"[^\"]*+\"?|[^\s'\"]++)"
-_MYSQL: Final = re.compile(r"(?<=\s)(-p)" + _VALUE)  # glued: `-pS3cret`
-_SSHPASS: Final = re.compile(r"\s++(?:-[fdP]\s*+\S++|-[evh]|(-p\s*+)" + _VALUE + ")")
-_CURL: Final = re.compile(r"(?<=\s)(-[uU]\s*+|--(?:proxy-)?user(?:\s++|=))(['\"]?[^\s:'\"]*+:)"
-                          r"([^\s'\"]++)")  # fmt: skip
-_REDIS: Final = re.compile(r"(?<=\s)(-a\s++)" + _VALUE)
+# glued: `-pS3cret`, `'-pS3cret'` (not `'-p'`: a word alone, which prompts)
+_MYSQL: Final = re.compile(r"""(?:(?<=\s)|(?<=['"])(?!-p['"]))(-p)""" + _VALUE)
+# (its words apart by whitespace, or as a list's: `'sshpass', '-p', '...'`)
+_TO_VALUE: Final = r"(?:" + _NEXT_WORD + r"|\s*+)"
+_SSHPASS: Final = re.compile(
+    r"(?:\s++|" + _NEXT_WORD + r")(?:-[fdP]" + _TO_VALUE + "(?:" + _VALUE[1:]
+    + r"|-[evh]|(-p" + _TO_VALUE + ")" + _VALUE + ")"
+)  # fmt: skip
+# curl's `user:password`, whole quoted (the password to the closing quote) or bare (to the
+# end of a `_VALUE`: `alice:'a b'`)
+_CURL: Final = re.compile(r"(?<=[\s'\"])(?:-[uU]|--(?:proxy-)?user(?=[=\s'\"]))(?:" + _NEXT_WORD
+                          + r"|=|\s*+)(\\*+['\"]|)[^\s:'\"\\]*+:")  # fmt: skip
+_BARE_VALUE: Final = re.compile(_VALUE)
+_REDIS: Final = re.compile(r"(?<=[\s'\"])(-a(?:\s++|" + _NEXT_WORD + "))" + _VALUE)
+# docker's, podman's, mongo's `-p`, sqlcmd's `-P`: never a flag, nor the end of a word (`'-p']`)
+_ALONE: Final = r"(?!-|['\"][,\]])"
+_LOGIN: Final = re.compile(r"(?<=[\s'\"])(-p(?:" + _NEXT_WORD + r"|\s*+))" + _ALONE + _VALUE)
+_SQLCMD: Final = re.compile(r"(?<=[\s'\"])(-P(?:" + _NEXT_WORD + r"|\s*+))" + _ALONE + _VALUE)
 
 
 def _sshpass(segment: str) -> str:
@@ -155,6 +216,25 @@ def _sshpass(segment: str) -> str:
     return segment
 
 
+def _curl(segment: str) -> str:
+    parts: list[str] = []
+    done = 0
+    for found in _CURL.finditer(segment):
+        start = found.end()
+        if start < done:
+            continue  # (inside a password masked already)
+        if quote := found.group(1):
+            end = segment.find(quote, start)
+            end = len(segment) if end < 0 else end
+        else:
+            value = _BARE_VALUE.match(segment, start)
+            end = start if value is None else value.end()
+        if end > start:
+            parts += (segment[done:start], MASK)
+            done = end
+    return "".join(parts) + segment[done:]
+
+
 def _masked_group(pattern: re.Pattern[str], group: int) -> Callable[[str], str]:
     def sub(segment: str) -> str:
         def one(found: re.Match[str]) -> str:
@@ -165,13 +245,14 @@ def _masked_group(pattern: re.Pattern[str], group: int) -> Callable[[str], str]:
     return sub
 
 
-_RULES: Final = (_masked_group(_MYSQL, 2), _sshpass, _masked_group(_CURL, 3),
-                 _masked_group(_REDIS, 2))  # fmt: skip
+_RULES: Final = (_masked_group(_MYSQL, 2), _sshpass, _curl, _masked_group(_REDIS, 2),
+                 _masked_group(_LOGIN, 2), _masked_group(_SQLCMD, 2))  # fmt: skip
 
 
 def without_cli_secrets(text: str) -> str:
-    """The text with the password options of MySQL/MariaDB clients, sshpass, curl and
-    redis-cli (module docstring) as `***`. Linear: the commands' segments do not overlap."""
+    """The text with the password options of MySQL/MariaDB clients, sshpass, curl,
+    redis-cli, `docker login`, MongoDB's tools and sqlcmd (module docstring) as `***`.
+    Linear: the commands' segments do not overlap."""
     commands = list(_COMMAND.finditer(text))
     if not commands:
         return text
@@ -183,7 +264,39 @@ def without_cli_secrets(text: str) -> str:
         limit = min(limit, start + _SEGMENT_MAX)
         stop = _SEGMENT_END.search(text, start, limit)
         end = limit if stop is None else stop.start()
-        kind = next(i for i in range(1, 5) if found.group(i) is not None)
+        kind = next(i for i in range(1, 7) if found.group(i) is not None)
         parts += (text[done:start], _RULES[kind - 1](text[start:end]))
         done = end
     return "".join(parts) + text[done:]
+
+
+# An HTTP header written as a pair of quoted words (`["Cookie","sid=..."]`, ASGI's `(b'cookie',
+# b'sid=...')`, `('X-Api-Key', '...')`): the name bounded, the value to its closing quote.
+_HEADER_PAIR: Final = re.compile(r"""(?<![\w.-])b?(['"])([\w-]{1,100})\1\s*+,\s*+b?(['"])""")
+_CREDENTIAL_HEADERS: Final = frozenset(
+    {"authorization", "proxy-authorization", "cookie", "set-cookie"}
+)
+
+
+def without_header_pairs(
+    text: str, secret: Callable[[str], bool], shown: Callable[[str, str], bool]
+) -> str:
+    """The text with the value of every header pair under a credential's header (Cookie,
+    Authorization, a dashed secret's name: `X-Api-Key`) as `***`, unless `shown(name,
+    value)` keeps it (a prose word) or it is masked already (`Bearer ***`)."""
+    parts: list[str] = []
+    done = 0
+    for found in _HEADER_PAIR.finditer(text):
+        name, start = found.group(2), found.end()
+        if start < done or not (
+            name.lower() in _CREDENTIAL_HEADERS or ("-" in name and secret(name))
+        ):
+            continue
+        end = text.find(found.group(3), start)
+        end = len(text) if end < 0 else end
+        value = text[start:end]
+        if MASK in value or (end - start <= 64 and shown(name, value)):
+            continue
+        parts += (text[done:start], MASK)
+        done = end
+    return "".join(parts) + text[done:] if parts else text

@@ -32,9 +32,13 @@ def bounded(term: str) -> bool:
 
 @functools.lru_cache(maxsize=1024)
 def _pattern(term: str) -> re.Pattern[str]:
-    head = "(?<![0-9])" if term[:1] in DIGITS else ""
+    # The term first, its head's boundary looked at behind it (`.{n}`: a jump, not a scan):
+    # an expression opening with a literal is searched for it as for a substring, the text
+    # read once; opening with `(?<![0-9])`, every position would be tried against the whole
+    # term (a record of `1a1a...` and a term `1a1a...12`: the record's length times the term's).
+    head = f"(?<![0-9].{{{len(term)}}})" if term[:1] in DIGITS else ""
     tail = "(?![0-9])" if term[-1:] in DIGITS else ""
-    return re.compile(head + re.escape(term) + tail)
+    return re.compile("(?s)" + re.escape(term) + head + tail)
 
 
 def contains(text: str, term: str) -> bool:
