@@ -1,0 +1,72 @@
+"""Shapes of real logs that Elastic's integrations parse and a named format must read too.
+
+The lines are written here in the shapes of the samples Elastic's integration packages ship
+with the documents their ingest pipelines make of them (elastic/integrations,
+`packages/<pkg>/data_stream/<ds>/_dev/test/pipeline/*.log` and `*.log-expected.json`), with our
+own hosts, times and messages; no byte of those samples is copied. Each test compares what
+`query_logs` reads with what the pipeline makes of the same shape: the number of records, their
+time in UTC, their level and message."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from pathlib import Path
+
+from logs_helpers import search_written
+
+from contracts import LogsUpstream
+
+NOW = datetime(2026, 12, 4, 20, 0, tzinfo=UTC).timestamp()
+
+
+def read(tmp_path: Path, fmt: str, text: str, query: str = "") -> LogsUpstream:
+    return search_written(tmp_path, fmt, text, query, now=NOW)
+
+
+# A Kubernetes container's text log keeps its own level at the start of each line: CoreDNS's
+# `[ERROR] plugin/errors: ...` (packages/coredns, `log.level` `error`), klog's `E1204 ...` of
+# the control plane's pods (kube-apiserver, kube-controller-manager, kube-scheduler,
+# kube-proxy), HashiCorp's hclog `2026-12-04T19:12:00.123Z [ERROR] core: ...` (Vault, Consul,
+# Nomad) and logfmt's `level=error` (Prometheus, Loki, Grafana). Before, every such record had
+# no level: `level:error` over kube-system's pods answered NO_EVIDENCE.
+CRI_TEXT_LEVELS = (
+    '2026-12-04T19:10:01.100000000Z stdout F [INFO] 10.0.0.7:42114 - 64820 "A IN shop.example.'
+    ' udp 57 false 1232" NOERROR qr,aa,rd 66 0.000150566s\n'
+    "2026-12-04T19:10:02.200000000Z stdout F [ERROR] plugin/errors: 2 shop.example. A: dial tcp"
+    " 10.0.0.53:853: i/o timeout\n"
+    "2026-12-04T19:10:03.300000000Z stdout F [WARNING] plugin/health: Local health request to"
+    ' "http://:8080/health" took more than 1s: 1.5s\n'
+    "2026-12-04T19:11:00.000000000Z stderr F E1204 19:11:00.000000       1 reflector.go:138]"
+    " k8s.io/client-go/informers/factory.go:134: Failed to watch *v1.Node: unauthorized\n"
+    "2026-12-04T19:11:01.000000000Z stderr F I1204 19:11:01.000000       1 controllermanager.go"
+    ':190] "Starting" version="v1.31.0"\n'
+    "2026-12-04T19:12:00.123000000Z stderr F 2026-12-04T19:12:00.123Z [ERROR] core: failed to"
+    ' unseal: error="context deadline exceeded"\n'
+    "2026-12-04T19:13:00.000000000Z stderr F ts=2026-12-04T19:13:00.000Z caller=scrape.go:1 "
+    'level=warn component="scrape manager" msg="Append failed" err="out of bounds"\n'
+    "2026-12-04T19:14:00.000000000Z stdout F GET /healthz 200 [INFO] is not a level here\n"
+)
+
+
+def test_a_container_text_logs_own_level_is_its_records_level(tmp_path: Path) -> None:
+    every = read(tmp_path, "cri", CRI_TEXT_LEVELS)
+    assert every.match_count == 8 and not every.unparsed_lines
+    by_time = {r.timestamp: r for r in every.records}
+    levels = [by_time[t].level for t in sorted(by_time)]
+    assert levels == ["INFO", "ERROR", "WARN", "ERROR", "INFO", "ERROR", "WARN", ""]
+    coredns = by_time["2026-12-04T19:10:02.200Z"]
+    assert coredns.message.startswith("[ERROR] plugin/errors: 2 shop.example.")  # as written
+    assert by_time["2026-12-04T19:10:03.300Z"].fields["level_name"] == "WARNING"
+    assert by_time["2026-12-04T19:11:00.000Z"].fields["level_name"] == "E"
+    assert read(tmp_path, "cri", CRI_TEXT_LEVELS, "level:error").match_count == 3  # before: 0
+    assert read(tmp_path, "cri", CRI_TEXT_LEVELS, "unauthorized level:error").match_count == 1
+
+
+def test_a_docker_text_logs_own_level_is_its_records_level(tmp_path: Path) -> None:
+    lines = (
+        '{"log":"[ERROR] plugin/errors: 2 shop.example. A: i/o timeout\\n","stream":"stdout",'
+        '"time":"2026-12-04T19:10:02.2Z"}\n'
+        '{"log":"plain text, no level\\n","stream":"stdout","time":"2026-12-04T19:10:03.3Z"}\n'
+    )
+    every = read(tmp_path, "docker", lines)
+    assert sorted(r.level for r in every.records) == ["", "ERROR"]
