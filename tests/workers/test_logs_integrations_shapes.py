@@ -70,3 +70,45 @@ def test_a_docker_text_logs_own_level_is_its_records_level(tmp_path: Path) -> No
     )
     every = read(tmp_path, "docker", lines)
     assert sorted(r.level for r in every.records) == ["", "ERROR"]
+
+
+# ActiveMQ's default layout (its `conf/log4j2.properties`: `%d | %-5p | %m | %c | %t%n`): the
+# message between the level and the logger, the thread last (packages/activemq, `message`
+# without the pipes, `log.logger`, `process.thread.name`). Before, the message started `| ` and
+# ended with the logger and thread, and `logger:...` found none of them.
+ACTIVEMQ = (
+    "2026-12-04 19:27:39,190 | INFO  | Using Persistence Adapter: KahaDBPersistenceAdapter[/var"
+    "/lib/activemq/kahadb] | org.apache.activemq.broker.BrokerService | main\n"
+    "2026-12-04 19:27:40,434 | WARN  | Store limit is 102400 mb | usable 81977 mb - resetting"
+    " | org.apache.activemq.broker.BrokerService | main\n"
+    "2026-12-04 19:29:09,040 | WARN  | /admin/index.action | org.eclipse.jetty.server.HttpChannel"
+    " | qtp2064787513-43\n"
+    "jakarta.servlet.ServletException: org.springframework.web.servlet.NoHandlerFoundException:"
+    " No endpoint GET /admin/index.action.\n"
+    "\tat org.eclipse.jetty.server.handler.HandlerCollection.handle(HandlerCollection.java:157)\n"
+    "\t... 18 more\n"
+    "2026-12-04 19:30:00,001 | ERROR | Could not accept connection from tcp://10.0.0.7:51234 |"
+    " org.apache.activemq.broker.TransportConnector | ActiveMQ Transport Server Thread Handler:"
+    " tcp://0.0.0.0:61616\n"
+)
+
+
+def test_activemqs_pipe_layout_gives_message_logger_and_thread(tmp_path: Path) -> None:
+    every = read(tmp_path, "log4j", ACTIVEMQ)
+    assert every.match_count == 4 and not every.unparsed_lines
+    first, store, jetty, accept = sorted(every.records, key=lambda r: r.timestamp)
+    assert first.timestamp == "2026-12-04T19:27:39.190Z" and first.level == "INFO"
+    assert first.message.startswith("Using Persistence Adapter: KahaDB")
+    assert first.message.endswith("kahadb]")
+    assert first.fields["logger"] == "org.apache.activemq.broker.BrokerService"
+    assert first.fields["thread"] == "main"
+    assert store.message == "Store limit is 102400 mb | usable 81977 mb - resetting"
+    assert jetty.message.startswith("/admin/index.action\njakarta.servlet.ServletException")
+    assert jetty.fields["exception"] == "jakarta.servlet.ServletException"
+    assert jetty.fields["thread"] == "qtp2064787513-43"
+    assert accept.level == "ERROR" and accept.message.endswith("tcp://10.0.0.7:51234")
+    assert (
+        accept.fields["thread"] == "ActiveMQ Transport Server Thread Handler: tcp://0.0.0.0:61616"
+    )
+    logger = "logger:org.apache.activemq.broker.BrokerService"
+    assert read(tmp_path, "log4j", ACTIVEMQ, logger).match_count == 2  # before: 0
