@@ -112,3 +112,27 @@ def test_activemqs_pipe_layout_gives_message_logger_and_thread(tmp_path: Path) -
     )
     logger = "logger:org.apache.activemq.broker.BrokerService"
     assert read(tmp_path, "log4j", ACTIVEMQ, logger).match_count == 2  # before: 0
+
+
+# HashiCorp's hclog JSON (Vault's, Consul's, Nomad's `log_format = "json"`): `@level`,
+# `@message`, `@timestamp`, `@module` (packages/hashicorp_vault, data_stream log: `log.level`
+# from `@level`). Before, the time and message were read and no record had a level.
+HCLOG_JSON = (
+    '{"@level":"error","@message":"failed to revoke lease","@module":"expiration",'
+    '"@timestamp":"2026-12-04T19:30:48.194192Z","error":"failed to revoke entry: dial tcp:'
+    ' lookup iam.example.com: server misbehaving","lease_id":"aws/creds/shop/x1"}\n'
+    '{"@level":"warn","@message":"failed to contact","@module":"storage.raft",'
+    '"@timestamp":"2026-12-04T19:31:06.945541Z","server-id":"vault-2","time":4959141198}\n'
+    '{"@level":"info","@message":"revoked lease","@module":"expiration",'
+    '"@timestamp":"2026-12-04T19:33:08.867457Z","lease_id":"auth/token/create/x2"}\n'
+)
+
+
+def test_hclogs_json_level_is_read(tmp_path: Path) -> None:
+    every = read(tmp_path, "jsonl", HCLOG_JSON)
+    assert every.match_count == 3 and not every.unparsed_lines
+    by_time = sorted(every.records, key=lambda r: r.timestamp)
+    assert [r.level for r in by_time] == ["ERROR", "WARN", "INFO"]  # before: none
+    assert by_time[0].timestamp == "2026-12-04T19:30:48.194Z"
+    assert by_time[0].message == "failed to revoke lease"
+    assert read(tmp_path, "jsonl", HCLOG_JSON, "level:error").match_count == 1

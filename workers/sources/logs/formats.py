@@ -43,8 +43,9 @@ TIME_KEYS: Final = (
     "timestamp", "@timestamp", "time", "ts", "Timestamp", "t", "date", "__REALTIME_TIMESTAMP",
     "t.$date", "datetime", "instant.epochSecond", "@t",
 )  # fmt: skip
-LEVEL_KEYS: Final = (
+LEVEL_KEYS: Final = (  # `@level`: HashiCorp's hclog JSON (Vault, Consul, Nomad)
     "level", "log.level", "severity", "SeverityText", "levelname", "lvl", "PRIORITY", "@l",
+    "@level",
 )  # fmt: skip
 MESSAGE_KEYS: Final = (
     "message", "msg", "event", "Body", "@message", "log", "MESSAGE", "@m", "@mt",
