@@ -136,3 +136,40 @@ def test_hclogs_json_level_is_read(tmp_path: Path) -> None:
     assert by_time[0].timestamp == "2026-12-04T19:30:48.194Z"
     assert by_time[0].message == "failed to revoke lease"
     assert read(tmp_path, "jsonl", HCLOG_JSON, "level:error").match_count == 1
+
+
+# JBoss Log Manager's default `%d %-5p [%c] (%t) %s%e%n` (WildFly, Keycloak before 17, JBoss
+# EAP; Quarkus and Keycloak 17+ the same with a date): the logger in brackets, the thread in
+# parentheses (packages/keycloak, data_stream log: `log.logger`, `process.thread.name`). Before,
+# the logger was read as the thread and the message kept both.
+JBOSS = (
+    "19:01:42,548 INFO  [org.keycloak.services] (ServerService Thread Pool -- 64)"
+    " KC-SERVICES0009: Added user 'admin' to realm 'master'\n"
+    "19:01:45,403 WARN  [org.keycloak.events] (default task-1) type=LOGIN_ERROR, realmId=shop,"
+    " clientId=web, userId=null, ipAddress=10.0.0.7, error=invalid_redirect_uri\n"
+    "2026-12-04 19:40:00,001 ERROR [org.keycloak.services.error.KeycloakErrorHandler]"
+    " (executor-thread-1) Uncaught server error: java.lang.NullPointerException\n"
+    "\tat org.keycloak.services.resources.admin.UserResource.getUser(UserResource.java:120)\n"
+)
+
+
+def test_jboss_layout_gives_logger_and_thread(tmp_path: Path) -> None:
+    every = read(tmp_path, "log4j", JBOSS)
+    assert every.match_count == 3 and not every.unparsed_lines
+    added, login, uncaught = sorted(every.records, key=lambda r: r.timestamp)
+    assert added.timestamp == "2026-12-04T19:01:42.548Z" and added.level == "INFO"
+    assert added.fields["logger"] == "org.keycloak.services"
+    assert added.fields["thread"] == "ServerService Thread Pool -- 64"
+    assert added.message == "KC-SERVICES0009: Added user 'admin' to realm 'master'"
+    assert login.level == "WARN" and login.message.startswith("type=LOGIN_ERROR, realmId=shop")
+    assert uncaught.fields["logger"] == "org.keycloak.services.error.KeycloakErrorHandler"
+    assert uncaught.fields["thread"] == "executor-thread-1"
+    assert read(tmp_path, "log4j", JBOSS, "logger:org.keycloak.events").match_count == 1
+
+
+def test_a_thread_in_brackets_before_a_file_in_parentheses_stays_the_thread(
+    tmp_path: Path,
+) -> None:
+    line = "2026-12-04 19:00:00,000 INFO  [main] (Shop.java:12) - started\n"  # `[%t] (%F:%L)`
+    only = read(tmp_path, "log4j", line).records[0]
+    assert only.fields["thread"] == "main" and "logger" not in only.fields

@@ -2,7 +2,8 @@
 
 A leading time (`stamps`), a level word, then the thread (`[main]`) and logger before ` - ` or
 `: ` (the level first too: Cassandra's); Logstash's `[%d][%-5p][%-25c] %m`; ActiveMQ's
-`%d | %-5p | %m | %c | %t` (the message between pipes, the logger and thread last). Multi-line
+`%d | %-5p | %m | %c | %t` (the message between pipes, the logger and thread last); JBoss's
+`%d %-5p [%c] (%t) %s` (the logger in brackets, the thread in parentheses). Multi-line
 stack traces are joined to their record by `multiline.HeadParser` (docs/logs.md, "log4j").
 """
 
@@ -53,6 +54,13 @@ _LOG4J_PIPES: Final = re.compile(
     r"(?P<logger>[A-Za-z_$][\w$]*(?:\.[\w$]+)+) \| (?P<thread>[^|\n]*?) *",
     re.S,
 )
+# JBoss Log Manager's `%d %-5p [%c] (%t) %s%e` (WildFly, Keycloak, Quarkus): the logger in
+# brackets right after the level, the thread in parentheses (a thread's name may hold some).
+_JBOSS: Final = re.compile(
+    r"\[(?P<logger>[A-Za-z_$][\w$]*(?:\.[\w$]+)+)\] "
+    r"\((?P<thread>[^()\n]{0,200}(?:\([^()\n]{0,100}\)[^()\n]{0,100})*)\) (?P<message>.*)",
+    re.S,
+)
 _LOG4J_REST: Final = re.compile(r"(?P<head>.{0,300}?)(?P<sep> - |: | : )(?P<message>.*)", re.S)
 _THREAD: Final = re.compile(r"\[([^\]\[]*(?:\[[^\]]*\][^\]\[]*)*)\]")
 _LOGGER: Final = re.compile(r"[A-Za-z_$][\w$]*(?:\.[\w$]+)+(?:@\d+)?")
@@ -77,6 +85,9 @@ def log4j_head(zone: tzinfo, now_ms: int) -> Head:
         def build(epoch: int) -> Entry:
             fields: dict[str, JsonScalar] = {}
             rest, pre = found.group("rest"), found.group("pre")
+            if not (pre or "").strip() and (jboss := _JBOSS.match(rest)):
+                fields = {"logger": jboss.group("logger"), "thread": jboss.group("thread")}
+                return text_entry(epoch, found.group("level"), jboss.group("message"), fields)
             closed = bool(found.groupdict().get("closed"))  # `[%-5p] [%t] [%c] - %m`
             split = _LOG4J_REST.match(rest)
             before = (pre[:-1] if closed else pre) + " " + (split.group("head") if split else "")
