@@ -26,7 +26,8 @@ def read(tmp_path: Path, fmt: str, text: str, query: str = "") -> LogsUpstream:
 # A Kubernetes container's text log keeps its own level at the start of each line: CoreDNS's
 # `[ERROR] plugin/errors: ...` (packages/coredns, `log.level` `error`), klog's `E1204 ...` of
 # the control plane's pods (kube-apiserver, kube-controller-manager, kube-scheduler,
-# kube-proxy), HashiCorp's hclog `2026-12-04T19:12:00.123Z [ERROR] core: ...` (Vault, Consul,
+# kube-proxy), zap's console `<time>\t<level>\t` (istio-proxy, controller-runtime's
+# operators), HashiCorp's hclog `2026-12-04T19:12:00.123Z [ERROR] core: ...` (Vault, Consul,
 # Nomad) and logfmt's `level=error` (Prometheus, Loki, Grafana). Before, every such record had
 # no level: `level:error` over kube-system's pods answered NO_EVIDENCE.
 CRI_TEXT_LEVELS = (
@@ -45,20 +46,35 @@ CRI_TEXT_LEVELS = (
     "2026-12-04T19:13:00.000000000Z stderr F ts=2026-12-04T19:13:00.000Z caller=scrape.go:1 "
     'level=warn component="scrape manager" msg="Append failed" err="out of bounds"\n'
     "2026-12-04T19:14:00.000000000Z stdout F GET /healthz 200 [INFO] is not a level here\n"
+    "2026-12-04T19:15:00.000000000Z stderr F 2026-12-04T19:15:00.000000Z\twarn\tenvoy config"
+    "\tStreamAggregatedResources gRPC config stream to xds-grpc closed: 14, connection error\n"
+    "2026-12-04T19:16:00.000000000Z stderr F 2026-12-04T19:16:00.000Z\tERROR\tReconciler error"
+    '\t{"controller": "shop", "error": "conflict"}\n'
 )
 
 
 def test_a_container_text_logs_own_level_is_its_records_level(tmp_path: Path) -> None:
     every = read(tmp_path, "cri", CRI_TEXT_LEVELS)
-    assert every.match_count == 8 and not every.unparsed_lines
+    assert every.match_count == 10 and not every.unparsed_lines
     by_time = {r.timestamp: r for r in every.records}
     levels = [by_time[t].level for t in sorted(by_time)]
-    assert levels == ["INFO", "ERROR", "WARN", "ERROR", "INFO", "ERROR", "WARN", ""]
+    assert levels == [
+        "INFO",
+        "ERROR",
+        "WARN",
+        "ERROR",
+        "INFO",
+        "ERROR",
+        "WARN",
+        "",
+        "WARN",
+        "ERROR",
+    ]
     coredns = by_time["2026-12-04T19:10:02.200Z"]
     assert coredns.message.startswith("[ERROR] plugin/errors: 2 shop.example.")  # as written
     assert by_time["2026-12-04T19:10:03.300Z"].fields["level_name"] == "WARNING"
     assert by_time["2026-12-04T19:11:00.000Z"].fields["level_name"] == "E"
-    assert read(tmp_path, "cri", CRI_TEXT_LEVELS, "level:error").match_count == 3  # before: 0
+    assert read(tmp_path, "cri", CRI_TEXT_LEVELS, "level:error").match_count == 4  # before: 0
     assert read(tmp_path, "cri", CRI_TEXT_LEVELS, "unauthorized level:error").match_count == 1
 
 
