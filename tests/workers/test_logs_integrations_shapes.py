@@ -189,3 +189,55 @@ def test_a_thread_in_brackets_before_a_file_in_parentheses_stays_the_thread(
     line = "2026-12-04 19:00:00,000 INFO  [main] (Shop.java:12) - started\n"  # `[%t] (%F:%L)`
     only = read(tmp_path, "log4j", line).records[0]
     assert only.fields["thread"] == "main" and "logger" not in only.fields
+
+
+# Tomcat's `localhost.yyyy-mm-dd.log` (OneLineFormatter): a servlet's uncaught exception is
+# `Servlet.service() for servlet [jsp] ... threw exception [<its message>] with root cause`,
+# then the root cause's class and message, then its frames; a JSP compile error's message spans
+# lines of its own, unindented (packages/apache_tomcat, data_stream localhost: one document,
+# those lines in `error.stack_trace`). Before, each such line was a line not in the format:
+# `"cannot be resolved" level:error` found nothing and `check` said 38 of 45 lines not in it.
+TOMCAT_JSP = (
+    "04-Dec-2026 19:40:03.713 INFO [localhost-startStop-1] org.apache.catalina.core."
+    "ApplicationContext.log ContextListener: contextInitialized()\n"
+    "04-Dec-2026 19:41:32.233 SEVERE [http-nio-8080-exec-1] org.apache.catalina.core."
+    "StandardWrapperValve.invoke Servlet.service() for servlet [jsp] in context with path"
+    " [/shop] threw exception [Unable to compile class for JSP: \n"
+    "\n"
+    "An error occurred at line: [7] in the jsp file: [/cart.jsp]\n"
+    "OrderService cannot be resolved to a type\n"
+    "6: <body>\n"
+    "7: <% OrderService orders = new OrderService(); %>\n"
+    "\n"
+    "\n"
+    "Stacktrace:] with root cause\n"
+    "\torg.apache.jasper.JasperException: Unable to compile class for JSP: \n"
+    "\n"
+    "An error occurred at line: [7] in the jsp file: [/cart.jsp]\n"
+    "OrderService cannot be resolved to a type\n"
+    "6: <body>\n"
+    "7: <% OrderService orders = new OrderService(); %>\n"
+    "\n"
+    "\n"
+    "Stacktrace:\n"
+    "\t\tat org.apache.jasper.compiler.DefaultErrorHandler.javacError(DefaultErrorHandler.java:"
+    "102)\n"
+    "\t\tat java.base/java.lang.Thread.run(Thread.java:829)\n"
+    "04-Dec-2026 19:42:00.001 INFO [main] org.apache.catalina.startup.Catalina.start Server"
+    " startup in [1804] milliseconds\n"
+    "a line of another program\n"
+    "04-Dec-2026 19:43:00.001 INFO [main] org.apache.catalina.core.StandardServer.await Ready\n"
+)
+
+
+def test_tomcats_multi_line_exception_message_is_one_record(tmp_path: Path) -> None:
+    for fmt in ("plain", "log4j"):
+        every = read(tmp_path, fmt, TOMCAT_JSP)
+        assert every.match_count == 4 and every.unparsed_lines == 1  # the other program's line
+        severe = next(r for r in every.records if r.level == "ERROR")
+        assert severe.timestamp == "2026-12-04T19:41:32.233Z"
+        assert severe.message.count("OrderService cannot be resolved") == 2
+        assert severe.message.endswith("at java.base/java.lang.Thread.run(Thread.java:829)")
+        assert severe.fields["exception"] == "org.apache.jasper.JasperException"
+        query = '"cannot be resolved" level:error'
+        assert read(tmp_path, fmt, TOMCAT_JSP, query).match_count == 1  # before: 0
