@@ -241,3 +241,48 @@ def test_tomcats_multi_line_exception_message_is_one_record(tmp_path: Path) -> N
         assert severe.fields["exception"] == "org.apache.jasper.JasperException"
         query = '"cannot be resolved" level:error'
         assert read(tmp_path, fmt, TOMCAT_JSP, query).match_count == 1  # before: 0
+
+
+# The Kubernetes API server's audit log (`--audit-log-path`, JSON lines of `audit.k8s.io/v1`
+# Events; packages/kubernetes, data_stream audit_logs): the time is `requestReceivedTimestamp`,
+# `level` is the audit policy's detail (Metadata, Request, RequestResponse), no severity.
+# Before, no line had a time key jsonl knows: every call an EXECUTION error, and `check` said
+# "no line is in format jsonl" of a file of JSON.
+KUBE_AUDIT = (
+    '{"kind":"Event","apiVersion":"audit.k8s.io/v1","level":"Metadata","auditID":"a-1",'
+    '"stage":"ResponseComplete","requestURI":"/api/v1/namespaces/shop/pods","verb":"list",'
+    '"user":{"username":"system:serviceaccount:shop:deployer","groups":["system:authenticated"]},'
+    '"sourceIPs":["10.0.0.7"],"userAgent":"kubectl/v1.31.0","objectRef":{"resource":"pods",'
+    '"namespace":"shop","apiVersion":"v1"},"responseStatus":{"metadata":{},"code":200},'
+    '"requestReceivedTimestamp":"2026-12-04T19:22:18.819232Z","stageTimestamp":'
+    '"2026-12-04T19:22:18.822532Z","annotations":{"authorization.k8s.io/decision":"allow",'
+    '"authorization.k8s.io/reason":""}}\n'
+    '{"kind":"Event","apiVersion":"audit.k8s.io/v1","level":"RequestResponse","auditID":"a-2",'
+    '"stage":"ResponseComplete","requestURI":"/api/v1/namespaces/shop/secrets/orders-db",'
+    '"verb":"get","user":{"username":"alice"},"sourceIPs":["203.0.113.9"],"objectRef":'
+    '{"resource":"secrets","namespace":"shop","name":"orders-db","apiVersion":"v1"},'
+    '"responseStatus":{"metadata":{},"status":"Failure","reason":"Forbidden","code":403},'
+    '"requestReceivedTimestamp":"2026-12-04T19:30:00.100000Z","stageTimestamp":'
+    '"2026-12-04T19:30:00.104000Z","annotations":{"authorization.k8s.io/decision":"forbid"}}\n'
+    '{"kind":"Event","apiVersion":"audit.k8s.io/v1","level":"Request","auditID":"a-3",'
+    '"stage":"RequestReceived","requestURI":"/apis/apps/v1/namespaces/shop/deployments",'
+    '"verb":"create","user":{"username":"alice"},"sourceIPs":["203.0.113.9"],'
+    '"requestReceivedTimestamp":"2026-12-04T19:31:00.000000Z","stageTimestamp":'
+    '"2026-12-04T19:31:00.000000Z"}\n'
+)
+
+
+def test_the_kubernetes_audit_log_is_read(tmp_path: Path) -> None:
+    every = read(tmp_path, "jsonl", KUBE_AUDIT)
+    assert every.match_count == 3 and not every.unparsed_lines
+    listed, denied, received = sorted(every.records, key=lambda r: r.timestamp)
+    assert listed.timestamp == "2026-12-04T19:22:18.819Z" and listed.level == "INFO"
+    assert listed.message == "list /api/v1/namespaces/shop/pods 200"
+    assert listed.fields["audit_level"] == "Metadata"  # the policy's detail, no severity
+    assert denied.level == "WARN" and denied.fields["user_username"] == "alice"
+    assert denied.message == "get /api/v1/namespaces/shop/secrets/orders-db 403"
+    assert (
+        received.level == ""
+        and received.message == "create /apis/apps/v1/namespaces/shop/deployments"
+    )
+    assert read(tmp_path, "jsonl", KUBE_AUDIT, "secrets level:warn").match_count == 1
