@@ -286,3 +286,27 @@ def test_the_kubernetes_audit_log_is_read(tmp_path: Path) -> None:
         and received.message == "create /apis/apps/v1/namespaces/shop/deployments"
     )
     assert read(tmp_path, "jsonl", KUBE_AUDIT, "secrets level:warn").match_count == 1
+
+
+def test_check_names_the_key_that_holds_the_time_of_json_lines_jsonl_cannot_time(
+    tmp_path: Path,
+) -> None:
+    from workers.sources.logs.check import check_logs
+    from workers.sources.logs.config import parse_logs_config
+
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    (logs / "events.log").write_text(  # JSON lines whose time is under a key jsonl does not know
+        '{"eventTime":"2026-12-04T19:00:00.000Z","reason":"BackOff","note":"Back-off restarting'
+        ' failed container","regarding":{"kind":"Pod","name":"orders-7d9"}}\n'
+    )
+    config = parse_logs_config(
+        f'roots = ["{logs}"]\n[topics.SYSTEM_EVENTS]\nbackend = "file"\nformat = "jsonl"\n'
+        f'paths = ["{logs}/*.log"]\n'
+    )
+    (topic,) = check_logs(config, NOW)
+    (problem,) = topic.problems()
+    assert problem.endswith(
+        'no line is in format jsonl: no key it reads as the time; "eventTime" holds one:'
+        ' [topics.SYSTEM_EVENTS.fields] time = "eventTime"'
+    )  # before: "no line is in format jsonl", of a file of JSON lines
