@@ -37,8 +37,8 @@ from workers.sources.logs.secret_shapes import (
     without_colour,
     without_flag_secrets,
     without_header_pairs,
-    without_tokens,
 )
+from workers.sources.logs.tokens import without_tokens
 
 __all__ = [
     "MASK", "KeyLines", "log_secret_name", "mask_fields", "secret_name", "without_cut_url_password",
@@ -50,12 +50,13 @@ __all__ = [
 # `DB_PWD`), a secret, a token, a credential (`CREDS`), a private or API key
 # (`STRIPE_API_KEY`, `ssh_key`, `key`), `auth` and `Authorization`, a cookie, a session's id or
 # key, a JWT, a DSN (Sentry's holds its key as the URL's user); a word only where it stands
-# alone, so `MONKEY`, `KEYSPACE`, `passenger`, `author` are not secrets.
+# alone, so `MONKEY`, `KEYSPACE`, `passenger`, `author` are not secrets; Azure's `AccountKey`
+# and `SharedAccessKey` (not `SharedAccessKeyName`).
 _SECRET_NAME: Final = re.compile(
     r"pass(?:wd|word|phrase)?(?![a-z])|secret|token|credential|private|cookie"
     r"|(?<![a-z])(?:api|access|ssh|signing|encryption|master|session)?[_.-]?key(?![a-z])"
     r"|(?<![a-z])(?:auth|authori[sz]ation|authentication|pwd|creds?|jwt|dsn|bearer)(?![a-z])"
-    r"|(?<![a-z])session[_.-]?id(?![a-z])",
+    r"|(?<![a-z])session[_.-]?id(?![a-z])|(?:account|sharedaccess)key(?![a-z])",
     re.IGNORECASE,
 )
 # Inside a value: `name=value` or `name: value` under a secret's name (`-Dx.password=...`, a
@@ -232,14 +233,18 @@ def without_log_secrets(text: str) -> str:
     # lowered text (`@`: a URL's password) with `in`, spelt out: a loop over the words, or one
     # regular expression of them, costs a third more (its case-insensitive form ten times).
     # Colour codes first (`password\x1b[0m=...`), then what is known by its shape
-    # (`secret_shapes`): a token's prefix, a client's password option, before the names.
+    # (`secret_shapes`, `tokens`): a token's prefix, a client's password option, before the
+    # names.
     if "\x1b" in text:
         text = without_colour(text)
     if "@" in text:
         text = without_url_password(text)
-    if len(text) >= 15 and (  # `secret_shapes.may_hold_token`, inlined (every record's)
-        "eyJ" in text or "IA" in text or "gh" in text or "xox" in text or "glpat-" in text
-    ):
+    if len(text) >= 15 and (  # `tokens.may_hold_token`, inlined (every record's)
+        "eyJ" in text or "IA" in text or "gh" in text or "xox" in text
+        or ("gl" in text and "-" in text) or "sk-" in text or "k_live_" in text
+        or "k_test_" in text or "AIza" in text or "npm_" in text or "hf_" in text
+        or "hooks.slack" in text or "sig=" in text
+    ):  # fmt: skip
         text = without_tokens(text)
     if (" -" in text or "\t-" in text or "'-" in text or '"-' in text) and (
         "mysql" in text or "mariadb" in text or "sshpass" in text or "curl" in text
