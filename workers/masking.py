@@ -47,6 +47,7 @@ MASK: Final = "***"
 # whitespace (so the scan from each opening stops at the next one: linear, however hostile).
 _OPENING: Final = re.compile(r":(?:\\*/){2}[^/\s:]*:")
 _SPACE: Final = re.compile(r"\s")
+_FULLWIDTH: Final = re.compile("[\uff1a\uff1d]")  # a fullwidth colon, equals sign
 # a JSON string's closing quote: not escaped, then the next member or the container's end
 _JSON_END: Final = re.compile(r'(?<!\\)"[,}\]]')
 _SCHEME: Final = re.compile(r'"[A-Za-z][A-Za-z0-9+.-]{0,30}\Z')
@@ -109,18 +110,23 @@ def _stops(text: str, start: int, end: int) -> bool:
 # A name, bare or quoted (`"password"`, `'password'`, JSON inside JSON's `\"password\"`) or
 # in a form's brackets (`user[password]`, PHP's `[password] => ...`), then `=`, `:` or `=>`
 # (Ruby's, Rails' parameters, PHP's and Perl's hashes) or `%3D` (a URL's parameter inside a
-# percent-encoded URL: `next=%2Freset%3Fpassword%3D...`); the name bounded, so each position
-# is tried in bounded time.
+# percent-encoded URL: `next=%2Freset%3Fpassword%3D...`), or a fullwidth equals sign or colon
+# (U+FF1D, U+FF1A: Chinese and Japanese text, `密码` then U+FF1A); the name bounded, so each
+# position is tried in bounded time.
 _NAMED: Final = re.compile(
-    r"""(?:(?<![\w.-])(\\*["']|)([\w.-]{1,100})\1|\[([\w.-]{1,100})\])(\s*(?:=>|[=:]|%3[Dd])\s*)"""
+    r"""(?:(?<![\w.-])(\\*["']|)([\w.-]{1,100})\1|\[([\w.-]{1,100})\])(\s*(?:=>|[=:\uff1d\uff1a]|%3[Dd])\s*)"""
 )
-# a bare value: up to whitespace, `;`, `&`, `,` or a quote
-_BARE: Final = re.compile(r"[^\s;&,\"']+")
+# a bare value: up to whitespace, `;`, `&`, `,`, a quote, or an ideographic comma or full
+# stop, a fullwidth comma or semicolon (U+3001, U+3002, U+FF0C, U+FF1B: a Chinese sentence
+# goes on after a password)
+_BARE: Final = re.compile(r"[^\s;&,\"'\u3001\u3002\uff0c\uff1b]+")
 # A password's names: `password`, `passwd`, `passphrase` anywhere (`PGPASSWORD`, `dbPassword`),
 # `pass` and `pwd` as words (`DB_PASS`, `MYSQL_PWD`), `secret` (`client_secret`); not
-# `passwords`, `passenger`, `bypass`, `compass`.
+# `passwords`, `passenger`, `bypass`, `compass`; a name ending in Chinese `密码` or `口令`, or
+# Japanese `パスワード` (`数据库密码`; not `密码错误`, "password wrong": the last word says).
 _PASSWORD_NAME: Final = re.compile(
-    r"(?:pass(?:wd|word|phrase)|(?<![a-z])pass|(?<![a-z])pwd)(?![a-z])|secret(?!ar)",
+    r"(?:pass(?:wd|word|phrase)|(?<![a-z])pass|(?<![a-z])pwd)(?![a-z])|secret(?!ar)"
+    r"|(?:密码|口令|パスワード)\Z",
     re.IGNORECASE,
 )
 
@@ -139,7 +145,7 @@ def without_named_values(
     (spaces and all; to the end when it has none), a bare one to whitespace, `;`, `&`, `,` or
     a quote. `shown(name, value)`: True keeps that value (no secret after all). Linear: each
     name is looked at once, a value only under a secret's name."""
-    if "=" not in text and ":" not in text:
+    if "=" not in text and ":" not in text and (text.isascii() or not _FULLWIDTH.search(text)):
         return text
     parts: list[str] = []
     done = pos = 0

@@ -1,7 +1,10 @@
 """Secrets of well-known token shapes (OpenAI's, Anthropic's, Stripe's, Google's, npm's,
-Hugging Face's, GitLab's other prefixes, Slack's webhooks, Azure's keys and SAS signatures)
+Hugging Face's, GitLab's other prefixes, Slack's webhooks, Azure's keys and SAS signatures),
+under Chinese and Japanese names, behind fullwidth separators or zero-width characters
 (docs/logs.md, "Secrets"): masked alike on FILE, CLICKHOUSE and MOCK; the evidence that only
 looks like them kept."""
+
+# ruff: noqa: RUF001 (fullwidth colons, commas and equals signs: the text under test)
 
 from __future__ import annotations
 
@@ -67,6 +70,21 @@ LEAKS = [
         "BlobEndpoint=https://a.blob/;SharedAccessSignature=sv=2021-08-06&ss=b&sig=S3cret%2B",
         "BlobEndpoint=https://a.blob/;SharedAccessSignature=sv=2021-08-06&ss=b&sig=***",
     ),
+    # names in Chinese and Japanese, fullwidth separators, invisible characters
+    ("登录失败，密码：S3cret", "登录失败，密码：***"),
+    ("数据库密码=S3cret-1 已加载", "数据库密码=*** 已加载"),
+    ("口令: S3cret", "口令: ***"),
+    ("密钥＝S3cretKey9", "密钥＝***"),
+    ("访问令牌：S3cretTok9，有效期一小时", "访问令牌：***，有效期一小时"),
+    ("私钥: S3cret/Key+9", "私钥: ***"),
+    ("ログイン パスワード：S3cret", "ログイン パスワード：***"),
+    ("トークン=S3cretTok9", "トークン=***"),
+    ("password＝S3cret", "password＝***"),
+    ("password：S3cret", "password：***"),
+    ("pass\u200bword=S3cret", "password=***"),
+    ("pass\u00adword=S3cret ok", "password=*** ok"),
+    ("\ufeffdb_pass\u2060word: S3cret", "db_password: ***"),
+    ("to\u200cken=S3cretTok9 x\u200dy", "token=*** xy"),
 ]  # fmt: skip
 
 KEPT = [
@@ -80,12 +98,17 @@ KEPT = [
     "killed with sig=SIGTERM after 30s",
     "https://hooks.slack.com/ is unreachable",
     "sv=2021-08-06&se=2026-12-05&sp=r",
+    "用户密码错误",
+    "修改密码成功",
+    "密码错误：用户 admin 登录失败",
+    "令牌：已过期",
+    "パスワードを変更しました",
     "SharedAccessKeyName=RootManageSharedAccessKey",
 ]
 
 
 @pytest.mark.parametrize(("text", "masked"), LEAKS)
-def test_a_secret_of_a_known_shape_is_masked(text: str, masked: str) -> None:
+def test_a_secret_of_a_known_shape_or_a_cjk_name_is_masked(text: str, masked: str) -> None:
     assert without_log_secrets(text) == masked
 
 
@@ -126,6 +149,19 @@ def test_file_keeps_the_evidence(tmp_path: Path) -> None:
     assert _messages(found) == set(KEPT)
 
 
+def test_file_masks_a_field_named_with_an_invisible_character(tmp_path: Path) -> None:
+    line = {
+        "ts": "2026-12-04T15:40:00Z",
+        "level": "info",
+        "msg": "login",
+        "pass\u200bword": "S3cret",
+    }
+    (tmp_path / "app.jsonl").write_text(json.dumps(line) + "\n")
+    found = search(file_source(tmp_path, "jsonl", ["app.jsonl"], now=NOW), "", 60)
+    assert found.match_count == 1
+    _no_secret(_shown(found))
+
+
 async def test_clickhouse_masks_them_in_body_and_attributes() -> None:
     rows = [row(100 - n, "INFO", "api", t, cmd=t) for n, (t, _) in enumerate(LEAKS)]
     found = await fetch(source_for(make_table(rows), "row_limit = 100\n"), "")
@@ -147,9 +183,9 @@ def test_mock_masks_them_as_the_others(text: str, masked: str) -> None:
         epoch_ms=0, timestamp="", level="INFO", service="api", message=text, fields={"cmd": text}
     )
     assert _masked(record).message == masked and _masked(record).fields == {"cmd": masked}
-    fields: dict[str, object] = {"note": text}
+    fields: dict[str, object] = {"note": text, "密码": "S3cret", "pass\u200bword": "S3cret"}
     mask_fields(fields)  # type: ignore[arg-type]
-    assert fields == {"note": masked}
+    assert fields == {"note": masked, "密码": "***", "pass\u200bword": "***"}
 
 
 @pytest.mark.parametrize(
@@ -172,7 +208,8 @@ async def test_clickhouse_a_body_cut_inside_a_token_shows_no_head_of_it(
     [
         ("sk-", 300_000), ("sk-a", 250_000), ("sk_live_", 120_000), ("AIza", 250_000),
         ("npm_", 250_000), ("hf_", 300_000), ("glptt-", 160_000), (SK_PROJ + " ", 15_000),
-        ("hooks.slack.com/services/", 40_000), ("sig=a&sv=", 100_000),
+        ("hooks.slack.com/services/", 40_000), ("sig=a&sv=", 100_000), ("密码：", 300_000),
+        ("パスワード＝", 150_000), ("\u200b", 1_000_000), ("p\u200ba", 300_000),
         ("AccountKey=a;", 80_000),
     ],
 )  # fmt: skip

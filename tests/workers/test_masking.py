@@ -15,7 +15,7 @@ import pytest
 
 from tests.logging_capture import root_restored
 from workers.logging_setup import configure_logging
-from workers.masking import without_url_password
+from workers.masking import without_passwords, without_url_password
 from workers.sources.logs.masking import without_secret_values, without_secrets
 
 # (text, its password, the text masked)
@@ -325,3 +325,20 @@ def test_named_and_spaced_masking_is_linear_on_a_1mb_line(
     whole = _mask_and_log(head + unit * count + tail)
     assert whole < 8 * quarter + 0.5, (quarter, whole)
     assert whole < 5.0
+
+
+# Chinese and Japanese names of a password (its own lines may quote a user's or a runbook's),
+# a fullwidth separator after an English one; a sentence about a password without one stays.
+CJK = [
+    ("连接失败，密码：S3cret-c1，请重试", "连接失败，密码：***，请重试"),  # noqa: RUF001
+    ("数据库口令=S3cret-c2", "数据库口令=***"),
+    ("パスワード＝S3cret-c3", "パスワード＝***"),  # noqa: RUF001
+    ("password：S3cret-c4 rejected", "password：*** rejected"),  # noqa: RUF001
+]
+
+
+@pytest.mark.parametrize(("text", "masked"), CJK)
+def test_the_workers_own_log_lines_mask_a_password_under_a_cjk_name(text: str, masked: str) -> None:
+    assert without_passwords(text) == masked
+    for kept in ("用户密码错误", "修改密码成功", "密码错误：用户 admin"):  # noqa: RUF001
+        assert without_passwords(kept) == kept

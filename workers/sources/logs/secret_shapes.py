@@ -1,7 +1,7 @@
 """Secrets known by their shape rather than by a `name=` before them (`masking`'s rules):
 command lines' flags, the password options of a few clients, a header written as a pair of
-words, and the terminal control sequences that would hide them (tokens by their well-known
-prefixes, AWS key pairs and JWTs: `tokens`).
+words, and the terminal control sequences and zero-width characters that would hide them
+(tokens by their well-known prefixes, AWS key pairs and JWTs: `tokens`).
 
 - a flag under a secret's name (`log_secret_name`), its value after a space or `=`:
   `--password S3cret`, `--db-password=S3cret`, `-token 'a b'` (Go's single dash): the value is
@@ -31,7 +31,7 @@ from workers.masking import MASK
 
 __all__ = [
     "CONTROL_SEQUENCE", "may_hold_flag", "names_key_file", "without_cli_secrets",
-    "without_colour", "without_flag_secrets", "without_header_pairs",
+    "without_colour", "without_flag_secrets", "without_header_pairs", "without_invisible",
 ]  # fmt: skip
 
 # Terminal control sequences, as `files.without_colour` strips them from a file's bytes: in a
@@ -49,6 +49,16 @@ def without_colour(text: str) -> str:
     """The text without its terminal control sequences (`password\\x1b[0m=...` is
     `password=...`)."""
     return _SGR.sub("", text) if "\x1b" in text else text
+
+
+# Characters a reader does not see (zero-width space, non-joiner, joiner, word joiner, a BOM, a
+# soft hyphen): `pass\u200bword=...` reads `password=...`.
+_INVISIBLE: Final = re.compile("[\u00ad\u200b\u200c\u200d\u2060\ufeff]")
+
+
+def without_invisible(text: str) -> str:
+    """The text without zero-width characters and soft hyphens (an ASCII text: as it is)."""
+    return text if text.isascii() else _INVISIBLE.sub("", text)
 
 
 # A value as a shell or JSON writes it: quoted as JSON escapes a quote (`\\"a b\\"`, a command
