@@ -24,6 +24,12 @@ type one: when no `@` comes before the whitespace, the password runs over whites
 the `@` is followed by a host's first character. Percent-encoded passwords (`p%40ss`) are
 ordinary characters to the rule.
 
+A URL percent-encoded whole inside another URL's query (`next=https%3A%2F%2Fuser%3AS3cret%40db%2F`,
+OAuth's `redirect_uri=`) opens with an encoded `://`, then the user and an encoded `:`; its
+password runs to the last `%40` before the parameter ends (whitespace, `&`, a quote) and is
+masked so (`user%3A***%40db`). `https://u%3AS3cret%40host` has no `@`: no password (its host's
+name, percent-encoded), shown. A URL encoded twice (`%253A%252F%252F`) is not decoded: shown.
+
 A password under its name (`password=...`, `PGPASSWORD=...`, `passwd: ...`, `"password":
 "..."`, Python's `{'password': '...'}`, a quoted value holding spaces) is masked by
 `without_named_values`, given which names are secrets: the worker's own log lines
@@ -59,7 +65,10 @@ _HOST_START: Final = re.compile(r"[A-Za-z0-9\[]")
 
 
 def without_url_password(text: str) -> str:
-    """The text with every URL's password shown as `***`."""
+    """The text with every URL's password shown as `***` (a URL percent-encoded inside
+    another's query too: `next=https%3A%2F%2Fuser%3A***%40db`)."""
+    if "%40" in text:
+        text = _without_encoded_password(text)
     if "@" not in text or "/" not in text:
         return text
     parts: list[str] = []
@@ -86,6 +95,32 @@ def without_url_password(text: str) -> str:
             at = _spaced_at(text, start, space)
             pos = max(pos, at)
         if at >= 0:
+            parts += (text[done:start], MASK)
+            done = at
+    return "".join(parts) + text[done:] if parts else text
+
+
+# A URL percent-encoded whole (`https%3A%2F%2Fuser%3A...%40host`, a login's `next=`, OAuth's
+# `redirect_uri=`): `%3A%2F%2F` (either case), the user (no encoded `:`, `/` or `@`, no
+# whitespace, `&` or quote) and its encoded `:`; the password runs to the last `%40` before the
+# parameter's end (whitespace, `&`, a quote). Possessive: each opening is read once.
+_ENCODED_OPENING: Final = re.compile(
+    r"%3[Aa]%2[Ff]%2[Ff](?:[^\s%&\"']|%(?!3[Aa]|2[Ff]|40)[0-9A-Fa-f]{2})*+%3[Aa]"
+)
+_ENCODED_END: Final = re.compile(r"[\s&\"']")
+
+
+def _without_encoded_password(text: str) -> str:
+    """The text with the password of every percent-encoded URL (`_ENCODED_OPENING`) as `***`.
+    Linear: the parameter's end is found once per opening, and the search goes on from it."""
+    parts: list[str] = []
+    done = pos = 0
+    while (opening := _ENCODED_OPENING.search(text, pos)) is not None:
+        start = opening.end()
+        found = _ENCODED_END.search(text, start)
+        pos = len(text) if found is None else found.start()
+        at = text.rfind("%40", start, pos)
+        if at > start:
             parts += (text[done:start], MASK)
             done = at
     return "".join(parts) + text[done:] if parts else text

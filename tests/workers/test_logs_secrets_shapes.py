@@ -85,6 +85,10 @@ LEAKS = [
     ("pass\u00adword=S3cret ok", "password=*** ok"),
     ("\ufeffdb_pass\u2060word: S3cret", "db_password: ***"),
     ("to\u200cken=S3cretTok9 x\u200dy", "token=*** xy"),
+    # a URL percent-encoded inside another's query, a percent-encoded `@` in a password
+    ("GET /login?next=https%3A%2F%2Fuser%3AS3cret%40db%2F 302",
+     "GET /login?next=https%3A%2F%2Fuser%3A***%40db%2F 302"),
+    ("dsn scheme://user:S3c%40ret@host/x", "dsn scheme://user:***@host/x"),
 ]  # fmt: skip
 
 KEPT = [
@@ -104,6 +108,7 @@ KEPT = [
     "令牌：已过期",
     "パスワードを変更しました",
     "SharedAccessKeyName=RootManageSharedAccessKey",
+    "GET https://u%3Ahost%40x/ next=https%3A%2F%2Fdb%2Fpath%40v2 to=ops%40example.com",
 ]
 
 

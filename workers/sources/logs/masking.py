@@ -254,7 +254,7 @@ def without_log_secrets(text: str) -> str:
         )  # fmt: skip
     else:
         cjk = False
-    if "@" in text:
+    if "@" in text or "%40" in text:
         text = without_url_password(text)
     if len(text) >= 15 and (  # `tokens.may_hold_token`, inlined (every record's)
         "eyJ" in text or "IA" in text or "gh" in text or "xox" in text
