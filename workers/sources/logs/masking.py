@@ -258,9 +258,9 @@ def without_log_secrets(text: str) -> str:
         text = without_url_password(text)
     if len(text) >= 15 and (  # `tokens.may_hold_token`, inlined (every record's)
         "eyJ" in text or "IA" in text or "gh" in text or "xox" in text
-        or ("gl" in text and "-" in text) or "sk-" in text or "k_live_" in text
-        or "k_test_" in text or "AIza" in text or "npm_" in text or "hf_" in text
-        or "hooks.slack" in text or "sig=" in text
+        or ("-" in text and ("sk-" in text or "gl" in text))
+        or ("_" in text and ("k_" in text or "npm_" in text or "hf_" in text))
+        or "AIza" in text or "hooks.slack" in text or "sig=" in text
     ):  # fmt: skip
         text = without_tokens(text)
     if (" -" in text or "\t-" in text or "'-" in text or '"-' in text) and (

@@ -64,9 +64,9 @@ def may_hold_token(text: str) -> bool:
     # (the shortest token is 15 characters; `IA` stands for AKIA and ASIA; `masking` inlines it)
     return len(text) >= 15 and (
         "eyJ" in text or "IA" in text or "gh" in text or "xox" in text
-        or ("gl" in text and "-" in text) or "sk-" in text or "k_live_" in text
-        or "k_test_" in text or "AIza" in text or "npm_" in text or "hf_" in text
-        or "hooks.slack" in text or "sig=" in text
+        or ("-" in text and ("sk-" in text or "gl" in text))
+        or ("_" in text and ("k_" in text or "npm_" in text or "hf_" in text))
+        or "AIza" in text or "hooks.slack" in text or "sig=" in text
     )  # fmt: skip
 
 
