@@ -246,3 +246,15 @@ def test_the_token_gate_never_hides_a_token(text: str) -> None:
     if without_tokens(text) != text:
         assert may_hold_token(text)
         assert without_log_secrets(text) != text
+
+
+@pytest.mark.parametrize("fmt", ["jsonl", "plain"])
+def test_file_finds_a_name_an_invisible_character_split_as_shown(fmt: str, tmp_path: Path) -> None:
+    # the record is shown without the zero-width character: a word of the shown text finds
+    # it, though the line (the prefilter's) and the record tried unmasked first held it
+    text = "login pass\u200bword=S3cret failed"
+    line = _jsonl([text]) if fmt == "jsonl" else f"2026-12-04 15:40:00 ERROR {text}\n"
+    (tmp_path / "app.log").write_text(line)
+    found = search(file_source(tmp_path, fmt, ["app.log"], now=NOW), "password", 60)
+    assert found.match_count == 1 and "S3cret" not in _shown(found)
+    assert any("password=***" in m for m in _messages(found))

@@ -30,8 +30,15 @@ from typing import Final
 from workers.masking import MASK
 
 __all__ = [
-    "CONTROL_SEQUENCE", "may_hold_flag", "names_key_file", "without_cli_secrets",
-    "without_colour", "without_flag_secrets", "without_header_pairs", "without_invisible",
+    "CONTROL_SEQUENCE",
+    "hides_text",
+    "may_hold_flag",
+    "names_key_file",
+    "without_cli_secrets",
+    "without_colour",
+    "without_flag_secrets",
+    "without_header_pairs",
+    "without_invisible",
 ]  # fmt: skip
 
 # Terminal control sequences, as `files.without_colour` strips them from a file's bytes: in a
@@ -54,6 +61,12 @@ def without_colour(text: str) -> str:
 # Characters a reader does not see (zero-width space, non-joiner, joiner, word joiner, a BOM, a
 # soft hyphen): `pass\u200bword=...` reads `password=...`.
 _INVISIBLE: Final = re.compile("[\u00ad\u200b\u200c\u200d\u2060\ufeff]")
+
+
+def hides_text(text: str) -> bool:
+    """Whether the text holds what masking takes out (a control sequence, a zero-width
+    character), so that a word of the shown text may not be in it as it is."""
+    return "\x1b" in text or (not text.isascii() and _INVISIBLE.search(text) is not None)
 
 
 def without_invisible(text: str) -> str:
