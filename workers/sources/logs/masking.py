@@ -39,7 +39,7 @@ from workers.sources.logs.secret_shapes import (
     without_header_pairs,
     without_invisible,
 )
-from workers.sources.logs.tokens import without_tokens
+from workers.sources.logs.tokens import without_api_keys, without_platform_tokens
 
 __all__ = [
     "MASK", "KeyLines", "log_secret_name", "mask_fields", "secret_name", "without_cut_url_password",
@@ -256,13 +256,17 @@ def without_log_secrets(text: str) -> str:
         cjk = False
     if "@" in text or "%40" in text:
         text = without_url_password(text)
-    if len(text) >= 15 and (  # `tokens.may_hold_token`, inlined (every record's)
-        "eyJ" in text or "IA" in text or "gh" in text or "xox" in text
-        or ("-" in text and ("sk-" in text or "gl" in text))
-        or ("_" in text and ("k_" in text or "npm_" in text or "hf_" in text))
-        or "AIza" in text or "hooks.slack" in text or "sig=" in text
-    ):  # fmt: skip
-        text = without_tokens(text)
+    if len(text) >= 15:  # `tokens.may_hold_platform_token`, `may_hold_api_key`, inlined
+        if (
+            "eyJ" in text or "IA" in text or "gh" in text or "xox" in text
+            or ("gl" in text and "-" in text)
+        ):  # fmt: skip
+            text = without_platform_tokens(text)
+        if (
+            ("sk-" in text or ("_" in text and ("k_" in text or "npm_" in text or "hf_" in text)))
+            or "AIza" in text or "hooks.slack" in text or "sig=" in text
+        ):  # fmt: skip
+            text = without_api_keys(text)
     if (" -" in text or "\t-" in text or "'-" in text or '"-' in text) and (
         "mysql" in text or "mariadb" in text or "sshpass" in text or "curl" in text
         or "redis-cli" in text or "docker" in text or "podman" in text or "mongo" in text

@@ -28,17 +28,33 @@ from typing import Final
 
 from workers.masking import MASK
 
-__all__ = ["may_hold_token", "without_cut_token", "without_tokens"]
+__all__ = [
+    "may_hold_api_key", "may_hold_platform_token", "may_hold_token", "without_api_keys",
+    "without_cut_token", "without_platform_tokens", "without_tokens",
+]  # fmt: skip
 
+# Two expressions, each behind its own substring checks: a record that holds one kind's prefix
+# is not searched for the other's (one expression of every alternative costs such a record a
+# tenth more).
 _GITLAB: Final = r"gl(?:pat|ptt|dt|rtr|rt|cbt|ft|imt|agent|soat|oas|ffct)-"
+_WORD_START: Final = r"(?:(?<![A-Za-z0-9_])|(?<=%[0-9A-Fa-f]{2}))"
 # (a token opens a word, or follows a percent-encoded character: `%3Dghp_...` in a redirect URL)
 _TOKEN: Final = re.compile(
-    r"(?:(?<![A-Za-z0-9_])|(?<=%[0-9A-Fa-f]{2}))(?:(gh[pousr]_|github_pat_)[A-Za-z0-9_]{30,}+"
+    _WORD_START + r"(?:(gh[pousr]_|github_pat_)[A-Za-z0-9_]{30,}+"
     r"|(" + _GITLAB + r")[A-Za-z0-9_-]{20,}+"
     r"|(xox[a-z]-)[A-Za-z0-9-]{10,}+"
     r"|(AKIA|ASIA)[A-Z0-9]{16}(?![A-Za-z0-9])"
-    r"|eyJ[A-Za-z0-9_-]{8,}+\.[A-Za-z0-9_-]{4,}+(?:\.[A-Za-z0-9_-]*+)*+"
-    r"|(?<!-)(sk-(?:ant-|proj-|svcacct-|admin-)?+)([A-Za-z0-9_-]{20,}+)"
+    r"|eyJ[A-Za-z0-9_-]{8,}+\.[A-Za-z0-9_-]{4,}+(?:\.[A-Za-z0-9_-]*+)*+)"
+)
+_AWS_GROUP: Final = 4
+# an AWS secret access key: 40 characters of base64, a word of its own
+# (not 40 hex digits of one case: a git commit, a SHA-1; a random key is that with odds 2**-80)
+_AWS_SECRET: Final = re.compile(
+    r"(?<![A-Za-z0-9/+=])(?![0-9a-f]{40}(?![A-Za-z0-9/+=])|[0-9A-F]{40}(?![A-Za-z0-9/+=]))"
+    r"[A-Za-z0-9/+]{40}(?![A-Za-z0-9/+=])"
+)
+_API_KEY: Final = re.compile(
+    _WORD_START + r"(?:(?<!-)(sk-(?:ant-|proj-|svcacct-|admin-)?+)([A-Za-z0-9_-]{20,}+)"
     r"|([sr]k_(?:live|test)_)[A-Za-z0-9]{16,}+"
     r"|(AIza)[A-Za-z0-9_-]{35}(?![A-Za-z0-9_-])"
     r"|(npm_)[A-Za-z0-9]{36}(?![A-Za-z0-9])"
@@ -46,28 +62,45 @@ _TOKEN: Final = re.compile(
     r"|(hooks\.slack\.com(?:/|%2[Ff])(?:services|workflows|triggers)(?:/|%2[Ff]))"
     r"(?:[A-Za-z0-9_-]|/|%2[Ff])++)"
 )
-_AWS_GROUP: Final = 4
-_SK_GROUP: Final = 5
-_PREFIX_GROUPS: Final = (1, 2, 3, 4, 5, 7, 8, 9, 10, 11)
-# an AWS secret access key: 40 characters of base64, a word of its own
-# (not 40 hex digits of one case: a git commit, a SHA-1; a random key is that with odds 2**-80)
-_AWS_SECRET: Final = re.compile(
-    r"(?<![A-Za-z0-9/+=])(?![0-9a-f]{40}(?![A-Za-z0-9/+=])|[0-9A-F]{40}(?![A-Za-z0-9/+=]))"
-    r"[A-Za-z0-9/+]{40}(?![A-Za-z0-9/+=])"
-)
+_SK_BODY: Final = 2
+_KEY_PREFIXES: Final = (1, 3, 4, 5, 6, 7)
 # an Azure SAS token's signature: a query parameter (`?`, `&`) or a connection string's (`;`)
 _SAS_SIGNATURE: Final = re.compile(r"(?<=[?&;])(sig=)[^&;\s\"'#]++")
 
 
-def may_hold_token(text: str) -> bool:
-    """Whether `without_tokens` may change the text (substring checks, no expression)."""
+def may_hold_platform_token(text: str) -> bool:
+    """Whether `without_platform_tokens` may change the text (substring checks)."""
     # (the shortest token is 15 characters; `IA` stands for AKIA and ASIA; `masking` inlines it)
     return len(text) >= 15 and (
         "eyJ" in text or "IA" in text or "gh" in text or "xox" in text
-        or ("-" in text and ("sk-" in text or "gl" in text))
-        or ("_" in text and ("k_" in text or "npm_" in text or "hf_" in text))
+        or ("gl" in text and "-" in text)
+    )  # fmt: skip
+
+
+def may_hold_api_key(text: str) -> bool:
+    """Whether `without_api_keys` may change the text (substring checks; `masking` inlines it)."""
+    return len(text) >= 15 and (
+        ("sk-" in text or ("_" in text and ("k_" in text or "npm_" in text or "hf_" in text)))
         or "AIza" in text or "hooks.slack" in text or "sig=" in text
     )  # fmt: skip
+
+
+def may_hold_token(text: str) -> bool:
+    """Whether `without_tokens` may change the text."""
+    return may_hold_platform_token(text) or may_hold_api_key(text)
+
+
+def without_platform_tokens(text: str) -> str:
+    """The text with every GitHub, GitLab and Slack token, AWS key pair and JWT as `***`."""
+    aws = False
+
+    def token(found: re.Match[str]) -> str:
+        nonlocal aws
+        aws = aws or found.group(_AWS_GROUP) is not None
+        return (found.group(1) or found.group(2) or found.group(3) or found.group(4) or "") + MASK
+
+    text = _TOKEN.sub(token, text)
+    return _AWS_SECRET.sub(MASK, text) if aws else text
 
 
 def _random(body: str) -> bool:
@@ -79,23 +112,24 @@ def _random(body: str) -> bool:
     )
 
 
-def without_tokens(text: str) -> str:
-    """The text with every token of a known prefix, AWS key pair, JWT, Slack webhook's path
-    and SAS signature as `***`."""
-    aws = False
+def _api_key(found: re.Match[str]) -> str:
+    if found.group(_SK_BODY) is not None and not _random(found.group(_SK_BODY)):
+        return found.group()
+    return next(p for g in _KEY_PREFIXES if (p := found.group(g)) is not None) + MASK
 
-    def token(found: re.Match[str]) -> str:
-        nonlocal aws
-        if found.group(_SK_GROUP) is not None and not _random(found.group(_SK_GROUP + 1)):
-            return found.group()
-        aws = aws or found.group(_AWS_GROUP) is not None
-        prefix = next((p for g in _PREFIX_GROUPS if (p := found.group(g)) is not None), "")
-        return prefix + MASK
 
-    text = _TOKEN.sub(token, text)
+def without_api_keys(text: str) -> str:
+    """The text with every API key of a known prefix (OpenAI's, Anthropic's, Stripe's,
+    Google's, npm's, Hugging Face's), Slack webhook's path and SAS signature as `***`."""
+    text = _API_KEY.sub(_api_key, text)
     if "sig=" in text and "sv=" in text:
         text = _SAS_SIGNATURE.sub(r"\1" + MASK, text)
-    return _AWS_SECRET.sub(MASK, text) if aws else text
+    return text
+
+
+def without_tokens(text: str) -> str:
+    """The text with every token, key and signature the two rules know as `***`."""
+    return without_api_keys(without_platform_tokens(text))
 
 
 # A token's opening (`_TOKEN`'s prefixes, a JWT's `eyJ`) and the characters a token is made of.
