@@ -24,6 +24,12 @@ type one: when no `@` comes before the whitespace, the password runs over whites
 the `@` is followed by a host's first character. Percent-encoded passwords (`p%40ss`) are
 ordinary characters to the rule.
 
+A URL percent-encoded whole inside another URL's query (`next=https%3A%2F%2Fuser%3AS3cret%40db%2F`,
+OAuth's `redirect_uri=`) opens with an encoded `://`, then the user and an encoded `:`; its
+password runs to the last `%40` before the parameter ends (whitespace, `&`, a quote) and is
+masked so (`user%3A***%40db`). `https://u%3AS3cret%40host` has no `@`: no password (its host's
+name, percent-encoded), shown. A URL encoded twice (`%253A%252F%252F`) is not decoded: shown.
+
 A password under its name (`password=...`, `PGPASSWORD=...`, `passwd: ...`, `"password":
 "..."`, Python's `{'password': '...'}`, a quoted value holding spaces) is masked by
 `without_named_values`, given which names are secrets: the worker's own log lines
@@ -47,6 +53,7 @@ MASK: Final = "***"
 # whitespace (so the scan from each opening stops at the next one: linear, however hostile).
 _OPENING: Final = re.compile(r":(?:\\*/){2}[^/\s:]*:")
 _SPACE: Final = re.compile(r"\s")
+_FULLWIDTH: Final = re.compile("[\uff1a\uff1d]")  # a fullwidth colon, equals sign
 # a JSON string's closing quote: not escaped, then the next member or the container's end
 _JSON_END: Final = re.compile(r'(?<!\\)"[,}\]]')
 _SCHEME: Final = re.compile(r'"[A-Za-z][A-Za-z0-9+.-]{0,30}\Z')
@@ -58,7 +65,10 @@ _HOST_START: Final = re.compile(r"[A-Za-z0-9\[]")
 
 
 def without_url_password(text: str) -> str:
-    """The text with every URL's password shown as `***`."""
+    """The text with every URL's password shown as `***` (a URL percent-encoded inside
+    another's query too: `next=https%3A%2F%2Fuser%3A***%40db`)."""
+    if "%40" in text:
+        text = _without_encoded_password(text)
     if "@" not in text or "/" not in text:
         return text
     parts: list[str] = []
@@ -90,6 +100,32 @@ def without_url_password(text: str) -> str:
     return "".join(parts) + text[done:] if parts else text
 
 
+# A URL percent-encoded whole (`https%3A%2F%2Fuser%3A...%40host`, a login's `next=`, OAuth's
+# `redirect_uri=`): `%3A%2F%2F` (either case), the user (no encoded `:`, `/` or `@`, no
+# whitespace, `&` or quote) and its encoded `:`; the password runs to the last `%40` before the
+# parameter's end (whitespace, `&`, a quote). Possessive: each opening is read once.
+_ENCODED_OPENING: Final = re.compile(
+    r"%3[Aa]%2[Ff]%2[Ff](?:[^\s%&\"']|%(?!3[Aa]|2[Ff]|40)[0-9A-Fa-f]{2})*+%3[Aa]"
+)
+_ENCODED_END: Final = re.compile(r"[\s&\"']")
+
+
+def _without_encoded_password(text: str) -> str:
+    """The text with the password of every percent-encoded URL (`_ENCODED_OPENING`) as `***`.
+    Linear: the parameter's end is found once per opening, and the search goes on from it."""
+    parts: list[str] = []
+    done = pos = 0
+    while (opening := _ENCODED_OPENING.search(text, pos)) is not None:
+        start = opening.end()
+        found = _ENCODED_END.search(text, start)
+        pos = len(text) if found is None else found.start()
+        at = text.rfind("%40", start, pos)
+        if at > start:
+            parts += (text[done:start], MASK)
+            done = at
+    return "".join(parts) + text[done:] if parts else text
+
+
 def _spaced_at(text: str, start: int, space: int) -> int:
     """The `@` ending a password that holds whitespace (module docstring), or -1."""
     if _PORT.fullmatch(text, start, space) or _stops(text, start, space):
@@ -109,18 +145,25 @@ def _stops(text: str, start: int, end: int) -> bool:
 # A name, bare or quoted (`"password"`, `'password'`, JSON inside JSON's `\"password\"`) or
 # in a form's brackets (`user[password]`, PHP's `[password] => ...`), then `=`, `:` or `=>`
 # (Ruby's, Rails' parameters, PHP's and Perl's hashes) or `%3D` (a URL's parameter inside a
-# percent-encoded URL: `next=%2Freset%3Fpassword%3D...`); the name bounded, so each position
-# is tried in bounded time.
-_NAMED: Final = re.compile(
-    r"""(?:(?<![\w.-])(\\*["']|)([\w.-]{1,100})\1|\[([\w.-]{1,100})\])(\s*(?:=>|[=:]|%3[Dd])\s*)"""
-)
-# a bare value: up to whitespace, `;`, `&`, `,` or a quote
+# percent-encoded URL: `next=%2Freset%3Fpassword%3D...`), or a fullwidth equals sign or colon
+# (U+FF1D, U+FF1A: Chinese and Japanese text, `密码` then U+FF1A); the name bounded, so each
+# position is tried in bounded time. (A text of ASCII only is searched with the separators of
+# ASCII: a character class holding others costs every record a fifth more.)
+_NAME: Final = r"""(?:(?<![\w.-])(\\*["']|)([\w.-]{1,100})\1|\[([\w.-]{1,100})\])"""
+_NAMED: Final = re.compile(_NAME + r"(\s*(?:=>|[=:]|%3[Dd])\s*)")
+_NAMED_WIDE: Final = re.compile(_NAME + r"(\s*(?:=>|[=:\uff1d\uff1a]|%3[Dd])\s*)")
+# a bare value: up to whitespace, `;`, `&`, `,` or a quote; in a text not all ASCII also an
+# ideographic comma or full stop, a fullwidth comma or semicolon (U+3001, U+3002, U+FF0C,
+# U+FF1B: a Chinese sentence goes on after a password)
 _BARE: Final = re.compile(r"[^\s;&,\"']+")
+_BARE_WIDE: Final = re.compile(r"[^\s;&,\"'\u3001\u3002\uff0c\uff1b]+")
 # A password's names: `password`, `passwd`, `passphrase` anywhere (`PGPASSWORD`, `dbPassword`),
 # `pass` and `pwd` as words (`DB_PASS`, `MYSQL_PWD`), `secret` (`client_secret`); not
-# `passwords`, `passenger`, `bypass`, `compass`.
+# `passwords`, `passenger`, `bypass`, `compass`; a name ending in Chinese `密码` or `口令`, or
+# Japanese `パスワード` (`数据库密码`; not `密码错误`, "password wrong": the last word says).
 _PASSWORD_NAME: Final = re.compile(
-    r"(?:pass(?:wd|word|phrase)|(?<![a-z])pass|(?<![a-z])pwd)(?![a-z])|secret(?!ar)",
+    r"(?:pass(?:wd|word|phrase)|(?<![a-z])pass|(?<![a-z])pwd)(?![a-z])|secret(?!ar)"
+    r"|(?:密码|口令|パスワード)\Z",
     re.IGNORECASE,
 )
 
@@ -139,11 +182,12 @@ def without_named_values(
     (spaces and all; to the end when it has none), a bare one to whitespace, `;`, `&`, `,` or
     a quote. `shown(name, value)`: True keeps that value (no secret after all). Linear: each
     name is looked at once, a value only under a secret's name."""
-    if "=" not in text and ":" not in text:
+    if "=" not in text and ":" not in text and (text.isascii() or not _FULLWIDTH.search(text)):
         return text
     parts: list[str] = []
     done = pos = 0
-    while (found := _NAMED.search(text, pos)) is not None:
+    named = _NAMED if text.isascii() else _NAMED_WIDE
+    while (found := named.search(text, pos)) is not None:
         pos = found.end()
         name = found.group(2) or found.group(3)
         if not secret(name):
@@ -175,7 +219,7 @@ def _value(text: str, start: int) -> tuple[int, int]:
             end = text.find(opener, begin)
             end = len(text) if end < 0 else end
         return begin, end
-    bare = _BARE.match(text, start)
+    bare = (_BARE if text.isascii() else _BARE_WIDE).match(text, start)
     return (start, bare.end()) if bare is not None else (start, start)
 
 

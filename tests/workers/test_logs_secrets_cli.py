@@ -253,7 +253,7 @@ async def test_clickhouse_a_body_cut_inside_a_token_shows_no_head_of_it(
 
 @pytest.mark.parametrize("unit", ["ghp_", "a", "eyJ.", "x AKIA"])
 def test_the_cut_token_rule_is_linear_on_a_1mb_text(unit: str) -> None:
-    from workers.sources.logs.secret_shapes import without_cut_token
+    from workers.sources.logs.tokens import without_cut_token
 
     def seconds(text: str) -> float:
         started = time.perf_counter()
@@ -275,7 +275,7 @@ def test_the_cut_token_rule_is_linear_on_a_1mb_text(unit: str) -> None:
 def test_the_token_gate_never_hides_a_token(text: str) -> None:
     # the substring checks in front of the expression (`may_hold_token`, inlined in
     # `without_log_secrets`) pass every text the expression would change
-    from workers.sources.logs.secret_shapes import may_hold_token, without_tokens
+    from workers.sources.logs.tokens import may_hold_token, without_tokens
 
     if without_tokens(text) != text:
         assert may_hold_token(text)

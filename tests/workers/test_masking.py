@@ -15,7 +15,7 @@ import pytest
 
 from tests.logging_capture import root_restored
 from workers.logging_setup import configure_logging
-from workers.masking import without_url_password
+from workers.masking import without_passwords, without_url_password
 from workers.sources.logs.masking import without_secret_values, without_secrets
 
 # (text, its password, the text masked)
@@ -325,3 +325,78 @@ def test_named_and_spaced_masking_is_linear_on_a_1mb_line(
     whole = _mask_and_log(head + unit * count + tail)
     assert whole < 8 * quarter + 0.5, (quarter, whole)
     assert whole < 5.0
+
+
+# Chinese and Japanese names of a password (its own lines may quote a user's or a runbook's),
+# a fullwidth separator after an English one; a sentence about a password without one stays.
+CJK = [
+    ("连接失败，密码：S3cret-c1，请重试", "连接失败，密码：***，请重试"),  # noqa: RUF001
+    ("数据库口令=S3cret-c2", "数据库口令=***"),
+    ("パスワード＝S3cret-c3", "パスワード＝***"),  # noqa: RUF001
+    ("password：S3cret-c4 rejected", "password：*** rejected"),  # noqa: RUF001
+]
+
+
+@pytest.mark.parametrize(("text", "masked"), CJK)
+def test_the_workers_own_log_lines_mask_a_password_under_a_cjk_name(text: str, masked: str) -> None:
+    assert without_passwords(text) == masked
+    for kept in ("用户密码错误", "修改密码成功", "密码错误：用户 admin"):  # noqa: RUF001
+        assert without_passwords(kept) == kept
+
+
+# A URL percent-encoded whole inside another URL's query (a login's `next=`, an OAuth
+# `redirect_uri=`): its password between the encoded `user%3A` and `%40`; a percent-encoded
+# `@` inside a plain URL's password is one of its characters.
+ENCODED = [
+    ("GET /login?next=https%3A%2F%2Fuser%3AS3cret-e1%40db%2F ok",
+     "GET /login?next=https%3A%2F%2Fuser%3A***%40db%2F ok"),
+    ("redirect_uri=postgres%3a%2f%2fapp%3aS3cret-e2%40db%3a5432%2fx&state=1",
+     "redirect_uri=postgres%3a%2f%2fapp%3a***%40db%3a5432%2fx&state=1"),
+    ("next=https%3A%2F%2Fu%3AS3c%2540ret-e3%40h&to=ops%40example.com",
+     "next=https%3A%2F%2Fu%3A***%40h&to=ops%40example.com"),
+    ("scheme://user:S3c%40ret-e4@host/x", "scheme://user:***@host/x"),
+]  # fmt: skip
+NOT_ENCODED = [
+    "https://u%3AS3cret%40host",  # no `@`: a host's name, percent-encoded
+    "next=https%3A%2F%2Fdb%2Fpath%40v2 ok",  # no user
+    "mail=ops%40example.com path=a%3Ab",
+]
+
+
+@pytest.mark.parametrize(("text", "masked"), ENCODED)
+def test_a_password_of_a_percent_encoded_url_is_masked(text: str, masked: str) -> None:
+    assert without_url_password(text) == masked
+    assert without_passwords(text) == masked
+    assert without_secret_values(text) == masked and without_secrets(text) == masked
+
+
+@pytest.mark.parametrize("text", NOT_ENCODED)
+def test_percent_encoded_text_without_a_password_is_untouched(text: str) -> None:
+    assert without_url_password(text) == text
+
+
+def test_the_workers_own_log_lines_mask_a_percent_encoded_urls_password() -> None:
+    with root_restored() as buffer:
+        for json_lines in (True, False):
+            configure_logging("INFO", json_lines=json_lines, stream=buffer)
+            for text, _ in ENCODED:
+                logging.getLogger("aci.test").warning("redirect: %s", text)
+                logging.getLogger("httpx").warning("redirect: %s", text)
+    assert "S3c" not in buffer.getvalue()
+
+
+@pytest.mark.parametrize(
+    "unit", ["%3A%2F%2Fu%3A", "%3A%2F%2Fu%3Ap%40", "%3a%2f%2f" + "u" * 50, "x%40"]
+)
+def test_the_percent_encoded_rule_is_linear_on_a_1mb_line(unit: str) -> None:
+    def seconds(line: str) -> float:  # the best of three
+        best = float("inf")
+        for _ in range(3):
+            started = time.perf_counter()
+            without_url_password(line)
+            best = min(best, time.perf_counter() - started)
+        return best
+
+    count = 1_000_000 // len(unit)
+    quarter, whole = seconds(unit * (count // 4)), seconds(unit * count)
+    assert whole < 8 * quarter + 0.3 and whole < 5.0, (quarter, whole)

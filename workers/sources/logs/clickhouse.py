@@ -53,8 +53,8 @@ from workers.sources.logs.formats import level_of
 from workers.sources.logs.masking import without_cut_url_password
 from workers.sources.logs.mocklog import NUMERIC_FIELDS
 from workers.sources.logs.records import Digest, Entry, as_number, entry_matches, format_ms, masked
-from workers.sources.logs.secret_shapes import without_cut_token
 from workers.sources.logs.source import ParsedQuery, check_fields, parse_log_query
+from workers.sources.logs.tokens import without_cut_token
 
 __all__ = ["OTEL_LOGS_DDL", "ClickhouseLogSource", "compile_query"]
 

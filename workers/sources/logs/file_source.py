@@ -53,6 +53,7 @@ from workers.sources.logs.records import (
     masked,
     unmasked_first,
 )
+from workers.sources.logs.secret_shapes import hides_text
 from workers.sources.logs.source import ParsedQuery, check_fields, parse_log_query
 from workers.sources.logs.textformats import TEXT_FORMAT_FIELDS, HeadParser
 from workers.sources.logs.w3c import W3C_FIELDS
@@ -271,7 +272,7 @@ class FileLogSource:
                 # secrets masked before the match: a term only a secret holds matches nothing
                 if (
                     watch.inside_window(found.epoch_ms)
-                    and (not raw_first or entry_matches(query, found) or "\x1b" in found.message)
+                    and (not raw_first or entry_matches(query, found) or hides_text(found.message))
                     and entry_matches(query, masked(found))
                 ):
                     digest.add(found)
@@ -299,7 +300,7 @@ class FileLogSource:
                 found.message = own.body(found.message)
             if (
                 watch.inside_window(found.epoch_ms)
-                and (not raw_first or entry_matches(query, found) or "\x1b" in found.message)
+                and (not raw_first or entry_matches(query, found) or hides_text(found.message))
                 and entry_matches(query, masked(found))
             ):
                 digest.add(found)

@@ -37,8 +37,9 @@ from workers.sources.logs.secret_shapes import (
     without_colour,
     without_flag_secrets,
     without_header_pairs,
-    without_tokens,
+    without_invisible,
 )
+from workers.sources.logs.tokens import without_api_keys, without_platform_tokens
 
 __all__ = [
     "MASK", "KeyLines", "log_secret_name", "mask_fields", "secret_name", "without_cut_url_password",
@@ -50,12 +51,16 @@ __all__ = [
 # `DB_PWD`), a secret, a token, a credential (`CREDS`), a private or API key
 # (`STRIPE_API_KEY`, `ssh_key`, `key`), `auth` and `Authorization`, a cookie, a session's id or
 # key, a JWT, a DSN (Sentry's holds its key as the URL's user); a word only where it stands
-# alone, so `MONKEY`, `KEYSPACE`, `passenger`, `author` are not secrets.
+# alone, so `MONKEY`, `KEYSPACE`, `passenger`, `author` are not secrets; Azure's `AccountKey`
+# and `SharedAccessKey` (not `SharedAccessKeyName`); a name ending in Chinese or Japanese for a
+# password, a key, a token or a private key (`数据库密码`, `访问令牌`, `パスワード`; not
+# `密码错误`, "password wrong": the last word says).
 _SECRET_NAME: Final = re.compile(
     r"pass(?:wd|word|phrase)?(?![a-z])|secret|token|credential|private|cookie"
     r"|(?<![a-z])(?:api|access|ssh|signing|encryption|master|session)?[_.-]?key(?![a-z])"
     r"|(?<![a-z])(?:auth|authori[sz]ation|authentication|pwd|creds?|jwt|dsn|bearer)(?![a-z])"
-    r"|(?<![a-z])session[_.-]?id(?![a-z])",
+    r"|(?<![a-z])session[_.-]?id(?![a-z])|(?:account|sharedaccess)key(?![a-z])"
+    r"|(?:密码|口令|密钥|令牌|私钥|パスワード|トークン)\Z",
     re.IGNORECASE,
 )
 # Inside a value: `name=value` or `name: value` under a secret's name (`-Dx.password=...`, a
@@ -92,7 +97,7 @@ def without_secret_values(text: str) -> str:
 
 def secret_name(name: str) -> bool:
     """Whether a key names a secret (its value is then never shown)."""
-    return _SECRET_NAME.search(name) is not None
+    return _SECRET_NAME.search(without_invisible(name)) is not None
 
 
 # A PEM private key's opening line (`-----BEGIN RSA PRIVATE KEY-----`, `... ENCRYPTED PRIVATE
@@ -160,6 +165,7 @@ def log_secret_name(name: str) -> bool:
 
 
 def _secret_in_log(name: str) -> bool:
+    name = without_invisible(name)  # (`pass\u200bword` is `password`)
     if not secret_name(name):
         return False
     if _SESSION_ID.search(name):
@@ -175,6 +181,8 @@ def _secret_in_log(name: str) -> bool:
 # A prose word: letters, the first one maybe a capital (`expired`, `Bearer`, `invalid`); a
 # token, a key or a hash holds a digit, a mark or a capital further in, or is longer.
 _WORD: Final = re.compile(r"[A-Za-z][a-z]{0,15}")
+# Chinese or Japanese prose, 16 characters at most (`令牌` U+FF1A `已过期`, "token: expired")
+_CJK_WORD: Final = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff]{1,16}")
 
 
 # The shell's variables for the working directory (sudo logs `PWD=/home/vagrant`)
@@ -183,11 +191,13 @@ _WORKING_DIRECTORY: Final = frozenset({"PWD", "OLDPWD"})
 
 def _shown(name: str, value: str) -> bool:
     """Whether a value under a secret's name is no secret: a prose word, unless the name is a
-    password's (`token: expired`, `Authorization: Bearer ***` stay; `password=hunter` never), or
-    the shell's working directory (sudo's `PWD=/home/vagrant`; `MYSQL_PWD`, `pwd` stay masked)."""
+    password's (`token: expired`, `Authorization: Bearer ***` stay; `password=hunter` never),
+    Chinese or Japanese prose (the same rule: "token: expired" in Chinese stays), or the
+    shell's working directory (sudo's `PWD=/home/vagrant`; `MYSQL_PWD`, `pwd` stay masked)."""
     if name in _WORKING_DIRECTORY and value.startswith("/"):
         return True
-    return _WORD.fullmatch(value) is not None and not password_name(name)
+    word = _WORD.fullmatch(value) or (not value.isascii() and _CJK_WORD.fullmatch(value))
+    return bool(word) and not password_name(name)
 
 
 # An HTTP credential: `Bearer <token>`, `Basic <base64>` anywhere, and `Authorization: token
@@ -232,16 +242,32 @@ def without_log_secrets(text: str) -> str:
     # What a secret's name, an HTTP credential or a private key holds is looked for in the
     # lowered text (`@`: a URL's password) with `in`, spelt out: a loop over the words, or one
     # regular expression of them, costs a third more (its case-insensitive form ten times).
-    # Colour codes first (`password\x1b[0m=...`), then what is known by its shape
-    # (`secret_shapes`): a token's prefix, a client's password option, before the names.
+    # Colour codes and zero-width characters first (`password\x1b[0m=...`, `pass\u200bword`),
+    # then what is known by its shape (`secret_shapes`, `tokens`): a token's prefix, a
+    # client's password option, before the names.
     if "\x1b" in text:
         text = without_colour(text)
-    if "@" in text:
+    if not text.isascii():  # (O(1): CPython knows; zero-width characters, names in CJK)
+        text = without_invisible(text)
+        cjk = (  # (`密` stands for 密码 and 密钥)
+            "密" in text or "口令" in text or "令牌" in text or "私钥" in text
+            or "パスワード" in text or "トークン" in text
+        )  # fmt: skip
+    else:
+        cjk = False
+    if "@" in text or "%40" in text:
         text = without_url_password(text)
-    if len(text) >= 15 and (  # `secret_shapes.may_hold_token`, inlined (every record's)
-        "eyJ" in text or "IA" in text or "gh" in text or "xox" in text or "glpat-" in text
-    ):
-        text = without_tokens(text)
+    if len(text) >= 15:  # `tokens.may_hold_platform_token`, `may_hold_api_key`, inlined
+        if (
+            "eyJ" in text or "IA" in text or "gh" in text or "xox" in text
+            or ("gl" in text and "-" in text)
+        ):  # fmt: skip
+            text = without_platform_tokens(text)
+        if (
+            ("sk-" in text or ("_" in text and ("k_" in text or "npm_" in text or "hf_" in text)))
+            or "AIza" in text or "hooks.slack" in text or "sig=" in text
+        ):  # fmt: skip
+            text = without_api_keys(text)
     if (" -" in text or "\t-" in text or "'-" in text or '"-' in text) and (
         "mysql" in text or "mariadb" in text or "sshpass" in text or "curl" in text
         or "redis-cli" in text or "docker" in text or "podman" in text or "mongo" in text
@@ -253,7 +279,7 @@ def without_log_secrets(text: str) -> str:
         "pass" in low or "pwd" in low or "secret" in low or "token" in low or "key" in low
         or "auth" in low or "cred" in low or "cookie" in low or "private" in low or "jwt" in low
         or "dsn" in low or "session" in low or "bearer" in low or "basic" in low
-        or "identified" in low
+        or "identified" in low or cjk
     ):  # fmt: skip
         return text
     if may_hold_flag(text):  # `--password S3cret`, `--token=abc`: a flag's value, whatever

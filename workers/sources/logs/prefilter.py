@@ -17,7 +17,8 @@ also searched in that rendering:
 - escapes: a line with a backslash is always parsed, and so is journald's export of a field
   as an array of its bytes (`"MESSAGE":[27,91,...]`, read as its text);
 - a level is upper-cased before it is lowered (`ß` becomes `ss`): a line that is not ASCII is
-  also searched upper-cased, then lowered;
+  also searched upper-cased, then lowered, and without its zero-width characters (masking takes
+  them out: `pass\u200bword` is shown `password`);
 - secrets are masked before the match (`masking.without_log_secrets`): masking only takes text
   away, but adds `***`, so a term with a `*` (`"password=***"`) is not used.
 """
@@ -31,6 +32,7 @@ import msgspec
 
 from workers.sources.logs.levels import LEVEL_WORDS, SYSLOG_NAMES
 from workers.sources.logs.records import SEPARATOR
+from workers.sources.logs.secret_shapes import without_invisible
 from workers.sources.logs.source import ParsedQuery
 
 __all__ = ["LINE_FORMATS", "RECORD_FORMATS", "Prefilter"]
@@ -151,7 +153,9 @@ class Prefilter:
                 numbers = _renderings(line) if numbers is None else numbers
                 if term in numbers:
                     continue
-            if not line.isascii() and term in line.upper().lower():
+            if not line.isascii() and (
+                term in line.upper().lower() or term in without_invisible(line).lower()
+            ):
                 continue
             return False
         return True

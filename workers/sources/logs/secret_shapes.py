@@ -1,6 +1,7 @@
 """Secrets known by their shape rather than by a `name=` before them (`masking`'s rules):
-command lines' flags, the password options of a few clients, tokens by their well-known
-prefixes, AWS key pairs and JWTs, and the terminal control sequences that would hide them.
+command lines' flags, the password options of a few clients, a header written as a pair of
+words, and the terminal control sequences and zero-width characters that would hide them
+(tokens by their well-known prefixes, AWS key pairs and JWTs: `tokens`).
 
 - a flag under a secret's name (`log_secret_name`), its value after a space or `=`:
   `--password S3cret`, `--db-password=S3cret`, `-token 'a b'` (Go's single dash): the value is
@@ -14,14 +15,10 @@ prefixes, AWS key pairs and JWTs, and the terminal control sequences that would 
   command, up to `|`, `;`, `&`, a line break, the next such command or 1,024 characters; a
   value quoted, JSON-escaped (`\\"a b\\"`) or with an escaped space (`a\\ b`) whole; a
   command line logged as a list of its words too (`['mysql', '-pS3cret']`, `["--token","x"]`);
-- tokens by prefix, the prefix kept (it says what kind leaked): GitHub's `ghp_` `gho_` `ghu_`
-  `ghs_` `ghr_` `github_pat_`, GitLab's `glpat-`, Slack's `xoxb-` (`xox?-`), AWS access key
-  ids `AKIA`/`ASIA` + 16; and in a text holding such an id, every 40-character base64 word (its
-  secret key, `AKIA...:wJalr...`);
-- a JWT anywhere (`eyJ...` with at least one `.`), whole.
+- an HTTP header written as a pair of quoted words (`["Cookie","sid=..."]`).
 
 Cheap first: each rule runs only when a substring it needs is in the text (`"-"`, a
-command's name, a token's prefix); every expression is possessive or bounded: linear.
+command's name); every expression is possessive or bounded: linear.
 """
 
 from __future__ import annotations
@@ -33,9 +30,15 @@ from typing import Final
 from workers.masking import MASK
 
 __all__ = [
-    "CONTROL_SEQUENCE", "may_hold_flag", "may_hold_token", "names_key_file",
-    "without_cli_secrets", "without_colour", "without_cut_token", "without_flag_secrets",
-    "without_header_pairs", "without_tokens",
+    "CONTROL_SEQUENCE",
+    "hides_text",
+    "may_hold_flag",
+    "names_key_file",
+    "without_cli_secrets",
+    "without_colour",
+    "without_flag_secrets",
+    "without_header_pairs",
+    "without_invisible",
 ]  # fmt: skip
 
 # Terminal control sequences, as `files.without_colour` strips them from a file's bytes: in a
@@ -55,66 +58,20 @@ def without_colour(text: str) -> str:
     return _SGR.sub("", text) if "\x1b" in text else text
 
 
-# (a token opens a word, or follows a percent-encoded character: `%3Dghp_...` in a redirect URL)
-_TOKEN: Final = re.compile(
-    r"(?:(?<![A-Za-z0-9_])|(?<=%[0-9A-Fa-f]{2}))(?:(gh[pousr]_|github_pat_)[A-Za-z0-9_]{30,}+"
-    r"|(glpat-)[A-Za-z0-9_-]{20,}+"
-    r"|(xox[a-z]-)[A-Za-z0-9-]{10,}+"
-    r"|(AKIA|ASIA)[A-Z0-9]{16}(?![A-Za-z0-9])"
-    r"|eyJ[A-Za-z0-9_-]{8,}+\.[A-Za-z0-9_-]{4,}+(?:\.[A-Za-z0-9_-]*+)*+)"
-)
-# an AWS secret access key: 40 characters of base64, a word of its own
-# (not 40 hex digits of one case: a git commit, a SHA-1; a random key is that with odds 2**-80)
-_AWS_SECRET: Final = re.compile(
-    r"(?<![A-Za-z0-9/+=])(?![0-9a-f]{40}(?![A-Za-z0-9/+=])|[0-9A-F]{40}(?![A-Za-z0-9/+=]))"
-    r"[A-Za-z0-9/+]{40}(?![A-Za-z0-9/+=])"
-)
+# Characters a reader does not see (zero-width space, non-joiner, joiner, word joiner, a BOM, a
+# soft hyphen): `pass\u200bword=...` reads `password=...`.
+_INVISIBLE: Final = re.compile("[\u00ad\u200b\u200c\u200d\u2060\ufeff]")
 
 
-def may_hold_token(text: str) -> bool:
-    """Whether `without_tokens` may change the text (substring checks, no expression)."""
-    # (the shortest token is 15 characters; `IA` stands for AKIA and ASIA)
-    return len(text) >= 15 and (
-        "eyJ" in text or "IA" in text or "gh" in text or "xox" in text or "glpat-" in text
-    )
+def hides_text(text: str) -> bool:
+    """Whether the text holds what masking takes out (a control sequence, a zero-width
+    character), so that a word of the shown text may not be in it as it is."""
+    return "\x1b" in text or (not text.isascii() and _INVISIBLE.search(text) is not None)
 
 
-def without_tokens(text: str) -> str:
-    """The text with every token of a known prefix, AWS key pair and JWT as `***`."""
-    aws = False
-
-    def token(found: re.Match[str]) -> str:
-        nonlocal aws
-        prefix = found.group(1) or found.group(2) or found.group(3) or found.group(4) or ""
-        aws = aws or found.group(4) is not None
-        return prefix + MASK
-
-    text = _TOKEN.sub(token, text)
-    return _AWS_SECRET.sub(MASK, text) if aws else text
-
-
-# A token's opening (`_TOKEN`'s prefixes, a JWT's `eyJ`) and the characters a token is made of.
-_OPENING: Final = re.compile(
-    r"(?:(?<![A-Za-z0-9_])|(?<=%[0-9A-Fa-f]{2}))(?:gh[pousr]_|github_pat_|glpat-|xox[a-z]-|AKIA"
-    r"|ASIA|eyJ)"
-)
-_NOT_TOKEN: Final = re.compile(r"[^A-Za-z0-9_.-]")
-
-
-def without_cut_token(text: str) -> str:
-    """A text cut short (a store's Body cut to `max_line_bytes` before it is masked): a token
-    the cut left too short for its shape, at the text's end, shows its opening and `***`.
-    Linear: the run of token characters at the end is found once (searched reversed)."""
-    if not text or text[-1].isspace():
-        return text
-    stop = _NOT_TOKEN.search(text[::-1])
-    start = len(text) - (stop.start() if stop is not None else len(text))
-    found = _OPENING.search(text, start)  # (its look-behind sees the character before)
-    if found is None:
-        return text
-    # the opening's prefix kept as `without_tokens` keeps it (a JWT whole)
-    keep = found.start() if text.startswith("eyJ", found.start()) else found.end()
-    return text[:keep] + MASK
+def without_invisible(text: str) -> str:
+    """The text without zero-width characters and soft hyphens (an ASCII text: as it is)."""
+    return text if text.isascii() else _INVISIBLE.sub("", text)
 
 
 # A value as a shell or JSON writes it: quoted as JSON escapes a quote (`\\"a b\\"`, a command
