@@ -17,6 +17,7 @@ import msgspec
 from logs_helpers import file_source, search
 
 from contracts import Topic
+from workers.sources.base import SourceError
 from workers.sources.logs.file_source import FileLogSource
 from workers.sources.logs.multiline import MAX_JOINED_LINES
 
@@ -157,3 +158,50 @@ def test_a_record_takes_at_most_the_bounded_lines(tmp_path: Path) -> None:
     assert every.unparsed_lines == 5  # past the bound: lines of no record, never dropped
     assert search(source, '"frame 1004"').match_count == 1
     assert search(source, '"frame 999"').match_count == 1
+
+
+def test_the_prefilter_never_hides_a_continuation_line(tmp_path: Path) -> None:
+    """Every word of a file of every shape above, and phrases of two words, answer as a full
+    parse does (the prefilter runs on a record's lines joined: a superset)."""
+    from datetime import UTC as utc
+
+    from workers.sources.logs.formats import make_parser
+    from workers.sources.logs.records import entry_matches
+    from workers.sources.logs.source import parse_log_query
+
+    lines = [
+        "    an indented line before any record",
+        *MAC,
+        f"Dec 13 11:50:02 web1 billing[812]: {TRACEBACK[0]}",
+        *TRACEBACK[1:],
+        "<11>Dec 13 11:50:03 web1 billing[812]: charge failed",
+        *TRACEBACK,
+        "orphan: not in the format",
+        "    indented after a line not in the format",
+        "<14>1 2026-12-13T11:50:04.000Z web1 billing 812 - - config:",
+        "    retries = 3",
+    ]
+    write(tmp_path, lines)
+    parser = make_parser("syslog", {}, utc, "", "auto", int(NOW * 1000))
+    records = [e for line in lines for e in parser.feed(line + "\n")] + parser.flush()
+    assert len(records) == 4 and parser.failed == 3
+    words = sorted({w for line in lines for w in line.split() if '"' not in w})
+    pairs = [
+        " ".join(p) for line in lines for p in zip(line.split(), line.split()[1:], strict=False)
+    ]
+    queries = [*words, *(f'"{p}"' for p in pairs if '"' not in p), "level:ERROR", "-level:ERROR"]
+    source = syslog(tmp_path)
+    compared = 0
+    for query in queries:
+        try:
+            parsed = parse_log_query(query)
+        except SourceError:
+            continue  # refused forms (a glued comma, parentheses): nothing to compare
+        if any(c.field not in (None, "level") for c in parsed.clauses):
+            continue  # `host:` words would name fields
+        expected = sum(entry_matches(parsed, r) for r in records)
+        found = search(source, query)
+        extra = found.match_count - expected  # lines no record, matched as text
+        assert 0 <= extra <= (found.unparsed_lines or 0), query
+        compared += 1
+    assert compared > 100
