@@ -266,7 +266,11 @@ class FileLogSource:
         shown = without_secrets if source.format == "docker" else None
         for line in reader.lines_of(file):
             if may_match is not None and not may_match(line):
-                skipped(line)
+                # (`skipped`, inlined: a call per line costs on the hot path)
+                if text_ok and (keys.inside or "PRIVATE KEY" in line):
+                    keys.see(line)
+                if own is not None and (own.inside or "PRIVATE KEY" in line):
+                    own.see(line)
                 probe = line if probe is None else probe
                 continue  # cannot match: skip the parse
             failed = parser.failed
