@@ -14,6 +14,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import msgspec
+import pytest
 from logs_helpers import file_source, search
 
 from contracts import Topic
@@ -205,3 +206,41 @@ def test_the_prefilter_never_hides_a_continuation_line(tmp_path: Path) -> None:
         assert 0 <= extra <= (found.unparsed_lines or 0), query
         compared += 1
     assert compared > 100
+
+
+PEM_BODY = "MIIEpAIBAAKCAQEA7key79"
+
+
+@pytest.mark.parametrize("query", ["", "MIIEpAIB", "key", "generated"])
+@pytest.mark.parametrize("indented", [False, True])
+def test_a_private_key_over_records_or_continuation_lines_shows_no_line_of_its_body(
+    tmp_path: Path, query: str, indented: bool
+) -> None:
+    # Each line its own record (the prefilter skips the key's opening record for a guess at
+    # its body: the source still follows the key), or the key's lines indented in one record.
+    key = [
+        "-----BEGIN RSA PRIVATE KEY-----",
+        PEM_BODY,
+        PEM_BODY[::-1],
+        "-----END RSA PRIVATE KEY-----",
+    ]
+    stamp = "Dec 13 11:50:01 web1 keygen[7]: "
+    body = [f"  {line}" if indented else f"{stamp}{line}" for line in key]
+    write(tmp_path, [f"{stamp}generated a key:", *body, f"{stamp}key done"])
+    found = search(syslog(tmp_path), query)
+    shown = msgspec.json.encode(found).decode()
+    assert PEM_BODY not in shown and PEM_BODY[::-1] not in shown
+    assert found.unparsed_lines is msgspec.UNSET
+    assert query != "" or found.match_count == (2 if indented else 6)
+
+
+@pytest.mark.parametrize("guess", ['"S3cretPw-55"', "S3cretPw", "S3cretPx"])
+def test_a_guess_at_a_secret_in_a_line_not_in_the_format_tells_nothing(
+    tmp_path: Path, guess: str
+) -> None:
+    # as per line before: a line not in the format that passes the prefilter only by its
+    # secret is skipped, not counted (a count would tell a right guess from a wrong one)
+    record = "Dec 13 11:50:01 web1 api[7]: hi"
+    write(tmp_path, [record, record, "starting with password=S3cretPw-55 now", record])
+    found = search(syslog(tmp_path), guess)
+    assert found.match_count == 0 and not found.notes

@@ -243,7 +243,7 @@ class FileLogSource:
         raw_first = unmasked_first(query)  # a record that cannot match is never masked
         probe: str | None = None  # the first line the prefilter skipped, unparsed
 
-        def skipped(line: str) -> None:  # a line the prefilter skipped: no line shows it
+        def skipped(line: str) -> None:  # a line the syslog parser skipped: no line shows it
             if text_ok and (keys.inside or "PRIVATE KEY" in line):
                 keys.see(line)  # a private key's opening line holds no term of the query
             if own is not None and (own.inside or "PRIVATE KEY" in line):
@@ -266,9 +266,8 @@ class FileLogSource:
         shown = without_secrets if source.format == "docker" else None
         for line in reader.lines_of(file):
             if may_match is not None and not may_match(line):
-                # (`skipped`, inlined: a call per line costs on the hot path)
                 if text_ok and (keys.inside or "PRIVATE KEY" in line):
-                    keys.see(line)
+                    keys.see(line)  # a private key's opening line holds no term of the query
                 if own is not None and (own.inside or "PRIVATE KEY" in line):
                     own.see(line)
                 probe = line if probe is None else probe

@@ -18,8 +18,8 @@ The FILE source's prefilter runs on a record's raw lines joined before it is par
 so a term only a continuation line holds still finds the record. Lines not in the format are
 counted as they were when the prefilter ran per line: only a line that passes it, its
 secrets masked (a line that cannot match is skipped unparsed and uncounted, whatever it is).
-Every line skipped so goes, in order, to `skip` (the source follows private keys through
-them); `probe` keeps the first line that may be a record's head.
+A line skipped so that opens or closes a private key goes, in order, to `skip` (the source
+follows keys through them); `probe` keeps the first line that may be a record's head.
 """
 
 from __future__ import annotations
@@ -132,10 +132,12 @@ class SyslogRecords:
     def __init__(self, line: Syslog) -> None:
         self.line, self.failed = line, 0
         self.keep: Callable[[str], bool] | None = None  # the prefilter, over a record's lines
-        self.skip: Callable[[str], None] | None = None  # each line it skipped, in order
+        # Each line the prefilter skipped that opens or closes a private key (`masking.KeyLines`
+        # changes on no other line): the source follows keys through them.
+        self.skip: Callable[[str], None] | None = None
         self.probe: str | None = None  # the first head it skipped, unparsed
         self.rejected: list[tuple[int | None, str]] = []  # lines not in the format, timed
-        self._head: str | None = None  # the open record's first line, not parsed yet
+        self._head: str | None = None  # the open record's first line as read, not parsed yet
         self._more: list[str] = []
         self._size = 0
         self._traceback = False  # inside a traceback of the open record: until its exception
@@ -143,25 +145,48 @@ class SyslogRecords:
         self._last_ms: int | None = None  # the time of the last record parsed
 
     def feed(self, line: str) -> list[Entry]:
-        text = line.rstrip("\r\n")
-        if not text.strip():
+        # The common line is a head after a head: a few checks, no copy (the per-line cost of
+        # the prefilter it replaces, `bench`).
+        if not line or line.isspace():
             return []
-        if self._head is not None and self._continues(text):
-            if len(self._more) < MAX_JOINED_LINES and self._size < MAX_JOINED_CHARS:
-                self._more.append(text)
-                self._size += len(text) + 1
-                return []
-            out = self._emit()  # past the bound: no record's, as a line after no record
-            self._reject([text])
-            return out
-        out = self._emit()
-        self._head = text
-        self._traceback = self._seen = text.endswith(_TRACEBACK)
-        return out
+        head = self._head
+        if head is not None and (line[0] in " \t" or self._seen or line.startswith(_TRACEBACK)):
+            return self._continued(line.rstrip("\r\n"))
+        more = self._more
+        self._head = line
+        self._traceback = self._seen = _TRACEBACK in line and line.rstrip().endswith(_TRACEBACK)
+        if head is None:
+            return []
+        if more:
+            self._more, self._size = [], 0
+            return self._record(head, more)
+        if self.keep is not None and not self.keep(head):
+            self._skipped(head)
+            return []
+        return self._record(head, more, kept=True)
 
     def flush(self) -> list[Entry]:
         """The last record, at the end of the file."""
-        return self._emit()
+        head, more = self._head, self._more
+        self._head, self._more, self._size = None, [], 0
+        self._traceback = self._seen = False
+        return [] if head is None else self._record(head, more)
+
+    def _continued(self, text: str) -> list[Entry]:
+        """A line after a head: the record's, or (no continuation) the next head."""
+        if not self._continues(text):
+            head, more = self._head, self._more
+            self._head, self._more, self._size = None, [], 0
+            self._traceback = self._seen = False
+            out = self._record(head, more) if head is not None else []
+            return out + self.feed(text)
+        if len(self._more) < MAX_JOINED_LINES and self._size < MAX_JOINED_CHARS:
+            self._more.append(text)
+            self._size += len(text) + 1
+            return []
+        out = self.flush()  # past the bound: no record's, as a line after no record
+        self._reject([text])
+        return out
 
     def _continues(self, text: str) -> bool:
         if text[0] in " \t":
@@ -176,18 +201,21 @@ class SyslogRecords:
             return True
         return False
 
-    def _emit(self) -> list[Entry]:
-        head, more = self._head, self._more
-        self._head, self._more, self._size = None, [], 0
-        self._traceback = self._seen = False
-        if head is None:
+    def _skipped(self, text: str) -> None:
+        """A line the prefilter skipped, unparsed and uncounted, as it would alone."""
+        if self.probe is None:
+            self.probe = text
+        if self.skip is not None and ("PRIVATE KEY" in text or "-----END " in text):
+            self.skip(text)
+
+    def _record(self, head: str, more: list[str], kept: bool = False) -> list[Entry]:
+        """The record of a head and its lines, unless the prefilter says none can match
+        (`kept`: it was asked)."""
+        joined = "\n".join([head.rstrip("\r\n"), *more]) if more else head
+        if not kept and self.keep is not None and not self.keep(joined):
+            for text in (head, *more):
+                self._skipped(text)  # no line of it can match: each would be skipped alone
             return []
-        if self.keep is not None and not self.keep("\n".join([head, *more]) if more else head):
-            self.probe = head if self.probe is None else self.probe
-            if self.skip is not None:
-                for text in (head, *more):
-                    self.skip(text)
-            return []  # no line of it can match: each would have been skipped alone
         found = self.line.feed(head)
         if not found:  # no syslog line: neither are the lines after it a record's
             self._reject([head, *more])
@@ -196,16 +224,17 @@ class SyslogRecords:
         self._last_ms = entry.epoch_ms
         if more:
             entry.message = "\n".join([entry.message, *more])
-            _fields_of(entry, head, more)
+            _fields_of(entry, head.rstrip(), more)
         return [entry]
 
     def _reject(self, lines: list[str]) -> None:
-        for text in lines:
+        for line in lines:
+            text = line.rstrip("\r\n")
             if self.keep is None or (self.keep(text) and self.keep(without_log_secrets(text))):
                 self.failed += 1
                 self.rejected.append((self._last_ms, text))
-            elif self.skip is not None:  # as the prefilter per line: skipped, uncounted
-                self.skip(text)
+            else:  # as the prefilter per line: skipped, uncounted
+                self._skipped(text)
 
 
 def _fields_of(entry: Entry, head: str, more: list[str]) -> None:
