@@ -161,7 +161,10 @@ class SyslogRecords:
             self._more, self._size = [], 0
             return self._record(head, more)
         if self.keep is not None and not self.keep(head):
-            self._skipped(head)
+            if self.probe is None:  # (`_skipped`, inlined: the line most often taken)
+                self.probe = head
+            if self.skip is not None and ("PRIVATE KEY" in head or "-----END " in head):
+                self.skip(head)
             return []
         return self._record(head, more, kept=True)
 
