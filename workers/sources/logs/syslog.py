@@ -145,8 +145,8 @@ class SyslogRecords:
         self._last_ms: int | None = None  # the time of the last record parsed
 
     def feed(self, line: str) -> list[Entry]:
-        # The common line is a head after a head: a few checks, no copy (the per-line cost of
-        # the prefilter it replaces, `bench`).
+        # The common line is a head after a head: a few checks, no copy (its cost beside the
+        # per-line prefilter it replaces: docs/logs.md, "Benchmark").
         if not line or line.isspace():
             return []
         head = self._head
@@ -178,11 +178,7 @@ class SyslogRecords:
     def _continued(self, text: str) -> list[Entry]:
         """A line after a head: the record's, or (no continuation) the next head."""
         if not self._continues(text):
-            head, more = self._head, self._more
-            self._head, self._more, self._size = None, [], 0
-            self._traceback = self._seen = False
-            out = self._record(head, more) if head is not None else []
-            return out + self.feed(text)
+            return self.flush() + self.feed(text)
         if len(self._more) < MAX_JOINED_LINES and self._size < MAX_JOINED_CHARS:
             self._more.append(text)
             self._size += len(text) + 1
