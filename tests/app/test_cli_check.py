@@ -111,7 +111,10 @@ def test_no_file_a_wrong_timezone_and_a_hostile_line(tmp_path: Path) -> None:
     logs = tmp_path / "logs"
     logs.mkdir()
     soon = time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(time.time() + 3600))
-    (logs / "app.log").write_text(f"{soon} INFO started\n\x1b]0;pwned\x07 not a record\n")
+    # a terminal's title sequence is removed from a file's bytes when they are read; control
+    # characters that are no sequence are shown escaped, never raw (the line comes first: an
+    # indented line after a record would be read as the record's continuation)
+    (logs / "app.log").write_text(f"\x1b]0;pwned\x07\x08\x1bZ not a record\n{soon} INFO started\n")
     config = tmp_path / "logs.toml"
     config.write_text(
         f'roots = ["{logs}"]\n[topics.APPLICATION]\nbackend = "file"\nformat = "plain"\n'
@@ -122,7 +125,8 @@ def test_no_file_a_wrong_timezone_and_a_hostile_line(tmp_path: Path) -> None:
     assert done.returncode == 1
     assert f"APPLICATION: {logs}/app.log: 1 records dated in the future" in done.stdout
     assert f"SYSTEM_EVENTS: {logs}/x/*: no file matches" in done.stdout
-    assert "\x1b" not in done.stdout and "\\x1b]0;pwned\\x07 not a record" in done.stdout
+    assert "\x1b" not in done.stdout and "\x08" not in done.stdout and "pwned" not in done.stdout
+    assert "not in the format: \\x08\\x1bZ not a record" in done.stdout
 
 
 def test_check_logs_reads_only_the_newest_files_first_lines(tmp_path: Path) -> None:

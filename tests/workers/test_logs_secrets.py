@@ -135,6 +135,9 @@ def test_evidence_that_looks_like_a_secret_name_is_kept(text: str) -> None:
         ("MYSQL_PWD=hunter2 mysql -h db", "MYSQL_PWD=*** mysql -h db"),
         ("pwd=/hunter2", "pwd=***"),
         ("PWD=hunter2", "PWD=***"),
+        # a known scheme's credential whatever its length (GitHub's `token`, NTLM)
+        ("Authorization: token ghp_x9Z", "Authorization: token ***"),
+        ("authorization: NTLM TlRMTVNT", "authorization: *** ***"),  # NTLM: no prose word
     ],
 )
 def test_a_credential_beside_those_words_is_still_masked(text: str, masked: str) -> None:

@@ -207,8 +207,8 @@ def test_the_new_rules_are_linear_on_a_1mb_line(unit: str, count: int) -> None:
         without_log_secrets(line)
         return time.perf_counter() - started
 
-    quarter = min(seconds(unit * (count // 4)) for _ in range(2))
-    whole = min(seconds(unit * count) for _ in range(2))
+    quarter = min(seconds(unit * (count // 4)) for _ in range(3))  # a preempted run is not
+    whole = min(seconds(unit * count) for _ in range(3))  # the code's: the best of three
     assert whole < 8 * quarter + 0.3, (quarter, whole)
 
 

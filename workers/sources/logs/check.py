@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import itertools
+import re
 from datetime import tzinfo
 from typing import Final
 
@@ -29,7 +30,7 @@ from workers.sources.logs.files import LogFile, Reader, RefusedFile, find_files
 from workers.sources.logs.formats import make_parser
 from workers.sources.logs.masking import without_log_secrets, without_secrets
 from workers.sources.logs.records import Entry, format_ms
-from workers.sources.logs.syslog import SyslogRecords
+from workers.sources.logs.syslogformat import SyslogRecords
 from workers.sources.logs.textformats import HeadParser
 
 __all__ = [
@@ -85,6 +86,7 @@ class FileCheck(msgspec.Struct, kw_only=True):
     better: str = ""  # a named format that reads more of these lines, or levels ...
     better_reads: int = 0  # ... and how many lines it reads
     better_levelled: int = 0  # ... and how many of its records have a level
+    time_key: str = ""  # JSON lines of no record: a key of the first that holds a time
 
 
 class SourceCheck(msgspec.Struct, kw_only=True):
@@ -137,7 +139,12 @@ def _file_problems(topic: str, file: FileCheck) -> list[str]:
     where = f"{topic}: {file.path}"
     if file.unread:
         out.append(f"{where}: {'partly read' if file.lines else 'not read'}: {file.unread}")
-    if file.lines and not file.records:
+    if file.lines and not file.records and file.time_key:
+        out.append(
+            f"{where}: no line is in format {file.format}: no key it reads as the time; "
+            f'"{file.time_key}" holds one: [topics.{topic}.fields] time = "{file.time_key}"'
+        )
+    elif file.lines and not file.records:
         out.append(f"{where}: no line is in format {file.format}")
     reads = file.lines - file.unparsed
     if file.better and (file.better_reads > reads or file.better in _CONTAINERS):
@@ -250,6 +257,8 @@ def _file(file: LogFile, source: FileSource, reader: Reader, zone: str, now: flo
         if late:
             check.after_write, check.written = len(late), format_ms(file.mtime_ms, tz)
             check.after_write_hours = round((max(late) - file.mtime_ms) / 3_600_000, 1)
+    if source.format == "jsonl" and not entries:
+        check.time_key = _time_key(lines[0])
     if source.format in ("postgresql", "postgresql_csv"):  # `CST`, `IST`: the topic's zone
         foreign = sorted({z for line in lines if (z := foreign_zone(line, tz))})
         check.foreign_zone, check.timezone = ", ".join(foreign), zone
@@ -258,6 +267,28 @@ def _file(file: LogFile, source: FileSource, reader: Reader, zone: str, now: flo
     elif source.format not in _CONTAINERS:
         _better(lines, source, tz, now_ms, _CONTAINERS, check)
     return check
+
+
+_ISO: Final = re.compile(r"\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d")
+
+
+def _time_key(line: str) -> str:
+    """The first key (dotted when nested, three deep at most) of a JSON line whose value is an
+    ISO 8601 time, or '' (a line of no JSON object, or of no such value)."""
+    try:
+        found = msgspec.json.decode(line)
+    except (msgspec.DecodeError, RecursionError):  # nested past msgspec's depth
+        return ""
+    level: list[tuple[str, object]] = [("", found)]
+    for _ in range(4):  # breadth first: the shallowest key wins
+        deeper: list[tuple[str, object]] = []
+        for prefix, value in level:
+            if isinstance(value, dict):
+                deeper += [(f"{prefix}.{k}".lstrip("."), v) for k, v in value.items()]
+            elif prefix and isinstance(value, str) and _ISO.match(value):
+                return prefix
+        level = deeper
+    return ""
 
 
 def _unread(reader: Reader, some: bool) -> str:

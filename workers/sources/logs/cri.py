@@ -14,6 +14,7 @@ import msgspec
 
 from contracts.results import JsonScalar
 from workers.sources.logs.formats import MAX_FIELDS, JsonLines, field_name, parse_time
+from workers.sources.logs.levels import canonical_level, keep_level_name
 from workers.sources.logs.masking import (
     MASK,
     secret_name,
@@ -37,6 +38,30 @@ __all__ = ["Cri", "DockerJson", "docker_fields", "kubelet_fields"]
 _RUNTIME_NEAR_MS: Final = 1000
 
 _CRI: Final = re.compile(r"(\S+) (stdout|stderr) ([PF]) ?(.*)", re.S)
+
+
+# A text content's own level, where its producer writes it first (never guessed from a word
+# inside the message): klog's `E1204 19:11:00.000000  1 file.go:138] ` (the control plane's
+# pods), `[ERROR] ` (CoreDNS), after an ISO time (HashiCorp's hclog: Vault, Consul, Nomad),
+# zap's console `<ISO time>\t<level>\t` (Istio's proxies, controller-runtime's operators),
+# and logfmt's `level=error` in a line of `key=value` pairs (Prometheus, Loki, Grafana).
+_TEXT_LEVEL: Final = re.compile(
+    r"(?P<klog>[IWEF])\d{4} \d\d:\d\d:\d\d\.\d{6} +\d+ [^ \]]+:\d+\] "
+    r"|(?:\d{4}[-/]\d\d[-/]\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d{1,9})?(?:Z|[+-]\d\d:?\d\d)? +)?"
+    r"\[(?P<bracket>[A-Za-z]{3,9})\] "
+    r"|\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d{1,9})?(?:Z|[+-]\d\d:?\d\d)\t(?P<zap>[A-Za-z]{3,9})\t"
+    r"|[\w.-]{1,40}=(?=.{0,400}?(?<!\S)level=\"?(?P<logfmt>[A-Za-z]{1,9})\"?(?!\S))"
+)
+
+
+def text_level(text: str) -> tuple[str, str] | None:
+    """The level a container's text line was written with and its word, or None."""
+    found = _TEXT_LEVEL.match(text)
+    if found is None:
+        return None
+    word = next(w for w in found.group("klog", "bracket", "zap", "logfmt") if w)
+    level = canonical_level(word)
+    return None if level is None else (level, word)
 
 
 _KUBELET_PATH: Final = re.compile(r"/pods/([^/_]+)_([^/_]+)_[^/]+/([^/]+)/\d+\.log(?:\.[^/]*)?$")
@@ -161,7 +186,11 @@ class Cri:
                 return inner[0]
             self.inner.failed -= 1
         fields: dict[str, JsonScalar] = {"stream": stream, **self.origin}
-        return Entry(epoch, "", self.service, text, fields)  # no level is guessed
+        written = text_level(text)
+        if written is None:
+            return Entry(epoch, "", self.service, text, fields)  # no level is guessed
+        keep_level_name(fields, written[1], written[0])
+        return Entry(epoch, written[0], self.service, text, fields)
 
     def flush(self) -> list[Entry]:
         out = [e for s, (at, _, p) in self._parts.items() for e in self._deliver(at, s, "".join(p))]

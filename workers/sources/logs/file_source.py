@@ -54,7 +54,7 @@ from workers.sources.logs.records import (
     unmasked_first,
 )
 from workers.sources.logs.source import ParsedQuery, check_fields, parse_log_query
-from workers.sources.logs.syslog import SyslogRecords
+from workers.sources.logs.syslogformat import SyslogRecords
 from workers.sources.logs.textformats import TEXT_FORMAT_FIELDS, HeadParser
 from workers.sources.logs.w3c import W3C_FIELDS
 
@@ -260,7 +260,7 @@ class FileLogSource:
 
         text_ok = text_ok and source.format != "mysql_slow"
         if isinstance(parser, SyslogRecords):
-            parser.skip = skipped  # it skips whole records (`syslog`)
+            parser.skip = skipped  # it skips whole records (`syslogformat`)
         # a Docker line that is no record (cut short by a full disk) may hold the `attrs` of
         # the container's environment: shown without its secrets, as the records' fields are
         shown = without_secrets if source.format == "docker" else None

@@ -1,4 +1,4 @@
-"""Log line formats → `Entry`: JSON lines, logfmt, Kubernetes CRI and syslog (`syslog`).
+"""Log line formats → `Entry`: JSON lines and logfmt here; CRI, syslog and text elsewhere.
 
 Each format is a parser fed one decoded line at a time (`feed` returns the entries the line
 completes; `flush` the last one). A line that does not parse is counted, never guessed into a
@@ -25,6 +25,7 @@ from typing import Any, Final, Protocol, TypeGuard
 import msgspec
 
 from contracts.results import JsonScalar
+from workers.sources.logs.kubeaudit import read_kube_audit
 from workers.sources.logs.levels import (
     LEVEL_WORDS,
     SYSLOG_NAMES,
@@ -43,8 +44,9 @@ TIME_KEYS: Final = (
     "timestamp", "@timestamp", "time", "ts", "Timestamp", "t", "date", "__REALTIME_TIMESTAMP",
     "t.$date", "datetime", "instant.epochSecond", "@t",
 )  # fmt: skip
-LEVEL_KEYS: Final = (
+LEVEL_KEYS: Final = (  # `@level`: HashiCorp's hclog JSON (Vault, Consul, Nomad)
     "level", "log.level", "severity", "SeverityText", "levelname", "lvl", "PRIORITY", "@l",
+    "@level",
 )  # fmt: skip
 MESSAGE_KEYS: Final = (
     "message", "msg", "event", "Body", "@message", "log", "MESSAGE", "@m", "@mt",
@@ -207,6 +209,8 @@ class _Mapped:
             fields["fields_dropped"] = dropped
 
     def entry(self, flat: dict[str, Any]) -> Entry | None:
+        if "time" not in self.fields and "kind" in flat:
+            read_kube_audit(flat)  # the Kubernetes audit log's Events
         time_key, when = self._pick(flat, "time", TIME_KEYS)
         if time_key == "instant.epochSecond" and _is_int(when):  # log4j2's JsonLayout
             nanos = flat.pop("instant.nanoOfSecond", 0)
@@ -333,7 +337,7 @@ def make_parser(
         inner = JsonLines(fields, zone, "", unit)
         return DockerJson(inner, zone, service, docker_fields(real_path))
     if fmt == "syslog":
-        from workers.sources.logs.syslog import Syslog, SyslogRecords
+        from workers.sources.logs.syslogformat import Syslog, SyslogRecords
 
         return SyslogRecords(Syslog(zone, service, now_ms))
     if fmt == "mysql_slow":

@@ -191,13 +191,14 @@ def _shown(name: str, value: str) -> bool:
 
 
 # An HTTP credential: `Bearer <token>`, `Basic <base64>` anywhere, and `Authorization: token
-# <token>` (GitHub's), `Negotiate`, `NTLM`, any scheme (`ApiKey`, Okta's `SSWS`) but Digest's
-# and AWS's signatures (a `name=value` or a word under 8 characters after it is no
-# credential: `authorization: denied user=42`, `policy v2`); possessive, so a hostile line is
-# read linearly.
+# <token>` (GitHub's), `Negotiate`, `NTLM` (whatever follows them), any other scheme (`ApiKey`,
+# Okta's `SSWS`) but Digest's and AWS's signatures (a `name=value` or a word under 8
+# characters after it is no credential: `authorization: denied user=42`, `policy v2`);
+# possessive, so a hostile line is read linearly.
 _LOG_CREDENTIAL: Final = re.compile(
-    r"(\b(?:bearer|basic)|\bauthori[sz]ation[\"']?\s*+[:=]\s*+[\"']?(?!digest\b|aws4-)"
-    r"[a-z][\w-]{0,30}+(?=\s++[\w.~+/-]{8,}+=*+(?![\w.~+/=-])))(\s++)([\w.~+/=-]++)",
+    r"(\b(?:bearer|basic)|\bauthori[sz]ation[\"']?\s*+[:=]\s*+[\"']?(?:(?:token|negotiate|ntlm)"
+    r"(?=\s)|(?!digest\b|aws4-)[a-z][\w-]{0,30}+(?=\s++[\w.~+/-]{8,}+=*+(?![\w.~+/=-]))))"
+    r"(\s++)([\w.~+/=-]++)",
     re.IGNORECASE,
 )
 

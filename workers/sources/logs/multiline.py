@@ -4,7 +4,9 @@ Used by every named text format (`textformats`). A line that is not a head conti
 record when it looks like a continuation (an indented line, `Caused by:`, `... 3 more`, a
 `Traceback`, an exception class and its message), up to `MAX_JOINED_LINES` lines and
 `MAX_JOINED_CHARS` characters; any other line is no record: counted in `failed` and listed in
-`rejected`, for the FILE source to match as plain text (nothing is dropped silently).
+`rejected`, for the FILE source to match as plain text (nothing is dropped silently), unless
+a continuation of the same record follows it: lines between a record and its stack frames are
+its own (an exception's message over lines of its own: Tomcat's JSP compile errors).
 
 A program's crash written to stderr beside its log has no time of its own: Go's `panic: ...` and
 `fatal error: ...` (then its goroutine dump) and Java's `Exception in thread "main" ...` (then
@@ -172,6 +174,9 @@ class HeadParser:
         self.eof_ms: int | None = None
         self._text = ""
         self._more: list[str] = []
+        # lines no continuation after an open record, held: a continuation after them (a
+        # stack frame) makes them the record's (an exception's message over lines of its own)
+        self._between: list[str] = []
         self._size = 0
         self._runtime: list[str] = []  # Go's `runtime: ` lines, held for the line after them
 
@@ -187,6 +192,7 @@ class HeadParser:
         if isinstance(found, Continued):
             if self._open is not None:
                 self._reject(held)
+                self._join_between()
                 self._join(found.text)
                 return []
             found = found.alone
@@ -198,11 +204,13 @@ class HeadParser:
             self._open, self._text, self._last, self._crash = found, text, found[0], False
             return out
         if self._open is not None and (
-            continues(text, self._crash) or (not held and not self._more and self._jul_level(text))
+            continues(text, self._crash)
+            or (not held and not self._more and not self._between and self._jul_level(text))
         ):
             for runtime in held if self._crash else ():  # inside a goroutine dump: its own
                 self._join(runtime)
             self._reject([] if self._crash else held)
+            self._join_between()
             self._join(text)
             return []
         if self._last is not None and (crash := crash_of(text)):
@@ -214,8 +222,17 @@ class HeadParser:
                 self._join(later)
             self._crash = crash.go
             return out
-        self._reject([*held, text])
+        self._reject(held)
+        if self._open is not None and not self._crash and len(self._between) < MAX_JOINED_LINES:
+            self._between.append(text)
+        else:
+            self._reject([text])
         return []
+
+    def _join_between(self) -> None:
+        between, self._between = self._between, []
+        for line in between:
+            self._join(line)
 
     def _hold(self, text: str) -> None:
         if len(self._runtime) >= MAX_HELD_RUNTIME:
@@ -257,6 +274,8 @@ class HeadParser:
         return self._emit()
 
     def _emit(self) -> list[Entry]:
+        self._reject(self._between)  # no continuation came after them: no record's
+        self._between = []
         pending, more, text = self._open, self._more, self._text
         self._open, self._more, self._size, self._text = None, [], 0, ""
         self._until = None

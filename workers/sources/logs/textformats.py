@@ -33,6 +33,7 @@ from contracts.results import JsonScalar
 from workers.sources.logs.accesslog import access_head
 from workers.sources.logs.dbformats import postgresql_head, redis_head
 from workers.sources.logs.formats import LineParser, parse_time, text_entry
+from workers.sources.logs.log4j import LEVEL_WORD, Head, log4j_head
 from workers.sources.logs.multiline import Continued, HeadParser, Pending
 from workers.sources.logs.records import Entry
 from workers.sources.logs.stamps import STAMP, matched_ms, stamp_ms, strptime_ms
@@ -55,34 +56,6 @@ TEXT_FORMAT_FIELDS: Final[dict[str, tuple[str, ...]]] = {
 }  # fmt: skip
 TEXT_FORMAT_FIELDS["nginx_access"] = TEXT_FORMAT_FIELDS["apache_access"]
 
-_LEVEL_WORD: Final = (
-    r"TRACE|DEBUG|INFO|NOTICE|WARN(?:ING)?|ERROR|SEVERE|FATAL|CRIT(?:ICAL)?|ALERT|EMERG(?:ENCY)?"
-    r"|FINE(?:R|ST)?|CONFIG|Note|Warning|trace|debug|info(?:rmation)?|notice|warn(?:ing)?|error"
-    r"|fatal|critical"  # Icinga 2's `information/Facility: `
-    r"|TRC|DBG|INF|WRN|ERR|FTL|VRB"  # zerolog, Serilog, NATS
-)
-_LOG4J: Final = re.compile(
-    r"\[?" + STAMP + r"\]?\s+(?P<pre>.{0,80}?)(?<![\w.$])(?P<level>" + _LEVEL_WORD + r")\b"
-    r"(?P<closed>(?<=\[\w{3}) *\]|(?<=\[\w{4}) ?\]|(?<=\[\w{5})\])?"  # `[%-5p]`
-    r":?\s*(?:-\s+)?(?P<rest>.*)",
-    re.S,
-)
-# The level first (Cassandra's `%-5level [%thread] %date{ISO8601} %F:%L - %msg%n`).
-_LOG4J_LEVEL_FIRST: Final = re.compile(
-    r"(?P<level>" + _LEVEL_WORD + r")\s+(?P<pre>\[[^\]\n]{0,200}\])?\s*\[?" + STAMP + r"\]?"
-    r"\s+(?P<rest>.*)",
-    re.S,
-)
-# Logstash's plain log and Elasticsearch's before 7: `[%d{ISO8601}][%-5p][%-25c] %m`
-_LOG4J_BRACKETS: Final = re.compile(
-    r"\[" + STAMP + r"\]\[(?P<level>" + _LEVEL_WORD + r") *\]\[(?P<logger>[^\]\s]+) *\]"
-    r" ?(?P<message>.*)",
-    re.S,
-)
-_LOG4J_REST: Final = re.compile(r"(?P<head>.{0,300}?)(?P<sep> - |: | : )(?P<message>.*)", re.S)
-_THREAD: Final = re.compile(r"\[([^\]\[]*(?:\[[^\]]*\][^\]\[]*)*)\]")
-_LOGGER: Final = re.compile(r"[A-Za-z_$][\w$]*(?:\.[\w$]+)+(?:@\d+)?")
-_NAME: Final = re.compile(r"[\w$.@-]+(?::\d+)?")  # `%F:%L` too: `CassandraDaemon.java:507`
 _PLAIN: Final = re.compile(  # MariaDB: `2024-01-15 10:15:30 0 [Note] ...` (a thread id first)
     r"(?:\[(?P<pid>\d{1,10})\] )?"  # nats-server: `[2986] 2026/12/04 19:33:23.069006 [INF] ...`
     # then a thread id (MariaDB) or `[pid]` (gunicorn), the level, its process (Celery's
@@ -94,7 +67,7 @@ _PLAIN: Final = re.compile(  # MariaDB: `2024-01-15 10:15:30 0 [Note] ...` (a th
     r"|-\s+(?P<logger>[\w.$-]{1,120})\s+-\s+"  # Python's `%(asctime)s - %(name)s - `
     r"|(?P<channel>[\w-]{1,60})\.(?=[A-Z]+: ))?[\[<(]?"  # Monolog's `%channel%.%level_name%: `
     r"(?P<level>"
-    + _LEVEL_WORD
+    + LEVEL_WORD
     + r"|(?<=\[)System(?=\]))\b(?:/(?P<process>[\w.:-]{1,80}))?[\]>)]?:?(?:\s+-(?=\s))?)?"
     r"\s*(?P<message>.*)",
     re.S,
@@ -126,55 +99,6 @@ _OSLO: Final = re.compile(  # after a file name when files were concatenated (`g
     r"(?: \[(?P<context>[^\]]*)\])? ?(?P<message>.*)",
     re.S,
 )
-Head = Callable[[str], Pending | Continued | None]
-
-
-def _log4j(zone: tzinfo, now_ms: int) -> Head:
-    def head(text: str) -> Pending | None:
-        if bracketed := _LOG4J_BRACKETS.match(text):
-            return _bracketed(bracketed, zone, now_ms)
-        found = _LOG4J.match(text) or _LOG4J_LEVEL_FIRST.match(text)
-        if found is None:
-            return None
-
-        def when() -> int | None:
-            return matched_ms(found, zone, now_ms)
-
-        def build(epoch: int) -> Entry:
-            fields: dict[str, JsonScalar] = {}
-            rest, pre = found.group("rest"), found.group("pre")
-            closed = bool(found.groupdict().get("closed"))  # `[%-5p] [%t] [%c] - %m`
-            split = _LOG4J_REST.match(rest)
-            before = (pre[:-1] if closed else pre) + " " + (split.group("head") if split else "")
-            if thread := _THREAD.search(before):
-                fields["thread"] = thread.group(1).strip()
-                before = before[: thread.start()] + " " + before[thread.end() :]
-            # The logger: the one name left beside a pid and `---` (Spring Boot); text before
-            # `: ` that is not such a name belongs to the message ("Failed to reach Redis: ...").
-            names = [t for t in before.split() if not t.isdigit() and t.strip("-")]
-            names = [t[1:-1] if closed and t[:1] + t[-1:] == "[]" else t for t in names]
-            logger = None
-            if split is not None and len(names) == 1:  # `%c - %m`: any name; `: ` a dotted one
-                named = _NAME if split.group("sep") != ": " else _LOGGER
-                logger = names[0] if named.fullmatch(names[0]) else None
-            if logger is not None:
-                fields["logger"] = logger
-            elif split is not None and not names and "thread" in fields:
-                logger = ""  # `[thread] - message` (Zookeeper): the message follows the separator
-            message = split.group("message") if split is not None and logger is not None else rest
-            return text_entry(epoch, found.group("level"), message, fields)
-
-        return when, build
-
-    return head
-
-
-def _bracketed(found: re.Match[str], zone: tzinfo, now_ms: int) -> Pending:
-    def build(epoch: int) -> Entry:
-        fields: dict[str, JsonScalar] = {"logger": found.group("logger")}
-        return text_entry(epoch, found.group("level"), found.group("message"), fields)
-
-    return lambda: matched_ms(found, zone, now_ms), build
 
 
 def _mongodb(found: re.Match[str], zone: tzinfo, now_ms: int) -> Pending:
@@ -379,7 +303,7 @@ def make_text_parser(
 
         return CsvLog(zone, service, now_ms)
     heads: dict[str, Callable[[], Head]] = {
-        "log4j": lambda: _log4j(zone, now_ms),
+        "log4j": lambda: log4j_head(zone, now_ms),
         "apache_error": lambda: _apache_error(zone, now_ms),
         "nginx_error": lambda: _nginx_error(zone, now_ms),
         "apache_access": lambda: access_head(zone, now_ms),

@@ -1,5 +1,6 @@
-"""Syslog → `Entry`: RFC 5424, RFC 3164 (year and zone supplied), rsyslog's RFC 3339 file
-format, and the lines that continue a record.
+"""The `syslog` format: RFC 5424, RFC 3164 (year and zone supplied) and rsyslog's RFC 3339
+file lines; the level from PRI (severity = PRI mod 8), fields `host`, `app`, `pid`, `facility`
+and RFC 5424's `structured_data` (docs/logs.md, "syslog").
 
 A line that starts with a space or a tab directly after a syslog record is that record's
 (Filebeat's syslog input joins `^\\s`): macOS's syslog writes an object's description over
