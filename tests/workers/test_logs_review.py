@@ -105,12 +105,13 @@ def test_a_huge_integer_time_or_deep_nesting_is_a_bad_line_not_a_crash(tmp_path:
 
 def test_a_future_feb_29_in_a_yearless_syslog_line_is_a_bad_line_not_a_crash() -> None:
     january_2028 = int(datetime(2028, 1, 10, tzinfo=UTC).timestamp() * 1000)
+    # (a syslog record is read when the line after it comes, or at the end: `flush`)
     parser = make_parser("syslog", {}, UTC, "", "auto", january_2028)
-    assert parser.feed("<13>Feb 29 00:00:00 host app: x\n") == [] and parser.failed == 1
+    assert parser.feed("<13>Feb 29 00:00:00 host app: x\n") + parser.flush() == []
+    assert parser.failed == 1
     march_2025 = int(datetime(2025, 3, 1, tzinfo=UTC).timestamp() * 1000)
-    (entry,) = make_parser("syslog", {}, UTC, "", "auto", march_2025).feed(
-        "<13>Feb 29 00:00:00 host app: last leap day\n"
-    )
+    parser = make_parser("syslog", {}, UTC, "", "auto", march_2025)
+    (entry,) = parser.feed("<13>Feb 29 00:00:00 host app: last leap day\n") + parser.flush()
     assert entry.epoch_ms == int(datetime(2024, 2, 29, tzinfo=UTC).timestamp() * 1000)
 
 

@@ -30,6 +30,7 @@ from workers.sources.logs.files import LogFile, Reader, RefusedFile, find_files
 from workers.sources.logs.formats import make_parser
 from workers.sources.logs.masking import without_log_secrets, without_secrets
 from workers.sources.logs.records import Entry, format_ms
+from workers.sources.logs.syslogformat import SyslogRecords
 from workers.sources.logs.textformats import HeadParser
 
 __all__ = [
@@ -235,7 +236,7 @@ def _file(file: LogFile, source: FileSource, reader: Reader, zone: str, now: flo
         source.pattern, source.time_format,
     )  # fmt: skip
     entries: list[Entry] = []
-    rejected = parser.rejected if isinstance(parser, HeadParser) else None
+    rejected = parser.rejected if isinstance(parser, HeadParser | SyslogRecords) else None
     for line in lines:
         failed = parser.failed
         entries += parser.feed(line)

@@ -55,6 +55,7 @@ from workers.sources.logs.records import (
 )
 from workers.sources.logs.secret_shapes import hides_text
 from workers.sources.logs.source import ParsedQuery, check_fields, parse_log_query
+from workers.sources.logs.syslogformat import SyslogRecords
 from workers.sources.logs.textformats import TEXT_FORMAT_FIELDS, HeadParser
 from workers.sources.logs.w3c import W3C_FIELDS
 
@@ -66,7 +67,7 @@ FORMAT_FIELDS: Final[dict[str, tuple[str, ...]]] = {
     "logfmt": ("level_name", "fields_dropped"),
     "cri": ("stream", "namespace", "pod", "container", "exception", "level_name"),
     "docker": ("stream", "container_id", "exception", "level_name", "tag", "fields_dropped"),
-    "syslog": ("host", "app", "pid", "facility", "level_name", "structured_data"),
+    "syslog": ("host", "app", "pid", "facility", "level_name", "structured_data", "exception"),
     "mysql_slow": ("db_instance", "thread_id", "rows_affected", "schema", "db_user"),
     **{name: (*fields, "level_name") for name, fields in TEXT_FORMAT_FIELDS.items()},
     "w3c": W3C_FIELDS,
@@ -229,11 +230,11 @@ class FileLogSource:
         may_match = prefilter.may_match if prefilter.active else None
         if isinstance(parser, HeadParser) and file.mtime_ms <= watch.end:
             parser.eof_ms = file.mtime_ms  # a crash at the end is its process's last write
-        if may_match is not None and isinstance(parser, HeadParser):
+        if may_match is not None and isinstance(parser, HeadParser | SyslogRecords):
             parser.keep, may_match = may_match, None  # over whole records, not lines
         start_ms, end_ms = watch.start, watch.end
         parsed, last_ms = 0, file.mtime_ms
-        rejected = parser.rejected if isinstance(parser, HeadParser) else None
+        rejected = parser.rejected if isinstance(parser, HeadParser | SyslogRecords) else None
 
         # Lines that are no record are shown as text, masked as records are (`masking`): a
         # private key written over lines is followed from line to line.
@@ -242,6 +243,12 @@ class FileLogSource:
         own = None if isinstance(parser, HeadParser) else KeyLines()
         raw_first = unmasked_first(query)  # a record that cannot match is never masked
         probe: str | None = None  # the first line the prefilter skipped, unparsed
+
+        def skipped(line: str) -> None:  # a line the syslog parser skipped: no line shows it
+            if text_ok and (keys.inside or "PRIVATE KEY" in line):
+                keys.see(line)  # a private key's opening line holds no term of the query
+            if own is not None and (own.inside or "PRIVATE KEY" in line):
+                own.see(line)
 
         def as_text(lines: list[tuple[int | None, str]]) -> None:
             for at, line in lines:
@@ -253,6 +260,8 @@ class FileLogSource:
                     tally.text_matches += 1
 
         text_ok = text_ok and source.format != "mysql_slow"
+        if isinstance(parser, SyslogRecords):
+            parser.skip = skipped  # it skips whole records (`syslogformat`)
         # a Docker line that is no record (cut short by a full disk) may hold the `attrs` of
         # the container's environment: shown without its secrets, as the records' fields are
         shown = without_secrets if source.format == "docker" else None
@@ -309,6 +318,8 @@ class FileLogSource:
         tally.parsed += parsed + getattr(parser, "skipped", 0)
         tally.failed += parser.failed
         tally.headless += getattr(parser, "headless", 0)  # w3c: lines before any `#Fields:`
+        if isinstance(parser, SyslogRecords):
+            probe = probe or parser.probe
         if parsed == 0 and parser.failed > 0:
             if self._parses(source, probe):
                 tally.parsed += 1  # the lines the prefilter skipped are records: in its format

@@ -337,9 +337,9 @@ def make_parser(
         inner = JsonLines(fields, zone, "", unit)
         return DockerJson(inner, zone, service, docker_fields(real_path))
     if fmt == "syslog":
-        from workers.sources.logs.syslogformat import Syslog
+        from workers.sources.logs.syslogformat import Syslog, SyslogRecords
 
-        return Syslog(zone, service, now_ms)
+        return SyslogRecords(Syslog(zone, service, now_ms))
     if fmt == "mysql_slow":
         from workers.sources.logs.slowlog import SlowLog
 

@@ -37,7 +37,9 @@ from workers.sources.logs.source import ParsedQuery
 
 __all__ = ["LINE_FORMATS", "RECORD_FORMATS", "Prefilter"]
 
-# Formats where one line is one record, so a term the record needs is in that line's text.
+# Formats where one line is one record, so a term the record needs is in that line's text;
+# syslog's record may go on over indented lines (`syslogformat`): its parser runs the check over a
+# record's lines joined, and counts the lines not in the format per line, as the check does.
 LINE_FORMATS: Final = ("jsonl", "logfmt", "syslog")
 # Text formats whose record (a head line and its continuation lines) holds every text the
 # matcher compares as written: the prefilter runs on the record's raw text before it is built

@@ -1,19 +1,43 @@
 """The `syslog` format: RFC 5424, RFC 3164 (year and zone supplied) and rsyslog's RFC 3339
 file lines; the level from PRI (severity = PRI mod 8), fields `host`, `app`, `pid`, `facility`
-and RFC 5424's `structured_data` (docs/logs.md, "syslog")."""
+and RFC 5424's `structured_data` (docs/logs.md, "syslog").
+
+A line that starts with a space or a tab directly after a syslog record is that record's
+(Filebeat's syslog input joins `^\\s`): macOS's syslog writes an object's description over
+tab-indented lines, a Java stack trace's `\tat` frames come so. So is a Python traceback the
+record holds: its `Traceback (most recent call last):` (the record's message, or the line
+after it: `logger.exception` through `SysLogHandler`), its indented frames, the unindented
+line naming the exception that ends it, and a chained one's sentence and traceback. They are
+joined to its message with `\\n`, up to `multiline.MAX_JOINED_LINES` lines and
+`MAX_JOINED_CHARS` characters; a record with a traceback and no level of its own (no PRI) is
+ERROR, and `exception` names the class a traceback raised last (else the first a joined line
+names, as the other multi-line formats do). Any other line that is no syslog line (an
+indented one before any record or after such a line, one past the bound) is a line not in
+the format, as before: counted, and matched as text by the FILE source.
+
+The FILE source's prefilter runs on a record's raw lines joined before it is parsed (`keep`),
+so a term only a continuation line holds still finds the record. Lines not in the format are
+counted as they were when the prefilter ran per line: only a line that passes it, its
+secrets masked (a line that cannot match is skipped unparsed and uncounted, whatever it is).
+A line skipped so that opens or closes a private key goes, in order, to `skip` (the source
+follows keys through them); `probe` keeps the first line that may be a record's head.
+"""
 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from datetime import datetime, tzinfo
 from typing import Final
 
 from contracts.results import JsonScalar
 from workers.sources.logs.formats import parse_time
 from workers.sources.logs.levels import SYSLOG_NAMES, keep_level_name
+from workers.sources.logs.masking import without_log_secrets
+from workers.sources.logs.multiline import MAX_JOINED_CHARS, MAX_JOINED_LINES, python_raised
 from workers.sources.logs.records import Entry
 
-__all__ = ["Syslog"]
+__all__ = ["Syslog", "SyslogRecords"]
 
 _SYSLOG_LEVELS: Final = ("FATAL", "FATAL", "FATAL", "ERROR", "WARN", "INFO", "INFO", "DEBUG")
 _PRI: Final = re.compile(r"<(\d{1,3})>")
@@ -28,7 +52,8 @@ _ISO_SYSLOG: Final = re.compile(r"(\d{4}-\d\d-\d\dT\S+) (\S+)" + _TAG, re.S)
 
 
 class Syslog:
-    """RFC 5424, RFC 3164 (year and zone supplied), and rsyslog's RFC 3339 file format."""
+    """One line, one record: RFC 5424, RFC 3164 (year and zone supplied), rsyslog's RFC 3339
+    file format (`SyslogRecords` joins the lines that continue one)."""
 
     def __init__(self, zone: tzinfo, service: str, now_ms: int) -> None:
         self.zone, self.service, self.failed = zone, service, 0
@@ -89,3 +114,137 @@ class Syslog:
 
     def flush(self) -> list[Entry]:
         return []
+
+
+_TRACEBACK: Final = "Traceback (most recent call last):"
+_CHAINED: Final = (
+    "During handling of the above exception, another exception occurred:",
+    "The above exception was the direct cause of the following exception:",
+)
+_EXCEPTION: Final = re.compile(
+    r"\s*(?:Caused by: )?([\w$]+(?:\.[\w$]+)*(?:Exception|Error|Throwable|Exit|Interrupt))\b"
+)
+
+
+class SyslogRecords:
+    """Syslog's lines to records, each with the lines that continue it (module docstring). A
+    record is parsed when the line after it comes (or at `flush`)."""
+
+    def __init__(self, line: Syslog) -> None:
+        self.line, self.failed = line, 0
+        self.keep: Callable[[str], bool] | None = None  # the prefilter, over a record's lines
+        # Each line the prefilter skipped that opens or closes a private key (`masking.KeyLines`
+        # changes on no other line): the source follows keys through them.
+        self.skip: Callable[[str], None] | None = None
+        self.probe: str | None = None  # the first head it skipped, unparsed
+        self.rejected: list[tuple[int | None, str]] = []  # lines not in the format, timed
+        self._head: str | None = None  # the open record's first line as read, not parsed yet
+        self._more: list[str] = []
+        self._size = 0
+        self._traceback = False  # inside a traceback of the open record: until its exception
+        self._seen = False  # the open record holds a traceback
+        self._last_ms: int | None = None  # the time of the last record parsed
+
+    def feed(self, line: str) -> list[Entry]:
+        # The common line is a head after a head: a few checks, no copy (its cost beside the
+        # per-line prefilter it replaces: docs/logs.md, "Benchmark").
+        if not line or line.isspace():
+            return []
+        head = self._head
+        if head is not None and (line[0] in " \t" or self._seen or line.startswith(_TRACEBACK)):
+            return self._continued(line.rstrip("\r\n"))
+        more = self._more
+        self._head = line
+        self._traceback = self._seen = _TRACEBACK in line and line.rstrip().endswith(_TRACEBACK)
+        if head is None:
+            return []
+        if more:
+            self._more, self._size = [], 0
+            return self._record(head, more)
+        if self.keep is not None and not self.keep(head):
+            if self.probe is None:  # (`_skipped`, inlined: the line most often taken)
+                self.probe = head
+            if self.skip is not None and ("PRIVATE KEY" in head or "-----END " in head):
+                self.skip(head)
+            return []
+        return self._record(head, more, kept=True)
+
+    def flush(self) -> list[Entry]:
+        """The last record, at the end of the file."""
+        head, more = self._head, self._more
+        self._head, self._more, self._size = None, [], 0
+        self._traceback = self._seen = False
+        return [] if head is None else self._record(head, more)
+
+    def _continued(self, text: str) -> list[Entry]:
+        """A line after a head: the record's, or (no continuation) the next head."""
+        if not self._continues(text):
+            return self.flush() + self.feed(text)
+        if len(self._more) < MAX_JOINED_LINES and self._size < MAX_JOINED_CHARS:
+            self._more.append(text)
+            self._size += len(text) + 1
+            return []
+        out = self.flush()  # past the bound: no record's, as a line after no record
+        self._reject([text])
+        return out
+
+    def _continues(self, text: str) -> bool:
+        if text[0] in " \t":
+            return True
+        if text == _TRACEBACK:
+            self._traceback = self._seen = True
+            return True
+        if self._seen and text in _CHAINED:
+            return True
+        if self._traceback and python_raised(text):
+            self._traceback = False  # the exception ends the traceback (a chained one may follow)
+            return True
+        return False
+
+    def _skipped(self, text: str) -> None:
+        """A line the prefilter skipped, unparsed and uncounted, as it would alone."""
+        if self.probe is None:
+            self.probe = text
+        if self.skip is not None and ("PRIVATE KEY" in text or "-----END " in text):
+            self.skip(text)
+
+    def _record(self, head: str, more: list[str], kept: bool = False) -> list[Entry]:
+        """The record of a head and its lines, unless the prefilter says none can match
+        (`kept`: it was asked)."""
+        joined = "\n".join([head.rstrip("\r\n"), *more]) if more else head
+        if not kept and self.keep is not None and not self.keep(joined):
+            for text in (head, *more):
+                self._skipped(text)  # no line of it can match: each would be skipped alone
+            return []
+        found = self.line.feed(head)
+        if not found:  # no syslog line: neither are the lines after it a record's
+            self._reject([head, *more])
+            return []
+        entry = found[0]
+        self._last_ms = entry.epoch_ms
+        if more:
+            entry.message = "\n".join([entry.message, *more])
+            _fields_of(entry, head.rstrip(), more)
+        return [entry]
+
+    def _reject(self, lines: list[str]) -> None:
+        for line in lines:
+            text = line.rstrip("\r\n")
+            if self.keep is None or (self.keep(text) and self.keep(without_log_secrets(text))):
+                self.failed += 1
+                self.rejected.append((self._last_ms, text))
+            else:  # as the prefilter per line: skipped, uncounted
+                self._skipped(text)
+
+
+def _fields_of(entry: Entry, head: str, more: list[str]) -> None:
+    """A joined record's level and `exception`: a traceback's is the class it raised last."""
+    raised = [name for line in more if line[0] not in " \t" and (name := python_raised(line))]
+    traceback = head.endswith(_TRACEBACK) or _TRACEBACK in more
+    if traceback and not entry.level:
+        entry.level = "ERROR"
+    exception = raised[-1] if traceback and raised else None
+    if exception is None:
+        exception = next((e.group(1) for line in more if (e := _EXCEPTION.match(line))), None)
+    if exception is not None:
+        entry.fields["exception"] = exception
