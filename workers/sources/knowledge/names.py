@@ -28,8 +28,9 @@ MIN_NAME_CHARS: Final = 6
 _PARTS: Final = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+")
 _WORD: Final = re.compile(r"[A-Za-z0-9]+")  # `etcdNoLeader.md`, `alertname=etcdNoLeader`
 _CAMEL: Final = re.compile(r"[a-z0-9][A-Z]")
-_SNAKE: Final = re.compile(r"[A-Za-z0-9]+(?:_[A-Za-z0-9]+)+")
-_FILE: Final = re.compile(r"[\w./-]+\.(?:md|markdown|txt|rst)(?!\w)", re.I)
+# Each tried only where a run starts: linear in the question, not quadratic.
+_SNAKE: Final = re.compile(r"(?<![A-Za-z0-9_])[A-Za-z0-9]+(?:_[A-Za-z0-9]+)+")
+_FILE: Final = re.compile(r"(?<![\w./-])[\w./-]+\.(?:md|markdown|txt|rst)(?!\w)", re.I)
 _FOLDER_PAGES: Final = frozenset({"readme", "index"})
 
 
