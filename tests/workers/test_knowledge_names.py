@@ -205,3 +205,15 @@ def test_a_hyphenated_phrase_in_prose_names_nothing() -> None:
     names = runbook_names(KEBAB)
     assert named_sources("pod killed with an out-of-memory error after deploy", names) == []
     assert named_sources("the disk-full alert and high-cpu both fire", names) == []
+
+
+def test_a_path_pasted_names_that_runbook_not_its_namesakes() -> None:
+    # Two operators' runbooks for one alert name (openshift/runbooks keeps one folder per
+    # operator): the stem names both, a path names the one it spells. Before, the question
+    # `alerts/b/TargetDown.md` put alerts/a/TargetDown.md first, HIGH.
+    names = runbook_names(["alerts/a/TargetDown.md", "alerts/b/TargetDown.md"])
+    both = ["alerts/a/TargetDown.md", "alerts/b/TargetDown.md"]
+    assert named_sources("TargetDown", names) == both
+    assert named_sources("alerts/b/TargetDown.md", names) == ["alerts/b/TargetDown.md"]
+    assert named_sources("see ./b/targetdown.md, firing", names) == ["alerts/b/TargetDown.md"]
+    assert named_sources("c/TargetDown.md", names) == both  # no such path: the stem names

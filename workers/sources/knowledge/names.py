@@ -6,7 +6,8 @@ gitlab's `ci_pending_builds.md`), and the on-call engineer's first question is t
 pasted. A question names a runbook when the whole question, or one camelCase word of it, or
 one snake_case word (`alertname=ci_pending_builds`), or the stem of a file name it holds
 (`runbooks/high-cpu.md`), spelled without case, spaces and punctuation, is the runbook's file
-name spelled the same way (a hyphenated phrase in prose, `out-of-memory`, names nothing),
+name spelled the same way (a hyphenated phrase in prose, `out-of-memory`, names nothing; a
+path names the runbook it spells, not its namesakes in other folders),
 and that file name has at least two parts (camelCase humps or words: `TargetDown`,
 `gitlab-com-is-down`; `kubernetes.md` is too plain to name anything) and at least
 `MIN_NAME_CHARS` letters. Titles name nothing: a page titled by the product it is about
@@ -65,4 +66,14 @@ def named_sources(query: str, names: Mapping[str, list[str]]) -> list[str]:
         for source in names.get(key, ()):
             if source not in found:
                 found.append(source)
+    for path in _FILE.findall(query):  # a path names the runbook it spells, not its namesakes
+        namesakes = names.get(name_key(PurePosixPath(path).stem), [])
+        if spelled := [s for s in namesakes if _spells(path, s)]:
+            found = [s for s in found if s in spelled or s not in namesakes]
     return found
+
+
+def _spells(path: str, source: str) -> bool:
+    """`path` (as pasted: case aside, `./` and `../` left out) is the end of `source`."""
+    tail = [p.lower() for p in PurePosixPath(path).parts if p not in (".", "..", "/")]
+    return [p.lower() for p in PurePosixPath(source).parts[-len(tail) :]] == tail
