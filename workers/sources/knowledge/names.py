@@ -3,8 +3,11 @@
 Runbook collections name each runbook's file after the alert it answers (openshift/runbooks
 `alerts/cluster-etcd-operator/etcdNoLeader.md`, prometheus-operator's `KubePodCrashLooping.md`,
 gitlab's `ci_pending_builds.md`), and the on-call engineer's first question is that name,
-pasted. A question names a runbook when the whole question, or one camelCase word of it,
-spelled without case, spaces and punctuation, is the runbook's file name spelled the same way,
+pasted. A question names a runbook when the whole question, or one camelCase word of it, or
+one snake_case word (`alertname=ci_pending_builds`), or the stem of a file name it holds
+(`runbooks/high-cpu.md`), spelled without case, spaces and punctuation, is the runbook's file
+name spelled the same way (a hyphenated phrase in prose, `out-of-memory`, names nothing; a
+path names the runbook it spells, not its namesakes in other folders),
 and that file name has at least two parts (camelCase humps or words: `TargetDown`,
 `gitlab-com-is-down`; `kubernetes.md` is too plain to name anything) and at least
 `MIN_NAME_CHARS` letters. Titles name nothing: a page titled by the product it is about
@@ -26,6 +29,9 @@ MIN_NAME_CHARS: Final = 6
 _PARTS: Final = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+")
 _WORD: Final = re.compile(r"[A-Za-z0-9]+")  # `etcdNoLeader.md`, `alertname=etcdNoLeader`
 _CAMEL: Final = re.compile(r"[a-z0-9][A-Z]")
+# Each tried only where a run starts: linear in the question, not quadratic.
+_SNAKE: Final = re.compile(r"(?<![A-Za-z0-9_])[A-Za-z0-9]+(?:_[A-Za-z0-9]+)+")
+_FILE: Final = re.compile(r"(?<![\w./-])[\w./-]+\.(?:md|markdown|txt|rst)(?!\w)", re.I)
 _FOLDER_PAGES: Final = frozenset({"readme", "index"})
 
 
@@ -53,9 +59,21 @@ def named_sources(query: str, names: Mapping[str, list[str]]) -> list[str]:
     """The runbooks `query` names (module docstring), in the order of `names`; [] if none."""
     keys = [name_key(query)]
     keys += [name_key(w) for w in _WORD.findall(query) if _CAMEL.search(w)]
+    keys += [name_key(w) for w in _SNAKE.findall(query)]
+    keys += [name_key(PurePosixPath(f).stem) for f in _FILE.findall(query)]
     found: list[str] = []
     for key in keys:
         for source in names.get(key, ()):
             if source not in found:
                 found.append(source)
+    for path in _FILE.findall(query):  # a path names the runbook it spells, not its namesakes
+        namesakes = names.get(name_key(PurePosixPath(path).stem), [])
+        if spelled := [s for s in namesakes if _spells(path, s)]:
+            found = [s for s in found if s in spelled or s not in namesakes]
     return found
+
+
+def _spells(path: str, source: str) -> bool:
+    """`path` (as pasted: case aside, `./` and `../` left out) is the end of `source`."""
+    tail = [p.lower() for p in PurePosixPath(path).parts if p not in (".", "..", "/")]
+    return [p.lower() for p in PurePosixPath(source).parts[-len(tail) :]] == tail
