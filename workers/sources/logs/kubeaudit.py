@@ -3,15 +3,24 @@ Events), read by `jsonl`: its time is `requestReceivedTimestamp` (jsonl knows no
 before no line was a record), its `level` the audit policy's detail (`Metadata`, `Request`,
 `RequestResponse`) kept as the field `audit_level`, never a severity; the record's level comes
 from the response's status as an access log's does (5xx ERROR, 4xx WARN, else INFO; none before
-a response), its message is the request line `verb requestURI code` (docs/logs.md, "jsonl")."""
+a response), its message is the request line `verb requestURI code` (docs/logs.md, "jsonl").
+A Secret's request or response object (a create, a patch, a get, a list at `Request` or
+`RequestResponse`) shows its kind, type and metadata but annotations only: its `data` and
+`stringData` (and kubectl's last-applied-configuration annotation, a copy) hold secrets under
+names of the owner's choosing, which no secret's name rule knows."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Final
 
 from workers.sources.logs.accesslog import status_level
+from workers.sources.logs.masking import MASK
 
 __all__ = ["read_kube_audit"]
+
+_OBJECTS: Final = ("requestObject", "responseObject")
+# A Secret's parts that say what it is, not what it holds
+_SHOWN: Final = ("kind", "apiVersion", "type", "immutable")
 
 
 def read_kube_audit(flat: dict[str, Any]) -> None:
@@ -33,4 +42,19 @@ def read_kube_audit(flat: dict[str, Any]) -> None:
     if level := status_level(status):
         flat["level"] = level
     words = [flat.get("verb"), flat.get("requestURI"), status]
+    if flat.get("objectRef.resource") == "secrets" or any(
+        flat.get(f"{name}.kind") in ("Secret", "SecretList") for name in _OBJECTS
+    ):
+        _mask_secret_objects(flat)
     flat.setdefault("message", " ".join(str(w) for w in words if w is not None))
+
+
+def _mask_secret_objects(flat: dict[str, Any]) -> None:
+    """A Secret's request and response objects' values masked but its kind and metadata."""
+    for key, value in flat.items():
+        name, _, rest = key.partition(".")
+        if name in _OBJECTS and value is not None and value != "":
+            if rest not in _SHOWN and (
+                not rest.startswith("metadata.") or rest.startswith("metadata.annotations")
+            ):  # kubectl apply's last-applied-configuration annotation holds the whole Secret
+                flat[key] = MASK
