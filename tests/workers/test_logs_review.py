@@ -356,12 +356,15 @@ _PIECES = st.sampled_from([
 ])  # fmt: skip
 
 
+_FORMATS = (
+    *("jsonl", "logfmt", "cri", "docker", "syslog", "mysql_slow", "plain", "w3c"),
+    *("postgresql_csv", "postgresql", "log4j", "nginx_access", "nginx_error", "redis"),
+)
+
+
 @settings(max_examples=400, deadline=None)
 @given(
-    st.sampled_from([
-        "jsonl", "logfmt", "cri", "docker", "syslog", "mysql_slow", "plain", "w3c",
-        "postgresql_csv", "postgresql", "log4j", "nginx_access", "nginx_error", "redis",
-    ]),  # fmt: skip
+    st.sampled_from(_FORMATS),
     st.lists(st.lists(_PIECES, max_size=12).map("".join), max_size=6),
     st.sampled_from([UTC, timezone(timedelta(hours=14)), timezone(timedelta(hours=-12))]),
     st.integers(0, 4 * 10**12),

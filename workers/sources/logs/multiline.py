@@ -116,9 +116,13 @@ def crash_of(text: str) -> Crash | None:
 
 
 def python_raised(text: str) -> str | None:
-    """The exception a line of a Python traceback names when it is its last line, or None."""
+    """The exception a line of a Python traceback names when it is its last line, or None: a
+    class (`ValueError: x`, `KeyboardInterrupt`) or a dotted name (`socket.timeout: x`), not a
+    lowercase word (`done`, a program's own line after a traceback cut short)."""
     found = _PYTHON_RAISED.match(text)
-    return found.group(1) if found is not None and found.group(1) != "Traceback" else None
+    if found is None or (name := found.group(1)) == "Traceback":
+        return None
+    return name if "." in name or not name[0].islower() else None
 
 
 def go_runtime(text: str) -> bool:
