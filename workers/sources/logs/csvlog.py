@@ -4,8 +4,9 @@ One record per CSV row of PostgreSQL's documented columns: 22 (8.3, 8.4), 23 (9.
 `application_name`), 24 (13: `backend_type`) or 26 (14 and later: `leader_pid`, `query_id`).
 A quoted value may span lines (a statement written over several): lines are joined while a
 quote is open, up to `multiline`'s caps, and the row is read by Python's `csv` module. A row
-of another number of columns, or whose first column is no time, is not in the format (each of
-its lines counted).
+of another number of columns, or whose first column is no time, is not in the format: each of
+its lines counted and listed in `rejected`, timed by the record before it, for the FILE source
+to match as text as the answer's note says (not only the line that ended the row).
 
 Read as the `postgresql` text format reads the same report (`dbformats`): `error_severity`
 is the level (LOG is INFO, PANIC FATAL, ...), the time's zone as written (`UTC`, `CET`: an
@@ -70,6 +71,8 @@ class CsvLog:
 
     def __init__(self, zone: tzinfo, service: str, now_ms: int) -> None:
         self.zone, self.service, self.now_ms, self.failed = zone, service, now_ms, 0
+        self.rejected: list[tuple[int | None, str]] = []  # lines not in the format, timed
+        self._last_ms: int | None = None  # the time of the last record read
         self._lines: list[str] = []  # the open row's lines (a quote still open)
         self._size = self._quotes = 0
 
@@ -80,6 +83,7 @@ class CsvLog:
                 return []
             if not _HEAD.match(text.lstrip("\ufeff")):
                 self.failed += 1
+                self.rejected.append((self._last_ms, text))
                 return []
             text = text.lstrip("\ufeff")
         self._lines.append(text)
@@ -99,6 +103,7 @@ class CsvLog:
 
     def _fail(self) -> None:
         self.failed += len(self._lines)
+        self.rejected.extend((self._last_ms, line) for line in self._lines)
         self._lines, self._size, self._quotes = [], 0, 0
 
     def _row(self) -> list[Entry]:
@@ -112,6 +117,7 @@ class CsvLog:
             self._fail()
             return []
         self._lines, self._size, self._quotes = [], 0, 0
+        self._last_ms = found.epoch_ms
         return [found]
 
     def _entry(self, values: list[str]) -> Entry | None:
