@@ -234,8 +234,9 @@ class FileLogSource:
             parser.keep, may_match = may_match, None  # over whole records, not lines
         start_ms, end_ms = watch.start, watch.end
         parsed, last_ms = 0, file.mtime_ms
-        multi = isinstance(parser, HeadParser | SyslogRecords | CsvLog)
-        rejected = parser.rejected if multi else None
+        rejected = (
+            parser.rejected if isinstance(parser, HeadParser | SyslogRecords | CsvLog) else None
+        )
 
         # Lines that are no record are shown as text, masked as records are (`masking`): a
         # private key written over lines is followed from line to line.
