@@ -7,6 +7,7 @@ import json
 import os
 import threading
 import time
+from datetime import UTC as UTC_ZONE
 from pathlib import Path
 from typing import Any
 
@@ -193,3 +194,26 @@ def test_a_file_rotated_between_listing_and_reading(
     found = search(file_source(tmp_path, "jsonl", ["*.jsonl"], now=NOW), "")
     # the renamed file was not read: the count says it is a lower bound
     assert found.match_count >= 1 and found.match_count_lower_bound
+
+
+def test_lines_held_between_a_record_and_its_frames_are_bounded_in_characters() -> None:
+    # lines after a record that do not continue it are held in case a stack frame follows
+    # (an exception's message over lines of its own): at most 1,000 lines, and 64 KiB, as a
+    # joined record; before, 1,000 lines of max_line_bytes (1 MiB) each, a gigabyte, were held
+    import tracemalloc
+
+    from workers.sources.logs.formats import make_parser
+
+    parser = make_parser("log4j", {}, UTC_ZONE, "", "auto", 0)
+    parser.feed("2026-12-04 10:00:00,000 ERROR [main] app.Job - failed\n")
+    blob = "x" * 100_000
+    tracemalloc.start()
+    try:
+        for i in range(60):
+            parser.feed(f"{i} {blob}\n")
+            getattr(parser, "rejected", []).clear()  # as the FILE source does after each line
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 1_000_000  # 6 MB held before
+    assert parser.failed >= 58  # what is not held is counted, not dropped
