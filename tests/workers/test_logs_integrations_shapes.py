@@ -350,3 +350,34 @@ def test_a_secrets_values_in_an_audit_log_are_masked(tmp_path: Path) -> None:
         assert value not in shown
     assert "requestObject_metadata_name" in shown  # the Secret's name is evidence, kept
     assert read(tmp_path, "jsonl", SECRET_AUDIT, "plainsecretvalue").match_count == 0
+
+
+# `kubectl exec` is logged by its URI, the command's words as `command=` parameters: a command
+# with its password (mysql -p..., curl -u user:password) was shown in the message and field.
+EXEC_QUERIES = (
+    "command=mysql&command=-uroot&command=-pS3cretPw9&container=db&stdin=true",
+    "command=curl&command=-u&command=admin%3Ahunter2xyz&command=http%3A%2F%2Fapi%2F",
+    "command=ls&command=-l&container=db",
+)
+EXEC_AUDIT = "".join(
+    f'{{"kind":"Event","apiVersion":"audit.k8s.io/v1","level":"Metadata","auditID":"e-{i}",'
+    f'"stage":"ResponseStarted","requestURI":"/api/v1/namespaces/shop/pods/db-0/exec?{query}",'
+    '"verb":"create","user":{"username":"alice"},"objectRef":{"resource":"pods",'
+    '"subresource":"exec"},"responseStatus":{"code":101},'
+    f'"requestReceivedTimestamp":"2026-12-04T19:5{i}:00.000000Z"}}\n'
+    for i, query in enumerate(EXEC_QUERIES)
+)
+
+
+def test_a_password_in_an_exec_command_of_an_audit_log_is_masked(tmp_path: Path) -> None:
+    import msgspec
+
+    every = read(tmp_path, "jsonl", EXEC_AUDIT)
+    assert every.match_count == 3
+    shown = msgspec.json.encode(every.records).decode()
+    assert "S3cretPw9" not in shown and "hunter2xyz" not in shown
+    mysql, curl, ls = (r.message for r in sorted(every.records, key=lambda r: r.timestamp))
+    assert "command=-p***" in mysql and "container=db" in mysql
+    assert "command=admin%3A***" in curl or "command=admin:***" in curl
+    assert ls.endswith("exec?command=ls&command=-l&container=db 101")  # unchanged
+    assert read(tmp_path, "jsonl", EXEC_AUDIT, "S3cretPw9").match_count == 0
