@@ -217,3 +217,55 @@ def test_lines_held_between_a_record_and_its_frames_are_bounded_in_characters() 
         tracemalloc.stop()
     assert peak < 1_000_000  # 6 MB held before
     assert parser.failed >= 58  # what is not held is counted, not dropped
+
+
+_NEW_FORMATS_HOSTILE = {  # a hostile file of the newer formats at size n
+    "csv quote never closed": (
+        "postgresql_csv",
+        lambda n: ['2026-12-04 10:00:00 UTC,"a\n', *["2026-12-04 10:00:00 UTC,x\n"] * n],
+    ),
+    "w3c fields of n columns": (
+        "w3c",
+        lambda n: ["#Fields: " + " ".join(f"c{i}" for i in range(n)) + "\n", "v " * n + "\n"],
+    ),
+    "syslog record and n indented lines": (
+        "syslog",
+        lambda n: ["Dec  4 10:00:00 h app[1]: x\n", *[" y\n"] * n],
+    ),
+    "traceback that never ends": (
+        "syslog",
+        lambda n: [
+            "Dec  4 10:00:00 h app[1]: Traceback (most recent call last):\n",
+            *['  File "x.py", line 1\n', "ValueError: x\n", "Traceback (most recent call last):\n"]
+            * n,
+        ],
+    ),
+    "access line of n proxies": (
+        "nginx_access",
+        lambda n: [
+            ", ".join(f"10.0.{i // 250 % 250}.{i % 250}" for i in range(n))
+            + ' - - [04/Dec/2026:10:00:00 +0000] "GET / HTTP/1.1" 200 1\n'
+        ],
+    ),
+}
+
+
+@pytest.mark.serial
+@pytest.mark.parametrize("case", sorted(_NEW_FORMATS_HOSTILE))
+def test_the_newer_formats_read_a_hostile_file_in_linear_time(case: str) -> None:
+    from workers.sources.logs.formats import make_parser
+
+    fmt, lines_of = _NEW_FORMATS_HOSTILE[case]
+
+    def best(n: int) -> float:
+        lines, took = lines_of(n), []
+        for _ in range(3):
+            parser = make_parser(fmt, {}, UTC_ZONE, "", "auto", 1_796_400_000_000)
+            started = time.perf_counter()
+            for one in lines:
+                parser.feed(one)
+            parser.flush()
+            took.append(time.perf_counter() - started)
+        return min(took)
+
+    assert best(40_000) / best(10_000) < 8  # linear is 4; quadratic 16
