@@ -163,3 +163,18 @@ def test_each_line_of_a_row_not_in_the_format_is_matched_as_text(tmp_path: Path)
     assert search_written(tmp_path, "postgresql_csv", text, "kaboom", now=NOW).match_count == 1
     assert search_written(tmp_path, "postgresql_csv", text, "two", now=NOW).match_count == 1
     assert search_written(tmp_path, "postgresql_csv", text, "zapped", now=NOW).match_count == 1
+
+
+def test_a_row_cut_short_by_a_crash_takes_no_rows_after_it(tmp_path: Path) -> None:
+    # the server killed mid-write leaves a row's quote open; the rows written after the restart
+    # each close their own quotes: they are records, only the cut line is not in the format.
+    # Before, every line to the file's end (or 1,000 lines, 64 KiB) was the open row's, no
+    # record: the restart's FATAL was no record (level:fatal found nothing)
+    cut = '2026-12-04 11:34:59.000 UTC,"app","shop",4321,"[local]",s,1,"x",t,v,0,LOG,00000,"stat'
+    for after in (PG14 + PG11, (PG14 + PG11) * 400):
+        every = search_written(tmp_path, "postgresql_csv", cut + "\n" + after, "", now=NOW)
+        assert every.match_count == after.count("\n") and every.unparsed_lines == 1
+        fatal = search_written(
+            tmp_path, "postgresql_csv", cut + "\n" + after, "level:fatal", now=NOW
+        )
+        assert fatal.match_count == after.count("\n") // 3

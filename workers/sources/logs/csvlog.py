@@ -3,10 +3,12 @@
 One record per CSV row of PostgreSQL's documented columns: 22 (8.3, 8.4), 23 (9.0 to 12:
 `application_name`), 24 (13: `backend_type`) or 26 (14 and later: `leader_pid`, `query_id`).
 A quoted value may span lines (a statement written over several): lines are joined while a
-quote is open, up to `multiline`'s caps, and the row is read by Python's `csv` module. A row
-of another number of columns, or whose first column is no time, is not in the format: each of
-its lines counted and listed in `rejected`, timed by the record before it, for the FILE source
-to match as text as the answer's note says (not only the line that ended the row).
+quote is open, up to `multiline`'s caps (a quote open past them, or to the end of the file,
+leaves its first line not in the format and the lines after it read again: `_cut`), and the
+row is read by Python's `csv` module. A row of another number of columns, or whose first
+column is no time, is not in the format: each of its lines counted and listed in `rejected`,
+timed by the record before it, for the FILE source to match as text as the answer's note says
+(not only the line that ended the row).
 
 Read as the `postgresql` text format reads the same report (`dbformats`): `error_severity`
 is the level (LOG is INFO, PANIC FATAL, ...), the time's zone as written (`UTC`, `CET`: an
@@ -92,14 +94,23 @@ class CsvLog:
         if self._quotes % 2 == 0:  # every quote closed: the row ends here
             return self._row()
         if len(self._lines) >= MAX_JOINED_LINES or self._size >= MAX_JOINED_CHARS:
-            self._fail()  # a quote never closed: no row (counted, never joined forever)
+            return self._cut()  # a quote never closed (counted, never joined forever)
         return []
 
     def flush(self) -> list[Entry]:
         """A row still open at the end of the file (its quote never closed) is no record."""
-        if self._lines:
-            self._fail()
-        return []
+        return self._cut() if self._lines else []
+
+    def _cut(self) -> list[Entry]:
+        """A row whose quote never closed: its first line is not in the format, and the lines
+        after it are read again, each a row's first line or not (a row cut short by a crash
+        takes none of the rows written after the restart). Each of them holds an even number
+        of quotes (an odd one would have closed the row), so none opens a row again: read
+        once more at most."""
+        first, *after = self._lines
+        self._lines = [first]
+        self._fail()
+        return [entry for line in after for entry in self.feed(line)]
 
     def _fail(self) -> None:
         self.failed += len(self._lines)
