@@ -7,6 +7,7 @@ import json
 import os
 import threading
 import time
+from datetime import UTC as UTC_ZONE
 from pathlib import Path
 from typing import Any
 
@@ -193,3 +194,78 @@ def test_a_file_rotated_between_listing_and_reading(
     found = search(file_source(tmp_path, "jsonl", ["*.jsonl"], now=NOW), "")
     # the renamed file was not read: the count says it is a lower bound
     assert found.match_count >= 1 and found.match_count_lower_bound
+
+
+def test_lines_held_between_a_record_and_its_frames_are_bounded_in_characters() -> None:
+    # lines after a record that do not continue it are held in case a stack frame follows
+    # (an exception's message over lines of its own): at most 1,000 lines, and 64 KiB, as a
+    # joined record; before, 1,000 lines of max_line_bytes (1 MiB) each, a gigabyte, were held
+    import tracemalloc
+
+    from workers.sources.logs.formats import make_parser
+
+    parser = make_parser("log4j", {}, UTC_ZONE, "", "auto", 0)
+    parser.feed("2026-12-04 10:00:00,000 ERROR [main] app.Job - failed\n")
+    blob = "x" * 100_000
+    tracemalloc.start()
+    try:
+        for i in range(60):
+            parser.feed(f"{i} {blob}\n")
+            getattr(parser, "rejected", []).clear()  # as the FILE source does after each line
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 1_000_000  # 6 MB held before
+    assert parser.failed >= 58  # what is not held is counted, not dropped
+
+
+_NEW_FORMATS_HOSTILE = {  # a hostile file of the newer formats at size n
+    "csv quote never closed": (
+        "postgresql_csv",
+        lambda n: ['2026-12-04 10:00:00 UTC,"a\n', *["2026-12-04 10:00:00 UTC,x\n"] * n],
+    ),
+    "w3c fields of n columns": (
+        "w3c",
+        lambda n: ["#Fields: " + " ".join(f"c{i}" for i in range(n)) + "\n", "v " * n + "\n"],
+    ),
+    "syslog record and n indented lines": (
+        "syslog",
+        lambda n: ["Dec  4 10:00:00 h app[1]: x\n", *[" y\n"] * n],
+    ),
+    "traceback that never ends": (
+        "syslog",
+        lambda n: [
+            "Dec  4 10:00:00 h app[1]: Traceback (most recent call last):\n",
+            *['  File "x.py", line 1\n', "ValueError: x\n", "Traceback (most recent call last):\n"]
+            * n,
+        ],
+    ),
+    "access line of n proxies": (
+        "nginx_access",
+        lambda n: [
+            ", ".join(f"10.0.{i // 250 % 250}.{i % 250}" for i in range(n))
+            + ' - - [04/Dec/2026:10:00:00 +0000] "GET / HTTP/1.1" 200 1\n'
+        ],
+    ),
+}
+
+
+@pytest.mark.serial
+@pytest.mark.parametrize("case", sorted(_NEW_FORMATS_HOSTILE))
+def test_the_newer_formats_read_a_hostile_file_in_linear_time(case: str) -> None:
+    from workers.sources.logs.formats import make_parser
+
+    fmt, lines_of = _NEW_FORMATS_HOSTILE[case]
+
+    def best(n: int) -> float:
+        lines, took = lines_of(n), []
+        for _ in range(3):
+            parser = make_parser(fmt, {}, UTC_ZONE, "", "auto", 1_796_400_000_000)
+            started = time.perf_counter()
+            for one in lines:
+                parser.feed(one)
+            parser.flush()
+            took.append(time.perf_counter() - started)
+        return min(took)
+
+    assert best(40_000) / best(10_000) < 8  # linear is 4; quadratic 16

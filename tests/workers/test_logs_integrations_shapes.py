@@ -310,3 +310,74 @@ def test_check_names_the_key_that_holds_the_time_of_json_lines_jsonl_cannot_time
         'no line is in format jsonl: no key it reads as the time; "eventTime" holds one:'
         ' [topics.SYSTEM_EVENTS.fields] time = "eventTime"'
     )  # before: "no line is in format jsonl", of a file of JSON lines
+
+
+# A Secret's values in an audit Event logged at Request or RequestResponse (a create, a patch,
+# a get, a list of Secrets): its `data` is base64 and its `stringData` plain, under names of
+# the owner's choosing (`api`, `conn`) that no secret's name rule knows. Before, both were shown.
+SECRET_AUDIT = (
+    '{"kind":"Event","apiVersion":"audit.k8s.io/v1","level":"RequestResponse","auditID":"s-1",'
+    '"stage":"ResponseComplete","requestURI":"/api/v1/namespaces/shop/secrets","verb":"create",'
+    '"user":{"username":"alice"},"objectRef":{"resource":"secrets","namespace":"shop"},'
+    '"requestObject":{"kind":"Secret","apiVersion":"v1","metadata":{"name":"db","annotations":'
+    '{"kubectl.kubernetes.io/last-applied-configuration":"{\\"data\\":{\\"api\\":'
+    '\\"c2VjcmV0dmFsdWU=\\"}}"}},"data":{"api":"c2VjcmV0dmFsdWU="},"stringData":'
+    '{"conn":"plainsecretvalue"}},"responseObject":'
+    '{"kind":"Secret","metadata":{"name":"db"},"data":{"api":"c2VjcmV0dmFsdWU=","conn":'
+    '"cGxhaW5zZWNyZXR2YWx1ZQ=="}},"responseStatus":{"code":201},'
+    '"requestReceivedTimestamp":"2026-12-04T19:40:00.000000Z"}\n'
+    '{"kind":"Event","apiVersion":"audit.k8s.io/v1","level":"Request","auditID":"s-2",'
+    '"stage":"ResponseComplete","requestURI":"/api/v1/namespaces/shop/secrets/db","verb":'
+    '"patch","user":{"username":"alice"},"objectRef":{"resource":"secrets","name":"db"},'
+    '"requestObject":[{"op":"replace","path":"/data/api","value":"bmV3c2VjcmV0dmFsdWU="}],'
+    '"responseStatus":{"code":200},"requestReceivedTimestamp":"2026-12-04T19:41:00.000000Z"}\n'
+    '{"kind":"Event","apiVersion":"audit.k8s.io/v1","level":"RequestResponse","auditID":"s-3",'
+    '"stage":"ResponseComplete","requestURI":"/api/v1/namespaces/shop/secrets","verb":"list",'
+    '"user":{"username":"alice"},"objectRef":{"resource":"secrets","namespace":"shop"},'
+    '"responseObject":{"kind":"SecretList","items":[{"metadata":{"name":"db"},"data":{"api":'
+    '"c2VjcmV0dmFsdWU="}}]},"responseStatus":{"code":200},'
+    '"requestReceivedTimestamp":"2026-12-04T19:42:00.000000Z"}\n'
+)
+
+
+def test_a_secrets_values_in_an_audit_log_are_masked(tmp_path: Path) -> None:
+    import msgspec
+
+    every = read(tmp_path, "jsonl", SECRET_AUDIT)
+    assert every.match_count == 3 and not every.unparsed_lines
+    shown = msgspec.json.encode(every.records).decode()
+    for value in ("c2VjcmV0dmFsdWU", "plainsecretvalue", "cGxhaW5zZWNyZXR2", "bmV3c2VjcmV0"):
+        assert value not in shown
+    assert "requestObject_metadata_name" in shown  # the Secret's name is evidence, kept
+    assert read(tmp_path, "jsonl", SECRET_AUDIT, "plainsecretvalue").match_count == 0
+
+
+# `kubectl exec` is logged by its URI, the command's words as `command=` parameters: a command
+# with its password (mysql -p..., curl -u user:password) was shown in the message and field.
+EXEC_QUERIES = (
+    "command=mysql&command=-uroot&command=-pS3cretPw9&container=db&stdin=true",
+    "command=curl&command=-u&command=admin%3Ahunter2xyz&command=http%3A%2F%2Fapi%2F",
+    "command=ls&command=-l&container=db",
+)
+EXEC_AUDIT = "".join(
+    f'{{"kind":"Event","apiVersion":"audit.k8s.io/v1","level":"Metadata","auditID":"e-{i}",'
+    f'"stage":"ResponseStarted","requestURI":"/api/v1/namespaces/shop/pods/db-0/exec?{query}",'
+    '"verb":"create","user":{"username":"alice"},"objectRef":{"resource":"pods",'
+    '"subresource":"exec"},"responseStatus":{"code":101},'
+    f'"requestReceivedTimestamp":"2026-12-04T19:5{i}:00.000000Z"}}\n'
+    for i, query in enumerate(EXEC_QUERIES)
+)
+
+
+def test_a_password_in_an_exec_command_of_an_audit_log_is_masked(tmp_path: Path) -> None:
+    import msgspec
+
+    every = read(tmp_path, "jsonl", EXEC_AUDIT)
+    assert every.match_count == 3
+    shown = msgspec.json.encode(every.records).decode()
+    assert "S3cretPw9" not in shown and "hunter2xyz" not in shown
+    mysql, curl, ls = (r.message for r in sorted(every.records, key=lambda r: r.timestamp))
+    assert "command=-p***" in mysql and "container=db" in mysql
+    assert "command=admin%3A***" in curl or "command=admin:***" in curl
+    assert ls.endswith("exec?command=ls&command=-l&container=db 101")  # unchanged
+    assert read(tmp_path, "jsonl", EXEC_AUDIT, "S3cretPw9").match_count == 0

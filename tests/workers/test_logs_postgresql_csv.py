@@ -146,3 +146,35 @@ def test_a_statement_longer_than_the_csv_modules_default_field_limit_is_read() -
     parser = make_parser("postgresql_csv", {}, UTC, "", "auto", int(NOW * 1000))
     (entry,) = parser.feed(line)
     assert entry.message.endswith("c39999 FROM wide") and entry.fields["duration_ms"] == 1837.118
+
+
+def test_each_line_of_a_row_not_in_the_format_is_matched_as_text(tmp_path: Path) -> None:
+    # a row over three lines of another number of columns (a csvlog of an unknown version, a
+    # row cut short and its quote closed by a later one), and a quote left open to the end:
+    # each line is counted as not in the format, and so each must be matched as text as the
+    # answer's note says; before, only the line that ended the row was (kaboom found nothing)
+    text = (
+        '2026-12-04 11:33:20.123 UTC,"app","shop",4321,"[local]",s,1,"x",t,v,0,ERROR,XX000,"kaboom'
+        ' one\n   two\n   three",,,\n' + PG14 + '2026-12-04 11:36:00.000 UTC,"app","shop",1,"x,'
+        "\nzapped at the end\n"
+    )
+    every = search_written(tmp_path, "postgresql_csv", text, "", now=NOW)
+    assert every.match_count == 1 and every.unparsed_lines == 5
+    assert search_written(tmp_path, "postgresql_csv", text, "kaboom", now=NOW).match_count == 1
+    assert search_written(tmp_path, "postgresql_csv", text, "two", now=NOW).match_count == 1
+    assert search_written(tmp_path, "postgresql_csv", text, "zapped", now=NOW).match_count == 1
+
+
+def test_a_row_cut_short_by_a_crash_takes_no_rows_after_it(tmp_path: Path) -> None:
+    # the server killed mid-write leaves a row's quote open; the rows written after the restart
+    # each close their own quotes: they are records, only the cut line is not in the format.
+    # Before, every line to the file's end (or 1,000 lines, 64 KiB) was the open row's, no
+    # record: the restart's FATAL was no record (level:fatal found nothing)
+    cut = '2026-12-04 11:34:59.000 UTC,"app","shop",4321,"[local]",s,1,"x",t,v,0,LOG,00000,"stat'
+    for after in (PG14 + PG11, (PG14 + PG11) * 400):
+        every = search_written(tmp_path, "postgresql_csv", cut + "\n" + after, "", now=NOW)
+        assert every.match_count == after.count("\n") and every.unparsed_lines == 1
+        fatal = search_written(
+            tmp_path, "postgresql_csv", cut + "\n" + after, "level:fatal", now=NOW
+        )
+        assert fatal.match_count == after.count("\n") // 3

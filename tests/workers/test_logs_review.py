@@ -347,12 +347,24 @@ _PIECES = st.sampled_from([
     '"level_value":', "1e400", '{"a":' * 40, "panic: ", "fatal error: ", "goroutine 1 [x]:",
     '{"log":"', '"stream":"stderr"', '"time":"2026-12-04T00:00:00Z"', "\\n", "\t",
     'Exception in thread "main" a.B', "1796413608: ", "[12] ",
+    # w3c's directives and columns, csvlog's rows, syslog's continuation lines
+    "#Fields: ", "#Date: ", "#Software: Microsoft", "date time c-ip sc-status time-taken ",
+    "x-forwarded-for ", "2026-12-04 ", "10:00:00.5 ", "2026-12-04 10:00:00.123 UTC,",
+    '"a""b",', ",,,,,,,,,,,,,,,,,,,,,", "-0930", "Traceback (most recent call last):",
+    '  File "x.py", line 1', "ValueError: x", "During handling of the above exception,"
+    " another exception occurred:", "Dec  4 10:00:00 h app[1]: ",
 ])  # fmt: skip
+
+
+_FORMATS = (
+    *("jsonl", "logfmt", "cri", "docker", "syslog", "mysql_slow", "plain", "w3c"),
+    *("postgresql_csv", "postgresql", "log4j", "nginx_access", "nginx_error", "redis"),
+)
 
 
 @settings(max_examples=400, deadline=None)
 @given(
-    st.sampled_from(["jsonl", "logfmt", "cri", "docker", "syslog", "mysql_slow", "plain"]),
+    st.sampled_from(_FORMATS),
     st.lists(st.lists(_PIECES, max_size=12).map("".join), max_size=6),
     st.sampled_from([UTC, timezone(timedelta(hours=14)), timezone(timedelta(hours=-12))]),
     st.integers(0, 4 * 10**12),

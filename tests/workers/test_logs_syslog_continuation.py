@@ -244,3 +244,15 @@ def test_a_guess_at_a_secret_in_a_line_not_in_the_format_tells_nothing(
     write(tmp_path, [record, record, "starting with password=S3cretPw-55 now", record])
     found = search(syslog(tmp_path), guess)
     assert found.match_count == 0 and not found.notes
+
+
+def test_a_lowercase_word_after_a_cut_traceback_is_no_exception_of_it(tmp_path: Path) -> None:
+    # a traceback whose exception line was lost (the process killed), then a line of the
+    # program's own output, unprefixed: 'done' is no exception class Python would print
+    head = "Dec 13 11:40:00 web1 billing[88]: Traceback (most recent call last):"
+    write(tmp_path, [head, *TRACEBACK[1:3], "done", "Dec 13 11:40:01 web1 billing[88]: next"])
+    every = search(syslog(tmp_path), "")
+    assert every.match_count == 2 and every.unparsed_lines == 1  # 'done', counted
+    crashed = next(r for r in every.records if "Traceback" in r.message)
+    assert "done" not in crashed.message and "exception" not in crashed.fields
+    assert crashed.level == "ERROR"  # before: 'done' joined it, its exception 'done'

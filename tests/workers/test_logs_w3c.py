@@ -208,3 +208,31 @@ def test_a_time_without_a_date_column_takes_the_date_directive_s_day() -> None:
     assert entry.epoch_ms == int(
         datetime(2026, 12, 4, 11, 5, 9, 250_000, tzinfo=UTC).timestamp() * 1000
     )
+
+
+def test_a_secret_column_of_a_log_without_requests_is_masked_in_the_message(
+    tmp_path: Path,
+) -> None:
+    # a W3C log of no requests (a firewall's, a VPN's) shows its columns as the message:
+    # the message carries no column names, so a value under a secret's name was shown there
+    # while its field was masked
+    text = (
+        "#Fields: date time x-user x-password x-session-token s-action\n"
+        "2026-12-04 11:00:00 bob hunter2xyz tok9c8b7a6z ALLOW\n"
+    )
+    found = search_written(tmp_path, "w3c", text, "ALLOW", now=NOW)
+    (record,) = found.records
+    assert record.message == "bob *** *** ALLOW"
+    assert record.fields["x_password"] == "***" and record.fields["x_user"] == "bob"
+    assert "hunter2xyz" not in repr(found) and "tok9c8b7a6z" not in repr(found)
+    assert search_written(tmp_path, "w3c", text, "hunter2xyz", now=NOW).match_count == 0
+
+
+def test_the_date_column_wins_over_the_date_directive() -> None:
+    # `#Date:` is when the header was written (IIS: the file's first request, or a restart);
+    # each line's own `date` is its day
+    parser = make_parser("w3c", {}, UTC, "", "auto", int(NOW * 1000))
+    parser.feed("#Date: 2026-12-03 23:59:59\n")
+    parser.feed("#Fields: date time c-ip cs-method cs-uri-stem sc-status\n")
+    (entry,) = parser.feed("2026-12-04 00:00:01 10.0.0.1 GET /a 200\n")
+    assert entry.epoch_ms == int(datetime(2026, 12, 4, 0, 0, 1, tzinfo=UTC).timestamp() * 1000)

@@ -3,9 +3,12 @@
 One record per CSV row of PostgreSQL's documented columns: 22 (8.3, 8.4), 23 (9.0 to 12:
 `application_name`), 24 (13: `backend_type`) or 26 (14 and later: `leader_pid`, `query_id`).
 A quoted value may span lines (a statement written over several): lines are joined while a
-quote is open, up to `multiline`'s caps, and the row is read by Python's `csv` module. A row
-of another number of columns, or whose first column is no time, is not in the format (each of
-its lines counted).
+quote is open, up to `multiline`'s caps (a quote open past them, or to the end of the file,
+leaves its first line not in the format and the lines after it read again: `_cut`), and the
+row is read by Python's `csv` module. A row of another number of columns, or whose first
+column is no time, is not in the format: each of its lines counted and listed in `rejected`,
+timed by the record before it, for the FILE source to match as text as the answer's note says
+(not only the line that ended the row).
 
 Read as the `postgresql` text format reads the same report (`dbformats`): `error_severity`
 is the level (LOG is INFO, PANIC FATAL, ...), the time's zone as written (`UTC`, `CET`: an
@@ -70,6 +73,8 @@ class CsvLog:
 
     def __init__(self, zone: tzinfo, service: str, now_ms: int) -> None:
         self.zone, self.service, self.now_ms, self.failed = zone, service, now_ms, 0
+        self.rejected: list[tuple[int | None, str]] = []  # lines not in the format, timed
+        self._last_ms: int | None = None  # the time of the last record read
         self._lines: list[str] = []  # the open row's lines (a quote still open)
         self._size = self._quotes = 0
 
@@ -80,6 +85,7 @@ class CsvLog:
                 return []
             if not _HEAD.match(text.lstrip("\ufeff")):
                 self.failed += 1
+                self.rejected.append((self._last_ms, text))
                 return []
             text = text.lstrip("\ufeff")
         self._lines.append(text)
@@ -88,17 +94,27 @@ class CsvLog:
         if self._quotes % 2 == 0:  # every quote closed: the row ends here
             return self._row()
         if len(self._lines) >= MAX_JOINED_LINES or self._size >= MAX_JOINED_CHARS:
-            self._fail()  # a quote never closed: no row (counted, never joined forever)
+            return self._cut()  # a quote never closed (counted, never joined forever)
         return []
 
     def flush(self) -> list[Entry]:
         """A row still open at the end of the file (its quote never closed) is no record."""
-        if self._lines:
-            self._fail()
-        return []
+        return self._cut() if self._lines else []
+
+    def _cut(self) -> list[Entry]:
+        """A row whose quote never closed: its first line is not in the format, and the lines
+        after it are read again, each a row's first line or not (a row cut short by a crash
+        takes none of the rows written after the restart). Each of them holds an even number
+        of quotes (an odd one would have closed the row), so none opens a row again: read
+        once more at most."""
+        first, *after = self._lines
+        self._lines = [first]
+        self._fail()
+        return [entry for line in after for entry in self.feed(line)]
 
     def _fail(self) -> None:
         self.failed += len(self._lines)
+        self.rejected.extend((self._last_ms, line) for line in self._lines)
         self._lines, self._size, self._quotes = [], 0, 0
 
     def _row(self) -> list[Entry]:
@@ -112,6 +128,7 @@ class CsvLog:
             self._fail()
             return []
         self._lines, self._size, self._quotes = [], 0, 0
+        self._last_ms = found.epoch_ms
         return [found]
 
     def _entry(self, values: list[str]) -> Entry | None:

@@ -37,7 +37,7 @@ from contracts.status import ErrorCode, SourceKind, Topic
 from workers.sources.base import SourceError
 from workers.sources.calltime import call_time
 from workers.sources.logs.config import FileSource, FileTopic, LogsConfig, zone_of
-from workers.sources.logs.csvlog import CSVLOG_FIELDS
+from workers.sources.logs.csvlog import CSVLOG_FIELDS, CsvLog
 from workers.sources.logs.deadline import StopFlag, run_stoppable
 from workers.sources.logs.file_outcome import Tally, check_outcome, kinds_of, read_notes
 from workers.sources.logs.files import LogFile, Reader, find_files
@@ -234,7 +234,9 @@ class FileLogSource:
             parser.keep, may_match = may_match, None  # over whole records, not lines
         start_ms, end_ms = watch.start, watch.end
         parsed, last_ms = 0, file.mtime_ms
-        rejected = parser.rejected if isinstance(parser, HeadParser | SyslogRecords) else None
+        rejected = (
+            parser.rejected if isinstance(parser, HeadParser | SyslogRecords | CsvLog) else None
+        )
 
         # Lines that are no record are shown as text, masked as records are (`masking`): a
         # private key written over lines is followed from line to line.

@@ -6,7 +6,9 @@ record when it looks like a continuation (an indented line, `Caused by:`, `... 3
 `MAX_JOINED_CHARS` characters; any other line is no record: counted in `failed` and listed in
 `rejected`, for the FILE source to match as plain text (nothing is dropped silently), unless
 a continuation of the same record follows it: lines between a record and its stack frames are
-its own (an exception's message over lines of its own: Tomcat's JSP compile errors).
+its own (an exception's message over lines of its own: Tomcat's JSP compile errors). Such
+lines are held up to the same caps (past them each is no record's at once, counted): a
+record followed by lines of a megabyte holds no more than a joined record would.
 
 A program's crash written to stderr beside its log has no time of its own: Go's `panic: ...` and
 `fatal error: ...` (then its goroutine dump) and Java's `Exception in thread "main" ...` (then
@@ -116,9 +118,13 @@ def crash_of(text: str) -> Crash | None:
 
 
 def python_raised(text: str) -> str | None:
-    """The exception a line of a Python traceback names when it is its last line, or None."""
+    """The exception a line of a Python traceback names when it is its last line, or None: a
+    class (`ValueError: x`, `KeyboardInterrupt`) or a dotted name (`socket.timeout: x`), not a
+    lowercase word (`done`, a program's own line after a traceback cut short)."""
     found = _PYTHON_RAISED.match(text)
-    return found.group(1) if found is not None and found.group(1) != "Traceback" else None
+    if found is None or (name := found.group(1)) == "Traceback":
+        return None
+    return name if "." in name or not name[0].islower() else None
 
 
 def go_runtime(text: str) -> bool:
@@ -177,7 +183,7 @@ class HeadParser:
         # lines no continuation after an open record, held: a continuation after them (a
         # stack frame) makes them the record's (an exception's message over lines of its own)
         self._between: list[str] = []
-        self._size = 0
+        self._size = self._held = 0  # the joined lines' characters, and the held ones'
         self._runtime: list[str] = []  # Go's `runtime: ` lines, held for the line after them
 
     def feed(self, line: str) -> list[Entry]:
@@ -223,14 +229,21 @@ class HeadParser:
             self._crash = crash.go
             return out
         self._reject(held)
-        if self._open is not None and not self._crash and len(self._between) < MAX_JOINED_LINES:
-            self._between.append(text)
+        between = self._between
+        if (
+            self._open is not None
+            and not self._crash
+            and len(between) < MAX_JOINED_LINES
+            and self._held < MAX_JOINED_CHARS
+        ):
+            between.append(text)
+            self._held += len(text) + 1
         else:
             self._reject([text])
         return []
 
     def _join_between(self) -> None:
-        between, self._between = self._between, []
+        between, self._between, self._held = self._between, [], 0
         for line in between:
             self._join(line)
 
@@ -275,7 +288,7 @@ class HeadParser:
 
     def _emit(self) -> list[Entry]:
         self._reject(self._between)  # no continuation came after them: no record's
-        self._between = []
+        self._between, self._held = [], 0
         pending, more, text = self._open, self._more, self._text
         self._open, self._more, self._size, self._text = None, [], 0, ""
         self._until = None

@@ -14,7 +14,9 @@ is `x_edge_location`, `cs(X-Request-Id)` `cs_x_request_id`); the topic's `fields
 a column otherwise (our name = the column as `#Fields:` writes it). `time-taken` is
 milliseconds when `#Software:` names Microsoft (IIS, Exchange), else the spec's seconds
 (CloudFront's `0.082`), shown in ms. The message is the request as the access formats write
-it (`GET /orders?q=1 HTTP/1.1 200 1234`); level from the status (`accesslog.status_level`).
+it (`GET /orders?q=1 HTTP/1.1 200 1234`), or with no request column (a firewall's) the values
+as written less the time, one under a secret's name masked as its field is (the message names
+no column); level from the status (`accesslog.status_level`).
 
 A data line before any `#Fields:` (a file cut at rotation, or the tail a file's time is peeked
 from), or of another number of columns than its `#Fields:` says (files concatenated), is read
@@ -34,6 +36,7 @@ from typing import Final
 
 from contracts.results import JsonScalar
 from workers.sources.logs.accesslog import status_level
+from workers.sources.logs.masking import log_secret_name, mask_fields
 from workers.sources.logs.records import Entry
 from workers.sources.logs.stamps import MAX_EPOCH_MS, MIN_EPOCH_MS
 
@@ -83,6 +86,7 @@ _MAX_COLUMNS: Final = 64  # more are dropped (`fields_dropped`): a hostile `#Fie
 _OTHER: Final = re.compile(r"[^a-z0-9]+")
 _DATE: Final = re.compile(r"\d{4}-\d\d-\d\d")
 _TIME: Final = re.compile(r"\d\d:\d\d:\d\d(?:\.\d{1,6})?")
+_CLOCK: Final = ("date", "time")
 
 
 def _field_of(column: str, ours: Mapping[str, str]) -> str:
@@ -172,9 +176,19 @@ class W3c:
             message = f"{request} {code if code is not None else '-'} {fields.get('bytes', '-')}"
         else:  # no request (a firewall's W3C log): the columns as written, less the time
             message = " ".join(
-                v for n, v in zip(names, values, strict=True) if n not in ("date", "time")
+                _shown(n, v) for n, v in zip(names, values, strict=True) if n not in _CLOCK
             )
         return Entry(epoch, status_level(status), self.service, message, fields)
+
+
+def _shown(name: str, value: str) -> str:
+    """A column's value in the message, which names no column: masked as its field is when
+    its name is a secret's (`x-password`)."""
+    if value == "-" or not log_secret_name(name):
+        return value
+    one: dict[str, JsonScalar] = {name: value}
+    mask_fields(one)
+    return str(one[name])
 
 
 def _target(fields: Mapping[str, JsonScalar]) -> str:
