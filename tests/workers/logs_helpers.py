@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
+
+import msgspec
 
 from contracts import DEFAULT_BOUNDS, LogsResult, LogsUpstream, QueryLogsRequest, Topic
 from contracts.logs import project_logs
@@ -78,3 +81,20 @@ def search_written(
     path.write_text(text, encoding="utf-8")
     os.utime(path, (now - 60, now - 60))
     return search(file_source(root, fmt, ["sample.log"], now=now, topic=topic), query, 1440)
+
+
+def jsonl_of(messages: list[str]) -> str:
+    """JSON lines, one record a second from 2026-12-04T15:40:00Z, level info, these messages."""
+    return "".join(
+        json.dumps({"ts": f"2026-12-04T15:40:{n:02}Z", "level": "info", "msg": m}) + "\n"
+        for n, m in enumerate(messages)
+    )
+
+
+def shown_of(found: LogsUpstream) -> str:
+    """Everything an answer shows: the upstream as recorded, and its projection."""
+    return msgspec.json.encode(found).decode() + msgspec.json.encode(project(found)).decode()
+
+
+def messages_of(found: LogsUpstream) -> set[str]:
+    return {r.message for r in found.records}

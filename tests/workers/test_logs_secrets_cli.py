@@ -8,11 +8,13 @@ import json
 import time
 from pathlib import Path
 
-import msgspec
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from logs_helpers import file_source, project, search
+from logs_helpers import file_source, search
+from logs_helpers import jsonl_of as _jsonl
+from logs_helpers import messages_of as _messages
+from logs_helpers import shown_of as _shown
 from test_logs_clickhouse import fetch, make_table, row, source_for
 
 from workers.sources.logs.masking import mask_fields, without_log_secrets
@@ -103,21 +105,6 @@ def test_evidence_that_looks_like_a_command_secret_is_kept(text: str) -> None:
 )
 def test_colour_codes_do_not_defeat_masking(text: str, masked: str) -> None:
     assert without_log_secrets(text) == masked
-
-
-def _jsonl(messages: list[str]) -> str:
-    return "".join(
-        json.dumps({"ts": f"2026-12-04T15:40:{n:02}Z", "level": "info", "msg": m}) + "\n"
-        for n, m in enumerate(messages)
-    )
-
-
-def _shown(found: object) -> str:
-    return msgspec.json.encode(found).decode() + msgspec.json.encode(project(found)).decode()  # type: ignore[arg-type]
-
-
-def _messages(found: object) -> set[str]:
-    return {r.message for r in found.records}  # type: ignore[attr-defined]
 
 
 CASES = [*LEAKS, ("password\x1b[0m=S3cretPw1 ok", "password=*** ok")]
