@@ -252,6 +252,17 @@ class FileLogSource:
             if own is not None and (own.inside or "PRIVATE KEY" in line):
                 own.see(line)
 
+        def take(found: Entry) -> None:  # a record: into the digest if it matches
+            if own is not None and (own.inside or "PRIVATE KEY" in found.message):
+                found.message = own.body(found.message)
+            # secrets masked before the match: a term only a secret holds matches nothing
+            if (
+                watch.inside_window(found.epoch_ms)
+                and (not raw_first or entry_matches(query, found) or hides_text(found.message))
+                and entry_matches(query, masked(found))
+            ):
+                digest.add(found)
+
         def as_text(lines: list[tuple[int | None, str]]) -> None:
             for at, line in lines:
                 # the record before it (a multi-line parser's head), else the file's mtime
@@ -278,15 +289,7 @@ class FileLogSource:
             failed = parser.failed
             for found in parser.feed(line):
                 parsed, last_ms = parsed + 1, found.epoch_ms
-                if own is not None and (own.inside or "PRIVATE KEY" in found.message):
-                    found.message = own.body(found.message)
-                # secrets masked before the match: a term only a secret holds matches nothing
-                if (
-                    watch.inside_window(found.epoch_ms)
-                    and (not raw_first or entry_matches(query, found) or hides_text(found.message))
-                    and entry_matches(query, masked(found))
-                ):
-                    digest.add(found)
+                take(found)
             if (
                 may_match is not None
                 and parser.failed != failed
@@ -307,14 +310,7 @@ class FileLogSource:
                 as_text([(None, line if shown is None else shown(line))])
         for found in parser.flush():
             parsed += 1
-            if own is not None and (own.inside or "PRIVATE KEY" in found.message):
-                found.message = own.body(found.message)
-            if (
-                watch.inside_window(found.epoch_ms)
-                and (not raw_first or entry_matches(query, found) or hides_text(found.message))
-                and entry_matches(query, masked(found))
-            ):
-                digest.add(found)
+            take(found)
         if rejected and text_ok:
             as_text(rejected)
         tally.parsed += parsed + getattr(parser, "skipped", 0)
