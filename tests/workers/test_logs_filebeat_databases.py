@@ -58,6 +58,31 @@ def test_mysql_5_5_error_log_stamps_are_read(tmp_path: Path) -> None:
     assert crashed.match_count == 1
 
 
+# MariaDB 10.x (Debian 12's 10.11, the default `mysql` there) stamps `%Y-%m-%d %2d:%02d:%02d`:
+# before 10:00 the hour is padded with a space, so the night's lines (`2026-12-04  8:52:32`)
+# were not in the format and every record of them was level-less text. Shape of the error log
+# MariaDB 10.11.19 wrote on this project's own test machine, our own users and hosts.
+MARIADB_10 = (
+    "2026-12-04  3:46:17 0 [Note] Starting MariaDB 10.11.19-MariaDB-0+deb12u1 as process 3834\n"
+    "2026-12-04  3:46:17 0 [Note] /usr/sbin/mariadbd: ready for connections.\n"
+    "Version: '10.11.19-MariaDB-0+deb12u1'  socket: '/run/mysqld/mysqld.sock'  port: 3306\n"
+    "2026-12-04  8:52:32 18 [Warning] Access denied for user 'shop'@'10.0.0.7' (using password:"
+    " YES)\n"
+    "2026-12-04 18:52:38 21 [ERROR] Aborted connection 21 to db: 'shop' user: 'shop'\n"
+)
+
+
+def test_mariadb_10_error_log_hours_before_ten_are_read(tmp_path: Path) -> None:
+    every = read(tmp_path, "plain", MARIADB_10)
+    assert sorted((r.timestamp, r.level) for r in every.records if r.timestamp) == [
+        ("2026-12-04T03:46:17.000Z", "INFO"), ("2026-12-04T03:46:17.000Z", "INFO"),
+        ("2026-12-04T08:52:32.000Z", "WARN"), ("2026-12-04T18:52:38.000Z", "ERROR"),
+    ]  # fmt: skip
+    assert every.unparsed_lines == 1  # the `Version:` banner only
+    denied = read(tmp_path, "plain", MARIADB_10, '"Access denied" level:warn')
+    assert denied.match_count == 1 and denied.records[0].message.startswith("Access denied")
+
+
 def test_mysql_8_system_lines_are_info(tmp_path: Path) -> None:
     every = read(tmp_path, "plain", MYSQL_8)
     assert every.match_count == 3 and not every.unparsed_lines

@@ -7,6 +7,7 @@ it is used; `stamp_ms` turns a match into epoch milliseconds in the topic's zone
 |---|---|---|
 | `iso` | `2024-01-15 10:15:30,123`, `2024-01-15T10:15:30.123Z` | log4j, logback, oslo.log |
 | `iso` | `2024-01-15 10:15:30 +0000` (a space before the zone) | gunicorn |
+| `iso` | `2024-01-15  8:15:30` (the hour padded with a space) | MariaDB 10 error log |
 | `slash` | `2024/01/15 10:15:30` | nginx error log |
 | `yslash` | `17/06/09 20:10:40` | log4j `%d{yy/MM/dd HH:mm:ss}` (Spark) |
 | `compact` | `081109 203615` | log4j `%d{yyMMdd HHmmss}` (HDFS) |
@@ -61,7 +62,8 @@ _MON: Final = r"(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)"
 _DAY: Final = r"(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun)"
 _FRAC: Final = r"(?:[.,]\d{1,9})?"
 STAMP: Final = (
-    r"(?:(?P<iso>\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d" + _FRAC + r"(?:Z| ?[+-]\d\d:?\d\d(?!\d))?)"
+    # MariaDB 10 pads an hour before 10 with a space: `2026-12-04  8:52:32`
+    r"(?:(?P<iso>\d{4}-\d\d-\d\d(?:[T ]\d\d|  \d):\d\d:\d\d" + _FRAC + r"(?:Z| ?[+-]\d\d:?\d\d(?!\d))?)"
     r"|(?P<slash>\d{4}/\d\d/\d\d[ T]\d\d:\d\d:\d\d" + _FRAC + r")"
     r"|(?P<yslash>\d\d/\d\d/\d\d \d\d:\d\d:\d\d" + _FRAC + r")"
     # `yymmdd hhmmss` (HDFS) and `yymmdd hh:mm:ss`, the hour space-padded (MySQL before 5.7)
@@ -125,6 +127,7 @@ def _second_ms(shape: str, text: str, zone: tzinfo, now_bucket: int) -> int | No
         return _bounded(int(text) * 1000)
     try:
         if shape == "iso":  # gunicorn writes its zone after a space: `... 20:15:28 +0000`
+            text = text.replace("  ", " 0", 1)  # MariaDB's space-padded hour
             moment = datetime.fromisoformat(_ZONE_SPACE.sub("", text.replace("Z", "+00:00")))
         elif shape in ("bsd", "clock"):
             fmt = "%b %d %H:%M:%S" if shape == "bsd" else "%H:%M:%S"
