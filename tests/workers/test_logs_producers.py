@@ -192,6 +192,27 @@ def test_nats_server_log_with_its_pid_first(tmp_path: Path) -> None:
     assert read(tmp_path, "nats-server.log", '"Server is ready" pid:2986').match_count == 1
 
 
+def test_rabbitmq_log_one_record_per_event_its_erlang_pid_a_field(tmp_path: Path) -> None:
+    # RabbitMQ 3.9+ writes each line of a multi-line event (its banner, an error report) with
+    # the event's stamp, level and Erlang pid: one record each, not one per line (the report
+    # was nine ERROR records of a line each: `reason: shutdown`, `{id,channel_sup},` ...).
+    now = datetime(2026, 12, 5, 9, 0, tzinfo=UTC).timestamp()
+    every = read(tmp_path, "rabbitmq.log", now=now)
+    assert not every.unparsed_lines and all(r.level for r in every.records)
+    assert every.match_count == 329 - 8 - 3 - 8  # the report's 8 more lines, the banners' 3 and 8
+    (report,) = read(tmp_path, "rabbitmq.log", "level:error", now=now).records
+    assert report.message.splitlines()[0] == "supervisor: {<0.705.0>,rabbit_channel_sup_sup}"
+    assert report.message.splitlines()[-1] == "               {child_type,supervisor}]"
+    assert report.fields == {"pid": "0.705.0"}
+    assert report.timestamp == "2026-12-05T08:46:08.459Z"
+    (banner,) = read(tmp_path, "rabbitmq.log", '"Starting RabbitMQ"', now=now).records
+    assert "Licensed under the MPL 2.0" in banner.message and "home dir" not in banner.message
+    assert read(tmp_path, "rabbitmq.log", '"home dir" "database dir"', now=now).match_count == 1
+    connections = read(tmp_path, "rabbitmq.log", '"accepting AMQP connection"', now=now)
+    assert connections.match_count == 4 and not any("<0." in p.template for p in connections.patterns)
+    assert read(tmp_path, "rabbitmq.log", "pid:0.705.0", now=now).match_count == 1
+
+
 def test_a_go_panic_in_a_container_log_is_one_fatal_record(tmp_path: Path) -> None:
     # The kubelet's CRI file of a crashed Go container: JSON on stdout (zap), the panic and its
     # goroutine dump on stderr, a line of stdout in between (the streams interleave).

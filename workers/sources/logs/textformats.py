@@ -68,7 +68,9 @@ _PLAIN: Final = re.compile(  # MariaDB: `2024-01-15 10:15:30 0 [Note] ...` (a th
     r"|(?P<channel>[\w-]{1,60})\.(?=[A-Z]+: ))?[\[<(]?"  # Monolog's `%channel%.%level_name%: `
     r"(?P<level>"
     + LEVEL_WORD
-    + r"|(?<=\[)System(?=\]))\b(?:/(?P<process>[\w.:-]{1,80}))?[\]>)]?:?(?:\s+-(?=\s))?)?"
+    + r"|(?<=\[)System(?=\]))\b(?:/(?P<process>[\w.:-]{1,80}))?[\]>)]?:?(?:\s+-(?=\s))?"
+    # RabbitMQ 3.9+: the Erlang process after the level, `[error] <0.705.0> `
+    r"(?: <(?P<erlang>\d{1,10}\.\d{1,10}\.\d{1,10})>(?: |$))?)?"
     r"\s*(?P<message>.*)",
     re.S,
 )
@@ -123,8 +125,12 @@ _EPOCH_NEAR_MS: Final = 86_400_000
 
 def _plain(zone: tzinfo, now_ms: int, time_format: str) -> Head:
     last: list[Pending | None] = [None]  # the latest head, unless its stamp was epoch seconds
+    # RabbitMQ writes each line of one event (its banner, an error report) with the event's
+    # stamp, level and Erlang pid: a line whose prefix up to its pid is the one before's
+    # continues that record, its indentation kept.
+    event: list[str] = [""]
 
-    def head(text: str) -> Pending | None:
+    def head(text: str) -> Pending | Continued | None:
         if mongodb := _MONGODB.match(text):
             last[0] = _mongodb(mongodb, zone, now_ms)
             return last[0]
@@ -142,7 +148,7 @@ def _plain(zone: tzinfo, now_ms: int, time_format: str) -> Head:
 
         def build(epoch: int) -> Entry:
             fields: dict[str, JsonScalar] = {}
-            if pid := found.group("pid") or found.group("pid_after"):
+            if pid := found.group("pid") or found.group("pid_after") or found.group("erlang"):
                 fields["pid"] = pid
             if process := found.group("process"):
                 fields["process"] = process.rstrip(":")  # Icinga's `warning/Facility: `
@@ -151,6 +157,12 @@ def _plain(zone: tzinfo, now_ms: int, time_format: str) -> Head:
             return text_entry(epoch, found.group("level"), found.group("message"), fields)
 
         last[0] = None if epoch is not None else (when, build)
+        if found.group("erlang") is None:
+            event[0] = ""
+            return when, build
+        prefix, event[0] = event[0], text[: found.end("erlang") + 1]
+        if prefix == event[0]:
+            return Continued(text[len(prefix) + 1 :], (when, build))
         return when, build
 
     if not time_format:
