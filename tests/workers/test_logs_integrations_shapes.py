@@ -88,6 +88,37 @@ def test_a_docker_text_logs_own_level_is_its_records_level(tmp_path: Path) -> No
     assert sorted(r.level for r in every.records) == ["", "ERROR"]
 
 
+# Python's own default layouts in a container: `logging.basicConfig()`'s
+# `%(levelname)s:%(name)s:%(message)s` and uvicorn's `%(levelprefix)s %(message)s` (the level,
+# a colon, padded to 9: `INFO:     `, `ERROR:    `), the two a Python service writes unless
+# told otherwise. Before, no level: `level:error` missed `ERROR:root:charge failed ...`.
+PYTHON_DEFAULTS = (
+    "2026-12-04T19:20:00.000000000Z stderr F INFO:     Started server process [7]\n"
+    '2026-12-04T19:20:01.000000000Z stdout F INFO:     10.0.0.9:53422 - "GET /orders HTTP/1.1"'
+    " 200 OK\n"
+    "2026-12-04T19:20:02.000000000Z stderr F ERROR:    Exception in ASGI application\n"
+    "2026-12-04T19:20:03.000000000Z stderr F WARNING:shop.orders:pool at 90%\n"
+    "2026-12-04T19:20:04.000000000Z stderr F ERROR:root:charge failed for order o-1042\n"
+    "2026-12-04T19:20:05.000000000Z stderr F CRITICAL:shop:out of connections\n"
+    "2026-12-04T19:20:06.000000000Z stdout F ERRORS: 3 retried, not a level\n"
+    "2026-12-04T19:20:07.000000000Z stdout F Error:root:not Python's spelling\n"
+)
+
+
+def test_pythons_default_layouts_in_a_container_give_a_level(tmp_path: Path) -> None:
+    every = read(tmp_path, "cri", PYTHON_DEFAULTS)
+    assert [r.level for r in sorted(every.records, key=lambda r: r.timestamp)] == [
+        "INFO", "INFO", "ERROR", "WARN", "ERROR", "FATAL", "", "",
+    ]  # fmt: skip
+    failed = read(tmp_path, "cri", PYTHON_DEFAULTS, '"charge failed" level:error')
+    assert failed.match_count == 1  # before: 0
+    assert failed.records[0].message == "ERROR:root:charge failed for order o-1042"  # as written
+    docker = (
+        '{"log":"ERROR:root:charge failed\\n","stream":"stderr","time":"2026-12-04T19:20:04Z"}\n'
+    )
+    assert [r.level for r in read(tmp_path, "docker", docker).records] == ["ERROR"]
+
+
 # ActiveMQ's default layout (its `conf/log4j2.properties`: `%d | %-5p | %m | %c | %t%n`): the
 # message between the level and the logger, the thread last (packages/activemq, `message`
 # without the pipes, `log.logger`, `process.thread.name`). Before, the message started `| ` and

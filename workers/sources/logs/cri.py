@@ -44,13 +44,16 @@ _CRI: Final = re.compile(r"(\S+) (stdout|stderr) ([PF]) ?(.*)", re.S)
 # inside the message): klog's `E1204 19:11:00.000000  1 file.go:138] ` (the control plane's
 # pods), `[ERROR] ` (CoreDNS), after an ISO time (HashiCorp's hclog: Vault, Consul, Nomad),
 # zap's console `<ISO time>\t<level>\t` (Istio's proxies, controller-runtime's operators),
-# and logfmt's `level=error` in a line of `key=value` pairs (Prometheus, Loki, Grafana).
+# logfmt's `level=error` in a line of `key=value` pairs (Prometheus, Loki, Grafana), and
+# Python's default layouts (`logging.basicConfig()`, uvicorn).
 _TEXT_LEVEL: Final = re.compile(
     r"(?P<klog>[IWEF])\d{4} \d\d:\d\d:\d\d\.\d{6} +\d+ [^ \]]+:\d+\] "
     r"|(?:\d{4}[-/]\d\d[-/]\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d{1,9})?(?:Z|[+-]\d\d:?\d\d)? +)?"
     r"\[(?P<bracket>[A-Za-z]{3,9})\] "
     r"|\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d{1,9})?(?:Z|[+-]\d\d:?\d\d)\t(?P<zap>[A-Za-z]{3,9})\t"
     r"|[\w.-]{1,40}=(?=.{0,400}?(?<!\S)level=\"?(?P<logfmt>[A-Za-z]{1,9})\"?(?!\S))"
+    # Python's defaults: `logging.basicConfig()`'s `ERROR:root:...`, uvicorn's `INFO:     ...`
+    r"|(?P<python>DEBUG|INFO|WARNING|ERROR|CRITICAL):(?: +(?=\S)|[\w.-]{1,120}:)"
 )
 
 
@@ -59,7 +62,7 @@ def text_level(text: str) -> tuple[str, str] | None:
     found = _TEXT_LEVEL.match(text)
     if found is None:
         return None
-    word = next(w for w in found.group("klog", "bracket", "zap", "logfmt") if w)
+    word = next(w for w in found.group("klog", "bracket", "zap", "logfmt", "python") if w)
     level = canonical_level(word)
     return None if level is None else (level, word)
 
