@@ -209,7 +209,9 @@ def test_rabbitmq_log_one_record_per_event_its_erlang_pid_a_field(tmp_path: Path
     assert "Licensed under the MPL 2.0" in banner.message and "home dir" not in banner.message
     assert read(tmp_path, "rabbitmq.log", '"home dir" "database dir"', now=now).match_count == 1
     connections = read(tmp_path, "rabbitmq.log", '"accepting AMQP connection"', now=now)
-    assert connections.match_count == 4 and not any("<0." in p.template for p in connections.patterns)
+    assert connections.match_count == 4 and not any(
+        "<0." in p.template for p in connections.patterns
+    )
     assert read(tmp_path, "rabbitmq.log", "pid:0.705.0", now=now).match_count == 1
 
 

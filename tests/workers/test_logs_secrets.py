@@ -9,12 +9,11 @@ answer never confirms a guess at a secret either.
 from __future__ import annotations
 
 import os
-import time
 from pathlib import Path
 
 import msgspec
 import pytest
-from logs_helpers import file_source, project, search
+from logs_helpers import cpu_seconds, file_source, project, search
 from test_logs_clickhouse import fetch, make_table, row, source_for
 
 from contracts import ErrorCode, EvidenceStatus, LogsUpstream, Topic
@@ -194,9 +193,7 @@ def test_log_masking_is_linear_on_a_1mb_line(head: str, unit: str, count: int) -
     # Linear: a line four times longer costs about four times as much (a quadratic rule, 16
     # times); measured as a ratio, so a loaded machine slows both alike, beside a ceiling.
     def seconds(line: str) -> float:
-        started = time.perf_counter()
-        without_log_secrets(line)
-        return time.perf_counter() - started
+        return cpu_seconds(lambda: without_log_secrets(line), repeat=1)
 
     quarter = seconds(head + unit * (count // 4))
     whole = seconds(head + unit * count)

@@ -5,13 +5,12 @@ partial lines notwithstanding; the evidence that only looks like them kept."""
 from __future__ import annotations
 
 import json
-import time
 from pathlib import Path
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from logs_helpers import file_source, search
+from logs_helpers import cpu_seconds, file_source, search
 from logs_helpers import jsonl_of as _jsonl
 from logs_helpers import messages_of as _messages
 from logs_helpers import shown_of as _shown
@@ -207,13 +206,8 @@ def test_file_a_phrase_split_by_an_escaped_colour_code_is_found_as_shown(tmp_pat
     ],
 )  # fmt: skip
 def test_the_shape_rules_are_linear_on_a_1mb_line(unit: str, count: int) -> None:
-    def seconds(line: str) -> float:  # the best of three: a preempted run is not the code's
-        best = float("inf")
-        for _ in range(3):
-            started = time.perf_counter()
-            without_log_secrets(line)
-            best = min(best, time.perf_counter() - started)
-        return best
+    def seconds(line: str) -> float:
+        return cpu_seconds(lambda: without_log_secrets(line))
 
     quarter = seconds(unit * (count // 4))
     whole = seconds(unit * count)
@@ -243,9 +237,7 @@ def test_the_cut_token_rule_is_linear_on_a_1mb_text(unit: str) -> None:
     from workers.sources.logs.tokens import without_cut_token
 
     def seconds(text: str) -> float:
-        started = time.perf_counter()
-        without_cut_token(text)
-        return time.perf_counter() - started
+        return cpu_seconds(lambda: without_cut_token(text), repeat=1)
 
     count = 1_000_000 // len(unit)
     quarter, whole = seconds(unit * (count // 4)), seconds(unit * count)

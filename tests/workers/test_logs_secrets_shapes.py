@@ -9,13 +9,12 @@ looks like them kept."""
 from __future__ import annotations
 
 import json
-import time
 from pathlib import Path
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from logs_helpers import file_source, search
+from logs_helpers import cpu_seconds, file_source, search
 from logs_helpers import jsonl_of as _jsonl
 from logs_helpers import messages_of as _messages
 from logs_helpers import shown_of as _shown
@@ -206,13 +205,8 @@ async def test_clickhouse_a_body_cut_inside_a_token_shows_no_head_of_it(
     ],
 )  # fmt: skip
 def test_the_new_rules_are_linear_on_a_1mb_line(unit: str, count: int) -> None:
-    def seconds(line: str) -> float:  # the best of three: a preempted run is not the code's
-        best = float("inf")
-        for _ in range(3):
-            started = time.perf_counter()
-            without_log_secrets(line)
-            best = min(best, time.perf_counter() - started)
-        return best
+    def seconds(line: str) -> float:
+        return cpu_seconds(lambda: without_log_secrets(line))
 
     quarter = seconds(unit * (count // 4))
     whole = seconds(unit * count)
