@@ -457,3 +457,38 @@ def test_a_glob_over_container_folders_lists_every_container(tmp_path: Path) -> 
     assert f"{tmp_path}/*/*-json.log*  format docker: 2 files match" in done.stdout
     for cid in ids:
         assert f"{tmp_path}/{cid}/{cid}-json.log: 1 lines: 1 records" in done.stdout
+
+
+def regex_config(logs: Path, time_format: str) -> LogsConfig:
+    pattern = r"(?P<time>[^|]+) \| (?P<level>\w+) \| (?P<message>.*)"
+    return parse_logs_config(
+        f'roots = ["{logs}"]\n[topics.APPLICATION]\nbackend = "file"\nformat = "regex"\n'
+        f"paths = ['{logs}/*.log']\npattern = '{pattern}'\n"
+        + (f'time_format = "{time_format}"\n' if time_format else "")
+    )
+
+
+def test_check_says_when_a_regex_matches_but_its_time_does_not_read(tmp_path: Path) -> None:
+    # A new user's pattern matched every line, but the time was in another shape than the
+    # time_format (or than ISO 8601 without one): check said only "no line is in format regex"
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    (logs / "app.log").write_text(
+        "05.12.2026 08:46:17 | WARN | pool at 90%\n05.12.2026 08:47:17 | ERROR | pool exhausted\n"
+    )
+    where = f"APPLICATION: {logs}/app.log"
+    (topic,) = check_logs(regex_config(logs, "%Y-%m-%d %H:%M:%S"), time.time())
+    assert topic.problems() == [
+        f"{where}: no line is in format regex",
+        f'{where}: the pattern matches, but its time "05.12.2026 08:46:17" does not read with'
+        ' time_format "%Y-%m-%d %H:%M:%S"',
+    ]
+    (topic,) = check_logs(regex_config(logs, ""), time.time())
+    assert topic.problems()[1] == (
+        f'{where}: the pattern matches, but its time "05.12.2026 08:46:17" is neither ISO 8601'
+        " nor an epoch number: set time_format (a strptime format)"
+    )
+    # a time_format with the space the group captured reads (the text is read stripped)
+    for fmt in ("%d.%m.%Y %H:%M:%S", "%d.%m.%Y %H:%M:%S "):
+        (topic,) = check_logs(regex_config(logs, fmt), time.time())
+        assert topic.problems() == [] and topic.sources[0].files[0].records == 2

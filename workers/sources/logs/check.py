@@ -27,9 +27,10 @@ from workers.sources.logs.config import FORMATS, FileSource, FileTopic, LogsConf
 from workers.sources.logs.dbformats import foreign_zone
 from workers.sources.logs.deadline import StopFlag
 from workers.sources.logs.files import LogFile, Reader, RefusedFile, find_files
-from workers.sources.logs.formats import make_parser
+from workers.sources.logs.formats import make_parser, parse_time
 from workers.sources.logs.masking import without_log_secrets, without_secrets
 from workers.sources.logs.records import Entry, format_ms
+from workers.sources.logs.stamps import strptime_ms
 from workers.sources.logs.syslogformat import SyslogRecords
 from workers.sources.logs.textformats import HeadParser
 
@@ -87,6 +88,10 @@ class FileCheck(msgspec.Struct, kw_only=True):
     better_reads: int = 0  # ... and how many lines it reads
     better_levelled: int = 0  # ... and how many of its records have a level
     time_key: str = ""  # JSON lines of no record: a key of the first that holds a time
+    # `regex` lines the pattern matches whose `time` does not read: the first such time, and
+    # the time_format it was read with ('' : ISO 8601 or an epoch number)
+    time_unread: str = ""
+    time_format: str = ""
 
 
 class SourceCheck(msgspec.Struct, kw_only=True):
@@ -146,6 +151,16 @@ def _file_problems(topic: str, file: FileCheck) -> list[str]:
         )
     elif file.lines and not file.records:
         out.append(f"{where}: no line is in format {file.format}")
+    if file.time_unread and file.time_format:
+        out.append(
+            f'{where}: the pattern matches, but its time "{file.time_unread}" does not read '
+            f'with time_format "{file.time_format}"'
+        )
+    elif file.time_unread:
+        out.append(
+            f'{where}: the pattern matches, but its time "{file.time_unread}" is neither ISO '
+            "8601 nor an epoch number: set time_format (a strptime format)"
+        )
     reads = file.lines - file.unparsed
     if file.better and (file.better_reads > reads or file.better in _CONTAINERS):
         why = _ENVELOPE if file.better in _CONTAINERS and file.better_reads == reads else ""
@@ -259,6 +274,9 @@ def _file(file: LogFile, source: FileSource, reader: Reader, zone: str, now: flo
             check.after_write_hours = round((max(late) - file.mtime_ms) / 3_600_000, 1)
     if source.format == "jsonl" and not entries:
         check.time_key = _time_key(lines[0])
+    if source.format == "regex" and check.unparsed:
+        check.time_format = source.time_format
+        check.time_unread = _time_unread(lines, source, tz, dated_ms)
     if source.format in ("postgresql", "postgresql_csv"):  # `CST`, `IST`: the topic's zone
         foreign = sorted({z for line in lines if (z := foreign_zone(line, tz))})
         check.foreign_zone, check.timezone = ", ".join(foreign), zone
@@ -270,6 +288,24 @@ def _file(file: LogFile, source: FileSource, reader: Reader, zone: str, now: flo
 
 
 _ISO: Final = re.compile(r"\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d")
+
+
+def _time_unread(lines: list[str], source: FileSource, tz: tzinfo, now_ms: int) -> str:
+    """The `time` of the first line a `regex` source's pattern matches but whose time does
+    not read as its records' would (cut, masked), or ''."""
+    pattern = re.compile(source.pattern)
+    for line in lines:
+        found = pattern.search(line.rstrip("\r\n"))
+        stamp = None if found is None else found.group("time")
+        if stamp is None:
+            continue
+        if source.time_format:
+            read = strptime_ms(stamp, source.time_format, tz, now_ms)
+        else:
+            read = parse_time(stamp, tz)
+        if read is None:
+            return _without_password(stamp)[:EXAMPLE_CHARS]
+    return ""
 
 
 def _time_key(line: str) -> str:

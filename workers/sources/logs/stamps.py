@@ -170,8 +170,8 @@ def stamp_ms(shape: str, text: str, zone: tzinfo, now_ms: int) -> int | None:
 def strptime_ms(text: str, fmt: str, zone: tzinfo, now_ms: int) -> int | None:
     """Epoch ms of a time read with an operator's `time_format` (a year or a date the
     format lacks is supplied as for yearless stamps), or None."""
-    try:
-        moment = datetime.strptime(text.strip(), fmt)
+    try:  # both stripped: a group that takes the space before the message reads as well
+        moment = datetime.strptime(text.strip(), fmt.strip())
     except (ValueError, OverflowError):
         return None
     if moment.tzinfo is None:
