@@ -79,6 +79,14 @@ FORMAT_NUMBERS: Final = frozenset(
 )
 
 
+def _hides_text(entry: Entry) -> bool:
+    """Whether a record's message or a field's value holds what masking takes out (a colour
+    code, a zero-width character): a term of its shown text may not be in it as it is."""
+    return hides_text(entry.message) or any(
+        isinstance(value, str) and hides_text(value) for value in entry.fields.values()
+    )
+
+
 def _text_only(query: ParsedQuery) -> bool:
     """A query an unparsed line can be matched by: words and phrases only, one positive."""
     clauses = query.clauses
@@ -258,7 +266,7 @@ class FileLogSource:
             # secrets masked before the match: a term only a secret holds matches nothing
             if (
                 watch.inside_window(found.epoch_ms)
-                and (not raw_first or entry_matches(query, found) or hides_text(found.message))
+                and (not raw_first or entry_matches(query, found) or _hides_text(found))
                 and entry_matches(query, masked(found))
             ):
                 digest.add(found)
