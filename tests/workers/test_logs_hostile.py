@@ -247,6 +247,22 @@ _NEW_FORMATS_HOSTILE = {  # a hostile file of the newer formats at size n
             + ' - - [04/Dec/2026:10:00:00 +0000] "GET / HTTP/1.1" 200 1\n'
         ],
     ),
+    "envoy request whose quote never closes": (
+        "envoy",
+        lambda n: ['[2026-12-04T10:00:00.000Z] "GET /' + 'a\\" ' * n + "\n"],
+    ),
+    "envoy line of n words after its host": (
+        "envoy",
+        lambda n: [
+            '[2026-12-04T10:00:00.000Z] "GET / HTTP/1.1" 200 - 0 0 1 - "-" "-" "-" "-" "-"'
+            + " x" * n
+            + "\n"
+        ],
+    ),
+    "envoy line of n quoted values": (
+        "envoy",
+        lambda n: ['[2026-12-04T10:00:00.000Z] "GET / HTTP/1.1" 200 - 0 0 1 -' + ' "-"' * n + "\n"],
+    ),
 }
 
 

@@ -36,6 +36,7 @@ from contracts.results import LogScope
 from contracts.status import ErrorCode, SourceKind, Topic
 from workers.sources.base import SourceError
 from workers.sources.calltime import call_time
+from workers.sources.logs.accesslog import ENVOY_FIELDS
 from workers.sources.logs.config import FileSource, FileTopic, LogsConfig, zone_of
 from workers.sources.logs.csvlog import CSVLOG_FIELDS, CsvLog
 from workers.sources.logs.deadline import StopFlag, run_stoppable
@@ -65,8 +66,16 @@ __all__ = ["FORMAT_FIELDS", "FileLogSource"]
 FORMAT_FIELDS: Final[dict[str, tuple[str, ...]]] = {
     "jsonl": ("level_name", "fields_dropped"),
     "logfmt": ("level_name", "fields_dropped"),
-    "cri": ("stream", "namespace", "pod", "container", "exception", "level_name"),
-    "docker": ("stream", "container_id", "exception", "level_name", "tag", "fields_dropped"),
+    "cri": ("stream", "namespace", "pod", "container", "exception", "level_name", *ENVOY_FIELDS),
+    "docker": (
+        "stream",
+        "container_id",
+        "exception",
+        "level_name",
+        "tag",
+        "fields_dropped",
+        *ENVOY_FIELDS,
+    ),
     "syslog": ("host", "app", "pid", "facility", "level_name", "structured_data", "exception"),
     "mysql_slow": ("db_instance", "thread_id", "rows_affected", "schema", "db_user"),
     **{name: (*fields, "level_name") for name, fields in TEXT_FORMAT_FIELDS.items()},
@@ -75,7 +84,7 @@ FORMAT_FIELDS: Final[dict[str, tuple[str, ...]]] = {
 }
 # Of those, the ones that hold numbers (a query may compare them: `bytes:>100000`).
 FORMAT_NUMBERS: Final = frozenset(
-    {"bytes", "rows_affected", "thread_id", "fields_dropped", "bytes_received"}
+    {"bytes", "rows_affected", "thread_id", "fields_dropped", "bytes_received", "upstream_time_ms"}
 )
 
 

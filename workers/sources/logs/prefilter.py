@@ -47,9 +47,9 @@ LINE_FORMATS: Final = ("jsonl", "logfmt", "syslog")
 # `"GET /x HTTP/1.1" 200 6`): only their terms without a space or a quote are used.
 RECORD_FORMATS: Final = (
     "log4j", "apache_error", "nginx_error", "klog", "oslo", "postgresql", "plain", "regex",
-    "apache_access", "nginx_access",
+    "apache_access", "nginx_access", "envoy",
 )  # fmt: skip
-_RECOMPOSED: Final = ("apache_access", "nginx_access")
+_RECOMPOSED: Final = ("apache_access", "nginx_access", "envoy")
 # Not listed, so every line is parsed: `w3c` (a skipped `#Fields:` line would misread the lines
 # after it; its fields are renamed columns) and `postgresql_csv` (a row spans lines, its text
 # unquoted: `""` is `"`).
