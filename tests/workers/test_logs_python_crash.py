@@ -126,3 +126,17 @@ def test_a_line_after_a_traceback_cut_short_is_still_no_part_of_it(tmp_path: Pat
     os.utime(path, (NOW - 60, NOW - 60))
     every = search(file_source(tmp_path, "plain", ["app.log"], now=NOW), "")
     assert every.match_count == 2 and every.unparsed_lines == 1
+
+
+def test_a_traceback_ends_with_an_exception_of_any_class_name(tmp_path: Path) -> None:
+    # `class BillingFailure(Exception)`: no `Error` or `Exception` in its name, no module
+    first, after = HEADS["plain"]
+    lines = [first, *MESSAGE_TRACEBACK[:3], "BillingFailure: card declined", after]
+    path = tmp_path / "app.log"
+    path.write_text("\n".join(lines) + "\n")
+    os.utime(path, (NOW - 60, NOW - 60))
+    source = file_source(tmp_path, "plain", ["app.log"], now=NOW)
+    every = search(source, "")
+    assert every.match_count == 2 and every.unparsed_lines is msgspec.UNSET
+    (error,) = search(source, "declined").records
+    assert error.level == "ERROR" and error.message.endswith("BillingFailure: card declined")
