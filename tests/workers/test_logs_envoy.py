@@ -149,3 +149,54 @@ def test_a_sidecars_lines_in_the_kubelets_cri_files_are_read_as_envoys(tmp_path:
     assert search(source, "response_flags:UF", 60).match_count == 2
     assert search(source, "http_status:404", 60).match_count == 1
     assert search(source, "level:INFO ready", 60).match_count == 1  # the agent's own line
+
+
+# Istio's JSON access log (`meshConfig.accessLogEncoding: JSON`): its default keys, written
+# here for the lines above; null where the text format writes `-`
+ISTIO_JSON = (
+    '{"start_time":"2026-12-04T15:41:01.020Z","route_name":null,"method":"POST",'
+    '"path":"/api/charge","protocol":"HTTP/2","response_code":503,"response_flags":"UF,URX",'
+    '"response_code_details":"upstream_reset_before_response_started{connection_failure}",'
+    '"connection_termination_details":null,"upstream_transport_failure_reason":"TLS_error:'
+    '_268435581:SSL_routines:OPENSSL_internal:CERTIFICATE_VERIFY_FAILED","bytes_received":120,'
+    '"bytes_sent":91,"duration":1002,"upstream_service_time":null,"x_forwarded_for":null,'
+    '"user_agent":"okhttp/4.12","request_id":"5a1e0c0f-3d4b-4f6a-9d3e-7a1b2c3d4e5f",'
+    '"authority":"payments:9000","upstream_host":"10.44.2.9:9000","upstream_cluster":'
+    '"outbound|9000||payments.shop.svc.cluster.local","upstream_local_address":null,'
+    '"downstream_local_address":"10.0.51.7:9000","downstream_remote_address":'
+    '"10.44.1.23:51234","requested_server_name":null}\n'
+    '{"start_time":"2026-12-04T15:41:00.010Z","route_name":"default","method":"GET",'
+    '"path":"/status/418","protocol":"HTTP/1.1","response_code":418,"response_flags":"-",'
+    '"response_code_details":"via_upstream","connection_termination_details":null,'
+    '"upstream_transport_failure_reason":null,"bytes_received":0,"bytes_sent":135,'
+    '"duration":4,"upstream_service_time":"4","x_forwarded_for":null,'
+    '"user_agent":"curl/8.5.0","request_id":"84961386-6d84-429d-98bd-c5aee93b5c88",'
+    '"authority":"httpbin:8000","upstream_host":"10.44.1.27:80","upstream_cluster":'
+    '"outbound|8000||httpbin.foo.svc.cluster.local","upstream_local_address":'
+    '"10.44.1.23:37652","downstream_local_address":"10.0.45.184:8000",'
+    '"downstream_remote_address":"10.44.1.23:46520","requested_server_name":null}\n'
+)
+
+
+def test_istios_json_access_log_is_read_as_its_text_layout(tmp_path: Path) -> None:
+    # before: no key jsonl reads as a time, every call an EXECUTION error
+    every = search_written(tmp_path, "jsonl", ISTIO_JSON, now=NOW)
+    assert every.match_count == 2 and not every.unparsed_lines
+    teapot, failure = sorted(every.records, key=lambda r: r.timestamp)
+    assert failure.timestamp == "2026-12-04T15:41:01.020Z" and failure.level == "ERROR"
+    assert failure.message == (
+        "POST /api/charge HTTP/2 503 UF,URX "
+        "upstream_reset_before_response_started{connection_failure}"
+    )
+    assert failure.fields["response_flags"] == "UF,URX" and failure.fields["http_status"] == 503
+    assert failure.fields["duration_ms"] == 1002 and failure.fields["bytes"] == 91
+    assert "route_name" not in failure.fields and "client" not in failure.fields
+    assert teapot.level == "WARN" and teapot.fields["upstream_time_ms"] == 4
+    assert teapot.fields["downstream_remote"] == "10.44.1.23:46520"
+    assert teapot.fields["uri"] == "/status/418" and "response_flags" not in teapot.fields
+
+    def count(query: str) -> int:
+        return search_written(tmp_path, "jsonl", ISTIO_JSON, query, now=NOW).match_count
+
+    assert count("level:ERROR response_flags:UF") == 1 and count("http_status:>=400") == 2
+    assert count('"POST /api/charge"') == 1 and count("upstream_cluster:httpbin") == 1

@@ -17,14 +17,16 @@ import re
 from collections.abc import Callable
 from datetime import tzinfo
 from functools import partial
-from typing import Final
+from typing import Any, Final
 
 from contracts.results import JsonScalar
 from workers.sources.logs.multiline import Pending
 from workers.sources.logs.records import Entry
 from workers.sources.logs.stamps import STAMP, matched_ms
 
-__all__ = ["ENVOY_FIELDS", "access_head", "envoy_entry", "envoy_head", "status_level"]
+__all__ = [
+    "ENVOY_FIELDS", "access_head", "envoy_entry", "envoy_head", "read_envoy_json", "status_level",
+]  # fmt: skip
 
 Head = Callable[[str], Pending | None]
 
@@ -210,3 +212,43 @@ def _envoy_entry(found: re.Match[str], epoch: int) -> Entry:
     elif after:
         fields["extra"] = " ".join(after)  # kept as written: searchable
     return Entry(epoch, _envoy_level(code, flags), "", " ".join(message), fields)
+
+
+# Istio's JSON access log (`accessLogEncoding: JSON`): its default keys, under the names the
+# text layout's fields have (the others as they are)
+_ENVOY_JSON_NAMES: Final = {
+    "path": "uri", "response_code": "http_status", "bytes_sent": "bytes",
+    "duration": "duration_ms", "upstream_service_time": "upstream_time_ms",
+    "x_forwarded_for": "client", "connection_termination_details": "termination_details",
+    "upstream_transport_failure_reason": "upstream_failure_reason",
+    "upstream_local_address": "upstream_local", "downstream_local_address": "downstream_local",
+    "downstream_remote_address": "downstream_remote", "requested_server_name": "server_name",
+}  # fmt: skip
+
+
+def read_envoy_json(flat: dict[str, Any]) -> None:
+    """Rewrite a flattened line of Istio's JSON access log in place into the keys jsonl reads
+    (`timestamp`, `level`, `message`) and the fields the `envoy` format gives; any other
+    record is left as it is."""
+    code = flat.get("response_code")
+    if (
+        not isinstance(code, int) or isinstance(code, bool) or "start_time" not in flat
+        or "timestamp" in flat or ("response_flags" not in flat and "path" not in flat)
+    ):  # fmt: skip
+        return
+    flat["timestamp"] = flat.pop("start_time")
+    for key in [k for k, v in flat.items() if v is None or v == "-"]:
+        del flat[key]  # Envoy's `-`, JSON's null: no value
+    for theirs, ours in _ENVOY_JSON_NAMES.items():
+        if theirs in flat:
+            flat[ours] = flat.pop(theirs)
+    for name in ("duration_ms", "upstream_time_ms", "bytes", "bytes_received"):
+        value = flat.get(name)
+        if isinstance(value, str) and value.isdigit() and len(value) < 19:
+            flat[name] = int(value)  # Istio writes the upstream's time as a string
+    flags = flat.get("response_flags", "-")
+    flags = flags if isinstance(flags, str) else str(flags)
+    request = " ".join(str(flat.get(k, "-")) for k in ("method", "uri", "protocol"))
+    words = [request, str(code), flags, flat.get("response_code_details", "-")]
+    flat.setdefault("level", _envoy_level(code, flags))
+    flat.setdefault("message", " ".join(str(w) for w in words if w != "-"))

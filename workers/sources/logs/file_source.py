@@ -64,7 +64,7 @@ __all__ = ["FORMAT_FIELDS", "FileLogSource"]
 
 # Fields each format adds beyond the topic's own (so a query may name them).
 FORMAT_FIELDS: Final[dict[str, tuple[str, ...]]] = {
-    "jsonl": ("level_name", "fields_dropped"),
+    "jsonl": ("level_name", "fields_dropped", *ENVOY_FIELDS),
     "logfmt": ("level_name", "fields_dropped"),
     "cri": ("stream", "namespace", "pod", "container", "exception", "level_name", *ENVOY_FIELDS),
     "docker": (
