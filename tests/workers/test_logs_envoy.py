@@ -7,12 +7,15 @@ shapes of Envoy's default format string and Istio's default proxy format."""
 
 from __future__ import annotations
 
+import os
 import time
 from datetime import UTC
 from pathlib import Path
 from typing import Any
 
+import pytest
 from logs_helpers import file_source, search, search_written
+from test_logs_python_crash import container_log
 
 from workers.sources.logs.check import check_logs
 from workers.sources.logs.config import parse_logs_config
@@ -200,3 +203,20 @@ def test_istios_json_access_log_is_read_as_its_text_layout(tmp_path: Path) -> No
 
     assert count("level:ERROR response_flags:UF") == 1 and count("http_status:>=400") == 2
     assert count('"POST /api/charge"') == 1 and count("upstream_cluster:httpbin") == 1
+
+
+@pytest.mark.parametrize("fmt", ["cri", "docker"])
+@pytest.mark.parametrize("text", [ENVOY + ISTIO, ISTIO_JSON], ids=["text", "json"])
+def test_a_sidecars_access_lines_in_either_layout_are_read_in_container_logs(
+    tmp_path: Path, fmt: str, text: str
+) -> None:
+    lines = [("stdout", line) for line in text.splitlines()]
+    path = tmp_path / "0.log"
+    path.write_text(container_log(fmt, lines))
+    os.utime(path, (NOW - 60, NOW - 60))
+    source = file_source(tmp_path, fmt, ["0.log"], now=NOW)
+    # the runtime's time for a text line (11:51), Istio's `start_time` for a JSON one
+    failed = search(source, "level:ERROR response_flags:UF", 600).records
+    statuses = sorted(r.fields["http_status"] for r in failed)
+    assert statuses == ([503] if text == ISTIO_JSON else [0, 503])
+    assert search(source, "upstream_cluster:payments.shop", 600).match_count == 1
