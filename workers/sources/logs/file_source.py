@@ -24,7 +24,7 @@ topic is named, the files never are.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Final
 
 import msgspec
@@ -88,12 +88,20 @@ FORMAT_NUMBERS: Final = frozenset(
 )
 
 
-def _hides_text(entry: Entry) -> bool:
-    """Whether a record's message or a field's value holds what masking takes out (a colour
-    code, a zero-width character): a term of its shown text may not be in it as it is."""
-    return hides_text(entry.message) or any(
-        isinstance(value, str) and hides_text(value) for value in entry.fields.values()
-    )
+def _hides_text(entry: Entry, named: frozenset[str] | None) -> bool:
+    """Whether a record's message or a field's value the query reads (`named`; None: every
+    one) holds what masking takes out (a colour code, a zero-width character): a term of its
+    shown text may not be in it as it is."""
+    if named is None:  # (every value: about 1 µs a record of 10 fields)
+        values: Iterable[object] = entry.fields.values()
+        return hides_text(entry.message) or any(
+            isinstance(v, str) and hides_text(v) for v in values
+        )
+    for name in named:  # (a loop: a generator's setup doubled the cost of one name)
+        value = entry.message if name == "message" else entry.fields.get(name)
+        if isinstance(value, str) and hides_text(value):
+            return True
+    return False
 
 
 def _text_only(query: ParsedQuery) -> bool:
@@ -261,6 +269,12 @@ class FileLogSource:
         # ... and where each line is a record of its own, over the records (`KeyLines.body`).
         own = None if isinstance(parser, HeadParser) else KeyLines()
         raw_first = unmasked_first(query)  # a record that cannot match is never masked
+        # the values its clauses read (a word: every one; `level:ERROR`: the level's only)
+        named = (
+            None
+            if any(c.field is None for c in query.clauses)
+            else frozenset(c.field for c in query.clauses if c.field is not None)
+        )
         probe: str | None = None  # the first line the prefilter skipped, unparsed
 
         def skipped(line: str) -> None:  # a line the syslog parser skipped: no line shows it
@@ -275,7 +289,7 @@ class FileLogSource:
             # secrets masked before the match: a term only a secret holds matches nothing
             if (
                 watch.inside_window(found.epoch_ms)
-                and (not raw_first or entry_matches(query, found) or _hides_text(found))
+                and (not raw_first or entry_matches(query, found) or _hides_text(found, named))
                 and entry_matches(query, masked(found))
             ):
                 digest.add(found)
