@@ -220,3 +220,21 @@ def test_a_sidecars_access_lines_in_either_layout_are_read_in_container_logs(
     statuses = sorted(r.fields["http_status"] for r in failed)
     assert statuses == ([503] if text == ISTIO_JSON else [0, 503])
     assert search(source, "upstream_cluster:payments.shop", 600).match_count == 1
+
+
+def test_an_istio_json_format_of_strings_is_read_too(tmp_path: Path) -> None:
+    # a mesh's own `accessLogFormat` of the default keys, each value a quoted command
+    # (`"response_code": "%RESPONSE_CODE%"`): numbers written as strings, `-` for none
+    line = (
+        '{"start_time":"2026-12-04T15:42:00.000Z","method":"GET","path":"/api/stock",'
+        '"protocol":"HTTP/1.1","response_code":"504","response_flags":"UT",'
+        '"response_code_details":"upstream_response_timeout","bytes_received":"0",'
+        '"bytes_sent":"24","duration":"15001","upstream_service_time":"-",'
+        '"x_forwarded_for":"-","user_agent":"curl/8.5.0","request_id":"r-1",'
+        '"authority":"stock:8080","upstream_host":"10.44.3.3:8080",'
+        '"upstream_cluster":"outbound|8080||stock.shop.svc.cluster.local"}\n'
+    )
+    (record,) = search_written(tmp_path, "jsonl", line, "duration_ms:>10000", now=NOW).records
+    assert record.level == "ERROR" and record.fields["http_status"] == 504
+    assert record.fields["bytes"] == 24 and "upstream_time_ms" not in record.fields
+    assert record.message == "GET /api/stock HTTP/1.1 504 UT upstream_response_timeout"

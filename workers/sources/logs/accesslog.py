@@ -231,6 +231,8 @@ def read_envoy_json(flat: dict[str, Any]) -> None:
     (`timestamp`, `level`, `message`) and the fields the `envoy` format gives; any other
     record is left as it is."""
     code = flat.get("response_code")
+    if isinstance(code, str) and code.isdigit() and len(code) <= 3:
+        code = flat["response_code"] = int(code)  # a format of strings (`"%RESPONSE_CODE%"`)
     if (
         not isinstance(code, int) or isinstance(code, bool) or "start_time" not in flat
         or "timestamp" in flat or ("response_flags" not in flat and "path" not in flat)
@@ -245,7 +247,7 @@ def read_envoy_json(flat: dict[str, Any]) -> None:
     for name in ("duration_ms", "upstream_time_ms", "bytes", "bytes_received"):
         value = flat.get(name)
         if isinstance(value, str) and value.isdigit() and len(value) < 19:
-            flat[name] = int(value)  # Istio writes the upstream's time as a string
+            flat[name] = int(value)  # as a string: the upstream's time, or every value
     flags = flat.get("response_flags", "-")
     flags = flags if isinstance(flags, str) else str(flags)
     request = " ".join(str(flat.get(k, "-")) for k in ("method", "uri", "protocol"))
