@@ -64,6 +64,11 @@ def _print(
                 out.append(f"    {file.path}: {file.lines} lines: {read}{span}")
                 if file.example:
                     out.append(f"      not in the format: {file.example}")
+            if source.unchecked:  # the others are not sampled: say so, not "reads well"
+                out.append(
+                    f"    (the newest {len(source.files)} of the {source.matched} files are "
+                    f"checked; the {source.unchecked} older ones are not)"
+                )
     if checks:
         most = f"{SAMPLE_BYTES // 1024 // 1024} MiB"
         out.append(

@@ -492,3 +492,26 @@ def test_check_says_when_a_regex_matches_but_its_time_does_not_read(tmp_path: Pa
     for fmt in ("%d.%m.%Y %H:%M:%S", "%d.%m.%Y %H:%M:%S "):
         (topic,) = check_logs(regex_config(logs, fmt), time.time())
         assert topic.problems() == [] and topic.sources[0].files[0].records == 2
+
+
+def test_a_source_of_more_files_than_it_samples_says_how_many_it_checked(tmp_path: Path) -> None:
+    # `check` samples the newest 8 files of a source: with more, the output said only "12
+    # files match" and listed 8, as if the others were read and fine
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    for n in range(12):
+        path = logs / f"app-{n:02}.log"
+        path.write_text(f"2026-12-04 10:00:{n:02} INFO started {n}\n")
+        os.utime(path, (1_796_400_000 + n, 1_796_400_000 + n))
+    config = tmp_path / "logs.toml"
+    config.write_text(
+        f'roots = ["{logs}"]\n[topics.APPLICATION]\nbackend = "file"\nformat = "plain"\n'
+        f'paths = ["{logs}/*.log"]\n'
+    )
+    done = check(config)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "format plain: 12 files match" in done.stdout
+    assert "    (the newest 8 of the 12 files are checked; the 4 older ones are not)" in done.stdout
+    assert f"{logs}/app-11.log" in done.stdout and f"{logs}/app-03.log" not in done.stdout
+    one = json.loads(check(config, "--json").stdout)["topics"][0]["sources"][0]
+    assert one["matched"] == 12 and len(one["files"]) == 8 and one["unchecked"] == 4

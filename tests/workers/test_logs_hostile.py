@@ -247,6 +247,39 @@ _NEW_FORMATS_HOSTILE = {  # a hostile file of the newer formats at size n
             + ' - - [04/Dec/2026:10:00:00 +0000] "GET / HTTP/1.1" 200 1\n'
         ],
     ),
+    "plain exception message of n lines": (
+        "plain",
+        lambda n: [
+            "2026-12-04 10:00:00 ERROR x\n",
+            "Traceback (most recent call last):\n",
+            "ValueError: x\n",
+            *["more of it\n"] * n,
+        ],
+    ),
+    "syslog exception message of n lines": (
+        "syslog",
+        lambda n: [
+            "Dec  4 10:00:00 h app[1]: Traceback (most recent call last):\n",
+            "ValueError: x\n",
+            *["more of it\n"] * n,
+        ],
+    ),
+    "envoy request whose quote never closes": (
+        "envoy",
+        lambda n: ['[2026-12-04T10:00:00.000Z] "GET /' + 'a\\" ' * n + "\n"],
+    ),
+    "envoy line of n words after its host": (
+        "envoy",
+        lambda n: [
+            '[2026-12-04T10:00:00.000Z] "GET / HTTP/1.1" 200 - 0 0 1 - "-" "-" "-" "-" "-"'
+            + " x" * n
+            + "\n"
+        ],
+    ),
+    "envoy line of n quoted values": (
+        "envoy",
+        lambda n: ['[2026-12-04T10:00:00.000Z] "GET / HTTP/1.1" 200 - 0 0 1 -' + ' "-"' * n + "\n"],
+    ),
 }
 
 

@@ -319,6 +319,15 @@ def test_the_kubernetes_audit_log_is_read(tmp_path: Path) -> None:
     assert read(tmp_path, "jsonl", KUBE_AUDIT, "secrets level:warn").match_count == 1
 
 
+def test_a_phrase_of_an_audit_events_message_finds_it(tmp_path: Path) -> None:
+    # its message is made of its verb, URI and code (`verb requestURI code`), apart in the
+    # line: the prefilter looked for the phrase in the line and skipped the Event, so a
+    # phrase of the message shown found nothing
+    for phrase in ('"get /api/v1/namespaces/shop/secrets"', '"orders-db 403"'):
+        found = read(tmp_path, "jsonl", KUBE_AUDIT, phrase)
+        assert found.match_count == 1, phrase
+
+
 def test_check_names_the_key_that_holds_the_time_of_json_lines_jsonl_cannot_time(
     tmp_path: Path,
 ) -> None:

@@ -331,7 +331,7 @@ def test_the_worker_refuses_a_bad_config_with_one_line_not_a_traceback(tmp_path:
         "configuration error: ACI_LOGS_CONFIG: topics.APPLICATION.format: Invalid enum value "
         "'json' (one of jsonl, logfmt, cri, docker, syslog, mysql_slow, log4j, apache_access, "
         "nginx_access, apache_error, nginx_error, klog, oslo, postgresql, redis, plain, regex, "
-        "w3c, postgresql_csv)"
+        "w3c, postgresql_csv, envoy)"
     ]
 
 

@@ -242,12 +242,50 @@ def test_an_unended_osc_takes_no_line_with_it(tmp_path: Path) -> None:
     assert without_colour(b"a \x1b]0;t\nline two\x07 x\n") == b"a \x1b]0;t\nline two\x07 x\n"
 
 
-@pytest.mark.xfail(
-    strict=True, reason="CLICKHOUSE matches in the store on the raw Body (docs/logs.md)"
-)
 async def test_clickhouse_a_phrase_split_by_a_colour_code_is_found_as_shown() -> None:
-    # FILE finds it (test_logs_secrets_cli); CLICKHOUSE shows the Body without the codes but
-    # its WHERE reads the codes: the phrase it shows is not found
+    # FILE finds it (test_logs_secrets_cli); CLICKHOUSE showed the Body without the codes but
+    # its WHERE read the codes: the phrase it showed was not found
     table = make_table([row(10, "INFO", "api", "login \x1b[1merror\x1b[0m occurred")])
     found = await fetch(source_for(table), '"error occurred"')
     assert found.match_count == 1
+
+
+# (message, a field's value): what a program wrote, codes and zero-width characters included
+HIDDEN = [
+    ("login \x1b[1merror\x1b[0m occurred", "plain"),
+    ("disk\u200b full on web-1", "plain"),
+    ("listening on port \x1b[1m80\x1b[0m80", "plain"),
+    ("title \x1b]0;build 7\x07set", "plain"),
+    ("charge declined", "\x1b[31mpayment\ufeff failed\x1b[0m"),
+    ("nothing hidden here", "plain"),
+]
+# (query, the messages found): as shown, on every backend
+HIDDEN_QUERIES = [
+    ('"error occurred"', {"login error occurred"}),
+    ('"disk full"', {"disk full on web-1"}),
+    ("80", set()),  # shown `8080`: a number boundary, not `80` before a code
+    ('"port 8080"', {"listening on port 8080"}),
+    ('"title set"', {"title set"}),
+    ("build", set()),  # a terminal's title is not shown
+    ('"payment failed"', {"charge declined"}),
+    ('exception:"payment failed"', {"charge declined"}),
+    ('-"error occurred" -"disk full" -plain', {"charge declined"}),
+    ("1merror", set()),
+]
+
+
+@pytest.mark.parametrize(("query", "messages"), HIDDEN_QUERIES)
+async def test_the_shown_text_is_matched_alike_on_file_and_clickhouse(
+    tmp_path: Path, query: str, messages: set[str]
+) -> None:
+    # the same lines give the same answer: FILE reads a jsonl of them, CLICKHOUSE rows of them
+    lines = [
+        {"ts": "2026-12-04T15:40:00Z", "level": "INFO", "msg": m, "exception": n} for m, n in HIDDEN
+    ]
+    (tmp_path / "app.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines))
+    on_file = search(file_source(tmp_path, "jsonl", ["app.jsonl"], now=NOW), query, 60)
+    table = make_table([row(10, "INFO", "api", m, exception=n) for m, n in HIDDEN])
+    on_clickhouse = await fetch(source_for(table), query)
+    for found in (on_file, on_clickhouse):
+        assert _messages(found) == messages, found.source_kind
+        assert found.match_count == len(messages), found.source_kind

@@ -109,6 +109,65 @@ def test_a_logged_exception_and_a_chained_traceback_join_their_record(tmp_path: 
     assert crash.level == "ERROR" and crash.fields["exception"] == "ZeroDivisionError"
 
 
+# Python prints an exception's message as it is (`raise ValueError("bad config:\n...")`): its
+# lines after the first, unindented, end the traceback
+MESSAGE = [
+    "ValueError: bad config:",
+    "key 'region' missing",
+    "Hint: set AWS_REGION or region in /etc/billing.toml",  # no exception of its own
+]
+
+
+def test_an_exceptions_message_over_lines_joins_its_record(tmp_path: Path) -> None:
+    lines = [
+        "Dec 13 11:50:01 web1 billing[812]: loading config",
+        f"Dec 13 11:50:02 web1 billing[812]: {TRACEBACK[0]}",
+        *TRACEBACK[1:3],
+        *MESSAGE,
+        "Dec 13 11:50:03 web1 systemd[1]: billing.service: Main process exited, status=1",
+    ]
+    write(tmp_path, lines)
+    source = syslog(tmp_path)
+    every = search(source, "")
+    # before: 3 records and 2 lines not in the format, the message cut at its first line
+    assert every.match_count == 3 and every.unparsed_lines is msgspec.UNSET
+    (crash,) = search(source, "AWS_REGION").records
+    assert crash.message.split("\n") == [*TRACEBACK[:3], *MESSAGE]
+    assert crash.level == "ERROR" and crash.fields["exception"] == "ValueError"
+    assert search(source, "level:ERROR region").match_count == 1
+    assert search(source, "exception:ValueError").match_count == 1
+    assert search(source, "exception:Hint").match_count == 0
+
+
+def test_a_chained_traceback_after_a_message_over_lines_joins_too(tmp_path: Path) -> None:
+    chained = [
+        *TRACEBACK[:3],
+        *MESSAGE,
+        "",
+        "During handling of the above exception, another exception occurred:",
+        "",
+        *TRACEBACK[:3],
+        "RuntimeError: billing could not start",
+    ]
+    lines = ["<11>Dec 13 11:50:02 web1 billing[812]: start failed", *chained]
+    write(tmp_path, [*lines, "Dec 13 11:50:03 web1 billing[812]: retrying"])
+    every = search(syslog(tmp_path), "")
+    assert every.match_count == 2 and every.unparsed_lines is msgspec.UNSET
+    (crash,) = [r for r in every.records if r.message.startswith("start failed")]
+    assert crash.message.split("\n") == ["start failed", *(c for c in chained if c)]
+    assert crash.fields["exception"] == "RuntimeError"
+
+
+def test_a_message_goes_on_only_after_a_traceback_and_within_the_bound(tmp_path: Path) -> None:
+    more = [f"line {i} of the message" for i in range(MAX_JOINED_LINES)]
+    head = f"Dec 13 11:50:02 web1 billing[812]: {TRACEBACK[0]}"
+    write(tmp_path, [head, *TRACEBACK[1:], *more, "Dec 13 11:50:03 web1 billing[812]: next"])
+    every = search(syslog(tmp_path), "")
+    (crash,) = [r for r in every.records if "Traceback" in r.message]
+    assert crash.message.count("\n") == MAX_JOINED_LINES
+    assert every.unparsed_lines == len(TRACEBACK) - 1  # past the bound: no record's
+
+
 def test_rfc5424_records_take_their_continuation_lines(tmp_path: Path) -> None:
     lines = [
         "<14>1 2026-12-13T11:40:00.000Z web1 billing 812 - - Traceback (most recent call last):",
@@ -173,12 +232,13 @@ def test_the_prefilter_never_hides_a_continuation_line(tmp_path: Path) -> None:
     lines = [
         "    an indented line before any record",
         *MAC,
+        "orphan: not in the format",  # after a record without a traceback
+        "    indented after a line not in the format",
         f"Dec 13 11:50:02 web1 billing[812]: {TRACEBACK[0]}",
         *TRACEBACK[1:],
         "<11>Dec 13 11:50:03 web1 billing[812]: charge failed",
-        *TRACEBACK,
-        "orphan: not in the format",
-        "    indented after a line not in the format",
+        *TRACEBACK[:3],
+        *MESSAGE,  # an exception's message over lines
         "<14>1 2026-12-13T11:50:04.000Z web1 billing 812 - - config:",
         "    retries = 3",
     ]

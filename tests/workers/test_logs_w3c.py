@@ -236,3 +236,33 @@ def test_the_date_column_wins_over_the_date_directive() -> None:
     parser.feed("#Fields: date time c-ip cs-method cs-uri-stem sc-status\n")
     (entry,) = parser.feed("2026-12-04 00:00:01 10.0.0.1 GET /a 200\n")
     assert entry.epoch_ms == int(datetime(2026, 12, 4, 0, 0, 1, tzinfo=UTC).timestamp() * 1000)
+
+
+def test_a_time_without_a_date_column_goes_on_past_midnight() -> None:
+    # the `#Date:` directive's day is the file's first: a file without a `date` column that
+    # goes on past midnight (no new header) has its later lines on the next day; before, they
+    # were dated a day early (out of the window of a call after midnight)
+    parser = make_parser("w3c", {}, UTC, "", "auto", int(NOW * 1000))
+    parser.feed("#Date: 2026-12-03 23:55:00\n")
+    parser.feed("#Fields: time c-ip cs-method cs-uri-stem sc-status\n")
+    clocks = ["23:58:00", "23:59:59.500", "23:59:58", "00:00:05", "00:01:00", "00:00:59"]
+    times = [parser.feed(f"{c} 10.0.0.1 GET /a 200\n")[0].epoch_ms for c in clocks]
+    day = datetime(2026, 12, 3, tzinfo=UTC).timestamp() * 1000
+    assert [round((t - day) / 1000, 1) for t in times] == [
+        86280.0, 86399.5, 86398.0, 86405.0, 86460.0, 86459.0,  # a second back is no new day
+    ]  # fmt: skip
+    # a new `#Date:` (a restart's header) is the day again
+    parser.feed("#Date: 2026-12-04 08:00:00\n")
+    parser.feed("#Fields: time c-ip cs-method cs-uri-stem sc-status\n")
+    (entry,) = parser.feed("08:00:01 10.0.0.1 GET /a 200\n")
+    assert entry.epoch_ms == int(datetime(2026, 12, 4, 8, 0, 1, tzinfo=UTC).timestamp() * 1000)
+
+
+def test_a_call_after_midnight_finds_the_lines_written_after_it(tmp_path: Path) -> None:
+    text = (
+        "#Date: 2026-12-04 23:50:00\n#Fields: time c-ip cs-method cs-uri-stem sc-status\n"
+        "23:59:00 10.0.0.1 GET /a 200\n00:00:30 10.0.0.1 GET /b 503\n"
+    )
+    after_midnight = datetime(2026, 12, 5, 0, 10, tzinfo=UTC).timestamp()
+    found = search_written(tmp_path, "w3c", text, "level:ERROR", now=after_midnight)
+    assert found.match_count == 1 and found.records[0].timestamp == "2026-12-05T00:00:30.000Z"

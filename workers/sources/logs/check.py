@@ -105,6 +105,7 @@ class SourceCheck(msgspec.Struct, kw_only=True):
     # matched paths that are no regular file, skipped unopened as a call skips them: "path: a fifo"
     skipped: list[str] = []
     listing_cut: bool = False  # more than MAX_NAMES names looked at: `matched` a lower bound
+    unchecked: int = 0  # matched files older than the MAX_FILES newest: not sampled
 
 
 class TopicCheck(msgspec.Struct, kw_only=True):
@@ -224,6 +225,7 @@ def _source(source: FileSource, config: LogsConfig, zone: str, now: float) -> So
     zone = source.timezone or zone
     check.files = [_file(file, source, Reader(config.scan, StopFlag(30), config.roots), zone, now)
                    for file in files[:MAX_FILES]]  # fmt: skip
+    check.unchecked = len(files) - len(check.files)
     return check
 
 

@@ -13,7 +13,8 @@ handle read-only). Lookback filters `Timestamp` and, when the table has it, `Tim
 
 What the clauses mean, as for every backend (`records.py`): a word is a case-insensitive
 substring (with the number boundary of `terms`) of `Body`, `SeverityText`,
-`ServiceName` or any `LogAttributes` value;
+`ServiceName` or any `LogAttributes` value, each as it is shown (without terminal control
+sequences and zero-width characters, taken out in the WHERE clause: `clickhouse_sql`);
 `field:value` reads `level` → `SeverityText`, `service` → `ServiceName`, `message` → `Body`,
 any other name → `LogAttributes[name]`, compared as a number when both sides are numbers.
 
@@ -243,7 +244,7 @@ class ClickhouseLogSource:
             if len(body) >= cap:  # cut on the server: a URL's password may have lost its `@`
                 body = without_cut_token(without_cut_url_password(body))
             found = Entry(int(ms), level if severity or number else "", service, body, fields)
-            # The store matched the raw text: a row that matched only by a secret's text
+            # The store matched the unmasked text: a row that matched only by a secret's text
             # (masked here, as on every backend) is no match (`_masked_count`).
             if entry_matches(query, masked(found)):
                 digest.add(found)

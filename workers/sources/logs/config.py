@@ -44,12 +44,12 @@ ENV_VAR: Final = "ACI_LOGS_CONFIG"
 FORMATS: Final = (
     "jsonl", "logfmt", "cri", "docker", "syslog", "mysql_slow", "log4j", "apache_access",
     "nginx_access", "apache_error", "nginx_error", "klog", "oslo", "postgresql", "redis", "plain",
-    "regex", "w3c", "postgresql_csv",
+    "regex", "w3c", "postgresql_csv", "envoy",
 )  # fmt: skip
 Format = Literal[
     "jsonl", "logfmt", "cri", "docker", "syslog", "mysql_slow", "log4j", "apache_access",
     "nginx_access", "apache_error", "nginx_error", "klog", "oslo", "postgresql", "redis", "plain",
-    "regex", "w3c", "postgresql_csv",
+    "regex", "w3c", "postgresql_csv", "envoy",
 ]  # fmt: skip
 # Named groups of a `format = "regex"` pattern that are not fields of the record.
 REGEX_OWN_GROUPS: Final = ("time", "level", "message", "service")

@@ -13,6 +13,7 @@ from typing import Any, Final
 import msgspec
 
 from contracts.results import JsonScalar
+from workers.sources.logs.accesslog import envoy_entry
 from workers.sources.logs.formats import MAX_FIELDS, JsonLines, field_name, parse_time
 from workers.sources.logs.levels import canonical_level, keep_level_name
 from workers.sources.logs.masking import (
@@ -189,6 +190,11 @@ class Cri:
                 return inner[0]
             self.inner.failed -= 1
         fields: dict[str, JsonScalar] = {"stream": stream, **self.origin}
+        # an Envoy sidecar's access line (Istio's): its fields, a level from its status
+        if text.startswith("[") and (access := envoy_entry(text, epoch)) is not None:
+            access.fields.update(fields)
+            access.service = self.service
+            return access
         written = text_level(text)
         if written is None:
             return Entry(epoch, "", self.service, text, fields)  # no level is guessed

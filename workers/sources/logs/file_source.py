@@ -24,7 +24,7 @@ topic is named, the files never are.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Final
 
 import msgspec
@@ -36,6 +36,7 @@ from contracts.results import LogScope
 from contracts.status import ErrorCode, SourceKind, Topic
 from workers.sources.base import SourceError
 from workers.sources.calltime import call_time
+from workers.sources.logs.accesslog import ENVOY_FIELDS
 from workers.sources.logs.config import FileSource, FileTopic, LogsConfig, zone_of
 from workers.sources.logs.csvlog import CSVLOG_FIELDS, CsvLog
 from workers.sources.logs.deadline import StopFlag, run_stoppable
@@ -63,10 +64,18 @@ __all__ = ["FORMAT_FIELDS", "FileLogSource"]
 
 # Fields each format adds beyond the topic's own (so a query may name them).
 FORMAT_FIELDS: Final[dict[str, tuple[str, ...]]] = {
-    "jsonl": ("level_name", "fields_dropped"),
+    "jsonl": ("level_name", "fields_dropped", *ENVOY_FIELDS),
     "logfmt": ("level_name", "fields_dropped"),
-    "cri": ("stream", "namespace", "pod", "container", "exception", "level_name"),
-    "docker": ("stream", "container_id", "exception", "level_name", "tag", "fields_dropped"),
+    "cri": ("stream", "namespace", "pod", "container", "exception", "level_name", *ENVOY_FIELDS),
+    "docker": (
+        "stream",
+        "container_id",
+        "exception",
+        "level_name",
+        "tag",
+        "fields_dropped",
+        *ENVOY_FIELDS,
+    ),
     "syslog": ("host", "app", "pid", "facility", "level_name", "structured_data", "exception"),
     "mysql_slow": ("db_instance", "thread_id", "rows_affected", "schema", "db_user"),
     **{name: (*fields, "level_name") for name, fields in TEXT_FORMAT_FIELDS.items()},
@@ -75,8 +84,24 @@ FORMAT_FIELDS: Final[dict[str, tuple[str, ...]]] = {
 }
 # Of those, the ones that hold numbers (a query may compare them: `bytes:>100000`).
 FORMAT_NUMBERS: Final = frozenset(
-    {"bytes", "rows_affected", "thread_id", "fields_dropped", "bytes_received"}
+    {"bytes", "rows_affected", "thread_id", "fields_dropped", "bytes_received", "upstream_time_ms"}
 )
+
+
+def _hides_text(entry: Entry, named: frozenset[str] | None) -> bool:
+    """Whether a record's message or a field's value the query reads (`named`; None: every
+    one) holds what masking takes out (a colour code, a zero-width character): a term of its
+    shown text may not be in it as it is."""
+    if named is None:  # (every value: about 1 µs a record of 10 fields)
+        values: Iterable[object] = entry.fields.values()
+        return hides_text(entry.message) or any(
+            isinstance(v, str) and hides_text(v) for v in values
+        )
+    for name in named:  # (a loop: a generator's setup doubled the cost of one name)
+        value = entry.message if name == "message" else entry.fields.get(name)
+        if isinstance(value, str) and hides_text(value):
+            return True
+    return False
 
 
 def _text_only(query: ParsedQuery) -> bool:
@@ -244,6 +269,12 @@ class FileLogSource:
         # ... and where each line is a record of its own, over the records (`KeyLines.body`).
         own = None if isinstance(parser, HeadParser) else KeyLines()
         raw_first = unmasked_first(query)  # a record that cannot match is never masked
+        # the values its clauses read (a word: every one; `level:ERROR`: the level's only)
+        named = (
+            None
+            if any(c.field is None for c in query.clauses)
+            else frozenset(c.field for c in query.clauses if c.field is not None)
+        )
         probe: str | None = None  # the first line the prefilter skipped, unparsed
 
         def skipped(line: str) -> None:  # a line the syslog parser skipped: no line shows it
@@ -258,7 +289,7 @@ class FileLogSource:
             # secrets masked before the match: a term only a secret holds matches nothing
             if (
                 watch.inside_window(found.epoch_ms)
-                and (not raw_first or entry_matches(query, found) or hides_text(found.message))
+                and (not raw_first or entry_matches(query, found) or _hides_text(found, named))
                 and entry_matches(query, masked(found))
             ):
                 digest.add(found)

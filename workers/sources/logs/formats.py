@@ -25,6 +25,7 @@ from typing import Any, Final, Protocol, TypeGuard
 import msgspec
 
 from contracts.results import JsonScalar
+from workers.sources.logs.accesslog import read_envoy_json
 from workers.sources.logs.kubeaudit import read_kube_audit
 from workers.sources.logs.levels import (
     LEVEL_WORDS,
@@ -211,6 +212,8 @@ class _Mapped:
     def entry(self, flat: dict[str, Any]) -> Entry | None:
         if "time" not in self.fields and "kind" in flat:
             read_kube_audit(flat)  # the Kubernetes audit log's Events
+        elif "time" not in self.fields and "response_code" in flat:
+            read_envoy_json(flat)  # Istio's JSON access log
         time_key, when = self._pick(flat, "time", TIME_KEYS)
         if time_key == "instant.epochSecond" and _is_int(when):  # log4j2's JsonLayout
             nanos = flat.pop("instant.nanoOfSecond", 0)

@@ -10,6 +10,10 @@ its own (an exception's message over lines of its own: Tomcat's JSP compile erro
 lines are held up to the same caps (past them each is no record's at once, counted): a
 record followed by lines of a megabyte holds no more than a joined record would.
 
+A Python traceback the open record holds goes on to the line naming its exception (any class
+a traceback ends with), then over its exception's message: every line after it that is no
+head (a message of several lines printed as it is), to the caps above.
+
 A program's crash written to stderr beside its log has no time of its own: Go's `panic: ...` and
 `fatal error: ...` (then its goroutine dump) and Java's `Exception in thread "main" ...` (then
 its stack) each start a record of their own (level FATAL for Go, ERROR for Java; `exception`
@@ -85,6 +89,11 @@ _GO_DUMP: Final = re.compile(
     # a frame: `main.(*Server).handle(0x0, 0xc000010000)`, `main.Map[...].Get(...)`; no class
     # holds a parenthesis, so a hostile `((((...` line is read in linear time, not quadratic
     r"|[\w./\[\]-]+(?:\(\*[\w./\[\],-]+\)[\w./\[\]-]*)?\([^()]*\)$"
+)
+_TRACEBACK: Final = "Traceback (most recent call last):"
+_CHAINED: Final = (
+    "During handling of the above exception, another exception occurred:",
+    "The above exception was the direct cause of the following exception:",
 )
 _JUL_LEVEL: Final = re.compile(r"(SEVERE|WARNING|INFO|CONFIG|FINEST|FINER|FINE): ")
 # Its head: only after one is a `WARNING: ...` line that record's level and message (after
@@ -185,6 +194,9 @@ class HeadParser:
         self._between: list[str] = []
         self._size = self._held = 0  # the joined lines' characters, and the held ones'
         self._runtime: list[str] = []  # Go's `runtime: ` lines, held for the line after them
+        # Python: inside a traceback of the open record (until the line naming its exception),
+        # then in that exception's message (its lines after the first, unindented: to a head)
+        self._traceback = self._message = False
 
     def feed(self, line: str) -> list[Entry]:
         text = line.rstrip("\r\n")
@@ -208,7 +220,13 @@ class HeadParser:
                 self._until[0] = found[0]  # the crash was before this head: the restart's
             out = self._emit()
             self._open, self._text, self._last, self._crash = found, text, found[0], False
+            self._traceback, self._message = text.endswith(_TRACEBACK), False
             return out
+        if self._open is not None and not self._crash and self._python(text):
+            self._reject(held)
+            self._join_between()
+            self._join(text)
+            return []
         if self._open is not None and (
             continues(text, self._crash)
             or (not held and not self._more and not self._between and self._jul_level(text))
@@ -227,6 +245,7 @@ class HeadParser:
             for later in rest:
                 self._join(later)
             self._crash = crash.go
+            self._traceback, self._message = crash.last, False
             return out
         self._reject(held)
         between = self._between
@@ -241,6 +260,21 @@ class HeadParser:
         else:
             self._reject([text])
         return []
+
+    def _python(self, text: str) -> bool:
+        """Whether a line goes on a Python traceback of the open record: its first line, the
+        line naming its exception (any class: `billing.BillingConfigError: ...`), a chained
+        one's sentence, and after the exception every line that is no head (its message)."""
+        if text.startswith(_TRACEBACK):
+            self._traceback, self._message = True, False
+            return True
+        if self._traceback and text[0] not in " \t" and python_raised(text):
+            self._traceback, self._message = False, True
+            return True
+        if self._message and text in _CHAINED:
+            self._message = False
+            return True
+        return self._message and crash_of(text) is None
 
     def _join_between(self) -> None:
         between, self._between, self._held = self._between, [], 0

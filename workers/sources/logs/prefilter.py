@@ -20,7 +20,10 @@ also searched in that rendering:
   also searched upper-cased, then lowered, and without its zero-width characters (masking takes
   them out: `pass\u200bword` is shown `password`);
 - secrets are masked before the match (`masking.without_log_secrets`): masking only takes text
-  away, but adds `***`, so a term with a `*` (`"password=***"`) is not used.
+  away, but adds `***`, so a term with a `*` (`"password=***"`) is not used;
+- JSON lines whose message parsing composes of several values (a Kubernetes audit Event's
+  `verb requestURI code`, Istio's JSON access log's request line): a term with a space is not
+  looked for in such a line (each value is: a term without one).
 """
 
 from __future__ import annotations
@@ -47,9 +50,9 @@ LINE_FORMATS: Final = ("jsonl", "logfmt", "syslog")
 # `"GET /x HTTP/1.1" 200 6`): only their terms without a space or a quote are used.
 RECORD_FORMATS: Final = (
     "log4j", "apache_error", "nginx_error", "klog", "oslo", "postgresql", "plain", "regex",
-    "apache_access", "nginx_access",
+    "apache_access", "nginx_access", "envoy",
 )  # fmt: skip
-_RECOMPOSED: Final = ("apache_access", "nginx_access")
+_RECOMPOSED: Final = ("apache_access", "nginx_access", "envoy")
 # Not listed, so every line is parsed: `w3c` (a skipped `#Fields:` line would misread the lines
 # after it; its fields are renamed columns) and `postgresql_csv` (a row spans lines, its text
 # unquoted: `""` is `"`).
@@ -79,6 +82,8 @@ _LEVELS: Final = ("trace", "debug", "info", "warn", "error", "fatal")
 # What a rendered number is made of (Python's `str` of a float, msgspec's JSON of one).
 _NUMBER_CHARS: Final = frozenset("0123456789.e+-")
 _STRUCTURE: Final = frozenset("[]{},:")
+# What a JSON line holds when parsing composes its message (`kubeaudit`, `accesslog`)
+_COMPOSED: Final = ('"audit.k8s.io/', '"response_code"')
 _NUMBER: Final = re.compile(r"-?\d++(?:\.\d++)?(?:[eE][-+]?\d++)?")
 # A number may render otherwise than it is written only with an exponent, with 16 digits or
 # more (rounded to 17 significant), or under 1e-4 (`1e-05`); any other one (at most 15 digits,
@@ -155,6 +160,8 @@ class Prefilter:
                 numbers = _renderings(line) if numbers is None else numbers
                 if term in numbers:
                     continue
+            if self.numbers and " " in term and any(c in line for c in _COMPOSED):
+                continue  # a phrase of a message composed of the line's values
             if not line.isascii() and (
                 term in line.upper().lower() or term in without_invisible(line).lower()
             ):

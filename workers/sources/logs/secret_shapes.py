@@ -31,6 +31,7 @@ from workers.masking import MASK
 
 __all__ = [
     "CONTROL_SEQUENCE",
+    "INVISIBLE",
     "hides_text",
     "may_hold_flag",
     "names_key_file",
@@ -60,7 +61,8 @@ def without_colour(text: str) -> str:
 
 # Characters a reader does not see (zero-width space, non-joiner, joiner, word joiner, a BOM, a
 # soft hyphen): `pass\u200bword=...` reads `password=...`.
-_INVISIBLE: Final = re.compile("[\u00ad\u200b\u200c\u200d\u2060\ufeff]")
+INVISIBLE: Final = "\u00ad\u200b\u200c\u200d\u2060\ufeff"
+_INVISIBLE: Final = re.compile(f"[{INVISIBLE}]")
 
 
 def hides_text(text: str) -> bool:

@@ -7,7 +7,9 @@ A line that starts with a space or a tab directly after a syslog record is that 
 tab-indented lines, a Java stack trace's `\tat` frames come so. So is a Python traceback the
 record holds: its `Traceback (most recent call last):` (the record's message, or the line
 after it: `logger.exception` through `SysLogHandler`), its indented frames, the unindented
-line naming the exception that ends it, and a chained one's sentence and traceback. They are
+line naming the exception that ends it, the exception's message over lines of their own
+(`raise ValueError("bad config:\\nkey 'region' missing")`: every line after it that is no
+syslog line's start, until one is), and a chained one's sentence and traceback. They are
 joined to its message with `\\n`, up to `multiline.MAX_JOINED_LINES` lines and
 `MAX_JOINED_CHARS` characters; a record with a traceback and no level of its own (no PRI) is
 ERROR, and `exception` names the class a traceback raised last (else the first a joined line
@@ -124,6 +126,11 @@ _CHAINED: Final = (
 _EXCEPTION: Final = re.compile(
     r"\s*(?:Caused by: )?([\w$]+(?:\.[\w$]+)*(?:Exception|Error|Throwable|Exit|Interrupt))\b"
 )
+# How every syslog line starts (a PRI, RFC 3164's date, an ISO date): a line after an
+# exception that does not is the rest of the exception's message.
+_HEAD_START: Final = re.compile(
+    r"<\d{1,3}>|[A-Z][a-z]{2} [ \d]?\d \d\d:\d\d:\d\d |\d{4}-\d\d-\d\dT"
+)
 
 
 class SyslogRecords:
@@ -143,6 +150,8 @@ class SyslogRecords:
         self._size = 0
         self._traceback = False  # inside a traceback of the open record: until its exception
         self._seen = False  # the open record holds a traceback
+        self._message = False  # after its exception: the message's lines, until a syslog line
+        self._raised: str | None = None  # the exception the open record's traceback raised last
         self._last_ms: int | None = None  # the time of the last record parsed
 
     def feed(self, line: str) -> list[Entry]:
@@ -153,14 +162,15 @@ class SyslogRecords:
         head = self._head
         if head is not None and (line[0] in " \t" or self._seen or line.startswith(_TRACEBACK)):
             return self._continued(line.rstrip("\r\n"))
-        more = self._more
+        more, raised = self._more, self._raised
         self._head = line
         self._traceback = self._seen = _TRACEBACK in line and line.rstrip().endswith(_TRACEBACK)
+        self._message, self._raised = False, None
         if head is None:
             return []
         if more:
             self._more, self._size = [], 0
-            return self._record(head, more)
+            return self._record(head, more, raised)
         if self.keep is not None and not self.keep(head):
             if self.probe is None:  # (`_skipped`, inlined: the line most often taken)
                 self.probe = head
@@ -171,10 +181,11 @@ class SyslogRecords:
 
     def flush(self) -> list[Entry]:
         """The last record, at the end of the file."""
-        head, more = self._head, self._more
+        head, more, raised = self._head, self._more, self._raised
         self._head, self._more, self._size = None, [], 0
-        self._traceback = self._seen = False
-        return [] if head is None else self._record(head, more)
+        self._traceback = self._seen = self._message = False
+        self._raised = None
+        return [] if head is None else self._record(head, more, raised)
 
     def _continued(self, text: str) -> list[Entry]:
         """A line after a head: the record's, or (no continuation) the next head."""
@@ -193,13 +204,16 @@ class SyslogRecords:
             return True
         if text == _TRACEBACK:
             self._traceback = self._seen = True
+            self._message = False
             return True
         if self._seen and text in _CHAINED:
+            self._message = False
             return True
-        if self._traceback and python_raised(text):
-            self._traceback = False  # the exception ends the traceback (a chained one may follow)
+        if self._traceback and (raised := python_raised(text)):
+            # the exception ends the traceback (its message or a chained one may follow)
+            self._traceback, self._message, self._raised = False, True, raised
             return True
-        return False
+        return self._message and _HEAD_START.match(text) is None
 
     def _skipped(self, text: str) -> None:
         """A line the prefilter skipped, unparsed and uncounted, as it would alone."""
@@ -208,7 +222,9 @@ class SyslogRecords:
         if self.skip is not None and ("PRIVATE KEY" in text or "-----END " in text):
             self.skip(text)
 
-    def _record(self, head: str, more: list[str], kept: bool = False) -> list[Entry]:
+    def _record(
+        self, head: str, more: list[str], raised: str | None = None, kept: bool = False
+    ) -> list[Entry]:
         """The record of a head and its lines, unless the prefilter says none can match
         (`kept`: it was asked)."""
         joined = "\n".join([head.rstrip("\r\n"), *more]) if more else head
@@ -224,7 +240,7 @@ class SyslogRecords:
         self._last_ms = entry.epoch_ms
         if more:
             entry.message = "\n".join([entry.message, *more])
-            _fields_of(entry, head.rstrip(), more)
+            _fields_of(entry, head.rstrip(), more, raised)
         return [entry]
 
     def _reject(self, lines: list[str]) -> None:
@@ -237,13 +253,13 @@ class SyslogRecords:
                 self._skipped(text)
 
 
-def _fields_of(entry: Entry, head: str, more: list[str]) -> None:
-    """A joined record's level and `exception`: a traceback's is the class it raised last."""
-    raised = [name for line in more if line[0] not in " \t" and (name := python_raised(line))]
+def _fields_of(entry: Entry, head: str, more: list[str], raised: str | None) -> None:
+    """A joined record's level and `exception`: a traceback's is the class it raised last
+    (`raised`, as its lines were read: never a word of an exception's message)."""
     traceback = head.endswith(_TRACEBACK) or _TRACEBACK in more
     if traceback and not entry.level:
         entry.level = "ERROR"
-    exception = raised[-1] if traceback and raised else None
+    exception = raised if traceback else None
     if exception is None:
         exception = next((e.group(1) for line in more if (e := _EXCEPTION.match(line))), None)
     if exception is not None:

@@ -7,6 +7,8 @@ Named formats (docs/logs.md has an example line of each):
 - `apache_error`, `nginx_error`: the servers' error logs (2.2 and 2.4 for Apache);
 - `apache_access` = `nginx_access`: the common and combined access log formats (`accesslog`);
   level from the status (5xx ERROR, 4xx WARN, else INFO);
+- `envoy`: Envoy's default access log, Istio's too (`accesslog`): the response flags a field,
+  level from the status (without one, from the flags);
 - `klog`: Kubernetes components (`I0515 10:15:30.123456   12345 file.go:123] msg`);
 - `oslo`: OpenStack's oslo.log default format;
 - `postgresql`, `redis`: the database servers' own logs (`dbformats`);
@@ -30,7 +32,7 @@ from datetime import tzinfo
 from typing import Final
 
 from contracts.results import JsonScalar
-from workers.sources.logs.accesslog import access_head
+from workers.sources.logs.accesslog import ENVOY_FIELDS, access_head, envoy_head
 from workers.sources.logs.dbformats import postgresql_head, redis_head
 from workers.sources.logs.formats import LineParser, parse_time, text_entry
 from workers.sources.logs.log4j import LEVEL_WORD, Head, log4j_head
@@ -55,6 +57,7 @@ TEXT_FORMAT_FIELDS: Final[dict[str, tuple[str, ...]]] = {
     "regex": ("exception",),
 }  # fmt: skip
 TEXT_FORMAT_FIELDS["nginx_access"] = TEXT_FORMAT_FIELDS["apache_access"]
+TEXT_FORMAT_FIELDS["envoy"] = ENVOY_FIELDS
 
 _PLAIN: Final = re.compile(  # MariaDB: `2024-01-15 10:15:30 0 [Note] ...` (a thread id first)
     r"(?:\[(?P<pid>\d{1,10})\] )?"  # nats-server: `[2986] 2026/12/04 19:33:23.069006 [INF] ...`
@@ -320,6 +323,7 @@ def make_text_parser(
         "nginx_error": lambda: _nginx_error(zone, now_ms),
         "apache_access": lambda: access_head(zone, now_ms),
         "nginx_access": lambda: access_head(zone, now_ms),
+        "envoy": lambda: envoy_head(zone, now_ms),
         "klog": lambda: _klog(zone, now_ms),
         "oslo": lambda: _oslo(zone, now_ms),
         "postgresql": lambda: postgresql_head(zone, now_ms),

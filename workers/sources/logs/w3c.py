@@ -6,6 +6,8 @@ and may change mid-file (IIS writes a new header when it restarts); a data line 
 number of columns is not in the format. Values are separated by spaces (IIS, which writes a
 space inside a value as `+`) or by tabs (CloudFront); `-` is empty. Times are UTC by the spec
 (`date` and `time`, or `time` and the `#Date:` directive's day): the topic's zone is not used.
+Without a `date` column, a time more than 12 hours before the line before it is on the next
+day (a file that goes on past midnight without a new header); a new `#Date:` is the day again.
 
 Columns become fields: those of an access log under the access formats' names (`c-ip` is
 `client`, `sc-status` `http_status`, `cs-uri-stem` `uri`, `time-taken` `duration_ms`, ...,
@@ -103,6 +105,8 @@ class W3c:
         self.columns: tuple[str, ...] | None = None  # the raw names; None before `#Fields:`
         self.names: tuple[str, ...] = ()
         self.day = ""  # the `#Date:` directive's, for a file without a `date` column
+        self.days_on = 0  # ... and the midnights passed since it (`_dated`)
+        self.last_ms: int | None = None  # the time of the last line dated by it
         self.millis = False  # time-taken in ms: `#Software:` names Microsoft
         self.defaults = {
             n: tuple(_field_of(c, self.ours) for c in columns)
@@ -118,6 +122,7 @@ class W3c:
                 self.millis = "microsoft" in value.lower()
             case "date" if _DATE.match(value.strip()):
                 self.day = value.strip()[:10]
+                self.days_on, self.last_ms = 0, None
 
     def _use(self, columns: tuple[str, ...]) -> None:
         self.columns, self.names = columns, tuple(_field_of(c, self.ours) for c in columns)
@@ -147,6 +152,16 @@ class W3c:
     def flush(self) -> list[Entry]:
         return []
 
+    def _dated(self, epoch: int) -> int:
+        """A time on the `#Date:` directive's day, moved on by the midnights the file has
+        passed since: a time more than 12 hours before the last line's is the next day's."""
+        epoch += self.days_on * _DAY_MS
+        if self.last_ms is not None and epoch < self.last_ms - _DAY_MS // 2:
+            self.days_on += 1
+            epoch += _DAY_MS
+        self.last_ms = epoch
+        return epoch
+
     def _entry(self, values: list[str], names: tuple[str, ...], millis: bool) -> Entry | None:
         fields: dict[str, JsonScalar] = {}
         day, clock, dropped = self.day, "", 0
@@ -163,6 +178,8 @@ class W3c:
         epoch = _epoch(day, clock)
         if epoch is None or not _numbers(fields, millis):
             return None
+        if "date" not in names:
+            epoch = self._dated(epoch)
         if dropped:
             fields["fields_dropped"] = dropped
         code = fields.get("http_status")
@@ -179,6 +196,9 @@ class W3c:
                 _shown(n, v) for n, v in zip(names, values, strict=True) if n not in _CLOCK
             )
         return Entry(epoch, status_level(status), self.service, message, fields)
+
+
+_DAY_MS: Final = 86_400_000
 
 
 def _shown(name: str, value: str) -> str:
