@@ -44,6 +44,7 @@ from workers.sources.logs.file_outcome import Tally, check_outcome, kinds_of, re
 from workers.sources.logs.files import LogFile, Reader, find_files
 from workers.sources.logs.filetime import FileTimes, WindowWatch, future_warning
 from workers.sources.logs.formats import LineParser, make_parser
+from workers.sources.logs.haproxy import HAPROXY_FIELDS
 from workers.sources.logs.masking import KeyLines, without_log_secrets, without_secrets
 from workers.sources.logs.prefilter import Prefilter
 from workers.sources.logs.records import (
@@ -76,7 +77,8 @@ FORMAT_FIELDS: Final[dict[str, tuple[str, ...]]] = {
         "fields_dropped",
         *ENVOY_FIELDS,
     ),
-    "syslog": ("host", "app", "pid", "facility", "level_name", "structured_data", "exception"),
+    "syslog": ("host", "app", "pid", "facility", "level_name", "structured_data", "exception",
+               *HAPROXY_FIELDS),
     "mysql_slow": ("db_instance", "thread_id", "rows_affected", "schema", "db_user"),
     **{name: (*fields, "level_name") for name, fields in TEXT_FORMAT_FIELDS.items()},
     "w3c": W3C_FIELDS,

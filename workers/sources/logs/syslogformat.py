@@ -34,6 +34,7 @@ from typing import Final
 
 from contracts.results import JsonScalar
 from workers.sources.logs.formats import parse_time
+from workers.sources.logs.haproxy import read_haproxy
 from workers.sources.logs.levels import SYSLOG_NAMES, keep_level_name
 from workers.sources.logs.masking import without_log_secrets
 from workers.sources.logs.multiline import MAX_JOINED_CHARS, MAX_JOINED_LINES, python_raised
@@ -112,7 +113,10 @@ class Syslog:
         if structured != "-":  # RFC 5424's structured data, kept as written (searchable)
             fields["structured_data"] = structured
         service = self.service or (app if app and app != "-" else "")
-        return [Entry(epoch, level, service, message.removeprefix("\ufeff"), fields)]
+        entry = Entry(epoch, level, service, message.removeprefix("\ufeff"), fields)
+        if app == "haproxy":
+            read_haproxy(entry)
+        return [entry]
 
     def flush(self) -> list[Entry]:
         return []
