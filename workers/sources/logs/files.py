@@ -47,8 +47,8 @@ from workers.sources.logs.deadline import StopFlag
 from workers.sources.logs.secret_shapes import CONTROL_SEQUENCE
 
 __all__ = [
-    "UNREADABLE", "LogFile", "Reader", "RefusedFile", "compression_of", "find_files",
-    "without_colour",
+    "UNREADABLE", "LogFile", "Reader", "RefusedFile", "compression_of", "failure_of",
+    "find_files", "without_colour",
 ]  # fmt: skip
 
 _FLAGS: Final = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
@@ -117,45 +117,68 @@ def _kind(mode: int) -> str:
     return "not a regular file"  # fmt: skip
 
 
-def _listing(pattern: str, roots: list[Path]) -> Generator[str | None, None, None]:
+def _listing(
+    pattern: str, roots: list[Path], unlisted: dict[str, str] | None = None
+) -> Generator[str | None, None, None]:
     """Each name the listing of a glob examines: its path when it matches, else None (so
     the caller meters every name looked at, folders too, not only the matches). Each folder
-    is read lazily (`glob` reads one whole, however large, before the first match)."""
+    is read lazily (`glob` reads one whole, however large, before the first match). A folder
+    the system refuses to list or search (EACCES) goes in `unlisted` with its failure."""
+    unlisted = {} if unlisted is None else unlisted
     folder, base = os.path.split(pattern)
     if not _MAGIC.search(folder):
-        yield from _names(folder, base, roots, dirs_only=False)
+        yield from _names(folder, base, roots, unlisted, dirs_only=False)
         return
-    with contextlib.closing(_folders(folder, roots)) as folders:
+    with contextlib.closing(_folders(folder, roots, unlisted)) as folders:
         for found in folders:
             yield None  # a folder looked at, matched or not
             if found is not None:
-                yield from _names(found, base, roots, dirs_only=False)
+                yield from _names(found, base, roots, unlisted, dirs_only=False)
 
 
-def _folders(pattern: str, roots: list[Path]) -> Generator[str | None, None, None]:
+def _folders(
+    pattern: str, roots: list[Path], unlisted: dict[str, str]
+) -> Generator[str | None, None, None]:
     """As `_listing`, of a pattern of folders (`containers/*`): each match is a folder (a
     symlink to one too, as in `glob`) checked to lie inside the roots before it is read."""
     folder, base = os.path.split(pattern)
     if not _MAGIC.search(folder):  # the folder the walk starts in: inside the roots too
         _confined(folder, roots)
-        yield from _names(folder, base, roots, dirs_only=True)
+        yield from _names(folder, base, roots, unlisted, dirs_only=True)
         return
-    with contextlib.closing(_folders(folder, roots)) as parents:
+    with contextlib.closing(_folders(folder, roots, unlisted)) as parents:
         for parent in parents:
             yield None
             if parent is not None:
-                yield from _names(parent, base, roots, dirs_only=True)
+                yield from _names(parent, base, roots, unlisted, dirs_only=True)
+
+
+def failure_of(exc: OSError) -> str:
+    """An `OSError` as its errno's name and meaning: `EACCES, permission denied`."""
+    code = exc.errno or 0
+    return f"{errno.errorcode.get(code, str(code))}, {os.strerror(code).lower()}"
 
 
 def _names(
-    folder: str, base: str, roots: list[Path], *, dirs_only: bool
+    folder: str, base: str, roots: list[Path], unlisted: dict[str, str], *, dirs_only: bool
 ) -> Generator[str | None, None, None]:
     """The names of one folder `base` matches (None for each that does not); `dirs_only`:
     the folders among them, each `_confined` (`folder` is, when `dirs_only`: a folder in it
-    that is no symlink lies inside the roots too, its realpath(3) spared)."""
+    that is no symlink lies inside the roots too, its realpath(3) spared). A folder missing
+    matches nothing; one the system refuses (EACCES: the worker may not list or search it)
+    is put in `unlisted`, never taken for a folder of no file."""
     if not _MAGIC.search(base):
         path = os.path.join(folder, base)
-        found = os.path.isdir(path) if dirs_only else os.path.lexists(path) or not base
+        try:
+            st = os.lstat(path) if base else None
+        except OSError as exc:
+            if exc.errno not in _GONE:
+                unlisted.setdefault(os.path.realpath(folder or os.curdir), failure_of(exc))
+            st = None
+        found = (
+            (os.path.isdir(path) if st is not None else False) if dirs_only
+            else st is not None or not base
+        )  # fmt: skip
         if found and dirs_only:
             _confined(path, roots)
         yield path if found else None
@@ -172,8 +195,9 @@ def _names(
                 if hit is not None and dirs_only and not plain:
                     _confined(hit, roots)
                 yield hit
-    except OSError:
-        return  # a missing or unreadable folder: nothing matches
+    except OSError as exc:  # a missing folder matches nothing; a refused one is said
+        if exc.errno not in _GONE:
+            unlisted.setdefault(os.path.realpath(folder or os.curdir), failure_of(exc))
 
 
 def _folder(entry: os.DirEntry[str]) -> tuple[bool, bool]:
@@ -203,6 +227,7 @@ def find_files(
     needed: Callable[[LogFile], bool] | None = None,
     *,
     skipped: dict[str, str] | None = None,
+    unlisted: dict[str, str] | None = None,
 ) -> tuple[list[LogFile], bool, int]:
     """The files the globs match, newest first, pruned to the window (by mtime, or by
     `needed`: `filetime.FileTimes.needed` reads the records' own time); `True` when more than
@@ -210,7 +235,9 @@ def find_files(
     `MAX_NAMES` names, or `flag` expired); and how many regular files matched before the
     pruning (0 with `False`: the globs match no regular file at all). Matches inside the roots
     that are no regular file are never opened; each is put in `skipped` (its real path: what
-    it is, "a fifo"), once however many globs match it."""
+    it is, "a fifo"), once however many globs match it. A folder of a glob the system refuses
+    to list or search (EACCES) is put in `unlisted` (its real path: the failure, "EACCES,
+    permission denied"): its files are unknown, never "no file"."""
     real_roots = [Path(os.path.realpath(r)) for r in roots]
     if any(_pseudo(str(r)) for r in real_roots):
         # a root that is a symlink into /proc: nothing under it is a log
@@ -219,7 +246,8 @@ def find_files(
     seen: dict[tuple[int, int], LogFile] = {}
     names, cut = 0, False
     for pattern in globs:
-        with contextlib.closing(_listing(pattern, real_roots)) as listing:
+        refused = unlisted if unlisted is not None else {}
+        with contextlib.closing(_listing(pattern, real_roots, refused)) as listing:
             for name in listing:
                 names += 1
                 if names > MAX_NAMES or (
@@ -357,9 +385,8 @@ class Reader:
         self.stopped = True
         self.broken += 1
         self.unreadable += 1
-        code = exc.errno or 0
         # its name and what it means: `EACCES, permission denied` (the worker's user or group)
-        failure = f"{errno.errorcode.get(code, str(code))}, {os.strerror(code).lower()}"
+        failure = failure_of(exc)
         if failure not in self.read_error.split("; "):  # each kind once, in the order met
             self.read_error = f"{self.read_error}; {failure}" if self.read_error else failure
 
