@@ -35,7 +35,7 @@ import fnmatch
 import os
 import re
 import stat
-from collections.abc import Callable, Generator, Iterator
+from collections.abc import Callable, Generator, Iterable, Iterator
 from pathlib import Path
 from typing import BinaryIO, Final
 
@@ -259,10 +259,32 @@ def find_files(
                     _add(name, real_roots, seen, skipped)
         if cut:
             break
-    files = sorted(seen.values(), key=lambda f: (-f.mtime_ms, f.real))
+    files = sorted(_without_copies(seen.values()), key=lambda f: (-f.mtime_ms, f.real))
     matched = len(files)
     files = [f for f in files if (f.mtime_ms >= start_ms if needed is None else needed(f))]
     return files[:max_files], cut or len(files) > max_files, matched
+
+
+# The names a compressor gives its output: `gzip app.log.1` writes `app.log.1.gz` (logrotate's
+# `compress`, `compressext`), `xz` `.xz`, and so on.
+_COMPRESSED_NAMES: Final = (".gz", ".xz", ".bz2", ".zst", ".zstd", ".lz4", ".z", ".Z")
+
+
+def _without_copies(files: Iterable[LogFile]) -> list[LogFile]:
+    """The files less each compressed copy of another one still beside it: `app.log.1.gz`
+    written no earlier than `app.log.1` was last, while logrotate's `compress` runs (its
+    output growing, the plain file removed only once it is whole). The plain file holds every
+    line the copy holds or will: read both and each line counts twice, read the partial copy
+    and its lines count again, said as cut short. An older `app.log.gz` is no copy of what
+    `app.log` holds now: read as its own."""
+    by_name = {f.real: f for f in files}
+    kept: list[LogFile] = []
+    for file in by_name.values():
+        stem, ext = os.path.splitext(file.real)
+        plain = by_name.get(stem) if ext in _COMPRESSED_NAMES else None
+        if plain is None or file.mtime_ms < plain.mtime_ms:
+            kept.append(file)
+    return kept
 
 
 def _add(
