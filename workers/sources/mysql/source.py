@@ -19,6 +19,7 @@ A data source that stops answering is logged per change of state, not per call (
 
 from __future__ import annotations
 
+import logging
 import re
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Final
@@ -40,6 +41,7 @@ from workers.sources.base import SourceError
 from workers.sources.mysql.clock import clock_statement
 from workers.sources.mysql.config import (
     ENV_URL,
+    ConfigFile,
     ConnectParams,
     data_source_names,
     parse_url,
@@ -56,6 +58,7 @@ if TYPE_CHECKING:
 __all__ = ["ConnectParams", "MysqlSource", "data_source_names", "parse_url"]
 
 _COM_RESET_CONNECTION: Final = 0x1F
+log = logging.getLogger("aci.sources.mysql")
 _SQL_MODE: Final = "STRICT_ALL_TABLES,ERROR_FOR_DIVISION_BY_ZERO,NO_ENGINE_SUBSTITUTION"
 _CELL_SLACK: Final = 8  # bytes a fetched cell may exceed its projected form (see _bounded_rows)
 _JSON_CHECK: Final = re.compile(r"json_valid\(`?([^`)]+)`?\)", re.I)
@@ -121,6 +124,8 @@ class MysqlSource:
         self._limit_s = min(max(statement_timeout_ms, 1) / 1000, deadline_s)
         self._grace_s = kill_grace_s
         self._bounds = bounds
+        self._file: ConfigFile | None = None  # ACI_MYSQL_CONFIG, read again on change
+        self._fixed: frozenset[str] = frozenset()  # names an ACI_MYSQL_<NAME>_URL sets (win)
 
     @classmethod
     def from_env(cls, env: Mapping[str, str]) -> MysqlSource:
@@ -135,7 +140,49 @@ class MysqlSource:
         timeout = int(env.get("ACI_MYSQL_STATEMENT_TIMEOUT_MS", "5000"))
         deadline = float(env.get("ACI_DEADLINE_S", "").strip() or Settings().deadline_s)
         clock = env.get("ACI_MYSQL_CLOCK", "").strip() or None
-        return cls(sources, statement_timeout_ms=timeout, deadline_s=deadline, clock=clock)
+        source = cls(sources, statement_timeout_ms=timeout, deadline_s=deadline, clock=clock)
+        if env.get("ACI_MYSQL_CONFIG"):
+            source._file = ConfigFile(env["ACI_MYSQL_CONFIG"])
+            source._fixed = frozenset(m.group(1).lower() for k in env if (m := ENV_URL.match(k)))
+        return source
+
+    def _reread(self) -> None:
+        """Apply a changed ACI_MYSQL_CONFIG: a data source whose URL changed (a rotated
+        password) connects with the new one from its next call, its idle connections closed.
+        Names added or removed take a restart (the tool's data sources are fixed at start)."""
+        if self._file is None:
+            return
+        try:
+            table = self._file.changed()
+        except (OSError, ValueError) as exc:  # its position only: the text holds passwords
+            log.warning(
+                "query_mysql: ACI_MYSQL_CONFIG changed but cannot be read (%s); the data "
+                "sources keep the URLs read before",
+                str(exc).removeprefix("ACI_MYSQL_CONFIG: ") if isinstance(exc, ValueError)
+                else type(exc).__name__,
+            )  # fmt: skip
+            return
+        if table is None:
+            return
+        for name, pool in self._pools.items():
+            if name in self._fixed or name not in table:
+                continue
+            try:
+                params = parse_url(table[name])
+            except ValueError:
+                log.warning("query_mysql: data source %s: its new URL in ACI_MYSQL_CONFIG is "
+                            "not a MySQL URL; it keeps the one read before", name)  # fmt: skip
+                continue
+            if params != pool.params:
+                pool.params = params
+                pool.close()
+                pool.json_columns.clear()
+                log.warning("query_mysql: data source %s: its URL in ACI_MYSQL_CONFIG changed; "
+                            "its next calls connect with the new one", name)  # fmt: skip
+        moved = sorted(set(table) ^ (set(self._pools) - self._fixed))
+        if moved:
+            log.warning("query_mysql: data sources added to or removed from ACI_MYSQL_CONFIG "
+                        "(%s) take a restart of the worker", ", ".join(moved))  # fmt: skip
 
     def _pool(self, data_source: str) -> _Pool:
         pool = self._pools.get(data_source.lower())
@@ -146,6 +193,7 @@ class MysqlSource:
 
     async def fetch(self, request: QueryMysqlRequest) -> MysqlUpstream:
         """Guard, run and fetch one request; raise `SourceError` on any failure."""
+        self._reread()
         pool = self._pool(request.data_source)
         # No schema qualifier is accepted, not even the physical name of this data source's own
         # database: the agent never learns it, and accepting it would confirm a guess of it.
@@ -205,39 +253,72 @@ class MysqlSource:
         read_timeout = self._limit_s + self._grace_s + 1
         connect_timeout = min(5.0, self._deadline_s)
         async with pool.slots:
-            try:
-                conn = (
-                    pool.idle.pop()
-                    if pool.idle
-                    else await abandonable(Handoff(), pool.connect, read_timeout, connect_timeout)
+            reused = bool(pool.idle)
+            conn = await self._connection(pool, read_timeout, connect_timeout)
+            outcome, killed = await self._attempt(
+                pool, conn, text, params, tables, tool_limit, connect_timeout
+            )
+            if reused and not killed and _lost(outcome):
+                # The server closed the pooled connection while it was idle (a KILL, its
+                # wait_timeout over a quiet night, a failover): the statement never ran. The
+                # other idle ones are likely gone too; one fresh connection runs it (a SELECT,
+                # so once more is safe), and a server that is really away says so there.
+                close_quietly(conn)
+                pool.close()
+                conn = await self._connection(pool, read_timeout, connect_timeout)
+                outcome, killed = await self._attempt(
+                    pool, conn, text, params, tables, tool_limit, connect_timeout
                 )
-            except pymysql.MySQLError as exc:
-                raise map_error(error_number(exc), "", pool.params) from None
-            killed = False
-
-            async def watchdog() -> None:
-                nonlocal killed
-                await anyio.sleep(self._limit_s + self._grace_s)
-                killed = True
-                await anyio.to_thread.run_sync(
-                    kill, pool, conn.thread_id(), connect_timeout, abandon_on_cancel=True
-                )
-
-            outcome: Outcome | BaseException
-            async with anyio.create_task_group() as tg:
-                tg.start_soon(watchdog)
-                try:
-                    outcome = await abandonable(
-                        Handoff(conn), execute, conn, pool, text, params, tables, self._bounds,
-                        self._limit_s if tool_limit else None,
-                    )  # fmt: skip
-                except Exception as exc:
-                    outcome = exc
-                except anyio.get_cancelled_exc_class():
-                    await _stop_query(pool, conn, connect_timeout)
-                    raise
-                tg.cancel_scope.cancel()
             return self._finish(pool, conn, outcome, killed)
+
+    async def _connection(
+        self, pool: _Pool, read_timeout: float, connect_timeout: float
+    ) -> pymysql.Connection[Any]:
+        """An idle connection of the pool, else a new one (its failure a `SourceError`)."""
+        if pool.idle:
+            return pool.idle.pop()
+        try:
+            return await abandonable(Handoff(), pool.connect, read_timeout, connect_timeout)
+        except pymysql.MySQLError as exc:
+            raise map_error(error_number(exc), "", pool.params) from None
+
+    async def _attempt(
+        self,
+        pool: _Pool,
+        conn: pymysql.Connection[Any],
+        text: str,
+        params: tuple[Param, ...],
+        tables: tuple[str, ...],
+        tool_limit: bool,
+        connect_timeout: float,
+    ) -> tuple[Outcome | BaseException, bool]:
+        """One run of the statement on `conn` under the watchdog: its outcome (an exception
+        as a value) and whether the watchdog killed it."""
+        killed = False
+
+        async def watchdog() -> None:
+            nonlocal killed
+            await anyio.sleep(self._limit_s + self._grace_s)
+            killed = True
+            await anyio.to_thread.run_sync(
+                kill, pool, conn.thread_id(), connect_timeout, abandon_on_cancel=True
+            )
+
+        outcome: Outcome | BaseException
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(watchdog)
+            try:
+                outcome = await abandonable(
+                    Handoff(conn), execute, conn, pool, text, params, tables, self._bounds,
+                    self._limit_s if tool_limit else None,
+                )  # fmt: skip
+            except Exception as exc:
+                outcome = exc
+            except anyio.get_cancelled_exc_class():
+                await _stop_query(pool, conn, connect_timeout)
+                raise
+            tg.cancel_scope.cancel()
+        return outcome, killed
 
     def _finish(
         self,
@@ -271,6 +352,18 @@ class MysqlSource:
         """Close every pooled connection."""
         for pool in self._pools.values():
             pool.close()
+
+
+# The driver's "the connection is gone" (server gone away, lost during a query) and a socket
+# error without a number: what an idle connection the server closed answers its first command.
+_LOST_CODES: Final = frozenset({0, 2006, 2013})
+
+
+def _lost(outcome: object) -> bool:
+    """Whether `outcome` says the connection was gone before it answered (not a refusal)."""
+    if isinstance(outcome, pymysql.err.InterfaceError | OSError):
+        return True
+    return isinstance(outcome, pymysql.MySQLError) and error_number(outcome) in _LOST_CODES
 
 
 def _prepare(conn: pymysql.Connection[Any], database: str, clock_sql: str = "") -> None:
