@@ -35,15 +35,14 @@ import fnmatch
 import os
 import re
 import stat
-from collections.abc import Callable, Generator, Iterable, Iterator
+from collections.abc import Callable, Generator, Iterator
 from pathlib import Path
 from typing import BinaryIO, Final
 
-from contracts.status import ErrorCode
-from workers.sources.base import SourceError
 from workers.sources.logs.compression import UNREADABLE, compression_of, damage_of, decompressed
 from workers.sources.logs.config import ScanBudget
 from workers.sources.logs.deadline import StopFlag
+from workers.sources.logs.file_judgement import RefusedFile, failure_of, kind_of, without_copies
 from workers.sources.logs.secret_shapes import CONTROL_SEQUENCE
 
 __all__ = [
@@ -90,33 +89,6 @@ def _pseudo(real: str) -> bool:
     return any(real == p or real.startswith(p + "/") for p in _PSEUDO)
 
 
-class RefusedFile(SourceError):
-    """A matched path resolving outside the log roots, or a root or match on a kernel
-    pseudo-filesystem: the whole source is refused (a security signal, not a file to skip).
-    Its message (the agent's) names no path; `path` and `why` are the operator's
-    (`aci-evidence check` prints them)."""
-
-    def __init__(self, path: str, why: str) -> None:
-        super().__init__(
-            ErrorCode.AUTHORIZATION,
-            "a log file of this topic resolves outside the configured log roots; the "
-            "operator must fix the configuration",
-        )
-        self.path, self.why = path, why
-
-
-def _kind(mode: int) -> str:
-    for test, name in (
-        (stat.S_ISFIFO, "a fifo"),
-        (stat.S_ISSOCK, "a socket"),
-        (stat.S_ISCHR, "a character device"),
-        (stat.S_ISBLK, "a block device"),
-    ):
-        if test(mode):
-            return name
-    return "not a regular file"  # fmt: skip
-
-
 def _listing(
     pattern: str, roots: list[Path], unlisted: dict[str, str] | None = None
 ) -> Generator[str | None, None, None]:
@@ -151,12 +123,6 @@ def _folders(
             yield None
             if parent is not None:
                 yield from _names(parent, base, roots, unlisted, dirs_only=True)
-
-
-def failure_of(exc: OSError) -> str:
-    """An `OSError` as its errno's name and meaning: `EACCES, permission denied`."""
-    code = exc.errno or 0
-    return f"{errno.errorcode.get(code, str(code))}, {os.strerror(code).lower()}"
 
 
 def _names(
@@ -259,32 +225,10 @@ def find_files(
                     _add(name, real_roots, seen, skipped)
         if cut:
             break
-    files = sorted(_without_copies(seen.values()), key=lambda f: (-f.mtime_ms, f.real))
+    files = sorted(without_copies(seen.values()), key=lambda f: (-f.mtime_ms, f.real))
     matched = len(files)
     files = [f for f in files if (f.mtime_ms >= start_ms if needed is None else needed(f))]
     return files[:max_files], cut or len(files) > max_files, matched
-
-
-# The names a compressor gives its output: `gzip app.log.1` writes `app.log.1.gz` (logrotate's
-# `compress`, `compressext`), `xz` `.xz`, and so on.
-_COMPRESSED_NAMES: Final = (".gz", ".xz", ".bz2", ".zst", ".zstd", ".lz4", ".z", ".Z")
-
-
-def _without_copies(files: Iterable[LogFile]) -> list[LogFile]:
-    """The files less each compressed copy of another one still beside it: `app.log.1.gz`
-    written no earlier than `app.log.1` was last, while logrotate's `compress` runs (its
-    output growing, the plain file removed only once it is whole). The plain file holds every
-    line the copy holds or will: read both and each line counts twice, read the partial copy
-    and its lines count again, said as cut short. An older `app.log.gz` is no copy of what
-    `app.log` holds now: read as its own."""
-    by_name = {f.real: f for f in files}
-    kept: list[LogFile] = []
-    for file in by_name.values():
-        stem, ext = os.path.splitext(file.real)
-        plain = by_name.get(stem) if ext in _COMPRESSED_NAMES else None
-        if plain is None or file.mtime_ms < plain.mtime_ms:
-            kept.append(file)
-    return kept
 
 
 def _add(
@@ -308,7 +252,7 @@ def _add(
         raise RefusedFile(real, "on a kernel pseudo-filesystem")
     if not stat.S_ISREG(st.st_mode):
         if skipped is not None:  # inside the roots: no log to read, never opened
-            skipped.setdefault(real, _kind(st.st_mode))
+            skipped.setdefault(real, kind_of(st.st_mode))
         return
     seen.setdefault((st.st_dev, st.st_ino), LogFile(real, st))
 
