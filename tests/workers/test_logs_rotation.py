@@ -63,3 +63,26 @@ def test_an_older_compressed_file_of_the_same_name_is_its_own(tmp_path: Path) ->
     put(tmp_path / "app.log", jsonl(100, 100), NOW - 10)
     found = search(file_source(tmp_path, "jsonl", ["app.log*"], now=NOW), "failed")
     assert found.match_count == 20, found.match_count
+
+
+# logrotate's `copytruncate` copies `app.log` to `app.log.1` (or `app.log-20261205`), then
+# truncates `app.log`: until the truncation (the copy's duration, seconds for a large log) the
+# copy's lines are in both files, the live one still growing. Before, a call in that window
+# counted them twice.
+def test_a_copy_being_made_for_copytruncate_is_read_once(tmp_path: Path) -> None:
+    put(tmp_path / "app.log.2", jsonl(0, 500), NOW - 900)  # an older rotation of its own
+    live = jsonl(500, 300)
+    put(tmp_path / "app.log", live, NOW - 5)
+    for name in ("app.log.1", "app.log-20261205"):
+        copy = tmp_path / name
+        put(copy, live[: len(live) * 2 // 3], NOW - 1)  # the copy so far, or whole
+        found = search(file_source(tmp_path, "jsonl", ["app.log*"], now=NOW), "failed")
+        assert found.match_count == 80 and not found.match_count_lower_bound, found.match_count
+        copy.unlink()
+
+
+def test_a_rotation_of_the_same_size_but_other_lines_is_its_own(tmp_path: Path) -> None:
+    put(tmp_path / "app.log", jsonl(500, 100), NOW - 5)
+    put(tmp_path / "app.log.1", jsonl(600, 100), NOW - 600)  # as long, other lines
+    found = search(file_source(tmp_path, "jsonl", ["app.log*"], now=NOW), "failed")
+    assert found.match_count == 20, found.match_count

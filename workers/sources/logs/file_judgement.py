@@ -5,13 +5,15 @@ copies of another (`files` lists and reads; this keeps its judgements small and 
   pseudo-filesystem: the whole source is refused (AUTHORIZATION).
 - `kind_of`: what a matched path that is no regular file is ("a fifo").
 - `failure_of`: an `OSError` as its errno's name and meaning ("EACCES, permission denied").
-- `without_copies`: the listed files less a compressed copy still beside its plain file.
+- `without_copies`: the listed files less a copy still beside the file it copies (a
+  compressed rotation being written, a `copytruncate` copy before the truncation).
 """
 
 from __future__ import annotations
 
 import errno
 import os
+import re
 import stat
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Final
@@ -65,17 +67,68 @@ _COMPRESSED_NAMES: Final = (".gz", ".xz", ".bz2", ".zst", ".zstd", ".lz4", ".z",
 
 
 def without_copies(files: Iterable[LogFile]) -> list[LogFile]:
-    """The files less each compressed copy of another one still beside it: `app.log.1.gz`
-    written no earlier than `app.log.1` was last, while logrotate's `compress` runs (its
-    output growing, the plain file removed only once it is whole). The plain file holds every
-    line the copy holds or will: read both and each line counts twice, read the partial copy
-    and its lines count again, said as cut short. An older `app.log.gz` is no copy of what
-    `app.log` holds now: read as its own."""
+    """The files less each copy of another one still beside it, whose lines that one holds:
+
+    - a compressed copy, `app.log.1.gz` written no earlier than `app.log.1` was last, while
+      logrotate's `compress` runs (its output growing, the plain file removed once it is
+      whole): read both and each line counts twice, read the partial copy and its lines
+      count again, said as cut short. An older `app.log.gz` is no copy of what `app.log`
+      holds now: read as its own.
+    - a plain copy for `copytruncate`, `app.log.1` or `app.log-20261205` whose bytes are the
+      start of `app.log`'s (its first and last 4 KiB where they are in `app.log`), until
+      `app.log` is truncated: the live file holds every line of it.
+    """
     by_name = {f.real: f for f in files}
     kept: list[LogFile] = []
     for file in by_name.values():
         stem, ext = os.path.splitext(file.real)
         plain = by_name.get(stem) if ext in _COMPRESSED_NAMES else None
-        if plain is None or file.mtime_ms < plain.mtime_ms:
+        if plain is not None and file.mtime_ms >= plain.mtime_ms:
+            continue
+        live = _live_of(file, by_name)
+        if live is None or not _starts(live, file):
             kept.append(file)
     return kept
+
+
+# What logrotate appends to a rotated name: `.1`, `-20261205`, `.2026-12-05`, `-1733382000`.
+_ROTATED: Final = re.compile(r"[.-][0-9][0-9._-]*")
+_SAMPLE: Final = 4096
+_OPEN: Final = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+
+
+def _live_of(file: LogFile, by_name: dict[str, LogFile]) -> LogFile | None:
+    """The listed file `file` would be a rotated copy of by its name (`app.log` of
+    `app.log.1`), when it is at least as long."""
+    folder, name = os.path.split(file.real)
+    match = re.search(r"(?:" + _ROTATED.pattern + r")$", name)
+    live = by_name.get(os.path.join(folder, name[: match.start()])) if match else None
+    if live is None or live is file or not 0 < file.size <= live.size:
+        return None
+    return live
+
+
+def _starts(live: LogFile, copy: LogFile) -> bool:
+    """Whether `copy`'s first and last 4 KiB are `live`'s at the same places (each opened
+    without following a symlink and checked to be the inode listed)."""
+    spans = [(0, min(_SAMPLE, copy.size))]
+    if copy.size > _SAMPLE:
+        spans.append((copy.size - _SAMPLE, _SAMPLE))
+    samples = [_read(f, spans) for f in (copy, live)]
+    return samples[0] is not None and samples[0] == samples[1]
+
+
+def _read(file: LogFile, spans: list[tuple[int, int]]) -> list[bytes] | None:
+    try:
+        fd = os.open(file.real, _OPEN)
+    except OSError:
+        return None
+    try:
+        st = os.fstat(fd)
+        if (st.st_dev, st.st_ino) != (file.dev, file.ino) or not stat.S_ISREG(st.st_mode):
+            return None
+        return [os.pread(fd, size, offset) for offset, size in spans]
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
