@@ -5,12 +5,15 @@ copies of another (`files` lists and reads; this keeps its judgements small and 
   pseudo-filesystem: the whole source is refused (AUTHORIZATION).
 - `kind_of`: what a matched path that is no regular file is ("a fifo").
 - `failure_of`: an `OSError` as its errno's name and meaning ("EACCES, permission denied").
+- `open_listed`: a listed path opened when it is still the inode listed (no symlink, no fifo).
+- `moved_to`: where a listed file is now when a rename rotation moved it meanwhile.
 - `without_copies`: the listed files less a copy still beside the file it copies (a
   compressed rotation being written, a `copytruncate` copy before the truncation).
 """
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 import re
@@ -24,7 +27,7 @@ from workers.sources.base import SourceError
 if TYPE_CHECKING:
     from workers.sources.logs.files import LogFile
 
-__all__ = ["RefusedFile", "failure_of", "kind_of", "without_copies"]
+__all__ = ["RefusedFile", "failure_of", "kind_of", "moved_to", "open_listed", "without_copies"]
 
 
 class RefusedFile(SourceError):
@@ -120,15 +123,56 @@ def _starts(live: LogFile, copy: LogFile) -> bool:
 
 def _read(file: LogFile, spans: list[tuple[int, int]]) -> list[bytes] | None:
     try:
-        fd = os.open(file.real, _OPEN)
+        fd = open_listed(file.real, file.dev, file.ino)
     except OSError:
         return None
+    if fd is None:
+        return None
     try:
-        st = os.fstat(fd)
-        if (st.st_dev, st.st_ino) != (file.dev, file.ino) or not stat.S_ISREG(st.st_mode):
-            return None
         return [os.pread(fd, size, offset) for offset, size in spans]
     except OSError:
         return None
     finally:
         os.close(fd)
+
+
+# open(2)'s errors of a file removed (rotated away) or replaced by a symlink since the listing
+_GONE: Final = frozenset({errno.ENOENT, errno.ELOOP, errno.ENOTDIR})
+
+
+def open_listed(path: str, dev: int, ino: int) -> int | None:
+    """`path` opened (non-blocking: a fifo swapped in cannot block it) when it is still the
+    regular file (`dev`, `ino`) the listing saw, else None (removed, replaced); an `OSError`
+    when the system refuses it (EACCES)."""
+    try:
+        fd = os.open(path, _OPEN)
+    except OSError as exc:
+        if exc.errno in _GONE:
+            return None
+        raise
+    st = os.fstat(fd)
+    if (st.st_dev, st.st_ino) != (dev, ino) or not stat.S_ISREG(st.st_mode):
+        os.close(fd)
+        return None
+    return fd
+
+
+_MOVED_LOOKS: Final = 4096  # names looked at in the folder for a moved file, at most
+
+
+def moved_to(real: str, dev: int, ino: int) -> str | None:
+    """The path in `real`'s folder that is the inode (`dev`, `ino`) now, when a rename moved
+    it since the listing (a rotation: `app.log` is `app.log.1` now), or None (removed, or
+    compressed into a new file). Only that folder, which the listing found inside the roots."""
+    try:
+        with os.scandir(os.path.dirname(real)) as entries:
+            for n, entry in enumerate(entries):
+                if n >= _MOVED_LOOKS:
+                    return None
+                if entry.inode() == ino and not entry.is_symlink():
+                    with contextlib.suppress(OSError):
+                        if entry.stat(follow_symlinks=False).st_dev == dev:
+                            return entry.path
+    except OSError:
+        return None
+    return None

@@ -88,6 +88,12 @@ def read_notes(tally: Tally, reader: Reader, text_ok: bool, sources: int) -> lis
             f"failed a read: {reader.read_error}); the lines before the failure were read: "
             "the count is a lower bound"
         )
+    if reader.gone:
+        notes.append(
+            f"{reader.gone} log files were rotated away or removed while this call read the "
+            "topic and were not found again (compressed into a new file meanwhile): their "
+            "lines were not read; the count is a lower bound"
+        )
     if tally.unlisted:
         notes.append(
             f"{unlisted_text(tally.unlisted)}: the files in them were not read; the count is "
@@ -129,6 +135,12 @@ def check_outcome(
             f"{reader.broken} log files of topic {name} ended in an error part way "
             f"({_damage(reader)}) and nothing read before it matched: the count is "
             "unknown; the operator must check these files",
+        )
+    if reader.gone and digest.match_count == 0 and not (reader.out_of_budget or flag.timed_out):
+        raise SourceError(
+            ErrorCode.EXECUTION,
+            f"{reader.gone} log files of topic {name} were rotated away or removed while this "
+            "call read them and nothing read matched: the count is unknown; ask again",
         )
     if tally.unlisted and digest.match_count == 0:
         raise SourceError(

@@ -42,7 +42,14 @@ from typing import BinaryIO, Final
 from workers.sources.logs.compression import UNREADABLE, compression_of, damage_of, decompressed
 from workers.sources.logs.config import ScanBudget
 from workers.sources.logs.deadline import StopFlag
-from workers.sources.logs.file_judgement import RefusedFile, failure_of, kind_of, without_copies
+from workers.sources.logs.file_judgement import (
+    RefusedFile,
+    failure_of,
+    kind_of,
+    moved_to,
+    open_listed,
+    without_copies,
+)
 from workers.sources.logs.secret_shapes import CONTROL_SEQUENCE
 
 __all__ = [
@@ -50,7 +57,6 @@ __all__ = [
     "find_files", "without_colour",
 ]  # fmt: skip
 
-_FLAGS: Final = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
 # open(2)'s errors of a file removed (rotated away) or replaced by a symlink since the listing
 _GONE: Final = frozenset({errno.ENOENT, errno.ELOOP, errno.ENOTDIR})
 _CHECK_EVERY: Final = 2048
@@ -287,19 +293,19 @@ class Reader:
         self.unreadable = 0  # ... a read the system failed (EIO), compressed or plain
         self.read_error = ""  # ... their failures, each kind once ("EIO, input/output error")
         self.long_lines = 0  # lines over `max_line_bytes`, skipped
+        self.gone = 0  # files rotated away or removed since the listing, not found again
 
     def _open(self, file: LogFile) -> BinaryIO | None:
         """The file opened and checked, or None when it was removed or replaced since the
-        listing; an `OSError` when the system refuses it (EACCES: the worker may not read it)."""
-        try:
-            fd = os.open(file.real, _FLAGS)
-        except OSError as exc:
-            if exc.errno in _GONE:
-                return None  # removed or replaced by a symlink since the listing
-            raise
-        st = os.fstat(fd)
-        if (st.st_dev, st.st_ino) != (file.dev, file.ino) or not stat.S_ISREG(st.st_mode):
-            os.close(fd)
+        listing and is not in its folder under another name (a rename rotation meanwhile:
+        `app.log` is `app.log.1` now, found by its inode); an `OSError` when the system
+        refuses it (EACCES: the worker may not read it)."""
+        fd = open_listed(file.real, file.dev, file.ino)
+        if fd is None:
+            moved = moved_to(file.real, file.dev, file.ino)
+            fd = None if moved is None else open_listed(moved, file.dev, file.ino)
+        if fd is None:
+            self.gone += 1
             return None
         if not _opened_inside(fd, self.roots):
             os.close(fd)
