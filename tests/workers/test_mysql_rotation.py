@@ -95,3 +95,23 @@ async def test_a_password_rotated_in_the_config_file_is_used_without_a_restart(
     said = " ".join(r.getMessage() for r in caplog.records)
     assert "ACI_MYSQL_CONFIG" in said and "testdb" in said, said
     assert old not in said and new not in said
+
+
+async def test_a_data_source_named_in_the_environment_keeps_its_url(
+    account: tuple[str, str], tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    # ACI_MYSQL_<NAME>_URL wins over the file (docs/mysql.md), also when the file changes.
+    user, password = account
+    config = tmp_path / "mysql.toml"
+    _config(config, user, "wrong-" + password)
+    url = f"mysql://{user}:{password}@127.0.0.1:3306/test"
+    src = MysqlSource.from_env({"ACI_MYSQL_CONFIG": str(config), "ACI_MYSQL_TESTDB_URL": url})
+    caplog.set_level(logging.INFO, logger="aci.sources")
+    try:
+        assert (await src.fetch(SQL)).rows == [[7]]
+        _config(config, user, "other-" + password)
+        assert (await src.fetch(SQL)).rows == [[7]]
+    finally:
+        await src.aclose()
+    said = " ".join(r.getMessage() for r in caplog.records)
+    assert "changed" not in said and "added" not in said, said

@@ -139,7 +139,7 @@ class MysqlSource:
                 pool.json_columns.clear()
                 log.warning("query_mysql: data source %s: its URL in ACI_MYSQL_CONFIG changed; "
                             "its next calls connect with the new one", name)  # fmt: skip
-        moved = sorted(set(table) ^ (set(self._pools) - self._fixed))
+        moved = sorted((set(table) ^ set(self._pools)) - self._fixed)
         if moved:
             log.warning("query_mysql: data sources added to or removed from ACI_MYSQL_CONFIG "
                         "(%s) take a restart of the worker", ", ".join(moved))  # fmt: skip
