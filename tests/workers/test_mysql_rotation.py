@@ -115,3 +115,23 @@ async def test_a_data_source_named_in_the_environment_keeps_its_url(
         await src.aclose()
     said = " ".join(r.getMessage() for r in caplog.records)
     assert "changed" not in said and "added" not in said, said
+
+
+async def test_a_config_file_caught_half_written_keeps_the_urls_read_before(
+    account: tuple[str, str], tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    user, password = account
+    config = tmp_path / "mysql.toml"
+    _config(config, user, password)
+    src = MysqlSource.from_env({"ACI_MYSQL_CONFIG": str(config)})
+    caplog.set_level(logging.INFO, logger="aci.sources")
+    try:
+        assert (await src.fetch(SQL)).rows == [[7]]
+        config.write_text(f'[mysql]\ntestdb = "mysql://{user}:{password}@127.0.0.1')  # cut
+        assert (await src.fetch(SQL)).rows == [[7]]
+        assert (await src.fetch(SQL)).rows == [[7]]
+    finally:
+        await src.aclose()
+    said = [r.getMessage() for r in caplog.records if "cannot be read" in r.getMessage()]
+    assert len(said) == 1 and "keep the URLs read before" in said[0], said
+    assert password not in " ".join(r.getMessage() for r in caplog.records)
