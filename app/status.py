@@ -78,6 +78,15 @@ def attention(report: dict[str, Any]) -> list[str]:
             f"({names}): a live worker takes {it} over once idle past ACI_VISIBILITY_TIMEOUT_S"
             + ("" if live else "; none runs now")
         )
+    running = [c for c in report["consumers"] if c["live"] and c.get("config")]
+    kinds = {c["config"] for c in running}
+    if len(kinds) > 1:
+        said.append(
+            f"{len(running)} live workers run {len(kinds)} different configurations (sources, "
+            "log topics, runbook folder, data sources): one call may be answered differently "
+            "by each; restart those left behind on the current configuration (the consumers' "
+            "config column)"
+        )
     if group.get("max_deliveries", 0) > 1:
         said.append(
             f"pending entries were delivered up to {group['max_deliveries']} times (taken over "
@@ -117,7 +126,7 @@ def status_renderable(report: dict[str, Any]) -> Any:
     parts.append(
         _table(
             "consumers",
-            ("consumer", "pending", "idle ms", "heartbeat ms ago", "state"),
+            ("consumer", "pending", "idle ms", "heartbeat ms ago", "state", "config"),
             [
                 (
                     c["name"],
@@ -125,6 +134,7 @@ def status_renderable(report: dict[str, Any]) -> Any:
                     c["idle_ms"],
                     c.get("heartbeat_age_ms"),
                     c.get("state") or ("live" if c["live"] else "dead"),
+                    (c.get("config") or "-")[:8],
                 )
                 for c in report["consumers"]
             ],

@@ -23,7 +23,7 @@ from pipeline.keys import Partition
 from pipeline.redis_io import Redis, call_redis, execute
 from pipeline.settings import Settings
 
-__all__ = ["beat", "beats", "forget", "heartbeat_ttl_s", "live_count"]
+__all__ = ["beat", "beats", "configs", "forget", "heartbeat_ttl_s", "live_count"]
 
 _FORGET_TTLS: Final = 20  # a dead worker stays listed (as dead) for 20 TTLs, then is trimmed
 
@@ -45,12 +45,14 @@ async def beat(
     ttl_s: float,
     deployment: Mapping[str, str] | None = None,
     also: Partition | None = None,
+    config: str = "",
 ) -> int:
     """Record a beat of `consumer` in each partition (and, given, the `deployment` settings
     a client that admits its own calls must share: `pipeline.admit_here`, written under
     `also` too: the prefix's own tag, which a client of another `ACI_PARTITIONS` reads);
     returns the number of live workers over those partitions (each counted once per
-    partition it reads, at most once overall)."""
+    partition it reads, at most once overall). `config`, a digest of the worker's sources'
+    configuration, is beaten beside it into `configs` (`status` compares live workers')."""
     now = _now_ms()
     ttl_ms = int(ttl_s * 1000)
     pipe = redis.pipeline(transaction=False)
@@ -59,6 +61,10 @@ async def beat(
         pipe.zremrangebyscore(part.heartbeats, "-inf", now - _FORGET_TTLS * ttl_ms)
         pipe.pexpire(part.heartbeats, _FORGET_TTLS * ttl_ms)
         pipe.zcount(part.heartbeats, now - ttl_ms, "+inf")
+    for part in parts if config else ():
+        pipe.zadd(part.configs, {f"{consumer} {config}": now})
+        pipe.zremrangebyscore(part.configs, "-inf", now - _FORGET_TTLS * ttl_ms)
+        pipe.pexpire(part.configs, _FORGET_TTLS * ttl_ms)
     written = [*parts, *(() if also is None or also.tag in {p.tag for p in parts} else (also,))]
     for part in written if deployment else ():
         pipe.hset(part.deployment, mapping=dict(deployment or {}))
@@ -67,12 +73,26 @@ async def beat(
     return max((int(n) for n in replies[3 : 4 * len(parts) : 4]), default=0)
 
 
-async def forget(redis: Redis, parts: Sequence[Partition], consumer: str) -> None:
+async def forget(redis: Redis, parts: Sequence[Partition], consumer: str, config: str = "") -> None:
     """Remove the beats of a worker that stops cleanly."""
     pipe = redis.pipeline(transaction=False)
     for part in parts:
         pipe.zrem(part.heartbeats, consumer)
+        if config:
+            pipe.zrem(part.configs, f"{consumer} {config}")
     await execute(pipe)
+
+
+async def configs(redis: Redis, part: Partition) -> dict[str, str]:
+    """The configuration digest each worker beat last in one partition: consumer → digest."""
+    pairs = await call_redis(redis.zrange(part.configs, 0, -1, withscores=True))
+    latest: dict[str, tuple[int, str]] = {}
+    for member, score in pairs:
+        text = member.decode(errors="replace") if isinstance(member, bytes) else str(member)
+        name, _, digest = text.rpartition(" ")
+        if name and int(score) >= latest.get(name, (-1, ""))[0]:
+            latest[name] = (int(score), digest)
+    return {name: digest for name, (_, digest) in latest.items()}
 
 
 async def beats(redis: Redis, part: Partition) -> dict[str, int]:

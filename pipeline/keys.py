@@ -86,8 +86,8 @@ class Partition:
     """The key names of one partition (all under one hash tag)."""
 
     __slots__ = (
-        "calls_ready", "dead", "deployment", "heartbeats", "index", "invocations", "lifecycle",
-        "requests", "sessions", "tag",
+        "calls_ready", "configs", "dead", "deployment", "heartbeats", "index", "invocations",
+        "lifecycle", "requests", "sessions", "tag",
     )  # fmt: skip
 
     def __init__(self, tag: str, index: int = 0) -> None:
@@ -101,6 +101,9 @@ class Partition:
         self.dead = f"{tag}:dead"
         # Sorted set: worker consumer name → its last heartbeat (epoch ms), see pipeline.heartbeat.
         self.heartbeats = f"{tag}:heartbeats"
+        # Sorted set: `<consumer> <configuration digest>` → its last beat (epoch ms): which
+        # configuration each worker runs, so `status` says when live workers differ.
+        self.configs = f"{tag}:configs"
         # Hash: the settings a client that admits its own calls must share with the workers
         # (`pipeline.admit_here.SHARED`), written with every heartbeat.
         self.deployment = f"{tag}:deployment"

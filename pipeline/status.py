@@ -25,7 +25,7 @@ import time
 from collections import Counter
 from typing import Any, Final
 
-from pipeline.heartbeat import beats, heartbeat_ttl_s
+from pipeline.heartbeat import beats, configs, heartbeat_ttl_s
 from pipeline.keys import GROUP, Keys, Partition
 from pipeline.record import lifecycle_entry
 from pipeline.redis_io import Redis, RedisProtocolError, call_redis
@@ -67,9 +67,15 @@ async def _age_after(redis: Redis, stream: str, after: str) -> int | None:
 
 
 def _consumers(
-    listed: list[dict[str, Any]], beat_ms: dict[str, int], now_ms: int, ttl_ms: int
+    listed: list[dict[str, Any]],
+    beat_ms: dict[str, int],
+    now_ms: int,
+    ttl_ms: int,
+    config: dict[str, str] | None = None,
 ) -> list[dict[str, Any]]:
-    """The group's consumers and every worker that beats, each live by its heartbeat."""
+    """The group's consumers and every worker that beats, each live by its heartbeat, with
+    the digest of the configuration it beat last (`config`, None for a worker of a version
+    that beat none)."""
     out: dict[str, dict[str, Any]] = {}
     for c in listed:
         name = _text(c["name"])
@@ -81,6 +87,7 @@ def _consumers(
         c["heartbeat_age_ms"] = None if at is None else max(0, now_ms - at)
         c["live"] = at is not None and now_ms - at < ttl_ms
         c["state"] = _state(c)
+        c["config"] = (config or {}).get(name)
     return list(out.values())
 
 
@@ -99,9 +106,10 @@ async def _group(redis: Redis, keys: Keys | Partition, settings: Settings) -> di
     report: dict[str, Any] = {"group": None, "consumers": [], "pending": []}
     part = keys if isinstance(keys, Partition) else keys.parts[0]
     beat_ms = await beats(redis, part)
+    config = await configs(redis, part)
     now_ms = int(time.time() * 1000)
     ttl_ms = int(heartbeat_ttl_s(settings) * 1000)
-    report["consumers"] = _consumers([], beat_ms, now_ms, ttl_ms)
+    report["consumers"] = _consumers([], beat_ms, now_ms, ttl_ms, config)
     try:
         groups = await call_redis(redis.xinfo_groups(keys.invocations))
     except RedisProtocolError:  # no stream yet
@@ -110,7 +118,7 @@ async def _group(redis: Redis, keys: Keys | Partition, settings: Settings) -> di
     if info is None:
         return report
     listed = await call_redis(redis.xinfo_consumers(keys.invocations, GROUP))
-    report["consumers"] = _consumers(listed, beat_ms, now_ms, ttl_ms)
+    report["consumers"] = _consumers(listed, beat_ms, now_ms, ttl_ms, config)
     pending = await call_redis(
         redis.xpending_range(keys.invocations, GROUP, min="-", max="+", count=_PENDING_SHOWN)
     )
@@ -216,6 +224,7 @@ def _merge_groups(groups: list[dict[str, Any]]) -> dict[str, Any]:
             seen["idle_ms"] = _least(seen["idle_ms"], c["idle_ms"])
             seen["heartbeat_age_ms"] = _least(seen["heartbeat_age_ms"], c["heartbeat_age_ms"])
             seen["live"] = seen["live"] or c["live"]
+            seen["config"] = seen.get("config") or c.get("config")
     for c in consumers.values():
         c["state"] = _state(c)
     pending = sorted(

@@ -2,7 +2,8 @@
 on this machine, before a worker serves them (no Redis). Each file source's files, each file's
 sample read in its format (records, lines not in the format, the records' times); each
 runbook's title and sections; and the problems an operator should look at, with the named
-format that reads more of a file's lines where there is one. Exit 0 when everything reads
+format that reads more of a file's lines where there is one; and the configuration digest a
+worker started now would beat (`status`'s config column). Exit 0 when everything reads
 well, 1 with problems, 2 for a configuration that does not load.
 """
 
@@ -12,10 +13,14 @@ import os
 import sys
 import time
 
+import anyio
+
 from app.commands.calls import print_json
 from app.errors import EXIT_ERROR, EXIT_OK
 from app.terminal import safe_text
 from pipeline.settings import SettingsError
+from workers.sources import open_sources
+from workers.sources.identity import configuration_digest
 from workers.sources.knowledge.check import KnowledgeCheck, check_knowledge
 from workers.sources.logs.check import SAMPLE_BYTES, SAMPLE_LINES, TopicCheck, check_logs
 from workers.sources.logs.config import ENV_VAR, load_logs_config
@@ -33,18 +38,31 @@ def cmd_check(*, as_json: bool) -> int:
     checks = [] if config is None else check_logs(config, time.time())
     problems = [p for check in checks for p in check.problems()] + knowledge.problems()
     unset = f"{ENV_VAR} is not set: every topic is served by the MOCK world"
+    digest = anyio.run(_digest)
     if as_json:
         body: dict[str, object] = {"topics": checks, "knowledge": knowledge, "problems": problems}
+        body["config"] = digest
         if config is None:
             body["note"] = unset
         print_json(body)
     else:
-        _print(checks, knowledge, problems, unset if config is None else "")
+        _print(checks, knowledge, problems, unset if config is None else "", digest)
     return EXIT_ERROR if problems else EXIT_OK
 
 
+async def _digest() -> str:
+    """The configuration digest a worker started here now would beat (`status`'s config
+    column): the sources opened as a worker opens them, not warmed up, nothing connected."""
+    async with open_sources(os.environ) as sources:
+        return configuration_digest(sources)
+
+
 def _print(
-    checks: list[TopicCheck], knowledge: KnowledgeCheck, problems: list[str], note: str
+    checks: list[TopicCheck],
+    knowledge: KnowledgeCheck,
+    problems: list[str],
+    note: str,
+    digest: str,
 ) -> None:
     out: list[str] = [note] if note else []
     for check in checks:
@@ -87,6 +105,10 @@ def _print(
         )  # fmt: skip
         if passed_over := knowledge.passed_over():
             out.append(f"  ({passed_over})")
+    out.append(
+        f"configuration digest {digest[:8]}: a worker started now beats it; `aci-evidence "
+        "status` shows each live worker's in its config column (one that differs runs another)"
+    )
     if problems:
         out.append(f"{len(problems)} problems:")
         out += (f"  {p}" for p in problems)

@@ -515,3 +515,31 @@ def test_a_source_of_more_files_than_it_samples_says_how_many_it_checked(tmp_pat
     assert f"{logs}/app-11.log" in done.stdout and f"{logs}/app-03.log" not in done.stdout
     one = json.loads(check(config, "--json").stdout)["topics"][0]["sources"][0]
     assert one["matched"] == 12 and len(one["files"]) == 8 and one["unchecked"] == 4
+
+
+def test_check_names_the_configuration_digest_a_worker_would_beat(tmp_path: Path) -> None:
+    # Day two: logs.toml edited and no worker restarted. `status` compares the live workers'
+    # configurations with one another, so it is quiet while all still run the old file; the
+    # digest `check` prints for the file on disk is the one to compare its config column with.
+    import anyio
+
+    from workers.sources import open_sources
+    from workers.sources.identity import configuration_digest
+
+    config = setup(tmp_path, "plain", "nats-server.log")
+    env = {**{k: v for k, v in os.environ.items() if not k.startswith("ACI_")},
+           "ACI_LOGS_CONFIG": str(config)}  # fmt: skip
+
+    async def worker_digest() -> str:
+        async with open_sources(env) as sources:
+            return configuration_digest(sources)
+
+    digest = anyio.run(worker_digest)
+    done = check(config)
+    assert f"configuration digest {digest[:8]}" in done.stdout, done.stdout
+    (body,) = [json.loads(line) for line in check(config, "--json").stdout.splitlines()]
+    assert body["config"] == digest
+    config.write_text(config.read_text().replace('backend = "mock"', 'backend = "mock"\n# x'))
+    assert f"configuration digest {digest[:8]}" in check(config).stdout  # a comment: the same
+    config.write_text(config.read_text().replace('format = "plain"', 'format = "syslog"'))
+    assert f"configuration digest {digest[:8]}" not in check(config).stdout

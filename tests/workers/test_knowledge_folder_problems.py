@@ -88,8 +88,8 @@ def test_a_cache_folder_that_cannot_be_written_names_aci_cache_dir(tmp_path: Pat
         cache.chmod(0o755)
     assert seen["codes"] == ["UNAVAILABLE", "UNAVAILABLE"]
     assert seen["lines"] == [
-        "ERROR the knowledge index could not be written to its cache folder (ACI_CACHE_DIR"
-        " must be writable): lookups are UNAVAILABLE"
+        "ERROR the knowledge index could not be written to its cache folder (unable to open"
+        " database file; ACI_CACHE_DIR must be writable, with room): lookups are UNAVAILABLE"
     ]
 
 
@@ -110,3 +110,19 @@ async def test_the_warm_up_does_not_say_it_a_second_time(
     await source.aclose()
     lines = [r.getMessage() for r in caplog.records if r.name.startswith("aci.")]
     assert lines == ["ACI_KNOWLEDGE_DIR does not name a readable folder: lookups are UNAVAILABLE"]
+
+
+def test_a_full_cache_folder_is_said_by_its_errno() -> None:
+    # A full disk (day two: the cache's file system filled up) was said as "must be
+    # writable" alone, sending the operator to check permissions that were fine.
+    import errno
+    import sqlite3
+
+    from workers.sources.knowledge.current import why_not
+
+    full = OSError(errno.ENOSPC, "No space left on device", "/var/cache/aci/x.sqlite3")
+    assert why_not(full) == "ENOSPC, no space left on device"
+    assert why_not(sqlite3.OperationalError("database or disk is full")) == (
+        "database or disk is full"
+    )
+    assert why_not(sqlite3.OperationalError("no such table: /etc/x")) == "OperationalError"

@@ -138,9 +138,14 @@ async def test_lookups_answer_from_the_previous_index_while_a_rebuild_runs(
         encoder.gate.clear()  # the next build waits until the gate opens
         _edit(folder / "disk.md", "Rotate logs", "Compress the journal")
         with caplog.at_level(logging.INFO, logger="aci.knowledge"):
-            for _ in range(3):  # each lookup answers at once, from the previous index
+            for _ in range(3):  # each lookup answers at once, from the previous index ...
                 with anyio.fail_after(5):
-                    assert "Rotate logs" in await _contents(source, "rotate logs")
+                    assert "leaks connections" in await _contents(source, "pool exhausted")
+                    # ... but never with text its runbook no longer holds (the edited section
+                    # as it was: before, shown as a verbatim excerpt until the rebuild ended)
+                    answer = await source.fetch(_ask("rotate logs"))
+                shown = "\n".join(h["content"] for h in answer["contextPack"]["hits"])
+                assert "Rotate logs" not in shown and answer["contextPack"]["indexRebuilding"]
             assert "rebuilding the knowledge index" in caplog.text
         encoder.gate.set()
         with anyio.fail_after(30):

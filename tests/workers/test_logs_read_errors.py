@@ -230,3 +230,62 @@ def test_two_files_failing_differently_are_both_named(
     assert found.broken_files == 2 and found.match_count_lower_bound
     text = " ".join(found.notes)
     assert "EACCES, permission denied" in text and "EISDIR, is a directory" in text, text
+
+
+# A log folder the worker may not list (`chmod 000`, or `0700` of another user: a day-2
+# permission change under a running fleet). Before, `_names` took the refused listing for a
+# folder of no file: beside a readable folder the count was exact with no word (a query for a
+# line only the refused folder held answered NO_EVIDENCE), and alone it was "no log file of
+# topic ... exists", which sends an operator to check paths that exist.
+def _two_folders(public_folder: Path) -> tuple[Path, Path]:
+    readable, refused_dir = public_folder / "app", public_folder / "db"
+    for folder in (readable, refused_dir):
+        folder.mkdir()
+        folder.chmod(0o755)
+    put(readable / "app.log", jsonl(7))
+    (readable / "app.log").chmod(0o644)
+    line = json.dumps({"ts": NOW - 120, "level": "error", "msg": "deadlock pelican"}) + "\n"
+    put(refused_dir / "db.log", line.encode())
+    (refused_dir / "db.log").chmod(0o644)
+    refused_dir.chmod(0o000)
+    return readable, refused_dir
+
+
+def test_a_folder_the_worker_may_not_list_beside_a_readable_one_is_never_no_evidence(
+    public_folder: Path,
+) -> None:
+    _two_folders(public_folder)
+    source = file_source(public_folder, "jsonl", ["app/*.log", "db/*.log"], now=NOW)
+    with as_nobody(), pytest.raises(SourceError, match="could not be listed") as caught:
+        search(source, "pelican")
+    assert "EACCES" in caught.value.message and "no log file" not in caught.value.message
+    with as_nobody():
+        found = search(source, "timed")
+    assert found.match_count == 7 and found.match_count_lower_bound
+    assert found.notes and any("could not be listed" in n and "EACCES" in n for n in found.notes), (
+        found.notes
+    )
+
+
+def test_a_folder_the_worker_may_not_list_alone_is_said_as_such(public_folder: Path) -> None:
+    _two_folders(public_folder)
+    for glob in ("db/*.log", "db/db.log"):  # a wildcard lists the folder; a plain name stats in it
+        source = file_source(public_folder, "jsonl", [glob], now=NOW)
+        with as_nobody(), pytest.raises(SourceError, match="could not be listed") as caught:
+            search(source, "pelican")
+        message = caught.value.message
+        assert "EACCES" in message and "exists" not in message, message
+        assert str(public_folder) not in message, message
+
+
+def test_the_check_says_a_folder_the_worker_may_not_list(public_folder: Path) -> None:
+    _two_folders(public_folder)
+    config = parse_logs_config(
+        f'roots = ["{public_folder}"]\n[topics.APPLICATION]\nbackend = "file"\n'
+        f'format = "jsonl"\npaths = ["{public_folder}/db/*.log"]\n'
+    )
+    with as_nobody():
+        (topic,) = check_logs(config, NOW)
+    problems = topic.problems()
+    assert any("could not be listed" in p and "EACCES" in p for p in problems), problems
+    assert not any("no file matches" in p for p in problems), problems

@@ -80,7 +80,8 @@ async def test_a_server_that_goes_away_and_comes_back_is_said_once_each_way(
     try:
         async with forwarder(port):
             assert await _codes(src, "shop", 1) == ["answered"]  # a pooled connection now
-        # Gone: the pooled connection is cut (2013), then nothing answers (2003): one state.
+        # Gone: the pooled connection is cut (2013) and replaced by a fresh one, to which
+        # nothing answers (2003): said by that, the cause (test_mysql_rotation.py), once.
         assert await _codes(src, "shop", 3) == ["UNAVAILABLE"] * 3
         async with forwarder(port):
             assert await _codes(src, "shop", 2) == ["answered"] * 2
@@ -88,8 +89,8 @@ async def test_a_server_that_goes_away_and_comes_back_is_said_once_each_way(
         await src.aclose()
     lines = _lines(caplog)
     assert lines == [
-        "WARNING query_mysql: data source shop is unreachable (error 2013: the server closed the"
-        " connection); its calls answer ERROR/UNAVAILABLE until it answers",
+        "WARNING query_mysql: data source shop is unreachable (error 2003: no server answers at"
+        " the host and port of its URL); its calls answer ERROR/UNAVAILABLE until it answers",
         "WARNING query_mysql: data source shop answers again",  # seen wherever the first is
     ]
     assert reader.password not in "".join(lines) and str(port) not in "".join(lines)

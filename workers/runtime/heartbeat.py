@@ -21,6 +21,7 @@ from pipeline.heartbeat import beat, forget, heartbeat_ttl_s
 from pipeline.keys import Keys
 from pipeline.redis_io import PipelineError, RedisUnavailable
 from workers.runtime.state import WorkerState
+from workers.sources.identity import configuration_digest
 
 __all__ = ["heartbeat_loop"]
 
@@ -38,11 +39,14 @@ async def heartbeat_loop(state: WorkerState, done: anyio.Event) -> None:
     ttl = heartbeat_ttl_s(state.settings)
     shared = shared_settings(state.settings)  # what a client admitting its own calls checks
     base = Keys(state.settings.prefix).parts[0]  # ... under the prefix's own tag too
+    config = configuration_digest(state.sources)  # status compares the live workers'
     trouble: str | None = None  # said last: "unavailable", or the code Redis refused a beat with
     since = 0.0
     while not done.is_set():
         try:
-            live = await beat(state.redis, state.parts, state.consumer, ttl, shared, base)
+            live = await beat(
+                state.redis, state.parts, state.consumer, ttl, shared, base, config=config
+            )
         except PipelineError as exc:
             now = "unavailable" if isinstance(exc, RedisUnavailable) else str(exc)
             if now != trouble:
@@ -62,6 +66,6 @@ async def heartbeat_loop(state: WorkerState, done: anyio.Event) -> None:
             await done.wait()
     with anyio.CancelScope(shield=True), anyio.move_on_after(2):
         try:
-            await forget(state.redis, state.parts, state.consumer)
+            await forget(state.redis, state.parts, state.consumer, config)
         except PipelineError:
             pass  # it ages out: dead after the TTL

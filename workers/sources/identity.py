@@ -13,6 +13,10 @@ digest):
 
 Use `source_identity(source, request)` after the source answered (the embedded index knows its
 fingerprint once built); `identity_changes(recorded, current)` names what differs.
+`configuration_digest(sources)` is one digest of a worker's whole configuration (every log
+topic, the runbook folder's path, the data source names; not the runbooks' index, which a
+folder's edit changes): two workers with the same digest answer a call from the same
+configuration (its heartbeat carries it, and `status` compares the live workers').
 """
 
 from __future__ import annotations
@@ -23,7 +27,7 @@ from typing import Any
 
 import msgspec
 
-__all__ = ["identity_changes", "source_identity"]
+__all__ = ["configuration_digest", "identity_changes", "source_identity"]
 
 _DIGEST_CHARS = 16
 
@@ -88,3 +92,40 @@ def identity_changes(
         for n in names
         if recorded.get(n) != current.get(n)
     ]
+
+
+class _Asked:
+    """A request naming a topic, as `_logs` reads one."""
+
+    def __init__(self, topic: Any) -> None:
+        self.topic = topic
+
+
+def _configuration(source: Any) -> Any:
+    """What decides one source's answers, as JSON-ready values (no secret: names, digests)."""
+    inner = getattr(source, "inner", None)
+    if inner is not None and not hasattr(source, "data_sources"):
+        source = inner
+    backends = getattr(source, "backends", None)
+    if isinstance(backends, Mapping):  # the logs router: each topic's backend and file
+        topics = {str(getattr(t, "value", t)): _logs(source, _Asked(t)) for t in backends}
+        shared = {_shared(b) for b in backends.values()} - {""}
+        return {"topics": topics, "settings": sorted(shared)}
+    found = source_identity(source, None)
+    if found is not None:
+        return {k: v for k, v in found.items() if k != "index"}  # edits change the index
+    return type(source).__name__
+
+
+def _shared(backend: Any) -> str:
+    # A FILE backend's whole ACI_LOGS_CONFIG (roots, scan bounds, zone): beyond its topic.
+    config = getattr(backend, "config", None)
+    try:
+        return _digest(msgspec.to_builtins(config)) if config is not None else ""
+    except (TypeError, msgspec.EncodeError):
+        return type(config).__name__
+
+
+def configuration_digest(sources: Mapping[str, Any]) -> str:
+    """One digest of what decides a worker's answers (see the module docstring)."""
+    return _digest({tool: _configuration(s) for tool, s in sorted(sources.items())})

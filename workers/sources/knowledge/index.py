@@ -39,6 +39,7 @@ from contracts.status import ErrorCode
 from workers.sources.base import SourceError
 from workers.sources.kept import cache_dir_from_env
 from workers.sources.knowledge.analysis import Chunk, split_markdown, terms_of
+from workers.sources.knowledge.current import CurrentChunks, current_hits, why_not
 from workers.sources.knowledge.encoder import Encoder, query_vector, shared_use_encoder
 from workers.sources.knowledge.files import (
     DEFAULT_MAX_FILE_BYTES,
@@ -130,6 +131,7 @@ class KnowledgeIndexSource:
         self._refresh: Future[None] | None = None
         self._generation = 0  # bumped by aclose: a build started before does not install
         self._rebuilding = False  # a refresh found changed files and builds their index
+        self._current = CurrentChunks(self._folder, settings.max_file_bytes)  # hits checked
 
     @classmethod
     def from_env(cls, env: Mapping[str, str]) -> KnowledgeIndexSource:
@@ -249,10 +251,10 @@ class KnowledgeIndexSource:
             log.info("runbooks changed: rebuilding the knowledge index; the previous one answers")
         try:
             index = self._open_or_build(fingerprint)
-        except (OSError, sqlite3.OperationalError):  # SQLite cannot create its file there
+        except (OSError, sqlite3.OperationalError) as exc:  # SQLite cannot write its file there
             self._log_once(
-                "the knowledge index could not be written to its cache folder (ACI_CACHE_DIR"
-                " must be writable): lookups are UNAVAILABLE"
+                f"the knowledge index could not be written to its cache folder ({why_not(exc)}"
+                "; ACI_CACHE_DIR must be writable, with room): lookups are UNAVAILABLE"
             )
             raise
         if index.n == 0:
@@ -336,6 +338,9 @@ class KnowledgeIndexSource:
                     )
             except (sqlite3.DatabaseError, UnicodeError) as exc:
                 raise _unavailable() from exc
+        hits, level, changed = current_hits(self._current, hits, level)
+        if changed:  # the folder changed since this index: look at it again (a float's store)
+            stale, self._checked_at = True, -math.inf
         pack: dict[str, Any] = {"hits": hits, "indexedChunks": index.n}
         if level is not None:
             pack["relevanceLevel"] = level

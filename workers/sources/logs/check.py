@@ -102,6 +102,8 @@ class SourceCheck(msgspec.Struct, kw_only=True):
     matched: int
     files: list[FileCheck]
     problem: str = ""  # the source could not be listed (outside roots, a pseudo-filesystem)
+    # folders of its globs the system refused to list: "path: could not be listed (EACCES, ...)"
+    unlisted: list[str] = []
     # matched paths that are no regular file, skipped unopened as a call skips them: "path: a fifo"
     skipped: list[str] = []
     listing_cut: bool = False  # more than MAX_NAMES names looked at: `matched` a lower bound
@@ -128,8 +130,13 @@ class TopicCheck(msgspec.Struct, kw_only=True):
                     f"({source.matched} files matched before it): a call's count is a lower "
                     "bound; narrow the glob"
                 )
-            elif source.matched == 0 and not source.skipped:
+            elif source.matched == 0 and not source.skipped and not source.unlisted:
                 out.append(f"{self.topic}: {globs}: no file matches")
+            out += (
+                f"{self.topic}: {folder}: a call cannot read the files in it (an ERROR when "
+                "nothing else matches, else a lower bound); check the folder's permissions"
+                for folder in source.unlisted
+            )
             out += (
                 f"{self.topic}: {skipped}: skipped, never opened (not a regular file; a call "
                 "reads the regular files beside it, or is refused when there are none)"
@@ -211,10 +218,12 @@ def check_logs(config: LogsConfig, now: float) -> list[TopicCheck]:
 def _source(source: FileSource, config: LogsConfig, zone: str, now: float) -> SourceCheck:
     check = SourceCheck(paths=list(source.paths), format=source.format, matched=0, files=[])
     skipped: dict[str, str] = {}
+    unlisted: dict[str, str] = {}
     try:  # every match kept (no more than the names looked at): `cut` is the listing's own
         files, check.listing_cut, check.matched = find_files(
-            source.paths, config.roots, 0, listing.MAX_NAMES, skipped=skipped
-        )
+            source.paths, config.roots, 0, listing.MAX_NAMES, skipped=skipped,
+            unlisted=unlisted,
+        )  # fmt: skip
     except RefusedFile as exc:  # the operator's: which path, and why
         check.problem = f"{exc.path}: {exc.why}: the source is refused (AUTHORIZATION)"
         return check
@@ -222,6 +231,9 @@ def _source(source: FileSource, config: LogsConfig, zone: str, now: float) -> So
         check.problem = exc.message
         return check
     check.skipped = [f"{path}: {why}" for path, why in sorted(skipped.items())]
+    check.unlisted = [
+        f"{path}: could not be listed ({why})" for path, why in sorted(unlisted.items())
+    ]
     zone = source.timezone or zone
     check.files = [_file(file, source, Reader(config.scan, StopFlag(30), config.roots), zone, now)
                    for file in files[:MAX_FILES]]  # fmt: skip

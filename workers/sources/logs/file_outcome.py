@@ -12,7 +12,7 @@ from workers.sources.logs.deadline import StopFlag
 from workers.sources.logs.files import Reader
 from workers.sources.logs.records import Digest
 
-__all__ = ["Tally", "check_outcome", "kinds_of", "read_notes"]
+__all__ = ["Tally", "check_outcome", "kinds_of", "read_notes", "unlisted_text"]
 
 
 @dataclass
@@ -27,6 +27,15 @@ class Tally:
     sources_empty: int = 0
     formats: set[str] = field(default_factory=set)
     skipped: dict[str, str] = field(default_factory=dict)  # real path: "a fifo" (never shown)
+    # folders of a glob the system refused to list: real path -> "EACCES, permission denied"
+    unlisted: dict[str, str] = field(default_factory=dict)
+
+
+def unlisted_text(unlisted: dict[str, str]) -> str:
+    """What the refused folders are said as, no path: `1 log folders could not be listed
+    (EACCES, permission denied)`."""
+    failures = ", ".join(sorted(set(unlisted.values())))
+    return f"{len(unlisted)} log folders could not be listed ({failures})"
 
 
 def read_notes(tally: Tally, reader: Reader, text_ok: bool, sources: int) -> list[str]:
@@ -79,6 +88,17 @@ def read_notes(tally: Tally, reader: Reader, text_ok: bool, sources: int) -> lis
             f"failed a read: {reader.read_error}); the lines before the failure were read: "
             "the count is a lower bound"
         )
+    if reader.gone:
+        notes.append(
+            f"{reader.gone} log files were rotated away or removed while this call read the "
+            "topic and were not found again (compressed into a new file meanwhile): their "
+            "lines were not read; the count is a lower bound"
+        )
+    if tally.unlisted:
+        notes.append(
+            f"{unlisted_text(tally.unlisted)}: the files in them were not read; the count is "
+            "a lower bound"
+        )
     if tally.skipped:  # what and how many, never where
         notes.append(
             f"{len(tally.skipped)} matched paths skipped: not a regular file "
@@ -115,6 +135,18 @@ def check_outcome(
             f"{reader.broken} log files of topic {name} ended in an error part way "
             f"({_damage(reader)}) and nothing read before it matched: the count is "
             "unknown; the operator must check these files",
+        )
+    if reader.gone and digest.match_count == 0 and not (reader.out_of_budget or flag.timed_out):
+        raise SourceError(
+            ErrorCode.EXECUTION,
+            f"{reader.gone} log files of topic {name} were rotated away or removed while this "
+            "call read them and nothing read matched: the count is unknown; ask again",
+        )
+    if tally.unlisted and digest.match_count == 0:
+        raise SourceError(
+            ErrorCode.EXECUTION,
+            f"{unlisted_text(tally.unlisted)} for topic {name} and nothing read matched: the "
+            "count is unknown; the operator must check the folders' permissions",
         )
     if lower_bound and digest.match_count == 0:
         code = ErrorCode.TIMEOUT if flag.timed_out else ErrorCode.EXECUTION

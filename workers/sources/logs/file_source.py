@@ -40,7 +40,13 @@ from workers.sources.logs.accesslog import ENVOY_FIELDS
 from workers.sources.logs.config import FileSource, FileTopic, LogsConfig, zone_of
 from workers.sources.logs.csvlog import CSVLOG_FIELDS, CsvLog
 from workers.sources.logs.deadline import StopFlag, run_stoppable
-from workers.sources.logs.file_outcome import Tally, check_outcome, kinds_of, read_notes
+from workers.sources.logs.file_outcome import (
+    Tally,
+    check_outcome,
+    kinds_of,
+    read_notes,
+    unlisted_text,
+)
 from workers.sources.logs.files import LogFile, Reader, find_files
 from workers.sources.logs.filetime import FileTimes, WindowWatch, future_warning
 from workers.sources.logs.formats import LineParser, make_parser
@@ -162,11 +168,18 @@ class FileLogSource:
             files, cut, count = find_files(
                 source.paths, self.config.roots, window[0], budget.max_files, flag,
                 self._needed(window, flag, watch, source), skipped=tally.skipped,
+                unlisted=tally.unlisted,
             )  # fmt: skip
             too_many, matched = too_many or cut, matched + count
             tally.sources_empty += count == 0 and not cut and len(tally.skipped) == specials
             for file in files:
                 chosen.setdefault((file.dev, file.ino), (file, source))
+        if matched == 0 and not too_many and tally.unlisted:  # refused folders: not "no file"
+            raise SourceError(
+                ErrorCode.EXECUTION,
+                f"{unlisted_text(tally.unlisted)} for topic {self.topic.value}: its log files "
+                "are unknown; the operator must check the folders' permissions",
+            )
         if matched == 0 and not too_many and tally.skipped:  # nothing to read: not "no evidence"
             raise SourceError(
                 ErrorCode.AUTHORIZATION,
@@ -212,7 +225,7 @@ class FileLogSource:
                 id(source), Prefilter(query, source.format, source.service)
             )
             self._scan(file, source, reader, prefilter, digest, query, watch, text_ok, tally)
-        lower_bound = reader.stopped or too_many or bool(reader.unread)
+        lower_bound = reader.stopped or too_many or bool(reader.unread) or bool(tally.unlisted)
         check_outcome(self.topic.value, digest, tally, reader, lower_bound, flag)
         scope = LogScope(
             topic=request.topic,

@@ -39,19 +39,24 @@ from collections.abc import Callable, Generator, Iterator
 from pathlib import Path
 from typing import BinaryIO, Final
 
-from contracts.status import ErrorCode
-from workers.sources.base import SourceError
 from workers.sources.logs.compression import UNREADABLE, compression_of, damage_of, decompressed
 from workers.sources.logs.config import ScanBudget
 from workers.sources.logs.deadline import StopFlag
+from workers.sources.logs.file_judgement import (
+    RefusedFile,
+    failure_of,
+    kind_of,
+    moved_to,
+    open_listed,
+    without_copies,
+)
 from workers.sources.logs.secret_shapes import CONTROL_SEQUENCE
 
 __all__ = [
-    "UNREADABLE", "LogFile", "Reader", "RefusedFile", "compression_of", "find_files",
-    "without_colour",
+    "UNREADABLE", "LogFile", "Reader", "RefusedFile", "compression_of", "failure_of",
+    "find_files", "without_colour",
 ]  # fmt: skip
 
-_FLAGS: Final = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
 # open(2)'s errors of a file removed (rotated away) or replaced by a symlink since the listing
 _GONE: Final = frozenset({errno.ENOENT, errno.ELOOP, errno.ENOTDIR})
 _CHECK_EVERY: Final = 2048
@@ -90,72 +95,62 @@ def _pseudo(real: str) -> bool:
     return any(real == p or real.startswith(p + "/") for p in _PSEUDO)
 
 
-class RefusedFile(SourceError):
-    """A matched path resolving outside the log roots, or a root or match on a kernel
-    pseudo-filesystem: the whole source is refused (a security signal, not a file to skip).
-    Its message (the agent's) names no path; `path` and `why` are the operator's
-    (`aci-evidence check` prints them)."""
-
-    def __init__(self, path: str, why: str) -> None:
-        super().__init__(
-            ErrorCode.AUTHORIZATION,
-            "a log file of this topic resolves outside the configured log roots; the "
-            "operator must fix the configuration",
-        )
-        self.path, self.why = path, why
-
-
-def _kind(mode: int) -> str:
-    for test, name in (
-        (stat.S_ISFIFO, "a fifo"),
-        (stat.S_ISSOCK, "a socket"),
-        (stat.S_ISCHR, "a character device"),
-        (stat.S_ISBLK, "a block device"),
-    ):
-        if test(mode):
-            return name
-    return "not a regular file"  # fmt: skip
-
-
-def _listing(pattern: str, roots: list[Path]) -> Generator[str | None, None, None]:
+def _listing(
+    pattern: str, roots: list[Path], unlisted: dict[str, str] | None = None
+) -> Generator[str | None, None, None]:
     """Each name the listing of a glob examines: its path when it matches, else None (so
     the caller meters every name looked at, folders too, not only the matches). Each folder
-    is read lazily (`glob` reads one whole, however large, before the first match)."""
+    is read lazily (`glob` reads one whole, however large, before the first match). A folder
+    the system refuses to list or search (EACCES) goes in `unlisted` with its failure."""
+    unlisted = {} if unlisted is None else unlisted
     folder, base = os.path.split(pattern)
     if not _MAGIC.search(folder):
-        yield from _names(folder, base, roots, dirs_only=False)
+        yield from _names(folder, base, roots, unlisted, dirs_only=False)
         return
-    with contextlib.closing(_folders(folder, roots)) as folders:
+    with contextlib.closing(_folders(folder, roots, unlisted)) as folders:
         for found in folders:
             yield None  # a folder looked at, matched or not
             if found is not None:
-                yield from _names(found, base, roots, dirs_only=False)
+                yield from _names(found, base, roots, unlisted, dirs_only=False)
 
 
-def _folders(pattern: str, roots: list[Path]) -> Generator[str | None, None, None]:
+def _folders(
+    pattern: str, roots: list[Path], unlisted: dict[str, str]
+) -> Generator[str | None, None, None]:
     """As `_listing`, of a pattern of folders (`containers/*`): each match is a folder (a
     symlink to one too, as in `glob`) checked to lie inside the roots before it is read."""
     folder, base = os.path.split(pattern)
     if not _MAGIC.search(folder):  # the folder the walk starts in: inside the roots too
         _confined(folder, roots)
-        yield from _names(folder, base, roots, dirs_only=True)
+        yield from _names(folder, base, roots, unlisted, dirs_only=True)
         return
-    with contextlib.closing(_folders(folder, roots)) as parents:
+    with contextlib.closing(_folders(folder, roots, unlisted)) as parents:
         for parent in parents:
             yield None
             if parent is not None:
-                yield from _names(parent, base, roots, dirs_only=True)
+                yield from _names(parent, base, roots, unlisted, dirs_only=True)
 
 
 def _names(
-    folder: str, base: str, roots: list[Path], *, dirs_only: bool
+    folder: str, base: str, roots: list[Path], unlisted: dict[str, str], *, dirs_only: bool
 ) -> Generator[str | None, None, None]:
     """The names of one folder `base` matches (None for each that does not); `dirs_only`:
     the folders among them, each `_confined` (`folder` is, when `dirs_only`: a folder in it
-    that is no symlink lies inside the roots too, its realpath(3) spared)."""
+    that is no symlink lies inside the roots too, its realpath(3) spared). A folder missing
+    matches nothing; one the system refuses (EACCES: the worker may not list or search it)
+    is put in `unlisted`, never taken for a folder of no file."""
     if not _MAGIC.search(base):
         path = os.path.join(folder, base)
-        found = os.path.isdir(path) if dirs_only else os.path.lexists(path) or not base
+        try:
+            st = os.lstat(path) if base else None
+        except OSError as exc:
+            if exc.errno not in _GONE:
+                unlisted.setdefault(os.path.realpath(folder or os.curdir), failure_of(exc))
+            st = None
+        found = (
+            (os.path.isdir(path) if st is not None else False) if dirs_only
+            else st is not None or not base
+        )  # fmt: skip
         if found and dirs_only:
             _confined(path, roots)
         yield path if found else None
@@ -172,8 +167,9 @@ def _names(
                 if hit is not None and dirs_only and not plain:
                     _confined(hit, roots)
                 yield hit
-    except OSError:
-        return  # a missing or unreadable folder: nothing matches
+    except OSError as exc:  # a missing folder matches nothing; a refused one is said
+        if exc.errno not in _GONE:
+            unlisted.setdefault(os.path.realpath(folder or os.curdir), failure_of(exc))
 
 
 def _folder(entry: os.DirEntry[str]) -> tuple[bool, bool]:
@@ -203,6 +199,7 @@ def find_files(
     needed: Callable[[LogFile], bool] | None = None,
     *,
     skipped: dict[str, str] | None = None,
+    unlisted: dict[str, str] | None = None,
 ) -> tuple[list[LogFile], bool, int]:
     """The files the globs match, newest first, pruned to the window (by mtime, or by
     `needed`: `filetime.FileTimes.needed` reads the records' own time); `True` when more than
@@ -210,7 +207,9 @@ def find_files(
     `MAX_NAMES` names, or `flag` expired); and how many regular files matched before the
     pruning (0 with `False`: the globs match no regular file at all). Matches inside the roots
     that are no regular file are never opened; each is put in `skipped` (its real path: what
-    it is, "a fifo"), once however many globs match it."""
+    it is, "a fifo"), once however many globs match it. A folder of a glob the system refuses
+    to list or search (EACCES) is put in `unlisted` (its real path: the failure, "EACCES,
+    permission denied"): its files are unknown, never "no file"."""
     real_roots = [Path(os.path.realpath(r)) for r in roots]
     if any(_pseudo(str(r)) for r in real_roots):
         # a root that is a symlink into /proc: nothing under it is a log
@@ -219,7 +218,8 @@ def find_files(
     seen: dict[tuple[int, int], LogFile] = {}
     names, cut = 0, False
     for pattern in globs:
-        with contextlib.closing(_listing(pattern, real_roots)) as listing:
+        refused = unlisted if unlisted is not None else {}
+        with contextlib.closing(_listing(pattern, real_roots, refused)) as listing:
             for name in listing:
                 names += 1
                 if names > MAX_NAMES or (
@@ -231,7 +231,7 @@ def find_files(
                     _add(name, real_roots, seen, skipped)
         if cut:
             break
-    files = sorted(seen.values(), key=lambda f: (-f.mtime_ms, f.real))
+    files = sorted(without_copies(seen.values()), key=lambda f: (-f.mtime_ms, f.real))
     matched = len(files)
     files = [f for f in files if (f.mtime_ms >= start_ms if needed is None else needed(f))]
     return files[:max_files], cut or len(files) > max_files, matched
@@ -258,7 +258,7 @@ def _add(
         raise RefusedFile(real, "on a kernel pseudo-filesystem")
     if not stat.S_ISREG(st.st_mode):
         if skipped is not None:  # inside the roots: no log to read, never opened
-            skipped.setdefault(real, _kind(st.st_mode))
+            skipped.setdefault(real, kind_of(st.st_mode))
         return
     seen.setdefault((st.st_dev, st.st_ino), LogFile(real, st))
 
@@ -293,19 +293,19 @@ class Reader:
         self.unreadable = 0  # ... a read the system failed (EIO), compressed or plain
         self.read_error = ""  # ... their failures, each kind once ("EIO, input/output error")
         self.long_lines = 0  # lines over `max_line_bytes`, skipped
+        self.gone = 0  # files rotated away or removed since the listing, not found again
 
     def _open(self, file: LogFile) -> BinaryIO | None:
         """The file opened and checked, or None when it was removed or replaced since the
-        listing; an `OSError` when the system refuses it (EACCES: the worker may not read it)."""
-        try:
-            fd = os.open(file.real, _FLAGS)
-        except OSError as exc:
-            if exc.errno in _GONE:
-                return None  # removed or replaced by a symlink since the listing
-            raise
-        st = os.fstat(fd)
-        if (st.st_dev, st.st_ino) != (file.dev, file.ino) or not stat.S_ISREG(st.st_mode):
-            os.close(fd)
+        listing and is not in its folder under another name (a rename rotation meanwhile:
+        `app.log` is `app.log.1` now, found by its inode); an `OSError` when the system
+        refuses it (EACCES: the worker may not read it)."""
+        fd = open_listed(file.real, file.dev, file.ino)
+        if fd is None:
+            moved = moved_to(file.real, file.dev, file.ino)
+            fd = None if moved is None else open_listed(moved, file.dev, file.ino)
+        if fd is None:
+            self.gone += 1
             return None
         if not _opened_inside(fd, self.roots):
             os.close(fd)
@@ -357,9 +357,8 @@ class Reader:
         self.stopped = True
         self.broken += 1
         self.unreadable += 1
-        code = exc.errno or 0
         # its name and what it means: `EACCES, permission denied` (the worker's user or group)
-        failure = f"{errno.errorcode.get(code, str(code))}, {os.strerror(code).lower()}"
+        failure = failure_of(exc)
         if failure not in self.read_error.split("; "):  # each kind once, in the order met
             self.read_error = f"{self.read_error}; {failure}" if self.read_error else failure
 

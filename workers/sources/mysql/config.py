@@ -8,7 +8,9 @@
 from __future__ import annotations
 
 import json
+import os
 import re
+import time
 import tomllib
 from collections.abc import Mapping
 from pathlib import Path
@@ -21,6 +23,7 @@ from pipeline.settings import SettingsError
 
 __all__ = [
     "ENV_URL",
+    "ConfigFile",
     "ConnectParams",
     "data_source_names",
     "listed_names",
@@ -102,3 +105,47 @@ def data_source_names(env: Mapping[str, str]) -> tuple[str, ...]:
             raise SettingsError("ACI_MYSQL_CONFIG: cannot read the data source file") from exc
     names.update(m.group(1).lower() for key in env if (m := ENV_URL.match(key)))
     return tuple(sorted(n for n in names if _REQUEST_NAME.fullmatch(n)))
+
+
+_RACY_S: Final = 2.0  # a file written this recently may change again within its mtime's tick
+
+
+class ConfigFile:
+    """The `ACI_MYSQL_CONFIG` file of a running worker, read again when it changes (a password
+    rotated: the operator writes the new URL and the next call uses it, no restart). Each look
+    is one stat(2); the bytes are read again only when the stat changed or the file was
+    written in the last 2 s (two writes within the file system's timestamp tick, of the same
+    size, leave the same stat: git's "racy" files). `changed` is the new `name -> URL` table
+    once per change of its bytes, or None. A file that cannot be read or parsed meanwhile
+    (written half-way) raises `ValueError` or `OSError` once per change; the URLs read before
+    stand."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self._stamp = self._stat()
+        self._bytes = self._read()
+
+    def _stat(self) -> tuple[int, int, int, int] | None:
+        try:
+            st = os.stat(self.path)
+        except OSError:
+            return None
+        return st.st_mtime_ns, st.st_ctime_ns, st.st_size, st.st_ino
+
+    def _read(self) -> bytes | None:
+        try:
+            return Path(self.path).read_bytes()
+        except OSError:
+            return None
+
+    def changed(self) -> dict[str, str] | None:
+        stamp = self._stat()
+        racy = stamp is not None and time.time_ns() - stamp[1] < _RACY_S * 1e9
+        if stamp == self._stamp and not racy:
+            return None
+        self._stamp = stamp
+        data = self._read()
+        if data == self._bytes:
+            return None
+        self._bytes = data
+        return read_config_file(self.path)

@@ -19,20 +19,18 @@ A data source that stops answering is logged per change of state, not per call (
 
 from __future__ import annotations
 
-import re
+import logging
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any
 
 import anyio
 import anyio.to_thread
-import msgspec
 import pymysql
 import pymysql.cursors
 from msgspec import UNSET
-from pymysql.constants import FIELD_TYPE
 
 from contracts.bounds import DEFAULT_BOUNDS, Bounds
-from contracts.mysql import MysqlUpstream, to_json_cell
+from contracts.mysql import MysqlUpstream
 from contracts.requests import QueryMysqlRequest
 from contracts.status import ErrorCode
 from pipeline.settings import Settings
@@ -40,6 +38,7 @@ from workers.sources.base import SourceError
 from workers.sources.mysql.clock import clock_statement
 from workers.sources.mysql.config import (
     ENV_URL,
+    ConfigFile,
     ConnectParams,
     data_source_names,
     parse_url,
@@ -47,52 +46,16 @@ from workers.sources.mysql.config import (
 )
 from workers.sources.mysql.errors import Unavailable, error_number, error_text, map_error
 from workers.sources.mysql.handoff import Handoff, abandonable, close_quietly
-from workers.sources.mysql.leftovers import drained, hide_database, server_warnings
+from workers.sources.mysql.leftovers import hide_database
 from workers.sources.mysql.reachability import Reachability
+from workers.sources.mysql.session import Outcome, Pool, execute, kill, lost, stop_query
 
 if TYPE_CHECKING:
     from workers.sources.mysql.sqlguard import Param
 
 __all__ = ["ConnectParams", "MysqlSource", "data_source_names", "parse_url"]
 
-_COM_RESET_CONNECTION: Final = 0x1F
-_SQL_MODE: Final = "STRICT_ALL_TABLES,ERROR_FOR_DIVISION_BY_ZERO,NO_ENGINE_SUBSTITUTION"
-_CELL_SLACK: Final = 8  # bytes a fetched cell may exceed its projected form (see _bounded_rows)
-_JSON_CHECK: Final = re.compile(r"json_valid\(`?([^`)]+)`?\)", re.I)
-
-
-class Outcome(msgspec.Struct, kw_only=True):
-    """What one call fetched, and whether its connection is clean enough to reuse."""
-
-    columns: list[str]
-    rows: list[list[Any]]
-    stopped_early: bool
-    reusable: bool
-    warnings: list[str] = msgspec.field(default_factory=list)
-
-
-class _Pool:
-    """A few idle connections of one data source; used only from the event loop."""
-
-    def __init__(self, params: ConnectParams, size: int) -> None:
-        self.params = params
-        self.idle: list[pymysql.Connection[Any]] = []
-        self.slots = anyio.Semaphore(size)
-        self.json_columns: dict[str, frozenset[str]] = {}
-        self.clock_sql = ""  # `clock_statement`, run at the start of every call
-
-    def connect(self, read_timeout: float, connect_timeout: float = 5.0) -> pymysql.Connection[Any]:
-        p = self.params
-        return pymysql.connect(
-            host=p.host, port=p.port, user=p.user, password=p.password,
-            database=p.database or None, charset="utf8mb4", autocommit=True,
-            connect_timeout=connect_timeout, read_timeout=read_timeout,
-            write_timeout=read_timeout, local_infile=False, client_flag=0,
-        )  # fmt: skip
-
-    def close(self) -> None:
-        while self.idle:
-            close_quietly(self.idle.pop())
+log = logging.getLogger("aci.sources.mysql")
 
 
 class MysqlSource:
@@ -109,7 +72,7 @@ class MysqlSource:
         deadline_s: float = Settings().deadline_s,
         clock: str | None = None,
     ) -> None:
-        self._pools = {name.lower(): _Pool(p, pool_size) for name, p in sources.items()}
+        self._pools = {name.lower(): Pool(p, pool_size) for name, p in sources.items()}
         self._reach = Reachability()
         clock_sql = clock_statement(clock)
         for pool in self._pools.values():
@@ -121,6 +84,8 @@ class MysqlSource:
         self._limit_s = min(max(statement_timeout_ms, 1) / 1000, deadline_s)
         self._grace_s = kill_grace_s
         self._bounds = bounds
+        self._file: ConfigFile | None = None  # ACI_MYSQL_CONFIG, read again on change
+        self._fixed: frozenset[str] = frozenset()  # names an ACI_MYSQL_<NAME>_URL sets (win)
 
     @classmethod
     def from_env(cls, env: Mapping[str, str]) -> MysqlSource:
@@ -135,9 +100,51 @@ class MysqlSource:
         timeout = int(env.get("ACI_MYSQL_STATEMENT_TIMEOUT_MS", "5000"))
         deadline = float(env.get("ACI_DEADLINE_S", "").strip() or Settings().deadline_s)
         clock = env.get("ACI_MYSQL_CLOCK", "").strip() or None
-        return cls(sources, statement_timeout_ms=timeout, deadline_s=deadline, clock=clock)
+        source = cls(sources, statement_timeout_ms=timeout, deadline_s=deadline, clock=clock)
+        if env.get("ACI_MYSQL_CONFIG"):
+            source._file = ConfigFile(env["ACI_MYSQL_CONFIG"])
+            source._fixed = frozenset(m.group(1).lower() for k in env if (m := ENV_URL.match(k)))
+        return source
 
-    def _pool(self, data_source: str) -> _Pool:
+    def _reread(self) -> None:
+        """Apply a changed ACI_MYSQL_CONFIG: a data source whose URL changed (a rotated
+        password) connects with the new one from its next call, its idle connections closed.
+        Names added or removed take a restart (the tool's data sources are fixed at start)."""
+        if self._file is None:
+            return
+        try:
+            table = self._file.changed()
+        except (OSError, ValueError) as exc:  # its position only: the text holds passwords
+            log.warning(
+                "query_mysql: ACI_MYSQL_CONFIG changed but cannot be read (%s); the data "
+                "sources keep the URLs read before",
+                str(exc).removeprefix("ACI_MYSQL_CONFIG: ") if isinstance(exc, ValueError)
+                else type(exc).__name__,
+            )  # fmt: skip
+            return
+        if table is None:
+            return
+        for name, pool in self._pools.items():
+            if name in self._fixed or name not in table:
+                continue
+            try:
+                params = parse_url(table[name])
+            except ValueError:
+                log.warning("query_mysql: data source %s: its new URL in ACI_MYSQL_CONFIG is "
+                            "not a MySQL URL; it keeps the one read before", name)  # fmt: skip
+                continue
+            if params != pool.params:
+                pool.params = params
+                pool.close()
+                pool.json_columns.clear()
+                log.warning("query_mysql: data source %s: its URL in ACI_MYSQL_CONFIG changed; "
+                            "its next calls connect with the new one", name)  # fmt: skip
+        moved = sorted((set(table) ^ set(self._pools)) - self._fixed)
+        if moved:
+            log.warning("query_mysql: data sources added to or removed from ACI_MYSQL_CONFIG "
+                        "(%s) take a restart of the worker", ", ".join(moved))  # fmt: skip
+
+    def _pool(self, data_source: str) -> Pool:
         pool = self._pools.get(data_source.lower())
         if pool is None:
             names = ", ".join(self.data_sources) or "none configured"
@@ -146,6 +153,7 @@ class MysqlSource:
 
     async def fetch(self, request: QueryMysqlRequest) -> MysqlUpstream:
         """Guard, run and fetch one request; raise `SourceError` on any failure."""
+        self._reread()
         pool = self._pool(request.data_source)
         # No schema qualifier is accepted, not even the physical name of this data source's own
         # database: the agent never learns it, and accepting it would confirm a guess of it.
@@ -178,7 +186,7 @@ class MysqlSource:
 
     async def _run(
         self,
-        pool: _Pool,
+        pool: Pool,
         text: str,
         params: tuple[Param, ...],
         tables: tuple[str, ...],
@@ -196,7 +204,7 @@ class MysqlSource:
 
     async def _run_in_time(
         self,
-        pool: _Pool,
+        pool: Pool,
         text: str,
         params: tuple[Param, ...],
         tables: tuple[str, ...],
@@ -205,43 +213,76 @@ class MysqlSource:
         read_timeout = self._limit_s + self._grace_s + 1
         connect_timeout = min(5.0, self._deadline_s)
         async with pool.slots:
-            try:
-                conn = (
-                    pool.idle.pop()
-                    if pool.idle
-                    else await abandonable(Handoff(), pool.connect, read_timeout, connect_timeout)
+            reused = bool(pool.idle)
+            conn = await self._connection(pool, read_timeout, connect_timeout)
+            outcome, killed = await self._attempt(
+                pool, conn, text, params, tables, tool_limit, connect_timeout
+            )
+            if reused and not killed and lost(outcome):
+                # The server closed the pooled connection while it was idle (a KILL, its
+                # wait_timeout over a quiet night, a failover): the statement never ran. The
+                # other idle ones are likely gone too; one fresh connection runs it (a SELECT,
+                # so once more is safe), and a server that is really away says so there.
+                close_quietly(conn)
+                pool.close()
+                conn = await self._connection(pool, read_timeout, connect_timeout)
+                outcome, killed = await self._attempt(
+                    pool, conn, text, params, tables, tool_limit, connect_timeout
                 )
-            except pymysql.MySQLError as exc:
-                raise map_error(error_number(exc), "", pool.params) from None
-            killed = False
-
-            async def watchdog() -> None:
-                nonlocal killed
-                await anyio.sleep(self._limit_s + self._grace_s)
-                killed = True
-                await anyio.to_thread.run_sync(
-                    kill, pool, conn.thread_id(), connect_timeout, abandon_on_cancel=True
-                )
-
-            outcome: Outcome | BaseException
-            async with anyio.create_task_group() as tg:
-                tg.start_soon(watchdog)
-                try:
-                    outcome = await abandonable(
-                        Handoff(conn), execute, conn, pool, text, params, tables, self._bounds,
-                        self._limit_s if tool_limit else None,
-                    )  # fmt: skip
-                except Exception as exc:
-                    outcome = exc
-                except anyio.get_cancelled_exc_class():
-                    await _stop_query(pool, conn, connect_timeout)
-                    raise
-                tg.cancel_scope.cancel()
             return self._finish(pool, conn, outcome, killed)
+
+    async def _connection(
+        self, pool: Pool, read_timeout: float, connect_timeout: float
+    ) -> pymysql.Connection[Any]:
+        """An idle connection of the pool, else a new one (its failure a `SourceError`)."""
+        if pool.idle:
+            return pool.idle.pop()
+        try:
+            return await abandonable(Handoff(), pool.connect, read_timeout, connect_timeout)
+        except pymysql.MySQLError as exc:
+            raise map_error(error_number(exc), "", pool.params) from None
+
+    async def _attempt(
+        self,
+        pool: Pool,
+        conn: pymysql.Connection[Any],
+        text: str,
+        params: tuple[Param, ...],
+        tables: tuple[str, ...],
+        tool_limit: bool,
+        connect_timeout: float,
+    ) -> tuple[Outcome | BaseException, bool]:
+        """One run of the statement on `conn` under the watchdog: its outcome (an exception
+        as a value) and whether the watchdog killed it."""
+        killed = False
+
+        async def watchdog() -> None:
+            nonlocal killed
+            await anyio.sleep(self._limit_s + self._grace_s)
+            killed = True
+            await anyio.to_thread.run_sync(
+                kill, pool, conn.thread_id(), connect_timeout, abandon_on_cancel=True
+            )
+
+        outcome: Outcome | BaseException
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(watchdog)
+            try:
+                outcome = await abandonable(
+                    Handoff(conn), execute, conn, pool, text, params, tables, self._bounds,
+                    self._limit_s if tool_limit else None,
+                )  # fmt: skip
+            except Exception as exc:
+                outcome = exc
+            except anyio.get_cancelled_exc_class():
+                await stop_query(pool, conn, connect_timeout)
+                raise
+            tg.cancel_scope.cancel()
+        return outcome, killed
 
     def _finish(
         self,
-        pool: _Pool,
+        pool: Pool,
         conn: pymysql.Connection[Any],
         outcome: Outcome | BaseException,
         killed: bool,
@@ -271,146 +312,3 @@ class MysqlSource:
         """Close every pooled connection."""
         for pool in self._pools.values():
             pool.close()
-
-
-def _prepare(conn: pymysql.Connection[Any], database: str, clock_sql: str = "") -> None:
-    """Wipe session state left by the previous call, pin the clock (`clock_statement`) and
-    open a read-only transaction."""
-    conn._execute_command(_COM_RESET_CONNECTION, b"")
-    conn._read_ok_packet()
-    if database:
-        conn.select_db(database)
-    with conn.cursor() as cur:
-        cur.execute(f"SET NAMES utf8mb4, SESSION sql_mode = '{_SQL_MODE}'")
-        if clock_sql:
-            cur.execute(clock_sql)
-        cur.execute("START TRANSACTION READ ONLY")
-
-
-def _load_json_columns(conn: pymysql.Connection[Any], pool: _Pool, tables: tuple[str, ...]) -> None:
-    # MariaDB reports JSON columns as LONGTEXT; its json_valid() CHECK marks them.
-    missing = [t for t in tables if t not in pool.json_columns and "." not in t]
-    if not missing:
-        return
-    found: dict[str, set[str]] = {t: set() for t in missing}
-    with conn.cursor() as cur:
-        cur.execute(
-            "SELECT LOWER(TABLE_NAME), CHECK_CLAUSE FROM information_schema.CHECK_CONSTRAINTS "
-            "WHERE CONSTRAINT_SCHEMA = DATABASE() AND LOWER(TABLE_NAME) IN %s",
-            (missing,),
-        )
-        for table, clause in cur.fetchall():
-            found.setdefault(table, set()).update(_JSON_CHECK.findall(clause))
-    for table, cols in found.items():
-        pool.json_columns[table] = frozenset(cols)
-
-
-def _is_json(field: Any, pool: _Pool) -> bool:
-    if field.type_code == FIELD_TYPE.JSON:
-        return True
-    cols = pool.json_columns.get(str(field.org_table or "").lower())
-    return cols is not None and field.org_name in cols
-
-
-def _cell(value: Any, is_json: bool, chars: int) -> Any:
-    """A fetched value cut just past the projector's cell bound (so it still sees the cut)."""
-    if isinstance(value, bytes | bytearray) and not is_json:
-        return value[: (chars * 3) // 4 + 3]
-    if isinstance(value, bytes | bytearray):
-        value = value.decode("utf-8", "replace")
-    if isinstance(value, str):
-        if is_json and len(value) <= chars:
-            try:
-                return msgspec.json.decode(value)
-            except msgspec.DecodeError:
-                return value
-        return value[: chars + 1]
-    return value
-
-
-def _bounded_rows(cur: Any, flags: list[bool], bounds: Bounds) -> tuple[list[list[Any]], bool]:
-    """At most max_rows + 1 rows; stop once the projector would certainly be out of bytes."""
-    ncols = min(len(flags), bounds.mysql_max_columns)
-    encoder = msgspec.json.Encoder()
-    rows: list[list[Any]] = []
-    used = 0
-    while len(rows) <= bounds.mysql_max_rows:
-        raw = cur.fetchone()
-        if raw is None:
-            return rows, False
-        row = [to_json_cell(_cell(raw[i], flags[i], bounds.mysql_cell_chars)) for i in range(ncols)]
-        rows.append(row)
-        used += len(encoder.encode(row)) + 1 - _CELL_SLACK * ncols
-        if used > bounds.mysql_max_bytes:
-            return rows, True
-    return rows, False
-
-
-def execute(
-    conn: pymysql.Connection[Any],
-    pool: _Pool,
-    text: str,
-    params: tuple[Param, ...],
-    tables: tuple[str, ...],
-    bounds: Bounds,
-    limit_s: float | None,
-) -> Outcome:
-    """Blocking: one reset, read-only, time-limited call on `conn` (runs in a worker thread)."""
-    _prepare(conn, pool.params.database, pool.clock_sql)
-    _load_json_columns(conn, pool, tables)
-    if limit_s is not None:
-        text = (
-            f"SET STATEMENT max_statement_time={limit_s:.3f}, "
-            f"sql_select_limit={bounds.mysql_max_rows + 1} FOR {text}"
-        )
-    cur = conn.cursor(pymysql.cursors.SSCursor)
-    try:
-        cur.execute(text, params)
-    except pymysql.MySQLError as exc:
-        sent = str(getattr(cur, "_executed", None) or text)
-        raise map_error(error_number(exc), error_text(exc), pool.params, sent=sent) from None
-    result = cur._result
-    fields = list(getattr(result, "fields", None) or ())
-    flags = [_is_json(f, pool) for f in fields]
-    rows, stopped = _bounded_rows(cur, flags, bounds)
-    columns = [str(f.name) for f in fields]
-    if result is not None and result.unbuffered_active and not drained(cur):
-        # Many more rows remain (an explicit LIMIT far above the cap): drop the session rather
-        # than read them all; a few are read and dropped, so the connection is kept.
-        return Outcome(columns=columns, rows=rows, stopped_early=stopped, reusable=False)
-    warnings: list[str] = []
-    if result is not None and result.warning_count:
-        warnings = server_warnings(conn)
-    conn.rollback()
-    return Outcome(
-        columns=columns, rows=rows, stopped_early=stopped, reusable=True, warnings=warnings
-    )
-
-
-async def _stop_query(pool: _Pool, conn: pymysql.Connection[Any], connect_timeout: float) -> None:
-    # The call was cancelled (its caller cancelled it, or its deadline passed) while the server
-    # ran its statement: `KILL QUERY` from another connection frees the server thread at once
-    # (the abandoned driver thread then sees the error and closes its connection). Shielded and
-    # bounded, so a cancel never waits on a server that does not answer.
-    with anyio.CancelScope(shield=True), anyio.move_on_after(connect_timeout):
-        await anyio.to_thread.run_sync(
-            kill, pool, conn.thread_id(), connect_timeout, "QUERY", abandon_on_cancel=True
-        )
-
-
-def kill(
-    pool: _Pool, thread_id: int, connect_timeout: float = 5.0, what: str = "CONNECTION"
-) -> None:
-    """Blocking: KILL a session (`what`: CONNECTION) or its statement (QUERY) from a fresh
-    connection of the same account."""
-    try:
-        conn = pool.connect(5.0, connect_timeout)
-    except pymysql.MySQLError:
-        return
-    try:
-        with conn.cursor() as cur:
-            cur.execute(f"KILL {'QUERY' if what == 'QUERY' else 'CONNECTION'} {int(thread_id)}")
-    except pymysql.MySQLError:
-        pass
-    finally:
-        close_quietly(conn)

@@ -1,0 +1,226 @@
+"""What runs on one connection of a `query_mysql` data source, in a driver thread: the
+session reset, the time-limited read-only statement, the bounded fetch, `KILL`.
+
+`Pool` holds a data source's idle connections (used from the event loop only); `execute`
+runs one call on one of them; `lost` tells a connection the server closed while it was idle
+from a refusal; `kill` and `stop_query` end a session or its statement from another
+connection. The source around them (`source.MysqlSource`) owns deadlines and retries.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING, Any, Final
+
+import anyio
+import anyio.to_thread
+import msgspec
+import pymysql
+import pymysql.cursors
+from pymysql.constants import FIELD_TYPE
+
+from contracts.bounds import Bounds
+from contracts.mysql import to_json_cell
+from workers.sources.mysql.config import ConnectParams
+from workers.sources.mysql.errors import error_number, error_text, map_error
+from workers.sources.mysql.handoff import close_quietly
+from workers.sources.mysql.leftovers import drained, server_warnings
+
+if TYPE_CHECKING:
+    from workers.sources.mysql.sqlguard import Param
+
+__all__ = ["Outcome", "Pool", "execute", "kill", "lost", "stop_query"]
+
+_COM_RESET_CONNECTION: Final = 0x1F
+_SQL_MODE: Final = "STRICT_ALL_TABLES,ERROR_FOR_DIVISION_BY_ZERO,NO_ENGINE_SUBSTITUTION"
+_CELL_SLACK: Final = 8  # bytes a fetched cell may exceed its projected form (see _bounded_rows)
+_JSON_CHECK: Final = re.compile(r"json_valid\(`?([^`)]+)`?\)", re.I)
+
+
+class Outcome(msgspec.Struct, kw_only=True):
+    """What one call fetched, and whether its connection is clean enough to reuse."""
+
+    columns: list[str]
+    rows: list[list[Any]]
+    stopped_early: bool
+    reusable: bool
+    warnings: list[str] = msgspec.field(default_factory=list)
+
+
+class Pool:
+    """A few idle connections of one data source; used only from the event loop."""
+
+    def __init__(self, params: ConnectParams, size: int) -> None:
+        self.params = params
+        self.idle: list[pymysql.Connection[Any]] = []
+        self.slots = anyio.Semaphore(size)
+        self.json_columns: dict[str, frozenset[str]] = {}
+        self.clock_sql = ""  # `clock_statement`, run at the start of every call
+
+    def connect(self, read_timeout: float, connect_timeout: float = 5.0) -> pymysql.Connection[Any]:
+        p = self.params
+        return pymysql.connect(
+            host=p.host, port=p.port, user=p.user, password=p.password,
+            database=p.database or None, charset="utf8mb4", autocommit=True,
+            connect_timeout=connect_timeout, read_timeout=read_timeout,
+            write_timeout=read_timeout, local_infile=False, client_flag=0,
+        )  # fmt: skip
+
+    def close(self) -> None:
+        while self.idle:
+            close_quietly(self.idle.pop())
+
+
+# The driver's "the connection is gone" (server gone away, lost during a query) and a socket
+# error without a number: what an idle connection the server closed answers its first command.
+_LOST_CODES: Final = frozenset({0, 2006, 2013})
+
+
+def lost(outcome: object) -> bool:
+    """Whether `outcome` says the connection was gone before it answered (not a refusal)."""
+    if isinstance(outcome, pymysql.err.InterfaceError | OSError):
+        return True
+    return isinstance(outcome, pymysql.MySQLError) and error_number(outcome) in _LOST_CODES
+
+
+def _prepare(conn: pymysql.Connection[Any], database: str, clock_sql: str = "") -> None:
+    """Wipe session state left by the previous call, pin the clock (`clock_statement`) and
+    open a read-only transaction."""
+    conn._execute_command(_COM_RESET_CONNECTION, b"")
+    conn._read_ok_packet()
+    if database:
+        conn.select_db(database)
+    with conn.cursor() as cur:
+        cur.execute(f"SET NAMES utf8mb4, SESSION sql_mode = '{_SQL_MODE}'")
+        if clock_sql:
+            cur.execute(clock_sql)
+        cur.execute("START TRANSACTION READ ONLY")
+
+
+def _load_json_columns(conn: pymysql.Connection[Any], pool: Pool, tables: tuple[str, ...]) -> None:
+    # MariaDB reports JSON columns as LONGTEXT; its json_valid() CHECK marks them.
+    missing = [t for t in tables if t not in pool.json_columns and "." not in t]
+    if not missing:
+        return
+    found: dict[str, set[str]] = {t: set() for t in missing}
+    with conn.cursor() as cur:
+        cur.execute(
+            "SELECT LOWER(TABLE_NAME), CHECK_CLAUSE FROM information_schema.CHECK_CONSTRAINTS "
+            "WHERE CONSTRAINT_SCHEMA = DATABASE() AND LOWER(TABLE_NAME) IN %s",
+            (missing,),
+        )
+        for table, clause in cur.fetchall():
+            found.setdefault(table, set()).update(_JSON_CHECK.findall(clause))
+    for table, cols in found.items():
+        pool.json_columns[table] = frozenset(cols)
+
+
+def _is_json(field: Any, pool: Pool) -> bool:
+    if field.type_code == FIELD_TYPE.JSON:
+        return True
+    cols = pool.json_columns.get(str(field.org_table or "").lower())
+    return cols is not None and field.org_name in cols
+
+
+def _cell(value: Any, is_json: bool, chars: int) -> Any:
+    """A fetched value cut just past the projector's cell bound (so it still sees the cut)."""
+    if isinstance(value, bytes | bytearray) and not is_json:
+        return value[: (chars * 3) // 4 + 3]
+    if isinstance(value, bytes | bytearray):
+        value = value.decode("utf-8", "replace")
+    if isinstance(value, str):
+        if is_json and len(value) <= chars:
+            try:
+                return msgspec.json.decode(value)
+            except msgspec.DecodeError:
+                return value
+        return value[: chars + 1]
+    return value
+
+
+def _bounded_rows(cur: Any, flags: list[bool], bounds: Bounds) -> tuple[list[list[Any]], bool]:
+    """At most max_rows + 1 rows; stop once the projector would certainly be out of bytes."""
+    ncols = min(len(flags), bounds.mysql_max_columns)
+    encoder = msgspec.json.Encoder()
+    rows: list[list[Any]] = []
+    used = 0
+    while len(rows) <= bounds.mysql_max_rows:
+        raw = cur.fetchone()
+        if raw is None:
+            return rows, False
+        row = [to_json_cell(_cell(raw[i], flags[i], bounds.mysql_cell_chars)) for i in range(ncols)]
+        rows.append(row)
+        used += len(encoder.encode(row)) + 1 - _CELL_SLACK * ncols
+        if used > bounds.mysql_max_bytes:
+            return rows, True
+    return rows, False
+
+
+def execute(
+    conn: pymysql.Connection[Any],
+    pool: Pool,
+    text: str,
+    params: tuple[Param, ...],
+    tables: tuple[str, ...],
+    bounds: Bounds,
+    limit_s: float | None,
+) -> Outcome:
+    """Blocking: one reset, read-only, time-limited call on `conn` (runs in a worker thread)."""
+    _prepare(conn, pool.params.database, pool.clock_sql)
+    _load_json_columns(conn, pool, tables)
+    if limit_s is not None:
+        text = (
+            f"SET STATEMENT max_statement_time={limit_s:.3f}, "
+            f"sql_select_limit={bounds.mysql_max_rows + 1} FOR {text}"
+        )
+    cur = conn.cursor(pymysql.cursors.SSCursor)
+    try:
+        cur.execute(text, params)
+    except pymysql.MySQLError as exc:
+        sent = str(getattr(cur, "_executed", None) or text)
+        raise map_error(error_number(exc), error_text(exc), pool.params, sent=sent) from None
+    result = cur._result
+    fields = list(getattr(result, "fields", None) or ())
+    flags = [_is_json(f, pool) for f in fields]
+    rows, stopped = _bounded_rows(cur, flags, bounds)
+    columns = [str(f.name) for f in fields]
+    if result is not None and result.unbuffered_active and not drained(cur):
+        # Many more rows remain (an explicit LIMIT far above the cap): drop the session rather
+        # than read them all; a few are read and dropped, so the connection is kept.
+        return Outcome(columns=columns, rows=rows, stopped_early=stopped, reusable=False)
+    warnings: list[str] = []
+    if result is not None and result.warning_count:
+        warnings = server_warnings(conn)
+    conn.rollback()
+    return Outcome(
+        columns=columns, rows=rows, stopped_early=stopped, reusable=True, warnings=warnings
+    )
+
+
+async def stop_query(pool: Pool, conn: pymysql.Connection[Any], connect_timeout: float) -> None:
+    # The call was cancelled (its caller cancelled it, or its deadline passed) while the server
+    # ran its statement: `KILL QUERY` from another connection frees the server thread at once
+    # (the abandoned driver thread then sees the error and closes its connection). Shielded and
+    # bounded, so a cancel never waits on a server that does not answer.
+    with anyio.CancelScope(shield=True), anyio.move_on_after(connect_timeout):
+        await anyio.to_thread.run_sync(
+            kill, pool, conn.thread_id(), connect_timeout, "QUERY", abandon_on_cancel=True
+        )
+
+
+def kill(
+    pool: Pool, thread_id: int, connect_timeout: float = 5.0, what: str = "CONNECTION"
+) -> None:
+    """Blocking: KILL a session (`what`: CONNECTION) or its statement (QUERY) from a fresh
+    connection of the same account."""
+    try:
+        conn = pool.connect(5.0, connect_timeout)
+    except pymysql.MySQLError:
+        return
+    try:
+        with conn.cursor() as cur:
+            cur.execute(f"KILL {'QUERY' if what == 'QUERY' else 'CONNECTION'} {int(thread_id)}")
+    except pymysql.MySQLError:
+        pass
+    finally:
+        close_quietly(conn)
