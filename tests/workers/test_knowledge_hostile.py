@@ -227,7 +227,7 @@ async def test_files_of_other_kinds_are_said_not_read(
     assert {h["source"] for h in answer["contextPack"]["hits"]} == {"disk.md"}
     said = [r.getMessage() for r in caplog.records if "not read" in r.getMessage()]
     assert said == [
-        "knowledge: 4 files in the folder are not read (runbooks are .md, .markdown, .txt,"
+        "knowledge: 4 files in the folder are not read (runbooks are .md, .markdown, .mdx, .txt,"
         " .rst): 2 .adoc, 1 .html, 1 no suffix"
     ]
 
@@ -341,6 +341,6 @@ async def test_a_file_name_cannot_write_lines_into_the_log(
     await _disk_lookup(_source(folder, tmp_path / "c", retrieval="lexical"), caplog)
     said = [r.getMessage() for r in caplog.records if "not read" in r.getMessage()]
     assert said == [
-        "knowledge: 3 files in the folder are not read (runbooks are .md, .markdown, .txt,"
+        "knowledge: 3 files in the folder are not read (runbooks are .md, .markdown, .mdx, .txt,"
         " .rst): 2 other suffix, 1 .pdf"
     ]

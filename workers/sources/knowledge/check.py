@@ -31,7 +31,7 @@ from workers.sources.knowledge.files import (
     read_inside,
     runbook_files,
 )
-from workers.sources.knowledge.markdown import front_matter, read_markdown
+from workers.sources.knowledge.markdown import Page, front_matter, read_markdown
 
 __all__ = ["KnowledgeCheck", "RunbookCheck", "check_knowledge"]
 
@@ -136,9 +136,13 @@ def _runbook(root_fd: int, source: str, rel: Path, max_bytes: int) -> RunbookChe
         title = meta.get("title")
         check.title = title.strip() if isinstance(title, str) else ""
         check.note = "a section page (front matter only): not indexed"
-    elif not source.endswith(PLAIN_SUFFIXES) and (page := read_markdown(text)).navigation:
+    elif not source.endswith(PLAIN_SUFFIXES) and (page := _page(text, source)).navigation:
         check.title = page.title or rel.stem  # as the index would title it
         check.note = "only links to other pages: not indexed"
     else:
         check.problem = "holds no text: nothing of it can be found"
     return check
+
+
+def _page(text: str, source: str) -> Page:
+    return read_markdown(text, mdx=source.endswith(".mdx"))

@@ -258,8 +258,8 @@ class KnowledgeIndexSource:
         if index.n == 0:
             index.conn.close()
             self._log_once(
-                "the knowledge folder holds no indexable runbook (.md, .markdown, .txt, .rst):"
-                " lookups are UNAVAILABLE"
+                "the knowledge folder holds no indexable runbook (.md, .markdown, .mdx, .txt,"
+                " .rst): lookups are UNAVAILABLE"
             )
             raise EmptyIndex
         self._logged = None

@@ -17,6 +17,8 @@ bounded chunks.
   README's "Troubleshooting Pointers"; the pages it links to are indexed themselves) and a
   table-of-contents marker (`[[_TOC_]]`, `[TOC]`, `{:toc}`) are left out (`Page.navigation`
   counts them).
+- **A site's markup** (`site_markup`): Hugo shortcodes, Docusaurus admonitions and, in `.mdx`
+  files, ESM lines and JSX tags are rendered as the site shows them (text kept, markup gone).
 """
 
 from __future__ import annotations
@@ -27,6 +29,8 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 from markdown_it import MarkdownIt
+
+from workers.sources.knowledge.site_markup import render_site_markup
 
 __all__ = [
     "MAX_FRONT_MATTER_CHARS",
@@ -185,12 +189,14 @@ def _navigation(token: Any, lines: list[str | None]) -> bool:
     return token.type == "paragraph_open" and _TOC.fullmatch("\n".join(visible)) is not None
 
 
-def read_markdown(text: str) -> Page:
-    """Title, metadata, sections and visible lines of one Markdown file (module docstring)."""
+def read_markdown(text: str, *, mdx: bool = False) -> Page:
+    """Title, metadata, sections and visible lines of one Markdown file (module docstring);
+    `mdx`: the file is MDX (`site_markup`: its imports, exports and component tags go)."""
     meta, body = front_matter(text)
     titles = _strings(meta.get("title"))
     title = titles[0].strip() if titles else ""
-    source_lines = _dedent_admonitions(body.splitlines())
+    rendered, markup_only = render_site_markup(body.splitlines(), mdx=mdx)
+    source_lines = _dedent_admonitions(rendered)
     tokens = _MD.parse("\n".join(source_lines))
     lines: list[str | None] = list(source_lines)
     for n, line in enumerate(source_lines):  # link reference definitions: no token covers them
@@ -227,6 +233,8 @@ def read_markdown(text: str) -> Page:
         block, i = _block(tokens, i, lines)
         if block is not None:
             sections[-1].blocks.append(block)
+    for n in markup_only:  # a line of a site's markup only: not shown
+        lines[n] = None
     return Page(title, _meta_text(meta), sections, lines, navigation)
 
 

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Final
 
 import msgspec
 
-from workers.sources.knowledge import analysis, encoder, files, markdown
+from workers.sources.knowledge import analysis, encoder, files, markdown, site_markup
 from workers.sources.knowledge.analysis import split_document, synonym_groups, terms_of
 from workers.sources.knowledge.encoder import Encoder, chunk_text
 from workers.sources.knowledge.files import (
@@ -52,7 +52,10 @@ log = logging.getLogger("aci.knowledge")
 
 INDEX_VERSION: Final = 3
 ANALYSIS_HASH: Final = hashlib.sha256(
-    b"".join(Path(m.__file__ or "").read_bytes() for m in (analysis, encoder, files, markdown))
+    b"".join(
+        Path(m.__file__ or "").read_bytes()
+        for m in (analysis, encoder, files, markdown, site_markup)
+    )
     + Path(__file__).read_bytes()
 ).hexdigest()[:16]
 

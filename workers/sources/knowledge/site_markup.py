@@ -1,0 +1,111 @@
+"""A documentation site's markup in a Markdown runbook, rendered as the site's reader sees it.
+
+`render_site_markup` takes a page's lines and returns as many lines (markdown-it maps tokens
+to line numbers, so a line is rewritten or blanked, never removed) and the numbers of the
+lines it blanked (invisible: not shown in an excerpt), outside fenced code:
+
+- **Hugo shortcodes**: `{{< ref "x.md" >}}` / `relref` become the target's name (`x`); any
+  other shortcode tag (`{{< note >}}`, `{{< /note >}}`, `{{% include "…" %}}`,
+  `{{< figure … >}}`) is dropped and what it encloses stays (an include's file is not read).
+- **Docusaurus admonitions** (`:::warning Data loss` … `:::`): the fences go, the title and
+  the body stay.
+- **MDX** (`.mdx`, Docusaurus, Nextra), with `mdx=True`: `import`/`export` statements (ESM,
+  several lines too), lines that hold only JSX or HTML tags (`<Tabs>`, `</TabItem>`, an
+  opening tag over several lines), `{/* comments */}`, and component tags inside a line
+  (`<Highlight color="red">text</Highlight>` reads `text`) go; what components enclose stays.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import PurePosixPath
+from typing import Final
+
+__all__ = ["render_site_markup"]
+
+_FENCE: Final = re.compile(r"^ {0,3}(`{3,}|~{3,})")
+_REF: Final = re.compile(r"\{\{([<%])\s*(?:rel)?ref\s+\"?([^\"\s>%}]*)\"?\s*[>%]\}\}")
+_SHORTCODE: Final = re.compile(r"\{\{[<%]\s*/?\s*[A-Za-z][\w.-]*(?:\s[^{}]*?)?\s*/?[>%]\}\}")
+_ADMONITION: Final = re.compile(r"^ {0,3}:::+\s*(?:[A-Za-z][\w-]*)?(?:\[([^\]]*)\]|\s+(.*))?\s*$")
+_IMPORT: Final = re.compile(r"^import\b")
+_IMPORT_END: Final = re.compile(r"""(?:\bfrom\s*['"][^'"]*['"]|^\s*['"][^'"]*['"])\s*;?\s*$""")
+_EXPORT: Final = re.compile(r"^export\b")
+_TAG: Final = r"<(?:/?[A-Za-z][\w.:-]*(?:\s+[^<>]*?)?\s*/?)?>"
+_TAGS_ONLY: Final = re.compile(rf"\s*(?:{_TAG}\s*)+")
+_TAG_OPEN: Final = re.compile(r"^\s*<[A-Za-z][\w.:-]*(?:\s[^<>]*)?$")  # its `>` on a later line
+_COMPONENT: Final = re.compile(r"</?[A-Z][\w.]*(?:\s+[^<>]*?)?\s*/?>")
+_JSX_COMMENT: Final = re.compile(r"\{/\*.*?\*/\}")
+
+
+def _ref_name(target: str) -> str:
+    # "/docs/kubelet/restart.md#steps" -> "restart"; "/docs/kubelet/" -> "kubelet".
+    path = PurePosixPath(target.split("#", 1)[0] or "x")
+    name = path.parent.name if path.stem in ("_index", "index") else path.stem
+    return name or target
+
+
+def _shortcodes(line: str) -> str:
+    line = _REF.sub(lambda m: _ref_name(m.group(2)), line)
+    return _SHORTCODE.sub("", line)
+
+
+def render_site_markup(lines: list[str], *, mdx: bool = False) -> tuple[list[str], set[int]]:
+    """The page's lines with the site's markup rendered or dropped, and the lines that held
+    only markup (module docstring)."""
+    out = _rendered(lines, mdx)
+    hidden = {n for n, (a, b) in enumerate(zip(lines, out, strict=True)) if a.strip() and not b}
+    return out, hidden
+
+
+def _rendered(lines: list[str], mdx: bool) -> list[str]:
+    out: list[str] = []
+    fence = ""
+    skip_until: re.Pattern[str] | None = None  # the line that ends an ESM statement or tag
+    depth = 0  # brackets open in an `export` statement
+    for line in lines:
+        if fence:
+            if line.strip().startswith(fence) and not line.strip().strip(fence[0]):
+                fence = ""
+            out.append(line)
+            continue
+        if skip_until is not None:
+            if skip_until.search(line):
+                skip_until = None
+            out.append("")
+            continue
+        if depth > 0:
+            depth += _balance(line)
+            out.append("")
+            continue
+        opened = _FENCE.match(line)
+        if opened:
+            fence = opened.group(1)
+            out.append(line)
+            continue
+        if mdx and (_IMPORT.match(line) or _EXPORT.match(line)):
+            if _IMPORT.match(line) and not _IMPORT_END.search(line):
+                skip_until = _IMPORT_END
+            elif _EXPORT.match(line):
+                depth = max(_balance(line), 0)
+            out.append("")
+            continue
+        if "{{" in line:
+            line = _shortcodes(line)
+        admonition = _ADMONITION.match(line)
+        if admonition:
+            out.append((admonition.group(1) or admonition.group(2) or "").strip())
+            continue
+        if mdx:
+            line = _JSX_COMMENT.sub("", line)
+            if _TAGS_ONLY.fullmatch(line):
+                line = ""
+            elif _TAG_OPEN.match(line):
+                skip_until, line = re.compile(r">\s*$"), ""
+            else:
+                line = _COMPONENT.sub("", line)
+        out.append("" if not line.strip() and line else line)
+    return out
+
+
+def _balance(line: str) -> int:
+    return sum(line.count(c) for c in "{[(") - sum(line.count(c) for c in "}])")
