@@ -62,7 +62,8 @@ def _rendered(lines: list[str], mdx: bool) -> list[str]:
     fence = ""
     skip_until: re.Pattern[str] | None = None  # the line that ends an ESM statement or tag
     depth = 0  # brackets open in an `export` statement
-    for line in lines:
+    for original in lines:
+        line = original
         if fence:
             if line.strip().startswith(fence) and not line.strip().strip(fence[0]):
                 fence = ""
@@ -103,7 +104,7 @@ def _rendered(lines: list[str], mdx: bool) -> list[str]:
                 skip_until, line = re.compile(r">\s*$"), ""
             else:
                 line = _COMPONENT.sub("", line)
-        out.append("" if not line.strip() and line else line)
+        out.append(line if line.strip() or line == original else "")  # markup only: blank
     return out
 
 
