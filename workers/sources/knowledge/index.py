@@ -165,7 +165,11 @@ class KnowledgeIndexSource:
 
     async def fetch(self, request: LookupKnowledgeRequest) -> dict[str, Any]:
         """Search the index; an answer shaped like a RAG service's (hits only when relevant).
-        While the runbooks' index is rebuilt after a change, the previous one answers."""
+        While the runbooks' index is rebuilt after a change, the previous one answers. A query
+        of common words only ("how do I") is a SCHEMA error: nothing in it can be looked up."""
+        # In a thread: a Chinese query's words come from jieba, loaded on first use.
+        if not await anyio.to_thread.run_sync(_searchable, request.query):
+            raise SourceError(ErrorCode.SCHEMA, _NOTHING_TO_SEARCH)
         refresh = self._due_refresh()
         if refresh is not None:
             try:
@@ -358,6 +362,15 @@ class KnowledgeIndexSource:
 
 
 _NO_FOLDER = "ACI_KNOWLEDGE_DIR does not name a readable folder: lookups are UNAVAILABLE"
+_NOTHING_TO_SEARCH = (
+    "query: it holds only common words (how, what, is, it); name the symptom, alert, service"
+    " or error message to look up"
+)
+
+
+def _searchable(query: str) -> bool:
+    """Whether the query holds a term the index searches (a word that is not a stop word)."""
+    return bool(terms_of(query, keep_stop_words=False))
 
 
 def _listable(folder: Path) -> bool:
