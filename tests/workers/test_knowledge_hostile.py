@@ -131,7 +131,8 @@ def test_query_and_passage_views_reach_the_server(server: str) -> None:
     assert [b["input_type"] for b in _Handler.bodies] == ["p", "q"]
     assert vector.shape == (DIM,) and np.isclose(np.linalg.norm(vector), 1.0)
     plain = _encoder(server)
-    assert plain.model_id == "openai-compatible:m:4" != encoder.model_id  # views name the index
+    assert plain.model_id.startswith("openai-compatible:m:4:")  # then the endpoint's digest
+    assert plain.model_id != encoder.model_id  # views name the index
     plain.close()
 
 
