@@ -58,6 +58,8 @@ class _Handler(BaseHTTPRequestHandler):
             return
         if mode == "slow":
             time.sleep(2.0)
+        if mode == "steady":  # a server that takes its time for every batch of a build
+            time.sleep(0.25 if len(texts) > 1 else 0.0)
         dim = DIM + 1 if mode == "wrong-dim" else DIM
         vector = (lambda t: _vector(t)[::-1]) if mode == "reversed" else _vector  # another model
         items = [
