@@ -76,6 +76,7 @@ This alert fires for every node whose kubelet stops answering.
 See {{< ref "node-not-ready.md" >}} and [the restart guide]({{< relref "/docs/kubelet/restart.md#steps" >}}).
 
 {{% include "snippets/contact.md" %}}
+{{< docs/production-note >}}
 
 {{< warning title="Careful" >}}Do not restart every kubelet at once.{{< /warning >}}
 
@@ -111,6 +112,7 @@ def test_hugo_shortcodes_are_rendered_as_their_text_or_dropped() -> None:
     assert "See node-not-ready and [the restart guide](restart)." in text
     assert "Do not restart every kubelet at once." in text
     assert "snippets/contact" not in text and "include" not in text
+    assert "production-note" not in text
     outside_code = text.replace('```\n{{< ref "kept-in-code.md" >}}\n```', "")
     assert "{{" not in outside_code and "}}" not in outside_code
     assert '{{< ref "kept-in-code.md" >}}' in text  # in a code block: as written

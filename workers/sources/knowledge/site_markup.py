@@ -25,7 +25,7 @@ __all__ = ["render_site_markup"]
 
 _FENCE: Final = re.compile(r"^ {0,3}(`{3,}|~{3,})")
 _REF: Final = re.compile(r"\{\{([<%])\s*(?:rel)?ref\s+\"?([^\"\s>%}]*)\"?\s*[>%]\}\}")
-_SHORTCODE: Final = re.compile(r"\{\{[<%]\s*/?\s*[A-Za-z][\w.-]*(?:\s[^{}]*?)?\s*/?[>%]\}\}")
+_SHORTCODE: Final = re.compile(r"\{\{[<%]\s*/?\s*[A-Za-z][\w./-]*(?:\s[^{}]*?)?\s*/?[>%]\}\}")
 _ADMONITION: Final = re.compile(r"^ {0,3}:::+\s*(?:[A-Za-z][\w-]*)?(?:\[([^\]]*)\]|\s+(.*))?\s*$")
 _IMPORT: Final = re.compile(r"^import\b")
 _IMPORT_END: Final = re.compile(r"""(?:\bfrom\s*['"][^'"]*['"]|^\s*['"][^'"]*['"])\s*;?\s*$""")
