@@ -132,3 +132,26 @@ async def test_a_warm_up_that_outlasts_its_bound_says_the_index_is_being_built(
     assert any("lookup_knowledge index is still being built (" in m for m in said), said
     assert any(m.startswith("the knowledge index is built (") for m in said), said
     assert not any("127.0.0.1" in m for m in said)
+
+
+async def test_the_warm_up_waits_for_the_build_up_to_its_own_bound(
+    steady_server: str, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    # A lookup waits a first build at most build_wait_s; the warm-up, up to its own bound
+    # (30 s): before, its lookup gave up with the calls' wait and it logged "warm-up of
+    # lookup_knowledge failed ... its calls may fail the same way" for a build under way.
+    from workers.sources.registry import warm_up
+
+    encoder = HttpEncoder(EmbeddingsHttpSettings(url=steady_server, model="m", dim=DIM))
+    settings = KnowledgeSettings(
+        folder=str(_folder(tmp_path)), cache_dir=str(tmp_path / "c"), build_wait_s=0.3
+    )
+    source = KnowledgeIndexSource(settings, encoder)
+    try:
+        await warm_up({"lookup_knowledge": source}, timeout_s=30.0)
+        assert source.building() is None
+    finally:
+        await source.aclose()
+        encoder.close()
+    said = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
+    assert not any("failed" in m or "still being built" in m for m in said), said

@@ -60,6 +60,11 @@ async def warm_up(
 
     async def one(tool: str, source: Source, request: Request, label: str) -> None:
         try:
+            # A source that builds an index (the runbooks') is waited for up to this bound,
+            # not only as long as one of its calls would wait.
+            ready = getattr(source, "ready", None)
+            if ready is not None:
+                await ready()
             await source.fetch(request)
         except Exception as exc:  # said, not raised: the worker starts anyway
             if isinstance(exc, SourceError) and exc.logged:
