@@ -2,11 +2,13 @@
 
 `render_site_markup` takes a page's lines and returns as many lines (markdown-it maps tokens
 to line numbers, so a line is rewritten or blanked, never removed) and the numbers of the
-lines it blanked (invisible: not shown in an excerpt), outside fenced code:
+lines it blanked (invisible: not shown in an excerpt), outside fenced code (Hugo shortcodes
+inside it too, as Hugo renders them there):
 
 - **Hugo shortcodes**: `{{< ref "x.md" >}}` / `relref` become the target's name (`x`); any
   other shortcode tag (`{{< note >}}`, `{{< /note >}}`, `{{% include "…" %}}`,
-  `{{< figure … >}}`) is dropped and what it encloses stays (an include's file is not read).
+  `{{< figure … >}}`) is dropped and what it encloses stays (an include's file is not read);
+  an escaped one (`{{</* note */>}}`) is shown as Hugo shows it, `{{< note >}}`.
 - **Docusaurus admonitions** (`:::warning Data loss` … `:::`): the fences go, the title and
   the body stay.
 - **MDX** (`.mdx`, Docusaurus, Nextra), with `mdx=True`: `import`/`export` statements (ESM,
@@ -26,6 +28,7 @@ __all__ = ["render_site_markup"]
 _FENCE: Final = re.compile(r"^ {0,3}(`{3,}|~{3,})")
 _REF: Final = re.compile(r"\{\{([<%])\s*(?:rel)?ref\s+\"?([^\"\s>%}]*)\"?\s*[>%]\}\}")
 _SHORTCODE: Final = re.compile(r"\{\{[<%]\s*/?\s*[A-Za-z][\w./-]*(?:\s[^{}]*?)?\s*/?[>%]\}\}")
+_ESCAPED: Final = re.compile(r"(\{\{[<%]/\*.*?\*/[>%]\}\})")
 _ADMONITION: Final = re.compile(r"^ {0,3}:::+\s*(?:[A-Za-z][\w-]*)?(?:\[([^\]]*)\]|\s+(.*))?\s*$")
 _IMPORT: Final = re.compile(r"^import\b")
 _IMPORT_END: Final = re.compile(r"""(?:\bfrom\s*['"][^'"]*['"]|^\s*['"][^'"]*['"])\s*;?\s*$""")
@@ -45,8 +48,14 @@ def _ref_name(target: str) -> str:
 
 
 def _shortcodes(line: str) -> str:
-    line = _REF.sub(lambda m: _ref_name(m.group(2)), line)
-    return _SHORTCODE.sub("", line)
+    # `{{</* note */>}}` is Hugo's escape: shown as `{{< note >}}`, never rendered.
+    escaped = _ESCAPED.split(line)
+    for i in range(0, len(escaped), 2):
+        escaped[i] = _SHORTCODE.sub("", _REF.sub(lambda m: _ref_name(m.group(2)), escaped[i]))
+    for i in range(1, len(escaped), 2):
+        escaped[i] = escaped[i].replace("{{</*", "{{<").replace("{{%/*", "{{%")
+        escaped[i] = escaped[i].replace("*/>}}", ">}}").replace("*/%}}", "%}}")
+    return "".join(escaped)
 
 
 def render_site_markup(lines: list[str], *, mdx: bool = False) -> tuple[list[str], set[int]]:
@@ -64,10 +73,10 @@ def _rendered(lines: list[str], mdx: bool) -> list[str]:
     depth = 0  # brackets open in an `export` statement
     for original in lines:
         line = original
-        if fence:
+        if fence:  # code as written, but Hugo renders its shortcodes there too
             if line.strip().startswith(fence) and not line.strip().strip(fence[0]):
                 fence = ""
-            out.append(line)
+            out.append(_shortcodes(line) if "{{" in line else line)
             continue
         if skip_until is not None:
             if skip_until.search(line):
