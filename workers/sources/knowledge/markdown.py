@@ -15,7 +15,8 @@ bounded chunks.
   `??? note` with an indented body: read as text, not as a code block).
 - **Navigation** is not runbook text: a list whose every item is only a link (a service
   README's "Troubleshooting Pointers"; the pages it links to are indexed themselves) and a
-  table-of-contents marker (`[[_TOC_]]`, `[TOC]`, `{:toc}`) are left out (`Page.navigation`
+  table-of-contents marker (`[[_TOC_]]`, `[TOC]`, `{:toc}`) and a paragraph that only points
+  to other pages ("See [Uninstalling Linkerd](uninstall/).") are left out (`Page.navigation`
   counts them).
 - **A site's markup** (`site_markup`): Hugo shortcodes, Docusaurus admonitions and, in `.mdx`
   files, ESM lines and JSX tags are rendered as the site shows them (text kept, markup gone).
@@ -52,6 +53,12 @@ _ONLY_COMMENTS: Final = re.compile(r"\s*(?:<!--.*?-->\s*)+", re.DOTALL)
 _ADMONITION: Final = re.compile(r"^(?:!!!|\?\?\?\+?)[ \t]+[\w-]+")
 _MD: Final = MarkdownIt("commonmark").enable("table")
 _LINK_ITEM: Final = re.compile(r"\s*(?:[-*+]|\d+[.)])\s+(?:\[[^\]]*\]\([^)]*\)|<[^>\s]+>)\s*")
+# A paragraph that only points elsewhere: "See [Uninstalling Linkerd](uninstall/)."
+_INLINE_LINK: Final = re.compile(r"\[[^\]]*\]\([^)]*\)|<https?://[^>\s]+>")
+_POINTER_WORDS: Final = frozenset(
+    "see also refer to the for more details detail information info read check out please"
+    " and or our this that page pages docs documentation guide reference here".split()
+)
 _TOC: Final = re.compile(r"\s*(?:\[\[_?toc_?\]\]|\[toc\]|(?:[-*] toc\s*)?\{:toc\})\s*", re.I)
 
 
@@ -186,7 +193,18 @@ def _navigation(token: Any, lines: list[str | None]) -> bool:
         return False
     if token.type in ("bullet_list_open", "ordered_list_open"):
         return all(_LINK_ITEM.fullmatch(ln) for ln in visible)
-    return token.type == "paragraph_open" and _TOC.fullmatch("\n".join(visible)) is not None
+    if token.type != "paragraph_open":
+        return False
+    text = "\n".join(visible)
+    return _TOC.fullmatch(text) is not None or _pointer(text)
+
+
+def _pointer(text: str) -> bool:
+    """A paragraph of links and pointer words only ("See [X](x/).", "For more details, see
+    also [A](a) and [B](b)."): the pages it links to are indexed themselves."""
+    rest, links = _INLINE_LINK.subn(" ", text)
+    words = re.findall(r"[^\W\d_]+|\d+", rest.lower())
+    return links > 0 and len(words) <= 12 and all(w in _POINTER_WORDS for w in words)
 
 
 def read_markdown(text: str, *, mdx: bool = False) -> Page:
