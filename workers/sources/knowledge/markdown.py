@@ -11,7 +11,8 @@ bounded chunks.
   at most `MAX_FRONT_MATTER_CHARS`; a header that does not parse is dropped, not indexed.
 - **Structure** comes from markdown-it-py (CommonMark + tables): ATX and setext headings,
   fenced and indented code (a `#` line inside is text), HTML comments and link reference
-  definitions (invisible to a reader: not indexed), MkDocs admonitions (`!!! note` and
+  definitions (invisible to a reader: not indexed), HTML blocks (a `<table>`, `<details>`:
+  read as their text, tags out, entities decoded), MkDocs admonitions (`!!! note` and
   `??? note` with an indented body: read as text, not as a code block).
 - **Navigation** is not runbook text: a list whose every item is only a link (a service
   README's "Troubleshooting Pointers"; the pages it links to are indexed themselves) and a
@@ -24,6 +25,7 @@ bounded chunks.
 
 from __future__ import annotations
 
+import html
 import re
 import tomllib
 from dataclasses import dataclass, field
@@ -49,6 +51,7 @@ _META_TEXTS: Final = ("description", "summary")
 _MAX_META_ITEMS: Final = 32
 _MAX_META_CHARS: Final = 300
 _COMMENT: Final = re.compile(r"<!--.*?-->", re.DOTALL)
+_HTML_TAG: Final = re.compile(r"</?[A-Za-z][^<>]*>")
 _ONLY_COMMENTS: Final = re.compile(r"\s*(?:<!--.*?-->\s*)+", re.DOTALL)
 _ADMONITION: Final = re.compile(r"^(?:!!!|\?\?\?\+?)[ \t]+[\w-]+")
 _MD: Final = MarkdownIt("commonmark").enable("table")
@@ -177,6 +180,8 @@ def _block(tokens: list[Any], i: int, lines: list[str | None]) -> tuple[Block | 
         # Inline comments go; a line that held only a comment is invisible.
         cleaned = _COMMENT.sub(lambda m: "\n" * m.group().count("\n"), text).split("\n")
         lines[start:end] = [ln if ln.strip() else None for ln in cleaned]
+    if token.type == "html_block":  # a table or <details> as its reader sees it: its text
+        lines[start:end] = [_html_text(ln) for ln in lines[start:end]]
     parts = [(n, n + 1) for n in range(start, end)]
     if token.type in ("bullet_list_open", "ordered_list_open"):
         parts = [
@@ -184,6 +189,15 @@ def _block(tokens: list[Any], i: int, lines: list[str | None]) -> tuple[Block | 
         ]
     visible = any((ln or "").strip() for ln in lines[start:end])
     return (Block(start, end, parts) if visible else None), j
+
+
+def _html_text(line: str | None) -> str | None:
+    """A line of an HTML block as text: tags out, entities decoded, indentation gone; None
+    (invisible) when only tags were on it."""
+    if line is None:
+        return None
+    text = html.unescape(_HTML_TAG.sub("", line)).strip()
+    return text or None
 
 
 def _navigation(token: Any, lines: list[str | None]) -> bool:
