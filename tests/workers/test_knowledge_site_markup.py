@@ -31,6 +31,19 @@ export const owner = {
 
 # Database failover
 
+```mdx-code-block
+import Admonition from '@theme/Admonition';
+<Tabs>
+<TabItem value="primary" label="Primary">
+```
+
+The primary's volume must be detached first.
+
+```mdx-code-block
+</TabItem>
+</Tabs>
+```
+
 :::warning Data loss
 Never promote a replica that is more than 30 seconds behind.
 :::
@@ -96,11 +109,12 @@ def test_mdx_is_read_as_markdown_without_its_imports_exports_and_component_tags(
     prose = text.split("```jsx")[0]
     assert {c.title for c in chunks} == {"Database failover"}
     for gone in ("import Highlight", "from '@theme", "export const", "dba-team", "<TabItem",
-                 "</Tabs>", 'label="VMs"', ":::", "OPS-1234", "{/*", "<Highlight", "<Owner"):  # fmt: skip
+                 "</Tabs>", 'label="VMs"', "mdx-code-block", "Admonition", ":::", "OPS-1234", "{/*", "<Highlight", "<Owner"):  # fmt: skip
         assert gone not in prose, gone
     for kept in ("Never promote a replica that is more than 30 seconds behind.",
                  "Run `kubectl exec` into the operator pod", "Run `pg_ctl promote` on the replica",
-                 "Check replication lag first. Then page .", "Data loss"):  # fmt: skip
+                 "Check replication lag first. Then page .", "Data loss",
+                 "The primary's volume must be detached first."):  # fmt: skip
         assert kept in text, kept
     # Code is code: what a fence holds is shown as written.
     assert "<Tabs>kept as written in code</Tabs>" in text

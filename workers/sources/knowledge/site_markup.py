@@ -10,7 +10,8 @@ inside it too, as Hugo renders them there):
   `{{< figure … >}}`) is dropped and what it encloses stays (an include's file is not read);
   an escaped one (`{{</* note */>}}`) is shown as Hugo shows it, `{{< note >}}`.
 - **Docusaurus admonitions** (`:::warning Data loss` … `:::`): the fences go, the title and
-  the body stay.
+  the body stay. A fence of `mdx-code-block` is no code: Docusaurus renders what it holds as
+  MDX (`<Tabs>` around code blocks), so its fences go and its content is read as MDX.
 - **MDX** (`.mdx`, Docusaurus, Nextra), with `mdx=True`: `import`/`export` statements (ESM,
   several lines too), lines that hold only JSX or HTML tags (`<Tabs>`, `</TabItem>`, an
   opening tag over several lines), `{/* comments */}`, and component tags inside a line
@@ -66,13 +67,19 @@ def render_site_markup(lines: list[str], *, mdx: bool = False) -> tuple[list[str
     return out, hidden
 
 
-def _rendered(lines: list[str], mdx: bool) -> list[str]:
+def _rendered(lines: list[str], page_mdx: bool) -> list[str]:
     out: list[str] = []
     fence = ""
+    unwrap = ""  # the closing fence of an `mdx-code-block`: MDX inside, not code
     skip_until: re.Pattern[str] | None = None  # the line that ends an ESM statement or tag
     depth = 0  # brackets open in an `export` statement
     for original in lines:
         line = original
+        mdx = page_mdx or bool(unwrap)
+        if unwrap and not skip_until and line.strip() == unwrap:
+            unwrap = ""
+            out.append("")
+            continue
         if fence:  # code as written, but Hugo renders its shortcodes there too
             if line.strip().startswith(fence) and not line.strip().strip(fence[0]):
                 fence = ""
@@ -88,6 +95,10 @@ def _rendered(lines: list[str], mdx: bool) -> list[str]:
             out.append("")
             continue
         opened = _FENCE.match(line)
+        if opened and line[opened.end() :].strip() == "mdx-code-block" and not unwrap:
+            unwrap = opened.group(1)  # Docusaurus renders its content as MDX
+            out.append("")
+            continue
         if opened:
             fence = opened.group(1)
             out.append(line)
