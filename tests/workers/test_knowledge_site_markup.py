@@ -3,10 +3,15 @@ read as the site's reader sees them, not as their source markup."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from contracts.requests import LookupKnowledgeRequest
-from workers.sources.knowledge.analysis import split_document
+from workers.sources.knowledge.analysis import MAX_CHUNK_CHARS, split_document
 from workers.sources.knowledge.index import KnowledgeIndexSource, KnowledgeSettings
 
 # Written here in the shape of a Docusaurus docs page.
@@ -153,3 +158,54 @@ async def test_a_folder_of_mdx_pages_answers_with_evidence(tmp_path: Path) -> No
     hits = answer["contextPack"]["hits"]
     assert hits and hits[0]["source"] == "failover.mdx"
     assert "pg_ctl promote" in hits[0]["content"]
+
+
+def _seconds(text: str, source: str) -> float:
+    import time
+
+    best = float("inf")
+    for _ in range(3):
+        started = time.perf_counter()
+        split_document(text, source)
+        best = min(best, time.perf_counter() - started)
+    return best
+
+
+_HOSTILE = {
+    "a shortcode never closed": lambda n: "{{< note" + " " * n + "x",
+    "a tag never closed": lambda n: "<Note" + " " * n + "x",
+    "a tag's attributes never closed": lambda n: "<A " + "b=c " * (n // 4),
+    "a component never closed in text": lambda n: "text <A" + " b" * (n // 2),
+    "JSX comments never closed": lambda n: "{/*" * (n // 3),
+    "escaped shortcodes never closed": lambda n: "*/>}} " + "{{</*" * (n // 5),
+    "brackets of a pointer never closed": lambda n: "[a](b) " + "[" * n,
+    "a heading of spaces and an id never closed": lambda n: "## x" + " " * n + "{#",
+}
+
+
+@pytest.mark.parametrize("make", list(_HOSTILE.values()), ids=list(_HOSTILE))
+def test_a_hostile_line_is_read_in_linear_time(make: Callable[[int], str]) -> None:
+    # Review: the markup patterns backtracked: a shortcode or a tag left open over spaces
+    # took quadratic time (1.3 s at 8,000 characters, minutes at 64 KB), an open JSX comment
+    # or escaped shortcode repeated was quadratic in its repeats.
+    for suffix in (".mdx", ".md"):
+        small = _seconds(make(4_000) + "\n", f"p{suffix}")
+        large = _seconds(make(16_000) + "\n", f"p{suffix}")
+        assert large < max(8 * small, 0.05), (suffix, small, large)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(
+        st.sampled_from(["import x from 'y';", "export const a = {", "}", "<Tabs>", "</Tabs>",
+                         "<A b=\"c\"", ">", "{/* c */}", "{{< note >}}", "{{< /note >}}",
+                         "{{</* ref */>}}", ":::tip T", ":::", "```", "```mdx-code-block",
+                         "# T", "## S", "text", "", "<details>", "- [a](b)", "See [a](b)."]),
+        max_size=40,
+    ),
+    st.sampled_from(["p.mdx", "p.md"]),
+)  # fmt: skip
+def test_any_site_markup_gives_bounded_chunks_with_a_title(lines: list[str], name: str) -> None:
+    for chunk in split_document("\n".join(lines), name):
+        assert chunk.content.strip() and len(chunk.content) <= MAX_CHUNK_CHARS
+        assert chunk.title and chunk.breadcrumb.startswith(chunk.title)

@@ -57,7 +57,7 @@ _ADMONITION: Final = re.compile(r"^(?:!!!|\?\?\?\+?)[ \t]+[\w-]+")
 _MD: Final = MarkdownIt("commonmark").enable("table")
 _LINK_ITEM: Final = re.compile(r"\s*(?:[-*+]|\d+[.)])\s+(?:\[[^\]]*\]\([^)]*\)|<[^>\s]+>)\s*")
 # A paragraph that only points elsewhere: "See [Uninstalling Linkerd](uninstall/)."
-_INLINE_LINK: Final = re.compile(r"\[[^\]]*\]\([^)]*\)|<https?://[^>\s]+>")
+_INLINE_LINK: Final = re.compile(r"\[[^\]]{0,500}\]\([^)]{0,2000}\)|<https?://[^>\s]{1,2000}>")
 _POINTER_WORDS: Final = frozenset(
     "see also refer to the for more details detail information info read check out please"
     " and or our this that page pages docs documentation guide reference here".split()

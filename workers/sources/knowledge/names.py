@@ -42,7 +42,7 @@ _FILE: Final = re.compile(r"(?<![\w./-])[\w./-]+\.(?:md|markdown|txt|rst)(?!\w)"
 _FOLDER_PAGES: Final = frozenset({"readme", "index"})
 # A link's fragment (`…/checks/#l5d-identity-issuer-cert-is-time-valid`): a letter in it, so
 # "issue #4711" names no section.
-_FRAGMENT: Final = re.compile(r"(?:(?<=[/\s(<])|^)#([\w.-]*[A-Za-z][\w.-]*)")
+_FRAGMENT: Final = re.compile(r"(?:(?<=[/\s(<])|^)#([\w.-]++)")
 _HEADING_ID: Final = re.compile(r"\s*\{#([^}\s]+)[^}]*\}\s*$")  # `## Title {#id}`
 
 
@@ -92,7 +92,8 @@ def _spells(path: str, source: str) -> bool:
 
 def fragments(query: str) -> set[str]:
     """The link fragments a question holds (`#l5d-identity-issuer-cert-is-time-valid`)."""
-    return {f for f in _FRAGMENT.findall(query) if len(f) >= 4}
+    found = _FRAGMENT.findall(query)
+    return {f for f in found if len(f) >= 4 and any(c.isalpha() for c in f)}
 
 
 def names_section(heading: str, wanted: set[str]) -> bool:

@@ -28,17 +28,17 @@ __all__ = ["render_site_markup"]
 
 _FENCE: Final = re.compile(r"^ {0,3}(`{3,}|~{3,})")
 _REF: Final = re.compile(r"\{\{([<%])\s*(?:rel)?ref\s+\"?([^\"\s>%}]*)\"?\s*[>%]\}\}")
-_SHORTCODE: Final = re.compile(r"\{\{[<%]\s*/?\s*[A-Za-z][\w./-]*(?:\s[^{}]*?)?\s*/?[>%]\}\}")
-_ESCAPED: Final = re.compile(r"(\{\{[<%]/\*.*?\*/[>%]\}\})")
+# Every pattern here is linear in its line: no two adjacent parts match the same characters
+# (a tag or shortcode left open over 64 KB of spaces backtracked for minutes).
+_SHORTCODE: Final = re.compile(r"\{\{[<%] *+/?+ *+[A-Za-z][\w./-]*+(?:\s[^{}]*?)?[>%]\}\}")
 _ADMONITION: Final = re.compile(r"^ {0,3}:::+\s*(?:[A-Za-z][\w-]*)?(?:\[([^\]]*)\]|\s+(.*))?\s*$")
 _IMPORT: Final = re.compile(r"^import\b")
 _IMPORT_END: Final = re.compile(r"""(?:\bfrom\s*['"][^'"]*['"]|^\s*['"][^'"]*['"])\s*;?\s*$""")
 _EXPORT: Final = re.compile(r"^export\b")
-_TAG: Final = r"<(?:/?[A-Za-z][\w.:-]*(?:\s+[^<>]*?)?\s*/?)?>"
-_TAGS_ONLY: Final = re.compile(rf"\s*(?:{_TAG}\s*)+")
-_TAG_OPEN: Final = re.compile(r"^\s*<[A-Za-z][\w.:-]*(?:\s[^<>]*)?$")  # its `>` on a later line
-_COMPONENT: Final = re.compile(r"</?[A-Z][\w.]*(?:\s+[^<>]*?)?\s*/?>")
-_JSX_COMMENT: Final = re.compile(r"\{/\*.*?\*/\}")
+_TAG: Final = r"<(?:/?[A-Za-z][\w.:-]*+(?:\s[^<>]*+)?)?>"
+_TAGS_ONLY: Final = re.compile(rf"\s*+(?:{_TAG}\s*+)+")
+_TAG_OPEN: Final = re.compile(r"^\s*+<[A-Za-z][\w.:-]*+(?:\s[^<>]*+)?$")  # its `>` on a later line
+_COMPONENT: Final = re.compile(r"</?[A-Z][\w.]*+(?:\s[^<>]*+)?>")
 
 
 def _ref_name(target: str) -> str:
@@ -50,13 +50,39 @@ def _ref_name(target: str) -> str:
 
 def _shortcodes(line: str) -> str:
     # `{{</* note */>}}` is Hugo's escape: shown as `{{< note >}}`, never rendered.
-    escaped = _ESCAPED.split(line)
-    for i in range(0, len(escaped), 2):
-        escaped[i] = _SHORTCODE.sub("", _REF.sub(lambda m: _ref_name(m.group(2)), escaped[i]))
-    for i in range(1, len(escaped), 2):
-        escaped[i] = escaped[i].replace("{{</*", "{{<").replace("{{%/*", "{{%")
-        escaped[i] = escaped[i].replace("*/>}}", ">}}").replace("*/%}}", "%}}")
-    return "".join(escaped)
+    out: list[str] = []
+    for n, part in enumerate(_between(line, ("{{</*", "{{%/*"), ("*/>}}", "*/%}}"))):
+        if n % 2:
+            part = part.replace("{{</*", "{{<").replace("{{%/*", "{{%")
+            out.append(part.replace("*/>}}", ">}}").replace("*/%}}", "%}}"))
+        else:
+            out.append(_SHORTCODE.sub("", _REF.sub(lambda m: _ref_name(m.group(2)), part)))
+    return "".join(out)
+
+
+def _between(line: str, openers: tuple[str, ...], closers: tuple[str, ...]) -> list[str]:
+    """`line` split into outside, inside, outside, ... of opener...closer spans (closer
+    included), scanning once: an opener never closed is outside."""
+    parts: list[str] = []
+    at = 0
+    while True:
+        starts = [i for i in (line.find(o, at) for o in openers) if i >= 0]
+        if not starts:
+            break
+        start = min(starts)
+        ends = [i + len(c) for c in closers if (i := line.find(c, start)) >= 0]
+        if not ends:
+            break
+        end = min(ends)
+        parts += [line[at:start], line[start:end]]
+        at = end
+    return [*parts, line[at:]]
+
+
+def _without_jsx_comments(line: str) -> str:
+    return "".join(
+        line_part for n, line_part in enumerate(_between(line, ("{/*",), ("*/}",))) if not n % 2
+    )
 
 
 def render_site_markup(lines: list[str], *, mdx: bool = False) -> tuple[list[str], set[int]]:
@@ -117,7 +143,7 @@ def _rendered(lines: list[str], page_mdx: bool) -> list[str]:
             out.append((admonition.group(1) or admonition.group(2) or "").strip())
             continue
         if mdx:
-            line = _JSX_COMMENT.sub("", line)
+            line = _without_jsx_comments(line) if "{/*" in line else line
             if _TAGS_ONLY.fullmatch(line):
                 line = ""
             elif _TAG_OPEN.match(line):
