@@ -22,7 +22,7 @@ _CHECK = """### √ {title} {{#{anchor}}}
 Example failure:
 
 ```text
-× {title}
+\u00d7 {title}
     {detail}
 ```
 
@@ -54,7 +54,7 @@ TROUBLESHOOTING = (
                     "Rotate the trust anchors before they expire.",
                 ),
             ]
-        )  # fmt: skip
+        )
     )
     + "\n## Replacing expired certificates\n\nGenerate a new issuer with step.\n"
 )
@@ -80,7 +80,7 @@ async def _ask(tmp_path: Path, query: str) -> dict[str, Any]:
     [
         ("see https://linkerd.io/2.19/checks/#l5d-identity-issuer-cert-is-time-valid for hints",
          "l5d-identity-issuer-cert-is-time-valid"),
-        ("× trust roots are valid for at least 60 days\n    see https://linkerd.io/2/checks/"
+        ("\u00d7 trust roots are valid for at least 60 days\n    see https://linkerd.io/2/checks/"
          "#l5d-identity-trustAnchors-not-expiring-soon for hints",
          "l5d-identity-trustAnchors-not-expiring-soon"),
         ("https://docs.example/tasks/troubleshooting/#replacing-expired-certificates",
