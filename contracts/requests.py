@@ -194,6 +194,11 @@ def _check_semantics(request: Request, tool_call_id: str) -> Request | ErrorResu
     match request:
         case LookupKnowledgeRequest(query=query) if not query.strip():
             return _schema_error(tool_call_id, "query must not be blank - at `$.query`")
+        case LookupKnowledgeRequest(query=query) if not any(c.isalnum() for c in query):
+            # "???" or "--": nothing to look up; answered, it would read as "no evidence".
+            return _schema_error(
+                tool_call_id, "query must hold a letter or digit to look up - at `$.query`"
+            )
         case QueryMysqlRequest(sql=sql) if not sql.strip():
             return _schema_error(tool_call_id, "sql must not be blank - at `$.sql`")
     return request

@@ -95,6 +95,24 @@ def _note_zone(as_of: str | None) -> None:
         print(f"note: --as-of has no zone: read as UTC ({utc})", file=sys.stderr)
 
 
+async def _wait_for_index(source: object) -> None:
+    """A first runbook index build that outlasts the warm-up (a few hundred long runbooks:
+    30-60 s) is waited for, and said on stderr: one command, one question, and its answer is
+    not "still being built"."""
+    building = getattr(source, "building", None)
+    progress = building() if building is not None else None
+    if progress is None:
+        return
+    done, total = progress
+    count = f" ({done:,} of {total:,} sections embedded)" if total else ""
+    print(
+        f"note: the runbook index is being built for the first time{count}; this call waits"
+        " for it (later calls use it at once)",
+        file=sys.stderr,
+    )
+    await source.ready()  # type: ignore[attr-defined]
+
+
 async def cmd_call(args: argparse.Namespace, settings: Settings) -> int:
     """`call`: one tool call, its lifecycle and both views."""
     arguments = await read_arguments(args.args)
@@ -107,6 +125,7 @@ async def cmd_call(args: argparse.Namespace, settings: Settings) -> int:
         # a few hundred runbooks) would otherwise run inside the call's deadline (TIMEOUT).
         warm = args.tool == "lookup_knowledge"
         async with open_sources(only=(args.tool,), warm=warm) as sources:
+            await _wait_for_index(sources.get(args.tool))
             outcome = await run_stages(
                 tool=args.tool,
                 tool_call_id=args.id,

@@ -292,3 +292,24 @@ def test_a_size_cap_is_said_as_one(arguments: dict[str, object], said: str) -> N
     found = decode_invocation("query_mysql", "c1", arguments)
     assert isinstance(found, ErrorResult) and found.error.code is ErrorCode.SCHEMA
     assert found.error.message == said
+
+
+@pytest.mark.parametrize(
+    "query", ["???", "--", " ?! ", "…", "🔥🔥", "-- ** //", "\uff1f\uff1f", "_"]
+)
+def test_a_knowledge_query_without_a_letter_or_digit_is_a_schema_error(query: str) -> None:
+    # Before: "???" and "--" ran and answered NO_EVIDENCE, as if the runbooks had been searched
+    # for something and held nothing: nothing can be looked up by punctuation alone.
+    result = _error(decode_invocation("lookup_knowledge", "call_1", {"query": query}))
+    assert result.error.code is ErrorCode.SCHEMA
+    assert "`$.query`" in result.error.message and "letter or digit" in result.error.message
+    assert result.tool_call_id == "call_1"
+
+
+@pytest.mark.parametrize(
+    "query", ["x?", "503", "数据库连接池满了\uff1f", "OOMKilled!!", "é", "--help"]
+)
+def test_a_knowledge_query_with_a_letter_or_digit_decodes(query: str) -> None:
+    assert decode_invocation("lookup_knowledge", "call_1", {"query": query}) == (
+        LookupKnowledgeRequest(query=query)
+    )

@@ -270,7 +270,8 @@ def test_the_published_schema_accepts_exactly_what_the_decoder_accepts(
 ) -> None:
     # A model held to the schema (strict decoding) never writes a call the server refuses
     # as SCHEMA, and the schema refuses nothing the server would take. Only blankness (a
-    # query or sql of spaces, refused after decoding) is not a schema keyword, and JSON
+    # query or sql of spaces, refused after decoding) and a knowledge query without a letter
+    # or digit ("???") are not schema keywords, and JSON
     # Schema's `integer` takes `1.0`, which the decoder refuses (a model writes `1`).
     tool = next(_TOOL_OF[k] for k in ("sql", "topic", "query") if k in arguments)
     schema_ok = jsonschema.Draft202012Validator(input_schema(tool)).is_valid(arguments)
@@ -280,6 +281,9 @@ def test_the_published_schema_accepts_exactly_what_the_decoder_accepts(
     decoded = decode_invocation(tool, "c1", json.dumps(arguments))
     blank = any(isinstance(v, str) and v and not v.strip() for k, v in arguments.items()
                 if k in ("query", "sql") and tool != "query_logs")  # fmt: skip
+    query = arguments.get("query")
+    if tool == "lookup_knowledge" and isinstance(query, str) and query:
+        blank = blank or not any(c.isalnum() for c in query)
     server_ok = not isinstance(decoded, ErrorResult)
     assert schema_ok == strict_ok
     assert schema_ok == (server_ok or blank), (arguments, decoded)

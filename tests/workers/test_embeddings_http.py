@@ -58,9 +58,12 @@ class _Handler(BaseHTTPRequestHandler):
             return
         if mode == "slow":
             time.sleep(2.0)
+        if mode == "steady":  # a server that takes its time for every batch of a build
+            time.sleep(0.25 if len(texts) > 1 else 0.0)
         dim = DIM + 1 if mode == "wrong-dim" else DIM
+        vector = (lambda t: _vector(t)[::-1]) if mode == "reversed" else _vector  # another model
         items = [
-            Embedding(embedding=[*_vector(t), 0.5][:dim], index=i, object="embedding")
+            Embedding(embedding=[*vector(t), 0.5][:dim], index=i, object="embedding")
             for i, t in enumerate(texts)
         ]
         if mode == "missing-one":
@@ -221,8 +224,10 @@ def test_settings_from_env() -> None:
     }
     encoder = HttpEncoder.from_env(env)
     try:
-        assert encoder.model_id == "openai-compatible:bge-m3:1024" and encoder.dim == 1024
-        assert SECRET not in encoder.model_id
+        # The model, its dimension and a digest of the endpoint (never the URL itself).
+        assert encoder.model_id.startswith("openai-compatible:bge-m3:1024:")
+        assert encoder.dim == 1024
+        assert SECRET not in encoder.model_id and "127.0.0.1" not in encoder.model_id
     finally:
         encoder.close()
     source = KnowledgeIndexSource.from_env({**env, "ACI_CACHE_DIR": "/tmp/unused"})

@@ -140,9 +140,21 @@ async def test_answer_is_rag_shaped_and_projects_to_verbatim_evidence(tmp_path: 
     assert first.excerpt in text
 
 
-@pytest.mark.parametrize(
-    "query", ["how to bake sourdough bread", "如何申请年假", "the of and", "?!"]
-)
+@pytest.mark.parametrize("query", ["the of and", "?!"])
+async def test_a_question_with_nothing_to_look_up_is_an_error_not_no_evidence(
+    tmp_path: Path, query: str
+) -> None:
+    # Until 2026-12-05 these answered NO_EVIDENCE, as if the runbooks held nothing on them.
+    source = _source(DEFAULT_KNOWLEDGE_DIR, tmp_path)
+    try:
+        with pytest.raises(SourceError) as caught:
+            await source.fetch(_ask(query))
+    finally:
+        await source.aclose()
+    assert caught.value.code is ErrorCode.SCHEMA
+
+
+@pytest.mark.parametrize("query", ["how to bake sourdough bread", "如何申请年假"])
 async def test_unanswered_questions_give_no_evidence(tmp_path: Path, query: str) -> None:
     source = _source(DEFAULT_KNOWLEDGE_DIR, tmp_path)
     try:

@@ -131,7 +131,8 @@ def test_query_and_passage_views_reach_the_server(server: str) -> None:
     assert [b["input_type"] for b in _Handler.bodies] == ["p", "q"]
     assert vector.shape == (DIM,) and np.isclose(np.linalg.norm(vector), 1.0)
     plain = _encoder(server)
-    assert plain.model_id == "openai-compatible:m:4" != encoder.model_id  # views name the index
+    assert plain.model_id.startswith("openai-compatible:m:4:")  # then the endpoint's digest
+    assert plain.model_id != encoder.model_id  # views name the index
     plain.close()
 
 
@@ -227,7 +228,7 @@ async def test_files_of_other_kinds_are_said_not_read(
     assert {h["source"] for h in answer["contextPack"]["hits"]} == {"disk.md"}
     said = [r.getMessage() for r in caplog.records if "not read" in r.getMessage()]
     assert said == [
-        "knowledge: 4 files in the folder are not read (runbooks are .md, .markdown, .txt,"
+        "knowledge: 4 files in the folder are not read (runbooks are .md, .markdown, .mdx, .txt,"
         " .rst): 2 .adoc, 1 .html, 1 no suffix"
     ]
 
@@ -341,6 +342,6 @@ async def test_a_file_name_cannot_write_lines_into_the_log(
     await _disk_lookup(_source(folder, tmp_path / "c", retrieval="lexical"), caplog)
     said = [r.getMessage() for r in caplog.records if "not read" in r.getMessage()]
     assert said == [
-        "knowledge: 3 files in the folder are not read (runbooks are .md, .markdown, .txt,"
+        "knowledge: 3 files in the folder are not read (runbooks are .md, .markdown, .mdx, .txt,"
         " .rst): 2 other suffix, 1 .pdf"
     ]

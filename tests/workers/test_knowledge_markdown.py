@@ -196,3 +196,25 @@ def test_a_line_longer_than_a_chunk_is_cut_between_words_and_loses_no_text() -> 
     pieces = split_markdown(f"# 标题\n\n{cjk}\n", "zh.md")
     assert all(len(c.content) <= MAX_CHUNK_CHARS for c in pieces)
     assert re.sub(r"\s", "", "".join(c.content for c in pieces)) == f"#标题{cjk}"
+
+
+def test_an_html_block_reads_as_its_text_not_its_tags() -> None:
+    # PagerDuty's incident-response-docs write their severity table as HTML inside Markdown:
+    # its chunks were tags and class names ("<td class=\"sev-1\">"), which crowded the
+    # excerpt's 700 characters, the embedded text and the terms; a reader sees the text.
+    page = (
+        "# Severity Levels\n\nClassify incidents by severity.\n\n"
+        '<table class="custom-table">\n  <thead>\n    <tr>\n      <th class="sev">Severity</th>\n'
+        "      <th>Description</th>\n    </tr>\n  </thead>\n  <tbody>\n    <tr>\n"
+        '      <td class="sev-1">SEV-1</td>\n      <td>\n'
+        '        <p class="intent">Critical issue that warrants public notification &amp;'
+        " liaison with executive teams.</p>\n        <ul>\n"
+        "          <li>The system is in a critical state.</li>\n"
+        '          <li>Page an IC in Slack <code>!ic page</code>, see <a href="/during">During'
+        " an Incident</a>.</li>\n        </ul>\n      </td>\n    </tr>\n  </tbody>\n</table>\n"
+    )
+    (chunk,) = split_markdown(page, "before/severity_levels.md")
+    assert "<" not in chunk.content and "class=" not in chunk.content
+    assert "SEV-1\nCritical issue that warrants public notification & liaison" in chunk.content
+    assert "Page an IC in Slack !ic page, see During an Incident." in chunk.content
+    assert "Severity\nDescription\nSEV-1" in chunk.content  # no blank line per closing tag

@@ -84,3 +84,19 @@ async def test_the_pointers_of_a_service_readme_are_no_answer(tmp_path: Path) ->
     assert hits[0]["source"] == "gitaly/gitaly-down.md"
     assert "README.md" not in [h["source"] for h in hits]
     assert all("Pointers" not in h["breadcrumb"] for h in hits)
+
+
+def test_a_paragraph_that_only_points_to_another_page_is_navigation() -> None:
+    # linkerd/website's docs: tasks/install.md ends with "## Uninstalling the control plane"
+    # and "See [Uninstalling Linkerd](uninstall/)."; "how to uninstall linkerd" got that
+    # pointer as its top answer, above the page it points to (indexed itself).
+    page = (
+        "# Installing Linkerd\n\n## Step 1\n\nRun `linkerd install | kubectl apply -f -`.\n\n"
+        "## Uninstalling the control plane\n\nSee [Uninstalling Linkerd](uninstall/).\n\n"
+        "## More\n\nFor more details, see also [the CLI reference](../cli/) and"
+        " [the FAQ](../faq/).\n\n"
+        "## Upgrading\n\nSee [Upgrading](upgrade/) before you run `linkerd upgrade`: the"
+        " proxies restart.\n"
+    )
+    crumbs = [c.breadcrumb for c in split_markdown(page, "tasks/install.md")]
+    assert crumbs == ["Installing Linkerd > Step 1", "Installing Linkerd > Upgrading"]

@@ -16,7 +16,7 @@ from typing import Any
 import anyio
 import pytest
 
-import workers.sources.knowledge.index as knowledge
+import workers.sources.knowledge.index_file as knowledge  # where the source builds
 import workers.sources.logs.source as logs
 from contracts.requests import LookupKnowledgeRequest, QueryLogsRequest
 from contracts.results import ErrorResult, RagResult

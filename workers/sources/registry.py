@@ -60,6 +60,11 @@ async def warm_up(
 
     async def one(tool: str, source: Source, request: Request, label: str) -> None:
         try:
+            # A source that builds an index (the runbooks') is waited for up to this bound,
+            # not only as long as one of its calls would wait.
+            ready = getattr(source, "ready", None)
+            if ready is not None:
+                await ready()
             await source.fetch(request)
         except Exception as exc:  # said, not raised: the worker starts anyway
             if isinstance(exc, SourceError) and exc.logged:
@@ -93,6 +98,23 @@ async def warm_up(
                         tg.start_soon(one, tool, source, probe, f"{tool} ({name})")
     if scope.cancelled_caught:
         log.warning("source warm-up did not finish within %.1fs; starting anyway", timeout_s)
+        for tool, source in sources.items():
+            _say_building(tool, source)
+
+
+def _say_building(tool: str, source: Source) -> None:
+    # A first runbook index build that outlasts the warm-up (hundreds of long runbooks) is
+    # said as such: its lookups answer UNAVAILABLE meanwhile, not a timeout of their own.
+    building = getattr(source, "building", None)
+    progress = building() if building is not None else None
+    if progress is None:
+        return
+    done, total = progress
+    count = f" ({done:,} of {total:,} sections embedded)" if total else ""
+    log.warning(
+        "the %s index is still being built%s: its calls answer ERROR/UNAVAILABLE (retryable)"
+        " until it is ready, said when it is", tool, count,
+    )  # fmt: skip
 
 
 def _warmup_timeout(env: Mapping[str, str]) -> float:

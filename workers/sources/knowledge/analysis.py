@@ -185,7 +185,7 @@ def split_markdown(text: str, source: str) -> list[Chunk]:
     matter out (its title names the runbook, its description and tags are `meta`), one
     chunk per section, sections over `MAX_CHUNK_CHARS` split at block, list-item, row or line
     boundaries into bounded chunks that keep the section's heading path."""
-    page = read_markdown(text)
+    page = read_markdown(text, mdx=source.endswith(".mdx"))
     title = page.title or Path(source).stem
     chunks: list[Chunk] = []
     for section in page.sections:

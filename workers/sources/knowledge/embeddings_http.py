@@ -25,6 +25,7 @@ import hashlib
 import math
 import threading
 import time
+import urllib.parse
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Final
 
@@ -42,7 +43,7 @@ if TYPE_CHECKING:
     import numpy as np
     import numpy.typing as npt
 
-__all__ = ["EmbeddingsHttpSettings", "HttpEncoder"]
+__all__ = ["EmbeddingsHttpSettings", "HttpEncoder", "endpoint_key"]
 
 DEFAULT_TIMEOUT_S: Final = 10.0
 DEFAULT_MAX_BYTES: Final = 32 * 1024 * 1024
@@ -64,6 +65,21 @@ class EmbeddingsHttpSettings(msgspec.Struct, frozen=True, kw_only=True):
     passage_prefix: str = ""
     input_types: tuple[str, str] | None = None  # (for queries, for passages)
     levels: Levels = USE_LEVELS  # this model's cosine thresholds (ACI_EMBEDDINGS_LEVELS)
+
+
+def endpoint_key(url: str) -> str:
+    """A digest naming where vectors come from: the URL's scheme, host, port and path, never
+    its user, password, query or fragment (credentials live there: `?key=`, `user:pw@`), so
+    the same server under other credentials is the same endpoint. `ValueError` for a URL
+    whose port is not a number (the message does not repeat the URL)."""
+    parts = urllib.parse.urlsplit(url.strip())
+    scheme = parts.scheme.lower()
+    try:
+        port = parts.port or {"http": 80, "https": 443}.get(scheme)
+    except ValueError:
+        raise ValueError("ACI_EMBEDDINGS_URL has a port that is not a number") from None
+    where = f"{scheme}://{(parts.hostname or '').lower()}:{port}{parts.path.rstrip('/')}"
+    return hashlib.sha256(where.encode()).hexdigest()[:12]
 
 
 class _Item(msgspec.Struct):
@@ -88,9 +104,12 @@ class HttpEncoder:
     def __init__(self, settings: EmbeddingsHttpSettings) -> None:
         self.settings = settings
         self.dim = settings.dim
-        # The model and dimension name the index; the URL does not (it may carry secrets).
+        # The model, its dimension and the endpoint name the index: another server naming
+        # the same model (another provider, quantisation, or a tag pulled again) is another
+        # index. The endpoint only by a digest without its credentials (`endpoint_key`).
         # Prefixes and input types change the vectors, so they name it too.
-        self.model_id = f"openai-compatible:{settings.model}:{settings.dim}"
+        endpoint = endpoint_key(settings.url)
+        self.model_id = f"openai-compatible:{settings.model}:{settings.dim}:{endpoint}"
         views = (settings.query_prefix, settings.passage_prefix, settings.input_types)
         if views != ("", "", None):
             self.model_id += ":" + hashlib.sha256(repr(views).encode()).hexdigest()[:8]

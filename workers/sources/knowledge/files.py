@@ -33,11 +33,11 @@ __all__ = [
     "runbook_files",
 ]
 
-RUNBOOK_SUFFIXES: Final = (".md", ".markdown", ".txt", ".rst")
+RUNBOOK_SUFFIXES: Final = (".md", ".markdown", ".mdx", ".txt", ".rst")
 # Kinds that hold prose the index does not read (an export, another markup): a folder's
 # runbook may be one of them. Images, scripts, LICENSE and OWNERS files are not.
 DOCUMENT_SUFFIXES: Final = frozenset(
-    ".adoc .asciidoc .htm .html .xhtml .mdx .org .wiki .mediawiki .textile .tex .pod .ipynb"
+    ".adoc .asciidoc .htm .html .xhtml .org .wiki .mediawiki .textile .tex .pod .ipynb"
     " .pdf .doc .docx .odt .rtf".split()
 )
 MAX_DEPTH: Final = 64  # folder levels walked below the knowledge folder

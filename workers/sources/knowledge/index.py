@@ -1,11 +1,12 @@
 """The embedded `lookup_knowledge` source: Markdown runbooks in a local index.
 
-The roles live in sibling modules: `analysis` (terms, chunks), `files` (the confined file
-walk), `encoder` (sentence vectors, offline by default), `store` (the index file with its
-vectors, built atomically), `search` (BM25 with a coverage filter), `ranking` (dense and fused
-ranking, the calibrated relevance level). This module is the source: settings, the shared
-build thread, and the answer's shape. A folder without a runbook, or no folder at all, is an
-error (UNAVAILABLE, logged), never an empty index that answers NO_EVIDENCE.
+Roles in sibling modules: `analysis` (terms, chunks), `files` (the confined walk), `encoder`
+(sentence vectors, offline by default), `store` (the index file, built atomically),
+`index_file` (which file, opened or built), `build_wait` (waiting for a build), `current` (hits
+checked against their files as they are now), `search` (BM25, a coverage filter), `ranking`
+(dense and fused ranking, the relevance level). This module is the source: settings, the
+shared build thread, the answer's shape. A folder without a runbook, or none, is an error
+(UNAVAILABLE, logged), never an empty index that answers NO_EVIDENCE.
 
 The index file lives in the cache folder, named after the folder and a fingerprint of its files
 (paths, sizes, mtimes), of the analysis code and of the model id: it is built on first use,
@@ -18,7 +19,6 @@ own, which a call waits for only up to its deadline.
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import logging
 import math
 import os
@@ -26,7 +26,7 @@ import sqlite3
 import threading
 import time
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from concurrent.futures import Future
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
@@ -39,6 +39,7 @@ from contracts.status import ErrorCode
 from workers.sources.base import SourceError
 from workers.sources.kept import cache_dir_from_env
 from workers.sources.knowledge.analysis import Chunk, split_markdown, terms_of
+from workers.sources.knowledge.build_wait import EmptyIndex, deadline_s, unavailable, wait_for
 from workers.sources.knowledge.current import CurrentChunks, current_hits, why_not
 from workers.sources.knowledge.encoder import Encoder, query_vector, shared_use_encoder
 from workers.sources.knowledge.files import (
@@ -46,15 +47,16 @@ from workers.sources.knowledge.files import (
     files_fingerprint,
     max_file_bytes_from_env,
 )
+from workers.sources.knowledge.index_file import open_or_build
 from workers.sources.knowledge.ranking import USE_LEVELS, Mode, rank
-from workers.sources.knowledge.search import MIN_COVERAGE, relevance_of, search
-from workers.sources.knowledge.store import (
-    ANALYSIS_HASH,
-    INDEX_VERSION,
-    IndexFile,
-    build_index,
-    models_of,
+from workers.sources.knowledge.search import (
+    MIN_COVERAGE,
+    NOTHING_TO_SEARCH,
+    relevance_of,
+    search,
+    searchable,
 )
+from workers.sources.knowledge.store import ANALYSIS_HASH, INDEX_VERSION, IndexFile, build_index
 
 if TYPE_CHECKING:
     from workers.sources.knowledge.rag_http import HttpRagSource
@@ -87,10 +89,9 @@ class KnowledgeSettings(msgspec.Struct, frozen=True, kw_only=True):
     min_coverage: float = MIN_COVERAGE
     retrieval: Mode = "fused"
     max_file_bytes: int = DEFAULT_MAX_FILE_BYTES  # larger runbooks are skipped and named
-
-
-class EmptyIndex(Exception):
-    """The folder holds no indexable runbook."""
+    # How long a lookup waits for a first build (no index to answer from) before it answers
+    # UNAVAILABLE "still being built"; from_env: within the call's deadline. None: no bound.
+    build_wait_s: float | None = None
 
 
 def _check_fts5() -> None:
@@ -106,11 +107,9 @@ def _check_fts5() -> None:
 
 
 class KnowledgeIndexSource:
-    """The default `lookup_knowledge` source: the runbook folder, indexed locally.
-
-    The index is (re)built in one shared build thread: a call, or the warm-up, that finds a
-    build under way waits for that same build up to its own deadline and is then cancelled
-    (ERROR/TIMEOUT), while the build goes on for the calls after it."""
+    """The default `lookup_knowledge` source: the runbook folder, indexed locally in one shared
+    build thread; a call or the warm-up that finds a build under way waits for it a bounded
+    time (`build_wait`), while the build goes on for the calls after it."""
 
     def __init__(self, settings: KnowledgeSettings, encoder: Encoder | None = None) -> None:
         self.settings = settings
@@ -132,6 +131,8 @@ class KnowledgeIndexSource:
         self._generation = 0  # bumped by aclose: a build started before does not install
         self._rebuilding = False  # a refresh found changed files and builds their index
         self._current = CurrentChunks(self._folder, settings.max_file_bytes)  # hits checked
+        self._progress: tuple[int, int] | None = None  # (embedded, to embed) of a build
+        self._said_building = False  # a lookup was refused for a first build: say it is ready
 
     @classmethod
     def from_env(cls, env: Mapping[str, str]) -> KnowledgeIndexSource:
@@ -154,6 +155,7 @@ class KnowledgeIndexSource:
             max_hits=max_hits,
             retrieval=retrieval,  # type: ignore[arg-type]
             max_file_bytes=max_file_bytes,
+            build_wait_s=0.8 * deadline_s(env),
         )
         encoder: Encoder | None = None
         if env.get("ACI_EMBEDDINGS_URL", "").strip() and retrieval != "lexical":
@@ -167,17 +169,63 @@ class KnowledgeIndexSource:
 
     async def fetch(self, request: LookupKnowledgeRequest) -> dict[str, Any]:
         """Search the index; an answer shaped like a RAG service's (hits only when relevant).
-        While the runbooks' index is rebuilt after a change, the previous one answers."""
+        While the runbooks' index is rebuilt after a change, the previous one answers. A query
+        of common words only ("how do I") is a SCHEMA error: nothing in it can be looked up."""
+        # In a thread: a Chinese query's words come from jieba, loaded on first use.
+        if not await anyio.to_thread.run_sync(searchable, request.query):
+            raise SourceError(ErrorCode.SCHEMA, NOTHING_TO_SEARCH)
         refresh = self._due_refresh()
         if refresh is not None:
+            wait = self.settings.build_wait_s
             try:
-                await _wait_for(refresh, self._answers_meanwhile)
+                with anyio.move_on_after(math.inf if wait is None else wait) as waited:
+                    await wait_for(refresh, self._answers_meanwhile)
             except SourceError as error:
                 error.logged = self._logged is not None  # said once by the build: not again
                 raise
+            if waited.cancelled_caught:
+                raise self._still_building()
         return await anyio.to_thread.run_sync(
             self._search_sync, request.query, abandon_on_cancel=True
         )
+
+    def building(self) -> tuple[int, int] | None:
+        """(sections embedded, sections to embed) while an index is built and none answers
+        meanwhile (the folder's first build), else None. (0, 0) before its embedding starts."""
+        with self._lock:
+            if self._index is not None or self._refresh is None:
+                return None
+            return self._progress or (0, 0)
+
+    async def ready(self) -> None:
+        """Wait, without a bound, for the index to be built or checked (a one-off command
+        waits for a first build rather than answer "still being built"); its failure, if
+        any, is the next lookup's answer."""
+        refresh = self._due_refresh()
+        if refresh is not None:
+            with contextlib.suppress(Exception):
+                await wait_for(refresh, lambda: False)
+
+    def _still_building(self) -> SourceError:
+        progress = self.building()
+        done = ""
+        if progress is not None and progress[1]:
+            done = f" ({progress[0]:,} of {progress[1]:,} sections embedded)"
+        if not self._said_building:
+            self._said_building = True
+            log.warning(
+                "the knowledge index is still being built%s: lookups answer UNAVAILABLE"
+                " (retryable) until it is ready", done,
+            )  # fmt: skip
+        return SourceError(
+            ErrorCode.UNAVAILABLE,
+            f"the runbook index is still being built{done}; ask again in a minute",
+            retryable=True,
+        )
+
+    def _set_progress(self, done: int, total: int) -> None:
+        with self._lock:
+            self._progress = (done, total)
 
     async def aclose(self) -> None:
         """Close the index file; a later fetch reopens it."""
@@ -213,6 +261,9 @@ class KnowledgeIndexSource:
             return self._refresh
 
     def _run_refresh(self, refresh: Future[None], generation: int) -> None:
+        started = time.monotonic()
+        with self._lock:
+            first = self._index is None
         try:
             self._refresh_sync(generation)
         except BaseException as exc:  # handed to every waiter, never lost in this thread
@@ -229,7 +280,12 @@ class KnowledgeIndexSource:
                     self._index.conn.close()
                 self._index, self._fingerprint, self._checked_at = None, "", -math.inf
         with self._lock:
-            self._refresh, self._rebuilding = None, False
+            self._refresh, self._rebuilding, self._progress = None, False, None
+        took = time.monotonic() - started
+        long = first and took > (self.settings.build_wait_s or math.inf)
+        if error is None and (self._said_building or long):  # lookups were refused meanwhile
+            self._said_building = False
+            log.warning("the knowledge index is built (%.0f s): lookups answer from it", took)
         if error is None:
             refresh.set_result(None)
         else:
@@ -260,8 +316,8 @@ class KnowledgeIndexSource:
         if index.n == 0:
             index.conn.close()
             self._log_once(
-                "the knowledge folder holds no indexable runbook (.md, .markdown, .txt, .rst):"
-                " lookups are UNAVAILABLE"
+                "the knowledge folder holds no indexable runbook (.md, .markdown, .mdx, .txt,"
+                " .rst): lookups are UNAVAILABLE"
             )
             raise EmptyIndex
         self._logged = None
@@ -274,35 +330,15 @@ class KnowledgeIndexSource:
             self._index, self._fingerprint, self._checked_at = index, fingerprint, now
 
     def _open_or_build(self, fingerprint: str) -> IndexFile:
-        folder_key = hashlib.sha256(str(self._folder).encode()).hexdigest()[:12]
-        model_key = hashlib.sha256(self._salt.encode()).hexdigest()[:8]
-        of_folder = f"knowledge-v{INDEX_VERSION}-{folder_key}-"
-        prefix = f"{of_folder}{model_key}-"
-        path = self._cache / f"{prefix}{fingerprint[:16]}.sqlite3"
-        try:
-            return IndexFile(path)
-        except sqlite3.OperationalError:
-            # Not built yet (or just removed as stale by a worker that saw newer files). The
-            # newest index of this folder and model lends its vectors to unchanged chunks.
-            self._cache.mkdir(parents=True, exist_ok=True)
-            older = [p for p in self._cache.glob(f"{prefix}*.sqlite3") if p != path]
-            # Another version of this code's index of the folder, by the same model, lends
-            # its vectors by their stored digests and goes too (upgrades left them behind).
-            model = self._encoder.model_id if self._encoder is not None else None
-            others = [p for p in self._cache.glob(f"{of_folder}*.sqlite3") if p not in older]
-            older += [p for p, m in models_of(others).items() if m == model and p != path]
-            previous = _newest([p for p in older if p.name.startswith(prefix)])
-            build_index(
-                self._folder,
-                path,
-                self._encoder,
-                previous=previous or _newest(older),
-                max_file_bytes=self.settings.max_file_bytes,
-                same_code=previous is not None,
-            )
-            for stale in older:
-                stale.unlink(missing_ok=True)
-            return IndexFile(path)
+        return open_or_build(
+            self._folder,
+            self._cache,
+            self._salt,
+            fingerprint,
+            self._encoder,
+            max_file_bytes=self.settings.max_file_bytes,
+            progress=self._set_progress,
+        )
 
     def _search_sync(self, query: str) -> dict[str, Any]:
         # The query is encoded before the search lock: a remote encoder may take its time.
@@ -314,7 +350,7 @@ class KnowledgeIndexSource:
             with self._lock:
                 stale = self._rebuilding  # this index answers while its successor is built
             if index is None:  # closed meanwhile
-                raise _unavailable()
+                raise unavailable()
             try:
                 if vector is None or index.vectors is None:
                     hits, trace = search(
@@ -337,7 +373,7 @@ class KnowledgeIndexSource:
                         levels=getattr(self._encoder, "levels", USE_LEVELS),
                     )
             except (sqlite3.DatabaseError, UnicodeError) as exc:
-                raise _unavailable() from exc
+                raise unavailable() from exc
         hits, level, changed = current_hits(self._current, hits, level)
         if changed:  # the folder changed since this index: look at it again (a float's store)
             stale, self._checked_at = True, -math.inf
@@ -373,41 +409,6 @@ def _listable(folder: Path) -> bool:
             return True
     except OSError:
         return False
-
-
-def _newest(paths: list[Path]) -> Path | None:
-    stamped = []
-    for path in paths:
-        with contextlib.suppress(OSError):  # removed meanwhile by another worker
-            stamped.append((path.stat().st_mtime_ns, path))
-    return max(stamped)[1] if stamped else None
-
-
-def _unavailable() -> SourceError:
-    return SourceError(
-        ErrorCode.UNAVAILABLE, "the knowledge index could not be read", retryable=True
-    )
-
-
-async def _wait_for(refresh: Future[None], answers_meanwhile: Callable[[], bool]) -> None:
-    """Wait for the shared build without a thread of our own: cancelled at the caller's
-    deadline, which leaves the build running for the calls after it. Returns at once, without
-    its outcome, once `answers_meanwhile()` (an open index answers while a rebuild runs)."""
-    delay = 0.001
-    while not refresh.done():
-        if answers_meanwhile():
-            return
-        await anyio.sleep(delay)
-        delay = min(delay * 2, 0.05)
-    error = refresh.exception()
-    if isinstance(error, EmptyIndex):
-        raise SourceError(
-            ErrorCode.UNAVAILABLE, "the knowledge folder holds no runbook", retryable=True
-        ) from error
-    if isinstance(error, (OSError, sqlite3.DatabaseError, UnicodeError, ValueError)):
-        raise _unavailable() from error
-    if error is not None:
-        raise error
 
 
 def knowledge_source_from_env(env: Mapping[str, str]) -> KnowledgeIndexSource | HttpRagSource:

@@ -11,22 +11,29 @@ bounded chunks.
   at most `MAX_FRONT_MATTER_CHARS`; a header that does not parse is dropped, not indexed.
 - **Structure** comes from markdown-it-py (CommonMark + tables): ATX and setext headings,
   fenced and indented code (a `#` line inside is text), HTML comments and link reference
-  definitions (invisible to a reader: not indexed), MkDocs admonitions (`!!! note` and
+  definitions (invisible to a reader: not indexed), HTML blocks (a `<table>`, `<details>`:
+  read as their text, tags out, entities decoded), MkDocs admonitions (`!!! note` and
   `??? note` with an indented body: read as text, not as a code block).
 - **Navigation** is not runbook text: a list whose every item is only a link (a service
   README's "Troubleshooting Pointers"; the pages it links to are indexed themselves) and a
-  table-of-contents marker (`[[_TOC_]]`, `[TOC]`, `{:toc}`) are left out (`Page.navigation`
+  table-of-contents marker (`[[_TOC_]]`, `[TOC]`, `{:toc}`) and a paragraph that only points
+  to other pages ("See [Uninstalling Linkerd](uninstall/).") are left out (`Page.navigation`
   counts them).
+- **A site's markup** (`site_markup`): Hugo shortcodes, Docusaurus admonitions and, in `.mdx`
+  files, ESM lines and JSX tags are rendered as the site shows them (text kept, markup gone).
 """
 
 from __future__ import annotations
 
+import html
 import re
 import tomllib
 from dataclasses import dataclass, field
 from typing import Any, Final
 
 from markdown_it import MarkdownIt
+
+from workers.sources.knowledge.site_markup import render_site_markup
 
 __all__ = [
     "MAX_FRONT_MATTER_CHARS",
@@ -44,10 +51,17 @@ _META_TEXTS: Final = ("description", "summary")
 _MAX_META_ITEMS: Final = 32
 _MAX_META_CHARS: Final = 300
 _COMMENT: Final = re.compile(r"<!--.*?-->", re.DOTALL)
+_HTML_TAG: Final = re.compile(r"</?[A-Za-z][^<>]*>")
 _ONLY_COMMENTS: Final = re.compile(r"\s*(?:<!--.*?-->\s*)+", re.DOTALL)
 _ADMONITION: Final = re.compile(r"^(?:!!!|\?\?\?\+?)[ \t]+[\w-]+")
 _MD: Final = MarkdownIt("commonmark").enable("table")
 _LINK_ITEM: Final = re.compile(r"\s*(?:[-*+]|\d+[.)])\s+(?:\[[^\]]*\]\([^)]*\)|<[^>\s]+>)\s*")
+# A paragraph that only points elsewhere: "See [Uninstalling Linkerd](uninstall/)."
+_INLINE_LINK: Final = re.compile(r"\[[^\]]{0,500}\]\([^)]{0,2000}\)|<https?://[^>\s]{1,2000}>")
+_POINTER_WORDS: Final = frozenset(
+    "see also refer to the for more details detail information info read check out please"
+    " and or our this that page pages docs documentation guide reference here".split()
+)
 _TOC: Final = re.compile(r"\s*(?:\[\[_?toc_?\]\]|\[toc\]|(?:[-*] toc\s*)?\{:toc\})\s*", re.I)
 
 
@@ -166,6 +180,8 @@ def _block(tokens: list[Any], i: int, lines: list[str | None]) -> tuple[Block | 
         # Inline comments go; a line that held only a comment is invisible.
         cleaned = _COMMENT.sub(lambda m: "\n" * m.group().count("\n"), text).split("\n")
         lines[start:end] = [ln if ln.strip() else None for ln in cleaned]
+    if token.type == "html_block":  # a table or <details> as its reader sees it: its text
+        lines[start:end] = [_html_text(ln) for ln in lines[start:end]]
     parts = [(n, n + 1) for n in range(start, end)]
     if token.type in ("bullet_list_open", "ordered_list_open"):
         parts = [
@@ -175,6 +191,15 @@ def _block(tokens: list[Any], i: int, lines: list[str | None]) -> tuple[Block | 
     return (Block(start, end, parts) if visible else None), j
 
 
+def _html_text(line: str | None) -> str | None:
+    """A line of an HTML block as text: tags out, entities decoded, indentation gone; None
+    (invisible) when only tags were on it."""
+    if line is None:
+        return None
+    text = html.unescape(_HTML_TAG.sub("", line)).strip()
+    return text or None
+
+
 def _navigation(token: Any, lines: list[str | None]) -> bool:
     """A list of links only, or a table-of-contents marker (module docstring)."""
     visible = [ln for ln in lines if ln and ln.strip()]
@@ -182,15 +207,28 @@ def _navigation(token: Any, lines: list[str | None]) -> bool:
         return False
     if token.type in ("bullet_list_open", "ordered_list_open"):
         return all(_LINK_ITEM.fullmatch(ln) for ln in visible)
-    return token.type == "paragraph_open" and _TOC.fullmatch("\n".join(visible)) is not None
+    if token.type != "paragraph_open":
+        return False
+    text = "\n".join(visible)
+    return _TOC.fullmatch(text) is not None or _pointer(text)
 
 
-def read_markdown(text: str) -> Page:
-    """Title, metadata, sections and visible lines of one Markdown file (module docstring)."""
+def _pointer(text: str) -> bool:
+    """A paragraph of links and pointer words only ("See [X](x/).", "For more details, see
+    also [A](a) and [B](b)."): the pages it links to are indexed themselves."""
+    rest, links = _INLINE_LINK.subn(" ", text)
+    words = re.findall(r"[^\W\d_]+|\d+", rest.lower())
+    return links > 0 and len(words) <= 12 and all(w in _POINTER_WORDS for w in words)
+
+
+def read_markdown(text: str, *, mdx: bool = False) -> Page:
+    """Title, metadata, sections and visible lines of one Markdown file (module docstring);
+    `mdx`: the file is MDX (`site_markup`: its imports, exports and component tags go)."""
     meta, body = front_matter(text)
     titles = _strings(meta.get("title"))
     title = titles[0].strip() if titles else ""
-    source_lines = _dedent_admonitions(body.splitlines())
+    rendered, markup_only = render_site_markup(body.splitlines(), mdx=mdx)
+    source_lines = _dedent_admonitions(rendered)
     tokens = _MD.parse("\n".join(source_lines))
     lines: list[str | None] = list(source_lines)
     for n, line in enumerate(source_lines):  # link reference definitions: no token covers them
@@ -227,6 +265,8 @@ def read_markdown(text: str) -> Page:
         block, i = _block(tokens, i, lines)
         if block is not None:
             sections[-1].blocks.append(block)
+    for n in markup_only:  # a line of a site's markup only: not shown
+        lines[n] = None
     return Page(title, _meta_text(meta), sections, lines, navigation)
 
 

@@ -23,7 +23,14 @@ from collections.abc import Iterable, Mapping
 from pathlib import PurePosixPath
 from typing import Final
 
-__all__ = ["MIN_NAME_CHARS", "name_key", "named_sources", "runbook_names"]
+__all__ = [
+    "MIN_NAME_CHARS",
+    "fragments",
+    "name_key",
+    "named_sources",
+    "names_section",
+    "runbook_names",
+]
 
 MIN_NAME_CHARS: Final = 6
 _PARTS: Final = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+")
@@ -33,6 +40,10 @@ _CAMEL: Final = re.compile(r"[a-z0-9][A-Z]")
 _SNAKE: Final = re.compile(r"(?<![A-Za-z0-9_])[A-Za-z0-9]+(?:_[A-Za-z0-9]+)+")
 _FILE: Final = re.compile(r"(?<![\w./-])[\w./-]+\.(?:md|markdown|txt|rst)(?!\w)", re.I)
 _FOLDER_PAGES: Final = frozenset({"readme", "index"})
+# A link's fragment (`…/checks/#l5d-identity-issuer-cert-is-time-valid`): a letter in it, so
+# "issue #4711" names no section.
+_FRAGMENT: Final = re.compile(r"(?:(?<=[/\s(<])|^)#([\w.-]++)")
+_HEADING_ID: Final = re.compile(r"\s*\{#([^}\s]+)[^}]*\}\s*$")  # `## Title {#id}`
 
 
 def name_key(text: str) -> str:
@@ -77,3 +88,19 @@ def _spells(path: str, source: str) -> bool:
     """`path` (as pasted: case aside, `./` and `../` left out) is the end of `source`."""
     tail = [p.lower() for p in PurePosixPath(path).parts if p not in (".", "..", "/")]
     return [p.lower() for p in PurePosixPath(source).parts[-len(tail) :]] == tail
+
+
+def fragments(query: str) -> set[str]:
+    """The link fragments a question holds (`#l5d-identity-issuer-cert-is-time-valid`)."""
+    found = _FRAGMENT.findall(query)
+    return {f for f in found if len(f) >= 4 and any(c.isalpha() for c in f)}
+
+
+def names_section(heading: str, wanted: set[str]) -> bool:
+    """Whether a heading is the section a fragment links to: its explicit id (`{#id}`, Hugo,
+    kramdown) or, without one, its generated id (lower case, words joined by `-`)."""
+    explicit = _HEADING_ID.search(heading)
+    if explicit:
+        return explicit.group(1) in wanted
+    slug = re.sub(r"[^\w\- ]", "", heading.lower()).strip().replace(" ", "-")
+    return slug in wanted

@@ -23,7 +23,9 @@ words of its runbook. It never raises an answer above LOW (docs/knowledge.md, fo
 Named runbooks: a question that names runbooks by their alert name (`names.named_sources`:
 `etcdNoLeader`, `KubePodCrashLooping what to do`) gets them first, each by its best chunk,
 and the answer is HIGH; then the other runbooks that reach HIGH on their own, then the named
-runbooks' other sections (`_named_answer`).
+runbooks' other sections (`_named_answer`). A question that pastes a link to a section
+(`…/checks/#l5d-identity-issuer-cert-is-time-valid`, a `{#id}` or generated heading id) is
+answered by that section first, HIGH (`_linked_answer`).
 """
 
 from __future__ import annotations
@@ -35,7 +37,7 @@ from typing import TYPE_CHECKING, Any, Final, Literal
 import msgspec
 
 from workers.sources.knowledge.encoder import one_blas_thread
-from workers.sources.knowledge.names import named_sources
+from workers.sources.knowledge.names import fragments, named_sources, names_section
 from workers.sources.knowledge.search import (
     MEDIUM_COVERAGE,
     MIN_COVERAGE,
@@ -182,9 +184,13 @@ def rank(
         kept.append(c)
     kept.sort(key=lambda c: c.final, reverse=True)
     trace.append({"step": "fuse", "mode": mode, "kept": len(kept)})
-    if named := named_sources(query, index.names):
-        ranked = _named_answer(index, kept, named, query_vector, min_coverage, max_hits, levels)
+    if linked := _linked_rows(index, query):
+        ranked = _linked_answer(index, kept, linked, query_vector, max_hits)
         level: str | None = "high"
+        trace.append({"step": "linked", "chunks": len(linked)})
+    elif named := named_sources(query, index.names):
+        ranked = _named_answer(index, kept, named, query_vector, min_coverage, max_hits, levels)
+        level = "high"
         trace.append({"step": "named", "runbooks": len(named)})
     else:
         level, ranked = _answer(_per_source(index, kept, _RANKED), min_coverage, max_hits, levels)
@@ -266,6 +272,33 @@ def _named_answer(
         if hit_level(c.dense or 0.0, c.coverage, min_coverage, levels) == 3
     ]
     return (first + strong + more)[:max_hits]
+
+
+def _linked_rows(index: IndexFile, query: str) -> list[int]:
+    """The chunks of the sections a question links to by fragment (`names.fragments`), in
+    order; [] without a fragment (the common case: no scan)."""
+    wanted = fragments(query)
+    if not wanted:
+        return []
+    rows = index.conn.execute("SELECT rowid, breadcrumb FROM chunks ORDER BY rowid")
+    return [r for r, crumb in rows if names_section(crumb.rsplit(" > ", 1)[-1], wanted)]
+
+
+def _linked_answer(
+    index: IndexFile,
+    kept: list[Candidate],
+    linked: list[int],
+    query_vector: npt.NDArray[np.float32],
+    max_hits: int,
+) -> list[Candidate]:
+    """A HIGH answer to a question that links to sections: their chunks first (in page
+    order), then the other runbooks as ranked."""
+    vectors = index.vectors
+    assert vectors is not None  # rank() checked
+    scored = {c.rowid: c for c in kept}
+    first = [scored.get(r) or _cosine_only(r, vectors, query_vector) for r in linked]
+    rest = _per_source(index, [c for c in kept if c.rowid not in set(linked)], _RANKED)
+    return (first + rest)[:max_hits]
 
 
 def _with_fallback(

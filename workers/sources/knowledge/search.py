@@ -19,11 +19,13 @@ __all__ = [
     "HIGH_COVERAGE",
     "MEDIUM_COVERAGE",
     "MIN_COVERAGE",
+    "NOTHING_TO_SEARCH",
     "Candidate",
     "hits_of",
     "lexical_candidates",
     "relevance_of",
     "search",
+    "searchable",
 ]
 
 # Calibrated on tests/workers/knowledge_eval.json (see docs/knowledge.md).
@@ -32,6 +34,17 @@ HIGH_COVERAGE: Final = 0.8
 MEDIUM_COVERAGE: Final = 0.55
 _CANDIDATES: Final = 30
 _ORDER: Final = ("low", "medium", "high")
+
+
+NOTHING_TO_SEARCH: Final = (
+    "query: it holds only common words (how, what, is, it); name the symptom, alert, service"
+    " or error message to look up"
+)
+
+
+def searchable(query: str) -> bool:
+    """Whether the query holds a term the index searches (a word that is not a stop word)."""
+    return bool(terms_of(query, keep_stop_words=False))
 
 
 def _concepts(query: str, groups: Mapping[str, frozenset[str]]) -> list[frozenset[str]]:

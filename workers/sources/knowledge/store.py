@@ -23,12 +23,13 @@ import sqlite3
 import time
 import uuid
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Final
 
 import msgspec
 
-from workers.sources.knowledge import analysis, encoder, files, markdown
+from workers.sources.knowledge import analysis, encoder, files, markdown, site_markup
 from workers.sources.knowledge.analysis import split_document, synonym_groups, terms_of
 from workers.sources.knowledge.encoder import Encoder, chunk_text
 from workers.sources.knowledge.files import (
@@ -52,7 +53,10 @@ log = logging.getLogger("aci.knowledge")
 
 INDEX_VERSION: Final = 3
 ANALYSIS_HASH: Final = hashlib.sha256(
-    b"".join(Path(m.__file__ or "").read_bytes() for m in (analysis, encoder, files, markdown))
+    b"".join(
+        Path(m.__file__ or "").read_bytes()
+        for m in (analysis, encoder, files, markdown, site_markup)
+    )
     + Path(__file__).read_bytes()
 ).hexdigest()[:16]
 
@@ -68,6 +72,9 @@ CREATE TABLE skipped (source TEXT NOT NULL, reason TEXT NOT NULL);
 CREATE TABLE synonyms (data BLOB NOT NULL);
 """
 _Row = tuple[str, str, str, str, str, str, str, int, str]
+Progress = Callable[[int, int], None]
+# Texts embedded between two progress reports: ~1 s of the bundled model's time.
+_STEP: Final = 256
 _SYNONYMS_DECODER: Final = msgspec.msgpack.Decoder(dict[str, list[str]])
 
 
@@ -134,6 +141,7 @@ def build_index(
     max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
     *,
     same_code: bool = True,
+    progress: Progress | None = None,
 ) -> int:
     """Index every runbook under `folder` into `target` atomically; return the chunk count.
 
@@ -141,7 +149,8 @@ def build_index(
     the digest of the text it embeds: taken from the `previous` index file when that holds the
     same text embedded by the same model (by its stored digests; by its rows' text when it
     has none and `same_code` built it), else computed here. Runbooks over `max_file_bytes`
-    are skipped, logged and listed in the index (`IndexFile.skipped`)."""
+    are skipped, logged and listed in the index (`IndexFile.skipped`). `progress`, given, is
+    told how far the embedding is: (texts embedded, texts to embed), before each step."""
     started = time.perf_counter()
     tmp = target.with_name(f".{target.name}.{os.getpid()}.{uuid.uuid4().hex}.tmp")
     rows, skipped = _read_folder(folder, max_file_bytes)
@@ -149,7 +158,7 @@ def build_index(
     reused = 0
     if encoder is not None:
         texts = [chunk_text(r[5], _body(r[6]), r[8]) for r in rows]
-        vectors, reused = _vectors(encoder, texts, previous, same_code)
+        vectors, reused = _vectors(encoder, texts, previous, same_code, progress)
         _check_vectors(vectors, len(rows), encoder.dim)
         digests = b"".join(_digest(t) for t in texts)
     try:
@@ -192,21 +201,29 @@ def _digest(text: str) -> bytes:
 
 
 def _vectors(
-    encoder: Encoder, texts: list[str], previous: Path | None, same_code: bool
+    encoder: Encoder,
+    texts: list[str],
+    previous: Path | None,
+    same_code: bool,
+    progress: Progress | None = None,
 ) -> tuple[npt.NDArray[np.float32], int]:
-    """One vector per text, and how many came from `previous` (the rest are encoded)."""
+    """One vector per text, and how many came from `previous` (the rest are encoded, `_STEP`
+    at a time, each step said to `progress` as (texts embedded, texts to embed))."""
     import numpy as np
 
     known = _known_vectors(previous, encoder, same_code)
-    if not known or not texts:
+    if not texts:
         return encoder.encode(texts), 0
     digests = [_digest(t) for t in texts]
     reused = sum(1 for d in digests if d in known)
     missing = list(dict.fromkeys(t for t, d in zip(texts, digests, strict=True) if d not in known))
-    if missing:
-        fresh = encoder.encode(missing)
-        _check_vectors(fresh, len(missing), encoder.dim)
-        known.update(zip((_digest(t) for t in missing), fresh, strict=True))
+    for start in range(0, len(missing), _STEP):
+        if progress is not None:
+            progress(start, len(missing))
+        step = missing[start : start + _STEP]
+        fresh = encoder.encode(step)
+        _check_vectors(fresh, len(step), encoder.dim)
+        known.update(zip((_digest(t) for t in step), fresh, strict=True))
     return np.stack([known[d] for d in digests]).astype(np.float32, copy=False), reused
 
 

@@ -36,9 +36,8 @@ from contracts.results import LogScope
 from contracts.status import ErrorCode, SourceKind, Topic
 from workers.sources.base import SourceError
 from workers.sources.calltime import call_time
-from workers.sources.logs.accesslog import ENVOY_FIELDS
 from workers.sources.logs.config import FileSource, FileTopic, LogsConfig, zone_of
-from workers.sources.logs.csvlog import CSVLOG_FIELDS, CsvLog
+from workers.sources.logs.csvlog import CsvLog
 from workers.sources.logs.deadline import StopFlag, run_stoppable
 from workers.sources.logs.file_outcome import (
     Tally,
@@ -49,8 +48,8 @@ from workers.sources.logs.file_outcome import (
 )
 from workers.sources.logs.files import LogFile, Reader, find_files
 from workers.sources.logs.filetime import FileTimes, WindowWatch, future_warning
+from workers.sources.logs.format_fields import FORMAT_FIELDS, FORMAT_NUMBERS
 from workers.sources.logs.formats import LineParser, make_parser
-from workers.sources.logs.haproxy import HAPROXY_FIELDS
 from workers.sources.logs.masking import KeyLines, without_log_secrets, without_secrets
 from workers.sources.logs.prefilter import Prefilter
 from workers.sources.logs.records import (
@@ -64,36 +63,9 @@ from workers.sources.logs.records import (
 from workers.sources.logs.secret_shapes import hides_text
 from workers.sources.logs.source import ParsedQuery, check_fields, parse_log_query
 from workers.sources.logs.syslogformat import SyslogRecords
-from workers.sources.logs.textformats import TEXT_FORMAT_FIELDS, HeadParser
-from workers.sources.logs.w3c import W3C_FIELDS
+from workers.sources.logs.textformats import HeadParser
 
 __all__ = ["FORMAT_FIELDS", "FileLogSource"]
-
-# Fields each format adds beyond the topic's own (so a query may name them).
-FORMAT_FIELDS: Final[dict[str, tuple[str, ...]]] = {
-    "jsonl": ("level_name", "fields_dropped", *ENVOY_FIELDS),
-    "logfmt": ("level_name", "fields_dropped"),
-    "cri": ("stream", "namespace", "pod", "container", "exception", "level_name", *ENVOY_FIELDS),
-    "docker": (
-        "stream",
-        "container_id",
-        "exception",
-        "level_name",
-        "tag",
-        "fields_dropped",
-        *ENVOY_FIELDS,
-    ),
-    "syslog": ("host", "app", "pid", "facility", "level_name", "structured_data", "exception",
-               *HAPROXY_FIELDS),
-    "mysql_slow": ("db_instance", "thread_id", "rows_affected", "schema", "db_user"),
-    **{name: (*fields, "level_name") for name, fields in TEXT_FORMAT_FIELDS.items()},
-    "w3c": W3C_FIELDS,
-    "postgresql_csv": (*CSVLOG_FIELDS, "level_name"),
-}
-# Of those, the ones that hold numbers (a query may compare them: `bytes:>100000`).
-FORMAT_NUMBERS: Final = frozenset(
-    {"bytes", "rows_affected", "thread_id", "fields_dropped", "bytes_received", "upstream_time_ms"}
-)
 
 
 def _hides_text(entry: Entry, named: frozenset[str] | None) -> bool:

@@ -1,0 +1,44 @@
+"""A knowledge query with nothing to search for is a typed error, never "no evidence"."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from contracts.requests import LookupKnowledgeRequest
+from contracts.status import ErrorCode
+from workers.sources.base import SourceError
+from workers.sources.knowledge.index import KnowledgeIndexSource, KnowledgeSettings
+
+
+def _source(tmp_path: Path) -> KnowledgeIndexSource:
+    folder = tmp_path / "kb"
+    folder.mkdir(exist_ok=True)
+    (folder / "disk.md").write_text("# Disk full\n\nHow to free space on the node.\n")
+    return KnowledgeIndexSource(
+        KnowledgeSettings(folder=str(folder), cache_dir=str(tmp_path / "c"), retrieval="lexical")
+    )
+
+
+@pytest.mark.parametrize("query", ["how do I", "what is this?", "Why?", "怎么办\uff1f", "is it up"])
+async def test_a_query_of_common_words_only_is_a_schema_error(tmp_path: Path, query: str) -> None:
+    # Before: answered NO_EVIDENCE, as if the runbooks had been searched for something.
+    source = _source(tmp_path)
+    try:
+        with pytest.raises(SourceError) as caught:
+            await source.fetch(LookupKnowledgeRequest(query=query))
+    finally:
+        await source.aclose()
+    assert caught.value.code is ErrorCode.SCHEMA
+    assert caught.value.message.startswith("query: ")
+    assert "symptom" in caught.value.message and not caught.value.retryable
+
+
+async def test_a_query_with_one_searchable_word_is_searched(tmp_path: Path) -> None:
+    source = _source(tmp_path)
+    try:
+        answer = await source.fetch(LookupKnowledgeRequest(query="how do I free disk?"))
+    finally:
+        await source.aclose()
+    assert answer["contextPack"]["hits"][0]["source"] == "disk.md"
