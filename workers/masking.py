@@ -28,7 +28,9 @@ A URL percent-encoded whole inside another URL's query (`next=https%3A%2F%2Fuser
 OAuth's `redirect_uri=`) opens with an encoded `://`, then the user and an encoded `:`; its
 password runs to the last `%40` before the parameter ends (whitespace, `&`, a quote) and is
 masked so (`user%3A***%40db`). `https://u%3AS3cret%40host` has no `@`: no password (its host's
-name, percent-encoded), shown. A URL encoded twice (`%253A%252F%252F`) is not decoded: shown.
+name, percent-encoded), shown. A URL encoded twice or three times (a redirect's `next=` inside
+another's: `%253A%252F%252Fuser%253A...%2540host`, each `%` as `%25`) is read alike, its
+password to the last `@` encoded as deep as its opening's `:`.
 
 A password under its name (`password=...`, `PGPASSWORD=...`, `passwd: ...`, `"password":
 "..."`, Python's `{'password': '...'}`, a quoted value holding spaces) is masked by
@@ -67,7 +69,7 @@ _HOST_START: Final = re.compile(r"[A-Za-z0-9\[]")
 def without_url_password(text: str) -> str:
     """The text with every URL's password shown as `***` (a URL percent-encoded inside
     another's query too: `next=https%3A%2F%2Fuser%3A***%40db`)."""
-    if "%40" in text:
+    if "%40" in text or "%2540" in text:
         text = _without_encoded_password(text)
     if "@" not in text or "/" not in text:
         return text
@@ -103,9 +105,12 @@ def without_url_password(text: str) -> str:
 # A URL percent-encoded whole (`https%3A%2F%2Fuser%3A...%40host`, a login's `next=`, OAuth's
 # `redirect_uri=`): `%3A%2F%2F` (either case), the user (no encoded `:`, `/` or `@`, no
 # whitespace, `&` or quote) and its encoded `:`; the password runs to the last `%40` before the
-# parameter's end (whitespace, `&`, a quote). Possessive: each opening is read once.
+# parameter's end (whitespace, `&`, a quote). Encoded twice or three times, each `%` is `%25`
+# (`%253A%252F%252F`, `%2540`): the opening's depth is its first `%`'s. Possessive: each
+# opening is read once.
 _ENCODED_OPENING: Final = re.compile(
-    r"%3[Aa]%2[Ff]%2[Ff](?:[^\s%&\"']|%(?!3[Aa]|2[Ff]|40)[0-9A-Fa-f]{2})*+%3[Aa]"
+    r"(?P<depth>%(?:25){0,2})3[Aa](?P=depth)2[Ff](?P=depth)2[Ff]"
+    r"(?:[^\s%&\"']|%(?!(?:25){0,2}(?:3[Aa]|2[Ff]|40))[0-9A-Fa-f]{2})*+%(?:25){0,2}3[Aa]"
 )
 _ENCODED_END: Final = re.compile(r"[\s&\"']")
 
@@ -119,7 +124,7 @@ def _without_encoded_password(text: str) -> str:
         start = opening.end()
         found = _ENCODED_END.search(text, start)
         pos = len(text) if found is None else found.start()
-        at = text.rfind("%40", start, pos)
+        at = text.rfind(opening.group(1) + "40", start, pos)  # (`%2540`: encoded twice)
         if at > start:
             parts += (text[done:start], MASK)
             done = at

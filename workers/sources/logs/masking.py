@@ -255,7 +255,7 @@ def without_log_secrets(text: str) -> str:
         )  # fmt: skip
     else:
         cjk = False
-    if "@" in text or "%40" in text:
+    if "@" in text or "%40" in text or "%2540" in text:
         text = without_url_password(text)
     if len(text) >= 15:  # `tokens.may_hold_platform_token`, `may_hold_api_key`, inlined
         if (
