@@ -26,7 +26,7 @@ from workers.sources.logs.mocklog.world import MockRecord
 
 NOW = 1_796_400_000.0  # 2026-12-04T16:00:00Z
 TWILIO = "SK" + "53c0ffee" * 4  # SK + 32 hex; its secret part begins 53c0
-SENDGRID = "SG.S3cretAbCdEfGhIjKlMn.S3cretAbCdEfGhIjKlMnOpQrStUvWxYz012345678"
+SENDGRID = "SG.S3cretAbCdEfGhIjKlMnOp.S3cretAbCdEfGhIjKlMnOpQrStUvWxYz0123456789-"
 WHSEC = "whsec_S3cretAbCdEfGhIjKlMnOpQrStUv"
 
 # (text, the text masked): every secret holds `S3cret` (or `53c0ffee`)
@@ -35,6 +35,19 @@ LEAKS = [
     ("GET /cb?next=https%253A%252F%252Fuser%253AS3cret%2540host%252F 302",
      "GET /cb?next=https%253A%252F%252Fuser%253A***%2540host%252F 302"),
     # vendors' prefixes
+    (f"twilio key {TWILIO} used", "twilio key SK*** used"),
+    (f"sendgrid {SENDGRID} sent", "sendgrid SG.*** sent"),
+    (f"webhook secret {WHSEC} ok", "webhook secret whsec_*** ok"),
+    ("shopify 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 ok", "shopify shpat_*** ok"),
+    ("do dop_v1_" + "53c0ffee" * 8 + " ok", "do dop_v1_*** ok"),
+    ("vault hvs.CAESIS3cretAbCdEfGhIjKlMnOpQrStUvWxYz0123 ok", "vault hvs.*** ok"),
+    ("upload pypi-AgEIcHlwaS5vcmcS3cretAbCdEfGhIjKlMnOpQrStUvWxYz0123456789_-abcdefgh ok",
+     "upload pypi-*** ok"),
+    ("postman PMAK-53c0ffee53c0ffee53c0ffee-53c0ffee53c0ffee53c0ffee53c0ffee00 ok",
+     "postman PMAK-*** ok"),
+    ("newrelic NRAK-S3CRETABCDEFGHIJKLMNOPQRSTU ok", "newrelic NRAK-*** ok"),
+    ("grafana glsa_S3cretAbCdEfGhIjKlMnOpQrStUvWxYz_53c0ffee ok", "grafana glsa_*** ok"),
+    ("slack app xapp-1-A0S3CRET-1234567890-53c0ffee53c0ffee ok", "slack app xapp-*** ok"),
     # Chinese: `为` and `是` ("is") after a password's name; a fullwidth comma ends the value
     # SQL: `:=`, PostgreSQL's set_config and `SET name TO`
     # Redis' AUTH (MONITOR, redis-cli), SMTP's AUTH PLAIN
@@ -44,6 +57,9 @@ LEAKS = [
 
 # Evidence that looks like them: kept as it is
 KEPT = [
+    "TASK 53 done on DISK sda",
+    "trace 0123456789abcdef0123456789abcdef ok",
+    "SKU SK-1234 restocked",
 ]
 
 
@@ -85,6 +101,20 @@ async def test_clickhouse_masks_them_in_body_and_attributes() -> None:
     _no_secret(_shown(found))
 
 
+@pytest.mark.parametrize(
+    ("secret", "opening"), [(SENDGRID, "SG."), (WHSEC, "whsec_"), (TWILIO, "SK")]
+)
+async def test_clickhouse_a_body_cut_inside_a_vendor_key_shows_no_head_of_it(
+    secret: str, opening: str
+) -> None:
+    head = "x" * 60 + " pushing with "
+    table = make_table([row(100, "INFO", "api", head + secret + " and more")])
+    found = await fetch(source_for(table, "[scan]\nmax_line_bytes = 86\n"), "pushing")
+    shown = _shown(found)
+    assert found.match_count == 1 and "S3c" not in shown and "53c0" not in shown
+    assert head + opening + "***" in shown
+
+
 @pytest.mark.parametrize(("text", "masked"), LEAKS)
 def test_mock_masks_them_as_the_others(text: str, masked: str) -> None:
     record = MockRecord(
@@ -100,6 +130,7 @@ def test_mock_masks_them_as_the_others(text: str, masked: str) -> None:
     ("unit", "count"),
     [
         ("%253A%252F%252Fu%253A", 50_000), ("%253A%252F%252Fu%253Ap%2540", 40_000),
+        ("SK" + "0" * 31 + " ", 30_000), ("SG.", 300_000), ("whsec_", 150_000),
     ],
 )  # fmt: skip
 def test_the_new_rules_are_linear_on_a_1mb_line(unit: str, count: int) -> None:

@@ -39,7 +39,11 @@ from workers.sources.logs.secret_shapes import (
     without_header_pairs,
     without_invisible,
 )
-from workers.sources.logs.tokens import without_api_keys, without_platform_tokens
+from workers.sources.logs.tokens import (
+    without_api_keys,
+    without_platform_tokens,
+    without_vendor_keys,
+)
 
 __all__ = [
     "MASK", "KeyLines", "log_secret_name", "mask_fields", "secret_name", "without_cut_url_password",
@@ -259,15 +263,23 @@ def without_log_secrets(text: str) -> str:
         text = without_url_password(text)
     if len(text) >= 15:  # `tokens.may_hold_platform_token`, `may_hold_api_key`, inlined
         if (
-            "eyJ" in text or "IA" in text or "gh" in text or "xox" in text
-            or ("gl" in text and "-" in text)
+            "eyJ" in text or "IA" in text or "gh" in text or "xox" in text or "xapp-" in text
+            or ("gl" in text and ("-" in text or "_" in text))
         ):  # fmt: skip
             text = without_platform_tokens(text)
         if (
-            ("sk-" in text or ("_" in text and ("k_" in text or "npm_" in text or "hf_" in text)))
+            ("sk-" in text or ("_" in text and (
+                "k_" in text or "npm_" in text or "hf_" in text or "sec_" in text
+                or "shp" in text or "_v1_" in text
+            )))
             or "AIza" in text or "hooks.slack" in text or "sig=" in text
         ):  # fmt: skip
             text = without_api_keys(text)
+        if (
+            "SK" in text or "SG." in text or "AK-" in text or "hvs." in text or "hvb." in text
+            or "hvr." in text or "pypi-" in text
+        ):  # fmt: skip  (`tokens.may_hold_vendor_key`)
+            text = without_vendor_keys(text)
     if (" -" in text or "\t-" in text or "'-" in text or '"-' in text) and (
         "mysql" in text or "mariadb" in text or "sshpass" in text or "curl" in text
         or "redis-cli" in text or "docker" in text or "podman" in text or "mongo" in text
