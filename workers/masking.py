@@ -187,6 +187,8 @@ def without_named_values(
     (spaces and all; to the end when it has none), a bare one to whitespace, `;`, `&`, `,` or
     a quote. `shown(name, value)`: True keeps that value (no secret after all). Linear: each
     name is looked at once, a value only under a secret's name."""
+    if not text.isascii() and _STATING.search(text):
+        text = _without_stated_values(text, secret)
     if "=" not in text and ":" not in text and (text.isascii() or not _FULLWIDTH.search(text)):
         return text
     parts: list[str] = []
@@ -208,6 +210,27 @@ def without_named_values(
             parts += (text[done:value_start], MASK)
             done = pos = value_end
     return "".join(parts) + text[done:] if parts else text
+
+
+# A Chinese or Japanese secret's name said to be its value (`密码为 S3cret`, `密码是S3cret`,
+# "the password is ..."; `パスワードは S3cret`), maybe a colon after (`密码是：`): the value is
+# one of Latin letters, digits and marks up to whitespace, an ASCII or ideographic separator or
+# the next CJK character, so `密码为空` ("is empty"), `密码是否正确` ("whether it is right"),
+# `密码为必填项` ("is required") are prose and stay. The name's last word only: bounded.
+_STATING: Final = re.compile("[为為是は]")
+_STATED: Final = re.compile(
+    r"(密码|口令|密钥|令牌|私钥|パスワード|トークン)[为為是は][ \t]*+(?:[:\uff1a][ \t]*+)?"
+    r"([^\s,;&\"'\u3000-\u303f\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uff00-\uffef]++)"
+)
+
+
+def _without_stated_values(text: str, secret: Callable[[str], bool]) -> str:
+    def stated(found: re.Match[str]) -> str:
+        if not secret(found.group(1)):
+            return found.group()
+        return found.group()[: found.start(2) - found.start()] + MASK
+
+    return _STATED.sub(stated, text)
 
 
 def _value(text: str, start: int) -> tuple[int, int]:

@@ -20,6 +20,7 @@ from logs_helpers import messages_of as _messages
 from logs_helpers import shown_of as _shown
 from test_logs_clickhouse import fetch, make_table, row, source_for
 
+from workers.masking import without_passwords
 from workers.sources.logs.masking import mask_fields, without_log_secrets
 from workers.sources.logs.mocklog.index import _masked
 from workers.sources.logs.mocklog.world import MockRecord
@@ -49,6 +50,13 @@ LEAKS = [
     ("grafana glsa_S3cretAbCdEfGhIjKlMnOpQrStUvWxYz_53c0ffee ok", "grafana glsa_*** ok"),
     ("slack app xapp-1-A0S3CRET-1234567890-53c0ffee53c0ffee ok", "slack app xapp-*** ok"),
     # Chinese: `为` and `是` ("is") after a password's name; a fullwidth comma ends the value
+    ("密码为 S3cret", "密码为 ***"),
+    ("密码是S3cret", "密码是***"),
+    ("登录密码为S3cret，请重试", "登录密码为***，请重试"),
+    ("数据库密码是：S3cret，请妥善保管", "数据库密码是：***，请妥善保管"),
+    ("访问令牌为abcS3cret9。", "访问令牌为***。"),
+    ("ログインパスワードは S3cret です", "ログインパスワードは *** です"),
+    ("run --password S3cret，然后重试", "run --password ***，然后重试"),
     # SQL: `:=`, PostgreSQL's set_config and `SET name TO`
     # Redis' AUTH (MONITOR, redis-cli), SMTP's AUTH PLAIN
     # .netrc, Oracle's user/password@, the password piped to `docker login`
@@ -57,6 +65,9 @@ LEAKS = [
 
 # Evidence that looks like them: kept as it is
 KEPT = [
+    "密码为空",
+    "密码是否正确，请检查",
+    "密码为必填项",
     "TASK 53 done on DISK sda",
     "trace 0123456789abcdef0123456789abcdef ok",
     "SKU SK-1234 restocked",
@@ -71,6 +82,11 @@ def test_a_secret_of_these_shapes_is_masked(text: str, masked: str) -> None:
 @pytest.mark.parametrize("text", KEPT)
 def test_evidence_of_these_shapes_is_kept(text: str) -> None:
     assert without_log_secrets(text) == text
+
+
+def test_the_workers_own_log_lines_mask_a_password_stated_in_chinese() -> None:
+    assert without_passwords("连接失败，密码为S3cret，请检查") == "连接失败，密码为***，请检查"
+    assert without_passwords("密码为空") == "密码为空"
 
 
 def _no_secret(shown: str) -> None:
@@ -131,6 +147,7 @@ def test_mock_masks_them_as_the_others(text: str, masked: str) -> None:
     [
         ("%253A%252F%252Fu%253A", 50_000), ("%253A%252F%252Fu%253Ap%2540", 40_000),
         ("SK" + "0" * 31 + " ", 30_000), ("SG.", 300_000), ("whsec_", 150_000),
+        ("密码为", 300_000), ("密码为a", 250_000), ("\"AUTH\" ", 120_000), ("AUTH a ", 140_000),
     ],
 )  # fmt: skip
 def test_the_new_rules_are_linear_on_a_1mb_line(unit: str, count: int) -> None:

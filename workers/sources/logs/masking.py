@@ -278,8 +278,8 @@ def without_log_secrets(text: str) -> str:
         if (
             "SK" in text or "SG." in text or "AK-" in text or "hvs." in text or "hvb." in text
             or "hvr." in text or "pypi-" in text
-        ):  # fmt: skip  (`tokens.may_hold_vendor_key`)
-            text = without_vendor_keys(text)
+        ):  # fmt: skip
+            text = without_vendor_keys(text)  # (`tokens.may_hold_vendor_key`, inlined)
     if (" -" in text or "\t-" in text or "'-" in text or '"-' in text) and (
         "mysql" in text or "mariadb" in text or "sshpass" in text or "curl" in text
         or "redis-cli" in text or "docker" in text or "podman" in text or "mongo" in text

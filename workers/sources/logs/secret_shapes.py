@@ -76,9 +76,13 @@ def without_invisible(text: str) -> str:
 
 # A value as a shell or JSON writes it: quoted as JSON escapes a quote (`\\"a b\\"`, a command
 # in a JSON string) to the next quote, in single quotes, in double quotes (`\\"` inside), or
-# bare to whitespace or a quote (`a\\ b`: an escaped space is no end); to the end when it has
-# no closing quote.
-_VALUE: Final = r"""(\\++"[^"]*+"?|'[^']*+'?|"(?:[^"\\]|\\.)*+"?|(?:[^\s'"\\]|\\.)++)"""
+# bare to whitespace, a quote or an ideographic comma, full stop or semicolon (`--password
+# S3cret，然后`: the sentence goes on; `a\\ b`: an escaped space is no end); to the end when it
+# has no closing quote.
+_VALUE: Final = (
+    r"""(\\++"[^"]*+"?|'[^']*+'?|"(?:[^"\\]|\\.)*+"?"""
+    r"""|(?:[^\s'"\\\u3001\u3002\uff0c\uff1b]|\\.)++)"""
+)
 # from one word of a list to the next: `', '`, `","`
 _NEXT_WORD: Final = r"'\s*+,\s*+'|\"\s*+,\s*+\""
 
