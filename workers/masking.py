@@ -213,7 +213,7 @@ def without_named_values(
 
 
 # A Chinese or Japanese secret's name said to be its value (`密码为 S3cret`, `密码是S3cret`,
-# "the password is ..."; `パスワードは S3cret`), maybe a colon after (`密码是：`): the value is
+# "the password is ..."; `パスワードは S3cret`), maybe a colon after (`密码是` U+FF1A): the value is
 # one of Latin letters, digits and marks up to whitespace, an ASCII or ideographic separator or
 # the next CJK character, so `密码为空` ("is empty"), `密码是否正确` ("whether it is right"),
 # `密码为必填项` ("is required") are prose and stay. The name's last word only: bounded.

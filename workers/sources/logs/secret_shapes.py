@@ -5,7 +5,9 @@ words, and the terminal control sequences and zero-width characters that would h
 
 - a flag under a secret's name (`log_secret_name`), its value after a space or `=`:
   `--password S3cret`, `--db-password=S3cret`, `-token 'a b'` (Go's single dash): the value is
-  masked whatever it is (a word too: `--token abc`), unless it is another flag (`-`...);
+  masked whatever it is (a word too: `--token abc`), unless it is another flag (`-`...), or,
+  after a space, a word of English's glue (`use --token to authenticate`: the flag named in
+  prose) or a shell variable's reference or a placeholder (`--token $GH_TOKEN`, `<token>`);
 - the clients whose short option is a password: MySQL's and MariaDB's (`mysql`,
   `mysqldump`, `mariadb-dump`, ...: `-pS3cret`, written glued; `-p name` prompts and `name`
   is the database, kept), `sshpass -p S3cret` (its own options only: a later `ssh -p 2222`
@@ -76,9 +78,9 @@ def without_invisible(text: str) -> str:
 
 # A value as a shell or JSON writes it: quoted as JSON escapes a quote (`\\"a b\\"`, a command
 # in a JSON string) to the next quote, in single quotes, in double quotes (`\\"` inside), or
-# bare to whitespace, a quote or an ideographic comma, full stop or semicolon (`--password
-# S3cret，然后`: the sentence goes on; `a\\ b`: an escaped space is no end); to the end when it
-# has no closing quote.
+# bare to whitespace, a quote or an ideographic comma, full stop or semicolon (U+FF0C after
+# `--password S3cret`: a Chinese sentence goes on; `a\\ b`: an escaped space is no end); to the
+# end when it has no closing quote.
 _VALUE: Final = (
     r"""(\\++"[^"]*+"?|'[^']*+'?|"(?:[^"\\]|\\.)*+"?"""
     r"""|(?:[^\s'"\\\u3001\u3002\uff0c\uff1b]|\\.)++)"""
@@ -107,11 +109,31 @@ def without_flag_secrets(text: str, secret: Callable[[str], bool]) -> str:
     """The text with the value of every flag under a secret's name (`secret`) as `***`."""
 
     def flag(found: re.Match[str]) -> str:
-        if not secret(found.group(1)) or names_key_file(found.group(1), found.group(3)):
+        if (
+            not secret(found.group(1))
+            or names_key_file(found.group(1), found.group(3))
+            or (found.group(2).isspace() and _names_no_value(found.group(3)))
+        ):
             return found.group()
         return found.group()[: found.start(3) - found.start()] + _quoted_mask(found.group(3))
 
     return _FLAG.sub(flag, text)
+
+
+# A flag named in prose (`use --token to authenticate`, `pass --password or set DB_PASSWORD`):
+# the word after it is English's glue, not its value; or the value is a shell variable's
+# reference (`--token $GH_TOKEN`, `--api-key ${API_KEY}`) or a placeholder (`--token <token>`),
+# which says where the secret is, not what. After a space only: `--token=to` is a value.
+_PROSE_AFTER_FLAG: Final = frozenset(
+    "to for or and the a an in on of is are was with when if from as at by instead option flag "
+    "argument parameter not only also then must should can will may which that this it you we "
+    "were be".split()
+)
+_REFERENCE: Final = re.compile(r"\$\{?[A-Z_][A-Z0-9_]{0,63}\}?|<[\w .-]{1,40}>")
+
+
+def _names_no_value(value: str) -> bool:
+    return value in _PROSE_AFTER_FLAG or _REFERENCE.fullmatch(value) is not None
 
 
 def names_key_file(name: str, value: str) -> bool:
