@@ -151,6 +151,83 @@ def test_mock_masks_them_as_the_others(text: str, masked: str) -> None:
     assert fields == {"note": masked}
 
 
+# A Kubernetes audit Event of a Secret, as the API server writes it (JSON), read as text
+AUDIT = {
+    "kind": "Event", "apiVersion": "audit.k8s.io/v1", "level": "RequestResponse",
+    "auditID": "5d1c", "stage": "ResponseComplete", "verb": "create",
+    "requestURI": "/api/v1/namespaces/shop/secrets", "user": {"username": "admin"},
+    "objectRef": {"resource": "secrets", "namespace": "shop", "name": "db", "apiVersion": "v1"},
+    "responseStatus": {"code": 201},
+    "requestObject": {
+        "kind": "Secret", "apiVersion": "v1", "type": "Opaque",
+        "metadata": {"name": "db", "namespace": "shop", "annotations": {
+            "kubectl.kubernetes.io/last-applied-configuration":
+                '{"apiVersion":"v1","data":{"db-url":"UzNjcmV0LTE="},"kind":"Secret"}'}},
+        "data": {"db-url": "UzNjcmV0LTE=", "tls.crt": "UzNjcmV0LTI="},
+        "stringData": {"conn": "host=db pw S3cret-3"},
+    },
+    "responseObject": {"kind": "Secret", "apiVersion": "v1", "metadata": {"name": "db"},
+                       "data": {"db-url": "UzNjcmV0LTE="}},
+    "requestReceivedTimestamp": "2026-12-04T15:40:00.000000Z",
+}  # fmt: skip
+PATCH = {
+    "kind": "Event", "apiVersion": "audit.k8s.io/v1", "level": "Request", "verb": "patch",
+    "objectRef": {"resource": "secrets", "namespace": "shop", "name": "db"},
+    "requestObject": {"data": {"api": "UzNjcmV0LTQ="}},
+    "requestReceivedTimestamp": "2026-12-04T15:40:01.000000Z",
+}  # fmt: skip
+SECRET_LIST = {
+    "kind": "SecretList", "apiVersion": "v1",
+    "items": [{"kind": "Secret", "metadata": {"name": "a"}, "data": {"k": "UzNjcmV0LTU="}}],
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("event", [AUDIT, PATCH, SECRET_LIST])
+def test_a_secrets_data_in_an_audit_line_read_as_text_is_masked(event: dict[str, object]) -> None:
+    for text in (json.dumps(event), json.dumps(event, separators=(",", ":"))):
+        shown = without_log_secrets(text)
+        _no_secret(shown)
+        assert "***" in shown
+        if event is AUDIT:  # what it is stays: its kind, name, namespace, verb, status
+            kept = json.loads(shown)
+            assert kept["requestObject"]["metadata"]["name"] == "db"
+            assert kept["verb"] == "create" and kept["responseStatus"] == {"code": 201}
+            assert kept["requestObject"]["data"] == {"db-url": "***", "tls.crt": "***"}
+
+
+def test_a_secrets_data_in_an_audit_line_cut_short_is_masked() -> None:
+    text = json.dumps(AUDIT, separators=(",", ":"))
+    cut = text[: text.index("UzNjcmV0LTI=") + 6]
+    _no_secret(without_log_secrets(cut))
+    _no_secret(without_log_secrets(cut.replace('"', '\\"')))  # in a JSON string
+
+
+@pytest.mark.parametrize(
+    ("fmt", "prefix"),
+    [
+        ("plain", "2026-12-04 15:40:0{n} INFO "),
+        ("syslog", "Dec  4 15:40:0{n} master kube-apiserver-audit[7]: "),
+        ("plain", "2026-12-04 15:40:0{n} INFO audit\n"),  # a line not in the format
+    ],
+)
+def test_file_masks_an_audit_line_read_as_text(fmt: str, prefix: str, tmp_path: Path) -> None:
+    lines = "".join(
+        prefix.format(n=n) + json.dumps(e) + "\n" for n, e in enumerate((AUDIT, PATCH))
+    )
+    found = search_written(tmp_path, fmt, lines, "secrets", now=NOW)
+    assert found.match_count == 2
+    shown = _shown(found)
+    _no_secret(shown)
+    assert "secrets" in shown and "***" in shown
+
+
+async def test_clickhouse_masks_an_audit_body() -> None:
+    rows = [row(100 - n, "INFO", "kube-apiserver", json.dumps(e)) for n, e in enumerate((AUDIT, PATCH))]
+    found = await fetch(source_for(make_table(rows), "row_limit = 100\n"), "")
+    assert found.match_count == 2
+    _no_secret(_shown(found))
+
+
 @pytest.mark.parametrize(
     ("unit", "count"),
     [

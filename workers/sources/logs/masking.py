@@ -30,6 +30,7 @@ from workers.masking import (
     without_named_values,
     without_url_password,
 )
+from workers.sources.logs.secret_objects import without_secret_objects
 from workers.sources.logs.secret_shapes import (
     may_hold_flag,
     names_key_file,
@@ -294,6 +295,8 @@ def without_log_secrets(text: str) -> str:
         or "identified" in low or cjk
     ):  # fmt: skip
         return text
+    if "secret" in low and "ata" in text:  # a Kubernetes Secret's data, stringData
+        text = without_secret_objects(text)
     if may_hold_flag(text):  # `--password S3cret`, `--token=abc`: a flag's value, whatever
         text = without_flag_secrets(text, log_secret_name)
     if "identified" in low or "password" in low:
