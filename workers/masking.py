@@ -148,15 +148,16 @@ def _stops(text: str, start: int, end: int) -> bool:
 
 
 # A name, bare or quoted (`"password"`, `'password'`, JSON inside JSON's `\"password\"`) or
-# in a form's brackets (`user[password]`, PHP's `[password] => ...`), then `=`, `:` or `=>`
-# (Ruby's, Rails' parameters, PHP's and Perl's hashes) or `%3D` (a URL's parameter inside a
-# percent-encoded URL: `next=%2Freset%3Fpassword%3D...`), or a fullwidth equals sign or colon
+# in a form's brackets (`user[password]`, PHP's `[password] => ...`), then `=`, `:`, `=>`
+# (Ruby's, Rails' parameters, PHP's and Perl's hashes), `:=` (SQL's `SET @db_pass := '...'`)
+# or `%3D` (a URL's parameter inside a percent-encoded URL: `next=%2Freset%3Fpassword%3D...`),
+# or a fullwidth equals sign or colon
 # (U+FF1D, U+FF1A: Chinese and Japanese text, `密码` then U+FF1A); the name bounded, so each
 # position is tried in bounded time. (A text of ASCII only is searched with the separators of
 # ASCII: a character class holding others costs every record a fifth more.)
 _NAME: Final = r"""(?:(?<![\w.-])(\\*["']|)([\w.-]{1,100})\1|\[([\w.-]{1,100})\])"""
-_NAMED: Final = re.compile(_NAME + r"(\s*(?:=>|[=:]|%3[Dd])\s*)")
-_NAMED_WIDE: Final = re.compile(_NAME + r"(\s*(?:=>|[=:\uff1d\uff1a]|%3[Dd])\s*)")
+_NAMED: Final = re.compile(_NAME + r"(\s*(?:=>|:=|[=:]|%3[Dd])\s*)")
+_NAMED_WIDE: Final = re.compile(_NAME + r"(\s*(?:=>|:=|[=:\uff1d\uff1a]|%3[Dd])\s*)")
 # a bare value: up to whitespace, `;`, `&`, `,` or a quote; in a text not all ASCII also an
 # ideographic comma or full stop, a fullwidth comma or semicolon (U+3001, U+3002, U+FF0C,
 # U+FF1B: a Chinese sentence goes on after a password)

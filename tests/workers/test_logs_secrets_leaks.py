@@ -58,6 +58,11 @@ LEAKS = [
     ("ログインパスワードは S3cret です", "ログインパスワードは *** です"),
     ("run --password S3cret，然后重试", "run --password ***，然后重试"),
     # SQL: `:=`, PostgreSQL's set_config and `SET name TO`
+    ("SET @db_pass := 'S3cret'", "SET @db_pass := '***'"),
+    ("statement: SELECT set_config('app.api_key', 'S3cret', false)",
+     "statement: SELECT set_config('app.api_key', '***', false)"),
+    ("SET app.secret TO 'S3cret'", "SET app.secret TO '***'"),
+    ("ALTER ROLE web SET app.token TO 'S3cret'", "ALTER ROLE web SET app.token TO '***'"),
     # Redis' AUTH (MONITOR, redis-cli), SMTP's AUTH PLAIN
     # .netrc, Oracle's user/password@, the password piped to `docker login`
     # a session's value under its bare name, a presigned URL's signature
@@ -74,6 +79,7 @@ KEPT = [
     "TASK 53 done on DISK sda",
     "trace 0123456789abcdef0123456789abcdef ok",
     "SKU SK-1234 restocked",
+    "SET search_path TO public",
 ]
 
 

@@ -240,6 +240,23 @@ def _sql_literal(found: re.Match[str]) -> str:
     return found.group(1) + found.group(2) + MASK
 
 
+# A setting under a secret's name in SQL, its quoted value (`name = '...'` and `:=` are
+# `without_named_values`'): PostgreSQL's `set_config('app.api_key', '...', false)` and `SET
+# [SESSION|LOCAL] app.secret TO '...'` (`ALTER ROLE r SET ... TO`, `ALTER SYSTEM SET`); the
+# literal to its closing quote (`''` inside), to the end when it has none. Possessive: linear.
+_SQL_SETTING: Final = re.compile(
+    r"(\bset_config\s*+\(\s*+'([\w.-]{1,100}+)'\s*+,\s*+"
+    r"|\bset\s++(?:session\s++|local\s++)?([\w.-]{1,100}+)\s++to\s++)'((?:[^'\\]|\\.|'')*+)",
+    re.IGNORECASE,
+)
+
+
+def _sql_setting(found: re.Match[str]) -> str:
+    if not log_secret_name(found.group(2) or found.group(3)):
+        return found.group()
+    return found.group(1) + "'" + MASK
+
+
 def without_log_secrets(text: str) -> str:
     """A log record's text (its message, a field's value) with every private key, URL
     password, HTTP credential, password in SQL and value under a secret's name
@@ -301,6 +318,8 @@ def without_log_secrets(text: str) -> str:
         text = without_flag_secrets(text, log_secret_name)
     if "identified" in low or "password" in low:
         text = _SQL_PASSWORD.sub(_sql_literal, text)
+    if "set" in low and "'" in text:
+        text = _SQL_SETTING.sub(_sql_setting, text)
     if "private key" in low:
         text = without_private_keys(text)
     if "bearer" in low or "basic" in low or "auth" in low:
