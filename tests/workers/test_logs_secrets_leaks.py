@@ -64,8 +64,25 @@ LEAKS = [
     ("SET app.secret TO 'S3cret'", "SET app.secret TO '***'"),
     ("ALTER ROLE web SET app.token TO 'S3cret'", "ALTER ROLE web SET app.token TO '***'"),
     # Redis' AUTH (MONITOR, redis-cli), SMTP's AUTH PLAIN
+    ('1796399940.1 [0 10.0.0.1:5000] "AUTH" "S3cret"', '1796399940.1 [0 10.0.0.1:5000] "AUTH" "***"'),
+    ('1796399940.1 [0 10.0.0.1:5000] "auth" "default" "S3cret"',
+     '1796399940.1 [0 10.0.0.1:5000] "auth" "default" "***"'),
+    ("127.0.0.1:6379> AUTH S3cret", "127.0.0.1:6379> AUTH ***"),
+    ("127.0.0.1:6379> AUTH alice S3cret", "127.0.0.1:6379> AUTH alice ***"),
+    ("C: AUTH PLAIN AGJvYgBTM2NyZXQ=", "C: AUTH PLAIN ***"),
     # .netrc, Oracle's user/password@, the password piped to `docker login`
+    ("machine api.example.com login bob password S3cret", "machine api.example.com login bob password ***"),
+    ("machine x.example.com login bob passwd S3cret", "machine x.example.com login bob passwd ***"),
+    ("url=jdbc:oracle:thin:app/S3cret@db:1521/ORCL", "url=jdbc:oracle:thin:app/***@db:1521/ORCL"),
+    ("sqlplus app/S3cret@ORCL @run.sql", "sqlplus app/***@ORCL @run.sql"),
+    ("echo S3cret | docker login --password-stdin -u bob ghcr.io",
+     "echo *** | docker login --password-stdin -u bob ghcr.io"),
+    ("ldapsearch -x -D cn=admin -w S3cret -b dc=x", "ldapsearch -x -D cn=admin -w *** -b dc=x"),
+    ("openssl enc -aes-256-cbc -k S3cret -in a", "openssl enc -aes-256-cbc -k *** -in a"),
     # a session's value under its bare name, a presigned URL's signature
+    ("session=S3cret0123 user=bob", "session=*** user=bob"),
+    ("GET /b/k?X-Amz-Expires=300&X-Amz-Signature=53c0ffee53c0 200",
+     "GET /b/k?X-Amz-Expires=300&X-Amz-Signature=*** 200"),
 ]  # fmt: skip
 
 # Evidence that looks like them: kept as it is
@@ -79,6 +96,10 @@ KEPT = [
     "TASK 53 done on DISK sda",
     "trace 0123456789abcdef0123456789abcdef ok",
     "SKU SK-1234 restocked",
+    "AUTH failed for user bob",
+    "-ERR AUTH <password> called without any password configured",
+    "session=closed by peer",
+    "set the machine name to db1",
     "SET search_path TO public",
 ]
 
@@ -240,6 +261,11 @@ async def test_clickhouse_masks_an_audit_body() -> None:
         ("%253A%252F%252Fu%253A", 50_000), ("%253A%252F%252Fu%253Ap%2540", 40_000),
         ("SK" + "0" * 31 + " ", 30_000), ("SG.", 300_000), ("whsec_", 150_000),
         ("密码为", 300_000), ("密码为a", 250_000), ("\"AUTH\" ", 120_000), ("AUTH a ", 140_000),
+        ("machine a login b ", 50_000), ("jdbc:oracle:thin:a/", 50_000),
+        ("echo a | docker login ", 40_000), ("set_config('password', ", 40_000),
+        ("SET a.secret TO ", 60_000), ("a := ", 200_000),
+        ('{"kind":"Secret","data":{"a":"b",', 30_000),
+        ('"kind":"Secret","data":{', 40_000), ('"kind":"Secret" {"a":[', 40_000),
     ],
 )  # fmt: skip
 def test_the_new_rules_are_linear_on_a_1mb_line(unit: str, count: int) -> None:

@@ -34,11 +34,14 @@ from workers.sources.logs.secret_objects import without_secret_objects
 from workers.sources.logs.secret_shapes import (
     may_hold_flag,
     names_key_file,
+    without_auth_commands,
     without_cli_secrets,
     without_colour,
     without_flag_secrets,
     without_header_pairs,
     without_invisible,
+    without_login_lines,
+    without_oracle_password,
 )
 from workers.sources.logs.tokens import (
     without_api_keys,
@@ -64,7 +67,8 @@ _SECRET_NAME: Final = re.compile(
     r"pass(?:wd|word|phrase)?(?![a-z])|secret|token|credential|private|cookie"
     r"|(?<![a-z])(?:api|access|ssh|signing|encryption|master|session)?[_.-]?key(?![a-z])"
     r"|(?<![a-z])(?:auth|authori[sz]ation|authentication|pwd|creds?|jwt|dsn|bearer)(?![a-z])"
-    r"|(?<![a-z])session[_.-]?id(?![a-z])|(?:account|sharedaccess)key(?![a-z])"
+    r"|(?<![a-z])session[_.-]?id(?![a-z])|(?<![a-z])session\Z|(?:account|sharedaccess)key(?![a-z])"
+    r"|(?<![a-z])(?:amz|goog)[_.-]?signature(?![a-z])"
     r"|(?:密码|口令|密钥|令牌|私钥|パスワード|トークン)\Z",
     re.IGNORECASE,
 )
@@ -278,7 +282,7 @@ def without_log_secrets(text: str) -> str:
     else:
         cjk = False
     if "@" in text or "%40" in text or "%2540" in text:
-        text = without_url_password(text)
+        text = without_url_password(without_oracle_password(text))
     if len(text) >= 15:  # `tokens.may_hold_platform_token`, `may_hold_api_key`, inlined
         if (
             "eyJ" in text or "IA" in text or "gh" in text or "xox" in text or "xapp-" in text
@@ -301,7 +305,7 @@ def without_log_secrets(text: str) -> str:
     if (" -" in text or "\t-" in text or "'-" in text or '"-' in text) and (
         "mysql" in text or "mariadb" in text or "sshpass" in text or "curl" in text
         or "redis-cli" in text or "docker" in text or "podman" in text or "mongo" in text
-        or "sqlcmd" in text
+        or "sqlcmd" in text or "ldap" in text or "openssl" in text
     ):  # fmt: skip
         text = without_cli_secrets(text)  # (its commands' names are matched lower-case)
     low = text.lower()
@@ -309,9 +313,13 @@ def without_log_secrets(text: str) -> str:
         "pass" in low or "pwd" in low or "secret" in low or "token" in low or "key" in low
         or "auth" in low or "cred" in low or "cookie" in low or "private" in low or "jwt" in low
         or "dsn" in low or "session" in low or "bearer" in low or "basic" in low
-        or "identified" in low or cjk
+        or "identified" in low or cjk or "signature" in low
     ):  # fmt: skip
         return text
+    if "auth" in low:  # Redis' and SMTP's AUTH (before `auth`'s name: `AUTH PLAIN ...`)
+        text = without_auth_commands(text)
+    if "pass" in low:  # `.netrc`'s `machine ... password`, `echo ... | docker login`
+        text = without_login_lines(text)
     if "secret" in low and "ata" in text:  # a Kubernetes Secret's data, stringData
         text = without_secret_objects(text)
     if may_hold_flag(text):  # `--password S3cret`, `--token=abc`: a flag's value, whatever

@@ -13,7 +13,9 @@ words, and the terminal control sequences and zero-width characters that would h
   is the database, kept), `sshpass -p S3cret` (its own options only: a later `ssh -p 2222`
   is a port), `curl -u user:S3cret` (`--user`, `-U`, `--proxy-user`; `-u user` alone prompts),
   `redis-cli -a S3cret`, `docker login -p S3cret` (`podman login`), MongoDB's `mongosh -p
-  S3cret` (`mongodump`, ...; `-p` alone prompts), `sqlcmd -P S3cret`; each within its
+  S3cret` (`mongodump`, ...; `-p` alone prompts), `sqlcmd -P S3cret`, OpenLDAP's `ldapsearch
+  -w S3cret` (`ldapadd`, `ldapmodify`, ...; `-W` prompts), `openssl enc -k S3cret` (`-K`, a
+  raw key); each within its
   command, up to `|`, `;`, `&`, a line break, the next such command or 1,024 characters; a
   value quoted, JSON-escaped (`\\"a b\\"`) or with an escaped space (`a\\ b`) whole; a
   command line logged as a list of its words too (`['mysql', '-pS3cret']`, `["--token","x"]`);
@@ -36,11 +38,14 @@ __all__ = [
     "hides_text",
     "may_hold_flag",
     "names_key_file",
+    "without_auth_commands",
     "without_cli_secrets",
     "without_colour",
     "without_flag_secrets",
     "without_header_pairs",
     "without_invisible",
+    "without_login_lines",
+    "without_oracle_password",
 ]  # fmt: skip
 
 # Terminal control sequences, as `files.without_colour` strips them from a file's bytes: in a
@@ -163,7 +168,8 @@ _COMMAND: Final = re.compile(
     r"(?<![\w.-])(?:(mysql(?:dump|admin|import|show|check|slap|binlog)?"
     r"|mariadb(?:-dump|-admin|-import|-show|-check|-slap|-binlog)?)|(sshpass)|(curl)"
     r"|(redis-cli)|((?:docker|podman)\s++login"
-    r"|mongo(?:sh|dump|restore|export|import|stat|top|files)?)|(sqlcmd))(?:\.exe)?"
+    r"|mongo(?:sh|dump|restore|export|import|stat|top|files)?)|(sqlcmd)"
+    r"|(ldap(?:search|add|modify|delete|compare|whoami|modrdn|exop|passwd))|(openssl))(?:\.exe)?"
     r"(?=\s|" + _NEXT_WORD + ")"
 )
 _SEGMENT_MAX: Final = 1024
@@ -186,6 +192,9 @@ _REDIS: Final = re.compile(r"(?<=[\s'\"])(-a(?:\s++|" + _NEXT_WORD + "))" + _VAL
 _ALONE: Final = r"(?!-|['\"][,\]])"
 _LOGIN: Final = re.compile(r"(?<=[\s'\"])(-p(?:" + _NEXT_WORD + r"|\s*+))" + _ALONE + _VALUE)
 _SQLCMD: Final = re.compile(r"(?<=[\s'\"])(-P(?:" + _NEXT_WORD + r"|\s*+))" + _ALONE + _VALUE)
+# OpenLDAP's tools' bind password `-w` (`-W` prompts), OpenSSL's `-k` password and `-K` raw key
+_LDAP: Final = re.compile(r"(?<=[\s'\"])(-w(?:" + _NEXT_WORD + r"|\s++))" + _ALONE + _VALUE)
+_OPENSSL: Final = re.compile(r"(?<=[\s'\"])(-[kK](?:" + _NEXT_WORD + r"|\s++))" + _ALONE + _VALUE)
 
 
 def _sshpass(segment: str) -> str:
@@ -229,7 +238,8 @@ def _masked_group(pattern: re.Pattern[str], group: int) -> Callable[[str], str]:
 
 
 _RULES: Final = (_masked_group(_MYSQL, 2), _sshpass, _curl, _masked_group(_REDIS, 2),
-                 _masked_group(_LOGIN, 2), _masked_group(_SQLCMD, 2))  # fmt: skip
+                 _masked_group(_LOGIN, 2), _masked_group(_SQLCMD, 2), _masked_group(_LDAP, 2),
+                 _masked_group(_OPENSSL, 2))  # fmt: skip
 
 
 def without_cli_secrets(text: str) -> str:
@@ -247,7 +257,7 @@ def without_cli_secrets(text: str) -> str:
         limit = min(limit, start + _SEGMENT_MAX)
         stop = _SEGMENT_END.search(text, start, limit)
         end = limit if stop is None else stop.start()
-        kind = next(i for i in range(1, 7) if found.group(i) is not None)
+        kind = next(i for i in range(1, 9) if found.group(i) is not None)
         parts += (text[done:start], _RULES[kind - 1](text[start:end]))
         done = end
     return "".join(parts) + text[done:]
@@ -283,3 +293,88 @@ def without_header_pairs(
         parts += (text[done:start], MASK)
         done = end
     return "".join(parts) + text[done:] if parts else text
+
+
+# Redis' AUTH as MONITOR logs it (`"AUTH" "S3cret"`, `"auth" "alice" "S3cret"`): its last word
+_REDIS_AUTH: Final = re.compile(r'(?i)"auth"(\s++"(?:[^"\\]|\\.)*+"){1,2}+')
+# AUTH written bare (redis-cli's prompt, an SMTP or IMAP dialogue): `AUTH S3cret`, `AUTH alice
+# S3cret`, SMTP's `AUTH PLAIN <base64>` (`XOAUTH2`, `OAUTHBEARER`); a mechanism alone (`AUTH
+# LOGIN`), a prose word (`AUTH failed for user bob`) or a placeholder (`AUTH <password>`) is none
+_AUTH: Final = re.compile(r"(?<![\w-])AUTH[ \t]++([^\s\"']++)(?:[ \t]++([^\s\"']++))?")
+_AUTH_INITIAL: Final = frozenset({"PLAIN", "XOAUTH2", "OAUTHBEARER", "EXTERNAL"})
+_MECHANISM: Final = re.compile(r"[A-Z][A-Z0-9-]{2,30}")
+_PROSE: Final = re.compile(r"[A-Za-z][a-z]{0,15}[.,:;]?|<[^<>]{1,40}>")
+
+
+def _auth(found: re.Match[str]) -> str:
+    first, second = found.group(1), found.group(2)
+    if first in _AUTH_INITIAL or _MECHANISM.fullmatch(first):
+        masked = 2 if second is not None and first in _AUTH_INITIAL else 0
+    elif not _PROSE.fullmatch(first):
+        masked = 2 if second is not None and not _PROSE.fullmatch(second) else 1
+    else:
+        masked = 2 if second is not None and not _PROSE.fullmatch(second) else 0
+    if not masked:
+        return found.group()
+    start, end = found.start(masked) - found.start(), found.end(masked) - found.start()
+    return found.group()[:start] + MASK + found.group()[end:]
+
+
+def _redis_auth(found: re.Match[str]) -> str:
+    last = found.group(1)  # (a repeated group: its last match)
+    head = found.group()[: found.start(1) - found.start()]
+    return head + last[: last.index('"') + 1] + MASK + '"'
+
+
+def without_auth_commands(text: str) -> str:
+    """The text with Redis' and SMTP's AUTH arguments (its password, an initial response) as
+    `***`."""
+    if '"' in text:
+        text = _REDIS_AUTH.sub(_redis_auth, text)
+    return _AUTH.sub(_auth, text) if "AUTH" in text else text
+
+
+# `.netrc` (`machine host login bob password S3cret`, curl's, ftp's, git's): after `machine`,
+# the value of `password` (`passwd`); each word read once (possessive).
+_NETRC: Final = re.compile(
+    r"(?<![\w-])machine\s++\S++(?:\s++(?:login|account|port)\s++\S++)*+\s++pass(?:word|wd)\s++(\S++)"
+)
+# Oracle's `user/password@` (`jdbc:oracle:thin:app/S3cret@db:1521/ORCL`, `sqlplus app/S3cret@db`)
+_ORACLE: Final = re.compile(
+    r"(?:jdbc:oracle:\w{1,20}+:|(?<![\w-])sqlplus(?:\s++-\w++)*+\s++)"
+    r"[^\s/@:'\"]{1,128}+/([^\s@'\"]++)(?=@)"
+)
+# A password piped to a registry's login (`echo S3cret | docker login --password-stdin`) or to
+# `chpasswd` (`echo 'bob:S3cret' | chpasswd`): the echoed word
+_PIPED: Final = re.compile(
+    r"(?<![\w-])(?:echo|printf)(?:\s++-\w++)*+\s++" + _VALUE
+    + r"\s*+\|\s*+(?:sudo\s++)?(?:(?:docker|podman|nerdctl|buildah|skopeo|oras|crane"
+    r"|helm\s++registry)\s++login\b[^|;&\n]{0,512}?--password-stdin|chpasswd\b)"
+)  # fmt: skip
+
+
+def _group_masked(found: re.Match[str]) -> str:
+    start, end = found.start(1) - found.start(), found.end(1) - found.start()
+    return found.group()[:start] + _quoted_mask(found.group(1)) + found.group()[end:]
+
+
+def _piped(found: re.Match[str]) -> str:
+    # a variable's reference (`echo $CR_PAT | docker login ...`) says where the secret is
+    return found.group() if _REFERENCE.fullmatch(found.group(1)) else _group_masked(found)
+
+
+def without_oracle_password(text: str) -> str:
+    """The text with Oracle's `user/password@` (a JDBC URL, sqlplus' argument) as `***`."""
+    if "oracle:" in text or "sqlplus" in text:
+        text = _ORACLE.sub(_group_masked, text)
+    return text
+
+
+def without_login_lines(text: str) -> str:
+    """The text with a `.netrc` line's password and a password piped to `docker login
+    --password-stdin` or `chpasswd` as `***`."""
+    if "machine" in text:
+        text = _NETRC.sub(_group_masked, text)
+    if "|" in text and ("password-stdin" in text or "chpasswd" in text):
+        text = _PIPED.sub(_piped, text)
+    return text
