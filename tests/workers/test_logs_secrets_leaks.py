@@ -20,6 +20,7 @@ from logs_helpers import messages_of as _messages
 from logs_helpers import shown_of as _shown
 from test_logs_clickhouse import fetch, make_table, row, source_for
 
+from contracts import Topic
 from workers.masking import without_passwords
 from workers.sources.logs.masking import mask_fields, without_log_secrets
 from workers.sources.logs.mocklog.index import _masked
@@ -63,6 +64,15 @@ LEAKS = [
      "statement: SELECT set_config('app.api_key', '***', false)"),
     ("SET app.secret TO 'S3cret'", "SET app.secret TO '***'"),
     ("ALTER ROLE web SET app.token TO 'S3cret'", "ALTER ROLE web SET app.token TO '***'"),
+    # a row's value under a secret's column, a bind parameter's, a cipher's key
+    ("INSERT INTO users (name, password) VALUES ('bob', 'S3cret'), ('al', 'S3c''ret')",
+     "INSERT INTO users (name, password) VALUES ('bob', '***'), ('al', '***')"),
+    ("INSERT INTO `users` (`name`, `api_token`) VALUES ('bob', \"S3cret\")",
+     "INSERT INTO `users` (`name`, `api_token`) VALUES ('bob', \"***\")"),
+    ("SELECT AES_DECRYPT(card, 'S3cret') FROM cards WHERE id = 7",
+     "SELECT AES_DECRYPT(card, '***') FROM cards WHERE id = 7"),
+    ("SELECT pgp_sym_decrypt(c, 'S3cret'), hmac(b, 'S3cret', 'sha256') FROM t",
+     "SELECT pgp_sym_decrypt(c, '***'), hmac(b, '***', 'sha256') FROM t"),
     # Redis' AUTH (MONITOR, redis-cli), SMTP's AUTH PLAIN
     ('1796399940.1 [0 10.0.0.1:5000] "AUTH" "S3cret"', '1796399940.1 [0 10.0.0.1:5000] "AUTH" "***"'),
     ('1796399940.1 [0 10.0.0.1:5000] "auth" "default" "S3cret"',
@@ -101,6 +111,8 @@ KEPT = [
     "session=closed by peer",
     "set the machine name to db1",
     "SET search_path TO public",
+    "INSERT INTO orders (id, status, total) VALUES (7, 'paid', 12.5)",
+    "SELECT AES_DECRYPT(card, @k) FROM cards",
 ]
 
 
@@ -178,6 +190,43 @@ def test_mock_masks_them_as_the_others(text: str, masked: str) -> None:
     assert fields == {"note": masked}
 
 
+SLOW = (
+    "# Time: 2026-12-04T15:40:00.000000Z\n# User@Host: shop[shop] @ localhost []  Id: 12\n"
+    "# Query_time: 3.000000  Lock_time: 0.000000 Rows_sent: 1  Rows_examined: 1\n"
+    "SET timestamp=1796399940;\nINSERT INTO users (name, password) VALUES ('bob', 'S3cret-2');\n"
+    "# Time: 2026-12-04T15:40:01.000000Z\n# User@Host: shop[shop] @ localhost []  Id: 12\n"
+    "# Query_time: 3.000000  Lock_time: 0.000000 Rows_sent: 1  Rows_examined: 1\n"
+    "SET timestamp=1796399941;\nSELECT AES_DECRYPT(card, 'S3cret-3') FROM cards WHERE id = 7;\n"
+    "# Time: 2026-12-04T15:40:02.000000Z\n# User@Host: shop[shop] @ localhost []  Id: 12\n"
+    "# Query_time: 3.000000  Lock_time: 0.000000 Rows_sent: 1  Rows_examined: 1\n"
+    "SET timestamp=1796399942;\nSET @db_pass := 'S3cret-1';\n"
+)
+POSTGRESQL = (
+    "2026-12-04 15:40:00.100 UTC [44] LOG:  duration: 2500.524 ms  statement: SELECT"
+    " set_config('app.api_key', 'S3cret-4', false)\n"
+    "2026-12-04 15:40:01.100 UTC [44] LOG:  duration: 2500.524 ms  statement: ALTER ROLE web SET"
+    " app.token TO 'S3cret-5'\n"
+    "2026-12-04 15:40:02.100 UTC [44] LOG:  duration: 2500.524 ms  execute <unnamed>: INSERT INTO"
+    " users (name, password) VALUES ($1, $2)\n"
+    "2026-12-04 15:40:02.100 UTC [44] DETAIL:  parameters: $1 = 'bob', $2 = 'S3cret-6'\n"
+    "2026-12-04 15:40:03.100 UTC [44] LOG:  duration: 2500.524 ms  execute <unnamed>: UPDATE"
+    " users SET password = $2 WHERE id = $1\n"
+    "2026-12-04 15:40:03.100 UTC [44] DETAIL:  parameters: $1 = '7', $2 = 'S3cret-7'\n"
+)
+
+
+@pytest.mark.parametrize(
+    ("fmt", "text", "count"), [("mysql_slow", SLOW, 3), ("postgresql", POSTGRESQL, 4)]
+)
+def test_file_masks_secrets_in_a_database_logs_statements(
+    fmt: str, text: str, count: int, tmp_path: Path
+) -> None:
+    found = search_written(tmp_path, fmt, text, now=NOW, topic=Topic.DATABASE_SLOW_QUERY)
+    assert found.match_count == count
+    _no_secret(_shown(found))
+    assert "bob" in _shown(found)
+
+
 # A Kubernetes audit Event of a Secret, as the API server writes it (JSON), read as text
 AUDIT = {
     "kind": "Event", "apiVersion": "audit.k8s.io/v1", "level": "RequestResponse",
@@ -238,9 +287,7 @@ def test_a_secrets_data_in_an_audit_line_cut_short_is_masked() -> None:
     ],
 )
 def test_file_masks_an_audit_line_read_as_text(fmt: str, prefix: str, tmp_path: Path) -> None:
-    lines = "".join(
-        prefix.format(n=n) + json.dumps(e) + "\n" for n, e in enumerate((AUDIT, PATCH))
-    )
+    lines = "".join(prefix.format(n=n) + json.dumps(e) + "\n" for n, e in enumerate((AUDIT, PATCH)))
     found = search_written(tmp_path, fmt, lines, "secrets", now=NOW)
     assert found.match_count == 2
     shown = _shown(found)
@@ -249,7 +296,9 @@ def test_file_masks_an_audit_line_read_as_text(fmt: str, prefix: str, tmp_path: 
 
 
 async def test_clickhouse_masks_an_audit_body() -> None:
-    rows = [row(100 - n, "INFO", "kube-apiserver", json.dumps(e)) for n, e in enumerate((AUDIT, PATCH))]
+    rows = [
+        row(100 - n, "INFO", "kube-apiserver", json.dumps(e)) for n, e in enumerate((AUDIT, PATCH))
+    ]
     found = await fetch(source_for(make_table(rows), "row_limit = 100\n"), "")
     assert found.match_count == 2
     _no_secret(_shown(found))
@@ -264,6 +313,9 @@ async def test_clickhouse_masks_an_audit_body() -> None:
         ("machine a login b ", 50_000), ("jdbc:oracle:thin:a/", 50_000),
         ("echo a | docker login ", 40_000), ("set_config('password', ", 40_000),
         ("SET a.secret TO ", 60_000), ("a := ", 200_000),
+        ("INSERT INTO t (password) VALUES ", 30_000), ("insert into t (password) values ('", 30_000),
+        ("aes_encrypt(", 80_000),
+        ("aes_encrypt(a, 'b' ", 50_000), ("= $1 parameters: $1 = '", 30_000),
         ('{"kind":"Secret","data":{"a":"b",', 30_000),
         ('"kind":"Secret","data":{', 40_000), ('"kind":"Secret" {"a":[', 40_000),
     ],
@@ -279,5 +331,22 @@ def test_the_new_rules_are_linear_on_a_1mb_line(unit: str, count: int) -> None:
 
     quarter = seconds(unit * (count // 4))
     whole = seconds(unit * count)
+    assert whole < 8 * quarter + 0.3, (quarter, whole)
+    assert whole < 5.0
+
+
+@pytest.mark.parametrize("row", ["('S3cret'), ", "(", "('", "(1, '" + "x" * 30 + "', "])
+def test_an_insert_of_many_rows_is_masked_in_linear_time(row: str) -> None:
+    def seconds(n: int) -> float:
+        line = "INSERT INTO t (password) VALUES " + row * n
+        best = float("inf")
+        for _ in range(3):
+            started = time.perf_counter()
+            shown = without_log_secrets(line)
+            best = min(best, time.perf_counter() - started)
+        assert "S3cret" not in shown
+        return best
+
+    quarter, whole = seconds(1_000_000 // len(row) // 4), seconds(1_000_000 // len(row))
     assert whole < 8 * quarter + 0.3, (quarter, whole)
     assert whole < 5.0

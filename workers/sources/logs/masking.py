@@ -43,6 +43,7 @@ from workers.sources.logs.secret_shapes import (
     without_login_lines,
     without_oracle_password,
 )
+from workers.sources.logs.sql_secrets import may_hold_sql_secret, without_sql_secrets
 from workers.sources.logs.tokens import (
     without_api_keys,
     without_platform_tokens,
@@ -313,9 +314,11 @@ def without_log_secrets(text: str) -> str:
         "pass" in low or "pwd" in low or "secret" in low or "token" in low or "key" in low
         or "auth" in low or "cred" in low or "cookie" in low or "private" in low or "jwt" in low
         or "dsn" in low or "session" in low or "bearer" in low or "basic" in low
-        or "identified" in low or cjk or "signature" in low
+        or "identified" in low or cjk or "signature" in low or "crypt" in low or "hmac" in low
     ):  # fmt: skip
         return text
+    if may_hold_sql_secret(low):  # a row's value under a secret's column, a cipher's key
+        text = without_sql_secrets(text, log_secret_name)
     if "auth" in low:  # Redis' and SMTP's AUTH (before `auth`'s name: `AUTH PLAIN ...`)
         text = without_auth_commands(text)
     if "pass" in low:  # `.netrc`'s `machine ... password`, `echo ... | docker login`
