@@ -164,13 +164,19 @@ def _quoted_mask(value: str) -> str:
 
 
 # The clients whose short option holds a password, by the name they are run as.
-_COMMAND: Final = re.compile(
+_COMMANDS: Final = (
     r"(?<![\w.-])(?:(mysql(?:dump|admin|import|show|check|slap|binlog)?"
     r"|mariadb(?:-dump|-admin|-import|-show|-check|-slap|-binlog)?)|(sshpass)|(curl)"
     r"|(redis-cli)|((?:docker|podman)\s++login"
     r"|mongo(?:sh|dump|restore|export|import|stat|top|files)?)|(sqlcmd)"
-    r"|(ldap(?:search|add|modify|delete|compare|whoami|modrdn|exop|passwd))|(openssl))(?:\.exe)?"
-    r"(?=\s|" + _NEXT_WORD + ")"
+)
+_COMMAND_END: Final = r")(?:\.exe)?(?=\s|" + _NEXT_WORD + ")"
+_COMMAND: Final = re.compile(_COMMANDS + _COMMAND_END)
+# with OpenLDAP's tools and OpenSSL: searched only in a text naming them (each alternative more
+# costs every line with ` -` that is searched: an access log's `"-"`)
+_COMMAND_MORE: Final = re.compile(
+    _COMMANDS + r"|(ldap(?:search|add|modify|delete|compare|whoami|modrdn|exop|passwd))"
+    r"|(openssl)" + _COMMAND_END
 )
 _SEGMENT_MAX: Final = 1024
 _SEGMENT_END: Final = re.compile(r"[\n|;&]")
@@ -246,7 +252,8 @@ def without_cli_secrets(text: str) -> str:
     """The text with the password options of MySQL/MariaDB clients, sshpass, curl,
     redis-cli, `docker login`, MongoDB's tools and sqlcmd (module docstring) as `***`.
     Linear: the commands' segments do not overlap."""
-    commands = list(_COMMAND.finditer(text))
+    more = "ldap" in text or "openssl" in text
+    commands = list((_COMMAND_MORE if more else _COMMAND).finditer(text))
     if not commands:
         return text
     parts: list[str] = []
@@ -257,7 +264,7 @@ def without_cli_secrets(text: str) -> str:
         limit = min(limit, start + _SEGMENT_MAX)
         stop = _SEGMENT_END.search(text, start, limit)
         end = limit if stop is None else stop.start()
-        kind = next(i for i in range(1, 9) if found.group(i) is not None)
+        kind = found.lastindex or 1  # (the one alternative's group that matched)
         parts += (text[done:start], _RULES[kind - 1](text[start:end]))
         done = end
     return "".join(parts) + text[done:]
