@@ -244,8 +244,10 @@ def _value(text: str, start: int) -> tuple[int, int]:
         begin = quote + 1
         if opener in "\"'":  # unescaped: a backslash escapes the next character
             end = _closing(text, begin, opener)
-        else:
+        else:  # escaped as JSON in JSON: `\"`, not a quote escaped inside it (`\\\"`)
             end = text.find(opener, begin)
+            while end > begin and text[end - 1] == "\\":
+                end = text.find(opener, end + 1)
             end = len(text) if end < 0 else end
         return begin, end
     bare = (_BARE if text.isascii() else _BARE_WIDE).match(text, start)

@@ -42,6 +42,7 @@ from workers.sources.logs.secret_shapes import (
     without_invisible,
     without_login_lines,
     without_oracle_password,
+    without_secret_literals,
 )
 from workers.sources.logs.sql_secrets import may_hold_sql_secret, without_sql_secrets
 from workers.sources.logs.tokens import (
@@ -315,8 +316,10 @@ def without_log_secrets(text: str) -> str:
         return text
     if may_hold_sql_secret(low):  # a row's value under a secret's column, a cipher's key
         text = without_sql_secrets(text, log_secret_name)
-    if "auth" in low:  # Redis' and SMTP's AUTH (before `auth`'s name: `AUTH PLAIN ...`)
+    if "auth" in low or "pass" in low:  # Redis', SMTP's AUTH, FTP's PASS (before the names)
         text = without_auth_commands(text)
+    if "secret" in low:  # `kubectl create secret generic x --from-literal=key=***`
+        text = without_secret_literals(text)
     if "pass" in low:  # `.netrc`'s `machine ... password`, `echo ... | docker login`
         text = without_login_lines(text)
     if "secret" in low and "ata" in text:  # a Kubernetes Secret's data, stringData

@@ -46,6 +46,7 @@ __all__ = [
     "without_invisible",
     "without_login_lines",
     "without_oracle_password",
+    "without_secret_literals",
 ]  # fmt: skip
 
 # Terminal control sequences, as `files.without_colour` strips them from a file's bytes: in a
@@ -305,9 +306,10 @@ def without_header_pairs(
 # Redis' AUTH as MONITOR logs it (`"AUTH" "S3cret"`, `"auth" "alice" "S3cret"`): its last word
 _REDIS_AUTH: Final = re.compile(r'(?i)"auth"(\s++"(?:[^"\\]|\\.)*+"){1,2}+')
 # AUTH written bare (redis-cli's prompt, an SMTP or IMAP dialogue): `AUTH S3cret`, `AUTH alice
-# S3cret`, SMTP's `AUTH PLAIN <base64>` (`XOAUTH2`, `OAUTHBEARER`); a mechanism alone (`AUTH
-# LOGIN`), a prose word (`AUTH failed for user bob`) or a placeholder (`AUTH <password>`) is none
-_AUTH: Final = re.compile(r"(?<![\w-])AUTH[ \t]++([^\s\"']++)(?:[ \t]++([^\s\"']++))?")
+# S3cret`, SMTP's `AUTH PLAIN <base64>` (`XOAUTH2`, `OAUTHBEARER`); FTP's and POP3's `PASS
+# S3cret`; a mechanism alone (`AUTH LOGIN`), a prose word (`AUTH failed for user bob`) or a
+# placeholder (`AUTH <password>`) is none
+_AUTH: Final = re.compile(r"(?<![\w-])(?:AUTH|PASS)[ \t]++([^\s\"']++)(?:[ \t]++([^\s\"']++))?")
 _AUTH_INITIAL: Final = frozenset({"PLAIN", "XOAUTH2", "OAUTHBEARER", "EXTERNAL"})
 _MECHANISM: Final = re.compile(r"[A-Z][A-Z0-9-]{2,30}")
 _PROSE: Final = re.compile(r"[A-Za-z][a-z]{0,15}[.,:;]?|<[^<>]{1,40}>")
@@ -338,7 +340,7 @@ def without_auth_commands(text: str) -> str:
     `***`."""
     if '"' in text:
         text = _REDIS_AUTH.sub(_redis_auth, text)
-    return _AUTH.sub(_auth, text) if "AUTH" in text else text
+    return _AUTH.sub(_auth, text) if "AUTH" in text or "PASS" in text else text
 
 
 # `.netrc` (`machine host login bob password S3cret`, curl's, ftp's, git's): after `machine`,
@@ -375,6 +377,19 @@ def without_oracle_password(text: str) -> str:
     if "oracle:" in text or "sqlplus" in text:
         text = _ORACLE.sub(_group_masked, text)
     return text
+
+
+# `kubectl create secret ... --from-literal=name=value`: every value of a Secret is one,
+# whatever its name (`--from-literal=stripe=...`)
+_FROM_LITERAL: Final = re.compile(r"--from-literal(?:=|\s++)[^\s=]{1,253}+=" + _VALUE)
+
+
+def without_secret_literals(text: str) -> str:
+    """The text with the values of `kubectl create secret`'s `--from-literal=name=value` as
+    `***` (in a text naming a secret, its `name` kept)."""
+    if "--from-literal" not in text:
+        return text
+    return _FROM_LITERAL.sub(_group_masked, text)
 
 
 def without_login_lines(text: str) -> str:
