@@ -237,6 +237,8 @@ def _without_stated_values(text: str, secret: Callable[[str], bool]) -> str:
 def _value(text: str, start: int) -> tuple[int, int]:
     """Where the value at `start` lies, its quotes left out (empty: none)."""
     quote = start
+    if text.startswith(("b'", 'b"'), start):  # Python's bytes: `{'password': b'...'}`
+        start = quote = start + 1
     while quote < len(text) and text[quote] == "\\":
         quote += 1
     if quote < len(text) and text[quote] in "\"'":

@@ -84,6 +84,18 @@ LEAKS = [
     ("kubectl create secret generic app --from-literal=stripe=S3cret0Abc -n shop",
      "kubectl create secret generic app --from-literal=stripe=*** -n shop"),
     ("USER bob PASS S3cret", "USER bob PASS ***"),
+    # XML, Python's bytes, a bearer token percent-encoded, Discord's and Telegram's URLs
+    ("<login><user>bob</user><password>S3cret</password></login>",
+     "<login><user>bob</user><password>***</password></login>"),
+    ('<property name="password" value="S3cret"/>', '<property name="password" value="***"/>'),
+    ('<add key="ApiKey" value="S3cret"/>', '<add key="ApiKey" value="***"/>'),
+    ("{'user': 'bob', 'password': b'S3cret'}", "{'user': 'bob', 'password': b'***'}"),
+    ("GET /cb?h=Authorization%3A%20Bearer%20S3cret0123 302",
+     "GET /cb?h=Authorization%3A%20Bearer%20*** 302"),
+    ("POST https://discord.com/api/webhooks/123456789012345678/S3cretAbCdEfGhIjKlMnOpQr 204",
+     "POST https://discord.com/api/webhooks/123456789012345678/*** 204"),
+    ('HTTP Request: POST https://api.telegram.org/bot123456789:S3cretAbCdEfGhIjKlMnOpQrStUvWxYz012/getUpdates "HTTP/1.1 200 OK"',
+     'HTTP Request: POST https://api.telegram.org/bot123456789:***/getUpdates "HTTP/1.1 200 OK"'),
     # shapes a real log has that were masked before: held on every backend
     ("env: DATABASE_URL=postgres://u:S3cret@db/x AWS_SECRET_ACCESS_KEY=S3cretAbCd/EfGh+IjKl",
      "env: DATABASE_URL=postgres://u:***@db/x AWS_SECRET_ACCESS_KEY=***"),
@@ -136,6 +148,9 @@ KEPT = [
     "set the machine name to db1",
     "SET search_path TO public",
     "230 PASS accepted",
+    "<user>bob</user><status>password expired</status>",
+    '<property name="poolSize" value="10"/>',
+    "GET /bots/robot/bot12 200",
     "kubectl create configmap app --from-literal=mode=fast",
     "INSERT INTO orders (id, status, total) VALUES (7, 'paid', 12.5)",
     "SELECT AES_DECRYPT(card, @k) FROM cards",
@@ -163,13 +178,26 @@ def test_the_workers_own_log_lines_mask_a_password_stated_in_chinese() -> None:
     assert without_passwords("密码为空") == "密码为空"
 
 
+def _stamp(n: int, sep: str = "T") -> str:
+    """A time n seconds after 2026-12-04 15:00:00 (UTC), within the hour before NOW."""
+    return f"2026-12-04{sep}15:{n // 60:02}:{n % 60:02}"
+
+
+def _jsonl_many(messages: list[str]) -> str:
+    """`jsonl_of` for more than 60 messages: one record a second from 15:00:00Z."""
+    return "".join(
+        json.dumps({"ts": _stamp(n) + "Z", "level": "info", "msg": m}) + "\n"
+        for n, m in enumerate(messages)
+    )
+
+
 def _no_secret(shown: str) -> None:
     for secret in ("S3cret", "S3CRET", "53c0ffee", "AGJvYgBTM2NyZXQ", "UzNjcmV0", "Ym9iOlMz"):
         assert secret not in shown
 
 
 def test_file_masks_them_in_jsonl_records(tmp_path: Path) -> None:
-    (tmp_path / "app.jsonl").write_text(_jsonl([t for t, _ in LEAKS]))
+    (tmp_path / "app.jsonl").write_text(_jsonl_many([t for t, _ in LEAKS]))
     found = search(file_source(tmp_path, "jsonl", ["app.jsonl"], now=NOW), "", 60)
     assert found.match_count == len(LEAKS)
     assert _messages(found) == {m for _, m in LEAKS}
@@ -183,7 +211,7 @@ def test_file_keeps_the_evidence(tmp_path: Path) -> None:
 
 
 def test_file_masks_them_in_lines_read_as_text(tmp_path: Path) -> None:
-    lines = "".join(f"2026-12-04 15:40:{n:02} INFO {t}\n" for n, (t, _) in enumerate(LEAKS))
+    lines = "".join(f"{_stamp(n, ' ')} INFO {t}\n" for n, (t, _) in enumerate(LEAKS))
     found = search_written(tmp_path, "plain", lines, now=NOW)
     assert found.match_count == len(LEAKS)
     _no_secret(_shown(found))
@@ -349,7 +377,9 @@ async def test_clickhouse_masks_an_audit_body() -> None:
         ("INSERT INTO t (password) VALUES ", 30_000), ("insert into t (password) values ('", 30_000),
         ("aes_encrypt(", 80_000),
         ("aes_encrypt(a, 'b' ", 50_000), ("= $1 parameters: $1 = '", 30_000),
-        ("PASS a ", 140_000), ("secret --from-literal=a=", 40_000),
+        ("PASS a ", 140_000), ("secret --from-literal=a=", 40_000), ("<password>a", 100_000),
+        ("<password>a</", 80_000), ('name="password" value="', 40_000), ("/bot12345:", 80_000),
+        ("hooks discord.com/api/webhooks/1/", 25_000),
         ('{"kind":"Secret","data":{"a":"b",', 30_000),
         ('"kind":"Secret","data":{', 40_000), ('"kind":"Secret" {"a":[', 40_000),
     ],

@@ -43,6 +43,7 @@ from workers.sources.logs.secret_shapes import (
     without_login_lines,
     without_oracle_password,
     without_secret_literals,
+    without_xml_secrets,
 )
 from workers.sources.logs.sql_secrets import may_hold_sql_secret, without_sql_secrets
 from workers.sources.logs.tokens import (
@@ -217,9 +218,9 @@ def _shown(name: str, value: str) -> bool:
 # characters after it is no credential: `authorization: denied user=42`, `policy v2`);
 # possessive, so a hostile line is read linearly.
 _LOG_CREDENTIAL: Final = re.compile(
-    r"(\b(?:bearer|basic)|\bauthori[sz]ation[\"']?\s*+[:=]\s*+[\"']?(?:(?:token|negotiate|ntlm)"
+    r"((?:\b|(?<=%20))(?:bearer|basic)|\bauthori[sz]ation[\"']?\s*+[:=]\s*+[\"']?(?:(?:token|negotiate|ntlm)"
     r"(?=\s)|(?!digest\b|aws4-)[a-z][\w-]{0,30}+(?=\s++[\w.~+/-]{8,}+=*+(?![\w.~+/=-]))))"
-    r"(\s++)([\w.~+/=-]++)",
+    r"(\s++|%20)([\w.~+/=-]++)",
     re.IGNORECASE,
 )
 
@@ -295,7 +296,7 @@ def without_log_secrets(text: str) -> str:
             ("sk-" in text or ("_" in text and (
                 "k_" in text or "npm_" in text or "hf_" in text or "sec_" in text
             )))
-            or "AIza" in text or "hooks.slack" in text or "sig=" in text
+            or "AIza" in text or "hooks" in text or "/bot" in text or "sig=" in text
         ):  # fmt: skip
             text = without_api_keys(text)
         if "SK" in text or "SG." in text:  # (`tokens.may_hold_vendor_key`, inlined)
@@ -320,6 +321,8 @@ def without_log_secrets(text: str) -> str:
         text = without_auth_commands(text)
     if "secret" in low:  # `kubectl create secret generic x --from-literal=key=***`
         text = without_secret_literals(text)
+    if "</" in text or "value=" in text:  # XML: `<password>***</password>`, `value="***"`
+        text = without_xml_secrets(text, log_secret_name)
     if "pass" in low:  # `.netrc`'s `machine ... password`, `echo ... | docker login`
         text = without_login_lines(text)
     if "secret" in low and "ata" in text:  # a Kubernetes Secret's data, stringData

@@ -47,6 +47,7 @@ __all__ = [
     "without_login_lines",
     "without_oracle_password",
     "without_secret_literals",
+    "without_xml_secrets",
 ]  # fmt: skip
 
 # Terminal control sequences, as `files.without_colour` strips them from a file's bytes: in a
@@ -400,3 +401,36 @@ def without_login_lines(text: str) -> str:
     if "|" in text and ("password-stdin" in text or "chpasswd" in text):
         text = _PIPED.sub(_piped, text)
     return text
+
+
+# XML: an element under a secret's name (`<password>S3cret</password>`, `<ns:ApiKey>`), its text
+# to the closing tag; a name/value attribute pair (Spring's `<property name="password"
+# value="S3cret"/>`, .NET's `<add key="ApiKey" value="S3cret"/>`). Bounded: linear.
+_XML_ELEMENT: Final = re.compile(
+    r"<(?:[\w.-]{1,40}+:)?+([A-Za-z_][\w.-]{0,100}+)(?:\s[^<>]{0,512}+)?+>([^<]{1,4096}+)"
+    r"</(?:[\w.-]{1,40}+:)?+\1\s*+>"
+)
+_XML_PAIR: Final = re.compile(
+    r"""\b(?:name|key)\s*+=\s*+(["'])([\w.:-]{1,100}+)\1\s++value\s*+=\s*+(["'])([^"'<>]*+)\3"""
+)
+
+
+def without_xml_secrets(text: str, secret: Callable[[str], bool]) -> str:
+    """The text with the value of every XML element or name/value attribute pair under a
+    secret's name (`secret`) as `***`."""
+
+    def element(found: re.Match[str]) -> str:
+        if not secret(found.group(1)):
+            return found.group()
+        start, end = found.start(2) - found.start(), found.end(2) - found.start()
+        return found.group()[:start] + MASK + found.group()[end:]
+
+    def pair(found: re.Match[str]) -> str:
+        if not secret(found.group(2)) or not found.group(4):
+            return found.group()
+        start, end = found.start(4) - found.start(), found.end(4) - found.start()
+        return found.group()[:start] + MASK + found.group()[end:]
+
+    if "</" in text:
+        text = _XML_ELEMENT.sub(element, text)
+    return _XML_PAIR.sub(pair, text) if "value" in text else text

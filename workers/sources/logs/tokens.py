@@ -14,7 +14,9 @@ their place in a URL or a connection string: masked wherever they stand, no name
   secrets `whsec_`, Grafana's service account tokens `glsa_`; and without an `_`
   (`_VENDOR_KEY`): Twilio's `SK` + 32 hex, SendGrid's `SG.`;
 - a JWT anywhere (`eyJ...` with at least one `.`), whole;
-- a Slack webhook's path, its host kept (`https://hooks.slack.com/services/***`);
+- a Slack webhook's path, its host kept (`https://hooks.slack.com/services/***`); a Discord
+  webhook's token (`discord.com/api/webhooks/<id>/***`); a Telegram bot's token in its API's
+  path (`api.telegram.org/bot123456789:***/sendMessage`, as httpx logs each request);
 - an Azure SAS signature, `sig=***` in a text holding `sv=` (a SAS URL, a connection string's
   `SharedAccessSignature=`); `AccountKey=` and `SharedAccessKey=` are secrets' names
   (`masking.secret_name`).
@@ -65,10 +67,12 @@ _API_KEY: Final = re.compile(
     r"|(hf_)[A-Za-z0-9]{30,}+"
     r"|(whsec_)[A-Za-z0-9+/]{24,}+=*+"
     r"|(hooks\.slack\.com(?:/|%2[Ff])(?:services|workflows|triggers)(?:/|%2[Ff]))"
-    r"(?:[A-Za-z0-9_-]|/|%2[Ff])++)"
+    r"(?:[A-Za-z0-9_-]|/|%2[Ff])++"
+    r"|(discord(?:app)?+\.com/api/webhooks/\d{1,20}+/)[A-Za-z0-9_-]{20,}+"
+    r"|(?<=/)(bot\d{5,12}+:)[A-Za-z0-9_-]{30,}+)"
 )
 _SK_BODY: Final = 2
-_KEY_PREFIXES: Final = (1, 3, 4, 5, 6, 7, 8)
+_KEY_PREFIXES: Final = (1, 3, 4, 5, 6, 7, 8, 9, 10)
 # Keys of a vendor's prefix that holds no `_` (so not behind `_`'s check): Twilio's API key
 # (`SK` + 32 hex), SendGrid's (`SG.` 22 `.` 43). Shapes as public secret scanners know them
 # (gitleaks' rules, MIT), each its prefix and a length or alphabet no prose word has. Each
@@ -96,7 +100,7 @@ def may_hold_api_key(text: str) -> bool:
         ("sk-" in text or ("_" in text and (
             "k_" in text or "npm_" in text or "hf_" in text or "sec_" in text
         )))
-        or "AIza" in text or "hooks.slack" in text or "sig=" in text
+        or "AIza" in text or "hooks" in text or "/bot" in text or "sig=" in text
     )  # fmt: skip
 
 
