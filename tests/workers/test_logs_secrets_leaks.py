@@ -414,3 +414,14 @@ def test_an_insert_of_many_rows_is_masked_in_linear_time(row: str) -> None:
     quarter, whole = seconds(1_000_000 // len(row) // 4), seconds(1_000_000 // len(row))
     assert whole < 8 * quarter + 0.3, (quarter, whole)
     assert whole < 5.0
+
+
+def test_a_1mb_line_of_every_shape_joined_shows_none_and_stays_fast() -> None:
+    # each shape beside the others (AUTH's password before a host:port, ...), a 1 MiB line of
+    # them: the scan is per record, so a record this long must stay linear
+    unit = " ".join(t for t, _ in LEAKS) + " " + " ".join(KEPT) + " "
+    line = (unit * (1_048_576 // len(unit) + 1))[:1_048_576]
+    started = time.perf_counter()
+    shown = without_log_secrets(line)
+    assert time.perf_counter() - started < 5.0
+    _no_secret(shown[: -len(unit)])  # (the last copy is cut mid-shape)

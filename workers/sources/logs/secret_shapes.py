@@ -317,17 +317,22 @@ _PROSE: Final = re.compile(r"[A-Za-z][a-z]{0,15}[.,:;]?|<[^<>]{1,40}>")
 
 
 def _auth(found: re.Match[str]) -> str:
+    # a mechanism's initial response (`AUTH PLAIN <base64>`); else each word that is no prose
+    # word: `AUTH S3cret`, `AUTH alice S3cret` (a user such as `app-1` masked too: errs so)
     first, second = found.group(1), found.group(2)
-    if first in _AUTH_INITIAL or _MECHANISM.fullmatch(first):
-        masked = 2 if second is not None and first in _AUTH_INITIAL else 0
-    elif not _PROSE.fullmatch(first):
-        masked = 2 if second is not None and not _PROSE.fullmatch(second) else 1
+    if first in _AUTH_INITIAL:
+        masked = [2] if second is not None else []
+    elif _MECHANISM.fullmatch(first):
+        masked = []
     else:
-        masked = 2 if second is not None and not _PROSE.fullmatch(second) else 0
+        masked = [n for n, word in ((1, first), (2, second))
+                  if word is not None and not _PROSE.fullmatch(word)]  # fmt: skip
     if not masked:
         return found.group()
-    start, end = found.start(masked) - found.start(), found.end(masked) - found.start()
-    return found.group()[:start] + MASK + found.group()[end:]
+    text, base = found.group(), found.start()
+    for n in reversed(masked):
+        text = text[: found.start(n) - base] + MASK + text[found.end(n) - base :]
+    return text
 
 
 def _redis_auth(found: re.Match[str]) -> str:
