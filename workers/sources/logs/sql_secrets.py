@@ -43,8 +43,10 @@ _ARGS_MAX: Final = 100  # the arguments of one call or row read, at most
 
 def may_hold_sql_secret(low: str) -> bool:
     """Whether `without_sql_secrets` may change the text (its lowered form's substrings)."""
-    return ("insert" in low and "values" in low) or "crypt" in low or (
-        "$" in low and "parameters:" in low
+    return (
+        ("insert" in low and "values" in low)
+        or "crypt" in low
+        or ("$" in low and "parameters:" in low)
     )
 
 
