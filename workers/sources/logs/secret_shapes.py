@@ -15,7 +15,8 @@ words, and the terminal control sequences and zero-width characters that would h
   `redis-cli -a S3cret`, `docker login -p S3cret` (`podman login`), MongoDB's `mongosh -p
   S3cret` (`mongodump`, ...; `-p` alone prompts), `sqlcmd -P S3cret`, OpenLDAP's `ldapsearch
   -w S3cret` (`ldapadd`, `ldapmodify`, ...; `-W` prompts), `openssl enc -k S3cret` (`-K`, a
-  raw key); each within its
+  raw key), the `-p` of `az login`, `helm registry login`, `oras login`, `nerdctl login`,
+  `buildah login`, `skopeo login` (as docker's); each within its
   command, up to `|`, `;`, `&`, a line break, the next such command or 1,024 characters; a
   value quoted, JSON-escaped (`\\"a b\\"`) or with an escaped space (`a\\ b`) whole; a
   command line logged as a list of its words too (`['mysql', '-pS3cret']`, `["--token","x"]`);
@@ -178,7 +179,8 @@ _COMMAND: Final = re.compile(_COMMANDS + _COMMAND_END)
 # costs every line with ` -` that is searched: an access log's `"-"`)
 _COMMAND_MORE: Final = re.compile(
     _COMMANDS + r"|(ldap(?:search|add|modify|delete|compare|whoami|modrdn|exop|passwd))"
-    r"|(openssl)" + _COMMAND_END
+    r"|(openssl)|((?:az|oras|nerdctl|buildah|skopeo|crane\s++auth|helm\s++registry)\s++login)"
+    + _COMMAND_END
 )
 _SEGMENT_MAX: Final = 1024
 _SEGMENT_END: Final = re.compile(r"[\n|;&]")
@@ -247,14 +249,14 @@ def _masked_group(pattern: re.Pattern[str], group: int) -> Callable[[str], str]:
 
 _RULES: Final = (_masked_group(_MYSQL, 2), _sshpass, _curl, _masked_group(_REDIS, 2),
                  _masked_group(_LOGIN, 2), _masked_group(_SQLCMD, 2), _masked_group(_LDAP, 2),
-                 _masked_group(_OPENSSL, 2))  # fmt: skip
+                 _masked_group(_OPENSSL, 2), _masked_group(_LOGIN, 2))  # fmt: skip
 
 
 def without_cli_secrets(text: str) -> str:
     """The text with the password options of MySQL/MariaDB clients, sshpass, curl,
     redis-cli, `docker login`, MongoDB's tools and sqlcmd (module docstring) as `***`.
     Linear: the commands' segments do not overlap."""
-    more = "ldap" in text or "openssl" in text
+    more = "ldap" in text or "openssl" in text or "login" in text
     commands = list((_COMMAND_MORE if more else _COMMAND).finditer(text))
     if not commands:
         return text
