@@ -99,6 +99,8 @@ LEAKS = [
     # other registries' logins
     ("az login -u bob -p S3cret", "az login -u bob -p ***"),
     ("helm registry login ghcr.io -u bob -p S3cret", "helm registry login ghcr.io -u bob -p ***"),
+    ("RUN htpasswd -bc /etc/nginx/.htpasswd bob S3cret && nginx -t",
+     "RUN htpasswd -bc /etc/nginx/.htpasswd bob *** && nginx -t"),
     # shapes a real log has that were masked before: held on every backend
     ("env: DATABASE_URL=postgres://u:S3cret@db/x AWS_SECRET_ACCESS_KEY=S3cretAbCd/EfGh+IjKl",
      "env: DATABASE_URL=postgres://u:***@db/x AWS_SECRET_ACCESS_KEY=***"),
@@ -152,6 +154,7 @@ KEPT = [
     "SET search_path TO public",
     "230 PASS accepted",
     "ssh -p 2222 login@host",
+    "htpasswd -c /etc/nginx/.htpasswd bob",
     "<user>bob</user><status>password expired</status>",
     '<property name="poolSize" value="10"/>',
     "GET /bots/robot/bot12 200",
@@ -390,7 +393,7 @@ async def test_clickhouse_masks_an_audit_body() -> None:
         ("aes_encrypt(a, 'b' ", 50_000), ("= $1 parameters: $1 = '", 30_000),
         ("PASS a ", 140_000), ("secret --from-literal=a=", 40_000), ("<password>a", 100_000),
         ("<password>a</", 80_000), ('name="password" value="', 40_000), ("/bot12345:", 80_000),
-        ("hooks discord.com/api/webhooks/1/", 25_000),
+        ("hooks discord.com/api/webhooks/1/", 25_000), ("htpasswd -b a ", 60_000),
         ('{"kind":"Secret","data":{"a":"b",', 30_000),
         ('"kind":"Secret","data":{', 40_000), ('"kind":"Secret" {"a":[', 40_000),
     ],

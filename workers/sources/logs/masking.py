@@ -305,6 +305,7 @@ def without_log_secrets(text: str) -> str:
         "mysql" in text or "mariadb" in text or "sshpass" in text or "curl" in text
         or "redis-cli" in text or "docker" in text or "podman" in text or "mongo" in text
         or "sqlcmd" in text or "ldap" in text or "openssl" in text or "login" in text
+        or "htpasswd" in text
     ):  # fmt: skip
         text = without_cli_secrets(text)  # (its commands' names are matched lower-case)
     low = text.lower()

@@ -16,8 +16,8 @@ words, and the terminal control sequences and zero-width characters that would h
   S3cret` (`mongodump`, ...; `-p` alone prompts), `sqlcmd -P S3cret`, OpenLDAP's `ldapsearch
   -w S3cret` (`ldapadd`, `ldapmodify`, ...; `-W` prompts), `openssl enc -k S3cret` (`-K`, a
   raw key), the `-p` of `az login`, `helm registry login`, `oras login`, `nerdctl login`,
-  `buildah login`, `skopeo login` (as docker's); each within its
-  command, up to `|`, `;`, `&`, a line break, the next such command or 1,024 characters; a
+  `buildah login`, `skopeo login` (as docker's), `htpasswd -b file user S3cret`; each within
+  its command, up to `|`, `;`, `&`, a line break, the next such command or 1,024 characters; a
   value quoted, JSON-escaped (`\\"a b\\"`) or with an escaped space (`a\\ b`) whole; a
   command line logged as a list of its words too (`['mysql', '-pS3cret']`, `["--token","x"]`);
 - an HTTP header written as a pair of quoted words (`["Cookie","sid=..."]`).
@@ -180,6 +180,7 @@ _COMMAND: Final = re.compile(_COMMANDS + _COMMAND_END)
 _COMMAND_MORE: Final = re.compile(
     _COMMANDS + r"|(ldap(?:search|add|modify|delete|compare|whoami|modrdn|exop|passwd))"
     r"|(openssl)|((?:az|oras|nerdctl|buildah|skopeo|crane\s++auth|helm\s++registry)\s++login)"
+    r"|(htpasswd)"
     + _COMMAND_END
 )
 _SEGMENT_MAX: Final = 1024
@@ -237,6 +238,23 @@ def _curl(segment: str) -> str:
     return "".join(parts) + segment[done:]
 
 
+_WORD_SPAN: Final = re.compile(r"\S++")
+
+
+def _htpasswd(segment: str) -> str:
+    # `htpasswd -b[c...] file user password`, `-bn user password`: the password is the last
+    # of the words after the options, only with `-b` (else it prompts)
+    words = list(_WORD_SPAN.finditer(segment))
+    flags = ""
+    while words and words[0].group().startswith("-"):
+        flags += words.pop(0).group()[1:]
+    need = 2 if "n" in flags else 3
+    if "b" not in flags or len(words) < need:
+        return segment
+    secret = words[need - 1]
+    return segment[: secret.start()] + MASK + segment[secret.end() :]
+
+
 def _masked_group(pattern: re.Pattern[str], group: int) -> Callable[[str], str]:
     def sub(segment: str) -> str:
         def one(found: re.Match[str]) -> str:
@@ -249,14 +267,14 @@ def _masked_group(pattern: re.Pattern[str], group: int) -> Callable[[str], str]:
 
 _RULES: Final = (_masked_group(_MYSQL, 2), _sshpass, _curl, _masked_group(_REDIS, 2),
                  _masked_group(_LOGIN, 2), _masked_group(_SQLCMD, 2), _masked_group(_LDAP, 2),
-                 _masked_group(_OPENSSL, 2), _masked_group(_LOGIN, 2))  # fmt: skip
+                 _masked_group(_OPENSSL, 2), _masked_group(_LOGIN, 2), _htpasswd)  # fmt: skip
 
 
 def without_cli_secrets(text: str) -> str:
     """The text with the password options of MySQL/MariaDB clients, sshpass, curl,
     redis-cli, `docker login`, MongoDB's tools and sqlcmd (module docstring) as `***`.
     Linear: the commands' segments do not overlap."""
-    more = "ldap" in text or "openssl" in text or "login" in text
+    more = "ldap" in text or "openssl" in text or "login" in text or "htpasswd" in text
     commands = list((_COMMAND_MORE if more else _COMMAND).finditer(text))
     if not commands:
         return text
