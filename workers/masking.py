@@ -28,7 +28,9 @@ A URL percent-encoded whole inside another URL's query (`next=https%3A%2F%2Fuser
 OAuth's `redirect_uri=`) opens with an encoded `://`, then the user and an encoded `:`; its
 password runs to the last `%40` before the parameter ends (whitespace, `&`, a quote) and is
 masked so (`user%3A***%40db`). `https://u%3AS3cret%40host` has no `@`: no password (its host's
-name, percent-encoded), shown. A URL encoded twice (`%253A%252F%252F`) is not decoded: shown.
+name, percent-encoded), shown. A URL encoded twice or three times (a redirect's `next=` inside
+another's: `%253A%252F%252Fuser%253A...%2540host`, each `%` as `%25`) is read alike, its
+password to the last `@` encoded as deep as its opening's `:`.
 
 A password under its name (`password=...`, `PGPASSWORD=...`, `passwd: ...`, `"password":
 "..."`, Python's `{'password': '...'}`, a quoted value holding spaces) is masked by
@@ -67,7 +69,7 @@ _HOST_START: Final = re.compile(r"[A-Za-z0-9\[]")
 def without_url_password(text: str) -> str:
     """The text with every URL's password shown as `***` (a URL percent-encoded inside
     another's query too: `next=https%3A%2F%2Fuser%3A***%40db`)."""
-    if "%40" in text:
+    if "%40" in text or "%2540" in text:
         text = _without_encoded_password(text)
     if "@" not in text or "/" not in text:
         return text
@@ -103,9 +105,12 @@ def without_url_password(text: str) -> str:
 # A URL percent-encoded whole (`https%3A%2F%2Fuser%3A...%40host`, a login's `next=`, OAuth's
 # `redirect_uri=`): `%3A%2F%2F` (either case), the user (no encoded `:`, `/` or `@`, no
 # whitespace, `&` or quote) and its encoded `:`; the password runs to the last `%40` before the
-# parameter's end (whitespace, `&`, a quote). Possessive: each opening is read once.
+# parameter's end (whitespace, `&`, a quote). Encoded twice or three times, each `%` is `%25`
+# (`%253A%252F%252F`, `%2540`): the opening's depth is its first `%`'s. Possessive: each
+# opening is read once.
 _ENCODED_OPENING: Final = re.compile(
-    r"%3[Aa]%2[Ff]%2[Ff](?:[^\s%&\"']|%(?!3[Aa]|2[Ff]|40)[0-9A-Fa-f]{2})*+%3[Aa]"
+    r"(?P<depth>%(?:25){0,2})3[Aa](?P=depth)2[Ff](?P=depth)2[Ff]"
+    r"(?:[^\s%&\"']|%(?!(?:25){0,2}(?:3[Aa]|2[Ff]|40))[0-9A-Fa-f]{2})*+%(?:25){0,2}3[Aa]"
 )
 _ENCODED_END: Final = re.compile(r"[\s&\"']")
 
@@ -119,7 +124,7 @@ def _without_encoded_password(text: str) -> str:
         start = opening.end()
         found = _ENCODED_END.search(text, start)
         pos = len(text) if found is None else found.start()
-        at = text.rfind("%40", start, pos)
+        at = text.rfind(opening.group(1) + "40", start, pos)  # (`%2540`: encoded twice)
         if at > start:
             parts += (text[done:start], MASK)
             done = at
@@ -143,15 +148,16 @@ def _stops(text: str, start: int, end: int) -> bool:
 
 
 # A name, bare or quoted (`"password"`, `'password'`, JSON inside JSON's `\"password\"`) or
-# in a form's brackets (`user[password]`, PHP's `[password] => ...`), then `=`, `:` or `=>`
-# (Ruby's, Rails' parameters, PHP's and Perl's hashes) or `%3D` (a URL's parameter inside a
-# percent-encoded URL: `next=%2Freset%3Fpassword%3D...`), or a fullwidth equals sign or colon
+# in a form's brackets (`user[password]`, PHP's `[password] => ...`), then `=`, `:`, `=>`
+# (Ruby's, Rails' parameters, PHP's and Perl's hashes), `:=` (SQL's `SET @db_pass := '...'`)
+# or `%3D` (a URL's parameter inside a percent-encoded URL: `next=%2Freset%3Fpassword%3D...`),
+# or a fullwidth equals sign or colon
 # (U+FF1D, U+FF1A: Chinese and Japanese text, `密码` then U+FF1A); the name bounded, so each
 # position is tried in bounded time. (A text of ASCII only is searched with the separators of
 # ASCII: a character class holding others costs every record a fifth more.)
 _NAME: Final = r"""(?:(?<![\w.-])(\\*["']|)([\w.-]{1,100})\1|\[([\w.-]{1,100})\])"""
-_NAMED: Final = re.compile(_NAME + r"(\s*(?:=>|[=:]|%3[Dd])\s*)")
-_NAMED_WIDE: Final = re.compile(_NAME + r"(\s*(?:=>|[=:\uff1d\uff1a]|%3[Dd])\s*)")
+_NAMED: Final = re.compile(_NAME + r"(\s*(?:=>|:=|[=:]|%3[Dd])\s*)")
+_NAMED_WIDE: Final = re.compile(_NAME + r"(\s*(?:=>|:=|[=:\uff1d\uff1a]|%3[Dd])\s*)")
 # a bare value: up to whitespace, `;`, `&`, `,` or a quote; in a text not all ASCII also an
 # ideographic comma or full stop, a fullwidth comma or semicolon (U+3001, U+3002, U+FF0C,
 # U+FF1B: a Chinese sentence goes on after a password)
@@ -182,6 +188,8 @@ def without_named_values(
     (spaces and all; to the end when it has none), a bare one to whitespace, `;`, `&`, `,` or
     a quote. `shown(name, value)`: True keeps that value (no secret after all). Linear: each
     name is looked at once, a value only under a secret's name."""
+    if not text.isascii() and _STATING.search(text):
+        text = _without_stated_values(text, secret)
     if "=" not in text and ":" not in text and (text.isascii() or not _FULLWIDTH.search(text)):
         return text
     parts: list[str] = []
@@ -205,9 +213,32 @@ def without_named_values(
     return "".join(parts) + text[done:] if parts else text
 
 
+# A Chinese or Japanese secret's name said to be its value (`密码为 S3cret`, `密码是S3cret`,
+# "the password is ..."; `パスワードは S3cret`), maybe a colon after (`密码是` U+FF1A): the value is
+# one of Latin letters, digits and marks up to whitespace, an ASCII or ideographic separator or
+# the next CJK character, so `密码为空` ("is empty"), `密码是否正确` ("whether it is right"),
+# `密码为必填项` ("is required") are prose and stay. The name's last word only: bounded.
+_STATING: Final = re.compile("[为為是は]")
+_STATED: Final = re.compile(
+    r"(密码|口令|密钥|令牌|私钥|パスワード|トークン)[为為是は][ \t]*+(?:[:\uff1a][ \t]*+)?"
+    r"([^\s,;&\"'\u3000-\u303f\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uff00-\uffef]++)"
+)
+
+
+def _without_stated_values(text: str, secret: Callable[[str], bool]) -> str:
+    def stated(found: re.Match[str]) -> str:
+        if not secret(found.group(1)):
+            return found.group()
+        return found.group()[: found.start(2) - found.start()] + MASK
+
+    return _STATED.sub(stated, text)
+
+
 def _value(text: str, start: int) -> tuple[int, int]:
     """Where the value at `start` lies, its quotes left out (empty: none)."""
     quote = start
+    if text.startswith(("b'", 'b"'), start):  # Python's bytes: `{'password': b'...'}`
+        start = quote = start + 1
     while quote < len(text) and text[quote] == "\\":
         quote += 1
     if quote < len(text) and text[quote] in "\"'":
@@ -215,8 +246,10 @@ def _value(text: str, start: int) -> tuple[int, int]:
         begin = quote + 1
         if opener in "\"'":  # unescaped: a backslash escapes the next character
             end = _closing(text, begin, opener)
-        else:
+        else:  # escaped as JSON in JSON: `\"`, not a quote escaped inside it (`\\\"`)
             end = text.find(opener, begin)
+            while end > begin and text[end - 1] == "\\":
+                end = text.find(opener, end + 1)
             end = len(text) if end < 0 else end
         return begin, end
     bare = (_BARE if text.isascii() else _BARE_WIDE).match(text, start)

@@ -19,12 +19,11 @@ from urllib.parse import parse_qsl, quote
 
 from workers.sources.logs.accesslog import status_level
 from workers.sources.logs.masking import MASK, without_log_secrets
+from workers.sources.logs.secret_objects import SHOWN as _SHOWN
 
 __all__ = ["read_kube_audit"]
 
 _OBJECTS: Final = ("requestObject", "responseObject")
-# A Secret's parts that say what it is, not what it holds
-_SHOWN: Final = ("kind", "apiVersion", "type", "immutable")
 
 
 def read_kube_audit(flat: dict[str, Any]) -> None:

@@ -30,6 +30,20 @@ from workers.masking import (
     without_named_values,
     without_url_password,
 )
+from workers.sources.logs.private_keys import (
+    PEM_END,
+    PRIVATE_KEY,
+    opens_key,
+    without_private_keys,
+)
+from workers.sources.logs.secret_logins import (
+    without_auth_commands,
+    without_login_lines,
+    without_oracle_password,
+    without_secret_literals,
+    without_xml_secrets,
+)
+from workers.sources.logs.secret_objects import without_secret_objects
 from workers.sources.logs.secret_shapes import (
     may_hold_flag,
     names_key_file,
@@ -39,7 +53,12 @@ from workers.sources.logs.secret_shapes import (
     without_header_pairs,
     without_invisible,
 )
-from workers.sources.logs.tokens import without_api_keys, without_platform_tokens
+from workers.sources.logs.sql_secrets import may_hold_sql_secret, without_sql_secrets
+from workers.sources.logs.tokens import (
+    without_api_keys,
+    without_platform_tokens,
+    without_vendor_keys,
+)
 
 __all__ = [
     "MASK", "KeyLines", "log_secret_name", "mask_fields", "secret_name", "without_cut_url_password",
@@ -59,7 +78,8 @@ _SECRET_NAME: Final = re.compile(
     r"pass(?:wd|word|phrase)?(?![a-z])|secret|token|credential|private|cookie"
     r"|(?<![a-z])(?:api|access|ssh|signing|encryption|master|session)?[_.-]?key(?![a-z])"
     r"|(?<![a-z])(?:auth|authori[sz]ation|authentication|pwd|creds?|jwt|dsn|bearer)(?![a-z])"
-    r"|(?<![a-z])session[_.-]?id(?![a-z])|(?:account|sharedaccess)key(?![a-z])"
+    r"|(?<![a-z])session[_.-]?id(?![a-z])|(?<![a-z])session\Z|(?:account|sharedaccess)key(?![a-z])"
+    r"|(?<![a-z])(?:amz|goog)[_.-]?signature(?![a-z])"
     r"|(?:密码|口令|密钥|令牌|私钥|パスワード|トークン)\Z",
     re.IGNORECASE,
 )
@@ -98,30 +118,6 @@ def without_secret_values(text: str) -> str:
 def secret_name(name: str) -> bool:
     """Whether a key names a secret (its value is then never shown)."""
     return _SECRET_NAME.search(without_invisible(name)) is not None
-
-
-# A PEM private key's opening line (`-----BEGIN RSA PRIVATE KEY-----`, `... ENCRYPTED PRIVATE
-# KEY-----`, OpenSSH's); its words bounded, so each opening is read in bounded time.
-# OpenPGP's armoured key too (`-----BEGIN PGP PRIVATE KEY BLOCK-----`): `_KEY` is in each.
-_PEM_BEGIN: Final = re.compile(r"-----BEGIN [A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)?-----")
-_KEY: Final = "PRIVATE KEY"
-_PEM_END: Final = "-----END "
-
-
-def without_private_keys(text: str) -> str:
-    """The text with the body of every PEM private key as `***`: from its opening line to its
-    closing one (`-----END ... PRIVATE KEY-----`), or to the end of the text when the key is cut
-    short. Linear: each opening is found once, the closing searched from it once."""
-    if _KEY not in text:
-        return text
-    parts: list[str] = []
-    done = pos = 0
-    while (found := _PEM_BEGIN.search(text, pos)) is not None:
-        end = text.find(_PEM_END, found.end())
-        end = len(text) if end < 0 else end
-        parts += (text[done : found.end()], MASK)
-        done = pos = end
-    return "".join(parts) + text[done:] if parts else text
 
 
 # A log message's names of a secret: `secret_name` less the names of what is no secret but
@@ -206,9 +202,9 @@ def _shown(name: str, value: str) -> bool:
 # characters after it is no credential: `authorization: denied user=42`, `policy v2`);
 # possessive, so a hostile line is read linearly.
 _LOG_CREDENTIAL: Final = re.compile(
-    r"(\b(?:bearer|basic)|\bauthori[sz]ation[\"']?\s*+[:=]\s*+[\"']?(?:(?:token|negotiate|ntlm)"
+    r"((?:\b|(?<=%20))(?:bearer|basic)|\bauthori[sz]ation[\"']?\s*+[:=]\s*+[\"']?(?:(?:token|negotiate|ntlm)"
     r"(?=\s)|(?!digest\b|aws4-)[a-z][\w-]{0,30}+(?=\s++[\w.~+/-]{8,}+=*+(?![\w.~+/=-]))))"
-    r"(\s++)([\w.~+/=-]++)",
+    r"(\s++|%20)([\w.~+/=-]++)",
     re.IGNORECASE,
 )
 
@@ -235,6 +231,23 @@ def _sql_literal(found: re.Match[str]) -> str:
     return found.group(1) + found.group(2) + MASK
 
 
+# A setting under a secret's name in SQL, its quoted value (`name = '...'` and `:=` are
+# `without_named_values`'): PostgreSQL's `set_config('app.api_key', '...', false)` and `SET
+# [SESSION|LOCAL] app.secret TO '...'` (`ALTER ROLE r SET ... TO`, `ALTER SYSTEM SET`); the
+# literal to its closing quote (`''` inside), to the end when it has none. Possessive: linear.
+_SQL_SETTING: Final = re.compile(
+    r"(\bset_config\s*+\(\s*+'([\w.-]{1,100}+)'\s*+,\s*+"
+    r"|\bset\s++(?:session\s++|local\s++)?([\w.-]{1,100}+)\s++to\s++)'((?:[^'\\]|\\.|'')*+)",
+    re.IGNORECASE,
+)
+
+
+def _sql_setting(found: re.Match[str]) -> str:
+    if not log_secret_name(found.group(2) or found.group(3)):
+        return found.group()
+    return found.group(1) + "'" + MASK
+
+
 def without_log_secrets(text: str) -> str:
     """A log record's text (its message, a field's value) with every private key, URL
     password, HTTP credential, password in SQL and value under a secret's name
@@ -255,23 +268,28 @@ def without_log_secrets(text: str) -> str:
         )  # fmt: skip
     else:
         cjk = False
-    if "@" in text or "%40" in text:
-        text = without_url_password(text)
+    if "@" in text or "%40" in text or "%2540" in text:
+        text = without_url_password(without_oracle_password(text))
     if len(text) >= 15:  # `tokens.may_hold_platform_token`, `may_hold_api_key`, inlined
         if (
             "eyJ" in text or "IA" in text or "gh" in text or "xox" in text
-            or ("gl" in text and "-" in text)
+            or ("gl" in text and ("-" in text or "_" in text))
         ):  # fmt: skip
             text = without_platform_tokens(text)
         if (
-            ("sk-" in text or ("_" in text and ("k_" in text or "npm_" in text or "hf_" in text)))
-            or "AIza" in text or "hooks.slack" in text or "sig=" in text
+            ("sk-" in text or ("_" in text and (
+                "k_" in text or "npm_" in text or "hf_" in text or "sec_" in text
+            )))
+            or "AIza" in text or "hooks" in text or "/bot" in text or "sig=" in text
         ):  # fmt: skip
             text = without_api_keys(text)
+        if "SK" in text or "SG." in text:  # (`tokens.may_hold_vendor_key`, inlined)
+            text = without_vendor_keys(text)
     if (" -" in text or "\t-" in text or "'-" in text or '"-' in text) and (
         "mysql" in text or "mariadb" in text or "sshpass" in text or "curl" in text
         or "redis-cli" in text or "docker" in text or "podman" in text or "mongo" in text
-        or "sqlcmd" in text
+        or "sqlcmd" in text or "ldap" in text or "openssl" in text or "login" in text
+        or "htpasswd" in text
     ):  # fmt: skip
         text = without_cli_secrets(text)  # (its commands' names are matched lower-case)
     low = text.lower()
@@ -279,13 +297,27 @@ def without_log_secrets(text: str) -> str:
         "pass" in low or "pwd" in low or "secret" in low or "token" in low or "key" in low
         or "auth" in low or "cred" in low or "cookie" in low or "private" in low or "jwt" in low
         or "dsn" in low or "session" in low or "bearer" in low or "basic" in low
-        or "identified" in low or cjk
+        or "identified" in low or cjk or "signature" in low or "crypt" in low
     ):  # fmt: skip
         return text
+    if may_hold_sql_secret(low):  # a row's value under a secret's column, a cipher's key
+        text = without_sql_secrets(text, log_secret_name)
+    if "auth" in low or "pass" in low:  # Redis', SMTP's AUTH, FTP's PASS (before the names)
+        text = without_auth_commands(text)
+    if "secret" in low:  # `kubectl create secret generic x --from-literal=key=***`
+        text = without_secret_literals(text)
+    if "</" in text or "value=" in text:  # XML: `<password>***</password>`, `value="***"`
+        text = without_xml_secrets(text, log_secret_name)
+    if "pass" in low:  # `.netrc`'s `machine ... password`, `echo ... | docker login`
+        text = without_login_lines(text)
+    if "secret" in low and "ata" in text:  # a Kubernetes Secret's data, stringData
+        text = without_secret_objects(text)
     if may_hold_flag(text):  # `--password S3cret`, `--token=abc`: a flag's value, whatever
         text = without_flag_secrets(text, log_secret_name)
     if "identified" in low or "password" in low:
         text = _SQL_PASSWORD.sub(_sql_literal, text)
+    if "set" in low and "'" in text:
+        text = _SQL_SETTING.sub(_sql_setting, text)
     if "private key" in low:
         text = without_private_keys(text)
     if "bearer" in low or "basic" in low or "auth" in low:
@@ -351,9 +383,9 @@ class KeyLines:
     def see(self, line: str) -> None:
         """Note a line that is not shown (the prefilter skipped it)."""
         if self.inside:
-            self.inside = _PEM_END not in line
-        elif _KEY in line:
-            self.inside = _opens_key(line)
+            self.inside = PEM_END not in line
+        elif PRIVATE_KEY in line:
+            self.inside = opens_key(line)
 
     def body(self, text: str) -> str:
         """A record's text where each line of the file is a record (Docker's, the kubelet's,
@@ -362,7 +394,7 @@ class KeyLines:
         if not self.inside:
             self.see(text)
             return text
-        end = text.find(_PEM_END)
+        end = text.find(PEM_END)
         if end < 0:
             return MASK
         self.inside = False
@@ -372,16 +404,10 @@ class KeyLines:
     def masked(self, line: str) -> str:
         """The line as shown: inside a key, `***` up to the key's closing line."""
         if self.inside:
-            end = line.find(_PEM_END)
+            end = line.find(PEM_END)
             if end < 0:
                 return MASK
             self.inside = False
             return MASK + without_log_secrets(line[end:])
         self.see(line)
         return without_log_secrets(line)
-
-
-def _opens_key(line: str) -> bool:
-    """Whether the line's last private key runs past its end (no closing line after it)."""
-    last = max((found.end() for found in _PEM_BEGIN.finditer(line)), default=-1)
-    return last >= 0 and line.find(_PEM_END, last) < 0

@@ -5,14 +5,19 @@ words, and the terminal control sequences and zero-width characters that would h
 
 - a flag under a secret's name (`log_secret_name`), its value after a space or `=`:
   `--password S3cret`, `--db-password=S3cret`, `-token 'a b'` (Go's single dash): the value is
-  masked whatever it is (a word too: `--token abc`), unless it is another flag (`-`...);
+  masked whatever it is (a word too: `--token abc`), unless it is another flag (`-`...), or,
+  after a space, a word of English's glue (`use --token to authenticate`: the flag named in
+  prose) or a shell variable's reference or a placeholder (`--token $GH_TOKEN`, `<token>`);
 - the clients whose short option is a password: MySQL's and MariaDB's (`mysql`,
   `mysqldump`, `mariadb-dump`, ...: `-pS3cret`, written glued; `-p name` prompts and `name`
   is the database, kept), `sshpass -p S3cret` (its own options only: a later `ssh -p 2222`
   is a port), `curl -u user:S3cret` (`--user`, `-U`, `--proxy-user`; `-u user` alone prompts),
   `redis-cli -a S3cret`, `docker login -p S3cret` (`podman login`), MongoDB's `mongosh -p
-  S3cret` (`mongodump`, ...; `-p` alone prompts), `sqlcmd -P S3cret`; each within its
-  command, up to `|`, `;`, `&`, a line break, the next such command or 1,024 characters; a
+  S3cret` (`mongodump`, ...; `-p` alone prompts), `sqlcmd -P S3cret`, OpenLDAP's `ldapsearch
+  -w S3cret` (`ldapadd`, `ldapmodify`, ...; `-W` prompts), `openssl enc -k S3cret` (`-K`, a
+  raw key), the `-p` of `az login`, `helm registry login`, `oras login`, `nerdctl login`,
+  `buildah login`, `skopeo login` (as docker's), `htpasswd -b file user S3cret`; each within
+  its command, up to `|`, `;`, `&`, a line break, the next such command or 1,024 characters; a
   value quoted, JSON-escaped (`\\"a b\\"`) or with an escaped space (`a\\ b`) whole; a
   command line logged as a list of its words too (`['mysql', '-pS3cret']`, `["--token","x"]`);
 - an HTTP header written as a pair of quoted words (`["Cookie","sid=..."]`).
@@ -78,18 +83,22 @@ def without_invisible(text: str) -> str:
 
 # A value as a shell or JSON writes it: quoted as JSON escapes a quote (`\\"a b\\"`, a command
 # in a JSON string) to the next quote, in single quotes, in double quotes (`\\"` inside), or
-# bare to whitespace or a quote (`a\\ b`: an escaped space is no end); to the end when it has
-# no closing quote.
-_VALUE: Final = r"""(\\++"[^"]*+"?|'[^']*+'?|"(?:[^"\\]|\\.)*+"?|(?:[^\s'"\\]|\\.)++)"""
+# bare to whitespace, a quote or an ideographic comma, full stop or semicolon (U+FF0C after
+# `--password S3cret`: a Chinese sentence goes on; `a\\ b`: an escaped space is no end); to the
+# end when it has no closing quote.
+VALUE: Final = (
+    r"""(\\++"[^"]*+"?|'[^']*+'?|"(?:[^"\\]|\\.)*+"?"""
+    r"""|(?:[^\s'"\\\u3001\u3002\uff0c\uff1b]|\\.)++)"""
+)
 # from one word of a list to the next: `', '`, `","`
 _NEXT_WORD: Final = r"'\s*+,\s*+'|\"\s*+,\s*+\""
 
 # `--name value`, `--name=value`, `-name value`: a flag at the start, after whitespace or a
 # quote (`(?<!...-)` after its first dash: the expression opens with a literal, searched fast),
-# its value (`_VALUE`), never another flag; the words of a command line logged as a list
+# its value (`VALUE`), never another flag; the words of a command line logged as a list
 # (`['--password', 'S3cret']`, JSON's `["--token","S3cret"]`) too.
 _FLAG: Final = re.compile(
-    r"-(?<![^\s'\"]-)-?+([A-Za-z][\w.-]{0,60}+)(=|\s++|" + _NEXT_WORD + r")(?=[^\s-])" + _VALUE
+    r"-(?<![^\s'\"]-)-?+([A-Za-z][\w.-]{0,60}+)(=|\s++|" + _NEXT_WORD + r")(?=[^\s-])" + VALUE
 )
 
 
@@ -105,11 +114,31 @@ def without_flag_secrets(text: str, secret: Callable[[str], bool]) -> str:
     """The text with the value of every flag under a secret's name (`secret`) as `***`."""
 
     def flag(found: re.Match[str]) -> str:
-        if not secret(found.group(1)) or names_key_file(found.group(1), found.group(3)):
+        if (
+            not secret(found.group(1))
+            or names_key_file(found.group(1), found.group(3))
+            or (found.group(2).isspace() and _names_no_value(found.group(3)))
+        ):
             return found.group()
-        return found.group()[: found.start(3) - found.start()] + _quoted_mask(found.group(3))
+        return found.group()[: found.start(3) - found.start()] + quoted_mask(found.group(3))
 
     return _FLAG.sub(flag, text)
+
+
+# A flag named in prose (`use --token to authenticate`, `pass --password or set DB_PASSWORD`):
+# the word after it is English's glue, not its value; or the value is a shell variable's
+# reference (`--token $GH_TOKEN`, `--api-key ${API_KEY}`) or a placeholder (`--token <token>`),
+# which says where the secret is, not what. After a space only: `--token=to` is a value.
+_PROSE_AFTER_FLAG: Final = frozenset(
+    "to for or and the a an in on of is are was with when if from as at by instead option flag "
+    "argument parameter not only also then must should can will may which that this it you we "
+    "were be".split()
+)
+REFERENCE: Final = re.compile(r"\$\{?[A-Z_][A-Z0-9_]{0,63}\}?|<[\w .-]{1,40}>")
+
+
+def _names_no_value(value: str) -> bool:
+    return value in _PROSE_AFTER_FLAG or REFERENCE.fullmatch(value) is not None
 
 
 def names_key_file(name: str, value: str) -> bool:
@@ -125,7 +154,7 @@ def names_key_file(name: str, value: str) -> bool:
     )
 
 
-def _quoted_mask(value: str) -> str:
+def quoted_mask(value: str) -> str:
     """`***` in place of a value, its quotes kept (`'***'`, a JSON string's `\\"***\\"`)."""
     bare = value.lstrip("\\")
     if bare[:1] not in ("'", '"'):
@@ -135,33 +164,44 @@ def _quoted_mask(value: str) -> str:
 
 
 # The clients whose short option holds a password, by the name they are run as.
-_COMMAND: Final = re.compile(
+_COMMANDS: Final = (
     r"(?<![\w.-])(?:(mysql(?:dump|admin|import|show|check|slap|binlog)?"
     r"|mariadb(?:-dump|-admin|-import|-show|-check|-slap|-binlog)?)|(sshpass)|(curl)"
     r"|(redis-cli)|((?:docker|podman)\s++login"
-    r"|mongo(?:sh|dump|restore|export|import|stat|top|files)?)|(sqlcmd))(?:\.exe)?"
-    r"(?=\s|" + _NEXT_WORD + ")"
+    r"|mongo(?:sh|dump|restore|export|import|stat|top|files)?)|(sqlcmd)"
+)
+_COMMAND_END: Final = r")(?:\.exe)?(?=\s|" + _NEXT_WORD + ")"
+_COMMAND: Final = re.compile(_COMMANDS + _COMMAND_END)
+# with OpenLDAP's tools and OpenSSL: searched only in a text naming them (each alternative more
+# costs every line with ` -` that is searched: an access log's `"-"`)
+_COMMAND_MORE: Final = re.compile(
+    _COMMANDS + r"|(ldap(?:search|add|modify|delete|compare|whoami|modrdn|exop|passwd))"
+    r"|(openssl)|((?:az|oras|nerdctl|buildah|skopeo|crane\s++auth|helm\s++registry)\s++login)"
+    r"|(htpasswd)" + _COMMAND_END
 )
 _SEGMENT_MAX: Final = 1024
 _SEGMENT_END: Final = re.compile(r"[\n|;&]")
 # glued: `-pS3cret`, `'-pS3cret'` (not `'-p'`: a word alone, which prompts)
-_MYSQL: Final = re.compile(r"""(?:(?<=\s)|(?<=['"])(?!-p['"]))(-p)""" + _VALUE)
+_MYSQL: Final = re.compile(r"""(?:(?<=\s)|(?<=['"])(?!-p['"]))(-p)""" + VALUE)
 # (its words apart by whitespace, or as a list's: `'sshpass', '-p', '...'`)
 _TO_VALUE: Final = r"(?:" + _NEXT_WORD + r"|\s*+)"
 _SSHPASS: Final = re.compile(
-    r"(?:\s++|" + _NEXT_WORD + r")(?:-[fdP]" + _TO_VALUE + "(?:" + _VALUE[1:]
-    + r"|-[evh]|(-p" + _TO_VALUE + ")" + _VALUE + ")"
+    r"(?:\s++|" + _NEXT_WORD + r")(?:-[fdP]" + _TO_VALUE + "(?:" + VALUE[1:]
+    + r"|-[evh]|(-p" + _TO_VALUE + ")" + VALUE + ")"
 )  # fmt: skip
 # curl's `user:password`, whole quoted (the password to the closing quote) or bare (to the
-# end of a `_VALUE`: `alice:'a b'`)
+# end of a `VALUE`: `alice:'a b'`)
 _CURL: Final = re.compile(r"(?<=[\s'\"])(?:-[uU]|--(?:proxy-)?user(?=[=\s'\"]))(?:" + _NEXT_WORD
                           + r"|=|\s*+)(\\*+['\"]|)[^\s:'\"\\]*+:")  # fmt: skip
-_BARE_VALUE: Final = re.compile(_VALUE)
-_REDIS: Final = re.compile(r"(?<=[\s'\"])(-a(?:\s++|" + _NEXT_WORD + "))" + _VALUE)
+_BARE_VALUE: Final = re.compile(VALUE)
+_REDIS: Final = re.compile(r"(?<=[\s'\"])(-a(?:\s++|" + _NEXT_WORD + "))" + VALUE)
 # docker's, podman's, mongo's `-p`, sqlcmd's `-P`: never a flag, nor the end of a word (`'-p']`)
 _ALONE: Final = r"(?!-|['\"][,\]])"
-_LOGIN: Final = re.compile(r"(?<=[\s'\"])(-p(?:" + _NEXT_WORD + r"|\s*+))" + _ALONE + _VALUE)
-_SQLCMD: Final = re.compile(r"(?<=[\s'\"])(-P(?:" + _NEXT_WORD + r"|\s*+))" + _ALONE + _VALUE)
+_LOGIN: Final = re.compile(r"(?<=[\s'\"])(-p(?:" + _NEXT_WORD + r"|\s*+))" + _ALONE + VALUE)
+_SQLCMD: Final = re.compile(r"(?<=[\s'\"])(-P(?:" + _NEXT_WORD + r"|\s*+))" + _ALONE + VALUE)
+# OpenLDAP's tools' bind password `-w` (`-W` prompts), OpenSSL's `-k` password and `-K` raw key
+_LDAP: Final = re.compile(r"(?<=[\s'\"])(-w(?:" + _NEXT_WORD + r"|\s++))" + _ALONE + VALUE)
+_OPENSSL: Final = re.compile(r"(?<=[\s'\"])(-[kK](?:" + _NEXT_WORD + r"|\s++))" + _ALONE + VALUE)
 
 
 def _sshpass(segment: str) -> str:
@@ -194,6 +234,23 @@ def _curl(segment: str) -> str:
     return "".join(parts) + segment[done:]
 
 
+_WORD_SPAN: Final = re.compile(r"\S++")
+
+
+def _htpasswd(segment: str) -> str:
+    # `htpasswd -b[c...] file user password`, `-bn user password`: the password is the last
+    # of the words after the options, only with `-b` (else it prompts)
+    words = list(_WORD_SPAN.finditer(segment))
+    flags = ""
+    while words and words[0].group().startswith("-"):
+        flags += words.pop(0).group()[1:]
+    need = 2 if "n" in flags else 3
+    if "b" not in flags or len(words) < need:
+        return segment
+    secret = words[need - 1]
+    return segment[: secret.start()] + MASK + segment[secret.end() :]
+
+
 def _masked_group(pattern: re.Pattern[str], group: int) -> Callable[[str], str]:
     def sub(segment: str) -> str:
         def one(found: re.Match[str]) -> str:
@@ -205,14 +262,16 @@ def _masked_group(pattern: re.Pattern[str], group: int) -> Callable[[str], str]:
 
 
 _RULES: Final = (_masked_group(_MYSQL, 2), _sshpass, _curl, _masked_group(_REDIS, 2),
-                 _masked_group(_LOGIN, 2), _masked_group(_SQLCMD, 2))  # fmt: skip
+                 _masked_group(_LOGIN, 2), _masked_group(_SQLCMD, 2), _masked_group(_LDAP, 2),
+                 _masked_group(_OPENSSL, 2), _masked_group(_LOGIN, 2), _htpasswd)  # fmt: skip
 
 
 def without_cli_secrets(text: str) -> str:
     """The text with the password options of MySQL/MariaDB clients, sshpass, curl,
     redis-cli, `docker login`, MongoDB's tools and sqlcmd (module docstring) as `***`.
     Linear: the commands' segments do not overlap."""
-    commands = list(_COMMAND.finditer(text))
+    more = "ldap" in text or "openssl" in text or "login" in text or "htpasswd" in text
+    commands = list((_COMMAND_MORE if more else _COMMAND).finditer(text))
     if not commands:
         return text
     parts: list[str] = []
@@ -223,7 +282,7 @@ def without_cli_secrets(text: str) -> str:
         limit = min(limit, start + _SEGMENT_MAX)
         stop = _SEGMENT_END.search(text, start, limit)
         end = limit if stop is None else stop.start()
-        kind = next(i for i in range(1, 7) if found.group(i) is not None)
+        kind = found.lastindex or 1  # (the one alternative's group that matched)
         parts += (text[done:start], _RULES[kind - 1](text[start:end]))
         done = end
     return "".join(parts) + text[done:]

@@ -63,7 +63,8 @@ _DAY: Final = r"(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun)"
 _FRAC: Final = r"(?:[.,]\d{1,9})?"
 STAMP: Final = (
     # MariaDB 10 pads an hour before 10 with a space: `2026-12-04  8:52:32`
-    r"(?:(?P<iso>\d{4}-\d\d-\d\d(?:[T ]\d\d|  \d):\d\d:\d\d" + _FRAC
+    r"(?:(?P<iso>\d{4}-\d\d-\d\d(?:[T ]\d\d|  \d):\d\d:\d\d"
+    + _FRAC
     + r"(?:Z| ?[+-]\d\d:?\d\d(?!\d))?)"
     r"|(?P<slash>\d{4}/\d\d/\d\d[ T]\d\d:\d\d:\d\d" + _FRAC + r")"
     r"|(?P<yslash>\d\d/\d\d/\d\d \d\d:\d\d:\d\d" + _FRAC + r")"

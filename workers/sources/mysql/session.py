@@ -21,6 +21,8 @@ from pymysql.constants import FIELD_TYPE
 
 from contracts.bounds import Bounds
 from contracts.mysql import to_json_cell
+from workers.masking import MASK
+from workers.sources.logs.masking import log_secret_name, without_log_secrets
 from workers.sources.mysql.config import ConnectParams
 from workers.sources.mysql.errors import error_number, error_text, map_error
 from workers.sources.mysql.handoff import close_quietly
@@ -122,13 +124,28 @@ def _is_json(field: Any, pool: Pool) -> bool:
     return cols is not None and field.org_name in cols
 
 
-def _cell(value: Any, is_json: bool, chars: int) -> Any:
-    """A fetched value cut just past the projector's cell bound (so it still sees the cut)."""
+def _secret_column(field: Any) -> bool:
+    """Whether a result column holds a secret, by the name of the column it reads (`SELECT
+    password AS p`), or its label when it reads none (an expression: `... AS api_token`)."""
+    return log_secret_name(str(field.org_name or "") or str(field.name))
+
+
+# Text past the cell bound that masking still reads, so a secret cut by the bound is masked by
+# its whole shape (a token, a URL's password) before the cut
+_MASKED_PAST: Final = 4096
+
+
+def _cell(value: Any, is_json: bool, chars: int, secret: bool = False) -> Any:
+    """A fetched value cut just past the projector's cell bound (so it still sees the cut), a
+    text masked (`***`) whole under a secret column's name, else by `without_log_secrets`."""
+    if secret and isinstance(value, str | bytes | bytearray):
+        return MASK if len(value) else value
     if isinstance(value, bytes | bytearray) and not is_json:
         return value[: (chars * 3) // 4 + 3]
     if isinstance(value, bytes | bytearray):
         value = value.decode("utf-8", "replace")
     if isinstance(value, str):
+        value = without_log_secrets(value[: chars + _MASKED_PAST])
         if is_json and len(value) <= chars:
             try:
                 return msgspec.json.decode(value)
@@ -138,7 +155,9 @@ def _cell(value: Any, is_json: bool, chars: int) -> Any:
     return value
 
 
-def _bounded_rows(cur: Any, flags: list[bool], bounds: Bounds) -> tuple[list[list[Any]], bool]:
+def _bounded_rows(
+    cur: Any, flags: list[bool], bounds: Bounds, secrets: list[bool]
+) -> tuple[list[list[Any]], bool]:
     """At most max_rows + 1 rows; stop once the projector would certainly be out of bytes."""
     ncols = min(len(flags), bounds.mysql_max_columns)
     encoder = msgspec.json.Encoder()
@@ -148,7 +167,10 @@ def _bounded_rows(cur: Any, flags: list[bool], bounds: Bounds) -> tuple[list[lis
         raw = cur.fetchone()
         if raw is None:
             return rows, False
-        row = [to_json_cell(_cell(raw[i], flags[i], bounds.mysql_cell_chars)) for i in range(ncols)]
+        row = [
+            to_json_cell(_cell(raw[i], flags[i], bounds.mysql_cell_chars, secrets[i]))
+            for i in range(ncols)
+        ]
         rows.append(row)
         used += len(encoder.encode(row)) + 1 - _CELL_SLACK * ncols
         if used > bounds.mysql_max_bytes:
@@ -182,7 +204,7 @@ def execute(
     result = cur._result
     fields = list(getattr(result, "fields", None) or ())
     flags = [_is_json(f, pool) for f in fields]
-    rows, stopped = _bounded_rows(cur, flags, bounds)
+    rows, stopped = _bounded_rows(cur, flags, bounds, [_secret_column(f) for f in fields])
     columns = [str(f.name) for f in fields]
     if result is not None and result.unbuffered_active and not drained(cur):
         # Many more rows remain (an explicit LIMIT far above the cap): drop the session rather

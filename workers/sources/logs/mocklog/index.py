@@ -31,7 +31,7 @@ from contracts.logs import level_rank
 from contracts.status import Topic
 from workers import masking as url_masking
 from workers.sources.kept import keep, read_kept
-from workers.sources.logs import masking, secret_shapes, templates
+from workers.sources.logs import masking, templates
 from workers.sources.logs.mocklog.scenarios import world_of
 from workers.sources.logs.mocklog.world import MockRecord, World
 from workers.sources.logs.templates import mask, mine
@@ -127,13 +127,24 @@ def index_of(scenario: str, cache_dir: str = "") -> ScenarioIndex:
     return found
 
 
+_MASKING_AND_TEMPLATES: Final = (
+    "framing", "masking", "private_keys", "secret_logins", "secret_objects", "secret_shapes",
+    "sql_secrets", "tokens",
+)  # fmt: skip
+
+
 @functools.cache
 def _code_key() -> str:
     """A hash of everything the world and its index derive from."""
     here = Path(__file__).parent
-    sources = [*sorted(here.glob("*.py")), Path(templates.__file__ or "")]
-    sources += [Path(masking.__file__ or ""), Path(url_masking.__file__ or "")]
-    sources.append(Path(secret_shapes.__file__ or ""))
+    sources = [
+        *sorted(here.glob("*.py")),
+        Path(templates.__file__ or ""),
+        Path(url_masking.__file__ or ""),
+    ]
+    # the templates' and masking's modules (masking's rules live in several: a rule added to any
+    # of them changes the records served, so the index is built again)
+    sources += [here.parent / f"{name}.py" for name in _MASKING_AND_TEMPLATES]
     sources += sorted(Path(contracts.__file__ or "").parent.glob("*.py"))
     digest = hashlib.sha256(f"{sys.version}\0{msgspec.__version__}".encode())
     for source in sources:

@@ -1,0 +1,91 @@
+"""Secrets in the rows `query_mysql` serves (docs/mysql.md, "Secrets in rows"): a text cell
+under a secret column's name (`password`, `api_token`; also when aliased: the column it reads
+says) is `***`, and every text cell is masked by shape as a log record is (a DSN's password, a
+token's prefix, `password=` inside a note, a JSON column's `"password"` member); numbers (a
+count named `password_resets`) and what only looks like a secret stay. Against the real
+MariaDB, as a SELECT-only account."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import AsyncIterator, Iterator
+from typing import Any
+
+import msgspec
+import pymysql
+import pytest
+
+from contracts import DEFAULT_BOUNDS, QueryMysqlRequest, project_mysql
+from workers.sources.mysql.shop import create_reader
+from workers.sources.mysql.source import ConnectParams, MysqlSource
+
+pytestmark = pytest.mark.mariadb
+ROOT = {"host": "127.0.0.1", "port": 3306, "user": "root", "password": ""}
+GHP = "ghp_S3cretAbCdEfGhIjKlMnOpQrStUvWxYz0123"
+
+
+@pytest.fixture(scope="module")
+def db() -> Iterator[tuple[str, str, str]]:
+    tag = uuid.uuid4().hex[:10]
+    name, user, password = f"aci_s_{tag}", f"aci_sr_{tag}", f"pw-{tag}"
+    conn = pymysql.connect(**ROOT, charset="utf8mb4", autocommit=True)  # type: ignore[arg-type]
+    try:
+        with conn.cursor() as cur:
+            cur.execute(f"CREATE DATABASE `{name}`")
+            cur.execute(
+                f"CREATE TABLE `{name}`.accounts (id INT PRIMARY KEY, name VARCHAR(40),"
+                " password VARCHAR(80), api_token VARCHAR(80), token_count INT, note TEXT,"
+                " settings LONGTEXT CHECK (json_valid(settings)), pin_hash VARBINARY(16))"
+            )
+            cur.execute(
+                f"INSERT INTO `{name}`.accounts VALUES (1, 'bob', 'S3cret-1', %s, 3,"
+                " 'moved to postgres://app:S3cret-2@db/x; password=S3cret-3 by ops',"
+                ' \'{"password": "S3cret-4", "theme": "dark"}\', NULL)',
+                (GHP,),
+            )
+        create_reader(conn, name, user, password)
+        yield name, user, password
+    finally:
+        with conn.cursor() as cur:
+            cur.execute(f"DROP DATABASE IF EXISTS `{name}`")
+            for host in ("localhost", "127.0.0.1"):
+                cur.execute(f"DROP USER IF EXISTS '{user}'@'{host}'")
+        conn.close()
+
+
+@pytest.fixture
+async def source(db: tuple[str, str, str]) -> AsyncIterator[MysqlSource]:
+    name, user, password = db
+    params = ConnectParams(host="127.0.0.1", port=3306, user=user, password=password, database=name)
+    src = MysqlSource({"shop": params}, statement_timeout_ms=2000, pool_size=1)
+    yield src
+    await src.aclose()
+
+
+async def _rows(source: MysqlSource, sql: str) -> tuple[list[str], list[list[Any]], str]:
+    up = await source.fetch(QueryMysqlRequest(data_source="shop", sql=sql, params=[]))
+    shown = msgspec.json.encode(project_mysql("call-1", up, DEFAULT_BOUNDS)).decode()
+    return list(up.columns), [list(r) for r in up.rows], shown
+
+
+async def test_a_secret_column_and_secrets_in_text_cells_are_masked(source: MysqlSource) -> None:
+    _, rows, shown = await _rows(
+        source, "SELECT id, name, password, api_token, token_count, note, settings FROM accounts"
+    )
+    assert "S3cret" not in shown
+    assert rows == [[
+        1, "bob", "***", "***", 3, "moved to postgres://app:***@db/x; password=*** by ops",
+        {"password": "***", "theme": "dark"},
+    ]]  # fmt: skip
+
+
+async def test_an_alias_does_not_unmask_a_secret_column(source: MysqlSource) -> None:
+    _, rows, shown = await _rows(
+        source, "SELECT password AS p, name AS password_owner FROM accounts"
+    )
+    assert rows == [["***", "bob"]] and "S3cret" not in shown
+
+
+async def test_a_number_under_a_secrets_name_is_evidence(source: MysqlSource) -> None:
+    _, rows, _ = await _rows(source, "SELECT COUNT(*) AS password_resets FROM accounts")
+    assert rows == [[1]]
