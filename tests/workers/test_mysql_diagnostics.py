@@ -9,6 +9,7 @@ PROCESSLIST, INNODB_TRX, INNODB_LOCK_WAITS and INNODB_LOCKS, never the third, ne
 
 from __future__ import annotations
 
+import re
 import threading
 import time
 import uuid
@@ -475,6 +476,9 @@ async def test_processlist_shows_this_schemas_sessions_without_literals(
     assert holder in by_id and waiter in by_id
     assert outsider not in by_id  # a session of another schema is not shown
     assert by_id[waiter][4] == "UPDATE accounts SET email = ? WHERE id = ?"
+    # The agent's own statement, as it sent it: not the tool's time and row limits before it.
+    assert PROCESSLIST in [row[4] for row in rows]
+    assert "max_statement_time" not in _flat(rows)
     for secret in ("alice", "example.com", "hunter2", "outsider", scene.db, scene.other):
         assert secret not in _flat(rows)
 
@@ -533,3 +537,65 @@ async def test_the_hinted_select_for_show_runs(scene: Scene, source: MysqlSource
     hinted = info.value.message.split("this reads the same: ", 1)[1]
     rows = await _rows(source, hinted)
     assert {row[5] for row in rows} >= set(scene.ids()[:2])
+
+
+REPO = Path(__file__).resolve().parents[2]
+DOCUMENTED = [
+    REPO / "docs/mysql.md",
+    REPO / "workers/sources/knowledge/runbooks/database-lock-waits.md",
+    REPO / "workers/sources/knowledge/runbooks/db-connection-pool-exhaustion.md",
+    REPO / "workers/sources/knowledge/runbooks/zh/db-connection-pool-exhaustion.zh.md",
+]
+
+
+def _documented_queries(path: Path) -> list[str]:
+    """The diagnostic SELECTs a page teaches: inline `SELECT ...` and code-block statements
+    (separated by blank lines or `-- ` comment lines)."""
+    text = path.read_text(encoding="utf-8")
+    found = re.findall(r"`(SELECT [^`]+)`", text)
+    for block in re.findall(r"```(?:sql)?\n(.*?)```", text, re.S):
+        current: list[str] = []
+        for line in [*block.splitlines(), ""]:
+            if line.strip() and not line.startswith("--"):
+                current.append(line.strip())
+            elif current:
+                found.append(" ".join(current))
+                current = []
+    return [q for q in found if "PROCESSLIST" in q or "INNODB_" in q]
+
+
+def test_the_runbooks_teach_no_query_the_guard_refuses() -> None:
+    for path in DOCUMENTED[1:]:
+        text = path.read_text(encoding="utf-8")
+        for refused in ("SHOW PROCESSLIST`:", "SELECT * FROM information_schema", "SHOW ENGINE"):
+            assert refused not in text, (path.name, refused)
+
+
+@pytest.mark.mariadb
+@pytest.mark.parametrize("path", DOCUMENTED, ids=lambda p: p.name)
+async def test_every_documented_diagnostic_query_runs(
+    scene: Scene, source: MysqlSource, path: Path
+) -> None:
+    queries = _documented_queries(path)
+    assert queries, path
+    for sql in queries:
+        up = await source.fetch(QueryMysqlRequest(data_source="shop", sql=sql))
+        assert up.rows, sql  # the holder and the waiter are there to be seen
+
+
+def test_a_wait_on_a_blocker_of_another_schema_shows_its_trx_id_only() -> None:
+    only_ours = (
+        "SELECT r.trx_mysql_thread_id, w.blocking_trx_id FROM information_schema.INNODB_LOCK_WAITS w "
+        "JOIN information_schema.INNODB_TRX r JOIN information_schema.PROCESSLIST rp "
+        "WHERE rp.DB = DATABASE() AND r.trx_mysql_thread_id = rp.ID AND w.requesting_trx_id = r.trx_id"
+    )
+    assert guard_sql(only_ours, [], diagnostics=True).cleaned == ()
+    with pytest.raises(SourceError):  # its details need it to be a session of this schema
+        guard_sql(
+            only_ours.replace("SELECT ", "SELECT b.trx_state, ", 1).replace(
+                " WHERE", " JOIN information_schema.INNODB_TRX b WHERE", 1
+            )
+            + " AND w.blocking_trx_id = b.trx_id",
+            [],
+            diagnostics=True,
+        )

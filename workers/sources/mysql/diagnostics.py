@@ -52,6 +52,11 @@ CLEANED_COLUMNS: Final = {"INFO": "sql", "TRX_QUERY": "sql", "LOCK_TABLE": "tabl
 
 _LOCK_TABLE: Final = re.compile(r"`((?:[^`]|``)*)`\.(.*)", re.S)
 OTHER_SCHEMA: Final = "(a table of another schema)"
+# The prefix the tool puts before every statement (session.execute), as `sql_template` leaves
+# it: the agent's own statement is shown as it sent it, not with the tool's time and row limits.
+_TOOL_PREFIX: Final = re.compile(
+    r"\ASET STATEMENT max_statement_time=\?, sql_select_limit=\? FOR ", re.I
+)
 
 
 def _without_database(text: str, database: str) -> str:
@@ -78,7 +83,8 @@ def clean_cell(kind: str, value: object, database: str) -> object:
     from workers.sources.logs.masking import without_log_secrets
     from workers.sources.logs.slowlog import sql_template
 
-    return without_log_secrets(_without_database(sql_template(value), database))
+    text = _TOOL_PREFIX.sub("", sql_template(value), count=1)
+    return without_log_secrets(_without_database(text, database))
 
 
 _SHOW_HINTS: Final = (

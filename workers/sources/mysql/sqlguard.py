@@ -15,16 +15,20 @@
    FROM/JOIN source. Every function call is an unquoted, unqualified built-in of an explicit
    allowlist with `(` right after its name: anything else would make the server look for a
    stored function (which runs with its DEFINER's rights). information_schema is readable only
-   for the data source's own schema (`<view>.TABLE_SCHEMA = DATABASE()` in the WHERE).
+   for the data source's own schema (`<view>.TABLE_SCHEMA = DATABASE()` in the WHERE); with
+   the operator's `diagnostics` opt-in, also the server views of `diagnostics.py` (who holds
+   connections and locks), scoped to this data source's sessions, their statements only as
+   plain top-level columns the source serves without literals.
 
 The text that runs is always the original text (never regenerated SQL) with `?` turned into the
 driver's `%s` and every other `%` doubled, so `LIKE 'err%'` stays a literal.
 
-One module (about 640 lines) on purpose: it is a security boundary, reviewed and attacked as one
-text (tests/workers/test_sqlguard.py and the bypass corpus). About 150 lines are the allow- and
-deny-lists, each with the reason it exists; the scanner and the tree checks rely on each
-other's guarantees (the tree is only trusted where the scan agreed with it), which a split would
-put in two places.
+One module (about 800 lines) on purpose: it is a security boundary, reviewed and attacked as one
+text (tests/workers/test_sqlguard.py, tests/workers/test_mysql_diagnostics.py and the bypass
+corpus); the diagnostic views' lists live in `diagnostics.py`, their checks here. About 150
+lines are the allow- and deny-lists, each with the reason it exists; the scanner and the tree
+checks rely on each other's guarantees (the tree is only trusted where the scan agreed with
+it), which a split would put in two places.
 """
 
 from __future__ import annotations
