@@ -30,6 +30,7 @@ from workers.sources.mysql.diagnostics import (
     ANCHORED_VIEWS,
     CLEANED_COLUMNS,
     HIDDEN_COLUMNS,
+    NOT_SHOWN,
     OTHER_SCHEMA,
     clean_cell,
 )
@@ -599,3 +600,32 @@ def test_a_wait_on_a_blocker_of_another_schema_shows_its_trx_id_only() -> None:
             [],
             diagnostics=True,
         )
+
+
+@pytest.mark.parametrize(
+    ("sql", "cleaned"),
+    [
+        (f"SELECT INFO, ID, INFO FROM {_P} WHERE DB = DATABASE()", ((0, "sql"), (2, "sql"))),
+        (
+            f"SELECT p.INFO, p.ID, p.`info` FROM {_P} p WHERE p.DB = DATABASE()",
+            ((0, "sql"), (2, "sql")),
+        ),
+    ],
+)
+def test_a_statement_column_selected_twice_is_cleaned_twice(
+    sql: str, cleaned: tuple[tuple[int, str], ...]
+) -> None:
+    assert guard_sql(sql, [], diagnostics=True).cleaned == cleaned
+
+
+@pytest.mark.mariadb
+async def test_a_statement_selected_twice_shows_no_literal(
+    scene: Scene, source: MysqlSource
+) -> None:
+    rows = await _rows(source, f"SELECT INFO, ID, INFO FROM {_P} WHERE DB = DATABASE()")
+    assert rows and "alice" not in _flat(rows)
+
+
+@pytest.mark.parametrize("value", [b"SELECT 'secret'", "base64:U0VMRUNUICdzZWNyZXQn", 7])
+def test_a_statement_that_is_not_text_is_not_shown(value: object) -> None:
+    assert clean_cell("sql", value, "dbx") == NOT_SHOWN

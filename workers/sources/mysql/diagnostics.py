@@ -29,6 +29,8 @@ __all__ = [
     "ANCHORED_VIEWS",
     "CLEANED_COLUMNS",
     "HIDDEN_COLUMNS",
+    "NOT_SHOWN",
+    "OTHER_SCHEMA",
     "SCOPED_VIEWS",
     "clean_cell",
     "show_hint",
@@ -52,6 +54,7 @@ CLEANED_COLUMNS: Final = {"INFO": "sql", "TRX_QUERY": "sql", "LOCK_TABLE": "tabl
 
 _LOCK_TABLE: Final = re.compile(r"`((?:[^`]|``)*)`\.(.*)", re.S)
 OTHER_SCHEMA: Final = "(a table of another schema)"
+NOT_SHOWN: Final = "(a statement that is not text; not shown)"
 # The prefix the tool puts before every statement (session.execute), as `sql_template` leaves
 # it: the agent's own statement is shown as it sent it, not with the tool's time and row limits.
 _TOOL_PREFIX: Final = re.compile(
@@ -69,7 +72,12 @@ def _without_database(text: str, database: str) -> str:
 def clean_cell(kind: str, value: object, database: str) -> object:
     """A SQL text with its literals as `?`, secrets masked and this data source's schema name
     taken out (`kind` "sql"), or a lock's `` `db`.`table` `` as `table` ("table"; another
-    schema's table as a fixed text). Other values pass."""
+    schema's table as a fixed text). A statement that is not text (bytes, served as base64)
+    is not shown; NULL stays NULL."""
+    if value is None:
+        return None
+    if kind == "sql" and (not isinstance(value, str) or value.startswith("base64:")):
+        return NOT_SHOWN  # bytes (served as base64 text) would carry its literals unread
     if not isinstance(value, str):
         return value
     if kind == "table":

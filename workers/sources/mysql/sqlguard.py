@@ -680,7 +680,10 @@ def _cleaned_column(node: exp.Column, target: exp.Expr) -> tuple[int, str]:
                         "with a statement column selected, ORDER BY and GROUP BY name "
                         "columns, not positions"
                     )
-        return target.expressions.index(node), CLEANED_COLUMNS[node.name.upper()]
+        # By identity: `list.index` compares sqlglot nodes by value, so a column selected
+        # twice (`SELECT INFO, ID, INFO`) would mark its first place twice, its second never.
+        position = next(i for i, e in enumerate(target.expressions) if e is node)
+        return position, CLEANED_COLUMNS[node.name.upper()]
     raise _refuse(
         f"information_schema column {node.name.upper()} may only be selected as a plain, "
         "unaliased column of the outer SELECT (not in a condition, function, ORDER BY or "
