@@ -675,7 +675,9 @@ def _cleaned_column(node: exp.Column, target: exp.Expr) -> tuple[int, str]:
         for clause in ("order", "group"):
             items = target.args.get(clause)
             for item in items.expressions if items is not None else []:
-                if isinstance(item.this if isinstance(item, exp.Ordered) else item, exp.Literal):
+                # A position may be written `2`, `(2)` or `?` (bound as 2 by the driver): an
+                # item must name a column to be read as anything but a position.
+                if item.find(exp.Column) is None:
                     raise _refuse(
                         "with a statement column selected, ORDER BY and GROUP BY name "
                         "columns, not positions"
