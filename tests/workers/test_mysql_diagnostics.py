@@ -9,6 +9,7 @@ PROCESSLIST, INNODB_TRX, INNODB_LOCK_WAITS and INNODB_LOCKS, never the third, ne
 
 from __future__ import annotations
 
+import logging
 import re
 import threading
 import time
@@ -24,7 +25,7 @@ from contracts.requests import QueryMysqlRequest
 from contracts.status import ErrorCode
 from pipeline.settings import SettingsError
 from tests.workers.sql_corpus import CORPUS
-from workers.sources import SourceError
+from workers.sources import SourceError, warm_up
 from workers.sources.mysql.config import diagnostic_names
 from workers.sources.mysql.diagnostics import (
     ANCHORED_VIEWS,
@@ -632,3 +633,27 @@ async def test_a_statement_selected_twice_shows_no_literal(
 @pytest.mark.parametrize("value", [b"SELECT 'secret'", "base64:U0VMRUNUICdzZWNyZXQn", 7])
 def test_a_statement_that_is_not_text_is_not_shown(value: object) -> None:
     assert clean_cell("sql", value, "dbx") == NOT_SHOWN
+
+
+@pytest.mark.mariadb
+async def test_a_missing_process_grant_is_said_at_start(
+    scene: Scene, caplog: pytest.LogCaptureFixture
+) -> None:
+    src = _source(scene, user=scene.plain)
+    caplog.set_level(logging.INFO, logger="aci.sources")
+    try:
+        await warm_up({"query_mysql": src}, timeout_s=10)
+    finally:
+        await src.aclose()
+    lines = [r.getMessage() for r in caplog.records if r.name.startswith("aci.sources")]
+    assert lines == [
+        "warm-up of query_mysql (shop: its diagnostic views need the PROCESS privilege) failed "
+        "(permission denied for that object); its calls may fail the same way"
+    ]
+    granted = _source(scene)
+    caplog.clear()
+    try:
+        await warm_up({"query_mysql": granted}, timeout_s=10)
+    finally:
+        await granted.aclose()
+    assert not [r for r in caplog.records if r.name.startswith("aci.sources")]

@@ -79,6 +79,7 @@ class MysqlSource:
         self._pools = {name.lower(): Pool(p, pool_size) for name, p in sources.items()}
         # Data sources whose operator opened the server diagnostic views (off by default).
         self._diagnostics = frozenset(n.lower() for n in diagnostics) & set(self._pools)
+        self.diagnostic_sources: tuple[str, ...] = tuple(sorted(self._diagnostics))
         self._reach = Reachability()
         clock_sql = clock_statement(clock)
         for pool in self._pools.values():
