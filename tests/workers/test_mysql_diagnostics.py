@@ -648,7 +648,8 @@ async def test_a_missing_process_grant_is_said_at_start(
     lines = [r.getMessage() for r in caplog.records if r.name.startswith("aci.sources")]
     assert lines == [
         "warm-up of query_mysql (shop: its diagnostic views need the PROCESS privilege) failed "
-        "(permission denied for that object); its calls may fail the same way"
+        "(this data source's account may not see other sessions (no PROCESS privilege), so "
+        "its process list would show only its own); its calls may fail the same way"
     ]
     granted = _source(scene)
     caplog.clear()
@@ -657,3 +658,27 @@ async def test_a_missing_process_grant_is_said_at_start(
     finally:
         await granted.aclose()
     assert not [r for r in caplog.records if r.name.startswith("aci.sources")]
+
+
+@pytest.mark.mariadb
+async def test_a_process_list_without_process_is_an_error_not_a_partial_list(
+    scene: Scene,
+) -> None:
+    # Without PROCESS the server shows an account only its own sessions, silently: the agent
+    # would read "one session, no pool exhaustion" during an incident.
+    src = _source(scene, user=scene.plain)
+    try:
+        with pytest.raises(SourceError) as info:
+            await src.fetch(QueryMysqlRequest(data_source="shop", sql=PROCESSLIST))
+        assert info.value.code is ErrorCode.AUTHORIZATION
+        assert "other sessions" in info.value.message and scene.plain not in info.value.message
+        assert await _rows(src, "SELECT COUNT(*) FROM accounts") == [[2]]  # the rest works
+    finally:
+        await src.aclose()
+
+
+def test_diagnostics_need_a_database_in_the_url() -> None:
+    env = {"ACI_MYSQL_SHOP_URL": "mysql://u:pw@h:3306/", "ACI_MYSQL_SHOP_DIAGNOSTICS": "yes"}
+    with pytest.raises(SettingsError) as info:
+        MysqlSource.from_env(env)
+    assert "database" in str(info.value) and "pw" not in str(info.value)

@@ -114,6 +114,13 @@ class MysqlSource:
             raise SettingsError(
                 f"diagnostics are turned on for {unknown[0][:64]}, which has no URL"
             )
+        # The views are scoped by DATABASE(): with no database in the URL it is NULL and every
+        # view would answer "nothing" (NO_EVIDENCE) during an incident.
+        unscoped = sorted(n for n in diagnostics if not sources[n].database)
+        if unscoped:
+            raise SettingsError(
+                f"diagnostics are turned on for {unscoped[0][:64]}, whose URL names no database"
+            )
         source = cls(
             sources,
             statement_timeout_ms=timeout,
@@ -157,6 +164,7 @@ class MysqlSource:
                 pool.params = params
                 pool.close()
                 pool.json_columns.clear()
+                pool.sees_all_sessions = False
                 log.warning("query_mysql: data source %s: its URL in ACI_MYSQL_CONFIG changed; "
                             "its next calls connect with the new one", name)  # fmt: skip
         moved = sorted((set(table) ^ set(self._pools)) - self._fixed)
