@@ -241,6 +241,20 @@ def test_show_names_the_select_that_works_when_diagnostics_are_on(sql: str, name
         ("SELECT * FROM `dbx`.t WHERE tok = x'deadbeef' AND n IN (1, 2, 3)", "IN (?+)", ["dead"]),
         ("SELECT 'unterminated secret", "SELECT ?", ["secret"]),
         ("SELECT * FROM dbx.orders JOIN `dbx`.items", "FROM orders JOIN items", ["dbx"]),
+        (
+            "SELECT /* for alice@example.com */ id FROM t -- by bob@example.com\nWHERE a = 1",
+            "SELECT /* ? */ id FROM t /* ? */ WHERE a = ?",
+            ["alice", "bob"],
+        ),
+        ("SELECT id FROM t /* unterminated: carol@example.com", "FROM t /* ? */", ["carol"]),
+        ("SELECT id FROM t # dave@example.com", "FROM t /* ? */", ["dave"]),
+        # A quote inside a comment, a comment opener inside a literal: read as the server does.
+        ("SELECT /* don't */ id FROM t WHERE e = 'erin@x.test'", "WHERE e = ?", ["erin"]),
+        ("SELECT '/*', 2*/3, 'frank@x.test'", "SELECT ?, ?*/?, ?", ["frank"]),
+        ("SELECT 'it''s', 'it\\'s', \"gina@x.test\"", "SELECT ?, ?, ?", ["gina", "s'"]),
+        ("SELECT `a'b`, 'hal@x.test' FROM t", "SELECT `a", ["hal"]),  # more hidden, not less
+        ("SELECT id, 'hal@x.test' FROM `t``q`", "FROM `t``q`", ["hal"]),
+        ("SELECT 1--1, 'ivy@x.test'", "SELECT ?-?, ?", ["ivy"]),  # `--` without a space
     ],
 )
 def test_statements_are_served_without_literals_or_this_schema(

@@ -62,6 +62,51 @@ _TOOL_PREFIX: Final = re.compile(
 )
 
 
+def _skip_quoted(text: str, i: int) -> int:
+    """Index just past the literal or identifier opening at `i` (backslash escapes in
+    literals, a doubled quote inside), or the end of a text cut inside it."""
+    quote, n, j = text[i], len(text), i + 1
+    while j < n:
+        ch = text[j]
+        if ch == "\\" and quote != "`":
+            j += 2
+        elif ch == quote and j + 1 < n and text[j + 1] == quote:
+            j += 2
+        elif ch == quote:
+            return j + 1
+        else:
+            j += 1
+    return n
+
+
+def _without_literals(text: str) -> str:
+    """Literals as `?`, comments as `/* ? */`, read in one pass as the server reads them
+    (a `'` inside a comment, a `/*` inside a literal): stripping one kind of span before the
+    other can make a quote open where none did and show a literal after it."""
+    out: list[str] = []
+    i, n = 0, len(text)
+    while i < n:
+        ch = text[i]
+        if ch in "'\"`":
+            end = _skip_quoted(text, i)
+            out.append(text[i:end] if ch == "`" else "?")
+            i = end
+        elif text.startswith("/*", i):
+            end = text.find("*/", i + 2)
+            i = n if end < 0 else end + 2
+            out.append("/* ? */")
+        elif ch == "#" or (
+            text.startswith("--", i) and text[i + 2 : i + 3] in ("", " ", "\t", "\n", "\r")
+        ):
+            end = text.find("\n", i)
+            i = n if end < 0 else end
+            out.append("/* ? */")
+        else:
+            out.append(ch)
+            i += 1
+    return "".join(out)
+
+
 def _without_database(text: str, database: str) -> str:
     if not database:
         return text
@@ -91,7 +136,7 @@ def clean_cell(kind: str, value: object, database: str) -> object:
     from workers.sources.logs.masking import without_log_secrets
     from workers.sources.logs.slowlog import sql_template
 
-    text = _TOOL_PREFIX.sub("", sql_template(value), count=1)
+    text = _TOOL_PREFIX.sub("", sql_template(_without_literals(value)), count=1)
     return without_log_secrets(_without_database(text, database))
 
 
