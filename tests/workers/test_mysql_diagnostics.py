@@ -26,7 +26,7 @@ from contracts.status import ErrorCode
 from pipeline.settings import SettingsError
 from tests.workers.sql_corpus import CORPUS
 from workers.sources import SourceError, warm_up
-from workers.sources.mysql.config import diagnostic_names
+from workers.sources.mysql.config import data_source_names, diagnostic_names, read_config_file
 from workers.sources.mysql.diagnostics import (
     ANCHORED_VIEWS,
     CLEANED_COLUMNS,
@@ -287,6 +287,9 @@ def test_the_opt_in_is_read_from_env_and_file(tmp_path: Path) -> None:
     assert diagnostic_names(off) == frozenset()
     source = MysqlSource.from_env({"ACI_MYSQL_CONFIG": str(config)})
     assert source.data_sources == ("pkgs", "shop")
+    # An agent host lists the names of both forms; a worker re-reads the table form's URL.
+    assert data_source_names({"ACI_MYSQL_CONFIG": str(config)}) == ("pkgs", "shop")
+    assert read_config_file(str(config))["shop"] == "mysql://u:pw@h/db"
     assert source._diagnostics == {"shop"}
 
 
