@@ -49,6 +49,10 @@ _WARM_UP: dict[str, Request] = {
 
 
 DEFAULT_WARMUP_TIMEOUT_S = 30.0
+DIAGNOSTIC_PROBE = (
+    "SELECT t.trx_id FROM information_schema.INNODB_TRX t JOIN information_schema.PROCESSLIST p "
+    "WHERE p.DB = DATABASE() AND t.trx_mysql_thread_id = p.ID"
+)
 
 
 async def warm_up(
@@ -96,6 +100,12 @@ async def warm_up(
                     for name in getattr(source, "data_sources", ()):
                         probe = QueryMysqlRequest(data_source=name, sql="SELECT 1")
                         tg.start_soon(one, tool, source, probe, f"{tool} ({name})")
+                    # A data source opened to the diagnostic views: its account needs PROCESS,
+                    # and an operator who forgot the GRANT hears it now, not in an incident.
+                    for name in getattr(source, "diagnostic_sources", ()):
+                        probe = QueryMysqlRequest(data_source=name, sql=DIAGNOSTIC_PROBE)
+                        label = f"{tool} ({name}: its diagnostic views need the PROCESS privilege)"
+                        tg.start_soon(one, tool, source, probe, label)
     if scope.cancelled_caught:
         log.warning("source warm-up did not finish within %.1fs; starting anyway", timeout_s)
         for tool, source in sources.items():

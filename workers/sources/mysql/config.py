@@ -1,8 +1,11 @@
 """Where the `query_mysql` data sources live: operator configuration read without connecting.
 
 `ACI_MYSQL_<NAME>_URL` variables and an optional `ACI_MYSQL_CONFIG` file (TOML or JSON, a
-`[mysql]` table of name = URL) name each logical data source; `parse_url` turns a URL into
-`ConnectParams` without ever echoing it (it holds a password).
+`[mysql]` table of name = URL, or of name = `{url = "...", diagnostics = true}`) name each
+logical data source; `parse_url` turns a URL into `ConnectParams` without ever echoing it (it
+holds a password). `diagnostic_names` says which data sources the operator opened to the
+server diagnostic views (`ACI_MYSQL_<NAME>_DIAGNOSTICS=true` or `diagnostics = true`; off by
+default).
 """
 
 from __future__ import annotations
@@ -26,12 +29,16 @@ __all__ = [
     "ConfigFile",
     "ConnectParams",
     "data_source_names",
+    "diagnostic_names",
     "listed_names",
     "parse_url",
     "read_config_file",
 ]
 
 ENV_URL: Final = re.compile(r"^ACI_MYSQL_([A-Z][A-Z0-9_]*)_URL$")
+ENV_DIAGNOSTICS: Final = re.compile(r"^ACI_MYSQL_([A-Z][A-Z0-9_]*)_DIAGNOSTICS$")
+_TRUE: Final = frozenset({"1", "true", "yes", "on"})
+_FALSE: Final = frozenset({"", "0", "false", "no", "off"})
 _REQUEST_NAME: Final = re.compile(r"[A-Za-z][A-Za-z0-9_]{0,63}")  # QueryMysqlRequest.data_source
 
 
@@ -59,8 +66,7 @@ def parse_url(url: str) -> ConnectParams:
     )
 
 
-def read_config_file(path: str) -> dict[str, str]:
-    """The `name -> URL` table of an ACI_MYSQL_CONFIG file (names lowercased)."""
+def _config_table(path: str) -> dict[str, object]:
     try:
         text = Path(path).read_bytes().decode("utf-8")
     except UnicodeDecodeError:
@@ -73,7 +79,46 @@ def read_config_file(path: str) -> dict[str, str]:
         where = f"line {exc.lineno}" if isinstance(exc, json.JSONDecodeError) else str(exc)
         raise ValueError(f"ACI_MYSQL_CONFIG: not valid {kind}: {where}") from None
     table = data.get("mysql", data) if isinstance(data, dict) else {}
-    return {str(k).lower(): str(v) for k, v in table.items() if isinstance(v, str)}
+    return {str(k).lower(): v for k, v in table.items()} if isinstance(table, dict) else {}
+
+
+def read_config_file(path: str) -> dict[str, str]:
+    """The `name -> URL` table of an ACI_MYSQL_CONFIG file (names lowercased): `name = URL`
+    or `name = {url = URL, ...}`."""
+    urls: dict[str, str] = {}
+    for name, value in _config_table(path).items():
+        if isinstance(value, dict):
+            value = value.get("url")
+        if isinstance(value, str):
+            urls[name] = value
+    return urls
+
+
+def diagnostic_names(env: Mapping[str, str]) -> frozenset[str]:
+    """The data sources whose operator opened the server diagnostic views (docs/mysql.md
+    "Diagnostic views"): `diagnostics = true` in a data source's table of ACI_MYSQL_CONFIG, or
+    `ACI_MYSQL_<NAME>_DIAGNOSTICS=true` (which wins). Off unless said; a value that is not a
+    yes or a no is a `SettingsError` naming it (never guessed open)."""
+    chosen: dict[str, bool] = {}
+    if env.get("ACI_MYSQL_CONFIG"):
+        try:
+            table = _config_table(env["ACI_MYSQL_CONFIG"])
+        except (OSError, ValueError) as exc:
+            raise SettingsError("ACI_MYSQL_CONFIG: cannot read the data source file") from exc
+        for name, value in table.items():
+            flag = value.get("diagnostics", False) if isinstance(value, dict) else False
+            if not isinstance(flag, bool):
+                raise SettingsError(
+                    f"ACI_MYSQL_CONFIG: data source {name[:64]}: diagnostics must be true or false"
+                )
+            chosen[name] = flag
+    for key, value in env.items():
+        if m := ENV_DIAGNOSTICS.match(key):
+            word = value.strip().lower()
+            if word not in _TRUE | _FALSE:
+                raise SettingsError(f"{key}: must be true or false")
+            chosen[m.group(1).lower()] = word in _TRUE
+    return frozenset(name for name, flag in chosen.items() if flag)
 
 
 def listed_names(env: Mapping[str, str]) -> tuple[str, ...]:

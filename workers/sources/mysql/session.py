@@ -21,7 +21,9 @@ from pymysql.constants import FIELD_TYPE
 
 from contracts.bounds import Bounds
 from contracts.mysql import to_json_cell
+from contracts.status import ErrorCode
 from workers.masking import MASK
+from workers.sources.base import SourceError
 from workers.sources.logs.masking import log_secret_name, without_log_secrets
 from workers.sources.mysql.config import ConnectParams
 from workers.sources.mysql.errors import error_number, error_text, map_error
@@ -58,6 +60,7 @@ class Pool:
         self.slots = anyio.Semaphore(size)
         self.json_columns: dict[str, frozenset[str]] = {}
         self.clock_sql = ""  # `clock_statement`, run at the start of every call
+        self.sees_all_sessions = False  # its account has PROCESS (checked until it has)
 
     def connect(self, read_timeout: float, connect_timeout: float = 5.0) -> pymysql.Connection[Any]:
         p = self.params
@@ -115,6 +118,28 @@ def _load_json_columns(conn: pymysql.Connection[Any], pool: Pool, tables: tuple[
             found.setdefault(table, set()).update(_JSON_CHECK.findall(clause))
     for table, cols in found.items():
         pool.json_columns[table] = frozenset(cols)
+
+
+def _check_process(conn: pymysql.Connection[Any], pool: Pool, tables: tuple[str, ...]) -> None:
+    """A process list read without PROCESS shows the account's own sessions only, silently
+    (during a pool exhaustion: "one session"): a failure, not evidence. The server says
+    whether the account has it by refusing INNODB_TRX (1227)."""
+    if pool.sees_all_sessions or "information_schema.processlist" not in tables:
+        return
+    with conn.cursor() as cur:
+        try:
+            # Not `LIMIT 0` or `WHERE 0`: the server skips the privilege check for those.
+            cur.execute("SELECT COUNT(*) FROM information_schema.INNODB_TRX")
+            cur.fetchall()
+        except pymysql.MySQLError as exc:
+            if error_number(exc) != 1227:
+                raise
+            raise SourceError(
+                ErrorCode.AUTHORIZATION,
+                "this data source's account may not see other sessions (no PROCESS "
+                "privilege), so its process list would show only its own",
+            ) from None
+    pool.sees_all_sessions = True
 
 
 def _is_json(field: Any, pool: Pool) -> bool:
@@ -190,6 +215,7 @@ def execute(
     """Blocking: one reset, read-only, time-limited call on `conn` (runs in a worker thread)."""
     _prepare(conn, pool.params.database, pool.clock_sql)
     _load_json_columns(conn, pool, tables)
+    _check_process(conn, pool, tables)
     if limit_s is not None:
         text = (
             f"SET STATEMENT max_statement_time={limit_s:.3f}, "

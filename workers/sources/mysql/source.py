@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 import anyio.to_thread
+import msgspec
 import pymysql
 import pymysql.cursors
 from msgspec import UNSET
@@ -33,7 +34,7 @@ from contracts.bounds import DEFAULT_BOUNDS, Bounds
 from contracts.mysql import MysqlUpstream
 from contracts.requests import QueryMysqlRequest
 from contracts.status import ErrorCode
-from pipeline.settings import Settings
+from pipeline.settings import Settings, SettingsError
 from workers.sources.base import SourceError
 from workers.sources.mysql.clock import clock_statement
 from workers.sources.mysql.config import (
@@ -41,9 +42,11 @@ from workers.sources.mysql.config import (
     ConfigFile,
     ConnectParams,
     data_source_names,
+    diagnostic_names,
     parse_url,
     read_config_file,
 )
+from workers.sources.mysql.diagnostics import clean_cell
 from workers.sources.mysql.errors import Unavailable, error_number, error_text, map_error
 from workers.sources.mysql.handoff import Handoff, abandonable, close_quietly
 from workers.sources.mysql.leftovers import hide_database
@@ -71,8 +74,12 @@ class MysqlSource:
         kill_grace_s: float = 1.0,
         deadline_s: float = Settings().deadline_s,
         clock: str | None = None,
+        diagnostics: frozenset[str] = frozenset(),
     ) -> None:
         self._pools = {name.lower(): Pool(p, pool_size) for name, p in sources.items()}
+        # Data sources whose operator opened the server diagnostic views (off by default).
+        self._diagnostics = frozenset(n.lower() for n in diagnostics) & set(self._pools)
+        self.diagnostic_sources: tuple[str, ...] = tuple(sorted(self._diagnostics))
         self._reach = Reachability()
         clock_sql = clock_statement(clock)
         for pool in self._pools.values():
@@ -91,7 +98,8 @@ class MysqlSource:
     def from_env(cls, env: Mapping[str, str]) -> MysqlSource:
         """Data sources from `ACI_MYSQL_<NAME>_URL` (and the file `ACI_MYSQL_CONFIG`, a TOML or
         JSON mapping name -> URL); timeout from `ACI_MYSQL_STATEMENT_TIMEOUT_MS`, bounded by the
-        call deadline `ACI_DEADLINE_S`; the sessions' clock from `ACI_MYSQL_CLOCK`."""
+        call deadline `ACI_DEADLINE_S`; the sessions' clock from `ACI_MYSQL_CLOCK`; the data
+        sources open to the diagnostic views from `diagnostic_names` (fixed at start)."""
         urls = read_config_file(env["ACI_MYSQL_CONFIG"]) if env.get("ACI_MYSQL_CONFIG") else {}
         for key, value in env.items():
             if m := ENV_URL.match(key):
@@ -100,7 +108,26 @@ class MysqlSource:
         timeout = int(env.get("ACI_MYSQL_STATEMENT_TIMEOUT_MS", "5000"))
         deadline = float(env.get("ACI_DEADLINE_S", "").strip() or Settings().deadline_s)
         clock = env.get("ACI_MYSQL_CLOCK", "").strip() or None
-        source = cls(sources, statement_timeout_ms=timeout, deadline_s=deadline, clock=clock)
+        diagnostics = diagnostic_names(env)
+        unknown = sorted(diagnostics - set(sources))
+        if unknown:
+            raise SettingsError(
+                f"diagnostics are turned on for {unknown[0][:64]}, which has no URL"
+            )
+        # The views are scoped by DATABASE(): with no database in the URL it is NULL and every
+        # view would answer "nothing" (NO_EVIDENCE) during an incident.
+        unscoped = sorted(n for n in diagnostics if not sources[n].database)
+        if unscoped:
+            raise SettingsError(
+                f"diagnostics are turned on for {unscoped[0][:64]}, whose URL names no database"
+            )
+        source = cls(
+            sources,
+            statement_timeout_ms=timeout,
+            deadline_s=deadline,
+            clock=clock,
+            diagnostics=diagnostics,
+        )
         if env.get("ACI_MYSQL_CONFIG"):
             source._file = ConfigFile(env["ACI_MYSQL_CONFIG"])
             source._fixed = frozenset(m.group(1).lower() for k in env if (m := ENV_URL.match(k)))
@@ -137,6 +164,7 @@ class MysqlSource:
                 pool.params = params
                 pool.close()
                 pool.json_columns.clear()
+                pool.sees_all_sessions = False
                 log.warning("query_mysql: data source %s: its URL in ACI_MYSQL_CONFIG changed; "
                             "its next calls connect with the new one", name)  # fmt: skip
         moved = sorted((set(table) ^ set(self._pools)) - self._fixed)
@@ -162,8 +190,13 @@ class MysqlSource:
         # docs/reliability.md, residual risks). Imported here, not at every worker's start.
         from workers.sources.mysql.sqlguard import guard_sql
 
-        guarded = guard_sql(request.sql, list(request.params or []), schema=None)
         name = request.data_source.lower()
+        guarded = guard_sql(
+            request.sql,
+            list(request.params or []),
+            schema=None,
+            diagnostics=name in self._diagnostics,
+        )
         try:
             upstream = await self._run(pool, guarded.text, guarded.params, guarded.tables, True)
         except Unavailable as error:
@@ -176,7 +209,31 @@ class MysqlSource:
         self._reach.up(name)
         if guarded.kind == "explain":
             upstream = hide_database(upstream, pool.params.database)
+        if guarded.cleaned:
+            upstream = self._cleaned(upstream, guarded.cleaned, pool.params.database)
         return upstream
+
+    def _cleaned(
+        self, upstream: MysqlUpstream, cleaned: tuple[tuple[int, str], ...], database: str
+    ) -> MysqlUpstream:
+        """A diagnostic view's statements and lock tables as `clean_cell` serves them. A text
+        cut at the cell bound before its cleaning (which may shorten it below the bound) still
+        makes the result `truncated`."""
+        cut = False
+        rows = []
+        for row in upstream.rows:
+            row = list(row)
+            for index, kind in cleaned:
+                if index < len(row):
+                    value = row[index]
+                    cut = cut or (
+                        isinstance(value, str) and len(value) > self._bounds.mysql_cell_chars
+                    )
+                    row[index] = clean_cell(kind, value, database)
+            rows.append(row)
+        return msgspec.structs.replace(
+            upstream, rows=rows, stopped_early=upstream.stopped_early or cut
+        )
 
     async def _execute_raw(
         self, data_source: str, text: str, *, tool_limit: bool = True

@@ -15,16 +15,20 @@
    FROM/JOIN source. Every function call is an unquoted, unqualified built-in of an explicit
    allowlist with `(` right after its name: anything else would make the server look for a
    stored function (which runs with its DEFINER's rights). information_schema is readable only
-   for the data source's own schema (`<view>.TABLE_SCHEMA = DATABASE()` in the WHERE).
+   for the data source's own schema (`<view>.TABLE_SCHEMA = DATABASE()` in the WHERE); with
+   the operator's `diagnostics` opt-in, also the server views of `diagnostics.py` (who holds
+   connections and locks), scoped to this data source's sessions, their statements only as
+   plain top-level columns the source serves without literals.
 
 The text that runs is always the original text (never regenerated SQL) with `?` turned into the
 driver's `%s` and every other `%` doubled, so `LIKE 'err%'` stays a literal.
 
-One module (about 640 lines) on purpose: it is a security boundary, reviewed and attacked as one
-text (tests/workers/test_sqlguard.py and the bypass corpus). About 150 lines are the allow- and
-deny-lists, each with the reason it exists; the scanner and the tree checks rely on each
-other's guarantees (the tree is only trusted where the scan agreed with it), which a split would
-put in two places.
+One module (about 800 lines) on purpose: it is a security boundary, reviewed and attacked as one
+text (tests/workers/test_sqlguard.py, tests/workers/test_mysql_diagnostics.py and the bypass
+corpus); the diagnostic views' lists live in `diagnostics.py`, their checks here. About 150
+lines are the allow- and deny-lists, each with the reason it exists; the scanner and the tree
+checks rely on each other's guarantees (the tree is only trusted where the scan agreed with
+it), which a split would put in two places.
 """
 
 from __future__ import annotations
@@ -43,6 +47,13 @@ from sqlglot.tokenizer_core import Token
 
 from contracts.status import ErrorCode
 from workers.sources.base import SourceError
+from workers.sources.mysql.diagnostics import (
+    ANCHORED_VIEWS,
+    CLEANED_COLUMNS,
+    HIDDEN_COLUMNS,
+    SCOPED_VIEWS,
+    show_hint,
+)
 
 __all__ = ["MAX_SQL_CHARS", "GuardedQuery", "Param", "guard_sql"]
 
@@ -198,6 +209,8 @@ class GuardedQuery(msgspec.Struct, frozen=True, kw_only=True):
     params: tuple[Param, ...]
     kind: str  # "select", "explain" or "describe"
     tables: tuple[str, ...]
+    # (result column index, "sql" or "table"): cells the source serves through `clean_cell`.
+    cleaned: tuple[tuple[int, str], ...] = ()
 
 
 class _Scan(msgspec.Struct, kw_only=True):
@@ -383,14 +396,21 @@ def _root_kind(root: exp.Expr) -> tuple[str, exp.Expr]:
     raise _refuse(f"only SELECT is allowed, not {root.key.upper()}")
 
 
-def _check_table(node: exp.Table | exp.Column, schema: str | None) -> str | None:
+def _readable_views(diagnostics: bool) -> set[str]:
+    views = set(_INFO_SCHEMA_VIEWS)
+    return views | set(SCOPED_VIEWS) | set(ANCHORED_VIEWS) if diagnostics else views
+
+
+def _check_table(
+    node: exp.Table | exp.Column, schema: str | None, diagnostics: bool = False
+) -> str | None:
     if node.args.get("catalog"):
         raise _refuse("tables must be named as table or schema.table")
     db = node.text("db")
     if isinstance(node, exp.Table):
         name = node.name
         if db.lower() == "information_schema":
-            if name.upper() not in _INFO_SCHEMA_VIEWS:
+            if name.upper() not in _readable_views(diagnostics):
                 raise _refuse(f"information_schema.{name} is not allowed")
             return f"information_schema.{name.lower()}"
     if db and db != schema:
@@ -425,16 +445,60 @@ def _schema_filter(conjunct: exp.Expr) -> tuple[exp.Column, exp.Expr] | None:
     return None
 
 
-def _info_schema_filters(root: exp.Expr) -> set[int]:
+def _anchored(
+    table: exp.Table, select: exp.Select, sources: list[exp.Expr], conjuncts: list[exp.Expr]
+) -> None:
+    """A server-wide diagnostic view must be joined, by a top-level WHERE equality between
+    qualified columns, to a source of the same SELECT that is scoped itself (see
+    `diagnostics.ANCHORED_VIEWS`): its rows then all belong to this data source's sessions."""
+    view = table.name.upper()
+    columns, anchor_view, anchor_column = ANCHORED_VIEWS[view]
+    ref = table.alias_or_name
+    anchors = {
+        s.alias_or_name
+        for s in sources
+        if isinstance(s, exp.Table)
+        and s is not table
+        and _is_info_schema(s)
+        and s.name.upper() == anchor_view
+    }
+    for conjunct in conjuncts:
+        if not (
+            isinstance(conjunct, exp.EQ)
+            and isinstance(conjunct.left, exp.Column)
+            and isinstance(conjunct.right, exp.Column)
+        ):
+            continue
+        for mine, other in ((conjunct.left, conjunct.right), (conjunct.right, conjunct.left)):
+            if (
+                mine.table == ref
+                and mine.name.upper() in columns
+                and other.table in anchors
+                and other.table != ref
+                and other.name.upper() == anchor_column
+            ):
+                return
+    raise _refuse(
+        f"information_schema.{table.name} must be joined to this data source's "
+        f"{anchor_view} rows: add information_schema.{anchor_view} to the FROM, filtered as "
+        f"required, and `{ref}.{columns[0].lower()} = <alias>.{anchor_column}` "
+        "to the WHERE clause (both columns qualified)"
+    )
+
+
+def _info_schema_filters(root: exp.Expr, diagnostics: bool = False) -> set[int]:
     """Every information_schema view must be a FROM/JOIN source of a SELECT whose WHERE has a
-    top-level `[alias.]<schema column> = DATABASE()` for it; returns the ids of those filter
-    nodes (the only place a schema column or DATABASE() may appear)."""
+    top-level `[alias.]<schema column> = DATABASE()` for it (a server-wide diagnostic view:
+    a join to one that has, see `_anchored`); returns the ids of those filter nodes (the only
+    place a schema column or DATABASE() may appear)."""
     approved: set[int] = set()
+    scoped = {**_INFO_SCHEMA_VIEWS, **SCOPED_VIEWS} if diagnostics else _INFO_SCHEMA_VIEWS
     for table in root.find_all(exp.Table):
         if not _is_info_schema(table) or isinstance(table.parent, exp.Describe):
             continue
-        column = _INFO_SCHEMA_VIEWS.get(table.name.upper())
-        if column is None:
+        view = table.name.upper()
+        column = scoped.get(view)
+        if column is None and not (diagnostics and view in ANCHORED_VIEWS):
             raise _refuse(f"information_schema.{table.name} is not allowed")
         select = table.parent.parent if isinstance(table.parent, exp.From | exp.Join) else None
         if not isinstance(select, exp.Select):
@@ -448,6 +512,9 @@ def _info_schema_filters(root: exp.Expr) -> set[int]:
         sources = [j.this for j in select.args.get("joins") or []] + [
             f.this for f in [select.args.get("from_")] if f is not None
         ]
+        if column is None:
+            _anchored(table, select, sources, _conjuncts(select.args.get("where")))
+            continue
         ref = table.alias_or_name
         found = None
         for conjunct in _conjuncts(select.args.get("where")):
@@ -592,16 +659,75 @@ def _check_table_function(node: exp.Expr) -> int:
     return 1
 
 
+def _reads_diagnostics(target: exp.Expr, diagnostics: bool) -> bool:
+    views = set(SCOPED_VIEWS) | set(ANCHORED_VIEWS)
+    return diagnostics and any(
+        _is_info_schema(t) and t.name.upper() in views for t in target.find_all(exp.Table)
+    )
+
+
+def _cleaned_column(node: exp.Column, target: exp.Expr) -> tuple[int, str]:
+    """A statement or lock-table column of a diagnostic view may only be a plain column of the
+    top SELECT's list, not aliased: anywhere else (a function, WHERE, ORDER BY, a subquery, a
+    UNION, an alias HAVING or ORDER BY could name) its raw text could be tested or turned so
+    that its cleaning misses it."""
+    if isinstance(target, exp.Select) and node.parent is target and node.arg_key == "expressions":
+        for clause in ("order", "group"):
+            items = target.args.get(clause)
+            for item in items.expressions if items is not None else []:
+                # A position may be written `2`, `(2)` or `?` (bound as 2 by the driver): an
+                # item must name a column to be read as anything but a position.
+                if item.find(exp.Column) is None:
+                    raise _refuse(
+                        "with a statement column selected, ORDER BY and GROUP BY name "
+                        "columns, not positions"
+                    )
+        # By identity: `list.index` compares sqlglot nodes by value, so a column selected
+        # twice (`SELECT INFO, ID, INFO`) would mark its first place twice, its second never.
+        position = next(i for i, e in enumerate(target.expressions) if e is node)
+        return position, CLEANED_COLUMNS[node.name.upper()]
+    raise _refuse(
+        f"information_schema column {node.name.upper()} may only be selected as a plain, "
+        "unaliased column of the outer SELECT (not in a condition, function, ORDER BY or "
+        "subquery)"
+    )
+
+
+def _check_diagnostic_node(node: exp.Expr) -> None:
+    """Names of hidden or cleaned columns appear only as columns (checked on their own), never
+    as an alias, a derived table's column list or a USING list; NATURAL joins (implicit
+    equalities on same-named columns) are refused."""
+    if isinstance(node, exp.Join) and (
+        node.args.get("using") or str(node.args.get("method") or "").upper() == "NATURAL"
+    ):
+        raise _refuse("NATURAL JOIN and USING are refused with diagnostic views; write ON/WHERE")
+    if isinstance(node, exp.Identifier) and not isinstance(node.parent, exp.Column | exp.Table):
+        upper = node.name.upper()
+        if upper in HIDDEN_COLUMNS or upper in CLEANED_COLUMNS:
+            raise _refuse(f"the name {upper} is reserved for a diagnostic view's column")
+
+
 def _check_tree(
-    target: exp.Expr, schema: str | None, sql: str, table_functions: int
-) -> tuple[str, ...]:
+    target: exp.Expr,
+    schema: str | None,
+    sql: str,
+    table_functions: int,
+    diagnostics: bool = False,
+) -> tuple[tuple[str, ...], tuple[tuple[int, str], ...]]:
     tables: set[str] = set()
     found_table_functions = 0
-    approved = _info_schema_filters(target)
+    approved = _info_schema_filters(target, diagnostics)
     reads_info_schema = any(_is_info_schema(t) for t in target.find_all(exp.Table))
+    diagnostic = _reads_diagnostics(target, diagnostics)
+    hidden = _INFO_SCHEMA_HIDDEN | HIDDEN_COLUMNS if diagnostic else _INFO_SCHEMA_HIDDEN
+    cleaned: list[tuple[int, str]] = []
     for node in target.walk():
         if id(node) in approved:
             continue
+        if diagnostic:
+            _check_diagnostic_node(node)
+            if isinstance(node, exp.Column) and node.name.upper() in CLEANED_COLUMNS:
+                cleaned.append(_cleaned_column(node, target))
         if isinstance(node, _FORBIDDEN_NODES):
             raise _refuse(f"{node.key.upper()} is not allowed in a read-only query")
         if isinstance(node, exp.Placeholder) and node.args.get("this"):
@@ -615,18 +741,18 @@ def _check_tree(
             upper = node.name.upper()
             if not node.table and not node.this.quoted and upper in _BARE_ACCOUNT_KEYWORDS:
                 raise _refuse(f"{upper} is not allowed")
-            if reads_info_schema and upper in _INFO_SCHEMA_HIDDEN:
+            if reads_info_schema and upper in hidden:
                 raise _refuse(f"information_schema column {upper} is not readable")
         if reads_info_schema and isinstance(node, exp.Alias | exp.TableAlias):
-            if node.alias.upper() in _INFO_SCHEMA_HIDDEN:
+            if node.alias.upper() in hidden:
                 raise _refuse(f"the alias {node.alias} is not allowed")
         if isinstance(node, exp.Table | exp.Column):
-            table = _check_table(node, schema)
+            table = _check_table(node, schema, diagnostics)
             if table and isinstance(node.this, exp.Identifier):
                 tables.add(table)
     if found_table_functions != table_functions:
         raise _refuse("the statement is ambiguous to parse")
-    return tuple(sorted(tables))
+    return tuple(sorted(tables)), tuple(sorted(cleaned))
 
 
 # `DESCRIBE t col` / `DESCRIBE t 'pat%'`: sqlglot does not parse the column part, so the table
@@ -638,14 +764,19 @@ _DESCRIBE_COLUMN: Final = re.compile(
 )
 
 
-def guard_sql(sql: str, params: list[Param], *, schema: str | None = None) -> GuardedQuery:
+def guard_sql(
+    sql: str, params: list[Param], *, schema: str | None = None, diagnostics: bool = False
+) -> GuardedQuery:
     """Accept one read-only SELECT with `?` placeholders or raise `SourceError`
     (`FORBIDDEN_QUERY` for the text, `SCHEMA` for the params). `schema` is the data source's
     database: the only qualifier a table may carry (besides a few information_schema views,
-    read only for that schema)."""
+    read only for that schema). `diagnostics` (the operator's opt-in per data source) adds the
+    server diagnostic views of `diagnostics.py`, scoped to this data source's sessions."""
     column = _DESCRIBE_COLUMN.fullmatch(sql)
     if column is not None:  # DESCRIBE t col: the table checked as `DESCRIBE t`, run as written
-        table_only = guard_sql(f"DESCRIBE {column.group(1)}", params, schema=schema)
+        table_only = guard_sql(
+            f"DESCRIBE {column.group(1)}", params, schema=schema, diagnostics=diagnostics
+        )
         text = sql.strip().rstrip(";").rstrip().replace("%", "%%")  # driver text (no `?`)
         return GuardedQuery(
             text=text, params=table_only.params, kind="describe", tables=table_only.tables
@@ -659,6 +790,16 @@ def guard_sql(sql: str, params: list[Param], *, schema: str | None = None) -> Gu
     text = _statement_text(sql, scan)
     values = _check_params(params, len(scan.placeholders))
     table_functions = _check_call_tokens(tokens)
-    kind, target = _root_kind(_parse(sql, tokens))
-    tables = _check_tree(target, schema, sql, table_functions)
-    return GuardedQuery(text=text, params=values, kind=kind, tables=tables)
+    root = _parse(sql, tokens)
+    hint = show_hint(sql) if diagnostics and isinstance(root, exp.Show) else None
+    if hint is not None:
+        raise _refuse(f"only SELECT is allowed, not SHOW; this reads the same: {hint}")
+    kind, target = _root_kind(root)
+    tables, cleaned = _check_tree(target, schema, sql, table_functions, diagnostics)
+    return GuardedQuery(
+        text=text,
+        params=values,
+        kind=kind,
+        tables=tables,
+        cleaned=cleaned if kind == "select" else (),
+    )
