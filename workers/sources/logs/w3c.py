@@ -6,8 +6,9 @@ and may change mid-file (IIS writes a new header when it restarts); a data line 
 number of columns is not in the format. Values are separated by spaces (IIS, which writes a
 space inside a value as `+`) or by tabs (CloudFront); `-` is empty. Times are UTC by the spec
 (`date` and `time`, or `time` and the `#Date:` directive's day): the topic's zone is not used.
-Without a `date` column, a time more than 12 hours before the line before it is on the next
-day (a file that goes on past midnight without a new header); a new `#Date:` is the day again.
+Without a `date` column, a time more than 12 hours before the line before it (the first
+line: the `#Date:` directive's time) is on the next day (a file that goes on past midnight
+without a new header, a header written just before it); a new `#Date:` is the day again.
 
 Columns become fields: those of an access log under the access formats' names (`c-ip` is
 `client`, `sc-status` `http_status`, `cs-uri-stem` `uri`, `time-taken` `duration_ms`, ...,
@@ -122,7 +123,10 @@ class W3c:
                 self.millis = "microsoft" in value.lower()
             case "date" if _DATE.match(value.strip()):
                 self.day = value.strip()[:10]
-                self.days_on, self.last_ms = 0, None
+                # the header's own time is the line before the first (a header at 23:59:50,
+                # its first line at 00:00:05: the next day's)
+                clock = value.strip()[10:].strip()
+                self.days_on, self.last_ms = 0, _epoch(self.day, clock) if clock else None
 
     def _use(self, columns: tuple[str, ...]) -> None:
         self.columns, self.names = columns, tuple(_field_of(c, self.ours) for c in columns)
