@@ -320,9 +320,25 @@ def without_cut_url_password(text: str) -> str:
     return text[: len(text) - len(word) + found.end()] + MASK
 
 
+# A value that is an authority with a password and no scheme (`admin:pw@api.local:8443`, an
+# HTTP request's Host or :authority as a proxy logs it; the host a name or an IPv6 literal,
+# a numeric port: `nginx:1.25@sha256:...`, an image, is none; the password to the last `@`,
+# given back one character at a time, each tried at an `@` only: linear): the URL rule
+# wants `://`.
+_AUTHORITY: Final = re.compile(
+    r"([^\s:/@]{1,256}:)[^\s/]+(?=@(?:[\w.-]++|\[[0-9A-Fa-f:.]++\])(?::\d{1,5})?$)"
+)
+
+
+def _without_authority_password(value: str) -> str:
+    found = _AUTHORITY.match(value)
+    return value if found is None else found.group(1) + MASK + value[found.end() :]
+
+
 def mask_fields(fields: dict[str, JsonScalar]) -> None:
     """Mask a record's field values in place: a value under a secret's name whole (a number
-    too: a PIN), unless a prose word or a yes/no; any other text by `without_log_secrets`."""
+    too: a PIN), unless a prose word or a yes/no; any other text by `without_log_secrets`,
+    and the password of an authority that is the whole value (`user:***@host`)."""
     names = _NAMES
     for name, value in fields.items():
         secret = names.get(name)  # (inlined: a call per field costs more than the rest)
@@ -330,7 +346,8 @@ def mask_fields(fields: dict[str, JsonScalar]) -> None:
             secret = log_secret_name(name)
         if not secret:
             if type(value) is str:
-                fields[name] = without_log_secrets(value)
+                value = without_log_secrets(value)
+                fields[name] = _without_authority_password(value) if "@" in value else value
         elif type(value) is str:
             if len(value) > SHOWN_MAX or not _shown_in_log(name, value):
                 fields[name] = MASK
