@@ -300,3 +300,42 @@ def test_an_authoritys_password_is_found_in_linear_time(unit: str) -> None:
 
     quarter, whole = seconds(250_000 // len(unit)), seconds(1_000_000 // len(unit))
     assert whole < 8 * quarter + 0.3, (quarter, whole)
+
+
+# An app's own JSON record that happens to hold keys of Istio's (`response_code`, `path`,
+# `start_time`: a request it logs) was read as Istio's access log: its time became the
+# request's start (a day early: the record left the window), its level the status's (an
+# ERROR shown INFO: `level:error` missed it), its message the request line, its own `uri`
+# overwritten by `path`
+APP_RECORDS = [
+    {
+        "ts": "2026-12-04T15:50:00Z", "severity": "ERROR", "msg": "db write failed",
+        "response_code": 200, "path": "/x", "start_time": "2026-12-04T15:49:59Z",
+    },
+    {
+        "time": "2026-12-04T15:50:01Z", "lvl": "error", "message": "upstream failed",
+        "response_code": 200, "path": "/y", "uri": "/real", "start_time": "2026-12-03T08:00:00Z",
+    },
+    {
+        "@timestamp": "2026-12-04T15:50:02Z", "log.level": "error", "message": "boom",
+        "response_code": "200", "response_flags": "-", "start_time": "2026-12-04T15:49:00Z",
+    },
+]  # fmt: skip
+
+
+def test_an_apps_json_record_with_istios_keys_keeps_its_own_time_level_and_message(
+    tmp_path: Path,
+) -> None:
+    import json
+
+    text = "".join(json.dumps(r) + "\n" for r in APP_RECORDS)
+    found = search_written(tmp_path, "jsonl", text, "level:error", now=NOW)
+    assert found.match_count == 3
+    assert sorted(r.message for r in found.records) == [
+        "boom", "db write failed", "upstream failed",
+    ]  # fmt: skip
+    assert sorted(r.timestamp for r in found.records) == [
+        "2026-12-04T15:50:00.000Z", "2026-12-04T15:50:01.000Z", "2026-12-04T15:50:02.000Z",
+    ]  # fmt: skip
+    (second,) = [r for r in found.records if r.message == "upstream failed"]
+    assert second.fields["uri"] == "/real" and second.fields["path"] == "/y"
