@@ -294,3 +294,23 @@ async def test_the_shown_text_is_matched_alike_on_file_and_clickhouse(
     for found in (on_file, on_clickhouse):
         assert _messages(found) == messages, found.source_kind
         assert found.match_count == len(messages), found.source_kind
+
+
+@pytest.mark.parametrize(
+    ("query", "count"),
+    [("service:payments", 1), ("payments", 1), ("service:pay", 1), ("level:ERROR", 1)],
+)
+async def test_a_service_name_with_hidden_text_is_matched_as_shown_on_both(
+    tmp_path: Path, query: str, count: int
+) -> None:
+    # a service's name holding a colour code and a zero-width character is shown `payments` on
+    # both; CLICKHOUSE matched it as shown, FILE looked at a hidden character in the message
+    # and the fields only: `service:payments` and `payments` found nothing there
+    service, level = "\x1b[32mpay\u200bments\x1b[0m", "\x1b[31mERROR\x1b[0m"
+    line = {"ts": "2026-12-04T15:40:00Z", "level": level, "service": service, "msg": "charge"}
+    (tmp_path / "app.jsonl").write_text(json.dumps(line) + "\n")
+    on_file = search(file_source(tmp_path, "jsonl", ["app.jsonl"], now=NOW), query, 60)
+    on_clickhouse = await fetch(source_for(make_table([row(10, level, service, "charge")])), query)
+    for found in (on_file, on_clickhouse):
+        assert found.match_count == count, found.source_kind
+        assert [r.service for r in found.records] == ["payments"] * count
