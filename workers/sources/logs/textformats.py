@@ -315,7 +315,7 @@ def make_text_parser(
     if fmt == "w3c":
         from workers.sources.logs.w3c import W3c
 
-        return W3c(fields or {}, service)
+        return W3c(fields or {}, service, now_ms)
     if fmt == "postgresql_csv":
         from workers.sources.logs.csvlog import CsvLog
 
