@@ -96,6 +96,25 @@ LEAKS = [
     ("password\x1b(B\x1b[m=S3cret ok", "password=*** ok"),  # `tput sgr0`
     ("password\x1b]0;build\x07=S3cret ok", "password=*** ok"),
     ("token\x1b]8;;https://x\x1b\\=S3cret ok", "token=*** ok"),  # a hyperlink, ST-ended
+    # Erlang terms in RabbitMQ's crash reports (rabbitmq-server issues 1837, 3210, 3803)
+    (
+        '{amqp_params_network,<<"shovel">>,<<"S3cretPw1">>,<<"/">>,"host-1",5672}',
+        '{amqp_params_network,<<"shovel">>,<<"***">>,<<"/">>,"host-1",5672}',
+    ),
+    (
+        'amqp_params_network,<<"user1">>,\n        <<"S3cretPw1">>,<<"/">>,',
+        'amqp_params_network,<<"user1">>,\n        <<"***">>,<<"/">>,',
+    ),
+    (
+        '{keyfile,"/etc/rabbitmq/key.pem"},{password,"S3cretabcdefgh"},{verify,verify_peer}',
+        '{keyfile,"/etc/rabbitmq/key.pem"},{password,"***"},{verify,verify_peer}',
+    ),
+    (
+        '[{default_pass,<<"S3cretPw1">>},{default_user,<<"guest">>}]',
+        '[{default_pass,<<"***">>},{default_user,<<"guest">>}]',
+    ),
+    ('{<<"password">>,<<"S3cretPw1">>}', '{<<"password">>,<<"***">>}'),
+    ("{password, 'S3cretPw1'}", "{password, '***'}"),
 ]
 
 KEPT = [
@@ -118,6 +137,7 @@ KEPT = [
     "mongosh -u app -p --port 27017",  # `-p` alone prompts
     "sqlcmd -S db -p -Q 'select 1'",  # sqlcmd's `-p` prints statistics
     "a lone ESC \x1b] with no end stays",
+    '{token,"expired"},{verify,verify_peer},{password,""}',  # prose, an atom, nothing
 ]
 
 
@@ -198,6 +218,8 @@ def test_mock_masks_them_as_the_others(text: str, masked: str) -> None:
         ("authorization: apikey ", 45_000), ("password%3D", 90_000),
         ("sshpass '-f', 'x', ", 60_000), ("%3Dghp_", 140_000),
         ("x%3DeyJabcdefghij.", 50_000), ("authorization: x " + "a=" * 30, 15_000),
+        ('{password,"', 100_000), ("{password,'", 100_000), ('{<<"password">>,<<"', 50_000),
+        ('amqp_params_network,<<"u">>,<<"', 30_000), ("{a,", 300_000),
     ],
 )  # fmt: skip
 def test_the_new_rules_are_linear_on_a_1mb_line(unit: str, count: int) -> None:

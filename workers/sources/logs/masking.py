@@ -235,6 +235,28 @@ def _sql_literal(found: re.Match[str]) -> str:
     return found.group(1) + found.group(2) + MASK
 
 
+# Erlang terms as RabbitMQ's crash reports print them (its issues 1837, 3210, 3803): a pair
+# `{password,"..."}`, `{default_pass,<<"...">>}`, `{<<"password">>,<<"...">>}` whose name is
+# a secret's, and the Erlang AMQP client's parameters, `{amqp_params_network,<<"user">>,
+# <<"password">>,...}` (the password second, maybe on the next line). Possessive: linear.
+_ERLANG_PAIR: Final = re.compile(
+    r"""\{\s*+(?:<<"([^"\\]{1,64}+)">>|'?([A-Za-z]\w{0,63}+)'?)\s*+,\s*+"""
+    r"""(?:(<<"|")((?:[^"\\]|\\.)*+)|(')((?:[^'\\]|\\.)*+))"""
+)
+_AMQP_PARAMS: Final = re.compile(
+    r"""(amqp_params_(?:network|direct)\s*+,\s*+<<"(?:[^"\\]|\\.)*+">>\s*+,\s*+<<")"""
+    r"""(?:[^"\\]|\\.)*+"""
+)
+
+
+def _erlang_pair(found: re.Match[str]) -> str:
+    opening = 3 if found.group(3) is not None else 5  # a binary or a string, or an atom
+    name, value = found.group(1) or found.group(2), found.group(opening + 1)
+    if not value or not log_secret_name(name) or _shown_in_log(name, value):
+        return found.group()
+    return found.string[found.start() : found.end(opening)] + MASK
+
+
 def without_log_secrets(text: str) -> str:
     """A log record's text (its message, a field's value) with every private key, URL
     password, HTTP credential, password in SQL and value under a secret's name
@@ -257,6 +279,8 @@ def without_log_secrets(text: str) -> str:
         cjk = False
     if "@" in text or "%40" in text:
         text = without_url_password(text)
+    if "amqp_params_" in text:  # (no secret's name in it: before the test for one below)
+        text = _AMQP_PARAMS.sub(lambda found: found.group(1) + MASK, text)
     if len(text) >= 15:  # `tokens.may_hold_platform_token`, `may_hold_api_key`, inlined
         if (
             "eyJ" in text or "IA" in text or "gh" in text or "xox" in text
@@ -295,6 +319,8 @@ def without_log_secrets(text: str) -> str:
         or "-auth" in low
     ):  # fmt: skip
         text = without_header_pairs(text, log_secret_name, _shown)
+    if "{" in text and ("," in text):
+        text = _ERLANG_PAIR.sub(_erlang_pair, text)
     return without_named_values(text, log_secret_name, _shown_in_log)
 
 
