@@ -319,7 +319,7 @@ def without_log_secrets(text: str) -> str:
         or "-auth" in low
     ):  # fmt: skip
         text = without_header_pairs(text, log_secret_name, _shown)
-    if "{" in text and ("," in text):
+    if "{" in text and "," in text:  # (an Erlang tuple)
         text = _ERLANG_PAIR.sub(_erlang_pair, text)
     return without_named_values(text, log_secret_name, _shown_in_log)
 
