@@ -115,6 +115,14 @@ LEAKS = [
     ),
     ('{<<"password">>,<<"S3cretPw1">>}', '{<<"password">>,<<"***">>}'),
     ("{password, 'S3cretPw1'}", "{password, '***'}"),
+    # an authority with a password and no scheme, a word of its own: an Envoy line not in
+    # the format (matched as text), a Host header, a connection string
+    (
+        '[x] "GET / HTTP/1.1" 200 "admin:S3cretPw1@api.local" "10.0.0.2:80"',
+        '[x] "GET / HTTP/1.1" 200 "admin:***@api.local" "10.0.0.2:80"',
+    ),
+    ("connecting as app:S3cretPw1@db-1:5432 failed", "connecting as app:***@db-1:5432 failed"),
+    ("host=admin:S3cretPw1@10.0.0.5", "host=admin:***@10.0.0.5"),
 ]
 
 KEPT = [
@@ -138,6 +146,9 @@ KEPT = [
     "sqlcmd -S db -p -Q 'select 1'",  # sqlcmd's `-p` prints statistics
     "a lone ESC \x1b] with no end stays",
     '{token,"expired"},{verify,verify_peer},{password,""}',  # prose, an atom, nothing
+    # an address, a SIP or mail URI, an image's digest, a git remote, an Erlang node
+    "mail to mailto:bob@example.com or sip:alice@atlanta.example.com",
+    "pulled nginx:1.25@sha256:0123abcd from git@github.com:org/repo.git on rabbit@node-1",
 ]
 
 
@@ -220,6 +231,7 @@ def test_mock_masks_them_as_the_others(text: str, masked: str) -> None:
         ("x%3DeyJabcdefghij.", 50_000), ("authorization: x " + "a=" * 30, 15_000),
         ('{password,"', 100_000), ("{password,'", 100_000), ('{<<"password">>,<<"', 50_000),
         ('amqp_params_network,<<"u">>,<<"', 30_000), ("{a,", 300_000),
+        ("a:b@", 250_000), (" a:b@c", 150_000), ("a:" + "b" * 200 + "@", 5_000), ("a" * 300 + ":@", 3_000),
     ],
 )  # fmt: skip
 def test_the_new_rules_are_linear_on_a_1mb_line(unit: str, count: int) -> None:

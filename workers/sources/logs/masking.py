@@ -249,6 +249,19 @@ _AMQP_PARAMS: Final = re.compile(
 )
 
 
+# A word that is an authority with a password and no scheme (`app:***@db-1:5432`, a quoted
+# `"admin:***@api.local"`: a Host header, an Envoy line read as text, a connection string):
+# it starts after a space, a quote, `=`, `(`, `[` or `<`, and neither its user nor its
+# password holds one of them (each is read to the next start at most: linear); a URI of a
+# scheme without `//` (`mailto:`, `sip:`) is an address, an image's `name:tag@sha256:...`
+# no host and port. (A password holding such a character or an `@` is masked only as a
+# field's whole value, `_AUTHORITY`.)
+_WORD_AUTHORITY: Final = re.compile(
+    r"(?<![^\s\"'=(\[<])(?!(?:mailto|sips?|tel|xmpp):)([^\s:/@\"'=(\[<>)\],]{1,64}+:)"
+    r"[^\s/@\"'=(\[<]++(?=@[\w.-]++(?::\d{1,5}+)?+(?![^\s\"'),\]>;]))"
+)
+
+
 def _erlang_pair(found: re.Match[str]) -> str:
     opening = 3 if found.group(3) is not None else 5  # a binary or a string, or an atom
     name, value = found.group(1) or found.group(2), found.group(opening + 1)
@@ -279,6 +292,8 @@ def without_log_secrets(text: str) -> str:
         cjk = False
     if "@" in text or "%40" in text:
         text = without_url_password(text)
+        if ":" in text:
+            text = _WORD_AUTHORITY.sub(lambda found: found.group(1) + MASK, text)
     if "amqp_params_" in text:  # (no secret's name in it: before the test for one below)
         text = _AMQP_PARAMS.sub(lambda found: found.group(1) + MASK, text)
     if len(text) >= 15:  # `tokens.may_hold_platform_token`, `may_hold_api_key`, inlined
