@@ -8,6 +8,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from pathlib import Path
 
+import pytest
 from logs_helpers import search_written
 
 NOW = datetime(2026, 12, 5, 9, 0, tzinfo=UTC).timestamp()
@@ -37,3 +38,31 @@ def test_a_rabbitmq_event_past_the_join_bound_goes_on_as_records(tmp_path: Path)
     assert found.match_count == 2
     late = search_written(tmp_path, "plain", text, '"line 1400"', now=NOW)
     assert late.match_count == 1 and late.records[0].level == "ERROR"
+
+
+FAKE_AND_REAL = {  # a user's text logged as it came (a traceback and an exception), then
+    # 1,200 real records of the format, each an error, with lines of no record between them
+    "plain": (
+        "2026-12-05 08:40:00 INFO user said: Traceback (most recent call last):\nValueError: x\n",
+        "2026-12-05 08:50:00 ERROR real failure {i}\nunstamped line {i}\n",
+    ),
+    "log4j": (
+        "2026-12-05 08:40:00,000 INFO [main] app - user said:\n"
+        "Traceback (most recent call last):\nValueError: x\n",
+        "2026-12-05 08:50:00,000 ERROR [main] app - real failure {i}\nunstamped line {i}\n",
+    ),
+    "syslog": (
+        "<14>Dec  5 08:40:00 web app[1]: user said: Traceback (most recent call last):\n"
+        "ValueError: x\n",
+        "<11>Dec  5 08:50:00 web app[1]: real failure {i}\n",
+    ),
+}
+
+
+@pytest.mark.parametrize("fmt", sorted(FAKE_AND_REAL))
+def test_a_fake_exception_takes_no_real_record_into_its_message(tmp_path: Path, fmt: str) -> None:
+    fake, real = FAKE_AND_REAL[fmt]
+    text = fake + "".join(real.format(i=i) for i in range(1200))
+    found = search_written(tmp_path, fmt, text, "level:error failure", now=NOW)
+    assert found.match_count == 1200
+    assert all(r.message.startswith("real failure") for r in found.records)
