@@ -238,3 +238,104 @@ def test_an_istio_json_format_of_strings_is_read_too(tmp_path: Path) -> None:
     assert record.level == "ERROR" and record.fields["http_status"] == 504
     assert record.fields["bytes"] == 24 and "upstream_time_ms" not in record.fields
     assert record.message == "GET /api/stock HTTP/1.1 504 UT upstream_response_timeout"
+
+
+# A client that sends its credentials in the Host header (`curl http://admin:pw@api/` through
+# a proxy that keeps them, a hand-written `Host: admin:pw@api.local`): Envoy logs :authority
+# as it came, with no scheme, so the URL rule never saw it (shown on FILE and CLICKHOUSE)
+CREDENTIAL = "Hunter2Authority"
+
+
+@pytest.mark.parametrize(
+    ("authority", "shown"),
+    [
+        (f"admin:{CREDENTIAL}@api.local", "admin:***@api.local"),
+        (f"admin:{CREDENTIAL}@api.local:8443", "admin:***@api.local:8443"),
+        (f"admin:{CREDENTIAL}@[::1]:80", "admin:***@[::1]:80"),
+        (f"admin:{CREDENTIAL}@x@api.local", "admin:***@api.local"),  # an `@` unencoded
+        ("api.local:8443", "api.local:8443"),
+        ("nginx:1.25@sha256:0123abcd", "nginx:1.25@sha256:0123abcd"),  # an image, no secret
+    ],
+)
+async def test_credentials_in_an_authority_are_masked_on_file_and_clickhouse(
+    tmp_path: Path, authority: str, shown: str
+) -> None:
+    import json
+
+    from test_logs_clickhouse import fetch, make_table, row, source_for
+
+    text = (
+        f'[2026-12-04T15:40:00.120Z] "GET /a HTTP/1.1" 503 UH 0 19 0 - "10.1.2.3" "curl/8.5.0" '
+        f'"5f0c7a52" "{authority}" "-"\n'
+    )
+    istio = {
+        "start_time": "2026-12-04T15:40:01.000Z", "method": "GET", "path": "/b",
+        "protocol": "HTTP/1.1", "response_code": 503, "response_flags": "UH",
+        "authority": authority,
+    }  # fmt: skip
+    (tmp_path / "text").mkdir()
+    (tmp_path / "json").mkdir()
+    on_text = search_written(tmp_path / "text", "envoy", text, "http_status:503", now=NOW)
+    istio_line = json.dumps(istio) + "\n"
+    on_json = search_written(tmp_path / "json", "jsonl", istio_line, "http_status:503", now=NOW)
+    table = make_table([row(10, "ERROR", "api", "GET /c 503", authority=authority)])
+    on_clickhouse = await fetch(source_for(table), "")
+    for found in (on_text, on_json, on_clickhouse):
+        assert found.match_count == 1
+        assert found.records[0].fields["authority"] == shown, found.source_kind
+    secret = await fetch(source_for(table), CREDENTIAL)
+    assert secret.match_count == 0 and not secret.records
+
+
+@pytest.mark.serial
+@pytest.mark.parametrize("unit", ["@", "@x", "@-.", "a:b@"])
+def test_an_authoritys_password_is_found_in_linear_time(unit: str) -> None:
+    from logs_helpers import cpu_seconds
+
+    from workers.sources.logs.masking import mask_fields
+
+    def seconds(count: int) -> float:
+        value = "admin:" + unit * count + "!"
+        return cpu_seconds(lambda: mask_fields({"authority": value}))
+
+    quarter, whole = seconds(250_000 // len(unit)), seconds(1_000_000 // len(unit))
+    assert whole < 8 * quarter + 0.3, (quarter, whole)
+
+
+# An app's own JSON record that happens to hold keys of Istio's (`response_code`, `path`,
+# `start_time`: a request it logs) was read as Istio's access log: its time became the
+# request's start (a day early: the record left the window), its level the status's (an
+# ERROR shown INFO: `level:error` missed it), its message the request line, its own `uri`
+# overwritten by `path`
+APP_RECORDS = [
+    {
+        "ts": "2026-12-04T15:50:00Z", "severity": "ERROR", "msg": "db write failed",
+        "response_code": 200, "path": "/x", "start_time": "2026-12-04T15:49:59Z",
+    },
+    {
+        "time": "2026-12-04T15:50:01Z", "lvl": "error", "message": "upstream failed",
+        "response_code": 200, "path": "/y", "uri": "/real", "start_time": "2026-12-03T08:00:00Z",
+    },
+    {
+        "@timestamp": "2026-12-04T15:50:02Z", "log.level": "error", "message": "boom",
+        "response_code": "200", "response_flags": "-", "start_time": "2026-12-04T15:49:00Z",
+    },
+]  # fmt: skip
+
+
+def test_an_apps_json_record_with_istios_keys_keeps_its_own_time_level_and_message(
+    tmp_path: Path,
+) -> None:
+    import json
+
+    text = "".join(json.dumps(r) + "\n" for r in APP_RECORDS)
+    found = search_written(tmp_path, "jsonl", text, "level:error", now=NOW)
+    assert found.match_count == 3
+    assert sorted(r.message for r in found.records) == [
+        "boom", "db write failed", "upstream failed",
+    ]  # fmt: skip
+    assert sorted(r.timestamp for r in found.records) == [
+        "2026-12-04T15:50:00.000Z", "2026-12-04T15:50:01.000Z", "2026-12-04T15:50:02.000Z",
+    ]  # fmt: skip
+    (second,) = [r for r in found.records if r.message == "upstream failed"]
+    assert second.fields["uri"] == "/real" and second.fields["path"] == "/y"

@@ -277,6 +277,28 @@ _NEW_FORMATS_HOSTILE = {  # a hostile file of the newer formats at size n
             + "\n"
         ],
     ),
+    "rabbitmq event of n lines of one stamp and pid": (
+        "plain",
+        lambda n: [
+            f"2026-12-05 08:46:08.459123+00:00 [error] <0.705.0>  line {i}\n" for i in range(n)
+        ],
+    ),
+    "container line of a python level then n spaces": (
+        "cri",
+        lambda n: ["2026-12-04T10:00:00.000000000Z stdout F INFO:" + " " * n + "\n"],
+    ),
+    "container line of an envoy request never closed": (
+        "cri",
+        lambda n: [
+            '2026-12-04T10:00:00.000000000Z stdout F [2026-12-04T10:00:00.000Z] "GET /'
+            + 'a\\" ' * n
+            + "\n"
+        ],
+    ),
+    "istio failure reason never closed": (
+        "envoy",
+        lambda n: ['[2026-12-04T10:00:00.000Z] "GET / HTTP/1.1" 200 UH a b "' + 'x\\"' * n + "\n"],
+    ),
     "envoy line of n quoted values": (
         "envoy",
         lambda n: ['[2026-12-04T10:00:00.000Z] "GET / HTTP/1.1" 200 - 0 0 1 -' + ' "-"' * n + "\n"],
@@ -303,3 +325,22 @@ def test_the_newer_formats_read_a_hostile_file_in_linear_time(case: str) -> None
         return cpu_seconds(read)
 
     assert best(40_000) / best(10_000) < 8  # linear is 4; quadratic 16
+
+
+@pytest.mark.serial
+@pytest.mark.parametrize("unit", ["\x1b]0;" + "a" * 20, "\x1b[1;", "a\u200b", "\x1b]0;a\x07"])
+def test_clickhouse_takes_hidden_text_out_of_a_1mb_body_in_linear_time(unit: str) -> None:
+    # the WHERE clause's `replaceRegexpAll` (RE2) over a Body of many escape sequences, OSCs
+    # never ended, zero-width characters
+    from logs_helpers import chdb_client
+
+    from workers.sources.logs.clickhouse_sql import _HIDDEN_PATTERN
+
+    client = chdb_client()
+    sql = "SELECT length(replaceRegexpAll({b:String}, {p:String}, '')) FROM numbers(20)"
+
+    def best(count: int) -> float:
+        body = unit * count
+        return cpu_seconds(lambda: client.query(sql, {"b": body, "p": _HIDDEN_PATTERN}), 2)
+
+    assert best(1_000_000 // len(unit)) / best(250_000 // len(unit)) < 8  # linear is 4

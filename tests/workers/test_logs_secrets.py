@@ -443,15 +443,15 @@ def test_file_a_term_excluded_only_inside_a_secret_excludes_nothing(tmp_path: Pa
 
 
 def test_the_names_seen_are_kept_bounded() -> None:
-    from workers.sources.logs import masking
+    from workers.sources.logs import secret_names
 
     fields: dict[str, object] = {"x" * 300_000 + "_password": "S3cret", "k" * 300: "v"}
     for i in range(5_000):
         fields[f"name_{i}"] = i
     mask_fields(fields)  # type: ignore[arg-type]
     assert fields["x" * 300_000 + "_password"] == "***"
-    assert len(masking._NAMES) <= 4096
-    assert all(len(name) <= 200 for name in masking._NAMES)
+    assert len(secret_names.NAMES) <= 4096
+    assert all(len(name) <= 200 for name in secret_names.NAMES)
 
 
 @pytest.mark.parametrize(

@@ -316,3 +316,17 @@ def test_a_lowercase_word_after_a_cut_traceback_is_no_exception_of_it(tmp_path: 
     crashed = next(r for r in every.records if "Traceback" in r.message)
     assert "done" not in crashed.message and "exception" not in crashed.fields
     assert crashed.level == "ERROR"  # before: 'done' joined it, its exception 'done'
+
+
+def test_every_line_the_format_reads_as_a_record_ends_an_exceptions_message(
+    tmp_path: Path,
+) -> None:
+    # a line a user wrote (`Traceback ...` then `ValueError: x`) opens an exception's message;
+    # RFC 5424 lines written without a PRI (`1 2026-...`) are records the parser reads, but
+    # were taken as the rest of that message: five real records counted as one
+    fake = [f"Dec 13 11:40:00 web1 app[1]: user said: {TRACEBACK[0]}", "ValueError: x"]
+    real = [f"1 2026-12-13T11:50:{i:02}Z web1 app 1 - - real failure {i}" for i in range(4)]
+    real.append(f"1 {int(NOW) - 60} web1 app 1 - - real failure 4")  # epoch seconds
+    write(tmp_path, [*fake, *real])
+    found = search(syslog(tmp_path), "failure")
+    assert found.match_count == 5 and found.unparsed_lines is msgspec.UNSET

@@ -266,3 +266,38 @@ def test_a_call_after_midnight_finds_the_lines_written_after_it(tmp_path: Path) 
     after_midnight = datetime(2026, 12, 5, 0, 10, tzinfo=UTC).timestamp()
     found = search_written(tmp_path, "w3c", text, "level:ERROR", now=after_midnight)
     assert found.match_count == 1 and found.records[0].timestamp == "2026-12-05T00:00:30.000Z"
+
+
+def test_the_first_line_after_a_header_written_before_midnight_is_the_next_day(
+    tmp_path: Path,
+) -> None:
+    # IIS writes a header when it starts (a recycle at 23:59:50): the first line after it,
+    # at 00:00:05, was dated on the header's day (a day early, out of the window of a call
+    # after midnight: `level:ERROR` found nothing); the header's own time is the line before
+    text = (
+        "#Date: 2026-12-04 23:59:50\n#Fields: time c-ip cs-method cs-uri-stem sc-status\n"
+        "00:00:05 10.0.0.1 GET /b 503\n00:00:06 10.0.0.1 GET /c 503\n"
+    )
+    after_midnight = datetime(2026, 12, 5, 0, 10, tzinfo=UTC).timestamp()
+    found = search_written(tmp_path, "w3c", text, "level:ERROR", now=after_midnight)
+    assert found.match_count == 2
+    assert sorted(r.timestamp for r in found.records) == [
+        "2026-12-05T00:00:05.000Z", "2026-12-05T00:00:06.000Z",
+    ]  # fmt: skip
+
+
+def test_one_line_of_a_later_time_does_not_move_the_lines_after_it_a_day_on(
+    tmp_path: Path,
+) -> None:
+    # without a `date` column, a line more than 12 hours after the one before (a clock that
+    # jumped, a request logged with its start hours earlier) made the next real line "the
+    # next day's": every line after it was dated a day on, in the future, out of the window
+    text = (
+        "#Date: 2026-12-04 08:00:00\n#Fields: time c-ip cs-method cs-uri-stem sc-status\n"
+        "10:00:00 10.0.0.1 GET /a 503\n23:30:00 10.0.0.1 GET /b 503\n"
+        "10:00:05 10.0.0.1 GET /c 503\n10:00:06 10.0.0.1 GET /d 503\n"
+    )
+    found = search_written(tmp_path, "w3c", text, "level:ERROR", now=NOW)  # 12:00 that day
+    assert sorted(r.timestamp for r in found.records) == [
+        "2026-12-04T10:00:00.000Z", "2026-12-04T10:00:05.000Z", "2026-12-04T10:00:06.000Z",
+    ]  # fmt: skip

@@ -69,19 +69,27 @@ __all__ = ["FORMAT_FIELDS", "FileLogSource"]
 
 
 def _hides_text(entry: Entry, named: frozenset[str] | None) -> bool:
-    """Whether a record's message or a field's value the query reads (`named`; None: every
-    one) holds what masking takes out (a colour code, a zero-width character): a term of its
-    shown text may not be in it as it is."""
+    """Whether a record's message, service, level or a field's value the query reads (`named`;
+    None: every one) holds what masking takes out (a colour code, a zero-width character): a
+    term of its shown text may not be in it as it is (CLICKHOUSE reads `ServiceName` and
+    `SeverityText` as shown too)."""
     if named is None:  # (every value: about 1 µs a record of 10 fields)
         values: Iterable[object] = entry.fields.values()
-        return hides_text(entry.message) or any(
-            isinstance(v, str) and hides_text(v) for v in values
-        )
+        return (
+            hides_text(entry.message) or hides_text(entry.service) or hides_text(entry.level)
+            or any(isinstance(v, str) and hides_text(v) for v in values)
+        )  # fmt: skip
     for name in named:  # (a loop: a generator's setup doubled the cost of one name)
-        value = entry.message if name == "message" else entry.fields.get(name)
+        if name in _OWN:  # (`records.entry_matches` reads these from the record itself)
+            value: object = getattr(entry, name)
+        else:
+            value = entry.fields.get(name)
         if isinstance(value, str) and hides_text(value):
             return True
     return False
+
+
+_OWN: Final = frozenset({"message", "service", "level"})
 
 
 def _text_only(query: ParsedQuery) -> bool:

@@ -52,6 +52,9 @@ LEVEL_KEYS: Final = (  # `@level`: HashiCorp's hclog JSON (Vault, Consul, Nomad)
 MESSAGE_KEYS: Final = (
     "message", "msg", "event", "Body", "@message", "log", "MESSAGE", "@m", "@mt",
 )  # fmt: skip
+# A record with any of them is an app's own, not Istio's JSON access log (which has none):
+# read as Istio's, an app's request record lost its time, level and message to the request's.
+_OWN_KEYS: Final = frozenset((*TIME_KEYS, *LEVEL_KEYS, *MESSAGE_KEYS))
 SERVICE_KEYS: Final = (
     "service", "service.name", "ServiceName", "app", "application", "name", "SYSLOG_IDENTIFIER",
     "_SYSTEMD_UNIT",
@@ -212,8 +215,8 @@ class _Mapped:
     def entry(self, flat: dict[str, Any]) -> Entry | None:
         if "time" not in self.fields and "kind" in flat:
             read_kube_audit(flat)  # the Kubernetes audit log's Events
-        elif "time" not in self.fields and "response_code" in flat:
-            read_envoy_json(flat)  # Istio's JSON access log
+        elif "time" not in self.fields and "response_code" in flat and _OWN_KEYS.isdisjoint(flat):
+            read_envoy_json(flat)  # Istio's JSON access log (an app's record keeps its own)
         time_key, when = self._pick(flat, "time", TIME_KEYS)
         if time_key == "instant.epochSecond" and _is_int(when):  # log4j2's JsonLayout
             nanos = flat.pop("instant.nanoOfSecond", 0)

@@ -26,7 +26,6 @@ from contracts.results import JsonScalar
 from workers.masking import (
     MASK,
     SHOWN_MAX,
-    password_name,
     without_named_values,
     without_url_password,
 )
@@ -43,6 +42,7 @@ from workers.sources.logs.secret_logins import (
     without_secret_literals,
     without_xml_secrets,
 )
+from workers.sources.logs.secret_names import NAMES, WORD, log_secret_name, secret_name, shown
 from workers.sources.logs.secret_objects import without_secret_objects
 from workers.sources.logs.secret_shapes import (
     may_hold_flag,
@@ -66,23 +66,6 @@ __all__ = [
     "without_private_keys", "without_secret_values", "without_secrets", "without_url_password",
 ]  # fmt: skip
 
-# A name that says its value is a secret: a password (`DB_PASSWORD`, `PGPASS`, `passwd`,
-# `DB_PWD`), a secret, a token, a credential (`CREDS`), a private or API key
-# (`STRIPE_API_KEY`, `ssh_key`, `key`), `auth` and `Authorization`, a cookie, a session's id or
-# key, a JWT, a DSN (Sentry's holds its key as the URL's user); a word only where it stands
-# alone, so `MONKEY`, `KEYSPACE`, `passenger`, `author` are not secrets; Azure's `AccountKey`
-# and `SharedAccessKey` (not `SharedAccessKeyName`); a name ending in Chinese or Japanese for a
-# password, a key, a token or a private key (`数据库密码`, `访问令牌`, `パスワード`; not
-# `密码错误`, "password wrong": the last word says).
-_SECRET_NAME: Final = re.compile(
-    r"pass(?:wd|word|phrase)?(?![a-z])|secret|token|credential|private|cookie"
-    r"|(?<![a-z])(?:api|access|ssh|signing|encryption|master|session)?[_.-]?key(?![a-z])"
-    r"|(?<![a-z])(?:auth|authori[sz]ation|authentication|pwd|creds?|jwt|dsn|bearer)(?![a-z])"
-    r"|(?<![a-z])session[_.-]?id(?![a-z])|(?<![a-z])session\Z|(?:account|sharedaccess)key(?![a-z])"
-    r"|(?<![a-z])(?:amz|goog)[_.-]?signature(?![a-z])"
-    r"|(?:密码|口令|密钥|令牌|私钥|パスワード|トークン)\Z",
-    re.IGNORECASE,
-)
 # Inside a value: `name=value` or `name: value` under a secret's name (`-Dx.password=...`, a
 # connection string's `Password=...;`, a header `X-Api-Key: ...`, quoted names and values:
 # `workers.masking.without_named_values`), and an HTTP credential (`Bearer ...`, `Basic ...`).
@@ -115,87 +98,6 @@ def without_secret_values(text: str) -> str:
     return without_named_values(text, secret_name)
 
 
-def secret_name(name: str) -> bool:
-    """Whether a key names a secret (its value is then never shown)."""
-    return _SECRET_NAME.search(without_invisible(name)) is not None
-
-
-# A log message's names of a secret: `secret_name` less the names of what is no secret but
-# figures about one (`token_count`, `max_tokens`, `key_id`, `token_url`: the last word says)
-# and the keys of a store (a cache's `key=user:42`, `partition_key`, `cacheKey`): a
-# `password_file` names where a password is, a `secret_name` which one. A session's id is a
-# credential: it stays a secret.
-_WORDS: Final = re.compile(r"[_.\-\s]+|(?<=[a-z0-9])(?=[A-Z])")
-_FIGURE_WORDS: Final = frozenset(
-    "count counts num number len length size limit limits usage used total type kind ttl "
-    "expiry expires exp expiration in id ids name names index remaining budget version ms "
-    "seconds age enabled present valid missing status source provider method scheme mode "
-    "format file path url uri endpoint tokens keys stdin".split()
-)
-_STORE_KEYS: Final = frozenset(
-    "cache partition sort primary row object routing idempotency dedup dedupe lock redis map "
-    "hash foreign shard bucket cursor group lookup index unique composite message event "
-    "record item rate job task queue topic stream metric label tag config feature flag file "
-    "table column field s3 memcache memcached kv".split()
-)
-_SESSION_ID: Final = re.compile(r"(?i)(?<![a-z])session[_.-]?id(?![a-z])")
-
-
-# Names seen (fields repeat theirs on every record): bounded in number and length, so a
-# hostile file of long or ever new keys holds at most 4,096 names of 200 characters.
-_NAMES: dict[str, bool] = {}
-_NAMES_MAX: Final = 4096
-_NAME_CHARS: Final = 200
-
-
-def log_secret_name(name: str) -> bool:
-    """Whether a name in a log record (a field's, or `name=` in its message) is a secret's."""
-    found = _NAMES.get(name)
-    if found is None:
-        found = _secret_in_log(name)
-        if len(name) <= _NAME_CHARS:
-            if len(_NAMES) >= _NAMES_MAX:
-                _NAMES.clear()  # (racing threads at worst work a name out twice)
-            _NAMES[name] = found
-    return found
-
-
-def _secret_in_log(name: str) -> bool:
-    name = without_invisible(name)  # (`pass\u200bword` is `password`)
-    if not secret_name(name):
-        return False
-    if _SESSION_ID.search(name):
-        return True
-    words = [w.lower() for w in _WORDS.split(name) if w]
-    if not words or words[-1] in _FIGURE_WORDS:
-        return False
-    if words[-1] == "key":  # a bare `key`, or a store's: `cache_key`
-        return len(words) > 1 and words[-2] not in _STORE_KEYS
-    return True
-
-
-# A prose word: letters, the first one maybe a capital (`expired`, `Bearer`, `invalid`); a
-# token, a key or a hash holds a digit, a mark or a capital further in, or is longer.
-_WORD: Final = re.compile(r"[A-Za-z][a-z]{0,15}")
-# Chinese or Japanese prose, 16 characters at most (`令牌` U+FF1A `已过期`, "token: expired")
-_CJK_WORD: Final = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff]{1,16}")
-
-
-# The shell's variables for the working directory (sudo logs `PWD=/home/vagrant`)
-_WORKING_DIRECTORY: Final = frozenset({"PWD", "OLDPWD"})
-
-
-def _shown(name: str, value: str) -> bool:
-    """Whether a value under a secret's name is no secret: a prose word, unless the name is a
-    password's (`token: expired`, `Authorization: Bearer ***` stay; `password=hunter` never),
-    Chinese or Japanese prose (the same rule: "token: expired" in Chinese stays), or the
-    shell's working directory (sudo's `PWD=/home/vagrant`; `MYSQL_PWD`, `pwd` stay masked)."""
-    if name in _WORKING_DIRECTORY and value.startswith("/"):
-        return True
-    word = _WORD.fullmatch(value) or (not value.isascii() and _CJK_WORD.fullmatch(value))
-    return bool(word) and not password_name(name)
-
-
 # An HTTP credential: `Bearer <token>`, `Basic <base64>` anywhere, and `Authorization: token
 # <token>` (GitHub's), `Negotiate`, `NTLM` (whatever follows them), any other scheme (`ApiKey`,
 # Okta's `SSWS`) but Digest's and AWS's signatures (a `name=value` or a word under 8
@@ -212,7 +114,7 @@ _LOG_CREDENTIAL: Final = re.compile(
 def _credential(found: re.Match[str]) -> str:
     value = found.group(3)
     word = value.rstrip(".")  # a sentence's full stop: systemd's `Reached target Basic System.`
-    if _WORD.fullmatch(word.rstrip("=")):  # prose: `Basic authentication`, `bearer token`
+    if WORD.fullmatch(word.rstrip("=")):  # prose: `Basic authentication`, `bearer token`
         return found.group()
     return found.group(1) + found.group(2) + MASK + value[len(word) :]
 
@@ -248,6 +150,41 @@ def _sql_setting(found: re.Match[str]) -> str:
     return found.group(1) + "'" + MASK
 
 
+# Erlang terms as RabbitMQ's crash reports print them (its issues 1837, 3210, 3803): a pair
+# `{password,"..."}`, `{default_pass,<<"...">>}`, `{<<"password">>,<<"...">>}` whose name is
+# a secret's, and the Erlang AMQP client's parameters, `{amqp_params_network,<<"user">>,
+# <<"password">>,...}` (the password second, maybe on the next line). Possessive: linear.
+_ERLANG_PAIR: Final = re.compile(
+    r"""\{\s*+(?:<<"([^"\\]{1,64}+)">>|'?([A-Za-z]\w{0,63}+)'?)\s*+,\s*+"""
+    r"""(?:(<<"|")((?:[^"\\]|\\.)*+)|(')((?:[^'\\]|\\.)*+))"""
+)
+_AMQP_PARAMS: Final = re.compile(
+    r"""(amqp_params_(?:network|direct)\s*+,\s*+<<"(?:[^"\\]|\\.)*+">>\s*+,\s*+<<")"""
+    r"""(?:[^"\\]|\\.)*+"""
+)
+
+
+# A word that is an authority with a password and no scheme (`app:***@db-1:5432`, a quoted
+# `"admin:***@api.local"`: a Host header, an Envoy line read as text, a connection string):
+# it starts after a space, a quote, `=`, `(`, `[` or `<`, and neither its user nor its
+# password holds one of them (each is read to the next start at most: linear); a URI of a
+# scheme without `//` (`mailto:`, `sip:`) is an address, an image's `name:tag@sha256:...`
+# no host and port. (A password holding such a character or an `@` is masked only as a
+# field's whole value, `_AUTHORITY`.)
+_WORD_AUTHORITY: Final = re.compile(
+    r"(?<![^\s\"'=(\[<])(?!(?:mailto|sips?|tel|xmpp):)([^\s:/@\"'=(\[<>)\],]{1,64}+:)"
+    r"[^\s/@\"'=(\[<]++(?=@[\w.-]++(?::\d{1,5}+)?+(?![^\s\"'),\]>;]))"
+)
+
+
+def _erlang_pair(found: re.Match[str]) -> str:
+    opening = 3 if found.group(3) is not None else 5  # a binary or a string, or an atom
+    name, value = found.group(1) or found.group(2), found.group(opening + 1)
+    if not value or not log_secret_name(name) or _shown_in_log(name, value):
+        return found.group()
+    return found.string[found.start() : found.end(opening)] + MASK
+
+
 def without_log_secrets(text: str) -> str:
     """A log record's text (its message, a field's value) with every private key, URL
     password, HTTP credential, password in SQL and value under a secret's name
@@ -270,6 +207,10 @@ def without_log_secrets(text: str) -> str:
         cjk = False
     if "@" in text or "%40" in text or "%2540" in text:
         text = without_url_password(without_oracle_password(text))
+        if ":" in text:
+            text = _WORD_AUTHORITY.sub(lambda found: found.group(1) + MASK, text)
+    if "amqp_params_" in text:  # (no secret's name in it: before the test for one below)
+        text = _AMQP_PARAMS.sub(lambda found: found.group(1) + MASK, text)
     if len(text) >= 15:  # `tokens.may_hold_platform_token`, `may_hold_api_key`, inlined
         if (
             "eyJ" in text or "IA" in text or "gh" in text or "xox" in text
@@ -326,13 +267,15 @@ def without_log_secrets(text: str) -> str:
         "cookie" in low or "authori" in low or "-key" in low or "-token" in low
         or "-auth" in low
     ):  # fmt: skip
-        text = without_header_pairs(text, log_secret_name, _shown)
+        text = without_header_pairs(text, log_secret_name, shown)
+    if "{" in text and "," in text:  # (an Erlang tuple)
+        text = _ERLANG_PAIR.sub(_erlang_pair, text)
     return without_named_values(text, log_secret_name, _shown_in_log)
 
 
 def _shown_in_log(name: str, value: str) -> bool:
     """`_shown`, and a key's file under a key's name (`ssl_key=/etc/ssl/client-key.pem`)."""
-    return _shown(name, value) or names_key_file(name, value)
+    return shown(name, value) or names_key_file(name, value)
 
 
 # A URL's opening up to its password (`scheme://user:`), as `workers.masking`'s rule finds it.
@@ -352,17 +295,34 @@ def without_cut_url_password(text: str) -> str:
     return text[: len(text) - len(word) + found.end()] + MASK
 
 
+# A value that is an authority with a password and no scheme (`admin:pw@api.local:8443`, an
+# HTTP request's Host or :authority as a proxy logs it; the host a name or an IPv6 literal,
+# a numeric port: `nginx:1.25@sha256:...`, an image, is none; the password to the last `@`,
+# given back one character at a time, each tried at an `@` only: linear): the URL rule
+# wants `://`.
+_AUTHORITY: Final = re.compile(
+    r"([^\s:/@]{1,256}:)[^\s/]+(?=@(?:[\w.-]++|\[[0-9A-Fa-f:.]++\])(?::\d{1,5})?$)"
+)
+
+
+def _without_authority_password(value: str) -> str:
+    found = _AUTHORITY.match(value)
+    return value if found is None else found.group(1) + MASK + value[found.end() :]
+
+
 def mask_fields(fields: dict[str, JsonScalar]) -> None:
     """Mask a record's field values in place: a value under a secret's name whole (a number
-    too: a PIN), unless a prose word or a yes/no; any other text by `without_log_secrets`."""
-    names = _NAMES
+    too: a PIN), unless a prose word or a yes/no; any other text by `without_log_secrets`,
+    and the password of an authority that is the whole value (`user:***@host`)."""
+    names = NAMES
     for name, value in fields.items():
         secret = names.get(name)  # (inlined: a call per field costs more than the rest)
         if secret is None:
             secret = log_secret_name(name)
         if not secret:
             if type(value) is str:
-                fields[name] = without_log_secrets(value)
+                value = without_log_secrets(value)
+                fields[name] = _without_authority_password(value) if "@" in value else value
         elif type(value) is str:
             if len(value) > SHOWN_MAX or not _shown_in_log(name, value):
                 fields[name] = MASK

@@ -208,7 +208,9 @@ class HeadParser:
         held, self._runtime = self._runtime, []
         found = self.head(text)
         if isinstance(found, Continued):
-            if self._open is not None:
+            # past the bound of a joined record, a line that may start one does (RabbitMQ's
+            # stamped lines of one event, PostgreSQL's `DETAIL:`): a record, not a line of none
+            if self._open is not None and (found.alone is None or not self._full()):
                 self._reject(held)
                 self._join_between()
                 self._join(found.text)
@@ -304,8 +306,11 @@ class HeadParser:
     def _jul_level(self, text: str) -> bool:
         return bool(_JUL_LEVEL.match(text) and _JUL_HEAD.match(self._text))
 
+    def _full(self) -> bool:
+        return len(self._more) >= MAX_JOINED_LINES or self._size >= MAX_JOINED_CHARS
+
     def _join(self, text: str) -> None:
-        if len(self._more) < MAX_JOINED_LINES and self._size < MAX_JOINED_CHARS:
+        if not self._full():
             self._more.append(text)
             self._size += len(text) + 1
         else:  # past the cap (a goroutine dump of a busy server): no record's, never dropped

@@ -130,10 +130,13 @@ _CHAINED: Final = (
 _EXCEPTION: Final = re.compile(
     r"\s*(?:Caused by: )?([\w$]+(?:\.[\w$]+)*(?:Exception|Error|Throwable|Exit|Interrupt))\b"
 )
-# How every syslog line starts (a PRI, RFC 3164's date, an ISO date): a line after an
-# exception that does not is the rest of the exception's message.
+# How every syslog line starts (a PRI, RFC 3164's date, an ISO date, RFC 5424's version and
+# a time without a PRI: a date, epoch seconds): a line after an exception that does not is
+# the rest of the exception's message. Each shape `Syslog` reads as a record is here: one
+# missing was taken into a message (a user's `Traceback ...` then `ValueError: x` took up to
+# 1,000 real records into one).
 _HEAD_START: Final = re.compile(
-    r"<\d{1,3}>|[A-Z][a-z]{2} [ \d]?\d \d\d:\d\d:\d\d |\d{4}-\d\d-\d\dT"
+    r"<\d{1,3}>|[A-Z][a-z]{2} [ \d]?\d \d\d:\d\d:\d\d |\d{4}-\d\d-\d\dT|1 \d"
 )
 
 

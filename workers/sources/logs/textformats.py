@@ -124,13 +124,16 @@ def _mongodb(found: re.Match[str], zone: tzinfo, now_ms: int) -> Pending:
 # time: a quiet broker's lines may lie days apart, and the file's mtime says nothing of its
 # first line.)
 _EPOCH_NEAR_MS: Final = 86_400_000
+_MICROSECONDS: Final = re.compile(r":\d\d[.,]\d{6}")  # a stamp's seconds to the microsecond
 
 
 def _plain(zone: tzinfo, now_ms: int, time_format: str) -> Head:
     last: list[Pending | None] = [None]  # the latest head, unless its stamp was epoch seconds
     # RabbitMQ writes each line of one event (its banner, an error report) with the event's
     # stamp, level and Erlang pid: a line whose prefix up to its pid is the one before's
-    # continues that record, its indentation kept.
+    # continues that record, its indentation kept. Only a stamp to the microsecond (3.9+):
+    # 3.8 stamps to the millisecond, an event a line, and a process that logs a burst of
+    # errors in one millisecond wrote that many records (they were joined into one).
     event: list[str] = [""]
 
     def head(text: str) -> Pending | Continued | None:
@@ -164,7 +167,7 @@ def _plain(zone: tzinfo, now_ms: int, time_format: str) -> Head:
             event[0] = ""
             return when, build
         prefix, event[0] = event[0], text[: found.end("erlang") + 1]
-        if prefix == event[0]:
+        if prefix == event[0] and _MICROSECONDS.search(text, 0, found.start("level")):
             return Continued(text[len(prefix) + 1 :], (when, build))
         return when, build
 
@@ -312,7 +315,7 @@ def make_text_parser(
     if fmt == "w3c":
         from workers.sources.logs.w3c import W3c
 
-        return W3c(fields or {}, service)
+        return W3c(fields or {}, service, now_ms)
     if fmt == "postgresql_csv":
         from workers.sources.logs.csvlog import CsvLog
 

@@ -6,8 +6,10 @@ and may change mid-file (IIS writes a new header when it restarts); a data line 
 number of columns is not in the format. Values are separated by spaces (IIS, which writes a
 space inside a value as `+`) or by tabs (CloudFront); `-` is empty. Times are UTC by the spec
 (`date` and `time`, or `time` and the `#Date:` directive's day): the topic's zone is not used.
-Without a `date` column, a time more than 12 hours before the line before it is on the next
-day (a file that goes on past midnight without a new header); a new `#Date:` is the day again.
+Without a `date` column, a time more than 12 hours before the line before it (the first
+line: the `#Date:` directive's time) is on the next day (a file that goes on past midnight
+without a new header, a header written just before it), unless that would be after the file's
+last write (a line out of order); a new `#Date:` is the day again.
 
 Columns become fields: those of an access log under the access formats' names (`c-ip` is
 `client`, `sc-status` `http_status`, `cs-uri-stem` `uri`, `time-taken` `duration_ms`, ...,
@@ -99,8 +101,10 @@ def _field_of(column: str, ours: Mapping[str, str]) -> str:
 class W3c:
     """One file of W3C extended log lines (module docstring)."""
 
-    def __init__(self, fields: Mapping[str, str], service: str) -> None:
+    def __init__(self, fields: Mapping[str, str], service: str, now_ms: int | None = None) -> None:
         self.service, self.failed, self.headless = service, 0, 0
+        # no midnight is passed into the future: past `now` (an hour's leeway for clocks)
+        self.latest = None if now_ms is None else now_ms + _DAY_MS // 24
         self.ours = {theirs.lower(): name for name, theirs in fields.items()}
         self.columns: tuple[str, ...] | None = None  # the raw names; None before `#Fields:`
         self.names: tuple[str, ...] = ()
@@ -122,7 +126,10 @@ class W3c:
                 self.millis = "microsoft" in value.lower()
             case "date" if _DATE.match(value.strip()):
                 self.day = value.strip()[:10]
-                self.days_on, self.last_ms = 0, None
+                # the header's own time is the line before the first (a header at 23:59:50,
+                # its first line at 00:00:05: the next day's)
+                clock = value.strip()[10:].strip()
+                self.days_on, self.last_ms = 0, _epoch(self.day, clock) if clock else None
 
     def _use(self, columns: tuple[str, ...]) -> None:
         self.columns, self.names = columns, tuple(_field_of(c, self.ours) for c in columns)
@@ -154,9 +161,15 @@ class W3c:
 
     def _dated(self, epoch: int) -> int:
         """A time on the `#Date:` directive's day, moved on by the midnights the file has
-        passed since: a time more than 12 hours before the last line's is the next day's."""
+        passed since: a time more than 12 hours before the last line's is the next day's,
+        unless that day's time is still to come (a line of a later time before it was out of
+        order: a clock's jump, not a midnight)."""
         epoch += self.days_on * _DAY_MS
-        if self.last_ms is not None and epoch < self.last_ms - _DAY_MS // 2:
+        if (
+            self.last_ms is not None
+            and epoch < self.last_ms - _DAY_MS // 2
+            and (self.latest is None or epoch + _DAY_MS <= self.latest)
+        ):
             self.days_on += 1
             epoch += _DAY_MS
         self.last_ms = epoch

@@ -128,8 +128,8 @@ def index_of(scenario: str, cache_dir: str = "") -> ScenarioIndex:
 
 
 _MASKING_AND_TEMPLATES: Final = (
-    "framing", "masking", "private_keys", "secret_logins", "secret_objects", "secret_shapes",
-    "sql_secrets", "tokens",
+    "framing", "masking", "private_keys", "secret_logins", "secret_names", "secret_objects",
+    "secret_shapes", "sql_secrets", "tokens",
 )  # fmt: skip
 
 
