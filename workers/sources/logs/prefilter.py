@@ -160,7 +160,10 @@ class Prefilter:
                 numbers = _renderings(line) if numbers is None else numbers
                 if term in numbers:
                     continue
-            if self.numbers and " " in term and any(c in line for c in _COMPOSED):
+            if (
+                self.numbers and " " in term
+                and (_COMPOSED[0] in line or _COMPOSED[1] in line)  # (a generator: 1.4 us)
+            ):  # fmt: skip
                 continue  # a phrase of a message composed of the line's values
             if not line.isascii() and (
                 term in line.upper().lower() or term in without_invisible(line).lower()
