@@ -60,20 +60,23 @@ def test_the_judge_given_what_the_client_decoded_decides_as_from_the_envelope(
     keys = settings.keys()
     part = keys.for_session("s1")
     call = ToolCall(tool=tool, tool_call_id="c1", arguments=arguments)
-    prepared = prepare(
-        part, "s1", [call], bounds=settings.bounds,
-        argument_max_bytes=settings.argument_max_bytes, traceparent=None, as_of_ms=None,
-    )  # fmt: skip
     kwargs: dict[str, Any] = {
         "argument_max_bytes": settings.argument_max_bytes,
         "default_lookback": settings.default_lookback,
         "now_ms": 1_700_000_000_000,
     }
-    envelope = prepared.envelopes[0]
-    given = judge(keys, part, "", envelope, mine=prepared.decoded[0], **kwargs)
-    decoded = judge(keys, part, "", envelope, **kwargs)
-    assert given == decoded
-    assert given.scope_key == prepared.scope_keys[0]  # type: ignore[union-attr]
+    # Also pinned to an incident time (part of a log call's scope key, which the judge takes
+    # from the client's `Prepared.decoded` instead of hashing it again).
+    for as_of_ms in (None, 1_699_999_000_000):
+        prepared = prepare(
+            part, "s1", [call], bounds=settings.bounds,
+            argument_max_bytes=settings.argument_max_bytes, traceparent=None, as_of_ms=as_of_ms,
+        )  # fmt: skip
+        envelope = prepared.envelopes[0]
+        given = judge(keys, part, "", envelope, mine=prepared.decoded[0], **kwargs)
+        decoded = judge(keys, part, "", envelope, **kwargs)
+        assert given == decoded
+        assert given.scope_key == prepared.scope_keys[0]  # type: ignore[union-attr]
 
 
 async def test_a_default_user_client_admits_its_calls_in_its_submit(
