@@ -84,6 +84,10 @@ end
 local replies = {}
 local ids = {}
 local renewed, indexed = {}, {}  -- per session, once a batch: fingerprints' expiry, index
+-- The new calls' index entries, one ZADD per session's index per batch (in the order the
+-- indexes were first met), once every call of the batch is recorded: the same members and
+-- scores as a ZADD per call, and still in this step, so no record is seen without its entry.
+local entries, order = {}, {}
 for c = 0, n - 1 do
   local a = 7 + 8 * c
   local call, fps = KEYS[6 + 2 * c], KEYS[7 + 2 * c]
@@ -131,12 +135,17 @@ for c = 0, n - 1 do
         end
       end
       redis.call('PERSIST', idx)
+      entries[idx] = {}
+      order[#order + 1] = idx
     end
-    redis.call('ZADD', idx, ARGV[2], id)
+    local add = entries[idx]
+    add[#add + 1] = ARGV[2]
+    add[#add + 1] = id
     known[call] = sk
     replies[#replies + 1] = eid
   end
 end
+for _, idx in ipairs(order) do redis.call('ZADD', idx, unpack(entries[idx])) end
 local r = 7 + 8 * n
 for j = 0, m - 1 do
   local b = r + 4 * j
