@@ -28,7 +28,6 @@ per call, as a 2026-07-28 MCP request is, every third call waited ~1 s for one t
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final
@@ -169,14 +168,21 @@ class _Listener:
         return mine
 
     def remove(self, mine: dict[str, _Waiter]) -> None:
+        waiters = self.waiters
         for i, waiter in mine.items():
-            group = self.waiters.get(i)
+            group = waiters.get(i)
             if group is None:
                 continue
-            with contextlib.suppress(ValueError):
+            if len(group) == 1:  # the common case: this wait alone on the id
+                if group[0] is waiter:
+                    del waiters[i]
+                continue
+            try:
                 group.remove(waiter)
+            except ValueError:
+                continue
             if not group:
-                del self.waiters[i]
+                del waiters[i]
         if not self.waiters:
             self.idle_since = time.monotonic()
 
