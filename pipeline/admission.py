@@ -147,13 +147,14 @@ def judge(
     argument_max_bytes: int,
     default_lookback: int,
     now_ms: int | None = None,
-    mine: tuple[Invocation, Request | ErrorResult] | None = None,
+    mine: tuple[Invocation, Request | ErrorResult, str] | None = None,
 ) -> Admission | Refusal:
     """Validate one request (pure but for the clock a log call's window ends at, `now_ms`
-    when given); see the module docstring. `mine`: the invocation `envelope` was encoded from
-    and its request as `decode_invocation` decoded it, given by a client that judges its own
-    calls (`pipeline.admit_here`): they are what decoding would give, so they are not decoded
-    again; every check after decoding runs as for any request."""
+    when given); see the module docstring. `mine`: the invocation `envelope` was encoded from,
+    its request as `decode_invocation` decoded it and the scope key `scope_key_of` gave for
+    them, given by a client that judges its own calls (`pipeline.admit_here`): they are what
+    decoding would give, so they are neither decoded nor hashed again; every check after
+    decoding runs as for any request."""
     if mine is not None:
         inv = mine[0]
     else:
@@ -174,12 +175,13 @@ def judge(
     if inv.traceparent and len(inv.traceparent) > TRACEPARENT_MAX:
         return Refusal(entry_id, "traceparent over its bound", session, tool_call_id)
     inv, envelope = _with_window(inv, envelope, now_ms)
-    # The window changes neither tool nor arguments: what `mine` decoded still holds.
+    # The window changes neither tool, arguments nor as-of: what `mine` decoded and the scope
+    # key computed from it still hold.
     if mine is not None:
-        decoded = mine[1]
+        decoded, sk = mine[1], mine[2]
     else:
         decoded = decode_invocation(inv.tool, tool_call_id, inv.arguments)
-    sk = scope_key_of(inv.tool, decoded, inv.arguments, inv.as_of_ms)
+        sk = scope_key_of(inv.tool, decoded, inv.arguments, inv.as_of_ms)
     scope = (
         None
         if isinstance(decoded, ErrorResult)

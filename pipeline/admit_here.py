@@ -169,12 +169,12 @@ class AdmitHere:
         part: Partition,
         session_id: str,
         envelopes: Sequence[bytes],
-        decoded: Sequence[tuple[Invocation, Request | ErrorResult]] | None = None,
+        decoded: Sequence[tuple[Invocation, Request | ErrorResult, str]] | None = None,
     ) -> list[tuple[Any, ...]] | None:
         """The admit script calls for `envelopes` (this client's, of one session; `CHUNK`
         calls each), then a read of the workers' settings (its reply goes to `learn`), or
         None when one of them must go through the workers' admission (module docstring).
-        `decoded`: per envelope, the invocation it encodes and its decoded request
+        `decoded`: per envelope, the invocation it encodes, its decoded request and scope key
         (`pipeline.submitter.Prepared.decoded`), judged without decoding them again."""
         settings = self.settings
         admitted: list[Admission] = []

@@ -49,7 +49,7 @@ from pipeline.redis_io import (
     reply_code,
 )
 
-__all__ = ["Lane", "command_key", "run_scripts", "stream_entries"]
+__all__ = ["Lane", "command_key", "run_scripts", "stream_entries", "stream_pages"]
 
 log = logging.getLogger("aci.redis")
 _CLUSTER_ATTEMPTS = 8  # sends of one command through MOVED/ASK/TRYAGAIN/failover
@@ -414,15 +414,20 @@ async def run_scripts(
     raise AssertionError("unreachable")  # pragma: no cover
 
 
+def stream_pages(reply: Any) -> Any:
+    """(stream, its entries as Redis sends them: [entry id, flat fields or None]) of a raw
+    XREAD/XREADGROUP reply (None when it timed out: none)."""
+    if isinstance(reply, ResponseError):
+        raise RedisProtocolError(reply_code(reply))
+    # RESP3 answers a map of stream → entries, RESP2 a list of [stream, entries].
+    return reply.items() if isinstance(reply, dict) else (reply or ())
+
+
 def stream_entries(reply: Any) -> list[tuple[bytes, bytes, dict[str, bytes]]]:
     """(stream, entry id, fields) of a raw XREAD/XREADGROUP reply (None when it timed out).
     An entry deleted while pending comes with no fields: it is skipped."""
-    if isinstance(reply, ResponseError):
-        raise RedisProtocolError(reply_code(reply))
     out: list[tuple[bytes, bytes, dict[str, bytes]]] = []
-    # RESP3 answers a map of stream → entries, RESP2 a list of [stream, entries].
-    streams = reply.items() if isinstance(reply, dict) else (reply or ())
-    for stream, entries in streams:
+    for stream, entries in stream_pages(reply):
         for entry_id, flat in entries:
             if flat is None:
                 continue

@@ -28,7 +28,6 @@ per call, as a 2026-07-28 MCP request is, every third call waited ~1 s for one t
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final
@@ -39,8 +38,8 @@ import msgspec
 
 from contracts import LifecycleStatus
 from pipeline.call import CallResult
-from pipeline.lane import Lane, stream_entries
-from pipeline.record import view_entry
+from pipeline.lane import Lane, stream_pages
+from pipeline.record import view_entry_flat
 from pipeline.redis_io import PipelineError, Redis, RedisProtocolError, reply_code
 
 __all__: list[str] = []  # used by pipeline.client only
@@ -169,14 +168,21 @@ class _Listener:
         return mine
 
     def remove(self, mine: dict[str, _Waiter]) -> None:
+        waiters = self.waiters
         for i, waiter in mine.items():
-            group = self.waiters.get(i)
+            group = waiters.get(i)
             if group is None:
                 continue
-            with contextlib.suppress(ValueError):
+            if len(group) == 1:  # the common case: this wait alone on the id
+                if group[0] is waiter:
+                    del waiters[i]
+                continue
+            try:
                 group.remove(waiter)
+            except ValueError:
+                continue
             if not group:
-                del self.waiters[i]
+                del waiters[i]
         if not self.waiters:
             self.idle_since = time.monotonic()
 
@@ -333,32 +339,37 @@ class _Hub:
 
     def _hand_over(self, followed: list[_Listener], replies: list[Any]) -> tuple[bool, bool]:
         # Offers each view read to its waiters: (whether any was offered, whether a stream
-        # returned a full page).
+        # returned a full page). Each stream is read by one of the replies (the control
+        # streams by the first, the model streams by the second), its entries in order: an
+        # entry not above the cursor was handed over already (by another read), and once one
+        # is above it, so are the rest.
         by_stream: dict[bytes, tuple[_Listener, str, str]] = {}
         for s in followed:
             by_stream[s.model.encode()] = (s, s.model, "model")
             by_stream[s.control.encode()] = (s, s.control, "control")
-        floors: dict[bytes, tuple[int, int]] = {}  # stream → order of its cursor
         offered = full = False
         for reply in replies:
-            read: dict[bytes, int] = {}
-            for stream, entry_id, fields in stream_entries(reply):
-                read[stream] = read.get(stream, 0) + 1
+            for stream, entries in stream_pages(reply):
+                read = 0
                 found = by_stream.get(stream)
                 if found is None:
+                    full = full or sum(1 for _, flat in entries if flat is not None) >= _COUNT
                     continue
                 listener, key, view = found
-                floor = floors.get(stream)
-                if floor is None:
-                    floor = _order(listener.cursors[key])
-                order = _order(entry_id)
-                if order <= floor:
-                    continue  # handed over already (by another read)
-                floors[stream] = order
-                listener.cursors[key] = entry_id
-                entry = view_entry(fields)
-                for waiter in listener.waiters.get(entry.tool_call_id, ()):
-                    waiter.offer(view, entry.data, entry.scope_key)
-                    offered = True
-            full = full or any(n >= _COUNT for n in read.values())
+                waiters = listener.waiters
+                floor: tuple[int, int] | None = _order(listener.cursors[key])
+                for entry_id, flat in entries:
+                    if flat is None:
+                        continue  # deleted while pending: skipped
+                    read += 1
+                    if floor is not None:
+                        if _order(entry_id) <= floor:
+                            continue  # handed over already (by another read)
+                        floor = None
+                    listener.cursors[key] = entry_id
+                    entry = view_entry_flat(flat)
+                    for waiter in waiters.get(entry.tool_call_id, ()):
+                        waiter.offer(view, entry.data, entry.scope_key)
+                        offered = True
+                full = full or read >= _COUNT
         return offered, full

@@ -99,6 +99,7 @@ __all__ = [
     "unpack",
     "view_data",
     "view_entry",
+    "view_entry_flat",
     "view_fields",
     "with_views",
 ]
@@ -253,6 +254,19 @@ def view_entry(fields: Mapping[Any, bytes]) -> ViewEntry:
         _get(fields, ENTRY_DATA),
         _get(fields, ENTRY_SCOPE_KEY) or b"",
     )
+
+
+_VIEW_LAYOUT: Final = (ENTRY_CALL.encode(), ENTRY_DATA.encode(), ENTRY_SCOPE_KEY.encode())
+
+
+def view_entry_flat(flat: Sequence[bytes]) -> ViewEntry:
+    """`view_entry` of an entry's fields as Redis sends them (a flat list of names and
+    values): the finish script's layout (id, d, sk) read in place, any other through the
+    fields' mapping, as `pipeline.lane.stream_entries` builds it."""
+    if len(flat) == 6 and (flat[0], flat[2], flat[4]) == _VIEW_LAYOUT:
+        return ViewEntry(flat[1].decode(), flat[3], flat[5] or b"")
+    return view_entry({flat[i].decode("utf-8", "replace"): flat[i + 1]
+                       for i in range(0, len(flat), 2)})  # fmt: skip
 
 
 async def with_views(

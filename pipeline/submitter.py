@@ -68,10 +68,10 @@ class Prepared(NamedTuple):
     positions: list[int]  # the calls sent, in command order (2 commands each)
     envelopes: list[bytes]
     commands: list[tuple[Any, ...]]
-    # Per call sent: the invocation its envelope encodes and its request as decoded (or the
-    # ERROR of arguments that do not decode), for a client that judges its own calls
-    # (`pipeline.admit_here`), so they are not decoded again.
-    decoded: list[tuple[Invocation, Request | ErrorResult]]
+    # Per call sent: the invocation its envelope encodes, its request as decoded (or the
+    # ERROR of arguments that do not decode) and its scope key, for a client that judges its
+    # own calls (`pipeline.admit_here`), so they are not decoded or hashed again.
+    decoded: list[tuple[Invocation, Request | ErrorResult, str]]
 
 
 def prepare(
@@ -124,9 +124,9 @@ def prepare(
         prepared.positions.append(len(prepared.out))
         prepared.out.append(None)
         decoded = decode_invocation(tool, call.tool_call_id, arguments)
-        prepared.scope_keys[-1] = scope_key_of(tool, decoded, arguments, as_of)
+        key = prepared.scope_keys[-1] = scope_key_of(tool, decoded, arguments, as_of)
         prepared.envelopes.append(envelope)
-        prepared.decoded.append((invocation, decoded))
+        prepared.decoded.append((invocation, decoded, key))
         prepared.commands.extend(
             [
                 ("XADD", part.requests, "*", ENTRY_DATA, envelope),

@@ -1,7 +1,8 @@
 -- Admit a batch of requests (pipeline.admission.admit_call builds the keys and arguments): the
 -- trusted half of a submit, run by a worker. Every key named here but the request stream is
--- written only by workers; the types of all of them are checked before the first write, so the
--- script either runs whole or writes nothing.
+-- written only by workers; the types of all of them that the step may write (the request and
+-- dead-letter streams only when it acks or refuses a request) are checked before the first
+-- write, so the script either runs whole or writes nothing.
 --
 -- Per call, idempotent per (session, tool call id) *and scope*: a call record that exists with
 -- the same scope key is the same call (reply 0, nothing written); with another scope key it is
@@ -46,10 +47,23 @@
 -- Reply: per call 0 (known), 2 (conflict) or the new invocation entry's id (admitted); or
 -- {-1, index of the first key of a wrong type} (nothing written).
 local n, m = tonumber(ARGV[5]), tonumber(ARGV[6])
+-- A partition key is checked when this step may write it: the request stream only when a
+-- request is acked (a refusal, or a call with a request id: not a client's own admission,
+-- which has no request), the dead-letter stream only for a refusal.
+local acks = m > 0
+for c = 0, n - 1 do
+  if acks then break end
+  acks = ARGV[7 + 8 * c] ~= ''
+end
 local kinds = {'stream', 'stream', 'stream', 'zset', 'stream'}
+local used = {acks, true, true, true, m > 0}
+local found = {}
 for i = 1, 5 do
-  local kind = redis.call('TYPE', KEYS[i]).ok
-  if kind ~= 'none' and kind ~= kinds[i] then return {-1, i} end
+  if used[i] then
+    local kind = redis.call('TYPE', KEYS[i]).ok
+    if kind ~= 'none' and kind ~= kinds[i] then return {-1, i} end
+    found[i] = kind
+  end
 end
 -- Each call hash is read here (a hash of the wrong type fails the read: nothing is written
 -- yet); a session's fingerprint hash, named once per call, is checked once.
@@ -77,13 +91,17 @@ for c = 0, n - 1 do
     if kind ~= 'none' and kind ~= 'zset' then return {-1, 7 + 2 * c} end
   end
 end
-if n > 0 and redis.call('TYPE', KEYS[3]).ok == 'none' then
+if n > 0 and found[3] == 'none' then
   -- Nothing was ever admitted here: every call of the partition will be indexed.
   redis.call('SET', tag .. ':calls-ready', ARGV[2], 'NX')
 end
 local replies = {}
 local ids = {}
 local renewed, indexed = {}, {}  -- per session, once a batch: fingerprints' expiry, index
+-- The new calls' index entries, one ZADD per session's index per batch (in the order the
+-- indexes were first met), once every call of the batch is recorded: the same members and
+-- scores as a ZADD per call, and still in this step, so no record is seen without its entry.
+local entries, order = {}, {}
 for c = 0, n - 1 do
   local a = 7 + 8 * c
   local call, fps = KEYS[6 + 2 * c], KEYS[7 + 2 * c]
@@ -131,12 +149,17 @@ for c = 0, n - 1 do
         end
       end
       redis.call('PERSIST', idx)
+      entries[idx] = {}
+      order[#order + 1] = idx
     end
-    redis.call('ZADD', idx, ARGV[2], id)
+    local add = entries[idx]
+    add[#add + 1] = ARGV[2]
+    add[#add + 1] = id
     known[call] = sk
     replies[#replies + 1] = eid
   end
 end
+for _, idx in ipairs(order) do redis.call('ZADD', idx, unpack(entries[idx])) end
 local r = 7 + 8 * n
 for j = 0, m - 1 do
   local b = r + 4 * j

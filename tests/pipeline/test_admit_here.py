@@ -60,20 +60,23 @@ def test_the_judge_given_what_the_client_decoded_decides_as_from_the_envelope(
     keys = settings.keys()
     part = keys.for_session("s1")
     call = ToolCall(tool=tool, tool_call_id="c1", arguments=arguments)
-    prepared = prepare(
-        part, "s1", [call], bounds=settings.bounds,
-        argument_max_bytes=settings.argument_max_bytes, traceparent=None, as_of_ms=None,
-    )  # fmt: skip
     kwargs: dict[str, Any] = {
         "argument_max_bytes": settings.argument_max_bytes,
         "default_lookback": settings.default_lookback,
         "now_ms": 1_700_000_000_000,
     }
-    envelope = prepared.envelopes[0]
-    given = judge(keys, part, "", envelope, mine=prepared.decoded[0], **kwargs)
-    decoded = judge(keys, part, "", envelope, **kwargs)
-    assert given == decoded
-    assert given.scope_key == prepared.scope_keys[0]  # type: ignore[union-attr]
+    # Also pinned to an incident time (part of a log call's scope key, which the judge takes
+    # from the client's `Prepared.decoded` instead of hashing it again).
+    for as_of_ms in (None, 1_699_999_000_000):
+        prepared = prepare(
+            part, "s1", [call], bounds=settings.bounds,
+            argument_max_bytes=settings.argument_max_bytes, traceparent=None, as_of_ms=as_of_ms,
+        )  # fmt: skip
+        envelope = prepared.envelopes[0]
+        given = judge(keys, part, "", envelope, mine=prepared.decoded[0], **kwargs)
+        decoded = judge(keys, part, "", envelope, **kwargs)
+        assert given == decoded
+        assert given.scope_key == prepared.scope_keys[0]  # type: ignore[union-attr]
 
 
 async def test_a_default_user_client_admits_its_calls_in_its_submit(
@@ -429,3 +432,51 @@ async def test_a_deployment_key_of_another_type_sends_calls_through_admission(
     assert said == [
         f"calls go through the workers' admission: {part.deployment} is not readable (WRONGTYPE)"
     ]
+
+
+async def test_the_admit_step_checks_the_streams_it_writes(redis: Any, prefix: str) -> None:
+    # The request and dead-letter streams are checked (and refused, nothing written, when of
+    # the wrong type) only by a step that acks or refuses a request: a client's own
+    # admission touches neither, so neither is read for it.
+    from pipeline.admission import Admission, Refusal, admit_call, judge
+    from pipeline.scripts import ADMIT_LUA
+    from pipeline.submitter import prepare
+
+    settings = settings_for(prefix)
+    keys = Keys(prefix)
+    part = keys.for_session("s1")
+    prepared = prepare(
+        part, "s1", [kcall(1), kcall(2), kcall(3)], bounds=settings.bounds,
+        argument_max_bytes=settings.argument_max_bytes, traceparent=None,
+    )  # fmt: skip
+    limits = {
+        "argument_max_bytes": settings.argument_max_bytes,
+        "default_lookback": settings.default_lookback,
+    }
+    judged = [
+        judge(keys, part, rid, envelope, **limits)
+        for rid, envelope in zip(("", "", "1-1"), prepared.envelopes, strict=True)
+    ]
+    assert all(isinstance(a, Admission) for a in judged)
+
+    async def step(admitted: list[Any], refused: list[Refusal]) -> Any:
+        call_keys, args = admit_call(
+            part, admitted, refused, now_ms=1_000, maxlen=1000, retention_ms=60_000
+        )
+        return await redis.eval(ADMIT_LUA, len(call_keys), *call_keys, *args)
+
+    await redis.set(part.requests, "not a stream")
+    await redis.set(part.dead, "not a stream")
+    assert await step(judged[2:], []) == [-1, 1]  # a request to ack: refused, nothing written
+    assert await step([], [Refusal("1-2", "reason")]) == [-1, 1]
+    await redis.delete(part.requests)
+    assert await step([], [Refusal("1-2", "reason")]) == [-1, 5]  # a refusal to write
+    assert await redis.exists(part.invocations, part.call("s1", "call_3")) == 0
+    [eid] = await step(judged[:1], [])  # a client's own: neither stream is written
+    assert isinstance(eid, bytes)
+    await redis.set(part.requests, "not a stream")
+    [eid] = await step(judged[1:2], [])
+    assert isinstance(eid, bytes)
+    assert await redis.xlen(part.invocations) == 2
+    assert await redis.get(part.requests) == b"not a stream"
+    assert await redis.get(part.dead) == b"not a stream"

@@ -53,6 +53,54 @@ async def test_admission_indexes_each_call_once_and_marks_a_fresh_partition(
     assert sorted(await session_call_ids(redis, keys, "s", limit=10)) == ["a", "b", "c"]
 
 
+async def test_one_admit_step_indexes_every_new_call_of_each_of_its_sessions(
+    redis: Any, prefix: str
+) -> None:
+    # One admit script call with the calls of two sessions interleaved (new ones, a known one
+    # and an id twice): each session's index gets exactly its new calls, at the step's time,
+    # in the same step as their records (one ZADD per index per step).
+    from pipeline.admission import Admission, admit_call, judge
+    from pipeline.scripts import ADMIT_LUA
+    from pipeline.submitter import prepare
+
+    settings = Settings(prefix=prefix)
+    keys = settings.keys()
+    part = keys.parts[0]
+
+    def admitted(session: str, *ids: str) -> list[Admission]:
+        prepared = prepare(
+            part, session, _calls(*ids), bounds=settings.bounds,
+            argument_max_bytes=settings.argument_max_bytes, traceparent=None,
+        )  # fmt: skip
+        out = []
+        for envelope in prepared.envelopes:
+            verdict = judge(keys, part, "", envelope, argument_max_bytes=4096,
+                            default_lookback=settings.default_lookback)  # fmt: skip
+            assert isinstance(verdict, Admission)
+            out.append(verdict)
+        return out
+
+    async def step(calls: list[Admission], now_ms: int) -> list[Any]:
+        call_keys, args = admit_call(
+            part, calls, [], now_ms=now_ms, maxlen=1000, retention_ms=60_000
+        )
+        return list(await redis.eval(ADMIT_LUA, len(call_keys), *call_keys, *args))
+
+    s, t = admitted("s", "a", "b", "c"), admitted("t", "a", "x")
+    assert len(await step([s[0]], 1_000)) == 1
+    replies = await step([s[1], t[0], s[0], s[2], t[1], s[1]], 2_000)
+    assert replies[2] == 0 and replies[5] == 0  # known: a before, b in this step
+    assert await redis.zrange(keys.calls("s"), 0, -1, withscores=True) == [
+        (b"a", 1000.0), (b"b", 2000.0), (b"c", 2000.0),
+    ]  # fmt: skip
+    assert await redis.zrange(keys.calls("t"), 0, -1, withscores=True) == [
+        (b"a", 2000.0), (b"x", 2000.0),
+    ]  # fmt: skip
+    for session, ids in (("s", "abc"), ("t", "ax")):
+        for i in ids:
+            assert await redis.hget(part.call(session, i), "st") == b"PROJECTING"
+
+
 async def test_calls_recorded_before_the_index_are_listed_until_and_after_reindex(
     redis: Any, prefix: str
 ) -> None:

@@ -80,3 +80,22 @@ def test_the_decoders_read_str_and_bytes_field_names() -> None:
     assert record.final_row([b"READY", b"m", b"c", None]) == ("READY", b"m", b"c", "")
     dead = record.dead_letter("1-0", "x" * 400, {"d": b"e" * 70000})
     assert (len(dead["reason"]), len(dead["d"])) == (300, 65536)
+
+
+def test_a_view_entry_read_in_place_is_the_entry_read_through_its_fields() -> None:
+    # The listener reads view entries as Redis sends their fields (`view_entry_flat`): the
+    # finish script's layout in place, any other through the mapping `stream_entries`
+    # builds; both give what `view_entry` gives of that mapping.
+    cases = [
+        [b"id", b"c1", b"d", b'{"a":1}', b"sk", b"k" * 32],  # finish.lua's
+        [b"id", b"c1", b"d", b"", b"sk", b""],
+        [b"id", b"c1", b"d", b"{}"],  # an import's (`view_fields`): no scope key
+        [b"sk", b"k", b"d", b"{}", b"id", b"c2"],  # another order
+        [b"id", b"c1", b"d", b"{}", b"sk", b"k", b"x", b"y"],  # a field more
+        [b"id", b"c1", b"id", b"c3", b"d", b"{}"],  # a name twice: the last wins
+        [b"\xff", b"v", b"id", b"c1", b"d", b"{}"],  # a name not UTF-8
+        [],
+    ]
+    for flat in cases:
+        fields = {flat[i].decode("utf-8", "replace"): flat[i + 1] for i in range(0, len(flat), 2)}
+        assert record.view_entry_flat(flat) == record.view_entry(fields), flat
