@@ -35,13 +35,13 @@ every reader (replay, export, the chaos books' secrets scan) sees the JSON as it
 
 from __future__ import annotations
 
-import zlib
 from collections.abc import Mapping, Sequence
 from typing import Any, Final, NamedTuple
 
 from msgspec import UNSET, UnsetType
 
 from pipeline.keys import GROUP, Keys, Partition
+from pipeline.packing import PACK_ABOVE, PACKED, pack, unpack
 from pipeline.redis_io import Redis, execute
 
 __all__ = [
@@ -159,10 +159,6 @@ FINISH_FINAL: Final = 0  # already final: another finisher applied it first (onl
 FINISH_REFUSED: Final = -1  # not the entry (or scope) recorded for the call: dead-lettered
 FINISH_WRONG_TYPE: Final = -2  # a key of the call (or, alone, of the batch) has the wrong type
 
-PACKED: Final = b"zlib:"
-_PACK_ABOVE: Final = 1024
-_PACK_LEVEL: Final = 1  # level 6: 13 % smaller, twice the CPU (400 µs per 33 KB)
-_UNPACKED_MAX: Final = 64 * 1024 * 1024  # far above any bounded raw answer
 _REASON_MAX: Final = 300
 _DEAD_DATA_MAX: Final = 65536
 
@@ -202,10 +198,10 @@ def finish_calls(
     for f in finishes:
         session, call, result, raw = f.session_id, f.tool_call_id, f.result, f.raw
         keys += part.finished(session, call)
-        # `pack` leaves a body of at most `_PACK_ABOVE` bytes as it is: not called for one.
+        # `pack` leaves a body of at most `PACK_ABOVE` bytes as it is: not called for one.
         args += [f.entry_id, f.status, f.evidence_status,
-                 result if len(result) <= _PACK_ABOVE else pack(result),
-                 raw if len(raw) <= _PACK_ABOVE else pack(raw), f.model, f.control, session,
+                 result if len(result) <= PACK_ABOVE else pack(result),
+                 raw if len(raw) <= PACK_ABOVE else pack(raw), f.model, f.control, session,
                  call, f.tool, f.scope_key]  # fmt: skip
     return keys, args
 
@@ -347,29 +343,6 @@ _LIFECYCLE: Final = (
 def lifecycle_entry(fields: Mapping[Any, bytes]) -> LifecycleEntry:
     """A lifecycle stream entry (str or bytes field names)."""
     return LifecycleEntry(*(_str(_get(fields, name)) for name in _LIFECYCLE))
-
-
-def pack(data: bytes) -> bytes:
-    """`data` as stored: `zlib:` + compressed when longer than 1 KiB and smaller so."""
-    if len(data) <= _PACK_ABOVE:
-        return data
-    packed = PACKED + zlib.compress(data, _PACK_LEVEL)
-    return packed if len(packed) < len(data) else data
-
-
-def unpack(data: bytes) -> bytes:
-    """A stored body as written: inflated when packed. A damaged or oversized packed body is
-    returned as stored (not JSON: replay reports it as undecodable)."""
-    if not data.startswith(PACKED):
-        return data
-    inflater = zlib.decompressobj()
-    try:
-        out = inflater.decompress(data[len(PACKED) :], _UNPACKED_MAX)
-    except zlib.error:
-        return data
-    if inflater.unconsumed_tail or not inflater.eof:
-        return data
-    return out
 
 
 def _text_keys(raw: dict[Any, Any]) -> dict[str, bytes]:
