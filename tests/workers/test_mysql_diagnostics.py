@@ -18,6 +18,7 @@ from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pymysql
 import pytest
 
@@ -251,7 +252,9 @@ def test_show_names_the_select_that_works_when_diagnostics_are_on(sql: str, name
         # A quote inside a comment, a comment opener inside a literal: read as the server does.
         ("SELECT /* don't */ id FROM t WHERE e = 'erin@x.test'", "WHERE e = ?", ["erin"]),
         ("SELECT '/*', 2*/3, 'frank@x.test'", "SELECT ?, ?*/?, ?", ["frank"]),
-        ("SELECT 'it''s', 'it\\'s', \"gina@x.test\"", "SELECT ?, ?, ?", ["gina", "s'"]),
+        # `'it\\'s'` is one literal with escapes, `'it\\'` then `s` without (NO_BACKSLASH_ESCAPES,
+        # the session's setting): read both ways, everything from it on is hidden as one `?`.
+        ("SELECT 'it''s', 'it\\'s', \"gina@x.test\"", "SELECT ?, ?", ["gina", "s'"]),
         ("SELECT `a'b`, 'hal@x.test' FROM t", "SELECT `a", ["hal"]),  # more hidden, not less
         ("SELECT id, 'hal@x.test' FROM `t``q`", "FROM `t``q`", ["hal"]),
         ("SELECT 1--1, 'ivy@x.test'", "SELECT ?-?, ?", ["ivy"]),  # `--` without a space
@@ -699,3 +702,53 @@ def test_diagnostics_need_a_database_in_the_url() -> None:
     with pytest.raises(SettingsError) as info:
         MysqlSource.from_env(env)
     assert "database" in str(info.value) and "pw" not in str(info.value)
+
+
+# -- attack5: statements another session's settings make the server read differently ---------
+
+
+@pytest.mark.parametrize(
+    ("text", "gone"),
+    [
+        # A session with NO_BACKSLASH_ESCAPES: `'C:\'` is a whole literal to its server, so a
+        # reading with escapes took `', b = '` for the literal and showed the next one as code.
+        ("UPDATE t SET a = 'C:\\', b = 'hunter2' WHERE id = 1", ["hunter2"]),
+        ("SELECT 'a\\', 'hunter2', \"b\\\", \"hunter3\"", ["hunter2", "hunter3"]),
+        # `--` then any control character is a comment to the server, not only a space
+        ("SELECT id FROM t --\x0bdon't\nWHERE e = 'alice@x.test'", ["alice"]),
+        ("SELECT id FROM t --\x01it's\nWHERE e = 'bob@x.test'", ["bob"]),
+    ],
+)
+def test_a_literal_is_hidden_however_the_sessions_server_reads_it(
+    text: str, gone: list[str]
+) -> None:
+    cleaned = clean_cell("sql", text, "dbx")
+    assert isinstance(cleaned, str)
+    for word in gone:
+        assert word not in cleaned, cleaned
+
+
+@pytest.mark.mariadb
+async def test_a_no_backslash_escapes_sessions_literals_stay_hidden(
+    scene: Scene, source: MysqlSource
+) -> None:
+    conn = _root(scene.db)
+
+    def run() -> None:
+        with conn.cursor() as cur:
+            cur.execute("SET SESSION sql_mode = 'NO_BACKSLASH_ESCAPES'")
+            cur.execute("SELECT SLEEP(2), 'C:\\', 'hunter2-nbe' FROM accounts WHERE id = 1")
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    try:
+        for _ in range(40):
+            rows = await _rows(source, PROCESSLIST)
+            if any("SLEEP" in str(row[4]) for row in rows):
+                break
+            await anyio.sleep(0.05)
+        assert any("SLEEP" in str(row[4]) for row in rows)
+        assert "hunter2" not in _flat(rows)
+    finally:
+        thread.join(10)
+        conn.close()

@@ -62,13 +62,13 @@ _TOOL_PREFIX: Final = re.compile(
 )
 
 
-def _skip_quoted(text: str, i: int) -> int:
+def _skip_quoted(text: str, i: int, escapes: bool = True) -> int:
     """Index just past the literal or identifier opening at `i` (backslash escapes in
-    literals, a doubled quote inside), or the end of a text cut inside it."""
+    literals when `escapes`, a doubled quote inside), or the end of a text cut inside it."""
     quote, n, j = text[i], len(text), i + 1
     while j < n:
         ch = text[j]
-        if ch == "\\" and quote != "`":
+        if ch == "\\" and escapes and quote != "`":
             j += 2
         elif ch == quote and j + 1 < n and text[j + 1] == quote:
             j += 2
@@ -79,31 +79,68 @@ def _skip_quoted(text: str, i: int) -> int:
     return n
 
 
-def _without_literals(text: str) -> str:
-    """Literals as `?`, comments as `/* ? */`, read in one pass as the server reads them
-    (a `'` inside a comment, a `/*` inside a literal): stripping one kind of span before the
-    other can make a quote open where none did and show a literal after it."""
-    out: list[str] = []
+def _line_comment(text: str, i: int) -> bool:
+    # `--` then the end, a space or any control character opens a comment to the server
+    # (measured on MariaDB 10.11: `--\x0b`, `--\x01`, `--\x7f` too), `#` always.
+    if text[i] == "#":
+        return True
+    after = text[i + 2 : i + 3]
+    return text.startswith("--", i) and (not after or after <= " " or after == "\x7f")
+
+
+def _spans(text: str, escapes: bool) -> list[tuple[int, int, str]]:
+    """(start, end, kind) of every literal ("?"), identifier ("`") and comment ("/* ? */"),
+    read in one pass as the server reads them (a `'` inside a comment, a `/*` inside a
+    literal): stripping one kind of span before the other can make a quote open where none
+    did and show a literal after it."""
+    spans: list[tuple[int, int, str]] = []
     i, n = 0, len(text)
     while i < n:
         ch = text[i]
         if ch in "'\"`":
-            end = _skip_quoted(text, i)
-            out.append(text[i:end] if ch == "`" else "?")
+            end = _skip_quoted(text, i, escapes)
+            spans.append((i, end, "`" if ch == "`" else "?"))
             i = end
         elif text.startswith("/*", i):
             end = text.find("*/", i + 2)
-            i = n if end < 0 else end + 2
-            out.append("/* ? */")
-        elif ch == "#" or (
-            text.startswith("--", i) and text[i + 2 : i + 3] in ("", " ", "\t", "\n", "\r")
-        ):
+            end = n if end < 0 else end + 2
+            spans.append((i, end, "/* ? */"))
+            i = end
+        elif _line_comment(text, i):
             end = text.find("\n", i)
-            i = n if end < 0 else end
-            out.append("/* ? */")
+            end = n if end < 0 else end
+            spans.append((i, end, "/* ? */"))
+            i = end
         else:
-            out.append(ch)
             i += 1
+    return spans
+
+
+def _without_literals(text: str) -> str:
+    """Literals as `?`, comments as `/* ? */`. Whether a backslash escapes a quote is the
+    session's setting (NO_BACKSLASH_ESCAPES, which apps ported from other databases set), not
+    ours: `'C:\\', b = 'pw'` is two literals to such a session and one literal, then `pw` as
+    code, to a reading with escapes. So the text is read both ways and, where they differ,
+    every character either reading takes for a literal or comment is hidden."""
+    with_escapes, without = _spans(text, True), _spans(text, False)
+    out: list[str] = []
+    if with_escapes == without:
+        pos = 0
+        for start, end, kind in with_escapes:
+            out.append(text[pos:start])
+            out.append(text[start:end] if kind == "`" else kind)
+            pos = end
+        out.append(text[pos:])
+        return "".join(out)
+    hidden = bytearray(len(text))
+    for start, end, kind in with_escapes + without:
+        if kind != "`":
+            hidden[start:end] = b"\x01" * (end - start)
+    for i, ch in enumerate(text):
+        if not hidden[i]:
+            out.append(ch)
+        elif i == 0 or not hidden[i - 1]:
+            out.append("?")
     return "".join(out)
 
 
