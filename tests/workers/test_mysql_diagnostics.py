@@ -752,3 +752,59 @@ async def test_a_no_backslash_escapes_sessions_literals_stay_hidden(
     finally:
         thread.join(10)
         conn.close()
+
+
+@pytest.mark.mariadb
+async def test_a_schema_named_alike_up_to_case_or_accents_is_another_schema(
+    scene: Scene, source: MysqlSource
+) -> None:
+    # PROCESSLIST.DB is utf8mb3_general_ci: `DB = DATABASE()` also held for a schema whose name
+    # differs only in case (two schemas on a server with lower_case_table_names=0) or accents.
+    admin = _root()
+    names = [scene.db.upper(), scene.db.replace("aci", "\u00e4ci", 1)]
+    sessions: list[tuple[pymysql.Connection[Any], threading.Thread]] = []
+    try:
+        with admin.cursor() as cur:
+            for name in names:
+                cur.execute(f"CREATE DATABASE `{name}`")
+        for name in names:
+            conn = _root(name)
+
+            def run(conn: pymysql.Connection[Any] = conn) -> None:
+                with conn.cursor() as cur:
+                    cur.execute("SELECT SLEEP(2), 'lookalike'")
+
+            thread = threading.Thread(target=run, daemon=True)
+            thread.start()
+            sessions.append((conn, thread))
+        await anyio.sleep(0.3)
+        ids = {conn.thread_id() for conn, _ in sessions}
+        for sql in (PROCESSLIST, TRX):
+            rows = await _rows(source, sql)
+            assert not ids & ({row[0] for row in rows} | {row[-1] for row in rows}), sql
+    finally:
+        for conn, thread in sessions:
+            thread.join(10)
+            conn.close()
+        with admin.cursor() as cur:
+            for name in names:
+                cur.execute(f"DROP DATABASE IF EXISTS `{name}`")
+        admin.close()
+
+
+@pytest.mark.parametrize(
+    ("sql", "params", "runs"),
+    [
+        (PROCESSLIST, [], PROCESSLIST.replace("= DATABASE()", "= BINARY DATABASE()")),
+        (
+            f"SELECT ID FROM {_P} p WHERE ID > ? AND STATE LIKE '%a%' AND DATABASE() = p.DB",
+            [1],
+            f"SELECT ID FROM {_P} p WHERE ID > %s AND STATE LIKE '%%a%%' AND BINARY DATABASE() = p.DB",
+        ),
+    ],
+)
+def test_the_process_list_scope_runs_byte_for_byte(sql: str, params: list[Any], runs: str) -> None:
+    assert guard_sql(sql, params, diagnostics=True).text == runs
+    # Not with the opt-in off, nor for the schema views (their rows are the account's own).
+    schema_view = "SELECT TABLE_NAME FROM information_schema.TABLES WHERE TABLE_SCHEMA = DATABASE()"
+    assert guard_sql(schema_view, [], diagnostics=True).text == schema_view

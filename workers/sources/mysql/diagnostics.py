@@ -53,6 +53,7 @@ HIDDEN_COLUMNS: Final = frozenset(
 CLEANED_COLUMNS: Final = {"INFO": "sql", "TRX_QUERY": "sql", "LOCK_TABLE": "table"}
 
 _LOCK_TABLE: Final = re.compile(r"`((?:[^`]|``)*)`\.(.*)", re.S)
+_TOOL_SCOPE: Final = re.compile(r"\bBINARY (?=DATABASE\(\)|SCHEMA\(\))", re.I)
 OTHER_SCHEMA: Final = "(a table of another schema)"
 NOT_SHOWN: Final = "(a statement that is not text; not shown)"
 # The prefix the tool puts before every statement (session.execute), as `sql_template` leaves
@@ -173,7 +174,9 @@ def clean_cell(kind: str, value: object, database: str) -> object:
     from workers.sources.logs.masking import without_log_secrets
     from workers.sources.logs.slowlog import sql_template
 
-    text = _TOOL_PREFIX.sub("", sql_template(_without_literals(value)), count=1)
+    text, ours = _TOOL_PREFIX.subn("", sql_template(_without_literals(value)), count=1)
+    if ours:  # the tool's own edit of the agent's scope term (sqlguard), taken off as well
+        text = _TOOL_SCOPE.sub("", text)
     return without_log_secrets(_without_database(text, database))
 
 

@@ -486,7 +486,9 @@ def _anchored(
     )
 
 
-def _info_schema_filters(root: exp.Expr, diagnostics: bool = False) -> set[int]:
+def _info_schema_filters(
+    root: exp.Expr, diagnostics: bool = False, exact: list[int] | None = None
+) -> set[int]:
     """Every information_schema view must be a FROM/JOIN source of a SELECT whose WHERE has a
     top-level `[alias.]<schema column> = DATABASE()` for it (a server-wide diagnostic view:
     a join to one that has, see `_anchored`); returns the ids of those filter nodes (the only
@@ -531,6 +533,14 @@ def _info_schema_filters(root: exp.Expr, diagnostics: bool = False) -> set[int]:
                 f"{ref + '.' if len(sources) > 1 else ''}{column} = DATABASE() in the WHERE clause"
             )
         approved.update((id(found[0]), id(found[1])))
+        if view in SCOPED_VIEWS and exact is not None:
+            # PROCESSLIST.DB is utf8mb3_general_ci: `DB = DATABASE()` also held for a schema
+            # named alike up to case (lower_case_table_names=0) or accents (`shöp`), and
+            # PROCESS shows every session. The tool runs it as `DB = BINARY DATABASE()`.
+            start = found[1].meta.get("start")
+            if start is None:
+                raise _refuse("the statement is ambiguous to parse")
+            exact.append(start)
     return approved
 
 
@@ -713,10 +723,11 @@ def _check_tree(
     sql: str,
     table_functions: int,
     diagnostics: bool = False,
-) -> tuple[tuple[str, ...], tuple[tuple[int, str], ...]]:
+) -> tuple[tuple[str, ...], tuple[tuple[int, str], ...], tuple[int, ...]]:
     tables: set[str] = set()
     found_table_functions = 0
-    approved = _info_schema_filters(target, diagnostics)
+    exact: list[int] = []
+    approved = _info_schema_filters(target, diagnostics, exact)
     reads_info_schema = any(_is_info_schema(t) for t in target.find_all(exp.Table))
     diagnostic = _reads_diagnostics(target, diagnostics)
     hidden = _INFO_SCHEMA_HIDDEN | HIDDEN_COLUMNS if diagnostic else _INFO_SCHEMA_HIDDEN
@@ -752,7 +763,7 @@ def _check_tree(
                 tables.add(table)
     if found_table_functions != table_functions:
         raise _refuse("the statement is ambiguous to parse")
-    return tuple(sorted(tables)), tuple(sorted(cleaned))
+    return tuple(sorted(tables)), tuple(sorted(cleaned)), tuple(sorted(set(exact)))
 
 
 # `DESCRIBE t col` / `DESCRIBE t 'pat%'`: sqlglot does not parse the column part, so the table
@@ -795,7 +806,10 @@ def guard_sql(
     if hint is not None:
         raise _refuse(f"only SELECT is allowed, not SHOW; this reads the same: {hint}")
     kind, target = _root_kind(root)
-    tables, cleaned = _check_tree(target, schema, sql, table_functions, diagnostics)
+    tables, cleaned, exact = _check_tree(target, schema, sql, table_functions, diagnostics)
+    for start in reversed(exact):  # `?` became `%s` and every `%` was doubled before it
+        at = start + sum(1 for p in scan.placeholders if p < start) + sql.count("%", 0, start)
+        text = f"{text[:at]}BINARY {text[at:]}"
     return GuardedQuery(
         text=text,
         params=values,
