@@ -808,3 +808,20 @@ def test_the_process_list_scope_runs_byte_for_byte(sql: str, params: list[Any], 
     # Not with the opt-in off, nor for the schema views (their rows are the account's own).
     schema_view = "SELECT TABLE_NAME FROM information_schema.TABLES WHERE TABLE_SCHEMA = DATABASE()"
     assert guard_sql(schema_view, [], diagnostics=True).text == schema_view
+
+
+@pytest.mark.parametrize(
+    "sql",
+    [
+        # DISTINCT compares the raw statements: whether two sessions sent byte for byte the same
+        # literals would be read from the row count, which the cleaning cannot hide.
+        f"SELECT DISTINCT INFO FROM {_P} WHERE DB = DATABASE()",
+        f"SELECT DISTINCT ID, INFO FROM {_P} WHERE DB = DATABASE()",
+        f"SELECT DISTINCT t.trx_query FROM {_T} t JOIN {_P} p "
+        "WHERE p.DB = DATABASE() AND t.trx_mysql_thread_id = p.ID",
+    ],
+)
+def test_a_statement_column_is_never_compared_by_distinct(sql: str) -> None:
+    with pytest.raises(SourceError) as info:
+        guard_sql(sql, [], diagnostics=True)
+    assert info.value.code is ErrorCode.FORBIDDEN_QUERY

@@ -682,6 +682,8 @@ def _cleaned_column(node: exp.Column, target: exp.Expr) -> tuple[int, str]:
     UNION, an alias HAVING or ORDER BY could name) its raw text could be tested or turned so
     that its cleaning misses it."""
     if isinstance(target, exp.Select) and node.parent is target and node.arg_key == "expressions":
+        if target.args.get("distinct"):  # it compares the raw texts (a row count tells)
+            raise _refuse("with a statement column selected, DISTINCT is refused")
         for clause in ("order", "group"):
             items = target.args.get(clause)
             for item in items.expressions if items is not None else []:
