@@ -825,3 +825,22 @@ def test_a_statement_column_is_never_compared_by_distinct(sql: str) -> None:
     with pytest.raises(SourceError) as info:
         guard_sql(sql, [], diagnostics=True)
     assert info.value.code is ErrorCode.FORBIDDEN_QUERY
+
+
+@pytest.mark.parametrize(
+    ("text", "gone"),
+    [
+        # Number forms the slow log's template leaves: a decimal without its leading 0, a
+        # binary literal, an exponent after a bare point.
+        ("UPDATE accounts SET balance = .75 WHERE id = 1", [".75"]),
+        ("UPDATE flags SET bits = 0b101101 WHERE id = 1", ["101101"]),
+        ("UPDATE t SET x = 1.e5, y = .5E-3 WHERE id = 1", ["e5", "5E"]),
+    ],
+)
+def test_every_number_form_is_hidden(text: str, gone: list[str]) -> None:
+    cleaned = clean_cell("sql", text, "dbx")
+    assert isinstance(cleaned, str) and "WHERE id = ?" in cleaned, cleaned
+    for word in gone:
+        assert word not in cleaned, cleaned
+    # names that hold digits stay names
+    assert clean_cell("sql", "SELECT t1.a2, 1abc FROM t1", "dbx") == "SELECT t1.a2, 1abc FROM t1"

@@ -54,6 +54,10 @@ CLEANED_COLUMNS: Final = {"INFO": "sql", "TRX_QUERY": "sql", "LOCK_TABLE": "tabl
 
 _LOCK_TABLE: Final = re.compile(r"`((?:[^`]|``)*)`\.(.*)", re.S)
 _TOOL_SCOPE: Final = re.compile(r"\bBINARY (?=DATABASE\(\)|SCHEMA\(\))", re.I)
+# Number literals `sql_template` leaves (`.75`, `0b101`, the rest of `1.e5` and `.5E-3`), not a
+# name's digits (`t1`, `1abc`)
+_NUMBER: Final = re.compile(r"(?<![\w$.`])(?:0[bB][01]+|\d*\.\d+(?:[eE][-+]?(?:\d+|\?))?)(?![\w$])")
+_NUMBER_REST: Final = re.compile(r"(?<=\?)\.(?:[eE][-+]?(?:\d+|\?))?(?![\w$])")
 OTHER_SCHEMA: Final = "(a table of another schema)"
 NOT_SHOWN: Final = "(a statement that is not text; not shown)"
 # The prefix the tool puts before every statement (session.execute), as `sql_template` leaves
@@ -174,7 +178,8 @@ def clean_cell(kind: str, value: object, database: str) -> object:
     from workers.sources.logs.masking import without_log_secrets
     from workers.sources.logs.slowlog import sql_template
 
-    text, ours = _TOOL_PREFIX.subn("", sql_template(_without_literals(value)), count=1)
+    code = _NUMBER_REST.sub("", _NUMBER.sub("?", sql_template(_without_literals(value))))
+    text, ours = _TOOL_PREFIX.subn("", code, count=1)
     if ours:  # the tool's own edit of the agent's scope term (sqlguard), taken off as well
         text = _TOOL_SCOPE.sub("", text)
     return without_log_secrets(_without_database(text, database))
