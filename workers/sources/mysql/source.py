@@ -51,6 +51,7 @@ from workers.sources.mysql.errors import Unavailable, error_number, error_text, 
 from workers.sources.mysql.handoff import Handoff, abandonable, close_quietly
 from workers.sources.mysql.leftovers import hide_database
 from workers.sources.mysql.reachability import Reachability
+from workers.sources.mysql.secret_columns import mask_outputs
 from workers.sources.mysql.session import Outcome, Pool, execute, kill, lost, stop_query
 
 if TYPE_CHECKING:
@@ -211,6 +212,11 @@ class MysqlSource:
             upstream = hide_database(upstream, pool.params.database)
         if guarded.cleaned:
             upstream = self._cleaned(upstream, guarded.cleaned, pool.params.database)
+        if guarded.masked or guarded.masked_names:
+            rows = mask_outputs(
+                list(upstream.columns), upstream.rows, guarded.masked, guarded.masked_names
+            )
+            upstream = msgspec.structs.replace(upstream, rows=rows)
         return upstream
 
     def _cleaned(

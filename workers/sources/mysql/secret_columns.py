@@ -1,0 +1,145 @@
+"""Which output columns of a `query_mysql` SELECT read a secret column, whatever they are called
+(docs/mysql.md "Secrets in rows").
+
+The session masks a cell by the name of the column it reads (`SELECT password AS p`), which the
+server reports only for a plain column of a table: a CTE's or a derived table's column, a UNION
+after its first branch, a subquery or a function over a secret column came out under a name of
+no secret (`SELECT x FROM (SELECT password AS x FROM accounts) d`, `JSON_OBJECT('p', password)`)
+and was shown. So the guard follows each output column to the columns it reads, by name (a
+column of a secret's name, or a name some SELECT of the statement gives to an expression
+reading one), through every SELECT of the statement, and the source masks what it finds:
+
+- an output column that is an expression over a secret (`CONV(HEX(password), 16, 10)`,
+  `ASCII(password)`): every value but NULL, numbers too (a secret's text turns into numbers);
+- a plain column of such a name: its text, as the session does (`COUNT(*) AS
+  password_resets` is evidence);
+- `*`: its columns by name.
+
+Not followed: `COUNT(...)` and `... IS [NOT] NULL` (they tell how many and whether, which a
+WHERE can tell anyway). Conditions, ORDER BY and GROUP BY are oracles no output masking closes
+(`WHERE password LIKE 'a%'`): docs/mysql.md says so. Names are matched without their
+qualifier, so a column that shares a name with such an expression elsewhere in the statement
+is masked too (more, never less).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final
+
+from sqlglot import exp
+
+from workers.masking import MASK
+from workers.sources.logs.masking import log_secret_name
+
+__all__ = ["mask_outputs", "secret_outputs"]
+
+_NOT_FOLLOWED: Final = (exp.Count, exp.Is)
+
+
+def _followed(node: exp.Expr) -> list[exp.Column]:
+    """The columns `node` reads, but under COUNT or IS [NOT] NULL, and not `t.*`."""
+    return [
+        column
+        for column in node.find_all(exp.Column)
+        if not isinstance(column.this, exp.Star)
+        and not any(isinstance(a, _NOT_FOLLOWED) for a in _ancestors(column, node))
+    ]
+
+
+def _plain(node: exp.Expr, column: exp.Column) -> bool:
+    return (node.unalias() if isinstance(node, exp.Alias) else node) is column
+
+
+def _reads(node: exp.Expr, names: dict[str, bool]) -> bool | None:
+    """None when `node` reads no secret; else whether it must be masked whole (numbers too)."""
+    found: bool | None = None
+    for column in _followed(node):
+        whole = names.get(column.name.lower())
+        if whole is not None:
+            found = bool(found) or whole or not _plain(node, column)
+    return found
+
+
+def _ancestors(node: exp.Expr, top: exp.Expr) -> list[exp.Expr]:
+    out: list[exp.Expr] = []
+    parent = node.parent
+    while parent is not None and parent is not top:
+        out.append(parent)
+        parent = parent.parent
+    return out
+
+
+def _branches(root: exp.Expr) -> list[exp.Select]:
+    while isinstance(root, exp.Subquery):
+        root = root.this
+    if isinstance(root, exp.SetOperation):
+        return _branches(root.left) + _branches(root.right)
+    return [root] if isinstance(root, exp.Select) else []
+
+
+def secret_outputs(
+    root: exp.Expr,
+) -> tuple[tuple[tuple[int, bool], ...], tuple[tuple[str, bool], ...]]:
+    """(position, whole) of the top SELECT's output columns that read a secret, and (name,
+    whole) of the names given to such expressions anywhere (what a `*` shows them as)."""
+    # name read -> (name given, whether the expression is more than that plain column)
+    edges: dict[str, list[tuple[str, bool]]] = {}
+    names: dict[str, bool] = {}
+    for select in root.find_all(exp.Select):
+        for expression in select.expressions:
+            given = expression.alias_or_name.lower()
+            for column in _followed(expression):
+                name = column.name.lower()
+                if name not in names and log_secret_name(column.name):
+                    names[name] = False
+                if given:
+                    edges.setdefault(name, []).append((given, not _plain(expression, column)))
+    # From the secret columns along the names given to what reads them (a CTE read by a
+    # derived table read by the top SELECT ...): each name is set at most twice, so linear.
+    pending = list(names)
+    while pending:
+        name = pending.pop()
+        for given, expression in edges.get(name, ()):
+            whole = names[name] or expression
+            before = names.get(given)
+            if before is None or (whole and not before):
+                names[given] = whole or bool(before)
+                pending.append(given)
+    positions: dict[int, bool] = {}
+    for branch in _branches(root):
+        for index, expression in enumerate(branch.expressions):
+            reads = _reads(expression, names)
+            if reads is not None:
+                positions[index] = positions.get(index, False) or reads
+    return tuple(sorted(positions.items())), tuple(sorted(names.items()))
+
+
+def mask_outputs(
+    columns: list[str],
+    rows: list[list[Any]],
+    positions: tuple[tuple[int, bool], ...],
+    names: tuple[tuple[str, bool], ...],
+) -> list[list[Any]]:
+    """`rows` with the cells `secret_outputs` found masked: text (also JSON and base64 bytes)
+    as `***`, and any value but NULL where the column is an expression over a secret."""
+    whole_at = dict(positions)
+    by_name = dict(names)
+    for index, column in enumerate(columns):
+        if column.lower() in by_name and index not in whole_at:
+            whole_at[index] = by_name[column.lower()]
+    if not whole_at:
+        return rows
+    out = []
+    for row in rows:
+        row = list(row)
+        for index, whole in whole_at.items():
+            if index < len(row):
+                value = row[index]
+                if value is not None and value != "" and (whole or not _is_number(value)):
+                    row[index] = MASK
+        out.append(row)
+    return out
+
+
+def _is_number(value: object) -> bool:
+    return isinstance(value, int | float)  # bool too
