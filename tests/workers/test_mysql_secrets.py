@@ -115,6 +115,16 @@ async def test_a_number_under_a_secrets_name_is_evidence(source: MysqlSource) ->
         "SELECT CAST(CONV(HEX(SUBSTR(password, 1, 8)), 16, 10) AS UNSIGNED) AS n FROM accounts",
         "SELECT ASCII(password) AS password FROM accounts",
         "SELECT * FROM (SELECT ORD(SUBSTR(password, 2)) AS o FROM accounts) d",
+        # names given without an alias: a column list, a later UNION branch, JSON_TABLE, none
+        "WITH c(x) AS (SELECT password FROM accounts) SELECT x FROM c",
+        "SELECT x FROM (SELECT name AS x FROM accounts WHERE 0 UNION ALL SELECT password "
+        "FROM accounts) d",
+        "SELECT j.v FROM accounts a JOIN JSON_TABLE(JSON_ARRAY(a.password), '$[*]' "
+        "COLUMNS (v VARCHAR(80) PATH '$')) j",
+        "SELECT * FROM (SELECT CAST(CONV(HEX(SUBSTR(password, 1, 8)), 16, 10) AS UNSIGNED) "
+        "FROM accounts) d",
+        "SELECT `ASCII(password)` FROM (SELECT ASCII(password) FROM accounts) d",
+        "SELECT * FROM (SELECT CAST(password AS CHAR) FROM accounts) d",
     ],
 )
 async def test_a_secret_read_under_another_name_is_masked(source: MysqlSource, sql: str) -> None:

@@ -77,25 +77,75 @@ def _branches(root: exp.Expr) -> list[exp.Select]:
     return [root] if isinstance(root, exp.Select) else []
 
 
+def _output_name(expression: exp.Expr) -> str:
+    """The name the server gives a select-list item: its alias, a column's name, else ""
+    (its text; sqlglot's `alias_or_name` says `password` for `CAST(password AS CHAR)`)."""
+    if isinstance(expression, exp.Alias):
+        return expression.alias.lower()
+    if isinstance(expression, exp.Column):
+        return expression.name.lower()
+    return ""
+
+
+def _named(root: exp.Expr) -> list[tuple[exp.Expr, str]]:
+    """(expression, the name the server gives what it yields) for every expression of the
+    statement that yields a column: a SELECT's list (a later UNION branch's under the first
+    branch's names; a CTE's or derived table's under its column list, `c(x)`), a JSON_TABLE's
+    document under each of its columns. An unnamed expression's name is "" (the server names
+    it by its text)."""
+    pairs: list[tuple[exp.Expr, str]] = []
+    for select in root.find_all(exp.Select):
+        pairs.extend((e, _output_name(e)) for e in select.expressions)
+    for operation in root.find_all(exp.SetOperation):
+        first, *rest = _branches(operation)
+        names = [_output_name(e) for e in first.expressions]
+        for branch in rest:
+            pairs.extend(zip(branch.expressions, names, strict=False))
+    for alias in root.find_all(exp.TableAlias):
+        listed = [c.name.lower() for c in alias.args.get("columns") or []]
+        if listed and isinstance(alias.parent, exp.CTE | exp.Subquery):
+            for branch in _branches(alias.parent.this):
+                pairs.extend(zip(branch.expressions, listed, strict=False))
+    for table in root.find_all(exp.JSONTable):
+        pairs.extend((table.this, c.name.lower()) for c in table.find_all(exp.JSONColumnDef))
+    return pairs
+
+
 def secret_outputs(
     root: exp.Expr,
 ) -> tuple[tuple[tuple[int, bool], ...], tuple[tuple[str, bool], ...]]:
     """(position, whole) of the top SELECT's output columns that read a secret, and (name,
-    whole) of the names given to such expressions anywhere (what a `*` shows them as)."""
+    whole) of the names given to such expressions anywhere (what a `*` shows them as; "*"
+    when one has no name: then every label of a secret's name, whole)."""
+    pairs = _named(root)
     # name read -> (name given, whether the expression is more than that plain column)
     edges: dict[str, list[tuple[str, bool]]] = {}
-    names: dict[str, bool] = {}
-    for select in root.find_all(exp.Select):
-        for expression in select.expressions:
-            given = expression.alias_or_name.lower()
-            for column in _followed(expression):
-                name = column.name.lower()
-                if name not in names and log_secret_name(column.name):
-                    names[name] = False
-                if given:
-                    edges.setdefault(name, []).append((given, not _plain(expression, column)))
-    # From the secret columns along the names given to what reads them (a CTE read by a
-    # derived table read by the top SELECT ...): each name is set at most twice, so linear.
+    secrets: list[str] = []
+    for expression, given in pairs:
+        for column in _followed(expression):
+            name = column.name.lower()
+            if log_secret_name(column.name):
+                secrets.append(name)
+            if given:
+                edges.setdefault(name, []).append((given, not _plain(expression, column)))
+    names = _spread(dict.fromkeys(secrets, False), edges)
+    if any(not given and _reads(e, names) is not None for e, given in pairs):
+        # Named by its text (`ASCII(password)`), which a `*` or a quoted name reads: every
+        # name of a secret is then taken whole, numbers too.
+        names = _spread(dict.fromkeys(secrets, True), edges)
+        names["*"] = True
+    positions: dict[int, bool] = {}
+    for branch in _branches(root):
+        for index, expression in enumerate(branch.expressions):
+            reads = _reads(expression, names)
+            if reads is not None:
+                positions[index] = positions.get(index, False) or reads
+    return tuple(sorted(positions.items())), tuple(sorted(names.items()))
+
+
+def _spread(names: dict[str, bool], edges: dict[str, list[tuple[str, bool]]]) -> dict[str, bool]:
+    """From the secret columns along the names given to what reads them (a CTE read by a
+    derived table read by the top SELECT ...): each name is set at most twice, so linear."""
     pending = list(names)
     while pending:
         name = pending.pop()
@@ -105,13 +155,7 @@ def secret_outputs(
             if before is None or (whole and not before):
                 names[given] = whole or bool(before)
                 pending.append(given)
-    positions: dict[int, bool] = {}
-    for branch in _branches(root):
-        for index, expression in enumerate(branch.expressions):
-            reads = _reads(expression, names)
-            if reads is not None:
-                positions[index] = positions.get(index, False) or reads
-    return tuple(sorted(positions.items())), tuple(sorted(names.items()))
+    return names
 
 
 def mask_outputs(
@@ -125,8 +169,12 @@ def mask_outputs(
     whole_at = dict(positions)
     by_name = dict(names)
     for index, column in enumerate(columns):
-        if column.lower() in by_name and index not in whole_at:
+        if index in whole_at:
+            continue
+        if column.lower() in by_name:
             whole_at[index] = by_name[column.lower()]
+        elif "*" in by_name and log_secret_name(column):
+            whole_at[index] = True
     if not whole_at:
         return rows
     out = []
