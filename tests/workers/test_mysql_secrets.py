@@ -133,6 +133,15 @@ async def test_a_secret_read_under_another_name_is_masked(source: MysqlSource, s
     assert "5995244871939796273" not in shown and "83" not in shown and "51" not in shown, shown
 
 
+async def test_a_test_of_a_secret_inside_count_is_masked(source: MysqlSource) -> None:
+    # COUNT(password) counts; COUNT(IF(password LIKE ..)) tests the text, a bit per row
+    _, rows, _ = await _rows(
+        source,
+        "SELECT id, COUNT(IF(password LIKE 'S3c%', 1, NULL)) AS c FROM accounts GROUP BY id",
+    )
+    assert rows == [[1, "***"]]
+
+
 async def test_what_reads_no_secret_stays(source: MysqlSource) -> None:
     _, rows, _ = await _rows(
         source,

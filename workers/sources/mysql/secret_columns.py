@@ -24,7 +24,7 @@ is masked too (more, never less).
 
 from __future__ import annotations
 
-from typing import Any, Final
+from typing import Any
 
 from sqlglot import exp
 
@@ -33,16 +33,28 @@ from workers.sources.logs.masking import log_secret_name
 
 __all__ = ["mask_outputs", "secret_outputs"]
 
-_NOT_FOLLOWED: Final = (exp.Count, exp.Is)
+
+def _counted(column: exp.Column) -> bool:
+    """`COUNT([DISTINCT] col)` or `col IS [NOT] NULL`: how many, whether set. Anything more
+    inside (`COUNT(IF(password LIKE 'a%', 1, NULL))`) is a test of the text, followed."""
+    parent = column.parent
+    if isinstance(parent, exp.Distinct):
+        parent = parent.parent
+    if isinstance(parent, exp.Count):
+        return True
+    return (
+        isinstance(parent, exp.Is)
+        and parent.this is column
+        and isinstance(parent.expression, exp.Null)
+    )
 
 
 def _followed(node: exp.Expr) -> list[exp.Column]:
-    """The columns `node` reads, but under COUNT or IS [NOT] NULL, and not `t.*`."""
+    """The columns `node` reads, but a plain COUNT or IS [NOT] NULL of one, and not `t.*`."""
     return [
         column
         for column in node.find_all(exp.Column)
-        if not isinstance(column.this, exp.Star)
-        and not any(isinstance(a, _NOT_FOLLOWED) for a in _ancestors(column, node))
+        if not isinstance(column.this, exp.Star) and not _counted(column)
     ]
 
 
@@ -58,15 +70,6 @@ def _reads(node: exp.Expr, names: dict[str, bool]) -> bool | None:
         if whole is not None:
             found = bool(found) or whole or not _plain(node, column)
     return found
-
-
-def _ancestors(node: exp.Expr, top: exp.Expr) -> list[exp.Expr]:
-    out: list[exp.Expr] = []
-    parent = node.parent
-    while parent is not None and parent is not top:
-        out.append(parent)
-        parent = parent.parent
-    return out
 
 
 def _branches(root: exp.Expr) -> list[exp.Select]:
