@@ -35,10 +35,12 @@ def db() -> Iterator[tuple[str, str, str]]:
             cur.execute(
                 f"CREATE TABLE `{name}`.accounts (id INT PRIMARY KEY, name VARCHAR(40),"
                 " password VARCHAR(80), api_token VARCHAR(80), token_count INT, note TEXT,"
-                " settings LONGTEXT CHECK (json_valid(settings)), pin_hash VARBINARY(16))"
+                " settings LONGTEXT CHECK (json_valid(settings)), pin_hash VARBINARY(16),"
+                " token_expires_at DATETIME DEFAULT '2026-12-05 10:00:00')"
             )
             cur.execute(
-                f"INSERT INTO `{name}`.accounts VALUES (1, 'bob', 'S3cret-1', %s, 3,"
+                f"INSERT INTO `{name}`.accounts (id, name, password, api_token, token_count,"
+                " note, settings, pin_hash) VALUES (1, 'bob', 'S3cret-1', %s, 3,"
                 " 'moved to postgres://app:S3cret-2@db/x; password=S3cret-3 by ops',"
                 ' \'{"password": "S3cret-4", "theme": "dark"}\', NULL)',
                 (GHP,),
@@ -140,6 +142,16 @@ async def test_a_test_of_a_secret_inside_count_is_masked(source: MysqlSource) ->
         "SELECT id, COUNT(IF(password LIKE 'S3c%', 1, NULL)) AS c FROM accounts GROUP BY id",
     )
     assert rows == [[1, "***"]]
+
+
+async def test_a_time_named_after_a_secret_is_evidence(source: MysqlSource) -> None:
+    # when a token expires is what an incident asks, not a secret (nor is its latest)
+    _, rows, _ = await _rows(
+        source,
+        "SELECT token_expires_at, MAX(token_expires_at) AS latest FROM accounts "
+        "GROUP BY token_expires_at",
+    )
+    assert rows == [["2026-12-05T10:00:00", "2026-12-05T10:00:00"]]
 
 
 async def test_what_reads_no_secret_stays(source: MysqlSource) -> None:

@@ -7,31 +7,33 @@ after its first branch, a subquery or a function over a secret column came out u
 no secret (`SELECT x FROM (SELECT password AS x FROM accounts) d`, `JSON_OBJECT('p', password)`)
 and was shown. So the guard follows each output column to the columns it reads, by name (a
 column of a secret's name, or a name some SELECT of the statement gives to an expression
-reading one), through every SELECT of the statement, and the source masks what it finds:
+reading one), through every SELECT of the statement, and the session masks what it finds
+(`OutputMasks.modes`, with the fetched value's type at hand):
 
 - an output column that is an expression over a secret (`CONV(HEX(password), 16, 10)`,
   `ASCII(password)`): every value but NULL, numbers too (a secret's text turns into numbers);
-- a plain column of such a name: its text, as the session does (`COUNT(*) AS
+- a plain column of such a name: its text, as for a table's column (`COUNT(*) AS
   password_resets` is evidence);
 - `*`: its columns by name.
 
-Not followed: `COUNT(...)` and `... IS [NOT] NULL` (they tell how many and whether, which a
-WHERE can tell anyway). Conditions, ORDER BY and GROUP BY are oracles no output masking closes
-(`WHERE password LIKE 'a%'`): docs/mysql.md says so. Names are matched without their
-qualifier, so a column that shares a name with such an expression elsewhere in the statement
-is masked too (more, never less).
+Not followed: a plain `COUNT([DISTINCT] col)` and `col IS [NOT] NULL` (how many, whether set,
+which a WHERE can tell anyway), and names whose last word is a time (`token_expires_at`).
+Conditions, ORDER BY and GROUP BY are oracles no output masking closes (`WHERE password LIKE
+'a%'`): docs/mysql.md says so. Names are matched without their qualifier, so a column that
+shares a name with such an expression elsewhere in the statement is masked too (more, never
+less).
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Final
 
+import msgspec
 from sqlglot import exp
 
-from workers.masking import MASK
 from workers.sources.logs.masking import log_secret_name
 
-__all__ = ["mask_outputs", "secret_outputs"]
+__all__ = ["NO_MASKS", "OutputMasks", "secret_outputs"]
 
 
 def _counted(column: exp.Column) -> bool:
@@ -47,6 +49,16 @@ def _counted(column: exp.Column) -> bool:
         and parent.this is column
         and isinstance(parent.expression, exp.Null)
     )
+
+
+# A name of a secret whose last word says it holds a time (`token_expires_at`,
+# `password_changed_on`): when a token expires is evidence, not a secret, and so is its MAX.
+_TIME_WORDS: Final = frozenset("at on date day time timestamp ts until since".split())
+
+
+def _secret(name: str) -> bool:
+    words = name.lower().replace("-", "_").split("_")
+    return log_secret_name(name) and words[-1] not in _TIME_WORDS
 
 
 def _followed(node: exp.Expr) -> list[exp.Column]:
@@ -114,9 +126,7 @@ def _named(root: exp.Expr) -> list[tuple[exp.Expr, str]]:
     return pairs
 
 
-def secret_outputs(
-    root: exp.Expr,
-) -> tuple[tuple[tuple[int, bool], ...], tuple[tuple[str, bool], ...]]:
+def secret_outputs(root: exp.Expr) -> OutputMasks:
     """(position, whole) of the top SELECT's output columns that read a secret, and (name,
     whole) of the names given to such expressions anywhere (what a `*` shows them as; "*"
     when one has no name: then every label of a secret's name, whole)."""
@@ -127,7 +137,7 @@ def secret_outputs(
     for expression, given in pairs:
         for column in _followed(expression):
             name = column.name.lower()
-            if log_secret_name(column.name):
+            if _secret(column.name):
                 secrets.append(name)
             if given:
                 edges.setdefault(name, []).append((given, not _plain(expression, column)))
@@ -143,7 +153,11 @@ def secret_outputs(
             reads = _reads(expression, names)
             if reads is not None:
                 positions[index] = positions.get(index, False) or reads
-    return tuple(sorted(positions.items())), tuple(sorted(names.items()))
+    if not positions and not names:
+        return NO_MASKS
+    return OutputMasks(
+        positions=tuple(sorted(positions.items())), names=tuple(sorted(names.items()))
+    )
 
 
 def _spread(names: dict[str, bool], edges: dict[str, list[tuple[str, bool]]]) -> dict[str, bool]:
@@ -161,36 +175,24 @@ def _spread(names: dict[str, bool], edges: dict[str, list[tuple[str, bool]]]) ->
     return names
 
 
-def mask_outputs(
-    columns: list[str],
-    rows: list[list[Any]],
-    positions: tuple[tuple[int, bool], ...],
-    names: tuple[tuple[str, bool], ...],
-) -> list[list[Any]]:
-    """`rows` with the cells `secret_outputs` found masked: text (also JSON and base64 bytes)
-    as `***`, and any value but NULL where the column is an expression over a secret."""
-    whole_at = dict(positions)
-    by_name = dict(names)
-    for index, column in enumerate(columns):
-        if index in whole_at:
-            continue
-        if column.lower() in by_name:
-            whole_at[index] = by_name[column.lower()]
-        elif "*" in by_name and log_secret_name(column):
-            whole_at[index] = True
-    if not whole_at:
-        return rows
-    out = []
-    for row in rows:
-        row = list(row)
-        for index, whole in whole_at.items():
-            if index < len(row):
-                value = row[index]
-                if value is not None and value != "" and (whole or not _is_number(value)):
-                    row[index] = MASK
-        out.append(row)
-    return out
+class OutputMasks(msgspec.Struct, frozen=True, kw_only=True):
+    """What `secret_outputs` found: (position, whole) and, for a `*`, (name, whole)."""
+
+    positions: tuple[tuple[int, bool], ...] = ()
+    names: tuple[tuple[str, bool], ...] = ()
+
+    def modes(self, columns: list[str]) -> list[int]:
+        """Per result column: 0 as the session decides, 1 its text masked, 2 every value but
+        NULL masked (an expression over a secret)."""
+        at = dict(self.positions)
+        by_name = dict(self.names)
+        out = []
+        for index, column in enumerate(columns):
+            whole = at.get(index, by_name.get(column.lower()))
+            if whole is None and "*" in by_name and log_secret_name(column):
+                whole = True
+            out.append(0 if whole is None else 2 if whole else 1)
+        return out
 
 
-def _is_number(value: object) -> bool:
-    return isinstance(value, int | float)  # bool too
+NO_MASKS: Final = OutputMasks()

@@ -54,7 +54,7 @@ from workers.sources.mysql.diagnostics import (
     SCOPED_VIEWS,
     show_hint,
 )
-from workers.sources.mysql.secret_columns import secret_outputs
+from workers.sources.mysql.secret_columns import NO_MASKS, OutputMasks, secret_outputs
 
 __all__ = ["MAX_SQL_CHARS", "GuardedQuery", "Param", "guard_sql"]
 
@@ -214,8 +214,7 @@ class GuardedQuery(msgspec.Struct, frozen=True, kw_only=True):
     cleaned: tuple[tuple[int, str], ...] = ()
     # Output columns reading a secret under another name (`secret_columns`): by position and,
     # for a `*`, by name; True when any value but NULL is masked, not only text.
-    masked: tuple[tuple[int, bool], ...] = ()
-    masked_names: tuple[tuple[str, bool], ...] = ()
+    masks: OutputMasks = NO_MASKS
 
 
 class _Scan(msgspec.Struct, kw_only=True):
@@ -817,13 +816,11 @@ def guard_sql(
     for start in reversed(exact):  # `?` became `%s` and every `%` was doubled before it
         at = start + sum(1 for p in scan.placeholders if p < start) + sql.count("%", 0, start)
         text = f"{text[:at]}BINARY {text[at:]}"
-    masked, masked_names = secret_outputs(target) if kind == "select" else ((), ())
     return GuardedQuery(
         text=text,
         params=values,
         kind=kind,
         tables=tables,
         cleaned=cleaned if kind == "select" else (),
-        masked=masked,
-        masked_names=masked_names,
+        masks=secret_outputs(target) if kind == "select" else NO_MASKS,
     )
