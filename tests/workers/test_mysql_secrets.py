@@ -127,6 +127,9 @@ async def test_a_number_under_a_secrets_name_is_evidence(source: MysqlSource) ->
         "FROM accounts) d",
         "SELECT `ASCII(password)` FROM (SELECT ASCII(password) FROM accounts) d",
         "SELECT * FROM (SELECT CAST(password AS CHAR) FROM accounts) d",
+        # a CTE's column list over a `*`: its names cannot be matched to the columns by place
+        "WITH c(a, b, c, d, e, f, g, h, i) AS (SELECT * FROM accounts) SELECT c, d FROM c",
+        "WITH c(a, b, c, d, e, f, g, h, i) AS (SELECT a.* FROM accounts a) SELECT * FROM c",
     ],
 )
 async def test_a_secret_read_under_another_name_is_masked(source: MysqlSource, sql: str) -> None:

@@ -102,6 +102,32 @@ def _output_name(expression: exp.Expr) -> str:
     return ""
 
 
+def _column_lists(root: exp.Expr) -> list[tuple[exp.Expr, list[str]]]:
+    """The query of a CTE or derived table with a column list, `c(x, y)`, and its names."""
+    out = []
+    for alias in root.find_all(exp.TableAlias):
+        listed = [c.name.lower() for c in alias.args.get("columns") or []]
+        holder = alias.parent
+        if listed and isinstance(holder, exp.CTE | exp.Subquery):
+            out.append((holder.this, listed))
+    return out
+
+
+def _over_star(root: exp.Expr) -> list[str]:
+    """The names of a column list over a `*` (`WITH c(a, b) AS (SELECT * FROM t)`): which
+    column each names is the table's order, unknown here, so each may be a secret."""
+    return [
+        name
+        for query, listed in _column_lists(root)
+        if any(
+            isinstance(e, exp.Star) or (isinstance(e, exp.Column) and isinstance(e.this, exp.Star))
+            for branch in _branches(query)
+            for e in branch.expressions
+        )
+        for name in listed
+    ]
+
+
 def _named(root: exp.Expr) -> list[tuple[exp.Expr, str]]:
     """(expression, the name the server gives what it yields) for every expression of the
     statement that yields a column: a SELECT's list (a later UNION branch's under the first
@@ -116,11 +142,9 @@ def _named(root: exp.Expr) -> list[tuple[exp.Expr, str]]:
         names = [_output_name(e) for e in first.expressions]
         for branch in rest:
             pairs.extend(zip(branch.expressions, names, strict=False))
-    for alias in root.find_all(exp.TableAlias):
-        listed = [c.name.lower() for c in alias.args.get("columns") or []]
-        if listed and isinstance(alias.parent, exp.CTE | exp.Subquery):
-            for branch in _branches(alias.parent.this):
-                pairs.extend(zip(branch.expressions, listed, strict=False))
+    for query, listed in _column_lists(root):
+        for branch in _branches(query):
+            pairs.extend(zip(branch.expressions, listed, strict=False))
     for table in root.find_all(exp.JSONTable):
         pairs.extend((table.this, c.name.lower()) for c in table.find_all(exp.JSONColumnDef))
     return pairs
@@ -141,6 +165,7 @@ def secret_outputs(root: exp.Expr) -> OutputMasks:
                 secrets.append(name)
             if given:
                 edges.setdefault(name, []).append((given, not _plain(expression, column)))
+    secrets.extend(_over_star(root))
     names = _spread(dict.fromkeys(secrets, False), edges)
     if any(not given and _reads(e, names) is not None for e, given in pairs):
         # Named by its text (`ASCII(password)`), which a `*` or a quoted name reads: every
