@@ -844,3 +844,35 @@ def test_every_number_form_is_hidden(text: str, gone: list[str]) -> None:
         assert word not in cleaned, cleaned
     # names that hold digits stay names
     assert clean_cell("sql", "SELECT t1.a2, 1abc FROM t1", "dbx") == "SELECT t1.a2, 1abc FROM t1"
+
+
+@pytest.mark.mariadb
+async def test_a_statement_is_cleaned_from_its_raw_text_not_after_masking(
+    scene: Scene, source: MysqlSource
+) -> None:
+    # Masking a cell by shape first (`password="..."` to the next `"`) took three quotes out
+    # of the statement, so the literals after it were read as code.
+    conn = _root(scene.db)
+    statement = (
+        "SELECT SLEEP(2), 'password=\"abc', 'S3cretZ', \"x\", 'public', 'S3cret2' "
+        "FROM accounts WHERE id = 1"
+    )
+
+    def run() -> None:
+        with conn.cursor() as cur:
+            cur.execute(statement)
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    try:
+        for _ in range(40):
+            rows = await _rows(source, PROCESSLIST)
+            if any("SLEEP" in str(row[4]) for row in rows):
+                break
+            await anyio.sleep(0.05)
+        assert any("SLEEP" in str(row[4]) for row in rows)
+        for word in ("S3cret", "public", "abc"):
+            assert word not in _flat(rows), rows
+    finally:
+        thread.join(10)
+        conn.close()

@@ -205,14 +205,20 @@ class OutputMasks(msgspec.Struct, frozen=True, kw_only=True):
 
     positions: tuple[tuple[int, bool], ...] = ()
     names: tuple[tuple[str, bool], ...] = ()
+    # A diagnostic view's statement columns (`GuardedQuery.cleaned`): fetched as the server
+    # wrote them, for `diagnostics.clean_cell` (which masks after taking the literals out).
+    raw: tuple[int, ...] = ()
 
     def modes(self, columns: list[str]) -> list[int]:
         """Per result column: 0 as the session decides, 1 its text masked, 2 every value but
-        NULL masked (an expression over a secret)."""
+        NULL masked (an expression over a secret), 3 its text unmasked for `clean_cell`."""
         at = dict(self.positions)
         by_name = dict(self.names)
         out = []
         for index, column in enumerate(columns):
+            if index in self.raw:
+                out.append(3)
+                continue
             whole = at.get(index, by_name.get(column.lower()))
             if whole is None and "*" in by_name and log_secret_name(column):
                 whole = True

@@ -164,7 +164,12 @@ _MASKED_PAST: Final = 4096
 def _cell(value: Any, is_json: bool, chars: int, secret: int = 0) -> Any:
     """A fetched value cut just past the projector's cell bound (so it still sees the cut), a
     text masked (`***`) whole under a secret column's name (`secret` 1), any value but NULL
-    of an expression over one (2, `secret_columns`), else by `without_log_secrets`."""
+    of an expression over one (2, `secret_columns`), a statement the source cleans kept raw
+    (3), else by `without_log_secrets`."""
+    if secret == 3 and isinstance(value, str):
+        # A statement read raw: masking by shape first can take quotes out of it (`password="`
+        # to the next `"`) and turn the literals after into code; `clean_cell` masks after.
+        return value[: chars + 1]
     if secret == 2 and value is not None:
         return MASK if not isinstance(value, str | bytes | bytearray) or len(value) else value
     if secret and isinstance(value, str | bytes | bytearray):
@@ -238,7 +243,9 @@ def execute(
     flags = [_is_json(f, pool) for f in fields]
     columns = [str(f.name) for f in fields]
     modes = masks.modes(columns)
-    secrets = [max(m, int(_secret_column(f))) for m, f in zip(modes, fields, strict=True)]
+    secrets = [
+        m if m == 3 else max(m, int(_secret_column(f))) for m, f in zip(modes, fields, strict=True)
+    ]
     rows, stopped = _bounded_rows(cur, flags, bounds, secrets)
     if result is not None and result.unbuffered_active and not drained(cur):
         # Many more rows remain (an explicit LIMIT far above the cap): drop the session rather

@@ -822,5 +822,9 @@ def guard_sql(
         kind=kind,
         tables=tables,
         cleaned=cleaned if kind == "select" else (),
-        masks=secret_outputs(target) if kind == "select" else NO_MASKS,
+        masks=msgspec.structs.replace(
+            secret_outputs(target), raw=tuple(position for position, _ in cleaned)
+        )
+        if kind == "select"
+        else NO_MASKS,
     )
