@@ -138,9 +138,9 @@ def _named(root: exp.Expr) -> list[tuple[exp.Expr, str]]:
     for select in root.find_all(exp.Select):
         pairs.extend((e, _output_name(e)) for e in select.expressions)
     for operation in root.find_all(exp.SetOperation):
-        first, *rest = _branches(operation)
-        names = [_output_name(e) for e in first.expressions]
-        for branch in rest:
+        branches = _branches(operation)
+        names = [_output_name(e) for e in branches[0].expressions] if branches else []
+        for branch in branches[1:]:
             pairs.extend(zip(branch.expressions, names, strict=False))
     for query, listed in _column_lists(root):
         for branch in _branches(query):
