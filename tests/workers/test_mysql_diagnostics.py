@@ -876,3 +876,23 @@ async def test_a_statement_is_cleaned_from_its_raw_text_not_after_masking(
     finally:
         thread.join(10)
         conn.close()
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "USE dbx",
+        "use `dbx`",
+        "SHOW FULL TABLES FROM `dbx` LIKE ?",
+        "SHOW TABLES IN dbx",
+        "CREATE DATABASE IF NOT EXISTS dbx",
+        "ALTER SCHEMA `dbx` CHARACTER SET utf8mb4",
+        "GRANT SELECT ON `dbx`.* TO reader",
+    ],
+)
+def test_this_schemas_name_is_not_shown_where_a_statement_names_it_alone(text: str) -> None:
+    # The agent never sees the physical name of its database (docs/mysql.md, Guard); a session
+    # that switches to it, or lists its tables, named it without a `db.` before a table.
+    cleaned = clean_cell("sql", text, "dbx")
+    assert isinstance(cleaned, str) and "dbx" not in cleaned, cleaned
+    assert clean_cell("sql", "SELECT dbx_total FROM t", "dbx") == "SELECT dbx_total FROM t"

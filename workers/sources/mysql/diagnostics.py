@@ -32,6 +32,7 @@ __all__ = [
     "NOT_SHOWN",
     "OTHER_SCHEMA",
     "SCOPED_VIEWS",
+    "THIS_SCHEMA",
     "clean_cell",
     "show_hint",
 ]
@@ -59,6 +60,8 @@ _TOOL_SCOPE: Final = re.compile(r"\bBINARY (?=DATABASE\(\)|SCHEMA\(\))", re.I)
 _NUMBER: Final = re.compile(r"(?<![\w$.`])(?:0[bB][01]+|\d*\.\d+(?:[eE][-+]?(?:\d+|\?))?)(?![\w$])")
 _NUMBER_REST: Final = re.compile(r"(?<=\?)\.(?:[eE][-+]?(?:\d+|\?))?(?![\w$])")
 OTHER_SCHEMA: Final = "(a table of another schema)"
+THIS_SCHEMA: Final = "(this database)"
+_SHOW: Final = re.compile(r"\s*SHOW\b", re.I)
 NOT_SHOWN: Final = "(a statement that is not text; not shown)"
 # The prefix the tool puts before every statement (session.execute), as `sql_template` leaves
 # it: the agent's own statement is shown as it sent it, not with the tool's time and row limits.
@@ -153,7 +156,13 @@ def _without_database(text: str, database: str) -> str:
     if not database:
         return text
     quoted = re.escape(database)
-    return re.sub(rf"(?<![\w$`])(?:`{quoted}`|{quoted})\s*\.\s*", "", text)
+    text = re.sub(rf"(?<![\w$`])(?:`{quoted}`|{quoted})\s*\.\s*", "", text)
+    # Named alone: `USE shop`, `CREATE DATABASE shop`, `SHOW TABLES FROM shop` (FROM/IN only
+    # in a SHOW, where they name a schema; elsewhere a table may be called like it).
+    words = "USE|DATABASE|SCHEMA|EXISTS" + ("|FROM|IN" if _SHOW.match(text) else "")
+    return re.sub(
+        rf"(?i)\b({words})(\s+)(?:`{quoted}`|{quoted})(?![\w$.`])", r"\1\2" + THIS_SCHEMA, text
+    )
 
 
 def clean_cell(kind: str, value: object, database: str) -> object:
