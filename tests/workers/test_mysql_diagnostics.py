@@ -18,6 +18,7 @@ from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pymysql
 import pytest
 
@@ -251,7 +252,9 @@ def test_show_names_the_select_that_works_when_diagnostics_are_on(sql: str, name
         # A quote inside a comment, a comment opener inside a literal: read as the server does.
         ("SELECT /* don't */ id FROM t WHERE e = 'erin@x.test'", "WHERE e = ?", ["erin"]),
         ("SELECT '/*', 2*/3, 'frank@x.test'", "SELECT ?, ?*/?, ?", ["frank"]),
-        ("SELECT 'it''s', 'it\\'s', \"gina@x.test\"", "SELECT ?, ?, ?", ["gina", "s'"]),
+        # `'it\\'s'` is one literal with escapes, `'it\\'` then `s` without (NO_BACKSLASH_ESCAPES,
+        # the session's setting): read both ways, everything from it on is hidden as one `?`.
+        ("SELECT 'it''s', 'it\\'s', \"gina@x.test\"", "SELECT ?, ?", ["gina", "s'"]),
         ("SELECT `a'b`, 'hal@x.test' FROM t", "SELECT `a", ["hal"]),  # more hidden, not less
         ("SELECT id, 'hal@x.test' FROM `t``q`", "FROM `t``q`", ["hal"]),
         ("SELECT 1--1, 'ivy@x.test'", "SELECT ?-?, ?", ["ivy"]),  # `--` without a space
@@ -699,3 +702,197 @@ def test_diagnostics_need_a_database_in_the_url() -> None:
     with pytest.raises(SettingsError) as info:
         MysqlSource.from_env(env)
     assert "database" in str(info.value) and "pw" not in str(info.value)
+
+
+# -- attack5: statements another session's settings make the server read differently ---------
+
+
+@pytest.mark.parametrize(
+    ("text", "gone"),
+    [
+        # A session with NO_BACKSLASH_ESCAPES: `'C:\'` is a whole literal to its server, so a
+        # reading with escapes took `', b = '` for the literal and showed the next one as code.
+        ("UPDATE t SET a = 'C:\\', b = 'hunter2' WHERE id = 1", ["hunter2"]),
+        ("SELECT 'a\\', 'hunter2', \"b\\\", \"hunter3\"", ["hunter2", "hunter3"]),
+        # `--` then any control character is a comment to the server, not only a space
+        ("SELECT id FROM t --\x0bdon't\nWHERE e = 'alice@x.test'", ["alice"]),
+        ("SELECT id FROM t --\x01it's\nWHERE e = 'bob@x.test'", ["bob"]),
+    ],
+)
+def test_a_literal_is_hidden_however_the_sessions_server_reads_it(
+    text: str, gone: list[str]
+) -> None:
+    cleaned = clean_cell("sql", text, "dbx")
+    assert isinstance(cleaned, str)
+    for word in gone:
+        assert word not in cleaned, cleaned
+
+
+@pytest.mark.mariadb
+async def test_a_no_backslash_escapes_sessions_literals_stay_hidden(
+    scene: Scene, source: MysqlSource
+) -> None:
+    conn = _root(scene.db)
+
+    def run() -> None:
+        with conn.cursor() as cur:
+            cur.execute("SET SESSION sql_mode = 'NO_BACKSLASH_ESCAPES'")
+            cur.execute("SELECT SLEEP(2), 'C:\\', 'hunter2-nbe' FROM accounts WHERE id = 1")
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    try:
+        for _ in range(40):
+            rows = await _rows(source, PROCESSLIST)
+            if any("SLEEP" in str(row[4]) for row in rows):
+                break
+            await anyio.sleep(0.05)
+        assert any("SLEEP" in str(row[4]) for row in rows)
+        assert "hunter2" not in _flat(rows)
+    finally:
+        thread.join(10)
+        conn.close()
+
+
+@pytest.mark.mariadb
+async def test_a_schema_named_alike_up_to_case_or_accents_is_another_schema(
+    scene: Scene, source: MysqlSource
+) -> None:
+    # PROCESSLIST.DB is utf8mb3_general_ci: `DB = DATABASE()` also held for a schema whose name
+    # differs only in case (two schemas on a server with lower_case_table_names=0) or accents.
+    admin = _root()
+    names = [scene.db.upper(), scene.db.replace("aci", "\u00e4ci", 1)]
+    sessions: list[tuple[pymysql.Connection[Any], threading.Thread]] = []
+    try:
+        with admin.cursor() as cur:
+            for name in names:
+                cur.execute(f"CREATE DATABASE `{name}`")
+        for name in names:
+            conn = _root(name)
+
+            def run(conn: pymysql.Connection[Any] = conn) -> None:
+                with conn.cursor() as cur:
+                    cur.execute("SELECT SLEEP(2), 'lookalike'")
+
+            thread = threading.Thread(target=run, daemon=True)
+            thread.start()
+            sessions.append((conn, thread))
+        await anyio.sleep(0.3)
+        ids = {conn.thread_id() for conn, _ in sessions}
+        for sql in (PROCESSLIST, TRX):
+            rows = await _rows(source, sql)
+            assert not ids & ({row[0] for row in rows} | {row[-1] for row in rows}), sql
+    finally:
+        for conn, thread in sessions:
+            thread.join(10)
+            conn.close()
+        with admin.cursor() as cur:
+            for name in names:
+                cur.execute(f"DROP DATABASE IF EXISTS `{name}`")
+        admin.close()
+
+
+@pytest.mark.parametrize(
+    ("sql", "params", "runs"),
+    [
+        (PROCESSLIST, [], PROCESSLIST.replace("= DATABASE()", "= BINARY DATABASE()")),
+        (
+            f"SELECT ID FROM {_P} p WHERE ID > ? AND STATE LIKE '%a%' AND DATABASE() = p.DB",
+            [1],
+            f"SELECT ID FROM {_P} p WHERE ID > %s AND STATE LIKE '%%a%%' AND BINARY DATABASE() = p.DB",
+        ),
+    ],
+)
+def test_the_process_list_scope_runs_byte_for_byte(sql: str, params: list[Any], runs: str) -> None:
+    assert guard_sql(sql, params, diagnostics=True).text == runs
+    # Not with the opt-in off, nor for the schema views (their rows are the account's own).
+    schema_view = "SELECT TABLE_NAME FROM information_schema.TABLES WHERE TABLE_SCHEMA = DATABASE()"
+    assert guard_sql(schema_view, [], diagnostics=True).text == schema_view
+
+
+@pytest.mark.parametrize(
+    "sql",
+    [
+        # DISTINCT compares the raw statements: whether two sessions sent byte for byte the same
+        # literals would be read from the row count, which the cleaning cannot hide.
+        f"SELECT DISTINCT INFO FROM {_P} WHERE DB = DATABASE()",
+        f"SELECT DISTINCT ID, INFO FROM {_P} WHERE DB = DATABASE()",
+        f"SELECT DISTINCT t.trx_query FROM {_T} t JOIN {_P} p "
+        "WHERE p.DB = DATABASE() AND t.trx_mysql_thread_id = p.ID",
+    ],
+)
+def test_a_statement_column_is_never_compared_by_distinct(sql: str) -> None:
+    with pytest.raises(SourceError) as info:
+        guard_sql(sql, [], diagnostics=True)
+    assert info.value.code is ErrorCode.FORBIDDEN_QUERY
+
+
+@pytest.mark.parametrize(
+    ("text", "gone"),
+    [
+        # Number forms the slow log's template leaves: a decimal without its leading 0, a
+        # binary literal, an exponent after a bare point.
+        ("UPDATE accounts SET balance = .75 WHERE id = 1", [".75"]),
+        ("UPDATE flags SET bits = 0b101101 WHERE id = 1", ["101101"]),
+        ("UPDATE t SET x = 1.e5, y = .5E-3 WHERE id = 1", ["e5", "5E"]),
+    ],
+)
+def test_every_number_form_is_hidden(text: str, gone: list[str]) -> None:
+    cleaned = clean_cell("sql", text, "dbx")
+    assert isinstance(cleaned, str) and "WHERE id = ?" in cleaned, cleaned
+    for word in gone:
+        assert word not in cleaned, cleaned
+    # names that hold digits stay names
+    assert clean_cell("sql", "SELECT t1.a2, 1abc FROM t1", "dbx") == "SELECT t1.a2, 1abc FROM t1"
+
+
+@pytest.mark.mariadb
+async def test_a_statement_is_cleaned_from_its_raw_text_not_after_masking(
+    scene: Scene, source: MysqlSource
+) -> None:
+    # Masking a cell by shape first (`password="..."` to the next `"`) took three quotes out
+    # of the statement, so the literals after it were read as code.
+    conn = _root(scene.db)
+    statement = (
+        "SELECT SLEEP(2), 'password=\"abc', 'S3cretZ', \"x\", 'public', 'S3cret2' "
+        "FROM accounts WHERE id = 1"
+    )
+
+    def run() -> None:
+        with conn.cursor() as cur:
+            cur.execute(statement)
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    try:
+        for _ in range(40):
+            rows = await _rows(source, PROCESSLIST)
+            if any("SLEEP" in str(row[4]) for row in rows):
+                break
+            await anyio.sleep(0.05)
+        assert any("SLEEP" in str(row[4]) for row in rows)
+        for word in ("S3cret", "public", "abc"):
+            assert word not in _flat(rows), rows
+    finally:
+        thread.join(10)
+        conn.close()
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "USE dbx",
+        "use `dbx`",
+        "SHOW FULL TABLES FROM `dbx` LIKE ?",
+        "SHOW TABLES IN dbx",
+        "CREATE DATABASE IF NOT EXISTS dbx",
+        "ALTER SCHEMA `dbx` CHARACTER SET utf8mb4",
+        "GRANT SELECT ON `dbx`.* TO reader",
+    ],
+)
+def test_this_schemas_name_is_not_shown_where_a_statement_names_it_alone(text: str) -> None:
+    # The agent never sees the physical name of its database (docs/mysql.md, Guard); a session
+    # that switches to it, or lists its tables, named it without a `db.` before a table.
+    cleaned = clean_cell("sql", text, "dbx")
+    assert isinstance(cleaned, str) and "dbx" not in cleaned, cleaned
+    assert clean_cell("sql", "SELECT dbx_total FROM t", "dbx") == "SELECT dbx_total FROM t"

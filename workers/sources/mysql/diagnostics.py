@@ -32,6 +32,7 @@ __all__ = [
     "NOT_SHOWN",
     "OTHER_SCHEMA",
     "SCOPED_VIEWS",
+    "THIS_SCHEMA",
     "clean_cell",
     "show_hint",
 ]
@@ -53,7 +54,14 @@ HIDDEN_COLUMNS: Final = frozenset(
 CLEANED_COLUMNS: Final = {"INFO": "sql", "TRX_QUERY": "sql", "LOCK_TABLE": "table"}
 
 _LOCK_TABLE: Final = re.compile(r"`((?:[^`]|``)*)`\.(.*)", re.S)
+_TOOL_SCOPE: Final = re.compile(r"\bBINARY (?=DATABASE\(\)|SCHEMA\(\))", re.I)
+# Number literals `sql_template` leaves (`.75`, `0b101`, the rest of `1.e5` and `.5E-3`), not a
+# name's digits (`t1`, `1abc`)
+_NUMBER: Final = re.compile(r"(?<![\w$.`])(?:0[bB][01]+|\d*\.\d+(?:[eE][-+]?(?:\d+|\?))?)(?![\w$])")
+_NUMBER_REST: Final = re.compile(r"(?<=\?)\.(?:[eE][-+]?(?:\d+|\?))?(?![\w$])")
 OTHER_SCHEMA: Final = "(a table of another schema)"
+THIS_SCHEMA: Final = "(this database)"
+_SHOW: Final = re.compile(r"\s*SHOW\b", re.I)
 NOT_SHOWN: Final = "(a statement that is not text; not shown)"
 # The prefix the tool puts before every statement (session.execute), as `sql_template` leaves
 # it: the agent's own statement is shown as it sent it, not with the tool's time and row limits.
@@ -62,13 +70,13 @@ _TOOL_PREFIX: Final = re.compile(
 )
 
 
-def _skip_quoted(text: str, i: int) -> int:
+def _skip_quoted(text: str, i: int, escapes: bool = True) -> int:
     """Index just past the literal or identifier opening at `i` (backslash escapes in
-    literals, a doubled quote inside), or the end of a text cut inside it."""
+    literals when `escapes`, a doubled quote inside), or the end of a text cut inside it."""
     quote, n, j = text[i], len(text), i + 1
     while j < n:
         ch = text[j]
-        if ch == "\\" and quote != "`":
+        if ch == "\\" and escapes and quote != "`":
             j += 2
         elif ch == quote and j + 1 < n and text[j + 1] == quote:
             j += 2
@@ -79,31 +87,68 @@ def _skip_quoted(text: str, i: int) -> int:
     return n
 
 
-def _without_literals(text: str) -> str:
-    """Literals as `?`, comments as `/* ? */`, read in one pass as the server reads them
-    (a `'` inside a comment, a `/*` inside a literal): stripping one kind of span before the
-    other can make a quote open where none did and show a literal after it."""
-    out: list[str] = []
+def _line_comment(text: str, i: int) -> bool:
+    # `--` then the end, a space or any control character opens a comment to the server
+    # (measured on MariaDB 10.11: `--\x0b`, `--\x01`, `--\x7f` too), `#` always.
+    if text[i] == "#":
+        return True
+    after = text[i + 2 : i + 3]
+    return text.startswith("--", i) and (not after or after <= " " or after == "\x7f")
+
+
+def _spans(text: str, escapes: bool) -> list[tuple[int, int, str]]:
+    """(start, end, kind) of every literal ("?"), identifier ("`") and comment ("/* ? */"),
+    read in one pass as the server reads them (a `'` inside a comment, a `/*` inside a
+    literal): stripping one kind of span before the other can make a quote open where none
+    did and show a literal after it."""
+    spans: list[tuple[int, int, str]] = []
     i, n = 0, len(text)
     while i < n:
         ch = text[i]
         if ch in "'\"`":
-            end = _skip_quoted(text, i)
-            out.append(text[i:end] if ch == "`" else "?")
+            end = _skip_quoted(text, i, escapes)
+            spans.append((i, end, "`" if ch == "`" else "?"))
             i = end
         elif text.startswith("/*", i):
             end = text.find("*/", i + 2)
-            i = n if end < 0 else end + 2
-            out.append("/* ? */")
-        elif ch == "#" or (
-            text.startswith("--", i) and text[i + 2 : i + 3] in ("", " ", "\t", "\n", "\r")
-        ):
+            end = n if end < 0 else end + 2
+            spans.append((i, end, "/* ? */"))
+            i = end
+        elif _line_comment(text, i):
             end = text.find("\n", i)
-            i = n if end < 0 else end
-            out.append("/* ? */")
+            end = n if end < 0 else end
+            spans.append((i, end, "/* ? */"))
+            i = end
         else:
-            out.append(ch)
             i += 1
+    return spans
+
+
+def _without_literals(text: str) -> str:
+    """Literals as `?`, comments as `/* ? */`. Whether a backslash escapes a quote is the
+    session's setting (NO_BACKSLASH_ESCAPES, which apps ported from other databases set), not
+    ours: `'C:\\', b = 'pw'` is two literals to such a session and one literal, then `pw` as
+    code, to a reading with escapes. So the text is read both ways and, where they differ,
+    every character either reading takes for a literal or comment is hidden."""
+    with_escapes, without = _spans(text, True), _spans(text, False)
+    out: list[str] = []
+    if with_escapes == without:
+        pos = 0
+        for start, end, kind in with_escapes:
+            out.append(text[pos:start])
+            out.append(text[start:end] if kind == "`" else kind)
+            pos = end
+        out.append(text[pos:])
+        return "".join(out)
+    hidden = bytearray(len(text))
+    for start, end, kind in with_escapes + without:
+        if kind != "`":
+            hidden[start:end] = b"\x01" * (end - start)
+    for i, ch in enumerate(text):
+        if not hidden[i]:
+            out.append(ch)
+        elif i == 0 or not hidden[i - 1]:
+            out.append("?")
     return "".join(out)
 
 
@@ -111,7 +156,13 @@ def _without_database(text: str, database: str) -> str:
     if not database:
         return text
     quoted = re.escape(database)
-    return re.sub(rf"(?<![\w$`])(?:`{quoted}`|{quoted})\s*\.\s*", "", text)
+    text = re.sub(rf"(?<![\w$`])(?:`{quoted}`|{quoted})\s*\.\s*", "", text)
+    # Named alone: `USE shop`, `CREATE DATABASE shop`, `SHOW TABLES FROM shop` (FROM/IN only
+    # in a SHOW, where they name a schema; elsewhere a table may be called like it).
+    words = "USE|DATABASE|SCHEMA|EXISTS" + ("|FROM|IN" if _SHOW.match(text) else "")
+    return re.sub(
+        rf"(?i)\b({words})(\s+)(?:`{quoted}`|{quoted})(?![\w$.`])", r"\1\2" + THIS_SCHEMA, text
+    )
 
 
 def clean_cell(kind: str, value: object, database: str) -> object:
@@ -136,7 +187,10 @@ def clean_cell(kind: str, value: object, database: str) -> object:
     from workers.sources.logs.masking import without_log_secrets
     from workers.sources.logs.slowlog import sql_template
 
-    text = _TOOL_PREFIX.sub("", sql_template(_without_literals(value)), count=1)
+    code = _NUMBER_REST.sub("", _NUMBER.sub("?", sql_template(_without_literals(value))))
+    text, ours = _TOOL_PREFIX.subn("", code, count=1)
+    if ours:  # the tool's own edit of the agent's scope term (sqlguard), taken off as well
+        text = _TOOL_SCOPE.sub("", text)
     return without_log_secrets(_without_database(text, database))
 
 

@@ -29,6 +29,7 @@ from workers.sources.mysql.config import ConnectParams
 from workers.sources.mysql.errors import error_number, error_text, map_error
 from workers.sources.mysql.handoff import close_quietly
 from workers.sources.mysql.leftovers import drained, server_warnings
+from workers.sources.mysql.secret_columns import NO_MASKS, OutputMasks
 
 if TYPE_CHECKING:
     from workers.sources.mysql.sqlguard import Param
@@ -160,9 +161,17 @@ def _secret_column(field: Any) -> bool:
 _MASKED_PAST: Final = 4096
 
 
-def _cell(value: Any, is_json: bool, chars: int, secret: bool = False) -> Any:
+def _cell(value: Any, is_json: bool, chars: int, secret: int = 0) -> Any:
     """A fetched value cut just past the projector's cell bound (so it still sees the cut), a
-    text masked (`***`) whole under a secret column's name, else by `without_log_secrets`."""
+    text masked (`***`) whole under a secret column's name (`secret` 1), any value but NULL
+    of an expression over one (2, `secret_columns`), a statement the source cleans kept raw
+    (3), else by `without_log_secrets`."""
+    if secret == 3 and isinstance(value, str):
+        # A statement read raw: masking by shape first can take quotes out of it (`password="`
+        # to the next `"`) and turn the literals after into code; `clean_cell` masks after.
+        return value[: chars + 1]
+    if secret == 2 and value is not None:
+        return MASK if not isinstance(value, str | bytes | bytearray) or len(value) else value
     if secret and isinstance(value, str | bytes | bytearray):
         return MASK if len(value) else value
     if isinstance(value, bytes | bytearray) and not is_json:
@@ -181,7 +190,7 @@ def _cell(value: Any, is_json: bool, chars: int, secret: bool = False) -> Any:
 
 
 def _bounded_rows(
-    cur: Any, flags: list[bool], bounds: Bounds, secrets: list[bool]
+    cur: Any, flags: list[bool], bounds: Bounds, secrets: list[int]
 ) -> tuple[list[list[Any]], bool]:
     """At most max_rows + 1 rows; stop once the projector would certainly be out of bytes."""
     ncols = min(len(flags), bounds.mysql_max_columns)
@@ -211,8 +220,10 @@ def execute(
     tables: tuple[str, ...],
     bounds: Bounds,
     limit_s: float | None,
+    masks: OutputMasks = NO_MASKS,
 ) -> Outcome:
-    """Blocking: one reset, read-only, time-limited call on `conn` (runs in a worker thread)."""
+    """Blocking: one reset, read-only, time-limited call on `conn` (runs in a worker thread).
+    `masks`: the output columns the guard found reading a secret under another name."""
     _prepare(conn, pool.params.database, pool.clock_sql)
     _load_json_columns(conn, pool, tables)
     _check_process(conn, pool, tables)
@@ -230,8 +241,12 @@ def execute(
     result = cur._result
     fields = list(getattr(result, "fields", None) or ())
     flags = [_is_json(f, pool) for f in fields]
-    rows, stopped = _bounded_rows(cur, flags, bounds, [_secret_column(f) for f in fields])
     columns = [str(f.name) for f in fields]
+    modes = masks.modes(columns)
+    secrets = [
+        m if m == 3 else max(m, int(_secret_column(f))) for m, f in zip(modes, fields, strict=True)
+    ]
+    rows, stopped = _bounded_rows(cur, flags, bounds, secrets)
     if result is not None and result.unbuffered_active and not drained(cur):
         # Many more rows remain (an explicit LIMIT far above the cap): drop the session rather
         # than read them all; a few are read and dropped, so the connection is kept.

@@ -51,6 +51,7 @@ from workers.sources.mysql.errors import Unavailable, error_number, error_text, 
 from workers.sources.mysql.handoff import Handoff, abandonable, close_quietly
 from workers.sources.mysql.leftovers import hide_database
 from workers.sources.mysql.reachability import Reachability
+from workers.sources.mysql.secret_columns import NO_MASKS, OutputMasks
 from workers.sources.mysql.session import Outcome, Pool, execute, kill, lost, stop_query
 
 if TYPE_CHECKING:
@@ -198,7 +199,9 @@ class MysqlSource:
             diagnostics=name in self._diagnostics,
         )
         try:
-            upstream = await self._run(pool, guarded.text, guarded.params, guarded.tables, True)
+            upstream = await self._run(
+                pool, guarded.text, guarded.params, guarded.tables, True, guarded.masks
+            )
         except Unavailable as error:
             self._reach.down(name, error)
             raise
@@ -248,12 +251,13 @@ class MysqlSource:
         params: tuple[Param, ...],
         tables: tuple[str, ...],
         tool_limit: bool,
+        masks: OutputMasks = NO_MASKS,
     ) -> MysqlUpstream:
         # A silent server must not hold the call past its deadline: the blocking driver call
         # is abandoned (its thread closes the connection when its socket timeout ends it).
         try:
             with anyio.fail_after(self._deadline_s):
-                return await self._run_in_time(pool, text, params, tables, tool_limit)
+                return await self._run_in_time(pool, text, params, tables, tool_limit, masks)
         except TimeoutError:
             raise SourceError(
                 ErrorCode.TIMEOUT, "the query did not finish within its time limit"
@@ -266,6 +270,7 @@ class MysqlSource:
         params: tuple[Param, ...],
         tables: tuple[str, ...],
         tool_limit: bool,
+        masks: OutputMasks = NO_MASKS,
     ) -> MysqlUpstream:
         read_timeout = self._limit_s + self._grace_s + 1
         connect_timeout = min(5.0, self._deadline_s)
@@ -273,7 +278,7 @@ class MysqlSource:
             reused = bool(pool.idle)
             conn = await self._connection(pool, read_timeout, connect_timeout)
             outcome, killed = await self._attempt(
-                pool, conn, text, params, tables, tool_limit, connect_timeout
+                pool, conn, text, params, tables, tool_limit, connect_timeout, masks
             )
             if reused and not killed and lost(outcome):
                 # The server closed the pooled connection while it was idle (a KILL, its
@@ -284,7 +289,7 @@ class MysqlSource:
                 pool.close()
                 conn = await self._connection(pool, read_timeout, connect_timeout)
                 outcome, killed = await self._attempt(
-                    pool, conn, text, params, tables, tool_limit, connect_timeout
+                    pool, conn, text, params, tables, tool_limit, connect_timeout, masks
                 )
             return self._finish(pool, conn, outcome, killed)
 
@@ -308,6 +313,7 @@ class MysqlSource:
         tables: tuple[str, ...],
         tool_limit: bool,
         connect_timeout: float,
+        masks: OutputMasks = NO_MASKS,
     ) -> tuple[Outcome | BaseException, bool]:
         """One run of the statement on `conn` under the watchdog: its outcome (an exception
         as a value) and whether the watchdog killed it."""
@@ -327,7 +333,7 @@ class MysqlSource:
             try:
                 outcome = await abandonable(
                     Handoff(conn), execute, conn, pool, text, params, tables, self._bounds,
-                    self._limit_s if tool_limit else None,
+                    self._limit_s if tool_limit else None, masks,
                 )  # fmt: skip
             except Exception as exc:
                 outcome = exc

@@ -54,6 +54,7 @@ from workers.sources.mysql.diagnostics import (
     SCOPED_VIEWS,
     show_hint,
 )
+from workers.sources.mysql.secret_columns import NO_MASKS, OutputMasks, secret_outputs
 
 __all__ = ["MAX_SQL_CHARS", "GuardedQuery", "Param", "guard_sql"]
 
@@ -211,6 +212,9 @@ class GuardedQuery(msgspec.Struct, frozen=True, kw_only=True):
     tables: tuple[str, ...]
     # (result column index, "sql" or "table"): cells the source serves through `clean_cell`.
     cleaned: tuple[tuple[int, str], ...] = ()
+    # Output columns reading a secret under another name (`secret_columns`): by position and,
+    # for a `*`, by name; True when any value but NULL is masked, not only text.
+    masks: OutputMasks = NO_MASKS
 
 
 class _Scan(msgspec.Struct, kw_only=True):
@@ -486,7 +490,9 @@ def _anchored(
     )
 
 
-def _info_schema_filters(root: exp.Expr, diagnostics: bool = False) -> set[int]:
+def _info_schema_filters(
+    root: exp.Expr, diagnostics: bool = False, exact: list[int] | None = None
+) -> set[int]:
     """Every information_schema view must be a FROM/JOIN source of a SELECT whose WHERE has a
     top-level `[alias.]<schema column> = DATABASE()` for it (a server-wide diagnostic view:
     a join to one that has, see `_anchored`); returns the ids of those filter nodes (the only
@@ -531,6 +537,14 @@ def _info_schema_filters(root: exp.Expr, diagnostics: bool = False) -> set[int]:
                 f"{ref + '.' if len(sources) > 1 else ''}{column} = DATABASE() in the WHERE clause"
             )
         approved.update((id(found[0]), id(found[1])))
+        if view in SCOPED_VIEWS and exact is not None:
+            # PROCESSLIST.DB is utf8mb3_general_ci: `DB = DATABASE()` also held for a schema
+            # named alike up to case (lower_case_table_names=0) or accents (`shöp`), and
+            # PROCESS shows every session. The tool runs it as `DB = BINARY DATABASE()`.
+            start = found[1].meta.get("start")
+            if start is None:
+                raise _refuse("the statement is ambiguous to parse")
+            exact.append(start)
     return approved
 
 
@@ -672,6 +686,8 @@ def _cleaned_column(node: exp.Column, target: exp.Expr) -> tuple[int, str]:
     UNION, an alias HAVING or ORDER BY could name) its raw text could be tested or turned so
     that its cleaning misses it."""
     if isinstance(target, exp.Select) and node.parent is target and node.arg_key == "expressions":
+        if target.args.get("distinct"):  # it compares the raw texts (a row count tells)
+            raise _refuse("with a statement column selected, DISTINCT is refused")
         for clause in ("order", "group"):
             items = target.args.get(clause)
             for item in items.expressions if items is not None else []:
@@ -713,10 +729,11 @@ def _check_tree(
     sql: str,
     table_functions: int,
     diagnostics: bool = False,
-) -> tuple[tuple[str, ...], tuple[tuple[int, str], ...]]:
+) -> tuple[tuple[str, ...], tuple[tuple[int, str], ...], tuple[int, ...]]:
     tables: set[str] = set()
     found_table_functions = 0
-    approved = _info_schema_filters(target, diagnostics)
+    exact: list[int] = []
+    approved = _info_schema_filters(target, diagnostics, exact)
     reads_info_schema = any(_is_info_schema(t) for t in target.find_all(exp.Table))
     diagnostic = _reads_diagnostics(target, diagnostics)
     hidden = _INFO_SCHEMA_HIDDEN | HIDDEN_COLUMNS if diagnostic else _INFO_SCHEMA_HIDDEN
@@ -752,7 +769,7 @@ def _check_tree(
                 tables.add(table)
     if found_table_functions != table_functions:
         raise _refuse("the statement is ambiguous to parse")
-    return tuple(sorted(tables)), tuple(sorted(cleaned))
+    return tuple(sorted(tables)), tuple(sorted(cleaned)), tuple(sorted(set(exact)))
 
 
 # `DESCRIBE t col` / `DESCRIBE t 'pat%'`: sqlglot does not parse the column part, so the table
@@ -795,11 +812,19 @@ def guard_sql(
     if hint is not None:
         raise _refuse(f"only SELECT is allowed, not SHOW; this reads the same: {hint}")
     kind, target = _root_kind(root)
-    tables, cleaned = _check_tree(target, schema, sql, table_functions, diagnostics)
+    tables, cleaned, exact = _check_tree(target, schema, sql, table_functions, diagnostics)
+    for start in reversed(exact):  # `?` became `%s` and every `%` was doubled before it
+        at = start + sum(1 for p in scan.placeholders if p < start) + sql.count("%", 0, start)
+        text = f"{text[:at]}BINARY {text[at:]}"
     return GuardedQuery(
         text=text,
         params=values,
         kind=kind,
         tables=tables,
         cleaned=cleaned if kind == "select" else (),
+        masks=msgspec.structs.replace(
+            secret_outputs(target), raw=tuple(position for position, _ in cleaned)
+        )
+        if kind == "select"
+        else NO_MASKS,
     )
