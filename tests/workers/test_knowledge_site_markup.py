@@ -209,3 +209,57 @@ def test_any_site_markup_gives_bounded_chunks_with_a_title(lines: list[str], nam
     for chunk in split_document("\n".join(lines), name):
         assert chunk.content.strip() and len(chunk.content) <= MAX_CHUNK_CHARS
         assert chunk.title and chunk.breadcrumb.startswith(chunk.title)
+
+
+# Written here in the shape of a Hugo / kramdown / Pandoc page (linkerd's checks page gives
+# each heading an id; Hugo's docs give fences `{class=…}` and `{linenos=…}`).
+ATTRIBUTE_PAGE = """# Certificates {#certs .wide}
+
+## Certificate expired {#l5d-identity-issuer}
+
+Rotate the issuer.
+
+```bash {class=disable-copy}
+step certificate create issuer.linkerd.cluster.local ca.crt ca.key
+```
+
+### Check the dates {.note #dates}
+
+```yaml {linenos=table,hl_lines=[8,"15-17"]}
+validity: 8760h
+```
+
+```{.python .numberLines}
+print("not expired")
+```
+
+Renewal window {#window}
+--------------
+
+Renew 30 days before. Set ${VAR} {when} you want.
+
+## Keep ${HOME} {braces}
+
+Text.
+"""
+
+
+def test_heading_and_fence_attributes_are_rendered_as_the_site_shows_them() -> None:
+    # Before: `{#l5d-identity-issuer}` was in the breadcrumb the model read and every
+    # excerpt that held the heading, `{class=disable-copy}` on the code's first line.
+    chunks = split_document(ATTRIBUTE_PAGE, "tasks/certs.md")
+    crumbs = [c.breadcrumb for c in chunks]
+    assert {c.title for c in chunks} == {"Certificates"}
+    assert crumbs == [
+        "Certificates > Certificate expired",
+        "Certificates > Certificate expired > Check the dates",
+        "Certificates > Certificate expired > Renewal window",
+        "Certificates > Keep ${HOME} {braces}",  # braces that are no attributes stay
+    ]
+    assert [c.anchor for c in chunks] == ["l5d-identity-issuer", "dates", "window", ""]
+    text = "\n".join(c.content for c in chunks)
+    assert "## Certificate expired\n\nRotate the issuer.\n\n```bash\nstep certificate" in text
+    assert "### Check the dates\n\n```yaml\nvalidity: 8760h\n```" in text
+    assert '```python\nprint("not expired")' in text
+    assert "## Renewal window\n\nRenew 30 days before. Set ${VAR} {when} you want." in text
+    assert "{#" not in text and "{." not in text and "linenos" not in text
