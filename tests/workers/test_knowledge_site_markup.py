@@ -180,6 +180,9 @@ _HOSTILE = {
     "escaped shortcodes never closed": lambda n: "*/>}} " + "{{</*" * (n // 5),
     "brackets of a pointer never closed": lambda n: "[a](b) " + "[" * n,
     "a heading of spaces and an id never closed": lambda n: "## x" + " " * n + "{#",
+    "a heading of many attributes": lambda n: "## x {" + "#a .b c='d' " * (n // 12) + "}",
+    "a heading of attribute blocks": lambda n: "## x" + " {#a}" * (n // 5),
+    "a fence's info of braces": lambda n: "```" + "{" * n,
 }
 
 
@@ -200,7 +203,8 @@ def test_a_hostile_line_is_read_in_linear_time(make: Callable[[int], str]) -> No
         st.sampled_from(["import x from 'y';", "export const a = {", "}", "<Tabs>", "</Tabs>",
                          "<A b=\"c\"", ">", "{/* c */}", "{{< note >}}", "{{< /note >}}",
                          "{{</* ref */>}}", ":::tip T", ":::", "```", "```mdx-code-block",
-                         "# T", "## S", "text", "", "<details>", "- [a](b)", "See [a](b)."]),
+                         "# T", "## S", "text", "", "<details>", "- [a](b)", "See [a](b).",
+                         "## S {#s .c}", "```bash {class=x}", "```{.py}", "T {#t}", "==="]),
         max_size=40,
     ),
     st.sampled_from(["p.mdx", "p.md"]),
@@ -253,7 +257,7 @@ def test_heading_and_fence_attributes_are_rendered_as_the_site_shows_them() -> N
     assert crumbs == [
         "Certificates > Certificate expired",
         "Certificates > Certificate expired > Check the dates",
-        "Certificates > Certificate expired > Renewal window",
+        "Certificates > Renewal window",  # setext `---`: level 2
         "Certificates > Keep ${HOME} {braces}",  # braces that are no attributes stay
     ]
     assert [c.anchor for c in chunks] == ["l5d-identity-issuer", "dates", "window", ""]
