@@ -19,8 +19,9 @@ bounded chunks.
   table-of-contents marker (`[[_TOC_]]`, `[TOC]`, `{:toc}`) and a paragraph that only points
   to other pages ("See [Uninstalling Linkerd](uninstall/).") are left out (`Page.navigation`
   counts them).
-- **A site's markup** (`site_markup`): Hugo shortcodes, Docusaurus admonitions and, in `.mdx`
-  files, ESM lines and JSX tags are rendered as the site shows them (text kept, markup gone).
+- **A site's markup** (`site_markup`): Hugo shortcodes, Docusaurus admonitions, heading and
+  fence attribute blocks (`{#id}`: kept as `Section.anchor`) and, in `.mdx` files, ESM lines
+  and JSX tags are rendered as the site shows them (text kept, markup gone).
 """
 
 from __future__ import annotations
