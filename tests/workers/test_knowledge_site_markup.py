@@ -180,6 +180,9 @@ _HOSTILE = {
     "escaped shortcodes never closed": lambda n: "*/>}} " + "{{</*" * (n // 5),
     "brackets of a pointer never closed": lambda n: "[a](b) " + "[" * n,
     "a heading of spaces and an id never closed": lambda n: "## x" + " " * n + "{#",
+    "a heading of many attributes": lambda n: "## x {" + "#a .b c='d' " * (n // 12) + "}",
+    "a heading of attribute blocks": lambda n: "## x" + " {#a}" * (n // 5),
+    "a fence's info of braces": lambda n: "```" + "{" * n,
 }
 
 
@@ -200,7 +203,8 @@ def test_a_hostile_line_is_read_in_linear_time(make: Callable[[int], str]) -> No
         st.sampled_from(["import x from 'y';", "export const a = {", "}", "<Tabs>", "</Tabs>",
                          "<A b=\"c\"", ">", "{/* c */}", "{{< note >}}", "{{< /note >}}",
                          "{{</* ref */>}}", ":::tip T", ":::", "```", "```mdx-code-block",
-                         "# T", "## S", "text", "", "<details>", "- [a](b)", "See [a](b)."]),
+                         "# T", "## S", "text", "", "<details>", "- [a](b)", "See [a](b).",
+                         "## S {#s .c}", "```bash {class=x}", "```{.py}", "T {#t}", "==="]),
         max_size=40,
     ),
     st.sampled_from(["p.mdx", "p.md"]),
@@ -209,3 +213,57 @@ def test_any_site_markup_gives_bounded_chunks_with_a_title(lines: list[str], nam
     for chunk in split_document("\n".join(lines), name):
         assert chunk.content.strip() and len(chunk.content) <= MAX_CHUNK_CHARS
         assert chunk.title and chunk.breadcrumb.startswith(chunk.title)
+
+
+# Written here in the shape of a Hugo / kramdown / Pandoc page (linkerd's checks page gives
+# each heading an id; Hugo's docs give fences `{class=…}` and `{linenos=…}`).
+ATTRIBUTE_PAGE = """# Certificates {#certs .wide}
+
+## Certificate expired {#l5d-identity-issuer}
+
+Rotate the issuer.
+
+```bash {class=disable-copy}
+step certificate create issuer.linkerd.cluster.local ca.crt ca.key
+```
+
+### Check the dates {.note #dates}
+
+```yaml {linenos=table,hl_lines=[8,"15-17"]}
+validity: 8760h
+```
+
+```{.python .numberLines}
+print("not expired")
+```
+
+Renewal window {#window}
+--------------
+
+Renew 30 days before. Set ${VAR} {when} you want.
+
+## Keep ${HOME} {braces}
+
+Text.
+"""
+
+
+def test_heading_and_fence_attributes_are_rendered_as_the_site_shows_them() -> None:
+    # Before: `{#l5d-identity-issuer}` was in the breadcrumb the model read and every
+    # excerpt that held the heading, `{class=disable-copy}` on the code's first line.
+    chunks = split_document(ATTRIBUTE_PAGE, "tasks/certs.md")
+    crumbs = [c.breadcrumb for c in chunks]
+    assert {c.title for c in chunks} == {"Certificates"}
+    assert crumbs == [
+        "Certificates > Certificate expired",
+        "Certificates > Certificate expired > Check the dates",
+        "Certificates > Renewal window",  # setext `---`: level 2
+        "Certificates > Keep ${HOME} {braces}",  # braces that are no attributes stay
+    ]
+    assert [c.anchor for c in chunks] == ["l5d-identity-issuer", "dates", "window", ""]
+    text = "\n".join(c.content for c in chunks)
+    assert "## Certificate expired\n\nRotate the issuer.\n\n```bash\nstep certificate" in text
+    assert "### Check the dates\n\n```yaml\nvalidity: 8760h\n```" in text
+    assert '```python\nprint("not expired")' in text
+    assert "## Renewal window\n\nRenew 30 days before. Set ${VAR} {when} you want." in text
+    assert "{#" not in text and "{." not in text and "linenos" not in text

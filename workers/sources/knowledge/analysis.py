@@ -110,6 +110,7 @@ class Chunk(msgspec.Struct, frozen=True, kw_only=True):
     content: str
     ordinal: int
     meta: str = ""  # the front matter's description, tags, aliases: searchable, not shown
+    anchor: str = ""  # the section's `{#id}` (a link's fragment names it): not shown
 
 
 def _stem(word: str) -> str:
@@ -193,7 +194,9 @@ def split_markdown(text: str, source: str) -> list[Chunk]:
             continue  # heading-only
         breadcrumb = " > ".join([title, *section.path])
         for piece in pack(page.lines, section.blocks, MAX_CHUNK_CHARS):
-            chunks.append(_chunk(source, title, breadcrumb, piece, len(chunks), page.meta))
+            chunks.append(
+                _chunk(source, title, breadcrumb, piece, len(chunks), page.meta, section.anchor)
+            )
     return chunks
 
 
@@ -212,10 +215,18 @@ def split_document(text: str, source: str) -> list[Chunk]:
 
 
 def _chunk(
-    source: str, title: str, breadcrumb: str, piece: str, ordinal: int, meta: str = ""
+    source: str,
+    title: str,
+    breadcrumb: str,
+    piece: str,
+    ordinal: int,
+    meta: str = "",
+    anchor: str = "",
 ) -> Chunk:
-    # The id is a hash of where the text stands and the text: stable across rebuilds.
-    digest = hashlib.sha256(f"{source}\0{breadcrumb}\0{piece}".encode()).hexdigest()
+    # The id is a hash of where the text stands and the text: stable across rebuilds (two
+    # sections alike but for their `{#id}` are two places).
+    place = f"{source}\0{breadcrumb}" + (f"\0{anchor}" if anchor else "")
+    digest = hashlib.sha256(f"{place}\0{piece}".encode()).hexdigest()
     return Chunk(
         document_id=f"kb-{digest[:20]}",
         source=source,
@@ -224,6 +235,7 @@ def _chunk(
         content=piece,
         ordinal=ordinal,
         meta=meta,
+        anchor=anchor,
     )
 
 

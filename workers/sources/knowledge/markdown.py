@@ -19,8 +19,9 @@ bounded chunks.
   table-of-contents marker (`[[_TOC_]]`, `[TOC]`, `{:toc}`) and a paragraph that only points
   to other pages ("See [Uninstalling Linkerd](uninstall/).") are left out (`Page.navigation`
   counts them).
-- **A site's markup** (`site_markup`): Hugo shortcodes, Docusaurus admonitions and, in `.mdx`
-  files, ESM lines and JSX tags are rendered as the site shows them (text kept, markup gone).
+- **A site's markup** (`site_markup`): Hugo shortcodes, Docusaurus admonitions, heading and
+  fence attribute blocks (`{#id}`: kept as `Section.anchor`) and, in `.mdx` files, ESM lines
+  and JSX tags are rendered as the site shows them (text kept, markup gone).
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ from typing import Any, Final
 
 from markdown_it import MarkdownIt
 
-from workers.sources.knowledge.site_markup import render_site_markup
+from workers.sources.knowledge.site_markup import heading_id, render_site_markup
 
 __all__ = [
     "MAX_FRONT_MATTER_CHARS",
@@ -78,10 +79,12 @@ class Block:
 
 @dataclass(slots=True)
 class Section:
-    """A heading path and the blocks under its heading (the heading itself first)."""
+    """A heading path and the blocks under its heading (the heading itself first), and the
+    id its heading's attribute block gives it (`{#id}`, "" if none: `site_markup`)."""
 
     path: list[str]
     blocks: list[Block] = field(default_factory=list)
+    anchor: str = ""
 
 
 @dataclass(slots=True)
@@ -227,7 +230,8 @@ def read_markdown(text: str, *, mdx: bool = False) -> Page:
     meta, body = front_matter(text)
     titles = _strings(meta.get("title"))
     title = titles[0].strip() if titles else ""
-    rendered, markup_only = render_site_markup(body.splitlines(), mdx=mdx)
+    written = body.splitlines()
+    rendered, markup_only = render_site_markup(written, mdx=mdx)
     source_lines = _dedent_admonitions(rendered)
     tokens = _MD.parse("\n".join(source_lines))
     lines: list[str | None] = list(source_lines)
@@ -258,7 +262,8 @@ def read_markdown(text: str, *, mdx: bool = False) -> Page:
             else:
                 stack = [(lvl, h) for lvl, h in stack if lvl < level] + [(level, heading)]
             heading_block = Block(a, a + 1, [(a, a + 1)], heading=True)
-            sections.append(Section([h for _, h in stack], [heading_block]))
+            anchor = next((d for ln in reversed(written[a:b]) if (d := heading_id(ln))), "")
+            sections.append(Section([h for _, h in stack], [heading_block], anchor))
             continue
         a, b = token.map or (0, 0)
         navigation += _navigation(token, lines[a:b])

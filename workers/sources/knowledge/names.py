@@ -43,7 +43,6 @@ _FOLDER_PAGES: Final = frozenset({"readme", "index"})
 # A link's fragment (`…/checks/#l5d-identity-issuer-cert-is-time-valid`): a letter in it, so
 # "issue #4711" names no section.
 _FRAGMENT: Final = re.compile(r"(?:(?<=[/\s(<])|^)#([\w.-]++)")
-_HEADING_ID: Final = re.compile(r"\s*\{#([^}\s]+)[^}]*\}\s*$")  # `## Title {#id}`
 
 
 def name_key(text: str) -> str:
@@ -96,11 +95,11 @@ def fragments(query: str) -> set[str]:
     return {f for f in found if len(f) >= 4 and any(c.isalpha() for c in f)}
 
 
-def names_section(heading: str, wanted: set[str]) -> bool:
-    """Whether a heading is the section a fragment links to: its explicit id (`{#id}`, Hugo,
-    kramdown) or, without one, its generated id (lower case, words joined by `-`)."""
-    explicit = _HEADING_ID.search(heading)
-    if explicit:
-        return explicit.group(1) in wanted
+def names_section(heading: str, anchor: str, wanted: set[str]) -> bool:
+    """Whether a heading is the section a fragment links to: its explicit id (`anchor`, from
+    `{#id}`: Hugo, kramdown, Pandoc) or, without one, its generated id (lower case, words
+    joined by `-`)."""
+    if anchor:
+        return anchor in wanted
     slug = re.sub(r"[^\w\- ]", "", heading.lower()).strip().replace(" ", "-")
     return slug in wanted

@@ -280,8 +280,10 @@ def _linked_rows(index: IndexFile, query: str) -> list[int]:
     wanted = fragments(query)
     if not wanted:
         return []
-    rows = index.conn.execute("SELECT rowid, breadcrumb FROM chunks ORDER BY rowid")
-    return [r for r, crumb in rows if names_section(crumb.rsplit(" > ", 1)[-1], wanted)]
+    rows = index.conn.execute("SELECT rowid, breadcrumb, anchor FROM chunks ORDER BY rowid")
+    return [
+        r for r, crumb, anchor in rows if names_section(crumb.rsplit(" > ", 1)[-1], anchor, wanted)
+    ]
 
 
 def _linked_answer(

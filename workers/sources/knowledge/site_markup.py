@@ -16,6 +16,12 @@ inside it too, as Hugo renders them there):
   several lines too), lines that hold only JSX or HTML tags (`<Tabs>`, `</TabItem>`, an
   opening tag over several lines), `{/* comments */}`, and component tags inside a line
   (`<Highlight color="red">text</Highlight>` reads `text`) go; what components enclose stays.
+- **Attribute blocks** (Hugo, kramdown, Pandoc): a heading's trailing `{#id}`, `{.class #id}`,
+  `{: #id}` or `{-}` goes (ATX and setext; `heading_id` keeps the id, which names the section
+  a link's `#fragment` points to); a fence's `{class=disable-copy}`, `{linenos=table}` goes
+  from its info string (```` ```{.python .numberLines} ```` reads ```` ```python ````, the
+  language Pandoc takes from the first class). Braces that hold no attributes stay
+  (`## Keep ${HOME}`).
 """
 
 from __future__ import annotations
@@ -24,7 +30,7 @@ import re
 from pathlib import PurePosixPath
 from typing import Final
 
-__all__ = ["render_site_markup"]
+__all__ = ["heading_id", "render_site_markup"]
 
 _FENCE: Final = re.compile(r"^ {0,3}(`{3,}|~{3,})")
 _REF: Final = re.compile(r"\{\{([<%])\s*(?:rel)?ref\s+\"?([^\"\s>%}]*)\"?\s*[>%]\}\}")
@@ -39,6 +45,53 @@ _TAG: Final = r"<(?:/?[A-Za-z][\w.:-]*+(?:\s[^<>]*+)?)?>"
 _TAGS_ONLY: Final = re.compile(rf"\s*+(?:{_TAG}\s*+)+")
 _TAG_OPEN: Final = re.compile(r"^\s*+<[A-Za-z][\w.:-]*+(?:\s[^<>]*+)?$")  # its `>` on a later line
 _COMPONENT: Final = re.compile(r"</?[A-Z][\w.]*+(?:\s[^<>]*+)?>")
+_ATX: Final = re.compile(r" {0,3}#{1,6}(?:[ \t]|$)")
+_SETEXT_UNDERLINE: Final = re.compile(r" {0,3}(?:=++|-++)[ \t]*+$")
+# One attribute: an id, a class, a key=value (quoted or not), or Pandoc's `-` (unnumbered).
+_ATTR: Final = r"""(?:[#.][\w:.-]++|[\w-]++=(?:"[^"]*+"|'[^']*+'|[^\s"'}]++)|-)"""
+_ATTRS: Final = re.compile(rf"\{{:?[ \t]*+{_ATTR}(?:[ \t,]++{_ATTR})*+[ \t]*+\}}")
+_FENCE_WORDS: Final = re.compile(r"[^\s,{}]++")
+
+
+def _attribute_block(line: str) -> int:
+    """Where a line's trailing attribute block (`{#id .class}`) starts, or -1: found from the
+    last `{`, never searched for (linear in the line)."""
+    text = line.rstrip()
+    brace = text.rfind("{") if text.endswith("}") else -1
+    if brace <= 0 or text[brace - 1] not in " \t" or not _ATTRS.fullmatch(text, brace):
+        return -1
+    return brace
+
+
+def heading_id(line: str) -> str:
+    """The id a heading line's attribute block gives it (`## Title {#id}` -> `id`), or ""."""
+    brace = _attribute_block(line)
+    if brace < 0:
+        return ""
+    ids = [w[1:] for w in line[brace:].strip("{}: \t").split() if w.startswith("#")]
+    return ids[0] if ids else ""
+
+
+def _without_attributes(line: str, underline: str) -> str:
+    # Only on a heading: ATX, or the text line of a setext heading.
+    if not (_ATX.match(line) or (line.strip() and _SETEXT_UNDERLINE.match(underline))):
+        return line
+    brace = _attribute_block(line)
+    return line if brace < 0 else line[:brace].rstrip()
+
+
+def _fence_info(info: str) -> str:
+    """A fence's info string without its attributes: `bash {class=x}` -> `bash`; Pandoc's
+    `{.python .numberLines}` -> `python` (its first class), `{linenos=table}` -> ""."""
+    brace = info.find("{")
+    if brace < 0:
+        return info
+    if info[:brace].strip():
+        return info[:brace].rstrip()
+    words: list[str] = _FENCE_WORDS.findall(info)
+    classes = [w[1:] for w in words if w.startswith(".")]
+    bare = words[:1] if words and words[0][0] not in "#." and "=" not in words[0] else []
+    return (classes or bare or [""])[0]
 
 
 def _ref_name(target: str) -> str:
@@ -99,7 +152,7 @@ def _rendered(lines: list[str], page_mdx: bool) -> list[str]:
     unwrap = ""  # the closing fence of an `mdx-code-block`: MDX inside, not code
     skip_until: re.Pattern[str] | None = None  # the line that ends an ESM statement or tag
     depth = 0  # brackets open in an `export` statement
-    for original in lines:
+    for n, original in enumerate(lines):
         line = original
         mdx = page_mdx or bool(unwrap)
         if unwrap and not skip_until and line.strip() == unwrap:
@@ -127,7 +180,8 @@ def _rendered(lines: list[str], page_mdx: bool) -> list[str]:
             continue
         if opened:
             fence = opened.group(1)
-            out.append(line)
+            info = line[opened.end() :]
+            out.append(line if "{" not in info else line[: opened.end()] + _fence_info(info))
             continue
         if mdx and (_IMPORT.match(line) or _EXPORT.match(line)):
             if _IMPORT.match(line) and not _IMPORT_END.search(line):
@@ -138,6 +192,8 @@ def _rendered(lines: list[str], page_mdx: bool) -> list[str]:
             continue
         if "{{" in line:
             line = _shortcodes(line)
+        if "{" in line:
+            line = _without_attributes(line, lines[n + 1] if n + 1 < len(lines) else "")
         admonition = _ADMONITION.match(line)
         if admonition:
             out.append((admonition.group(1) or admonition.group(2) or "").strip())

@@ -51,7 +51,7 @@ __all__ = ["ANALYSIS_HASH", "INDEX_VERSION", "IndexFile", "build_index", "models
 
 log = logging.getLogger("aci.knowledge")
 
-INDEX_VERSION: Final = 3
+INDEX_VERSION: Final = 4  # 4: a section's `{#id}` in `anchor`, not in its breadcrumb
 ANALYSIS_HASH: Final = hashlib.sha256(
     b"".join(
         Path(m.__file__ or "").read_bytes()
@@ -63,7 +63,7 @@ ANALYSIS_HASH: Final = hashlib.sha256(
 _SCHEMA: Final = """
 CREATE VIRTUAL TABLE chunks USING fts5(
     crumb_terms, body_terms, document_id UNINDEXED, source UNINDEXED, title UNINDEXED,
-    breadcrumb UNINDEXED, content UNINDEXED, ordinal UNINDEXED, meta UNINDEXED,
+    breadcrumb UNINDEXED, content UNINDEXED, ordinal UNINDEXED, meta UNINDEXED, anchor UNINDEXED,
     tokenize = 'unicode61 remove_diacritics 0'
 );
 CREATE VIRTUAL TABLE vocab USING fts5vocab(chunks, 'row');
@@ -71,7 +71,7 @@ CREATE TABLE vectors (model TEXT NOT NULL, dim INTEGER NOT NULL, data BLOB NOT N
 CREATE TABLE skipped (source TEXT NOT NULL, reason TEXT NOT NULL);
 CREATE TABLE synonyms (data BLOB NOT NULL);
 """
-_Row = tuple[str, str, str, str, str, str, str, int, str]
+_Row = tuple[str, str, str, str, str, str, str, int, str, str]
 Progress = Callable[[int, int], None]
 # Texts embedded between two progress reports: ~1 s of the bundled model's time.
 _STEP: Final = 256
@@ -98,6 +98,7 @@ def _rows(text: str, source: str) -> list[_Row]:
                 chunk.content,
                 chunk.ordinal,
                 chunk.meta,
+                chunk.anchor,
             )
         )
     return rows
@@ -168,7 +169,8 @@ def build_index(
             # rowid i + 1 is row i of the vector matrix.
             conn.executemany(
                 "INSERT INTO chunks(rowid, crumb_terms, body_terms, document_id, source, title,"
-                " breadcrumb, content, ordinal, meta) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                " breadcrumb, content, ordinal, meta, anchor)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 [(i, *row) for i, row in enumerate(rows, start=1)],
             )
             if encoder is not None and vectors is not None:
