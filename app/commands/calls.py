@@ -99,12 +99,11 @@ async def _wait_for_index(source: object) -> None:
     """A first runbook index build that outlasts the warm-up (a few hundred long runbooks:
     30-60 s) is waited for, and said on stderr: one command, one question, and its answer is
     not "still being built"."""
-    building = getattr(source, "building", None)
-    progress = building() if building is not None else None
-    if progress is None:
+    from workers.sources.registry import build_progress
+
+    count = build_progress(source)
+    if count is None:
         return
-    done, total = progress
-    count = f" ({done:,} of {total:,} sections embedded)" if total else ""
     print(
         f"note: the runbook index is being built for the first time{count}; this call waits"
         " for it (later calls use it at once)",

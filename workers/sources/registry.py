@@ -18,6 +18,7 @@ from workers.sources.base import Source, SourceError
 
 __all__ = [
     "DEFAULT_WARMUP_TIMEOUT_S",
+    "build_progress",
     "describe_sources",
     "open_sources",
     "warm_up",
@@ -112,15 +113,23 @@ async def warm_up(
             _say_building(tool, source)
 
 
-def _say_building(tool: str, source: Source) -> None:
-    # A first runbook index build that outlasts the warm-up (hundreds of long runbooks) is
-    # said as such: its lookups answer UNAVAILABLE meanwhile, not a timeout of their own.
+def build_progress(source: object) -> str | None:
+    """A source's first index build under way, as ` (n of m sections embedded)` ('' before
+    it counts), or None when none is (a source without an index, or one built)."""
     building = getattr(source, "building", None)
     progress = building() if building is not None else None
     if progress is None:
-        return
+        return None
     done, total = progress
-    count = f" ({done:,} of {total:,} sections embedded)" if total else ""
+    return f" ({done:,} of {total:,} sections embedded)" if total else ""
+
+
+def _say_building(tool: str, source: Source) -> None:
+    # A first runbook index build that outlasts the warm-up (hundreds of long runbooks) is
+    # said as such: its lookups answer UNAVAILABLE meanwhile, not a timeout of their own.
+    count = build_progress(source)
+    if count is None:
+        return
     log.warning(
         "the %s index is still being built%s: its calls answer ERROR/UNAVAILABLE (retryable)"
         " until it is ready, said when it is", tool, count,
