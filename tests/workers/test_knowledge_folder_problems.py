@@ -118,7 +118,7 @@ def test_a_full_cache_folder_is_said_by_its_errno() -> None:
     import errno
     import sqlite3
 
-    from workers.sources.knowledge.current import why_not
+    from workers.sources.knowledge.index_file import why_not
 
     full = OSError(errno.ENOSPC, "No space left on device", "/var/cache/aci/x.sqlite3")
     assert why_not(full) == "ENOSPC, no space left on device"

@@ -5,17 +5,19 @@ A source does the I/O for one tool and returns its raw upstream answer: for `que
 `lookup_knowledge` any RAG-shaped JSON object. The stage records that answer (for replay) and
 projects it with the pure projectors of `contracts/`. A source reports a failure by raising
 `SourceError` with a code and a short message that is safe to show the agent (no host, user,
-password, DSN, path or stack trace).
+password, DSN, path or stack trace); `failure_of` words an `OSError` so, without its path.
 """
 
 from __future__ import annotations
 
+import errno
+import os
 from typing import Any, Protocol
 
 from contracts.requests import Request
 from contracts.status import ErrorCode
 
-__all__ = ["ImmediateSource", "Source", "SourceError"]
+__all__ = ["ImmediateSource", "Source", "SourceError", "failure_of"]
 
 
 class SourceError(Exception):
@@ -56,3 +58,9 @@ class ImmediateSource(Source, Protocol):
     def fetch_now(self, request: Request) -> Any:
         """The raw upstream answer at once, or raise `SourceError`."""
         ...
+
+
+def failure_of(exc: OSError) -> str:
+    """An `OSError` as its errno's name and meaning, no path: `EACCES, permission denied`."""
+    code = exc.errno or 0
+    return f"{errno.errorcode.get(code, str(code))}, {os.strerror(code).lower()}"

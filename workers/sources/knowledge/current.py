@@ -11,9 +11,7 @@ mtime, so a lookup costs one stat(2) per hit while nothing changed.
 
 from __future__ import annotations
 
-import errno
 import os
-import sqlite3
 import stat
 from pathlib import Path, PurePath
 from typing import Any, Final
@@ -21,7 +19,7 @@ from typing import Any, Final
 from workers.sources.knowledge.analysis import split_document
 from workers.sources.knowledge.files import DIR_FLAGS, TooLarge, read_inside
 
-__all__ = ["CurrentChunks", "current_hits", "why_not"]
+__all__ = ["CurrentChunks", "current_hits"]
 
 _KEPT: Final = 512  # files whose chunk ids are remembered (then forgotten all at once)
 
@@ -74,13 +72,3 @@ def current_hits(
     if len(shown) == len(hits):
         return hits, level, False
     return shown, level if shown and shown[0] is hits[0] else None, True
-
-
-def why_not(exc: BaseException) -> str:
-    """Why the index could not be written, without a path: `ENOSPC, no space left on device`,
-    or SQLite's own short reason (`database or disk is full`)."""
-    code = getattr(exc, "errno", None)
-    if isinstance(exc, OSError) and code:
-        return f"{errno.errorcode.get(code, str(code))}, {os.strerror(code).lower()}"
-    reason = str(exc)
-    return reason if isinstance(exc, sqlite3.Error) and "/" not in reason else type(exc).__name__

@@ -40,14 +40,14 @@ from workers.sources.base import SourceError
 from workers.sources.kept import cache_dir_from_env
 from workers.sources.knowledge.analysis import Chunk, split_markdown, terms_of
 from workers.sources.knowledge.build_wait import EmptyIndex, deadline_s, unavailable, wait_for
-from workers.sources.knowledge.current import CurrentChunks, current_hits, why_not
+from workers.sources.knowledge.current import CurrentChunks, current_hits
 from workers.sources.knowledge.encoder import Encoder, query_vector, shared_use_encoder
 from workers.sources.knowledge.files import (
     DEFAULT_MAX_FILE_BYTES,
     files_fingerprint,
     max_file_bytes_from_env,
 )
-from workers.sources.knowledge.index_file import open_or_build
+from workers.sources.knowledge.index_file import open_or_build, why_not
 from workers.sources.knowledge.ranking import USE_LEVELS, Mode, rank
 from workers.sources.knowledge.search import (
     MIN_COVERAGE,

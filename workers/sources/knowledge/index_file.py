@@ -14,6 +14,7 @@ import hashlib
 import sqlite3
 from pathlib import Path
 
+from workers.sources.base import failure_of
 from workers.sources.knowledge.encoder import Encoder
 from workers.sources.knowledge.store import (
     INDEX_VERSION,
@@ -23,7 +24,7 @@ from workers.sources.knowledge.store import (
     models_of,
 )
 
-__all__ = ["open_or_build"]
+__all__ = ["open_or_build", "why_not"]
 
 
 def open_or_build(
@@ -76,3 +77,12 @@ def _newest(paths: list[Path]) -> Path | None:
         with contextlib.suppress(OSError):  # removed meanwhile by another worker
             stamped.append((path.stat().st_mtime_ns, path))
     return max(stamped)[1] if stamped else None
+
+
+def why_not(exc: BaseException) -> str:
+    """Why the index could not be written, without a path: `ENOSPC, no space left on device`,
+    or SQLite's own short reason (`database or disk is full`)."""
+    if isinstance(exc, OSError) and exc.errno:
+        return failure_of(exc)
+    reason = str(exc)
+    return reason if isinstance(exc, sqlite3.Error) and "/" not in reason else type(exc).__name__

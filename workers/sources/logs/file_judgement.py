@@ -4,7 +4,6 @@ copies of another (`files` lists and reads; this keeps its judgements small and 
 - `RefusedFile`: a matched path resolving outside the log roots, or on a kernel
   pseudo-filesystem: the whole source is refused (AUTHORIZATION).
 - `kind_of`: what a matched path that is no regular file is ("a fifo").
-- `failure_of`: an `OSError` as its errno's name and meaning ("EACCES, permission denied").
 - `open_listed`: a listed path opened when it is still the inode listed (no symlink, no fifo).
 - `moved_to`: where a listed file is now when a rename rotation moved it meanwhile.
 - `without_copies`: the listed files less a copy still beside the file it copies (a
@@ -27,7 +26,7 @@ from workers.sources.base import SourceError
 if TYPE_CHECKING:
     from workers.sources.logs.files import LogFile
 
-__all__ = ["RefusedFile", "failure_of", "kind_of", "moved_to", "open_listed", "without_copies"]
+__all__ = ["RefusedFile", "kind_of", "moved_to", "open_listed", "without_copies"]
 
 
 class RefusedFile(SourceError):
@@ -56,12 +55,6 @@ def kind_of(mode: int) -> str:
         if test(mode):
             return name
     return "not a regular file"  # fmt: skip
-
-
-def failure_of(exc: OSError) -> str:
-    """An `OSError` as its errno's name and meaning: `EACCES, permission denied`."""
-    code = exc.errno or 0
-    return f"{errno.errorcode.get(code, str(code))}, {os.strerror(code).lower()}"
 
 
 # The names a compressor gives its output: `gzip app.log.1` writes `app.log.1.gz` (logrotate's

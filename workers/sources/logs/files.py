@@ -39,12 +39,12 @@ from collections.abc import Callable, Generator, Iterator
 from pathlib import Path
 from typing import BinaryIO, Final
 
+from workers.sources.base import failure_of
 from workers.sources.logs.compression import UNREADABLE, compression_of, damage_of, decompressed
 from workers.sources.logs.config import ScanBudget
 from workers.sources.logs.deadline import StopFlag
 from workers.sources.logs.file_judgement import (
     RefusedFile,
-    failure_of,
     kind_of,
     moved_to,
     open_listed,
@@ -53,7 +53,7 @@ from workers.sources.logs.file_judgement import (
 from workers.sources.logs.secret_shapes import CONTROL_SEQUENCE
 
 __all__ = [
-    "UNREADABLE", "LogFile", "Reader", "RefusedFile", "compression_of", "failure_of",
+    "UNREADABLE", "LogFile", "Reader", "RefusedFile", "compression_of",
     "find_files", "without_colour",
 ]  # fmt: skip
 
