@@ -7,11 +7,13 @@ import json
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
 from pipeline.settings import SettingsError
-from workers.sources.mysql.config import data_source_names
+from workers.sources.mysql.config import data_source_names, diagnostic_names
+from workers.sources.mysql.source import MysqlSource
 
 
 def test_names_without_credentials() -> None:
@@ -32,3 +34,28 @@ def test_the_tool_definitions_list_them() -> None:
     assert '"pkgs"' in out.stdout and '"shop"' in out.stdout
     assert "mysql://" not in out.stdout
     json.loads(out.stdout)
+
+
+@pytest.mark.parametrize(
+    ("content", "why"),
+    [
+        (None, "(ENOENT, no such file or directory)"),
+        ('[mysql]\nshop = "mysql://r:Pw1@h/shop"\nbad line\n', "not valid TOML"),
+    ],
+)
+def test_an_unreadable_config_file_says_why_wherever_it_is_read(
+    tmp_path: Path, content: str | None, why: str
+) -> None:
+    # Before: the agent host (`mcp --local`, `tools`) said only "ACI_MYSQL_CONFIG: cannot read
+    # the data source file", and a worker "query_mysql: a configured file cannot be read (No
+    # such file or directory)", naming no variable; `check` named it only for a syntax error.
+    cfg = tmp_path / "mysql.toml"
+    if content is not None:
+        cfg.write_text(content)
+    env = {"ACI_MYSQL_CONFIG": str(cfg)}
+    for read in (data_source_names, diagnostic_names, MysqlSource.from_env):
+        with pytest.raises(ValueError) as caught:  # SettingsError is a ValueError
+            read(env)
+        said = str(caught.value)
+        assert said.startswith("ACI_MYSQL_CONFIG: ") and why in said, (read, said)
+        assert str(tmp_path) not in said and "Pw1" not in said

@@ -23,6 +23,7 @@ from urllib.parse import unquote, urlsplit
 import msgspec
 
 from pipeline.settings import SettingsError
+from workers.sources.base import failure_of
 
 __all__ = [
     "ENV_URL",
@@ -67,10 +68,14 @@ def parse_url(url: str) -> ConnectParams:
 
 
 def _config_table(path: str) -> dict[str, object]:
+    """The file's table of data sources; a `ValueError` naming the variable and why (never the
+    path, nor a byte of the file: it may hold passwords) when it cannot be read or parsed."""
     try:
         text = Path(path).read_bytes().decode("utf-8")
     except UnicodeDecodeError:
         raise ValueError("ACI_MYSQL_CONFIG: the file is not UTF-8") from None
+    except OSError as exc:
+        raise ValueError(f"ACI_MYSQL_CONFIG: the file cannot be read ({failure_of(exc)})") from None
     toml = path.endswith(".toml")
     try:
         data = tomllib.loads(text) if toml else json.loads(text)
@@ -82,11 +87,23 @@ def _config_table(path: str) -> dict[str, object]:
     return {str(k).lower(): v for k, v in table.items()} if isinstance(table, dict) else {}
 
 
+def _settings_table(path: str) -> dict[str, object]:
+    # The table for a host's or the CLI's settings: a `SettingsError` (one line, exit 2).
+    try:
+        return _config_table(path)
+    except ValueError as exc:
+        raise SettingsError(str(exc)) from None
+
+
 def read_config_file(path: str) -> dict[str, str]:
     """The `name -> URL` table of an ACI_MYSQL_CONFIG file (names lowercased): `name = URL`
     or `name = {url = URL, ...}`."""
+    return _urls(_config_table(path))
+
+
+def _urls(table: dict[str, object]) -> dict[str, str]:
     urls: dict[str, str] = {}
-    for name, value in _config_table(path).items():
+    for name, value in table.items():
         if isinstance(value, dict):
             value = value.get("url")
         if isinstance(value, str):
@@ -101,10 +118,7 @@ def diagnostic_names(env: Mapping[str, str]) -> frozenset[str]:
     yes or a no is a `SettingsError` naming it (never guessed open)."""
     chosen: dict[str, bool] = {}
     if env.get("ACI_MYSQL_CONFIG"):
-        try:
-            table = _config_table(env["ACI_MYSQL_CONFIG"])
-        except (OSError, ValueError) as exc:
-            raise SettingsError("ACI_MYSQL_CONFIG: cannot read the data source file") from exc
+        table = _settings_table(env["ACI_MYSQL_CONFIG"])
         for name, value in table.items():
             flag = value.get("diagnostics", False) if isinstance(value, dict) else False
             if not isinstance(flag, bool):
@@ -141,13 +155,10 @@ def data_source_names(env: Mapping[str, str]) -> tuple[str, ...]:
     connecting, and those `ACI_MYSQL_SOURCES` names without credentials): what a host lists in
     `query_mysql`'s schema. A name no request could carry (see
     `QueryMysqlRequest.data_source`) is left out: no call could name it. An unreadable
-    ACI_MYSQL_CONFIG is a `SettingsError` naming the variable (not the path)."""
+    ACI_MYSQL_CONFIG is a `SettingsError` naming the variable and why (not the path)."""
     names: set[str] = set(listed_names(env))
     if env.get("ACI_MYSQL_CONFIG"):
-        try:
-            names.update(read_config_file(env["ACI_MYSQL_CONFIG"]))
-        except (OSError, ValueError) as exc:  # tomllib and json errors are ValueErrors
-            raise SettingsError("ACI_MYSQL_CONFIG: cannot read the data source file") from exc
+        names.update(_urls(_settings_table(env["ACI_MYSQL_CONFIG"])))
     names.update(m.group(1).lower() for key in env if (m := ENV_URL.match(key)))
     return tuple(sorted(n for n in names if _REQUEST_NAME.fullmatch(n)))
 
