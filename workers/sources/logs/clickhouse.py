@@ -51,6 +51,7 @@ from workers.sources.logs.clickhouse_sql import OTEL_LOGS_DDL, compile_query
 from workers.sources.logs.config import ClickhouseConnection, ClickhouseTopic, LogsConfig, zone_of
 from workers.sources.logs.deadline import remaining_seconds
 from workers.sources.logs.formats import level_of
+from workers.sources.logs.levels import keep_level_name
 from workers.sources.logs.masking import without_cut_url_password
 from workers.sources.logs.mocklog import NUMERIC_FIELDS
 from workers.sources.logs.records import Digest, Entry, as_number, entry_matches, format_ms, masked
@@ -243,6 +244,8 @@ class ClickhouseLogSource:
             fields = {k: _field_value(k, v) for k, v in attributes.items()}
             if len(body) >= cap:  # cut on the server: a URL's password may have lost its `@`
                 body = without_cut_token(without_cut_url_password(body))
+            if severity:  # the word written, as FILE keeps it (a query's `critical` finds it)
+                keep_level_name(fields, severity, level)
             found = Entry(int(ms), level if severity or number else "", service, body, fields)
             # The store matched the unmasked text: a row that matched only by a secret's text
             # (masked here, as on every backend) is no match (`_masked_count`).
