@@ -240,6 +240,25 @@ def test_an_istio_json_format_of_strings_is_read_too(tmp_path: Path) -> None:
     assert record.message == "GET /api/stock HTTP/1.1 504 UT upstream_response_timeout"
 
 
+def test_a_phrase_of_the_request_line_finds_an_envoy_access_log_in_logfmt(tmp_path: Path) -> None:
+    # Envoy's `text_format` of Istio's keys as `key=value` pairs: `logfmt` reads the record
+    # as Istio's JSON (its message the request line, composed of the line's values). The
+    # prefilter looked for a phrase of that message in the line, where its words lie apart:
+    # the record was shown, but a phrase of its own message answered NO_EVIDENCE (0 of 1).
+    text = (
+        "start_time=2026-12-04T15:41:01.020Z method=POST path=/api/charge protocol=HTTP/2 "
+        "response_code=503 response_flags=UF,URX duration=1002\n"
+        "start_time=2026-12-04T15:41:02.020Z method=GET path=/health protocol=HTTP/1.1 "
+        "response_code=200 response_flags=- duration=1\n"
+    )
+    (record,) = search_written(tmp_path, "logfmt", text, "level:error", now=NOW).records
+    assert record.message == "POST /api/charge HTTP/2 503 UF,URX"
+    for phrase in ('"POST /api/charge"', '"503 UF,URX"', '"HTTP/2 503"'):
+        found = search_written(tmp_path, "logfmt", text, phrase, now=NOW)
+        assert found.match_count == 1, phrase
+    assert search_written(tmp_path, "logfmt", text, '"GET /api"', now=NOW).match_count == 0
+
+
 # A client that sends its credentials in the Host header (`curl http://admin:pw@api/` through
 # a proxy that keeps them, a hand-written `Host: admin:pw@api.local`): Envoy logs :authority
 # as it came, with no scheme, so the URL rule never saw it (shown on FILE and CLICKHOUSE)
