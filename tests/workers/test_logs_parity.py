@@ -15,7 +15,9 @@ from logs_helpers import chdb_client, file_source, search
 from contracts import QueryLogsRequest, Topic
 from workers.sources.logs.clickhouse import OTEL_LOGS_DDL, ClickhouseLogSource
 from workers.sources.logs.config import ClickhouseTopic, parse_logs_config
+from workers.sources.logs.deadline import StopFlag
 from workers.sources.logs.records import format_ms
+from workers.sources.logs.source import parse_log_query
 
 NOW = 1_796_000_000.0
 END_MS = int(NOW * 1000)
@@ -89,3 +91,26 @@ async def test_levels_written_otherwise_are_matched_alike(tmp_path: Path) -> Non
     for query in queries:
         assert summary(await from_clickhouse(store, query)) == summary(search(files, query)), query
     assert (await from_clickhouse(store, "level:error")).match_count == 3
+
+
+async def test_a_record_within_the_windows_last_millisecond_is_in_it_on_both(
+    tmp_path: Path,
+) -> None:
+    # An as-of pinned to an alert's time (to the millisecond, as every window is) and the
+    # record that raised it, stamped to the nanosecond within that millisecond: FILE reads
+    # times to the millisecond (the record is at the window's end, inside it), CLICKHOUSE
+    # compared the nanoseconds (after the end: outside). Before, `"disk full"` found it on
+    # FILE and answered NO_EVIDENCE on CLICKHOUSE.
+    at = datetime.fromtimestamp(NOW, UTC).replace(microsecond=123_456)  # .123456 past NOW
+    end_ms = int(NOW * 1000) + 123
+    line = json.dumps({"Timestamp": at.isoformat(), "SeverityText": "ERROR", "Body": "disk full"})
+    (tmp_path / "app.jsonl").write_text(line + "\n")
+    files = file_source(tmp_path, "jsonl", ["app.jsonl"], now=NOW + 60)
+    store = clickhouse_of([[at, "ERROR", 17, "", "disk full", {}]])
+    request = QueryLogsRequest(topic=Topic.APPLICATION, query='"disk full"', lookback_minutes=5)
+    parsed = parse_log_query(request.query)
+    on_file = files.search(request, parsed, StopFlag(60), end_ms)
+    on_clickhouse = store.search(request, parsed, 30.0, end_ms)
+    assert on_file.match_count == 1
+    assert on_clickhouse.match_count == 1
+    assert on_clickhouse.records[0].timestamp == on_file.records[0].timestamp

@@ -181,7 +181,9 @@ def compile_query(
     low, high = params.bind(start_ms, "Int64"), params.bind(end_ms, "Int64")
     parts = [
         f"Timestamp >= fromUnixTimestamp64Milli({low})",
-        f"Timestamp <= fromUnixTimestamp64Milli({high})",
+        # times are read to the millisecond, as every backend reads them: a row within the
+        # window's last millisecond is in it (`Timestamp` holds nanoseconds)
+        f"Timestamp < fromUnixTimestamp64Milli({high} + 1)",
     ]
     if has_timestamp_time:
         parts += [
