@@ -298,7 +298,9 @@ def _bound_bytes(
     events: list[LogEvent], patterns: list[LogPattern], bounds: Bounds
 ) -> tuple[list[LogEvent], bool]:
     """At most `logs_max_fields` fields per event, and events and patterns within
-    `logs_max_bytes` of JSON (as MySQL's rows): the largest events leave first."""
+    `logs_max_bytes` of JSON (as MySQL's rows): the least severe events leave first, the
+    largest of a level first (before, the largest of any level: a crash's stack in its fields
+    made its exemplar the first to go, and routine INFO events were kept over it)."""
     was_cut = False
     if any(len(e.fields) > bounds.logs_max_fields for e in events):
         was_cut = True
@@ -313,7 +315,7 @@ def _bound_bytes(
     if used + sum(sizes) <= bounds.logs_max_bytes:
         return events, was_cut
     keep = set(range(len(events)))
-    for i in sorted(keep, key=lambda i: (-sizes[i], -i)):
+    for i in sorted(keep, key=lambda i: (level_rank(events[i].level), -sizes[i], -i)):
         if used + sum(sizes[j] for j in keep) <= bounds.logs_max_bytes:
             break
         keep.discard(i)

@@ -18,6 +18,7 @@ import msgspec
 from msgspec import UNSET, UnsetType
 
 from contracts.bounds import Bounds
+from contracts.logs import level_rank
 from contracts.results import (
     CanonicalResult,
     ErrorDetail,
@@ -171,15 +172,25 @@ def _whole_view(result: CanonicalResult) -> ModelObservation:
     raise TypeError(f"not a canonical result: {type(result).__name__}")  # pragma: no cover
 
 
+def _next_to_go(items: list[Any]) -> int:
+    """The item a cut drops next: the last (lists are in order of importance), but of a log's
+    events, a timeline, the least severe, the newest of them. Before, the newest went first:
+    a crash at the end of the window was cut from the model's view before routine INFO."""
+    if not isinstance(items[0], LogEvent):
+        return len(items) - 1
+    return min(range(len(items)), key=lambda i: (level_rank(items[i].level), -i))
+
+
 def _drop_items(view: ModelObservation, budget: int, size: int) -> ModelObservation:
     lists = {name: list(getattr(view, name)) for name in _LIST_FIELDS if hasattr(view, name)}
     # Encoded size of each item plus its separating comma; the first item of a list has none.
     item_sizes = {n: [len(_ENCODER.encode(i)) + 1 for i in items] for n, items in lists.items()}
-    # Drop trailing items of whichever list is largest, one at a time, until the view fits.
+    # Drop items of whichever list is largest, one at a time, until the view fits.
     while size > budget and any(item_sizes.values()):
         name = max(item_sizes, key=lambda n: (sum(item_sizes[n]), n))
-        lists[name].pop()
-        size -= item_sizes[name].pop() - (0 if item_sizes[name] else 1)
+        at = _next_to_go(lists[name])
+        lists[name].pop(at)
+        size -= item_sizes[name].pop(at) - (0 if item_sizes[name] else 1)
     return msgspec.structs.replace(view, truncated=True, **lists)
 
 

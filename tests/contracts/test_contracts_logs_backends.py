@@ -9,6 +9,7 @@ from contracts import (
     DEFAULT_BOUNDS,
     InvocationMeta,
     LifecycleStatus,
+    LogRecord,
     SourceKind,
     control_view,
     encode_result,
@@ -81,3 +82,64 @@ def test_events_keep_a_bounded_field_count_and_the_result_a_byte_bound() -> None
     assert tight.truncated and len(tight.events) < len(result.events)
     body = msgspec.json.encode([tight.patterns, tight.events])
     assert len(body) <= 4000
+
+
+def test_the_byte_bound_drops_routine_events_before_the_severest() -> None:
+    # ECS-like JSON records: 19 routine INFO lines with a dozen fields each, and the one
+    # FATAL record, whose exception and stack fields make it the largest. Over the byte bound,
+    # the largest event left first: the FATAL exemplar went and the INFO ones stayed, so the
+    # model was shown no event of the severest pattern (22.9 KiB kept, none of it the crash).
+    base = logs_upstream()
+    routine = {f"attr_{i}": f"value {i} of a routine request " + "x" * 40 for i in range(14)}
+    records = [
+        LogRecord(
+            timestamp=f"2024-05-01T09:{30 + m:02d}:00+00:00", level="INFO", service="order-svc",
+            message=f"GET /api/orders/{m} 200", fields=routine,
+        )
+        for m in range(19)
+    ]  # fmt: skip
+    crash = {f"error_stack_{i}": f"at com.shop.Orders.charge(Orders.java:{i}) " + "y" * 80
+             for i in range(24)}  # fmt: skip
+    records.append(
+        LogRecord(
+            timestamp="2024-05-01T09:59:00+00:00", level="FATAL", service="order-svc",
+            message="OutOfMemoryError: Java heap space", fields=crash,
+        )
+    )  # fmt: skip
+    upstream = msgspec.structs.replace(base, records=records, match_count=20)
+    result = project_logs("c1", upstream, DEFAULT_BOUNDS)
+    body = msgspec.json.encode([result.patterns, result.events])
+    assert result.truncated and len(body) <= DEFAULT_BOUNDS.logs_max_bytes
+    assert len(result.events) < 20
+    assert any(e.level == "FATAL" for e in result.events), [e.level for e in result.events]
+
+
+def test_the_observation_budget_drops_routine_events_before_the_severest() -> None:
+    # The canonical result fits its bound (22 KiB of 24), the Model Observation's budget is
+    # smaller (16 KiB): it dropped trailing events, and the timeline ends with the newest,
+    # the crash. Before, the model was shown 14 INFO events and not the FATAL one.
+    base = logs_upstream()
+    routine = {f"attr_{i}": f"value {i} of a routine request " + "x" * 40 for i in range(12)}
+    records = [
+        LogRecord(
+            timestamp=f"2024-05-01T09:{30 + m:02d}:00+00:00", level="INFO", service="order-svc",
+            message=f"GET /api/orders/{m} 200", fields=routine,
+        )
+        for m in range(19)
+    ]  # fmt: skip
+    records.append(
+        LogRecord(
+            timestamp="2024-05-01T09:59:00+00:00", level="FATAL", service="order-svc",
+            message="OutOfMemoryError: Java heap space",
+            fields={f"frame_{i}": f"at com.shop.Orders.charge(Orders.java:{i})" for i in range(6)},
+        )
+    )  # fmt: skip
+    upstream = msgspec.structs.replace(base, records=records, match_count=20)
+    result = project_logs("c1", upstream, DEFAULT_BOUNDS)
+    assert [e.level for e in result.events][-1] == "FATAL"
+    observation = observe(result, DEFAULT_BOUNDS)
+    assert len(msgspec.json.encode(observation)) <= DEFAULT_BOUNDS.observation_max_bytes
+    events = getattr(observation, "events", [])
+    assert observation.truncated and len(events) < 20
+    assert [e.level for e in events][-1] == "FATAL", [e.level for e in events]
+    assert [e.timestamp for e in events] == sorted(e.timestamp for e in events)

@@ -188,3 +188,25 @@ def test_max_execution_time_stops_the_query() -> None:
     with pytest.raises(SourceError) as caught:
         source.search(request, parse_log_query(request.query), 0.001)
     assert caught.value.code is ErrorCode.TIMEOUT
+
+
+async def test_the_trace_id_of_the_otel_schema_is_the_trace_id_field() -> None:
+    # The Collector's exporter writes a record's trace context into the TraceId column, not
+    # into LogAttributes. Before, `trace_id:<id>` and the id as a word answered NO_EVIDENCE
+    # over the very row, shown without its trace id, though `trace_id` is a field of the topic.
+    trace = "4bf92f3577b34da6a3ce929d0e0e4736"
+    table = make_table([row(60, "ERROR", "pay", "charge failed"), row(70, "INFO", "pay", "ok")])
+    chdb_client().insert(
+        table,
+        [[datetime.fromtimestamp(NOW - 30, UTC), trace, "ERROR", 17, "pay", "card declined", {}],
+         [datetime.fromtimestamp(NOW - 40, UTC), trace, "INFO", 9, "pay", "retry", {"trace_id": "t-own"}]],
+        column_names=["Timestamp", "TraceId", "SeverityText", "SeverityNumber", "ServiceName",
+                      "Body", "LogAttributes"],
+    )  # fmt: skip
+    source = source_for(table)
+    (found,) = (await fetch(source, f"trace_id:{trace}")).records
+    assert found.message == "card declined" and found.fields["trace_id"] == trace
+    assert (await fetch(source, trace)).match_count == 1  # the other row shows its own
+    assert (await fetch(source, "trace_id:t-own")).match_count == 1  # an app's own attribute
+    assert (await fetch(source, "trace_id:*")).match_count == 2
+    assert (await fetch(source, "-trace_id:*")).match_count == 2

@@ -88,6 +88,34 @@ def test_the_level_comes_from_the_status_and_the_flags_are_a_field() -> None:
     assert entries[3].fields["client"] == "203.0.113.9, 10.1.0.1"
 
 
+# An upstream that failed after its response had started: Envoy logs the status it had
+# already sent downstream (200) and says the failure in its flags and details (`UC`, the
+# upstream connection terminated; `UR`, the upstream reset the stream;
+# `upstream_reset_after_response_started{...}`): the client got a body cut short. Before, the
+# status alone gave the level: INFO, and `level:error` over an upstream dying mid-response
+# found none of them.
+MID_RESPONSE = (
+    '[2026-12-04T15:42:00.010Z] "GET /export.csv HTTP/1.1" 200 UC '
+    'upstream_reset_after_response_started{connection_termination} - "-" 0 1048576 4012 '
+    '12 "-" "curl/8.5.0" "84961386-6d84-429d-98bd-c5aee93b5c89" "files:8000" "10.44.1.28:80" '
+    "outbound|8000||files.shop.svc.cluster.local 10.44.1.23:37654 10.0.45.185:8000 "
+    "10.44.1.23:46522 - default\n"
+    '[2026-12-04T15:42:01.010Z] "GET /export.csv HTTP/2" 200 UR 0 65536 30001 11 "-" '
+    '"curl/8.5.0" "5f0c7a52-2b8e-4c1e-9a51-0d7d2f1b9c12" "files.shop" "10.1.4.5:8080"\n'
+)
+
+
+def test_an_upstream_failing_after_its_response_started_is_an_error() -> None:
+    entries, failed = _records(MID_RESPONSE + ENVOY)
+    assert failed == 0
+    levels = [
+        (e.fields.get("response_flags"), e.fields.get("http_status"), e.level) for e in entries
+    ]
+    assert levels[:2] == [("UC", 200, "ERROR"), ("UR", 200, "ERROR")], levels
+    # a 404 with no flag and a 200 with none: as before
+    assert levels[4:] == [(None, 404, "WARN"), (None, 200, "INFO")], levels
+
+
 def test_istios_default_adds_its_details_cluster_and_addresses() -> None:
     entries, failed = _records(ISTIO)
     assert failed == 0
@@ -238,6 +266,25 @@ def test_an_istio_json_format_of_strings_is_read_too(tmp_path: Path) -> None:
     assert record.level == "ERROR" and record.fields["http_status"] == 504
     assert record.fields["bytes"] == 24 and "upstream_time_ms" not in record.fields
     assert record.message == "GET /api/stock HTTP/1.1 504 UT upstream_response_timeout"
+
+
+def test_a_phrase_of_the_request_line_finds_an_envoy_access_log_in_logfmt(tmp_path: Path) -> None:
+    # Envoy's `text_format` of Istio's keys as `key=value` pairs: `logfmt` reads the record
+    # as Istio's JSON (its message the request line, composed of the line's values). The
+    # prefilter looked for a phrase of that message in the line, where its words lie apart:
+    # the record was shown, but a phrase of its own message answered NO_EVIDENCE (0 of 1).
+    text = (
+        "start_time=2026-12-04T15:41:01.020Z method=POST path=/api/charge protocol=HTTP/2 "
+        "response_code=503 response_flags=UF,URX duration=1002\n"
+        "start_time=2026-12-04T15:41:02.020Z method=GET path=/health protocol=HTTP/1.1 "
+        "response_code=200 response_flags=- duration=1\n"
+    )
+    (record,) = search_written(tmp_path, "logfmt", text, "level:error", now=NOW).records
+    assert record.message == "POST /api/charge HTTP/2 503 UF,URX"
+    for phrase in ('"POST /api/charge"', '"503 UF,URX"', '"HTTP/2 503"'):
+        found = search_written(tmp_path, "logfmt", text, phrase, now=NOW)
+        assert found.match_count == 1, phrase
+    assert search_written(tmp_path, "logfmt", text, '"GET /api"', now=NOW).match_count == 0
 
 
 # A client that sends its credentials in the Host header (`curl http://admin:pw@api/` through

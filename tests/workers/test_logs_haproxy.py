@@ -128,3 +128,34 @@ def test_reading_haproxys_lines_is_linear_on_a_1mb_message(unit: str) -> None:
     count = 1_000_000 // len(unit)
     quarter, whole = seconds(count // 4), seconds(count)
     assert whole < 8 * quarter + 0.05 and whole < 2.0, (quarter, whole)
+
+
+# A server that failed after its status line was sent: HAProxy logs the status it forwarded
+# (200) and says the failure in its termination state, `SD--` (the server's connection died
+# during the data transfer: the client got a body cut short) or `sD--` (the server stopped
+# sending for `timeout server` in the data phase). Before, the status alone gave the level:
+# both were INFO, and `level:error` over a backend dying mid-response found none of them.
+SERVER_FAILED_MID_RESPONSE = (
+    "Dec  5 09:21:01 lb1 haproxy[7]: 10.0.0.9:41250 [05/Dec/2026:09:21:00.100] fe_web~"
+    ' be_files/files1 0/0/1/2/4012 200 1048576 - - SD-- 1/1/0/0/0 0/0 "GET /export.csv HTTP/1.1"\n'
+    "Dec  5 09:21:02 lb1 haproxy[7]: 10.0.0.9:41252 [05/Dec/2026:09:21:01.100] fe_web~"
+    ' be_files/files1 0/0/1/2/30001 200 65536 - - sD-- 1/1/0/0/0 0/0 "GET /export.csv HTTP/1.1"\n'
+    # a client that went away mid-body (CD--), and a whole answer (----): as before
+    "Dec  5 09:21:03 lb1 haproxy[7]: 10.0.0.9:41254 [05/Dec/2026:09:21:02.100] fe_web~"
+    ' be_files/files1 0/0/1/2/50 200 4096 - - CD-- 1/1/0/0/0 0/0 "GET /export.csv HTTP/1.1"\n'
+    "Dec  5 09:21:04 lb1 haproxy[7]: 10.0.0.9:41256 [05/Dec/2026:09:21:03.100] fe_web~"
+    ' be_files/files1 0/0/1/2/50 200 4096 - - ---- 1/1/0/0/0 0/0 "GET /export.csv HTTP/1.1"\n'
+)
+
+
+def test_a_server_failing_after_its_status_is_an_error(tmp_path: Path) -> None:
+    every = search_written(
+        tmp_path, "syslog", SERVER_FAILED_MID_RESPONSE, "", now=NOW, topic=EVENTS
+    )
+    records = sorted(every.records, key=lambda r: r.timestamp)
+    assert [r.level for r in records] == ["ERROR", "ERROR", "INFO", "INFO"]
+    failed = search_written(
+        tmp_path, "syslog", SERVER_FAILED_MID_RESPONSE, "level:error", now=NOW, topic=EVENTS
+    )
+    assert failed.match_count == 2
+    assert {r.fields["termination_state"] for r in failed.records} == {"SD--", "sD--"}

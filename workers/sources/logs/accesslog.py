@@ -147,9 +147,18 @@ _UPSTREAM_FAILED: Final = frozenset(
 )
 
 
+# ... of them, those that also fail a response already started (a status sent downstream,
+# then the upstream's connection terminated or its stream reset: `200 UC`, a body cut short);
+# no route or cluster is the proxy's own answer, whose status says what it is (a 404)
+_FAILED_MIDWAY: Final = _UPSTREAM_FAILED - {"NR", "NC"}
+
+
 def _envoy_level(code: int, flags: str) -> str:
     if code >= 100:
-        return status_level(code)
+        level = status_level(code)
+        if level != "ERROR" and flags != "-" and _FAILED_MIDWAY.intersection(flags.split(",")):
+            return "ERROR"
+        return level
     if flags == "-":
         return "INFO"
     return "ERROR" if _UPSTREAM_FAILED.intersection(flags.split(",")) else "WARN"

@@ -51,6 +51,7 @@ from workers.sources.logs.clickhouse_sql import OTEL_LOGS_DDL, compile_query
 from workers.sources.logs.config import ClickhouseConnection, ClickhouseTopic, LogsConfig, zone_of
 from workers.sources.logs.deadline import remaining_seconds
 from workers.sources.logs.formats import level_of
+from workers.sources.logs.levels import keep_level_name
 from workers.sources.logs.masking import without_cut_url_password
 from workers.sources.logs.mocklog import NUMERIC_FIELDS
 from workers.sources.logs.records import Digest, Entry, as_number, entry_matches, format_ms, masked
@@ -108,7 +109,7 @@ class ClickhouseLogSource:
         self._client, self._owns_client = client, client is None
         self._stopper, self._owns_stopper = stop_client, client is None
         self._lock = threading.Lock()
-        self._columns: dict[str, bool] = {}
+        self._columns: dict[str, frozenset[str]] = {}
         self._state_lock = threading.Lock()
         self._reachable: bool | None = None  # unknown until the first answer or failure
 
@@ -162,18 +163,20 @@ class ClickhouseLogSource:
             return "{db:Identifier}.{tbl:Identifier}"
         return "{tbl:Identifier}"
 
-    def _has_timestamp_time(self, client: Any, entry: ClickhouseTopic, seconds: float) -> bool:
+    def _optional(self, client: Any, entry: ClickhouseTopic, seconds: float) -> frozenset[str]:
+        """Which of the exporter's columns a query may do without the table has (a view or an
+        older table may lack them): `TimestampTime`, `TraceId`."""
         found = self._columns.get(entry.table)
         if found is None:
             db, _, table = entry.table.rpartition(".")
             database = "{dbname:String}" if db else "currentDatabase()"
             result = client.query(
-                "SELECT count() FROM system.columns WHERE table = {tab:String} AND name = "
-                f"'TimestampTime' AND database = {database}",
+                "SELECT name FROM system.columns WHERE table = {tab:String} AND name IN "
+                f"('TimestampTime', 'TraceId') AND database = {database}",
                 parameters={"tab": table, **({"dbname": db} if db else {})},
                 settings={"readonly": 1, "max_execution_time": seconds},
             )
-            found = self._columns[entry.table] = bool(result.result_rows[0][0])
+            found = self._columns[entry.table] = frozenset(r[0] for r in result.result_rows)
         return found
 
     def search(
@@ -205,9 +208,10 @@ class ClickhouseLogSource:
         try:
             unless_stopped(stopped)
             client = self._get_client()
+            optional = self._optional(client, entry, seconds)
             where, params = compile_query(
-                query, entry, start_ms, end_ms,
-                has_timestamp_time=self._has_timestamp_time(client, entry, seconds),
+                query, entry, start_ms, end_ms, has_timestamp_time="TimestampTime" in optional,
+                has_trace_id="TraceId" in optional,
             )  # fmt: skip
             table = self._table(entry, params)
             params["lim"] = entry.row_limit + 1
@@ -215,8 +219,9 @@ class ClickhouseLogSource:
             unless_stopped(stopped)
             rows = client.query(
                 "SELECT toUnixTimestamp64Milli(Timestamp), SeverityText, SeverityNumber, "
-                "ServiceName, substringUTF8(Body, 1, {cap:UInt64}), LogAttributes "
-                f"FROM {table} WHERE {where} "
+                "ServiceName, substringUTF8(Body, 1, {cap:UInt64}), LogAttributes, "
+                + ("TraceId " if "TraceId" in optional else "'' ")
+                + f"FROM {table} WHERE {where} "
                 "ORDER BY Timestamp DESC LIMIT {lim:UInt32}",
                 parameters=params,
                 settings=settings,
@@ -238,11 +243,15 @@ class ClickhouseLogSource:
         digest = Digest(self.config.sample_limit)
         read = rows[: entry.row_limit]
         cap = self.config.scan.max_line_bytes
-        for ms, severity, number, service, body, attributes in read:
+        for ms, severity, number, service, body, attributes, trace in read:
             level = level_of(severity) if severity else level_of(number, "SeverityNumber")
             fields = {k: _field_value(k, v) for k, v in attributes.items()}
+            if trace:  # the OTel schema's trace context (an app's own attribute wins)
+                fields.setdefault("trace_id", trace)
             if len(body) >= cap:  # cut on the server: a URL's password may have lost its `@`
                 body = without_cut_token(without_cut_url_password(body))
+            if severity:  # the word written, as FILE keeps it (a query's `critical` finds it)
+                keep_level_name(fields, severity, level)
             found = Entry(int(ms), level if severity or number else "", service, body, fields)
             # The store matched the unmasked text: a row that matched only by a secret's text
             # (masked here, as on every backend) is no match (`_masked_count`).
@@ -280,9 +289,12 @@ class ClickhouseLogSource:
         # (two more statements, each one row, on the table's time order), so the answer
         # says where the records are (`contracts.results.RecordTimes`).
         (start, end), found = window, []
-        has_time = self._has_timestamp_time(client, entry, seconds)
+        optional = self._optional(client, entry, seconds)
+        has_time, has_trace = "TimestampTime" in optional, "TraceId" in optional
         for low, high, pick in ((0, start - 1, "max"), (end + 1, _YEAR_2100_MS, "min")):
-            where, params = compile_query(query, entry, low, high, has_timestamp_time=has_time)
+            where, params = compile_query(
+                query, entry, low, high, has_timestamp_time=has_time, has_trace_id=has_trace
+            )
             table = self._table(entry, params)
             row = client.query(
                 f"SELECT count(), {pick}(toUnixTimestamp64Milli(Timestamp)) FROM {table} "

@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any, Final
 
 from workers.sources.logs.config import ClickhouseTopic
+from workers.sources.logs.levels import LEVEL_WORDS, LEVELS
 from workers.sources.logs.secret_shapes import CONTROL_SEQUENCE, INVISIBLE
 from workers.sources.logs.source import Clause, ParsedQuery
 from workers.sources.logs.terms import boundary_pattern, bounded
@@ -46,7 +47,14 @@ ORDER BY (ServiceName, TimestampTime, Timestamp)
 SETTINGS index_granularity = 8192, ttl_only_drop_parts = 1"""
 
 _COLUMNS: Final = {"level": "SeverityText", "service": "ServiceName", "message": "Body"}
-_HAY_COLUMNS: Final = ("Body", "SeverityText", "ServiceName")
+_LEVEL: Final = "\x00level\x00"  # the level as shown (`_Params.level`), not a column
+# The OTel schema's trace context is a column, not an attribute: `trace_id` is an app's own
+# attribute when it has one, else TraceId (as `clickhouse` shows the row)
+_TRACE: Final = "if(mapContains(LogAttributes, 'trace_id'), LogAttributes['trace_id'], TraceId)"
+_TRACE_EXISTS: Final = "(mapContains(LogAttributes, 'trace_id') OR TraceId != '')"
+# A word is also looked for in the level as every backend shows it, beside SeverityText as
+# written (the record's `level_name`, as FILE keeps it)
+_HAY_COLUMNS: Final = ("Body", "SeverityText", "ServiceName", "TraceId", _LEVEL)
 _COLUMN: Final = "\x00column\x00"  # where `_text_hit` names its column
 
 # Every backend matches a text as it is shown (`masking`): without a terminal's control
@@ -73,7 +81,8 @@ def _hay(term: str, params: _Params) -> str:
     """A term in the message or any field value (each value on its own, as the other
     backends' separator keeps a phrase inside one field)."""
     hit = _text_hit(term, params)
-    each = [hit.replace(_COLUMN, params.shown(column)) for column in _HAY_COLUMNS]
+    columns = [c for c in _HAY_COLUMNS if c != "TraceId" or params.trace]
+    each = [hit.replace(_COLUMN, params.column(column)) for column in columns]
     each.append(f"arrayExists(x -> {hit.replace(_COLUMN, params.shown('x'))}, "
                 "mapValues(LogAttributes))")  # fmt: skip
     return "(" + " OR ".join(each) + ")"
@@ -83,14 +92,44 @@ _CMP: Final = {"gt": ">", "ge": ">=", "lt": "<", "le": "<="}
 
 
 class _Params:
-    def __init__(self) -> None:
+    def __init__(self, trace: bool = True) -> None:
+        self.trace = trace  # the table has TraceId
         self.values: dict[str, Any] = {}
         self._hidden: tuple[str, str] | None = None
+        self._level: str | None = None
 
     def bind(self, value: Any, kind: str) -> str:
         name = f"p{len(self.values)}"
         self.values[name] = value
         return "{" + name + ":" + kind + "}"
+
+    def column(self, name: str) -> str:
+        """A column (or the level, `_LEVEL`) as shown."""
+        if name == _LEVEL:
+            return self.level()
+        return self.shown(name)
+
+    def level(self) -> str:
+        """The record's level as `formats.level_of` reads the row (`clickhouse`): SeverityText
+        normalised (`CRITICAL` FATAL, `err` ERROR, `Information` INFO, `trace3` TRACE, an
+        unknown word upper-cased), else the SeverityNumber's (17..20 ERROR), else none.
+        Before, `level:` compared SeverityText as written: a row shown FATAL for `CRITICAL`
+        was not found by `level:fatal`, nor a SeverityNumber's ERROR by `level:error`."""
+        if self._level is None:
+            text = f"upperUTF8(trimBoth({self.shown('SeverityText')}))"
+            words = self.bind(list(LEVEL_WORDS), "Array(String)")
+            named = self.bind(list(LEVEL_WORDS.values()), "Array(String)")
+            levels = self.bind(list(LEVELS), "Array(String)")
+            numbered = (
+                f"multiIf(match({text}, '^TRACE[0-9]+$'), 'TRACE', "
+                f"match({text}, '^DEBUG[0-9]+$'), 'DEBUG', {text})"
+            )
+            self._level = (
+                f"multiIf(SeverityText != '', transform({text}, {words}, {named}, {numbered}), "
+                f"SeverityNumber != 0, arrayElement({levels}, "
+                "least(intDiv(toInt32(SeverityNumber) - 1, 4), 5) + 1), '')"
+            )
+        return self._level
 
     def shown(self, column: str) -> str:
         """The column's text as shown: its hidden characters taken out where it holds any
@@ -111,9 +150,12 @@ def _clause_sql(clause: Clause, params: _Params) -> str:
     if clause.op == "exists":
         if clause.field in _COLUMNS:
             return "1"
+        if clause.field == "trace_id" and params.trace:
+            return _TRACE_EXISTS
         return f"mapContains(LogAttributes, {params.bind(clause.field, 'String')})"
     column = _COLUMNS.get(clause.field) or f"LogAttributes[{params.bind(clause.field, 'String')}]"
-    column = params.shown(column)
+    column = _TRACE if clause.field == "trace_id" and params.trace else column
+    column = params.level() if clause.field == "level" else params.shown(column)
     number = f"toFloat64OrNull({column})"
     if clause.op == "contains":
         text = _text_hit(clause.value, params).replace(_COLUMN, column)
@@ -131,13 +173,17 @@ def compile_query(
     end_ms: int,
     *,
     has_timestamp_time: bool,
+    has_trace_id: bool = True,
 ) -> tuple[str, dict[str, Any]]:
-    """The WHERE clause (without `WHERE`) and its bound parameters."""
-    params = _Params()
+    """The WHERE clause (without `WHERE`) and its bound parameters (`has_trace_id`: the
+    table has the exporter's TraceId column, read as the field `trace_id`)."""
+    params = _Params(has_trace_id)
     low, high = params.bind(start_ms, "Int64"), params.bind(end_ms, "Int64")
     parts = [
         f"Timestamp >= fromUnixTimestamp64Milli({low})",
-        f"Timestamp <= fromUnixTimestamp64Milli({high})",
+        # times are read to the millisecond, as every backend reads them: a row within the
+        # window's last millisecond is in it (`Timestamp` holds nanoseconds)
+        f"Timestamp < fromUnixTimestamp64Milli({high} + 1)",
     ]
     if has_timestamp_time:
         parts += [

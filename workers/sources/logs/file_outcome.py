@@ -94,6 +94,12 @@ def read_notes(tally: Tally, reader: Reader, text_ok: bool, sources: int) -> lis
             "topic and were not found again (compressed into a new file meanwhile): their "
             "lines were not read; the count is a lower bound"
         )
+    if reader.truncated:
+        notes.append(
+            f"{reader.truncated} log files were truncated while this call read the topic "
+            "(a copytruncate rotation): the lines they held were not all read; the count is "
+            "a lower bound"
+        )
     if tally.unlisted:
         notes.append(
             f"{unlisted_text(tally.unlisted)}: the files in them were not read; the count is "
@@ -141,6 +147,17 @@ def check_outcome(
             ErrorCode.EXECUTION,
             f"{reader.gone} log files of topic {name} were rotated away or removed while this "
             "call read them and nothing read matched: the count is unknown; ask again",
+        )
+    if (
+        reader.truncated
+        and digest.match_count == 0
+        and not (reader.out_of_budget or flag.timed_out)
+    ):
+        raise SourceError(
+            ErrorCode.EXECUTION,
+            f"{reader.truncated} log files of topic {name} were truncated while this call "
+            "read them (a copytruncate rotation) and nothing read matched: the count is "
+            "unknown; ask again",
         )
     if tally.unlisted and digest.match_count == 0:
         raise SourceError(

@@ -294,6 +294,7 @@ class Reader:
         self.read_error = ""  # ... their failures, each kind once ("EIO, input/output error")
         self.long_lines = 0  # lines over `max_line_bytes`, skipped
         self.gone = 0  # files rotated away or removed since the listing, not found again
+        self.truncated = 0  # plain files shorter than listed: `copytruncate`, the rest copied
 
     def _open(self, file: LogFile) -> BinaryIO | None:
         """The file opened and checked, or None when it was removed or replaced since the
@@ -341,6 +342,8 @@ class Reader:
                     self.stopped = True
                     self._skip_rest(stream)
                 yield from self._read(stream)
+                if codec == "" and os.fstat(raw.fileno()).st_size < file.size:
+                    self.stopped, self.truncated = True, self.truncated + 1
             except Exception as exc:  # the codec's, the system's (`damage_of`); others raise
                 damage = damage_of(exc, codec)
                 if not damage:

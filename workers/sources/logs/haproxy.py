@@ -6,10 +6,12 @@ layout drops the PRI that carries even that: a file of 503s and a backend gone h
 A traffic line's level comes from its HTTP status (the access formats' rule: 5xx ERROR, 4xx
 WARN) or, without one (`option tcplog`, a client gone: `-1`), from the first letter of its
 termination state, which says who ended the session and why (`S`/`s` the server, a refusal or
-its timeout; `C`/`c` the client; `P`, `R`, `I`, `D` HAProxy itself). A server's state lines
-get the severity HAProxy sends them at: `Server be/srv is DOWN` alert, `backend be has no
-server available!` emerg, `Server be/srv is UP` notice (then mapped as a PRI's severity). The
-message stays as written; fields: `client`, `frontend`, `backend`, `server`, `http_status`,
+its timeout; `C`/`c` the client; `P`, `R`, `I`, `D` HAProxy itself); a session the server
+ended is an ERROR whatever its status (`SD--`, `sD--` after a 200: the server died or stopped
+sending mid-body, the client got it cut short). A server's state lines get the severity
+HAProxy sends them at: `Server be/srv is DOWN` alert, `backend be has no server available!`
+emerg, `Server be/srv is UP` notice (then mapped as a PRI's severity). The message stays as
+written; fields: `client`, `frontend`, `backend`, `server`, `http_status`,
 `bytes`, `duration_ms` (Ta, or Tt for TCP), `upstream_time_ms` (Tr), `termination_state`,
 `retries`, and from the request line `method`, `uri`, `protocol`.
 """
@@ -98,7 +100,9 @@ def read_haproxy(entry: Entry) -> None:
             fields["protocol"] = parts.group(3)
     entry.fields.update(fields)
     level = status_level(status) if status is not None and status >= 100 else ""
-    level = level or _ENDED.get(state[0], "INFO")
+    ended = _ENDED.get(state[0], "INFO")
+    if not level or (state[0] in "Ss" and _rank(ended) > _rank(level)):  # a body cut short
+        level = ended
     if _rank(level) > _rank(entry.level):  # a PRI's `info` (every request's) says less
         entry.level = level
 
