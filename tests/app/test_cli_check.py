@@ -10,12 +10,14 @@ import shutil
 import subprocess
 import sys
 import time
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
 
 from workers.sources.logs.check import check_logs
 from workers.sources.logs.config import LogsConfig, parse_logs_config
+from workers.sources.logs.router import LogRouter
 
 ROOT = Path(__file__).resolve().parents[2]
 SAMPLES = ROOT / "tests" / "workers" / "logs_samples"
@@ -397,6 +399,48 @@ def test_a_yearless_file_is_dated_by_its_last_write_and_records_after_it_are_sai
     ]
 
 
+def test_a_live_file_written_in_a_zone_behind_the_topics_is_said_with_the_offset(
+    tmp_path: Path,
+) -> None:
+    # Python's logging on a host in America/New_York writes local time without a zone; the
+    # topic says UTC, so every record reads five hours old, and a call over the last hour
+    # answers "no evidence" while the service logs errors. Found by a new user's on-call
+    # pass: `check` said nothing and the worker's start warned only of future records. Its
+    # last record lies a whole number of hours (plus the write's own delay) before the
+    # file's last write, which a running program's log never shows in its own zone.
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    now = calendar.timegm((2026, 12, 5, 11, 20, 0))  # 2026-12-05T11:20Z
+    written = now - 60  # last written a minute ago, at 11:19:00.4Z (06:19:00 in New York)
+    (logs / "app.log").write_text(
+        "2026-12-05 06:18:59,210 INFO [shop.payments] order o-1000 accepted\n"
+        "2026-12-05 06:19:00,120 ERROR [shop.payments] connection pool exhausted\n"
+    )
+    os.utime(logs / "app.log", (written + 0.4, written + 0.4))
+    # A copy of an old log made now (`cp` without -p): its last record is hours before its
+    # mtime too, but not by a zone's offset: no problem.
+    (logs / "copy.log").write_text("2026-12-05 03:02:17,000 INFO copied\n")
+    os.utime(logs / "copy.log", (written, written))
+    config = plain_config(logs)
+    (app,) = check_logs(config, now)
+    assert app.problems() == [
+        f"APPLICATION: {logs}/app.log: its last record is 5.0 h before the file was last "
+        "written (mtime 2026-12-05T11:19:00.400Z): a program writing it now writes its local "
+        'time in another zone than timezone "UTC"; its offset is -05:00: set timezone = '
+        '"-05:00" (or the host\'s IANA zone) for this source'
+    ]
+    # The worker's start says it too, naming the topic and no path.
+    (logs / "app.log").write_text(
+        (datetime.now(UTC) - timedelta(hours=5)).strftime("%Y-%m-%d %H:%M:%S,000")
+        + " ERROR [shop.payments] connection pool exhausted\n"
+    )
+    (logs / "copy.log").unlink()
+    warnings = LogRouter.from_config(config, {}).clock_warnings()
+    assert len(warnings) == 1 and "topic APPLICATION" in warnings[0]
+    assert "5.0 h before" in warnings[0] and '"-05:00"' in warnings[0]
+    assert str(logs) not in warnings[0]
+
+
 def test_a_file_mostly_not_in_its_format_is_a_problem_though_no_format_reads_it(
     tmp_path: Path,
 ) -> None:
@@ -502,7 +546,8 @@ def test_a_source_of_more_files_than_it_samples_says_how_many_it_checked(tmp_pat
     for n in range(12):
         path = logs / f"app-{n:02}.log"
         path.write_text(f"2026-12-04 10:00:{n:02} INFO started {n}\n")
-        os.utime(path, (1_796_400_000 + n, 1_796_400_000 + n))
+        # last written 6 h 7 min after (exactly 6 h read as a writer at -06:00, said)
+        os.utime(path, (1_796_400_420 + n, 1_796_400_420 + n))
     config = tmp_path / "logs.toml"
     config.write_text(
         f'roots = ["{logs}"]\n[topics.APPLICATION]\nbackend = "file"\nformat = "plain"\n'

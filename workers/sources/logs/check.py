@@ -27,7 +27,8 @@ from workers.sources.logs.config import FORMATS, FileSource, FileTopic, LogsConf
 from workers.sources.logs.dbformats import foreign_zone
 from workers.sources.logs.deadline import StopFlag
 from workers.sources.logs.files import LogFile, Reader, RefusedFile, find_files
-from workers.sources.logs.formats import make_parser, parse_time
+from workers.sources.logs.filetime import last_record, zone_behind
+from workers.sources.logs.formats import LineParser, make_parser, parse_time
 from workers.sources.logs.masking import without_log_secrets, without_secrets
 from workers.sources.logs.records import Entry, format_ms
 from workers.sources.logs.stamps import strptime_ms
@@ -79,6 +80,10 @@ class FileCheck(msgspec.Struct, kw_only=True):
     after_write: int = 0
     after_write_hours: float = 0.0  # the latest of them, hours after the mtime
     written: str = ""  # the file's mtime (the topic's zone)
+    # its last record a zone's offset before its last write (`filetime.zone_behind`): the
+    # offset its writer's local time seems to be in, and the gap in hours
+    behind: str = ""
+    behind_hours: float = 0.0
     foreign_zone: str = ""  # a zone its lines name (several offsets) that is not the topic's
     timezone: str = ""  # the topic's (or source's) timezone, as configured
     example: str = ""  # the first line not in the format, cut to EXAMPLE_CHARS, no URL password
@@ -194,6 +199,13 @@ def _file_problems(topic: str, file: FileCheck) -> list[str]:
             f"timezone ({file.timezone}), which does not call itself {file.foreign_zone}: set "
             f"timezone to the server's log_timezone ({file.foreign_zone} names several offsets)"
         )
+    if file.behind:
+        out.append(
+            f"{where}: its last record is {file.behind_hours:.1f} h before the file was last "
+            f"written (mtime {file.written}): a program writing it now writes its local time "
+            f'in another zone than timezone "{file.timezone}"; its offset is {file.behind}: '
+            f'set timezone = "{file.behind}" (or the host\'s IANA zone) for this source'
+        )
     if file.after_write:
         out.append(
             f"{where}: {file.after_write} records dated after the file was last written "
@@ -260,10 +272,7 @@ def _file(file: LogFile, source: FileSource, reader: Reader, zone: str, now: flo
     # A year or a date a stamp lacks is supplied from the file's last write when it is older
     # than now: its records are not later than it (an old syslog's `Nov  3` is that year's).
     dated_ms = min(now_ms, file.mtime_ms)
-    parser = make_parser(
-        source.format, source.fields, tz, source.service, source.time_unit, dated_ms, file.real,
-        source.pattern, source.time_format,
-    )  # fmt: skip
+    parser = _parser(source, tz, dated_ms, file)
     entries: list[Entry] = []
     rejected = parser.rejected if isinstance(parser, HeadParser | SyslogRecords) else None
     for line in lines:
@@ -286,6 +295,11 @@ def _file(file: LogFile, source: FileSource, reader: Reader, zone: str, now: flo
         if late:
             check.after_write, check.written = len(late), format_ms(file.mtime_ms, tz)
             check.after_write_hours = round((max(late) - file.mtime_ms) / 3_600_000, 1)
+    latest = last_record(file, reader, _parser(source, tz, dated_ms, file))
+    if latest is not None and latest <= now_ms + AS_OF_SKEW_MS:
+        check.behind = zone_behind(latest, file.mtime_ms, tz) or ""
+        check.written, check.timezone = format_ms(file.mtime_ms, tz), zone
+        check.behind_hours = round((file.mtime_ms - latest) / 3_600_000, 1)
     if source.format == "jsonl" and not entries:
         check.time_key = _time_key(lines[0])
     if source.format == "regex" and check.unparsed:
@@ -299,6 +313,13 @@ def _file(file: LogFile, source: FileSource, reader: Reader, zone: str, now: flo
     elif source.format not in _CONTAINERS:
         _better(lines, source, tz, now_ms, _CONTAINERS, check)
     return check
+
+
+def _parser(source: FileSource, tz: tzinfo, dated_ms: int, file: LogFile) -> LineParser:
+    return make_parser(
+        source.format, source.fields, tz, source.service, source.time_unit, dated_ms, file.real,
+        source.pattern, source.time_format,
+    )  # fmt: skip
 
 
 _ISO: Final = re.compile(r"\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d")

@@ -10,7 +10,8 @@ of the records outside its window; records dated in the future (a wrong topic ti
   after the window (the logs of today, in a post-mortem of last week) need not be read when its
   first record is later than the window's end.
 - `future_warning` is the worker-start check of a FILE topic: the newest file's last records,
-  compared with this clock.
+  compared with this clock, and with the file's last write (`zone_behind`: a live log whose
+  last record is a zone's offset older than its mtime is read in a zone ahead of its writer's).
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable
-from datetime import tzinfo
+from datetime import UTC, datetime, tzinfo
 from typing import Final
 
 from msgspec import UNSET, UnsetType
@@ -37,10 +38,12 @@ from workers.sources.logs.files import LogFile, Reader, without_colour
 from workers.sources.logs.formats import LineParser
 from workers.sources.logs.records import format_ms
 
-__all__ = ["FileTimes", "WindowWatch", "future_warning"]
+__all__ = ["FileTimes", "WindowWatch", "future_warning", "last_record", "zone_behind"]
 
 _PEEK: Final = 16 * 1024
 _CACHE_MAX: Final = 4096
+_QUARTER_MS: Final = 15 * 60_000  # zones differ by whole quarter hours
+_WRITE_DELAY_MS: Final = 30_000  # a record's stamp to its write, at most
 
 
 class WindowWatch:
@@ -208,16 +211,52 @@ class FileTimes:
         return first is not None and first > file.mtime_ms and first <= end
 
 
+def last_record(file: LogFile, reader: Reader, parser: LineParser) -> int | None:
+    """The time of the latest record in the file's last 16 KiB (uncompressed), or None."""
+    return FileTimes._read(file, reader, lambda: parser, True)
+
+
+def zone_behind(latest_ms: int, mtime_ms: int, zone: tzinfo) -> str | None:
+    """The offset (`-05:00`) the writer of a file seems to write its local time in, when its
+    last record lies a zone's whole offset (one to fourteen hours, in quarters, plus the
+    write's own delay) before the file's last write; None otherwise. Read in `zone`, such a
+    file's records are that much older than they are: a window counted back from now misses
+    them. A copy of an old log made now is hours behind its mtime too, but rarely by a whole
+    quarter hour to the half minute (one in 30)."""
+    gap = mtime_ms - latest_ms
+    quarters, rest = divmod(gap + 2_000, _QUARTER_MS)
+    if not 4 <= quarters <= 56 or rest > _WRITE_DELAY_MS + 2_000:
+        return None
+    at = datetime.fromtimestamp(latest_ms / 1000, UTC)
+    own = at.astimezone(zone).utcoffset()
+    minutes = int(own.total_seconds() // 60 if own is not None else 0) - quarters * 15
+    sign = "-" if minutes < 0 else "+"
+    return f"{sign}{abs(minutes) // 60:02d}:{abs(minutes) % 60:02d}"
+
+
 def future_warning(
     topic: str, newest: LogFile | None, reader: Reader, parser: LineParser, zone: tzinfo
 ) -> str:
     """The worker-start warning for a topic whose newest file's last records lie in the
-    future of this clock (a wrong `timezone`, most often), or ''."""
+    future of this clock (a wrong `timezone`, most often), or a zone's offset before its
+    last write (`zone_behind`), or ''."""
     if newest is None:
         return ""
-    latest = FileTimes._read(newest, reader, lambda: parser, True)
+    latest = last_record(newest, reader, parser)
     now_ms = int(time.time() * 1000)
-    if latest is None or latest <= now_ms + AS_OF_SKEW_MS:
+    if latest is not None and latest <= now_ms + AS_OF_SKEW_MS:
+        offset = zone_behind(latest, newest.mtime_ms, zone)
+        if offset is None:
+            return ""
+        hours = (newest.mtime_ms - latest) / 3_600_000
+        return (
+            f"query_logs: topic {topic}: the last record of its newest file is {hours:.1f} h "
+            f"before the file's last write (latest {format_ms(latest, zone)}); its writer "
+            f"seems to write local time at offset {offset}: check its timezone "
+            f'(timezone = "{offset}" or the host\'s IANA zone): a window counted back from now '
+            "will not find its records"
+        )
+    if latest is None:
         return ""
     hours = (latest - now_ms) / 3_600_000
     return (
