@@ -165,22 +165,22 @@ def test_a_line_over_the_cap_and_a_broken_archive_are_said_as_what_they_are(
     )
     (topic,) = check_logs(config, time.time())
     files = {Path(f.path).name: f for f in topic.sources[0].files}
-    assert files["a-long.log"].unread == "1 lines longer than max_line_bytes (100) skipped"
-    assert files["b-long-then-good.log"].records == 2
-    assert (
-        files["b-long-then-good.log"].unread == "1 lines longer than max_line_bytes (100) skipped"
+    # what to do, and to what (a new user's pass: "skipped" alone did not say that every call
+    # over the file whose query the line might match is a lower bound, or an ERROR when
+    # nothing else matches)
+    long = (
+        "1 lines longer than max_line_bytes (100) skipped (the longest 301 bytes): a call "
+        "they may match is a lower bound, an ERROR when nothing else matches; raise [scan] "
+        "max_line_bytes above it to read them"
     )
+    assert files["a-long.log"].unread == long
+    assert files["b-long-then-good.log"].records == 2
+    assert files["b-long-then-good.log"].unread == long
     cut = "a compressed file cut short (its end is missing): read up to the cut"
     assert files["c-cut.log.1"].unread == files["d-cut.log.2"].unread == cut
     problems = topic.problems()
-    assert (
-        f"APPLICATION: {logs}/b-long-then-good.log: partly read: 1 lines longer than "
-        "max_line_bytes (100) skipped" in problems
-    )
-    assert (
-        f"APPLICATION: {logs}/a-long.log: not read: 1 lines longer than max_line_bytes"
-        " (100) skipped" in problems
-    )
+    assert f"APPLICATION: {logs}/b-long-then-good.log: partly read: {long}" in problems
+    assert f"APPLICATION: {logs}/a-long.log: not read: {long}" in problems
     assert not any("replaced or unreadable" in p for p in problems)
 
 

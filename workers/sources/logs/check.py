@@ -376,7 +376,11 @@ def _unread(reader: Reader, some: bool) -> str:
         return "a compressed file corrupt part way: read up to the damage"
     if reader.long_lines:
         cap = reader.budget.max_line_bytes
-        return f"{reader.long_lines} lines longer than max_line_bytes ({cap}) skipped"
+        return (
+            f"{reader.long_lines} lines longer than max_line_bytes ({cap}) skipped (the longest "
+            f"{reader.longest} bytes): a call they may match is a lower bound, an ERROR when "
+            "nothing else matches; raise [scan] max_line_bytes above it to read them"
+        )
     if reader.stopped and not some:
         return "replaced or unreadable since it was listed"
     return ""

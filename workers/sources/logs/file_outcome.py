@@ -94,6 +94,12 @@ def read_notes(tally: Tally, reader: Reader, text_ok: bool, sources: int) -> lis
             "topic and were not found again (compressed into a new file meanwhile): their "
             "lines were not read; the count is a lower bound"
         )
+    if reader.long_unsure:
+        notes.append(
+            f"{reader.long_unsure} log lines longer than max_line_bytes "
+            f"({reader.budget.max_line_bytes} bytes) were skipped unread and may hold a match: "
+            "the count is a lower bound (the operator may raise [scan] max_line_bytes)"
+        )
     if tally.unlisted:
         notes.append(
             f"{unlisted_text(tally.unlisted)}: the files in them were not read; the count is "
@@ -147,6 +153,17 @@ def check_outcome(
             ErrorCode.EXECUTION,
             f"{unlisted_text(tally.unlisted)} for topic {name} and nothing read matched: the "
             "count is unknown; the operator must check the folders' permissions",
+        )
+    if (
+        reader.long_unsure
+        and digest.match_count == 0
+        and not (reader.out_of_budget or flag.timed_out)
+    ):
+        raise SourceError(
+            ErrorCode.EXECUTION,
+            f"{reader.long_unsure} log lines of topic {name} are longer than max_line_bytes "
+            f"({reader.budget.max_line_bytes} bytes) and were skipped unread, and nothing else "
+            "matched: the count is unknown; the operator may raise [scan] max_line_bytes",
         )
     if lower_bound and digest.match_count == 0:
         code = ErrorCode.TIMEOUT if flag.timed_out else ErrorCode.EXECUTION

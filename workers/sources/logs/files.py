@@ -15,16 +15,15 @@ Docker's `containers/*/`, too) counts against `MAX_NAMES` and the `StopFlag` is 
 few hundred names; a cut listing marks the count as a lower bound. A folder a wildcard matches
 is read only when its real path lies inside the roots (else the source is refused, unlisted).
 
-Reading: files in descending mtime, those last written before the window are pruned (a
-rotated `app.log.1`, `app.log.2.gz` is older than what it was rotated into). A `Reader`
+Reading: files in descending mtime, those last written before the window pruned. A `Reader`
 meters every byte against the call's `ScanBudget` (decompressed bytes for a compressed file,
-whose codec is read from its magic bytes: `compression`) and checks the `StopFlag` every few
-thousand lines; a plain file larger than the remaining budget is read from its tail (the
-newest part). A line over `max_line_bytes` is skipped in bounded chunks. Anything that stops
-the reading early marks the count as a lower bound; a compressed file cut short or corrupt
-part way (or a zstd frame that needs a dictionary), and any file of which the system failed a
-read (EIO), keeps the lines read before the damage and is counted (`broken`, and of them
-`cut`, `dictionary`, `unreadable`).
+its codec read from its magic bytes: `compression`) and checks the `StopFlag` every few
+thousand lines; a plain file larger than the remaining budget is read from its tail. A line
+over `max_line_bytes` is skipped in bounded chunks (`longlines`: whether it could match).
+Anything that stops the reading early marks the count as a lower bound; a compressed file cut
+short or corrupt part way (or a zstd frame that needs a dictionary), and any file of which the
+system failed a read (EIO), keeps the lines read before the damage and is counted (`broken`,
+and of them `cut`, `dictionary`, `unreadable`).
 """
 
 from __future__ import annotations
@@ -37,7 +36,7 @@ import re
 import stat
 from collections.abc import Callable, Generator, Iterator
 from pathlib import Path
-from typing import BinaryIO, Final
+from typing import TYPE_CHECKING, BinaryIO, Final
 
 from workers.sources.base import failure_of
 from workers.sources.logs.compression import UNREADABLE, compression_of, damage_of, decompressed
@@ -48,9 +47,14 @@ from workers.sources.logs.file_judgement import (
     kind_of,
     moved_to,
     open_listed,
+    opened_inside,
+    pseudo,
     without_copies,
 )
 from workers.sources.logs.secret_shapes import CONTROL_SEQUENCE
+
+if TYPE_CHECKING:
+    from workers.sources.logs.longlines import LongLineProbe
 
 __all__ = [
     "UNREADABLE", "LogFile", "Reader", "RefusedFile", "compression_of",
@@ -82,17 +86,12 @@ class LogFile:
         self.mtime_ms, self.size = int(st.st_mtime * 1000), st.st_size
 
 
-_PSEUDO: Final = ("/proc", "/sys", "/dev")  # kernel state, never a log, even via a symlinked root
 # Names looked at per call, at most, matching or not (a folder a hostile program filled with a
 # million files would otherwise be listed and stat'ed whole on every call); past it the
 # listing stops and the count is a lower bound. The deadline is checked every few hundred.
 MAX_NAMES: Final = 65_536
 _LIST_CHECK_EVERY: Final = 256
 _MAGIC: Final = re.compile(r"[*?[]")
-
-
-def _pseudo(real: str) -> bool:
-    return any(real == p or real.startswith(p + "/") for p in _PSEUDO)
 
 
 def _listing(
@@ -185,9 +184,9 @@ def _confined(folder: str, roots: list[Path]) -> None:
     """Refuse the source (`RefusedFile`) when a folder a wildcard matched resolves outside
     the roots (a container's folder symlinked elsewhere), before anything in it is listed."""
     real = os.path.realpath(folder)
-    if _pseudo(real) or not any(Path(real).is_relative_to(r) for r in roots):
+    if pseudo(real) or not any(Path(real).is_relative_to(r) for r in roots):
         why = f"{folder} resolves outside the log roots"
-        raise RefusedFile(real, "on a kernel pseudo-filesystem" if _pseudo(real) else why)
+        raise RefusedFile(real, "on a kernel pseudo-filesystem" if pseudo(real) else why)
 
 
 def find_files(
@@ -211,9 +210,9 @@ def find_files(
     to list or search (EACCES) is put in `unlisted` (its real path: the failure, "EACCES,
     permission denied"): its files are unknown, never "no file"."""
     real_roots = [Path(os.path.realpath(r)) for r in roots]
-    if any(_pseudo(str(r)) for r in real_roots):
+    if any(pseudo(str(r)) for r in real_roots):
         # a root that is a symlink into /proc: nothing under it is a log
-        raise RefusedFile(str(next(r for r in real_roots if _pseudo(str(r)))),
+        raise RefusedFile(str(next(r for r in real_roots if pseudo(str(r)))),
                           "a log root on a kernel pseudo-filesystem")  # fmt: skip
     seen: dict[tuple[int, int], LogFile] = {}
     names, cut = 0, False
@@ -254,26 +253,13 @@ def _add(
     # symlink pointing out of the roots is how a hostile name would reach another file.
     if not any(Path(real).is_relative_to(r) for r in real_roots):
         raise RefusedFile(real, f"{name} resolves outside the log roots")
-    if _pseudo(real):
+    if pseudo(real):
         raise RefusedFile(real, "on a kernel pseudo-filesystem")
     if not stat.S_ISREG(st.st_mode):
         if skipped is not None:  # inside the roots: no log to read, never opened
             skipped.setdefault(real, kind_of(st.st_mode))
         return
     seen.setdefault((st.st_dev, st.st_ino), LogFile(real, st))
-
-
-def _opened_inside(fd: int, roots: list[Path]) -> bool:
-    # What was opened, as the kernel resolved it: a folder of the path swapped for a symlink
-    # between the listing's stat and the open (O_NOFOLLOW guards only the last name) would
-    # open the same inode outside the roots; the descriptor's own path says where it is.
-    if not roots:
-        return True
-    try:
-        where = Path(os.readlink(f"/proc/self/fd/{fd}"))
-    except OSError:
-        return True  # no /proc here: the inode check stands alone
-    return any(where.is_relative_to(r) for r in roots) and not _pseudo(str(where))
 
 
 class Reader:
@@ -293,6 +279,9 @@ class Reader:
         self.unreadable = 0  # ... a read the system failed (EIO), compressed or plain
         self.read_error = ""  # ... their failures, each kind once ("EIO, input/output error")
         self.long_lines = 0  # lines over `max_line_bytes`, skipped
+        self.long_unsure = 0  # ... of them, those that may have matched (`longlines`)
+        self.longest = 0  # ... the longest of them, in bytes
+        self.long_probe: Callable[[], LongLineProbe] | None = None  # set per file by the scan
         self.gone = 0  # files rotated away or removed since the listing, not found again
 
     def _open(self, file: LogFile) -> BinaryIO | None:
@@ -307,7 +296,7 @@ class Reader:
         if fd is None:
             self.gone += 1
             return None
-        if not _opened_inside(fd, self.roots):
+        if not opened_inside(fd, self.roots):
             os.close(fd)
             return None
         os.set_blocking(fd, True)
@@ -367,10 +356,12 @@ class Reader:
         """The broken files none of the others: bytes that do not decode."""
         return self.broken - self.cut - self.dictionary - self.unreadable
 
-    def _skip_rest(self, stream: BinaryIO) -> None:
+    def _skip_rest(self, stream: BinaryIO, probe: LongLineProbe | None = None) -> None:
         while not self.flag.expired():
             chunk = stream.readline(_CHUNK)
             self.bytes_read += len(chunk)
+            if probe is not None:
+                probe.feed(chunk)
             if not chunk or chunk.endswith(b"\n") or self._over():
                 return
 
@@ -400,9 +391,16 @@ class Reader:
                 return
             self.bytes_read += len(line)
             if len(line) > cap and not line.endswith(b"\n"):
-                self.stopped = True  # a line longer than the cap may hold a match: not exact
-                self.long_lines += 1
-                self._skip_rest(stream)
+                probe = self.long_probe() if self.long_probe is not None else None
+                if probe is not None:
+                    probe.feed(line)
+                before = self.bytes_read - len(line)
+                self._skip_rest(stream, probe)
+                self.longest = max(self.longest, self.bytes_read - before)
+                self.long_lines += 1  # a line longer than the cap may hold a match: not exact
+                unsure = probe is None or probe.may_match or self.flag.expired()
+                self.long_unsure += unsure
+                self.stopped = self.stopped or unsure
             else:
                 if b"\x1b" in line:  # coloured lines read as their text
                     line = without_colour(line)
