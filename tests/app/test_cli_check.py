@@ -399,6 +399,24 @@ def test_a_yearless_file_is_dated_by_its_last_write_and_records_after_it_are_sai
     ]
 
 
+def test_a_folder_named_as_a_path_says_to_name_its_files(tmp_path: Path) -> None:
+    # A new user points `paths` at the folder their logs are in: it matched no file and check
+    # said only "no file matches", the folder full of logs right there.
+    logs = tmp_path / "logs"
+    (logs / "app").mkdir(parents=True)
+    (logs / "app" / "orders.log").write_text("2026-12-04 19:00:00 INFO x\n")
+    for written in (f"{logs}/app", f"{logs}/app/"):
+        config = parse_logs_config(
+            f'roots = ["{logs}"]\n[topics.APPLICATION]\nbackend = "file"\nformat = "plain"\n'
+            f'paths = ["{written}"]\n'
+        )
+        (topic,) = check_logs(config, time.time())
+        assert topic.problems() == [
+            f"APPLICATION: {written}: no file matches: {written} is a folder; name its files "
+            f'with a glob: paths = ["{logs}/app/*.log"] (or "{logs}/app/*")'
+        ]
+
+
 def test_a_live_file_written_in_a_zone_behind_the_topics_is_said_with_the_offset(
     tmp_path: Path,
 ) -> None:

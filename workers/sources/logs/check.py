@@ -23,6 +23,7 @@ import msgspec
 from contracts.window import AS_OF_SKEW_MS
 from workers.sources.base import SourceError
 from workers.sources.logs import files as listing  # its MAX_NAMES read when used
+from workers.sources.logs.check_hints import folder_hint, time_key
 from workers.sources.logs.config import FORMATS, FileSource, FileTopic, LogsConfig, zone_of
 from workers.sources.logs.dbformats import foreign_zone
 from workers.sources.logs.deadline import StopFlag
@@ -136,7 +137,7 @@ class TopicCheck(msgspec.Struct, kw_only=True):
                     "bound; narrow the glob"
                 )
             elif source.matched == 0 and not source.skipped and not source.unlisted:
-                out.append(f"{self.topic}: {globs}: no file matches")
+                out.append(f"{self.topic}: {globs}: no file matches{folder_hint(source.paths)}")
             out += (
                 f"{self.topic}: {folder}: a call cannot read the files in it (an ERROR when "
                 "nothing else matches, else a lower bound); check the folder's permissions"
@@ -301,7 +302,7 @@ def _file(file: LogFile, source: FileSource, reader: Reader, zone: str, now: flo
         check.written, check.timezone = format_ms(file.mtime_ms, tz), zone
         check.behind_hours = round((file.mtime_ms - latest) / 3_600_000, 1)
     if source.format == "jsonl" and not entries:
-        check.time_key = _time_key(lines[0])
+        check.time_key = time_key(lines[0])
     if source.format == "regex" and check.unparsed:
         check.time_format = source.time_format
         check.time_unread = _time_unread(lines, source, tz, dated_ms)
@@ -322,9 +323,6 @@ def _parser(source: FileSource, tz: tzinfo, dated_ms: int, file: LogFile) -> Lin
     )  # fmt: skip
 
 
-_ISO: Final = re.compile(r"\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d")
-
-
 def _time_unread(lines: list[str], source: FileSource, tz: tzinfo, now_ms: int) -> str:
     """The `time` of the first line a `regex` source's pattern matches but whose time does
     not read as its records' would (cut, masked), or ''."""
@@ -340,25 +338,6 @@ def _time_unread(lines: list[str], source: FileSource, tz: tzinfo, now_ms: int) 
             read = parse_time(stamp, tz)
         if read is None:
             return _without_password(stamp)[:EXAMPLE_CHARS]
-    return ""
-
-
-def _time_key(line: str) -> str:
-    """The first key (dotted when nested, three deep at most) of a JSON line whose value is an
-    ISO 8601 time, or '' (a line of no JSON object, or of no such value)."""
-    try:
-        found = msgspec.json.decode(line)
-    except (msgspec.DecodeError, RecursionError):  # nested past msgspec's depth
-        return ""
-    level: list[tuple[str, object]] = [("", found)]
-    for _ in range(4):  # breadth first: the shallowest key wins
-        deeper: list[tuple[str, object]] = []
-        for prefix, value in level:
-            if isinstance(value, dict):
-                deeper += [(f"{prefix}.{k}".lstrip("."), v) for k, v in value.items()]
-            elif prefix and isinstance(value, str) and _ISO.match(value):
-                return prefix
-        level = deeper
     return ""
 
 
