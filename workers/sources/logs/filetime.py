@@ -16,8 +16,11 @@ of the records outside its window; records dated in the future (a wrong topic ti
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import threading
 import time
+import zoneinfo
 from collections import OrderedDict
 from collections.abc import Callable
 from datetime import UTC, datetime, tzinfo
@@ -42,8 +45,10 @@ __all__ = ["FileTimes", "WindowWatch", "future_warning", "last_record", "zone_be
 
 _PEEK: Final = 16 * 1024
 _CACHE_MAX: Final = 4096
-_QUARTER_MS: Final = 15 * 60_000  # zones differ by whole quarter hours
-_WRITE_DELAY_MS: Final = 30_000  # a record's stamp to its write, at most
+# A record's stamp to its file's mtime, beyond a zone's offset: a stamp cut to the second and
+# the write's own delay (a line-buffered logger's), or a clock step of the file system's.
+_LATE_MS: Final = 3_000
+_EARLY_MS: Final = 2_000
 
 
 class WindowWatch:
@@ -216,22 +221,36 @@ def last_record(file: LogFile, reader: Reader, parser: LineParser) -> int | None
     return FileTimes._read(file, reader, lambda: parser, True)
 
 
+@functools.lru_cache(maxsize=4)
+def _offsets(hour: int) -> frozenset[int]:
+    """The UTC offsets, in minutes, of every IANA zone at that hour (since the epoch)."""
+    at = datetime.fromtimestamp(hour * 3600, UTC)
+    found: set[int] = set()
+    for name in zoneinfo.available_timezones():
+        with contextlib.suppress(Exception):  # a zone file this system cannot read
+            offset = at.astimezone(zoneinfo.ZoneInfo(name)).utcoffset()
+            found.add(int(offset.total_seconds() // 60) if offset is not None else 0)
+    return frozenset(found or range(-720, 841, 60))
+
+
 def zone_behind(latest_ms: int, mtime_ms: int, zone: tzinfo) -> str | None:
     """The offset (`-05:00`) the writer of a file seems to write its local time in, when its
-    last record lies a zone's whole offset (one to fourteen hours, in quarters, plus the
-    write's own delay) before the file's last write; None otherwise. Read in `zone`, such a
-    file's records are that much older than they are: a window counted back from now misses
-    them. A copy of an old log made now is hours behind its mtime too, but rarely by a whole
-    quarter hour to the half minute (one in 30)."""
+    last record lies before the file's last write by what a real zone is behind `zone` at
+    that time (at least half an hour), to the seconds a write takes; None otherwise. Read in
+    `zone`, such a file's records are that much older than they are: a window counted back
+    from now misses them. A copy of an old log made now is hours behind its mtime too, but
+    by a zone's offset to the five seconds about once in 600 (14 offsets behind UTC in
+    12 h)."""
     gap = mtime_ms - latest_ms
-    quarters, rest = divmod(gap + 2_000, _QUARTER_MS)
-    if not 4 <= quarters <= 56 or rest > _WRITE_DELAY_MS + 2_000:
-        return None
     at = datetime.fromtimestamp(latest_ms / 1000, UTC)
-    own = at.astimezone(zone).utcoffset()
-    minutes = int(own.total_seconds() // 60 if own is not None else 0) - quarters * 15
-    sign = "-" if minutes < 0 else "+"
-    return f"{sign}{abs(minutes) // 60:02d}:{abs(minutes) % 60:02d}"
+    own_offset = at.astimezone(zone).utcoffset()
+    own = int(own_offset.total_seconds() // 60) if own_offset is not None else 0
+    for minutes in sorted(_offsets(latest_ms // 3_600_000)):
+        behind_ms = (own - minutes) * 60_000
+        if behind_ms >= 30 * 60_000 and -_EARLY_MS <= gap - behind_ms <= _LATE_MS:
+            sign = "-" if minutes < 0 else "+"
+            return f"{sign}{abs(minutes) // 60:02d}:{abs(minutes) % 60:02d}"
+    return None
 
 
 def future_warning(
