@@ -23,7 +23,7 @@ import msgspec
 from contracts.window import AS_OF_SKEW_MS
 from workers.sources.base import SourceError
 from workers.sources.logs import files as listing  # its MAX_NAMES read when used
-from workers.sources.logs.check_hints import folder_hint, time_key
+from workers.sources.logs.check_hints import folder_hint, owner_of, time_key
 from workers.sources.logs.config import FORMATS, FileSource, FileTopic, LogsConfig, zone_of
 from workers.sources.logs.dbformats import foreign_zone
 from workers.sources.logs.deadline import StopFlag
@@ -265,7 +265,7 @@ def _file(file: LogFile, source: FileSource, reader: Reader, zone: str, now: flo
             if size >= SAMPLE_BYTES:
                 break
     check = FileCheck(path=file.real, format=source.format, lines=len(lines), records=0, unparsed=0)
-    check.unread = _unread(reader, bool(lines))
+    check.unread = _unread(reader, bool(lines), owner_of(file.real) if reader.refused else "")
     if not lines:
         return check
     tz = zone_of(zone)
@@ -341,14 +341,17 @@ def _time_unread(lines: list[str], source: FileSource, tz: tzinfo, now_ms: int) 
     return ""
 
 
-def _unread(reader: Reader, some: bool) -> str:
-    """Why the file's sample is not all of its first lines ('' when it is)."""
+def _unread(reader: Reader, some: bool, owner: str = "") -> str:
+    """Why the file's sample is not all of its first lines ('' when it is); `owner`: whose
+    file a refused one is (`check_hints.owner_of`)."""
     if reader.unread:
         return f"{reader.unread[0]} compression (install its Python package)"
     if reader.cut:
         return "a compressed file cut short (its end is missing): read up to the cut"
     if reader.dictionary:
         return "compressed with a zstd dictionary this worker does not have: read up to it"
+    if reader.refused:
+        return f"could not be read: the worker may not open it ({reader.refused_error}{owner})"
     if reader.unreadable:
         return f"could not be read to its end: the system failed a read ({reader.read_error})"
     if reader.broken:

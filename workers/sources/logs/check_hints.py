@@ -1,15 +1,19 @@
 """What `aci-evidence check` suggests to an operator (`check` reads the files): the glob for a
-path that names a folder, the key of a JSON line that holds its time."""
+path that names a folder, whose a file the worker may not open is and what to change, the key
+of a JSON line that holds its time."""
 
 from __future__ import annotations
 
+import grp
 import os
+import pwd
 import re
+import stat
 from typing import Final
 
 import msgspec
 
-__all__ = ["folder_hint", "time_key"]
+__all__ = ["folder_hint", "owner_of", "time_key"]
 
 _ISO: Final = re.compile(r"\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d")
 
@@ -24,6 +28,28 @@ def folder_hint(paths: list[str]) -> str:
                 f'paths = ["{folder}/*.log"] (or "{folder}/*")'
             )
     return ""
+
+
+def owner_of(path: str) -> str:
+    """`; owner postgres, group adm, mode 0640): give the worker's user read access (its group,
+    or an ACL)` for a file the worker may not open (the text after its failure's name)."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return ""
+    try:
+        user = pwd.getpwuid(st.st_uid).pw_name
+    except KeyError:
+        user = str(st.st_uid)
+    try:
+        group = grp.getgrgid(st.st_gid).gr_name
+    except KeyError:
+        group = str(st.st_gid)
+    mode = stat.S_IMODE(st.st_mode)
+    return (
+        f"; owner {user}, group {group}, mode {mode:04o}): give the worker's user read access "
+        "(its group, or an ACL"
+    )
 
 
 def time_key(line: str) -> str:

@@ -82,10 +82,15 @@ def read_notes(tally: Tally, reader: Reader, text_ok: bool, sources: int) -> lis
             f"{reader.dictionary} log files are compressed with a zstd dictionary this "
             "worker does not have; the lines before it were read: the count is a lower bound"
         )
-    if reader.unreadable:
+    if reader.refused:
         notes.append(
-            f"{reader.unreadable} log files could not be read to their end (the system "
-            f"failed a read: {reader.read_error}); the lines before the failure were read: "
+            f"{reader.refused} log files could not be read: the worker may not open them "
+            f"({reader.refused_error}); their lines were not read: the count is a lower bound"
+        )
+    if failed := reader.unreadable - reader.refused:
+        notes.append(
+            f"{failed} log files could not be read to their end (the system failed a read: "
+            f"{reader.read_error}); the lines before the failure were read: "
             "the count is a lower bound"
         )
     if reader.gone:
@@ -134,6 +139,13 @@ def check_outcome(
             ErrorCode.EXECUTION,
             f"{len(reader.unread)} log files of topic {name} are compressed with {kinds}, "
             "which this worker cannot read; nothing else matched",
+        )
+    if reader.refused == reader.broken > 0 and digest.match_count == 0:
+        raise SourceError(
+            ErrorCode.EXECUTION,
+            f"{reader.refused} log files of topic {name} could not be read: the worker may not "
+            f"open them ({reader.refused_error}), and nothing else matched: the count is "
+            "unknown; the operator must give the worker's user read access to them",
         )
     if reader.broken and digest.match_count == 0 and not (reader.out_of_budget or flag.timed_out):
         raise SourceError(
@@ -184,6 +196,13 @@ def _damage(reader: Reader) -> str:
         (reader.cut, "compressed and cut short (their end is missing)"),
         (reader.corrupt, "compressed and corrupt part way"),
         (reader.dictionary, "compressed with a zstd dictionary this worker does not have"),
-        (reader.unreadable, f"could not be read: the system failed a read, {reader.read_error}"),
+        (
+            reader.refused,
+            f"could not be read: the worker may not open them, {reader.refused_error}",
+        ),
+        (
+            reader.unreadable - reader.refused,
+            f"could not be read: the system failed a read, {reader.read_error}",
+        ),
     )
     return ", ".join(f"{count} {how}" for count, how in kinds if count)

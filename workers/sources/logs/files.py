@@ -278,6 +278,7 @@ class Reader:
         self.dictionary = 0  # ... a zstd frame that needs a dictionary
         self.unreadable = 0  # ... a read the system failed (EIO), compressed or plain
         self.read_error = ""  # ... their failures, each kind once ("EIO, input/output error")
+        self.refused, self.refused_error = 0, ""  # ... of them, refused at the open (EACCES)
         self.long_lines = 0  # lines over `max_line_bytes`, skipped
         self.long_unsure = 0  # ... of them, those that may have matched (`longlines`)
         self.longest = 0  # ... the longest of them, in bytes
@@ -306,8 +307,8 @@ class Reader:
         """The decoded lines of one file (invalid UTF-8 replaced), within the budget."""
         try:
             raw = self._open(file)
-        except OSError as exc:  # a file it may not open is unreadable, as one failing a read
-            self._unreadable(exc)
+        except OSError as exc:  # a file it may not open (EACCES): unreadable, none of it read
+            self._unreadable(exc, refused=True)
             return
         if raw is None:  # rotated or replaced since the listing: what it held was not read
             self.stopped = True
@@ -342,14 +343,16 @@ class Reader:
                 self.cut += damage == "cut"
                 self.dictionary += damage == "dictionary"
 
-    def _unreadable(self, exc: OSError) -> None:
+    def _unreadable(self, exc: OSError, refused: bool = False) -> None:
         self.stopped = True
         self.broken += 1
         self.unreadable += 1
+        self.refused += refused
         # its name and what it means: `EACCES, permission denied` (the worker's user or group)
-        failure = failure_of(exc)
-        if failure not in self.read_error.split("; "):  # each kind once, in the order met
-            self.read_error = f"{self.read_error}; {failure}" if self.read_error else failure
+        name = "refused_error" if refused else "read_error"
+        failure, said = failure_of(exc), getattr(self, name)
+        if failure not in said.split("; "):  # each kind once, in the order met
+            setattr(self, name, f"{said}; {failure}" if said else failure)
 
     @property
     def corrupt(self) -> int:
