@@ -44,7 +44,8 @@ def read_notes(tally: Tally, reader: Reader, text_ok: bool, sources: int) -> lis
     if tally.failed and (tally.text_matches or not text_ok or tally.files_unparsed):
         how = (
             f"{tally.text_matches} of the matches are such lines, matched as plain text "
-            "and timed by the record before them"
+            "and timed by the record before them in their file (by the file's last write "
+            "when none is)"
             if tally.text_matches
             else "a query of plain words alone also matches them as text"
         )

@@ -341,7 +341,8 @@ class FileLogSource:
             take(found)
         if rejected and text_ok:
             as_text(rejected)
-        tally.parsed += parsed + getattr(parser, "skipped", 0)
+        parsed += getattr(parser, "skipped", 0)  # records the prefilter did not build
+        tally.parsed += parsed
         tally.failed += parser.failed
         tally.headless += getattr(parser, "headless", 0)  # w3c: lines before any `#Fields:`
         if isinstance(parser, SyslogRecords):
