@@ -25,6 +25,8 @@ class Tally:
     files_unparsed: int = 0
     headless: int = 0  # W3C data lines before any `#Fields:` (a file cut at rotation)
     sources_empty: int = 0
+    future_matches: int = 0  # matching records dated past the clock (a wrong timezone)
+    future_files: int = 0  # files not read: their first record is dated past the clock
     formats: set[str] = field(default_factory=set)
     skipped: dict[str, str] = field(default_factory=dict)  # real path: "a fifo" (never shown)
     # folders of a glob the system refused to list: real path -> "EACCES, permission denied"
@@ -115,6 +117,17 @@ def read_notes(tally: Tally, reader: Reader, text_ok: bool, sources: int) -> lis
         notes.append(
             f"{len(tally.skipped)} matched paths skipped: not a regular file "
             f"({kinds_of(tally.skipped)}), never opened; the count is over the log files read"
+        )
+    if tally.future_matches or tally.future_files:
+        which = (
+            f"{tally.future_matches} records that match"
+            if tally.future_matches
+            else f"The records of {tally.future_files} log files (not read, matching or not)"
+        )
+        notes.append(
+            f"{which} are dated more than 5 minutes in the future of this clock (most often a "
+            "log source whose timezone is set wrong): no window counted back from now holds "
+            "them, and they are not in this count"
         )
     if tally.sources_empty and sources > 1:
         notes.append(f"{tally.sources_empty} of this topic's {sources} log "

@@ -194,6 +194,7 @@ class FileLogSource:
         watch = WindowWatch(start_ms, end_ms, now_ms)
         tally = Tally()
         files, too_many = self._files((start_ms, end_ms), flag, tally, watch)
+        tally.future_files = watch.future  # files not read: their first record is future
         reader = Reader(self.config.scan, flag, self.config.roots)
         digest = Digest(self.config.sample_limit)
         text_ok = _text_only(query)
@@ -284,11 +285,12 @@ class FileLogSource:
             if own is not None and (own.inside or "PRIVATE KEY" in found.message):
                 found.message = own.body(found.message)
             # secrets masked before the match: a term only a secret holds matches nothing
-            if (
-                watch.inside_window(found.epoch_ms)
-                and (not raw_first or entry_matches(query, found) or _hides_text(found, named))
-                and entry_matches(query, masked(found))
-            ):
+            if not watch.inside_window(found.epoch_ms):  # a future match: said (a wrong zone)
+                future = found.epoch_ms > watch.future_after
+                tally.future_matches += future and entry_matches(query, masked(found))
+            elif (
+                not raw_first or entry_matches(query, found) or _hides_text(found, named)
+            ) and entry_matches(query, masked(found)):
                 digest.add(found)
 
         def as_text(lines: list[tuple[int | None, str]]) -> None:
