@@ -417,6 +417,23 @@ def test_a_folder_named_as_a_path_says_to_name_its_files(tmp_path: Path) -> None
         ]
 
 
+def test_a_live_file_written_in_a_zone_ahead_says_the_offset_too(tmp_path: Path) -> None:
+    # Tokyo's local time under a UTC topic: "40 records dated in the future (check timezone)"
+    # said what, not to what; its last record is nine hours after its last write.
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    local = datetime.now(UTC) + timedelta(hours=9)
+    (logs / "refunds.log").write_text(
+        local.strftime("%Y-%m-%d %H:%M:%S,%f")[:-3] + " ERROR [shop.refunds] refund failed\n"
+    )
+    (app,) = check_logs(plain_config(logs), time.time())
+    assert app.problems() == [
+        f"APPLICATION: {logs}/refunds.log: 1 records dated in the future (check timezone: "
+        'its offset seems to be +09:00: set timezone = "+09:00" (or the host\'s IANA zone) for '
+        "this source)"
+    ]
+
+
 def test_a_live_file_written_in_a_zone_behind_the_topics_is_said_with_the_offset(
     tmp_path: Path,
 ) -> None:

@@ -85,6 +85,7 @@ class FileCheck(msgspec.Struct, kw_only=True):
     # offset its writer's local time seems to be in, and the gap in hours
     behind: str = ""
     behind_hours: float = 0.0
+    ahead: str = ""  # ... or after it, in the future: the offset that fits
     foreign_zone: str = ""  # a zone its lines name (several offsets) that is not the topic's
     timezone: str = ""  # the topic's (or source's) timezone, as configured
     example: str = ""  # the first line not in the format, cut to EXAMPLE_CHARS, no URL password
@@ -193,7 +194,13 @@ def _file_problems(topic: str, file: FileCheck) -> list[str]:
             f"(the first: {file.example}); they are matched as text only, by words and phrases"
         )
     if file.future:
-        out.append(f"{where}: {file.future} records dated in the future (check timezone)")
+        fits = (
+            f': its offset seems to be {file.ahead}: set timezone = "{file.ahead}" (or the '
+            "host's IANA zone) for this source"
+            if file.ahead
+            else ""
+        )
+        out.append(f"{where}: {file.future} records dated in the future (check timezone{fits})")
     if file.foreign_zone:
         out.append(
             f"{where}: times written in zone {file.foreign_zone} are read in the topic's "
@@ -297,6 +304,8 @@ def _file(file: LogFile, source: FileSource, reader: Reader, zone: str, now: flo
             check.after_write, check.written = len(late), format_ms(file.mtime_ms, tz)
             check.after_write_hours = round((max(late) - file.mtime_ms) / 3_600_000, 1)
     latest = last_record(file, reader, _parser(source, tz, dated_ms, file))
+    if latest is not None and latest > now_ms + AS_OF_SKEW_MS:  # the future: to what zone
+        check.ahead = zone_behind(latest, file.mtime_ms, tz, ahead=True) or ""
     if latest is not None and latest <= now_ms + AS_OF_SKEW_MS:
         check.behind = zone_behind(latest, file.mtime_ms, tz) or ""
         check.written, check.timezone = format_ms(file.mtime_ms, tz), zone

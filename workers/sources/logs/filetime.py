@@ -233,21 +233,22 @@ def _offsets(hour: int) -> frozenset[int]:
     return frozenset(found or range(-720, 841, 60))
 
 
-def zone_behind(latest_ms: int, mtime_ms: int, zone: tzinfo) -> str | None:
+def zone_behind(latest_ms: int, mtime_ms: int, zone: tzinfo, *, ahead: bool = False) -> str | None:
     """The offset (`-05:00`) the writer of a file seems to write its local time in, when its
     last record lies before the file's last write by what a real zone is behind `zone` at
     that time (at least half an hour), to the seconds a write takes; None otherwise. Read in
     `zone`, such a file's records are that much older than they are: a window counted back
     from now misses them. A copy of an old log made now is hours behind its mtime too, but
     by a zone's offset to the five seconds about once in 600 (14 offsets behind UTC in
-    12 h)."""
+    12 h). `ahead`: the same for a writer ahead of `zone` (its records in the future)."""
     gap = mtime_ms - latest_ms
     at = datetime.fromtimestamp(latest_ms / 1000, UTC)
     own_offset = at.astimezone(zone).utcoffset()
     own = int(own_offset.total_seconds() // 60) if own_offset is not None else 0
     for minutes in sorted(_offsets(latest_ms // 3_600_000)):
         behind_ms = (own - minutes) * 60_000
-        if behind_ms >= 30 * 60_000 and -_EARLY_MS <= gap - behind_ms <= _LATE_MS:
+        apart = abs(behind_ms) >= 30 * 60_000 and (behind_ms < 0) == ahead
+        if apart and -_EARLY_MS <= gap - behind_ms <= _LATE_MS:
             sign = "-" if minutes < 0 else "+"
             return f"{sign}{abs(minutes) // 60:02d}:{abs(minutes) % 60:02d}"
     return None
