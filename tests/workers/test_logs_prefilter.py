@@ -241,4 +241,5 @@ def test_text_lines_of_a_file_without_records_are_said_to_be_timed_by_its_last_w
     source = file_source(tmp_path, "plain", ["alternatives.log"], now=path.stat().st_mtime + 60)
     found = search(source, "pager")
     assert found.match_count == 1
-    assert found.notes and any("the file's last write" in n for n in found.notes), found.notes
+    assert found.notes and any("else by its last write" in n for n in found.notes), found.notes
+    assert all(len(n) <= 240 for n in found.notes)  # heard whole (`contracts.logs`)

@@ -437,6 +437,7 @@ def test_matches_dated_in_the_future_are_told_to_the_model() -> None:
         assert found.match_count == 0  # is past the window's end
         said = [n for n in found.notes or [] if "in the future" in n]
         assert said and "timezone" in said[0] and "not in this count" in said[0], found.notes
+        assert len(said[0]) <= 240  # a note the model hears whole (`contracts.logs`)
         # a file read (its first record in the window) says how many of them match
         (logs / "refunds.log").write_text(
             f"{stamp(now - 90)} INFO [shop.refunds] refund service started\n"

@@ -46,8 +46,7 @@ def read_notes(tally: Tally, reader: Reader, text_ok: bool, sources: int) -> lis
     if tally.failed and (tally.text_matches or not text_ok or tally.files_unparsed):
         how = (
             f"{tally.text_matches} of the matches are such lines, matched as plain text "
-            "and timed by the record before them in their file (by the file's last write "
-            "when none is)"
+            "and timed by the record before them in their file, else by its last write"
             if tally.text_matches
             else "a query of plain words alone also matches them as text"
         )
@@ -125,9 +124,9 @@ def read_notes(tally: Tally, reader: Reader, text_ok: bool, sources: int) -> lis
             else f"The records of {tally.future_files} log files (not read, matching or not)"
         )
         notes.append(
-            f"{which} are dated more than 5 minutes in the future of this clock (most often a "
-            "log source whose timezone is set wrong): no window counted back from now holds "
-            "them, and they are not in this count"
+            f"{which} are dated over 5 minutes in the future of this clock (a log source's "
+            "timezone set wrong, most often): no window counted back from now holds them; they "
+            "are not in this count"
         )
     if tally.sources_empty and sources > 1:
         notes.append(f"{tally.sources_empty} of this topic's {sources} log "
