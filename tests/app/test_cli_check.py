@@ -10,12 +10,14 @@ import shutil
 import subprocess
 import sys
 import time
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
 
 from workers.sources.logs.check import check_logs
 from workers.sources.logs.config import LogsConfig, parse_logs_config
+from workers.sources.logs.router import LogRouter
 
 ROOT = Path(__file__).resolve().parents[2]
 SAMPLES = ROOT / "tests" / "workers" / "logs_samples"
@@ -163,22 +165,22 @@ def test_a_line_over_the_cap_and_a_broken_archive_are_said_as_what_they_are(
     )
     (topic,) = check_logs(config, time.time())
     files = {Path(f.path).name: f for f in topic.sources[0].files}
-    assert files["a-long.log"].unread == "1 lines longer than max_line_bytes (100) skipped"
-    assert files["b-long-then-good.log"].records == 2
-    assert (
-        files["b-long-then-good.log"].unread == "1 lines longer than max_line_bytes (100) skipped"
+    # what to do, and to what (a new user's pass: "skipped" alone did not say that every call
+    # over the file whose query the line might match is a lower bound, or an ERROR when
+    # nothing else matches)
+    long = (
+        "1 lines longer than max_line_bytes (100) skipped (the longest 301 bytes): a call "
+        "they may match is a lower bound, an ERROR when nothing else matches; raise [scan] "
+        "max_line_bytes above it to read them"
     )
+    assert files["a-long.log"].unread == long
+    assert files["b-long-then-good.log"].records == 2
+    assert files["b-long-then-good.log"].unread == long
     cut = "a compressed file cut short (its end is missing): read up to the cut"
     assert files["c-cut.log.1"].unread == files["d-cut.log.2"].unread == cut
     problems = topic.problems()
-    assert (
-        f"APPLICATION: {logs}/b-long-then-good.log: partly read: 1 lines longer than "
-        "max_line_bytes (100) skipped" in problems
-    )
-    assert (
-        f"APPLICATION: {logs}/a-long.log: not read: 1 lines longer than max_line_bytes"
-        " (100) skipped" in problems
-    )
+    assert f"APPLICATION: {logs}/b-long-then-good.log: partly read: {long}" in problems
+    assert f"APPLICATION: {logs}/a-long.log: not read: {long}" in problems
     assert not any("replaced or unreadable" in p for p in problems)
 
 
@@ -397,6 +399,83 @@ def test_a_yearless_file_is_dated_by_its_last_write_and_records_after_it_are_sai
     ]
 
 
+def test_a_folder_named_as_a_path_says_to_name_its_files(tmp_path: Path) -> None:
+    # A new user points `paths` at the folder their logs are in: it matched no file and check
+    # said only "no file matches", the folder full of logs right there.
+    logs = tmp_path / "logs"
+    (logs / "app").mkdir(parents=True)
+    (logs / "app" / "orders.log").write_text("2026-12-04 19:00:00 INFO x\n")
+    for written in (f"{logs}/app", f"{logs}/app/"):
+        config = parse_logs_config(
+            f'roots = ["{logs}"]\n[topics.APPLICATION]\nbackend = "file"\nformat = "plain"\n'
+            f'paths = ["{written}"]\n'
+        )
+        (topic,) = check_logs(config, time.time())
+        assert topic.problems() == [
+            f"APPLICATION: {written}: no file matches: {written} is a folder; name its files "
+            f'with a glob: paths = ["{logs}/app/*.log"] (or "{logs}/app/*")'
+        ]
+
+
+def test_a_live_file_written_in_a_zone_ahead_says_the_offset_too(tmp_path: Path) -> None:
+    # Tokyo's local time under a UTC topic: "40 records dated in the future (check timezone)"
+    # said what, not to what; its last record is nine hours after its last write.
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    local = datetime.now(UTC) + timedelta(hours=9)
+    (logs / "refunds.log").write_text(
+        local.strftime("%Y-%m-%d %H:%M:%S,%f")[:-3] + " ERROR [shop.refunds] refund failed\n"
+    )
+    (app,) = check_logs(plain_config(logs), time.time())
+    assert app.problems() == [
+        f"APPLICATION: {logs}/refunds.log: 1 records dated in the future (check timezone: "
+        'its offset seems to be +09:00: set timezone = "+09:00" (or the host\'s IANA zone) for '
+        "this source)"
+    ]
+
+
+def test_a_live_file_written_in_a_zone_behind_the_topics_is_said_with_the_offset(
+    tmp_path: Path,
+) -> None:
+    # Python's logging on a host in America/New_York writes local time without a zone; the
+    # topic says UTC, so every record reads five hours old, and a call over the last hour
+    # answers "no evidence" while the service logs errors. Found by a new user's on-call
+    # pass: `check` said nothing and the worker's start warned only of future records. Its
+    # last record lies a whole number of hours (plus the write's own delay) before the
+    # file's last write, which a running program's log never shows in its own zone.
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    now = calendar.timegm((2026, 12, 5, 11, 20, 0))  # 2026-12-05T11:20Z
+    written = now - 60  # last written a minute ago, at 11:19:00.4Z (06:19:00 in New York)
+    (logs / "app.log").write_text(
+        "2026-12-05 06:18:59,210 INFO [shop.payments] order o-1000 accepted\n"
+        "2026-12-05 06:19:00,120 ERROR [shop.payments] connection pool exhausted\n"
+    )
+    os.utime(logs / "app.log", (written + 0.4, written + 0.4))
+    # A copy of an old log made now (`cp` without -p): its last record is hours before its
+    # mtime too, but not by a zone's offset: no problem.
+    (logs / "copy.log").write_text("2026-12-05 03:02:17,000 INFO copied\n")
+    os.utime(logs / "copy.log", (written, written))
+    config = plain_config(logs)
+    (app,) = check_logs(config, now)
+    assert app.problems() == [
+        f"APPLICATION: {logs}/app.log: its last record is 5.0 h before the file was last "
+        "written (mtime 2026-12-05T11:19:00.400Z): a program writing it now writes its local "
+        'time in another zone than timezone "UTC"; its offset is -05:00: set timezone = '
+        '"-05:00" (or the host\'s IANA zone) for this source'
+    ]
+    # The worker's start says it too, naming the topic and no path.
+    (logs / "app.log").write_text(
+        (datetime.now(UTC) - timedelta(hours=5)).strftime("%Y-%m-%d %H:%M:%S,000")
+        + " ERROR [shop.payments] connection pool exhausted\n"
+    )
+    (logs / "copy.log").unlink()
+    warnings = LogRouter.from_config(config, {}).clock_warnings()
+    assert len(warnings) == 1 and "topic APPLICATION" in warnings[0]
+    assert "5.0 h before" in warnings[0] and '"-05:00"' in warnings[0]
+    assert str(logs) not in warnings[0]
+
+
 def test_a_file_mostly_not_in_its_format_is_a_problem_though_no_format_reads_it(
     tmp_path: Path,
 ) -> None:
@@ -502,7 +581,8 @@ def test_a_source_of_more_files_than_it_samples_says_how_many_it_checked(tmp_pat
     for n in range(12):
         path = logs / f"app-{n:02}.log"
         path.write_text(f"2026-12-04 10:00:{n:02} INFO started {n}\n")
-        os.utime(path, (1_796_400_000 + n, 1_796_400_000 + n))
+        # last written 6 h 7 min after (exactly 6 h read as a writer at -06:00, said)
+        os.utime(path, (1_796_400_420 + n, 1_796_400_420 + n))
     config = tmp_path / "logs.toml"
     config.write_text(
         f'roots = ["{logs}"]\n[topics.APPLICATION]\nbackend = "file"\nformat = "plain"\n'

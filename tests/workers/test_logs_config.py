@@ -114,6 +114,72 @@ def test_every_mistake_is_one_line_naming_the_key(text: str, says: str) -> None:
     assert says in message, message
 
 
+# A new user's first mistakes (an on-call pass): each error says what to write instead.
+# Before: `unknown key` alone, `must be absolute` for a `~`, and `[topic.APPLICATION]` (the
+# singular) said only "give at least one [topics.<TOPIC>] table".
+_SOURCE = 'roots = ["/var/log"]\n' + FILE_TOPIC + 'format = "jsonl"\n'
+
+
+@pytest.mark.parametrize(
+    ("text", "says"),
+    [
+        (
+            'roots = ["/var/log"]\n[topics.APPLICATION]\nbackend = "file"\nformat = "jsonl"\n'
+            'path = ["/var/log/a.log"]\n',
+            "topics.APPLICATION.path: unknown key (did you mean paths?)",
+        ),
+        (
+            _SOURCE + 'timezome = "UTC"\n',
+            "topics.APPLICATION.timezome: unknown key (did you mean timezone?)",
+        ),
+        (
+            _SOURCE
+            + '[[topics.APPLICATION.sources]]\npaths = ["/var/log/b.log"]\nformat = "plain"\n'
+            'servce = "b"\n',
+            "topics.APPLICATION.sources[0].servce: unknown key (did you mean service?)",
+        ),
+        (
+            _SOURCE + '[topics.APPLICATION.source]\npaths = ["/var/log/b.log"]\n',
+            "topics.APPLICATION.source: unknown key (did you mean sources? each one a "
+            "[[topics.APPLICATION.sources]] table)",
+        ),
+        (
+            'root = ["/var/log"]\n[topics.APPLICATION]\nbackend = "mock"\n',
+            "root: unknown key (did you mean roots?)",
+        ),
+        (
+            '[scan]\nmax_line_byte = 5\n[topics.APPLICATION]\nbackend = "mock"\n',
+            "scan.max_line_byte: unknown key (did you mean max_line_bytes?)",
+        ),
+        (
+            _SOURCE + "colour = 1\n",
+            "topics.APPLICATION.colour: unknown key (one of backend, paths, format, fields, "
+            "timezone, service, time_unit, pattern, time_format, sources)",
+        ),
+        (
+            'roots = ["/var/log"]\n[topic.APPLICATION]\nbackend = "mock"\n',
+            "topics: give at least one [topics.<TOPIC>] table (the file has [topic.APPLICATION]: "
+            "did you mean [topics.APPLICATION]?)",
+        ),
+        (
+            'roots = ["/home/me/logs"]\n[topics.APPLICATION]\nbackend = "file"\n'
+            'format = "jsonl"\npaths = ["~/logs/*.log"]\n',
+            "topics.APPLICATION.paths: '~/logs/*.log' must be absolute (~ is not expanded: "
+            f"write the home folder out, {os.path.expanduser('~/logs/*.log')})",
+        ),
+        (
+            'roots = ["~/logs"]\n[topics.APPLICATION]\nbackend = "mock"\n',
+            "roots[0]: must be an absolute folder below / (~ is not expanded: write the home "
+            f"folder out, {os.path.expanduser('~/logs')})",
+        ),
+    ],
+)
+def test_a_new_users_mistake_says_what_to_write(text: str, says: str) -> None:
+    with pytest.raises(LogsConfigError) as caught:
+        parse_logs_config(text)
+    assert says in str(caught.value), str(caught.value)
+
+
 def test_a_mistake_in_the_file_names_its_key_not_the_file(tmp_path: Path) -> None:
     secret = tmp_path / "secret-location.toml"
     secret.write_text("x = [")

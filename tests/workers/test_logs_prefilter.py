@@ -206,3 +206,40 @@ def test_a_term_from_the_matchers_own_text_is_never_prefiltered_away(
     query = ParsedQuery(clauses=(Clause(value=term),))
     assert entry_matches(query, found[0])
     assert Prefilter(query, "jsonl", "").may_match(line), (line, term)
+
+
+def test_a_file_whose_records_the_level_prefilter_skipped_is_not_said_to_be_in_no_format(
+    tmp_path: Path,
+) -> None:
+    # MariaDB's error log (Debian 12's 10.11) opens with its `Version:` banner, a line not in
+    # the format. `level:error` over it skips every record unbuilt (none says ERROR): the
+    # model was told "(1 files had no line in their format)", on every such call over a
+    # healthy server's log (found by a new user's on-call pass).
+    path = tmp_path / "error.log"
+    path.write_text(
+        "2026-12-05 11:13:07 0 [Note] Starting MariaDB 10.11.19-MariaDB-0+deb12u1 as process 1\n"
+        "2026-12-05 11:13:08 0 [Note] /usr/sbin/mariadbd: ready for connections.\n"
+        "Version: '10.11.19-MariaDB-0+deb12u1'  socket: '/run/mysqld/mysqld.sock'  port: 3306\n"
+        "2026-12-05 11:21:52 31 [Warning] Access denied for user 'root'@'localhost'\n"
+    )
+    source = file_source(tmp_path, "plain", ["error.log"], now=1_796_470_000.0)
+    found = search(source, "level:error", 1440)
+    assert found.match_count == 0 and not found.match_count_lower_bound
+    assert found.notes and not any("had no line in their format" in n for n in found.notes)
+
+
+def test_text_lines_of_a_file_without_records_are_said_to_be_timed_by_its_last_write(
+    tmp_path: Path,
+) -> None:
+    # dpkg's `alternatives.log` under `plain` (its program name comes before its time): each
+    # line matched as text is dated by the file's last write, a year-old line read as of the
+    # last hour; the note said "timed by the record before them", of which there is none.
+    path = tmp_path / "alternatives.log"
+    path.write_text(
+        "update-alternatives 2025-06-24 14:36:53: run with --install /usr/bin/pager pager\n"
+    )
+    source = file_source(tmp_path, "plain", ["alternatives.log"], now=path.stat().st_mtime + 60)
+    found = search(source, "pager")
+    assert found.match_count == 1
+    assert found.notes and any("else by its last write" in n for n in found.notes), found.notes
+    assert all(len(n) <= 240 for n in found.notes)  # heard whole (`contracts.logs`)

@@ -215,6 +215,40 @@ def test_the_check_says_a_file_the_worker_may_not_open_is_unreadable(
     assert said_as_refused(topic.problems()), topic.problems()
 
 
+def test_a_file_refused_at_its_open_is_said_as_never_opened_with_what_to_change(
+    public_folder: Path,
+) -> None:
+    # A new user's on-call pass (mosquitto's log is mosquitto:mosquitto 0600, PostgreSQL's
+    # postgres:adm 0640): a file the worker may not open was said as one failing part way,
+    # "could not be read to their end ...; the lines before the failure were read" and "ended
+    # in an error part way", though none was read; check did not say whose file it is.
+    refused(public_folder / "app.log", jsonl(40))
+    put(public_folder / "app.log.1", jsonl(7))
+    (public_folder / "app.log.1").chmod(0o644)
+    source = file_source(public_folder, "jsonl", ["app.log*"], now=NOW)
+    with as_nobody():
+        found = search(source, "")
+    (note,) = [n for n in found.notes or [] if "EACCES" in n]
+    assert "may not open" in note and "before the failure" not in note, note
+    (public_folder / "app.log.1").unlink()
+    with as_nobody(), pytest.raises(SourceError) as caught:
+        search(source, "")
+    message = caught.value.message
+    assert "may not open" in message and "part way" not in message, message
+    assert "read access" in message and str(public_folder) not in message
+    config = parse_logs_config(
+        f'roots = ["{public_folder}"]\n[topics.APPLICATION]\nbackend = "file"\n'
+        f'format = "jsonl"\npaths = ["{public_folder}/*"]\n'
+    )
+    with as_nobody():
+        (topic,) = check_logs(config, NOW)
+    (file,) = topic.sources[0].files
+    assert file.unread == (
+        "could not be read: the worker may not open it (EACCES, permission denied; owner root, "
+        "group root, mode 0000): give the worker's user read access (its group, or an ACL)"
+    ), file.unread
+
+
 def test_two_files_failing_differently_are_both_named(
     public_folder: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -408,3 +408,42 @@ def test_the_window_watch_keeps_what_a_plain_scan_would(
         assert told.nearest_after == format_ms(min(after), UTC)
     if inside:
         assert told.nearest_before is msgspec.UNSET and told.nearest_after is msgspec.UNSET
+
+
+def test_matches_dated_in_the_future_are_told_to_the_model() -> None:
+    # A refunds service in Asia/Tokyo writes local time without a zone, the topic says UTC:
+    # its errors read nine hours ahead. The answer was NO_EVIDENCE, the future records only
+    # counted in the Control View: an agent concluded "no refund errors" (a new user's
+    # on-call pass). Now the model hears that records lie in the future, and why.
+    import tempfile
+
+    from logs_helpers import file_source, search
+
+    now = time.time()
+
+    def stamp(at: float) -> str:
+        return datetime.fromtimestamp(at, UTC).strftime("%Y-%m-%d %H:%M:%S,000")
+
+    ahead = now - 30 + 9 * 3600
+    with tempfile.TemporaryDirectory() as folder:
+        logs = Path(folder)
+        (logs / "refunds.log").write_text(
+            f"{stamp(ahead)} ERROR [shop.refunds] refund failed for o-1042\n"
+            f"{stamp(ahead)} INFO [shop.refunds] refund queued for o-1043\n"
+        )
+        (logs / "orders.log").write_text(f"{stamp(now - 60)} INFO [shop.orders] o-1 accepted\n")
+        source = file_source(logs, "plain", ["*.log"], now=now)
+        found = search(source, "refund failed")  # the file is never read: its first record
+        assert found.match_count == 0  # is past the window's end
+        said = [n for n in found.notes or [] if "in the future" in n]
+        assert said and "timezone" in said[0] and "not in this count" in said[0], found.notes
+        assert len(said[0]) <= 240  # a note the model hears whole (`contracts.logs`)
+        # a file read (its first record in the window) says how many of them match
+        (logs / "refunds.log").write_text(
+            f"{stamp(now - 90)} INFO [shop.refunds] refund service started\n"
+            f"{stamp(ahead)} ERROR [shop.refunds] refund failed for o-1042\n"
+        )
+        found = search(source, "refund failed")
+        assert any("1 records that match are dated" in n for n in found.notes or []), found.notes
+        (logs / "refunds.log").unlink()
+        assert not any("future" in n for n in search(source, "accepted").notes or [])

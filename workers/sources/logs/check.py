@@ -23,11 +23,13 @@ import msgspec
 from contracts.window import AS_OF_SKEW_MS
 from workers.sources.base import SourceError
 from workers.sources.logs import files as listing  # its MAX_NAMES read when used
+from workers.sources.logs.check_hints import folder_hint, owner_of, time_key
 from workers.sources.logs.config import FORMATS, FileSource, FileTopic, LogsConfig, zone_of
 from workers.sources.logs.dbformats import foreign_zone
 from workers.sources.logs.deadline import StopFlag
 from workers.sources.logs.files import LogFile, Reader, RefusedFile, find_files
-from workers.sources.logs.formats import make_parser, parse_time
+from workers.sources.logs.filetime import last_record, zone_behind
+from workers.sources.logs.formats import LineParser, make_parser, parse_time
 from workers.sources.logs.masking import without_log_secrets, without_secrets
 from workers.sources.logs.records import Entry, format_ms
 from workers.sources.logs.stamps import strptime_ms
@@ -79,6 +81,11 @@ class FileCheck(msgspec.Struct, kw_only=True):
     after_write: int = 0
     after_write_hours: float = 0.0  # the latest of them, hours after the mtime
     written: str = ""  # the file's mtime (the topic's zone)
+    # its last record a zone's offset before its last write (`filetime.zone_behind`): the
+    # offset its writer's local time seems to be in, and the gap in hours
+    behind: str = ""
+    behind_hours: float = 0.0
+    ahead: str = ""  # ... or after it, in the future: the offset that fits
     foreign_zone: str = ""  # a zone its lines name (several offsets) that is not the topic's
     timezone: str = ""  # the topic's (or source's) timezone, as configured
     example: str = ""  # the first line not in the format, cut to EXAMPLE_CHARS, no URL password
@@ -131,7 +138,7 @@ class TopicCheck(msgspec.Struct, kw_only=True):
                     "bound; narrow the glob"
                 )
             elif source.matched == 0 and not source.skipped and not source.unlisted:
-                out.append(f"{self.topic}: {globs}: no file matches")
+                out.append(f"{self.topic}: {globs}: no file matches{folder_hint(source.paths)}")
             out += (
                 f"{self.topic}: {folder}: a call cannot read the files in it (an ERROR when "
                 "nothing else matches, else a lower bound); check the folder's permissions"
@@ -187,12 +194,25 @@ def _file_problems(topic: str, file: FileCheck) -> list[str]:
             f"(the first: {file.example}); they are matched as text only, by words and phrases"
         )
     if file.future:
-        out.append(f"{where}: {file.future} records dated in the future (check timezone)")
+        fits = (
+            f': its offset seems to be {file.ahead}: set timezone = "{file.ahead}" (or the '
+            "host's IANA zone) for this source"
+            if file.ahead
+            else ""
+        )
+        out.append(f"{where}: {file.future} records dated in the future (check timezone{fits})")
     if file.foreign_zone:
         out.append(
             f"{where}: times written in zone {file.foreign_zone} are read in the topic's "
             f"timezone ({file.timezone}), which does not call itself {file.foreign_zone}: set "
             f"timezone to the server's log_timezone ({file.foreign_zone} names several offsets)"
+        )
+    if file.behind:
+        out.append(
+            f"{where}: its last record is {file.behind_hours:.1f} h before the file was last "
+            f"written (mtime {file.written}): a program writing it now writes its local time "
+            f'in another zone than timezone "{file.timezone}"; its offset is {file.behind}: '
+            f'set timezone = "{file.behind}" (or the host\'s IANA zone) for this source'
         )
     if file.after_write:
         out.append(
@@ -252,7 +272,7 @@ def _file(file: LogFile, source: FileSource, reader: Reader, zone: str, now: flo
             if size >= SAMPLE_BYTES:
                 break
     check = FileCheck(path=file.real, format=source.format, lines=len(lines), records=0, unparsed=0)
-    check.unread = _unread(reader, bool(lines))
+    check.unread = _unread(reader, bool(lines), owner_of(file.real) if reader.refused else "")
     if not lines:
         return check
     tz = zone_of(zone)
@@ -260,10 +280,7 @@ def _file(file: LogFile, source: FileSource, reader: Reader, zone: str, now: flo
     # A year or a date a stamp lacks is supplied from the file's last write when it is older
     # than now: its records are not later than it (an old syslog's `Nov  3` is that year's).
     dated_ms = min(now_ms, file.mtime_ms)
-    parser = make_parser(
-        source.format, source.fields, tz, source.service, source.time_unit, dated_ms, file.real,
-        source.pattern, source.time_format,
-    )  # fmt: skip
+    parser = _parser(source, tz, dated_ms, file)
     entries: list[Entry] = []
     rejected = parser.rejected if isinstance(parser, HeadParser | SyslogRecords) else None
     for line in lines:
@@ -286,8 +303,15 @@ def _file(file: LogFile, source: FileSource, reader: Reader, zone: str, now: flo
         if late:
             check.after_write, check.written = len(late), format_ms(file.mtime_ms, tz)
             check.after_write_hours = round((max(late) - file.mtime_ms) / 3_600_000, 1)
+    latest = last_record(file, reader, _parser(source, tz, dated_ms, file))
+    if latest is not None and latest > now_ms + AS_OF_SKEW_MS:  # the future: to what zone
+        check.ahead = zone_behind(latest, file.mtime_ms, tz, ahead=True) or ""
+    if latest is not None and latest <= now_ms + AS_OF_SKEW_MS:
+        check.behind = zone_behind(latest, file.mtime_ms, tz) or ""
+        check.written, check.timezone = format_ms(file.mtime_ms, tz), zone
+        check.behind_hours = round((file.mtime_ms - latest) / 3_600_000, 1)
     if source.format == "jsonl" and not entries:
-        check.time_key = _time_key(lines[0])
+        check.time_key = time_key(lines[0])
     if source.format == "regex" and check.unparsed:
         check.time_format = source.time_format
         check.time_unread = _time_unread(lines, source, tz, dated_ms)
@@ -301,7 +325,11 @@ def _file(file: LogFile, source: FileSource, reader: Reader, zone: str, now: flo
     return check
 
 
-_ISO: Final = re.compile(r"\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d")
+def _parser(source: FileSource, tz: tzinfo, dated_ms: int, file: LogFile) -> LineParser:
+    return make_parser(
+        source.format, source.fields, tz, source.service, source.time_unit, dated_ms, file.real,
+        source.pattern, source.time_format,
+    )  # fmt: skip
 
 
 def _time_unread(lines: list[str], source: FileSource, tz: tzinfo, now_ms: int) -> str:
@@ -322,40 +350,28 @@ def _time_unread(lines: list[str], source: FileSource, tz: tzinfo, now_ms: int) 
     return ""
 
 
-def _time_key(line: str) -> str:
-    """The first key (dotted when nested, three deep at most) of a JSON line whose value is an
-    ISO 8601 time, or '' (a line of no JSON object, or of no such value)."""
-    try:
-        found = msgspec.json.decode(line)
-    except (msgspec.DecodeError, RecursionError):  # nested past msgspec's depth
-        return ""
-    level: list[tuple[str, object]] = [("", found)]
-    for _ in range(4):  # breadth first: the shallowest key wins
-        deeper: list[tuple[str, object]] = []
-        for prefix, value in level:
-            if isinstance(value, dict):
-                deeper += [(f"{prefix}.{k}".lstrip("."), v) for k, v in value.items()]
-            elif prefix and isinstance(value, str) and _ISO.match(value):
-                return prefix
-        level = deeper
-    return ""
-
-
-def _unread(reader: Reader, some: bool) -> str:
-    """Why the file's sample is not all of its first lines ('' when it is)."""
+def _unread(reader: Reader, some: bool, owner: str = "") -> str:
+    """Why the file's sample is not all of its first lines ('' when it is); `owner`: whose
+    file a refused one is (`check_hints.owner_of`)."""
     if reader.unread:
         return f"{reader.unread[0]} compression (install its Python package)"
     if reader.cut:
         return "a compressed file cut short (its end is missing): read up to the cut"
     if reader.dictionary:
         return "compressed with a zstd dictionary this worker does not have: read up to it"
+    if reader.refused:
+        return f"could not be read: the worker may not open it ({reader.refused_error}{owner})"
     if reader.unreadable:
         return f"could not be read to its end: the system failed a read ({reader.read_error})"
     if reader.broken:
         return "a compressed file corrupt part way: read up to the damage"
     if reader.long_lines:
         cap = reader.budget.max_line_bytes
-        return f"{reader.long_lines} lines longer than max_line_bytes ({cap}) skipped"
+        return (
+            f"{reader.long_lines} lines longer than max_line_bytes ({cap}) skipped (the longest "
+            f"{reader.longest} bytes): a call they may match is a lower bound, an ERROR when "
+            "nothing else matches; raise [scan] max_line_bytes above it to read them"
+        )
     if reader.stopped and not some:
         return "replaced or unreadable since it was listed"
     return ""

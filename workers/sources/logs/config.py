@@ -21,10 +21,8 @@ import re
 import stat
 import tomllib
 from collections.abc import Mapping
-from datetime import UTC, timedelta, timezone, tzinfo
 from pathlib import PurePosixPath
 from typing import Any, Final, Literal
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import msgspec
 
@@ -32,6 +30,7 @@ from contracts.fingerprint import DEFAULT_LOOKBACK_MINUTES
 from contracts.requests import LOOKBACK_MAX_MINUTES
 from contracts.status import Topic
 from pipeline.settings import SettingsError
+from workers.sources.logs.config_hints import home_hint, topics_hint, unknown_key, zone_of
 from workers.sources.logs.regex_config import check_pattern
 
 __all__ = [
@@ -68,24 +67,6 @@ class LogsConfigError(SettingsError):
     so `aci-evidence worker` prints that line and exits 2, not a traceback)."""
 
 
-def zone_of(name: str) -> tzinfo:
-    """`UTC`, a fixed offset (`+08:00`) or an IANA name; `ValueError` otherwise."""
-    if name.upper() in ("UTC", "Z"):
-        return UTC
-    found = re.fullmatch(r"([+-])(\d{2}):?(\d{2})", name)
-    hours, minutes = (int(found.group(2)), int(found.group(3))) if found else (0, 0)
-    if found and hours <= 23 and minutes <= 59:
-        sign = -1 if found.group(1) == "-" else 1
-        return timezone(sign * timedelta(hours=hours, minutes=minutes))
-    if not found and len(name) <= 64:
-        try:
-            return ZoneInfo(name)
-        except (ZoneInfoNotFoundError, ValueError, OSError):  # OSError: a folder of tzdata
-            pass
-    shown = name if len(name) <= 64 else name[:61] + "..."
-    raise ValueError(f"unknown time zone {shown!r} (UTC, +08:00 or an IANA name)")
-
-
 class ScanBudget(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
     """What one call may read of files before it stops and says its count is a lower bound."""
 
@@ -109,7 +90,7 @@ def _check_source(source: FileSource | FileTopic) -> None:
         raise ValueError("format: missing key")
     for path in source.paths:
         if not path.startswith("/"):
-            raise ValueError(f"paths: {path!r} must be absolute")
+            raise ValueError(f"paths: {path!r} must be absolute{home_hint(path)}")
     for name in source.fields:
         if not _NAME.fullmatch(name):
             raise ValueError(f"fields.{name}: a field name is letters, digits and _")
@@ -291,7 +272,8 @@ def _check_roots(config: LogsConfig) -> None:
     for i, root in enumerate(config.roots):
         clean = os.path.normpath("/" + root.lstrip("/"))  # POSIX keeps `//proc` as is
         if not root.startswith("/") or clean == "/":
-            raise LogsConfigError(f"{ENV_VAR}: roots[{i}]: must be an absolute folder below /")
+            why = f"must be an absolute folder below /{home_hint(root)}"
+            raise LogsConfigError(f"{ENV_VAR}: roots[{i}]: {why}")
         if any(clean == f or clean.startswith(f + "/") for f in _FORBIDDEN_ROOTS):
             raise LogsConfigError(f"{ENV_VAR}: roots[{i}]: /proc, /sys and /dev are not log roots")
         roots.append(PurePosixPath(clean))
@@ -352,6 +334,9 @@ def _convert(raw: object, kind: Any, prefix: str) -> Any:
             key, reason = ".".join(p for p in (key, inner) if p), reason.strip() or "missing key"
         key = re.sub(r"\.(\d+)(?=\.|$)", r"[\1]", key)  # sources.0.format: sources[0].format
         full = ".".join(part for part in (prefix, key) if part) or "(top level)"
+        if unknown := re.fullmatch(r"unknown key(?: `(\w+)`)?", reason):
+            full = ".".join(p for p in (prefix, key, unknown.group(1)) if p)
+            reason = unknown_key(full, raw)
         raise LogsConfigError(f"{ENV_VAR}: {full}: {reason}") from None
 
 
@@ -368,7 +353,8 @@ def parse_logs_config(text: str) -> LogsConfig:
         )
     raw_topics = raw.pop("topics", {})
     if not isinstance(raw_topics, dict) or not raw_topics:
-        raise LogsConfigError(f"{ENV_VAR}: topics: give at least one [topics.<TOPIC>] table")
+        why = f"give at least one [topics.<TOPIC>] table{topics_hint(raw)}"
+        raise LogsConfigError(f"{ENV_VAR}: topics: {why}")
     topics: dict[Topic, TopicConfig] = {}
     for name, entry in raw_topics.items():
         if name not in Topic.__members__:

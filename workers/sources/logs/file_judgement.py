@@ -6,6 +6,7 @@ copies of another (`files` lists and reads; this keeps its judgements small and 
 - `kind_of`: what a matched path that is no regular file is ("a fifo").
 - `open_listed`: a listed path opened when it is still the inode listed (no symlink, no fifo).
 - `moved_to`: where a listed file is now when a rename rotation moved it meanwhile.
+- `pseudo`, `opened_inside`: a kernel pseudo-filesystem's path; an opened file's real place.
 - `without_copies`: the listed files less a copy still beside the file it copies (a
   compressed rotation being written, a `copytruncate` copy before the truncation).
 """
@@ -18,6 +19,7 @@ import os
 import re
 import stat
 from collections.abc import Iterable
+from pathlib import Path
 from typing import TYPE_CHECKING, Final
 
 from contracts.status import ErrorCode
@@ -26,7 +28,12 @@ from workers.sources.base import SourceError
 if TYPE_CHECKING:
     from workers.sources.logs.files import LogFile
 
-__all__ = ["RefusedFile", "kind_of", "moved_to", "open_listed", "without_copies"]
+__all__ = [
+    "RefusedFile", "kind_of", "moved_to", "open_listed", "opened_inside", "pseudo",
+    "without_copies",
+]  # fmt: skip
+
+_PSEUDO: Final = ("/proc", "/sys", "/dev")  # kernel state, never a log, even via a symlinked root
 
 
 class RefusedFile(SourceError):
@@ -169,3 +176,21 @@ def moved_to(real: str, dev: int, ino: int) -> str | None:
     except OSError:
         return None
     return None
+
+
+def pseudo(real: str) -> bool:
+    """Whether a real path lies on a kernel pseudo-filesystem (never a log)."""
+    return any(real == p or real.startswith(p + "/") for p in _PSEUDO)
+
+
+def opened_inside(fd: int, roots: list[Path]) -> bool:
+    # What was opened, as the kernel resolved it: a folder of the path swapped for a symlink
+    # between the listing's stat and the open (O_NOFOLLOW guards only the last name) would
+    # open the same inode outside the roots; the descriptor's own path says where it is.
+    if not roots:
+        return True
+    try:
+        where = Path(os.readlink(f"/proc/self/fd/{fd}"))
+    except OSError:
+        return True  # no /proc here: the inode check stands alone
+    return any(where.is_relative_to(r) for r in roots) and not pseudo(str(where))

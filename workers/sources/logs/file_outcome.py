@@ -25,6 +25,8 @@ class Tally:
     files_unparsed: int = 0
     headless: int = 0  # W3C data lines before any `#Fields:` (a file cut at rotation)
     sources_empty: int = 0
+    future_matches: int = 0  # matching records dated past the clock (a wrong timezone)
+    future_files: int = 0  # files not read: their first record is dated past the clock
     formats: set[str] = field(default_factory=set)
     skipped: dict[str, str] = field(default_factory=dict)  # real path: "a fifo" (never shown)
     # folders of a glob the system refused to list: real path -> "EACCES, permission denied"
@@ -44,7 +46,7 @@ def read_notes(tally: Tally, reader: Reader, text_ok: bool, sources: int) -> lis
     if tally.failed and (tally.text_matches or not text_ok or tally.files_unparsed):
         how = (
             f"{tally.text_matches} of the matches are such lines, matched as plain text "
-            "and timed by the record before them"
+            "and timed by the record before them in their file, else by its last write"
             if tally.text_matches
             else "a query of plain words alone also matches them as text"
         )
@@ -82,10 +84,15 @@ def read_notes(tally: Tally, reader: Reader, text_ok: bool, sources: int) -> lis
             f"{reader.dictionary} log files are compressed with a zstd dictionary this "
             "worker does not have; the lines before it were read: the count is a lower bound"
         )
-    if reader.unreadable:
+    if reader.refused:
         notes.append(
-            f"{reader.unreadable} log files could not be read to their end (the system "
-            f"failed a read: {reader.read_error}); the lines before the failure were read: "
+            f"{reader.refused} log files could not be read: the worker may not open them "
+            f"({reader.refused_error}); their lines were not read: the count is a lower bound"
+        )
+    if failed := reader.unreadable - reader.refused:
+        notes.append(
+            f"{failed} log files could not be read to their end (the system failed a read: "
+            f"{reader.read_error}); the lines before the failure were read: "
             "the count is a lower bound"
         )
     if reader.gone:
@@ -100,6 +107,12 @@ def read_notes(tally: Tally, reader: Reader, text_ok: bool, sources: int) -> lis
             "(a copytruncate rotation): the lines they held were not all read; the count is "
             "a lower bound"
         )
+    if reader.long_unsure:
+        notes.append(
+            f"{reader.long_unsure} log lines longer than max_line_bytes "
+            f"({reader.budget.max_line_bytes} bytes) were skipped unread and may hold a match: "
+            "the count is a lower bound (the operator may raise [scan] max_line_bytes)"
+        )
     if tally.unlisted:
         notes.append(
             f"{unlisted_text(tally.unlisted)}: the files in them were not read; the count is "
@@ -109,6 +122,17 @@ def read_notes(tally: Tally, reader: Reader, text_ok: bool, sources: int) -> lis
         notes.append(
             f"{len(tally.skipped)} matched paths skipped: not a regular file "
             f"({kinds_of(tally.skipped)}), never opened; the count is over the log files read"
+        )
+    if tally.future_matches or tally.future_files:
+        which = (
+            f"{tally.future_matches} records that match"
+            if tally.future_matches
+            else f"The records of {tally.future_files} log files (not read, matching or not)"
+        )
+        notes.append(
+            f"{which} are dated over 5 minutes in the future of this clock (a log source's "
+            "timezone set wrong, most often): no window counted back from now holds them; they "
+            "are not in this count"
         )
     if tally.sources_empty and sources > 1:
         notes.append(f"{tally.sources_empty} of this topic's {sources} log "
@@ -134,6 +158,13 @@ def check_outcome(
             ErrorCode.EXECUTION,
             f"{len(reader.unread)} log files of topic {name} are compressed with {kinds}, "
             "which this worker cannot read; nothing else matched",
+        )
+    if reader.refused == reader.broken > 0 and digest.match_count == 0:
+        raise SourceError(
+            ErrorCode.EXECUTION,
+            f"{reader.refused} log files of topic {name} could not be read: the worker may not "
+            f"open them ({reader.refused_error}), and nothing else matched: the count is "
+            "unknown; the operator must give the worker's user read access to them",
         )
     if reader.broken and digest.match_count == 0 and not (reader.out_of_budget or flag.timed_out):
         raise SourceError(
@@ -165,6 +196,17 @@ def check_outcome(
             f"{unlisted_text(tally.unlisted)} for topic {name} and nothing read matched: the "
             "count is unknown; the operator must check the folders' permissions",
         )
+    if (
+        reader.long_unsure
+        and digest.match_count == 0
+        and not (reader.out_of_budget or flag.timed_out)
+    ):
+        raise SourceError(
+            ErrorCode.EXECUTION,
+            f"{reader.long_unsure} log lines of topic {name} are longer than max_line_bytes "
+            f"({reader.budget.max_line_bytes} bytes) and were skipped unread, and nothing else "
+            "matched: the count is unknown; the operator may raise [scan] max_line_bytes",
+        )
     if lower_bound and digest.match_count == 0:
         code = ErrorCode.TIMEOUT if flag.timed_out else ErrorCode.EXECUTION
         raise SourceError(
@@ -184,6 +226,13 @@ def _damage(reader: Reader) -> str:
         (reader.cut, "compressed and cut short (their end is missing)"),
         (reader.corrupt, "compressed and corrupt part way"),
         (reader.dictionary, "compressed with a zstd dictionary this worker does not have"),
-        (reader.unreadable, f"could not be read: the system failed a read, {reader.read_error}"),
+        (
+            reader.refused,
+            f"could not be read: the worker may not open them, {reader.refused_error}",
+        ),
+        (
+            reader.unreadable - reader.refused,
+            f"could not be read: the system failed a read, {reader.read_error}",
+        ),
     )
     return ", ".join(f"{count} {how}" for count, how in kinds if count)

@@ -50,6 +50,7 @@ from workers.sources.logs.files import LogFile, Reader, find_files
 from workers.sources.logs.filetime import FileTimes, WindowWatch, future_warning
 from workers.sources.logs.format_fields import FORMAT_FIELDS, FORMAT_NUMBERS
 from workers.sources.logs.formats import LineParser, make_parser
+from workers.sources.logs.longlines import long_line_probe
 from workers.sources.logs.masking import KeyLines, without_log_secrets, without_secrets
 from workers.sources.logs.prefilter import Prefilter
 from workers.sources.logs.records import (
@@ -193,6 +194,7 @@ class FileLogSource:
         watch = WindowWatch(start_ms, end_ms, now_ms)
         tally = Tally()
         files, too_many = self._files((start_ms, end_ms), flag, tally, watch)
+        tally.future_files = watch.future  # files not read: their first record is future
         reader = Reader(self.config.scan, flag, self.config.roots)
         digest = Digest(self.config.sample_limit)
         text_ok = _text_only(query)
@@ -248,6 +250,7 @@ class FileLogSource:
             file.real, source.pattern, source.time_format,
         )  # fmt: skip
         may_match = prefilter.may_match if prefilter.active else None
+        reader.long_probe = long_line_probe(prefilter, source.format)  # a line over the cap
         if isinstance(parser, HeadParser) and file.mtime_ms <= watch.end:
             parser.eof_ms = file.mtime_ms  # a crash at the end is its process's last write
         if may_match is not None and isinstance(parser, HeadParser | SyslogRecords):
@@ -282,11 +285,12 @@ class FileLogSource:
             if own is not None and (own.inside or "PRIVATE KEY" in found.message):
                 found.message = own.body(found.message)
             # secrets masked before the match: a term only a secret holds matches nothing
-            if (
-                watch.inside_window(found.epoch_ms)
-                and (not raw_first or entry_matches(query, found) or _hides_text(found, named))
-                and entry_matches(query, masked(found))
-            ):
+            if not watch.inside_window(found.epoch_ms):  # a future match: said (a wrong zone)
+                future = found.epoch_ms > watch.future_after
+                tally.future_matches += future and entry_matches(query, masked(found))
+            elif (
+                not raw_first or entry_matches(query, found) or _hides_text(found, named)
+            ) and entry_matches(query, masked(found)):
                 digest.add(found)
 
         def as_text(lines: list[tuple[int | None, str]]) -> None:
@@ -339,7 +343,8 @@ class FileLogSource:
             take(found)
         if rejected and text_ok:
             as_text(rejected)
-        tally.parsed += parsed + getattr(parser, "skipped", 0)
+        parsed += getattr(parser, "skipped", 0)  # records the prefilter did not build
+        tally.parsed += parsed
         tally.failed += parser.failed
         tally.headless += getattr(parser, "headless", 0)  # w3c: lines before any `#Fields:`
         if isinstance(parser, SyslogRecords):

@@ -15,16 +15,15 @@ Docker's `containers/*/`, too) counts against `MAX_NAMES` and the `StopFlag` is 
 few hundred names; a cut listing marks the count as a lower bound. A folder a wildcard matches
 is read only when its real path lies inside the roots (else the source is refused, unlisted).
 
-Reading: files in descending mtime, those last written before the window are pruned (a
-rotated `app.log.1`, `app.log.2.gz` is older than what it was rotated into). A `Reader`
+Reading: files in descending mtime, those last written before the window pruned. A `Reader`
 meters every byte against the call's `ScanBudget` (decompressed bytes for a compressed file,
-whose codec is read from its magic bytes: `compression`) and checks the `StopFlag` every few
-thousand lines; a plain file larger than the remaining budget is read from its tail (the
-newest part). A line over `max_line_bytes` is skipped in bounded chunks. Anything that stops
-the reading early marks the count as a lower bound; a compressed file cut short or corrupt
-part way (or a zstd frame that needs a dictionary), and any file of which the system failed a
-read (EIO), keeps the lines read before the damage and is counted (`broken`, and of them
-`cut`, `dictionary`, `unreadable`).
+its codec read from its magic bytes: `compression`) and checks the `StopFlag` every few
+thousand lines; a plain file larger than the remaining budget is read from its tail. A line
+over `max_line_bytes` is skipped in bounded chunks (`longlines`: whether it could match).
+Anything that stops the reading early marks the count as a lower bound; a compressed file cut
+short or corrupt part way (or a zstd frame that needs a dictionary), and any file of which the
+system failed a read (EIO), keeps the lines read before the damage and is counted (`broken`,
+and of them `cut`, `dictionary`, `unreadable`).
 """
 
 from __future__ import annotations
@@ -37,7 +36,7 @@ import re
 import stat
 from collections.abc import Callable, Generator, Iterator
 from pathlib import Path
-from typing import BinaryIO, Final
+from typing import TYPE_CHECKING, BinaryIO, Final
 
 from workers.sources.base import failure_of
 from workers.sources.logs.compression import UNREADABLE, compression_of, damage_of, decompressed
@@ -48,9 +47,14 @@ from workers.sources.logs.file_judgement import (
     kind_of,
     moved_to,
     open_listed,
+    opened_inside,
+    pseudo,
     without_copies,
 )
 from workers.sources.logs.secret_shapes import CONTROL_SEQUENCE
+
+if TYPE_CHECKING:
+    from workers.sources.logs.longlines import LongLineProbe
 
 __all__ = [
     "UNREADABLE", "LogFile", "Reader", "RefusedFile", "compression_of",
@@ -82,17 +86,12 @@ class LogFile:
         self.mtime_ms, self.size = int(st.st_mtime * 1000), st.st_size
 
 
-_PSEUDO: Final = ("/proc", "/sys", "/dev")  # kernel state, never a log, even via a symlinked root
 # Names looked at per call, at most, matching or not (a folder a hostile program filled with a
 # million files would otherwise be listed and stat'ed whole on every call); past it the
 # listing stops and the count is a lower bound. The deadline is checked every few hundred.
 MAX_NAMES: Final = 65_536
 _LIST_CHECK_EVERY: Final = 256
 _MAGIC: Final = re.compile(r"[*?[]")
-
-
-def _pseudo(real: str) -> bool:
-    return any(real == p or real.startswith(p + "/") for p in _PSEUDO)
 
 
 def _listing(
@@ -185,9 +184,9 @@ def _confined(folder: str, roots: list[Path]) -> None:
     """Refuse the source (`RefusedFile`) when a folder a wildcard matched resolves outside
     the roots (a container's folder symlinked elsewhere), before anything in it is listed."""
     real = os.path.realpath(folder)
-    if _pseudo(real) or not any(Path(real).is_relative_to(r) for r in roots):
+    if pseudo(real) or not any(Path(real).is_relative_to(r) for r in roots):
         why = f"{folder} resolves outside the log roots"
-        raise RefusedFile(real, "on a kernel pseudo-filesystem" if _pseudo(real) else why)
+        raise RefusedFile(real, "on a kernel pseudo-filesystem" if pseudo(real) else why)
 
 
 def find_files(
@@ -211,9 +210,9 @@ def find_files(
     to list or search (EACCES) is put in `unlisted` (its real path: the failure, "EACCES,
     permission denied"): its files are unknown, never "no file"."""
     real_roots = [Path(os.path.realpath(r)) for r in roots]
-    if any(_pseudo(str(r)) for r in real_roots):
+    if any(pseudo(str(r)) for r in real_roots):
         # a root that is a symlink into /proc: nothing under it is a log
-        raise RefusedFile(str(next(r for r in real_roots if _pseudo(str(r)))),
+        raise RefusedFile(str(next(r for r in real_roots if pseudo(str(r)))),
                           "a log root on a kernel pseudo-filesystem")  # fmt: skip
     seen: dict[tuple[int, int], LogFile] = {}
     names, cut = 0, False
@@ -254,26 +253,13 @@ def _add(
     # symlink pointing out of the roots is how a hostile name would reach another file.
     if not any(Path(real).is_relative_to(r) for r in real_roots):
         raise RefusedFile(real, f"{name} resolves outside the log roots")
-    if _pseudo(real):
+    if pseudo(real):
         raise RefusedFile(real, "on a kernel pseudo-filesystem")
     if not stat.S_ISREG(st.st_mode):
         if skipped is not None:  # inside the roots: no log to read, never opened
             skipped.setdefault(real, kind_of(st.st_mode))
         return
     seen.setdefault((st.st_dev, st.st_ino), LogFile(real, st))
-
-
-def _opened_inside(fd: int, roots: list[Path]) -> bool:
-    # What was opened, as the kernel resolved it: a folder of the path swapped for a symlink
-    # between the listing's stat and the open (O_NOFOLLOW guards only the last name) would
-    # open the same inode outside the roots; the descriptor's own path says where it is.
-    if not roots:
-        return True
-    try:
-        where = Path(os.readlink(f"/proc/self/fd/{fd}"))
-    except OSError:
-        return True  # no /proc here: the inode check stands alone
-    return any(where.is_relative_to(r) for r in roots) and not _pseudo(str(where))
 
 
 class Reader:
@@ -292,7 +278,11 @@ class Reader:
         self.dictionary = 0  # ... a zstd frame that needs a dictionary
         self.unreadable = 0  # ... a read the system failed (EIO), compressed or plain
         self.read_error = ""  # ... their failures, each kind once ("EIO, input/output error")
+        self.refused, self.refused_error = 0, ""  # ... of them, refused at the open (EACCES)
         self.long_lines = 0  # lines over `max_line_bytes`, skipped
+        self.long_unsure = 0  # ... of them, those that may have matched (`longlines`)
+        self.longest = 0  # ... the longest of them, in bytes
+        self.long_probe: Callable[[], LongLineProbe] | None = None  # set per file by the scan
         self.gone = 0  # files rotated away or removed since the listing, not found again
         self.truncated = 0  # plain files shorter than listed: `copytruncate`, the rest copied
 
@@ -308,7 +298,7 @@ class Reader:
         if fd is None:
             self.gone += 1
             return None
-        if not _opened_inside(fd, self.roots):
+        if not opened_inside(fd, self.roots):
             os.close(fd)
             return None
         os.set_blocking(fd, True)
@@ -318,8 +308,8 @@ class Reader:
         """The decoded lines of one file (invalid UTF-8 replaced), within the budget."""
         try:
             raw = self._open(file)
-        except OSError as exc:  # a file it may not open is unreadable, as one failing a read
-            self._unreadable(exc)
+        except OSError as exc:  # a file it may not open (EACCES): unreadable, none of it read
+            self._unreadable(exc, refused=True)
             return
         if raw is None:  # rotated or replaced since the listing: what it held was not read
             self.stopped = True
@@ -356,24 +346,26 @@ class Reader:
                 self.cut += damage == "cut"
                 self.dictionary += damage == "dictionary"
 
-    def _unreadable(self, exc: OSError) -> None:
-        self.stopped = True
-        self.broken += 1
-        self.unreadable += 1
+    def _unreadable(self, exc: OSError, refused: bool = False) -> None:
+        self.stopped, self.broken, self.unreadable = True, self.broken + 1, self.unreadable + 1
+        self.refused += refused
         # its name and what it means: `EACCES, permission denied` (the worker's user or group)
-        failure = failure_of(exc)
-        if failure not in self.read_error.split("; "):  # each kind once, in the order met
-            self.read_error = f"{self.read_error}; {failure}" if self.read_error else failure
+        name = "refused_error" if refused else "read_error"
+        failure, said = failure_of(exc), getattr(self, name)
+        if failure not in said.split("; "):  # each kind once, in the order met
+            setattr(self, name, f"{said}; {failure}" if said else failure)
 
     @property
     def corrupt(self) -> int:
         """The broken files none of the others: bytes that do not decode."""
         return self.broken - self.cut - self.dictionary - self.unreadable
 
-    def _skip_rest(self, stream: BinaryIO) -> None:
+    def _skip_rest(self, stream: BinaryIO, probe: LongLineProbe | None = None) -> None:
         while not self.flag.expired():
             chunk = stream.readline(_CHUNK)
             self.bytes_read += len(chunk)
+            if probe is not None:
+                probe.feed(chunk)
             if not chunk or chunk.endswith(b"\n") or self._over():
                 return
 
@@ -403,9 +395,16 @@ class Reader:
                 return
             self.bytes_read += len(line)
             if len(line) > cap and not line.endswith(b"\n"):
-                self.stopped = True  # a line longer than the cap may hold a match: not exact
-                self.long_lines += 1
-                self._skip_rest(stream)
+                probe = self.long_probe() if self.long_probe is not None else None
+                if probe is not None:
+                    probe.feed(line)
+                before = self.bytes_read - len(line)
+                self._skip_rest(stream, probe)
+                self.longest = max(self.longest, self.bytes_read - before)
+                self.long_lines += 1  # a line longer than the cap may hold a match: not exact
+                unsure = probe is None or probe.may_match or self.flag.expired()
+                self.long_unsure += unsure
+                self.stopped = self.stopped or unsure
             else:
                 if b"\x1b" in line:  # coloured lines read as their text
                     line = without_colour(line)

@@ -10,16 +10,20 @@ of the records outside its window; records dated in the future (a wrong topic ti
   after the window (the logs of today, in a post-mortem of last week) need not be read when its
   first record is later than the window's end.
 - `future_warning` is the worker-start check of a FILE topic: the newest file's last records,
-  compared with this clock.
+  compared with this clock, and with the file's last write (`zone_behind`: a live log whose
+  last record is a zone's offset older than its mtime is read in a zone ahead of its writer's).
 """
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import threading
 import time
+import zoneinfo
 from collections import OrderedDict
 from collections.abc import Callable
-from datetime import tzinfo
+from datetime import UTC, datetime, tzinfo
 from typing import Final
 
 from msgspec import UNSET, UnsetType
@@ -37,10 +41,14 @@ from workers.sources.logs.files import LogFile, Reader, without_colour
 from workers.sources.logs.formats import LineParser
 from workers.sources.logs.records import format_ms
 
-__all__ = ["FileTimes", "WindowWatch", "future_warning"]
+__all__ = ["FileTimes", "WindowWatch", "future_warning", "last_record", "zone_behind"]
 
 _PEEK: Final = 16 * 1024
 _CACHE_MAX: Final = 4096
+# A record's stamp to its file's mtime, beyond a zone's offset: a stamp cut to the second and
+# the write's own delay (a line-buffered logger's), or a clock step of the file system's.
+_LATE_MS: Final = 3_000
+_EARLY_MS: Final = 2_000
 
 
 class WindowWatch:
@@ -208,16 +216,67 @@ class FileTimes:
         return first is not None and first > file.mtime_ms and first <= end
 
 
+def last_record(file: LogFile, reader: Reader, parser: LineParser) -> int | None:
+    """The time of the latest record in the file's last 16 KiB (uncompressed), or None."""
+    return FileTimes._read(file, reader, lambda: parser, True)
+
+
+@functools.lru_cache(maxsize=4)
+def _offsets(hour: int) -> frozenset[int]:
+    """The UTC offsets, in minutes, of every IANA zone at that hour (since the epoch)."""
+    at = datetime.fromtimestamp(hour * 3600, UTC)
+    found: set[int] = set()
+    for name in zoneinfo.available_timezones():
+        with contextlib.suppress(Exception):  # a zone file this system cannot read
+            offset = at.astimezone(zoneinfo.ZoneInfo(name)).utcoffset()
+            found.add(int(offset.total_seconds() // 60) if offset is not None else 0)
+    return frozenset(found or range(-720, 841, 60))
+
+
+def zone_behind(latest_ms: int, mtime_ms: int, zone: tzinfo, *, ahead: bool = False) -> str | None:
+    """The offset (`-05:00`) the writer of a file seems to write its local time in, when its
+    last record lies before the file's last write by what a real zone is behind `zone` at
+    that time (at least half an hour), to the seconds a write takes; None otherwise. Read in
+    `zone`, such a file's records are that much older than they are: a window counted back
+    from now misses them. A copy of an old log made now is hours behind its mtime too, but
+    by a zone's offset to the five seconds about once in 600 (14 offsets behind UTC in
+    12 h). `ahead`: the same for a writer ahead of `zone` (its records in the future)."""
+    gap = mtime_ms - latest_ms
+    at = datetime.fromtimestamp(latest_ms / 1000, UTC)
+    own_offset = at.astimezone(zone).utcoffset()
+    own = int(own_offset.total_seconds() // 60) if own_offset is not None else 0
+    for minutes in sorted(_offsets(latest_ms // 3_600_000)):
+        behind_ms = (own - minutes) * 60_000
+        apart = abs(behind_ms) >= 30 * 60_000 and (behind_ms < 0) == ahead
+        if apart and -_EARLY_MS <= gap - behind_ms <= _LATE_MS:
+            sign = "-" if minutes < 0 else "+"
+            return f"{sign}{abs(minutes) // 60:02d}:{abs(minutes) % 60:02d}"
+    return None
+
+
 def future_warning(
     topic: str, newest: LogFile | None, reader: Reader, parser: LineParser, zone: tzinfo
 ) -> str:
     """The worker-start warning for a topic whose newest file's last records lie in the
-    future of this clock (a wrong `timezone`, most often), or ''."""
+    future of this clock (a wrong `timezone`, most often), or a zone's offset before its
+    last write (`zone_behind`), or ''."""
     if newest is None:
         return ""
-    latest = FileTimes._read(newest, reader, lambda: parser, True)
+    latest = last_record(newest, reader, parser)
     now_ms = int(time.time() * 1000)
-    if latest is None or latest <= now_ms + AS_OF_SKEW_MS:
+    if latest is not None and latest <= now_ms + AS_OF_SKEW_MS:
+        offset = zone_behind(latest, newest.mtime_ms, zone)
+        if offset is None:
+            return ""
+        hours = (newest.mtime_ms - latest) / 3_600_000
+        return (
+            f"query_logs: topic {topic}: the last record of its newest file is {hours:.1f} h "
+            f"before the file's last write (latest {format_ms(latest, zone)}); its writer "
+            f"seems to write local time at offset {offset}: check its timezone "
+            f'(timezone = "{offset}" or the host\'s IANA zone): a window counted back from now '
+            "will not find its records"
+        )
+    if latest is None:
         return ""
     hours = (latest - now_ms) / 3_600_000
     return (

@@ -100,14 +100,20 @@ _CJKWORD: Final = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff]{1,16}")
 
 # The shell's variables for the working directory (sudo logs `PWD=/home/vagrant`)
 _WORKING_DIRECTORY: Final = frozenset({"PWD", "OLDPWD"})
+# MySQL's and MariaDB's refused login, `Access denied for user 'u'@'h' (using password: YES)`:
+# whether a password was sent (YES: a wrong one; NO: none), the value taken up to whitespace
+_PASSWORD_SENT: Final = frozenset({"YES)", "NO)"})
 
 
 def shown(name: str, value: str) -> bool:
     """Whether a value under a secret's name is no secret: a prose word, unless the name is a
     password's (`token: expired`, `Authorization: Bearer ***` stay; `password=hunter` never),
     Chinese or Japanese prose (the same rule: "token: expired" in Chinese stays), or the
-    shell's working directory (sudo's `PWD=/home/vagrant`; `MYSQL_PWD`, `pwd` stay masked)."""
+    shell's working directory (sudo's `PWD=/home/vagrant`; `MYSQL_PWD`, `pwd` stay masked), or
+    MySQL's `(using password: YES)` / `NO)`, which says whether one was sent."""
     if name in _WORKING_DIRECTORY and value.startswith("/"):
+        return True
+    if name == "password" and value in _PASSWORD_SENT:
         return True
     word = WORD.fullmatch(value) or (not value.isascii() and _CJKWORD.fullmatch(value))
     return bool(word) and not password_name(name)
