@@ -34,6 +34,7 @@ __all__ = [
     "UpstreamPattern",
     "level_rank",
     "mask_template",
+    "pattern_key",
     "pattern_priority",
     "project_logs",
 ]
@@ -114,24 +115,29 @@ def mask_template(message: str) -> str:
 
 
 def _patterns_from_records(records: list[LogRecord]) -> list[UpstreamPattern]:
-    acc: dict[str, list[str | int]] = {}
+    # One pattern per template and level (`pattern_key`), as every backend makes them.
+    acc: dict[tuple[str, str], list[str | int]] = {}
     for record in records:
-        key = _template_of(record)
+        key = (_template_of(record), record.level)
         found = acc.get(key)
         if found is None:
-            acc[key] = [1, record.level, record.timestamp, record.timestamp]
+            acc[key] = [1, record.timestamp, record.timestamp]
             continue
         found[0] = int(found[0]) + 1
-        if level_rank(record.level) > level_rank(str(found[1])):
-            found[1] = record.level
-        found[2] = min(str(found[2]), record.timestamp)
-        found[3] = max(str(found[3]), record.timestamp)
+        found[1] = min(str(found[1]), record.timestamp)
+        found[2] = max(str(found[2]), record.timestamp)
     return [
-        UpstreamPattern(
-            template=t, count=int(c), level=str(lv), first_seen=str(f), last_seen=str(la)
-        )
-        for t, (c, lv, f, la) in acc.items()
+        UpstreamPattern(template=t, count=int(c), level=lv, first_seen=str(f), last_seen=str(la))
+        for (t, lv), (c, f, la) in acc.items()
     ]
+
+
+def pattern_key(template: str, level: str) -> tuple[str, str]:
+    """What makes a pattern: its template and its records' level. One template written at
+    several levels (an access log's request line, its level from the status; a retry logged
+    WARN, then ERROR) is a pattern per level, so a count is always of records of the level
+    shown beside it: the model never reads 10,000 routine requests as 10,000 errors."""
+    return (template, level)
 
 
 def _template_of(record: LogRecord) -> str:
@@ -189,17 +195,17 @@ def _bound_fields(
 
 
 def _select_events(
-    records: list[LogRecord], order: dict[str, int], limit: int
+    records: list[LogRecord], order: dict[tuple[str, str], int], limit: int
 ) -> tuple[list[LogRecord], bool]:
     # First and last occurrence of each pattern in priority order, then the remaining slots by
     # severity, each severity's records sampled evenly over time (so the story spans the
     # window instead of crowding at onset); the timeline is then sorted by time.
-    by_template: dict[str, list[LogRecord]] = {}
+    by_pattern: dict[tuple[str, str], list[LogRecord]] = {}
     for record in records:
-        by_template.setdefault(_template_of(record), []).append(record)
+        by_pattern.setdefault(pattern_key(_template_of(record), record.level), []).append(record)
     chosen: dict[int, LogRecord] = {}
-    for template in sorted(by_template, key=lambda t: order.get(t, len(order))):
-        group = sorted(by_template[template], key=lambda r: r.timestamp)
+    for key in sorted(by_pattern, key=lambda k: order.get(k, len(order))):
+        group = sorted(by_pattern[key], key=lambda r: r.timestamp)
         for record in (group[0], group[-1]):
             if len(chosen) < limit:
                 chosen.setdefault(id(record), record)
@@ -237,7 +243,7 @@ def project_logs(tool_call_id: str, upstream: LogsUpstream, bounds: Bounds) -> L
                 template=template, count=p.count, level=level, first_seen=first, last_seen=last
             )
         )
-    order = {p.template: i for i, p in enumerate(ranked)}
+    order = {pattern_key(p.template, p.level): i for i, p in enumerate(ranked)}
     selected, cut_records = _select_events(upstream.records, order, bounds.logs_max_events)
     events: list[LogEvent] = []
     for record in selected:

@@ -18,7 +18,7 @@ SUBMODULES = [
 # settings that only sibling modules or tests use. Anything else public must be exported.
 NOT_REEXPORTED = {
     "DEFAULT_LOOKBACK_MINUTES", "normalise_sql", "level_rank", "mask_template", "find_hits",
-    "pattern_priority",
+    "pattern_priority", "pattern_key",
     "UPSTREAM_TYPES", "LOOKBACK_MAX_MINUTES", "TOOL_REQUESTS", "ERROR_MESSAGE_CHARS",
     "JsonScalar", "DESCRIPTIONS", "MCP_ANNOTATIONS", "ToolFormat", "cut",
 }  # fmt: skip

@@ -3,11 +3,12 @@
 A backend (files, an in-memory list, ClickHouse rows) turns what it read into `Entry` values,
 masks their secrets (`masked`: before the match, so a term only a secret holds matches
 nothing; docs/logs.md "Secrets in log records") and feeds the matching ones to a `Digest`,
-which keeps bounded state whatever the number of matches: figures per masked message
+which keeps bounded state whatever the number of matches: figures per masked message and level
 (`templates.mask`), the first and last record of each and the newest records.
 `Digest.upstream` mines the templates of the masked messages once (`templates.mine`, the miner
 every backend uses, so the same lines get the same templates whichever backend read them),
-merges their figures and builds the `LogsUpstream` the projector reads.
+merges their figures per template and level (`contracts.logs.pattern_key`) and builds the
+`LogsUpstream` the projector reads.
 
 Matching means exactly what it means for the MOCK source (docs/logs.md): a word is a substring
 of the lowered message, level, service or any field value (joined with a separator no term can
@@ -24,7 +25,13 @@ import math
 from datetime import UTC, datetime, tzinfo
 from typing import Final
 
-from contracts.logs import LogRecord, LogsUpstream, UpstreamPattern, level_rank, pattern_priority
+from contracts.logs import (
+    LogRecord,
+    LogsUpstream,
+    UpstreamPattern,
+    pattern_key,
+    pattern_priority,
+)
 from contracts.results import JsonScalar, LogScope
 from workers.sources.logs.masking import mask_fields, without_log_secrets
 from workers.sources.logs.source import Clause, ParsedQuery, _field_hit
@@ -204,28 +211,31 @@ def _template(message: str) -> str:
 
 
 class _Figures:
-    __slots__ = ("count", "first", "last", "severest")
+    """Running figures of the matches of one pattern: a masked message (then a template) and
+    one level (`contracts.logs.pattern_key`)."""
+
+    __slots__ = ("count", "first", "last")
 
     def __init__(self, entry: Entry) -> None:
-        self.count, self.first, self.last, self.severest = 1, entry, entry, entry
+        self.count, self.first, self.last = 1, entry, entry
 
     def add(self, entry: Entry) -> None:
-        """Count one more entry of this masked message."""
+        """Count one more entry of this masked message and level."""
         self.count += 1
         if entry.key() < self.first.key():
             self.first = entry
         if entry.key() >= self.last.key():
             self.last = entry
-        if level_rank(entry.level) > level_rank(self.severest.level):
-            self.severest = entry
 
     def absorb(self, other: _Figures) -> None:
-        """Add the figures of another masked message of the same template."""
+        """Add the figures of another masked message of the same template and level."""
         self.count += other.count
         self.first = min(self.first, other.first, key=Entry.key)
         self.last = max(self.last, other.last, key=Entry.key)
-        if level_rank(other.severest.level) > level_rank(self.severest.level):
-            self.severest = other.severest
+
+
+# A pattern's key: (masked message or template, level).
+_Key = tuple[str, str]
 
 
 class Digest:
@@ -235,17 +245,18 @@ class Digest:
         self.sample_limit = sample_limit
         self.match_count = 0
         self.templates_cut = False
-        self._figures: dict[str, _Figures] = {}  # per masked message
-        # The matches given no figure of their own once `templates_cut`: one pattern
-        # (`OTHER_TEMPLATE`), so the patterns' counts always add up to `match_count`.
-        self._rest: _Figures | None = None
+        self._figures: dict[_Key, _Figures] = {}  # per masked message and level
+        # The matches given no figure of their own once `templates_cut`, per level: a pattern
+        # each (`OTHER_TEMPLATE`), so the patterns' counts always add up to `match_count`.
+        self._rest: dict[str, _Figures] = {}
         self._newest: list[tuple[tuple[int, str], int, Entry, str]] = []
         self._seq = 0
 
     def add(self, entry: Entry) -> None:
         """Count one matching entry."""
         self.match_count += 1
-        key = _template(entry.message)
+        masked = _template(entry.message)
+        key = pattern_key(masked, entry.level)
         found = self._figures.get(key)
         if found is None:
             if len(self._figures) >= MAX_TEMPLATES and not self.templates_cut:
@@ -254,14 +265,15 @@ class Digest:
                 self._figures[key] = _Figures(entry)
             else:
                 self.templates_cut = True
-                if self._rest is None:
-                    self._rest = _Figures(entry)
+                rest = self._rest.get(entry.level)
+                if rest is None:
+                    self._rest[entry.level] = _Figures(entry)
                 else:
-                    self._rest.add(entry)
+                    rest.add(entry)
         else:
             found.add(entry)
         self._seq += 1
-        item = (entry.key(), -self._seq, entry, key)  # masked once, not again at the end
+        item = (entry.key(), -self._seq, entry, masked)  # masked once, not again at the end
         if len(self._newest) < self.sample_limit:
             heapq.heappush(self._newest, item)
         elif item[0] > self._newest[0][0]:
@@ -278,18 +290,24 @@ class Digest:
         if len(merged) >= MAX_TEMPLATES * 3 // 4:  # still too varied: count, keep no more
             self.templates_cut = True
 
-    def _mined(self) -> tuple[dict[str, _Figures], dict[str, str]]:
+    def _mined(self) -> tuple[dict[_Key, _Figures], dict[str, str]]:
         # One mining per call over the distinct masked messages in the order of their first
         # record (not of arrival): the same lines give the same templates on every backend.
-        keys = sorted(self._figures, key=lambda k: (self._figures[k].first.key(), k))
-        template_of = mine(keys)
-        merged: dict[str, _Figures] = {}
-        for key in keys:
-            fig, template = self._figures[key], template_of[key]
-            into = merged.get(template)
+        # Then the figures merged per template and level.
+        first: dict[str, Entry] = {}
+        for (masked, _level), fig in self._figures.items():
+            seen = first.get(masked)
+            if seen is None or fig.first.key() < seen.key():
+                first[masked] = fig.first
+        template_of = mine(sorted(first, key=lambda m: (first[m].key(), m)))
+        merged: dict[_Key, _Figures] = {}
+        for key in sorted(self._figures, key=lambda k: (self._figures[k].first.key(), k)):
+            fig = self._figures[key]
+            into_key = pattern_key(template_of[key[0]], key[1])
+            into = merged.get(into_key)
             if into is None:
-                into = merged[template] = _Figures(fig.first)
-                into.count, into.last, into.severest = fig.count, fig.last, fig.severest
+                into = merged[into_key] = _Figures(fig.first)
+                into.count, into.last = fig.count, fig.last
             else:
                 into.absorb(fig)
         return merged, template_of
@@ -298,9 +316,8 @@ class Digest:
         # A backend that counted more matches than it read (ClickHouse: count() over the
         # window, the newest `row_limit` rows read): the rest is one pattern, so no count
         # shown is taken for the window's whole, and the counts add up to `match_count`.
-        oldest = min((f.first for f in self._figures.values()), key=Entry.key, default=None)
-        if self._rest is not None and (oldest is None or self._rest.first.key() < oldest.key()):
-            oldest = self._rest.first
+        figures = [*self._figures.values(), *self._rest.values()]
+        oldest = min((f.first for f in figures), key=Entry.key, default=None)
         return UpstreamPattern(
             template=UNREAD_TEMPLATE.format(read=self.match_count),
             count=match_count - self.match_count,
@@ -310,13 +327,16 @@ class Digest:
         )
 
     def _sample(
-        self, order: list[UpstreamPattern], merged: dict[str, _Figures], template_of: dict[str, str]
+        self,
+        order: list[UpstreamPattern],
+        merged: dict[_Key, _Figures],
+        template_of: dict[str, str],
     ) -> list[tuple[Entry, str]]:
-        # First and last of each template in the projector's priority (the largest and the
+        # First and last of each pattern in the projector's priority (the largest and the
         # notable alternately), then the newest records.
         chosen: dict[int, tuple[Entry, str]] = {}
         for pattern in order:
-            fig = merged[pattern.template]
+            fig = merged[pattern_key(pattern.template, pattern.level)]
             for entry in (fig.first, fig.last):
                 if len(chosen) < self.sample_limit:
                     chosen.setdefault(id(entry), (entry, pattern.template))
@@ -337,20 +357,23 @@ class Digest:
     ) -> LogsUpstream:
         """The answer: patterns over every match seen, a bounded sample, the count."""
         merged, template_of = self._mined()
-        if self._rest is not None:  # (a line reading as this text joins it, counted once)
-            if OTHER_TEMPLATE in merged:
-                merged[OTHER_TEMPLATE].absorb(self._rest)
+        for level, rest in sorted(self._rest.items()):
+            other = pattern_key(OTHER_TEMPLATE, level)
+            if other in merged:  # (a line reading as this text joins it, counted once)
+                merged[other].absorb(rest)
             else:
-                merged[OTHER_TEMPLATE] = self._rest
+                merged[other] = rest
         patterns = [
             UpstreamPattern(
                 template=template,
                 count=fig.count,
-                level=fig.severest.level,
+                level=level,
                 first_seen=format_ms(fig.first.epoch_ms, zone),
                 last_seen=format_ms(fig.last.epoch_ms, zone),
             )
-            for template, fig in sorted(merged.items(), key=lambda kv: kv[1].first.key())
+            for (template, level), fig in sorted(
+                merged.items(), key=lambda kv: (kv[1].first.key(), kv[0])
+            )
         ]
         order = pattern_priority(patterns, scope)
         records = [
