@@ -1,0 +1,151 @@
+"""Text logs of programs a new user runs, read under `format = "plain"` without more keys:
+Ruby's stdlib `Logger` (Rails, Sidekiq), PHP's `error_log`, PHP-FPM's log and slow log, BIND 9's
+`named` and CUPS's `error_log`. Each sample is the byte-exact output of the program, written on
+this machine (tests/workers/logs_samples/README.md)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from datetime import UTC, datetime
+from pathlib import Path
+
+from logs_helpers import file_source, search
+
+from contracts import LogsUpstream
+
+SAMPLES = Path(__file__).parent / "logs_samples"
+NOW = datetime(2026, 12, 5, 11, 30, tzinfo=UTC).timestamp()  # written at 11:20 to 11:22
+
+
+def read(tmp_path: Path, name: str, query: str = "", lookback: int = 1440) -> LogsUpstream:
+    if not (tmp_path / name).exists():
+        shutil.copy(SAMPLES / name, tmp_path / name)
+    os.utime(tmp_path / name, (NOW - 300, NOW - 300))
+    return search(file_source(tmp_path, "plain", [name], now=NOW), query, lookback=lookback)
+
+
+def test_ruby_logger_levels_pid_progname_and_backtraces(tmp_path: Path) -> None:
+    # `E, [2026-12-05T11:20:11.876973 #17958] ERROR -- orders: bad amount ... (ArgumentError)`:
+    # before, no line was a record (`check`: "no line is in format plain"), `level:error` was
+    # an EXECUTION error and a word matched the lines as text, with no level.
+    every = read(tmp_path, "ruby_logger.log")
+    assert every.match_count == 9 and not every.unparsed_lines  # its header and 8 entries
+    first, second = read(tmp_path, "ruby_logger.log", "level:error").records
+    assert first.timestamp == "2026-12-05T11:20:11.876Z"
+    assert first.message == "bad amount for o-1042 (ArgumentError)\napp.rb:6:in `<main>'"
+    assert first.fields == {"pid": "17958", "logger": "orders", "exception": "ArgumentError"}
+    assert second.message == "charge failed for order o-1042: connection refused"
+    assert second.fields == {"pid": "17958"}
+    (raised,) = read(tmp_path, "ruby_logger.log", '"invalid value"').records
+    assert raised.level == "ERROR" and raised.message.splitlines()[1:] == [
+        "app.rb:16:in `Integer'",
+        "app.rb:16:in `<main>'",
+    ]
+    (fatal,) = read(tmp_path, "ruby_logger.log", "level:fatal").records
+    assert fatal.message == "cannot reach database at postgres://app:***@db/orders"
+    (slow,) = read(tmp_path, "ruby_logger.log", "level:warn logger:orders").records
+    assert slow.message == "payment gateway slow: 2300 ms for o-1042"
+    (unknown,) = read(tmp_path, "ruby_logger.log", "ANY").records  # Logger#unknown: no level
+    assert unknown.level == "" and unknown.fields == {"pid": "17958", "level_name": "ANY"}
+    assert read(tmp_path, "ruby_logger.log", "level:debug").match_count == 1
+    (header,) = read(tmp_path, "ruby_logger.log", "logger.rb").records
+    assert header.timestamp == "2026-12-05T11:20:11.000Z" and header.level == ""
+
+
+def test_php_error_log_levels_zones_and_stack_traces(tmp_path: Path) -> None:
+    # `[05-Dec-2026 11:20:30 UTC] PHP Fatal error:  Uncaught RuntimeException: ...` then its
+    # trace: before, every record was level-less (`level:error` found nothing), the message
+    # began with `UTC] `, and a zone other than UTC was not read (Berlin's lines an hour ahead).
+    every = read(tmp_path, "php_error.log")
+    assert every.match_count == 6 and not every.unparsed_lines
+    (fatal,) = read(tmp_path, "php_error.log", "level:fatal").records
+    assert fatal.timestamp == "2026-12-05T11:20:30.000Z"
+    assert fatal.message.splitlines() == [
+        "PHP Fatal error:  Uncaught RuntimeException: cannot reach database for o-1042 in "
+        "/tmp/f5/php/err.php:11",
+        "Stack trace:",
+        "#0 /tmp/f5/php/err.php(12): charge()",
+        "#1 /tmp/f5/php/err.php(13): handle()",
+        "#2 {main}",
+        "  thrown in /tmp/f5/php/err.php on line 11",
+    ]
+    assert fatal.fields == {"level_name": "Fatal error", "exception": "RuntimeException"}
+    warnings = read(tmp_path, "php_error.log", "level:warn")
+    assert warnings.match_count == 2 and all(
+        r.message.startswith("PHP Warning:") for r in warnings.records
+    )
+    assert read(tmp_path, "php_error.log", "level:info").match_count == 2  # Notice, Deprecated
+    (logged,) = read(tmp_path, "php_error.log", '"connection refused"').records
+    assert logged.message == "charge failed for order o-1042: connection refused"
+    assert logged.level == ""
+    zones = read(tmp_path, "php_error_zones.log")
+    assert [r.timestamp for r in zones.records] == ["2026-12-05T11:20:33.000Z"] * 4
+    (parse,) = read(tmp_path, "php_error_zones.log", "level:fatal").records
+    assert parse.message.startswith("PHP Parse error:  syntax error")
+    assert read(tmp_path, "php_error_zones.log", "berlin", lookback=10).match_count == 2
+
+
+def test_php_fpm_log_the_php_message_level_and_its_trace_joined(tmp_path: Path) -> None:
+    # `[05-Dec-2026 11:21:39] WARNING: [pool www] child 21095 said into stderr: "NOTICE: PHP
+    # message: PHP Fatal error:  Uncaught ..."`, then a line per trace line: before, the fatal
+    # error was a WARN record (`level:error` and `level:fatal` found nothing) and each trace
+    # line a record of its own.
+    every = read(tmp_path, "php-fpm.log")
+    assert every.match_count == 16 and not every.unparsed_lines
+    (fatal,) = read(tmp_path, "php-fpm.log", "level:fatal").records
+    assert fatal.message.splitlines() == [
+        '[pool www] child 21095 said into stderr: "NOTICE: PHP message: PHP Fatal error:  '
+        'Uncaught RuntimeException: cannot reach database for o-1042 in /tmp/f5/fpm/www/bad.php:3"',
+        "Stack trace:",
+        "#0 {main}",
+        "  thrown in /tmp/f5/fpm/www/bad.php on line 3",
+    ]
+    assert fatal.fields == {
+        "pid": "21095", "level_name": "Fatal error", "exception": "RuntimeException"
+    }  # fmt: skip
+    assert fatal.timestamp == "2026-12-05T11:21:39.000Z"
+    warned = read(tmp_path, "php-fpm.log", "level:warn pid:21003")
+    assert warned.match_count == 5  # its stderr lines, too slow, timed out, SIGTERM
+    assert read(tmp_path, "php-fpm.log", '"Undefined variable" level:warn').match_count == 1
+    assert read(tmp_path, "php-fpm.log", "level:info").match_count == 9
+
+
+def test_php_fpm_slow_log_one_record_per_request(tmp_path: Path) -> None:
+    every = read(tmp_path, "php-fpm_slow.log")
+    assert every.match_count == 1 and not every.unparsed_lines
+    (slow,) = every.records
+    assert slow.message.splitlines() == [
+        "[pool www] pid 21003",
+        "script_filename = /tmp/f5/fpm/www/slow.php",
+        "[0x00007f40fe6150c0] sleep() /tmp/f5/fpm/www/slow.php:2",
+        "[0x00007f40fe615070] charge() /tmp/f5/fpm/www/slow.php:5",
+    ]
+    assert slow.level == "WARN" and slow.fields == {"pid": "21003"}
+    assert read(tmp_path, "php-fpm_slow.log", "charge()").match_count == 1
+
+
+def test_bind_named_categories_and_severities(tmp_path: Path) -> None:
+    # `05-Dec-2026 11:22:17.676 zoneload: error: zone broken.test/IN: ...`: before, no level
+    # (`check` offered `log4j`, which read the level and dropped the category).
+    every = read(tmp_path, "named.log")
+    assert every.match_count == 20 and not every.unparsed_lines
+    errors = read(tmp_path, "named.log", "level:error")
+    assert errors.match_count == 3
+    assert errors.records[0].timestamp == "2026-12-05T11:22:17.676Z"
+    assert {r.fields["logger"] for r in errors.records} == {"general", "zoneload"}
+    (failed,) = read(tmp_path, "named.log", "logger:query-errors").records
+    assert failed.message.startswith("client @0x7f53e04af098 127.0.0.1#57248 (example.com): query")
+    assert failed.level == "INFO"
+    assert read(tmp_path, "named.log", "level:warn dnssec").match_count == 2
+
+
+def test_cups_error_log_level_letters(tmp_path: Path) -> None:
+    # `E [05/Dec/2026:11:22:34 +0000] File ... not available`: before, no line was a record
+    every = read(tmp_path, "cups_error_log")
+    assert every.match_count == 46 and not every.unparsed_lines
+    errors = read(tmp_path, "cups_error_log", "level:error")
+    assert errors.match_count == 3 and errors.records[0].fields == {"level_name": "E"}
+    assert errors.records[0].timestamp == "2026-12-05T11:22:32.000Z"
+    assert errors.records[0].message.startswith("cupsdLoadBanners: Unable to open banner")
+    assert read(tmp_path, "cups_error_log", "level:info").match_count == 43
