@@ -31,7 +31,7 @@ def test_ruby_logger_levels_pid_progname_and_backtraces(tmp_path: Path) -> None:
     # an EXECUTION error and a word matched the lines as text, with no level.
     every = read(tmp_path, "ruby_logger.log")
     assert every.match_count == 9 and not every.unparsed_lines  # its header and 8 entries
-    first, second = read(tmp_path, "ruby_logger.log", "level:error").records
+    first, second, _ = read(tmp_path, "ruby_logger.log", "level:error").records
     assert first.timestamp == "2026-12-05T11:20:11.876Z"
     assert first.message == "bad amount for o-1042 (ArgumentError)\napp.rb:6:in `<main>'"
     assert first.fields == {"pid": "17958", "logger": "orders", "exception": "ArgumentError"}
@@ -122,7 +122,7 @@ def test_php_fpm_slow_log_one_record_per_request(tmp_path: Path) -> None:
         "[0x00007f40fe615070] charge() /tmp/f5/fpm/www/slow.php:5",
     ]
     assert slow.level == "WARN" and slow.fields == {"pid": "21003"}
-    assert read(tmp_path, "php-fpm_slow.log", "charge()").match_count == 1
+    assert read(tmp_path, "php-fpm_slow.log", '"charge()"').match_count == 1
 
 
 def test_bind_named_categories_and_severities(tmp_path: Path) -> None:
