@@ -149,3 +149,15 @@ def test_cups_error_log_level_letters(tmp_path: Path) -> None:
     assert errors.records[0].timestamp == "2026-12-05T11:22:32.000Z"
     assert errors.records[0].message.startswith("cupsdLoadBanners: Unable to open banner")
     assert read(tmp_path, "cups_error_log", "level:info").match_count == 43
+
+
+def test_ruby_backtrace_of_absolute_paths_is_the_records(tmp_path: Path) -> None:
+    # A script run by its full path (a Rails app, Sidekiq): every frame starts with `/`, none
+    # looked like a continuation, and the 16 frames were lines not in the format.
+    every = read(tmp_path, "ruby_logger_backtrace.log")
+    assert every.match_count == 4 and not every.unparsed_lines
+    (error,) = read(tmp_path, "ruby_logger_backtrace.log", "level:error").records
+    lines = error.message.splitlines()
+    assert len(lines) == 17 and lines[-1] == "/tmp/f5/ruby2/main.rb:6:in `<main>'"
+    assert error.fields["exception"] == "Errno::ECONNREFUSED"
+    assert read(tmp_path, "ruby_logger_backtrace.log", "connect_nonblock").match_count == 1
