@@ -159,6 +159,7 @@ def test_a_crash_before_any_record_is_a_line_not_in_the_format(tmp_path: Path) -
         ("logback_level_first.log", "log4j", 1), ("journald.json", "jsonl", 1),
         ("gunicorn.log", "plain", 1), ("celery.log", "plain", 1),
         ("python_logging.log", "plain", 1), ("ruby_logger.log", "plain", 16),
+        ("ruby_logger_backtrace.log", "plain", 16),
         ("php_error.log", "plain", 16), ("php_error_zones.log", "plain", 16),
         ("php-fpm.log", "plain", 16), ("php-fpm_slow.log", "plain", 16),
         ("named.log", "plain", 16), ("cups_error_log", "plain", 16),

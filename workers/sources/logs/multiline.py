@@ -2,8 +2,8 @@
 
 Used by every named text format (`textformats`). A line that is not a head continues the open
 record when it looks like a continuation (an indented line, `Caused by:`, `... 3 more`, a
-`Traceback`, an exception class and its message), up to `MAX_JOINED_LINES` lines and
-`MAX_JOINED_CHARS` characters; any other line is no record: counted in `failed` and listed in
+`Traceback`, an exception class and its message, a Ruby frame), up to `MAX_JOINED_LINES` lines
+and `MAX_JOINED_CHARS` characters; any other line is no record: counted in `failed` and listed in
 `rejected`, for the FILE source to match as plain text (nothing is dropped silently), unless
 a continuation of the same record follows it: lines between a record and its stack frames are
 its own (an exception's message over lines of its own: Tomcat's JSP compile errors). Such
@@ -74,6 +74,9 @@ _CONTINUATION: Final = re.compile(
     # `[previous exception] [object] (...)`, the context's closing `"} `; PHP's `Stack trace:`
     r"|\[stacktrace\]$|\[previous exception\] |Stack trace:$|\"\} ?$"
     r"|#\d+ (?:\{main\}$|\[internal function\]: |[^(]{1,500}\(\d+\): )"
+    # a Ruby frame (`Exception#backtrace`): `/usr/lib/ruby/3.1.0/socket.rb:1214:in `connect'`,
+    # Ruby 3.4's `app.rb:6:in 'Integer'`
+    r"|[^\s:]{1,500}:\d{1,7}:in [`']"
 )
 # A crash without a time of its own (module docstring) and the lines of a Go goroutine dump.
 _CRASH: Final = re.compile(
