@@ -161,3 +161,38 @@ def test_ruby_backtrace_of_absolute_paths_is_the_records(tmp_path: Path) -> None
     assert len(lines) == 17 and lines[-1] == "/tmp/f5/ruby2/main.rb:6:in `<main>'"
     assert error.fields["exception"] == "Errno::ECONNREFUSED"
     assert read(tmp_path, "ruby_logger_backtrace.log", "connect_nonblock").match_count == 1
+
+
+def test_squid_native_access_log_as_an_access_log(tmp_path: Path) -> None:
+    # `1796470112.938      0 127.0.0.1 TCP_MISS/503 3437 GET http://127.0.0.1:1/charge -
+    # HIER_DIRECT/127.0.0.1 text/html`: before, under `apache_access` no line was a record,
+    # and under `plain` a record without a level or a field (`level:error` found nothing).
+    shutil.copy(SAMPLES / "squid_access.log", tmp_path / "access.log")
+    os.utime(tmp_path / "access.log", (NOW - 300, NOW - 300))
+    source = file_source(tmp_path, "apache_access", ["access.log"], now=NOW)
+    every = search(source, "", lookback=1440)
+    assert every.match_count == 5 and not every.unparsed_lines
+    errors = search(source, "level:error", lookback=1440)
+    assert sorted(r.fields["http_status"] for r in errors.records) == [502, 503]  # type: ignore[type-var]
+    (refused,) = search(source, "http_status:503", lookback=1440).records
+    assert refused.timestamp == "2026-12-05T11:28:32.938Z"
+    assert refused.message == "GET http://127.0.0.1:1/charge 503 3437"
+    assert refused.fields == {
+        "client": "127.0.0.1", "method": "GET", "uri": "http://127.0.0.1:1/charge",
+        "http_status": 503, "bytes": 3437, "duration_ms": 0, "cache_result": "TCP_MISS",
+        "hierarchy": "HIER_DIRECT", "upstream": "127.0.0.1", "content_type": "text/html",
+    }  # fmt: skip
+    assert search(source, "level:warn", lookback=1440).match_count == 2
+    assert search(source, "cache_result:TCP_MISS duration_ms:>=2", lookback=1440).match_count == 2
+
+
+def test_squid_cache_log_levels(tmp_path: Path) -> None:
+    # `2026/12/05 11:28:29| WARNING: log name now starts with a module name...`: before, the
+    # `| ` after the time hid the level (`level:warn` found nothing)
+    every = read(tmp_path, "squid_cache.log")
+    assert every.match_count == 35 and not every.unparsed_lines
+    (warning,) = read(tmp_path, "squid_cache.log", "level:warn").records
+    assert warning.message == (
+        "log name now starts with a module name. Use 'stdio:/tmp/f5/squid/access.log'"
+    )
+    assert warning.timestamp == "2026-12-05T11:28:29.000Z"
