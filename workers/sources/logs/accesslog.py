@@ -6,6 +6,10 @@ referer or after the user agent (`extra`), a virtual host first (Apache's `vhost
 nginx's `$host`: `vhost`) and a proxy chain where the client goes (`client` the chain, as
 Filebeat's `remote_ip_list`); level from the status (5xx ERROR, 4xx WARN, else INFO).
 
+Squid's native format (`access_log ... squid`, epoch seconds first): the same fields and
+`duration_ms`, `cache_result` (`TCP_MISS`), `hierarchy` (`HIER_DIRECT`), `upstream`,
+`content_type`.
+
 Envoy's default format (every Istio sidecar's, with Istio's additions: `envoy_head`): the
 response flags are a field (`UH`, `UF,URX`: why a proxy answered as it did), and a line with
 no HTTP status (a TCP proxy's, or no response sent) takes its level from them.
@@ -45,6 +49,14 @@ _ACCESS: Final = re.compile(
     r"(?P<after>.*)",
     re.S,
 )
+# Squid's native format (`access_log ... squid`): `%ts.%03tu %6tr %>a %Ss/%03>Hs %<st %rm %ru
+# %[un %Sh/%<a %mt`, epoch seconds first, the elapsed milliseconds, the cache's result code
+_SQUID: Final = re.compile(
+    r"(?P<seconds>[12]\d{9})\.(?P<millis>\d{3}) +(?P<elapsed>-?\d{1,12}) (?P<client>\S+)"
+    r" (?P<result>[A-Z][A-Z_]*)/(?P<status>\d{3}) (?P<bytes>\d{1,18}) (?P<method>\S+) (?P<uri>\S+)"
+    r" (?P<user>\S+) (?P<hierarchy>[A-Z][A-Z_]*)/(?P<upstream>\S+)(?: (?P<type>\S+))?(?P<after>.*)",
+    re.S,
+)
 _CHAIN_GAP: Final = re.compile(r"(?<!,) ")
 _REQUEST: Final = re.compile(r"(\S+) (\S+)(?: (\S+))?")
 
@@ -62,7 +74,7 @@ def access_head(zone: tzinfo, now_ms: int) -> Head:
     def head(text: str) -> Pending | None:
         found = _ACCESS.match(text)
         if found is None:
-            return None
+            return _squid(text)
 
         def when() -> int | None:
             return matched_ms(found, zone, now_ms)
@@ -101,6 +113,30 @@ def access_head(zone: tzinfo, now_ms: int) -> Head:
         return when, build
 
     return head
+
+
+def _squid(text: str) -> Pending | None:
+    """A line of Squid's native access log (`_SQUID`), or None."""
+    found = _SQUID.match(text)
+    if found is None:
+        return None
+
+    def build(epoch: int) -> Entry:
+        method, uri, status, size = found.group("method", "uri", "status", "bytes")
+        code = int(status) or None  # `000`: no reply (the client went away)
+        fields: dict[str, JsonScalar] = {"client": found.group("client"), "method": method}
+        fields["uri"] = uri
+        if code is not None:
+            fields["http_status"] = code
+        fields["bytes"], fields["duration_ms"] = int(size), int(found.group("elapsed"))
+        fields["cache_result"], fields["hierarchy"] = found.group("result", "hierarchy")
+        named = ("user", "upstream", "content_type", "extra")
+        values = (*found.group("user", "upstream", "type"), found.group("after").strip())
+        fields |= {n: v for n, v in zip(named, values, strict=True) if v and v != "-"}
+        return Entry(epoch, status_level(code), "", f"{method} {uri} {status} {size}", fields)
+
+    epoch = int(found.group("seconds")) * 1000 + int(found.group("millis"))
+    return (lambda: epoch), build
 
 
 # Envoy's default format string (its documentation, "Default Format String"):

@@ -12,6 +12,8 @@
 - PHP-FPM's slow log: `[05-Dec-2026 11:21:36]  [pool www] pid 21003`, WARN (a slow request);
 - BIND 9's `named`: `05-Dec-2026 11:22:17.676 zoneload: error: zone ...`, its severity
   (`debug 3` DEBUG), `logger` the category;
+- Squid's `cache.log`: `2026/12/05 11:28:29| WARNING: msg`, `WARNING`, `ERROR`, `FATAL`,
+  `BUG` (ERROR) after `| `, an SMP worker (`kid1`) in `process`;
 - CUPS's `error_log`: `E [05/Dec/2026:11:22:34 +0000] msg`, its letter (`X`, `A`, `C` FATAL,
   `d` DEBUG).
 
@@ -42,10 +44,10 @@ __all__ = ["LEVEL_TEXTS", "daemon_head"]
 # Text a record read here holds when its level is not named by a word of `levels` (lowered,
 # for the prefilter): PHP's `Deprecated` and `Strict Standards` are INFO, a PHP-FPM slow log
 # entry (`[05-Dec-2026 11:21:36]  [pool www] pid 21003`) WARN, PHP's `Parse error` and CUPS's
-# `X [...]` FATAL.
+# `X [...]` FATAL, Squid's `| BUG 3279: ` ERROR.
 LEVEL_TEXTS: Final = {
     "info": ("deprecated", "strict standards"), "warn": ("]  [pool ",),
-    "fatal": ("x [", "parse error"),
+    "fatal": ("x [", "parse error"), "error": ("| bug",),
 }  # fmt: skip
 
 _DMY: Final = r"\d\d-(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)-\d{4} \d\d:\d\d:\d\d"
@@ -93,6 +95,12 @@ _BIND: Final = re.compile(
     r"(?P<level>critical|error|warning|notice|info|debug(?: \d{1,3})?): (?P<message>.*)",
     re.S,
 )
+# Squid's cache.log: `2026/12/05 11:28:29| WARNING: ...` (`kid1| ` under SMP workers)
+_SQUID_CACHE: Final = re.compile(
+    STAMP + r"(?: (?P<kid>kid\d{1,4}))?\| (?:(?P<level>WARNING|ERROR|FATAL|BUG)(?: \d{1,6})?: )?"
+    r"(?P<message>.*)",
+    re.S,
+)
 _CUPS: Final = re.compile(r"(?P<letter>[ACDEIWNXd]) \[" + STAMP + r"\] (?P<message>.*)", re.S)
 # its letters: emerg, alert, crit, error, warn, notice, info, debug, debug2
 _CUPS_LEVELS: Final = dict(
@@ -135,7 +143,7 @@ def daemon_head(zone: tzinfo, now_ms: int) -> Head:
             return Continued(text, None)
         said[0], slow[0] = "", False
         if first.isdigit():
-            return _bind(text)
+            return _bind(text) or _squid_cache(text)
         if text[1:3] == ", ":
             return _ruby(text)
         if text[1:3] == " [":
@@ -205,6 +213,19 @@ def daemon_head(zone: tzinfo, now_ms: int) -> Head:
             if category := found.group("category"):
                 fields["logger"] = category
             level = canonical_level(raw.split()[0]) or ""
+            return _entry(epoch, level, raw, found.group("message"), fields)
+
+        return lambda: matched_ms(found, zone, now_ms), build
+
+    def _squid_cache(text: str) -> Pending | None:
+        found = _SQUID_CACHE.match(text)
+        if found is None:
+            return None
+
+        def build(epoch: int) -> Entry:
+            raw = found.group("level") or ""
+            fields: dict[str, JsonScalar] = {"process": kid} if (kid := found.group("kid")) else {}
+            level = "ERROR" if raw == "BUG" else canonical_level(raw) or ""
             return _entry(epoch, level, raw, found.group("message"), fields)
 
         return lambda: matched_ms(found, zone, now_ms), build

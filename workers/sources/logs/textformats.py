@@ -49,7 +49,9 @@ TEXT_FORMAT_FIELDS: Final[dict[str, tuple[str, ...]]] = {
     "apache_error": ("module", "pid", "client", "exception"),
     "nginx_error": ("pid", "connection", "client", "exception"),
     "apache_access": ("client", "user", "method", "uri", "protocol", "http_status", "bytes",
-                      "referer", "user_agent", "extra", "vhost"),
+                      "referer", "user_agent", "extra", "vhost",
+                      # Squid's native format
+                      "duration_ms", "cache_result", "hierarchy", "upstream", "content_type"),
     "klog": ("pid", "source", "exception"),
     "oslo": ("pid", "logger", "request_id", "exception"),
     "postgresql": ("pid", "user", "database", "duration_ms", "sql_state"),
