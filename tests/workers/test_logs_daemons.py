@@ -15,7 +15,7 @@ from logs_helpers import file_source, search
 from contracts import LogsUpstream
 
 SAMPLES = Path(__file__).parent / "logs_samples"
-NOW = datetime(2026, 12, 5, 11, 30, tzinfo=UTC).timestamp()  # written at 11:20 to 11:22
+NOW = datetime(2026, 12, 5, 11, 40, tzinfo=UTC).timestamp()  # written at 11:20 to 11:32
 
 
 def read(tmp_path: Path, name: str, query: str = "", lookback: int = 1440) -> LogsUpstream:
@@ -83,7 +83,7 @@ def test_php_error_log_levels_zones_and_stack_traces(tmp_path: Path) -> None:
     assert [r.timestamp for r in zones.records] == ["2026-12-05T11:20:33.000Z"] * 4
     (parse,) = read(tmp_path, "php_error_zones.log", "level:fatal").records
     assert parse.message.startswith("PHP Parse error:  syntax error")
-    assert read(tmp_path, "php_error_zones.log", "berlin", lookback=10).match_count == 2
+    assert read(tmp_path, "php_error_zones.log", "berlin", lookback=20).match_count == 2
 
 
 def test_php_fpm_log_the_php_message_level_and_its_trace_joined(tmp_path: Path) -> None:
@@ -197,3 +197,22 @@ def test_squid_cache_log_levels(tmp_path: Path) -> None:
         "log name now starts with a module name. Use 'stdio:/tmp/f5/squid/access.log'"
     )
     assert warning.timestamp == "2026-12-05T11:28:29.000Z"
+
+
+def test_exim_mainlog_delivery_flags_and_message_ids(tmp_path: Path) -> None:
+    # `2026-12-05 11:31:56 1xZnzg-0000NN-0v ** nosuchuser@localhost: Unrouteable address`:
+    # before, no level (`level:error` found neither bounce) and each message id in the text
+    every = read(tmp_path, "exim_mainlog")
+    assert every.match_count == 15 and not every.unparsed_lines
+    bounced = read(tmp_path, "exim_mainlog", "level:error")
+    assert sorted(r.message for r in bounced.records) == [
+        "** nosuchuser@localhost: Unrouteable address",
+        "** someone@unroutable.invalid R=nonlocal: Mailing to remote domains not supported",
+    ]
+    assert {r.fields["message_id"] for r in bounced.records} == {
+        "1xZnzg-0000NN-0v",
+        "1xZnzg-0000NV-10",
+    }
+    assert read(tmp_path, "exim_mainlog", "message_id:1xZnzg-0000NN-0v").match_count == 3
+    assert read(tmp_path, "exim_mainlog", "level:info").match_count == 6  # arrivals, deliveries
+    assert "1xZnzg" not in " ".join(p.template for p in every.patterns)
