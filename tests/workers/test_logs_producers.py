@@ -162,7 +162,7 @@ def test_a_crash_before_any_record_is_a_line_not_in_the_format(tmp_path: Path) -
         ("ruby_logger_backtrace.log", "plain", 16),
         ("php_error.log", "plain", 16), ("php_error_zones.log", "plain", 16),
         ("php-fpm.log", "plain", 16), ("php-fpm_slow.log", "plain", 16),
-        ("named.log", "plain", 16), ("cups_error_log", "plain", 16),
+        ("named.log", "plain", 16), ("cups_error_log", "plain", 16), ("exim_mainlog", "plain", 16),
         ("squid_access.log", "apache_access", 16),
     ],
 )  # fmt: skip

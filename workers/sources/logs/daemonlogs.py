@@ -12,6 +12,9 @@
 - PHP-FPM's slow log: `[05-Dec-2026 11:21:36]  [pool www] pid 21003`, WARN (a slow request);
 - BIND 9's `named`: `05-Dec-2026 11:22:17.676 zoneload: error: zone ...`, its severity
   (`debug 3` DEBUG), `logger` the category;
+- Exim's `mainlog`: `2026-12-05 11:31:56 1xZnzg-0000NN-0v ** nosuchuser@localhost: Unrouteable
+  address`, the message id in `message_id` (out of the message, so one template holds every
+  message's), `**` (failed) ERROR, `==` (deferred) WARN, `<=`, `=>`, `->`, `>>`, `*>` INFO;
 - Squid's `cache.log`: `2026/12/05 11:28:29| WARNING: msg`, `WARNING`, `ERROR`, `FATAL`,
   `BUG` (ERROR) after `| `, an SMP worker (`kid1`) in `process`;
 - CUPS's `error_log`: `E [05/Dec/2026:11:22:34 +0000] msg`, its letter (`X`, `A`, `C` FATAL,
@@ -44,10 +47,10 @@ __all__ = ["LEVEL_TEXTS", "daemon_head"]
 # Text a record read here holds when its level is not named by a word of `levels` (lowered,
 # for the prefilter): PHP's `Deprecated` and `Strict Standards` are INFO, a PHP-FPM slow log
 # entry (`[05-Dec-2026 11:21:36]  [pool www] pid 21003`) WARN, PHP's `Parse error` and CUPS's
-# `X [...]` FATAL, Squid's `| BUG 3279: ` ERROR.
+# `X [...]` FATAL, Squid's `| BUG 3279: ` ERROR, Exim's delivery flags.
 LEVEL_TEXTS: Final = {
-    "info": ("deprecated", "strict standards"), "warn": ("]  [pool ",),
-    "fatal": ("x [", "parse error"), "error": ("| bug",),
+    "fatal": ("x [", "parse error"), "error": ("| bug", " ** "), "warn": ("]  [pool ", " == "),
+    "info": ("deprecated", "strict standards", " <= ", " => ", " -> ", " >> ", " *> "),
 }  # fmt: skip
 
 _DMY: Final = r"\d\d-(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)-\d{4} \d\d:\d\d:\d\d"
@@ -95,6 +98,16 @@ _BIND: Final = re.compile(
     r"(?P<level>critical|error|warning|notice|info|debug(?: \d{1,3})?): (?P<message>.*)",
     re.S,
 )
+# Exim's mainlog: `2026-12-05 11:31:56 [pid] 1xZnzg-0000NN-0v ** rcpt: reason` (`+pid`,
+# `+millisec`, `+tod_log_zone` as its log_selector adds them), the message id 6-6-2 (4.97+:
+# 6-11-4), then a delivery flag: `**` failed (a bounce), `==` deferred, `<=` `=>` `->` `>>` `*>`
+_EXIM: Final = re.compile(
+    r"(?P<time>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d{3})?(?: [+-]\d{4})?)"
+    r" (?:\[(?P<pid>\d{1,10})\] )?(?P<id>[0-9A-Za-z]{6}-[0-9A-Za-z]{6,11}-[0-9A-Za-z]{2,4})"
+    r" (?P<message>(?P<flag><=|=>|->|>>|\*>|\*\*|==)?.*)",
+    re.S,
+)
+_EXIM_LEVELS: Final = {"**": "ERROR", "==": "WARN"}
 # Squid's cache.log: `2026/12/05 11:28:29| WARNING: ...` (`kid1| ` under SMP workers)
 _SQUID_CACHE: Final = re.compile(
     STAMP + r"(?: (?P<kid>kid\d{1,4}))?\| (?:(?P<level>WARNING|ERROR|FATAL|BUG)(?: \d{1,6})?: )?"
@@ -143,7 +156,7 @@ def daemon_head(zone: tzinfo, now_ms: int) -> Head:
             return Continued(text, None)
         said[0], slow[0] = "", False
         if first.isdigit():
-            return _bind(text) or _squid_cache(text)
+            return _exim(text) or _bind(text) or _squid_cache(text)
         if text[1:3] == ", ":
             return _ruby(text)
         if text[1:3] == " [":
@@ -216,6 +229,21 @@ def daemon_head(zone: tzinfo, now_ms: int) -> Head:
             return _entry(epoch, level, raw, found.group("message"), fields)
 
         return lambda: matched_ms(found, zone, now_ms), build
+
+    def _exim(text: str) -> Pending | None:
+        found = _EXIM.match(text)
+        if found is None:
+            return None
+
+        def build(epoch: int) -> Entry:
+            flag = found.group("flag")
+            fields: dict[str, JsonScalar] = {"message_id": found.group("id")}
+            if pid := found.group("pid"):
+                fields["pid"] = pid
+            level = _EXIM_LEVELS.get(flag, "INFO") if flag else ""
+            return Entry(epoch, level, "", found.group("message"), fields)
+
+        return lambda: stamp_ms("iso", found.group("time"), zone, now_ms), build
 
     def _squid_cache(text: str) -> Pending | None:
         found = _SQUID_CACHE.match(text)
