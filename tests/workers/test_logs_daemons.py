@@ -216,3 +216,28 @@ def test_exim_mainlog_delivery_flags_and_message_ids(tmp_path: Path) -> None:
     assert read(tmp_path, "exim_mainlog", "message_id:1xZnzg-0000NN-0v").match_count == 3
     assert read(tmp_path, "exim_mainlog", "level:info").match_count == 8  # 5 <=, 3 =>
     assert not any(p.template.startswith("1xZnzg") for p in every.patterns)  # ids out of them
+
+
+def test_sidekiq_pretty_log_its_context_as_fields(tmp_path: Path) -> None:
+    # `2026-12-05T11:33:57.388Z pid=3480 tid=1ps class=ChargeJob jid=60a2... WARN: gateway
+    # slow for o-1042`: before, no level under `plain` (`check` proposed `log4j`, which read
+    # the level and dropped the pid, thread, class and job id: `60a2...` found nothing)
+    every = read(tmp_path, "sidekiq.log")
+    assert every.match_count == 19 and every.unparsed_lines == 2  # redis gem's warnings
+    warned = read(tmp_path, "sidekiq.log", "level:warn logger:ChargeJob")
+    assert sorted(r.message for r in warned.records) == [
+        "gateway slow for o-1041",
+        "gateway slow for o-1042",
+    ]
+    (slow,) = read(
+        tmp_path, "sidekiq.log", "level:warn o-1042 job_id:60a238974935593333b16e06"
+    ).records
+    assert slow.fields == {
+        "pid": "3480", "thread": "1ps", "logger": "ChargeJob", "job_id": "60a238974935593333b16e06"
+    }  # fmt: skip
+    assert slow.timestamp == "2026-12-05T11:33:57.388Z"
+    (trace,) = read(tmp_path, "sidekiq.log", "execute_job").records
+    assert trace.level == "WARN" and trace.message.startswith(
+        "/tmp/f5/sidekiq/jobs.rb:10:in `perform'"
+    )
+    assert read(tmp_path, "sidekiq.log", "job_id:60a238974935593333b16e06").match_count == 4
