@@ -12,6 +12,9 @@
 - PHP-FPM's slow log: `[05-Dec-2026 11:21:36]  [pool www] pid 21003`, WARN (a slow request);
 - BIND 9's `named`: `05-Dec-2026 11:22:17.676 zoneload: error: zone ...`, its severity
   (`debug 3` DEBUG), `logger` the category;
+- Sidekiq's log (its `Pretty` formatter): `2026-12-05T11:33:57.388Z pid=3480 tid=1ps
+  class=ChargeJob jid=60a2... WARN: msg`, `pid`, `thread`, `logger` (the job's class),
+  `job_id`, and any other pair of its context under its own name;
 - Exim's `mainlog`: `2026-12-05 11:31:56 1xZnzg-0000NN-0v ** nosuchuser@localhost: Unrouteable
   address`, the message id in `message_id` (out of the message, so one template holds every
   message's), `**` (failed) ERROR, `==` (deferred) WARN, `<=`, `=>`, `->`, `>>`, `*>` INFO;
@@ -108,6 +111,15 @@ _EXIM: Final = re.compile(
     re.S,
 )
 _EXIM_LEVELS: Final = {"**": "ERROR", "==": "WARN"}
+# Sidekiq's `Pretty` formatter: `2026-12-05T11:33:57.388Z pid=3480 tid=1ps class=ChargeJob
+# jid=60a2... elapsed=0.0 INFO: done` (its context pairs before the level)
+_SIDEKIQ: Final = re.compile(
+    r"(?P<time>\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d{1,9})?Z) pid=(?P<pid>\d{1,10})"
+    r" tid=(?P<tid>\w{1,40})(?P<context>(?: [a-z_][\w.-]{0,40}=\S{0,400}){0,16})"
+    r" (?P<level>DEBUG|INFO|WARN|ERROR|FATAL|ANY): (?P<message>.*)",
+    re.S,
+)
+_SIDEKIQ_NAMES: Final = {"class": "logger", "jid": "job_id"}
 # Squid's cache.log: `2026/12/05 11:28:29| WARNING: ...` (`kid1| ` under SMP workers)
 _SQUID_CACHE: Final = re.compile(
     STAMP + r"(?: (?P<kid>kid\d{1,4}))?\| (?:(?P<level>WARNING|ERROR|FATAL|BUG)(?: \d{1,6})?: )?"
@@ -156,7 +168,7 @@ def daemon_head(zone: tzinfo, now_ms: int) -> Head:
             return Continued(text, None)
         said[0], slow[0] = "", False
         if first.isdigit():
-            return _exim(text) or _bind(text) or _squid_cache(text)
+            return _exim(text) or _sidekiq(text) or _bind(text) or _squid_cache(text)
         if text[1:3] == ", ":
             return _ruby(text)
         if text[1:3] == " [":
@@ -242,6 +254,26 @@ def daemon_head(zone: tzinfo, now_ms: int) -> Head:
                 fields["pid"] = pid
             level = _EXIM_LEVELS.get(flag, "INFO") if flag else ""
             return Entry(epoch, level, "", found.group("message"), fields)
+
+        return lambda: stamp_ms("iso", found.group("time"), zone, now_ms), build
+
+    def _sidekiq(text: str) -> Pending | None:
+        found = _SIDEKIQ.match(text)
+        if found is None:
+            return None
+
+        def build(epoch: int) -> Entry:
+            fields: dict[str, JsonScalar] = {
+                "pid": found.group("pid"),
+                "thread": found.group("tid"),
+            }
+            for pair in found.group("context").split():
+                name, _, value = pair.partition("=")
+                fields.setdefault(_SIDEKIQ_NAMES.get(name, name), value)
+            raw, message = found.group("level"), found.group("message")
+            if raw == "ANY":  # Logger#unknown, as Ruby's own layout
+                return Entry(epoch, "", "", message, {**fields, "level_name": raw})
+            return text_entry(epoch, raw, message, fields)
 
         return lambda: stamp_ms("iso", found.group("time"), zone, now_ms), build
 

@@ -56,7 +56,8 @@ TEXT_FORMAT_FIELDS: Final[dict[str, tuple[str, ...]]] = {
     "oslo": ("pid", "logger", "request_id", "exception"),
     "postgresql": ("pid", "user", "database", "duration_ms", "sql_state"),
     "redis": ("pid", "role"),
-    "plain": ("pid", "process", "logger", "exception", "source", "thread", "message_id"),
+    "plain": ("pid", "process", "logger", "exception", "source", "thread", "message_id",
+              "job_id"),
     "regex": ("exception",),
 }  # fmt: skip
 TEXT_FORMAT_FIELDS["nginx_access"] = TEXT_FORMAT_FIELDS["apache_access"]
