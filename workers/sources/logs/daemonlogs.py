@@ -164,20 +164,39 @@ def daemon_head(zone: tzinfo, now_ms: int) -> Head:
         first = text[:1]
         if first == "[":
             return _php(text)
-        if slow[0] and _FPM_SLOW_LINE.match(text):
-            return Continued(text, None)
-        said[0], slow[0] = "", False
-        if first.isdigit():
-            return _exim(text) or _sidekiq(text) or _bind(text) or _squid_cache(text)
-        if text[1:3] == ", ":
+        if slow[0]:
+            if _FPM_SLOW_LINE.match(text):
+                return Continued(text, None)
+            slow[0] = False
+        said[0] = ""
+        if "0" <= first <= "9":
+            return _digits(text)
+        second = text[1:3]
+        if second == ", ":
             return _ruby(text)
-        if text[1:3] == " [":
+        if second == " [":
             return _cups(text)
         if first == "#" and (header := _RUBY_HEADER.match(text)):
             return lambda: stamp_ms("iso", header.group("time"), zone, now_ms), (
                 lambda epoch: Entry(epoch, "", "", text[2:], {})
             )
         return None
+
+    def _digits(text: str) -> Pending | None:
+        # each layout's mark first: an ISO-stamped line of another program (the most common
+        # kind under `plain`) is tried against none of the patterns, or one
+        tenth = text[10:11]
+        if tenth == " ":
+            if text[4:5] == "/":  # Squid's `2026/12/05 11:28:29| ` (`kid1| `)
+                return _squid_cache(text) if "| " in text[19:32] else None
+            # Exim's `2026-12-05 11:31:56 [pid] 1xZnzg-0000NN-0v` (`.123`, ` +0100` after it)
+            mark = text[26:27] == "-" or text[19:20] == "." or text[20:21] in ("[", "+", "-")
+            return _exim(text) if mark else None
+        if tenth == "T":
+            if " pid=" in text[19:40]:
+                return _sidekiq(text)
+            return _bind(text)  # BIND's `print-time iso8601`
+        return _bind(text) if text[2:3] == "-" else None  # `05-Dec-2026 11:22:17.676`
 
     def _php(text: str) -> Pending | Continued | None:
         prefix, said[0] = said[0], ""
