@@ -241,3 +241,27 @@ def test_sidekiq_pretty_log_its_context_as_fields(tmp_path: Path) -> None:
         "/tmp/f5/sidekiq/jobs.rb:10:in `perform'"
     )
     assert read(tmp_path, "sidekiq.log", "job_id:60a238974935593333b16e06").match_count == 4
+
+
+def test_caddy_json_logs_and_its_access_log_fields(tmp_path: Path) -> None:
+    # Caddy's zap JSON: its times and levels were read; its access log's status, URI, method,
+    # client and size were fields under Caddy's names (`status`, `request_uri`), so the
+    # topic's own `http_status:502` and `uri:/api` answered NO_EVIDENCE over two 502s.
+    for name in ("caddy.log", "caddy_access.log"):
+        shutil.copy(SAMPLES / name, tmp_path / name)
+        os.utime(tmp_path / name, (NOW - 300, NOW - 300))
+    errors = search(file_source(tmp_path, "jsonl", ["caddy.log"], now=NOW), "level:error", 1440)
+    assert errors.match_count == 2
+    assert errors.records[0].message == "dial tcp 127.0.0.1:1: connect: connection refused"
+    source = file_source(tmp_path, "jsonl", ["caddy_access.log"], now=NOW)
+    failed = search(source, "http_status:502 uri:/api", lookback=1440)
+    assert failed.match_count == 2 and all(r.level == "ERROR" for r in failed.records)
+    first = min(failed.records, key=lambda r: r.timestamp)
+    assert first.timestamp == "2026-12-05T11:31:11.018Z"
+    assert {k: first.fields[k] for k in ("method", "uri", "protocol", "client", "bytes")} == {
+        "method": "GET", "uri": "/api/charge", "protocol": "HTTP/1.1", "client": "127.0.0.1",
+        "bytes": 0,
+    }  # fmt: skip
+    every = search(source, "", lookback=1440)
+    assert every.match_count == 4 and "S3cretTok" not in str(every)
+    assert search(source, "http_status:>=400", lookback=1440).match_count == 2
