@@ -29,7 +29,8 @@ from workers.sources.logs.records import Entry
 from workers.sources.logs.stamps import STAMP, matched_ms
 
 __all__ = [
-    "ENVOY_FIELDS", "access_head", "envoy_entry", "envoy_head", "read_envoy_json", "status_level",
+    "ENVOY_FIELDS", "access_head", "envoy_entry", "envoy_head", "read_caddy_access",
+    "read_envoy_json", "status_level",
 ]  # fmt: skip
 
 Head = Callable[[str], Pending | None]
@@ -290,3 +291,27 @@ def read_envoy_json(flat: dict[str, Any]) -> None:
     words = [request, str(code), flags, flat.get("response_code_details", "-")]
     flat.setdefault("level", _envoy_level(code, flags))
     flat.setdefault("message", " ".join(str(w) for w in words if w != "-"))
+
+
+# Caddy's JSON access log (`log` in a site block): `{"logger":"http.log.access.log0","msg":
+# "handled request","request":{"remote_ip":...,"method":...,"uri":...},"status":502,...}`;
+# its level is already the status's (5xx error, 4xx warn)
+_CADDY_NAMES: Final = {
+    "request.method": "method", "request.uri": "uri", "request.proto": "protocol",
+    "request.remote_ip": "client", "status": "http_status", "size": "bytes",
+}  # fmt: skip
+
+
+def read_caddy_access(flat: dict[str, Any]) -> None:
+    """Rename, in place, a flattened line of Caddy's access log into the access fields
+    (`http_status`, `uri`, `method`, `protocol`, `client`, `bytes`); values as written, so
+    the prefilter finds them in the line. Any other record is left as it is."""
+    logger, status = flat.get("logger"), flat.get("status")
+    if (
+        not isinstance(logger, str) or not logger.startswith("http.log.access")
+        or not isinstance(status, int) or isinstance(status, bool) or "request.uri" not in flat
+    ):  # fmt: skip
+        return
+    for theirs, ours in _CADDY_NAMES.items():
+        if theirs in flat and ours not in flat:
+            flat[ours] = flat.pop(theirs)
