@@ -15,7 +15,7 @@ from logs_helpers import file_source, search
 from contracts import LogsUpstream
 
 SAMPLES = Path(__file__).parent / "logs_samples"
-NOW = datetime(2026, 12, 5, 11, 40, tzinfo=UTC).timestamp()  # written at 11:20 to 11:32
+NOW = datetime(2026, 12, 5, 11, 50, tzinfo=UTC).timestamp()  # written at 11:20 to 11:44
 
 
 def read(tmp_path: Path, name: str, query: str = "", lookback: int = 1440) -> LogsUpstream:
@@ -83,7 +83,7 @@ def test_php_error_log_levels_zones_and_stack_traces(tmp_path: Path) -> None:
     assert [r.timestamp for r in zones.records] == ["2026-12-05T11:20:33.000Z"] * 4
     (parse,) = read(tmp_path, "php_error_zones.log", "level:fatal").records
     assert parse.message.startswith("PHP Parse error:  syntax error")
-    assert read(tmp_path, "php_error_zones.log", "berlin", lookback=20).match_count == 2
+    assert read(tmp_path, "php_error_zones.log", "berlin", lookback=30).match_count == 2
 
 
 def test_php_fpm_log_the_php_message_level_and_its_trace_joined(tmp_path: Path) -> None:
@@ -265,3 +265,23 @@ def test_caddy_json_logs_and_its_access_log_fields(tmp_path: Path) -> None:
     every = search(source, "", lookback=1440)
     assert every.match_count == 4 and "S3cretTok" not in str(every)
     assert search(source, "http_status:>=400", lookback=1440).match_count == 2
+
+
+def test_php_fpm_undecorated_fatal_error_is_a_record_of_its_own(tmp_path: Path) -> None:
+    # `decorate_workers_output = no`: the child's lines have no time. Before, its fatal error
+    # and trace were joined to the NOTICE before them (`systemd monitor interval ...`, INFO):
+    # `level:fatal` found nothing.
+    every = read(tmp_path, "php-fpm_undecorated.log")
+    assert every.match_count == 6 and every.unparsed_lines == 1  # the warning: no time
+    (fatal,) = read(tmp_path, "php-fpm_undecorated.log", "level:fatal").records
+    assert fatal.message.splitlines() == [
+        "NOTICE: PHP message: PHP Fatal error:  Uncaught RuntimeException: cannot reach "
+        "database for o-1042 in /tmp/f5/fpm/www/bad.php:3",
+        "Stack trace:",
+        "#0 {main}",
+        "  thrown in /tmp/f5/fpm/www/bad.php on line 3",
+    ]
+    assert fatal.fields == {"exception": "RuntimeException"}
+    assert fatal.timestamp == "2026-12-05T11:43:16.000Z"  # timed by the line after it
+    (notice,) = read(tmp_path, "php-fpm_undecorated.log", '"monitor interval"').records
+    assert notice.message == "systemd monitor interval set to 10000ms"
