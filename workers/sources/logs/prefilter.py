@@ -75,7 +75,9 @@ def _level_words(value: str, letters: bool, spaced: bool = False) -> tuple[str, 
         words |= {
             f"{w[1]} [" for w in words if len(w) == 3 and w[0] == " "
         }  # CUPS: `E [05/Dec/2026:...]`
-        words |= {w for level, texts in LEVEL_TEXTS.items() if value in level for w in texts}
+    # a level read from other text than a level word (`daemonlogs`; PHP's `Parse error` as a
+    # crash line in any text format)
+    words |= {w for level, texts in LEVEL_TEXTS.items() if value in level for w in texts}
     if "trace" in value or value in "trace":
         words.add("trace")  # Apache's trace1..trace8
     if value in "error":
