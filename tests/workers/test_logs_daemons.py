@@ -285,3 +285,22 @@ def test_php_fpm_undecorated_fatal_error_is_a_record_of_its_own(tmp_path: Path) 
     assert fatal.timestamp == "2026-12-05T11:43:16.000Z"  # timed by the line after it
     (notice,) = read(tmp_path, "php-fpm_undecorated.log", '"monitor interval"').records
     assert notice.message == "systemd monitor interval set to 10000ms"
+
+
+def test_a_php_fatal_error_on_a_containers_stderr_is_one_record(tmp_path: Path) -> None:
+    # PHP's CLI logs to stderr without a time; in a pod's CRI log its fatal error and trace
+    # were four level-less records (`level:fatal` over the worker's crash found nothing).
+    err = (SAMPLES / "php_cli_stderr.log").read_text().splitlines()
+    lines = [("stdout", "worker started"), *(("stderr", t) for t in err), ("stdout", "restarted")]
+    folder = tmp_path / "pods" / "shop_worker-1_0a1b" / "worker"
+    folder.mkdir(parents=True)
+    (folder / "0.log").write_text(
+        "".join(f"2026-12-05T11:40:0{i}.000000001Z {s} F {t}\n" for i, (s, t) in enumerate(lines))
+    )
+    os.utime(folder / "0.log", (NOW - 60, NOW - 60))
+    source = file_source(tmp_path, "cri", ["pods/shop_worker-1_0a1b/worker/*.log"], now=NOW)
+    assert search(source, "", lookback=1440).match_count == 3
+    (fatal,) = search(source, "level:fatal", lookback=1440).records
+    assert fatal.message.splitlines() == err
+    assert fatal.fields["exception"] == "RuntimeException"
+    assert fatal.timestamp == "2026-12-05T11:40:01.000Z"
