@@ -304,3 +304,24 @@ def test_a_php_fatal_error_on_a_containers_stderr_is_one_record(tmp_path: Path) 
     assert fatal.message.splitlines() == err
     assert fatal.fields["exception"] == "RuntimeException"
     assert fatal.timestamp == "2026-12-05T11:40:01.000Z"
+
+
+def test_postfix_delivery_status_is_the_level(tmp_path: Path) -> None:
+    # `postfix/local[19403]: BDC06174167: to=<nosuchuser@localhost>, ..., status=bounced
+    # (unknown user: "nosuchuser")`: syslog's file layout has no level, so `level:error` found
+    # neither the bounce nor the expired message, and `level:warn` not the deferral.
+    shutil.copy(SAMPLES / "postfix.log", tmp_path / "maillog")
+    os.utime(tmp_path / "maillog", (NOW - 60, NOW - 60))
+    source = file_source(tmp_path, "syslog", ["maillog"], now=NOW)
+    every = search(source, "", lookback=1440)
+    assert every.match_count == 35 and not every.unparsed_lines
+    failed = search(source, "level:error", lookback=1440)
+    assert sorted(r.fields["level_name"] for r in failed.records) == ["bounced", "expired"]  # type: ignore[type-var]
+    (deferred,) = search(source, "level:warn", lookback=1440).records
+    assert deferred.message.endswith(
+        "status=deferred (connect to 127.0.0.1[127.0.0.1]:1: Connection refused)"
+    )
+    assert deferred.fields["queue_id"] == "C17FB174165" and deferred.fields["app"] == "postfix/smtp"
+    assert deferred.timestamp == "2026-12-05T11:46:36.000Z"
+    assert search(source, "queue_id:C17FB174165", lookback=1440).match_count == 7
+    assert search(source, "level:info", lookback=1440).match_count == 2  # status=sent
