@@ -45,7 +45,7 @@ from workers.sources.logs.multiline import Continued, Pending, continues
 from workers.sources.logs.records import Entry
 from workers.sources.logs.stamps import STAMP, ZONE_ABBREVIATIONS, matched_ms, stamp_ms
 
-__all__ = ["LEVEL_TEXTS", "daemon_head"]
+__all__ = ["LEVEL_TEXTS", "daemon_head", "read_postfix"]
 
 # Text a record read here holds when its level is not named by a word of `levels` (lowered,
 # for the prefilter): PHP's `Deprecated` and `Strict Standards` are INFO, a PHP-FPM slow log
@@ -353,3 +353,33 @@ def _php_level(message: str, fields: dict[str, JsonScalar]) -> str:
     if uncaught := _PHP_UNCAUGHT.match(message, found.end()):
         fields["exception"] = uncaught.group(1)
     return _PHP_LEVELS[name]
+
+
+# Postfix through syslog (`postfix/smtp[19404]: C17FB174165: to=<...>, ..., status=deferred
+# (...)`): the queue id first, a delivery's status, and its own `warning: ` / `error: ` /
+# `fatal: ` / `panic: ` before a message (Postfix's msg_warn and the like)
+_POSTFIX: Final = re.compile(
+    r"(?:(?P<queue>[0-9A-F]{6,20}|[0-9B-DF-HJ-NP-TV-Zb-df-hj-np-tv-z]{10,20}): )?"
+    r"(?:(?P<said>warning|error|fatal|panic): |.*?\bstatus=(?P<status>[a-z]{1,20})\b)?"
+)
+_POSTFIX_LEVELS: Final = {
+    "bounced": "ERROR", "expired": "ERROR", "deferred": "WARN", "sent": "INFO",
+    "warning": "WARN", "error": "ERROR", "fatal": "FATAL", "panic": "FATAL",
+}  # fmt: skip
+_RANK: Final = ("", "TRACE", "DEBUG", "INFO", "WARN", "ERROR", "FATAL")
+
+
+def read_postfix(entry: Entry) -> None:
+    """A Postfix line read through syslog: its queue id in `queue_id`, and the level its
+    delivery status or its own `warning: ` says (`bounced` ERROR, `deferred` WARN), where it
+    is more severe than the line's PRI (Postfix logs a bounce at `mail.info`)."""
+    found = _POSTFIX.match(entry.message)
+    if found is None:  # pragma: no cover - every part of the pattern is optional
+        return
+    if queue := found.group("queue"):
+        entry.fields["queue_id"] = queue
+    word = found.group("said") or found.group("status")
+    level = _POSTFIX_LEVELS.get(word or "", "")
+    if level and _RANK.index(level) > _RANK.index(entry.level if entry.level in _RANK else ""):
+        entry.level = level
+        entry.fields["level_name"] = word
