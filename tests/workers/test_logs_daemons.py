@@ -322,6 +322,8 @@ def test_postfix_delivery_status_is_the_level(tmp_path: Path) -> None:
         "status=deferred (connect to 127.0.0.1[127.0.0.1]:1: Connection refused)"
     )
     assert deferred.fields["queue_id"] == "C17FB174165" and deferred.fields["app"] == "postfix/smtp"
+    # its delivery status code (RFC 3463) is no secret: `dsn=***` hid 4.4.1 and 5.1.1
+    assert "dsn=4.4.1," in deferred.message
     assert deferred.timestamp == "2026-12-05T11:46:36.000Z"
     assert search(source, "queue_id:C17FB174165", lookback=1440).match_count == 7
     assert search(source, "level:info", lookback=1440).match_count == 2  # status=sent
