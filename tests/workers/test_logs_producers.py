@@ -158,7 +158,13 @@ def test_a_crash_before_any_record_is_a_line_not_in_the_format(tmp_path: Path) -
         ("mosquitto.log", "plain", 0), ("nats-server.log", "plain", 0),
         ("logback_level_first.log", "log4j", 1), ("journald.json", "jsonl", 1),
         ("gunicorn.log", "plain", 1), ("celery.log", "plain", 1),
-        ("python_logging.log", "plain", 1),
+        ("python_logging.log", "plain", 1), ("ruby_logger.log", "plain", 16),
+        ("ruby_logger_backtrace.log", "plain", 16),
+        ("php_error.log", "plain", 16), ("php_error_zones.log", "plain", 16),
+        ("php-fpm.log", "plain", 16), ("php-fpm_slow.log", "plain", 16),
+        ("named.log", "plain", 16), ("cups_error_log", "plain", 16), ("exim_mainlog", "plain", 16),
+        ("squid_access.log", "apache_access", 16), ("caddy.log", "jsonl", 16),
+        ("caddy_access.log", "jsonl", 16),
     ],
 )  # fmt: skip
 def test_the_record_prefilter_never_hides_a_match(

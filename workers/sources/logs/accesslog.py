@@ -6,6 +6,10 @@ referer or after the user agent (`extra`), a virtual host first (Apache's `vhost
 nginx's `$host`: `vhost`) and a proxy chain where the client goes (`client` the chain, as
 Filebeat's `remote_ip_list`); level from the status (5xx ERROR, 4xx WARN, else INFO).
 
+Squid's native format (`access_log ... squid`, epoch seconds first): the same fields and
+`duration_ms`, `cache_result` (`TCP_MISS`), `hierarchy` (`HIER_DIRECT`), `upstream`,
+`content_type`.
+
 Envoy's default format (every Istio sidecar's, with Istio's additions: `envoy_head`): the
 response flags are a field (`UH`, `UF,URX`: why a proxy answered as it did), and a line with
 no HTTP status (a TCP proxy's, or no response sent) takes its level from them.
@@ -25,7 +29,8 @@ from workers.sources.logs.records import Entry
 from workers.sources.logs.stamps import STAMP, matched_ms
 
 __all__ = [
-    "ENVOY_FIELDS", "access_head", "envoy_entry", "envoy_head", "read_envoy_json", "status_level",
+    "ENVOY_FIELDS", "access_head", "envoy_entry", "envoy_head", "read_caddy_access",
+    "read_envoy_json", "status_level",
 ]  # fmt: skip
 
 Head = Callable[[str], Pending | None]
@@ -45,6 +50,14 @@ _ACCESS: Final = re.compile(
     r"(?P<after>.*)",
     re.S,
 )
+# Squid's native format (`access_log ... squid`): `%ts.%03tu %6tr %>a %Ss/%03>Hs %<st %rm %ru
+# %[un %Sh/%<a %mt`, epoch seconds first, the elapsed milliseconds, the cache's result code
+_SQUID: Final = re.compile(
+    r"(?P<seconds>[12]\d{9})\.(?P<millis>\d{3}) +(?P<elapsed>-?\d{1,12}) (?P<client>\S+)"
+    r" (?P<result>[A-Z][A-Z_]*)/(?P<status>\d{3}) (?P<bytes>\d{1,18}) (?P<method>\S+) (?P<uri>\S+)"
+    r" (?P<user>\S+) (?P<hierarchy>[A-Z][A-Z_]*)/(?P<upstream>\S+)(?: (?P<type>\S+))?(?P<after>.*)",
+    re.S,
+)
 _CHAIN_GAP: Final = re.compile(r"(?<!,) ")
 _REQUEST: Final = re.compile(r"(\S+) (\S+)(?: (\S+))?")
 
@@ -62,7 +75,7 @@ def access_head(zone: tzinfo, now_ms: int) -> Head:
     def head(text: str) -> Pending | None:
         found = _ACCESS.match(text)
         if found is None:
-            return None
+            return _squid(text)
 
         def when() -> int | None:
             return matched_ms(found, zone, now_ms)
@@ -101,6 +114,30 @@ def access_head(zone: tzinfo, now_ms: int) -> Head:
         return when, build
 
     return head
+
+
+def _squid(text: str) -> Pending | None:
+    """A line of Squid's native access log (`_SQUID`), or None."""
+    found = _SQUID.match(text)
+    if found is None:
+        return None
+
+    def build(epoch: int) -> Entry:
+        method, uri, status, size = found.group("method", "uri", "status", "bytes")
+        code = int(status) or None  # `000`: no reply (the client went away)
+        fields: dict[str, JsonScalar] = {"client": found.group("client"), "method": method}
+        fields["uri"] = uri
+        if code is not None:
+            fields["http_status"] = code
+        fields["bytes"], fields["duration_ms"] = int(size), int(found.group("elapsed"))
+        fields["cache_result"], fields["hierarchy"] = found.group("result", "hierarchy")
+        named = ("user", "upstream", "content_type", "extra")
+        values = (*found.group("user", "upstream", "type"), found.group("after").strip())
+        fields |= {n: v for n, v in zip(named, values, strict=True) if v and v != "-"}
+        return Entry(epoch, status_level(code), "", f"{method} {uri} {status} {size}", fields)
+
+    epoch = int(found.group("seconds")) * 1000 + int(found.group("millis"))
+    return (lambda: epoch), build
 
 
 # Envoy's default format string (its documentation, "Default Format String"):
@@ -263,3 +300,27 @@ def read_envoy_json(flat: dict[str, Any]) -> None:
     words = [request, str(code), flags, flat.get("response_code_details", "-")]
     flat.setdefault("level", _envoy_level(code, flags))
     flat.setdefault("message", " ".join(str(w) for w in words if w != "-"))
+
+
+# Caddy's JSON access log (`log` in a site block): `{"logger":"http.log.access.log0","msg":
+# "handled request","request":{"remote_ip":...,"method":...,"uri":...},"status":502,...}`;
+# its level is already the status's (5xx error, 4xx warn)
+_CADDY_NAMES: Final = {
+    "request.method": "method", "request.uri": "uri", "request.proto": "protocol",
+    "request.remote_ip": "client", "status": "http_status", "size": "bytes",
+}  # fmt: skip
+
+
+def read_caddy_access(flat: dict[str, Any]) -> None:
+    """Rename, in place, a flattened line of Caddy's access log into the access fields
+    (`http_status`, `uri`, `method`, `protocol`, `client`, `bytes`); values as written, so
+    the prefilter finds them in the line. Any other record is left as it is."""
+    logger, status = flat.get("logger"), flat.get("status")
+    if (
+        not isinstance(logger, str) or not logger.startswith("http.log.access")
+        or not isinstance(status, int) or isinstance(status, bool) or "request.uri" not in flat
+    ):  # fmt: skip
+        return
+    for theirs, ours in _CADDY_NAMES.items():
+        if theirs in flat and ours not in flat:
+            flat[ours] = flat.pop(theirs)

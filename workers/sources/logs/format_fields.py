@@ -36,6 +36,7 @@ FORMAT_FIELDS: Final[dict[str, tuple[str, ...]]] = {
         "level_name",
         "structured_data",
         "exception",
+        "queue_id",  # Postfix's
         *HAPROXY_FIELDS,
     ),
     "mysql_slow": ("db_instance", "thread_id", "rows_affected", "schema", "db_user"),

@@ -25,7 +25,7 @@ from typing import Any, Final, Protocol, TypeGuard
 import msgspec
 
 from contracts.results import JsonScalar
-from workers.sources.logs.accesslog import read_envoy_json
+from workers.sources.logs.accesslog import read_caddy_access, read_envoy_json
 from workers.sources.logs.kubeaudit import read_kube_audit
 from workers.sources.logs.levels import (
     LEVEL_WORDS,
@@ -217,6 +217,8 @@ class _Mapped:
             read_kube_audit(flat)  # the Kubernetes audit log's Events
         elif "time" not in self.fields and "response_code" in flat and _OWN_KEYS.isdisjoint(flat):
             read_envoy_json(flat)  # Istio's JSON access log (an app's record keeps its own)
+        elif "time" not in self.fields and "request.uri" in flat:
+            read_caddy_access(flat)  # Caddy's JSON access log
         time_key, when = self._pick(flat, "time", TIME_KEYS)
         if time_key == "instant.epochSecond" and _is_int(when):  # log4j2's JsonLayout
             nanos = flat.pop("instant.nanoOfSecond", 0)

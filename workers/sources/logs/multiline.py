@@ -2,8 +2,8 @@
 
 Used by every named text format (`textformats`). A line that is not a head continues the open
 record when it looks like a continuation (an indented line, `Caused by:`, `... 3 more`, a
-`Traceback`, an exception class and its message), up to `MAX_JOINED_LINES` lines and
-`MAX_JOINED_CHARS` characters; any other line is no record: counted in `failed` and listed in
+`Traceback`, an exception class and its message, a Ruby frame), up to `MAX_JOINED_LINES` lines
+and `MAX_JOINED_CHARS` characters; any other line is no record: counted in `failed` and listed in
 `rejected`, for the FILE source to match as plain text (nothing is dropped silently), unless
 a continuation of the same record follows it: lines between a record and its stack frames are
 its own (an exception's message over lines of its own: Tomcat's JSP compile errors). Such
@@ -15,9 +15,10 @@ a traceback ends with), then over its exception's message: every line after it t
 head (a message of several lines printed as it is), to the caps above.
 
 A program's crash written to stderr beside its log has no time of its own: Go's `panic: ...` and
-`fatal error: ...` (then its goroutine dump) and Java's `Exception in thread "main" ...` (then
-its stack) each start a record of their own (level FATAL for Go, ERROR for Java; `exception`
-is `panic`, `fatal error` or the class), timed by what follows it: the next record (the
+`fatal error: ...` (then its goroutine dump), Java's `Exception in thread "main" ...` (then
+its stack) and PHP's `PHP Fatal error:  ...` (then its `Stack trace:`) each start a record of
+their own (level FATAL for Go and PHP, ERROR for Java; `exception` is `panic`, `fatal error`,
+the class, PHP's uncaught class or `Fatal error`), timed by what follows it: the next record (the
 restart's first line), or at the end of the file its last write (`eof_ms`, the mtime, when the
 source gives it), never earlier than the record before it, whose time it takes otherwise.
 Before any record, such a line is no record (above). Go's runtime explains some of its fatal
@@ -74,11 +75,18 @@ _CONTINUATION: Final = re.compile(
     # `[previous exception] [object] (...)`, the context's closing `"} `; PHP's `Stack trace:`
     r"|\[stacktrace\]$|\[previous exception\] |Stack trace:$|\"\} ?$"
     r"|#\d+ (?:\{main\}$|\[internal function\]: |[^(]{1,500}\(\d+\): )"
+    # a Ruby frame (`Exception#backtrace`): `/usr/lib/ruby/3.1.0/socket.rb:1214:in `connect'`,
+    # Ruby 3.4's `app.rb:6:in 'Integer'`
+    r"|[^\s:]{1,500}:\d{1,7}:in [`']"
 )
 # A crash without a time of its own (module docstring) and the lines of a Go goroutine dump.
 _CRASH: Final = re.compile(
     r"(?P<go>panic|fatal error): |Exception in thread \"[^\"]*\" (?P<java>[\w$]+(?:\.[\w$]+)*)"
     r"|(?P<python>Traceback \(most recent call last\):$)"  # Python's uncaught exception
+    # PHP's fatal error on its stderr (the CLI's, a PHP-FPM child's undecorated line), then
+    # its `Stack trace:`: `NOTICE: PHP message: PHP Fatal error:  Uncaught RuntimeException: `
+    r"|(?:[A-Z]{4,7}: PHP message: )?PHP (?P<php>Fatal error|Parse error):  "
+    r"(?:Uncaught (?P<uncaught>[A-Za-z_\\][\w\\]{0,200}))?"
 )
 # The line that ends a Python traceback and names its exception (`ConnectionError: ...`,
 # `requests.exceptions.ConnectTimeout: ...`, `KeyboardInterrupt`), not indented.
@@ -123,6 +131,8 @@ def crash_of(text: str) -> Crash | None:
         return Crash("FATAL", go, True)
     if found.group("python") is not None:
         return Crash("ERROR", "Traceback", False, True)
+    if (php := found.group("php")) is not None:
+        return Crash("FATAL", found.group("uncaught") or php, False)
     return Crash("ERROR", found.group("java"), False)
 
 

@@ -35,6 +35,7 @@ from typing import Final
 
 import msgspec
 
+from workers.sources.logs.daemonlogs import LEVEL_TEXTS
 from workers.sources.logs.levels import LEVEL_WORDS, SYSLOG_NAMES
 from workers.sources.logs.records import SEPARATOR
 from workers.sources.logs.secret_shapes import without_invisible
@@ -73,6 +74,12 @@ def _level_words(value: str, letters: bool, spaced: bool = False) -> tuple[str, 
     if spaced:
         words |= {f" {w} " for w in words if len(w) == 1}
         words |= {f" d{n} " for n in range(1, 6) if " d " in words}
+        words |= {
+            f"{w[1]} [" for w in words if len(w) == 3 and w[0] == " "
+        }  # CUPS: `E [05/Dec/2026:...]`
+    # a level read from other text than a level word (`daemonlogs`; PHP's `Parse error` as a
+    # crash line in any text format)
+    words |= {w for level, texts in LEVEL_TEXTS.items() if value in level for w in texts}
     if "trace" in value or value in "trace":
         words.add("trace")  # Apache's trace1..trace8
     if value in "error":

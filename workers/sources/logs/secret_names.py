@@ -98,6 +98,8 @@ WORD: Final = re.compile(r"[A-Za-z][a-z]{0,15}")
 _CJKWORD: Final = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff]{1,16}")
 
 
+# An enhanced mail status code (RFC 3463: class, subject, detail), Postfix's `dsn=5.1.1`
+_STATUS_CODE: Final = re.compile(r"[245]\.\d{1,3}\.\d{1,3}")
 # The shell's variables for the working directory (sudo logs `PWD=/home/vagrant`)
 _WORKING_DIRECTORY: Final = frozenset({"PWD", "OLDPWD"})
 # MySQL's and MariaDB's refused login, `Access denied for user 'u'@'h' (using password: YES)`:
@@ -108,12 +110,15 @@ _PASSWORD_SENT: Final = frozenset({"YES)", "NO)"})
 def shown(name: str, value: str) -> bool:
     """Whether a value under a secret's name is no secret: a prose word, unless the name is a
     password's (`token: expired`, `Authorization: Bearer ***` stay; `password=hunter` never),
-    Chinese or Japanese prose (the same rule: "token: expired" in Chinese stays), or the
-    shell's working directory (sudo's `PWD=/home/vagrant`; `MYSQL_PWD`, `pwd` stay masked), or
-    MySQL's `(using password: YES)` / `NO)`, which says whether one was sent."""
+    Chinese or Japanese prose (the same rule: "token: expired" in Chinese stays), the shell's
+    working directory (sudo's `PWD=/home/vagrant`; `MYSQL_PWD`, `pwd` stay masked), MySQL's
+    `(using password: YES)` / `NO)`, which says whether one was sent, or a mail status code
+    under `dsn` (Postfix's `dsn=4.4.1`)."""
     if name in _WORKING_DIRECTORY and value.startswith("/"):
         return True
     if name == "password" and value in _PASSWORD_SENT:
         return True
+    if name.lower() == "dsn" and _STATUS_CODE.fullmatch(value):
+        return True  # a mail server's delivery status (Postfix's `dsn=4.4.1`), no DSN's URL
     word = WORD.fullmatch(value) or (not value.isascii() and _CJKWORD.fullmatch(value))
     return bool(word) and not password_name(name)

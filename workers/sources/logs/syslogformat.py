@@ -33,6 +33,7 @@ from datetime import datetime, tzinfo
 from typing import Final
 
 from contracts.results import JsonScalar
+from workers.sources.logs.daemonlogs import read_postfix
 from workers.sources.logs.formats import parse_time
 from workers.sources.logs.haproxy import read_haproxy
 from workers.sources.logs.levels import SYSLOG_NAMES, keep_level_name
@@ -116,6 +117,8 @@ class Syslog:
         entry = Entry(epoch, level, service, message.removeprefix("\ufeff"), fields)
         if app == "haproxy":
             read_haproxy(entry)
+        elif app is not None and app.startswith("postfix"):  # `postfix/smtp`, `postfix-out/...`
+            read_postfix(entry)
         return [entry]
 
     def flush(self) -> list[Entry]:

@@ -33,6 +33,7 @@ from typing import Final
 
 from contracts.results import JsonScalar
 from workers.sources.logs.accesslog import ENVOY_FIELDS, access_head, envoy_head
+from workers.sources.logs.daemonlogs import daemon_head
 from workers.sources.logs.dbformats import postgresql_head, redis_head
 from workers.sources.logs.formats import LineParser, parse_time, text_entry
 from workers.sources.logs.log4j import LEVEL_WORD, Head, log4j_head
@@ -48,12 +49,15 @@ TEXT_FORMAT_FIELDS: Final[dict[str, tuple[str, ...]]] = {
     "apache_error": ("module", "pid", "client", "exception"),
     "nginx_error": ("pid", "connection", "client", "exception"),
     "apache_access": ("client", "user", "method", "uri", "protocol", "http_status", "bytes",
-                      "referer", "user_agent", "extra", "vhost"),
+                      "referer", "user_agent", "extra", "vhost",
+                      # Squid's native format
+                      "duration_ms", "cache_result", "hierarchy", "upstream", "content_type"),
     "klog": ("pid", "source", "exception"),
     "oslo": ("pid", "logger", "request_id", "exception"),
     "postgresql": ("pid", "user", "database", "duration_ms", "sql_state"),
     "redis": ("pid", "role"),
-    "plain": ("pid", "process", "logger", "exception", "source", "thread"),
+    "plain": ("pid", "process", "logger", "exception", "source", "thread", "message_id",
+              "job_id"),
     "regex": ("exception",),
 }  # fmt: skip
 TEXT_FORMAT_FIELDS["nginx_access"] = TEXT_FORMAT_FIELDS["apache_access"]
@@ -135,8 +139,12 @@ def _plain(zone: tzinfo, now_ms: int, time_format: str) -> Head:
     # 3.8 stamps to the millisecond, an event a line, and a process that logs a burst of
     # errors in one millisecond wrote that many records (they were joined into one).
     event: list[str] = [""]
+    daemon = daemon_head(zone, now_ms)  # Ruby's Logger, PHP, PHP-FPM, BIND, CUPS
 
     def head(text: str) -> Pending | Continued | None:
+        if (known := daemon(text)) is not None:
+            last[0] = known if not isinstance(known, Continued) else last[0]
+            return known
         if mongodb := _MONGODB.match(text):
             last[0] = _mongodb(mongodb, zone, now_ms)
             return last[0]
