@@ -61,6 +61,11 @@ FILE_TOPIC = '[topics.APPLICATION]\nbackend = "file"\npaths = ["/var/log/shop/*.
             'timezone = "Mars/Base"\n[topics.APPLICATION]\nbackend = "mock"\n',
             "timezone: unknown time zone",
         ),
+        (  # before: "Expected `str | null`, got `int`": what to write is said now
+            'roots = ["/var/log"]\n' + FILE_TOPIC + 'format = "jsonl"\ntimezone = 8\n',
+            'topics.APPLICATION.timezone: a string: an IANA zone or an offset ("Asia/Shanghai", '
+            '"+08:00")',
+        ),
         ('bogus = 1\n[topics.APPLICATION]\nbackend = "mock"\n', "bogus: unknown key"),
         (
             '[scan]\nmax_seconds = 0\n[topics.APPLICATION]\nbackend = "mock"\n',

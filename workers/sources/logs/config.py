@@ -327,6 +327,8 @@ def _convert(raw: object, kind: Any, prefix: str) -> Any:
             reason += f" (one of {', '.join(FORMATS)})"
         if reason.startswith("Invalid value") and key.endswith("backend"):
             reason += " (one of file, clickhouse, mock)"
+        if reason.startswith("Expected `str") and key.split(".")[-1] == "timezone":
+            reason = 'a string: an IANA zone or an offset ("Asia/Shanghai", "+08:00")'
         named = re.match(r"(?:missing|unknown) key `(\w+)`", reason)
         named = named or re.match(r"([\w.-]+): ", reason)
         if named is not None and (not key or key.startswith("sources.")):  # the key in front
