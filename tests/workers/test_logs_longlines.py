@@ -132,3 +132,33 @@ def test_another_services_long_line_leaves_the_count_exact(tmp_path: Path) -> No
     assert nothing.match_count == 0 and not nothing.match_count_lower_bound
     with pytest.raises(SourceError):  # order-service's own: it may match
         search(source, "service:order-service A-01999")
+
+
+@pytest.mark.parametrize(
+    ("fmt", "old", "new"),
+    [
+        (
+            "plain",
+            "2026-11-29 22:10:07 0 [Note] InnoDB: query body ",
+            "2026-11-30 00:50:02 0 [Note] InnoDB: buffer pool ready",
+        ),
+        (
+            "apache_error",
+            "[Sun Nov 29 22:10:07.412 2026] [php:error] [pid 4121] [client 10.0.0.7:51234] body ",
+            "[Mon Nov 30 00:50:02.918 2026] [core:notice] [pid 4121] AH00094: Command line",
+        ),
+        (
+            "nginx_error",
+            "2026/11/29 22:10:07 [error] 31#31: *7 upstream sent too big header: ",
+            "2026/11/30 00:50:02 [notice] 31#31: signal process started",
+        ),
+    ],
+)
+def test_a_long_head_before_the_window_in_other_text_formats(
+    tmp_path: Path, fmt: str, old: str, new: str
+) -> None:
+    _write(tmp_path / "app.log", f"{old}{BODY}\n{new}\n")
+    source = file_source(tmp_path, fmt, ["app.log"], now=NOW, top=CAP)
+    nothing = search(source, "refused")
+    assert nothing.match_count == 0 and not nothing.match_count_lower_bound
+    assert search(source, "", lookback=240).match_count_lower_bound  # a window that holds it
