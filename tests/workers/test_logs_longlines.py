@@ -162,3 +162,20 @@ def test_a_long_head_before_the_window_in_other_text_formats(
     nothing = search(source, "refused")
     assert nothing.match_count == 0 and not nothing.match_count_lower_bound
     assert search(source, "", lookback=240).match_count_lower_bound  # a window that holds it
+
+
+def test_a_head_whose_message_stops_before_the_cut_is_not_taken() -> None:
+    # The rest of a line read in part is only known to be message when the message runs to the
+    # cut; a head whose message stops before it (`log4j`'s pipes: logger and thread after the
+    # message) may not be the whole line's.
+    from workers.sources.logs.multiline import HeadParser
+    from workers.sources.logs.records import Entry
+
+    def head(text: str) -> tuple[object, object]:
+        message = text[24:].removesuffix(" | main")
+        return (lambda: 1_796_000_000_000), (lambda at: Entry(at, "INFO", "", message))
+
+    parser = HeadParser(head, "shop")  # type: ignore[arg-type]
+    text = "2026-11-30 00:50:02.918 " + "x" * 8000
+    assert parser.skip(text) == 1_796_000_000_000
+    assert parser.skip(text + " | main") is None  # (its message stops 7 characters before)
