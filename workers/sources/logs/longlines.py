@@ -39,7 +39,8 @@ __all__ = ["LongLineProbe", "long_line_judge", "long_line_probe"]
 
 _ONE_LINE_RECORDS: Final = ("jsonl", "logfmt")
 # A head is read from a line's first bytes: the named formats' heads (a stamp, a level, a
-# thread, a logger) are followed by the message, so that many bytes hold the whole head.
+# thread, a logger) are followed by the message, so that many bytes hold the whole head (and
+# only they are parsed: 4 ms a line of 1 MiB when all of them were).
 _HEAD_BYTES: Final = 4096
 
 
@@ -111,7 +112,7 @@ def long_line_judge(
     def judge(first: bytes, probe: LongLineProbe | None) -> bool:
         if len(first) < _HEAD_BYTES:  # (a cap set lower: a head may need more of its bytes)
             return True
-        epoch = parser.skip(without_colour(first).decode("utf-8", "replace"))
+        epoch = parser.skip(without_colour(first[:_HEAD_BYTES]).decode("utf-8", "replace"))
         parser.unread = None
         if epoch is None or not start <= epoch <= end:
             return epoch is None  # no head: it may match; outside the window: it cannot
