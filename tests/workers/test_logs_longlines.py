@@ -179,3 +179,24 @@ def test_a_head_whose_message_stops_before_the_cut_is_not_taken() -> None:
     text = "2026-11-30 00:50:02.918 " + "x" * 8000
     assert parser.skip(text) == 1_796_000_000_000
     assert parser.skip(text + " | main") is None  # (its message stops 7 characters before)
+
+
+def test_an_access_logs_long_line_may_match_unless_its_service_is_excluded(
+    tmp_path: Path,
+) -> None:
+    # An access log's message is composed of the whole line (`GET /x HTTP/1.1 414 150`): its
+    # head is not known from its first bytes, so a long one may match even outside the
+    # window; a `service:` clause its source's service fails still excludes it.
+    query = "q=" + "a%20" * 3000
+    _write(
+        tmp_path / "access.log",
+        f'10.0.0.7 - - [29/Nov/2026:22:10:07 +0000] "GET /api/search?{query} HTTP/1.1" 414 150 '
+        '"-" "curl/8.5.0"\n'
+        '10.0.0.7 - - [30/Nov/2026:00:50:02 +0000] "GET /healthz HTTP/1.1" 200 2 "-" "kube-probe/1.31"\n',
+    )
+    extra = 'service = "edge"\n'
+    source = file_source(tmp_path, "nginx_access", ["access.log"], now=NOW, top=CAP, extra=extra)
+    with pytest.raises(SourceError):
+        search(source, "refused")
+    nothing = search(source, "service:checkout refused")
+    assert nothing.match_count == 0 and not nothing.match_count_lower_bound
