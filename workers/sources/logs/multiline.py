@@ -32,6 +32,9 @@ java.util.logging's default layout writes a record on two lines: a head without 
 (`Dec 04, 2026 7:48:09 PM Main charge`, the class and method) and `WARNING: message`. That
 second line is the record's level and message; the head's text is the field `source`. After
 any other head, such a line is no part of the record (another program's, on the same stderr).
+
+A line too long to read whose first bytes are a head (`skip`, `longlines`) opens its record
+unread: its continuation lines are its own, not the record's before it.
 """
 
 from __future__ import annotations
