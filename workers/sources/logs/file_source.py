@@ -50,7 +50,7 @@ from workers.sources.logs.files import LogFile, Reader, find_files
 from workers.sources.logs.filetime import FileTimes, WindowWatch, future_warning
 from workers.sources.logs.format_fields import FORMAT_FIELDS, FORMAT_NUMBERS
 from workers.sources.logs.formats import LineParser, make_parser
-from workers.sources.logs.longlines import long_line_probe
+from workers.sources.logs.longlines import long_line_judge, long_line_probe
 from workers.sources.logs.masking import KeyLines, without_log_secrets, without_secrets
 from workers.sources.logs.prefilter import Prefilter
 from workers.sources.logs.records import (
@@ -250,12 +250,13 @@ class FileLogSource:
             file.real, source.pattern, source.time_format,
         )  # fmt: skip
         may_match = prefilter.may_match if prefilter.active else None
+        start_ms, end_ms = watch.start, watch.end
         reader.long_probe = long_line_probe(prefilter, source.format)  # a line over the cap
+        reader.long_judge = long_line_judge(query, source, parser, (start_ms, end_ms), reader)
         if isinstance(parser, HeadParser) and file.mtime_ms <= watch.end:
             parser.eof_ms = file.mtime_ms  # a crash at the end is its process's last write
         if may_match is not None and isinstance(parser, HeadParser | SyslogRecords):
             parser.keep, may_match = may_match, None  # over whole records, not lines
-        start_ms, end_ms = watch.start, watch.end
         parsed, last_ms = 0, file.mtime_ms
         rejected = (
             parser.rejected if isinstance(parser, HeadParser | SyslogRecords | CsvLog) else None

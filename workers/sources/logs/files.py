@@ -54,7 +54,7 @@ from workers.sources.logs.file_judgement import (
 from workers.sources.logs.secret_shapes import CONTROL_SEQUENCE
 
 if TYPE_CHECKING:
-    from workers.sources.logs.longlines import LongLineProbe
+    from workers.sources.logs.longlines import Judge, LongLineProbe
 
 __all__ = [
     "UNREADABLE", "LogFile", "Reader", "RefusedFile", "compression_of",
@@ -283,6 +283,7 @@ class Reader:
         self.long_unsure = 0  # ... of them, those that may have matched (`longlines`)
         self.longest = 0  # ... the longest of them, in bytes
         self.long_probe: Callable[[], LongLineProbe] | None = None  # set per file by the scan
+        self.long_judge: Judge | None = None  # ... and whether it may match (None: it may)
         self.gone = 0  # files rotated away or removed since the listing, not found again
         self.truncated = 0  # plain files shorter than listed: `copytruncate`, the rest copied
 
@@ -402,7 +403,7 @@ class Reader:
                 self._skip_rest(stream, probe)
                 self.longest = max(self.longest, self.bytes_read - before)
                 self.long_lines += 1  # a line longer than the cap may hold a match: not exact
-                unsure = probe is None or probe.may_match or self.flag.expired()
+                unsure = not self.long_judge or self.long_judge(line, probe) or self.flag.expired()
                 self.long_unsure += unsure
                 self.stopped = self.stopped or unsure
             else:

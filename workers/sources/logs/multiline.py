@@ -32,6 +32,9 @@ java.util.logging's default layout writes a record on two lines: a head without 
 (`Dec 04, 2026 7:48:09 PM Main charge`, the class and method) and `WARNING: message`. That
 second line is the record's level and message; the head's text is the field `source`. After
 any other head, such a line is no part of the record (another program's, on the same stderr).
+
+A line too long to read whose first bytes are a head (`skip`, `longlines`) opens its record
+unread: its continuation lines are its own, not the record's before it.
 """
 
 from __future__ import annotations
@@ -44,8 +47,8 @@ from workers.sources.logs.levels import canonical_level, keep_level_name
 from workers.sources.logs.records import Entry
 
 __all__ = [
-    "MAX_HELD_RUNTIME", "MAX_JOINED_CHARS", "MAX_JOINED_LINES", "Continued", "Crash",
-    "HeadParser", "Pending", "continues", "crash_of", "go_runtime",
+    "MAX_HEAD_CHARS", "MAX_HELD_RUNTIME", "MAX_JOINED_CHARS", "MAX_JOINED_LINES", "Continued",
+    "Crash", "HeadParser", "Pending", "continues", "crash_of", "go_runtime",
 ]  # fmt: skip
 
 MAX_JOINED_LINES: Final = 1000
@@ -53,6 +56,9 @@ MAX_JOINED_CHARS: Final = 64 * 1024
 # Go's runtime writes one to three such lines before a throw; past this, the oldest held is
 # released as no record's (a program that writes `runtime: ` lines by the thousand).
 MAX_HELD_RUNTIME: Final = 16
+# A line too long to read is a head (`HeadParser.skip`) when this many characters at most come
+# before its message.
+MAX_HEAD_CHARS: Final = 1024
 # A head: how to read its time (None: not a time), and how to build its entry at that time.
 Pending = tuple[Callable[[], int | None], Callable[[int], Entry]]
 
@@ -207,8 +213,37 @@ class HeadParser:
         # Python: inside a traceback of the open record (until the line naming its exception),
         # then in that exception's message (its lines after the first, unindented: to a head)
         self._traceback = self._message = False
+        # A head too long to read (`skip`): its record is not built; its continuation lines
+        # go to `unread`; the record it ended waits here for the next feed or flush.
+        self.unread: Callable[[list[str]], None] | None = None
+        self._unread, self._ready = False, list[Entry]()
+
+    def skip(self, text: str) -> int | None:
+        """A line too long to read (`longlines`), `text` its first bytes: when they are a
+        head, its time (else None: the line may be anything). That head opens its record, not
+        built (its continuation lines are its own, handed to `unread`), and ends the one
+        before (handed out with the next feed or flush). A head counts only when its message
+        runs to the cut (after at most `MAX_HEAD_CHARS`): the rest of the line is message, so the
+        whole line is that head (a message in the middle, `log4j`'s pipes, may not be)."""
+        found = self.head(text)
+        if found is None or isinstance(found, Continued) or (epoch := found[0]()) is None:
+            return None
+        message = found[1](epoch).message
+        if len(message) < len(text) - MAX_HEAD_CHARS or not text.endswith(message):
+            return None
+        self._reject(self._runtime)
+        self._runtime = []
+        if self._until is not None:
+            self._until[0] = found[0]
+        self._ready += self._emit()
+        self._open, self._text, self._last, self._crash = found, text, found[0], False
+        self._traceback, self._message, self._unread = False, False, True
+        return epoch
 
     def feed(self, line: str) -> list[Entry]:
+        if self._ready:
+            ready, self._ready = self._ready, []
+            return ready + self.feed(line)
         text = line.rstrip("\r\n")
         if not text.strip():
             return []
@@ -333,7 +368,8 @@ class HeadParser:
         if self._until is not None and self.eof_ms is not None:
             eof = self.eof_ms
             self._until[0] = lambda: eof  # a crash at the end: its process's last write
-        return self._emit()
+        ready, self._ready = self._ready, []
+        return ready + self._emit()
 
     def _emit(self) -> list[Entry]:
         self._reject(self._between)  # no continuation came after them: no record's
@@ -341,6 +377,11 @@ class HeadParser:
         pending, more, text = self._open, self._more, self._text
         self._open, self._more, self._size, self._text = None, [], 0, ""
         self._until = None
+        if self._unread:  # a head too long to read: not built, its lines heard
+            self._unread = False
+            if self.unread is not None:
+                self.unread(more)
+            return []
         if pending is None:
             return []
         if self.keep is not None and not self.keep("\n".join([text, *more]) if more else text):
