@@ -455,3 +455,31 @@ def test_a_tagged_iso_syslog_line_is_not_read_as_bare_rfc5424(tmp_path: Path) ->
     source = file_source(tmp_path, "syslog", ["syslog"], now=NOW, topic=Topic.SYSTEM_EVENTS)
     (line,) = search(source, "").records
     assert (line.service, line.message) == ("nginx", "GET / - 200")
+
+
+@pytest.mark.parametrize(
+    "key",
+    [
+        "TraceId",  # OpenTelemetry's log record as JSON (the collector's file exporter, SDK bridges)
+        "traceId",  # OTLP/JSON's camelCase
+        "traceID",  # zap/Jaeger's
+        "@tr",  # Serilog's compact JSON (CLEF)
+        "dd.trace_id",  # Datadog's log injection
+    ],
+)
+def test_a_records_trace_id_under_its_producers_key_is_the_trace_id_field(
+    tmp_path: Path, key: str
+) -> None:
+    # Before: `trace_id:<id>` answered NO_EVIDENCE over the very record (the id stood under
+    # its producer's key), where the CLICKHOUSE backend finds it in the OTel TraceId column.
+    trace = "4bf92f3577b34da6a3ce929d0e0e4736"
+    line = {"@t" if key == "@tr" else "timestamp": iso(60), "message": "charge failed", key: trace}
+    (tmp_path / "app.jsonl").write_text(json.dumps(line) + "\n")
+    source = file_source(tmp_path, "jsonl", ["app.jsonl"], now=NOW)
+    (found,) = search(source, f"trace_id:{trace}").records
+    assert found.fields["trace_id"] == trace and found.message == "charge failed"
+    # an app's own trace_id wins; the producer's key then stays as it is
+    both = {"timestamp": iso(60), "message": "m", "trace_id": "own", key: trace}
+    (tmp_path / "app.jsonl").write_text(json.dumps(both) + "\n")
+    (kept,) = search(source, "trace_id:own").records
+    assert kept.fields["trace_id"] == "own"

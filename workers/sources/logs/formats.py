@@ -186,6 +186,12 @@ def _is_int(value: object) -> TypeGuard[int]:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
+# A record's trace id under its producer's key, as a field name: OpenTelemetry's log record as
+# JSON (`TraceId`; OTLP/JSON `traceId`), zap's and Jaeger's `traceID`, Serilog's CLEF `@tr`,
+# Datadog's `dd.trace_id`: the field `trace_id` (as CLICKHOUSE reads the OTel `TraceId` column).
+_TRACE_KEYS: Final = ("TraceId", "traceId", "traceID", "_tr", "dd_trace_id")
+
+
 class _Mapped:
     """Shared by jsonl and logfmt: a flat key → value map to an entry."""
 
@@ -265,6 +271,11 @@ class _Mapped:
                 fields.setdefault(field_name(key), value)
         else:
             self._capped(flat, fields)
+        if "trace_id" not in fields:  # an app's own wins
+            for key in _TRACE_KEYS:
+                if key in fields:
+                    fields["trace_id"] = fields.pop(key)
+                    break
         normal = level_of(level, level_key) if level is not None else ""
         if isinstance(level, str) and level != normal:
             keep_level_name(fields, level, normal)
