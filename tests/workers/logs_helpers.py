@@ -12,7 +12,8 @@ import msgspec
 
 from contracts import DEFAULT_BOUNDS, LogsResult, LogsUpstream, QueryLogsRequest, Topic
 from contracts.logs import project_logs
-from workers.sources.logs.config import parse_logs_config
+from workers.sources.logs.clickhouse import ClickhouseLogSource
+from workers.sources.logs.config import ClickhouseTopic, parse_logs_config
 from workers.sources.logs.deadline import StopFlag
 from workers.sources.logs.file_source import FileLogSource
 from workers.sources.logs.source import check_fields, parse_log_query
@@ -61,6 +62,20 @@ def chdb_client() -> Any:
         _CHDB.append(clickhouse_connect.get_client(dsn=f"chdb://{folder}"))
         _CHDB_FOLDER.append(folder)
     return _CHDB[0]
+
+
+def clickhouse_source(table: str, now: float, extra: str = "") -> ClickhouseLogSource:
+    """A CLICKHOUSE topic APPLICATION over `table` of this process's engine, at clock `now`."""
+    config = parse_logs_config(
+        f'[clickhouse]\ndsn = "chdb://memory"\n[topics.APPLICATION]\nbackend = "clickhouse"\n'
+        f'table = "{table}"\n{extra}'
+    )
+    entry = config.topics[Topic.APPLICATION]
+    assert isinstance(entry, ClickhouseTopic) and config.clickhouse is not None
+    return ClickhouseLogSource(
+        config.clickhouse, {Topic.APPLICATION: entry}, config, {}, client=chdb_client(),
+        clock=lambda: now,
+    )  # fmt: skip
 
 
 def chdb_other_client() -> Any:

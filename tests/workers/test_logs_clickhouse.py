@@ -8,12 +8,12 @@ from datetime import UTC, datetime
 from typing import Any
 
 import pytest
-from logs_helpers import chdb_client
+from logs_helpers import chdb_client, clickhouse_source
 
 from contracts import ErrorCode, QueryLogsRequest, Topic
 from workers.sources import SourceError
 from workers.sources.logs.clickhouse import OTEL_LOGS_DDL, ClickhouseLogSource, compile_query
-from workers.sources.logs.config import ClickhouseTopic, parse_logs_config
+from workers.sources.logs.config import ClickhouseTopic
 from workers.sources.logs.source import parse_log_query
 
 NOW = 1_796_000_000.0
@@ -51,20 +51,7 @@ def row(seconds_ago: float, level: str, service: str, body: str, **attrs: str) -
 
 
 def source_for(table: str, extra: str = "") -> ClickhouseLogSource:
-    config = parse_logs_config(
-        f'[clickhouse]\ndsn = "chdb://memory"\n[topics.APPLICATION]\nbackend = "clickhouse"\n'
-        f'table = "{table}"\n{extra}'
-    )
-    entry = config.topics[Topic.APPLICATION]
-    assert isinstance(entry, ClickhouseTopic) and config.clickhouse is not None
-    return ClickhouseLogSource(
-        config.clickhouse,
-        {Topic.APPLICATION: entry},
-        config,
-        {},
-        client=chdb_client(),
-        clock=lambda: NOW,
-    )
+    return clickhouse_source(table, NOW, extra)
 
 
 async def fetch(source: ClickhouseLogSource, query: str, lookback: int = 60) -> Any:

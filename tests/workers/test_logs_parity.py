@@ -10,11 +10,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from logs_helpers import chdb_client, file_source, search
+from logs_helpers import chdb_client, clickhouse_source, file_source, search
 
 from contracts import QueryLogsRequest, Topic
 from workers.sources.logs.clickhouse import OTEL_LOGS_DDL, ClickhouseLogSource
-from workers.sources.logs.config import ClickhouseTopic, parse_logs_config
 from workers.sources.logs.deadline import StopFlag
 from workers.sources.logs.records import format_ms
 from workers.sources.logs.source import parse_log_query
@@ -38,15 +37,7 @@ def clickhouse_of(rows: list[list[Any]]) -> ClickhouseLogSource:
         "LogAttributes",
     ]
     client.insert(table, rows, column_names=columns)
-    config = parse_logs_config(
-        f'[clickhouse]\ndsn = "chdb://memory"\n[topics.APPLICATION]\nbackend = "clickhouse"\n'
-        f'table = "{table}"\n'
-    )
-    entry = config.topics[Topic.APPLICATION]
-    assert isinstance(entry, ClickhouseTopic) and config.clickhouse is not None
-    return ClickhouseLogSource(
-        config.clickhouse, {Topic.APPLICATION: entry}, config, {}, client=client, clock=lambda: NOW
-    )
+    return clickhouse_source(table, NOW)
 
 
 async def from_clickhouse(source: ClickhouseLogSource, query: str) -> Any:
