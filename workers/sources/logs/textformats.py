@@ -45,7 +45,7 @@ __all__ = ["TEXT_FORMAT_FIELDS", "HeadParser", "make_text_parser"]
 
 # Fields each text format adds (so a query may name them).
 TEXT_FORMAT_FIELDS: Final[dict[str, tuple[str, ...]]] = {
-    "log4j": ("thread", "logger", "exception"),
+    "log4j": ("thread", "logger", "exception", "pid", "prefix"),
     "apache_error": ("module", "pid", "client", "exception"),
     "nginx_error": ("pid", "connection", "client", "exception"),
     "apache_access": ("client", "user", "method", "uri", "protocol", "http_status", "bytes",
@@ -53,7 +53,7 @@ TEXT_FORMAT_FIELDS: Final[dict[str, tuple[str, ...]]] = {
                       # Squid's native format
                       "duration_ms", "cache_result", "hierarchy", "upstream", "content_type"),
     "klog": ("pid", "source", "exception"),
-    "oslo": ("pid", "logger", "request_id", "exception"),
+    "oslo": ("pid", "logger", "request_id", "context", "exception"),
     "postgresql": ("pid", "user", "database", "duration_ms", "sql_state"),
     "redis": ("pid", "role"),
     "plain": ("pid", "process", "logger", "exception", "source", "thread", "message_id",
@@ -268,10 +268,14 @@ def _oslo(zone: tzinfo, now_ms: int) -> Head:
                 "pid": found.group("pid"),
                 "logger": found.group("logger"),
             }
-            for token in (found.group("context") or "").split()[:2]:  # [global_id request_id ...]
+            context = found.group("context") or ""
+            for token in context.split()[:2]:  # [global_id request_id user project ...]
                 if token.startswith("req-"):
                     fields["request_id"] = token
                     break
+            # the rest of it (the user and project ids) kept as written (before: dropped)
+            if any(t not in ("-", "None", fields.get("request_id")) for t in context.split()):
+                fields["context"] = context
             return text_entry(epoch, found.group("level"), found.group("message"), fields)
 
         return when, build
