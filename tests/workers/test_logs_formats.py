@@ -87,7 +87,10 @@ def test_apache_error_log_24_with_its_headerless_line(tmp_path: Path) -> None:
     assert error.match_count == 1
     record = error.records[0]
     assert record.message == "AH10244: invalid URI path (/../../etc/passwd)"
-    assert record.fields == {"module": "core", "pid": "31677", "client": "127.0.0.1:59770"}
+    # `[pid 31677:tid 31712]`: the worker thread (before: dropped)
+    assert record.fields == {
+        "module": "core", "pid": "31677", "thread": "31712", "client": "127.0.0.1:59770",
+    }  # fmt: skip
     assert record.timestamp == "2026-12-04T11:32:55.358Z"
     # notice is kept as the level_name, so the word finds it; level:notice is level:INFO
     notice = read(tmp_path, "apache_error", "apache_error.log", "notice")

@@ -105,3 +105,54 @@ def test_check_says_log4j_lines_carry_text_it_does_not_place_and_what_reads_them
         'place (kept in field prefix; the first: "pid=3480 tid=1ts"): format = "plain" reads '
         "them"
     ]
+
+
+def test_postgresql_keeps_a_prefix_beyond_its_user_and_database(tmp_path: Path) -> None:
+    # pgBadger's recommended `log_line_prefix = '%t [%p]: [%l-1] user=%u,db=%d,app=%a,client=%h '`:
+    # before, the application and client were dropped (`10.0.0.7` found nothing)
+    text = (
+        "2026-12-04 17:01:20 UTC [16762]: [3-1] user=app,db=orders,app=psql,client=10.0.0.7 "
+        'ERROR:  duplicate key value violates unique constraint "orders_pkey"\n'
+    )
+    (failed,) = read(tmp_path, "postgresql", "pg.log", "10.0.0.7", text=text).records
+    assert failed.message.startswith("duplicate key value")
+    assert failed.fields == {
+        "pid": "16762", "user": "app", "database": "orders",
+        "prefix": "user=app,db=orders,app=psql,client=10.0.0.7",
+    }  # fmt: skip
+    # Debian's default `%m [%p] %q%u@%d `: all of it placed, no prefix
+    every = read(tmp_path, "postgresql", "postgresql.log")
+    assert every.match_count and not any("prefix" in r.fields for r in every.records)
+
+
+def test_syslog_keeps_rfc5424s_msgid(tmp_path: Path) -> None:
+    # RFC 5424's own example: before, `ID47` (the MSGID) was dropped
+    text = (
+        "<34>1 2026-12-05T11:14:15.003Z mymachine.example.com su - ID47 - "
+        "'su root' failed for lonvick on /dev/pts/8\n"
+    )
+    (failed,) = read(tmp_path, "syslog", "messages", "ID47", text=text).records
+    assert failed.message == "'su root' failed for lonvick on /dev/pts/8"
+    assert failed.fields["msgid"] == "ID47"
+
+
+def test_plain_keeps_the_number_after_the_time(tmp_path: Path) -> None:
+    # MariaDB's thread id (`2026-12-04 11:33:56 0 [Note] ...`), oslo's pid read as plain: before,
+    # dropped (`574` found nothing in oslo_nova.log under plain)
+    found = read(tmp_path, "plain", "oslo_nova.log", "574 level:error")
+    assert found.match_count == 8 and {r.fields["thread"] for r in found.records} == {"574"}
+    note = read(tmp_path, "plain", "plain_mariadb.err", "InnoDB").records[0]
+    assert note.fields["thread"] == "0"
+
+
+def test_apache_and_nginx_error_logs_keep_the_thread_id(tmp_path: Path) -> None:
+    # `[pid 31503:tid 140234567]` and nginx's `pid#tid`: before, the thread id was dropped
+    apache = (
+        "[Fri Dec 04 11:32:48.028515 2026] [proxy:error] [pid 31503:tid 140234567] "
+        "[client 10.0.0.7:5123] AH00957: HTTP: attempt to connect to 127.0.0.1:1 failed\n"
+    )
+    (failed,) = read(tmp_path, "apache_error", "error_log", "140234567", text=apache).records
+    assert failed.fields["thread"] == "140234567" and failed.fields["pid"] == "31503"
+    nginx = "2026/12/04 11:32:57 [error] 31850#31851: *1 connect() failed (111: refused)\n"
+    (refused,) = read(tmp_path, "nginx_error", "error.log", "31851", text=nginx).records
+    assert refused.fields["thread"] == "31851" and refused.fields["pid"] == "31850"

@@ -102,12 +102,16 @@ def postgresql_head(zone: tzinfo, now_ms: int) -> Head:
 
         def build(epoch: int) -> Entry:
             fields: dict[str, JsonScalar] = {"pid": found.group("pid")}
-            if who := _PG_USER_DB.search(found.group("pre")):
+            pre = found.group("pre")
+            if who := _PG_USER_DB.search(pre):
                 user, database = who.group("u1", "d1") if who.group("d1") else who.group("u2", "d2")
                 if user:
                     fields["user"] = user
                 if database:
                     fields["database"] = database
+            rest = pre[: who.start()] + pre[who.end() :] if who else pre
+            if any(c.isalnum() for c in rest):  # `app=%a,client=%h`: kept as written
+                fields["prefix"] = pre.strip()
             if (took := statement_ms(found.group("message"))) is not None:
                 fields["duration_ms"] = took
             if sqlstate and not found.group("more"):
