@@ -5,6 +5,8 @@ A leading time (`stamps`), a level word, then the thread (`[main]`) and logger b
 `%d | %-5p | %m | %c | %t` (the message between pipes, the logger and thread last); JBoss's
 `%d %-5p [%c] (%t) %s` (the logger in brackets, the thread in parentheses). Multi-line
 stack traces are joined to their record by `multiline.HeadParser` (docs/logs.md, "log4j").
+Text between the time and the level that is no thread or logger is kept (`_unplaced`: the
+field `prefix`), never dropped; `check` says so (`check_hints.unplaced`).
 """
 
 from __future__ import annotations

@@ -3,7 +3,8 @@
 Named formats (docs/logs.md has an example line of each):
 - `log4j`: Java's log4j / log4j2 / logback / Spring Boot layouts: a leading time (`stamps`),
   a level word, then the thread (`[main]`) and logger before ` - ` or `: `; multi-line stack
-  traces are joined to their record (`exception` = the first exception class named);
+  traces are joined to their record (`exception` = the first exception class named); other
+  text before the level kept in `prefix`;
 - `apache_error`, `nginx_error`: the servers' error logs (2.2 and 2.4 for Apache);
 - `apache_access` = `nginx_access`: the common and combined access log formats (`accesslog`);
   level from the status (5xx ERROR, 4xx WARN, else INFO);
