@@ -117,9 +117,16 @@ def test_postgresql_keeps_a_prefix_beyond_its_user_and_database(tmp_path: Path) 
     (failed,) = read(tmp_path, "postgresql", "pg.log", "10.0.0.7", text=text).records
     assert failed.message.startswith("duplicate key value")
     assert failed.fields == {
-        "pid": "16762", "user": "app", "database": "orders",
-        "prefix": "user=app,db=orders,app=psql,client=10.0.0.7",
+        "pid": "16762", "user": "app", "database": "orders", "application_name": "psql",
+        "connection_from": "10.0.0.7",
     }  # fmt: skip
+    # `%m [%p] %q%u@%d %a `: the application name unnamed, kept as written
+    text = (
+        "2026-12-04 17:01:21.011 UTC [16764] postgres@test psql ERROR:  syntax error at or "
+        'near "SELEC" at character 1\n'
+    )
+    (failed,) = read(tmp_path, "postgresql", "pg2.log", "psql", text=text).records
+    assert failed.fields["prefix"] == "postgres@test psql"
     # Debian's default `%m [%p] %q%u@%d `: all of it placed, no prefix
     every = read(tmp_path, "postgresql", "postgresql.log")
     assert every.match_count and not any("prefix" in r.fields for r in every.records)

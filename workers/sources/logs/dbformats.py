@@ -49,6 +49,9 @@ _PG_DURATION: Final = re.compile(r"duration: (\d{1,12}(?:\.\d{1,6})?) ms\b")
 _PG_USER_DB: Final = re.compile(
     r"(?:user=(?P<u1>[^,\s]*),\s*db=(?P<d1>[^,\s]*))|(?P<u2>[^@\s\[\]]*)@(?P<d2>[^\s\[\]]+)"
 )
+# pgBadger's `app=%a,client=%h` beside `user=%u,db=%d`: fields under csvlog's names
+_PG_PAIRS: Final = re.compile(r"(?<![^\s,])(app|client)=([^,\s]+),?")
+_PG_PAIR_FIELDS: Final = {"app": "application_name", "client": "connection_from"}
 _REDIS: Final = re.compile(  # Redis 2.x `[pid]`; before 4.0 without the year
     r"(?:(?P<pid>\d+):(?P<role>[XCSM])|\[(?P<old>\d+)\]) (?P<day>\d\d) (?P<mon>[A-Z][a-z]{2})"
     r"(?: (?P<year>\d{4}))? (?P<clock>\d\d:\d\d:\d\d(?:\.\d{3})?)"
@@ -110,7 +113,9 @@ def postgresql_head(zone: tzinfo, now_ms: int) -> Head:
                 if database:
                     fields["database"] = database
             rest = pre[: who.start()] + pre[who.end() :] if who else pre
-            if any(c.isalnum() for c in rest):  # `app=%a,client=%h`: kept as written
+            for name, value in _PG_PAIRS.findall(rest):
+                fields[_PG_PAIR_FIELDS[name]] = value
+            if any(c.isalnum() for c in _PG_PAIRS.sub("", rest)):  # any other: kept as written
                 fields["prefix"] = pre.strip()
             if (took := statement_ms(found.group("message"))) is not None:
                 fields["duration_ms"] = took
