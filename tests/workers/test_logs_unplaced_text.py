@@ -42,6 +42,9 @@ def test_log4j_keeps_sidekiqs_context_before_the_level(tmp_path: Path) -> None:
     assert slow.message == "gateway slow for o-1042"
     assert slow.fields["prefix"] == "pid=3480 tid=1ps class=ChargeJob jid=60a238974935593333b16e06"
     assert read(tmp_path, "log4j", "sidekiq.log", "1ps").match_count == 11
+    # `pid` is a log4j field: a query naming it finds Sidekiq's `pid=3480` (not NO_EVIDENCE)
+    assert slow.fields["pid"] == "3480"
+    assert read(tmp_path, "log4j", "sidekiq.log", "pid:3480 level:warn").match_count == 5
 
 
 def test_log4j_keeps_binds_category(tmp_path: Path) -> None:

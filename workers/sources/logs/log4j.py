@@ -122,7 +122,7 @@ def log4j_head(zone: tzinfo, now_ms: int) -> Head:
 
 def _unplaced(text: str, fields: dict[str, JsonScalar]) -> None:
     """What a head holds besides its time, level, thread, logger and message, kept: a number
-    the pid (Spring Boot's `12345 ---`, HDFS's), a lone dotted name before the level the
+    the pid (Spring Boot's `12345 ---`, HDFS's; a `pid=3480` too), a lone dotted name the
     logger (Python's `%(name)s`), any other text the field `prefix`, as written (Sidekiq's
     `pid=3480 tid=1ps class=ChargeJob jid=...`, BIND's category: before, dropped)."""
     words = [w for w in text.split() if any(c.isalnum() for c in w)]
@@ -133,6 +133,8 @@ def _unplaced(text: str, fields: dict[str, JsonScalar]) -> None:
             break
     if words and words[0].isdigit():
         fields["pid"] = words.pop(0)
+    elif pid := next((w[4:] for w in words if w.startswith("pid=") and w[4:].isdigit()), ""):
+        fields["pid"] = pid  # Sidekiq's `pid=3480`: `pid:3480` finds it (it stays in prefix)
     if len(words) == 1 and "logger" not in fields and _LOGGER.fullmatch(words[0]):
         fields["logger"] = words.pop()
     if words:
