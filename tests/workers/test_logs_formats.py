@@ -129,7 +129,10 @@ def test_nginx_error_log(tmp_path: Path) -> None:
     found = read(tmp_path, "nginx_error", "nginx_error.log", "level:ERROR")
     assert found.match_count == 2 and not found.unparsed_lines
     refused = next(r for r in found.records if "refused" in r.message)
-    assert refused.fields == {"pid": "31117", "connection": "3", "client": "127.0.0.1"}
+    # `31117#31117`: the thread id too (before: dropped; `thread:31117` is a query's field)
+    assert refused.fields == {
+        "pid": "31117", "thread": "31117", "connection": "3", "client": "127.0.0.1",
+    }  # fmt: skip
     assert refused.message.startswith("connect() failed (111: Connection refused)")
     every = read(tmp_path, "nginx_error", "nginx_error.log")
     assert every.match_count == 18

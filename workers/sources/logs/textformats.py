@@ -200,11 +200,11 @@ def _apache_error(zone: tzinfo, now_ms: int) -> Head:
             return matched_ms(found, zone, now_ms)
 
         def build(epoch: int) -> Entry:
-            fields: dict[str, JsonScalar] = {
-                k: v for k in ("module", "pid", "client") if (v := found.group(k)) is not None
+            fields: dict[str, JsonScalar] = {  # `[pid 31677:tid 31712]`: the tid was dropped
+                k: v
+                for k in ("module", "pid", "thread", "client")
+                if (v := found.group(k)) is not None
             }
-            if found.group("thread") not in (None, found.group("pid")):  # before: dropped
-                fields["thread"] = found.group("thread")  # `[pid 31503:tid 140234567]`
             return text_entry(epoch, found.group("level"), found.group("message"), fields)
 
         return when, build
@@ -224,8 +224,7 @@ def _nginx_error(zone: tzinfo, now_ms: int) -> Head:
         def build(epoch: int) -> Entry:
             message = found.group("message")
             fields: dict[str, JsonScalar] = {"pid": found.group("pid")}
-            if found.group("thread") != found.group("pid"):  # `pid#tid` (before: dropped)
-                fields["thread"] = found.group("thread")
+            fields["thread"] = found.group("thread")  # `pid#tid` (before: the tid dropped)
             if found.group("connection"):
                 fields["connection"] = found.group("connection")
             if client := _NGINX_CLIENT.search(message):
