@@ -282,8 +282,7 @@ def _oslo(zone: tzinfo, now_ms: int) -> Head:
                 if token.startswith("req-"):
                     fields["request_id"] = token
                     break
-            # the rest of it (the user and project ids) kept as written (before: dropped)
-            if any(t not in ("-", "None", fields.get("request_id")) for t in context.split()):
+            if context.strip("- "):  # as written: the user and project ids were dropped
                 fields["context"] = context
             return text_entry(epoch, found.group("level"), found.group("message"), fields)
 
