@@ -166,3 +166,13 @@ def test_apache_and_nginx_error_logs_keep_the_thread_id(tmp_path: Path) -> None:
     nginx = "2026/12/04 11:32:57 [error] 31850#31851: *1 connect() failed (111: refused)\n"
     (refused,) = read(tmp_path, "nginx_error", "error.log", "31851", text=nginx).records
     assert refused.fields["thread"] == "31851" and refused.fields["pid"] == "31850"
+
+
+def test_an_access_logs_identd_user_is_kept(tmp_path: Path) -> None:
+    # `%h %l %u`: the RFC 1413 identity (`%l`, Apache's IdentityCheck) was read past, dropped
+    text = (
+        '10.0.0.7 orders-svc frank [05/Dec/2026:11:40:00 +0000] "GET /api/charge HTTP/1.1" '
+        "503 236\n"
+    )
+    (failed,) = read(tmp_path, "apache_access", "access.log", "orders-svc", text=text).records
+    assert failed.fields["ident"] == "orders-svc" and failed.fields["user"] == "frank"

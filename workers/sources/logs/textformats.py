@@ -50,7 +50,7 @@ TEXT_FORMAT_FIELDS: Final[dict[str, tuple[str, ...]]] = {
     "apache_error": ("module", "pid", "thread", "client", "exception"),
     "nginx_error": ("pid", "thread", "connection", "client", "exception"),
     "apache_access": ("client", "user", "method", "uri", "protocol", "http_status", "bytes",
-                      "referer", "user_agent", "extra", "vhost",
+                      "referer", "user_agent", "extra", "vhost", "ident",
                       # Squid's native format
                       "duration_ms", "cache_result", "hierarchy", "upstream", "content_type"),
     "klog": ("pid", "source", "exception"),
