@@ -218,7 +218,10 @@ def test_postgresql_zone_and_prefix_variants(tmp_path: Path) -> None:
     source = file_source(tmp_path, "postgresql", ["pg.log"], now=NOW)
     (deadlock,) = search(source, "deadlock", lookback=1440).records
     assert deadlock.timestamp == "2026-12-04T11:51:20.000Z"  # +08, whatever the topic's zone
-    assert deadlock.fields == {"pid": "77", "user": "app", "database": "shop"}
+    # `[3-1]`: `%l`, the session's line number (before 2026-12-05, dropped)
+    assert deadlock.fields == {
+        "pid": "77", "session_line_num": "3", "user": "app", "database": "shop",
+    }  # fmt: skip
     assert deadlock.message == "deadlock detected\nDETAIL:  Process 77 waits"
     cut = search(file_source(tmp_path, "postgresql", ["cut.log"], now=NOW), "", lookback=1440)
     (alone,) = cut.records

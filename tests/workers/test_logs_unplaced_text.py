@@ -121,7 +121,7 @@ def test_postgresql_keeps_a_prefix_beyond_its_user_and_database(tmp_path: Path) 
     assert failed.message.startswith("duplicate key value")
     assert failed.fields == {
         "pid": "16762", "user": "app", "database": "orders", "application_name": "psql",
-        "connection_from": "10.0.0.7",
+        "connection_from": "10.0.0.7", "session_line_num": "3",
     }  # fmt: skip
     # `%m [%p] %q%u@%d %a `: the application name unnamed, kept as written
     text = (

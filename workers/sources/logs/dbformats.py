@@ -34,7 +34,7 @@ _POSTGRESQL: Final = re.compile(
     r"(?P<iso>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d{1,6})?)"
     r"(?: (?P<zone>[A-Za-z]{1,6}|[+-]\d\d(?::?\d\d)?))?"
     # `[%p]`, Debian's `[%p-%l]` before PostgreSQL 10, pgBadger's `[%p]: [%l-1]`
-    r" \[(?P<pid>\d+)(?:-\d+)?\]:?(?: \[\d+-\d+\])? ?(?P<pre>[^\n]{0,200}?)"
+    r" \[(?P<pid>\d+)(?:-(?P<line>\d+))?\]:?(?: \[(?P<pgline>\d+)-\d+\])? ?(?P<pre>[^\n]{0,200}?)"
     r"(?P<level>DEBUG[1-5]|INFO|NOTICE|WARNING|ERROR|LOG|FATAL|PANIC"
     r"|(?P<more>DETAIL|HINT|QUERY|CONTEXT|STATEMENT|LOCATION)):  "
     r"(?:(?P<sqlstate>[0-9A-Z]{5}): )?(?P<message>.*)",  # the SQLSTATE: log_error_verbosity
@@ -105,6 +105,8 @@ def postgresql_head(zone: tzinfo, now_ms: int) -> Head:
 
         def build(epoch: int) -> Entry:
             fields: dict[str, JsonScalar] = {"pid": found.group("pid")}
+            if line := found.group("line") or found.group("pgline"):  # `%l` (before: dropped)
+                fields["session_line_num"] = line
             pre = found.group("pre")
             if who := _PG_USER_DB.search(pre):
                 user, database = who.group("u1", "d1") if who.group("d1") else who.group("u2", "d2")

@@ -56,7 +56,7 @@ TEXT_FORMAT_FIELDS: Final[dict[str, tuple[str, ...]]] = {
     "klog": ("pid", "source", "exception"),
     "oslo": ("pid", "logger", "request_id", "context", "exception"),
     "postgresql": ("pid", "user", "database", "duration_ms", "sql_state", "application_name",
-                   "connection_from", "prefix"),
+                   "connection_from", "session_line_num", "prefix"),
     "redis": ("pid", "role"),
     "plain": ("pid", "process", "logger", "exception", "source", "thread", "message_id",
               "job_id"),
