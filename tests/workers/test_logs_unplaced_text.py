@@ -97,16 +97,20 @@ def test_check_says_log4j_lines_carry_text_it_does_not_place_and_what_reads_them
     logs = tmp_path / "logs"
     logs.mkdir()
     shutil.copy(SAMPLES / "sidekiq.log", logs / "sidekiq.log")
+    shutil.copy(SAMPLES / "named.log", logs / "named.log")
+    shutil.copy(SAMPLES / "logback.log", logs / "logback.log")  # a layout log4j places: quiet
     config = parse_logs_config(
         f'roots = ["{logs}"]\n[topics.APPLICATION]\nbackend = "file"\nformat = "log4j"\n'
         f'paths = ["{logs}/*.log"]\n'
     )
     (topic,) = check_logs(config, time.time())
     problems = [p for p in topic.problems() if "does not place" in p]
-    assert problems == [
+    assert sorted(problems) == [
+        f"APPLICATION: {logs}/named.log: 20 of 20 records carry text format log4j does not "
+        'place (kept in field prefix; the first: "zoneload:"): format = "plain" reads them',
         f"APPLICATION: {logs}/sidekiq.log: 19 of 19 records carry text format log4j does not "
         'place (kept in field prefix; the first: "pid=3480 tid=1ts"): format = "plain" reads '
-        "them"
+        "them",
     ]
 
 
@@ -176,3 +180,21 @@ def test_an_access_logs_identd_user_is_kept(tmp_path: Path) -> None:
     )
     (failed,) = read(tmp_path, "apache_access", "access.log", "orders-svc", text=text).records
     assert failed.fields["ident"] == "orders-svc" and failed.fields["user"] == "frank"
+
+
+def test_check_says_postgresql_prefix_text_it_does_not_place(tmp_path: Path) -> None:
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    (logs / "pg.log").write_text(
+        "2026-12-04 17:01:21.011 UTC [16764] postgres@test psql ERROR:  syntax error at or "
+        'near "SELEC" at character 1\n'
+    )
+    config = parse_logs_config(
+        f'roots = ["{logs}"]\n[topics.DATABASE_SLOW_QUERY]\nbackend = "file"\n'
+        f'format = "postgresql"\npaths = ["{logs}/*.log"]\n'
+    )
+    (topic,) = check_logs(config, time.time())
+    assert topic.problems() == [  # no named format places it: said, none proposed
+        f"DATABASE_SLOW_QUERY: {logs}/pg.log: 1 of 1 records carry text format postgresql does "
+        'not place (kept in field prefix; the first: "postgres@test psql")'
+    ]
