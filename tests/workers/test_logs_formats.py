@@ -87,7 +87,10 @@ def test_apache_error_log_24_with_its_headerless_line(tmp_path: Path) -> None:
     assert error.match_count == 1
     record = error.records[0]
     assert record.message == "AH10244: invalid URI path (/../../etc/passwd)"
-    assert record.fields == {"module": "core", "pid": "31677", "client": "127.0.0.1:59770"}
+    # `[pid 31677:tid 31712]`: the worker thread (before: dropped)
+    assert record.fields == {
+        "module": "core", "pid": "31677", "thread": "31712", "client": "127.0.0.1:59770",
+    }  # fmt: skip
     assert record.timestamp == "2026-12-04T11:32:55.358Z"
     # notice is kept as the level_name, so the word finds it; level:notice is level:INFO
     notice = read(tmp_path, "apache_error", "apache_error.log", "notice")
@@ -126,7 +129,10 @@ def test_nginx_error_log(tmp_path: Path) -> None:
     found = read(tmp_path, "nginx_error", "nginx_error.log", "level:ERROR")
     assert found.match_count == 2 and not found.unparsed_lines
     refused = next(r for r in found.records if "refused" in r.message)
-    assert refused.fields == {"pid": "31117", "connection": "3", "client": "127.0.0.1"}
+    # `31117#31117`: the thread id too (before: dropped; `thread:31117` is a query's field)
+    assert refused.fields == {
+        "pid": "31117", "thread": "31117", "connection": "3", "client": "127.0.0.1",
+    }  # fmt: skip
     assert refused.message.startswith("connect() failed (111: Connection refused)")
     every = read(tmp_path, "nginx_error", "nginx_error.log")
     assert every.match_count == 18
@@ -212,7 +218,10 @@ def test_postgresql_zone_and_prefix_variants(tmp_path: Path) -> None:
     source = file_source(tmp_path, "postgresql", ["pg.log"], now=NOW)
     (deadlock,) = search(source, "deadlock", lookback=1440).records
     assert deadlock.timestamp == "2026-12-04T11:51:20.000Z"  # +08, whatever the topic's zone
-    assert deadlock.fields == {"pid": "77", "user": "app", "database": "shop"}
+    # `[3-1]`: `%l`, the session's line number (before 2026-12-05, dropped)
+    assert deadlock.fields == {
+        "pid": "77", "session_line_num": "3", "user": "app", "database": "shop",
+    }  # fmt: skip
     assert deadlock.message == "deadlock detected\nDETAIL:  Process 77 waits"
     cut = search(file_source(tmp_path, "postgresql", ["cut.log"], now=NOW), "", lookback=1440)
     (alone,) = cut.records

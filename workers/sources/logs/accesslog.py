@@ -41,7 +41,7 @@ _ACCESS: Final = re.compile(
     # before `$remote_addr`): before, such lines were lines not in the format
     r'(?:(?P<vhost>[^\s",]+) )?(?P<client>"[^"]*" [^\s",]+'
     r'|(?:[^\s",]+(?:, [^\s",]+)+ )?[^\s",]+(?:, [^\s",]+)*)'
-    r" \S+ (?P<user>\S+) \[" + STAMP + r'\] "(?P<request>(?:[^"\\]|\\.)*)"'
+    r" (?P<ident>\S+) (?P<user>\S+) \[" + STAMP + r'\] "(?P<request>(?:[^"\\]|\\.)*)"'
     r" (?P<status>\d{3}|-) (?P<bytes>\d+|-)"
     # what a custom LogFormat adds: before the referer (Apache's `%D`, lighttpd's byte
     # counts) and after the user agent (nginx's `"$http_x_forwarded_for" $request_time`)
@@ -93,6 +93,8 @@ def access_head(zone: tzinfo, now_ms: int) -> Head:
                 fields["vhost"] = vhost
             if found.group("user") != "-":
                 fields["user"] = found.group("user")
+            if found.group("ident") != "-":  # `%l`, RFC 1413's (before: dropped)
+                fields["ident"] = found.group("ident")
             if parts := _REQUEST.fullmatch(request):
                 fields["method"], fields["uri"] = parts.group(1), parts.group(2)
                 if parts.group(3):

@@ -23,7 +23,7 @@ import msgspec
 from contracts.window import AS_OF_SKEW_MS
 from workers.sources.base import SourceError
 from workers.sources.logs import files as listing  # its MAX_NAMES read when used
-from workers.sources.logs.check_hints import folder_hint, owner_of, time_key
+from workers.sources.logs.check_hints import folder_hint, owner_of, time_key, unplaced
 from workers.sources.logs.config import FORMATS, FileSource, FileTopic, LogsConfig, zone_of
 from workers.sources.logs.dbformats import foreign_zone
 from workers.sources.logs.deadline import StopFlag
@@ -99,6 +99,9 @@ class FileCheck(msgspec.Struct, kw_only=True):
     # the time_format it was read with ('' : ISO 8601 or an epoch number)
     time_unread: str = ""
     time_format: str = ""
+    unplaced: int = 0  # records of text the format does not place (`prefix`), the first's,
+    unplaced_text: str = ""
+    placing: str = ""  # and a named format that places it
 
 
 class SourceCheck(msgspec.Struct, kw_only=True):
@@ -192,6 +195,12 @@ def _file_problems(topic: str, file: FileCheck) -> list[str]:
         out.append(
             f"{where}: {file.unparsed} of {file.lines} lines are not in format {file.format} "
             f"(the first: {file.example}); they are matched as text only, by words and phrases"
+        )
+    if file.unplaced:
+        out.append(
+            f"{where}: {file.unplaced} of {file.records} records carry text format {file.format}"
+            f' does not place (kept in field prefix; the first: "{file.unplaced_text}")'
+            + (f': format = "{file.placing}" reads them' if file.placing else "")
         )
     if file.future:
         fits = (
@@ -295,6 +304,10 @@ def _file(file: LogFile, source: FileSource, reader: Reader, zone: str, now: flo
         check.example = _without_password(rejected[0][1])[:EXAMPLE_CHARS]
     check.records, check.unparsed = len(entries), parser.failed
     check.levelled = sum(bool(e.level) for e in entries)
+    least = (check.lines - check.unparsed, check.levelled)
+    check.unplaced, first, check.placing = unplaced(entries, lines, source.format, tz, now_ms,
+                                                    least, _TRIED)  # fmt: skip
+    check.unplaced_text = _without_password(first)[:EXAMPLE_CHARS]
     if entries:
         times = [e.epoch_ms for e in entries]
         check.first, check.last = format_ms(min(times), tz), format_ms(max(times), tz)

@@ -1,6 +1,6 @@
 """What `aci-evidence check` suggests to an operator (`check` reads the files): the glob for a
 path that names a folder, whose a file the worker may not open is and what to change, the key
-of a JSON line that holds its time."""
+of a JSON line that holds its time, the format that places text its format leaves unplaced."""
 
 from __future__ import annotations
 
@@ -9,11 +9,15 @@ import os
 import pwd
 import re
 import stat
+from datetime import tzinfo
 from typing import Final
 
 import msgspec
 
-__all__ = ["folder_hint", "owner_of", "time_key"]
+from workers.sources.logs.formats import make_parser
+from workers.sources.logs.records import Entry
+
+__all__ = ["folder_hint", "owner_of", "time_key", "unplaced"]
 
 _ISO: Final = re.compile(r"\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d")
 
@@ -69,3 +73,40 @@ def time_key(line: str) -> str:
                 return prefix
         level = deeper
     return ""
+
+
+def unplaced(
+    entries: list[Entry],
+    lines: list[str],
+    fmt: str,
+    zone: tzinfo,
+    now_ms: int,
+    least: tuple[int, int],
+    tried: tuple[str, ...],
+) -> tuple[int, str, str]:
+    """How many records hold text their format's layout does not place (kept in the field
+    `prefix`: Sidekiq's context, BIND's category under `log4j`), the first such text, and the
+    named format (of `tried`) that reads at least as many of the lines and gives as many
+    records a level (`least`) with no text unplaced ('' : none; of several, the one that
+    reads the most, then levels the most, then places the most fields)."""
+    count, first = _unplaced_text(entries)
+    if not count:
+        return 0, "", ""
+    best: tuple[int, int, int] = (-1, -1, -1)
+    name = ""
+    for other in tried:
+        if other == fmt:
+            continue
+        parser = make_parser(other, {}, zone, "", "auto", now_ms)
+        read = [e for line in lines for e in parser.feed(line)] + parser.flush()
+        reads, levelled = len(lines) - parser.failed, sum(bool(e.level) for e in read)
+        score = (reads, levelled, sum(len(e.fields) for e in read))
+        enough = reads >= least[0] and levelled >= least[1]
+        if read and enough and score > best and not _unplaced_text(read)[0]:
+            best, name = score, other
+    return count, first, name
+
+
+def _unplaced_text(entries: list[Entry]) -> tuple[int, str]:
+    texts = [str(e.fields["prefix"]) for e in entries if "prefix" in e.fields]
+    return len(texts), texts[0] if texts else ""

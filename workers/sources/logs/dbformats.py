@@ -34,7 +34,7 @@ _POSTGRESQL: Final = re.compile(
     r"(?P<iso>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d{1,6})?)"
     r"(?: (?P<zone>[A-Za-z]{1,6}|[+-]\d\d(?::?\d\d)?))?"
     # `[%p]`, Debian's `[%p-%l]` before PostgreSQL 10, pgBadger's `[%p]: [%l-1]`
-    r" \[(?P<pid>\d+)(?:-\d+)?\]:?(?: \[\d+-\d+\])? ?(?P<pre>[^\n]{0,200}?)"
+    r" \[(?P<pid>\d+)(?:-(?P<line>\d+))?\]:?(?: \[(?P<pgline>\d+)-\d+\])? ?(?P<pre>[^\n]{0,200}?)"
     r"(?P<level>DEBUG[1-5]|INFO|NOTICE|WARNING|ERROR|LOG|FATAL|PANIC"
     r"|(?P<more>DETAIL|HINT|QUERY|CONTEXT|STATEMENT|LOCATION)):  "
     r"(?:(?P<sqlstate>[0-9A-Z]{5}): )?(?P<message>.*)",  # the SQLSTATE: log_error_verbosity
@@ -49,6 +49,9 @@ _PG_DURATION: Final = re.compile(r"duration: (\d{1,12}(?:\.\d{1,6})?) ms\b")
 _PG_USER_DB: Final = re.compile(
     r"(?:user=(?P<u1>[^,\s]*),\s*db=(?P<d1>[^,\s]*))|(?P<u2>[^@\s\[\]]*)@(?P<d2>[^\s\[\]]+)"
 )
+# pgBadger's `app=%a,client=%h` beside `user=%u,db=%d`: fields under csvlog's names
+_PG_PAIRS: Final = re.compile(r"(?<![^\s,])(app|client)=([^,\s]+),?")
+_PG_PAIR_FIELDS: Final = {"app": "application_name", "client": "connection_from"}
 _REDIS: Final = re.compile(  # Redis 2.x `[pid]`; before 4.0 without the year
     r"(?:(?P<pid>\d+):(?P<role>[XCSM])|\[(?P<old>\d+)\]) (?P<day>\d\d) (?P<mon>[A-Z][a-z]{2})"
     r"(?: (?P<year>\d{4}))? (?P<clock>\d\d:\d\d:\d\d(?:\.\d{3})?)"
@@ -102,12 +105,20 @@ def postgresql_head(zone: tzinfo, now_ms: int) -> Head:
 
         def build(epoch: int) -> Entry:
             fields: dict[str, JsonScalar] = {"pid": found.group("pid")}
-            if who := _PG_USER_DB.search(found.group("pre")):
+            if line := found.group("line") or found.group("pgline"):  # `%l` (before: dropped)
+                fields["session_line_num"] = line
+            pre = found.group("pre")
+            if who := _PG_USER_DB.search(pre):
                 user, database = who.group("u1", "d1") if who.group("d1") else who.group("u2", "d2")
                 if user:
                     fields["user"] = user
                 if database:
                     fields["database"] = database
+            rest = pre[: who.start()] + pre[who.end() :] if who else pre
+            for name, value in _PG_PAIRS.findall(rest):
+                fields[_PG_PAIR_FIELDS[name]] = value
+            if any(c.isalnum() for c in _PG_PAIRS.sub("", rest)):  # any other: kept as written
+                fields["prefix"] = pre.strip()
             if (took := statement_ms(found.group("message"))) is not None:
                 fields["duration_ms"] = took
             if sqlstate and not found.group("more"):

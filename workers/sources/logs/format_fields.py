@@ -35,6 +35,7 @@ FORMAT_FIELDS: Final[dict[str, tuple[str, ...]]] = {
         "facility",
         "level_name",
         "structured_data",
+        "msgid",
         "exception",
         "queue_id",  # Postfix's
         *HAPROXY_FIELDS,

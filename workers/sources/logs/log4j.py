@@ -5,6 +5,8 @@ A leading time (`stamps`), a level word, then the thread (`[main]`) and logger b
 `%d | %-5p | %m | %c | %t` (the message between pipes, the logger and thread last); JBoss's
 `%d %-5p [%c] (%t) %s` (the logger in brackets, the thread in parentheses). Multi-line
 stack traces are joined to their record by `multiline.HeadParser` (docs/logs.md, "log4j").
+Text between the time and the level that is no thread or logger is kept (`_unplaced`: the
+field `prefix`), never dropped; `check` says so (`check_hints.unplaced`).
 """
 
 from __future__ import annotations
@@ -90,10 +92,13 @@ def log4j_head(zone: tzinfo, now_ms: int) -> Head:
                 return text_entry(epoch, found.group("level"), jboss.group("message"), fields)
             closed = bool(found.groupdict().get("closed"))  # `[%-5p] [%t] [%c] - %m`
             split = _LOG4J_REST.match(rest)
-            before = (pre[:-1] if closed else pre) + " " + (split.group("head") if split else "")
+            pre = pre[:-1] if closed else pre
+            before = pre + " " + (split.group("head") if split else "")
+            cut = len(pre)  # `before[:cut]`: the text before the level, not in the message
             if thread := _THREAD.search(before):
                 fields["thread"] = thread.group(1).strip()
                 before = before[: thread.start()] + " " + before[thread.end() :]
+                cut -= max(0, min(cut, thread.end()) - thread.start() - 1)
             # The logger: the one name left beside a pid and `---` (Spring Boot); text before
             # `: ` that is not such a name belongs to the message ("Failed to reach Redis: ...").
             names = [t for t in before.split() if not t.isdigit() and t.strip("-")]
@@ -107,11 +112,33 @@ def log4j_head(zone: tzinfo, now_ms: int) -> Head:
             elif split is not None and not names and "thread" in fields:
                 logger = ""  # `[thread] - message` (Zookeeper): the message follows the separator
             message = split.group("message") if split is not None and logger is not None else rest
+            _unplaced(before if logger is not None else before[:cut], fields)
             return text_entry(epoch, found.group("level"), message, fields)
 
         return when, build
 
     return head
+
+
+def _unplaced(text: str, fields: dict[str, JsonScalar]) -> None:
+    """What a head holds besides its time, level, thread, logger and message, kept: a number
+    the pid (Spring Boot's `12345 ---`, HDFS's; a `pid=3480` too), a lone dotted name the
+    logger (Python's `%(name)s`), any other text the field `prefix`, as written (Sidekiq's
+    `pid=3480 tid=1ps class=ChargeJob jid=...`, BIND's category: before, dropped)."""
+    words = [w for w in text.split() if any(c.isalnum() for c in w)]
+    logger = fields.get("logger")
+    for written in (logger, f"[{logger}]"):  # the logger read, once (`[%c]` in brackets)
+        if logger and written in words:
+            words.remove(written)
+            break
+    if words and words[0].isdigit():
+        fields["pid"] = words.pop(0)
+    elif pid := next((w[4:] for w in words if w.startswith("pid=") and w[4:].isdigit()), ""):
+        fields["pid"] = pid  # Sidekiq's `pid=3480`: `pid:3480` finds it (it stays in prefix)
+    if len(words) == 1 and "logger" not in fields and _LOGGER.fullmatch(words[0]):
+        fields["logger"] = words.pop()
+    if words:
+        fields["prefix"] = " ".join(words)
 
 
 def _bracketed(found: re.Match[str], zone: tzinfo, now_ms: int) -> Pending:

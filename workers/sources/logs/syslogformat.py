@@ -96,6 +96,8 @@ class Syslog:
         ):  # without `<PRI>1 `: only a line with no `app[pid]:` tag
             epoch = parse_time(found.group(1), self.zone)
             host, app, proc, structured, message = (found.group(i) for i in (2, 3, 4, 6, 7))
+            if found.group(5) != "-":  # RFC 5424's MSGID (before: dropped)
+                fields["msgid"] = found.group(5)
         elif found := _RFC3164.fullmatch(text) or iso:
             when = found.group(1)
             epoch = parse_time(when, self.zone) if when[0].isdigit() else self._yearless(when)

@@ -3,7 +3,8 @@
 Named formats (docs/logs.md has an example line of each):
 - `log4j`: Java's log4j / log4j2 / logback / Spring Boot layouts: a leading time (`stamps`),
   a level word, then the thread (`[main]`) and logger before ` - ` or `: `; multi-line stack
-  traces are joined to their record (`exception` = the first exception class named);
+  traces are joined to their record (`exception` = the first exception class named); other
+  text before the level kept in `prefix`;
 - `apache_error`, `nginx_error`: the servers' error logs (2.2 and 2.4 for Apache);
 - `apache_access` = `nginx_access`: the common and combined access log formats (`accesslog`);
   level from the status (5xx ERROR, 4xx WARN, else INFO);
@@ -45,16 +46,17 @@ __all__ = ["TEXT_FORMAT_FIELDS", "HeadParser", "make_text_parser"]
 
 # Fields each text format adds (so a query may name them).
 TEXT_FORMAT_FIELDS: Final[dict[str, tuple[str, ...]]] = {
-    "log4j": ("thread", "logger", "exception"),
-    "apache_error": ("module", "pid", "client", "exception"),
-    "nginx_error": ("pid", "connection", "client", "exception"),
+    "log4j": ("thread", "logger", "exception", "pid", "prefix"),
+    "apache_error": ("module", "pid", "thread", "client", "exception"),
+    "nginx_error": ("pid", "thread", "connection", "client", "exception"),
     "apache_access": ("client", "user", "method", "uri", "protocol", "http_status", "bytes",
-                      "referer", "user_agent", "extra", "vhost",
+                      "referer", "user_agent", "extra", "vhost", "ident",
                       # Squid's native format
                       "duration_ms", "cache_result", "hierarchy", "upstream", "content_type"),
     "klog": ("pid", "source", "exception"),
-    "oslo": ("pid", "logger", "request_id", "exception"),
-    "postgresql": ("pid", "user", "database", "duration_ms", "sql_state"),
+    "oslo": ("pid", "logger", "request_id", "context", "exception"),
+    "postgresql": ("pid", "user", "database", "duration_ms", "sql_state", "application_name",
+                   "connection_from", "session_line_num", "prefix"),
     "redis": ("pid", "role"),
     "plain": ("pid", "process", "logger", "exception", "source", "thread", "message_id",
               "job_id"),
@@ -70,7 +72,7 @@ _PLAIN: Final = re.compile(  # MariaDB: `2024-01-15 10:15:30 0 [Note] ...` (a th
     # `time:LEVEL:` too (Python's `%(asctime)s:%(levelname)s:...`): the colon is the space
     r"\[?"
     + STAMP
-    + r"\]?:?(?:(?:\s+|(?<=\d:)(?=[A-Za-z]+:))(?:\d+\s+|\[(?P<pid_after>\d{1,10})\]\s+"
+    + r"\]?:?(?:(?:\s+|(?<=\d:)(?=[A-Za-z]+:))(?:(?P<thread>\d+)\s+|\[(?P<pid_after>\d{1,10})\]\s+"
     r"|-\s+(?P<logger>[\w.$-]{1,120})\s+-\s+"  # Python's `%(asctime)s - %(name)s - `
     r"|(?P<channel>[\w-]{1,60})\.(?=[A-Z]+: ))?[\[<(]?"  # Monolog's `%channel%.%level_name%: `
     r"(?P<level>"
@@ -89,11 +91,13 @@ _MONGODB: Final = re.compile(
 )
 _APACHE_ERROR: Final = re.compile(
     r"\[" + STAMP + r"\] \[(?:(?P<module>[^:\]\s]+):)?(?P<level>\w+)\]"
-    r"(?: \[pid (?P<pid>\d+)(?::tid \d+)?\])?(?: \[client (?P<client>[^\]]+)\])? ?(?P<message>.*)",
+    r"(?: \[pid (?P<pid>\d+)(?::tid (?P<thread>\d+))?\])?"
+    r"(?: \[client (?P<client>[^\]]+)\])? ?(?P<message>.*)",
     re.S,
 )
 _NGINX_ERROR: Final = re.compile(
-    STAMP + r" \[(?P<level>\w+)\] (?P<pid>\d+)#\d+: (?:\*(?P<connection>\d+) )?(?P<message>.*)",
+    STAMP + r" \[(?P<level>\w+)\] (?P<pid>\d+)#(?P<thread>\d+): "
+    r"(?:\*(?P<connection>\d+) )?(?P<message>.*)",
     re.S,
 )
 _NGINX_CLIENT: Final = re.compile(r", client: ([^,\s]+)")
@@ -164,6 +168,8 @@ def _plain(zone: tzinfo, now_ms: int, time_format: str) -> Head:
             fields: dict[str, JsonScalar] = {}
             if pid := found.group("pid") or found.group("pid_after") or found.group("erlang"):
                 fields["pid"] = pid
+            if thread := found.group("thread"):  # MariaDB's thread id (before: dropped)
+                fields["thread"] = thread
             if process := found.group("process"):
                 fields["process"] = process.rstrip(":")  # Icinga's `warning/Facility: `
             if logger := found.group("logger") or found.group("channel"):
@@ -194,8 +200,10 @@ def _apache_error(zone: tzinfo, now_ms: int) -> Head:
             return matched_ms(found, zone, now_ms)
 
         def build(epoch: int) -> Entry:
-            fields: dict[str, JsonScalar] = {
-                k: v for k in ("module", "pid", "client") if (v := found.group(k)) is not None
+            fields: dict[str, JsonScalar] = {  # `[pid 31677:tid 31712]`: the tid was dropped
+                k: v
+                for k in ("module", "pid", "thread", "client")
+                if (v := found.group(k)) is not None
             }
             return text_entry(epoch, found.group("level"), found.group("message"), fields)
 
@@ -216,6 +224,7 @@ def _nginx_error(zone: tzinfo, now_ms: int) -> Head:
         def build(epoch: int) -> Entry:
             message = found.group("message")
             fields: dict[str, JsonScalar] = {"pid": found.group("pid")}
+            fields["thread"] = found.group("thread")  # `pid#tid` (before: the tid dropped)
             if found.group("connection"):
                 fields["connection"] = found.group("connection")
             if client := _NGINX_CLIENT.search(message):
@@ -268,10 +277,13 @@ def _oslo(zone: tzinfo, now_ms: int) -> Head:
                 "pid": found.group("pid"),
                 "logger": found.group("logger"),
             }
-            for token in (found.group("context") or "").split()[:2]:  # [global_id request_id ...]
+            context = found.group("context") or ""
+            for token in context.split()[:2]:  # [global_id request_id user project ...]
                 if token.startswith("req-"):
                     fields["request_id"] = token
                     break
+            if context.strip("- "):  # as written: the user and project ids were dropped
+                fields["context"] = context
             return text_entry(epoch, found.group("level"), found.group("message"), fields)
 
         return when, build
