@@ -9,7 +9,8 @@ less those whose text parsing may render otherwise (a JSON number) and those tha
 ASCII; a chunk with a backslash (an escape), an escape code (colour) or a byte that is not
 ASCII makes the line one that may match, and so does, for a phrase, a JSON line whose message
 parsing composes of several values (`prefilter._COMPOSED`: an audit Event, Istio's access
-log). Elsewhere a record spans lines, and a skipped line may complete one: it may always match.
+log, as JSON or as logfmt). Elsewhere a record spans lines, and a skipped line may complete
+one: it may always match.
 """
 
 from __future__ import annotations
@@ -66,6 +67,7 @@ def long_line_probe(prefilter: Prefilter, fmt: str) -> Callable[[], LongLineProb
         for t in prefilter.terms
         if t.isascii() and not (fmt == "jsonl" and t in prefilter.numeric)
     ]
-    spaced = fmt == "jsonl" and any(b" " in t for t in terms)
-    markers = tuple(m.lower().encode() for m in _COMPOSED) if spaced else ()
+    composed = _COMPOSED.get(fmt, ())  # a phrase of a message made of the line's values
+    spaced = any(b" " in t for t in terms)
+    markers = tuple(m.lower().encode() for m in composed) if spaced else ()
     return (lambda: LongLineProbe(terms, markers)) if terms else None
