@@ -243,3 +243,26 @@ def test_text_lines_of_a_file_without_records_are_said_to_be_timed_by_its_last_w
     assert found.match_count == 1
     assert found.notes and any("else by its last write" in n for n in found.notes), found.notes
     assert all(len(n) <= 240 for n in found.notes)  # heard whole (`contracts.logs`)
+
+
+@pytest.mark.parametrize("spaced", [False, True], ids=["compact", "spaced"])
+def test_a_journald_message_exported_as_bytes_is_found_however_the_json_is_spaced(
+    tmp_path: Path, spaced: bool
+) -> None:
+    # journald's export (`journalctl -o json`) writes a coloured message as an array of its
+    # bytes, which jsonl reads as text. The prefilter parsed such a line only when it held
+    # `":[`: written by a JSON writer that spaces its output (`"MESSAGE": [27, 91, ...]`,
+    # Python's json.dumps), the empty query showed 'connection timeout' and "timeout" skipped
+    # the line unparsed: an exact 0, NO_EVIDENCE.
+    record = {
+        "__REALTIME_TIMESTAMP": str((END_MS - 1000) * 1000),
+        "PRIORITY": "3",
+        "MESSAGE": list(b"\x1b[31mconnection timeout\x1b[0m"),
+    }
+    separators = (", ", ": ") if spaced else (",", ":")
+    (tmp_path / "journal.jsonl").write_text(json.dumps(record, separators=separators) + "\n")
+    files = file_source(tmp_path, "jsonl", ["journal.jsonl"], now=NOW)
+    (shown,) = search(files, "").records
+    assert shown.message == "connection timeout"
+    assert search(files, "timeout").match_count == 1
+    assert search(files, "level:error timeout").match_count == 1

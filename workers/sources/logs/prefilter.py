@@ -15,7 +15,7 @@ also searched in that rendering:
 - JSON lists (and objects nested past flattening) are compared as compact JSON (`[1,2]` for
   `[1, 2]`): on JSON lines, a term with a bracket, brace, comma or colon is not used;
 - escapes: a line with a backslash is always parsed, and so is journald's export of a field
-  as an array of its bytes (`"MESSAGE":[27,91,...]`, read as its text);
+  as an array of its bytes (`"MESSAGE":[27,91,...]`, read as its text; spaced or not);
 - a level is upper-cased before it is lowered (`ß` becomes `ss`): a line that is not ASCII is
   also searched upper-cased, then lowered, and without its zero-width characters (masking takes
   them out: `pass\u200bword` is shown `password`);
@@ -159,7 +159,7 @@ class Prefilter:
 
     def may_match(self, line: str) -> bool:
         """False only when no record this line parses into can match the query."""
-        if "\\" in line or (self.numbers and '":[' in line and "__REALTIME_TIMESTAMP" in line):
+        if "\\" in line or (self.numbers and "[" in line and "__REALTIME_TIMESTAMP" in line):
             return True
         low = line.lower()
         for words in self.levels:
