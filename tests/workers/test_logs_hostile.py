@@ -433,3 +433,22 @@ def test_a_long_access_line_whose_message_is_composed_may_match_a_phrase(
         search(source, '"POST /api/charge"')
     assert "max_line_bytes" in caught.value.message
     assert search(source, "timeout").match_count == 0  # in no chunk: still exact
+
+
+def test_a_long_journald_line_with_its_message_as_bytes_may_match(tmp_path: Path) -> None:
+    # journald's export writes a coloured message as an array of its bytes (jsonl reads it
+    # as text); over max_line_bytes, the long-line probe looked for "timeout" in the digits
+    # and ruled the line out: an exact 0 (NO_EVIDENCE) for a line whose message holds it.
+    record = {
+        "__REALTIME_TIMESTAMP": str(int((NOW - 300) * 1e6)),
+        "MESSAGE": list(b"\x1b[31mconnection timeout\x1b[0m"),
+        "_CMDLINE": "x" * 3000,
+    }
+    path = tmp_path / "journal.jsonl"
+    path.write_text(json.dumps(record, separators=(",", ":")) + "\n")
+    os.utime(path, (NOW - 200, NOW - 200))
+    top = "[scan]\nmax_line_bytes = 1000\n"
+    source = file_source(tmp_path, "jsonl", ["journal.jsonl"], now=NOW, top=top)
+    with pytest.raises(SourceError) as caught:
+        search(source, "timeout")
+    assert "max_line_bytes" in caught.value.message

@@ -9,8 +9,9 @@ less those whose text parsing may render otherwise (a JSON number) and those tha
 ASCII; a chunk with a backslash (an escape), an escape code (colour) or a byte that is not
 ASCII makes the line one that may match, and so does, for a phrase, a JSON line whose message
 parsing composes of several values (`prefilter._COMPOSED`: an audit Event, Istio's access
-log, as JSON or as logfmt). Elsewhere a record spans lines, and a skipped line may complete
-one: it may always match.
+log, as JSON or as logfmt), and so does journald's export (`__REALTIME_TIMESTAMP`), whose
+values may be arrays of their bytes (`"MESSAGE":[27,91,...]`, read as text). Elsewhere a
+record spans lines, and a skipped line may complete one: it may always match.
 """
 
 from __future__ import annotations
@@ -70,4 +71,6 @@ def long_line_probe(prefilter: Prefilter, fmt: str) -> Callable[[], LongLineProb
     composed = _COMPOSED.get(fmt, ())  # a phrase of a message made of the line's values
     spaced = any(b" " in t for t in terms)
     markers = tuple(m.lower().encode() for m in composed) if spaced else ()
+    if fmt == "jsonl":  # journald's export: a value as an array of its bytes, read as text
+        markers += (b"__realtime_timestamp",)
     return (lambda: LongLineProbe(terms, markers)) if terms else None
