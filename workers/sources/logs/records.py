@@ -63,8 +63,13 @@ UNREAD_TEMPLATE: Final = "<older matches not read: patterns are of the newest {r
 
 
 def format_ms(epoch_ms: int, zone: tzinfo = UTC) -> str:
-    """ISO 8601 with milliseconds in `zone` (as the MOCK source writes its times)."""
-    moment = datetime.fromtimestamp(epoch_ms / 1000, zone)
+    """ISO 8601 with milliseconds in `zone` (as the MOCK source writes its times); in UTC
+    where `zone`'s date would fall out of datetime's range (Go's zero time, year 1, in a zone
+    behind UTC; a stamp late in 9999 in one ahead)."""
+    try:
+        moment = datetime.fromtimestamp(epoch_ms / 1000, zone)
+    except OverflowError:
+        moment = datetime.fromtimestamp(epoch_ms / 1000, UTC)
     return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
