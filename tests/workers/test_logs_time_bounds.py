@@ -41,3 +41,25 @@ def test_a_record_at_the_end_of_dates_is_no_crash(tmp_path: Path, stamp: str, zo
     assert search(source, "accepted").match_count == 1
     search(source, "")
     search(source, "stamped")
+
+
+@EXTREMES
+def test_check_and_the_start_warning_read_a_last_record_at_the_end_of_dates(
+    tmp_path: Path, stamp: str, zone: str
+) -> None:
+    # The last record of the newest file is compared with the file's last write
+    # (`filetime.zone_behind`): its date in the topic's zone raised OverflowError, so
+    # `aci-evidence check` and the worker's start-up warning died on Go's zero time.
+    from workers.sources.logs.check import check_logs
+    from workers.sources.logs.config import parse_logs_config
+
+    line = {"ts": stamp, "level": "error", "msg": "stamped at the end of time"}
+    (tmp_path / "app.jsonl").write_text(json.dumps(line) + "\n")  # the file's only record
+    source = file_source(tmp_path, "jsonl", ["app.jsonl"], now=NOW, top=f'timezone = "{zone}"')
+    source.clock_warning()
+    config = parse_logs_config(
+        f'roots = ["{tmp_path}"]\ntimezone = "{zone}"\n[topics.APPLICATION]\nbackend = "file"\n'
+        f'format = "jsonl"\npaths = ["{tmp_path}/app.jsonl"]\n'
+    )
+    (topic,) = check_logs(config, NOW)
+    topic.problems()
