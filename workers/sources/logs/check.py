@@ -62,8 +62,14 @@ def _without_password(line: str) -> str:
     """The line with a URL's password and a secret's JSON value shown as `***` (an app logs
     its DSN at start, Docker its container's environment; cut first, not past a long one),
     and whatever a record's text would have masked (`without_log_secrets`: SQL, a private
-    key, `Authorization: token ...`)."""
-    return without_secrets(without_log_secrets(line[: EXAMPLE_CHARS + 1024]))
+    key, `Authorization: token ...`). Where masking took text away (a long JWT as `***`), the
+    cut would be pulled into the part shown, a secret it split no longer of its shape: the
+    whole line is masked then (a line is at most `max_line_bytes`)."""
+    cut = EXAMPLE_CHARS + 1024
+    masked = without_secrets(without_log_secrets(line[:cut]))
+    if len(line) > cut and len(masked) < cut:
+        masked = without_secrets(without_log_secrets(line))
+    return masked
 
 
 class FileCheck(msgspec.Struct, kw_only=True):
