@@ -107,7 +107,7 @@ _BIND: Final = re.compile(
 _EXIM: Final = re.compile(
     r"(?P<time>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d{3})?(?: [+-]\d{4})?)"
     r" (?:\[(?P<pid>\d{1,10})\] )?(?P<id>[0-9A-Za-z]{6}-[0-9A-Za-z]{6,11}-[0-9A-Za-z]{2,4})"
-    r" (?P<message>(?P<flag><=|=>|->|>>|\*>|\*\*|==)?.*)",
+    r" (?P<message>(?:(?P<flag><=|=>|->|>>|\*>|\*\*|==)(?= ))?.*)",  # a flag, then a space
     re.S,
 )
 _EXIM_LEVELS: Final = {"**": "ERROR", "==": "WARN"}
