@@ -266,3 +266,25 @@ def test_a_journald_message_exported_as_bytes_is_found_however_the_json_is_space
     assert shown.message == "connection timeout"
     assert search(files, "timeout").match_count == 1
     assert search(files, "level:error timeout").match_count == 1
+
+
+def test_a_text_line_after_a_record_the_prefilter_skipped_is_timed_by_that_record(
+    tmp_path: Path,
+) -> None:
+    # A line that is no record (a raw stderr line in a JSON log) is matched as text, timed by
+    # the record before it. The prefilter skipped that record (no term of the query), so the
+    # line took the time of the last record parsed, three days older: "refused" answered an
+    # exact 0 over the last hour, and 1 with the prefilter off.
+    import os
+
+    old, recent = END_MS / 1000 - 3 * 86400, END_MS / 1000 - 600
+    lines = [
+        json.dumps({"ts": old, "level": "info", "msg": "connection refused earlier"}),
+        json.dumps({"ts": recent, "level": "info", "msg": "order ok"}),
+        "upstream refused the connection (a raw stderr line)",
+    ]
+    (tmp_path / "app.jsonl").write_text("".join(line + "\n" for line in lines))
+    os.utime(tmp_path / "app.jsonl", (recent + 5, recent + 5))
+    files = file_source(tmp_path, "jsonl", ["app.jsonl"], now=END_MS / 1000)
+    (found,) = search(files, "refused").records
+    assert found.message.startswith("upstream refused")

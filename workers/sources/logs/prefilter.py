@@ -31,7 +31,7 @@ also searched in that rendering:
 from __future__ import annotations
 
 import re
-from typing import Final
+from typing import Any, Final
 
 import msgspec
 
@@ -41,7 +41,7 @@ from workers.sources.logs.records import SEPARATOR
 from workers.sources.logs.secret_shapes import without_invisible
 from workers.sources.logs.source import ParsedQuery
 
-__all__ = ["LINE_FORMATS", "RECORD_FORMATS", "Prefilter"]
+__all__ = ["LINE_FORMATS", "RECORD_FORMATS", "Prefilter", "skipped_time"]
 
 # Formats where one line is one record, so a term the record needs is in that line's text;
 # syslog's record may go on over indented lines (`syslogformat`): its parser runs the check over a
@@ -184,3 +184,14 @@ class Prefilter:
                 continue
             return False
         return True
+
+
+def skipped_time(parser: Any, line: str, default: int) -> int:
+    """The time of the record a line the prefilter skipped holds, else `default`: a line
+    after it that is no record is matched as text, timed by the record before it (before,
+    by the last record parsed: days older, outside the window, when the prefilter skipped
+    the ones between). The parser's count of failed lines stays as it was."""
+    failed = parser.failed
+    found = parser.feed(line)
+    parser.failed = failed
+    return int(found[-1].epoch_ms) if found else default
