@@ -288,3 +288,26 @@ def test_a_text_line_after_a_record_the_prefilter_skipped_is_timed_by_that_recor
     files = file_source(tmp_path, "jsonl", ["app.jsonl"], now=END_MS / 1000)
     (found,) = search(files, "refused").records
     assert found.message.startswith("upstream refused")
+
+
+def test_a_syslog_text_line_after_a_record_the_prefilter_skipped_keeps_that_records_time(
+    tmp_path: Path,
+) -> None:
+    # syslog's file: a record two days old, then a line that is no record ('upstream refused
+    # ...', matched as text, timed by the record before it). The prefilter skipped that
+    # record, so the line had no time but the file's last write: "refused" over the last hour
+    # counted it, exact (1), shown at the mtime; with the prefilter off, 0.
+    import os
+    import time
+
+    old, recent = END_MS / 1000 - 2 * 86400, END_MS / 1000 - 600
+    stamp = time.strftime("%b %d %H:%M:%S", time.gmtime(old))
+    later = time.strftime("%b %d %H:%M:%S", time.gmtime(recent))
+    (tmp_path / "syslog").write_text(
+        f"{stamp} web app[1]: order ok\nupstream refused the connection (a raw line)\n"
+        f"{later} web app[1]: order ok\n"
+    )
+    os.utime(tmp_path / "syslog", (recent + 5, recent + 5))
+    files = file_source(tmp_path, "syslog", ["syslog"], now=END_MS / 1000)
+    assert search(files, "refused").match_count == 0
+    assert search(files, "refused", 60 * 24 * 3).match_count == 1
