@@ -327,3 +327,31 @@ def test_postfix_delivery_status_is_the_level(tmp_path: Path) -> None:
     assert deferred.timestamp == "2026-12-05T11:46:36.000Z"
     assert search(source, "queue_id:C17FB174165", lookback=1440).match_count == 7
     assert search(source, "level:info", lookback=1440).match_count == 2  # status=sent
+
+
+def test_a_postfix_address_that_names_a_status_does_not_hide_a_bounce(tmp_path: Path) -> None:
+    # A sender picks the recipient's name: mail to `"status=sent"@localhost` is logged
+    # `to=<status=sent@localhost>, ..., dsn=5.1.1, status=bounced (...)`. The first
+    # `status=` was taken, the address's: the bounce was INFO and `level:error` missed it.
+    later = NOW + 1800  # written at 12:08
+    shutil.copy(SAMPLES / "postfix_status_address.log", tmp_path / "maillog")
+    os.utime(tmp_path / "maillog", (later - 60, later - 60))
+    source = file_source(tmp_path, "syslog", ["maillog"], now=later)
+    (bounce,) = search(source, "level:error", lookback=1440).records
+    assert bounce.fields["queue_id"] == "9E2F4174172" and bounce.fields["level_name"] == "bounced"
+    (sent,) = search(source, "level:info status=sent", lookback=1440).records  # the report
+    assert sent.fields["queue_id"] == "A869317417F"
+
+
+def test_an_exim_flag_is_one_only_before_a_space(tmp_path: Path) -> None:
+    # Exim writes its delivery flag, then a space (`** rcpt: reason`). The parser took `**`
+    # or `=>` at the start of any text after the message id as the flag (`**x`: ERROR), where
+    # the prefilter of `level:error` looks for ` ** `: the empty query showed an ERROR that
+    # `level:error` skipped unparsed (an exact 0 against 1). Now the level needs the space.
+    (tmp_path / "mainlog").write_text(
+        "2026-12-05 11:31:56 1xZnzg-0000NN-0v **x not a delivery line\n"
+        "2026-12-05 11:31:57 1xZnzg-0000NN-0v ** nosuchuser@localhost: Unrouteable address\n"
+    )
+    every = read(tmp_path, "mainlog")
+    errors = read(tmp_path, "mainlog", "level:error")
+    assert sum(r.level == "ERROR" for r in every.records) == errors.match_count == 1

@@ -406,3 +406,51 @@ def test_clickhouse_takes_hidden_text_out_of_a_1mb_body_in_linear_time(unit: str
         return cpu_seconds(lambda: client.query(sql, {"b": body, "p": _HIDDEN_PATTERN}), 2)
 
     assert best(1_000_000 // len(unit)) / best(250_000 // len(unit)) < 8  # linear is 4
+
+
+@pytest.mark.parametrize("fmt", ["jsonl", "logfmt"])
+def test_a_long_access_line_whose_message_is_composed_may_match_a_phrase(
+    tmp_path: Path, fmt: str
+) -> None:
+    # Istio's access log (JSON, or Envoy's `text_format` as logfmt) with a long user agent, over
+    # max_line_bytes: its message is composed of the line's values (`POST /api/charge HTTP/2
+    # 503`), so a phrase of it is in no chunk. The probe's markers were the keys of the
+    # prefilter's `_COMPOSED` (once a tuple, now a dict per format: b"jsonl", b"logfmt"), and
+    # logfmt had none: '"POST /api/charge"' answered an exact 0, NO_EVIDENCE, for a line that
+    # matches it.
+    agent = "x" * 3000
+    text = (
+        '{"start_time":"%s","method":"POST","path":"/api/charge","protocol":"HTTP/2",'
+        '"response_code":503,"response_flags":"UF","user_agent":"%s"}\n'
+        if fmt == "jsonl"
+        else "start_time=%s method=POST path=/api/charge protocol=HTTP/2 response_code=503 "
+        "response_flags=UF user_agent=%s\n"
+    ) % ("2026-11-30T00:48:20Z", agent)
+    path = tmp_path / "access.log"
+    path.write_text(text)
+    os.utime(path, (NOW - 200, NOW - 200))
+    top = "[scan]\nmax_line_bytes = 1000\n"
+    source = file_source(tmp_path, fmt, ["access.log"], now=NOW, top=top)
+    with pytest.raises(SourceError) as caught:  # it may match, and nothing else did
+        search(source, '"POST /api/charge"')
+    assert "max_line_bytes" in caught.value.message
+    assert search(source, "timeout").match_count == 0  # in no chunk: still exact
+
+
+def test_a_long_journald_line_with_its_message_as_bytes_may_match(tmp_path: Path) -> None:
+    # journald's export writes a coloured message as an array of its bytes (jsonl reads it
+    # as text); over max_line_bytes, the long-line probe looked for "timeout" in the digits
+    # and ruled the line out: an exact 0 (NO_EVIDENCE) for a line whose message holds it.
+    record = {
+        "__REALTIME_TIMESTAMP": str(int((NOW - 300) * 1e6)),
+        "MESSAGE": list(b"\x1b[31mconnection timeout\x1b[0m"),
+        "_CMDLINE": "x" * 3000,
+    }
+    path = tmp_path / "journal.jsonl"
+    path.write_text(json.dumps(record, separators=(",", ":")) + "\n")
+    os.utime(path, (NOW - 200, NOW - 200))
+    top = "[scan]\nmax_line_bytes = 1000\n"
+    source = file_source(tmp_path, "jsonl", ["journal.jsonl"], now=NOW, top=top)
+    with pytest.raises(SourceError) as caught:
+        search(source, "timeout")
+    assert "max_line_bytes" in caught.value.message

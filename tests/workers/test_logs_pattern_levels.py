@@ -91,3 +91,25 @@ def test_the_mock_summary_is_per_level_too() -> None:
     patterns, records = summarise(index, list(range(len(_RECORDS))), 20, _SCOPE)
     assert sorted((p.level, p.count) for p in patterns) == [("ERROR", 1), ("INFO", 3)]
     assert {r.level for r in records} == {"INFO", "ERROR"}
+
+
+def test_the_digest_stays_bounded_over_records_of_countless_levels() -> None:
+    # Once the distinct messages fill the figures, the rest is one pattern per level; a JSON
+    # key `level` holding any text (a game's "world-1-3", a request id) made one per record:
+    # 20,000 such records were 20,000 patterns (100,000: 36 MB and 8 s of CPU to rank them),
+    # where the Digest's state is meant to be bounded whatever the number of matches.
+    from workers.sources.logs.records import MAX_TEMPLATES, Digest, Entry
+
+    digest = Digest(20)
+    start = 1_796_000_000_000
+    for i in range(MAX_TEMPLATES):
+        digest.add(Entry(start + i, "INFO", "svc", f"job {chr(65 + i % 26)} kind{i}x{i * 7}y"))
+    for i in range(20_000):
+        digest.add(Entry(start + i, f"world-{i}", "svc", "level done"))
+    scope = LogScope(
+        topic=Topic.APPLICATION, query="", lookback_minutes=60,
+        start_time="2026-11-30T00:00:00Z", end_time="2026-11-30T01:00:00Z",
+    )  # fmt: skip
+    found = digest.upstream("file", scope, UTC)
+    assert len(found.patterns) <= MAX_TEMPLATES + 64
+    assert sum(p.count for p in found.patterns) == found.match_count == MAX_TEMPLATES + 20_000

@@ -243,3 +243,71 @@ def test_text_lines_of_a_file_without_records_are_said_to_be_timed_by_its_last_w
     assert found.match_count == 1
     assert found.notes and any("else by its last write" in n for n in found.notes), found.notes
     assert all(len(n) <= 240 for n in found.notes)  # heard whole (`contracts.logs`)
+
+
+@pytest.mark.parametrize("spaced", [False, True], ids=["compact", "spaced"])
+def test_a_journald_message_exported_as_bytes_is_found_however_the_json_is_spaced(
+    tmp_path: Path, spaced: bool
+) -> None:
+    # journald's export (`journalctl -o json`) writes a coloured message as an array of its
+    # bytes, which jsonl reads as text. The prefilter parsed such a line only when it held
+    # `":[`: written by a JSON writer that spaces its output (`"MESSAGE": [27, 91, ...]`,
+    # Python's json.dumps), the empty query showed 'connection timeout' and "timeout" skipped
+    # the line unparsed: an exact 0, NO_EVIDENCE.
+    record = {
+        "__REALTIME_TIMESTAMP": str((END_MS - 1000) * 1000),
+        "PRIORITY": "3",
+        "MESSAGE": list(b"\x1b[31mconnection timeout\x1b[0m"),
+    }
+    separators = (", ", ": ") if spaced else (",", ":")
+    (tmp_path / "journal.jsonl").write_text(json.dumps(record, separators=separators) + "\n")
+    files = file_source(tmp_path, "jsonl", ["journal.jsonl"], now=NOW)
+    (shown,) = search(files, "").records
+    assert shown.message == "connection timeout"
+    assert search(files, "timeout").match_count == 1
+    assert search(files, "level:error timeout").match_count == 1
+
+
+def test_a_text_line_after_a_record_the_prefilter_skipped_is_timed_by_that_record(
+    tmp_path: Path,
+) -> None:
+    # A line that is no record (a raw stderr line in a JSON log) is matched as text, timed by
+    # the record before it. The prefilter skipped that record (no term of the query), so the
+    # line took the time of the last record parsed, three days older: "refused" answered an
+    # exact 0 over the last hour, and 1 with the prefilter off.
+    import os
+
+    old, recent = END_MS / 1000 - 3 * 86400, END_MS / 1000 - 600
+    lines = [
+        json.dumps({"ts": old, "level": "info", "msg": "connection refused earlier"}),
+        json.dumps({"ts": recent, "level": "info", "msg": "order ok"}),
+        "upstream refused the connection (a raw stderr line)",
+    ]
+    (tmp_path / "app.jsonl").write_text("".join(line + "\n" for line in lines))
+    os.utime(tmp_path / "app.jsonl", (recent + 5, recent + 5))
+    files = file_source(tmp_path, "jsonl", ["app.jsonl"], now=END_MS / 1000)
+    (found,) = search(files, "refused").records
+    assert found.message.startswith("upstream refused")
+
+
+def test_a_syslog_text_line_after_a_record_the_prefilter_skipped_keeps_that_records_time(
+    tmp_path: Path,
+) -> None:
+    # syslog's file: a record two days old, then a line that is no record ('upstream refused
+    # ...', matched as text, timed by the record before it). The prefilter skipped that
+    # record, so the line had no time but the file's last write: "refused" over the last hour
+    # counted it, exact (1), shown at the mtime; with the prefilter off, 0.
+    import os
+    import time
+
+    old, recent = END_MS / 1000 - 2 * 86400, END_MS / 1000 - 600
+    stamp = time.strftime("%b %d %H:%M:%S", time.gmtime(old))
+    later = time.strftime("%b %d %H:%M:%S", time.gmtime(recent))
+    (tmp_path / "syslog").write_text(
+        f"{stamp} web app[1]: order ok\nupstream refused the connection (a raw line)\n"
+        f"{later} web app[1]: order ok\n"
+    )
+    os.utime(tmp_path / "syslog", (recent + 5, recent + 5))
+    files = file_source(tmp_path, "syslog", ["syslog"], now=END_MS / 1000)
+    assert search(files, "refused").match_count == 0
+    assert search(files, "refused", 60 * 24 * 3).match_count == 1

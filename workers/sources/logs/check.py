@@ -37,14 +37,9 @@ from workers.sources.logs.syslogformat import SyslogRecords
 from workers.sources.logs.textformats import HeadParser
 
 __all__ = [
-    "MAX_FILES",
-    "SAMPLE_BYTES",
-    "SAMPLE_LINES",
-    "FileCheck",
-    "SourceCheck",
-    "TopicCheck",
+    "MAX_FILES", "SAMPLE_BYTES", "SAMPLE_LINES", "FileCheck", "SourceCheck", "TopicCheck",
     "check_logs",
-]
+]  # fmt: skip
 
 SAMPLE_LINES: Final = 2000
 SAMPLE_BYTES: Final = 16 * 1024 * 1024  # and no more text: 17 formats parse the sample
@@ -59,11 +54,15 @@ _ENVELOPE: Final = ", the app's own time, level and message inside a container r
 
 
 def _without_password(line: str) -> str:
-    """The line with a URL's password and a secret's JSON value shown as `***` (an app logs
-    its DSN at start, Docker its container's environment; cut first, not past a long one),
-    and whatever a record's text would have masked (`without_log_secrets`: SQL, a private
-    key, `Authorization: token ...`)."""
-    return without_secrets(without_log_secrets(line[: EXAMPLE_CHARS + 1024]))
+    """The line with a URL's password and a secret's JSON value as `***` (an app's DSN, Docker's
+    environment) and what a record's text would mask (`without_log_secrets`), cut first; where
+    masking took text away (a long JWT as `***`), the whole line (at most `max_line_bytes`), or
+    the cut would show part of a secret it split, no longer of its shape."""
+    cut = EXAMPLE_CHARS + 1024
+    masked = without_secrets(without_log_secrets(line[:cut]))
+    if len(line) > cut and len(masked) < cut:
+        masked = without_secrets(without_log_secrets(line))
+    return masked
 
 
 class FileCheck(msgspec.Struct, kw_only=True):

@@ -107,7 +107,7 @@ _BIND: Final = re.compile(
 _EXIM: Final = re.compile(
     r"(?P<time>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d{3})?(?: [+-]\d{4})?)"
     r" (?:\[(?P<pid>\d{1,10})\] )?(?P<id>[0-9A-Za-z]{6}-[0-9A-Za-z]{6,11}-[0-9A-Za-z]{2,4})"
-    r" (?P<message>(?P<flag><=|=>|->|>>|\*>|\*\*|==)?.*)",
+    r" (?P<message>(?:(?P<flag><=|=>|->|>>|\*>|\*\*|==)(?= ))?.*)",  # a flag, then a space
     re.S,
 )
 _EXIM_LEVELS: Final = {"**": "ERROR", "==": "WARN"}
@@ -356,12 +356,16 @@ def _php_level(message: str, fields: dict[str, JsonScalar]) -> str:
 
 
 # Postfix through syslog (`postfix/smtp[19404]: C17FB174165: to=<...>, ..., status=deferred
-# (...)`): the queue id first, a delivery's status, and its own `warning: ` / `error: ` /
-# `fatal: ` / `panic: ` before a message (Postfix's msg_warn and the like)
+# (...)`): the queue id first, its own `warning: ` / `error: ` / `fatal: ` / `panic: ` before
+# a message (Postfix's msg_warn and the like), else a delivery's status
 _POSTFIX: Final = re.compile(
     r"(?:(?P<queue>[0-9A-F]{6,20}|[0-9B-DF-HJ-NP-TV-Zb-df-hj-np-tv-z]{10,20}): )?"
-    r"(?:(?P<said>warning|error|fatal|panic): |.*?\bstatus=(?P<status>[a-z]{1,20})\b)?"
+    r"(?:(?P<said>warning|error|fatal|panic): )?"
 )
+# A sender names the address (`to=<status=sent@localhost>`) and a remote server its reply
+# (`status=bounced (host said: ...)`): of the statuses a line names, the most severe is taken,
+# so no address hides a bounce (the first one was: the address's `sent`)
+_POSTFIX_STATUS: Final = re.compile(r"\bstatus=([a-z]{1,20})\b")
 _POSTFIX_LEVELS: Final = {
     "bounced": "ERROR", "expired": "ERROR", "deferred": "WARN", "sent": "INFO",
     "warning": "WARN", "error": "ERROR", "fatal": "FATAL", "panic": "FATAL",
@@ -378,8 +382,12 @@ def read_postfix(entry: Entry) -> None:
         return
     if queue := found.group("queue"):
         entry.fields["queue_id"] = queue
-    word = found.group("said") or found.group("status")
-    level = _POSTFIX_LEVELS.get(word or "", "")
+    word = found.group("said") or max(
+        _POSTFIX_STATUS.findall(entry.message, found.end()),
+        key=lambda w: _RANK.index(_POSTFIX_LEVELS.get(w, "")),
+        default="",
+    )
+    level = _POSTFIX_LEVELS.get(word, "")
     if level and _RANK.index(level) > _RANK.index(entry.level if entry.level in _RANK else ""):
         entry.level = level
         entry.fields["level_name"] = word

@@ -52,7 +52,7 @@ from workers.sources.logs.format_fields import FORMAT_FIELDS, FORMAT_NUMBERS
 from workers.sources.logs.formats import LineParser, make_parser
 from workers.sources.logs.longlines import long_line_judge, long_line_probe
 from workers.sources.logs.masking import KeyLines, without_log_secrets, without_secrets
-from workers.sources.logs.prefilter import Prefilter
+from workers.sources.logs.prefilter import Prefilter, skipped_time
 from workers.sources.logs.records import (
     Digest,
     Entry,
@@ -262,9 +262,8 @@ class FileLogSource:
             parser.rejected if isinstance(parser, HeadParser | SyslogRecords | CsvLog) else None
         )
 
-        # Lines that are no record are shown as text, masked as records are (`masking`): a
-        # private key written over lines is followed from line to line.
-        keys = KeyLines()
+        # Lines that are no record are shown as text, masked as records are (`masking`).
+        keys = KeyLines()  # a private key written over lines: followed from line to line
         # ... and where each line is a record of its own, over the records (`KeyLines.body`).
         own = None if isinstance(parser, HeadParser) else KeyLines()
         raw_first = unmasked_first(query)  # a record that cannot match is never masked
@@ -275,6 +274,7 @@ class FileLogSource:
             else frozenset(c.field for c in query.clauses if c.field is not None)
         )
         probe: str | None = None  # the first line the prefilter skipped, unparsed
+        last_skipped: str | None = None  # the latest since a record: a text line's time
 
         def skipped(line: str) -> None:  # a line the syslog parser skipped: no line shows it
             if text_ok and (keys.inside or "PRIVATE KEY" in line):
@@ -315,11 +315,11 @@ class FileLogSource:
                     keys.see(line)  # a private key's opening line holds no term of the query
                 if own is not None and (own.inside or "PRIVATE KEY" in line):
                     own.see(line)
-                probe = line if probe is None else probe
+                probe, last_skipped = (line if probe is None else probe), line
                 continue  # cannot match: skip the parse
             failed = parser.failed
             for found in parser.feed(line):
-                parsed, last_ms = parsed + 1, found.epoch_ms
+                parsed, last_ms, last_skipped = parsed + 1, found.epoch_ms, None
                 take(found)
             if (
                 may_match is not None
@@ -338,6 +338,8 @@ class FileLogSource:
                     as_text(rejected)
                 rejected.clear()
             elif text_ok and parser.failed != failed and rejected is None:
+                if last_skipped is not None:  # the record before it, which the prefilter skipped
+                    last_ms, last_skipped = skipped_time(parser, last_skipped, last_ms), None
                 as_text([(None, line if shown is None else shown(line))])
         for found in parser.flush():
             parsed += 1

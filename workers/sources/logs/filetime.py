@@ -243,7 +243,10 @@ def zone_behind(latest_ms: int, mtime_ms: int, zone: tzinfo, *, ahead: bool = Fa
     12 h). `ahead`: the same for a writer ahead of `zone` (its records in the future)."""
     gap = mtime_ms - latest_ms
     at = datetime.fromtimestamp(latest_ms / 1000, UTC)
-    own_offset = at.astimezone(zone).utcoffset()
+    try:
+        own_offset = at.astimezone(zone).utcoffset()
+    except OverflowError:  # year 1 in a zone behind UTC (Go's zero time), 9999 in one ahead
+        return None
     own = int(own_offset.total_seconds() // 60) if own_offset is not None else 0
     for minutes in sorted(_offsets(latest_ms // 3_600_000)):
         behind_ms = (own - minutes) * 60_000

@@ -9,7 +9,9 @@ less those whose text parsing may render otherwise (a JSON number) and those tha
 ASCII; a chunk with a backslash (an escape), an escape code (colour) or a byte that is not
 ASCII makes the line one that may match, and so does, for a phrase, a JSON line whose message
 parsing composes of several values (`prefilter._COMPOSED`: an audit Event, Istio's access
-log). Elsewhere a record spans lines, and a skipped line may complete one; there
+log, as JSON or as logfmt), and so does journald's export (`__REALTIME_TIMESTAMP`), whose
+values may be arrays of their bytes (`"MESSAGE":[27,91,...]`, read as text). Elsewhere a
+record spans lines, and a skipped line may complete one; there
 (`long_line_judge`, the named formats of `multiline.HeadParser`), a line whose first bytes are
 a record's head starts a record of its own (it completes none before it): timed by its head,
 outside the call's window it cannot match, and in it, where the prefilter's terms are missing
@@ -86,8 +88,11 @@ def long_line_probe(prefilter: Prefilter, fmt: str) -> Callable[[], LongLineProb
         for t in prefilter.terms
         if t.isascii() and not (fmt == "jsonl" and t in prefilter.numeric)
     ]
-    spaced = fmt == "jsonl" and any(b" " in t for t in terms)
-    markers = tuple(m.lower().encode() for m in _COMPOSED) if spaced else ()
+    composed = _COMPOSED.get(fmt, ())  # a phrase of a message made of the line's values
+    spaced = any(b" " in t for t in terms)
+    markers = tuple(m.lower().encode() for m in composed) if spaced else ()
+    if fmt == "jsonl":  # journald's export: a value as an array of its bytes, read as text
+        markers += (b"__realtime_timestamp",)
     return (lambda: LongLineProbe(terms, markers)) if terms else None
 
 

@@ -15,7 +15,7 @@ also searched in that rendering:
 - JSON lists (and objects nested past flattening) are compared as compact JSON (`[1,2]` for
   `[1, 2]`): on JSON lines, a term with a bracket, brace, comma or colon is not used;
 - escapes: a line with a backslash is always parsed, and so is journald's export of a field
-  as an array of its bytes (`"MESSAGE":[27,91,...]`, read as its text);
+  as an array of its bytes (`"MESSAGE":[27,91,...]`, read as its text; spaced or not);
 - a level is upper-cased before it is lowered (`ß` becomes `ss`): a line that is not ASCII is
   also searched upper-cased, then lowered, and without its zero-width characters (masking takes
   them out: `pass\u200bword` is shown `password`);
@@ -31,7 +31,7 @@ also searched in that rendering:
 from __future__ import annotations
 
 import re
-from typing import Final
+from typing import Any, Final
 
 import msgspec
 
@@ -41,7 +41,7 @@ from workers.sources.logs.records import SEPARATOR
 from workers.sources.logs.secret_shapes import without_invisible
 from workers.sources.logs.source import ParsedQuery
 
-__all__ = ["LINE_FORMATS", "RECORD_FORMATS", "Prefilter"]
+__all__ = ["LINE_FORMATS", "RECORD_FORMATS", "Prefilter", "skipped_time"]
 
 # Formats where one line is one record, so a term the record needs is in that line's text;
 # syslog's record may go on over indented lines (`syslogformat`): its parser runs the check over a
@@ -159,7 +159,7 @@ class Prefilter:
 
     def may_match(self, line: str) -> bool:
         """False only when no record this line parses into can match the query."""
-        if "\\" in line or (self.numbers and '":[' in line and "__REALTIME_TIMESTAMP" in line):
+        if "\\" in line or (self.numbers and "[" in line and "__REALTIME_TIMESTAMP" in line):
             return True
         low = line.lower()
         for words in self.levels:
@@ -184,3 +184,14 @@ class Prefilter:
                 continue
             return False
         return True
+
+
+def skipped_time(parser: Any, line: str, default: int) -> int:
+    """The time of the record a line the prefilter skipped holds, else `default`: a line
+    after it that is no record is matched as text, timed by the record before it (before,
+    by the last record parsed: days older, outside the window, when the prefilter skipped
+    the ones between). The parser's count of failed lines stays as it was."""
+    failed = parser.failed
+    found = parser.feed(line)
+    parser.failed = failed
+    return int(found[-1].epoch_ms) if found else default

@@ -63,8 +63,13 @@ UNREAD_TEMPLATE: Final = "<older matches not read: patterns are of the newest {r
 
 
 def format_ms(epoch_ms: int, zone: tzinfo = UTC) -> str:
-    """ISO 8601 with milliseconds in `zone` (as the MOCK source writes its times)."""
-    moment = datetime.fromtimestamp(epoch_ms / 1000, zone)
+    """ISO 8601 with milliseconds in `zone` (as the MOCK source writes its times); in UTC
+    where `zone`'s date would fall out of datetime's range (Go's zero time, year 1, in a zone
+    behind UTC; a stamp late in 9999 in one ahead)."""
+    try:
+        moment = datetime.fromtimestamp(epoch_ms / 1000, zone)
+    except OverflowError:
+        moment = datetime.fromtimestamp(epoch_ms / 1000, UTC)
     return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
@@ -236,6 +241,10 @@ class _Figures:
 
 # A pattern's key: (masked message or template, level).
 _Key = tuple[str, str]
+# The levels the matches past the figures are counted under, each its own pattern
+# (`OTHER_TEMPLATE`): the six and a few words (a JSON `level` may hold any text: one per
+# record made the state and the answer grow with the matches)
+_REST_LEVELS: Final = 16
 
 
 class Digest:
@@ -246,8 +255,9 @@ class Digest:
         self.match_count = 0
         self.templates_cut = False
         self._figures: dict[_Key, _Figures] = {}  # per masked message and level
-        # The matches given no figure of their own once `templates_cut`, per level: a pattern
-        # each (`OTHER_TEMPLATE`), so the patterns' counts always add up to `match_count`.
+        # The matches given no figure of their own once `templates_cut`, per level (at most
+        # `_REST_LEVELS`): a pattern each (`OTHER_TEMPLATE`), so the patterns' counts always
+        # add up to `match_count`.
         self._rest: dict[str, _Figures] = {}
         self._newest: list[tuple[tuple[int, str], int, Entry, str]] = []
         self._seq = 0
@@ -265,9 +275,12 @@ class Digest:
                 self._figures[key] = _Figures(entry)
             else:
                 self.templates_cut = True
-                rest = self._rest.get(entry.level)
+                level = entry.level
+                if level not in self._rest and len(self._rest) >= _REST_LEVELS:
+                    level = ""  # a level past them: level-less (an unknown word ranks so)
+                rest = self._rest.get(level)
                 if rest is None:
-                    self._rest[entry.level] = _Figures(entry)
+                    self._rest[level] = _Figures(entry)
                 else:
                     rest.add(entry)
         else:

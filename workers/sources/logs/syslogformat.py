@@ -165,6 +165,7 @@ class SyslogRecords:
         self._message = False  # after its exception: the message's lines, until a syslog line
         self._raised: str | None = None  # the exception the open record's traceback raised last
         self._last_ms: int | None = None  # the time of the last record parsed
+        self._skipped_head: str | None = None  # a head the prefilter skipped after it
 
     def feed(self, line: str) -> list[Entry]:
         # The common line is a head after a head: a few checks, no copy (its cost beside the
@@ -188,6 +189,7 @@ class SyslogRecords:
                 self.probe = head
             if self.skip is not None and ("PRIVATE KEY" in head or "-----END " in head):
                 self.skip(head)
+            self._skipped_head = head
             return []
         return self._record(head, more, kept=True)
 
@@ -243,19 +245,25 @@ class SyslogRecords:
         if not kept and self.keep is not None and not self.keep(joined):
             for text in (head, *more):
                 self._skipped(text)  # no line of it can match: each would be skipped alone
+            self._skipped_head = head
             return []
         found = self.line.feed(head)
         if not found:  # no syslog line: neither are the lines after it a record's
             self._reject([head, *more])
             return []
         entry = found[0]
-        self._last_ms = entry.epoch_ms
+        self._last_ms, self._skipped_head = entry.epoch_ms, None
         if more:
             entry.message = "\n".join([entry.message, *more])
             _fields_of(entry, head.rstrip(), more, raised)
         return [entry]
 
     def _reject(self, lines: list[str]) -> None:
+        if (skipped := self._skipped_head) is not None:  # the record before them: its time
+            self._skipped_head = None
+            failed, found = self.line.failed, self.line.feed(skipped)  # (not matched)
+            self.line.failed = failed
+            self._last_ms = found[0].epoch_ms if found else self._last_ms
         for line in lines:
             text = line.rstrip("\r\n")
             if self.keep is None or (self.keep(text) and self.keep(without_log_secrets(text))):
