@@ -8,7 +8,6 @@ answer never confirms a guess at a secret either.
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import msgspec
@@ -537,13 +536,14 @@ def test_file_a_guess_at_a_secret_in_a_line_not_in_the_format_tells_nothing(
 def test_file_a_word_only_a_line_not_in_the_format_holds_is_no_format_error(
     tmp_path: Path,
 ) -> None:
-    # The prefilter skipped every JSON line and passed the one that is none (timed by the
-    # file, after the window): the file, jsonl three lines out of four, was "not in the
-    # configured format" (ERROR). It is in its format: the window holds no match.
-    record = '{"ts":"2026-12-04T15:58:20Z","level":"info","msg":"hi","service":"api"}\n'
-    (tmp_path / "a.log").write_text(record * 3 + "starting now\n")
-    found = search(file_source(tmp_path, "jsonl", ["a.log"], now=NOW), "starting", 60)
-    assert found.match_count == 0 and project(found).evidence_status is EvidenceStatus.NO_EVIDENCE
-    os.utime(tmp_path / "a.log", (NOW - 60, NOW - 60))  # in the window: the line is found
-    found = search(file_source(tmp_path, "jsonl", ["a.log"], now=NOW), "starting", 60)
-    assert found.match_count == 1
+    # The prefilter skipped every JSON line and passed the one that is none: the file, jsonl
+    # three lines out of four, was "not in the configured format" (ERROR). It is in its
+    # format. The line is timed by the record before it (as with the prefilter off, since
+    # 2026-12-05; before, by the file's last write): records an hour before the window, no
+    # match; records in the window, the line is found.
+    for stamp, count in (("14:58:20", 0), ("15:58:20", 1)):
+        record = f'{{"ts":"2026-12-04T{stamp}Z","level":"info","msg":"hi","service":"api"}}\n'
+        (tmp_path / "a.log").write_text(record * 3 + "starting now\n")
+        found = search(file_source(tmp_path, "jsonl", ["a.log"], now=NOW), "starting", 60)
+        status = EvidenceStatus.EVIDENCE_FOUND if count else EvidenceStatus.NO_EVIDENCE
+        assert found.match_count == count and project(found).evidence_status is status
