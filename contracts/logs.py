@@ -118,7 +118,7 @@ def _patterns_from_records(records: list[LogRecord]) -> list[UpstreamPattern]:
     # One pattern per template and level (`pattern_key`), as every backend makes them.
     acc: dict[tuple[str, str], list[str | int]] = {}
     for record in records:
-        key = (_template_of(record), record.level)
+        key = pattern_key(_template_of(record), record.level)
         found = acc.get(key)
         if found is None:
             acc[key] = [1, record.timestamp, record.timestamp]

@@ -145,69 +145,64 @@ def check_outcome(
 ) -> None:
     """Raise the ERROR a read that found nothing owes the agent (never "no evidence"): nothing
     in the format, only unreadable compressions, only broken files, or a cut-short search."""
-    if tally.parsed == 0 and tally.failed > 0 and digest.match_count == 0:
+    if digest.match_count:
+        return  # something matched: an answer (a lower bound where a note says so)
+    cut_short = reader.out_of_budget or flag.timed_out  # (said by the last one)
+    if tally.parsed == 0 and tally.failed > 0:
         formats = ", ".join(sorted(tally.formats)) or "configured"
         raise SourceError(
             ErrorCode.EXECUTION,
             f"the log files of topic {name} are not in the configured format "
             f"({formats}): no line could be read as a record",
         )
-    if reader.unread and digest.match_count == 0:
+    if reader.unread:
         kinds = ", ".join(sorted(set(reader.unread)))
         raise SourceError(
             ErrorCode.EXECUTION,
             f"{len(reader.unread)} log files of topic {name} are compressed with {kinds}, "
             "which this worker cannot read; nothing else matched",
         )
-    if reader.refused == reader.broken > 0 and digest.match_count == 0:
+    if reader.refused == reader.broken > 0:
         raise SourceError(
             ErrorCode.EXECUTION,
             f"{reader.refused} log files of topic {name} could not be read: the worker may not "
             f"open them ({reader.refused_error}), and nothing else matched: the count is "
             "unknown; the operator must give the worker's user read access to them",
         )
-    if reader.broken and digest.match_count == 0 and not (reader.out_of_budget or flag.timed_out):
+    if reader.broken and not cut_short:
         raise SourceError(
             ErrorCode.EXECUTION,
             f"{reader.broken} log files of topic {name} ended in an error part way "
             f"({_damage(reader)}) and nothing read before it matched: the count is "
             "unknown; the operator must check these files",
         )
-    if reader.gone and digest.match_count == 0 and not (reader.out_of_budget or flag.timed_out):
+    if reader.gone and not cut_short:
         raise SourceError(
             ErrorCode.EXECUTION,
             f"{reader.gone} log files of topic {name} were rotated away or removed while this "
             "call read them and nothing read matched: the count is unknown; ask again",
         )
-    if (
-        reader.truncated
-        and digest.match_count == 0
-        and not (reader.out_of_budget or flag.timed_out)
-    ):
+    if reader.truncated and not cut_short:
         raise SourceError(
             ErrorCode.EXECUTION,
             f"{reader.truncated} log files of topic {name} were truncated while this call "
             "read them (a copytruncate rotation) and nothing read matched: the count is "
             "unknown; ask again",
         )
-    if tally.unlisted and digest.match_count == 0:
+    if tally.unlisted:
         raise SourceError(
             ErrorCode.EXECUTION,
             f"{unlisted_text(tally.unlisted)} for topic {name} and nothing read matched: the "
             "count is unknown; the operator must check the folders' permissions",
         )
-    if (
-        reader.long_unsure
-        and digest.match_count == 0
-        and not (reader.out_of_budget or flag.timed_out)
-    ):
+    if reader.long_unsure and not cut_short:
         raise SourceError(
             ErrorCode.EXECUTION,
             f"{reader.long_unsure} log lines of topic {name} are longer than max_line_bytes "
             f"({reader.budget.max_line_bytes} bytes) and were skipped unread, and nothing else "
             "matched: the count is unknown; the operator may raise [scan] max_line_bytes",
         )
-    if lower_bound and digest.match_count == 0:
+    if lower_bound:
         code = ErrorCode.TIMEOUT if flag.timed_out else ErrorCode.EXECUTION
         raise SourceError(
             code,
