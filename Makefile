@@ -51,6 +51,7 @@ demo: $(STAMP)
 
 lint: $(STAMP)
 	$(PY) -m ruff check contracts pipeline workers hosts app chaos tests bench
+	$(PY) -m ruff format --check contracts pipeline workers hosts app chaos tests bench
 	$(PY) -m mypy
 
 # The contracts' own tests, traced, must cover every line of contracts/ on their own; then

@@ -108,7 +108,7 @@ RECORD_OWNER = "pipeline/record.py"
 RECORD_FIELDS = frozenset(
     {"st", "eid", "inv", "t0", "t1", "dup", "fp", "sk", "ev", "res", "mo", "cv", "d", "mid", "cid",
      "cx", "tk", "ta"}
-)
+)  # fmt: skip
 # (module, name) pairs that may type a listed name, and why.
 RECORD_FIELD_ALLOWED: dict[tuple[str, str], str] = {
     # The plain-Redis baseline of `bench pipeline` round-trips its own `{id, d}` entries on

@@ -79,7 +79,6 @@ class EmptyLogSource(InstantSource):
         return LogsUpstream(source_kind="MOCK", scope=scope, match_count=0)
 
 
-
 class ImmediateKnowledge(InstantSource):
     """An `ImmediateSource`: the worker runs its calls inline, a read batch at a time.
     Query 'fail' raises a `SourceError`, 'bug' a plain exception, 'garbage' answers nonsense."""
