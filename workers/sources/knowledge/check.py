@@ -4,7 +4,8 @@
 The same walk and reads as the index build (`files.runbook_files`, `files.read_inside`,
 `analysis.split_document`), without building it: each runbook's title and how many sections
 it is served in, and the problems: no folder, no runbook, a runbook over the size cap, one
-that cannot be read or holds no text, and documents of other kinds the index passes over
+that cannot be read (permission denied; a folder that cannot be listed) or is no text
+(binary data) or holds no text, and documents of other kinds the index passes over
 (`.adoc`, `.html`: an export no lookup will ever find). What a checked-out runbook site also
 holds is said, not a problem: a Hugo section page (`_index.md`, front matter only), images,
 scripts, LICENSE and OWNERS files (`KnowledgeCheck.passed_over`). Nothing is written anywhere.
@@ -26,6 +27,7 @@ from workers.sources.knowledge.files import (
     DIR_FLAGS,
     DOCUMENT_SUFFIXES,
     RUNBOOK_SUFFIXES,
+    NotIndexed,
     TooLarge,
     max_file_bytes_from_env,
     other_kinds,
@@ -103,8 +105,9 @@ def check_knowledge(env: Mapping[str, str]) -> KnowledgeCheck:
         check.problem = f"ACI_KNOWLEDGE_DIR {folder} is not a readable folder: lookups fail"
         return check
     others: Counter[str] = Counter()
+    unlisted: list[str] = []
     try:
-        for source, path in runbook_files(root, others):
+        for source, path in runbook_files(root, others, unlisted):
             runbook = _runbook(root_fd, source, path.relative_to(root), max_bytes)
             check.runbooks += 1
             check.sections += runbook.sections
@@ -112,6 +115,10 @@ def check_knowledge(env: Mapping[str, str]) -> KnowledgeCheck:
                 check.listed.append(runbook)
     finally:
         os.close(root_fd)
+    check.listed += [
+        RunbookCheck(source=f"{name}/", problem="a folder that cannot be listed: not indexed")
+        for name in unlisted
+    ]
     check.others = dict(others)
     return check
 
@@ -124,6 +131,9 @@ def _runbook(root_fd: int, source: str, rel: Path, max_bytes: int) -> RunbookChe
         check.problem = (
             f"{big.size} bytes, over ACI_KNOWLEDGE_MAX_FILE_BYTES ({max_bytes}): not indexed"
         )
+        return check
+    except NotIndexed as why:  # permission denied, binary data
+        check.problem = f"{why.reason}: not indexed"
         return check
     if text is None:
         check.problem = "cannot be read (replaced or unreadable): not indexed"

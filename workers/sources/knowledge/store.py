@@ -29,14 +29,17 @@ from typing import TYPE_CHECKING, Final
 
 import msgspec
 
-from workers.sources.knowledge import analysis, encoder, files, markdown, site_markup
+from workers.sources.knowledge import analysis, decoding, encoder, files, markdown, site_markup
 from workers.sources.knowledge.analysis import split_document, synonym_groups, terms_of
 from workers.sources.knowledge.encoder import Encoder, chunk_text
 from workers.sources.knowledge.files import (
     DEFAULT_MAX_FILE_BYTES,
     DIR_FLAGS,
     RUNBOOK_SUFFIXES,
+    NotIndexed,
+    NotText,
     TooLarge,
+    Unreadable,
     other_kinds,
     read_inside,
     runbook_files,
@@ -55,7 +58,7 @@ INDEX_VERSION: Final = 4  # 4: a section's `{#id}` in `anchor`, not in its bread
 ANALYSIS_HASH: Final = hashlib.sha256(
     b"".join(
         Path(m.__file__ or "").read_bytes()
-        for m in (analysis, encoder, files, markdown, site_markup)
+        for m in (analysis, decoding, encoder, files, markdown, site_markup)
     )
     + Path(__file__).read_bytes()
 ).hexdigest()[:16]
@@ -104,34 +107,49 @@ def _rows(text: str, source: str) -> list[_Row]:
     return rows
 
 
-def _read_folder(folder: Path, max_file_bytes: int) -> tuple[list[_Row], list[str]]:
-    """The rows of every runbook, and the sources skipped as larger than the cap (logged)."""
+def _read_folder(folder: Path, max_file_bytes: int) -> tuple[list[_Row], list[tuple[str, str]]]:
+    """The rows of every runbook, and the sources skipped with why: larger than the cap
+    (`size`), unreadable (`unreadable`: permission denied), no text (`binary`); each logged."""
     rows: list[_Row] = []
-    skipped: list[str] = []
+    skipped: list[tuple[str, str]] = []
     root = folder.resolve()
     root_fd = os.open(root, DIR_FLAGS)
     others: Counter[str] = Counter()
+    unlisted: list[str] = []
     try:
-        for source, path in runbook_files(root, others):
+        for source, path in runbook_files(root, others, unlisted):
             try:
                 text = read_inside(root_fd, path.relative_to(root), max_file_bytes)
-            except TooLarge as big:
-                skipped.append(source)
+            except NotIndexed as why:
+                skipped.append((source, _SKIP_KINDS.get(type(why), "unreadable")))
                 log.warning(
-                    "knowledge runbook %s not indexed: %d bytes, over ACI_KNOWLEDGE_MAX_FILE_BYTES"
-                    " (%d)", source, big.size, max_file_bytes,
-                )  # fmt: skip
+                    "knowledge runbook %s not indexed: %s", source, _said(why, max_file_bytes)
+                )
                 continue
             if text is not None:
                 rows.extend(_rows(text, source))
     finally:
         os.close(root_fd)
+    for name in unlisted:  # a folder the worker may not list: its runbooks are not found
+        skipped.append((f"{name}/", "unreadable"))
+        log.warning("knowledge folder %s/ not indexed: it cannot be listed", name)
     if others:  # an export of another kind (AsciiDoc, HTML, PDF) is not silently absent
         log.warning(
             "knowledge: %d files in the folder are not read (runbooks are %s): %s",
             others.total(), ", ".join(RUNBOOK_SUFFIXES), other_kinds(others),
         )  # fmt: skip
     return rows, skipped
+
+
+_SKIP_KINDS: Final[dict[type[NotIndexed], str]] = {
+    TooLarge: "size", Unreadable: "unreadable", NotText: "binary",
+}  # fmt: skip
+
+
+def _said(why: NotIndexed, max_file_bytes: int) -> str:
+    if isinstance(why, TooLarge):
+        return f"{why.size} bytes, over ACI_KNOWLEDGE_MAX_FILE_BYTES ({max_file_bytes})"
+    return why.reason
 
 
 def build_index(
@@ -178,9 +196,7 @@ def build_index(
                     "INSERT INTO vectors VALUES (?, ?, ?, ?)",
                     (encoder.model_id, encoder.dim, vectors.astype("<f4").tobytes(), digests),
                 )
-            conn.executemany(
-                "INSERT INTO skipped VALUES (?, 'size')", [(source,) for source in skipped]
-            )
+            conn.executemany("INSERT INTO skipped VALUES (?, ?)", skipped)
             groups = {term: sorted(members) for term, members in synonym_groups().items()}
             conn.execute("INSERT INTO synonyms VALUES (?)", (msgspec.msgpack.encode(groups),))
             conn.execute("INSERT INTO chunks(chunks) VALUES ('optimize')")
@@ -315,9 +331,9 @@ def _check_vectors(vectors: npt.NDArray[np.float32], n: int, dim: int) -> None:
 
 class IndexFile:
     """One open, read-only index file with its term document frequencies, the runbooks its
-    build skipped (`skipped`, over the size cap), the synonym groups of its analysis
-    (`synonyms`), the runbooks' alert names (`names`, `names.runbook_names`) and (when built
-    with an encoder) its chunk vectors, row i for rowid i + 1."""
+    build skipped (`skipped`: over the size cap, unreadable, no text), the synonym groups of
+    its analysis (`synonyms`), the runbooks' alert names (`names`, `names.runbook_names`) and
+    (when built with an encoder) its chunk vectors, row i for rowid i + 1."""
 
     def __init__(self, path: Path) -> None:
         self.conn = sqlite3.connect(
