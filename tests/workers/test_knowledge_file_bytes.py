@@ -184,3 +184,28 @@ async def test_answers_from_a_team_folder(tmp_path: Path) -> None:
     assert [h["source"] for h in disk["contextPack"]["hits"]] == ["disk.md"]
     assert "indexRebuilding" not in disk["contextPack"]
     assert disk["contextPack"]["skippedSources"] == ["blob.md"]
+
+
+def test_a_suffix_in_capitals_is_a_runbook(tmp_path: Path) -> None:
+    # Before: `MEMCACHED.MD` (a Windows export) was not read, and check said so as "(1 other
+    # file is not read (1 .md))" beside "everything reads well"; "memcached evictions" was
+    # answered LOW by the Redis runbook.
+    (tmp_path / "MEMCACHED.MD").write_text("# Memcached eviction storm\n\nThe slab is full.\n")
+    (tmp_path / "DNS.TXT").write_text("DNS failures\n============\n\nCoreDNS crashloops.\n")
+    (tmp_path / "Intro.Mdx").write_text("import X from 'x'\n\n# Intro\n\n<X>Read me.</X>\n")
+    check = check_knowledge({"ACI_KNOWLEDGE_DIR": str(tmp_path)})
+    assert check.problems() == [] and check.others == {}
+    titles = {r.source: r.title for r in check.listed}
+    assert titles == {
+        "DNS.TXT": "DNS failures",
+        "Intro.Mdx": "Intro",
+        "MEMCACHED.MD": "Memcached eviction storm",
+    }
+    target = tmp_path.parent / f"{tmp_path.name}.sqlite3"
+    build_index(tmp_path, target)
+    index = IndexFile(target)
+    try:
+        rows = dict(index.conn.execute("SELECT source, content FROM chunks").fetchall())
+    finally:
+        index.conn.close()
+    assert rows["Intro.Mdx"] == "# Intro\n\nRead me."  # read as MDX: the import and tags out

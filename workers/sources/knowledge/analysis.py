@@ -186,7 +186,7 @@ def split_markdown(text: str, source: str) -> list[Chunk]:
     matter out (its title names the runbook, its description and tags are `meta`), one
     chunk per section, sections over `MAX_CHUNK_CHARS` split at block, list-item, row or line
     boundaries into bounded chunks that keep the section's heading path."""
-    page = read_markdown(text, mdx=source.endswith(".mdx"))
+    page = read_markdown(text, mdx=source.lower().endswith(".mdx"))
     title = page.title or Path(source).stem
     chunks: list[Chunk] = []
     for section in page.sections:
@@ -202,7 +202,7 @@ def split_markdown(text: str, source: str) -> list[Chunk]:
 
 def split_document(text: str, source: str) -> list[Chunk]:
     """Chunks of one runbook file: Markdown by headings, `.txt`/`.rst` as plain text."""
-    if not source.endswith(PLAIN_SUFFIXES):
+    if not source.lower().endswith(PLAIN_SUFFIXES):  # suffixes in any case: `NOTES.TXT`
         return split_markdown(text, source)
     lines = [ln for ln in text.splitlines() if ln.strip()]
     title = Path(source).stem

@@ -125,7 +125,7 @@ def runbook_files(
                 else:
                     stack.append((Path(entry.path), depth + 1))
                 continue
-            if entry.name.endswith(RUNBOOK_SUFFIXES):
+            if entry.name.lower().endswith(RUNBOOK_SUFFIXES):  # `RUNBOOK.MD` too
                 _add_file(root, Path(entry.path), found)
             elif others is not None and entry.is_file():  # a link to a folder is no file
                 suffix = Path(entry.name).suffix.lower()
