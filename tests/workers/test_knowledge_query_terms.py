@@ -42,3 +42,14 @@ async def test_a_query_with_one_searchable_word_is_searched(tmp_path: Path) -> N
     finally:
         await source.aclose()
     assert answer["contextPack"]["hits"][0]["source"] == "disk.md"
+
+
+def test_a_status_code_in_the_plural_is_the_code() -> None:
+    # "users getting 503s" shared no term with a runbook's "HTTP 500/502/503 rate": "503s"
+    # was a term of its own (the stemmer leaves non-words alone), so it answered NO_EVIDENCE.
+    from workers.sources.knowledge.analysis import terms_of
+
+    assert terms_of("users getting 503s, 502S from nginx") == [
+        "user", "get", "503", "502", "from", "nginx"
+    ]  # fmt: skip
+    assert terms_of("in 30s, 1000s of rows, 600s") == ["in", "30s", "1000s", "of", "row", "600s"]

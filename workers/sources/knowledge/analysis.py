@@ -42,6 +42,9 @@ _RUN = re.compile(r"[A-Za-z0-9]+|[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]+")
 _CAMEL = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|[0-9]+")
 _ADORNMENT = re.compile(r"^([=\-~^\"'`#*+:.])\1{2,}[ \t]*$")
 PLAIN_SUFFIXES: Final = (".txt", ".rst")
+# HTTP status codes said in the plural ("502s", "504s"): an on-call engineer's word for
+# those responses; runbooks write "HTTP 502", "502 Bad Gateway" (`_stem` leaves non-words).
+_STATUS_PLURAL = re.compile(r"[1-5][0-9]{2}[sS]")
 
 _STOP_EN: Final = frozenset(
     "a an the and or but if of to in on at by for from with without into onto about as is are "
@@ -147,7 +150,9 @@ def terms_of(text: str, *, keep_stop_words: bool = True, bigrams: bool = False) 
     """Terms of `text`: stemmed English words, camelCase parts, jieba words (+ CJK bigrams)."""
     out: list[str] = []
     for run in _RUN.findall(text):
-        if run.isascii():
+        if _STATUS_PLURAL.fullmatch(run):  # "throwing 502s": the code, as a plural's stem
+            out.append(run[:3])
+        elif run.isascii():
             out.append(_stem(run.lower()))
             parts = _CAMEL.findall(run) if not run.islower() and not run.isupper() else []
             if len(parts) > 1:
