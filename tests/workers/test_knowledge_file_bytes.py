@@ -209,3 +209,16 @@ def test_a_suffix_in_capitals_is_a_runbook(tmp_path: Path) -> None:
     finally:
         index.conn.close()
     assert rows["Intro.Mdx"] == "# Intro\n\nRead me."  # read as MDX: the import and tags out
+
+
+def test_a_runbook_made_unreadable_changes_the_fingerprint(tmp_path: Path) -> None:
+    # Before: `chmod 000` left size and mtime alone, so no rebuild came; each hit of the
+    # runbook failed the per-hit check and every such answer said `index_rebuilding: true`
+    # while nothing was rebuilt, the runbook never named as unreadable.
+    kb = _team_folder(tmp_path)
+    before = files.files_fingerprint(kb, "salt")
+    (kb / "disk.md").chmod(0)
+    unreadable = files.files_fingerprint(kb, "salt")
+    (kb / "disk.md").chmod(0o644)
+    assert len({before, unreadable, files.files_fingerprint(kb, "salt")}) == 2
+    assert files.files_fingerprint(kb, "salt") == before

@@ -256,12 +256,14 @@ def read_inside(root_fd: int, rel: PurePath, max_bytes: int = DEFAULT_MAX_FILE_B
 
 
 def files_fingerprint(folder: Path, salt: str) -> str:
-    """A hash of `salt` and every indexable file's relative path, size and mtime."""
+    """A hash of `salt` and every indexable file's relative path, size, mtime and access
+    (mode, owner, group: a runbook made unreadable is rebuilt without it and said)."""
     digest = hashlib.sha256(salt.encode())
     for rel, path in runbook_files(folder):
         try:
             info = path.stat()
         except OSError:
             continue
-        digest.update(f"{rel}\0{info.st_size}\0{info.st_mtime_ns}\n".encode())
+        access = f"{info.st_mode:o}.{info.st_uid}.{info.st_gid}"
+        digest.update(f"{rel}\0{info.st_size}\0{info.st_mtime_ns}\0{access}\n".encode())
     return digest.hexdigest()
