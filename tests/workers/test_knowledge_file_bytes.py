@@ -222,3 +222,23 @@ def test_a_runbook_made_unreadable_changes_the_fingerprint(tmp_path: Path) -> No
     (kb / "disk.md").chmod(0o644)
     assert len({before, unreadable, files.files_fingerprint(kb, "salt")}) == 2
     assert files.files_fingerprint(kb, "salt") == before
+
+
+def test_installed_packages_are_no_runbooks(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    # A docs site's checkout after `npm install`: before, every library's README.md and
+    # CHANGELOG.md under node_modules was indexed as a runbook ("how to restart" -> a
+    # package's README), and the build embedded thousands of them.
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "restart.md").write_text("# Restart the API\n\nsystemctl restart api\n")
+    for package in ("lodash", "@docusaurus/core"):
+        folder = tmp_path / "node_modules" / package
+        folder.mkdir(parents=True)
+        (folder / "README.md").write_text(f"# {package}\n\nHow to restart the watcher.\n")
+    (tmp_path / "website" / "bower_components" / "x").mkdir(parents=True)
+    (tmp_path / "website" / "bower_components" / "x" / "README.md").write_text("# x\n\ntext\n")
+    with caplog.at_level(logging.WARNING, logger="aci.knowledge"):
+        found = [rel for rel, _ in files.runbook_files(tmp_path)]
+    assert found == ["docs/restart.md"]
+    assert "skipping knowledge folders named node_modules (packages)" in caplog.text

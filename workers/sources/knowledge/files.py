@@ -53,6 +53,9 @@ DOCUMENT_SUFFIXES: Final = frozenset(
     " .pdf .doc .docx .odt .rtf".split()
 )
 MAX_DEPTH: Final = 64  # folder levels walked below the knowledge folder
+# A docs site's checkout holds its installed packages: thousands of README.md and CHANGELOG.md
+# files of libraries (a Docusaurus or Backstage site: `npm install` before a local preview).
+_PACKAGE_FOLDERS: Final = frozenset({"node_modules", "bower_components"})
 DEFAULT_MAX_FILE_BYTES: Final = 1024 * 1024  # a runbook larger than this is not indexed
 
 log = logging.getLogger("aci.knowledge")
@@ -91,14 +94,15 @@ def runbook_files(
     """(source name, real path) of every runbook (`RUNBOOK_SUFFIXES`) the index may serve:
     regular files whose real path lies inside the real folder. Directory symlinks are not
     followed (a target inside the folder is walked anyway), hidden paths are skipped, and so
-    are folders deeper than `MAX_DEPTH` (said once). The walk keeps its own stack (a folder
-    nested 1,000 deep is no recursion), and a file or link that changes or vanishes while it
-    is listed is skipped, never an error. A symlink to a file inside the folder is listed once,
-    under the file's own name: the link's name would serve the same text twice, and the
-    per-hit check (`current.py`) reads a source without following links. `others`, given,
-    counts the files passed over for their suffix (`.adoc`, `.html`, or `no suffix`), for the
-    index to say so; `unlisted`, given, gets each folder below it that cannot be listed
-    (permission denied: its runbooks are not found, and the index says so)."""
+    are installed packages (`node_modules`) and folders deeper than `MAX_DEPTH` (said once).
+    The walk keeps its own stack (a folder nested 1,000 deep is no recursion), and a file or
+    link that changes or vanishes while it is listed is skipped, never an error. A symlink to
+    a file inside the folder is listed once, under the file's own name: the link's name would
+    serve the same text twice, and the per-hit check (`current.py`) reads a source without
+    following links. `others`, given, counts the files passed over for their suffix (`.adoc`,
+    `.html`, or `no suffix`), for the index to say so; `unlisted`, given, gets each folder
+    below it that cannot be listed (permission denied: its runbooks are not found, and the
+    index says so)."""
     root = folder.resolve()
     found: list[tuple[str, Path]] = []
     stack = [(root, 0)]
@@ -120,7 +124,9 @@ def runbook_files(
             except OSError:
                 continue
             if is_dir:
-                if depth + 1 > MAX_DEPTH:
+                if entry.name in _PACKAGE_FOLDERS:
+                    _warn_once(f"skipping knowledge folders named {entry.name} (packages)")
+                elif depth + 1 > MAX_DEPTH:
                     _warn_once(f"skipping knowledge folders deeper than {MAX_DEPTH} levels")
                 else:
                     stack.append((Path(entry.path), depth + 1))
