@@ -94,6 +94,9 @@ def _team_folder(root: Path) -> Path:
     (kb / "locked.md").write_text("# Vault unseal\n\nUnseal vault.\n")
     (kb / "private" / "pay.md").write_text("# Payments failover\n\nFail over.\n")
     os.symlink("disk.md", kb / "DiskFullAlert.md")
+    (root / "shared.md").write_text("# Shared\n\nAnother team's runbook.\n")
+    os.symlink("../../shared.md", kb / "legacy" / "shared.md")  # out of the folder: said
+    os.symlink("gone.md", kb / "dangling.md")
     return kb
 
 
@@ -137,12 +140,16 @@ def test_the_build_says_what_it_could_not_read(
     assert titles["legacy/cache.md"] == "Procédure de redémarrage"
     assert not any("\ufffd" in r[2] or "\x00" in r[2] for r in rows)
     assert reasons == [
-        ("blob.md", "binary"), ("locked.md", "unreadable"), ("private/", "unreadable")
+        ("blob.md", "binary"), ("dangling.md", "refused"), ("legacy/shared.md", "refused"),
+        ("locked.md", "unreadable"), ("private/", "refused"),
     ]  # fmt: skip
     said = [r.getMessage() for r in caplog.records]
     assert "knowledge runbook blob.md not indexed: binary data, not text" in said
     assert "knowledge runbook locked.md not indexed: cannot be read (permission denied)" in said
-    assert "knowledge folder private/ not indexed: it cannot be listed" in said
+    assert "knowledge: private/ not indexed: a folder that cannot be listed" in said
+    assert "knowledge: dangling.md not indexed: a symlink to nothing" in said
+    out = "a symlink out of the folder (only files inside it are read)"
+    assert f"knowledge: legacy/shared.md not indexed: {out}" in said
 
 
 @pytest.mark.usefixtures("locked")
@@ -152,6 +159,9 @@ def test_check_names_each_file_it_could_not_read(tmp_path: Path) -> None:
     assert check.problems() == [
         "knowledge: blob.md: binary data, not text: not indexed",
         "knowledge: locked.md: cannot be read (permission denied): not indexed",
+        "knowledge: dangling.md: a symlink to nothing: not indexed",
+        "knowledge: legacy/shared.md: a symlink out of the folder (only files inside it are"
+        " read): not indexed",
         "knowledge: private/: a folder that cannot be listed: not indexed",
     ]
     titles = {r.source: r.title for r in check.listed}
@@ -183,7 +193,8 @@ async def test_answers_from_a_team_folder(tmp_path: Path) -> None:
     # One hit for the runbook and its link, and no rebuild said (before: always, for the link).
     assert [h["source"] for h in disk["contextPack"]["hits"]] == ["disk.md"]
     assert "indexRebuilding" not in disk["contextPack"]
-    assert disk["contextPack"]["skippedSources"] == ["blob.md"]
+    skipped = ["blob.md", "dangling.md", "legacy/shared.md"]
+    assert disk["contextPack"]["skippedSources"] == skipped
 
 
 def test_a_suffix_in_capitals_is_a_runbook(tmp_path: Path) -> None:

@@ -105,9 +105,9 @@ def check_knowledge(env: Mapping[str, str]) -> KnowledgeCheck:
         check.problem = f"ACI_KNOWLEDGE_DIR {folder} is not a readable folder: lookups fail"
         return check
     others: Counter[str] = Counter()
-    unlisted: list[str] = []
+    refused: list[tuple[str, str]] = []
     try:
-        for source, path in runbook_files(root, others, unlisted):
+        for source, path in runbook_files(root, others, refused):
             runbook = _runbook(root_fd, source, path.relative_to(root), max_bytes)
             check.runbooks += 1
             check.sections += runbook.sections
@@ -116,8 +116,7 @@ def check_knowledge(env: Mapping[str, str]) -> KnowledgeCheck:
     finally:
         os.close(root_fd)
     check.listed += [
-        RunbookCheck(source=f"{name}/", problem="a folder that cannot be listed: not indexed")
-        for name in unlisted
+        RunbookCheck(source=name, problem=f"{why}: not indexed") for name, why in refused
     ]
     check.others = dict(others)
     return check

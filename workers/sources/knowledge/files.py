@@ -89,7 +89,7 @@ def _kind(suffix: str) -> str:
 
 
 def runbook_files(
-    folder: Path, others: Counter[str] | None = None, unlisted: list[str] | None = None
+    folder: Path, others: Counter[str] | None = None, refused: list[tuple[str, str]] | None = None
 ) -> list[tuple[str, Path]]:
     """(source name, real path) of every runbook (`RUNBOOK_SUFFIXES`) the index may serve:
     regular files whose real path lies inside the real folder. Directory symlinks are not
@@ -100,9 +100,9 @@ def runbook_files(
     a file inside the folder is listed once, under the file's own name: the link's name would
     serve the same text twice, and the per-hit check (`current.py`) reads a source without
     following links. `others`, given, counts the files passed over for their suffix (`.adoc`,
-    `.html`, or `no suffix`), for the index to say so; `unlisted`, given, gets each folder
-    below it that cannot be listed (permission denied: its runbooks are not found, and the
-    index says so)."""
+    `.html`, or `no suffix`), for the index to say so; `refused`, given, gets (name, why) of
+    each runbook name or folder the walk could not take: a folder that cannot be listed
+    (permission denied), a symlink out of the folder or to nothing, a fifo named `.md`."""
     root = folder.resolve()
     found: list[tuple[str, Path]] = []
     stack = [(root, 0)]
@@ -112,9 +112,8 @@ def runbook_files(
             with os.scandir(top) as listing:
                 entries = sorted(listing, key=lambda e: e.name)
         except OSError as exc:  # vanished, swapped for a file or a link, unreadable
-            if unlisted is not None and exc.errno in _UNREADABLE and top != root:
-                name = top.relative_to(root).as_posix()
-                unlisted.append(name.encode("utf-8", "surrogateescape").decode("utf-8", "replace"))
+            if refused is not None and exc.errno in _UNREADABLE and top != root:
+                refused.append((f"{_shown(top, root)}/", "a folder that cannot be listed"))
             continue
         for entry in entries:
             if entry.name.startswith("."):
@@ -132,26 +131,41 @@ def runbook_files(
                     stack.append((Path(entry.path), depth + 1))
                 continue
             if entry.name.lower().endswith(RUNBOOK_SUFFIXES):  # `RUNBOOK.MD` too
-                _add_file(root, Path(entry.path), found)
+                why = _add_file(root, Path(entry.path), found)
+                if why and refused is not None:
+                    refused.append((_shown(Path(entry.path), root), why))
             elif others is not None and entry.is_file():  # a link to a folder is no file
                 suffix = Path(entry.name).suffix.lower()
                 others[_kind(suffix)] += 1
+    if refused is not None:
+        refused.sort()
     return sorted(dict(found).items())
 
 
-def _add_file(root: Path, path: Path, found: list[tuple[str, Path]]) -> None:
+def _shown(path: Path, root: Path) -> str:
+    # A name for a log line or `check`: relative, a name that is not UTF-8 escaped.
+    name = path.relative_to(root).as_posix()
+    return name.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+
+
+def _add_file(root: Path, path: Path, found: list[tuple[str, Path]]) -> str:
+    """Add the runbook at `path`; return why it is refused ("" when added or gone)."""
     if _skip_name(path.relative_to(root).as_posix()):
-        return
+        return ""
     try:
         real = path.resolve(strict=True)
-        inside = real.is_relative_to(root) and stat.S_ISREG(real.stat().st_mode)
+        mode = real.stat().st_mode
     except (OSError, RuntimeError):  # dangling or looping link, vanished file
-        return
-    if inside:
-        # Named as the file it is (a link's target keeps its own name, once).
-        rel = real.relative_to(root).as_posix()
-        if not _skip_name(rel):
-            found.append((rel, real))
+        return "a symlink to nothing" if path.is_symlink() else ""
+    if not real.is_relative_to(root):
+        return "a symlink out of the folder (only files inside it are read)"
+    if not stat.S_ISREG(mode):
+        return "not a regular file (a fifo, socket or device)"
+    # Named as the file it is (a link's target keeps its own name, once).
+    rel = real.relative_to(root).as_posix()
+    if not _skip_name(rel):
+        found.append((rel, real))
+    return ""
 
 
 def _warn_once(message: str) -> None:

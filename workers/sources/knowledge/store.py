@@ -115,9 +115,9 @@ def _read_folder(folder: Path, max_file_bytes: int) -> tuple[list[_Row], list[tu
     root = folder.resolve()
     root_fd = os.open(root, DIR_FLAGS)
     others: Counter[str] = Counter()
-    unlisted: list[str] = []
+    refused: list[tuple[str, str]] = []
     try:
-        for source, path in runbook_files(root, others, unlisted):
+        for source, path in runbook_files(root, others, refused):
             try:
                 text = read_inside(root_fd, path.relative_to(root), max_file_bytes)
             except NotIndexed as why:
@@ -130,9 +130,9 @@ def _read_folder(folder: Path, max_file_bytes: int) -> tuple[list[_Row], list[tu
                 rows.extend(_rows(text, source))
     finally:
         os.close(root_fd)
-    for name in unlisted:  # a folder the worker may not list: its runbooks are not found
-        skipped.append((f"{name}/", "unreadable"))
-        log.warning("knowledge folder %s/ not indexed: it cannot be listed", name)
+    for name, why in refused:  # a folder it may not list, a link out of it: never silent
+        skipped.append((name, "refused"))
+        log.warning("knowledge: %s not indexed: %s", name, why)
     if others:  # an export of another kind (AsciiDoc, HTML, PDF) is not silently absent
         log.warning(
             "knowledge: %d files in the folder are not read (runbooks are %s): %s",
