@@ -130,9 +130,9 @@ def _read_folder(folder: Path, max_file_bytes: int) -> tuple[list[_Row], list[tu
                 rows.extend(_rows(text, source))
     finally:
         os.close(root_fd)
-    for name, why in refused:  # a folder it may not list, a link out of it: never silent
+    for name, reason in refused:  # a folder it may not list, a link out of it: never silent
         skipped.append((name, "refused"))
-        log.warning("knowledge: %s not indexed: %s", name, why)
+        log.warning("knowledge: %s not indexed: %s", name, reason)
     if others:  # an export of another kind (AsciiDoc, HTML, PDF) is not silently absent
         log.warning(
             "knowledge: %d files in the folder are not read (runbooks are %s): %s",
