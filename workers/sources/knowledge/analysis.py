@@ -68,8 +68,8 @@ slow sluggish laggy latency lag 慢 缓慢 卡顿 延迟 耗时
 response answer reply 响应
 cpu processor 处理器
 memory ram heap 内存 堆
-disk storage volume 磁盘 存储
-full exhausted exhaustion depleted saturated pegged 满 耗尽 打满
+disk storage volume device 磁盘 存储
+full exhausted exhaustion depleted saturated pegged space enospc 满 耗尽 打满
 unavailable down outage unreachable 503 不可 宕机 挂
 pool 池
 connection connections connect 连接
