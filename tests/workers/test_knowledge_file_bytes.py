@@ -62,6 +62,20 @@ def test_an_8_bit_file_reads_as_windows_1252() -> None:
     )
 
 
+def test_chinese_saved_on_windows_reads_as_gbk() -> None:
+    # A Chinese team's runbook saved by a Windows editor (GBK, GB18030's subset): before, a
+    # run of U+FFFD; decoded as Windows-1252 it would be accented Latin letters (mojibake).
+    text = (
+        "# MySQL 主从复制延迟\n\n## 现象\n\n从库的 Seconds_Behind_Master 持续增长。\n\n"
+        "## 处理\n\n1. 在主库上查找长事务\uff1aSELECT * FROM information_schema.innodb_trx;\n"
+    )
+    assert decode_runbook(text.encode("gbk")) == text
+    assert decode_runbook(text.encode("gb18030")) == text
+    assert (
+        decode_runbook("# 磁盘满了\n\n清理日志。\n".encode("gbk")) == "# 磁盘满了\n\n清理日志。\n"
+    )
+
+
 def test_utf8_stays_utf8() -> None:
     # A BOM is kept (the Markdown reader strips it, as before); a stray bad byte in a UTF-8
     # file is replaced, the rest not re-read as another encoding.

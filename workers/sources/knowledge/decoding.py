@@ -1,10 +1,13 @@
 """A runbook's bytes as text: the encodings a team's folder really holds.
 
-UTF-8 is read as before (a BOM kept, a stray bad byte in a UTF-8 file replaced). A byte order
+UTF-8 is read as before (a BOM kept, a stray bad byte in a UTF-8 file replaced, when its
+characters beyond ASCII are at least as many as its bad bytes: Chinese in GBK forms a few
+UTF-8 sequences by chance, among many more bad bytes). A byte order
 mark names UTF-16 or UTF-32 (Windows editors and PowerShell's `Out-File` write UTF-16 with
 one); UTF-16 without one is recognised by its NUL bytes. A file that is not UTF-8 and holds no
-UTF-8 sequence at all is an 8-bit export (a wiki page saved on Windows, a latin-1 runbook):
-read as Windows-1252, which is ISO-8859-1 plus printable characters in 0x80-0x9F. What is
+UTF-8 sequence at all is Chinese saved on Windows (GBK/GB18030) when it decodes as such and
+is nearly all common Chinese characters, else an 8-bit export (a wiki page saved on Windows,
+a latin-1 runbook): read as Windows-1252, ISO-8859-1 plus printable characters in 0x80-0x9F. What is
 none of these (NUL bytes, control characters: an image or an archive named `.md`) is
 `Undecodable`, never indexed as replacement characters. Before (2026-12-05), every file was
 decoded as UTF-8 with replacement: a UTF-16 runbook was indexed as NUL-separated letters (its
@@ -52,12 +55,37 @@ def decode_runbook(data: bytes) -> str:
     except UnicodeDecodeError:
         pass
     text = data.decode("utf-8", errors="replace")
-    if any(ord(c) > 0x7F and c != "\ufffd" for c in text):
+    bad = text.count("\ufffd")
+    if sum(1 for c in text if ord(c) > 0x7F) - bad >= bad:
         return text  # UTF-8 with a stray bad byte: the rest is UTF-8 all the same
+    chinese = _gb18030(data)
+    if chinese is not None:
+        return _texty(chinese)
     try:
         return _texty(data.decode("cp1252"))
     except UnicodeDecodeError:  # 0x81, 0x8D, 0x8F, 0x90, 0x9D: undefined in Windows-1252
         return _texty(data.decode("latin-1"))
+
+
+def _gb18030(data: bytes) -> str | None:
+    # Chinese saved on Windows (GBK, GB18030): valid as a whole, and nearly all of it the
+    # common characters of GB2312, whose two bytes are both 0xA1-0xFE. Latin-1 prose that
+    # happens to decode pairs an accented letter with an ASCII one: rare characters, refused.
+    try:
+        text = data.decode("gb18030")
+    except UnicodeDecodeError:
+        return None
+    wide = [c for c in text if ord(c) > 0x7F]
+    common = sum(1 for c in wide if _in_gb2312(c))
+    return text if wide and common >= 0.9 * len(wide) else None
+
+
+def _in_gb2312(char: str) -> bool:
+    try:
+        char.encode("gb2312")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def _strict(data: bytes, codec: str) -> str:
