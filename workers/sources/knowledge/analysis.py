@@ -22,6 +22,7 @@ import msgspec
 
 from contracts.bounds import DEFAULT_BOUNDS
 from workers.sources.knowledge.markdown import Block, pack, read_markdown
+from workers.sources.knowledge.restructured import read_rest
 
 __all__ = [
     "CJK",
@@ -209,6 +210,8 @@ def split_document(text: str, source: str) -> list[Chunk]:
     """Chunks of one runbook file: Markdown by headings, `.txt`/`.rst` as plain text."""
     if not source.lower().endswith(PLAIN_SUFFIXES):  # suffixes in any case: `NOTES.TXT`
         return split_markdown(text, source)
+    if source.lower().endswith(".rst"):
+        return _split_rest(text, source)
     lines = [ln for ln in text.splitlines() if ln.strip()]
     title = Path(source).stem
     if len(lines) >= 2 and _ADORNMENT.match(lines[1]) and not _ADORNMENT.match(lines[0]):
@@ -216,6 +219,25 @@ def split_document(text: str, source: str) -> list[Chunk]:
     chunks: list[Chunk] = []
     for piece in _pieces(text.strip()):
         chunks.append(_chunk(source, title, title, piece, len(chunks)))
+    return chunks
+
+
+def _split_rest(text: str, source: str) -> list[Chunk]:
+    """Chunks of a reStructuredText file by its sections (`restructured.read_rest`), each
+    packed at blank lines like plain text, under its heading path."""
+    page = read_rest(text)
+    # Without a document title, the first section's names the runbook (not twice).
+    first = next((s.path[0] for s in page.sections if s.path), "")
+    title = page.title or first or Path(source).stem
+    chunks: list[Chunk] = []
+    for section in page.sections:
+        if not any((line or "").strip() for line in page.lines[section.body : section.end]):
+            continue  # heading-only
+        blocks = _blocks(page.lines, section.start, section.end)
+        path = section.path[1:] if section.path[:1] == [title] else section.path
+        breadcrumb = " > ".join([title, *path])
+        for piece in pack(page.lines, blocks, MAX_CHUNK_CHARS):
+            chunks.append(_chunk(source, title, breadcrumb, piece, len(chunks)))
     return chunks
 
 
@@ -247,12 +269,18 @@ def _chunk(
 def _pieces(text: str) -> list[str]:
     # Plain text: paragraphs (at blank lines), packed into bounded pieces.
     lines: list[str | None] = list(text.splitlines())
+    return pack(lines, _blocks(lines, 0, len(lines)), MAX_CHUNK_CHARS)
+
+
+def _blocks(lines: list[str | None], first: int, end: int) -> list[Block]:
+    # The paragraphs of lines [first, end): runs of visible, non-blank lines.
     blocks: list[Block] = []
     start = None
-    for n, line in enumerate([*lines, ""]):
+    for n in range(first, end + 1):
+        line = lines[n] if n < end else None
         if line and line.strip() and start is None:
             start = n
         elif not (line and line.strip()) and start is not None:
             blocks.append(Block(start, n, [(k, k + 1) for k in range(start, n)]))
             start = None
-    return pack(lines, blocks, MAX_CHUNK_CHARS)
+    return blocks

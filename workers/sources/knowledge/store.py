@@ -29,7 +29,15 @@ from typing import TYPE_CHECKING, Final
 
 import msgspec
 
-from workers.sources.knowledge import analysis, decoding, encoder, files, markdown, site_markup
+from workers.sources.knowledge import (
+    analysis,
+    decoding,
+    encoder,
+    files,
+    markdown,
+    restructured,
+    site_markup,
+)
 from workers.sources.knowledge.analysis import split_document, synonym_groups, terms_of
 from workers.sources.knowledge.encoder import Encoder, chunk_text
 from workers.sources.knowledge.files import (
@@ -58,7 +66,7 @@ INDEX_VERSION: Final = 4  # 4: a section's `{#id}` in `anchor`, not in its bread
 ANALYSIS_HASH: Final = hashlib.sha256(
     b"".join(
         Path(m.__file__ or "").read_bytes()
-        for m in (analysis, decoding, encoder, files, markdown, site_markup)
+        for m in (analysis, decoding, encoder, files, markdown, restructured, site_markup)
     )
     + Path(__file__).read_bytes()
 ).hexdigest()[:16]
