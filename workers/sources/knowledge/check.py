@@ -141,6 +141,8 @@ def _runbook(root_fd: int, source: str, rel: Path, max_bytes: int) -> RunbookChe
     check.sections = len(chunks)
     if chunks:
         check.title = chunks[0].title
+        if not source.lower().endswith(PLAIN_SUFFIXES):
+            check.problem = _header_problem(text)
     elif rel.name in _SECTION_PAGES and text.lstrip("\ufeff")[:3] in ("---", "+++"):
         meta, _ = front_matter(text)
         title = meta.get("title")
@@ -155,6 +157,31 @@ def _runbook(root_fd: int, source: str, rel: Path, max_bytes: int) -> RunbookChe
         if not check.note:
             check.title, check.problem = "", "holds no text: nothing of it can be found"
     return check
+
+
+_KEY_LINE: Final = re.compile(r"[A-Za-z_][\w-]*\s*[:=]")  # `title: …` or `title = …`
+
+
+def _header_problem(text: str) -> str:
+    """Why a runbook's front matter is not used ("" when it is, or there is none): it does
+    not parse (YAML, TOML) or is no mapping, or it opens and never closes."""
+    body = text.removeprefix("\ufeff")
+    fence, _, rest = body.partition("\n")
+    if fence.rstrip() not in ("---", "+++"):
+        return ""
+    meta, after = front_matter(text)
+    if after is text:  # never closed: read as text, `---` a thematic break
+        first = next((ln for ln in rest.splitlines() if ln.strip()), "")
+        if _KEY_LINE.match(first):
+            return "its front matter is not closed (no second `---`): read as text"
+        return ""
+    header = rest[: len(rest) - len(after)]
+    if meta or not header.strip(" \t\r\n-+."):
+        return ""
+    kind = "TOML" if fence.rstrip() == "+++" else "YAML"
+    return (
+        f"its front matter does not parse as {kind}: its title, description and tags are not used"
+    )
 
 
 def _page(text: str, source: str) -> Page:
