@@ -267,3 +267,29 @@ def test_installed_packages_are_no_runbooks(
         found = [rel for rel, _ in files.runbook_files(tmp_path)]
     assert found == ["docs/restart.md"]
     assert "skipping knowledge folders named node_modules (packages)" in caplog.text
+
+
+async def test_a_link_named_after_an_alert_names_its_runbook(tmp_path: Path) -> None:
+    # A team links each alert's name to a shared runbook. The link is not a second copy of
+    # the runbook, but its name still names it: the pasted alert is answered HIGH by it.
+    kb = tmp_path / "kb"
+    (kb / "alerts").mkdir(parents=True)
+    (kb / "db").mkdir()
+    (kb / "db" / "replication-lag.md").write_text(
+        "# Replication lag\n\n## Mitigation\n\nFind the long transaction on the primary.\n"
+    )
+    (kb / "db" / "disk.md").write_text("# Disk\n\nThe primary's disk is full.\n")
+    os.symlink("../db/replication-lag.md", kb / "alerts" / "MySQLReplicationLagHigh.md")
+    before = files.files_fingerprint(kb, "salt")
+    os.symlink("../db/disk.md", kb / "alerts" / "MySQLDiskFull.md")
+    assert files.files_fingerprint(kb, "salt") != before  # an alias added is a change
+    settings = KnowledgeSettings(folder=str(kb), cache_dir=str(tmp_path / "c"))
+    source = KnowledgeIndexSource(settings)
+    try:
+        with anyio.fail_after(60):
+            answer = await source.fetch(LookupKnowledgeRequest(query="MySQLReplicationLagHigh"))
+    finally:
+        await source.aclose()
+    pack = answer["contextPack"]
+    assert [h["source"] for h in pack["hits"]][:1] == ["db/replication-lag.md"]
+    assert pack["relevanceLevel"] == "high" and "indexRebuilding" not in pack

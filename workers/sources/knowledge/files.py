@@ -89,7 +89,10 @@ def _kind(suffix: str) -> str:
 
 
 def runbook_files(
-    folder: Path, others: Counter[str] | None = None, refused: list[tuple[str, str]] | None = None
+    folder: Path,
+    others: Counter[str] | None = None,
+    refused: list[tuple[str, str]] | None = None,
+    aliases: list[tuple[str, str]] | None = None,
 ) -> list[tuple[str, Path]]:
     """(source name, real path) of every runbook (`RUNBOOK_SUFFIXES`) the index may serve:
     regular files whose real path lies inside the real folder. Directory symlinks are not
@@ -102,7 +105,9 @@ def runbook_files(
     following links. `others`, given, counts the files passed over for their suffix (`.adoc`,
     `.html`, or `no suffix`), for the index to say so; `refused`, given, gets (name, why) of
     each runbook name or folder the walk could not take: a folder that cannot be listed
-    (permission denied), a symlink out of the folder or to nothing, a fifo named `.md`."""
+    (permission denied), a symlink out of the folder or to nothing, a fifo named `.md`;
+    `aliases`, given, gets (link name, source) of each symlink to a runbook inside the folder
+    (`KubePodCrashLooping.md -> k8s/crashloop.md`: the link's name still names it)."""
     root = folder.resolve()
     found: list[tuple[str, Path]] = []
     stack = [(root, 0)]
@@ -131,14 +136,15 @@ def runbook_files(
                     stack.append((Path(entry.path), depth + 1))
                 continue
             if entry.name.lower().endswith(RUNBOOK_SUFFIXES):  # `RUNBOOK.MD` too
-                why = _add_file(root, Path(entry.path), found)
+                why = _add_file(root, Path(entry.path), found, aliases)
                 if why and refused is not None:
                     refused.append((_shown(Path(entry.path), root), why))
             elif others is not None and entry.is_file():  # a link to a folder is no file
                 suffix = Path(entry.name).suffix.lower()
                 others[_kind(suffix)] += 1
-    if refused is not None:
-        refused.sort()
+    for listed in (refused, aliases):
+        if listed is not None:
+            listed.sort()
     return sorted(dict(found).items())
 
 
@@ -148,9 +154,12 @@ def _shown(path: Path, root: Path) -> str:
     return name.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
 
 
-def _add_file(root: Path, path: Path, found: list[tuple[str, Path]]) -> str:
+def _add_file(
+    root: Path, path: Path, found: list[tuple[str, Path]], aliases: list[tuple[str, str]] | None
+) -> str:
     """Add the runbook at `path`; return why it is refused ("" when added or gone)."""
-    if _skip_name(path.relative_to(root).as_posix()):
+    name = path.relative_to(root).as_posix()
+    if _skip_name(name):
         return ""
     try:
         real = path.resolve(strict=True)
@@ -165,6 +174,8 @@ def _add_file(root: Path, path: Path, found: list[tuple[str, Path]]) -> str:
     rel = real.relative_to(root).as_posix()
     if not _skip_name(rel):
         found.append((rel, real))
+        if aliases is not None and rel != name:
+            aliases.append((name, rel))
     return ""
 
 
@@ -276,14 +287,18 @@ def read_inside(root_fd: int, rel: PurePath, max_bytes: int = DEFAULT_MAX_FILE_B
 
 
 def files_fingerprint(folder: Path, salt: str) -> str:
-    """A hash of `salt` and every indexable file's relative path, size, mtime and access
-    (mode, owner, group: a runbook made unreadable is rebuilt without it and said)."""
+    """A hash of `salt`, every indexable file's relative path, size, mtime and access (mode,
+    owner, group: a runbook made unreadable is rebuilt without it and said), and every
+    link's name (an alias added or removed is a change)."""
     digest = hashlib.sha256(salt.encode())
-    for rel, path in runbook_files(folder):
+    aliases: list[tuple[str, str]] = []
+    for rel, path in runbook_files(folder, aliases=aliases):
         try:
             info = path.stat()
         except OSError:
             continue
         access = f"{info.st_mode:o}.{info.st_uid}.{info.st_gid}"
         digest.update(f"{rel}\0{info.st_size}\0{info.st_mtime_ns}\0{access}\n".encode())
+    for name, rel in aliases:
+        digest.update(f"alias\0{name}\0{rel}\n".encode())
     return digest.hexdigest()

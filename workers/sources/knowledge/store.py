@@ -80,6 +80,7 @@ CREATE VIRTUAL TABLE chunks USING fts5(
 CREATE VIRTUAL TABLE vocab USING fts5vocab(chunks, 'row');
 CREATE TABLE vectors (model TEXT NOT NULL, dim INTEGER NOT NULL, data BLOB NOT NULL, digests BLOB);
 CREATE TABLE skipped (source TEXT NOT NULL, reason TEXT NOT NULL);
+CREATE TABLE aliases (name TEXT NOT NULL, source TEXT NOT NULL);
 CREATE TABLE synonyms (data BLOB NOT NULL);
 """
 _Row = tuple[str, str, str, str, str, str, str, int, str, str]
@@ -115,17 +116,22 @@ def _rows(text: str, source: str) -> list[_Row]:
     return rows
 
 
-def _read_folder(folder: Path, max_file_bytes: int) -> tuple[list[_Row], list[tuple[str, str]]]:
-    """The rows of every runbook, and the sources skipped with why: larger than the cap
-    (`size`), unreadable (`unreadable`: permission denied), no text (`binary`); each logged."""
+_Pairs = list[tuple[str, str]]
+
+
+def _read_folder(folder: Path, max_file_bytes: int) -> tuple[list[_Row], _Pairs, _Pairs]:
+    """The rows of every runbook, the sources skipped with why: larger than the cap
+    (`size`), unreadable (`unreadable`: permission denied), no text (`binary`), refused by
+    the walk (`refused`); each logged; and the symlinks' (name, source)."""
     rows: list[_Row] = []
     skipped: list[tuple[str, str]] = []
     root = folder.resolve()
     root_fd = os.open(root, DIR_FLAGS)
     others: Counter[str] = Counter()
     refused: list[tuple[str, str]] = []
+    aliases: list[tuple[str, str]] = []
     try:
-        for source, path in runbook_files(root, others, refused):
+        for source, path in runbook_files(root, others, refused, aliases):
             try:
                 text = read_inside(root_fd, path.relative_to(root), max_file_bytes)
             except NotIndexed as why:
@@ -146,7 +152,7 @@ def _read_folder(folder: Path, max_file_bytes: int) -> tuple[list[_Row], list[tu
             "knowledge: %d files in the folder are not read (runbooks are %s): %s",
             others.total(), ", ".join(RUNBOOK_SUFFIXES), other_kinds(others),
         )  # fmt: skip
-    return rows, skipped
+    return rows, skipped, aliases
 
 
 _SKIP_KINDS: Final[dict[type[NotIndexed], str]] = {
@@ -180,7 +186,7 @@ def build_index(
     told how far the embedding is: (texts embedded, texts to embed), before each step."""
     started = time.perf_counter()
     tmp = target.with_name(f".{target.name}.{os.getpid()}.{uuid.uuid4().hex}.tmp")
-    rows, skipped = _read_folder(folder, max_file_bytes)
+    rows, skipped, aliases = _read_folder(folder, max_file_bytes)
     vectors = None
     reused = 0
     if encoder is not None:
@@ -205,6 +211,7 @@ def build_index(
                     (encoder.model_id, encoder.dim, vectors.astype("<f4").tobytes(), digests),
                 )
             conn.executemany("INSERT INTO skipped VALUES (?, ?)", skipped)
+            conn.executemany("INSERT INTO aliases VALUES (?, ?)", aliases)
             groups = {term: sorted(members) for term, members in synonym_groups().items()}
             conn.execute("INSERT INTO synonyms VALUES (?)", (msgspec.msgpack.encode(groups),))
             conn.execute("INSERT INTO chunks(chunks) VALUES ('optimize')")
@@ -351,7 +358,13 @@ class IndexFile:
         (self.n,) = self.conn.execute("SELECT count(*) FROM chunks").fetchone()
         self.skipped = [r[0] for r in self.conn.execute("SELECT source FROM skipped ORDER BY 1")]
         sources = self.conn.execute("SELECT source FROM chunks GROUP BY 1 ORDER BY min(rowid)")
-        self.names = runbook_names(source for (source,) in sources)
+        served = [source for (source,) in sources]
+        known = set(served)
+        try:
+            aliases = self.conn.execute("SELECT name, source FROM aliases").fetchall()
+        except sqlite3.OperationalError:  # built before aliases were kept: it lends vectors
+            aliases = []
+        self.names = runbook_names(served, [(n, s) for n, s in aliases if s in known])
         row = self.conn.execute("SELECT data FROM synonyms").fetchone()
         if row is None:
             raise sqlite3.DatabaseError("an index without its synonym groups")
