@@ -2,10 +2,12 @@
 
 Only regular files whose real path lies inside the (real) folder are read: a symlink out of
 it (`/etc/passwd`, `../secret.md`, `/proc/self/environ`), a directory symlink, a fifo or device,
-a hidden path and a name that is not UTF-8 (logged once, escaped) are skipped. A symlink to a
-runbook inside the folder is that runbook, served once under its own name. A file is read
-by walking from the open folder one component at a time without following symlinks, so a
-directory swapped for a symlink between the scan and the read is refused, not followed out.
+a hidden path and a name that is not UTF-8 (logged once, escaped) are skipped, and each
+runbook name skipped so is said (`runbook_files(refused=...)`). A symlink to a runbook inside
+the folder is that runbook, served once under its own name; the link's name is an alias. A
+file is read by walking from the open folder one component at a time without following
+symlinks, so a directory swapped for a symlink between the scan and the read is refused, not
+followed out.
 
     NotIndexed        a runbook the walk lists but the index cannot read (said, never silent)
     +-- TooLarge      over ACI_KNOWLEDGE_MAX_FILE_BYTES
