@@ -100,3 +100,28 @@ def test_pages_a_site_generates_or_redirects_are_noted_not_problems(tmp_path: Pa
     assert pages["checks/index.md"].note == "a redirect (front matter only): not indexed"
     assert pages["checks/index.md"].title == "Checks"
     assert pages["jekyll/old.md"].note == "a redirect (front matter only): not indexed"
+
+
+def test_front_matter_that_is_not_used_is_a_problem(tmp_path: Path) -> None:
+    # Before: both read "everything reads well", while the runbook's title, description and
+    # tags were dropped (a YAML error) or served as its first excerpt (never closed).
+    _write(
+        tmp_path,
+        {
+            "nginx.md": '---\ntitle: "Broken: [\n---\n\n# Nginx reload failed\n\nRun nginx -t.\n',
+            "rabbit.md": "---\ntitle: RabbitMQ backlog\n\n# RabbitMQ backlog\n\nQueue depth.\n",
+            "toml.md": '+++\ntitle = "Broken\n+++\n\n# Vault sealed\n\nUnseal it.\n',
+            "fine.md": "---\ntitle: Fine\ntags: [a]\n---\n\nText.\n",
+            "empty-header.md": "---\n---\n\n# Empty header\n\nText.\n",
+            "rule.md": "---\n\nA thematic break first, then text.\n",
+            "list.md": "---\n- a list\n---\n\n# Listed\n\nText.\n",
+        },
+    )
+    check = check_knowledge({"ACI_KNOWLEDGE_DIR": str(tmp_path)})
+    unused = "its title, description and tags are not used"
+    assert check.problems() == [
+        f"knowledge: list.md: its front matter does not parse as YAML: {unused}",
+        f"knowledge: nginx.md: its front matter does not parse as YAML: {unused}",
+        "knowledge: rabbit.md: its front matter is not closed (no second `---`): read as text",
+        f"knowledge: toml.md: its front matter does not parse as TOML: {unused}",
+    ]

@@ -22,6 +22,7 @@ import msgspec
 
 from contracts.bounds import DEFAULT_BOUNDS
 from workers.sources.knowledge.markdown import Block, pack, read_markdown
+from workers.sources.knowledge.restructured import read_rest
 
 __all__ = [
     "CJK",
@@ -42,6 +43,9 @@ _RUN = re.compile(r"[A-Za-z0-9]+|[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]+")
 _CAMEL = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|[0-9]+")
 _ADORNMENT = re.compile(r"^([=\-~^\"'`#*+:.])\1{2,}[ \t]*$")
 PLAIN_SUFFIXES: Final = (".txt", ".rst")
+# HTTP status codes said in the plural ("502s", "504s"): an on-call engineer's word for
+# those responses; runbooks write "HTTP 502", "502 Bad Gateway" (`_stem` leaves non-words).
+_STATUS_PLURAL = re.compile(r"[1-5][0-9]{2}[sS]")
 
 _STOP_EN: Final = frozenset(
     "a an the and or but if of to in on at by for from with without into onto about as is are "
@@ -65,8 +69,8 @@ slow sluggish laggy latency lag 慢 缓慢 卡顿 延迟 耗时
 response answer reply 响应
 cpu processor 处理器
 memory ram heap 内存 堆
-disk storage volume 磁盘 存储
-full exhausted exhaustion depleted saturated pegged 满 耗尽 打满
+disk storage volume device 磁盘 存储
+full exhausted exhaustion depleted saturated pegged space enospc 满 耗尽 打满
 unavailable down outage unreachable 503 不可 宕机 挂
 pool 池
 connection connections connect 连接
@@ -147,7 +151,9 @@ def terms_of(text: str, *, keep_stop_words: bool = True, bigrams: bool = False) 
     """Terms of `text`: stemmed English words, camelCase parts, jieba words (+ CJK bigrams)."""
     out: list[str] = []
     for run in _RUN.findall(text):
-        if run.isascii():
+        if _STATUS_PLURAL.fullmatch(run):  # "throwing 502s": the code, as a plural's stem
+            out.append(run[:3])
+        elif run.isascii():
             out.append(_stem(run.lower()))
             parts = _CAMEL.findall(run) if not run.islower() and not run.isupper() else []
             if len(parts) > 1:
@@ -186,7 +192,7 @@ def split_markdown(text: str, source: str) -> list[Chunk]:
     matter out (its title names the runbook, its description and tags are `meta`), one
     chunk per section, sections over `MAX_CHUNK_CHARS` split at block, list-item, row or line
     boundaries into bounded chunks that keep the section's heading path."""
-    page = read_markdown(text, mdx=source.endswith(".mdx"))
+    page = read_markdown(text, mdx=source.lower().endswith(".mdx"))
     title = page.title or Path(source).stem
     chunks: list[Chunk] = []
     for section in page.sections:
@@ -202,8 +208,10 @@ def split_markdown(text: str, source: str) -> list[Chunk]:
 
 def split_document(text: str, source: str) -> list[Chunk]:
     """Chunks of one runbook file: Markdown by headings, `.txt`/`.rst` as plain text."""
-    if not source.endswith(PLAIN_SUFFIXES):
+    if not source.lower().endswith(PLAIN_SUFFIXES):  # suffixes in any case: `NOTES.TXT`
         return split_markdown(text, source)
+    if source.lower().endswith(".rst"):
+        return _split_rest(text, source)
     lines = [ln for ln in text.splitlines() if ln.strip()]
     title = Path(source).stem
     if len(lines) >= 2 and _ADORNMENT.match(lines[1]) and not _ADORNMENT.match(lines[0]):
@@ -211,6 +219,25 @@ def split_document(text: str, source: str) -> list[Chunk]:
     chunks: list[Chunk] = []
     for piece in _pieces(text.strip()):
         chunks.append(_chunk(source, title, title, piece, len(chunks)))
+    return chunks
+
+
+def _split_rest(text: str, source: str) -> list[Chunk]:
+    """Chunks of a reStructuredText file by its sections (`restructured.read_rest`), each
+    packed at blank lines like plain text, under its heading path."""
+    page = read_rest(text)
+    # Without a document title, the first section's names the runbook (not twice).
+    first = next((s.path[0] for s in page.sections if s.path), "")
+    title = page.title or first or Path(source).stem
+    chunks: list[Chunk] = []
+    for section in page.sections:
+        if not any((line or "").strip() for line in page.lines[section.body : section.end]):
+            continue  # heading-only
+        blocks = _blocks(page.lines, section.start, section.end)
+        path = section.path[1:] if section.path[:1] == [title] else section.path
+        breadcrumb = " > ".join([title, *path])
+        for piece in pack(page.lines, blocks, MAX_CHUNK_CHARS):
+            chunks.append(_chunk(source, title, breadcrumb, piece, len(chunks)))
     return chunks
 
 
@@ -242,12 +269,18 @@ def _chunk(
 def _pieces(text: str) -> list[str]:
     # Plain text: paragraphs (at blank lines), packed into bounded pieces.
     lines: list[str | None] = list(text.splitlines())
+    return pack(lines, _blocks(lines, 0, len(lines)), MAX_CHUNK_CHARS)
+
+
+def _blocks(lines: list[str | None], first: int, end: int) -> list[Block]:
+    # The paragraphs of lines [first, end): runs of visible, non-blank lines.
     blocks: list[Block] = []
     start = None
-    for n, line in enumerate([*lines, ""]):
+    for n in range(first, end + 1):
+        line = lines[n] if n < end else None
         if line and line.strip() and start is None:
             start = n
         elif not (line and line.strip()) and start is not None:
             blocks.append(Block(start, n, [(k, k + 1) for k in range(start, n)]))
             start = None
-    return pack(lines, blocks, MAX_CHUNK_CHARS)
+    return blocks

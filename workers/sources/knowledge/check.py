@@ -4,7 +4,8 @@
 The same walk and reads as the index build (`files.runbook_files`, `files.read_inside`,
 `analysis.split_document`), without building it: each runbook's title and how many sections
 it is served in, and the problems: no folder, no runbook, a runbook over the size cap, one
-that cannot be read or holds no text, and documents of other kinds the index passes over
+that cannot be read (permission denied; a folder that cannot be listed) or is no text
+(binary data) or holds no text, and documents of other kinds the index passes over
 (`.adoc`, `.html`: an export no lookup will ever find). What a checked-out runbook site also
 holds is said, not a problem: a Hugo section page (`_index.md`, front matter only), images,
 scripts, LICENSE and OWNERS files (`KnowledgeCheck.passed_over`). Nothing is written anywhere.
@@ -26,6 +27,7 @@ from workers.sources.knowledge.files import (
     DIR_FLAGS,
     DOCUMENT_SUFFIXES,
     RUNBOOK_SUFFIXES,
+    NotIndexed,
     TooLarge,
     max_file_bytes_from_env,
     other_kinds,
@@ -103,8 +105,9 @@ def check_knowledge(env: Mapping[str, str]) -> KnowledgeCheck:
         check.problem = f"ACI_KNOWLEDGE_DIR {folder} is not a readable folder: lookups fail"
         return check
     others: Counter[str] = Counter()
+    refused: list[tuple[str, str]] = []
     try:
-        for source, path in runbook_files(root, others):
+        for source, path in runbook_files(root, others, refused):
             runbook = _runbook(root_fd, source, path.relative_to(root), max_bytes)
             check.runbooks += 1
             check.sections += runbook.sections
@@ -112,6 +115,9 @@ def check_knowledge(env: Mapping[str, str]) -> KnowledgeCheck:
                 check.listed.append(runbook)
     finally:
         os.close(root_fd)
+    check.listed += [
+        RunbookCheck(source=name, problem=f"{why}: not indexed") for name, why in refused
+    ]
     check.others = dict(others)
     return check
 
@@ -125,6 +131,9 @@ def _runbook(root_fd: int, source: str, rel: Path, max_bytes: int) -> RunbookChe
             f"{big.size} bytes, over ACI_KNOWLEDGE_MAX_FILE_BYTES ({max_bytes}): not indexed"
         )
         return check
+    except NotIndexed as why:  # permission denied, binary data
+        check.problem = f"{why.reason}: not indexed"
+        return check
     if text is None:
         check.problem = "cannot be read (replaced or unreadable): not indexed"
         return check
@@ -132,12 +141,14 @@ def _runbook(root_fd: int, source: str, rel: Path, max_bytes: int) -> RunbookChe
     check.sections = len(chunks)
     if chunks:
         check.title = chunks[0].title
+        if not source.lower().endswith(PLAIN_SUFFIXES):
+            check.problem = _header_problem(text)
     elif rel.name in _SECTION_PAGES and text.lstrip("\ufeff")[:3] in ("---", "+++"):
         meta, _ = front_matter(text)
         title = meta.get("title")
         check.title = title.strip() if isinstance(title, str) else ""
         check.note = "a section page (front matter only): not indexed"
-    elif source.endswith(PLAIN_SUFFIXES):
+    elif source.lower().endswith(PLAIN_SUFFIXES):
         check.problem = "holds no text: nothing of it can be found"
     else:
         page = _page(text, source)
@@ -148,8 +159,33 @@ def _runbook(root_fd: int, source: str, rel: Path, max_bytes: int) -> RunbookChe
     return check
 
 
+_KEY_LINE: Final = re.compile(r"[A-Za-z_][\w-]*\s*[:=]")  # `title: …` or `title = …`
+
+
+def _header_problem(text: str) -> str:
+    """Why a runbook's front matter is not used ("" when it is, or there is none): it does
+    not parse (YAML, TOML) or is no mapping, or it opens and never closes."""
+    body = text.removeprefix("\ufeff")
+    fence, _, rest = body.partition("\n")
+    if fence.rstrip() not in ("---", "+++"):
+        return ""
+    meta, after = front_matter(text)
+    if after is text:  # never closed: read as text, `---` a thematic break
+        first = next((ln for ln in rest.splitlines() if ln.strip()), "")
+        if _KEY_LINE.match(first):
+            return "its front matter is not closed (no second `---`): read as text"
+        return ""
+    header = rest[: len(rest) - len(after)]
+    if meta or not header.strip(" \t\r\n-+."):
+        return ""
+    kind = "TOML" if fence.rstrip() == "+++" else "YAML"
+    return (
+        f"its front matter does not parse as {kind}: its title, description and tags are not used"
+    )
+
+
 def _page(text: str, source: str) -> Page:
-    return read_markdown(text, mdx=source.endswith(".mdx"))
+    return read_markdown(text, mdx=source.lower().endswith(".mdx"))
 
 
 def _passed_over(page: Page, text: str, source: str) -> str:
@@ -160,7 +196,7 @@ def _passed_over(page: Page, text: str, source: str) -> str:
         return "only links to other pages: not indexed"
     if _redirects(meta) and not body.strip():
         return "a redirect (front matter only): not indexed"
-    if source.endswith(".mdx") or re.search(r"\{\{[<%]", body):
+    if source.lower().endswith(".mdx") or re.search(r"\{\{[<%]", body):
         return "its text is generated by the site (shortcodes or components only): not indexed"
     return ""
 

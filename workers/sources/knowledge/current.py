@@ -17,7 +17,7 @@ from pathlib import Path, PurePath
 from typing import Any, Final
 
 from workers.sources.knowledge.analysis import split_document
-from workers.sources.knowledge.files import DIR_FLAGS, TooLarge, read_inside
+from workers.sources.knowledge.files import DIR_FLAGS, NotIndexed, read_inside
 
 __all__ = ["CurrentChunks", "current_hits"]
 
@@ -56,8 +56,8 @@ class CurrentChunks:
             return frozenset()
         try:
             text = read_inside(root, PurePath(source), self._max)
-        except TooLarge:
-            return frozenset()  # over the cap now: the build skips it too
+        except NotIndexed:
+            return frozenset()  # over the cap, unreadable or no text now: the build skips it too
         finally:
             os.close(root)
         return frozenset(c.document_id for c in split_document(text or "", source))

@@ -380,7 +380,7 @@ class KnowledgeIndexSource:
         pack: dict[str, Any] = {"hits": hits, "indexedChunks": index.n}
         if level is not None:
             pack["relevanceLevel"] = level
-        if index.skipped:  # runbooks over the size cap: the Control View names them
+        if index.skipped:  # not indexed (size, unreadable, binary): the Control View names them
             pack["skippedSources"] = index.skipped[:_MAX_NAMED]
         if stale:  # the runbooks changed and the new index is not built yet
             pack["indexRebuilding"] = True

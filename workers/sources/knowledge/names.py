@@ -54,11 +54,16 @@ def _is_name(text: str) -> bool:
     return len(_PARTS.findall(text)) >= 2 and len(name_key(text)) >= MIN_NAME_CHARS
 
 
-def runbook_names(sources: Iterable[str]) -> dict[str, list[str]]:
-    """Name key -> the runbooks (sources, in order) whose file name it is."""
+def runbook_names(
+    sources: Iterable[str], aliases: Iterable[tuple[str, str]] = ()
+) -> dict[str, list[str]]:
+    """Name key -> the runbooks (sources, in order) whose file name it is, or the name of a
+    symlink to it (`aliases`: (link name, source), `KubePodCrashLooping.md` -> a shared
+    `k8s/crashloop.md`)."""
     names: dict[str, list[str]] = {}
-    for source in sources:
-        stem = PurePosixPath(source).stem
+    pairs = [(source, source) for source in sources] + list(aliases)
+    for name, source in pairs:
+        stem = PurePosixPath(name).stem
         key = name_key(stem)
         if key not in _FOLDER_PAGES and _is_name(stem) and source not in names.get(key, []):
             names.setdefault(key, []).append(source)

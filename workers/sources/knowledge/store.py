@@ -29,14 +29,25 @@ from typing import TYPE_CHECKING, Final
 
 import msgspec
 
-from workers.sources.knowledge import analysis, encoder, files, markdown, site_markup
+from workers.sources.knowledge import (
+    analysis,
+    decoding,
+    encoder,
+    files,
+    markdown,
+    restructured,
+    site_markup,
+)
 from workers.sources.knowledge.analysis import split_document, synonym_groups, terms_of
 from workers.sources.knowledge.encoder import Encoder, chunk_text
 from workers.sources.knowledge.files import (
     DEFAULT_MAX_FILE_BYTES,
     DIR_FLAGS,
     RUNBOOK_SUFFIXES,
+    NotIndexed,
+    NotText,
     TooLarge,
+    Unreadable,
     other_kinds,
     read_inside,
     runbook_files,
@@ -55,7 +66,7 @@ INDEX_VERSION: Final = 4  # 4: a section's `{#id}` in `anchor`, not in its bread
 ANALYSIS_HASH: Final = hashlib.sha256(
     b"".join(
         Path(m.__file__ or "").read_bytes()
-        for m in (analysis, encoder, files, markdown, site_markup)
+        for m in (analysis, decoding, encoder, files, markdown, restructured, site_markup)
     )
     + Path(__file__).read_bytes()
 ).hexdigest()[:16]
@@ -69,6 +80,7 @@ CREATE VIRTUAL TABLE chunks USING fts5(
 CREATE VIRTUAL TABLE vocab USING fts5vocab(chunks, 'row');
 CREATE TABLE vectors (model TEXT NOT NULL, dim INTEGER NOT NULL, data BLOB NOT NULL, digests BLOB);
 CREATE TABLE skipped (source TEXT NOT NULL, reason TEXT NOT NULL);
+CREATE TABLE aliases (name TEXT NOT NULL, source TEXT NOT NULL);
 CREATE TABLE synonyms (data BLOB NOT NULL);
 """
 _Row = tuple[str, str, str, str, str, str, str, int, str, str]
@@ -104,34 +116,54 @@ def _rows(text: str, source: str) -> list[_Row]:
     return rows
 
 
-def _read_folder(folder: Path, max_file_bytes: int) -> tuple[list[_Row], list[str]]:
-    """The rows of every runbook, and the sources skipped as larger than the cap (logged)."""
+_Pairs = list[tuple[str, str]]
+
+
+def _read_folder(folder: Path, max_file_bytes: int) -> tuple[list[_Row], _Pairs, _Pairs]:
+    """The rows of every runbook, the sources skipped with why: larger than the cap
+    (`size`), unreadable (`unreadable`: permission denied), no text (`binary`), refused by
+    the walk (`refused`); each logged; and the symlinks' (name, source)."""
     rows: list[_Row] = []
-    skipped: list[str] = []
+    skipped: list[tuple[str, str]] = []
     root = folder.resolve()
     root_fd = os.open(root, DIR_FLAGS)
     others: Counter[str] = Counter()
+    refused: list[tuple[str, str]] = []
+    aliases: list[tuple[str, str]] = []
     try:
-        for source, path in runbook_files(root, others):
+        for source, path in runbook_files(root, others, refused, aliases):
             try:
                 text = read_inside(root_fd, path.relative_to(root), max_file_bytes)
-            except TooLarge as big:
-                skipped.append(source)
+            except NotIndexed as why:
+                skipped.append((source, _SKIP_KINDS.get(type(why), "unreadable")))
                 log.warning(
-                    "knowledge runbook %s not indexed: %d bytes, over ACI_KNOWLEDGE_MAX_FILE_BYTES"
-                    " (%d)", source, big.size, max_file_bytes,
-                )  # fmt: skip
+                    "knowledge runbook %s not indexed: %s", source, _said(why, max_file_bytes)
+                )
                 continue
             if text is not None:
                 rows.extend(_rows(text, source))
     finally:
         os.close(root_fd)
+    for name, reason in refused:  # a folder it may not list, a link out of it: never silent
+        skipped.append((name, "refused"))
+        log.warning("knowledge: %s not indexed: %s", name, reason)
     if others:  # an export of another kind (AsciiDoc, HTML, PDF) is not silently absent
         log.warning(
             "knowledge: %d files in the folder are not read (runbooks are %s): %s",
             others.total(), ", ".join(RUNBOOK_SUFFIXES), other_kinds(others),
         )  # fmt: skip
-    return rows, skipped
+    return rows, skipped, aliases
+
+
+_SKIP_KINDS: Final[dict[type[NotIndexed], str]] = {
+    TooLarge: "size", Unreadable: "unreadable", NotText: "binary",
+}  # fmt: skip
+
+
+def _said(why: NotIndexed, max_file_bytes: int) -> str:
+    if isinstance(why, TooLarge):
+        return f"{why.size} bytes, over ACI_KNOWLEDGE_MAX_FILE_BYTES ({max_file_bytes})"
+    return why.reason
 
 
 def build_index(
@@ -154,7 +186,7 @@ def build_index(
     told how far the embedding is: (texts embedded, texts to embed), before each step."""
     started = time.perf_counter()
     tmp = target.with_name(f".{target.name}.{os.getpid()}.{uuid.uuid4().hex}.tmp")
-    rows, skipped = _read_folder(folder, max_file_bytes)
+    rows, skipped, aliases = _read_folder(folder, max_file_bytes)
     vectors = None
     reused = 0
     if encoder is not None:
@@ -178,9 +210,8 @@ def build_index(
                     "INSERT INTO vectors VALUES (?, ?, ?, ?)",
                     (encoder.model_id, encoder.dim, vectors.astype("<f4").tobytes(), digests),
                 )
-            conn.executemany(
-                "INSERT INTO skipped VALUES (?, 'size')", [(source,) for source in skipped]
-            )
+            conn.executemany("INSERT INTO skipped VALUES (?, ?)", skipped)
+            conn.executemany("INSERT INTO aliases VALUES (?, ?)", aliases)
             groups = {term: sorted(members) for term, members in synonym_groups().items()}
             conn.execute("INSERT INTO synonyms VALUES (?)", (msgspec.msgpack.encode(groups),))
             conn.execute("INSERT INTO chunks(chunks) VALUES ('optimize')")
@@ -315,9 +346,9 @@ def _check_vectors(vectors: npt.NDArray[np.float32], n: int, dim: int) -> None:
 
 class IndexFile:
     """One open, read-only index file with its term document frequencies, the runbooks its
-    build skipped (`skipped`, over the size cap), the synonym groups of its analysis
-    (`synonyms`), the runbooks' alert names (`names`, `names.runbook_names`) and (when built
-    with an encoder) its chunk vectors, row i for rowid i + 1."""
+    build skipped (`skipped`: over the size cap, unreadable, no text), the synonym groups of
+    its analysis (`synonyms`), the runbooks' alert names (`names`, `names.runbook_names`) and
+    (when built with an encoder) its chunk vectors, row i for rowid i + 1."""
 
     def __init__(self, path: Path) -> None:
         self.conn = sqlite3.connect(
@@ -327,7 +358,13 @@ class IndexFile:
         (self.n,) = self.conn.execute("SELECT count(*) FROM chunks").fetchone()
         self.skipped = [r[0] for r in self.conn.execute("SELECT source FROM skipped ORDER BY 1")]
         sources = self.conn.execute("SELECT source FROM chunks GROUP BY 1 ORDER BY min(rowid)")
-        self.names = runbook_names(source for (source,) in sources)
+        served = [source for (source,) in sources]
+        known = set(served)
+        try:
+            aliases = self.conn.execute("SELECT name, source FROM aliases").fetchall()
+        except sqlite3.OperationalError:  # built before aliases were kept: it lends vectors
+            aliases = []
+        self.names = runbook_names(served, [(n, s) for n, s in aliases if s in known])
         row = self.conn.execute("SELECT data FROM synonyms").fetchone()
         if row is None:
             raise sqlite3.DatabaseError("an index without its synonym groups")
