@@ -34,8 +34,8 @@ Every request passes `SessionGate` (an ASGI app in front of the SDK's Starlette 
   before the SDK does (up to the SDK's 4 MiB bound), so stalled uploads cannot hold a client's
   in-flight budget (on a loopback bind every local client is one address) for good.
 
-A closed session answers 404 and its host opens a new one (the Streamable HTTP rule); its
-later calls then go in a new evidence session.
+A closed session answers 404 and its host should open a new one (the Streamable HTTP rule; not
+every client does: docs/adapters.md); its later calls then go in a new evidence session.
 """
 
 from __future__ import annotations
