@@ -11,6 +11,7 @@ import msgspec
 
 __all__ = [
     "BODY_BUFFER_MAX",
+    "NO_SESSION",
     "TOO_LARGE",
     "UNAUTHORIZED",
     "client_address",
@@ -18,6 +19,7 @@ __all__ = [
     "handshake_era",
     "header",
     "json_error",
+    "not_opening",
     "read_body",
     "replay",
     "too_large",
@@ -104,6 +106,32 @@ def replay(messages: list[Any], receive: Any) -> Any:
         return pending.pop(0) if pending else await receive()
 
     return replay
+
+
+NO_SESSION: Final = (
+    "Bad Request: Missing session ID: open a session with initialize first (protocol "
+    "2025-11-25 and earlier), or send the request as 2026-07-28, which has no session: the "
+    "MCP-Protocol-Version: 2026-07-28 header and the params._meta envelope"
+)
+
+
+def not_opening(scope: Any, messages: list[Any]) -> bool:
+    """Whether a request without `Mcp-Session-Id` (handshake era) cannot open a session: a GET,
+    or a POST of one JSON-RPC message other than `initialize`. The SDK would answer it 400
+    "Missing session ID" after creating a session for it (whose id it still sends back, and
+    which 404s), and nothing says how to get one (`NO_SESSION` does). A body the gate cannot
+    read as one message goes to the SDK, which says what is wrong with it."""
+    if scope.get("method") == "GET":
+        return True
+    if scope.get("method") != "POST":
+        return False
+    body = b"".join(m.get("body", b"") for m in messages if m.get("type") == "http.request")
+    try:
+        message = msgspec.json.decode(body)
+    except msgspec.DecodeError:
+        return False
+    method = message.get("method") if isinstance(message, dict) else None
+    return isinstance(method, str) and method != "initialize"
 
 
 def handshake_era(version: str) -> bool:
