@@ -17,6 +17,10 @@ Every request passes `SessionGate` (an ASGI app in front of the SDK's Starlette 
   without a session that cannot open one (a GET, a message other than `initialize`: a client
   that skipped it, or a 2026-07-28 request without its `MCP-Protocol-Version` header) is
   answered 400 here, saying how to get a session, before any session or token is spent on it.
+- **Errors a JSON-RPC client can read.** An error answer of the SDK's in plain text (a body
+  without `Content-Type: application/json`) or empty (its 406 to a 2026-07-28 request whose
+  `Accept` lacks `text/event-stream`) becomes a JSON-RPC error saying what to send
+  (`mcp_asgi.json_errors`).
 - **Bounded sessions** (`HttpLimits`): at most `max_sessions` open and `sessions_per_client`
   per client. A client is the socket peer's address (uvicorn's proxy headers are off unless
   `--trusted-proxy` names the proxy, so a local `X-Forwarded-For` changes nothing). A session
@@ -61,6 +65,7 @@ from hosts.mcp_asgi import (
     handshake_era,
     header,
     json_error,
+    json_errors,
     not_opening,
     read_body,
     replay,
@@ -189,7 +194,7 @@ class SessionGate:
             if too_large(body):  # streamed without a length
                 await json_error(413, TOO_LARGE)(scope, receive, send)
                 return
-            await self._route(client, scope, body, receive, send)
+            await self._route(client, scope, body, receive, json_errors(send))
         finally:
             self._requests[client] -= 1
             if not self._requests[client]:
