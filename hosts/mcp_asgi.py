@@ -11,6 +11,7 @@ import msgspec
 
 __all__ = [
     "BODY_BUFFER_MAX",
+    "NO_SESSION",
     "TOO_LARGE",
     "UNAUTHORIZED",
     "client_address",
@@ -18,6 +19,8 @@ __all__ = [
     "handshake_era",
     "header",
     "json_error",
+    "json_errors",
+    "not_opening",
     "read_body",
     "replay",
     "too_large",
@@ -43,6 +46,54 @@ UNAUTHORIZED: Final = (
     "Unauthorized: this server needs its bearer token (Authorization: Bearer <token>, "
     "the server's --token or ACI_MCP_TOKEN); it does not offer OAuth"
 )
+
+
+_NOT_ACCEPTABLE: Final = (
+    "Not Acceptable: the Accept header must list both application/json and text/event-stream"
+)
+_DROPPED: Final = {b"content-type", b"content-length", b"mcp-session-id"}
+
+
+def _error_text(status: int, text: str) -> str:
+    from http import HTTPStatus
+
+    if status == 406:
+        return _NOT_ACCEPTABLE
+    if "content-type" in text.lower():
+        text += " (send Content-Type: application/json)"
+    try:
+        phrase = HTTPStatus(status).phrase
+    except ValueError:
+        phrase = "Error"
+    return f"{phrase}: {text[:200]}" if text else phrase
+
+
+def json_errors(send: Any) -> Any:
+    """`send`, with an error answer of the SDK's that a JSON-RPC client cannot read (plain text,
+    as for a missing `Content-Type: application/json`, or empty, as its 406 to a 2026-07-28
+    request) turned into a JSON-RPC error that says what to send; other answers unchanged."""
+    held: list[Any] = []
+    body: list[bytes] = []
+
+    async def wrapped(message: Any) -> None:
+        if message["type"] == "http.response.start" and message["status"] >= 400:
+            kind = dict(message.get("headers", ())).get(b"content-type", b"")
+            if not bytes(kind).startswith(b"application/json"):
+                held.append(message)
+                return
+        if not held or message["type"] != "http.response.body":
+            await send(message)
+            return
+        body.append(message.get("body", b""))
+        if message.get("more_body"):
+            return
+        start = held[0]
+        status = start["status"]
+        text = b"".join(body).decode("utf-8", "replace").strip()
+        kept = tuple((k, v) for k, v in start.get("headers", ()) if k.lower() not in _DROPPED)
+        await json_error(status, _error_text(status, text), kept)(None, None, send)
+
+    return wrapped
 
 
 async def unauthorized(scope: Any, receive: Any, send: Any) -> None:
@@ -104,6 +155,32 @@ def replay(messages: list[Any], receive: Any) -> Any:
         return pending.pop(0) if pending else await receive()
 
     return replay
+
+
+NO_SESSION: Final = (
+    "Bad Request: Missing session ID: open a session with initialize first (protocol "
+    "2025-11-25 and earlier), or send the request as 2026-07-28, which has no session: the "
+    "MCP-Protocol-Version: 2026-07-28 header and the params._meta envelope"
+)
+
+
+def not_opening(scope: Any, messages: list[Any]) -> bool:
+    """Whether a request without `Mcp-Session-Id` (handshake era) cannot open a session: a GET,
+    or a POST of one JSON-RPC message other than `initialize`. The SDK would answer it 400
+    "Missing session ID" after creating a session for it (whose id it still sends back, and
+    which 404s), and nothing says how to get one (`NO_SESSION` does). A body the gate cannot
+    read as one message goes to the SDK, which says what is wrong with it."""
+    if scope.get("method") == "GET":
+        return True
+    if scope.get("method") != "POST":
+        return False
+    body = b"".join(m.get("body", b"") for m in messages if m.get("type") == "http.request")
+    try:
+        message = msgspec.json.decode(body)
+    except msgspec.DecodeError:
+        return False
+    method = message.get("method") if isinstance(message, dict) else None
+    return isinstance(method, str) and method != "initialize"
 
 
 def handshake_era(version: str) -> bool:

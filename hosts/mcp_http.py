@@ -13,7 +13,14 @@ Every request passes `SessionGate` (an ASGI app in front of the SDK's Starlette 
   to an opening request (one without `Mcp-Session-Id`) carries it; a handshake-era request
   naming any other id gets 404, as the SDK answers an unknown one. A 2026-07-28 request has no
   MCP session at all: its `Mcp-Session-Id` header is removed before the SDK sees it, so it can
-  never name an evidence session (`mcp_server` gives it a fresh one).
+  never name an evidence session (`mcp_server` gives it a fresh one). A handshake-era request
+  without a session that cannot open one (a GET, a message other than `initialize`: a client
+  that skipped it, or a 2026-07-28 request without its `MCP-Protocol-Version` header) is
+  answered 400 here, saying how to get a session, before any session or token is spent on it.
+- **Errors a JSON-RPC client can read.** An error answer of the SDK's in plain text (a body
+  without `Content-Type: application/json`) or empty (its 406 to a 2026-07-28 request whose
+  `Accept` lacks `text/event-stream`) becomes a JSON-RPC error saying what to send
+  (`mcp_asgi.json_errors`).
 - **Bounded sessions** (`HttpLimits`): at most `max_sessions` open and `sessions_per_client`
   per client. A client is the socket peer's address (uvicorn's proxy headers are off unless
   `--trusted-proxy` names the proxy, so a local `X-Forwarded-For` changes nothing). A session
@@ -34,8 +41,8 @@ Every request passes `SessionGate` (an ASGI app in front of the SDK's Starlette 
   before the SDK does (up to the SDK's 4 MiB bound), so stalled uploads cannot hold a client's
   in-flight budget (on a loopback bind every local client is one address) for good.
 
-A closed session answers 404 and its host opens a new one (the Streamable HTTP rule); its
-later calls then go in a new evidence session.
+A closed session answers 404 and its host should open a new one (the Streamable HTTP rule; not
+every client does: docs/adapters.md); its later calls then go in a new evidence session.
 """
 
 from __future__ import annotations
@@ -51,12 +58,15 @@ from typing import Any, Final
 import msgspec
 
 from hosts.mcp_asgi import (
+    NO_SESSION,
     TOO_LARGE,
     client_address,
     declared_too_large,
     handshake_era,
     header,
     json_error,
+    json_errors,
+    not_opening,
     read_body,
     replay,
     too_large,
@@ -184,7 +194,7 @@ class SessionGate:
             if too_large(body):  # streamed without a length
                 await json_error(413, TOO_LARGE)(scope, receive, send)
                 return
-            await self._route(client, scope, replay(body, receive), send)
+            await self._route(client, scope, body, receive, json_errors(send))
         finally:
             self._requests[client] -= 1
             if not self._requests[client]:
@@ -196,15 +206,20 @@ class SessionGate:
         # Always compare (a constant-time comparison whatever the scheme).
         return hmac.compare_digest(token.strip(), expected) and scheme.lower() == b"bearer"
 
-    async def _route(self, client: str, scope: Any, receive: Any, send: Any) -> None:
+    async def _route(
+        self, client: str, scope: Any, body: list[Any], receive: Any, send: Any
+    ) -> None:
         version = header(scope, _VERSION_HEADER)
+        receive = replay(body, receive)
         if version is not None and not handshake_era(version.decode("latin-1")):
             # 2026-07-28 and later: no MCP sessions; the header must name nothing downstream.
             headers = [(k, v) for k, v in scope["headers"] if k.lower() != _SESSION_HEADER]
             await self._app({**scope, "headers": headers}, receive, send)
             return
         session_id = header(scope, _SESSION_HEADER)
-        if session_id is None:
+        if session_id is None and not_opening(scope, body):  # no session spent on it
+            await json_error(400, NO_SESSION)(scope, receive, send)
+        elif session_id is None:
             await self._open(client, scope, receive, send)
         else:
             await self._in_session(session_id.decode("latin-1"), scope, receive, send)

@@ -7,12 +7,17 @@ queue and awaited, answered in time whatever the queue does.
   refused password: calling again will not help) and logged with the operator's fix, never the
   URL;
 - Redis connected but silent: ERROR/UNAVAILABLE `ANSWER_GRACE_S` after the wait, when the
-  server gives its runner a task group (`serve` does), instead of after the driver's timeouts.
+  server gives its runner a task group (`serve` does), instead of after the driver's timeouts;
+- pending while no worker beats in the call's partition (none started, or started with another
+  ACI_PREFIX than the host passed this server): still pending for the model (a worker that
+  starts runs it), and a warning on stderr, the host's MCP log, names the prefix
+  (`NoWorkerWarning`): before, every call of such a server was pending and nothing said why.
 """
 
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Awaitable, Callable
 from typing import Final
 
@@ -24,10 +29,11 @@ from hosts.mcp_pending import PendingCalls
 from hosts.mcp_progress import current as progress_reporter
 from hosts.mcp_tasks import task_wait
 from pipeline.client import CallResult, EvidenceClient, ToolCall
+from pipeline.heartbeat import heartbeat_ttl_s, live_count
 from pipeline.redis_io import PipelineError, is_credentials_refusal, refusal_hint
 from pipeline.settings import Settings, SettingsError
 
-__all__ = ["ANSWER_GRACE_S", "queue_runner"]
+__all__ = ["ANSWER_GRACE_S", "NoWorkerWarning", "queue_runner"]
 
 log = logging.getLogger("aci.mcp")
 
@@ -60,6 +66,37 @@ ANSWER_GRACE_S: Final = 0.5
 _NO_ANSWER_MESSAGE: Final = "the evidence queue did not answer in time; try again later"
 
 
+class NoWorkerWarning:
+    """Warns (at most once per `every_s`) when a call is pending and no worker beats in its
+    partition: the operator's fix is a worker, or the workers' ACI_PREFIX in the host's `env`."""
+
+    def __init__(self, client: EvidenceClient, every_s: float = 60.0) -> None:
+        self._client = client
+        self._every_s = every_s
+        self._warned_at: float | None = None
+
+    async def check(self, session_id: str) -> None:
+        """After a call answered pending: warn if nobody reads its partition."""
+        now = time.monotonic()
+        if self._warned_at is not None and now - self._warned_at < self._every_s:
+            return
+        settings = self._client.settings
+        part = settings.keys().for_session(session_id)
+        try:
+            live = await live_count(self._client.redis, part, heartbeat_ttl_s(settings))
+        except PipelineError:
+            return  # the next call says what failed
+        if live:
+            return
+        self._warned_at = now
+        log.warning(
+            "a call is pending and no worker reads the queue (ACI_PREFIX %s, partition %d): "
+            "calls wait until one starts; start `aci-evidence worker` on this Redis, "
+            "or give this server the workers' ACI_PREFIX (and ACI_PARTITIONS) in the host's env",
+            settings.prefix, part.index,
+        )  # fmt: skip
+
+
 def queue_runner(
     client: EvidenceClient, timeout: float, background: anyio.abc.TaskGroup | None = None
 ) -> Callable[..., Awaitable[CallResult | None]]:
@@ -71,15 +108,21 @@ def queue_runner(
     not reply holds a submit for the driver's timeouts, 10 s and more) is answered
     ERROR/UNAVAILABLE at once and cancelled: a host is never left past its own timeout."""
     pending = PendingCalls(client)
+    no_worker = NoWorkerWarning(client)
 
     async def attempt(call: ToolCall, session_id: str, as_of: str | None) -> CallResult | None:
         try:
             # Cancelled (`notifications/cancelled`, a closed 2026-07-28 response stream): the
             # call is cancelled too (`cancel_on_exit`); progress reported when asked.
             wait = task_wait(timeout, session_id)  # shorter for a would-be MCP task
-            return await pending.call(
+            result = await pending.call(
                 session_id, call, wait, on_progress=progress_reporter(), as_of=as_of
             )
+            if result is None and background is not None:  # off the answer's path
+                background.start_soon(no_worker.check, session_id)
+            elif result is None:
+                await no_worker.check(session_id)
+            return result
         except PipelineError as exc:
             # The typed errors' texts are codes and fixed sentences, never a URL or password.
             hint = refusal_hint(exc)

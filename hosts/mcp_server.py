@@ -68,6 +68,7 @@ from hosts.mcp_pending import MCP_PENDING_MESSAGE
 from hosts.mcp_progress import local_step, reporting
 from hosts.mcp_queue import ANSWER_GRACE_S, queue_runner
 from hosts.mcp_serve_http import http_app, serve_http
+from hosts.mcp_stdio import AnsweringReadStream
 from hosts.mcp_tasks import TaskHandles, enable_tasks
 from hosts.mcp_time import AS_OF_META_KEY, pinned_run
 from hosts.turn import PENDING_MESSAGE, is_error, model_object, model_text
@@ -349,11 +350,12 @@ async def serve(options: ServeOptions, settings: Settings) -> int:
 async def _serve_stdio(server: Server[Any], stdio_server: Any) -> None:
     # Until the host closes the connection, or Ctrl-C / SIGTERM. A host that died with a
     # request in flight leaves its answer a broken pipe: ended quietly too (it was a traceback
-    # and exit 1 in the host's log).
+    # and exit 1 in the host's log). A line that is no MCP message is answered (`mcp_stdio`).
     try:
         async with stdio_server() as (read_stream, write_stream), anyio.create_task_group() as tg:
             await tg.start(_cancel_on_signal, tg.cancel_scope)
-            await server.run(read_stream, write_stream, server.create_initialization_options())
+            answering = AnsweringReadStream(read_stream, write_stream)
+            await server.run(answering, write_stream, server.create_initialization_options())
             tg.cancel_scope.cancel()
     except* (BrokenPipeError, ConnectionResetError):
         log.info("the host closed the connection before an answer was written")

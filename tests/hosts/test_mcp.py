@@ -472,6 +472,41 @@ async def test_refused_credentials_are_said_as_such_not_try_again_later(
     assert not any(r.exc_info for r in caplog.records)
 
 
+@pytest.mark.redis
+async def test_a_call_pending_because_no_worker_reads_says_so_in_the_log(
+    redis: Any, prefix: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    # A new user's host config named ACI_REDIS_URL but not the fleet's ACI_PREFIX (the demo
+    # prints one), or no worker was started: every call was pending and the server's log (the
+    # host's MCP log) said nothing about why.
+    from mcp import Client
+
+    caplog.set_level("WARNING", logger="aci.mcp")
+    settings = Settings(prefix=prefix, visibility_timeout_s=10.0, deadline_s=5.0)
+    async with EvidenceClient(redis, settings) as evidence:
+        server = mcp_server.build_server(mcp_server.queue_runner(evidence, timeout=0.5))
+        async with Client(server) as client:
+            first = await client.call_tool("lookup_knowledge", {"query": "pool"})
+            again = await client.call_tool("lookup_knowledge", {"query": "other"})
+    assert first.structured_content["pending"] is True and not first.is_error
+    assert again.structured_content["pending"] is True
+    [warning] = [r.getMessage() for r in caplog.records if "no worker" in r.getMessage()]
+    assert f"ACI_PREFIX {prefix}, partition 0" in warning and "aci-evidence worker" in warning
+
+    caplog.clear()  # with a worker reading, a call still running is pending without a warning
+    async with (
+        EvidenceClient(redis, settings) as evidence,
+        running_worker(redis, settings, {"lookup_knowledge": GatedSource()}),
+    ):
+        server = mcp_server.build_server(mcp_server.queue_runner(evidence, timeout=2.0))
+        async with Client(server) as client:
+            found = await client.call_tool("lookup_knowledge", {"query": "pool"})
+            later = await client.call_tool("lookup_knowledge", {"query": "later"})
+    assert found.structured_content["evidence_status"] == "EVIDENCE_FOUND"
+    assert later.structured_content["pending"] is True
+    assert not [r for r in caplog.records if "no worker" in r.getMessage()]
+
+
 @contextlib.asynccontextmanager
 async def silent_redis() -> AsyncIterator[tuple[str, anyio.Event]]:
     """A TCP port that accepts and never answers, as a frozen Redis (SIGSTOP, a blocking

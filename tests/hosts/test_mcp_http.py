@@ -192,6 +192,76 @@ async def test_a_session_the_server_did_not_create_is_refused() -> None:
         assert await ping(client, url, "0" * 32) == 404
 
 
+async def test_a_request_that_cannot_open_a_session_is_told_how_to_get_one() -> None:
+    # A hand-written client POSTed tools/call without initialize, or a 2026-07-28 request
+    # without its MCP-Protocol-Version header: the SDK created a session for it, answered 400
+    # "Bad Request: Missing session ID" with that session's id in Mcp-Session-Id (which then
+    # 404s), and spent one of the client's new-session tokens.
+    limits = HttpLimits(new_sessions_per_s=0.001, new_sessions_burst=1)
+    app, gate = local_app(limits)
+    envelope = {
+        "io.modelcontextprotocol/protocolVersion": MODERN,
+        "io.modelcontextprotocol/clientInfo": {"name": "test", "version": "0"},
+        "io.modelcontextprotocol/clientCapabilities": {},
+    }
+    call = {"name": "lookup_knowledge", "arguments": {"query": "pool"}}
+    bodies = [
+        {"jsonrpc": "2.0", "id": 1, "method": "tools/list"},
+        {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {**call, "_meta": envelope}},
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+    ]
+    async with (
+        serving(app) as url,
+        client_from("127.0.0.2") as client,
+        client_from("127.0.0.3") as other,
+    ):
+        answers = [await client.post(url, json=body) for body in bodies]
+        answers.append(await client.get(url))
+        for answer in answers:
+            assert answer.status_code == 400 and "mcp-session-id" not in answer.headers
+            message = answer.json()["error"]["message"]
+            assert message.startswith("Bad Request: Missing session ID: open a session with")
+            assert "MCP-Protocol-Version: 2026-07-28" in message
+        assert gate.open_sessions == 0
+        opened = await initialize(client, url)  # the one token was not spent on them
+        assert opened.status_code == 200 and gate.open_sessions == 1
+        garbled = await other.post(url, content=b"not json")  # still the SDK's answer
+        assert garbled.status_code == 400 and garbled.json()["error"]["code"] == -32700
+
+
+async def test_an_answer_a_json_rpc_client_cannot_read_is_made_json_rpc() -> None:
+    # The SDK answered a 2026-07-28 request whose Accept lacks text/event-stream with an empty
+    # 406, and a body sent without Content-Type: application/json (curl -d) with plain text.
+    app, _ = local_app(HttpLimits())
+    envelope = {
+        "io.modelcontextprotocol/protocolVersion": MODERN,
+        "io.modelcontextprotocol/clientInfo": {"name": "test", "version": "0"},
+        "io.modelcontextprotocol/clientCapabilities": {},
+    }
+    listing = {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {"_meta": envelope}}
+    modern = {"mcp-protocol-version": MODERN, "mcp-method": "tools/list"}
+    async with serving(app) as url, client_from("127.0.0.2") as client:
+        json_only = await client.post(
+            url, json=listing, headers=modern | {"accept": "application/json"}
+        )
+        form = await client.post(
+            url,
+            content=json.dumps(INITIALIZE).encode(),
+            headers={"content-type": "application/x-www-form-urlencoded"},
+        )
+        listed = await client.post(url, json=listing, headers=modern)  # unchanged
+    assert json_only.status_code == 406
+    assert json_only.json()["error"]["message"] == (
+        "Not Acceptable: the Accept header must list both application/json and text/event-stream"
+    )
+    assert form.status_code == 400 and "mcp-session-id" not in form.headers
+    assert form.json()["error"] == {
+        "code": -32600,
+        "message": "Bad Request: Invalid Content-Type header (send Content-Type: application/json)",
+    }
+    assert listed.status_code == 200 and len(sse_result(listed)["result"]["tools"]) == 3
+
+
 async def test_a_bearer_token_guards_every_request() -> None:
     token = "t0ken-of-at-least-16"
     app, _ = local_app(HttpLimits(), token=token)

@@ -59,3 +59,18 @@ def test_an_unreadable_config_file_says_why_wherever_it_is_read(
         said = str(caught.value)
         assert said.startswith("ACI_MYSQL_CONFIG: ") and why in said, (read, said)
         assert str(tmp_path) not in said and "Pw1" not in said
+
+
+def test_a_relative_config_path_says_where_it_was_read_from(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # An MCP host starts `aci-evidence mcp` in a folder of its own (Claude Desktop: `/`); a
+    # relative ACI_MYSQL_CONFIG in its `env` was refused without saying where it was looked for,
+    # as ACI_LOGS_CONFIG already says.
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(ValueError) as caught:
+        data_source_names({"ACI_MYSQL_CONFIG": "conf/mysql.toml"})
+    assert str(caught.value) == (
+        "ACI_MYSQL_CONFIG: the file cannot be read (ENOENT, no such file or directory; "
+        f"a relative path is read from the working folder {tmp_path})"
+    )

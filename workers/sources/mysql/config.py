@@ -75,7 +75,13 @@ def _config_table(path: str) -> dict[str, object]:
     except UnicodeDecodeError:
         raise ValueError("ACI_MYSQL_CONFIG: the file is not UTF-8") from None
     except OSError as exc:
-        raise ValueError(f"ACI_MYSQL_CONFIG: the file cannot be read ({failure_of(exc)})") from None
+        # A host (an MCP client) starts its server in a folder of its own choosing.
+        where = "" if os.path.isabs(path) else (
+            f"; a relative path is read from the working folder {os.getcwd()}"
+        )  # fmt: skip
+        raise ValueError(
+            f"ACI_MYSQL_CONFIG: the file cannot be read ({failure_of(exc)}{where})"
+        ) from None
     toml = path.endswith(".toml")
     try:
         data = tomllib.loads(text) if toml else json.loads(text)
