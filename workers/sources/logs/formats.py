@@ -198,6 +198,8 @@ class _Mapped:
     def __init__(self, fields: Mapping[str, str], zone: tzinfo, service: str, unit: str) -> None:
         self.fields, self.zone, self.service, self.unit = dict(fields), zone, service, unit
         self.failed = 0
+        # a container runtime's time for a record that has no time key (`cri`, `docker`)
+        self.runtime_epoch: int | None = None
 
     def _pick(self, flat: dict[str, Any], ours: str, keys: tuple[str, ...]) -> tuple[str, Any]:
         mapped = self.fields.get(ours)
@@ -229,7 +231,7 @@ class _Mapped:
         if time_key == "instant.epochSecond" and _is_int(when):  # log4j2's JsonLayout
             nanos = flat.pop("instant.nanoOfSecond", 0)
             when = when + nanos / 1e9 if _is_int(nanos) else when
-        epoch = parse_time(when, self.zone, self.unit) if when is not None else None
+        epoch = parse_time(when, self.zone, self.unit) if when is not None else self.runtime_epoch
         if epoch is None:
             return None
         if time_key == "__REALTIME_TIMESTAMP":
