@@ -26,6 +26,7 @@ import msgspec
 
 from contracts.results import JsonScalar
 from workers.sources.logs.accesslog import read_caddy_access, read_envoy_json
+from workers.sources.logs.cloudlogging import is_cloud_logging, read_cloud_logging
 from workers.sources.logs.kubeaudit import read_kube_audit
 from workers.sources.logs.levels import (
     LEVEL_WORDS,
@@ -55,6 +56,7 @@ MESSAGE_KEYS: Final = (
 # A record with any of them is an app's own, not Istio's JSON access log (which has none):
 # read as Istio's, an app's request record lost its time, level and message to the request's.
 _OWN_KEYS: Final = frozenset((*TIME_KEYS, *LEVEL_KEYS, *MESSAGE_KEYS))
+_ENVELOPE_KEYS: Final = frozenset((*TIME_KEYS, *LEVEL_KEYS))  # a LogEntry's, not its payload's
 SERVICE_KEYS: Final = (
     "service", "service.name", "ServiceName", "app", "application", "name", "SYSLOG_IDENTIFIER",
     "_SYSTEMD_UNIT",
@@ -227,6 +229,8 @@ class _Mapped:
             read_envoy_json(flat)  # Istio's JSON access log (an app's record keeps its own)
         elif "time" not in self.fields and "request.uri" in flat:
             read_caddy_access(flat)  # Caddy's JSON access log
+        elif "time" not in self.fields and is_cloud_logging(flat):
+            read_cloud_logging(flat, _ENVELOPE_KEYS)  # Google Cloud Logging's LogEntry
         time_key, when = self._pick(flat, "time", TIME_KEYS)
         if time_key == "instant.epochSecond" and _is_int(when):  # log4j2's JsonLayout
             nanos = flat.pop("instant.nanoOfSecond", 0)
