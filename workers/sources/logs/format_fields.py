@@ -48,5 +48,14 @@ FORMAT_FIELDS: Final[dict[str, tuple[str, ...]]] = {
 }
 # Of those, the ones that hold numbers (a query may compare them: `bytes:>100000`).
 FORMAT_NUMBERS: Final = frozenset(
-    {"bytes", "rows_affected", "thread_id", "fields_dropped", "bytes_received", "upstream_time_ms"}
+    {
+        "bytes",
+        "rows_affected",
+        "thread_id",
+        "fields_dropped",
+        "bytes_received",
+        "upstream_time_ms",
+        "target_status",
+        "client_port",
+    }
 )
