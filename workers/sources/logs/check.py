@@ -407,9 +407,10 @@ def _better(
         entries = [e for line in lines for e in parser.feed(line)] + parser.flush()
         reads, levelled = check.lines - parser.failed, sum(bool(e.level) for e in entries)
         # a container runtime's line read as the app's format (Docker's JSON as jsonl, CRI as
-        # plain) reads "well", each record level-less: its own format wins a tie
+        # plain) reads "well", each record level-less: its own format wins a tie (not
+        # `kubectl logs --timestamps` lines, which `cri` reads: any ISO-stamped line is one)
         tie = reads == best_reads
-        container = fmt in _CONTAINERS and tie
+        container = fmt in _CONTAINERS and tie and not getattr(parser, "bare", 0)
         levels = tie and 2 * levelled > len(entries) and levelled > best_levelled
         if entries and (reads > best_reads or container or levels):
             check.better, check.better_reads, check.better_levelled = fmt, reads, levelled

@@ -131,6 +131,7 @@ class Cri:
         self.inner, self.zone, self.origin = inner, zone, dict(origin)
         self.service = service or self.origin.get("container", "")
         self.failed = 0
+        self.bare = 0  # lines read as `kubectl logs --timestamps` writes them
         self._parts: dict[str, tuple[int, int, list[str]]] = {}
         self._held: dict[str, _Held] = {}
         self._open: dict[str, _Held] = {}  # a stream's last text record, open to its stack
@@ -156,6 +157,7 @@ class Cri:
         found = _CRI.fullmatch(line.rstrip("\n"))
         if found is None and (bare := _KUBECTL.fullmatch(line.rstrip("\n"))) is not None:
             epoch = parse_time(bare.group(1), self.zone)
+            self.bare += epoch is not None  # no runtime's envelope (any ISO-stamped line)
             return None if epoch is None else (epoch, "", False, bare.group(2))  # stream unknown
         epoch = parse_time(found.group(1), self.zone) if found else None
         if found is None or epoch is None:

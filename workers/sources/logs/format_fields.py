@@ -10,6 +10,7 @@ from workers.sources.logs.accesslog import ENVOY_FIELDS
 from workers.sources.logs.cloudlogging import CLOUD_LOGGING_FIELDS
 from workers.sources.logs.csvlog import CSVLOG_FIELDS
 from workers.sources.logs.haproxy import HAPROXY_FIELDS
+from workers.sources.logs.heroku import HEROKU_FIELDS
 from workers.sources.logs.textformats import TEXT_FORMAT_FIELDS
 from workers.sources.logs.w3c import W3C_FIELDS
 
@@ -40,6 +41,7 @@ FORMAT_FIELDS: Final[dict[str, tuple[str, ...]]] = {
         "exception",
         "queue_id",  # Postfix's
         *HAPROXY_FIELDS,
+        *HEROKU_FIELDS,
     ),
     "mysql_slow": ("db_instance", "thread_id", "rows_affected", "schema", "db_user"),
     **{name: (*fields, "level_name") for name, fields in TEXT_FORMAT_FIELDS.items()},
