@@ -21,7 +21,7 @@ from typing import Final
 from contracts.window import AS_OF_SKEW_MS
 from workers.sources.base import SourceError
 from workers.sources.logs import files as listing  # its MAX_NAMES read when used
-from workers.sources.logs.check_hints import owner_of, time_key, unplaced
+from workers.sources.logs.check_hints import owner_of, time_key, unplaced, unread_keys
 from workers.sources.logs.check_report import CONTAINERS as _CONTAINERS
 from workers.sources.logs.check_report import FileCheck, SourceCheck, TopicCheck
 from workers.sources.logs.config import FORMATS, FileSource, FileTopic, LogsConfig, zone_of
@@ -156,6 +156,10 @@ def _file(file: LogFile, source: FileSource, reader: Reader, zone: str, now: flo
         check.behind_hours = round((file.mtime_ms - latest) / 3_600_000, 1)
     if source.format == "jsonl" and not entries:
         check.time_key = time_key(lines[0])
+    elif source.format == "jsonl" and entries:  # records of no message, or no level: the keys
+        check.no_message, check.message_key, check.no_level, check.level_key = unread_keys(
+            entries, next(line for line in lines if line.strip())
+        )
     if source.format == "regex" and check.unparsed:
         check.time_format = source.time_format
         check.time_unread = _time_unread(lines, source, tz, dated_ms)

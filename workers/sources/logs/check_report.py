@@ -46,6 +46,12 @@ class FileCheck(msgspec.Struct, kw_only=True):
     better_reads: int = 0  # ... and how many lines it reads
     better_levelled: int = 0  # ... and how many of its records have a level
     time_key: str = ""  # JSON lines of no record: a key of the first that holds a time
+    # JSON records most of which have no message (no level): how many, and a key that holds
+    # text (a level word) in the first line, to map
+    no_message: int = 0
+    message_key: str = ""
+    no_level: int = 0
+    level_key: str = ""
     # `regex` lines the pattern matches whose `time` does not read: the first such time, and
     # the time_format it was read with ('' : ISO 8601 or an epoch number)
     time_unread: str = ""
@@ -120,6 +126,19 @@ def _file_problems(topic: str, file: FileCheck) -> list[str]:
         )
     elif file.lines and not file.records:
         out.append(f"{where}: no line is in format {file.format}")
+    if file.no_message:
+        out.append(
+            f"{where}: {file.no_message} of {file.records} records have no message (no key "
+            f"{file.format} reads as one)"
+            + (f'; "{file.message_key}" holds text: [topics.{topic}.fields] message = '
+               f'"{file.message_key}"' if file.message_key else "")
+        )  # fmt: skip
+    if file.no_level and file.level_key:
+        out.append(
+            f"{where}: {file.no_level} of {file.records} records have no level (no key "
+            f'{file.format} reads as one); "{file.level_key}" holds one: '
+            f'[topics.{topic}.fields] level = "{file.level_key}"'
+        )
     if file.time_unread and file.time_format:
         out.append(
             f'{where}: the pattern matches, but its time "{file.time_unread}" does not read '
