@@ -258,6 +258,10 @@ class _Mapped:
             level_key, level = implied
         if time_key == "@t" and "@x" in flat:  # CLEF's exception, its type and stack
             flat.setdefault("exception", flat.pop("@x"))
+        if "exception" not in flat and isinstance(flat.get("error.type"), str):  # ECS's
+            flat["exception"] = flat.pop("error.type")  # (its loggers', Elasticsearch 8's)
+        if time_key == "t.$date" and "attr.durationMillis" in flat:  # MongoDB's slow operation
+            flat.setdefault("duration_ms", flat["attr.durationMillis"])
         if level is None:
             for key in ("SeverityNumber", "level_value"):
                 if key in flat:
