@@ -32,7 +32,7 @@ from workers.sources.logs.stamps import STAMP, matched_ms
 
 __all__ = [
     "ENVOY_FIELDS", "access_head", "envoy_entry", "envoy_head", "read_caddy_access",
-    "read_envoy_json", "status_level",
+    "read_envoy_json", "read_traefik_access", "status_level",
 ]  # fmt: skip
 
 Head = Callable[[str], Pending | None]
@@ -328,3 +328,36 @@ def read_caddy_access(flat: dict[str, Any]) -> None:
     for theirs, ours in _CADDY_NAMES.items():
         if theirs in flat and ours not in flat:
             flat[ours] = flat.pop(theirs)
+
+
+# Traefik's JSON access log (`accessLog.format: json`): `{"DownstreamStatus":502,
+# "RequestMethod":"POST","RequestPath":"/api/charge",...,"level":"info","msg":"","time":...}`;
+# Traefik writes every access line at `info`: its level is the status's
+_TRAEFIK_NAMES: Final = {
+    "RequestMethod": "method", "RequestPath": "uri", "RequestProtocol": "protocol",
+    "DownstreamStatus": "http_status", "ClientHost": "client", "DownstreamContentSize": "bytes",
+    "RequestContentSize": "bytes_received", "RequestHost": "authority",
+    "RouterName": "route_name", "ServiceURL": "upstream_host", "ServiceName": "service",
+}  # fmt: skip
+
+
+def read_traefik_access(flat: dict[str, Any]) -> None:
+    """Rename, in place, a flattened line of Traefik's JSON access log into the access fields,
+    its level the status's, its message the request line and status, `Duration` and
+    `OriginDuration` (nanoseconds) `duration_ms` and `upstream_time_ms`. Any other record is
+    left as it is."""
+    status = flat.get("DownstreamStatus")
+    if not isinstance(status, int) or isinstance(status, bool) or "RequestMethod" not in flat:
+        return
+    for theirs, ours in _TRAEFIK_NAMES.items():
+        if theirs in flat and ours not in flat:
+            flat[ours] = flat.pop(theirs)
+    for theirs, ours in (("Duration", "duration_ms"), ("OriginDuration", "upstream_time_ms")):
+        if isinstance(nanos := flat.get(theirs), int) and ours not in flat:
+            flat[ours] = round(nanos / 1e6, 3)
+            del flat[theirs]
+    flat["level"] = status_level(status)
+    if not flat.get("msg") and not flat.get("message"):
+        flat.pop("msg", None)
+        words = (flat.get(k) for k in ("method", "uri", "protocol"))
+        flat["message"] = " ".join([*(str(w) for w in words if w), str(status)])

@@ -25,7 +25,11 @@ from typing import Any, Final, Protocol, TypeGuard
 import msgspec
 
 from contracts.results import JsonScalar
-from workers.sources.logs.accesslog import read_caddy_access, read_envoy_json
+from workers.sources.logs.accesslog import (
+    read_caddy_access,
+    read_envoy_json,
+    read_traefik_access,
+)
 from workers.sources.logs.cloudlogging import is_cloud_logging, read_cloud_logging
 from workers.sources.logs.kubeaudit import read_kube_audit
 from workers.sources.logs.levels import (
@@ -229,6 +233,8 @@ class _Mapped:
             read_envoy_json(flat)  # Istio's JSON access log (an app's record keeps its own)
         elif "time" not in self.fields and "request.uri" in flat:
             read_caddy_access(flat)  # Caddy's JSON access log
+        elif "time" not in self.fields and "DownstreamStatus" in flat:
+            read_traefik_access(flat)  # Traefik's JSON access log
         elif "time" not in self.fields and is_cloud_logging(flat):
             read_cloud_logging(flat, _ENVELOPE_KEYS)  # Google Cloud Logging's LogEntry
         time_key, when = self._pick(flat, "time", TIME_KEYS)

@@ -23,7 +23,7 @@ also searched in that rendering:
   away, but adds `***`, so a term with a `*` (`"password=***"`) is not used;
 - JSON lines whose message parsing composes of several values (a Kubernetes audit Event's
   `verb requestURI code`, Istio's JSON access log's request line, a Cloud Logging entry's
-  `httpRequest` or audit line): a term with a space is not
+  `httpRequest` or audit line, Traefik's request line): a term with a space is not
   looked for in such a line (each value is: a term without one); so too logfmt lines, which
   `formats._Mapped` reads alike (Envoy's `text_format` of Istio's keys as `key=value` pairs:
   before, `"POST /api/charge"` found none of the records whose message it is).
@@ -94,7 +94,7 @@ _NUMBER_CHARS: Final = frozenset("0123456789.e+-")
 _STRUCTURE: Final = frozenset("[]{},:")
 # What a line holds when parsing composes its message (`kubeaudit`, `accesslog`), per format
 _COMPOSED: Final[dict[str, tuple[str, ...]]] = {
-    "jsonl": ('"audit.k8s.io/', '"response_code"', '"logName"'),  # `cloudlogging`: a request
+    "jsonl": ('"audit.k8s.io/', '"response_code"', '"logName"', '"DownstreamStatus"'),
     "logfmt": ("audit.k8s.io/", "response_code="),
 }
 _NUMBER: Final = re.compile(r"-?\d++(?:\.\d++)?(?:[eE][-+]?\d++)?")
