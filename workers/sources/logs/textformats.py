@@ -39,6 +39,7 @@ from workers.sources.logs.daemonlogs import daemon_head
 from workers.sources.logs.dbformats import postgresql_head, redis_head
 from workers.sources.logs.formats import LineParser, parse_time, text_entry
 from workers.sources.logs.jvmlogs import JVM_FIELDS, jvm_head
+from workers.sources.logs.lambdalogs import lambda_head
 from workers.sources.logs.log4j import LEVEL_WORD, Head, log4j_head
 from workers.sources.logs.multiline import Continued, HeadParser, Pending
 from workers.sources.logs.records import Entry
@@ -62,7 +63,7 @@ TEXT_FORMAT_FIELDS: Final[dict[str, tuple[str, ...]]] = {
                    "connection_from", "session_line_num", "prefix"),
     "redis": ("pid", "role"),
     "plain": ("pid", "process", "logger", "exception", "source", "thread", "message_id",
-              "job_id", *JVM_FIELDS),
+              "job_id", "request_id", *JVM_FIELDS),
     "regex": ("exception",),
 }  # fmt: skip
 TEXT_FORMAT_FIELDS["nginx_access"] = TEXT_FORMAT_FIELDS["apache_access"]
@@ -155,8 +156,8 @@ def _plain(zone: tzinfo, now_ms: int, time_format: str) -> Head:
         if mongodb := _MONGODB.match(text):
             last[0] = _mongodb(mongodb, zone, now_ms)
             return last[0]
-        if jvm := jvm_head(text, zone, now_ms):  # the JVM's -Xlog (its GC log)
-            last[0] = jvm
+        if jvm := jvm_head(text, zone, now_ms) or lambda_head(text, zone, now_ms):
+            last[0] = jvm  # the JVM's -Xlog (its GC log), AWS Lambda's runtimes
             return jvm
         found = _PLAIN.match(text)
         if found is None:
