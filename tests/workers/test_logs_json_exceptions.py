@@ -53,3 +53,24 @@ def test_mongodb_slow_operations_compare_by_duration(tmp_path: Path) -> None:
     source = file_source(tmp_path, "jsonl", ["app.json"], now=NOW)
     (slow,) = search(source, "duration_ms:>1000").records
     assert slow.fields["duration_ms"] == 3012 and slow.fields["attr_durationMillis"] == 3012
+
+
+def test_node_and_python_json_loggers_name_the_exception(tmp_path: Path) -> None:
+    write(tmp_path, [
+        {"name": "orders", "hostname": "web-1", "pid": 7, "level": 50, "v": 0,
+         "err": {"message": "boom", "name": "TypeError",
+                 "stack": "TypeError: boom\n    at f (/app/x.js:1:1)"},
+         "msg": "boom", "time": "2026-12-04T11:50:00.000Z"},  # bunyan
+        {"level": 50, "time": 1796385001000, "pid": 7, "hostname": "web-1",
+         "err": {"type": "Error", "message": "connect ECONNREFUSED 10.0.0.5:5432",
+                 "stack": "Error: connect ECONNREFUSED 10.0.0.5:5432\n    at TCPConnectWrap"},
+         "msg": "db connect failed"},  # pino
+        {"asctime": "x", "levelname": "ERROR", "timestamp": "2026-12-04T11:50:02Z",
+         "name": "shop", "message": "charge failed",
+         "exc_info": "Traceback (most recent call last):\n  File \"x.py\", line 1\nValueError: bad"},
+    ])  # fmt: skip
+    source = file_source(tmp_path, "jsonl", ["app.json"], now=NOW)
+    assert [r.fields["exception"].split("\n")[0] for r in search(source, "exception:*").records] == [
+        "TypeError", "Error", "Traceback (most recent call last):",
+    ]  # fmt: skip
+    assert search(source, "exception:ValueError level:error").match_count == 1

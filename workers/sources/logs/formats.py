@@ -60,6 +60,9 @@ MESSAGE_KEYS: Final = (
 # A record with any of them is an app's own, not Istio's JSON access log (which has none):
 # read as Istio's, an app's request record lost its time, level and message to the request's.
 _OWN_KEYS: Final = frozenset((*TIME_KEYS, *LEVEL_KEYS, *MESSAGE_KEYS))
+# A record's exception under its producer's key: ECS's (its loggers', Elasticsearch 8's),
+# pino's and bunyan's serialised `err`, python-json-logger's traceback
+_EXCEPTION_KEYS: Final = ("error.type", "err.type", "err.name", "exc_info")
 _ENVELOPE_KEYS: Final = frozenset((*TIME_KEYS, *LEVEL_KEYS))  # a LogEntry's, not its payload's
 SERVICE_KEYS: Final = (
     "service", "service.name", "ServiceName", "app", "application", "name", "SYSLOG_IDENTIFIER",
@@ -264,8 +267,10 @@ class _Mapped:
             level_key, level = implied
         if time_key == "@t" and "@x" in flat:  # CLEF's exception, its type and stack
             flat.setdefault("exception", flat.pop("@x"))
-        if "exception" not in flat and isinstance(flat.get("error.type"), str):  # ECS's
-            flat["exception"] = flat.pop("error.type")  # (its loggers', Elasticsearch 8's)
+        if "exception" not in flat:  # ECS's `error.type`, pino's, bunyan's, python-json-logger's
+            thrown = next((k for k in _EXCEPTION_KEYS if isinstance(flat.get(k), str)), None)
+            if thrown is not None:
+                flat["exception"] = flat.pop(thrown)
         if time_key == "t.$date" and "attr.durationMillis" in flat:  # MongoDB's slow operation
             flat.setdefault("duration_ms", flat["attr.durationMillis"])
         if level is None:
