@@ -7,11 +7,15 @@ exhausted` and no pause could be compared (`duration_ms:>1000`).
 from __future__ import annotations
 
 import os
+import time
 from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
 from logs_helpers import file_source, search
+
+from workers.sources.logs.check import check_logs
+from workers.sources.logs.config import parse_logs_config
 
 NOW = datetime(2026, 12, 4, 12, 0, tzinfo=UTC).timestamp()
 GC_LOG = """\
@@ -65,3 +69,19 @@ def test_an_agents_questions(tmp_path: Path, query: str, count: int) -> None:
     path.write_text(GC_LOG)
     os.utime(path, (NOW - 60, NOW - 60))
     assert search(file_source(tmp_path, "plain", ["gc.log"], now=NOW), query).match_count == count
+
+
+def test_check_says_to_add_the_time_decorator(tmp_path: Path) -> None:
+    (tmp_path / "gc.log").write_text(
+        "[0.015s][info][gc] Using G1\n[600.104s][info ][gc,start] GC(12) Pause Young (Normal)\n"
+    )
+    config = parse_logs_config(
+        f'roots = ["{tmp_path}"]\n[topics.APPLICATION]\nbackend = "file"\nformat = "plain"\n'
+        f'paths = ["{tmp_path}/gc.log"]\n'
+    )
+    (topic,) = check_logs(config, time.time())
+    assert topic.problems() == [
+        f"APPLICATION: {tmp_path}/gc.log: no line is in format plain: the JVM's -Xlog lines "
+        "without a time decorator (its default is uptime,level,tags): add time, "
+        "-Xlog:gc*:file=gc.log:time,uptime,level,tags"
+    ]

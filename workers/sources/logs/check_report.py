@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Final
 
 import msgspec
@@ -114,6 +115,20 @@ class TopicCheck(msgspec.Struct, kw_only=True):
         return out
 
 
+# The JVM's unified logging with its default decorators (`uptime,level,tags`): no wall time
+_JVM_UNTIMED: Final = re.compile(r"\[\d+(?:\.\d+)?m?s\]\[(?:trace|debug|info|warning|error) *\]\[")
+
+
+def _untimed(example: str) -> str:
+    """What to change when the lines are of a producer that was told to write no time."""
+    if _JVM_UNTIMED.match(example):
+        return (
+            ": the JVM's -Xlog lines without a time decorator (its default is uptime,level,"
+            "tags): add time, -Xlog:gc*:file=gc.log:time,uptime,level,tags"
+        )
+    return ""
+
+
 def _file_problems(topic: str, file: FileCheck) -> list[str]:
     out: list[str] = []
     where = f"{topic}: {file.path}"
@@ -125,7 +140,7 @@ def _file_problems(topic: str, file: FileCheck) -> list[str]:
             f'"{file.time_key}" holds one: [topics.{topic}.fields] time = "{file.time_key}"'
         )
     elif file.lines and not file.records:
-        out.append(f"{where}: no line is in format {file.format}")
+        out.append(f"{where}: no line is in format {file.format}" + _untimed(file.example))
     if file.no_message:
         out.append(
             f"{where}: {file.no_message} of {file.records} records have no message (no key "
