@@ -1,6 +1,6 @@
 """AWS load balancers' access logs under `apache_access` (`workers/sources/logs/awslogs.py`):
 an Application Load Balancer's lines (the layout of AWS's documentation, with its fields in
-their order) and a Classic Load Balancer's. Before, no line was a record in any format: every
+their order) and a Classic Load Balancer's; and S3's server access log. Before, no line was a record in any format: every
 call over an ALB's bucket an `EXECUTION` error, `level:error` over its 502s impossible.
 """
 
@@ -83,3 +83,37 @@ def test_each_line_is_a_record(source) -> None:  # type: ignore[no-untyped-def]
 )
 def test_an_agents_questions(source, query: str, count: int) -> None:  # type: ignore[no-untyped-def]
     assert search(source, query).match_count == count
+
+
+OWNER = "79a59df900b949e55d96a1e698fbacedfd6e09d98eacf8f8d5218e7cd47ef2be"
+S3_LINES = [
+    # AWS's documented example, dated in the window
+    f"{OWNER} amzn-s3-demo-bucket1 [04/Dec/2026:11:50:38 +0000] 192.0.2.3 {OWNER}"
+    ' 3E57427F3EXAMPLE REST.GET.VERSIONING - "GET /amzn-s3-demo-bucket1?versioning HTTP/1.1"'
+    ' 200 - 113 - 7 - "-" "S3Console/0.4" - s9lzHYrFp76ZVxRcpX9+5cjAnEH2ROuNkd2BHfIa6UkFVdtjf5mKR3'
+    "/eTPFvsiP/XV/VLi31234= SigV4 ECDHE-RSA-AES128-GCM-SHA256 AuthHeader"
+    " amzn-s3-demo-bucket1.s3.us-west-1.amazonaws.com TLSV1.2 - -",
+    f"{OWNER} shop-assets [04/Dec/2026:11:51:00 +0000] 10.0.0.7"
+    " arn:aws:sts::123456789012:assumed-role/orders/i-0abc 7D6A2F1E9EXAMPLE REST.GET.OBJECT"
+    ' invoices/o-1042.pdf "GET /shop-assets/invoices/o-1042.pdf HTTP/1.1" 403 AccessDenied 243'
+    ' - 12 - "-" "aws-sdk-go/1.44.0" -',
+]
+
+
+def test_s3_server_access_log_lines_are_records(tmp_path: Path) -> None:
+    path = tmp_path / "s3.log"
+    path.write_text("\n".join(S3_LINES) + "\n")
+    os.utime(path, (NOW - 60, NOW - 60))
+    source = file_source(tmp_path, "apache_access", ["s3.log"], now=NOW)
+    found = search(source, "")
+    assert [(r.timestamp, r.level, r.message) for r in found.records] == [
+        ("2026-12-04T11:50:38.000Z", "INFO", "GET /amzn-s3-demo-bucket1?versioning HTTP/1.1 200 113"),
+        ("2026-12-04T11:51:00.000Z", "WARN", "GET /shop-assets/invoices/o-1042.pdf HTTP/1.1 403 AccessDenied"),
+    ]  # fmt: skip
+    denied = found.records[1].fields
+    assert (denied["bucket"], denied["key"], denied["operation"]) == (
+        "shop-assets", "invoices/o-1042.pdf", "REST.GET.OBJECT",
+    )  # fmt: skip
+    assert found.records[0].fields["ssl_protocol"] == "TLSV1.2"
+    assert search(source, "error_code:AccessDenied bucket:shop-assets").match_count == 1
+    assert search(source, "http_status:>=400").match_count == 1

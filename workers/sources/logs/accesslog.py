@@ -6,8 +6,8 @@ referer or after the user agent (`extra`), a virtual host first (Apache's `vhost
 nginx's `$host`: `vhost`) and a proxy chain where the client goes (`client` the chain, as
 Filebeat's `remote_ip_list`); level from the status (5xx ERROR, 4xx WARN, else INFO).
 
-AWS load balancers' (`awslogs`: ALB, Classic ELB). Squid's native format (`access_log ...
-squid`, epoch seconds first): the same fields and
+AWS load balancers' and S3's (`awslogs`: ALB, Classic ELB, S3 server access logs). Squid's
+native format (`access_log ... squid`, epoch seconds first): the same fields and
 `duration_ms`, `cache_result` (`TCP_MISS`), `hierarchy` (`HIER_DIRECT`), `upstream`,
 `content_type`.
 
@@ -25,7 +25,7 @@ from functools import partial
 from typing import Any, Final
 
 from contracts.results import JsonScalar
-from workers.sources.logs.awslogs import alb_head
+from workers.sources.logs.awslogs import alb_head, s3_head
 from workers.sources.logs.multiline import Pending
 from workers.sources.logs.records import Entry
 from workers.sources.logs.stamps import STAMP, matched_ms
@@ -77,7 +77,7 @@ def access_head(zone: tzinfo, now_ms: int) -> Head:
     def head(text: str) -> Pending | None:
         found = _ACCESS.match(text)
         if found is None:
-            return _squid(text) or alb_head(text, status_level)
+            return _squid(text) or alb_head(text, status_level) or s3_head(text, status_level)
 
         def when() -> int | None:
             return matched_ms(found, zone, now_ms)

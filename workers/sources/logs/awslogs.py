@@ -20,7 +20,7 @@ from contracts.results import JsonScalar
 from workers.sources.logs.multiline import Pending
 from workers.sources.logs.records import Entry
 
-__all__ = ["ALB_FIELDS", "alb_head"]
+__all__ = ["ALB_FIELDS", "S3_FIELDS", "alb_head", "s3_head"]
 
 _Q: Final = r'"((?:[^"\\]|\\.)*)"'  # a quoted value (the agent's quotes escaped)
 _ALB: Final = re.compile(
@@ -95,3 +95,65 @@ def alb_head(text: str, level_of: Callable[[int | None], str]) -> Pending | None
         return Entry(at, level_of(code), "", f"{request} {status} {sent}", fields)
 
     return (lambda: epoch), build
+
+
+# Amazon S3's server access log: `bucket_owner bucket [time] remote_ip requester request_id
+# operation key "request_uri" http_status error_code bytes_sent object_size total_time
+# turn_around_time "referer" "user_agent" version_id host_id signature_version cipher_suite
+# auth_type host_header tls_version ...` (later fields optional, as older lines end sooner)
+_S3: Final = re.compile(
+    r"(?P<owner>[0-9a-f]{64}|-) (?P<bucket>[a-z0-9][a-z0-9.-]{1,62}) \[(?P<time>[^\]]{26})\]"
+    r" (?P<client>\S+) (?P<requester>\S+) (?P<request_id>\S+) (?P<operation>[A-Z0-9_.]+)"
+    r' (?P<key>\S+) "(?P<request>(?:[^"\\]|\\.)*)" (?P<status>\d{3}|-) (?P<error>\S+)'
+    r" (?P<sent>\d+|-) (?P<size>\d+|-) (?P<total>\d+|-) (?P<turnaround>\d+|-)"
+    r' "(?P<referer>(?:[^"\\]|\\.)*)" "(?P<agent>(?:[^"\\]|\\.)*)"'
+    r"(?: (?P<version>\S+) (?P<host_id>\S+)(?: (?P<signature>\S+) (?P<cipher>\S+)"
+    r" (?P<auth>\S+) (?P<host>\S+)(?: (?P<tls>\S+))?)?)?(?P<after>.*)",
+    re.S,
+)
+_S3_NAMES: Final = {
+    "bucket": "bucket", "client": "client", "requester": "requester",
+    "request_id": "request_id", "operation": "operation", "key": "key", "error": "error_code",
+    "referer": "referer", "agent": "user_agent", "version": "version_id",
+    "host_id": "host_id", "signature": "signature_version", "cipher": "ssl_cipher",
+    "auth": "auth_type", "host": "host", "tls": "ssl_protocol",
+}  # fmt: skip
+S3_FIELDS: Final = (*_S3_NAMES.values(), "object_size", "turnaround_ms")
+
+
+def s3_head(text: str, level_of: Callable[[int | None], str]) -> Pending | None:
+    """A line of Amazon S3's server access log, or None: its level the status's, its message
+    the request line, status and error code (`GET /shop-assets/x.png HTTP/1.1 403
+    AccessDenied`), `total_time` `duration_ms`, `turn_around_time` `turnaround_ms`."""
+    found = _S3.match(text)
+    if found is None:
+        return None
+    try:
+        epoch = int(datetime.strptime(found.group("time"), "%d/%b/%Y:%H:%M:%S %z").timestamp())
+    except ValueError:
+        return None
+
+    def build(at: int) -> Entry:
+        request, status, sent = found.group("request", "status", "sent")
+        fields: dict[str, JsonScalar] = {}
+        if parts := _REQUEST.fullmatch(request):
+            fields["method"], fields["uri"] = parts.group(1), parts.group(2)
+            if parts.group(3):
+                fields["protocol"] = parts.group(3)
+        code = int(status) if status.isdigit() else None
+        if code is not None:
+            fields["http_status"] = code
+        for group, name in (("sent", "bytes"), ("size", "object_size"), ("total", "duration_ms"),
+                            ("turnaround", "turnaround_ms")):  # fmt: skip
+            if (value := found.group(group)).isdigit() and len(value) < 19:
+                fields[name] = int(value)
+        for group, name in _S3_NAMES.items():
+            if (value := found.group(group)) not in (None, "", "-"):
+                fields[name] = value
+        if extra := (found.group("after") or "").strip():
+            fields["extra"] = extra
+        error = found.group("error")
+        message = f"{request} {status} {error if error != '-' else sent}"
+        return Entry(at, level_of(code), "", message, fields)
+
+    return (lambda: epoch * 1000), build

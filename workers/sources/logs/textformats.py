@@ -34,7 +34,7 @@ from typing import Final
 
 from contracts.results import JsonScalar
 from workers.sources.logs.accesslog import ENVOY_FIELDS, access_head, envoy_head
-from workers.sources.logs.awslogs import ALB_FIELDS
+from workers.sources.logs.awslogs import ALB_FIELDS, S3_FIELDS
 from workers.sources.logs.daemonlogs import daemon_head
 from workers.sources.logs.dbformats import postgresql_head, redis_head
 from workers.sources.logs.formats import LineParser, parse_time, text_entry
@@ -56,7 +56,7 @@ TEXT_FORMAT_FIELDS: Final[dict[str, tuple[str, ...]]] = {
                       "referer", "user_agent", "extra", "vhost", "ident",
                       # Squid's native format
                       "duration_ms", "cache_result", "hierarchy", "upstream", "content_type",
-                      *ALB_FIELDS),  # AWS load balancers'
+                      *ALB_FIELDS, *S3_FIELDS),  # AWS load balancers', S3's
     "klog": ("pid", "source", "exception"),
     "oslo": ("pid", "logger", "request_id", "context", "exception"),
     "postgresql": ("pid", "user", "database", "duration_ms", "sql_state", "application_name",
