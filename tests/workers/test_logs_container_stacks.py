@@ -119,3 +119,10 @@ def test_kubectl_logs_timestamps_are_read_by_cri(tmp_path: Path) -> None:
     assert found.records[1].fields["exception"] == "java.lang.IllegalStateException"
     everything = search(source, "")
     assert everything.match_count == 3
+
+
+@pytest.mark.parametrize("fmt", ["cri", "docker"])
+def test_json_data_a_program_printed_stays_its_text(tmp_path: Path, fmt: str) -> None:
+    write(tmp_path, container_log(fmt, [("stdout", '{"id": 7, "total": 12.5}')]))
+    (record,) = search(file_source(tmp_path, fmt, ["0.log"], now=NOW), "").records
+    assert (record.level, record.message) == ("", '{"id": 7, "total": 12.5}')

@@ -210,8 +210,8 @@ class Cri:
         if crash is None:
             entry = self._entry(epoch, stream, text)
             if text.startswith("{") or not entry.level:
-                return [*out, entry]  # a layout it knows, which gives the level, may go on
-            self._open[stream] = _Held(entry, _TEXT)  # held for the stack lines after it
+                return [*out, entry]  # JSON, or text of no layout it knows: no stack joined
+            self._open[stream] = _Held(entry, _TEXT)  # a known layout's: held for its stack
             return out
         lines = [t for _, t in runtime] + [text]  # the runtime's explanation starts the crash
         entry = self._entry(runtime[0][0] if runtime else epoch, stream, "\n".join(lines))

@@ -282,6 +282,8 @@ class _Mapped:
             flat.pop("level_value", None)
             flat.pop("SeverityNumber", None)
         _, message = self._pick(flat, "message", MESSAGE_KEYS)
+        if when is None and level is None and message is None:
+            return None  # timeless, levelless, no message: JSON data a program printed
         _, service = self._pick(flat, "service", SERVICE_KEYS)
         fields: dict[str, JsonScalar] = {}
         for ours, theirs in self.fields.items():
