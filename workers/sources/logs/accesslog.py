@@ -6,7 +6,8 @@ referer or after the user agent (`extra`), a virtual host first (Apache's `vhost
 nginx's `$host`: `vhost`) and a proxy chain where the client goes (`client` the chain, as
 Filebeat's `remote_ip_list`); level from the status (5xx ERROR, 4xx WARN, else INFO).
 
-Squid's native format (`access_log ... squid`, epoch seconds first): the same fields and
+AWS load balancers' and S3's (`awslogs`: ALB, Classic ELB, S3 server access logs). Squid's
+native format (`access_log ... squid`, epoch seconds first): the same fields and
 `duration_ms`, `cache_result` (`TCP_MISS`), `hierarchy` (`HIER_DIRECT`), `upstream`,
 `content_type`.
 
@@ -24,13 +25,14 @@ from functools import partial
 from typing import Any, Final
 
 from contracts.results import JsonScalar
+from workers.sources.logs.awslogs import alb_head, s3_head
 from workers.sources.logs.multiline import Pending
 from workers.sources.logs.records import Entry
 from workers.sources.logs.stamps import STAMP, matched_ms
 
 __all__ = [
     "ENVOY_FIELDS", "access_head", "envoy_entry", "envoy_head", "read_caddy_access",
-    "read_envoy_json", "status_level",
+    "read_envoy_json", "read_traefik_access", "status_level",
 ]  # fmt: skip
 
 Head = Callable[[str], Pending | None]
@@ -75,7 +77,7 @@ def access_head(zone: tzinfo, now_ms: int) -> Head:
     def head(text: str) -> Pending | None:
         found = _ACCESS.match(text)
         if found is None:
-            return _squid(text)
+            return _squid(text) or alb_head(text, status_level) or s3_head(text, status_level)
 
         def when() -> int | None:
             return matched_ms(found, zone, now_ms)
@@ -326,3 +328,36 @@ def read_caddy_access(flat: dict[str, Any]) -> None:
     for theirs, ours in _CADDY_NAMES.items():
         if theirs in flat and ours not in flat:
             flat[ours] = flat.pop(theirs)
+
+
+# Traefik's JSON access log (`accessLog.format: json`): `{"DownstreamStatus":502,
+# "RequestMethod":"POST","RequestPath":"/api/charge",...,"level":"info","msg":"","time":...}`;
+# Traefik writes every access line at `info`: its level is the status's
+_TRAEFIK_NAMES: Final = {
+    "RequestMethod": "method", "RequestPath": "uri", "RequestProtocol": "protocol",
+    "DownstreamStatus": "http_status", "ClientHost": "client", "DownstreamContentSize": "bytes",
+    "RequestContentSize": "bytes_received", "RequestHost": "authority",
+    "RouterName": "route_name", "ServiceURL": "upstream_host", "ServiceName": "service",
+}  # fmt: skip
+
+
+def read_traefik_access(flat: dict[str, Any]) -> None:
+    """Rename, in place, a flattened line of Traefik's JSON access log into the access fields,
+    its level the status's, its message the request line and status, `Duration` and
+    `OriginDuration` (nanoseconds) `duration_ms` and `upstream_time_ms`. Any other record is
+    left as it is."""
+    status = flat.get("DownstreamStatus")
+    if not isinstance(status, int) or isinstance(status, bool) or "RequestMethod" not in flat:
+        return
+    for theirs, ours in _TRAEFIK_NAMES.items():
+        if theirs in flat and ours not in flat:
+            flat[ours] = flat.pop(theirs)
+    for theirs, ours in (("Duration", "duration_ms"), ("OriginDuration", "upstream_time_ms")):
+        if isinstance(nanos := flat.get(theirs), int) and ours not in flat:
+            flat[ours] = round(nanos / 1e6, 3)
+            del flat[theirs]
+    flat["level"] = status_level(status)
+    if not flat.get("msg") and not flat.get("message"):
+        flat.pop("msg", None)
+        words = (flat.get(k) for k in ("method", "uri", "protocol"))
+        flat["message"] = " ".join([*(str(w) for w in words if w), str(status)])

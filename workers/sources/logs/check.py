@@ -18,12 +18,12 @@ import re
 from datetime import tzinfo
 from typing import Final
 
-import msgspec
-
 from contracts.window import AS_OF_SKEW_MS
 from workers.sources.base import SourceError
 from workers.sources.logs import files as listing  # its MAX_NAMES read when used
-from workers.sources.logs.check_hints import folder_hint, owner_of, time_key, unplaced
+from workers.sources.logs.check_hints import owner_of, time_key, unplaced, unread_keys
+from workers.sources.logs.check_report import CONTAINERS as _CONTAINERS
+from workers.sources.logs.check_report import FileCheck, SourceCheck, TopicCheck
 from workers.sources.logs.config import FORMATS, FileSource, FileTopic, LogsConfig, zone_of
 from workers.sources.logs.dbformats import foreign_zone
 from workers.sources.logs.deadline import StopFlag
@@ -48,9 +48,6 @@ EXAMPLE_CHARS: Final = 160
 # Formats tried on lines the configured one could not read (`regex` needs the operator's
 # pattern; `mysql_slow` takes any text for a statement's, so only a slow log is offered it).
 _TRIED: Final = tuple(f for f in FORMATS if f not in ("regex", "mysql_slow"))
-# Formats of a container runtime's lines around the app's own (`cri`).
-_CONTAINERS: Final = ("docker", "cri")
-_ENVELOPE: Final = ", the app's own time, level and message inside a container runtime's line"
 
 
 def _without_password(line: str) -> str:
@@ -63,171 +60,6 @@ def _without_password(line: str) -> str:
     if len(line) > cut and len(masked) < cut:
         masked = without_secrets(without_log_secrets(line))
     return masked
-
-
-class FileCheck(msgspec.Struct, kw_only=True):
-    """One file's sample read in its source's format."""
-
-    path: str
-    format: str
-    lines: int  # non-blank lines read (at most SAMPLE_LINES)
-    records: int
-    unparsed: int  # lines not in the format
-    first: str | None = None  # the records' earliest and latest time (the topic's zone)
-    last: str | None = None
-    future: int = 0  # records dated after now (beyond the clock skew allowed)
-    # records dated after the file's last write (not in the future): a wrong timezone
-    after_write: int = 0
-    after_write_hours: float = 0.0  # the latest of them, hours after the mtime
-    written: str = ""  # the file's mtime (the topic's zone)
-    # its last record a zone's offset before its last write (`filetime.zone_behind`): the
-    # offset its writer's local time seems to be in, and the gap in hours
-    behind: str = ""
-    behind_hours: float = 0.0
-    ahead: str = ""  # ... or after it, in the future: the offset that fits
-    foreign_zone: str = ""  # a zone its lines name (several offsets) that is not the topic's
-    timezone: str = ""  # the topic's (or source's) timezone, as configured
-    example: str = ""  # the first line not in the format, cut to EXAMPLE_CHARS, no URL password
-    unread: str = ""  # why it was not (wholly) read: a compression, a broken file, long lines
-    levelled: int = 0  # records with a level
-    better: str = ""  # a named format that reads more of these lines, or levels ...
-    better_reads: int = 0  # ... and how many lines it reads
-    better_levelled: int = 0  # ... and how many of its records have a level
-    time_key: str = ""  # JSON lines of no record: a key of the first that holds a time
-    # `regex` lines the pattern matches whose `time` does not read: the first such time, and
-    # the time_format it was read with ('' : ISO 8601 or an epoch number)
-    time_unread: str = ""
-    time_format: str = ""
-    unplaced: int = 0  # records of text the format does not place (`prefix`), the first's,
-    unplaced_text: str = ""
-    placing: str = ""  # and a named format that places it
-
-
-class SourceCheck(msgspec.Struct, kw_only=True):
-    """One file source: its globs, format, how many files matched, the newest checked."""
-
-    paths: list[str]
-    format: str
-    matched: int
-    files: list[FileCheck]
-    problem: str = ""  # the source could not be listed (outside roots, a pseudo-filesystem)
-    # folders of its globs the system refused to list: "path: could not be listed (EACCES, ...)"
-    unlisted: list[str] = []
-    # matched paths that are no regular file, skipped unopened as a call skips them: "path: a fifo"
-    skipped: list[str] = []
-    listing_cut: bool = False  # more than MAX_NAMES names looked at: `matched` a lower bound
-    unchecked: int = 0  # matched files older than the MAX_FILES newest: not sampled
-
-
-class TopicCheck(msgspec.Struct, kw_only=True):
-    """One topic of the configuration."""
-
-    topic: str
-    backend: str
-    sources: list[SourceCheck] = []
-
-    def problems(self) -> list[str]:
-        """What an operator should look at, one line each (empty: the topic reads well)."""
-        out: list[str] = []
-        for source in self.sources:
-            globs = ", ".join(source.paths)
-            if source.problem:
-                out.append(f"{self.topic}: {globs}: {source.problem}")
-            elif source.listing_cut:
-                out.append(
-                    f"{self.topic}: {globs}: the listing stopped after {listing.MAX_NAMES} names "
-                    f"({source.matched} files matched before it): a call's count is a lower "
-                    "bound; narrow the glob"
-                )
-            elif source.matched == 0 and not source.skipped and not source.unlisted:
-                out.append(f"{self.topic}: {globs}: no file matches{folder_hint(source.paths)}")
-            out += (
-                f"{self.topic}: {folder}: a call cannot read the files in it (an ERROR when "
-                "nothing else matches, else a lower bound); check the folder's permissions"
-                for folder in source.unlisted
-            )
-            out += (
-                f"{self.topic}: {skipped}: skipped, never opened (not a regular file; a call "
-                "reads the regular files beside it, or is refused when there are none)"
-                for skipped in source.skipped
-            )
-            for file in source.files:
-                out += _file_problems(self.topic, file)
-        return out
-
-
-def _file_problems(topic: str, file: FileCheck) -> list[str]:
-    out: list[str] = []
-    where = f"{topic}: {file.path}"
-    if file.unread:
-        out.append(f"{where}: {'partly read' if file.lines else 'not read'}: {file.unread}")
-    if file.lines and not file.records and file.time_key:
-        out.append(
-            f"{where}: no line is in format {file.format}: no key it reads as the time; "
-            f'"{file.time_key}" holds one: [topics.{topic}.fields] time = "{file.time_key}"'
-        )
-    elif file.lines and not file.records:
-        out.append(f"{where}: no line is in format {file.format}")
-    if file.time_unread and file.time_format:
-        out.append(
-            f'{where}: the pattern matches, but its time "{file.time_unread}" does not read '
-            f'with time_format "{file.time_format}"'
-        )
-    elif file.time_unread:
-        out.append(
-            f'{where}: the pattern matches, but its time "{file.time_unread}" is neither ISO '
-            "8601 nor an epoch number: set time_format (a strptime format)"
-        )
-    reads = file.lines - file.unparsed
-    if file.better and (file.better_reads > reads or file.better in _CONTAINERS):
-        why = _ENVELOPE if file.better in _CONTAINERS and file.better_reads == reads else ""
-        out.append(
-            f'{where}: format = "{file.better}" reads {file.better_reads} of {file.lines} '
-            f"lines ({file.format}: {reads}){why}"
-        )
-    elif file.better:
-        out.append(
-            f'{where}: format = "{file.better}" gives {file.better_levelled} of its records a '
-            f"level ({file.format}: {file.levelled} of {file.records})"
-        )
-    elif file.records and 2 * file.unparsed > file.lines:  # most of it read as text only
-        out.append(
-            f"{where}: {file.unparsed} of {file.lines} lines are not in format {file.format} "
-            f"(the first: {file.example}); they are matched as text only, by words and phrases"
-        )
-    if file.unplaced:
-        out.append(
-            f"{where}: {file.unplaced} of {file.records} records carry text format {file.format}"
-            f' does not place (kept in field prefix; the first: "{file.unplaced_text}")'
-            + (f': format = "{file.placing}" reads them' if file.placing else "")
-        )
-    if file.future:
-        fits = (
-            f': its offset seems to be {file.ahead}: set timezone = "{file.ahead}" (or the '
-            "host's IANA zone) for this source"
-            if file.ahead
-            else ""
-        )
-        out.append(f"{where}: {file.future} records dated in the future (check timezone{fits})")
-    if file.foreign_zone:
-        out.append(
-            f"{where}: times written in zone {file.foreign_zone} are read in the topic's "
-            f"timezone ({file.timezone}), which does not call itself {file.foreign_zone}: set "
-            f"timezone to the server's log_timezone ({file.foreign_zone} names several offsets)"
-        )
-    if file.behind:
-        out.append(
-            f"{where}: its last record is {file.behind_hours:.1f} h before the file was last "
-            f"written (mtime {file.written}): a program writing it now writes its local time "
-            f'in another zone than timezone "{file.timezone}"; its offset is {file.behind}: '
-            f'set timezone = "{file.behind}" (or the host\'s IANA zone) for this source'
-        )
-    if file.after_write:
-        out.append(
-            f"{where}: {file.after_write} records dated after the file was last written "
-            f"({file.after_write_hours:.1f} h after its mtime {file.written}: check timezone)"
-        )
-    return out
 
 
 def check_logs(config: LogsConfig, now: float) -> list[TopicCheck]:
@@ -324,6 +156,10 @@ def _file(file: LogFile, source: FileSource, reader: Reader, zone: str, now: flo
         check.behind_hours = round((file.mtime_ms - latest) / 3_600_000, 1)
     if source.format == "jsonl" and not entries:
         check.time_key = time_key(lines[0])
+    elif source.format == "jsonl" and entries:  # records of no message, or no level: the keys
+        check.no_message, check.message_key, check.no_level, check.level_key = unread_keys(
+            entries, next(line for line in lines if line.strip())
+        )
     if source.format == "regex" and check.unparsed:
         check.time_format = source.time_format
         check.time_unread = _time_unread(lines, source, tz, dated_ms)
@@ -407,9 +243,10 @@ def _better(
         entries = [e for line in lines for e in parser.feed(line)] + parser.flush()
         reads, levelled = check.lines - parser.failed, sum(bool(e.level) for e in entries)
         # a container runtime's line read as the app's format (Docker's JSON as jsonl, CRI as
-        # plain) reads "well", each record level-less: its own format wins a tie
+        # plain) reads "well", each record level-less: its own format wins a tie (not
+        # `kubectl logs --timestamps` lines, which `cri` reads: any ISO-stamped line is one)
         tie = reads == best_reads
-        container = fmt in _CONTAINERS and tie
+        container = fmt in _CONTAINERS and tie and not getattr(parser, "bare", 0)
         levels = tie and 2 * levelled > len(entries) and levelled > best_levelled
         if entries and (reads > best_reads or container or levels):
             check.better, check.better_reads, check.better_levelled = fmt, reads, levelled

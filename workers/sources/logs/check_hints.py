@@ -1,6 +1,7 @@
 """What `aci-evidence check` suggests to an operator (`check` reads the files): the glob for a
 path that names a folder, whose a file the worker may not open is and what to change, the key
-of a JSON line that holds its time, the format that places text its format leaves unplaced."""
+of a JSON line that holds its time (its message, its level: records of none), the format
+that places text its format leaves unplaced."""
 
 from __future__ import annotations
 
@@ -9,15 +10,17 @@ import os
 import pwd
 import re
 import stat
+from collections.abc import Callable
 from datetime import tzinfo
 from typing import Final
 
 import msgspec
 
 from workers.sources.logs.formats import make_parser
+from workers.sources.logs.levels import canonical_level
 from workers.sources.logs.records import Entry
 
-__all__ = ["folder_hint", "owner_of", "time_key", "unplaced"]
+__all__ = ["folder_hint", "owner_of", "time_key", "unplaced", "unread_keys"]
 
 _ISO: Final = re.compile(r"\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d")
 
@@ -59,6 +62,23 @@ def owner_of(path: str) -> str:
 def time_key(line: str) -> str:
     """The first key (dotted when nested, three deep at most) of a JSON line whose value is an
     ISO 8601 time, or '' (a line of no JSON object, or of no such value)."""
+    return _first_key(line, lambda value: bool(_ISO.match(value)))
+
+
+def unread_keys(entries: list[Entry], line: str) -> tuple[int, str, int, str]:
+    """JSON records most of which have no message (or no level): how many, and the first key
+    of a line that holds text (a level word) to map as `message` (`level`), or ''."""
+    no_message = sum(not e.message for e in entries)
+    no_level = sum(not e.level for e in entries)
+    text = _first_key(line, lambda v: " " in v.strip() and not _ISO.match(v))
+    word = _first_key(line, lambda v: len(v) <= 12 and canonical_level(v.strip()) is not None)
+    return (
+        no_message if 2 * no_message > len(entries) else 0, text,
+        no_level if 2 * no_level > len(entries) else 0, word,
+    )  # fmt: skip
+
+
+def _first_key(line: str, holds: Callable[[str], bool]) -> str:
     try:
         found = msgspec.json.decode(line)
     except (msgspec.DecodeError, RecursionError):  # nested past msgspec's depth
@@ -69,7 +89,7 @@ def time_key(line: str) -> str:
         for prefix, value in level:
             if isinstance(value, dict):
                 deeper += [(f"{prefix}.{k}".lstrip("."), v) for k, v in value.items()]
-            elif prefix and isinstance(value, str) and _ISO.match(value):
+            elif prefix and isinstance(value, str) and holds(value):
                 return prefix
         level = deeper
     return ""

@@ -23,6 +23,7 @@ from workers.sources.logs.masking import (
     without_secrets,
 )
 from workers.sources.logs.multiline import (
+    EXCEPTION,
     MAX_HELD_RUNTIME,
     MAX_JOINED_CHARS,
     MAX_JOINED_LINES,
@@ -37,18 +38,32 @@ from workers.sources.logs.records import Entry
 __all__ = ["Cri", "DockerJson", "docker_fields", "kubelet_fields"]
 # How long before a crash its `runtime: ` lines may be written to be its (Go: the same moment).
 _RUNTIME_NEAR_MS: Final = 1000
+# How long after a text record a continuation line (a Java stack's `java.lang.X: ...`, `\tat`,
+# `Caused by:`) may be written to be its: an app writes a record and its stack at once, and
+# the runtime splits them into lines of (nearly) one time.
+_JOIN_NEAR_MS: Final = 1000
 
 _CRI: Final = re.compile(r"(\S+) (stdout|stderr) ([PF]) ?(.*)", re.S)
+# `kubectl logs --timestamps` (and `stern -t`'s lines): the runtime's RFC 3339 time, a space,
+# the content; no stream, no tag (each line whole).
+_KUBECTL: Final = re.compile(
+    r"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d{1,9})?(?:Z|[+-]\d\d:\d\d)) (.*)", re.S
+)
 
 
 # A text content's own level, where its producer writes it first (never guessed from a word
 # inside the message): klog's `E1204 19:11:00.000000  1 file.go:138] ` (the control plane's
 # pods), `[ERROR] ` (CoreDNS), after an ISO time (HashiCorp's hclog: Vault, Consul, Nomad),
 # zap's console `<ISO time>\t<level>\t` (Istio's proxies, controller-runtime's operators),
+# a level in capitals after a time (log4j, logback, Spring Boot: Java's usual layouts),
 # logfmt's `level=error` in a line of `key=value` pairs (Prometheus, Loki, Grafana), and
 # Python's default layouts (`logging.basicConfig()`, uvicorn).
 _TEXT_LEVEL: Final = re.compile(
     r"(?P<klog>[IWEF])\d{4} \d\d:\d\d:\d\d\.\d{6} +\d+ [^ \]]+:\d+\] "
+    # log4j's, logback's and Spring Boot's `%d %-5level` (`2026-12-05 14:00:00.123 ERROR 1 ---
+    # [main] ...`), logback's `%d [%thread] %-5level`: the level in capitals after the time
+    r"|(?:\d{4}-\d\d-\d\d[T ])?\d\d:\d\d:\d\d(?:[.,]\d{1,9})?(?:Z|[+-]\d\d:?\d\d)?"
+    r"(?: \[[^\]]{1,200}\])? +(?P<java>TRACE|DEBUG|INFO|WARN|WARNING|ERROR|FATAL) "
     r"|(?:\d{4}[-/]\d\d[-/]\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d{1,9})?(?:Z|[+-]\d\d:?\d\d)? +)?"
     r"\[(?P<bracket>[A-Za-z]{3,9})\] "
     r"|\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d{1,9})?(?:Z|[+-]\d\d:?\d\d)\t(?P<zap>[A-Za-z]{3,9})\t"
@@ -63,7 +78,7 @@ def text_level(text: str) -> tuple[str, str] | None:
     found = _TEXT_LEVEL.match(text)
     if found is None:
         return None
-    word = next(w for w in found.group("klog", "bracket", "zap", "logfmt", "python") if w)
+    word = next(w for w in found.group("klog", "bracket", "zap", "java", "logfmt", "python") if w)
     level = canonical_level(word)
     return None if level is None else (level, word)
 
@@ -95,8 +110,14 @@ class _Held:
             self.size, self.lines = self.size + len(text) + 1, self.lines + 1
             if self.crash.last and (raised := python_raised(text)):
                 self.entry.fields["exception"] = raised  # Python names it last
+            elif "exception" not in self.entry.fields and (thrown := EXCEPTION.match(text)):
+                self.entry.fields["exception"] = thrown.group(1)  # a stack's first class
             return True
         return False
+
+
+# A text record open to the stack lines after it (no crash: its level stays as read).
+_TEXT: Final = Crash("", "", False)
 
 
 class Cri:
@@ -110,8 +131,10 @@ class Cri:
         self.inner, self.zone, self.origin = inner, zone, dict(origin)
         self.service = service or self.origin.get("container", "")
         self.failed = 0
+        self.bare = 0  # lines read as `kubectl logs --timestamps` writes them
         self._parts: dict[str, tuple[int, int, list[str]]] = {}
         self._held: dict[str, _Held] = {}
+        self._open: dict[str, _Held] = {}  # a stream's last text record, open to its stack
         # Go's `runtime: ` lines on a stream, held for the line after them (`multiline`)
         self._runtime: dict[str, list[tuple[int, str]]] = {}
 
@@ -132,6 +155,10 @@ class Cri:
     def _split(self, line: str) -> tuple[int, str, bool, str] | None:
         """A line's time, stream, whether it is a part only, and its content (None: not one)."""
         found = _CRI.fullmatch(line.rstrip("\n"))
+        if found is None and (bare := _KUBECTL.fullmatch(line.rstrip("\n"))) is not None:
+            epoch = parse_time(bare.group(1), self.zone)
+            self.bare += epoch is not None  # no runtime's envelope (any ISO-stamped line)
+            return None if epoch is None else (epoch, "", False, bare.group(2))  # stream unknown
         epoch = parse_time(found.group(1), self.zone) if found else None
         if found is None or epoch is None:
             return None
@@ -166,13 +193,26 @@ class Cri:
                 return []
             del self._held[stream]
         out = [] if held is None else [held.entry]
+        if not text.strip() and not runtime:
+            return out  # an empty line the app wrote: no record, as in the text formats
         crash = None if text.startswith("{") else crash_of(text)
+        last = self._open.pop(stream, None)  # the text record before: is this line its?
+        if last is not None:  # (a crash is a record of its own, a Traceback too)
+            near = epoch - last.entry.epoch_ms <= _JOIN_NEAR_MS and not runtime and not crash
+            if near and continues(text) and last.join(text):
+                self._open[stream] = last
+                return out
+            out.append(last.entry)
         if crash is None:  # the runtime's lines explain no crash: records of their own
             out += [self._entry(at, stream, line) for at, line in runtime]
         if not text.strip():
             return out  # an empty line the app wrote: no record, as in the text formats
         if crash is None:
-            return [*out, self._entry(epoch, stream, text)]
+            entry = self._entry(epoch, stream, text)
+            if text.startswith("{") or not entry.level:
+                return [*out, entry]  # JSON, or text of no layout it knows: no stack joined
+            self._open[stream] = _Held(entry, _TEXT)  # a known layout's: held for its stack
+            return out
         lines = [t for _, t in runtime] + [text]  # the runtime's explanation starts the crash
         entry = self._entry(runtime[0][0] if runtime else epoch, stream, "\n".join(lines))
         entry.level, entry.fields["exception"] = crash.level, crash.exception
@@ -181,15 +221,17 @@ class Cri:
 
     def _entry(self, epoch: int, stream: str, text: str) -> Entry:
         if text.startswith("{"):
+            self.inner.runtime_epoch = epoch  # a JSON record without a time: the runtime's
             inner = self.inner.feed(text)
+            self.inner.runtime_epoch = None
             if inner:
-                for key, value in {"stream": stream, **self.origin}.items():
+                for key, value in self._origin(stream).items():
                     inner[0].fields.setdefault(key, value)
                 if not inner[0].service:
                     inner[0].service = self.service
                 return inner[0]
             self.inner.failed -= 1
-        fields: dict[str, JsonScalar] = {"stream": stream, **self.origin}
+        fields: dict[str, JsonScalar] = self._origin(stream)
         # an Envoy sidecar's access line (Istio's): its fields, a level from its status
         if text.startswith("[") and (access := envoy_entry(text, epoch)) is not None:
             access.fields.update(fields)
@@ -201,12 +243,18 @@ class Cri:
         keep_level_name(fields, written[1], written[0])
         return Entry(epoch, written[0], self.service, text, fields)
 
+    def _origin(self, stream: str) -> dict[str, JsonScalar]:
+        """The fields a line's place gives: its stream (unknown in `kubectl logs`), its names."""
+        return {"stream": stream, **self.origin} if stream else dict(self.origin)
+
     def flush(self) -> list[Entry]:
         out = [e for s, (at, _, p) in self._parts.items() for e in self._deliver(at, s, "".join(p))]
         out += [held.entry for held in self._held.values()]
+        out += [held.entry for held in self._open.values()]
         out += [self._entry(at, s, t) for s, lines in self._runtime.items() for at, t in lines]
         self._parts.clear()
         self._held.clear()
+        self._open.clear()
         self._runtime.clear()
         return out
 

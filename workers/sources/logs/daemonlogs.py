@@ -50,9 +50,11 @@ __all__ = ["LEVEL_TEXTS", "daemon_head", "read_postfix"]
 # Text a record read here holds when its level is not named by a word of `levels` (lowered,
 # for the prefilter): PHP's `Deprecated` and `Strict Standards` are INFO, a PHP-FPM slow log
 # entry (`[05-Dec-2026 11:21:36]  [pool www] pid 21003`) WARN, PHP's `Parse error` and CUPS's
-# `X [...]` FATAL, Squid's `| BUG 3279: ` ERROR, Exim's delivery flags.
+# `X [...]` FATAL, Squid's `| BUG 3279: ` ERROR, Exim's delivery flags; AWS Lambda's platform
+# `Task timed out after` ERROR (`lambdalogs`).
 LEVEL_TEXTS: Final = {
-    "fatal": ("x [", "parse error"), "error": ("| bug", " ** "), "warn": ("]  [pool ", " == "),
+    "fatal": ("x [", "parse error"), "error": ("| bug", " ** ", "task timed out after "),
+    "warn": ("]  [pool ", " == "),
     "info": ("deprecated", "strict standards", " <= ", " => ", " -> ", " >> ", " *> "),
 }  # fmt: skip
 

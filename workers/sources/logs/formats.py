@@ -25,7 +25,12 @@ from typing import Any, Final, Protocol, TypeGuard
 import msgspec
 
 from contracts.results import JsonScalar
-from workers.sources.logs.accesslog import read_caddy_access, read_envoy_json
+from workers.sources.logs.accesslog import (
+    read_caddy_access,
+    read_envoy_json,
+    read_traefik_access,
+)
+from workers.sources.logs.cloudlogging import is_cloud_logging, read_cloud_logging
 from workers.sources.logs.kubeaudit import read_kube_audit
 from workers.sources.logs.levels import (
     LEVEL_WORDS,
@@ -55,6 +60,10 @@ MESSAGE_KEYS: Final = (
 # A record with any of them is an app's own, not Istio's JSON access log (which has none):
 # read as Istio's, an app's request record lost its time, level and message to the request's.
 _OWN_KEYS: Final = frozenset((*TIME_KEYS, *LEVEL_KEYS, *MESSAGE_KEYS))
+# A record's exception under its producer's key: ECS's (its loggers', Elasticsearch 8's),
+# pino's and bunyan's serialised `err`, python-json-logger's traceback
+_EXCEPTION_KEYS: Final = ("error.type", "err.type", "err.name", "exc_info")
+_ENVELOPE_KEYS: Final = frozenset((*TIME_KEYS, *LEVEL_KEYS))  # a LogEntry's, not its payload's
 SERVICE_KEYS: Final = (
     "service", "service.name", "ServiceName", "app", "application", "name", "SYSLOG_IDENTIFIER",
     "_SYSTEMD_UNIT",
@@ -198,6 +207,8 @@ class _Mapped:
     def __init__(self, fields: Mapping[str, str], zone: tzinfo, service: str, unit: str) -> None:
         self.fields, self.zone, self.service, self.unit = dict(fields), zone, service, unit
         self.failed = 0
+        # a container runtime's time for a record that has no time key (`cri`, `docker`)
+        self.runtime_epoch: int | None = None
 
     def _pick(self, flat: dict[str, Any], ours: str, keys: tuple[str, ...]) -> tuple[str, Any]:
         mapped = self.fields.get(ours)
@@ -225,11 +236,15 @@ class _Mapped:
             read_envoy_json(flat)  # Istio's JSON access log (an app's record keeps its own)
         elif "time" not in self.fields and "request.uri" in flat:
             read_caddy_access(flat)  # Caddy's JSON access log
+        elif "time" not in self.fields and "DownstreamStatus" in flat:
+            read_traefik_access(flat)  # Traefik's JSON access log
+        elif "time" not in self.fields and is_cloud_logging(flat):
+            read_cloud_logging(flat, _ENVELOPE_KEYS)  # Google Cloud Logging's LogEntry
         time_key, when = self._pick(flat, "time", TIME_KEYS)
         if time_key == "instant.epochSecond" and _is_int(when):  # log4j2's JsonLayout
             nanos = flat.pop("instant.nanoOfSecond", 0)
             when = when + nanos / 1e9 if _is_int(nanos) else when
-        epoch = parse_time(when, self.zone, self.unit) if when is not None else None
+        epoch = parse_time(when, self.zone, self.unit) if when is not None else self.runtime_epoch
         if epoch is None:
             return None
         if time_key == "__REALTIME_TIMESTAMP":
@@ -252,6 +267,12 @@ class _Mapped:
             level_key, level = implied
         if time_key == "@t" and "@x" in flat:  # CLEF's exception, its type and stack
             flat.setdefault("exception", flat.pop("@x"))
+        if "exception" not in flat:  # ECS's `error.type`, pino's, bunyan's, python-json-logger's
+            thrown = next((k for k in _EXCEPTION_KEYS if isinstance(flat.get(k), str)), None)
+            if thrown is not None:
+                flat["exception"] = flat.pop(thrown)
+        if time_key == "t.$date" and "attr.durationMillis" in flat:  # MongoDB's slow operation
+            flat.setdefault("duration_ms", flat["attr.durationMillis"])
         if level is None:
             for key in ("SeverityNumber", "level_value"):
                 if key in flat:
@@ -261,6 +282,8 @@ class _Mapped:
             flat.pop("level_value", None)
             flat.pop("SeverityNumber", None)
         _, message = self._pick(flat, "message", MESSAGE_KEYS)
+        if when is None and level is None and message is None:
+            return None  # timeless, levelless, no message: JSON data a program printed
         _, service = self._pick(flat, "service", SERVICE_KEYS)
         fields: dict[str, JsonScalar] = {}
         for ours, theirs in self.fields.items():

@@ -47,8 +47,8 @@ from workers.sources.logs.levels import canonical_level, keep_level_name
 from workers.sources.logs.records import Entry
 
 __all__ = [
-    "MAX_HEAD_CHARS", "MAX_HELD_RUNTIME", "MAX_JOINED_CHARS", "MAX_JOINED_LINES", "Continued",
-    "Crash", "HeadParser", "Pending", "continues", "crash_of", "go_runtime",
+    "EXCEPTION", "MAX_HEAD_CHARS", "MAX_HELD_RUNTIME", "MAX_JOINED_CHARS", "MAX_JOINED_LINES",
+    "Continued", "Crash", "HeadParser", "Pending", "continues", "crash_of", "go_runtime",
 ]  # fmt: skip
 
 MAX_JOINED_LINES: Final = 1000
@@ -113,7 +113,7 @@ _JUL_LEVEL: Final = re.compile(r"(SEVERE|WARNING|INFO|CONFIG|FINEST|FINER|FINE):
 # Its head: only after one is a `WARNING: ...` line that record's level and message (after
 # another head, Go's `log` say, such a line is another program's, not a part of the record).
 _JUL_HEAD: Final = re.compile(r"[A-Z][a-z]{2} \d\d?, \d{4} \d\d?:\d\d:\d\d [AP]M ")
-_EXCEPTION: Final = re.compile(
+EXCEPTION: Final = re.compile(
     r"\s*(?:Caused by: )?([\w$]+(?:\.[\w$]+)*(?:Exception|Error|Throwable|Exit|Interrupt))\b"
 )
 
@@ -409,7 +409,7 @@ class HeadParser:
             entry.message = "\n".join([entry.message, *more])
             if "exception" not in entry.fields:
                 for line in more:
-                    if thrown := _EXCEPTION.match(line):
+                    if thrown := EXCEPTION.match(line):
                         entry.fields["exception"] = thrown.group(1)
                         break
             if self.joined is not None:

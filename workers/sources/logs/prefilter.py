@@ -22,7 +22,8 @@ also searched in that rendering:
 - secrets are masked before the match (`masking.without_log_secrets`): masking only takes text
   away, but adds `***`, so a term with a `*` (`"password=***"`) is not used;
 - JSON lines whose message parsing composes of several values (a Kubernetes audit Event's
-  `verb requestURI code`, Istio's JSON access log's request line): a term with a space is not
+  `verb requestURI code`, Istio's JSON access log's request line, a Cloud Logging entry's
+  `httpRequest` or audit line, Traefik's request line): a term with a space is not
   looked for in such a line (each value is: a term without one); so too logfmt lines, which
   `formats._Mapped` reads alike (Envoy's `text_format` of Istio's keys as `key=value` pairs:
   before, `"POST /api/charge"` found none of the records whose message it is).
@@ -92,8 +93,8 @@ _LEVELS: Final = ("trace", "debug", "info", "warn", "error", "fatal")
 _NUMBER_CHARS: Final = frozenset("0123456789.e+-")
 _STRUCTURE: Final = frozenset("[]{},:")
 # What a line holds when parsing composes its message (`kubeaudit`, `accesslog`), per format
-_COMPOSED: Final = {
-    "jsonl": ('"audit.k8s.io/', '"response_code"'),
+_COMPOSED: Final[dict[str, tuple[str, ...]]] = {
+    "jsonl": ('"audit.k8s.io/', '"response_code"', '"logName"', '"DownstreamStatus"'),
     "logfmt": ("audit.k8s.io/", "response_code="),
 }
 _NUMBER: Final = re.compile(r"-?\d++(?:\.\d++)?(?:[eE][-+]?\d++)?")
@@ -175,7 +176,7 @@ class Prefilter:
                     continue
             if (
                 (composed := self.composed) is not None and " " in term
-                and (composed[0] in line or composed[1] in line)  # (a generator: 1.4 us)
+                and any(marker in line for marker in composed)
             ):  # fmt: skip
                 continue  # a phrase of a message composed of the line's values
             if not line.isascii() and (

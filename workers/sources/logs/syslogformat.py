@@ -36,6 +36,7 @@ from contracts.results import JsonScalar
 from workers.sources.logs.daemonlogs import read_postfix
 from workers.sources.logs.formats import parse_time
 from workers.sources.logs.haproxy import read_haproxy
+from workers.sources.logs.heroku import read_heroku
 from workers.sources.logs.levels import SYSLOG_NAMES, keep_level_name
 from workers.sources.logs.masking import without_log_secrets
 from workers.sources.logs.multiline import MAX_JOINED_CHARS, MAX_JOINED_LINES, python_raised
@@ -50,9 +51,12 @@ _RFC5424: Final = re.compile(r"1 (\S+) (\S+) (\S+) (\S+) (\S+) (-|\[.*?\](?:\[.*
 _RFC5424_BARE: Final = re.compile(_RFC5424.pattern.removeprefix("1 "), re.S)
 # The tag (`app[pid]:`) is optional: a line without one (`syslogd 1.4.1: restart.`,
 # `-- root[2421]: ROOT LOGIN ON tty2`, `-- MARK --`) is a record whose message is the rest.
-_TAG: Final = r" +(?:([^:\[\s]+(?: \d[\d.]*)?)(?:\[(\d+)\])?: ?)?(.*)"
+# Its pid is a number, or (a host-less line's) a word: Heroku's `heroku[router]`, `app[web.1]`.
+_TAG: Final = r" +(?:([^:\[\s]+(?: \d[\d.]*)?)(?:\[(\d+|[\w.-]{1,64})\])?: ?)?(.*)"
 _RFC3164: Final = re.compile(r"([A-Z][a-z]{2} [ \d]?\d \d\d:\d\d:\d\d) (\S+)" + _TAG, re.S)
-_ISO_SYSLOG: Final = re.compile(r"(\d{4}-\d\d-\d\dT\S+) (\S+)" + _TAG, re.S)
+# rsyslog's RFC 3339 file line; a first word ending in `:` is a tag, not a host (a template
+# without `%HOSTNAME%`, Heroku's `heroku logs`: before, `heroku[router]:` was read as the host)
+_ISO_SYSLOG: Final = re.compile(r"(\d{4}-\d\d-\d\dT\S+)(?: (?!\S*:(?:\s|$))(\S+))?" + _TAG, re.S)
 
 
 class Syslog:
@@ -108,7 +112,8 @@ class Syslog:
         if epoch is None:
             self.failed += 1
             return []
-        fields["host"] = host
+        if host is not None:
+            fields["host"] = host
         if app is not None:
             fields["app"] = app
         if proc and proc != "-":
@@ -121,6 +126,8 @@ class Syslog:
             read_haproxy(entry)
         elif app is not None and app.startswith("postfix"):  # `postfix/smtp`, `postfix-out/...`
             read_postfix(entry)
+        elif host is None and app in ("heroku", "app"):  # `heroku logs`: no host
+            read_heroku(entry)
         return [entry]
 
     def flush(self) -> list[Entry]:

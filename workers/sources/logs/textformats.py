@@ -34,9 +34,12 @@ from typing import Final
 
 from contracts.results import JsonScalar
 from workers.sources.logs.accesslog import ENVOY_FIELDS, access_head, envoy_head
+from workers.sources.logs.awslogs import ALB_FIELDS, S3_FIELDS
 from workers.sources.logs.daemonlogs import daemon_head
 from workers.sources.logs.dbformats import postgresql_head, redis_head
 from workers.sources.logs.formats import LineParser, parse_time, text_entry
+from workers.sources.logs.jvmlogs import JVM_FIELDS, jvm_head
+from workers.sources.logs.lambdalogs import lambda_head
 from workers.sources.logs.log4j import LEVEL_WORD, Head, log4j_head
 from workers.sources.logs.multiline import Continued, HeadParser, Pending
 from workers.sources.logs.records import Entry
@@ -52,14 +55,15 @@ TEXT_FORMAT_FIELDS: Final[dict[str, tuple[str, ...]]] = {
     "apache_access": ("client", "user", "method", "uri", "protocol", "http_status", "bytes",
                       "referer", "user_agent", "extra", "vhost", "ident",
                       # Squid's native format
-                      "duration_ms", "cache_result", "hierarchy", "upstream", "content_type"),
+                      "duration_ms", "cache_result", "hierarchy", "upstream", "content_type",
+                      *ALB_FIELDS, *S3_FIELDS),  # AWS load balancers', S3's
     "klog": ("pid", "source", "exception"),
     "oslo": ("pid", "logger", "request_id", "context", "exception"),
     "postgresql": ("pid", "user", "database", "duration_ms", "sql_state", "application_name",
                    "connection_from", "session_line_num", "prefix"),
     "redis": ("pid", "role"),
     "plain": ("pid", "process", "logger", "exception", "source", "thread", "message_id",
-              "job_id"),
+              "job_id", "request_id", *JVM_FIELDS),
     "regex": ("exception",),
 }  # fmt: skip
 TEXT_FORMAT_FIELDS["nginx_access"] = TEXT_FORMAT_FIELDS["apache_access"]
@@ -152,6 +156,9 @@ def _plain(zone: tzinfo, now_ms: int, time_format: str) -> Head:
         if mongodb := _MONGODB.match(text):
             last[0] = _mongodb(mongodb, zone, now_ms)
             return last[0]
+        if jvm := jvm_head(text, zone, now_ms) or lambda_head(text, zone, now_ms):
+            last[0] = jvm  # the JVM's -Xlog (its GC log), AWS Lambda's runtimes
+            return jvm
         found = _PLAIN.match(text)
         if found is None:
             return None
