@@ -30,6 +30,7 @@ from workers.sources.mysql.errors import error_number, error_text, map_error
 from workers.sources.mysql.handoff import close_quietly
 from workers.sources.mysql.leftovers import drained, server_warnings
 from workers.sources.mysql.secret_columns import NO_MASKS, OutputMasks
+from workers.sources.mysql.wire import BoundedConnection
 
 if TYPE_CHECKING:
     from workers.sources.mysql.sqlguard import Param
@@ -65,7 +66,7 @@ class Pool:
 
     def connect(self, read_timeout: float, connect_timeout: float = 5.0) -> pymysql.Connection[Any]:
         p = self.params
-        return pymysql.connect(
+        return BoundedConnection(
             host=p.host, port=p.port, user=p.user, password=p.password,
             database=p.database or None, charset="utf8mb4", autocommit=True,
             connect_timeout=connect_timeout, read_timeout=read_timeout,
@@ -224,6 +225,8 @@ def execute(
 ) -> Outcome:
     """Blocking: one reset, read-only, time-limited call on `conn` (runs in a worker thread).
     `masks`: the output columns the guard found reading a secret under another name."""
+    # A value of a row over 16 MiB is read up to what `_cell` can use (`wire`), in bytes.
+    conn.value_bytes = (bounds.mysql_cell_chars + _MASKED_PAST) * 4 + 4
     _prepare(conn, pool.params.database, pool.clock_sql)
     _load_json_columns(conn, pool, tables)
     _check_process(conn, pool, tables)
@@ -248,8 +251,12 @@ def execute(
     ]
     rows, stopped = _bounded_rows(cur, flags, bounds, secrets)
     if result is not None and result.unbuffered_active and not drained(cur):
-        # Many more rows remain (an explicit LIMIT far above the cap): drop the session rather
-        # than read them all; a few are read and dropped, so the connection is kept.
+        # Much more remains (an explicit LIMIT far above the cap, large rows): drop the session
+        # rather than read it all; a little is read and dropped, so the connection is kept.
+        # Closed here: PyMySQL's cursor, once dropped, read every remaining row (until the
+        # statement's time limit, holding the server thread and the pool's slot that long).
+        result.unbuffered_active = False
+        conn._force_close()
         return Outcome(columns=columns, rows=rows, stopped_early=stopped, reusable=False)
     warnings: list[str] = []
     if result is not None and result.warning_count:
