@@ -188,3 +188,20 @@ def test_a_word_before_parenthesis_is_a_builtin_or_cannot_be_a_call() -> None:
                 continue
             passed.add(word)
     assert passed <= allowed, sorted(passed - allowed)
+
+
+def test_a_refused_statement_is_never_logged(caplog: pytest.LogCaptureFixture) -> None:
+    # sqlglot logged every statement it read as a 'Command' at WARNING, whole: the agent's
+    # text (here a password) reached the worker's log, unmasked (`IDENTIFIED BY` is no
+    # `password=` shape), up to 8,000 characters a call.
+    caplog.set_level("DEBUG")
+    for sql in (
+        "ALTER USER app IDENTIFIED BY 'Hunter2-prod-secret'",
+        "CREATE USER u IDENTIFIED BY 'Hunter2-prod-secret'",
+        "GRANT ALL ON *.* TO 'x'@'%' IDENTIFIED BY 'Hunter2-prod-secret'",
+        "SET STATEMENT max_statement_time=0 FOR SELECT 'Hunter2-prod-secret'",
+    ):
+        with pytest.raises(SourceError) as info:
+            guard_sql(sql, [])
+        assert info.value.code == ErrorCode.FORBIDDEN_QUERY
+    assert "Hunter2" not in caplog.text and not caplog.records

@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import bisect
 import itertools
+import logging
 import math
 import re
 from typing import Final
@@ -59,6 +60,11 @@ from workers.sources.mysql.secret_columns import NO_MASKS, OutputMasks, secret_o
 __all__ = ["MAX_SQL_CHARS", "GuardedQuery", "Param", "guard_sql"]
 
 MAX_SQL_CHARS: Final = 8000
+# sqlglot logs a statement it falls back on at WARNING, whole ("'ALTER USER u IDENTIFIED BY
+# '<password>'' contains unsupported syntax"): the caller's text, refused or not, went to the
+# worker's log, unmasked, up to 8,000 characters a call. Nothing sqlglot logs is for the
+# operator (contracts/fingerprint.py does the same).
+logging.getLogger("sqlglot").setLevel(logging.CRITICAL + 1)
 Param = str | int | float | bool | None
 
 _DIALECT: Final = MySQL()
