@@ -410,6 +410,12 @@ CORPUS: Final[tuple[Case, ...]] = (
     ("nan_param", "SELECT ?", [float("nan")], S),
     ("list_param", "SELECT ?", [[1, 2]], S),
     ("dict_param", "SELECT ?", [{"a": 1}], S),
+    # a param's value glued to a name ends the name for the server (`peek2(1)`)
+    ("placeholder_ends_a_function_name", "SELECT peek?(1)", [2], F),
+    ("placeholder_starts_a_name", "SELECT ?x FROM orders", [1], F),
+    ("placeholder_ends_a_variable", "SELECT @?", [1], F),
+    ("placeholder_after_a_literal", "SELECT 'a'?", ["b"], F),
+    ("placeholders_spaced_by_punctuation", "SELECT id FROM orders WHERE id IN (?,?)", [1, 2], "ok"),
     # server-side errors
     ("unknown_column", "SELECT nope FROM orders", [], E),
     ("unknown_table", "SELECT * FROM nope", [], E),

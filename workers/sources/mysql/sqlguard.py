@@ -69,6 +69,12 @@ Param = str | int | float | bool | None
 
 _DIALECT: Final = MySQL()
 _SPACE: Final = frozenset(" \t\n\r")
+# Characters a `?` may not touch: the driver writes a param's value in its place (`12`, `1.5`,
+# `'text'`), and glued to a name it becomes part of that name for the server while sqlglot
+# still reads two tokens: `SELECT peek?(1)` with [2] called the stored function `peek2`.
+_GLUE: Final = frozenset(
+    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_$.@'\"`"
+)
 _FORBIDDEN_NODES: Final = tuple(
     getattr(exp, name)
     for name in (
@@ -292,6 +298,11 @@ def _scan(sql: str) -> _Scan:
         if ch == "#":
             raise _refuse("'#' comments are refused; use -- or /* */")
         if ch == "?":
+            if (i and sql[i - 1] in _GLUE) or sql[i + 1 : i + 2] in _GLUE:
+                raise _refuse(
+                    "a ? placeholder must not touch a name, number or quote; put a space "
+                    "between them"
+                )
             scan.placeholders.append(i)
         elif ch == ";":
             scan.semicolons.append(i)
