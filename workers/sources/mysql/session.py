@@ -91,16 +91,22 @@ def lost(outcome: object) -> bool:
 
 
 def _prepare(conn: pymysql.Connection[Any], database: str, clock_sql: str = "") -> None:
-    """Wipe session state left by the previous call, pin the clock (`clock_statement`) and
-    open a read-only transaction."""
+    """Wipe session state left by the previous call, pin the clock (`clock_statement`), the
+    escaping rules and the isolation level, and open a read-only transaction."""
     conn._execute_command(_COM_RESET_CONNECTION, b"")
     conn._read_ok_packet()
     if database:
         conn.select_db(database)
     with conn.cursor() as cur:
-        cur.execute(f"SET NAMES utf8mb4, SESSION sql_mode = '{_SQL_MODE}'")
         if clock_sql:
             cur.execute(clock_sql)
+        # REPEATABLE READ whatever the server's default: under SERIALIZABLE every plain SELECT
+        # of a transaction takes shared locks, and a writer waited for the call's reads (its
+        # UPDATE timed out, 1205, while the call ran).
+        cur.execute(
+            f"SET NAMES utf8mb4, SESSION sql_mode = '{_SQL_MODE}', "
+            "SESSION tx_isolation = 'REPEATABLE-READ'"
+        )
         cur.execute("START TRANSACTION READ ONLY")
 
 
