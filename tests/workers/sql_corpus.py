@@ -176,6 +176,7 @@ CORPUS: Final[tuple[Case, ...]] = (
     ("into_outfile_after_limit", "SELECT * FROM orders LIMIT 1 INTO OUTFILE '/tmp/o'", [], F),
     ("procedure_analyse", "SELECT * FROM orders PROCEDURE ANALYSE()", [], F),
     ("values_statement", "VALUES (1)", [], F),
+    ("table_statement", "TABLE orders", [], F),  # sqlglot's SELECT * FROM orders
     ("handler_read", "HANDLER orders READ FIRST", [], F),
     ("skip_locked", "SELECT * FROM orders FOR UPDATE SKIP LOCKED", [], F),
     ("for_update", "SELECT * FROM orders WHERE id = 100001 FOR UPDATE", [], F),

@@ -205,3 +205,22 @@ def test_a_refused_statement_is_never_logged(caplog: pytest.LogCaptureFixture) -
             guard_sql(sql, [])
         assert info.value.code == ErrorCode.FORBIDDEN_QUERY
     assert "Hunter2" not in caplog.text and not caplog.records
+
+
+@pytest.mark.parametrize(
+    ("sql", "word"),
+    [
+        ("CREATE TABLE t (a INT)", "CREATE"),  # was "function T is not allowed"
+        ("FLUSH PRIVILEGES", "FLUSH"),  # was "not ALIAS"
+        ("SHUTDOWN", "SHUTDOWN"),  # was "not COLUMN"
+        ("CALL p()", "CALL"),  # was "the statement is ambiguous to parse"
+        ("/* why */ -- not\n LOCK TABLES orders READ", "LOCK"),
+        ("VALUES (1)", "VALUES"),  # was "not ANONYMOUS"
+        ("TABLE orders", "TABLE"),  # was accepted as SELECT * FROM orders
+    ],
+)
+def test_another_statement_is_refused_by_its_first_word(sql: str, word: str) -> None:
+    with pytest.raises(SourceError) as info:
+        guard_sql(sql, [])
+    assert info.value.code is ErrorCode.FORBIDDEN_QUERY
+    assert info.value.message == f"only SELECT is allowed, not {word}"

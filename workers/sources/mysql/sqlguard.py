@@ -789,6 +789,29 @@ def _check_tree(
     return tuple(sorted(tables)), tuple(sorted(cleaned)), tuple(sorted(set(exact)))
 
 
+# The words a statement the guard may accept starts with (SHOW goes on to its own message).
+_FIRST_WORDS: Final = frozenset({"SELECT", "WITH", "EXPLAIN", "DESCRIBE", "DESC", "(", "SHOW"})
+
+
+def _check_first_word(sql: str, scan: _Scan) -> None:
+    """Any other statement is refused by its own first word (after spaces and comments).
+    Before, the refusal was whatever sqlglot made of it: `CREATE TABLE t (a INT)` said
+    "function T is not allowed", `FLUSH PRIVILEGES` "not ALIAS", `CALL p()` "ambiguous to
+    parse"; and `TABLE orders` (sqlglot's `SELECT * FROM orders`, a syntax error to MariaDB)
+    was accepted."""
+    pos = 0
+    for start, end in scan.comments:
+        if sql[pos:start].strip(" \t\n\r"):
+            break
+        pos = end
+    pos += len(sql[pos:]) - len(sql[pos:].lstrip(" \t\n\r"))
+    word = _NAME.match(sql, pos)
+    first = word.group().upper() if word is not None else sql[pos : pos + 1]
+    if first not in _FIRST_WORDS:
+        said = f", not {first}" if word is not None and len(first) <= 30 else ""
+        raise _refuse(f"only SELECT is allowed{said}")
+
+
 # `DESCRIBE t col` / `DESCRIBE t 'pat%'`: sqlglot does not parse the column part, so the table
 # part alone goes through the guard, and the statement runs as written.
 _DESCRIBE_COLUMN: Final = re.compile(
@@ -820,6 +843,7 @@ def guard_sql(
     if len(sql) > MAX_SQL_CHARS:
         raise _refuse(f"the statement is longer than {MAX_SQL_CHARS} characters")
     scan = _scan(sql)
+    _check_first_word(sql, scan)
     tokens = _check_agreement(sql, scan)
     text = _statement_text(sql, scan)
     values = _check_params(params, len(scan.placeholders))
