@@ -28,7 +28,7 @@ from workers.sources.logs.masking import log_secret_name, without_log_secrets
 from workers.sources.mysql.config import ConnectParams
 from workers.sources.mysql.errors import error_number, error_text, map_error
 from workers.sources.mysql.handoff import close_quietly
-from workers.sources.mysql.leftovers import drained, server_warnings
+from workers.sources.mysql.leftovers import MAX_WARNINGS, drained, server_warnings
 from workers.sources.mysql.secret_columns import NO_MASKS, OutputMasks
 from workers.sources.mysql.wire import BoundedConnection
 
@@ -239,7 +239,8 @@ def execute(
     if limit_s is not None:
         text = (
             f"SET STATEMENT max_statement_time={limit_s:.3f}, "
-            f"sql_select_limit={bounds.mysql_max_rows + 1} FOR {text}"
+            f"sql_select_limit={bounds.mysql_max_rows + 1}, "
+            f"max_error_count={MAX_WARNINGS} FOR {text}"
         )
     cur = conn.cursor(pymysql.cursors.SSCursor)
     try:
@@ -266,7 +267,7 @@ def execute(
         return Outcome(columns=columns, rows=rows, stopped_early=stopped, reusable=False)
     warnings: list[str] = []
     if result is not None and result.warning_count:
-        warnings = server_warnings(conn)
+        warnings = server_warnings(conn, result.warning_count)
     conn.rollback()
     return Outcome(
         columns=columns, rows=rows, stopped_early=stopped, reusable=True, warnings=warnings
