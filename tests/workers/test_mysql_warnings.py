@@ -77,3 +77,17 @@ async def test_a_few_harmless_warnings_are_said_beside_the_rows(source: MysqlSou
     up = await source.fetch(_req("SELECT id / 0 AS z FROM orders ORDER BY id LIMIT 3"))
     assert up.rows == [[None]] * 3
     assert up.warnings == ["warning 1365: division by zero; the server answered NULL"]
+
+
+async def test_a_cut_result_still_has_its_warnings_read(source: MysqlSource) -> None:
+    # 10,000 rows asked, 51 read: the rest was dropped with the session, unread, and with it
+    # the warning about row 2 ('zz' read as 0), which came back as evidence.
+    sql = (
+        "SELECT a.id, CAST(IF(a.id = 2, 'zz', '1') AS SIGNED) AS b FROM order_items a "
+        "ORDER BY a.id LIMIT 10000"
+    )
+    with pytest.raises(SourceError) as info:
+        await source.fetch(_req(sql))
+    assert info.value.code is ErrorCode.EXECUTION and "1292" in info.value.message
+    clean = await source.fetch(_req(sql.replace("'zz'", "'2'")))  # the same cut, no warning
+    assert len(clean.rows) == 51 and clean.rows[1] == [2, 2]
