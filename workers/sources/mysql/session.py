@@ -293,7 +293,8 @@ def _stopped(pool: Pool, conn: pymysql.Connection[Any], cur: Any) -> bool:
     and drop what the server had sent before it stopped: whether it ended (with the kill's
     1317, its time limit's 1969, or its last row), the connection then in step for SHOW
     WARNINGS."""
-    kill(pool, conn.thread_id(), 5.0, "QUERY")
+    if not kill(pool, conn.thread_id(), 5.0, "QUERY"):
+        return False  # (no connection to spare: the account's limit) rather than read it all
     start = conn.received
     try:
         # Packets, not rows: what was sent before the kill (~4 MB, the server's socket buffer:
@@ -321,17 +322,18 @@ async def stop_query(pool: Pool, conn: pymysql.Connection[Any], connect_timeout:
 
 def kill(
     pool: Pool, thread_id: int, connect_timeout: float = 5.0, what: str = "CONNECTION"
-) -> None:
+) -> bool:
     """Blocking: KILL a session (`what`: CONNECTION) or its statement (QUERY) from a fresh
-    connection of the same account."""
+    connection of the same account; whether the server took the KILL."""
     try:
         conn = pool.connect(5.0, connect_timeout)
-    except pymysql.MySQLError:
-        return
+    except (pymysql.MySQLError, OSError):
+        return False
     try:
         with conn.cursor() as cur:
             cur.execute(f"KILL {'QUERY' if what == 'QUERY' else 'CONNECTION'} {int(thread_id)}")
+        return True
     except pymysql.MySQLError:
-        pass
+        return False
     finally:
         close_quietly(conn)
