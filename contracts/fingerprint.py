@@ -8,6 +8,7 @@ run; it never reaches the model.
 from __future__ import annotations
 
 import hashlib
+import logging
 import re
 from typing import Any, Final
 
@@ -63,6 +64,10 @@ def normalise_sql(sql: str) -> str:
     import sqlglot  # pure parser; imported lazily to keep contract import time small
     from sqlglot.errors import SqlglotError
 
+    # sqlglot logs the statements it cannot read at WARNING, whole: an agent's `ALTER USER u
+    # IDENTIFIED BY '<password>'` went to the log (Python prints it to stderr even where
+    # logging is not configured). Nothing it logs is for the operator.
+    logging.getLogger("sqlglot").setLevel(logging.CRITICAL + 1)
     try:
         statements = sqlglot.parse(sql, read="mysql")
         rendered = [s.sql(dialect="mysql") for s in statements if s is not None]

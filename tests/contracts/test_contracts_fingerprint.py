@@ -177,3 +177,10 @@ def test_normalise_sql_parses_only_within_its_bounds() -> None:
     assert normalise_sql(functions).startswith("SELECT SUM(c0), SUM(c1)")  # 30 ( but depth 1
     shallow = "select 1 from t where a in " + "(select a from t where a in " * 15 + "(1)" + ")" * 15
     assert normalise_sql(shallow).startswith("SELECT 1 FROM t WHERE a IN (SELECT")
+
+
+def test_normalising_sql_logs_nothing_of_it(caplog: pytest.LogCaptureFixture) -> None:
+    # sqlglot logs a statement it reads as a 'Command' at WARNING, whole (a password too).
+    caplog.set_level("DEBUG")
+    normalise_sql("ALTER USER app IDENTIFIED BY 'Hunter2-prod-secret'")
+    assert not caplog.records

@@ -176,6 +176,7 @@ CORPUS: Final[tuple[Case, ...]] = (
     ("into_outfile_after_limit", "SELECT * FROM orders LIMIT 1 INTO OUTFILE '/tmp/o'", [], F),
     ("procedure_analyse", "SELECT * FROM orders PROCEDURE ANALYSE()", [], F),
     ("values_statement", "VALUES (1)", [], F),
+    ("table_statement", "TABLE orders", [], F),  # sqlglot's SELECT * FROM orders
     ("handler_read", "HANDLER orders READ FIRST", [], F),
     ("skip_locked", "SELECT * FROM orders FOR UPDATE SKIP LOCKED", [], F),
     ("for_update", "SELECT * FROM orders WHERE id = 100001 FOR UPDATE", [], F),
@@ -410,6 +411,12 @@ CORPUS: Final[tuple[Case, ...]] = (
     ("nan_param", "SELECT ?", [float("nan")], S),
     ("list_param", "SELECT ?", [[1, 2]], S),
     ("dict_param", "SELECT ?", [{"a": 1}], S),
+    # a param's value glued to a name ends the name for the server (`peek2(1)`)
+    ("placeholder_ends_a_function_name", "SELECT peek?(1)", [2], F),
+    ("placeholder_starts_a_name", "SELECT ?x FROM orders", [1], F),
+    ("placeholder_ends_a_variable", "SELECT @?", [1], F),
+    ("placeholder_after_a_literal", "SELECT 'a'?", ["b"], F),
+    ("placeholders_spaced_by_punctuation", "SELECT id FROM orders WHERE id IN (?,?)", [1, 2], "ok"),
     # server-side errors
     ("unknown_column", "SELECT nope FROM orders", [], E),
     ("unknown_table", "SELECT * FROM nope", [], E),

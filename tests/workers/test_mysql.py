@@ -495,6 +495,44 @@ async def test_stored_functions_and_other_schemas_stay_out(
         await src.aclose()
 
 
+async def test_a_param_never_completes_a_function_name(over_privileged: tuple[str, str]) -> None:
+    # The driver writes a param's value where its `?` stands: glued to a name, it ends that
+    # name for the server (`peek?(1)` with [2] is `peek2(1)`), while sqlglot read two tokens
+    # and checked none of them as a call. A stored DEFINER function named with a digit at its
+    # end ran for the SELECT-only account and read another schema.
+    name, other = over_privileged
+    conn = _root()
+    with conn.cursor() as cur:
+        cur.execute(
+            f"CREATE FUNCTION `{name}`.peek2(x INT) RETURNS TEXT READS SQL DATA "
+            f"SQL SECURITY DEFINER RETURN (SELECT v FROM `{other}`.secret LIMIT 1)"
+        )
+    src = MysqlSource({"adm": ConnectParams(host="127.0.0.1", user="root", database=name)})
+    try:
+        assert (await src._execute_raw("adm", "SELECT peek2(1)")).rows == [["the-secret"]]
+        for sql, params in (
+            ("SELECT peek?(1)", [2]),
+            ("SELECT peek?(1) FROM orders LIMIT 1", [2]),
+            ("SELECT 1 FROM orders WHERE peek? (1) IS NOT NULL", [2]),
+            ("SELECT x? FROM orders", [1]),
+            ("SELECT ?x FROM orders", [1]),
+            ("SELECT @?", [1]),
+            ("SELECT 'a'?", ["b"]),
+            ("SELECT 1 FROM orders WHERE id = ?.5", [1]),
+        ):
+            with pytest.raises(SourceError) as info:
+                await src.fetch(_req(sql, params, ds="adm"))
+            assert info.value.code == ErrorCode.FORBIDDEN_QUERY, sql
+            assert "must not touch" in info.value.message, sql
+        fine = _req("SELECT id FROM orders WHERE id IN (?,?) AND id=?", [1, 2, 1], ds="adm")
+        assert (await src.fetch(fine)).rows == []
+    finally:
+        await src.aclose()
+        with conn.cursor() as cur:
+            cur.execute(f"DROP FUNCTION IF EXISTS `{name}`.peek2")
+        conn.close()
+
+
 @pytest.mark.parametrize(
     ("sql", "expected"),
     [

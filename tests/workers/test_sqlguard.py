@@ -188,3 +188,39 @@ def test_a_word_before_parenthesis_is_a_builtin_or_cannot_be_a_call() -> None:
                 continue
             passed.add(word)
     assert passed <= allowed, sorted(passed - allowed)
+
+
+def test_a_refused_statement_is_never_logged(caplog: pytest.LogCaptureFixture) -> None:
+    # sqlglot logged every statement it read as a 'Command' at WARNING, whole: the agent's
+    # text (here a password) reached the worker's log, unmasked (`IDENTIFIED BY` is no
+    # `password=` shape), up to 8,000 characters a call.
+    caplog.set_level("DEBUG")
+    for sql in (
+        "ALTER USER app IDENTIFIED BY 'Hunter2-prod-secret'",
+        "CREATE USER u IDENTIFIED BY 'Hunter2-prod-secret'",
+        "GRANT ALL ON *.* TO 'x'@'%' IDENTIFIED BY 'Hunter2-prod-secret'",
+        "SET STATEMENT max_statement_time=0 FOR SELECT 'Hunter2-prod-secret'",
+    ):
+        with pytest.raises(SourceError) as info:
+            guard_sql(sql, [])
+        assert info.value.code == ErrorCode.FORBIDDEN_QUERY
+    assert "Hunter2" not in caplog.text and not caplog.records
+
+
+@pytest.mark.parametrize(
+    ("sql", "word"),
+    [
+        ("CREATE TABLE t (a INT)", "CREATE"),  # was "function T is not allowed"
+        ("FLUSH PRIVILEGES", "FLUSH"),  # was "not ALIAS"
+        ("SHUTDOWN", "SHUTDOWN"),  # was "not COLUMN"
+        ("CALL p()", "CALL"),  # was "the statement is ambiguous to parse"
+        ("/* why */ -- not\n LOCK TABLES orders READ", "LOCK"),
+        ("VALUES (1)", "VALUES"),  # was "not ANONYMOUS"
+        ("TABLE orders", "TABLE"),  # was accepted as SELECT * FROM orders
+    ],
+)
+def test_another_statement_is_refused_by_its_first_word(sql: str, word: str) -> None:
+    with pytest.raises(SourceError) as info:
+        guard_sql(sql, [])
+    assert info.value.code is ErrorCode.FORBIDDEN_QUERY
+    assert info.value.message == f"only SELECT is allowed, not {word}"

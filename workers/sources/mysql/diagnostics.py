@@ -66,7 +66,7 @@ NOT_SHOWN: Final = "(a statement that is not text; not shown)"
 # The prefix the tool puts before every statement (session.execute), as `sql_template` leaves
 # it: the agent's own statement is shown as it sent it, not with the tool's time and row limits.
 _TOOL_PREFIX: Final = re.compile(
-    r"\ASET STATEMENT max_statement_time=\?, sql_select_limit=\? FOR ", re.I
+    r"\ASET STATEMENT max_statement_time=\?, sql_select_limit=\?, max_error_count=\? FOR ", re.I
 )
 
 

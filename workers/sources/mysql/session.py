@@ -28,8 +28,14 @@ from workers.sources.logs.masking import log_secret_name, without_log_secrets
 from workers.sources.mysql.config import ConnectParams
 from workers.sources.mysql.errors import error_number, error_text, map_error
 from workers.sources.mysql.handoff import close_quietly
-from workers.sources.mysql.leftovers import drained, server_warnings
+from workers.sources.mysql.leftovers import (
+    MAX_WARNINGS,
+    STOPPED_CODES,
+    drained,
+    server_warnings,
+)
 from workers.sources.mysql.secret_columns import NO_MASKS, OutputMasks
+from workers.sources.mysql.wire import BoundedConnection
 
 if TYPE_CHECKING:
     from workers.sources.mysql.sqlguard import Param
@@ -65,7 +71,7 @@ class Pool:
 
     def connect(self, read_timeout: float, connect_timeout: float = 5.0) -> pymysql.Connection[Any]:
         p = self.params
-        return pymysql.connect(
+        return BoundedConnection(
             host=p.host, port=p.port, user=p.user, password=p.password,
             database=p.database or None, charset="utf8mb4", autocommit=True,
             connect_timeout=connect_timeout, read_timeout=read_timeout,
@@ -90,16 +96,22 @@ def lost(outcome: object) -> bool:
 
 
 def _prepare(conn: pymysql.Connection[Any], database: str, clock_sql: str = "") -> None:
-    """Wipe session state left by the previous call, pin the clock (`clock_statement`) and
-    open a read-only transaction."""
+    """Wipe session state left by the previous call, pin the clock (`clock_statement`), the
+    escaping rules and the isolation level, and open a read-only transaction."""
     conn._execute_command(_COM_RESET_CONNECTION, b"")
     conn._read_ok_packet()
     if database:
         conn.select_db(database)
     with conn.cursor() as cur:
-        cur.execute(f"SET NAMES utf8mb4, SESSION sql_mode = '{_SQL_MODE}'")
         if clock_sql:
             cur.execute(clock_sql)
+        # REPEATABLE READ whatever the server's default: under SERIALIZABLE every plain SELECT
+        # of a transaction takes shared locks, and a writer waited for the call's reads (its
+        # UPDATE timed out, 1205, while the call ran).
+        cur.execute(
+            f"SET NAMES utf8mb4, SESSION sql_mode = '{_SQL_MODE}', "
+            "SESSION tx_isolation = 'REPEATABLE-READ'"
+        )
         cur.execute("START TRANSACTION READ ONLY")
 
 
@@ -224,13 +236,16 @@ def execute(
 ) -> Outcome:
     """Blocking: one reset, read-only, time-limited call on `conn` (runs in a worker thread).
     `masks`: the output columns the guard found reading a secret under another name."""
+    # A value of a row over 16 MiB is read up to what `_cell` can use (`wire`), in bytes.
+    conn.value_bytes = (bounds.mysql_cell_chars + _MASKED_PAST) * 4 + 4
     _prepare(conn, pool.params.database, pool.clock_sql)
     _load_json_columns(conn, pool, tables)
     _check_process(conn, pool, tables)
     if limit_s is not None:
         text = (
             f"SET STATEMENT max_statement_time={limit_s:.3f}, "
-            f"sql_select_limit={bounds.mysql_max_rows + 1} FOR {text}"
+            f"sql_select_limit={bounds.mysql_max_rows + 1}, "
+            f"max_error_count={MAX_WARNINGS} FOR {text}"
         )
     cur = conn.cursor(pymysql.cursors.SSCursor)
     try:
@@ -247,17 +262,51 @@ def execute(
         m if m == 3 else max(m, int(_secret_column(f))) for m, f in zip(modes, fields, strict=True)
     ]
     rows, stopped = _bounded_rows(cur, flags, bounds, secrets)
-    if result is not None and result.unbuffered_active and not drained(cur):
-        # Many more rows remain (an explicit LIMIT far above the cap): drop the session rather
-        # than read them all; a few are read and dropped, so the connection is kept.
-        return Outcome(columns=columns, rows=rows, stopped_early=stopped, reusable=False)
     warnings: list[str] = []
-    if result is not None and result.warning_count:
-        warnings = server_warnings(conn)
+    if result is not None and result.unbuffered_active and not drained(cur):
+        # Much more remains (an explicit LIMIT far above the cap, large rows): the statement is
+        # stopped, so its warnings about the rows shown can be read. Before, the session was
+        # closed unread: `CAST('zz' AS SIGNED)` in a shown row came back as 0, no warning.
+        if not _stopped(pool, conn, cur):
+            result.unbuffered_active = False
+            conn._force_close()  # PyMySQL's cursor, once dropped, would read all of the rest
+            raise SourceError(
+                ErrorCode.EXECUTION,
+                "the rest of the result could not be stopped to read the query's warnings, "
+                "so a value may be wrong; add a LIMIT",
+            )
+        warnings = server_warnings(conn, None)
+    elif result is not None and result.warning_count:
+        warnings = server_warnings(conn, result.warning_count)
     conn.rollback()
     return Outcome(
         columns=columns, rows=rows, stopped_early=stopped, reusable=True, warnings=warnings
     )
+
+
+# What a stopped statement may still send (the socket buffers, a large row) before it ends.
+_STOP_BYTES: Final = 64 << 20
+
+
+def _stopped(pool: Pool, conn: pymysql.Connection[Any], cur: Any) -> bool:
+    """`KILL QUERY` the statement whose result is being read from another connection, and read
+    and drop what the server had sent before it stopped: whether it ended (with the kill's
+    1317, its time limit's 1969, or its last row), the connection then in step for SHOW
+    WARNINGS."""
+    if not kill(pool, conn.thread_id(), 5.0, "QUERY"):
+        return False  # (no connection to spare: the account's limit) rather than read it all
+    start = conn.received
+    try:
+        # Packets, not rows: what was sent before the kill (~4 MB, the server's socket buffer:
+        # measured 450,000 small rows, 0.5 s; through the cursor, 0.9 s).
+        while not conn._read_packet().is_eof_packet():
+            if conn.received - start > _STOP_BYTES:
+                return False
+    except pymysql.MySQLError as exc:
+        if error_number(exc) not in STOPPED_CODES:
+            raise
+    cur._result.unbuffered_active = False
+    return True
 
 
 async def stop_query(pool: Pool, conn: pymysql.Connection[Any], connect_timeout: float) -> None:
@@ -273,17 +322,18 @@ async def stop_query(pool: Pool, conn: pymysql.Connection[Any], connect_timeout:
 
 def kill(
     pool: Pool, thread_id: int, connect_timeout: float = 5.0, what: str = "CONNECTION"
-) -> None:
+) -> bool:
     """Blocking: KILL a session (`what`: CONNECTION) or its statement (QUERY) from a fresh
-    connection of the same account."""
+    connection of the same account; whether the server took the KILL."""
     try:
         conn = pool.connect(5.0, connect_timeout)
-    except pymysql.MySQLError:
-        return
+    except (pymysql.MySQLError, OSError):
+        return False
     try:
         with conn.cursor() as cur:
             cur.execute(f"KILL {'QUERY' if what == 'QUERY' else 'CONNECTION'} {int(thread_id)}")
+        return True
     except pymysql.MySQLError:
-        pass
+        return False
     finally:
         close_quietly(conn)

@@ -3,7 +3,7 @@
 Layers (docs/mysql.md): `sqlguard` refuses what is not one plain SELECT; the server
 enforces the rest: each call resets the session (COM_RESET_CONNECTION, default schema,
 charset, sql_mode), runs inside `START TRANSACTION READ ONLY` ... `ROLLBACK`, under a
-tool-owned `SET STATEMENT max_statement_time=N, sql_select_limit=max_rows+1 FOR` prefix
+tool-owned `SET STATEMENT max_statement_time=N, sql_select_limit=max_rows+1, ...` prefix
 (MariaDB), and a watchdog KILLs the server session if the call outlives the limit. PyMySQL never
 sets CLIENT_MULTI_STATEMENTS, so the server refuses stacked statements. Rows are read unbuffered,
 at most `max_rows + 1`, with cells and total bytes bounded.
