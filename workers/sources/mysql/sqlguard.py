@@ -72,9 +72,7 @@ _SPACE: Final = frozenset(" \t\n\r")
 # Characters a `?` may not touch: the driver writes a param's value in its place (`12`, `1.5`,
 # `'text'`), and glued to a name it becomes part of that name for the server while sqlglot
 # still reads two tokens: `SELECT peek?(1)` with [2] called the stored function `peek2`.
-_GLUE: Final = frozenset(
-    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_$.@'\"`"
-)
+_GLUE: Final = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_$.@'\"`")
 _FORBIDDEN_NODES: Final = tuple(
     getattr(exp, name)
     for name in (
