@@ -72,15 +72,19 @@ async def serve_console(
     import uvicorn
 
     from app.console.app import create_app
+    from pipeline.redis_io import open_redis
 
     if not is_loopback(host) and not token:
         raise SettingsError(f"{TOKEN_ENV} must be set to serve the console beyond loopback")
-    app = create_app(settings, url, config=console_config(host, token))
-    config = uvicorn.Config(
-        app, host=host, port=port, root_path=_root_path(root_path), log_level="warning",
-        proxy_headers=False, server_header=False, lifespan="on",
-    )  # fmt: skip
-    await uvicorn.Server(config).serve()
+    # Opened here, not in the app's lifespan: an unusable URL is the CLI's one-line
+    # configuration error (exit 2), not uvicorn's startup traceback (exit 3).
+    async with open_redis(url, cluster=settings.redis_cluster) as redis:
+        app = create_app(settings, config=console_config(host, token), redis=redis)
+        config = uvicorn.Config(
+            app, host=host, port=port, root_path=_root_path(root_path), log_level="warning",
+            proxy_headers=False, server_header=False, lifespan="on",
+        )  # fmt: skip
+        await uvicorn.Server(config).serve()
 
 
 async def run_console(args: argparse.Namespace, settings: Settings) -> int:

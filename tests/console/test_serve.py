@@ -51,3 +51,21 @@ def test_without_a_redis_url(
     monkeypatch.delenv("ACI_REDIS_URL", raising=False)
     assert main(["console"]) == 2
     assert "ACI_REDIS_URL is not set" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    "url", ["redis://auditor:hunter2@127.0.0.1:notaport/0", "http://auditor:hunter2@h/"]
+)
+def test_an_unusable_redis_url_is_one_line(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], url: str
+) -> None:
+    # It was uvicorn's startup traceback and exit code 3 ("pending"); `status` says it in
+    # one line with exit code 2, and so does the console now, before it listens.
+    from chaos.services import free_port
+
+    monkeypatch.setenv("ACI_REDIS_URL", url)
+    monkeypatch.delenv("ACI_CONSOLE_TOKEN", raising=False)
+    assert main(["console", "--port", str(free_port())]) == 2
+    err = capsys.readouterr().err
+    assert "configuration error: ACI_REDIS_URL is not a valid" in err
+    assert "Traceback" not in err and "hunter2" not in err
