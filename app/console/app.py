@@ -72,6 +72,9 @@ class ConsoleConfig(msgspec.Struct, frozen=True, kw_only=True):
     # Open live streams at once: each holds a pooled Redis connection while its XREAD blocks
     # (the pool has 64), so more tabs than this get a 503 instead of starving every page.
     max_streams: int = 32
+    # Searches at once: each may SCAN the whole keyspace (an exact tool call id is looked up
+    # by key name, 20 s at a million retained calls); the next one is a 503, not one more walk.
+    max_searches: int = 2
     text_budget: int = 10_000  # Model Observations one text search reads, over its sessions
     # The Host names it answers (any port), None for any. `aci-evidence console` on loopback
     # without a token names the loopback ones: a web page whose name an attacker re-points
@@ -250,12 +253,15 @@ def create_app(
     routes.append(Mount("/static", StaticFiles(directory=STATIC), name="static"))
     app = Starlette(
         routes=routes, lifespan=lifespan,
-        exception_handlers={PipelineError: handlers.redis_failed},
+        exception_handlers={
+            PipelineError: handlers.redis_failed, handlers.SearchesBusy: handlers.searches_busy,
+        },
     )  # fmt: skip
     app.state.settings = settings
     app.state.config = config
     app.state.templates = templates
     app.state.streams = 0
+    app.state.searches = 0
     if redis is not None:  # usable without a lifespan too (httpx's ASGI transport runs none)
         app.state.redis = redis
     return _Guard(app, config.token, config.allowed_hosts)
