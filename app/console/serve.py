@@ -20,7 +20,7 @@ from typing import Any
 
 from pipeline.settings import Settings, SettingsError
 
-__all__ = ["console_config", "is_loopback", "run_console", "serve_console"]
+__all__ = ["console_config", "is_loopback", "run_console", "serve_console", "uvicorn_config"]
 
 TOKEN_ENV = "ACI_CONSOLE_TOKEN"
 
@@ -80,11 +80,20 @@ async def serve_console(
     # configuration error (exit 2), not uvicorn's startup traceback (exit 3).
     async with open_redis(url, cluster=settings.redis_cluster) as redis:
         app = create_app(settings, config=console_config(host, token), redis=redis)
-        config = uvicorn.Config(
-            app, host=host, port=port, root_path=_root_path(root_path), log_level="warning",
-            proxy_headers=False, server_header=False, lifespan="on",
-        )  # fmt: skip
-        await uvicorn.Server(config).serve()
+        await uvicorn.Server(uvicorn_config(app, host, port, root_path)).serve()
+
+
+def uvicorn_config(app: Any, host: str, port: int, root_path: str = "") -> Any:
+    """How `serve_console` runs uvicorn: no access log (URLs may carry the token), no proxy
+    headers, and a deadline for each request's head (`app.console.protocol`)."""
+    import uvicorn
+
+    from app.console.protocol import HeadDeadlineProtocol
+
+    return uvicorn.Config(
+        app, host=host, port=port, root_path=_root_path(root_path), log_level="warning",
+        proxy_headers=False, server_header=False, lifespan="on", http=HeadDeadlineProtocol,
+    )  # fmt: skip
 
 
 async def run_console(args: argparse.Namespace, settings: Settings) -> int:
