@@ -47,6 +47,18 @@ def _root_path(text: str) -> str:
 
 
 LOOPBACK_NAMES = ("localhost", "127.0.0.1", "::1")
+MIN_TOKEN_CHARS = 16  # as `mcp --http --token`
+
+
+def _check_token(token: str | None) -> None:
+    # Beyond loopback the token is all that guards every observation: `a` took 94 guesses.
+    if token is not None and not (
+        len(token.strip()) >= MIN_TOKEN_CHARS and token.isprintable() and token.isascii()
+    ):
+        raise SettingsError(
+            f"{TOKEN_ENV}: at least {MIN_TOKEN_CHARS} printable characters (a random one: "
+            "openssl rand -hex 16)"
+        )
 
 
 def console_config(host: str, token: str | None) -> Any:
@@ -74,6 +86,7 @@ async def serve_console(
     from app.console.app import create_app
     from pipeline.redis_io import open_redis
 
+    _check_token(token)
     if not is_loopback(host) and not token:
         raise SettingsError(f"{TOKEN_ENV} must be set to serve the console beyond loopback")
     # Opened here, not in the app's lifespan: an unusable URL is the CLI's one-line
@@ -109,6 +122,7 @@ async def run_console(args: argparse.Namespace, settings: Settings) -> int:
         print("the console needs its extra: pip install 'aci-evidence[console]'", file=sys.stderr)
         return 2
     host, token = args.host, os.environ.get(TOKEN_ENV) or None
+    _check_token(token)
     if not is_loopback(host) and not token:
         raise SettingsError(f"{TOKEN_ENV} must be set to serve the console beyond loopback")
     from hosts.listen import listen_problem
