@@ -87,3 +87,31 @@ def test_a_live_stream_outlives_the_deadline(port: int) -> None:
         sock.sendall(b"GET /events HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
         assert sock.recv(4096).startswith(b"HTTP/1.1 200")
         assert not _closed_within(sock, DEADLINE_S * 4)
+
+
+def test_a_body_that_never_ends_is_cut_off(port: int) -> None:
+    # The page is answered at once (a GET reads no body); the rest of the body, trickled,
+    # held the connection for ever: each byte stopped uvicorn's idle timer.
+    with socket.create_connection(("127.0.0.1", port)) as sock:
+        sock.settimeout(5)
+        sock.sendall(HEAD + b"Content-Length: 1000000\r\n\r\nx")
+        assert sock.recv(4096).startswith(b"HTTP/1.1 200")
+        for _ in range(12):
+            time.sleep(DEADLINE_S / 2)
+            try:
+                sock.sendall(b"x")
+            except OSError:
+                break
+        assert _closed_within(sock, 5)
+
+
+def test_pipelined_requests_are_all_answered(port: int) -> None:
+    with socket.create_connection(("127.0.0.1", port)) as sock:
+        sock.settimeout(5)
+        sock.sendall((HEAD + b"\r\n") * 3)
+        answers = b""
+        while answers.count(b"HTTP/1.1 200") < 3:
+            chunk = sock.recv(4096)
+            assert chunk, answers
+            answers += chunk
+        assert _closed_within(sock, 10)  # then idle: closed
