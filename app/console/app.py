@@ -5,8 +5,9 @@ Read-only by construction: every route is GET (HEAD answers too; anything else i
 page renders a form that writes, and it reads Redis only through `pipeline.inspect`,
 `pipeline.status.collect_status` and `workers.replay_diff`, which the `auditor` Redis user
 may run. A bearer token (`Authorization: Bearer …`, or once as `?token=…`, which sets a
-cookie) guards it when one is configured. Links are built under the request's root path, so
-it works behind a proxy prefix.
+cookie) guards it when one is configured. Requests another site's page made the browser
+send (Fetch Metadata) are refused, but for a link followed to a page. Links are built under
+the request's root path, so it works behind a proxy prefix.
 """
 
 from __future__ import annotations
@@ -51,6 +52,9 @@ _HEADERS: Final = {
     "referrer-policy": "no-referrer",
     "x-frame-options": "DENY",
     "cache-control": "no-store",
+    # Another site may neither embed an answer nor keep a handle on a console window.
+    "cross-origin-resource-policy": "same-origin",
+    "cross-origin-opener-policy": "same-origin",
 }
 
 
@@ -68,6 +72,9 @@ class ConsoleConfig(msgspec.Struct, frozen=True, kw_only=True):
     # Open live streams at once: each holds a pooled Redis connection while its XREAD blocks
     # (the pool has 64), so more tabs than this get a 503 instead of starving every page.
     max_streams: int = 32
+    # Searches at once: each may SCAN the whole keyspace (an exact tool call id is looked up
+    # by key name, 20 s at a million retained calls); the next one is a 503, not one more walk.
+    max_searches: int = 2
     text_budget: int = 10_000  # Model Observations one text search reads, over its sessions
     # The Host names it answers (any port), None for any. `aci-evidence console` on loopback
     # without a token names the loopback ones: a web page whose name an attacker re-points
@@ -84,7 +91,8 @@ def cookie_value(token: str) -> str:
 
 
 class _Guard:
-    """Security headers on every answer; the bearer token when one is configured."""
+    """Security headers on every answer; loopback Host names (unless a token guards it); no
+    request another site made; the bearer token when one is configured."""
 
     def __init__(
         self, app: ASGIApp, token: str | None, hosts: tuple[str, ...] | None = None
@@ -103,6 +111,19 @@ class _Guard:
             name[1:].partition("]")[0] if name.startswith("[") else name.rpartition(":")[0] or name
         )
         return name in self.hosts
+
+    @staticmethod
+    def _from_another_site(scope: Scope) -> bool:
+        # Fetch Metadata: a request another site's page made the browser send (an image, a
+        # fetch, an EventSource, a frame), which it cannot read but the console would serve:
+        # a search in a loop SCANs the whole keyspace each time, and answers can be timed.
+        # A link the user follows to a page (a permalink in a ticket) is a navigation to a
+        # document. Browsers without Fetch Metadata, and curl, send no `sec-fetch-site`.
+        fetch = {k: v for k, v in scope.get("headers") or [] if k.startswith(b"sec-fetch-")}
+        if fetch.get(b"sec-fetch-site", b"same-origin") in (b"same-origin", b"none"):
+            return False
+        navigation = fetch.get(b"sec-fetch-mode") == b"navigate"
+        return not (navigation and fetch.get(b"sec-fetch-dest") == b"document")
 
     def _authorized(self, scope: Scope) -> bool:
         if self.token is None:
@@ -148,6 +169,14 @@ class _Guard:
                 "this console answers only under a loopback name such as 127.0.0.1 (the Host "
                 "header names another): set ACI_CONSOLE_TOKEN to serve it under other names",
                 status_code=421,
+            )  # fmt: skip
+            await refused(scope, receive, with_headers)
+            return
+        if self._from_another_site(scope):
+            refused = PlainTextResponse(
+                "refused: a page of another site asked the browser for this (Sec-Fetch-Site); "
+                "open the console's pages directly",
+                status_code=403,
             )  # fmt: skip
             await refused(scope, receive, with_headers)
             return
@@ -224,12 +253,15 @@ def create_app(
     routes.append(Mount("/static", StaticFiles(directory=STATIC), name="static"))
     app = Starlette(
         routes=routes, lifespan=lifespan,
-        exception_handlers={PipelineError: handlers.redis_failed},
+        exception_handlers={
+            PipelineError: handlers.redis_failed, handlers.SearchesBusy: handlers.searches_busy,
+        },
     )  # fmt: skip
     app.state.settings = settings
     app.state.config = config
     app.state.templates = templates
     app.state.streams = 0
+    app.state.searches = 0
     if redis is not None:  # usable without a lifespan too (httpx's ASGI transport runs none)
         app.state.redis = redis
     return _Guard(app, config.token, config.allowed_hosts)

@@ -26,7 +26,7 @@ from pipeline.keys import is_valid_session_id
 from pipeline.redis_io import PipelineError, RedisUnavailable
 from pipeline.status import collect_status
 
-__all__ = ["ROUTES", "redis_failed"]
+__all__ = ["ROUTES", "SearchesBusy", "redis_failed", "searches_busy"]
 
 _STATUSES: Final = ("", "PROJECTING", "READY", "ERROR")
 _EVIDENCE: Final = ("", "EVIDENCE_FOUND", "NO_EVIDENCE", "ERROR")
@@ -81,6 +81,23 @@ async def redis_failed(request: Request, exc: Exception) -> Response:
     return _render(request, "error.html", status_code=503, message=message, title=title)
 
 
+class SearchesBusy(Exception):
+    """`max_searches` searches are running already."""
+
+
+async def searches_busy(request: Request, exc: Exception) -> Response:
+    """A search beyond `max_searches` at once: a 503 page that says to retry."""
+    response = _render(
+        request, "error.html", status_code=503, title="The console is busy",
+        message=(
+            f"{request.app.state.config.max_searches} searches are running already (each may "
+            "read the whole keyspace): reload this page in a moment."
+        ),
+    )  # fmt: skip
+    response.headers["retry-after"] = "5"
+    return response
+
+
 async def _sessions_context(request: Request) -> dict[str, Any]:
     state = request.app.state
     config, settings, redis = state.config, state.settings, state.redis
@@ -97,9 +114,15 @@ async def _sessions_context(request: Request) -> dict[str, Any]:
         "tools": _TOOLS,
     }  # fmt: skip
     if filters.any:
-        hits = await search_calls(
-            redis, settings, filters, window=config.window, text_budget=config.text_budget
-        )
+        if state.searches >= config.max_searches:
+            raise SearchesBusy
+        state.searches += 1
+        try:
+            hits = await search_calls(
+                redis, settings, filters, window=config.window, text_budget=config.text_budget
+            )
+        finally:
+            state.searches -= 1
         per = config.hits_per_page
         page = min(page, max(1, -(-len(hits) // per)))
         context["page"] = page

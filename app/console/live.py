@@ -15,6 +15,7 @@ from typing import Any, Final
 
 import anyio
 
+from app.console.render import visible
 from pipeline.inspect import digits, latest_lifecycle_ids, lifecycle_after
 from pipeline.redis_io import Redis
 from pipeline.settings import Settings
@@ -24,6 +25,10 @@ __all__ = ["lifecycle_events", "parse_cursors"]
 _ENTRY_ID: Final = re.compile(r"\d{1,20}-\d{1,20}")
 _BATCH: Final = 100
 _POLL_S: Final = 0.3  # several partitions are polled (no one XREAD can block on them all)
+
+
+def _shown(text: str | None) -> str | None:
+    return None if text is None else visible(text)
 
 
 def parse_cursors(text: str | None, count: int) -> list[str] | None:
@@ -61,12 +66,14 @@ async def lifecycle_events(
             cursors[index] = entry_id
             if session is not None and entry.session != session:
                 continue
+            # Shown by the page's live feed: spelled out as every page spells text out
+            # (a tool name a submitter chose may hold U+202E, which would reverse the line).
             data = {
-                "session": entry.session,
-                "tool_call_id": entry.tool_call_id,
-                "tool": entry.tool,
-                "status": entry.status,
-                "evidence_status": entry.evidence,
+                "session": _shown(entry.session),
+                "tool_call_id": _shown(entry.tool_call_id),
+                "tool": _shown(entry.tool),
+                "status": _shown(entry.status),
+                "evidence_status": _shown(entry.evidence),
                 "at": digits(entry.at),
             }
             yield {"id": ",".join(cursors), "event": "lifecycle", "data": json.dumps(data)}

@@ -21,9 +21,12 @@ from markupsafe import Markup
 
 from contracts.text import INVISIBLE_CLASS
 
-__all__ = ["environment", "visible"]
+__all__ = ["TREE_VALUES", "environment", "visible"]
 
 TEMPLATES: Final = Path(__file__).parent / "templates"
+# Values of one stored body the call page shows as a JSON tree (containers and scalars): 200
+# a level alone let a 119 KB raw answer of nested lists fill a 14 MB page.
+TREE_VALUES: Final = 10_000
 # C0 controls but tab and newline, DEL, C1; the bidi embeddings, overrides and isolates, the
 # directional marks, and the BOM / zero-width no-break space.
 # Also every code point `contracts.text.INVISIBLE` names (tag characters, soft hyphen,
@@ -91,6 +94,8 @@ def environment() -> jinja2.Environment:
         undefined=jinja2.StrictUndefined,
         trim_blocks=True,
         lstrip_blocks=True,
+        extensions=["jinja2.ext.loopcontrols"],
     )
+    env.globals["tree_values"] = TREE_VALUES
     env.filters.update(when=_when, duration=_duration, size=_size, head=_head)
     return env

@@ -20,7 +20,7 @@ from typing import Any
 
 from pipeline.settings import Settings, SettingsError
 
-__all__ = ["console_config", "is_loopback", "run_console", "serve_console"]
+__all__ = ["console_config", "is_loopback", "run_console", "serve_console", "uvicorn_config"]
 
 TOKEN_ENV = "ACI_CONSOLE_TOKEN"
 
@@ -47,6 +47,18 @@ def _root_path(text: str) -> str:
 
 
 LOOPBACK_NAMES = ("localhost", "127.0.0.1", "::1")
+MIN_TOKEN_CHARS = 16  # as `mcp --http --token`
+
+
+def _check_token(token: str | None) -> None:
+    # Beyond loopback the token is all that guards every observation: `a` took 94 guesses.
+    if token is not None and not (
+        len(token.strip()) >= MIN_TOKEN_CHARS and token.isprintable() and token.isascii()
+    ):
+        raise SettingsError(
+            f"{TOKEN_ENV}: at least {MIN_TOKEN_CHARS} printable characters (a random one: "
+            "openssl rand -hex 16)"
+        )
 
 
 def console_config(host: str, token: str | None) -> Any:
@@ -72,15 +84,29 @@ async def serve_console(
     import uvicorn
 
     from app.console.app import create_app
+    from pipeline.redis_io import open_redis
 
+    _check_token(token)
     if not is_loopback(host) and not token:
         raise SettingsError(f"{TOKEN_ENV} must be set to serve the console beyond loopback")
-    app = create_app(settings, url, config=console_config(host, token))
-    config = uvicorn.Config(
+    # Opened here, not in the app's lifespan: an unusable URL is the CLI's one-line
+    # configuration error (exit 2), not uvicorn's startup traceback (exit 3).
+    async with open_redis(url, cluster=settings.redis_cluster) as redis:
+        app = create_app(settings, config=console_config(host, token), redis=redis)
+        await uvicorn.Server(uvicorn_config(app, host, port, root_path)).serve()
+
+
+def uvicorn_config(app: Any, host: str, port: int, root_path: str = "") -> Any:
+    """How `serve_console` runs uvicorn: no access log (URLs may carry the token), no proxy
+    headers, and a deadline for each request's head (`app.console.protocol`)."""
+    import uvicorn
+
+    from app.console.protocol import HeadDeadlineProtocol
+
+    return uvicorn.Config(
         app, host=host, port=port, root_path=_root_path(root_path), log_level="warning",
-        proxy_headers=False, server_header=False, lifespan="on",
+        proxy_headers=False, server_header=False, lifespan="on", http=HeadDeadlineProtocol,
     )  # fmt: skip
-    await uvicorn.Server(config).serve()
 
 
 async def run_console(args: argparse.Namespace, settings: Settings) -> int:
@@ -96,6 +122,7 @@ async def run_console(args: argparse.Namespace, settings: Settings) -> int:
         print("the console needs its extra: pip install 'aci-evidence[console]'", file=sys.stderr)
         return 2
     host, token = args.host, os.environ.get(TOKEN_ENV) or None
+    _check_token(token)
     if not is_loopback(host) and not token:
         raise SettingsError(f"{TOKEN_ENV} must be set to serve the console beyond loopback")
     from hosts.listen import listen_problem

@@ -157,3 +157,15 @@ async def test_pages_through_uvicorn_under_a_root_path(settings: Settings) -> No
         assert page.status_code == 200 and 'href="/aci/session?id=s-root"' in page.text
         again = await client.get(f"{base}/session?id=s-root")
         assert again.status_code == 200 and "c0" in again.text
+
+
+async def test_event_text_spells_out_bidi_and_invisible_characters(
+    redis: Any, settings: Settings
+) -> None:
+    # A submitter names any tool: admission records it (an UNKNOWN_TOOL error) and the live
+    # feed wrote it with textContent, so U+202E reversed the feed's line as the pages never do.
+    call = ToolCall(tool="query\u202e_logs\u200bx\x1b", tool_call_id="c1", arguments={})
+    await run_calls(REDIS_URL, settings, "s-live", [call])
+    events = await _all(redis, settings, session="s-live", last_event_id="0-0")
+    tools = {json.loads(e["data"])["tool"] for e in events}
+    assert tools == {"query\\u202e_logs\\u200bx\\x1b"}
