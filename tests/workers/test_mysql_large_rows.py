@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import time
 import tracemalloc
-import uuid
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
@@ -15,11 +14,10 @@ import pymysql
 import pytest
 
 from contracts import DEFAULT_BOUNDS, QueryMysqlRequest, project_mysql
-from workers.sources.mysql.shop import create_reader, load_shop
+from tests.workers.mysql_shop import ROOT, shop_database
 from workers.sources.mysql.source import ConnectParams, MysqlSource
 
 pytestmark = pytest.mark.mariadb
-ROOT = {"host": "127.0.0.1", "port": 3306, "user": "root", "password": ""}
 
 
 def _root() -> pymysql.Connection[Any]:
@@ -28,19 +26,8 @@ def _root() -> pymysql.Connection[Any]:
 
 @pytest.fixture(scope="module")
 def db() -> Iterator[tuple[str, str, str]]:
-    tag = uuid.uuid4().hex[:10]
-    name, user, password = f"aci_lr_{tag}", f"aci_lrr_{tag}", f"pw-{tag}"
-    conn = _root()
-    try:
-        load_shop(conn, name)
-        create_reader(conn, name, user, password)
-        yield name, user, password
-    finally:
-        with conn.cursor() as cur:
-            cur.execute(f"DROP DATABASE IF EXISTS `{name}`")
-            for host in ("localhost", "127.0.0.1"):
-                cur.execute(f"DROP USER IF EXISTS '{user}'@'{host}'")
-        conn.close()
+    with shop_database("lr") as found:
+        yield found
 
 
 @pytest.fixture

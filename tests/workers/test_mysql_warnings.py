@@ -3,37 +3,23 @@ however many harmless warnings come before it."""
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import AsyncIterator, Iterator
 
-import pymysql
 import pytest
 
 from contracts import QueryMysqlRequest
 from contracts.status import ErrorCode
+from tests.workers.mysql_shop import shop_database
 from workers.sources import SourceError
-from workers.sources.mysql.shop import create_reader, load_shop
 from workers.sources.mysql.source import ConnectParams, MysqlSource
 
 pytestmark = pytest.mark.mariadb
-ROOT = {"host": "127.0.0.1", "port": 3306, "user": "root", "password": ""}
 
 
 @pytest.fixture(scope="module")
 def db() -> Iterator[tuple[str, str, str]]:
-    tag = uuid.uuid4().hex[:10]
-    name, user, password = f"aci_wn_{tag}", f"aci_wnr_{tag}", f"pw-{tag}"
-    conn = pymysql.connect(**ROOT, charset="utf8mb4", autocommit=True)
-    try:
-        load_shop(conn, name)
-        create_reader(conn, name, user, password)
-        yield name, user, password
-    finally:
-        with conn.cursor() as cur:
-            cur.execute(f"DROP DATABASE IF EXISTS `{name}`")
-            for host in ("localhost", "127.0.0.1"):
-                cur.execute(f"DROP USER IF EXISTS '{user}'@'{host}'")
-        conn.close()
+    with shop_database("wn") as found:
+        yield found
 
 
 @pytest.fixture
