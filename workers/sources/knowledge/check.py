@@ -34,7 +34,12 @@ from workers.sources.knowledge.files import (
     read_inside,
     runbook_files,
 )
-from workers.sources.knowledge.markdown import Page, front_matter, read_markdown
+from workers.sources.knowledge.markdown import (
+    MAX_FRONT_MATTER_CHARS,
+    Page,
+    front_matter,
+    read_markdown,
+)
 
 __all__ = ["KnowledgeCheck", "RunbookCheck", "check_knowledge"]
 
@@ -178,10 +183,33 @@ def _header_problem(text: str) -> str:
     header = rest[: len(rest) - len(after)]
     if meta or not header.strip(" \t\r\n-+."):
         return ""
-    kind = "TOML" if fence.rstrip() == "+++" else "YAML"
-    return (
-        f"its front matter does not parse as {kind}: its title, description and tags are not used"
-    )
+    unused = "its title, description and tags are not used"
+    if fence.rstrip() == "+++":
+        return f"its front matter does not parse as TOML: {unused}"
+    block = "".join(header.splitlines(keepends=True)[:-1])  # without its closing `---`
+    if len(block) > MAX_FRONT_MATTER_CHARS:
+        return f"its front matter is over {MAX_FRONT_MATTER_CHARS // 1024} KiB, not read: {unused}"
+    shape = _yaml_shape(block)
+    if shape:
+        return f"its front matter is {shape}, not `key: value` lines (`title: …`): {unused}"
+    return f"its front matter does not parse as YAML: {unused}"
+
+
+def _yaml_shape(header: str) -> str:
+    """What a YAML header that parses but is no mapping is ("a YAML list of 2 items"), or ""
+    when it does not parse (the safe loader, as `markdown.front_matter` reads it)."""
+    import yaml
+
+    try:
+        data = yaml.load(header, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+    except Exception:  # any malformed header: "does not parse"
+        return ""
+    if isinstance(data, list):
+        items = "1 item" if len(data) == 1 else f"{len(data)} items"
+        return f"a YAML list ({items}: `- …` lines)"
+    if data is None or isinstance(data, dict):
+        return ""
+    return "a single YAML value"
 
 
 def _page(text: str, source: str) -> Page:
