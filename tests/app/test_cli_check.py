@@ -302,6 +302,13 @@ def test_the_runbook_folder_is_checked_as_the_index_reads_it(tmp_path: Path) -> 
     assert (
         f"knowledge: ACI_KNOWLEDGE_DIR {tmp_path}/nope is not a readable folder" in missing.stdout
     )
+    # A relative folder is read from the working folder: said (before, only its name).
+    relative = check(None, env={"ACI_KNOWLEDGE_DIR": "no-such-runbooks"})
+    assert relative.returncode == 1
+    assert (
+        "knowledge: ACI_KNOWLEDGE_DIR no-such-runbooks is not a readable folder (a relative path"
+        f" is read from the working folder {ROOT}): lookups fail" in relative.stdout
+    )
     bad = check(None, env={"ACI_KNOWLEDGE_MAX_FILE_BYTES": "12"})
     assert bad.returncode == 2 and "ACI_KNOWLEDGE_MAX_FILE_BYTES must be between" in bad.stderr
 

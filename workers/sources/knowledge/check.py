@@ -40,6 +40,7 @@ from workers.sources.knowledge.markdown import (
     front_matter,
     read_markdown,
 )
+from workers.sources.knowledge.settings import relative_note
 
 __all__ = ["KnowledgeCheck", "RunbookCheck", "check_knowledge"]
 
@@ -107,7 +108,12 @@ def check_knowledge(env: Mapping[str, str]) -> KnowledgeCheck:
         root = folder.resolve(strict=True)
         root_fd = os.open(root, DIR_FLAGS)
     except (OSError, RuntimeError):
-        check.problem = f"ACI_KNOWLEDGE_DIR {folder} is not a readable folder: lookups fail"
+        where = relative_note(str(folder))
+        check.problem = (
+            f"ACI_KNOWLEDGE_DIR {folder} is not a readable folder"
+            + (f" ({where.removeprefix('; ')})" if where else "")
+            + ": lookups fail"
+        )
         return check
     others: Counter[str] = Counter()
     refused: list[tuple[str, str]] = []

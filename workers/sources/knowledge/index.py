@@ -46,9 +46,9 @@ from workers.sources.knowledge.ranking import USE_LEVELS, rank
 from workers.sources.knowledge.search import NOTHING_TO_SEARCH, relevance_of, search, searchable
 from workers.sources.knowledge.settings import (
     DEFAULT_KNOWLEDGE_DIR,
-    NO_FOLDER,
     KnowledgeSettings,
     listable,
+    no_folder,
     settings_from_env,
 )
 from workers.sources.knowledge.store import ANALYSIS_HASH, INDEX_VERSION, IndexFile, build_index
@@ -88,6 +88,7 @@ class KnowledgeIndexSource:
         self._salt = f"v{INDEX_VERSION}\0{ANALYSIS_HASH}\0{model}\0{settings.max_file_bytes}"
         self._logged: str | None = None  # the last problem logged, so each is logged once
         self._folder = Path(settings.folder).resolve()
+        self._no_folder = no_folder(settings.folder)  # with the working folder it is read from
         self._cache = Path(settings.cache_dir)
         self._lock = threading.Lock()  # the fields below; held only briefly
         self._search_lock = threading.Lock()  # one query at a time on the open index
@@ -109,7 +110,7 @@ class KnowledgeIndexSource:
         settings, encoder = settings_from_env(env)
         source = cls(settings, encoder)
         if not listable(Path(settings.folder)):  # said once, here at start; lookups UNAVAILABLE
-            source._log_once(NO_FOLDER)
+            source._log_once(source._no_folder)
         return source
 
     async def fetch(self, request: LookupKnowledgeRequest) -> dict[str, Any]:
@@ -239,7 +240,7 @@ class KnowledgeIndexSource:
     def _refresh_sync(self, generation: int) -> None:
         now = time.monotonic()
         if not listable(self._folder):
-            self._log_once(NO_FOLDER)
+            self._log_once(self._no_folder)
             raise OSError("knowledge folder missing or unreadable")
         fingerprint = files_fingerprint(self._folder, self._salt)
         with self._lock:

@@ -22,16 +22,16 @@ from workers.sources.knowledge.search import MIN_COVERAGE
 
 __all__ = [
     "DEFAULT_KNOWLEDGE_DIR",
-    "NO_FOLDER",
     "KnowledgeSettings",
     "check_fts5",
     "listable",
+    "no_folder",
+    "relative_note",
     "settings_from_env",
 ]
 
 DEFAULT_KNOWLEDGE_DIR: Final = Path(__file__).with_name("runbooks")
 _MODES: Final = ("fused", "dense", "lexical")
-NO_FOLDER: Final = "ACI_KNOWLEDGE_DIR does not name a readable folder: lookups are UNAVAILABLE"
 
 
 class KnowledgeSettings(msgspec.Struct, frozen=True, kw_only=True):
@@ -97,3 +97,23 @@ def listable(folder: Path) -> bool:
             return True
     except OSError:
         return False
+
+
+def relative_note(folder: str) -> str:
+    """`; a relative path is read from the working folder /srv/app` for a relative folder
+    (a host, an MCP client, starts its server in a folder of its own choosing), else ""."""
+    if os.path.isabs(folder):
+        return ""
+    try:
+        here = os.getcwd()
+    except OSError:  # the working folder was removed
+        here = "(removed)"
+    return f"; a relative path is read from the working folder {here}"
+
+
+def no_folder(folder: str) -> str:
+    """The line a worker logs at start for a folder it cannot list; a relative one is named
+    as given, with the working folder it was read from."""
+    where = relative_note(folder)
+    given = f" ({folder!r}{where})" if where else ""
+    return f"ACI_KNOWLEDGE_DIR does not name a readable folder{given}: lookups are UNAVAILABLE"
