@@ -1,7 +1,7 @@
 """What the runbook folder gives `lookup_knowledge`, checked before a worker indexes it
 (`aci-evidence check`, docs/knowledge.md "Checking the folder").
 
-The same walk and reads as the index build (`files.runbook_files`, `files.read_inside`,
+The same walk and reads as the index build (`files.runbook_files`, `files.read_inside_as`,
 `analysis.split_document`), without building it: each runbook's title and how many sections
 it is served in, and the problems: no folder, no runbook, a runbook over the size cap, one
 that cannot be read (permission denied; a folder that cannot be listed) or is no text
@@ -31,7 +31,7 @@ from workers.sources.knowledge.files import (
     TooLarge,
     max_file_bytes_from_env,
     other_kinds,
-    read_inside,
+    read_inside_as,
     runbook_files,
 )
 from workers.sources.knowledge.markdown import (
@@ -58,6 +58,7 @@ class RunbookCheck(msgspec.Struct, kw_only=True):
     sections: int = 0
     problem: str = ""
     note: str = ""  # said beside it, not a problem (a Hugo section page)
+    encoding: str = ""  # what a file that is not UTF-8 was read as ("Big5 (traditional Chinese)")
 
 
 class KnowledgeCheck(msgspec.Struct, kw_only=True):
@@ -136,7 +137,7 @@ def check_knowledge(env: Mapping[str, str]) -> KnowledgeCheck:
 def _runbook(root_fd: int, source: str, rel: Path, max_bytes: int) -> RunbookCheck:
     check = RunbookCheck(source=source)
     try:
-        text = read_inside(root_fd, rel, max_bytes)
+        read = read_inside_as(root_fd, rel, max_bytes)
     except TooLarge as big:
         check.problem = (
             f"{big.size} bytes, over ACI_KNOWLEDGE_MAX_FILE_BYTES ({max_bytes}): not indexed"
@@ -145,9 +146,10 @@ def _runbook(root_fd: int, source: str, rel: Path, max_bytes: int) -> RunbookChe
     except NotIndexed as why:  # permission denied, binary data
         check.problem = f"{why.reason}: not indexed"
         return check
-    if text is None:
+    if read is None:
         check.problem = "cannot be read (replaced or unreadable): not indexed"
         return check
+    text, check.encoding = read
     chunks = split_document(text, source)
     check.sections = len(chunks)
     if chunks:
