@@ -82,7 +82,7 @@ def test_utf8_is_not_named_and_a_stray_byte_is() -> None:
     for text in (TRADITIONAL, JAPANESE, SIMPLIFIED, "plain ASCII\n"):
         assert decode_runbook_as(text.encode("utf-8")) == (text, "")
     stray = "# 磁碟已滿\n\n清理日誌。\n".encode() + b"\xff\n"
-    assert decode_runbook_as(stray)[1] == "UTF-8, 1 byte not UTF-8 (replaced)"
+    assert decode_runbook_as(stray)[1] == "UTF-8, 1 invalid sequence replaced"
     assert decode_runbook(stray).startswith("# 磁碟已滿")
 
 

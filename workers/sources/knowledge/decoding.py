@@ -71,7 +71,7 @@ def decode_runbook_as(data: bytes) -> tuple[str, str]:
     bad = text.count("\ufffd")
     if sum(1 for c in text if ord(c) > 0x7F) - bad >= bad:
         # UTF-8 with a stray bad byte: the rest is UTF-8 all the same
-        return text, f"UTF-8, {_bytes(bad)} not UTF-8 (replaced)"
+        return text, f"UTF-8, {_sequences(bad)} replaced"
     cjk = _east_asian(data)
     if cjk is not None:
         return _texty(cjk[0]), cjk[1]
@@ -81,14 +81,16 @@ def decode_runbook_as(data: bytes) -> tuple[str, str]:
         return _texty(data.decode("latin-1")), "ISO-8859-1 (latin-1)"
 
 
-def _bytes(n: int) -> str:
-    return "1 byte" if n == 1 else f"{n} bytes"
+def _sequences(n: int) -> str:
+    # Each maximal invalid byte sequence is one U+FFFD (a truncated character: two bytes).
+    return "1 invalid sequence" if n == 1 else f"{n} invalid sequences"
 
 
 def _east_asian(data: bytes) -> tuple[str, str] | None:
     """The text of a Chinese or Japanese file saved on Windows, and its encoding's name: the
     reading (GBK/GB18030, Big5, Shift-JIS) that decodes as a whole, whose characters beyond
-    ASCII are at least 90% its language's common ones (`_COMMON`), and that does not put them
+    ASCII are at least 90% its language's common ones (`_common_gb`, `_common_big5`,
+    `_common_japanese`), and that does not put them
     inside Latin words, the best such; None when there is none. Each encoding's bytes decode
     as the others' too, as rare characters, kana or private-use ones: Big5's most used
     characters (lead bytes 0xA4-0xAF) are kana and private-use code points read as GBK.
