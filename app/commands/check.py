@@ -101,6 +101,7 @@ def _print(
         )
         out += (
             f"  {r.source}: {r.title!r}, " + (r.note or f"{r.sections} sections")
+            + (f", read as {r.encoding}" if r.encoding else "")
             for r in knowledge.listed if not r.problem
         )  # fmt: skip
         if passed_over := knowledge.passed_over():

@@ -302,8 +302,30 @@ def test_the_runbook_folder_is_checked_as_the_index_reads_it(tmp_path: Path) -> 
     assert (
         f"knowledge: ACI_KNOWLEDGE_DIR {tmp_path}/nope is not a readable folder" in missing.stdout
     )
+    # A relative folder is read from the working folder: said (before, only its name).
+    relative = check(None, env={"ACI_KNOWLEDGE_DIR": "no-such-runbooks"})
+    assert relative.returncode == 1
+    assert (
+        "knowledge: ACI_KNOWLEDGE_DIR no-such-runbooks is not a readable folder (a relative path"
+        f" is read from the working folder {ROOT}): lookups fail" in relative.stdout
+    )
     bad = check(None, env={"ACI_KNOWLEDGE_MAX_FILE_BYTES": "12"})
     assert bad.returncode == 2 and "ACI_KNOWLEDGE_MAX_FILE_BYTES must be between" in bad.stderr
+
+
+def test_a_runbook_that_is_not_utf8_is_listed_with_what_it_was_read_as(tmp_path: Path) -> None:
+    # A Big5 runbook was Windows-1252 mojibake, and nothing said how it was read: now it
+    # reads, and the listing says so (a note: the exit stays 0).
+    kb = tmp_path / "kb"
+    kb.mkdir()
+    (kb / "disk.txt").write_bytes("磁碟已滿 /var\n\n清理舊的日誌檔案。\n".encode("big5"))
+    (kb / "cache.md").write_bytes("# Procédure\n\nRedémarrer.\n".encode("latin-1"))
+    done = check(None, env={"ACI_KNOWLEDGE_DIR": str(kb)})
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "  disk.txt: '磁碟已滿 /var', 1 sections, read as Big5 (traditional Chinese)" in (
+        done.stdout
+    )
+    assert "  cache.md: 'Procédure', 1 sections, read as Windows-1252" in done.stdout
 
 
 def test_a_dsn_in_a_compact_json_example_line_keeps_its_host_and_the_members_after_it(

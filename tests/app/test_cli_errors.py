@@ -46,6 +46,15 @@ CASES: list[tuple[str, dict[str, str], tuple[str, ...], int, str]] = [
         1,
         "ERROR aci.knowledge ACI_KNOWLEDGE_DIR does not name a readable folder",
     ),
+    # A relative folder is read from the working folder (an MCP client picks its own): said.
+    (
+        "knowledge dir relative",
+        {"ACI_KNOWLEDGE_DIR": "no-such-runbooks"},
+        KB,
+        1,
+        "ERROR aci.knowledge ACI_KNOWLEDGE_DIR does not name a readable folder "
+        f"('no-such-runbooks'; a relative path is read from the working folder {ROOT}): lookups",
+    ),
     ("mysql url", {"ACI_MYSQL_SHOP_URL": "notaurl"}, SQL, 2, "configuration error: query_mysql"),
     ("mysql config", {"ACI_MYSQL_CONFIG": "/missing"}, SQL, 2, "configuration error: query_mysql"),
     ("mysql clock", {"ACI_MYSQL_CLOCK": "yesterday"}, SQL, 2, "configuration error: query_mysql"),

@@ -115,13 +115,24 @@ def test_front_matter_that_is_not_used_is_a_problem(tmp_path: Path) -> None:
             "empty-header.md": "---\n---\n\n# Empty header\n\nText.\n",
             "rule.md": "---\n\nA thematic break first, then text.\n",
             "list.md": "---\n- a list\n---\n\n# Listed\n\nText.\n",
+            "tags.md": "---\n- title: Tags\n- tags: [a, b]\n---\n\n# Tagged\n\nText.\n",
+            "scalar.md": "---\nDisk full on /var\n---\n\nText.\n",
+            "huge.md": "---\ntitle: '" + "y" * 70_000 + "'\n---\n\nText.\n",
         },
     )
     check = check_knowledge({"ACI_KNOWLEDGE_DIR": str(tmp_path)})
     unused = "its title, description and tags are not used"
+    # A list (`- title: …`, a dash too many) parses: it is said as what it is (before: "does
+    # not parse as YAML", sending the engineer to look for a syntax error that is not there).
+    keys = "not `key: value` lines (`title: …`)"
     assert check.problems() == [
-        f"knowledge: list.md: its front matter does not parse as YAML: {unused}",
+        f"knowledge: huge.md: its front matter is over 64 KiB, not read: {unused}",
+        f"knowledge: list.md: its front matter is a YAML list (1 item: `- …` lines), {keys}: "
+        + unused,
         f"knowledge: nginx.md: its front matter does not parse as YAML: {unused}",
         "knowledge: rabbit.md: its front matter is not closed (no second `---`): read as text",
+        f"knowledge: scalar.md: its front matter is a single YAML value, {keys}: {unused}",
+        f"knowledge: tags.md: its front matter is a YAML list (2 items: `- …` lines), {keys}: "
+        + unused,
         f"knowledge: toml.md: its front matter does not parse as TOML: {unused}",
     ]

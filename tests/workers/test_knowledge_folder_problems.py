@@ -126,3 +126,37 @@ def test_a_full_cache_folder_is_said_by_its_errno() -> None:
         "database or disk is full"
     )
     assert why_not(sqlite3.OperationalError("no such table: /etc/x")) == "OperationalError"
+
+
+async def test_a_relative_folder_that_is_missing_names_the_working_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    # An MCP client starts its server in a folder of its own choosing: `ACI_KNOWLEDGE_DIR=
+    # runbooks` was "does not name a readable folder", with no word of where it was looked for
+    # (ACI_MYSQL_CONFIG and ACI_LOGS_CONFIG say it).
+    from workers.sources import warm_up
+    from workers.sources.knowledge.check import check_knowledge
+    from workers.sources.knowledge.index import KnowledgeIndexSource
+
+    monkeypatch.chdir(tmp_path)
+    env = {
+        "ACI_KNOWLEDGE_DIR": "runbooks",
+        "ACI_CACHE_DIR": str(tmp_path / "cache"),
+        "ACI_KNOWLEDGE_RETRIEVAL": "lexical",
+    }
+    with caplog.at_level("WARNING"):
+        source = KnowledgeIndexSource.from_env(env)
+        await warm_up({"lookup_knowledge": source}, timeout_s=10)
+    await source.aclose()
+    lines = [r.getMessage() for r in caplog.records if r.name.startswith("aci.")]
+    assert lines == [
+        "ACI_KNOWLEDGE_DIR does not name a readable folder ('runbooks'; a relative path is read"
+        f" from the working folder {tmp_path}): lookups are UNAVAILABLE"
+    ]
+    assert check_knowledge(env).problem == (
+        "ACI_KNOWLEDGE_DIR runbooks is not a readable folder (a relative path is read from the"
+        f" working folder {tmp_path}): lookups fail"
+    )
+    (tmp_path / "runbooks").mkdir()
+    (tmp_path / "runbooks" / "disk.md").write_text(RUNBOOK)
+    assert check_knowledge(env).problem == ""

@@ -7,8 +7,8 @@ CJK bigrams. The query side expands terms through a small operations synonym tab
 (`synonym_groups`). `split_markdown` reads a Markdown file as a reader sees it (`markdown.py`:
 front matter out, setext headings, comments and link definitions left out) and cuts it into
 chunks of at most `MAX_CHUNK_CHARS` that keep their heading path; `.txt` and `.rst` files are
-plain text (`split_document`): packed at blank lines, titled by their first line when
-reStructuredText underlines it, else by the file name.
+plain text (`split_document`): packed at blank lines; a `.txt` file is titled by its first
+line when that reads as a title (`plain_title`), else by the file name.
 """
 
 from __future__ import annotations
@@ -29,6 +29,7 @@ __all__ = [
     "MAX_CHUNK_CHARS",
     "PLAIN_SUFFIXES",
     "Chunk",
+    "plain_title",
     "split_document",
     "split_markdown",
     "synonym_groups",
@@ -212,14 +213,50 @@ def split_document(text: str, source: str) -> list[Chunk]:
         return split_markdown(text, source)
     if source.lower().endswith(".rst"):
         return _split_rest(text, source)
-    lines = [ln for ln in text.splitlines() if ln.strip()]
-    title = Path(source).stem
-    if len(lines) >= 2 and _ADORNMENT.match(lines[1]) and not _ADORNMENT.match(lines[0]):
-        title = lines[0].strip()
+    title = plain_title(text) or Path(source).stem
     chunks: list[Chunk] = []
     for piece in _pieces(text.strip()):
         chunks.append(_chunk(source, title, title, piece, len(chunks)))
     return chunks
+
+
+def plain_title(text: str) -> str:
+    """A plain-text runbook's title: its first line when it reads as one, else "". A line
+    underlined (`Disk full` then `=========`, reStructuredText's way), or a line that stands
+    alone (a blank line after it, text after that) and looks like a title: at most
+    `_TITLE_CHARS` characters and `_TITLE_WORDS` words, a letter in it, no sentence or clause
+    punctuation at its end (`.`, `,`, `:`, `;`, `!`, `?` and their CJK forms), no list item, quote,
+    shell prompt or link. A leading Markdown `#` is dropped (`# Disk full` in a .txt)."""
+    lines = text.lstrip("\ufeff").splitlines()
+    nonblank = [ln for ln in lines if ln.strip()]
+    if len(nonblank) < 2:
+        return ""
+    first = nonblank[0].strip()
+    if _ADORNMENT.match(nonblank[1]) and not _ADORNMENT.match(first):
+        return first
+    start = next(n for n, ln in enumerate(lines) if ln.strip())
+    if start + 1 < len(lines) and lines[start + 1].strip():
+        return ""  # the first line of a paragraph
+    title = re.sub(r"^#{1,6}\s+", "", first).strip()
+    if (
+        len(title) > _TITLE_CHARS
+        or len(title.split()) > _TITLE_WORDS
+        or not re.search(r"[^\W\d_]", title)
+        or title.endswith(_SENTENCE_ENDS)
+        or _NOT_A_TITLE.match(title)
+        or "://" in title
+        or _ADORNMENT.match(title)
+    ):
+        return ""
+    return title
+
+
+_TITLE_CHARS: Final = 80
+_TITLE_WORDS: Final = 12
+# ... and their full-width CJK forms (escaped: ruff reads them as look-alikes).
+_SENTENCE_ENDS: Final = tuple(".,:;!?\u3002\uff0c\uff1a\uff1b\uff01\uff1f\u3001")
+# A list item, a quote, a shell prompt, a table row or a code line: no title.
+_NOT_A_TITLE = re.compile(r"([-*+•>|$%]|\d+[.)])(\s|$)|[`{<\[(]|\w+=")
 
 
 def _split_rest(text: str, source: str) -> list[Chunk]:

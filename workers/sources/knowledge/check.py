@@ -1,7 +1,7 @@
 """What the runbook folder gives `lookup_knowledge`, checked before a worker indexes it
 (`aci-evidence check`, docs/knowledge.md "Checking the folder").
 
-The same walk and reads as the index build (`files.runbook_files`, `files.read_inside`,
+The same walk and reads as the index build (`files.runbook_files`, `files.read_inside_as`,
 `analysis.split_document`), without building it: each runbook's title and how many sections
 it is served in, and the problems: no folder, no runbook, a runbook over the size cap, one
 that cannot be read (permission denied; a folder that cannot be listed) or is no text
@@ -31,10 +31,16 @@ from workers.sources.knowledge.files import (
     TooLarge,
     max_file_bytes_from_env,
     other_kinds,
-    read_inside,
+    read_inside_as,
     runbook_files,
 )
-from workers.sources.knowledge.markdown import Page, front_matter, read_markdown
+from workers.sources.knowledge.markdown import (
+    MAX_FRONT_MATTER_CHARS,
+    Page,
+    front_matter,
+    read_markdown,
+)
+from workers.sources.knowledge.settings import relative_note
 
 __all__ = ["KnowledgeCheck", "RunbookCheck", "check_knowledge"]
 
@@ -52,6 +58,7 @@ class RunbookCheck(msgspec.Struct, kw_only=True):
     sections: int = 0
     problem: str = ""
     note: str = ""  # said beside it, not a problem (a Hugo section page)
+    encoding: str = ""  # what a file that is not UTF-8 was read as ("Big5 (traditional Chinese)")
 
 
 class KnowledgeCheck(msgspec.Struct, kw_only=True):
@@ -102,7 +109,12 @@ def check_knowledge(env: Mapping[str, str]) -> KnowledgeCheck:
         root = folder.resolve(strict=True)
         root_fd = os.open(root, DIR_FLAGS)
     except (OSError, RuntimeError):
-        check.problem = f"ACI_KNOWLEDGE_DIR {folder} is not a readable folder: lookups fail"
+        where = relative_note(str(folder))
+        check.problem = (
+            f"ACI_KNOWLEDGE_DIR {folder} is not a readable folder"
+            + (f" ({where.removeprefix('; ')})" if where else "")
+            + ": lookups fail"
+        )
         return check
     others: Counter[str] = Counter()
     refused: list[tuple[str, str]] = []
@@ -125,7 +137,7 @@ def check_knowledge(env: Mapping[str, str]) -> KnowledgeCheck:
 def _runbook(root_fd: int, source: str, rel: Path, max_bytes: int) -> RunbookCheck:
     check = RunbookCheck(source=source)
     try:
-        text = read_inside(root_fd, rel, max_bytes)
+        read = read_inside_as(root_fd, rel, max_bytes)
     except TooLarge as big:
         check.problem = (
             f"{big.size} bytes, over ACI_KNOWLEDGE_MAX_FILE_BYTES ({max_bytes}): not indexed"
@@ -134,9 +146,10 @@ def _runbook(root_fd: int, source: str, rel: Path, max_bytes: int) -> RunbookChe
     except NotIndexed as why:  # permission denied, binary data
         check.problem = f"{why.reason}: not indexed"
         return check
-    if text is None:
+    if read is None:
         check.problem = "cannot be read (replaced or unreadable): not indexed"
         return check
+    text, check.encoding = read
     chunks = split_document(text, source)
     check.sections = len(chunks)
     if chunks:
@@ -178,10 +191,33 @@ def _header_problem(text: str) -> str:
     header = rest[: len(rest) - len(after)]
     if meta or not header.strip(" \t\r\n-+."):
         return ""
-    kind = "TOML" if fence.rstrip() == "+++" else "YAML"
-    return (
-        f"its front matter does not parse as {kind}: its title, description and tags are not used"
-    )
+    unused = "its title, description and tags are not used"
+    if fence.rstrip() == "+++":
+        return f"its front matter does not parse as TOML: {unused}"
+    block = "".join(header.splitlines(keepends=True)[:-1])  # without its closing `---`
+    if len(block) > MAX_FRONT_MATTER_CHARS:
+        return f"its front matter is over {MAX_FRONT_MATTER_CHARS // 1024} KiB, not read: {unused}"
+    shape = _yaml_shape(block)
+    if shape:
+        return f"its front matter is {shape}, not `key: value` lines (`title: …`): {unused}"
+    return f"its front matter does not parse as YAML: {unused}"
+
+
+def _yaml_shape(header: str) -> str:
+    """What a YAML header that parses but is no mapping is ("a YAML list of 2 items"), or ""
+    when it does not parse (the safe loader, as `markdown.front_matter` reads it)."""
+    import yaml
+
+    try:
+        data = yaml.load(header, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+    except Exception:  # any malformed header: "does not parse"
+        return ""
+    if isinstance(data, list):
+        items = "1 item" if len(data) == 1 else f"{len(data)} items"
+        return f"a YAML list ({items}: `- …` lines)"
+    if data is None or isinstance(data, dict):
+        return ""
+    return "a single YAML value"
 
 
 def _page(text: str, source: str) -> Page:

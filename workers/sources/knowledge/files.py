@@ -28,7 +28,7 @@ from collections.abc import Mapping
 from pathlib import Path, PurePath
 from typing import Final
 
-from workers.sources.knowledge.decoding import Undecodable, decode_runbook
+from workers.sources.knowledge.decoding import Undecodable, decode_runbook_as
 
 __all__ = [
     "DEFAULT_MAX_FILE_BYTES",
@@ -44,6 +44,7 @@ __all__ = [
     "max_file_bytes_from_env",
     "other_kinds",
     "read_inside",
+    "read_inside_as",
     "runbook_files",
 ]
 
@@ -248,13 +249,23 @@ def _unreadable(exc: OSError) -> Unreadable:
 
 
 def read_inside(root_fd: int, rel: PurePath, max_bytes: int = DEFAULT_MAX_FILE_BYTES) -> str | None:
+    """The text of the regular file at `rel` under the open folder `root_fd`, or None
+    (`read_inside_as`)."""
+    read = read_inside_as(root_fd, rel, max_bytes)
+    return None if read is None else read[0]
+
+
+def read_inside_as(
+    root_fd: int, rel: PurePath, max_bytes: int = DEFAULT_MAX_FILE_BYTES
+) -> tuple[str, str] | None:
     """The text of the regular file at `rel` (symlink-free) under the open folder `root_fd`,
     or None. Each component is opened relative to the one before without following a symlink,
     so a directory swapped for a symlink after the scan is refused (ELOOP), never followed out
     of the folder; a fifo swapped in never blocks the read. A file over `max_bytes` raises
     `TooLarge` (read no further than the cap, even while it grows), one whose read fails
     (permission denied) `Unreadable`, one that is no text (`decoding.decode_runbook`)
-    `NotText`. None when it vanished or was swapped since it was listed."""
+    `NotText`. None when it vanished or was swapped since it was listed. With the text, the
+    encoding it was read as ("" for UTF-8: `decoding.decode_runbook_as`)."""
     *dirs, name = rel.parts
     opened: list[int] = []
     try:
@@ -283,7 +294,7 @@ def read_inside(root_fd: int, rel: PurePath, max_bytes: int = DEFAULT_MAX_FILE_B
         if len(data) > max_bytes:
             raise TooLarge(len(data))
     try:
-        return decode_runbook(data)
+        return decode_runbook_as(data)
     except Undecodable as exc:
         raise NotText(exc.reason) from None
 

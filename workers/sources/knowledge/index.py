@@ -4,9 +4,10 @@ Roles in sibling modules: `analysis` (terms, chunks), `files` (the confined walk
 (sentence vectors, offline by default), `store` (the index file, built atomically),
 `index_file` (which file, opened or built), `build_wait` (waiting for a build), `current` (hits
 checked against their files as they are now), `search` (BM25, a coverage filter), `ranking`
-(dense and fused ranking, the relevance level). This module is the source: settings, the
-shared build thread, the answer's shape. A folder without a runbook, or none, is an error
-(UNAVAILABLE, logged), never an empty index that answers NO_EVIDENCE.
+(dense and fused ranking, the relevance level), `settings` (the operator's variables, checked
+at start). This module is the source: the shared build thread, the answer's shape. A folder
+without a runbook, or none, is an error (UNAVAILABLE, logged), never an empty index that
+answers NO_EVIDENCE.
 
 The index file lives in the cache folder, named after the folder and a fingerprint of its files
 (paths, sizes, mtimes), of the analysis code and of the model id: it is built on first use,
@@ -21,7 +22,6 @@ from __future__ import annotations
 import contextlib
 import logging
 import math
-import os
 import sqlite3
 import threading
 import time
@@ -32,29 +32,24 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
 import anyio.to_thread
-import msgspec
 
 from contracts.requests import LookupKnowledgeRequest
 from contracts.status import ErrorCode
 from workers.sources.base import SourceError
-from workers.sources.kept import cache_dir_from_env
 from workers.sources.knowledge.analysis import Chunk, split_markdown, terms_of
-from workers.sources.knowledge.build_wait import EmptyIndex, deadline_s, unavailable, wait_for
+from workers.sources.knowledge.build_wait import EmptyIndex, unavailable, wait_for
 from workers.sources.knowledge.current import CurrentChunks, current_hits
 from workers.sources.knowledge.encoder import Encoder, query_vector, shared_use_encoder
-from workers.sources.knowledge.files import (
-    DEFAULT_MAX_FILE_BYTES,
-    files_fingerprint,
-    max_file_bytes_from_env,
-)
+from workers.sources.knowledge.files import files_fingerprint
 from workers.sources.knowledge.index_file import open_or_build, why_not
-from workers.sources.knowledge.ranking import USE_LEVELS, Mode, rank
-from workers.sources.knowledge.search import (
-    MIN_COVERAGE,
-    NOTHING_TO_SEARCH,
-    relevance_of,
-    search,
-    searchable,
+from workers.sources.knowledge.ranking import USE_LEVELS, rank
+from workers.sources.knowledge.search import NOTHING_TO_SEARCH, relevance_of, search, searchable
+from workers.sources.knowledge.settings import (
+    DEFAULT_KNOWLEDGE_DIR,
+    KnowledgeSettings,
+    listable,
+    no_folder,
+    settings_from_env,
 )
 from workers.sources.knowledge.store import ANALYSIS_HASH, INDEX_VERSION, IndexFile, build_index
 
@@ -74,36 +69,8 @@ __all__ = [
 
 log = logging.getLogger("aci.knowledge")
 
-DEFAULT_KNOWLEDGE_DIR: Final = Path(__file__).with_name("runbooks")
 _RECHECK_S: Final = 2.0
 _MAX_NAMED: Final = 20  # skipped runbooks named in an answer
-_MODES: Final = ("fused", "dense", "lexical")
-
-
-class KnowledgeSettings(msgspec.Struct, frozen=True, kw_only=True):
-    """Operator settings of the embedded knowledge index."""
-
-    folder: str
-    cache_dir: str
-    max_hits: int = 5
-    min_coverage: float = MIN_COVERAGE
-    retrieval: Mode = "fused"
-    max_file_bytes: int = DEFAULT_MAX_FILE_BYTES  # larger runbooks are skipped and named
-    # How long a lookup waits for a first build (no index to answer from) before it answers
-    # UNAVAILABLE "still being built"; from_env: within the call's deadline. None: no bound.
-    build_wait_s: float | None = None
-
-
-def _check_fts5() -> None:
-    conn = sqlite3.connect(":memory:")
-    try:
-        conn.execute("CREATE VIRTUAL TABLE t USING fts5(x)")
-    except sqlite3.OperationalError as exc:
-        raise RuntimeError(
-            "this Python's sqlite3 lacks FTS5; the knowledge index needs it"
-        ) from exc
-    finally:
-        conn.close()
 
 
 class KnowledgeIndexSource:
@@ -121,6 +88,7 @@ class KnowledgeIndexSource:
         self._salt = f"v{INDEX_VERSION}\0{ANALYSIS_HASH}\0{model}\0{settings.max_file_bytes}"
         self._logged: str | None = None  # the last problem logged, so each is logged once
         self._folder = Path(settings.folder).resolve()
+        self._no_folder = no_folder(settings.folder)  # with the working folder it is read from
         self._cache = Path(settings.cache_dir)
         self._lock = threading.Lock()  # the fields below; held only briefly
         self._search_lock = threading.Lock()  # one query at a time on the open index
@@ -139,32 +107,10 @@ class KnowledgeIndexSource:
         """Settings from ACI_KNOWLEDGE_DIR, ACI_CACHE_DIR, ACI_KNOWLEDGE_MAX_HITS and
         ACI_KNOWLEDGE_RETRIEVAL; the encoder from ACI_EMBEDDINGS_* (default: the bundled one).
         A missing folder is logged here and answers UNAVAILABLE, as an unreadable one does."""
-        _check_fts5()
-        folder = env.get("ACI_KNOWLEDGE_DIR", "").strip() or str(DEFAULT_KNOWLEDGE_DIR)
-        cache = str(cache_dir_from_env(env))
-        max_hits = int(env.get("ACI_KNOWLEDGE_MAX_HITS", "").strip() or 5)
-        if not 1 <= max_hits <= 50:
-            raise ValueError("ACI_KNOWLEDGE_MAX_HITS must be between 1 and 50")
-        max_file_bytes = max_file_bytes_from_env(env)
-        retrieval = env.get("ACI_KNOWLEDGE_RETRIEVAL", "").strip() or "fused"
-        if retrieval not in _MODES:
-            raise ValueError("ACI_KNOWLEDGE_RETRIEVAL must be fused, dense or lexical")
-        settings = KnowledgeSettings(
-            folder=folder,
-            cache_dir=cache,
-            max_hits=max_hits,
-            retrieval=retrieval,  # type: ignore[arg-type]
-            max_file_bytes=max_file_bytes,
-            build_wait_s=0.8 * deadline_s(env),
-        )
-        encoder: Encoder | None = None
-        if env.get("ACI_EMBEDDINGS_URL", "").strip() and retrieval != "lexical":
-            from workers.sources.knowledge.embeddings_http import HttpEncoder
-
-            encoder = HttpEncoder.from_env(env)
+        settings, encoder = settings_from_env(env)
         source = cls(settings, encoder)
-        if not _listable(Path(folder)):  # said once, here at start; every lookup is UNAVAILABLE
-            source._log_once(_NO_FOLDER)
+        if not listable(Path(settings.folder)):  # said once, here at start; lookups UNAVAILABLE
+            source._log_once(source._no_folder)
         return source
 
     async def fetch(self, request: LookupKnowledgeRequest) -> dict[str, Any]:
@@ -293,8 +239,8 @@ class KnowledgeIndexSource:
 
     def _refresh_sync(self, generation: int) -> None:
         now = time.monotonic()
-        if not _listable(self._folder):
-            self._log_once(_NO_FOLDER)
+        if not listable(self._folder):
+            self._log_once(self._no_folder)
             raise OSError("knowledge folder missing or unreadable")
         fingerprint = files_fingerprint(self._folder, self._salt)
         with self._lock:
@@ -396,19 +342,6 @@ class KnowledgeIndexSource:
         if self._logged != message:
             self._logged = message
             log.error("%s", message)
-
-
-_NO_FOLDER = "ACI_KNOWLEDGE_DIR does not name a readable folder: lookups are UNAVAILABLE"
-
-
-def _listable(folder: Path) -> bool:
-    """Whether the folder exists and can be listed: `os.walk` skips one it cannot list without
-    a word, and the build's open of it would then look like a cache that cannot be written."""
-    try:
-        with os.scandir(folder):
-            return True
-    except OSError:
-        return False
 
 
 def knowledge_source_from_env(env: Mapping[str, str]) -> KnowledgeIndexSource | HttpRagSource:
