@@ -39,6 +39,7 @@ from workers.sources.logs.levels import (
     implied_level,
     keep_level_name,
 )
+from workers.sources.logs.multiline import EXCEPTION
 from workers.sources.logs.records import Entry, as_number
 from workers.sources.logs.stamps import MAX_EPOCH_MS, MIN_EPOCH_MS
 
@@ -159,10 +160,16 @@ def _flatten(obj: Mapping[str, Any], prefix: str, out: dict[str, Any], depth: in
         name = f"{prefix}{key}"
         if isinstance(value, dict) and depth < _MAX_DEPTH:
             _flatten(value, name + ".", out, depth + 1)
+        elif key == "stacktrace" and isinstance(value, list) and _all_text(value):
+            out[name] = "\n".join(value)  # Elasticsearch 7's stack, a line an item
         elif isinstance(value, list | dict):
             out[name] = msgspec.json.encode(value).decode()
         else:
             out[name] = value
+
+
+def _all_text(items: list[Any]) -> TypeGuard[list[str]]:
+    return all(isinstance(item, str) for item in items)
 
 
 _NOT_NAME: Final = re.compile(r"[^A-Za-z0-9_]")
@@ -199,6 +206,12 @@ def _is_int(value: object) -> TypeGuard[int]:
 # JSON (`TraceId`; OTLP/JSON `traceId`), zap's and Jaeger's `traceID`, Serilog's CLEF `@tr`,
 # Datadog's `dd.trace_id`: the field `trace_id` (as CLICKHOUSE reads the OTel `TraceId` column).
 _TRACE_KEYS: Final = ("TraceId", "traceId", "traceID", "_tr", "dd_trace_id")
+
+
+def _stack(flat: dict[str, Any]) -> str:
+    """Elasticsearch 7's `stacktrace` (its lines), logstash-logback-encoder's `stack_trace`."""
+    stack = flat.get("stacktrace", flat.get("stack_trace"))
+    return stack if isinstance(stack, str) else ""
 
 
 class _Mapped:
@@ -271,6 +284,8 @@ class _Mapped:
             thrown = next((k for k in _EXCEPTION_KEYS if isinstance(flat.get(k), str)), None)
             if thrown is not None:
                 flat["exception"] = flat.pop(thrown)
+            elif named := EXCEPTION.match(_stack(flat)):  # its first line's class
+                flat["exception"] = named.group(1)
         if time_key == "t.$date" and "attr.durationMillis" in flat:  # MongoDB's slow operation
             flat.setdefault("duration_ms", flat["attr.durationMillis"])
         if level is None:
