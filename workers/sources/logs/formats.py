@@ -43,7 +43,9 @@ from workers.sources.logs.multiline import EXCEPTION
 from workers.sources.logs.records import Entry, as_number
 from workers.sources.logs.stamps import MAX_EPOCH_MS, MIN_EPOCH_MS
 
-__all__ = ["LineParser", "field_name", "level_of", "make_parser", "parse_time"]
+__all__ = [
+    "LineParser", "field_name", "level_of", "logfmt_pairs", "make_parser", "parse_time",
+]  # fmt: skip
 
 # The last of each: journald's export (`journalctl -o json`): µs, syslog severity 0..7; and
 # MongoDB's (4.4+) `{"t":{"$date":...},"s":"W",...}`, whose `s` is read only beside that `t`.
@@ -353,13 +355,17 @@ class JsonLines(_Mapped):
 _LOGFMT: Final = re.compile(r'(?<!\S)([^\s=]++)=("(?:[^"\\]|\\.)*+"|\S*)')
 
 
+def logfmt_pairs(line: str) -> dict[str, Any]:
+    """A logfmt line's keys and values (a quoted value unquoted), in their order."""
+    flat: dict[str, Any] = {}
+    for key, value in _LOGFMT.findall(line):
+        flat[key] = re.sub(r"\\(.)", r"\1", value[1:-1]) if value.startswith('"') else value
+    return flat
+
+
 class Logfmt(_Mapped):
     def feed(self, line: str) -> list[Entry]:
-        flat: dict[str, Any] = {}
-        for key, value in _LOGFMT.findall(line):
-            if value.startswith('"'):
-                value = re.sub(r"\\(.)", r"\1", value[1:-1])
-            flat[key] = value
+        flat = logfmt_pairs(line)
         found = self.entry(flat) if flat else None
         self.failed += found is None and bool(line.strip())
         return [found] if found is not None else []
