@@ -11,6 +11,7 @@ from workers.sources.logs.cloudlogging import CLOUD_LOGGING_FIELDS
 from workers.sources.logs.csvlog import CSVLOG_FIELDS
 from workers.sources.logs.haproxy import HAPROXY_FIELDS
 from workers.sources.logs.heroku import HEROKU_FIELDS
+from workers.sources.logs.lambdalogs import LAMBDA_NUMBERS
 from workers.sources.logs.textformats import TEXT_FORMAT_FIELDS
 from workers.sources.logs.w3c import W3C_FIELDS
 
@@ -59,5 +60,6 @@ FORMAT_NUMBERS: Final = frozenset(
         "upstream_time_ms",
         "target_status",
         "client_port",
+        *LAMBDA_NUMBERS,  # a Lambda REPORT's figures
     }
 )

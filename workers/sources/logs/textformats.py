@@ -39,7 +39,7 @@ from workers.sources.logs.daemonlogs import daemon_head
 from workers.sources.logs.dbformats import postgresql_head, redis_head
 from workers.sources.logs.formats import LineParser, parse_time, text_entry
 from workers.sources.logs.jvmlogs import JVM_FIELDS, jvm_head
-from workers.sources.logs.lambdalogs import lambda_head
+from workers.sources.logs.lambdalogs import LAMBDA_FIELDS, lambda_head
 from workers.sources.logs.log4j import LEVEL_WORD, Head, log4j_head
 from workers.sources.logs.multiline import Continued, HeadParser, Pending
 from workers.sources.logs.records import Entry
@@ -63,7 +63,7 @@ TEXT_FORMAT_FIELDS: Final[dict[str, tuple[str, ...]]] = {
                    "connection_from", "session_line_num", "prefix"),
     "redis": ("pid", "role"),
     "plain": ("pid", "process", "logger", "exception", "source", "thread", "message_id",
-              "job_id", "request_id", *JVM_FIELDS),
+              "job_id", "request_id", *JVM_FIELDS, *LAMBDA_FIELDS),
     "regex": ("exception",),
 }  # fmt: skip
 TEXT_FORMAT_FIELDS["nginx_access"] = TEXT_FORMAT_FIELDS["apache_access"]
