@@ -35,6 +35,7 @@ from typing import Final
 from contracts.results import JsonScalar
 from workers.sources.logs.accesslog import ENVOY_FIELDS, access_head, envoy_head
 from workers.sources.logs.awslogs import ALB_FIELDS, S3_FIELDS
+from workers.sources.logs.awstail import TAIL_FIELDS, tail_head
 from workers.sources.logs.daemonlogs import daemon_head
 from workers.sources.logs.dbformats import postgresql_head, redis_head
 from workers.sources.logs.formats import LineParser, parse_time, text_entry
@@ -63,7 +64,8 @@ TEXT_FORMAT_FIELDS: Final[dict[str, tuple[str, ...]]] = {
                    "connection_from", "session_line_num", "prefix"),
     "redis": ("pid", "role"),
     "plain": ("pid", "process", "logger", "exception", "source", "thread", "message_id",
-              "job_id", "request_id", *JVM_FIELDS, *LAMBDA_FIELDS),
+              "job_id", "request_id", *JVM_FIELDS, *LAMBDA_FIELDS,
+              *TAIL_FIELDS),
     "regex": ("exception",),
 }  # fmt: skip
 TEXT_FORMAT_FIELDS["nginx_access"] = TEXT_FORMAT_FIELDS["apache_access"]
@@ -150,6 +152,9 @@ def _plain(zone: tzinfo, now_ms: int, time_format: str) -> Head:
     daemon = daemon_head(zone, now_ms)  # Ruby's Logger, PHP, PHP-FPM, BIND, CUPS
 
     def head(text: str) -> Pending | Continued | None:
+        if (tailed := tail_head(text, zone, now_ms)) is not None:  # `aws logs tail`'s
+            last[0] = tailed
+            return tailed
         if (known := daemon(text)) is not None:
             last[0] = known if not isinstance(known, Continued) else last[0]
             return known
