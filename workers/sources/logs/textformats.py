@@ -89,6 +89,12 @@ _PLAIN: Final = re.compile(  # MariaDB: `2024-01-15 10:15:30 0 [Note] ...` (a th
     r"\s*(?P<message>.*)",
     re.S,
 )
+# HashiCorp's agents (Nomad; Consul before 1.7) indent each line of their output by four spaces:
+# `    2026-12-04T11:50:02.000Z [WARN]  client.driver_mgr: ...` (`2026/12/04 11:50:02 [WARN] ...`)
+_INDENTED_HCLOG: Final = re.compile(
+    r"    \d{4}([-/])\d\d\1\d\d[T ]\d\d:\d\d:\d\d(?:\.\d{1,9})?(?:Z|[+-]\d\d:?\d\d)? "
+    r"\[(?:TRACE|DEBUG|INFO|WARN|ERROR|ERR) ?\]"
+)
 # MongoDB before 4.4: `<time> <severity> <COMPONENT> [<context>] <message>` (`D1`-`D5` debug)
 _MONGODB: Final = re.compile(
     STAMP + r" (?P<level>[FEWI]|D[1-5]?) (?P<component>[A-Z][A-Z_]*|-) +"
@@ -152,6 +158,8 @@ def _plain(zone: tzinfo, now_ms: int, time_format: str) -> Head:
     daemon = daemon_head(zone, now_ms)  # Ruby's Logger, PHP, PHP-FPM, BIND, CUPS
 
     def head(text: str) -> Pending | Continued | None:
+        if text.startswith("    ") and _INDENTED_HCLOG.match(text):
+            text = text[4:]  # Nomad's and Consul's agent: every line indented, no continuation
         if (tailed := tail_head(text, zone, now_ms)) is not None:  # `aws logs tail`'s
             last[0] = tailed
             return tailed
