@@ -61,5 +61,6 @@ FORMAT_NUMBERS: Final = frozenset(
         "target_status",
         "client_port",
         *LAMBDA_NUMBERS,  # a Lambda REPORT's figures
+        "upstream_bytes",  # the NGINX Ingress controller's
     }
 )

@@ -39,6 +39,7 @@ from workers.sources.logs.awstail import TAIL_FIELDS, tail_head
 from workers.sources.logs.daemonlogs import daemon_head
 from workers.sources.logs.dbformats import postgresql_head, redis_head
 from workers.sources.logs.formats import LineParser, parse_time, text_entry
+from workers.sources.logs.ingress import INGRESS_FIELDS
 from workers.sources.logs.jvmlogs import JVM_FIELDS, jvm_head
 from workers.sources.logs.lambdalogs import LAMBDA_FIELDS, lambda_head
 from workers.sources.logs.log4j import LEVEL_WORD, Head, log4j_head
@@ -57,7 +58,8 @@ TEXT_FORMAT_FIELDS: Final[dict[str, tuple[str, ...]]] = {
                       "referer", "user_agent", "extra", "vhost", "ident",
                       # Squid's native format
                       "duration_ms", "cache_result", "hierarchy", "upstream", "content_type",
-                      *ALB_FIELDS, *S3_FIELDS),  # AWS load balancers', S3's
+                      *ALB_FIELDS, *S3_FIELDS,  # AWS load balancers', S3's
+                      *INGRESS_FIELDS),  # the Kubernetes NGINX Ingress controller's
     "klog": ("pid", "source", "exception"),
     "oslo": ("pid", "logger", "request_id", "context", "exception"),
     "postgresql": ("pid", "user", "database", "duration_ms", "sql_state", "application_name",
