@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Final
 
 from workers.sources.logs.accesslog import ENVOY_FIELDS
+from workers.sources.logs.cloudflare import CLOUDFLARE_FIELDS
 from workers.sources.logs.cloudlogging import CLOUD_LOGGING_FIELDS
 from workers.sources.logs.csvlog import CSVLOG_FIELDS
 from workers.sources.logs.haproxy import HAPROXY_FIELDS
@@ -19,7 +20,13 @@ __all__ = ["FORMAT_FIELDS", "FORMAT_NUMBERS"]
 
 # Fields each format adds beyond the topic's own (so a query may name them).
 FORMAT_FIELDS: Final[dict[str, tuple[str, ...]]] = {
-    "jsonl": ("level_name", "fields_dropped", *ENVOY_FIELDS, *CLOUD_LOGGING_FIELDS),
+    "jsonl": (
+        "level_name",
+        "fields_dropped",
+        *ENVOY_FIELDS,
+        *CLOUD_LOGGING_FIELDS,
+        *CLOUDFLARE_FIELDS,
+    ),
     "logfmt": ("level_name", "fields_dropped"),
     "cri": ("stream", "namespace", "pod", "container", "exception", "level_name", *ENVOY_FIELDS),
     "docker": (

@@ -30,6 +30,7 @@ from workers.sources.logs.accesslog import (
     read_envoy_json,
     read_traefik_access,
 )
+from workers.sources.logs.cloudflare import read_cloudflare
 from workers.sources.logs.cloudlogging import is_cloud_logging, read_cloud_logging
 from workers.sources.logs.kubeaudit import read_kube_audit
 from workers.sources.logs.levels import (
@@ -253,6 +254,8 @@ class _Mapped:
             read_caddy_access(flat)  # Caddy's JSON access log
         elif "time" not in self.fields and "DownstreamStatus" in flat:
             read_traefik_access(flat)  # Traefik's JSON access log
+        elif "time" not in self.fields and "EdgeResponseStatus" in flat:
+            read_cloudflare(flat)  # Cloudflare Logpush's HTTP requests
         elif "time" not in self.fields and is_cloud_logging(flat):
             read_cloud_logging(flat, _ENVELOPE_KEYS)  # Google Cloud Logging's LogEntry
         time_key, when = self._pick(flat, "time", TIME_KEYS)

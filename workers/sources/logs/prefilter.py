@@ -23,8 +23,8 @@ also searched in that rendering:
   away, but adds `***`, so a term with a `*` (`"password=***"`) is not used;
 - JSON lines whose message parsing composes of several values (a Kubernetes audit Event's
   `verb requestURI code`, Istio's JSON access log's request line, a Cloud Logging entry's
-  `httpRequest` or audit line, Traefik's request line): a term with a space is not
-  looked for in such a line (each value is: a term without one); so too logfmt lines, which
+  `httpRequest` or audit line, Traefik's and Cloudflare's request line): a term with a space
+  is not looked for in such a line (each value is: a term without one); so too logfmt lines, which
   `formats._Mapped` reads alike (Envoy's `text_format` of Istio's keys as `key=value` pairs:
   before, `"POST /api/charge"` found none of the records whose message it is);
 - a level read from a number under `plain`: `aws logs tail`'s line of a JSON object (pino's
@@ -96,7 +96,13 @@ _NUMBER_CHARS: Final = frozenset("0123456789.e+-")
 _STRUCTURE: Final = frozenset("[]{},:")
 # What a line holds when parsing composes its message (`kubeaudit`, `accesslog`), per format
 _COMPOSED: Final[dict[str, tuple[str, ...]]] = {
-    "jsonl": ('"audit.k8s.io/', '"response_code"', '"logName"', '"DownstreamStatus"'),
+    "jsonl": (
+        '"audit.k8s.io/',
+        '"response_code"',
+        '"logName"',
+        '"DownstreamStatus"',
+        '"EdgeResponseStatus"',
+    ),
     "logfmt": ("audit.k8s.io/", "response_code="),
 }
 _NUMBER: Final = re.compile(r"-?\d++(?:\.\d++)?(?:[eE][-+]?\d++)?")
