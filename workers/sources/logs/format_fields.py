@@ -12,7 +12,7 @@ from workers.sources.logs.cloudlogging import CLOUD_LOGGING_FIELDS
 from workers.sources.logs.csvlog import CSVLOG_FIELDS
 from workers.sources.logs.haproxy import HAPROXY_FIELDS
 from workers.sources.logs.heroku import HEROKU_FIELDS
-from workers.sources.logs.lambdalogs import LAMBDA_NUMBERS
+from workers.sources.logs.lambdalogs import LAMBDA_FIELDS, LAMBDA_NUMBERS
 from workers.sources.logs.textformats import TEXT_FORMAT_FIELDS
 from workers.sources.logs.w3c import W3C_FIELDS
 
@@ -26,6 +26,7 @@ FORMAT_FIELDS: Final[dict[str, tuple[str, ...]]] = {
         *ENVOY_FIELDS,
         *CLOUD_LOGGING_FIELDS,
         *CLOUDFLARE_FIELDS,
+        *LAMBDA_FIELDS,  # Lambda's JSON log format's platform events
     ),
     "logfmt": ("level_name", "fields_dropped"),
     "cri": ("stream", "namespace", "pod", "container", "exception", "level_name", *ENVOY_FIELDS),

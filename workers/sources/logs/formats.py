@@ -33,6 +33,7 @@ from workers.sources.logs.accesslog import (
 from workers.sources.logs.cloudflare import read_cloudflare
 from workers.sources.logs.cloudlogging import is_cloud_logging, read_cloud_logging
 from workers.sources.logs.kubeaudit import read_kube_audit
+from workers.sources.logs.lambdajson import read_lambda_json
 from workers.sources.logs.levels import (
     LEVEL_WORDS,
     SYSLOG_NAMES,
@@ -256,6 +257,8 @@ class _Mapped:
             read_traefik_access(flat)  # Traefik's JSON access log
         elif "time" not in self.fields and "EdgeResponseStatus" in flat:
             read_cloudflare(flat)  # Cloudflare Logpush's HTTP requests
+        elif "requestId" in flat or "record.requestId" in flat:
+            read_lambda_json(flat)  # AWS Lambda's JSON log format
         elif "time" not in self.fields and is_cloud_logging(flat):
             read_cloud_logging(flat, _ENVELOPE_KEYS)  # Google Cloud Logging's LogEntry
         time_key, when = self._pick(flat, "time", TIME_KEYS)

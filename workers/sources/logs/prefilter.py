@@ -23,8 +23,9 @@ also searched in that rendering:
   away, but adds `***`, so a term with a `*` (`"password=***"`) is not used;
 - JSON lines whose message parsing composes of several values (a Kubernetes audit Event's
   `verb requestURI code`, Istio's JSON access log's request line, a Cloud Logging entry's
-  `httpRequest` or audit line, Traefik's and Cloudflare's request line): a term with a space
-  is not looked for in such a line (each value is: a term without one); so too logfmt lines, which
+  `httpRequest` or audit line, Traefik's and Cloudflare's request line, a Lambda platform
+  event's type and status): a term with a space is not looked for in such a line (each value
+  is: a term without one); so too logfmt lines, which
   `formats._Mapped` reads alike (Envoy's `text_format` of Istio's keys as `key=value` pairs:
   before, `"POST /api/charge"` found none of the records whose message it is);
 - a level read from a number under `plain`: `aws logs tail`'s line of a JSON object (pino's
@@ -102,6 +103,7 @@ _COMPOSED: Final[dict[str, tuple[str, ...]]] = {
         '"logName"',
         '"DownstreamStatus"',
         '"EdgeResponseStatus"',
+        '"platform.',
     ),
     "logfmt": ("audit.k8s.io/", "response_code="),
 }
