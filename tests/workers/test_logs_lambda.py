@@ -122,3 +122,19 @@ def test_a_line_that_only_names_a_request_id_is_no_platform_line(tmp_path: Path)
     os.utime(path, (NOW - 60, NOW - 60))
     (record,) = search(file_source(tmp_path, "plain", ["app.log"], now=NOW), "").records
     assert record.level == "" and "request_id" not in record.fields
+
+
+def test_an_s3_exports_time_before_a_runtimes_line(tmp_path: Path) -> None:
+    path = tmp_path / "000000.log"  # CloudWatch's export: each event after its time
+    path.write_text(
+        f"2026-12-04T11:50:00.100Z 2026-12-04T11:50:00.100Z\t{A}\tERROR\tInvoke Error\n"
+        f"2026-12-04T11:50:00.200Z [WARNING]\t2026-12-04T11:50:00.200Z\t{A}\tretrying\n"
+        f"2026-12-04T11:50:03.000Z 2026-12-04T11:50:03.000Z {A} Task timed out after 3.00 seconds\n"
+    )
+    os.utime(path, (NOW - 60, NOW - 60))
+    found = search(file_source(tmp_path, "plain", ["000000.log"], now=NOW), "")
+    assert [(r.level, r.message, r.fields["request_id"]) for r in found.records] == [
+        ("ERROR", "Invoke Error", A),
+        ("WARN", "retrying", A),
+        ("ERROR", "Task timed out after 3.00 seconds", A),
+    ]  # before: level-less, the runtime's time, id and level in each message

@@ -10,7 +10,8 @@ of one invocation). Before, the level and the id stayed in the message, level-le
 The platform's `START RequestId: ...`, `END RequestId: ...` and `REPORT RequestId: ...
 Duration: 1402.11 ms<TAB>Billed Duration: ...<TAB>Memory Size: 128 MB<TAB>Max Memory Used: 127
 MB` lines are records where they carry a time: a CloudWatch export's prefix
-(`2026-12-05T14:00:03.012Z REPORT RequestId: ...`), `aws logs tail`'s (`awstail.py`).
+(`2026-12-05T14:00:03.012Z REPORT RequestId: ...`; an export writes it before a runtime's line
+too, read as that line), `aws logs tail`'s (`awstail.py`).
 INFO, `request_id` their id, REPORT's figures numbers (`duration_ms`, `billed_duration_ms`,
 `init_duration_ms`, `memory_size_mb`, `max_memory_used_mb`; `status`, `error_type`): a
 `Status: timeout` or `error` is ERROR, a Max Memory Used at the Memory Size (out of memory)
@@ -42,6 +43,8 @@ _RUNTIME: Final = re.compile(
 _TIMED_OUT: Final = "Task timed out after "
 _TIMEOUT: Final = re.compile(STAMP + r" " + _ID + r" (?P<message>Task timed out after .*)", re.S)
 _STAMPED: Final = re.compile(STAMP + r"[ \t](?=(?:START|END|REPORT) RequestId: )")
+# A CloudWatch export to S3 writes each event after its time: `<time> <the runtime's line>`
+_EXPORTED: Final = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z (?=\S)")
 _PLATFORM: Final = re.compile(r"(?:START|END|REPORT) RequestId: " + _ID + r"(?=\s|$)")
 # REPORT's figures: its name, our field, whether a number (values are one token each)
 _FIGURES: Final = {
@@ -104,6 +107,9 @@ def lambda_head(text: str, zone: tzinfo, now_ms: int) -> Pending | None:
 
             return lambda: matched_ms(stamped, zone, now_ms), timed
     found = _RUNTIME.match(text) or _TIMEOUT.match(text)
+    if found is None and (exported := _EXPORTED.match(text)) is not None:
+        rest = text[exported.end() :]  # an S3 export's time, then the runtime's line
+        found = _RUNTIME.match(rest) or _TIMEOUT.match(rest)
     if found is None:
         return None
 
