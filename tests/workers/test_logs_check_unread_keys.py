@@ -62,3 +62,37 @@ def test_no_key_to_name_says_only_what_is_missing(tmp_path: Path) -> None:
         f"APPLICATION: {tmp_path}/app.json: 1 of 1 records have no message (no key jsonl reads "
         "as one)"
     ]
+
+
+def logfmt_problems(tmp_path: Path, text: str, fields: str = "") -> list[str]:
+    (tmp_path / "app.log").write_text(text)
+    config = parse_logs_config(
+        f'roots = ["{tmp_path}"]\n[topics.APPLICATION]\nbackend = "file"\nformat = "logfmt"\n'
+        f'paths = ["{tmp_path}/app.log"]\n{fields}'
+    )
+    (topic,) = check_logs(config, time.time())
+    return topic.problems()
+
+
+def test_logfmt_keys_to_map_are_named(tmp_path: Path) -> None:
+    text = (
+        'ts=2026-12-04T11:50:00Z sev=error app=orders text="payment gateway timeout"\n'
+        'ts=2026-12-04T11:50:01Z sev=warn app=orders text="retrying now"\n'
+    )
+    where = f"APPLICATION: {tmp_path}/app.log"
+    assert logfmt_problems(tmp_path, text) == [
+        f'{where}: 2 of 2 records have no message (no key logfmt reads as one); "text" holds '
+        'text: [topics.APPLICATION.fields] message = "text"',
+        f'{where}: 2 of 2 records have no level (no key logfmt reads as one); "sev" holds one: '
+        '[topics.APPLICATION.fields] level = "sev"',
+    ]
+    fields = '[topics.APPLICATION.fields]\nmessage = "text"\nlevel = "sev"\n'
+    assert logfmt_problems(tmp_path, text, fields) == []
+
+
+def test_logfmt_time_key_is_named(tmp_path: Path) -> None:
+    text = 'when=2026-12-04T11:50:00Z level=error msg="payment gateway timeout"\n'
+    assert logfmt_problems(tmp_path, text) == [
+        f"APPLICATION: {tmp_path}/app.log: no line is in format logfmt: no key it reads as the "
+        'time; "when" holds one: [topics.APPLICATION.fields] time = "when"'
+    ]

@@ -707,3 +707,24 @@ def test_an_access_lines_fields_beyond_combined_are_kept_as_text(tmp_path: Path)
     assert slow.fields["extra"] == '"10.1.2.3" 60.001 60.000'
     (plain,) = search(source, "curl").records
     assert "extra" not in plain.fields
+
+
+def test_hashicorp_agents_indented_lines_are_records(tmp_path: Path) -> None:
+    # Nomad's agent (Consul's before 1.7) indents every line by four spaces: each was a
+    # continuation of the record before, a whole log one record
+    path = tmp_path / "nomad.log"
+    path.write_text(
+        "==> Nomad agent started! Log data will stream in below:\n"
+        "    2026-12-04T11:50:00.000Z [INFO]  agent: started\n"
+        '    2026-12-04T11:50:02.000Z [WARN]  client.driver_mgr.docker: failed: error="ctx"\n'
+        "    2026/12/04 11:50:03 [ERROR] agent: Coordinate update error: No cluster leader\n"
+        "    not a head: an indented line continues its record\n"
+    )
+    os.utime(path, (NOW - 60, NOW - 60))
+    found = search(file_source(tmp_path, "plain", ["nomad.log"], now=NOW), "")
+    assert [(r.level, r.message.split(":")[0]) for r in found.records] == [
+        ("INFO", "agent"), ("WARN", "client.driver_mgr.docker"), ("ERROR", "agent"),
+    ]  # fmt: skip
+    assert found.records[2].message.endswith(
+        "\n    not a head: an indented line continues its record"
+    )

@@ -74,3 +74,31 @@ def test_node_and_python_json_loggers_name_the_exception(tmp_path: Path) -> None
         "TypeError", "Error", "Traceback (most recent call last):",
     ]  # fmt: skip
     assert search(source, "exception:ValueError level:error").match_count == 1
+
+
+def test_elasticsearch_7_stacktrace_is_text_and_names_the_exception(tmp_path: Path) -> None:
+    write(tmp_path, [
+        {"type": "server", "timestamp": "2026-12-04T11:50:00,123Z", "level": "WARN",
+         "component": "o.e.b.ElasticsearchUncaughtExceptionHandler", "cluster.name": "es",
+         "node.name": "es-1", "message": "uncaught exception in thread [main]",
+         "stacktrace": [
+             "org.elasticsearch.bootstrap.StartupException: java.lang.IllegalStateException: "
+             "failed to obtain node locks, tried [[/data]]",
+             "at org.elasticsearch.bootstrap.Elasticsearch.init(Elasticsearch.java:174) ~[?:?]",
+             "Caused by: java.lang.IllegalStateException: failed to obtain node locks",
+         ]},
+        {"@timestamp": "2026-12-04T11:50:01.000Z", "level": "ERROR", "message": "charge failed",
+         "stack_trace": "java.sql.SQLTransientConnectionException: pool exhausted\n\tat x.y(Z.java:1)"},
+        {"timestamp": "2026-12-04T11:50:02.000Z", "level": "INFO", "message": "tags",
+         "stacktrace": ["a", 1]},  # not a stack: kept as its JSON text
+    ])  # fmt: skip
+    source = file_source(tmp_path, "jsonl", ["app.json"], now=NOW)
+    (es,) = search(source, "exception:StartupException").records
+    assert es.fields["exception"] == "org.elasticsearch.bootstrap.StartupException"
+    assert str(es.fields["stacktrace"]).split("\n")[2].startswith("Caused by: java.lang")
+    assert search(source, '"Caused by: java.lang.IllegalStateException"').match_count == 1
+    assert search(source, '"Elasticsearch.init(Elasticsearch.java:174)"').match_count == 1
+    (logback,) = search(source, "exception:SQLTransientConnectionException").records
+    assert logback.message == "charge failed"
+    (other,) = search(source, "tags").records
+    assert other.fields["stacktrace"] == '["a",1]' and "exception" not in other.fields

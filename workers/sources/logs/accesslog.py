@@ -26,6 +26,7 @@ from typing import Any, Final
 
 from contracts.results import JsonScalar
 from workers.sources.logs.awslogs import alb_head, s3_head
+from workers.sources.logs.ingress import read_ingress
 from workers.sources.logs.multiline import Pending
 from workers.sources.logs.records import Entry
 from workers.sources.logs.stamps import STAMP, matched_ms
@@ -111,7 +112,8 @@ def access_head(zone: tzinfo, now_ms: int) -> Head:
                 fields["referer"] = referer
             if agent not in (None, "-"):
                 fields["user_agent"] = agent
-            if extra := f"{found.group('between')}{found.group('after')}".strip():
+            extra = f"{found.group('between')}{found.group('after')}".strip()
+            if extra and not read_ingress(extra, fields):  # the Ingress controller's: fields
                 fields["extra"] = extra  # kept as written: searchable, never dropped
             return Entry(epoch, status_level(code), "", f"{request} {status} {size}", fields)
 

@@ -154,11 +154,12 @@ def _file(file: LogFile, source: FileSource, reader: Reader, zone: str, now: flo
         check.behind = zone_behind(latest, file.mtime_ms, tz) or ""
         check.written, check.timezone = format_ms(file.mtime_ms, tz), zone
         check.behind_hours = round((file.mtime_ms - latest) / 3_600_000, 1)
-    if source.format == "jsonl" and not entries:
-        check.time_key = time_key(lines[0])
-    elif source.format == "jsonl" and entries:  # records of no message, or no level: the keys
+    keyed = source.format in ("jsonl", "logfmt")
+    if keyed and not entries:
+        check.time_key = time_key(lines[0], source.format)
+    elif keyed and entries:  # records of no message, or no level: the keys
         check.no_message, check.message_key, check.no_level, check.level_key = unread_keys(
-            entries, next(line for line in lines if line.strip())
+            entries, next(line for line in lines if line.strip()), source.format
         )
     if source.format == "regex" and check.unparsed:
         check.time_format = source.time_format

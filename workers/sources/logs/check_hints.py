@@ -16,7 +16,7 @@ from typing import Final
 
 import msgspec
 
-from workers.sources.logs.formats import make_parser
+from workers.sources.logs.formats import logfmt_pairs, make_parser
 from workers.sources.logs.levels import canonical_level
 from workers.sources.logs.records import Entry
 
@@ -59,26 +59,29 @@ def owner_of(path: str) -> str:
     )
 
 
-def time_key(line: str) -> str:
-    """The first key (dotted when nested, three deep at most) of a JSON line whose value is an
-    ISO 8601 time, or '' (a line of no JSON object, or of no such value)."""
-    return _first_key(line, lambda value: bool(_ISO.match(value)))
+def time_key(line: str, fmt: str = "jsonl") -> str:
+    """The first key (dotted when nested, three deep at most) of a JSON line (of a logfmt one:
+    `fmt`) whose value is an ISO 8601 time, or '' (a line of no object, or of no such value)."""
+    return _first_key(line, lambda value: bool(_ISO.match(value)), fmt)
 
 
-def unread_keys(entries: list[Entry], line: str) -> tuple[int, str, int, str]:
-    """JSON records most of which have no message (or no level): how many, and the first key
-    of a line that holds text (a level word) to map as `message` (`level`), or ''."""
+def unread_keys(entries: list[Entry], line: str, fmt: str = "jsonl") -> tuple[int, str, int, str]:
+    """JSON (logfmt: `fmt`) records most of which have no message (or no level): how many, and
+    the first key of a line that holds text (a level word) to map as `message` (`level`), or
+    ''."""
     no_message = sum(not e.message for e in entries)
     no_level = sum(not e.level for e in entries)
-    text = _first_key(line, lambda v: " " in v.strip() and not _ISO.match(v))
-    word = _first_key(line, lambda v: len(v) <= 12 and canonical_level(v.strip()) is not None)
+    text = _first_key(line, lambda v: " " in v.strip() and not _ISO.match(v), fmt)
+    word = _first_key(line, lambda v: len(v) <= 12 and canonical_level(v.strip()) is not None, fmt)
     return (
         no_message if 2 * no_message > len(entries) else 0, text,
         no_level if 2 * no_level > len(entries) else 0, word,
     )  # fmt: skip
 
 
-def _first_key(line: str, holds: Callable[[str], bool]) -> str:
+def _first_key(line: str, holds: Callable[[str], bool], fmt: str) -> str:
+    if fmt == "logfmt":  # flat: its first such key
+        return next((k for k, v in logfmt_pairs(line).items() if holds(v)), "")
     try:
         found = msgspec.json.decode(line)
     except (msgspec.DecodeError, RecursionError):  # nested past msgspec's depth

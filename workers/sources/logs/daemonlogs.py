@@ -51,11 +51,15 @@ __all__ = ["LEVEL_TEXTS", "daemon_head", "read_postfix"]
 # for the prefilter): PHP's `Deprecated` and `Strict Standards` are INFO, a PHP-FPM slow log
 # entry (`[05-Dec-2026 11:21:36]  [pool www] pid 21003`) WARN, PHP's `Parse error` and CUPS's
 # `X [...]` FATAL, Squid's `| BUG 3279: ` ERROR, Exim's delivery flags; AWS Lambda's platform
-# `Task timed out after` ERROR (`lambdalogs`).
+# `Task timed out after` ERROR, its `START`/`END`/`REPORT` INFO, a REPORT's `Status: timeout`
+# ERROR, one whose memory ran out WARN (`lambdalogs`).
 LEVEL_TEXTS: Final = {
-    "fatal": ("x [", "parse error"), "error": ("| bug", " ** ", "task timed out after "),
-    "warn": ("]  [pool ", " == "),
-    "info": ("deprecated", "strict standards", " <= ", " => ", " -> ", " >> ", " *> "),
+    "fatal": ("x [", "parse error"),
+    "error": ("| bug", " ** ", "task timed out after ", "status: timeout", "status: error",
+              "status: failure"),
+    "warn": ("]  [pool ", " == ", "report requestid: "),
+    "info": ("deprecated", "strict standards", " <= ", " => ", " -> ", " >> ", " *> ",
+             "requestid: "),
 }  # fmt: skip
 
 _DMY: Final = r"\d\d-(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)-\d{4} \d\d:\d\d:\d\d"

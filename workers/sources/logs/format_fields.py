@@ -7,10 +7,12 @@ from __future__ import annotations
 from typing import Final
 
 from workers.sources.logs.accesslog import ENVOY_FIELDS
+from workers.sources.logs.cloudflare import CLOUDFLARE_FIELDS
 from workers.sources.logs.cloudlogging import CLOUD_LOGGING_FIELDS
 from workers.sources.logs.csvlog import CSVLOG_FIELDS
 from workers.sources.logs.haproxy import HAPROXY_FIELDS
 from workers.sources.logs.heroku import HEROKU_FIELDS
+from workers.sources.logs.lambdalogs import LAMBDA_FIELDS, LAMBDA_NUMBERS
 from workers.sources.logs.textformats import TEXT_FORMAT_FIELDS
 from workers.sources.logs.w3c import W3C_FIELDS
 
@@ -18,7 +20,14 @@ __all__ = ["FORMAT_FIELDS", "FORMAT_NUMBERS"]
 
 # Fields each format adds beyond the topic's own (so a query may name them).
 FORMAT_FIELDS: Final[dict[str, tuple[str, ...]]] = {
-    "jsonl": ("level_name", "fields_dropped", *ENVOY_FIELDS, *CLOUD_LOGGING_FIELDS),
+    "jsonl": (
+        "level_name",
+        "fields_dropped",
+        *ENVOY_FIELDS,
+        *CLOUD_LOGGING_FIELDS,
+        *CLOUDFLARE_FIELDS,
+        *LAMBDA_FIELDS,  # Lambda's JSON log format's platform events
+    ),
     "logfmt": ("level_name", "fields_dropped"),
     "cri": ("stream", "namespace", "pod", "container", "exception", "level_name", *ENVOY_FIELDS),
     "docker": (
@@ -59,5 +68,7 @@ FORMAT_NUMBERS: Final = frozenset(
         "upstream_time_ms",
         "target_status",
         "client_port",
+        *LAMBDA_NUMBERS,  # a Lambda REPORT's figures
+        "upstream_bytes",  # the NGINX Ingress controller's
     }
 )

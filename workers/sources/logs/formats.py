@@ -30,8 +30,10 @@ from workers.sources.logs.accesslog import (
     read_envoy_json,
     read_traefik_access,
 )
+from workers.sources.logs.cloudflare import read_cloudflare
 from workers.sources.logs.cloudlogging import is_cloud_logging, read_cloud_logging
 from workers.sources.logs.kubeaudit import read_kube_audit
+from workers.sources.logs.lambdajson import read_lambda_json
 from workers.sources.logs.levels import (
     LEVEL_WORDS,
     SYSLOG_NAMES,
@@ -39,10 +41,13 @@ from workers.sources.logs.levels import (
     implied_level,
     keep_level_name,
 )
+from workers.sources.logs.multiline import EXCEPTION
 from workers.sources.logs.records import Entry, as_number
 from workers.sources.logs.stamps import MAX_EPOCH_MS, MIN_EPOCH_MS
 
-__all__ = ["LineParser", "field_name", "level_of", "make_parser", "parse_time"]
+__all__ = [
+    "LineParser", "field_name", "level_of", "logfmt_pairs", "make_parser", "parse_time",
+]  # fmt: skip
 
 # The last of each: journald's export (`journalctl -o json`): µs, syslog severity 0..7; and
 # MongoDB's (4.4+) `{"t":{"$date":...},"s":"W",...}`, whose `s` is read only beside that `t`.
@@ -159,10 +164,16 @@ def _flatten(obj: Mapping[str, Any], prefix: str, out: dict[str, Any], depth: in
         name = f"{prefix}{key}"
         if isinstance(value, dict) and depth < _MAX_DEPTH:
             _flatten(value, name + ".", out, depth + 1)
+        elif key == "stacktrace" and isinstance(value, list) and _all_text(value):
+            out[name] = "\n".join(value)  # Elasticsearch 7's stack, a line an item
         elif isinstance(value, list | dict):
             out[name] = msgspec.json.encode(value).decode()
         else:
             out[name] = value
+
+
+def _all_text(items: list[Any]) -> TypeGuard[list[str]]:
+    return all(isinstance(item, str) for item in items)
 
 
 _NOT_NAME: Final = re.compile(r"[^A-Za-z0-9_]")
@@ -199,6 +210,12 @@ def _is_int(value: object) -> TypeGuard[int]:
 # JSON (`TraceId`; OTLP/JSON `traceId`), zap's and Jaeger's `traceID`, Serilog's CLEF `@tr`,
 # Datadog's `dd.trace_id`: the field `trace_id` (as CLICKHOUSE reads the OTel `TraceId` column).
 _TRACE_KEYS: Final = ("TraceId", "traceId", "traceID", "_tr", "dd_trace_id")
+
+
+def _stack(flat: dict[str, Any]) -> str:
+    """Elasticsearch 7's `stacktrace` (its lines), logstash-logback-encoder's `stack_trace`."""
+    stack = flat.get("stacktrace", flat.get("stack_trace"))
+    return stack if isinstance(stack, str) else ""
 
 
 class _Mapped:
@@ -238,6 +255,10 @@ class _Mapped:
             read_caddy_access(flat)  # Caddy's JSON access log
         elif "time" not in self.fields and "DownstreamStatus" in flat:
             read_traefik_access(flat)  # Traefik's JSON access log
+        elif "time" not in self.fields and "EdgeResponseStatus" in flat:
+            read_cloudflare(flat)  # Cloudflare Logpush's HTTP requests
+        elif "requestId" in flat or "record.requestId" in flat:
+            read_lambda_json(flat)  # AWS Lambda's JSON log format
         elif "time" not in self.fields and is_cloud_logging(flat):
             read_cloud_logging(flat, _ENVELOPE_KEYS)  # Google Cloud Logging's LogEntry
         time_key, when = self._pick(flat, "time", TIME_KEYS)
@@ -271,6 +292,8 @@ class _Mapped:
             thrown = next((k for k in _EXCEPTION_KEYS if isinstance(flat.get(k), str)), None)
             if thrown is not None:
                 flat["exception"] = flat.pop(thrown)
+            elif named := EXCEPTION.match(_stack(flat)):  # its first line's class
+                flat["exception"] = named.group(1)
         if time_key == "t.$date" and "attr.durationMillis" in flat:  # MongoDB's slow operation
             flat.setdefault("duration_ms", flat["attr.durationMillis"])
         if level is None:
@@ -338,13 +361,17 @@ class JsonLines(_Mapped):
 _LOGFMT: Final = re.compile(r'(?<!\S)([^\s=]++)=("(?:[^"\\]|\\.)*+"|\S*)')
 
 
+def logfmt_pairs(line: str) -> dict[str, Any]:
+    """A logfmt line's keys and values (a quoted value unquoted), in their order."""
+    flat: dict[str, Any] = {}
+    for key, value in _LOGFMT.findall(line):
+        flat[key] = re.sub(r"\\(.)", r"\1", value[1:-1]) if value.startswith('"') else value
+    return flat
+
+
 class Logfmt(_Mapped):
     def feed(self, line: str) -> list[Entry]:
-        flat: dict[str, Any] = {}
-        for key, value in _LOGFMT.findall(line):
-            if value.startswith('"'):
-                value = re.sub(r"\\(.)", r"\1", value[1:-1])
-            flat[key] = value
+        flat = logfmt_pairs(line)
         found = self.entry(flat) if flat else None
         self.failed += found is None and bool(line.strip())
         return [found] if found is not None else []

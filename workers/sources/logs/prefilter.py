@@ -23,10 +23,13 @@ also searched in that rendering:
   away, but adds `***`, so a term with a `*` (`"password=***"`) is not used;
 - JSON lines whose message parsing composes of several values (a Kubernetes audit Event's
   `verb requestURI code`, Istio's JSON access log's request line, a Cloud Logging entry's
-  `httpRequest` or audit line, Traefik's request line): a term with a space is not
-  looked for in such a line (each value is: a term without one); so too logfmt lines, which
+  `httpRequest` or audit line, Traefik's and Cloudflare's request line, a Lambda platform
+  event's type and status): a term with a space is not looked for in such a line (each value
+  is: a term without one); so too logfmt lines, which
   `formats._Mapped` reads alike (Envoy's `text_format` of Istio's keys as `key=value` pairs:
-  before, `"POST /api/charge"` found none of the records whose message it is).
+  before, `"POST /api/charge"` found none of the records whose message it is);
+- a level read from a number under `plain`: `aws logs tail`'s line of a JSON object (pino's
+  `"level":50`, `awstail`) is never skipped by a `level:` clause.
 """
 
 from __future__ import annotations
@@ -94,7 +97,14 @@ _NUMBER_CHARS: Final = frozenset("0123456789.e+-")
 _STRUCTURE: Final = frozenset("[]{},:")
 # What a line holds when parsing composes its message (`kubeaudit`, `accesslog`), per format
 _COMPOSED: Final[dict[str, tuple[str, ...]]] = {
-    "jsonl": ('"audit.k8s.io/', '"response_code"', '"logName"', '"DownstreamStatus"'),
+    "jsonl": (
+        '"audit.k8s.io/',
+        '"response_code"',
+        '"logName"',
+        '"DownstreamStatus"',
+        '"EdgeResponseStatus"',
+        '"platform.',
+    ),
     "logfmt": ("audit.k8s.io/", "response_code="),
 }
 _NUMBER: Final = re.compile(r"-?\d++(?:\.\d++)?(?:[eE][-+]?\d++)?")
@@ -164,7 +174,7 @@ class Prefilter:
             return True
         low = line.lower()
         for words in self.levels:
-            if not any(w in low for w in words):
+            if not any(w in low for w in words) and not _tailed_json(line):
                 return False
         numbers: str | None = None
         for term in self.terms:
@@ -185,6 +195,12 @@ class Prefilter:
                 continue
             return False
         return True
+
+
+def _tailed_json(line: str) -> bool:
+    """Whether a `plain` line may be `aws logs tail`'s of a JSON object (`awstail`): its level
+    may be a number (pino's `"level":50`)."""
+    return "+00:00 " in line[19:33] and "{" in line
 
 
 def skipped_time(parser: Any, line: str, default: int) -> int:

@@ -35,11 +35,13 @@ from typing import Final
 from contracts.results import JsonScalar
 from workers.sources.logs.accesslog import ENVOY_FIELDS, access_head, envoy_head
 from workers.sources.logs.awslogs import ALB_FIELDS, S3_FIELDS
+from workers.sources.logs.awstail import TAIL_FIELDS, tail_head
 from workers.sources.logs.daemonlogs import daemon_head
 from workers.sources.logs.dbformats import postgresql_head, redis_head
 from workers.sources.logs.formats import LineParser, parse_time, text_entry
+from workers.sources.logs.ingress import INGRESS_FIELDS
 from workers.sources.logs.jvmlogs import JVM_FIELDS, jvm_head
-from workers.sources.logs.lambdalogs import lambda_head
+from workers.sources.logs.lambdalogs import LAMBDA_FIELDS, lambda_head
 from workers.sources.logs.log4j import LEVEL_WORD, Head, log4j_head
 from workers.sources.logs.multiline import Continued, HeadParser, Pending
 from workers.sources.logs.records import Entry
@@ -56,14 +58,16 @@ TEXT_FORMAT_FIELDS: Final[dict[str, tuple[str, ...]]] = {
                       "referer", "user_agent", "extra", "vhost", "ident",
                       # Squid's native format
                       "duration_ms", "cache_result", "hierarchy", "upstream", "content_type",
-                      *ALB_FIELDS, *S3_FIELDS),  # AWS load balancers', S3's
+                      *ALB_FIELDS, *S3_FIELDS,  # AWS load balancers', S3's
+                      *INGRESS_FIELDS),  # the Kubernetes NGINX Ingress controller's
     "klog": ("pid", "source", "exception"),
     "oslo": ("pid", "logger", "request_id", "context", "exception"),
     "postgresql": ("pid", "user", "database", "duration_ms", "sql_state", "application_name",
                    "connection_from", "session_line_num", "prefix"),
     "redis": ("pid", "role"),
     "plain": ("pid", "process", "logger", "exception", "source", "thread", "message_id",
-              "job_id", "request_id", *JVM_FIELDS),
+              "job_id", "request_id", *JVM_FIELDS, *LAMBDA_FIELDS,
+              *TAIL_FIELDS),
     "regex": ("exception",),
 }  # fmt: skip
 TEXT_FORMAT_FIELDS["nginx_access"] = TEXT_FORMAT_FIELDS["apache_access"]
@@ -86,6 +90,12 @@ _PLAIN: Final = re.compile(  # MariaDB: `2024-01-15 10:15:30 0 [Note] ...` (a th
     r"(?: <(?P<erlang>\d{1,10}\.\d{1,10}\.\d{1,10})>(?: |$))?)?"
     r"\s*(?P<message>.*)",
     re.S,
+)
+# HashiCorp's agents (Nomad; Consul before 1.7) indent each line of their output by four spaces:
+# `    2026-12-04T11:50:02.000Z [WARN]  client.driver_mgr: ...` (`2026/12/04 11:50:02 [WARN] ...`)
+_INDENTED_HCLOG: Final = re.compile(
+    r"    \d{4}([-/])\d\d\1\d\d[T ]\d\d:\d\d:\d\d(?:\.\d{1,9})?(?:Z|[+-]\d\d:?\d\d)? "
+    r"\[(?:TRACE|DEBUG|INFO|WARN|ERROR|ERR) ?\]"
 )
 # MongoDB before 4.4: `<time> <severity> <COMPONENT> [<context>] <message>` (`D1`-`D5` debug)
 _MONGODB: Final = re.compile(
@@ -150,6 +160,11 @@ def _plain(zone: tzinfo, now_ms: int, time_format: str) -> Head:
     daemon = daemon_head(zone, now_ms)  # Ruby's Logger, PHP, PHP-FPM, BIND, CUPS
 
     def head(text: str) -> Pending | Continued | None:
+        if text.startswith("    ") and _INDENTED_HCLOG.match(text):
+            text = text[4:]  # Nomad's and Consul's agent: every line indented, no continuation
+        if (tailed := tail_head(text, zone, now_ms)) is not None:  # `aws logs tail`'s
+            last[0] = tailed
+            return tailed
         if (known := daemon(text)) is not None:
             last[0] = known if not isinstance(known, Continued) else last[0]
             return known
