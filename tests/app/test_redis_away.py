@@ -1,0 +1,109 @@
+"""The on-call engineer whose Redis is not there: each command says so in one line, fast, with
+its exit code, never a traceback nor a password. Each case starts its own server (a Redis with
+a password, one that accepts and never answers) on a free port; the shared Redis is not
+touched."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from chaos.services import free_port, own_redis
+from tests.conftest import REDIS_URL
+
+pytestmark = pytest.mark.redis
+ROOT = Path(__file__).resolve().parents[2]
+KB = ("call", "lookup_knowledge", "--id", "c1", "--args", '{"query":"q"}', "--timeout", "5")
+
+
+def _run(url: str, *args: str) -> tuple[int, list[str], float]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ACI_")}
+    env.update(ACI_REDIS_URL=url, ACI_PREFIX="redisaway")
+    start = time.monotonic()
+    proc = subprocess.run(
+        [sys.executable, "-m", "app.cli", *args],
+        cwd=ROOT, env=env, capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    assert "Traceback" not in proc.stderr, proc.stderr
+    return proc.returncode, proc.stderr.splitlines(), time.monotonic() - start
+
+
+@pytest.fixture
+def silent_port() -> Iterator[int]:
+    """A port that accepts connections and never answers (a hung Redis, a middlebox)."""
+    server = socket.create_server(("127.0.0.1", 0))
+    held: list[socket.socket] = []
+    stop = threading.Event()
+
+    def accept() -> None:
+        server.settimeout(0.2)
+        while not stop.is_set():
+            try:
+                held.append(server.accept()[0])
+            except TimeoutError:
+                continue
+
+    thread = threading.Thread(target=accept, daemon=True)
+    thread.start()
+    try:
+        yield int(server.getsockname()[1])
+    finally:
+        stop.set()
+        thread.join(5)
+        for conn in held:
+            conn.close()
+        server.close()
+
+
+def test_a_redis_that_never_answers_is_said_in_one_timeout(silent_port: int) -> None:
+    # Before: every retry waited its own 10 s reply timeout: `status` was silent for 40 s.
+    code, lines, took = _run(f"redis://:hunter2@127.0.0.1:{silent_port}/0", "status")
+    assert (code, lines) == (
+        1,
+        ["pipeline error: RedisUnavailable: no Redis answers at ACI_REDIS_URL"],
+    )
+    assert took < 20
+
+
+def test_reindex_with_redis_down_is_one_line() -> None:
+    # Before: a driver traceback (its SCAN was not behind the typed errors).
+    code, lines, _ = _run(f"redis://:hunter2@127.0.0.1:{free_port()}/0", "reindex")
+    assert (code, lines) == (
+        1,
+        ["pipeline error: RedisUnavailable: no Redis answers at ACI_REDIS_URL"],
+    )
+
+
+def test_no_password_is_noauth_and_a_wrong_one_wrongpass_for_every_client(
+    tmp_path: Path,
+) -> None:
+    # Before: a URL without a password was told "wrong user or password".
+    calls = tmp_path / "calls.jsonl"
+    calls.write_text('{"tool":"lookup_knowledge","id":"c1","arguments":{"query":"q"}}\n')
+    with own_redis(password="s3cret-pw") as server:
+        anonymous = f"redis://127.0.0.1:{server.port}/0"
+        wrong = f"redis://chaos:hunter2@127.0.0.1:{server.port}/0"
+        for args in (("status",), KB, ("submit", "--file", str(calls), "--session", "s")):
+            code, lines, took = _run(anonymous, *args)
+            assert code == 1 and took < 20, (args, lines)
+            assert lines[-1].startswith("pipeline error: RedisProtocolError: NOAUTH from Redis")
+            code, lines, _ = _run(wrong, *args)
+            assert code == 1 and "hunter2" not in "".join(lines), (args, lines)
+            assert lines[-1].startswith("pipeline error: RedisProtocolError: WRONGPASS from Redis")
+
+
+def test_a_cluster_url_at_a_plain_redis_is_a_configuration_error() -> None:
+    # Before: "no Redis answers" (and a worker waited for a cluster that never comes).
+    url = REDIS_URL.replace("redis://", "redis+cluster://", 1)
+    for args in (("status",), ("worker",)):
+        code, lines, _ = _run(url, *args)
+        assert code == 2, (args, lines)
+        assert lines[-1].startswith("configuration error: ACI_REDIS_URL names a Redis Cluster")
