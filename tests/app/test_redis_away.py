@@ -107,3 +107,28 @@ def test_a_cluster_url_at_a_plain_redis_is_a_configuration_error() -> None:
         code, lines, _ = _run(url, *args)
         assert code == 2, (args, lines)
         assert lines[-1].startswith("configuration error: ACI_REDIS_URL names a Redis Cluster")
+
+
+def test_the_console_says_redis_is_away_or_stops_on_refused_credentials() -> None:
+    # Before: `console on …`, then nothing while every page answered 503.
+    port = free_port()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ACI_")}
+    env.update(ACI_REDIS_URL=f"redis://:hunter2@127.0.0.1:{free_port()}/0", ACI_PREFIX="away")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "app.cli", "console", "--port", str(port)],
+        cwd=ROOT, env=env, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        assert proc.stderr is not None
+        assert proc.stderr.readline().startswith("console on ")
+        line = proc.stderr.readline()
+        assert "WARNING aci.console Redis does not answer at ACI_REDIS_URL" in line
+        assert "hunter2" not in line and proc.poll() is None
+    finally:
+        proc.terminate()
+        proc.communicate(timeout=15)  # also closes its stderr pipe
+    with own_redis(password="s3cret-pw") as server:
+        wrong = f"redis://chaos:hunter2@127.0.0.1:{server.port}/0"
+        code, lines, took = _run(wrong, "console", "--port", str(port))
+    assert code == 1 and took < 20
+    assert lines[-1].startswith("pipeline error: RedisProtocolError: WRONGPASS from Redis")
