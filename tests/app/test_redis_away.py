@@ -5,6 +5,7 @@ touched."""
 
 from __future__ import annotations
 
+import json
 import os
 import socket
 import subprocess
@@ -132,3 +133,32 @@ def test_the_console_says_redis_is_away_or_stops_on_refused_credentials() -> Non
         code, lines, took = _run(wrong, "console", "--port", str(port))
     assert code == 1 and took < 20
     assert lines[-1].startswith("pipeline error: RedisProtocolError: WRONGPASS from Redis")
+
+
+def test_mcp_tells_the_model_that_an_unusable_url_will_not_heal() -> None:
+    # Before: a cluster URL at a plain Redis was "unavailable; try again later" to the model.
+    lines = [
+        {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {},
+            "clientInfo": {"name": "t", "version": "1"}}},
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
+            "name": "lookup_knowledge", "arguments": {"query": "q"}}},
+    ]  # fmt: skip
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ACI_")}
+    env.update(ACI_REDIS_URL=REDIS_URL.replace("redis://", "redis+cluster://", 1))
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "app.cli", "mcp", "--session", "s", "--timeout", "3"],
+        cwd=ROOT, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    assert proc.stdin is not None and proc.stdout is not None
+    try:
+        proc.stdin.write("".join(json.dumps(line) + "\n" for line in lines))
+        proc.stdin.flush()
+        answers = [json.loads(proc.stdout.readline()) for _ in range(2)]
+    finally:
+        _, err = proc.communicate(timeout=30)  # closes stdin: the server ends
+    assert answers[1]["id"] == 2 and answers[1]["result"]["isError"] is True
+    assert "calling again will not help" in answers[1]["result"]["content"][0]["text"]
+    assert "the queue failed: RedisConfigError: ACI_REDIS_URL names a Redis Cluster" in err
