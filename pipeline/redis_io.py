@@ -134,7 +134,11 @@ def auth_code(exc: BaseException) -> str:
 _NEEDS_AUTH: Final = "must be called with the client already authenticated"
 _NOT_A_CLUSTER: Final = "Cluster mode is not enabled"
 _SCRIPT_NOPERM: Final = "user executing the script can't"
-_REFUSED: Final = frozenset({"WRONGPASS", "NOAUTH", "NOPERM"})  # the credentials' fault
+_REFUSED: Final = frozenset({"WRONGPASS", "NOAUTH", "NOPERM"})
+_ONE_NODE: Final = (
+    "ACI_REDIS_URL names one node of a Redis Cluster: use redis+cluster://host:port"
+    " (or ACI_REDIS_CLUSTER=1)"
+)  # the credentials' fault
 # What an operator does about each refusal (the CLI's one line, the MCP server's log).
 _REFUSAL_HINTS: Final = {
     "NOAUTH": "a password is required: put the user and password in ACI_REDIS_URL",
@@ -143,7 +147,12 @@ _REFUSAL_HINTS: Final = {
     "OOM": "Redis is at its maxmemory and refuses every write (submits, finishes, heartbeats):"
     " raise maxmemory or free memory; `aci-evidence status` shows each stream's memory",
     "READONLY": "this Redis is a read-only replica: point ACI_REDIS_URL at the primary",
+    # A plain URL at one node of a Redis Cluster (before: a bare `MOVED`, and a worker said
+    # it "could not create the consumer group").
+    "MOVED": _ONE_NODE,
+    "CROSSSLOT": _ONE_NODE,
 }
+_WRONG_NODE: Final = frozenset({"MOVED", "CROSSSLOT"})
 # Every write refused: at maxmemory (noeviction), or a replica (XGROUP CREATE is refused
 # before Redis looks for the group, so a worker's start would only say it could not create it).
 _FULL_OR_READ_ONLY: Final = frozenset({"OOM", "READONLY"})
@@ -333,7 +342,7 @@ async def ensure_group(redis: Redis, keys: Keys | Partition) -> None:
     except RedisProtocolError as exc:
         if str(exc) == "BUSYGROUP":
             return
-        if str(exc) in _REFUSED or str(exc) in _FULL_OR_READ_ONLY:
+        if str(exc) in _REFUSED | _FULL_OR_READ_ONLY | _WRONG_NODE:
             raise  # a wrong password or a full Redis is not "unavailable": say it, at once
         raise RedisProtocolError("could not create the consumer group") from exc
 

@@ -25,9 +25,9 @@ ROOT = Path(__file__).resolve().parents[2]
 KB = ("call", "lookup_knowledge", "--id", "c1", "--args", '{"query":"q"}', "--timeout", "5")
 
 
-def _run(url: str, *args: str) -> tuple[int, list[str], float]:
+def _run(url: str, *args: str, prefix: str = "redisaway") -> tuple[int, list[str], float]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("ACI_")}
-    env.update(ACI_REDIS_URL=url, ACI_PREFIX="redisaway")
+    env.update(ACI_REDIS_URL=url, ACI_PREFIX=prefix)
     start = time.monotonic()
     proc = subprocess.run(
         [sys.executable, "-m", "app.cli", *args],
@@ -163,3 +163,22 @@ def test_mcp_tells_the_model_that_an_unusable_url_will_not_heal() -> None:
     assert answers[1]["id"] == 2 and answers[1]["result"]["isError"] is True
     assert "calling again will not help" in answers[1]["result"]["content"][0]["text"]
     assert "the queue failed: RedisConfigError: ACI_REDIS_URL names a Redis Cluster" in err
+
+
+def test_a_cluster_node_under_a_plain_url_or_a_master_down_is_one_line() -> None:
+    from pipeline.local_cluster import local_cluster
+
+    # Prefix `a` hashes to slot 15495: the third master's (3 masters split the slots evenly).
+    with local_cluster(masters=3, replicas=0) as cluster:
+        plain = f"redis://127.0.0.1:{cluster.ports[0]}/0"
+        for args in (("status",), ("reindex",), ("worker",)):
+            # Before: a bare `MOVED`, and a worker "could not create the consumer group".
+            code, lines, took = _run(plain, *args, prefix="a")
+            assert code == 1 and len(lines) == 1 and took < 20, (args, lines)
+            assert lines[0].startswith("pipeline error: RedisProtocolError: MOVED from Redis")
+            assert "use redis+cluster://" in lines[0]
+        cluster.kill(cluster.ports[2])
+        for args in (("status",), KB, ("views", "--session", "s", "--view", "model")):
+            code, lines, took = _run(cluster.url, *args, prefix="a")
+            assert code == 1 and took < 20, (args, lines)
+            assert lines == ["pipeline error: RedisUnavailable: no Redis answers at ACI_REDIS_URL"]
