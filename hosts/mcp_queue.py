@@ -30,7 +30,12 @@ from hosts.mcp_progress import current as progress_reporter
 from hosts.mcp_tasks import task_wait
 from pipeline.client import CallResult, EvidenceClient, ToolCall
 from pipeline.heartbeat import heartbeat_ttl_s, live_count
-from pipeline.redis_io import PipelineError, is_credentials_refusal, refusal_hint
+from pipeline.redis_io import (
+    PipelineError,
+    RedisConfigError,
+    is_credentials_refusal,
+    refusal_hint,
+)
 from pipeline.settings import Settings, SettingsError
 
 __all__ = ["ANSWER_GRACE_S", "NoWorkerWarning", "queue_runner"]
@@ -128,7 +133,9 @@ def queue_runner(
             hint = refusal_hint(exc)
             log.warning("the queue failed: %s: %s%s", type(exc).__name__, exc,
                         f" from Redis at ACI_REDIS_URL: {hint}" if hint else "")  # fmt: skip
-            message = _REFUSED_MESSAGE if is_credentials_refusal(exc) else _UNAVAILABLE_MESSAGE
+            # An unusable URL (a cluster URL at a plain Redis) will not heal either.
+            refused = is_credentials_refusal(exc) or isinstance(exc, RedisConfigError)
+            message = _REFUSED_MESSAGE if refused else _UNAVAILABLE_MESSAGE
             settings = client.settings
             return _as_call_result(call, ErrorCode.UNAVAILABLE, message, session_id, settings)
         except SettingsError as exc:  # this server's settings are not the workers' (one line)

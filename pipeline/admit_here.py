@@ -119,6 +119,8 @@ class AdmitHere:
                     found = [await call_redis(self.redis.hget(base, "partitions"))]
                     found += [None] * (len(SHARED) - 1)
             except RedisProtocolError as exc:  # a submitter forced to try (`1`): NOPERM
+                if str(exc) in ("WRONGPASS", "NOAUTH"):  # no call can go: the caller says it
+                    raise
                 if not await self.refused(exc) and self.enabled:  # WRONGTYPE: read it later
                     self._agreed[part.index], self._read_at[part.index] = False, time.monotonic()
                     if (exc.args, part.index) not in self._told:

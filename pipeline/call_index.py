@@ -108,22 +108,30 @@ async def reindex(redis: Redis, keys: Keys) -> dict[str, int]:
     harmless. Returns {"calls": records seen, "sessions": sessions touched}."""
     seen, touched = 0, 0
     for part in keys.parts:
-        head = part.call("", "")[:-2]  # `{tag}:call:`
-        pattern = "".join("\\" + c if c in "*?[]\\" else c for c in head) + ":*"
-        head += ":"
-        batch: list[str] = []
-        sessions: set[str] = set()
-        async for key in redis.scan_iter(match=pattern, count=_SCAN_COUNT):
-            batch.append(_text(key))
-            if len(batch) >= _BACKFILL_BATCH:
-                sessions |= await _backfill(redis, keys, batch, head)
-                seen, batch = seen + len(batch), []
-        sessions |= await _backfill(redis, keys, batch, head)
-        seen += len(batch)
-        now = int(time.time() * 1000)
-        for session in sessions:
-            ks, args = _prune_args(part, session, 0, leave=False)
-            await call_redis(redis.eval(PRUNE_CALLS_LUA, len(ks), *ks, *args))
-        await call_redis(redis.set(part.calls_ready, now))
-        touched += len(sessions)
+        # Through call_redis: the SCAN's driver errors (Redis down, refused) are the typed
+        # errors, one line at the CLI; before, a Redis down was a traceback.
+        calls, sessions = await call_redis(_reindex_part(redis, keys, part))
+        seen, touched = seen + calls, touched + sessions
     return {"calls": seen, "sessions": touched}
+
+
+async def _reindex_part(redis: Redis, keys: Keys, part: Partition) -> tuple[int, int]:
+    seen = 0
+    head = part.call("", "")[:-2]  # `{tag}:call:`
+    pattern = "".join("\\" + c if c in "*?[]\\" else c for c in head) + ":*"
+    head += ":"
+    batch: list[str] = []
+    sessions: set[str] = set()
+    async for key in redis.scan_iter(match=pattern, count=_SCAN_COUNT):
+        batch.append(_text(key))
+        if len(batch) >= _BACKFILL_BATCH:
+            sessions |= await _backfill(redis, keys, batch, head)
+            seen, batch = seen + len(batch), []
+    sessions |= await _backfill(redis, keys, batch, head)
+    seen += len(batch)
+    now = int(time.time() * 1000)
+    for session in sessions:
+        ks, args = _prune_args(part, session, 0, leave=False)
+        await call_redis(redis.eval(PRUNE_CALLS_LUA, len(ks), *ks, *args))
+    await call_redis(redis.set(part.calls_ready, now))
+    return seen, len(sessions)

@@ -44,6 +44,7 @@ from pipeline.redis_io import (
     RedisProtocolError,
     RedisUnavailable,
     Scripts,
+    auth_code,
     call_redis,
     is_cluster,
     reply_code,
@@ -87,9 +88,9 @@ class _Link:
                 # 6 µs where anyio.fail_after costs 20 µs, on every round trip.
                 async with asyncio.timeout(timeout):
                     return await self._round_trip(commands)
-            except AuthenticationError:
+            except AuthenticationError as exc:
                 await self.aclose()
-                raise RedisProtocolError("WRONGPASS") from None
+                raise RedisProtocolError(auth_code(exc)) from None
             except (*_LOST, TimeoutError) as exc:
                 await self.aclose()
                 if attempt == 2 or isinstance(exc, TimeoutError | RedisTimeoutError):

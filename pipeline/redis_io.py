@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from typing import Any, Final, TypeAlias, TypeVar, cast
 
@@ -52,6 +53,7 @@ __all__ = [
     "RedisProtocolError",
     "RedisUnavailable",
     "Scripts",
+    "auth_code",
     "call_redis",
     "decode_fields",
     "ensure_group",
@@ -102,19 +104,41 @@ async def call_redis(op: Awaitable[T]) -> T:
     try:
         return await op
     except AuthenticationError as exc:  # a wrong password is not "unavailable"
-        raise RedisProtocolError("WRONGPASS") from exc
+        raise RedisProtocolError(auth_code(exc)) from exc
     except _UNAVAILABLE as exc:
         if _NEEDS_AUTH in str(exc):  # no password for a protected Redis: not retryable
             raise RedisProtocolError("NOAUTH") from exc
+        # The cluster client wraps what its start-up nodes said: a refused password, or a
+        # server that is no cluster, was "no Redis answers" (and a worker waited forever).
+        if isinstance(exc.__cause__, AuthenticationError):
+            raise RedisProtocolError(auth_code(exc.__cause__)) from exc
+        if _NOT_A_CLUSTER in str(exc):
+            raise RedisConfigError(
+                "ACI_REDIS_URL names a Redis Cluster (redis+cluster:// or ACI_REDIS_CLUSTER=1)"
+                " but that Redis is not in cluster mode: use a redis:// URL"
+            ) from None
         raise RedisUnavailable("redis is unavailable") from exc
     except ResponseError as exc:
         raise RedisProtocolError(reply_code(exc)) from exc
 
 
+def auth_code(exc: BaseException) -> str:
+    """NOAUTH when Redis wants a password and got none, else WRONGPASS: redis-py raises both
+    as one AuthenticationError (before, a URL without a password was told "wrong user or
+    password")."""
+    text = str(exc)
+    return "NOAUTH" if _NEEDS_AUTH in text or "Authentication required" in text else "WRONGPASS"
+
+
 # redis-py raises a plain ConnectionError when the handshake (HELLO) needs a password.
 _NEEDS_AUTH: Final = "must be called with the client already authenticated"
+_NOT_A_CLUSTER: Final = "Cluster mode is not enabled"
 _SCRIPT_NOPERM: Final = "user executing the script can't"
-_REFUSED: Final = frozenset({"WRONGPASS", "NOAUTH", "NOPERM"})  # the credentials' fault
+_REFUSED: Final = frozenset({"WRONGPASS", "NOAUTH", "NOPERM"})
+_ONE_NODE: Final = (
+    "ACI_REDIS_URL names one node of a Redis Cluster: use redis+cluster://host:port"
+    " (or ACI_REDIS_CLUSTER=1)"
+)  # the credentials' fault
 # What an operator does about each refusal (the CLI's one line, the MCP server's log).
 _REFUSAL_HINTS: Final = {
     "NOAUTH": "a password is required: put the user and password in ACI_REDIS_URL",
@@ -123,7 +147,12 @@ _REFUSAL_HINTS: Final = {
     "OOM": "Redis is at its maxmemory and refuses every write (submits, finishes, heartbeats):"
     " raise maxmemory or free memory; `aci-evidence status` shows each stream's memory",
     "READONLY": "this Redis is a read-only replica: point ACI_REDIS_URL at the primary",
+    # A plain URL at one node of a Redis Cluster (before: a bare `MOVED`, and a worker said
+    # it "could not create the consumer group").
+    "MOVED": _ONE_NODE,
+    "CROSSSLOT": _ONE_NODE,
 }
+_WRONG_NODE: Final = frozenset({"MOVED", "CROSSSLOT"})
 # Every write refused: at maxmemory (noeviction), or a replica (XGROUP CREATE is refused
 # before Redis looks for the group, so a worker's start would only say it could not create it).
 _FULL_OR_READ_ONLY: Final = frozenset({"OOM", "READONLY"})
@@ -212,6 +241,30 @@ def cluster_url(url: str, cluster: bool = False) -> str | None:
     return url if cluster else None
 
 
+class _BoundedRetry(Retry):
+    """redis-py's retry, which stops once `budget_s` has passed since the first try: a
+    Redis that never answers (a black hole, a host that accepts and stays silent) is said in
+    one timeout, not in four (before: `status` was silent for 21 s against an address that
+    drops packets, 40 s against one that accepts and never answers). A refused connection
+    fails at once, so its retries (a Redis restarting) are unchanged; workers retry above."""
+
+    def __init__(self, backoff: Any, retries: int, budget_s: float) -> None:
+        super().__init__(backoff, retries)
+        self.budget_s = budget_s
+
+    async def call_with_retry(
+        self, do: Any, fail: Any, is_retryable: Any = None, with_failure_count: bool = False
+    ) -> Any:
+        start = time.monotonic()
+
+        async def bounded(error: Exception, failures: int) -> None:
+            await (fail(error, failures) if with_failure_count else fail(error))
+            if time.monotonic() - start >= self.budget_s:
+                raise error
+
+        return await super().call_with_retry(do, bounded, is_retryable, with_failure_count=True)
+
+
 @contextlib.asynccontextmanager
 async def open_redis(
     url: str, *, max_connections: int = 64, cluster: bool = False
@@ -230,7 +283,7 @@ async def open_redis(
             url,
             max_connections=max_connections,
             timeout=30,
-            retry=Retry(ExponentialBackoff(cap=2.0, base=0.05), retries=3),
+            retry=_BoundedRetry(ExponentialBackoff(cap=2.0, base=0.05), retries=3, budget_s=5),
             retry_on_error=[RedisConnectionError, RedisTimeoutError],
             # No health_check_interval: with it, redis-py 8 loops forever on a connection
             # whose handshake is refused (no password for a protected Redis over a unix
@@ -289,7 +342,7 @@ async def ensure_group(redis: Redis, keys: Keys | Partition) -> None:
     except RedisProtocolError as exc:
         if str(exc) == "BUSYGROUP":
             return
-        if str(exc) in _REFUSED or str(exc) in _FULL_OR_READ_ONLY:
+        if str(exc) in _REFUSED | _FULL_OR_READ_ONLY | _WRONG_NODE:
             raise  # a wrong password or a full Redis is not "unavailable": say it, at once
         raise RedisProtocolError("could not create the consumer group") from exc
 

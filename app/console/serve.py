@@ -92,8 +92,31 @@ async def serve_console(
     # Opened here, not in the app's lifespan: an unusable URL is the CLI's one-line
     # configuration error (exit 2), not uvicorn's startup traceback (exit 3).
     async with open_redis(url, cluster=settings.redis_cluster) as redis:
+        await _first_ping(redis)
         app = create_app(settings, config=console_config(host, token), redis=redis)
         await uvicorn.Server(uvicorn_config(app, host, port, root_path)).serve()
+
+
+async def _first_ping(redis: Any) -> None:
+    """One PING before serving. A Redis that refuses the URL's credentials stops the console
+    with the CLI's one line (exit 1), as it stops a worker; one that does not answer is said
+    once, and the console serves its "Redis is unreachable" page (503) until it does (before:
+    only `console on …`, then silence while every page failed)."""
+    import logging
+
+    import anyio
+
+    from pipeline.redis_io import RedisUnavailable, call_redis
+
+    try:
+        with anyio.fail_after(12):
+            await call_redis(redis.ping())
+    except (RedisUnavailable, TimeoutError) as exc:
+        logging.getLogger("aci.console").warning(
+            "Redis does not answer at ACI_REDIS_URL (%s): serving; every page says so"
+            " (503) until it answers",
+            type(exc).__name__,
+        )
 
 
 def uvicorn_config(app: Any, host: str, port: int, root_path: str = "") -> Any:
