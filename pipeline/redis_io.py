@@ -134,11 +134,11 @@ def auth_code(exc: BaseException) -> str:
 _NEEDS_AUTH: Final = "must be called with the client already authenticated"
 _NOT_A_CLUSTER: Final = "Cluster mode is not enabled"
 _SCRIPT_NOPERM: Final = "user executing the script can't"
-_REFUSED: Final = frozenset({"WRONGPASS", "NOAUTH", "NOPERM"})
+_REFUSED: Final = frozenset({"WRONGPASS", "NOAUTH", "NOPERM"})  # the credentials' fault
 _ONE_NODE: Final = (
     "ACI_REDIS_URL names one node of a Redis Cluster: use redis+cluster://host:port"
     " (or ACI_REDIS_CLUSTER=1)"
-)  # the credentials' fault
+)
 # What an operator does about each refusal (the CLI's one line, the MCP server's log).
 _REFUSAL_HINTS: Final = {
     "NOAUTH": "a password is required: put the user and password in ACI_REDIS_URL",
@@ -252,17 +252,18 @@ class _BoundedRetry(Retry):
         super().__init__(backoff, retries)
         self.budget_s = budget_s
 
-    async def call_with_retry(
-        self, do: Any, fail: Any, is_retryable: Any = None, with_failure_count: bool = False
-    ) -> Any:
+    async def call_with_retry(self, do: Any, fail: Any, *rest: Any, **options: Any) -> Any:
+        # The arguments after `fail` (`is_retryable`, `with_failure_count`) came with redis-py
+        # 6; they are passed on as given, so the range pyproject allows (5.0 up) works alike.
         start = time.monotonic()
+        counted = options.get("with_failure_count", len(rest) > 1 and rest[1])
 
-        async def bounded(error: Exception, failures: int) -> None:
-            await (fail(error, failures) if with_failure_count else fail(error))
+        async def bounded(error: Exception, failures: int | None = None) -> None:
+            await (fail(error, failures) if counted else fail(error))
             if time.monotonic() - start >= self.budget_s:
                 raise error
 
-        return await super().call_with_retry(do, bounded, is_retryable, with_failure_count=True)
+        return await super().call_with_retry(do, bounded, *rest, **options)
 
 
 @contextlib.asynccontextmanager
