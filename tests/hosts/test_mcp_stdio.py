@@ -5,9 +5,10 @@ environment beyond what the host's `env` names, and lines that are no MCP messag
 from __future__ import annotations
 
 import json
-import select
+import queue
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -84,6 +85,23 @@ class Host:
             command, cwd=cwd, env=env,
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
         )  # fmt: skip
+        # Lines are read by a thread: `select` on the buffered pipe missed a second answer that
+        # came in the same read as the first (already in the buffer, nothing left on the fd).
+        self.lines: queue.Queue[bytes] = queue.Queue()
+        self._stderr: list[bytes] = []
+        self._answers = threading.Thread(target=self._read, daemon=True)
+        self._answers.start()
+        self._errors = threading.Thread(target=self._read_stderr, daemon=True)
+        self._errors.start()
+
+    def _read(self) -> None:
+        assert self.process.stdout is not None
+        for line in self.process.stdout:
+            self.lines.put(line)
+
+    def _read_stderr(self) -> None:
+        assert self.process.stderr is not None
+        self._stderr.extend(self.process.stderr)
 
     def send(self, line: str) -> None:
         assert self.process.stdin is not None
@@ -91,15 +109,25 @@ class Host:
         self.process.stdin.flush()
 
     def answer(self, timeout: float = 30.0) -> dict[str, Any]:
-        assert self.process.stdout is not None
-        ready, _, _ = select.select([self.process.stdout], [], [], timeout)
-        assert ready, "no answer: the host would wait until its own timeout"
-        answer: dict[str, Any] = json.loads(self.process.stdout.readline())
+        try:
+            line = self.lines.get(timeout=timeout)
+        except queue.Empty:
+            raise AssertionError("no answer: the host would wait until its own timeout") from None
+        answer: dict[str, Any] = json.loads(line)
         return answer
 
     def close(self) -> str:
-        _, stderr = self.process.communicate(timeout=30)  # closes stdin: the host is done
-        return stderr.decode()
+        assert self.process.stdin is not None
+        self.process.stdin.close()  # the host is done
+        self.process.wait(timeout=30)
+        for reader, pipe in (
+            (self._answers, self.process.stdout),
+            (self._errors, self.process.stderr),
+        ):
+            reader.join(30)
+            assert pipe is not None
+            pipe.close()
+        return b"".join(self._stderr).decode()
 
 
 def test_a_host_that_passes_no_environment_from_elsewhere_hears_back_on_every_line(
