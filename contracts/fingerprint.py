@@ -67,7 +67,9 @@ def normalise_sql(sql: str) -> str:
     # sqlglot logs the statements it cannot read at WARNING, whole: an agent's `ALTER USER u
     # IDENTIFIED BY '<password>'` went to the log (Python prints it to stderr even where
     # logging is not configured). Nothing it logs is for the operator.
-    logging.getLogger("sqlglot").setLevel(logging.CRITICAL + 1)
+    quiet = logging.getLogger("sqlglot")
+    if quiet.level <= logging.CRITICAL:  # once: each setLevel clears every logger's cache
+        quiet.setLevel(logging.CRITICAL + 1)
     try:
         statements = sqlglot.parse(sql, read="mysql")
         rendered = [s.sql(dialect="mysql") for s in statements if s is not None]
