@@ -30,3 +30,18 @@ def shop_database(short: str) -> Iterator[tuple[str, str, str]]:
             for host in ("localhost", "127.0.0.1"):
                 cur.execute(f"DROP USER IF EXISTS '{user}'@'{host}'")
         conn.close()
+
+
+def running(fragment: str) -> int:
+    """Statements the server is running (another connection's) whose text holds `fragment`."""
+    conn = pymysql.connect(**ROOT, charset="utf8mb4", autocommit=True)
+    try:
+        with conn.cursor() as cur:
+            cur.execute(
+                "SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE INFO LIKE %s AND ID <> "
+                "CONNECTION_ID()",
+                (f"%{fragment}%",),
+            )
+            return int(cur.fetchone()[0])
+    finally:
+        conn.close()

@@ -13,6 +13,7 @@ import pytest
 
 from contracts import DEFAULT_BOUNDS, QueryMysqlRequest, project_mysql
 from contracts.status import ErrorCode, EvidenceStatus
+from tests.workers.mysql_shop import running
 from tests.workers.sql_corpus import CORPUS
 from workers.sources import SourceError, warm_up
 from workers.sources.mysql import sqlguard
@@ -147,19 +148,6 @@ async def test_no_session_state_survives(source: MysqlSource) -> None:
             await source._execute_raw("shop", sql, tool_limit=False)
 
 
-def _running(fragment: str) -> int:
-    conn = _root()
-    with conn.cursor() as cur:
-        cur.execute(
-            "SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE INFO LIKE %s AND ID <> "
-            "CONNECTION_ID()",
-            (f"%{fragment}%",),
-        )
-        count = int(cur.fetchone()[0])
-    conn.close()
-    return count
-
-
 async def test_watchdog_kills_query_on_server(source: MysqlSource) -> None:
     start = time.monotonic()
     with pytest.raises(SourceError) as info:
@@ -167,7 +155,7 @@ async def test_watchdog_kills_query_on_server(source: MysqlSource) -> None:
     assert info.value.code == ErrorCode.TIMEOUT
     assert time.monotonic() - start < 5
     await anyio.sleep(0.2)
-    assert _running("aci_watchdog") == 0
+    assert running("aci_watchdog") == 0
 
 
 async def test_statement_limit_stops_cross_join_on_server(source: MysqlSource) -> None:
@@ -175,7 +163,7 @@ async def test_statement_limit_stops_cross_join_on_server(source: MysqlSource) -
     with pytest.raises(SourceError) as info:
         await source.fetch(_req(sql))
     assert info.value.code == ErrorCode.TIMEOUT
-    assert _running("aci_cross") == 0
+    assert running("aci_cross") == 0
 
 
 async def test_caller_cannot_lift_the_limit(source: MysqlSource) -> None:

@@ -14,7 +14,8 @@ import pytest
 from pipeline.client import EvidenceClient, ToolCall
 from pipeline.settings import Settings
 from tests.pipeline.helpers import assert_exactly_once, books, loads, running_worker
-from tests.workers.test_mysql import _params, _running, db  # noqa: F401  (db: a fixture)
+from tests.workers.mysql_shop import running
+from tests.workers.test_mysql import _params, db  # noqa: F401  (db: a fixture)
 from workers.sources.mysql.source import MysqlSource
 
 pytestmark = [pytest.mark.mariadb, pytest.mark.redis]
@@ -46,16 +47,16 @@ async def test_a_cancelled_query_frees_its_mariadb_thread_within_a_second(
         ):
             await client.submit_many("s-sql", [call])
             for _ in range(200):  # the server runs it (within 10 s)
-                if _running("aci_cancel_me"):
+                if running("aci_cancel_me"):
                     break
                 await anyio.sleep(0.05)
             await anyio.sleep(0.5)
-            assert _running("aci_cancel_me") == 1
+            assert running("aci_cancel_me") == 1
             started = time.monotonic()
             assert await client.cancel("s-sql", "call_sql_1")
             freed = None
             while time.monotonic() - started < 3:
-                if _running("aci_cancel_me") == 0:
+                if running("aci_cancel_me") == 0:
                     freed = time.monotonic() - started
                     break
                 await anyio.sleep(0.02)

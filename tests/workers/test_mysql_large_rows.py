@@ -7,21 +7,15 @@ from __future__ import annotations
 import time
 import tracemalloc
 from collections.abc import AsyncIterator, Iterator
-from typing import Any
 
 import anyio
-import pymysql
 import pytest
 
 from contracts import DEFAULT_BOUNDS, QueryMysqlRequest, project_mysql
-from tests.workers.mysql_shop import ROOT, shop_database
+from tests.workers.mysql_shop import running, shop_database
 from workers.sources.mysql.source import ConnectParams, MysqlSource
 
 pytestmark = pytest.mark.mariadb
-
-
-def _root() -> pymysql.Connection[Any]:
-    return pymysql.connect(**ROOT, charset="utf8mb4", autocommit=True)
 
 
 @pytest.fixture(scope="module")
@@ -41,19 +35,6 @@ async def source(db: tuple[str, str, str]) -> AsyncIterator[MysqlSource]:
 
 def _req(sql: str) -> QueryMysqlRequest:
     return QueryMysqlRequest(data_source="shop", sql=sql)
-
-
-def _running(fragment: str) -> int:
-    conn = _root()
-    with conn.cursor() as cur:
-        cur.execute(
-            "SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE INFO LIKE %s AND ID <> "
-            "CONNECTION_ID()",
-            (f"%{fragment}%",),
-        )
-        count = int(cur.fetchone()[0])
-    conn.close()
-    return count
 
 
 async def test_a_row_over_16_mib_is_read_as_prefixes(source: MysqlSource) -> None:
@@ -94,7 +75,7 @@ async def test_a_cut_result_frees_its_session_at_once(source: MysqlSource) -> No
     assert time.monotonic() - start < 2.5
     assert len(up.rows) == DEFAULT_BOUNDS.mysql_max_rows + 1
     await anyio.sleep(0.3)
-    assert _running("aci_cut_rest") == 0
+    assert running("aci_cut_rest") == 0
     assert (await source.fetch(_req("SELECT 1 AS v"))).rows == [[1]]
 
 

@@ -25,7 +25,7 @@ from functools import partial
 from typing import Any, Final
 
 from contracts.results import JsonScalar
-from workers.sources.logs.awslogs import alb_head, s3_head
+from workers.sources.logs.awslogs import alb_head, request_fields, s3_head
 from workers.sources.logs.ingress import read_ingress
 from workers.sources.logs.multiline import Pending
 from workers.sources.logs.records import Entry
@@ -98,13 +98,7 @@ def access_head(zone: tzinfo, now_ms: int) -> Head:
                 fields["user"] = found.group("user")
             if found.group("ident") != "-":  # `%l`, RFC 1413's (before: dropped)
                 fields["ident"] = found.group("ident")
-            if parts := _REQUEST.fullmatch(request):
-                fields["method"], fields["uri"] = parts.group(1), parts.group(2)
-                if parts.group(3):
-                    fields["protocol"] = parts.group(3)
-            code = int(status) if status.isdigit() else None
-            if code is not None:
-                fields["http_status"] = code
+            code = request_fields(request, status, fields)
             if size.isdigit() and len(size) < 19:
                 fields["bytes"] = int(size)
             referer, agent = found.group("referer", "agent")

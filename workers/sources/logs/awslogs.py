@@ -51,6 +51,19 @@ ALB_FIELDS: Final = (
 _REQUEST: Final = re.compile(r"(\S+) (\S+)(?: (\S+))?")
 
 
+def request_fields(request: str, status: str, fields: dict[str, JsonScalar]) -> int | None:
+    """An access line's request (`method`, `uri`, `protocol`) and `http_status` into `fields`
+    (what each access-log reader writes alike); the status code, or None."""
+    if parts := _REQUEST.fullmatch(request):
+        fields["method"], fields["uri"] = parts.group(1), parts.group(2)
+        if parts.group(3):
+            fields["protocol"] = parts.group(3)
+    code = int(status) if status.isdigit() else None
+    if code is not None:
+        fields["http_status"] = code
+    return code
+
+
 def alb_head(text: str, level_of: Callable[[int | None], str]) -> Pending | None:
     """A line of an ALB's or a Classic ELB's access log, or None (`level_of`: the access
     formats' status to level)."""
@@ -72,13 +85,9 @@ def alb_head(text: str, level_of: Callable[[int | None], str]) -> Pending | None
             fields["client_port"] = int(port)
         if (target := found.group("target")) != "-":
             fields["upstream_host"] = target
-        if parts := _REQUEST.fullmatch(request):
-            fields["method"], fields["uri"] = parts.group(1), parts.group(2)
-            if parts.group(3) and parts.group(3) != "-":
-                fields["protocol"] = parts.group(3)
-        code = int(status) if status.isdigit() else None
-        if code is not None:
-            fields["http_status"] = code
+        code = request_fields(request, status, fields)
+        if fields.get("protocol") == "-":  # a request the balancer could not read
+            del fields["protocol"]
         for name, key in (("received", "bytes_received"), ("sent", "bytes")):
             if (value := found.group(name)).isdigit() and len(value) < 19:
                 fields[key] = int(value)
@@ -136,13 +145,7 @@ def s3_head(text: str, level_of: Callable[[int | None], str]) -> Pending | None:
     def build(at: int) -> Entry:
         request, status, sent = found.group("request", "status", "sent")
         fields: dict[str, JsonScalar] = {}
-        if parts := _REQUEST.fullmatch(request):
-            fields["method"], fields["uri"] = parts.group(1), parts.group(2)
-            if parts.group(3):
-                fields["protocol"] = parts.group(3)
-        code = int(status) if status.isdigit() else None
-        if code is not None:
-            fields["http_status"] = code
+        code = request_fields(request, status, fields)
         for group, name in (("sent", "bytes"), ("size", "object_size"), ("total", "duration_ms"),
                             ("turnaround", "turnaround_ms")):  # fmt: skip
             if (value := found.group(group)).isdigit() and len(value) < 19:
